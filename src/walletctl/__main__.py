@@ -1,0 +1,3 @@
+from walletctl.cli.main import run
+
+run()

@@ -1,0 +1,122 @@
+"""The walletctl Typer app and its single error boundary.
+
+Every command module under ``walletctl.cli`` exposes ``register(app)``; heavy libraries are
+imported inside the command bodies so ``walletctl --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from walletctl import __version__
+from walletctl.cli.state import OutputFormat, get_state
+from walletctl.constants import Env, ExitCode
+
+# Command groups, in --help order. Each module defines register(app: typer.Typer).
+COMMAND_MODULES = ("checkout", "followup", "lookup", "walletpay", "profile", "sandbox", "smoke")
+
+app = typer.Typer(
+    name="walletctl",
+    help="Terminal tool for the gateway's redirect wallet (WalletV2) and browser wallet "
+    "(WalletPay), with a local sandbox gateway.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,  # locals could hold API keys
+    add_completion=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"walletctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    profile: Annotated[
+        Optional[str],  # noqa: UP045 - Typer needs Optional on 3.11
+        typer.Option("--profile", "-p", help="Merchant profile to use.", envvar=Env.PROFILE),
+    ] = None,
+    config: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--config", help="Profiles file.", envvar=Env.CONFIG, dir_okay=False),
+    ] = None,
+    output: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--output", "-o", help="table | json | ndjson | csv (default: table on a terminal, "
+            "json when piped)."
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Trace requests and responses (masked).")
+    ] = False,
+    timeout: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--timeout", help="Request timeout in seconds (overrides the profile).",
+                     min=0.1),
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.",
+                           envvar=Env.DEBUG)
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Operate the gateway's wallets from a terminal, a batch job or CI."""
+    state = get_state(ctx)
+    state.profile_name = profile
+    state.config_path = config
+    if output is not None:
+        if output not in ("table", "json", "ndjson", "csv"):
+            raise typer.BadParameter(
+                "must be one of table, json, ndjson, csv", param_hint="--output"
+            )
+        state.output = output  # type: ignore[assignment]
+    state.verbose = verbose
+    state.timeout = timeout
+    state.debug = debug
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"walletctl.cli.{_name}").register(app)
+
+
+def _report(message: str, hint: str | None) -> None:
+    from walletctl.render.console import print_error
+
+    print_error(message, hint)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the app, map domain errors to exit codes."""
+    from walletctl.errors import WalletctlError
+
+    debug = os.environ.get(Env.DEBUG, "") not in ("", "0") or "--debug" in (argv or sys.argv)
+    try:
+        app(args=argv, prog_name="walletctl")
+    except WalletctlError as exc:
+        if debug:
+            raise
+        _report(exc.message, exc.hint)
+        sys.exit(int(exc.exit_code))
+    except KeyboardInterrupt:
+        _report("interrupted", None)
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except Exception as exc:  # the boundary: a bug, never a traceback unless --debug
+        if debug:
+            raise
+        _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
+        sys.exit(int(ExitCode.ERROR))

@@ -1,0 +1,85 @@
+"""Global CLI state (set by the root callback) and the injectable environment.
+
+Tests replace :data:`ENV` fields (e.g. ``ENV.transport``) instead of patching internals,
+the way httpie's ``Environment`` is swapped in its tests.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import typer
+
+from walletctl.constants import Env
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
+
+OutputFormat = Literal["table", "json", "ndjson", "csv"]
+
+
+@dataclass
+class Environment:
+    """Things tests swap: the HTTP transport, stdin/tty detection."""
+
+    transport: Any = None  # httpx.BaseTransport for GatewayClient, when set
+    async_transport: Any = None  # httpx.AsyncBaseTransport for AsyncGatewayClient, when set
+    stdin_isatty: bool | None = None  # None = ask sys.stdin
+    stdout_isatty: bool | None = None
+
+    def is_interactive(self) -> bool:
+        if self.stdin_isatty is not None:
+            return self.stdin_isatty
+        return sys.stdin.isatty()
+
+    def stdout_is_terminal(self) -> bool:
+        if self.stdout_isatty is not None:
+            return self.stdout_isatty
+        return sys.stdout.isatty()
+
+
+ENV = Environment()
+
+
+@dataclass
+class State:
+    profile_name: str | None = None
+    config_path: Path | None = None
+    output: OutputFormat | None = None  # None = table on a terminal, json when piped
+    verbose: bool = False
+    debug: bool = False
+    timeout: float | None = None
+    _profile: Profile | None = field(default=None, repr=False)
+
+    @property
+    def output_format(self) -> OutputFormat:
+        if self.output is not None:
+            return self.output
+        return "table" if ENV.stdout_is_terminal() else "json"
+
+    def profile(self) -> Profile:
+        """Load (once) the selected profile; --timeout overrides its timeout."""
+        if self._profile is None:
+            from dataclasses import replace
+
+            from walletctl.config.store import load_profile
+
+            prof = load_profile(self.profile_name, self.config_path)
+            if self.timeout is not None:
+                prof = replace(prof, timeout=self.timeout)
+            self._profile = prof
+        return self._profile
+
+
+def get_state(ctx: typer.Context) -> State:
+    root = ctx.find_root()
+    if not isinstance(root.obj, State):
+        root.obj = State(
+            profile_name=os.environ.get(Env.PROFILE) or None,
+            config_path=Path(p) if (p := os.environ.get(Env.CONFIG)) else None,
+        )
+    return root.obj

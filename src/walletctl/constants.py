@@ -1,0 +1,60 @@
+"""Names and defaults that more than one layer needs: env vars, exit codes, API paths.
+
+Kept free of heavy imports so that ``walletctl --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Final
+
+
+class Env:
+    """Environment variables walletctl reads (defined once, documented in the README)."""
+
+    CONFIG: Final = "WALLETCTL_CONFIG"
+    PROFILE: Final = "WALLETCTL_PROFILE"
+    DEBUG: Final = "WALLETCTL_DEBUG"
+    NO_COLOR: Final = "NO_COLOR"
+    # Sandbox
+    SANDBOX_DB: Final = "WALLETCTL_SANDBOX_DB"
+
+
+class ExitCode(IntEnum):
+    """Process exit statuses. Documented in the README's "Exit codes" table."""
+
+    OK = 0
+    ERROR = 1  # unexpected internal error (a bug): run again with --debug
+    USAGE = 2  # bad flags or arguments
+    CONFIG = 3  # profile file missing/invalid/insecure, secret not found
+    VALIDATION = 4  # the request would be invalid; nothing was sent
+    DECLINED = 5  # the gateway (or walletctl's pre-flight check) refused the operation
+    GATEWAY = 6  # the gateway answered 5xx; nothing is known to have happened
+    NETWORK = 7  # could not connect; nothing was sent
+    UNKNOWN_OUTCOME = 8  # the request may or may not have been applied: check with lookup
+    AUTH = 9  # credentials refused (401/403)
+    SMOKE_FAILED = 10  # a smoke scenario failed
+    INTERRUPTED = 130  # Ctrl-C / SIGTERM
+
+
+class Paths:
+    """Default gateway paths (DESIGN.md); each can be overridden per profile ([paths])."""
+
+    CHECKOUT: Final = "/api/v5/checkout"
+    APM_TRANSACTIONS: Final = "/api/v5/apmTransactions"
+    PUBLIC_KEYS: Final = "/api/v5/publicKeys"
+    PAYMENT_ACCOUNTS: Final = "/api/v5/paymentAccounts"
+    TRANSACTIONS: Final = "/api/v5/transactions"
+
+
+PATH_KEYS: Final = {
+    "checkout": Paths.CHECKOUT,
+    "apm_transactions": Paths.APM_TRANSACTIONS,
+    "public_keys": Paths.PUBLIC_KEYS,
+    "payment_accounts": Paths.PAYMENT_ACCOUNTS,
+    "transactions": Paths.TRANSACTIONS,
+}
+
+APM_PROVIDER: Final = "WalletV2"
+WALLETPAY_METHOD: Final = "WalletPay"
+DEFAULT_TIMEOUT: Final = 30.0

@@ -1,0 +1,128 @@
+"""The domain exception tree. Raised deep, turned into one stderr line + exit code in cli.main.
+
+    WalletctlError                 exit_code
+    ├── UsageError                 USAGE
+    ├── ConfigError                CONFIG
+    ├── RequestValidationError     VALIDATION   (nothing was sent)
+    ├── RefusedError               DECLINED     (pre-flight: the gateway would refuse)
+    ├── GatewayError               by status: 4xx DECLINED, 401/403 AUTH, 5xx GATEWAY
+    │   └── AuthError              AUTH
+    ├── ResponseError              GATEWAY      (the gateway answered something unparseable)
+    ├── NetworkError               NETWORK      (connection never made: nothing sent)
+    └── UnknownOutcomeError        UNKNOWN_OUTCOME (sent, no answer: look it up)
+
+Messages never contain secrets: callers pass masked values only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from walletctl.constants import ExitCode
+
+
+class WalletctlError(Exception):
+    exit_code: ExitCode = ExitCode.ERROR
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class UsageError(WalletctlError):
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(WalletctlError):
+    """A profile problem; ``location`` reads like ``profiles.prod -> auth -> key_env``."""
+
+    exit_code = ExitCode.CONFIG
+
+    def __init__(self, message: str, *, location: str | None = None, hint: str | None = None):
+        super().__init__(f"{location}: {message}" if location else message, hint=hint)
+        self.location = location
+
+
+class RequestValidationError(WalletctlError):
+    """One or more fields break a spec rule. ``problems`` is a list of (field path, rule)."""
+
+    exit_code = ExitCode.VALIDATION
+
+    def __init__(self, problems: list[tuple[str, str]], *, hint: str | None = None) -> None:
+        self.problems = problems
+        first = "; ".join(f"{field}: {rule}" for field, rule in problems[:3])
+        more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+        super().__init__(f"invalid request: {first}{more}", hint=hint)
+
+
+class RefusedError(WalletctlError):
+    """walletctl's pre-flight check refused what the gateway would refuse."""
+
+    exit_code = ExitCode.DECLINED
+
+
+class GatewayError(WalletctlError):
+    """The gateway answered with an error status and (usually) its error object."""
+
+    def __init__(
+        self,
+        status: int,
+        *,
+        code: str | None = None,
+        description: str | None = None,
+        detail: str | None = None,
+        hint: str | None = None,
+        body: Any = None,
+    ) -> None:
+        self.status = status
+        self.code = code
+        self.description = description
+        self.detail = detail
+        self.body = body
+        parts = [f"gateway answered HTTP {status}"]
+        if description:
+            parts.append(description)
+        if detail:
+            parts.append(detail)
+        if code and code != description:
+            parts.append(f"(code {code})")
+        super().__init__(": ".join(parts[:2]) + (" — " + " ".join(parts[2:]) if parts[2:] else ""),
+                         hint=hint)
+
+    @property
+    def exit_code(self) -> ExitCode:  # type: ignore[override]
+        if self.status in (401, 403):
+            return ExitCode.AUTH
+        if self.status >= 500:
+            return ExitCode.GATEWAY
+        return ExitCode.DECLINED
+
+
+class AuthError(GatewayError):
+    pass
+
+
+class ResponseError(WalletctlError):
+    """The gateway's answer did not match the spec (bad JSON, wrong shape)."""
+
+    exit_code = ExitCode.GATEWAY
+
+
+class NetworkError(WalletctlError):
+    """No connection could be made, so nothing reached the gateway."""
+
+    exit_code = ExitCode.NETWORK
+
+
+class UnknownOutcomeError(WalletctlError):
+    """A money-moving request was sent but no answer came back (timeout, dropped connection)."""
+
+    exit_code = ExitCode.UNKNOWN_OUTCOME
+
+    def __init__(self, reference: str, cause: str) -> None:
+        super().__init__(
+            f"unknown outcome for {reference} ({cause}) — it may or may not have been applied",
+            hint=f"check with `walletctl lookup {reference}` before trying again",
+        )
+        self.reference = reference

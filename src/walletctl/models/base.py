@@ -1,0 +1,194 @@
+"""Base classes for wire models: camelCase out, case-insensitive in, money in major units.
+
+* Requests are sent with the spec's table spelling (camelCase aliases).
+* Keys are read case-insensitively (the spec's samples mix ``PaymentMethod``,
+  ``apmdetails``, ``totaltaxAmount``); documented variant names map via ``_variants``.
+* Money fields hold ``Decimal`` major units; :func:`decode_money` / :func:`encode_money`
+  convert the whole payload tree from / to the profile's wire format.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from walletctl.errors import RequestValidationError
+from walletctl.models.money import AmountFormat, from_wire, to_wire
+
+MONEY_KEYS = frozenset(
+    k.lower()
+    for k in (
+        "amount",
+        "unitAmount",
+        "unitTaxAmount",
+        "totalAmount",
+        "totalTaxAmount",
+        "discountAmount",
+        "discountTaxAmount",
+        "shippingAmount",
+        "shippingTaxAmount",
+        "transactionAmount",
+    )
+)
+
+_KEY_MAPS: dict[type[BaseModel], dict[str, str]] = {}
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON with every non-integer number as ``Decimal`` (never float)."""
+    return json.loads(data, parse_float=Decimal)
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, default=_json_default, separators=(",", ":"))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+class WireModel(BaseModel):
+    """A spec object that walletctl sends (unknown keys refused: they are usually typos)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        defer_build=True,
+        str_strip_whitespace=False,
+    )
+    # lower-cased variant key -> field alias (e.g. "apmprovidername" -> "apmProvider")
+    _variants: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def _key_map(cls) -> dict[str, str]:
+        found = _KEY_MAPS.get(cls)
+        if found is None:
+            found = {}
+            for name, field in cls.model_fields.items():
+                alias = field.alias or name
+                found[alias.lower()] = alias
+                found[name.lower()] = alias
+            found.update(cls._variants)
+            _KEY_MAPS[cls] = found
+        return found
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        key_map = cls._key_map()
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            canon = key_map.get(key.lower(), key) if isinstance(key, str) else key
+            if canon in out:
+                raise ValueError(f"{key}: given twice (keys are read case-insensitively)")
+            out[canon] = value
+        return out
+
+    def to_wire(self, fmt: AmountFormat) -> dict[str, Any]:
+        """The JSON body to send: table spelling, no nulls, money in ``fmt``."""
+        body = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        currency = _currency_of(body)
+        return encode_money(body, currency, fmt) if currency else body
+
+    @classmethod
+    def from_wire(cls, data: Any, fmt: AmountFormat | None = None) -> Self:
+        """Validate a wire payload; raise :class:`RequestValidationError` naming each field."""
+        problems: list[tuple[str, str]] = []
+        if fmt is not None and isinstance(data, dict):
+            currency = _currency_of(data)
+            if currency:
+                data = decode_money(data, currency, fmt, problems)
+        if problems:
+            raise RequestValidationError(problems)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise RequestValidationError(validation_problems(exc)) from None
+
+
+class ResponseModel(WireModel):
+    """A spec object walletctl receives: unknown keys are kept (gateways add fields)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def _currency_of(data: dict[str, Any]) -> str | None:
+    for key, value in data.items():
+        if isinstance(key, str) and key.lower() == "currencycode" and isinstance(value, str):
+            return value.upper()
+    return None
+
+
+def _walk_money(
+    obj: Any, convert: Any, path: str, problems: list[tuple[str, str]] | None
+) -> Any:
+    if isinstance(obj, dict):
+        out: dict[Any, Any] = {}
+        for key, value in obj.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and key.lower() in MONEY_KEYS and value is not None and not isinstance(
+                value, dict | list
+            ):
+                try:
+                    out[key] = convert(value)
+                except ValueError as exc:
+                    if problems is None:
+                        raise
+                    problems.append((sub, str(exc)))
+                    out[key] = value
+            else:
+                out[key] = _walk_money(value, convert, sub, problems)
+        return out
+    if isinstance(obj, list):
+        return [_walk_money(v, convert, f"{path}[{i}]", problems) for i, v in enumerate(obj)]
+    return obj
+
+
+def decode_money(
+    data: Any, currency: str, fmt: AmountFormat, problems: list[tuple[str, str]] | None = None
+) -> Any:
+    """Wire amounts -> ``Decimal`` major units, for every money key in the tree."""
+    try:
+        from walletctl.models.money import check_currency
+
+        check_currency(currency)
+    except ValueError:
+        return data  # the currency field itself will be reported by validation
+    return _walk_money(data, lambda v: from_wire(v, currency, fmt), "", problems)
+
+
+def encode_money(data: Any, currency: str, fmt: AmountFormat) -> Any:
+    """``Decimal``/decimal-string major units -> wire amounts, for every money key."""
+    return _walk_money(data, lambda v: to_wire(Decimal(str(v)), currency, fmt), "", None)
+
+
+def validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
+    """Pydantic errors as ``(field.path[0].name, rule)`` pairs, using wire names."""
+    problems: list[tuple[str, str]] = []
+    for err in exc.errors(include_url=False):
+        path = ""
+        for part in err["loc"]:
+            if isinstance(part, int):
+                path += f"[{part}]"
+            elif part not in ("function-after", "function-before"):
+                path += f".{part}" if path else str(part)
+        msg = err["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            msg = msg.removeprefix(prefix)
+        if err["type"] == "missing":
+            msg = "is required"
+        elif err["type"] == "extra_forbidden":
+            msg = "is not a field of this request"
+        if not path and ": " in msg:
+            path, msg = msg.split(": ", 1)
+        problems.append((path or "(request)", msg))
+    return problems

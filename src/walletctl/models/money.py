@@ -1,0 +1,123 @@
+"""Money: ``Decimal`` amounts with the ISO 4217 exponent, and the two wire formats.
+
+The spec says amounts are "minor units" but its samples show decimal strings, so the
+wire format is a profile setting (``amount_format``): ``minor`` sends ``"1234"`` for
+EUR 12.34, ``decimal`` sends ``"12.34"``. Inside walletctl amounts are always
+``Decimal`` in major units. Floats are refused everywhere.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from typing import Any, Literal
+
+AmountFormat = Literal["minor", "decimal"]
+AMOUNT_FORMATS: tuple[AmountFormat, ...] = ("minor", "decimal")
+
+# Every ISO 4217 code whose minor unit is not 2. Codes absent here and present in the
+# ISO list have exponent 2.
+_EXPONENTS: dict[str, int] = {
+    "BIF": 0, "CLP": 0, "DJF": 0, "GNF": 0, "ISK": 0, "JPY": 0, "KMF": 0, "KRW": 0,
+    "PYG": 0, "RWF": 0, "UGX": 0, "UYI": 0, "VND": 0, "VUV": 0, "XAF": 0, "XOF": 0,
+    "XPF": 0,
+    "BHD": 3, "IQD": 3, "JOD": 3, "KWD": 3, "LYD": 3, "OMR": 3, "TND": 3,
+    "CLF": 4, "UYW": 4,
+}
+# ISO 4217 codes with no minor unit ("N.A."): metals, funds, testing. Not payable.
+_NOT_PAYABLE = frozenset(
+    {"XAU", "XAG", "XPD", "XPT", "XBA", "XBB", "XBC", "XBD", "XDR", "XSU", "XUA", "XTS", "XXX"}
+)
+_EXTRA_ACTIVE = frozenset({"VED", "SLE", "ZWG", "XCG"})  # newer than some data packages
+
+
+@lru_cache(maxsize=1)
+def _iso_codes() -> frozenset[str]:
+    import pycountry
+
+    return frozenset(c.alpha_3 for c in pycountry.currencies) | _EXTRA_ACTIVE
+
+
+def check_currency(code: str) -> str:
+    """Return the upper-cased ISO 4217 code, or raise ValueError naming the rule."""
+    if not isinstance(code, str) or len(code) != 3 or not code.isalpha():
+        raise ValueError("must be an ISO 4217 three-letter currency code")
+    upper = code.upper()
+    if upper not in _iso_codes():
+        raise ValueError(f"{code!r} is not an ISO 4217 currency code")
+    if upper in _NOT_PAYABLE:
+        raise ValueError(f"{upper} has no minor unit and cannot be paid in")
+    return upper
+
+
+def exponent(currency: str) -> int:
+    return _EXPONENTS.get(currency.upper(), 2)
+
+
+def to_decimal(value: Any) -> Decimal:
+    """Parse a string/int/Decimal into a finite Decimal. Floats are refused."""
+    if isinstance(value, bool) or isinstance(value, float):
+        raise ValueError("must be a string or integer amount, not a float")
+    if isinstance(value, Decimal):
+        result = value
+    elif isinstance(value, int):
+        result = Decimal(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        if not text or text != value or not _looks_numeric(text):
+            raise ValueError(f"{value!r} is not a number")
+        try:
+            result = Decimal(text)
+        except InvalidOperation:
+            raise ValueError(f"{value!r} is not a number") from None
+    else:
+        raise ValueError("must be a number")
+    if not result.is_finite():
+        raise ValueError("must be a finite number")
+    return result
+
+
+def _looks_numeric(text: str) -> bool:
+    body = text[1:] if text[:1] in "+-" else text
+    if body.count(".") > 1 or not body:
+        return False
+    return body.replace(".", "", 1).isdigit()
+
+
+def quantize(amount: Decimal, currency: str) -> Decimal:
+    """Check ``amount`` has at most the currency's decimals; return it at that exponent."""
+    exp = exponent(currency)
+    step = Decimal(1).scaleb(-exp)
+    q = amount.quantize(step)
+    if q != amount:
+        raise ValueError(f"{currency} amounts have {exp} decimal place{'s' if exp != 1 else ''}")
+    return q
+
+
+def parse_major(value: Any, currency: str) -> Decimal:
+    """A user-typed major-unit amount like ``12.34`` for ``currency``."""
+    return quantize(to_decimal(value), currency)
+
+
+def from_wire(value: Any, currency: str, fmt: AmountFormat) -> Decimal:
+    """Decode a wire amount (string or JSON number) into major units."""
+    number = to_decimal(value)
+    if fmt == "minor":
+        if number != number.to_integral_value():
+            raise ValueError("must be a whole number of minor units (amount_format = minor)")
+        return quantize(number.scaleb(-exponent(currency)), currency)
+    return quantize(number, currency)
+
+
+def to_wire(amount: Decimal, currency: str, fmt: AmountFormat) -> str:
+    """Encode major units for the wire: ``"1234"`` (minor) or ``"12.34"`` (decimal)."""
+    q = quantize(amount, currency)
+    if fmt == "minor":
+        return str(int(q.scaleb(exponent(currency))))
+    return f"{q:f}"
+
+
+def format_major(amount: Decimal, currency: str) -> str:
+    """Human display: ``12.34 EUR``, ``1,000 JPY``."""
+    exp = exponent(currency)
+    return f"{amount:,.{exp}f} {currency}"

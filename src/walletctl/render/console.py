@@ -1,0 +1,52 @@
+"""The two consoles: stdout for data, stderr for diagnostics. NO_COLOR is respected by Rich."""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@lru_cache(maxsize=1)
+def _out() -> Console:
+    from rich.console import Console
+
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+@lru_cache(maxsize=1)
+def _err() -> Console:
+    from rich.console import Console
+
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+
+def out() -> Console:
+    """Console for data (stdout). Re-created when sys.stdout is swapped (CliRunner)."""
+    if _out().file is not sys.stdout:
+        _out.cache_clear()
+    return _out()
+
+
+def err() -> Console:
+    """Console for diagnostics and progress (stderr)."""
+    if _err().file is not sys.stderr:
+        _err.cache_clear()
+    return _err()
+
+
+def print_error(message: str, hint: str | None = None) -> None:
+    """The one-line error format: ``walletctl: error: ...`` (+ an optional hint line)."""
+    text = message.replace("\n", " ")
+    sys.stderr.write(f"walletctl: error: {text}\n")
+    if hint:
+        sys.stderr.write(f"hint: {hint}\n")
+    sys.stderr.flush()
+
+
+def print_note(message: str) -> None:
+    sys.stderr.write(f"walletctl: {message}\n")
+    sys.stderr.flush()
