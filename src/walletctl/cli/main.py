@@ -8,21 +8,61 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    from typer._click.core import Context as ClickContext
 
 from walletctl import __version__
-from walletctl.cli.state import OutputFormat, get_state
+from walletctl.cli.state import get_state
 from walletctl.constants import Env, ExitCode
 
 # Command groups, in --help order. Each module defines register(app: typer.Typer).
 COMMAND_MODULES = ("checkout", "followup", "lookup", "walletpay", "profile", "sandbox", "smoke")
 
+
+class _BoundaryGroup(TyperGroup):
+    """The error boundary: domain errors become one stderr line and their exit code."""
+
+    def invoke(self, ctx: ClickContext) -> object:
+        from walletctl.errors import WalletctlError
+
+        try:
+            return super().invoke(ctx)
+        except WalletctlError as exc:
+            if _debug_enabled(ctx):
+                raise
+            _report(exc.message, exc.hint)
+            ctx.exit(int(exc.exit_code))
+        except KeyboardInterrupt:
+            _report("interrupted", None)
+            ctx.exit(int(ExitCode.INTERRUPTED))
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
+        except Exception as exc:  # a bug: never a traceback (it could show secrets) unless --debug
+            if _debug_enabled(ctx):
+                raise
+            _report(
+                f"internal error: {type(exc).__name__}", "run again with --debug and report it"
+            )
+            ctx.exit(int(ExitCode.ERROR))
+        return None
+
+
+def _debug_enabled(ctx: ClickContext) -> bool:
+    state = ctx.find_root().obj
+    if getattr(state, "debug", False):
+        return True
+    return os.environ.get(Env.DEBUG, "") not in ("", "0")
+
+
 app = typer.Typer(
     name="walletctl",
+    cls=_BoundaryGroup,
     help="Terminal tool for the gateway's redirect wallet (WalletV2) and browser wallet "
     "(WalletPay), with a local sandbox gateway.",
     no_args_is_help=True,
@@ -101,22 +141,5 @@ def _report(message: str, hint: str | None) -> None:
 
 
 def run(argv: list[str] | None = None) -> None:
-    """Console-script entry point: run the app, map domain errors to exit codes."""
-    from walletctl.errors import WalletctlError
-
-    debug = os.environ.get(Env.DEBUG, "") not in ("", "0") or "--debug" in (argv or sys.argv)
-    try:
-        app(args=argv, prog_name="walletctl")
-    except WalletctlError as exc:
-        if debug:
-            raise
-        _report(exc.message, exc.hint)
-        sys.exit(int(exc.exit_code))
-    except KeyboardInterrupt:
-        _report("interrupted", None)
-        sys.exit(int(ExitCode.INTERRUPTED))
-    except Exception as exc:  # the boundary: a bug, never a traceback unless --debug
-        if debug:
-            raise
-        _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
-        sys.exit(int(ExitCode.ERROR))
+    """Console-script entry point (the error boundary lives in ``_BoundaryGroup``)."""
+    app(args=argv, prog_name="walletctl")

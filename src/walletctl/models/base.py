@@ -135,9 +135,8 @@ def _walk_money(
         out: dict[Any, Any] = {}
         for key, value in obj.items():
             sub = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and key.lower() in MONEY_KEYS and value is not None and not isinstance(
-                value, dict | list
-            ):
+            is_money = isinstance(key, str) and key.lower() in MONEY_KEYS
+            if is_money and value is not None and not isinstance(value, dict | list):
                 try:
                     out[key] = convert(value)
                 except ValueError as exc:

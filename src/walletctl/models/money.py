@@ -56,7 +56,7 @@ def exponent(currency: str) -> int:
 
 def to_decimal(value: Any) -> Decimal:
     """Parse a string/int/Decimal into a finite Decimal. Floats are refused."""
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, bool | float):
         raise ValueError("must be a string or integer amount, not a float")
     if isinstance(value, Decimal):
         result = value
