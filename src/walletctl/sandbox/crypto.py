@@ -1,0 +1,324 @@
+"""The emulated wallet's payment token: real ECv2-shaped cryptography (sandbox only).
+
+Token (JSON object, all values strings)::
+
+    {"protocolVersion": "ECv2",
+     "signature": b64(ECDSA-P256-SHA256 by the intermediate key over signed_string(message)),
+     "intermediateSigningKey": {
+         "signedKey": "{\"keyValue\": b64(SPKI DER), \"keyExpiration\": \"<epoch ms>\"}",
+         "signatures": [b64(ECDSA-P256-SHA256 by the sandbox root key over signed_string(key))]},
+     "signedMessage": "{\"encryptedMessage\": b64, \"ephemeralPublicKey\": b64, \"tag\": b64}"}
+
+Encryption (ECIES on P-256): an ephemeral key pair is made per token; ECDH with the
+recipient's public key (the ``encryptionKey`` issued by ``POST /api/v5/publicKeys``) gives a
+shared secret; HKDF-SHA256 (salt 32 zero bytes, info ``WalletPay``, input = ephemeral public
+key (uncompressed point) || shared secret) yields 64 bytes: an AES-256 key (first 32) and an
+HMAC-SHA256 key (last 32). The payload is AES-256-CTR encrypted (zero IV: every key is used
+once) and ``tag`` = HMAC-SHA256(mac key, ciphertext).
+
+Signed strings are length-prefixed (4-byte little-endian) concatenations of their parts:
+``sender ("WalletPay") | recipient ("gateway:<name>") | protocolVersion | signedMessage`` for
+the message and ``sender | protocolVersion | signedKey`` for the intermediate key.
+
+The decrypted payload::
+
+    {"gatewayMerchantId": "...", "messageId": "...", "messageExpiration": "<epoch ms>",
+     "paymentMethod": "CARD",
+     "paymentMethodDetails": {"authMethod": "PAN_ONLY" | "CRYPTOGRAM_3DS", "pan": "...",
+                              "expirationMonth": 12, "expirationYear": 2030,
+                              "cryptogram": "...", "eciIndicator": "05"}}
+
+:func:`open_token` checks, in order: shape, root signature and expiry of the intermediate
+key, message signature, tag (constant time), decryption, payload shape, message expiry and
+replay of ``messageId``; any failure raises :class:`TokenError` whose message never holds
+key material or card data.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+PROTOCOL_VERSION = "ECv2"
+SENDER_ID = "WalletPay"
+GATEWAY_NAME = "walletctl-sandbox"
+RECIPIENT_ID = f"gateway:{GATEWAY_NAME}"
+HKDF_INFO = b"WalletPay"
+AUTH_METHODS = ("PAN_ONLY", "CRYPTOGRAM_3DS")
+
+
+class TokenError(Exception):
+    """The token is refused. ``reason`` is a short machine word (tampered, expired, replayed,
+    malformed, wrong_key); the message is safe to show (no keys, no card data)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def b64e(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def b64d(text: Any, what: str) -> bytes:
+    if not isinstance(text, str):
+        raise TokenError("malformed", f"{what} must be a base64 string")
+    try:
+        return base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        raise TokenError("malformed", f"{what} is not valid base64") from None
+
+
+def new_private_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def public_key_b64(key: ec.EllipticCurvePrivateKey | ec.EllipticCurvePublicKey) -> str:
+    """Base64 of the SubjectPublicKeyInfo DER of a P-256 key (the wire ``encryptionKey``)."""
+    pub = key.public_key() if isinstance(key, ec.EllipticCurvePrivateKey) else key
+    der = pub.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return b64e(der)
+
+
+def load_public_key(text: Any, what: str = "public key") -> ec.EllipticCurvePublicKey:
+    raw = b64d(text, what)
+    try:
+        key = serialization.load_der_public_key(raw)
+    except ValueError:
+        raise TokenError("malformed", f"{what} is not a DER public key") from None
+    if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
+        raise TokenError("malformed", f"{what} must be an EC P-256 key")
+    return key
+
+
+def _signed_string(*parts: str) -> bytes:
+    out = bytearray()
+    for part in parts:
+        data = part.encode("utf-8")
+        out += struct.pack("<I", len(data)) + data
+    return bytes(out)
+
+
+def _sign(key: ec.EllipticCurvePrivateKey, data: bytes) -> str:
+    return b64e(key.sign(data, ec.ECDSA(hashes.SHA256())))
+
+
+def _verify(key: ec.EllipticCurvePublicKey, signature: bytes, data: bytes) -> bool:
+    try:
+        key.verify(signature, data, ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        return False
+    return True
+
+
+def _derive(ephemeral_pub: bytes, shared: bytes) -> tuple[bytes, bytes]:
+    okm = HKDF(algorithm=hashes.SHA256(), length=64, salt=b"\x00" * 32, info=HKDF_INFO).derive(
+        ephemeral_pub + shared
+    )
+    return okm[:32], okm[32:]
+
+
+def _ctr(key: bytes, data: bytes) -> bytes:
+    ctx = Cipher(algorithms.AES(key), modes.CTR(b"\x00" * 16)).encryptor()
+    return ctx.update(data) + ctx.finalize()
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class WalletSigner:
+    """The emulated wallet provider: a root key (trusted by the gateway) and an intermediate
+    signing key signed by it. Both private keys stay in the sandbox process."""
+
+    root: ec.EllipticCurvePrivateKey = field(default_factory=new_private_key)
+    intermediate: ec.EllipticCurvePrivateKey = field(default_factory=new_private_key)
+    intermediate_expiration_ms: int = field(default_factory=lambda: now_ms() + 365 * 86400_000)
+
+    def root_public_b64(self) -> str:
+        return public_key_b64(self.root)
+
+    def seal(
+        self,
+        payload: dict[str, Any],
+        recipient: ec.EllipticCurvePublicKey,
+        *,
+        intermediate_expiration_ms: int | None = None,
+    ) -> dict[str, Any]:
+        """Encrypt ``payload`` to ``recipient`` and sign it: the ECv2-shaped token object."""
+        eph = new_private_key()
+        eph_pub = eph.public_key().public_bytes(
+            serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
+        )
+        shared = eph.exchange(ec.ECDH(), recipient)
+        enc_key, mac_key = _derive(eph_pub, shared)
+        ciphertext = _ctr(enc_key, json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+        tag = hmac.new(mac_key, ciphertext, hashlib.sha256).digest()
+        signed_message = json.dumps(
+            {"encryptedMessage": b64e(ciphertext), "ephemeralPublicKey": b64e(eph_pub),
+             "tag": b64e(tag)},
+            separators=(",", ":"),
+        )
+        expiry = intermediate_expiration_ms or self.intermediate_expiration_ms
+        signed_key = json.dumps(
+            {"keyValue": public_key_b64(self.intermediate), "keyExpiration": str(expiry)},
+            separators=(",", ":"),
+        )
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "signature": _sign(
+                self.intermediate,
+                _signed_string(SENDER_ID, RECIPIENT_ID, PROTOCOL_VERSION, signed_message),
+            ),
+            "intermediateSigningKey": {
+                "signedKey": signed_key,
+                "signatures": [
+                    _sign(self.root, _signed_string(SENDER_ID, PROTOCOL_VERSION, signed_key))
+                ],
+            },
+            "signedMessage": signed_message,
+        }
+
+
+class ReplayGuard:
+    """Remembers seen messageIds until their expiry (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def claim(self, message_id: str, expires_ms: int) -> bool:
+        """True the first time ``message_id`` is seen, False on a replay."""
+        now = now_ms()
+        with self._lock:
+            if len(self._seen) > 10_000:
+                self._seen = {k: v for k, v in self._seen.items() if v > now}
+            if message_id in self._seen:
+                return False
+            self._seen[message_id] = expires_ms
+            return True
+
+
+def _json_object(text: Any, what: str) -> dict[str, Any]:
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str):
+        raise TokenError("malformed", f"{what} must be a JSON string")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise TokenError("malformed", f"{what} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise TokenError("malformed", f"{what} must be a JSON object")
+    return value
+
+
+def parse_token(token: Any) -> dict[str, Any]:
+    """Accept the token as an object or as its JSON string (tokenizationData.token)."""
+    return _json_object(token, "paymentData token")
+
+
+def open_token(
+    token: Any,
+    recipient: ec.EllipticCurvePrivateKey,
+    root_public: ec.EllipticCurvePublicKey,
+    replay: ReplayGuard | None = None,
+    *,
+    now: int | None = None,
+) -> dict[str, Any]:
+    """Verify and decrypt a token; return its payload. Raise :class:`TokenError` otherwise."""
+    now = now_ms() if now is None else now
+    tok = parse_token(token)
+    if tok.get("protocolVersion") != PROTOCOL_VERSION:
+        raise TokenError("malformed", f"protocolVersion must be {PROTOCOL_VERSION}")
+    signed_message = tok.get("signedMessage")
+    isk = tok.get("intermediateSigningKey")
+    if not isinstance(signed_message, str) or not isinstance(isk, dict):
+        raise TokenError("malformed", "signedMessage and intermediateSigningKey are required")
+    signed_key = isk.get("signedKey")
+    signatures = isk.get("signatures")
+    if not isinstance(signed_key, str) or not isinstance(signatures, list) or not signatures:
+        raise TokenError("malformed", "intermediateSigningKey needs signedKey and signatures")
+    key_data = _json_object(signed_key, "intermediateSigningKey.signedKey")
+    root_ok = any(
+        _verify(root_public, b64d(sig, "intermediateSigningKey.signatures"),
+                _signed_string(SENDER_ID, PROTOCOL_VERSION, signed_key))
+        for sig in signatures
+    )
+    if not root_ok:
+        raise TokenError("tampered", "intermediate signing key is not signed by the wallet root")
+    try:
+        key_expiry = int(str(key_data.get("keyExpiration")))
+    except ValueError:
+        raise TokenError("malformed", "keyExpiration must be epoch milliseconds") from None
+    if key_expiry <= now:
+        raise TokenError("expired", "intermediate signing key has expired")
+    inter_pub = load_public_key(key_data.get("keyValue"), "intermediate keyValue")
+    if not _verify(
+        inter_pub,
+        b64d(tok.get("signature"), "signature"),
+        _signed_string(SENDER_ID, RECIPIENT_ID, PROTOCOL_VERSION, signed_message),
+    ):
+        raise TokenError("tampered", "message signature does not verify")
+    msg = _json_object(signed_message, "signedMessage")
+    ciphertext = b64d(msg.get("encryptedMessage"), "encryptedMessage")
+    eph_pub_raw = b64d(msg.get("ephemeralPublicKey"), "ephemeralPublicKey")
+    tag = b64d(msg.get("tag"), "tag")
+    try:
+        eph_pub = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), eph_pub_raw)
+    except ValueError:
+        raise TokenError("malformed", "ephemeralPublicKey is not a P-256 point") from None
+    shared = recipient.exchange(ec.ECDH(), eph_pub)
+    enc_key, mac_key = _derive(eph_pub_raw, shared)
+    expected = hmac.new(mac_key, ciphertext, hashlib.sha256).digest()
+    if not hmac.compare_digest(expected, tag):
+        raise TokenError(
+            "wrong_key", "tag does not verify (tampered, or encrypted to another encryption key)"
+        )
+    payload = _json_object(_decode_utf8(_ctr(enc_key, ciphertext)), "decrypted message")
+    message_id = payload.get("messageId")
+    try:
+        expiration = int(str(payload.get("messageExpiration")))
+    except ValueError:
+        raise TokenError("malformed", "messageExpiration must be epoch milliseconds") from None
+    if not isinstance(message_id, str) or not message_id:
+        raise TokenError("malformed", "messageId is required")
+    details = payload.get("paymentMethodDetails")
+    if not isinstance(details, dict) or details.get("authMethod") not in AUTH_METHODS:
+        raise TokenError("malformed", "paymentMethodDetails.authMethod must be PAN_ONLY or "
+                                      "CRYPTOGRAM_3DS")
+    if expiration <= now:
+        raise TokenError("expired", "the payment token has expired (messageExpiration)")
+    if replay is not None and not replay.claim(message_id, expiration):
+        raise TokenError("replayed", "the payment token was already used (messageId)")
+    return payload
+
+
+def _decode_utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TokenError("malformed", "decrypted message is not UTF-8 JSON") from None
+
+
+def new_message_id() -> str:
+    return "msg_" + os.urandom(12).hex()
