@@ -1,0 +1,192 @@
+"""Sandbox settings: :class:`SandboxConfig` and :class:`FaultConfig`.
+
+Cheap to import (no FastAPI / uvicorn): ``walletctl sandbox --help`` and the CLI flag
+parsing use it.
+
+Fault grammar (server flags, ``POST /_sandbox/faults`` JSON, and the per-request header
+``X-Sandbox-Fault``)::
+
+    latency=50;jitter=10;error-rate=0.2;status=503;throttle-rate=0.1;retry-after=1;
+    drop-rate=0.05;error-after-rate=0;seed=7
+
+* ``latency`` / ``jitter``: milliseconds added to every ``/api/v5`` request
+  (``latency ± jitter``, capped at :data:`MAX_LATENCY_MS`).
+* ``error-rate`` + ``status``: fraction of requests answered with ``status`` (5xx, default 503)
+  BEFORE anything is stored.
+* ``throttle-rate`` + ``retry-after``: fraction answered 429 with ``Retry-After: <seconds>``
+  (nothing stored).
+* ``drop-rate``: fraction whose work is COMMITTED, then the connection is dropped mid-response
+  (the client sees a protocol/read error, never an HTTP status).
+* ``error-after-rate``: fraction whose work is committed, then answered ``status`` (5xx).
+* ``seed``: makes the random draws reproducible.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+DEFAULT_API_KEY = "sandbox-api-key"
+DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox default
+MAX_LATENCY_MS = 10_000
+MAX_RETRY_AFTER_S = 60
+
+AmountFormat = Literal["minor", "decimal"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``."""
+    if host in ("localhost", "testserver"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+_KEYS = {
+    "latency": "latency_ms",
+    "latency-ms": "latency_ms",
+    "jitter": "jitter_ms",
+    "jitter-ms": "jitter_ms",
+    "error-rate": "error_rate",
+    "status": "error_status",
+    "error-status": "error_status",
+    "throttle-rate": "throttle_rate",
+    "retry-after": "retry_after",
+    "drop-rate": "drop_rate",
+    "error-after-rate": "error_after_rate",
+    "seed": "seed",
+}
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """Bounded fault injection for ``/api/v5`` routes (never for ``/_sandbox``)."""
+
+    latency_ms: int = 0
+    jitter_ms: int = 0
+    error_rate: float = 0.0
+    error_status: int = 503
+    throttle_rate: float = 0.0
+    retry_after: int = 1
+    drop_rate: float = 0.0
+    error_after_rate: float = 0.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("latency_ms", "jitter_ms"):
+            value = getattr(self, name)
+            if not 0 <= value <= MAX_LATENCY_MS:
+                raise ValueError(f"{name}: must be between 0 and {MAX_LATENCY_MS} ms")
+        for name in ("error_rate", "throttle_rate", "drop_rate", "error_after_rate"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name}: must be a rate between 0 and 1")
+        if not 500 <= self.error_status <= 599:
+            raise ValueError("error_status: must be a 5xx status")
+        if not 0 <= self.retry_after <= MAX_RETRY_AFTER_S:
+            raise ValueError(f"retry_after: must be between 0 and {MAX_RETRY_AFTER_S} seconds")
+
+    @property
+    def active(self) -> bool:
+        return bool(
+            self.latency_ms
+            or self.jitter_ms
+            or self.error_rate
+            or self.throttle_rate
+            or self.drop_rate
+            or self.error_after_rate
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], base: FaultConfig | None = None) -> FaultConfig:
+        """Build from JSON / flag values (snake_case or the header's dashed names).
+
+        Raises ValueError naming the field and the rule.
+        """
+        values: dict[str, Any] = {}
+        names = {f.name for f in fields(cls)}
+        for raw_key, raw in data.items():
+            key = str(raw_key).strip().lower()
+            name = _KEYS.get(key) or (key.replace("-", "_") if key.replace("-", "_") in names
+                                      else None)
+            if name is None:
+                raise ValueError(f"{raw_key}: unknown fault setting")
+            values[name] = _coerce(name, raw)
+        return replace(base or cls(), **values)
+
+    @classmethod
+    def parse_header(cls, text: str) -> FaultConfig:
+        """Parse ``latency=50;error-rate=0.2;...`` (the ``X-Sandbox-Fault`` grammar)."""
+        pairs: dict[str, str] = {}
+        for part in text.replace(",", ";").split(";"):
+            part = part.strip()
+            if not part:
+                continue
+            key, sep, value = part.partition("=")
+            if not sep:
+                raise ValueError(f"{part}: expected name=value")
+            pairs[key.strip()] = value.strip()
+        return cls.from_mapping(pairs)
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    if isinstance(raw, bool):
+        raise ValueError(f"{name}: must be a number")
+    if name == "seed":
+        if raw is None:
+            return None
+        try:
+            return int(str(raw))
+        except ValueError:
+            raise ValueError(f"{name}: must be an integer") from None
+    try:
+        number = Decimal(str(raw))
+    except InvalidOperation:
+        raise ValueError(f"{name}: must be a number") from None
+    if not number.is_finite():
+        raise ValueError(f"{name}: must be a finite number")
+    if name.endswith("_rate"):
+        return float(number)
+    if number != number.to_integral_value():
+        raise ValueError(f"{name}: must be a whole number")
+    return int(number)
+
+
+@dataclass
+class SandboxConfig:
+    """Everything :func:`walletctl.sandbox.app.create_app` needs.
+
+    ``clock`` returns an aware UTC datetime; tests inject one to make expiry deterministic.
+    ``public_url`` is the base of the hosted-page links in ``redirectUrl`` (None = taken
+    from the request's own Host). ``allow_clock_control`` enables ``POST /_sandbox/clock``.
+    """
+
+    db_path: str | None = None
+    amount_format: AmountFormat = "minor"
+    clock: Callable[[], datetime] = utc_now
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    public_url: str | None = None
+    api_key: str = DEFAULT_API_KEY
+    service_secret: str = DEFAULT_SERVICE_SECRET
+    host: str = "127.0.0.1"
+    allow_clock_control: bool = False
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        if self.amount_format not in ("minor", "decimal"):
+            raise ValueError("amount_format: must be minor or decimal")
+        if self.faults.active and not is_loopback(self.host):
+            raise ValueError("faults: fault injection is only allowed on a loopback host")
