@@ -128,9 +128,7 @@ def _currency_of(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _walk_money(
-    obj: Any, convert: Any, path: str, problems: list[tuple[str, str]] | None
-) -> Any:
+def _walk_money(obj: Any, convert: Any, path: str, problems: list[tuple[str, str]] | None) -> Any:
     if isinstance(obj, dict):
         out: dict[Any, Any] = {}
         for key, value in obj.items():

@@ -1,0 +1,211 @@
+"""Balances and the follow-up rules: ONE rule set for the CLI pre-flight, batch and sandbox.
+
+Rules (DESIGN.md "Follow-up rules"):
+* only an ``Approved`` sale or pre-authorisation can be followed up;
+* capture: only a pre-authorisation, not reversed; Σ captures ≤ authorised;
+* refund: Σ refunds ≤ Σ captured (a sale counts as captured in full);
+* reversal: only a pre-authorisation with nothing captured, for the full authorised amount;
+* the currency must match the original's.
+Only ``Approved`` follow-ups move money; ``Errored``/``Declined`` ones are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import TYPE_CHECKING, Literal
+
+from walletctl.errors import RefusedError
+from walletctl.models.money import format_major
+
+if TYPE_CHECKING:
+    from walletctl.models.records import TransactionRecord
+
+Kind = Literal["sale", "preauth", "capture", "refund", "reversal"]
+Op = Literal["capture", "refund", "reverse"]
+APPROVED = "Approved"
+ZERO = Decimal(0)
+
+_TYPE_KINDS: dict[str, Kind] = {
+    "ecom.sale": "sale",
+    "ecom.preauthorization": "preauth",
+    "ecom.preauthorisation": "preauth",
+    "ecom.capture": "capture",
+    "ecom.refund": "refund",
+    "ecom.reversalpreauthorization": "reversal",
+    "ecom.reversalpreauthorisation": "reversal",
+}
+
+
+def kind_of(type_str: str | None) -> Kind | None:
+    """A record's ``type`` (any spelling the gateway uses) -> ledger kind."""
+    return _TYPE_KINDS.get((type_str or "").lower())
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: Kind
+    state: str
+    amount: Decimal
+    currency: str
+    reference: str
+
+
+@dataclass(frozen=True)
+class Balance:
+    reference: str
+    kind: Literal["sale", "preauth"]
+    state: str
+    currency: str
+    authorised: Decimal
+    captured: Decimal
+    refunded: Decimal
+    reversed: bool = False
+
+    @classmethod
+    def of(cls, original: Entry, followups: Iterable[Entry] = ()) -> Balance:
+        if original.kind not in ("sale", "preauth"):
+            raise RefusedError(
+                f"{original.reference} is a {original.kind}, not a sale or pre-authorisation",
+                hint="follow-ups take the reference of the original checkout",
+            )
+        approved = original.state == APPROVED
+        authorised = original.amount if approved else ZERO
+        captured = authorised if original.kind == "sale" else ZERO
+        bal = cls(
+            reference=original.reference,
+            kind=original.kind,  # type: ignore[arg-type]
+            state=original.state,
+            currency=original.currency,
+            authorised=authorised,
+            captured=captured,
+            refunded=ZERO,
+        )
+        for entry in followups:
+            if entry.state == APPROVED and entry.kind in ("capture", "refund", "reversal"):
+                bal = bal.applied(
+                    {"capture": "capture", "refund": "refund", "reversal": "reverse"}[entry.kind],
+                    entry.amount,
+                )  # type: ignore[arg-type]
+        return bal
+
+    @property
+    def capturable(self) -> Decimal:
+        if self.kind != "preauth" or self.reversed or self.state != APPROVED:
+            return ZERO
+        return self.authorised - self.captured
+
+    @property
+    def refundable(self) -> Decimal:
+        return self.captured - self.refunded
+
+    def remaining(self, op: Op) -> Decimal:
+        if op == "capture":
+            return self.capturable
+        if op == "refund":
+            return self.refundable
+        return self.authorised if self.kind == "preauth" and not self.captured else ZERO
+
+    def applied(self, op: Op, amount: Decimal) -> Balance:
+        """The balance after ``op`` of ``amount`` (no checks: see :func:`check_followup`)."""
+        if op == "capture":
+            return replace(self, captured=self.captured + amount)
+        if op == "refund":
+            return replace(self, refunded=self.refunded + amount)
+        return replace(self, reversed=True)
+
+    def summary(self) -> str:
+        c = self.currency
+        text = (
+            f"authorised {format_major(self.authorised, c)}, captured "
+            f"{format_major(self.captured, c)}, refunded {format_major(self.refunded, c)}"
+        )
+        return text + (", reversed" if self.reversed else "")
+
+
+def check_followup(
+    balance: Balance, op: Op, amount: Decimal | None = None, currency: str | None = None
+) -> Decimal:
+    """Return the amount to send (default: all that remains) or raise RefusedError."""
+    ref, cur = balance.reference, balance.currency
+    if currency is not None and currency.upper() != cur.upper():
+        raise RefusedError(f"currency {currency.upper()} does not match {ref}'s currency {cur}")
+    if balance.state != APPROVED:
+        raise RefusedError(
+            f"{ref} is {balance.state}, not Approved: nothing to {op}",
+            hint=f"check with `walletctl lookup {ref}`",
+        )
+    if balance.reversed:
+        raise RefusedError(f"{ref} was reversed: nothing left to {op}")
+    if amount is not None and amount <= 0:
+        raise RefusedError(f"amount must be greater than zero (got {amount})")
+    if op == "capture":
+        if balance.kind != "preauth":
+            raise RefusedError(f"{ref} is a sale: only a pre-authorisation can be captured")
+        left = balance.capturable
+        if left <= 0:
+            raise RefusedError(f"{ref} is fully captured ({balance.summary()})")
+        if amount is not None and amount > left:
+            raise RefusedError(
+                f"capture of {format_major(amount, cur)} exceeds the remaining authorised "
+                f"amount {format_major(left, cur)} of {ref} ({balance.summary()})"
+            )
+        return left if amount is None else amount
+    if op == "refund":
+        left = balance.refundable
+        if left <= 0:
+            what = "nothing captured yet" if balance.captured == 0 else "already fully refunded"
+            raise RefusedError(f"{ref} has nothing to refund: {what} ({balance.summary()})")
+        if amount is not None and amount > left:
+            raise RefusedError(
+                f"refund of {format_major(amount, cur)} exceeds captured − refunded = "
+                f"{format_major(left, cur)} of {ref} ({balance.summary()})"
+            )
+        return left if amount is None else amount
+    if balance.kind != "preauth":
+        raise RefusedError(
+            f"{ref} is a sale: only a pre-authorisation can be reversed",
+            hint=f"refund it instead: `walletctl refund {ref}`",
+        )
+    if balance.captured > 0:
+        raise RefusedError(
+            f"{ref} has captures ({balance.summary()}): a captured pre-authorisation cannot be "
+            "reversed",
+            hint=f"refund it instead: `walletctl refund {ref}`",
+        )
+    if amount is not None and amount != balance.authorised:
+        raise RefusedError(
+            f"a reversal releases the whole pre-authorisation: amount must be "
+            f"{format_major(balance.authorised, cur)}, got {format_major(amount, cur)}"
+        )
+    return balance.authorised
+
+
+def balance_from_records(reference: str, records: Sequence[TransactionRecord]) -> Balance:
+    """The balance of ``reference`` from a lookup's records (the original + its follow-ups)."""
+    original: Entry | None = None
+    followups: list[Entry] = []
+    for rec in records:
+        kind = kind_of(rec.type)
+        if kind is None:
+            continue
+        entry = Entry(
+            kind,
+            rec.state,
+            rec.transaction_amount,
+            rec.currency_code.upper(),
+            rec.client_system_transaction_id,
+        )
+        if rec.client_system_transaction_id == reference and kind in ("sale", "preauth"):
+            original = entry
+        elif rec.client_system_transaction_id == reference:
+            raise RefusedError(
+                f"{reference} is a {kind}, not a sale or pre-authorisation",
+                hint="follow-ups take the reference of the original checkout",
+            )
+        elif rec.client_system_invoice_id in (None, reference):
+            followups.append(entry)
+    if original is None:
+        raise RefusedError(f"no sale or pre-authorisation with reference {reference} was found")
+    return Balance.of(original, followups)
