@@ -38,6 +38,9 @@ _TYPE_KINDS: dict[str, Kind] = {
 }
 
 
+_KIND_OPS: dict[Kind, Op] = {"capture": "capture", "refund": "refund", "reversal": "reverse"}
+
+
 def kind_of(type_str: str | None) -> Kind | None:
     """A record's ``type`` (any spelling the gateway uses) -> ledger kind."""
     return _TYPE_KINDS.get((type_str or "").lower())
@@ -75,7 +78,7 @@ class Balance:
         captured = authorised if original.kind == "sale" else ZERO
         bal = cls(
             reference=original.reference,
-            kind=original.kind,  # type: ignore[arg-type]
+            kind="sale" if original.kind == "sale" else "preauth",
             state=original.state,
             currency=original.currency,
             authorised=authorised,
@@ -83,11 +86,9 @@ class Balance:
             refunded=ZERO,
         )
         for entry in followups:
-            if entry.state == APPROVED and entry.kind in ("capture", "refund", "reversal"):
-                bal = bal.applied(
-                    {"capture": "capture", "refund": "refund", "reversal": "reverse"}[entry.kind],
-                    entry.amount,
-                )  # type: ignore[arg-type]
+            op = _KIND_OPS.get(entry.kind)
+            if entry.state == APPROVED and op is not None:
+                bal = bal.applied(op, entry.amount)
         return bal
 
     @property
