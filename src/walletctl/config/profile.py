@@ -1,4 +1,4 @@
-"""Profile settings as read from the TOML file (see README "Profiles").
+"""Profile settings as read from the TOML file (see README "Profiles" / docs/profiles.md).
 
 Plain frozen dataclasses: cheap to import, no validation framework needed on the hot path of
 ``walletctl --help``. Parsing and checks live in ``config.store``; secrets in ``config.secrets``.
@@ -8,21 +8,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from walletctl.constants import DEFAULT_TIMEOUT, PATH_KEYS
 
 AuthScheme = Literal["PublicApiKey", "Bearer", "Basic", "header", "none"]
 AUTH_SCHEMES: tuple[str, ...] = ("PublicApiKey", "Bearer", "Basic", "header", "none")
 
+# Keys of a profile's [redirects] table: defaults for checkout's redirectDetails.
+REDIRECT_KEYS: tuple[str, ...] = (
+    "return_url",
+    "success_url",
+    "pending_url",
+    "error_url",
+    "cancel_url",
+    "refused_url",
+)
+
 
 @dataclass(frozen=True)
 class AuthSettings:
-    """Where the secret comes from. Exactly one of key_env / key_file / keyring / key."""
+    """Where the secret comes from: any of key_env / key_file / keyring / key.
+
+    When several are set they are tried in that order (``config.secrets`` documents it).
+    """
 
     scheme: AuthScheme = "PublicApiKey"
     key_env: str | None = None
-    key_file: Path | None = None
+    key_file: Path | None = None  # absolute after loading (relative paths: to the profiles file)
     keyring: bool = False
     # An inline secret: accepted only when the profile file is 0600 (checked by config.store).
     key: str | None = field(default=None, repr=False)
@@ -31,6 +44,11 @@ class AuthSettings:
     # Basic secret for the public key service (walletctl keys); same sources, optional.
     service_secret_env: str | None = None
     service_secret_file: Path | None = None
+
+    @property
+    def has_source(self) -> bool:
+        """True when at least one secret source is configured."""
+        return bool(self.key_env or self.key_file or self.keyring or self.key)
 
 
 @dataclass(frozen=True)
@@ -54,3 +72,43 @@ class Profile:
 
     def url(self, key: str) -> str:
         return self.base_url.rstrip("/") + self.path(key)
+
+    @property
+    def location(self) -> str:
+        """The prefix of error locations for this profile: ``profiles.<name>``."""
+        return f"profiles.{self.name}"
+
+
+@dataclass(frozen=True)
+class ProfilesFile:
+    """One parsed and validated profiles file.
+
+    ``document`` is the TOML as read (plain dicts), kept so ``profile add/remove`` can rewrite
+    the file without turning resolved values (absolute key_file paths...) into new text.
+    """
+
+    path: Path
+    default_profile: str | None
+    profiles: dict[str, Profile]
+    document: dict[str, Any]
+    mode: int | None = None  # st_mode & 0o777, None when the platform has no POSIX modes
+
+    @property
+    def holds_inline_secret(self) -> bool:
+        return any(p.auth.key is not None for p in self.profiles.values())
+
+    def names(self) -> list[str]:
+        return list(self.profiles)
+
+
+def display_path(path: Path) -> str:
+    """``path`` with the home directory shown as ``~`` (for messages people read)."""
+    try:
+        home = Path.home()
+    except RuntimeError:
+        return str(path)
+    try:
+        rel = path.relative_to(home)
+    except ValueError:
+        return str(path)
+    return "~" if str(rel) == "." else f"~/{rel.as_posix()}"

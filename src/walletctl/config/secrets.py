@@ -1,0 +1,421 @@
+"""Where a profile's secret comes from, and the auth headers built from it.
+
+Secret resolution order (the first source that yields a value wins)::
+
+    1. key_env      the environment variable named by ``auth.key_env``
+    2. key_file     the file ``auth.key_file`` (surrounding whitespace stripped); it must not
+                    be readable or writable by group/others (``chmod 600``), as ssh requires
+    3. keyring      the system keyring (``auth.keyring = true``): service ``walletctl``,
+                    user = the profile name (optional ``keyring`` package)
+    4. key          inline in the profiles file; accepted only when that file is 0600
+    5. saved        the file ``<profiles dir>/<profile>.key`` written by
+                    ``walletctl keys --save`` (see :func:`save_secret`), when it exists
+
+A source that is configured but empty (variable unset, file missing, no keyring entry) falls
+through to the next one; when none yields a value the error names every source tried, e.g.
+``profiles.sandbox -> auth -> key_env: environment variable WALLETCTL_SANDBOX_KEY is not set``.
+A file that is too open is refused at once (it never falls through).
+
+Secrets are returned as ``pydantic.SecretStr`` and never appear in messages:
+:func:`describe_secret_source` says where a secret comes from without reading it.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from walletctl.config.profile import Profile, display_path
+from walletctl.config.store import check_private, config_path, file_mode, write_private
+from walletctl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
+
+__all__ = [
+    "KEYRING_SERVICE",
+    "auth_header",
+    "describe_secret_source",
+    "describe_service_secret_source",
+    "keyring_user",
+    "load_saved_secret",
+    "resolve_secret",
+    "resolve_secret_with_source",
+    "save_secret",
+    "saved_secret_path",
+    "service_basic_auth",
+]
+
+KEYRING_SERVICE = "walletctl"
+_SECRET_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+def _secret(value: str) -> SecretStr:
+    from pydantic import SecretStr
+
+    return SecretStr(value)
+
+
+# --------------------------------------------------------------------------- keyring
+
+
+def _keyring() -> ModuleType:
+    """Import the optional ``keyring`` package, or explain how to get it."""
+    try:
+        import keyring
+    except ImportError:
+        raise ConfigError(
+            "keyring support is not installed",
+            hint="pip install 'walletctl[keyring]', or use key_env / key_file instead",
+        ) from None
+    return keyring
+
+
+def keyring_user(profile: Profile, name: str = "key") -> str:
+    """The keyring user name of a profile's secret: ``<profile>`` or ``<profile>.<name>``."""
+    return profile.name if name == "key" else f"{profile.name}.{name}"
+
+
+def _keyring_get(profile: Profile, name: str) -> str | None:
+    kr = _keyring()
+    try:
+        return kr.get_password(KEYRING_SERVICE, keyring_user(profile, name))  # type: ignore[no-any-return]
+    except Exception as exc:  # keyring raises backend-specific errors
+        raise _keyring_error(exc) from None
+
+
+def _keyring_error(exc: Exception) -> ConfigError:
+    if type(exc).__name__ == "NoKeyringError":
+        return ConfigError(
+            "no keyring backend is available on this system",
+            hint="install a keyring backend (e.g. Secret Service), or use key_env / key_file",
+        )
+    return ConfigError(f"keyring failed ({type(exc).__name__})")
+
+
+# --------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class _Miss:
+    location: str
+    reason: str
+    hint: str | None = None
+
+
+def _clean(value: str, location: str) -> str:
+    text = value.strip()
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ConfigError(
+            "the secret contains control characters (not usable in an HTTP header)",
+            location=location,
+        )
+    return text
+
+
+def _from_env(var: str, location: str) -> str | _Miss:
+    value = os.environ.get(var)
+    if value is None:
+        return _Miss(
+            location,
+            f"environment variable {var} is not set",
+            f"set it without leaving it in your shell history: `read -rs {var} && export {var}`",
+        )
+    if not value.strip():
+        return _Miss(location, f"environment variable {var} is empty")
+    return _clean(value, location)
+
+
+def _from_file(path: Path, location: str) -> str | _Miss:
+    if not path.exists():
+        return _Miss(
+            location,
+            f"file {path} does not exist",
+            f"create it readable by you only: `(umask 077; cat > {path})`",
+        )
+    if not path.is_file():
+        raise ConfigError(f"{path} is not a regular file", location=location)
+    check_private(path, location=location)
+    try:
+        value = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path} ({type(exc).__name__})", location=location) from None
+    if not value.strip():
+        return _Miss(location, f"file {path} is empty")
+    return _clean(value, location)
+
+
+def _from_keyring(profile: Profile, name: str, location: str) -> str | _Miss:
+    user = keyring_user(profile, name)
+    try:
+        value = _keyring_get(profile, name)
+    except ConfigError as exc:
+        return _Miss(location, exc.message, exc.hint)
+    if not value:
+        return _Miss(
+            location,
+            f"no keyring entry {KEYRING_SERVICE}/{user}",
+            f"store it with `keyring set {KEYRING_SERVICE} {user}` (prompts for the value)",
+        )
+    return _clean(value, location)
+
+
+def _from_inline(profile: Profile, location: str) -> str:
+    assert profile.auth.key is not None
+    if profile.source is not None and profile.source.exists():
+        # store.load_file already checked; re-checked for profiles built by other means.
+        check_private(profile.source)
+    return _clean(profile.auth.key, location)
+
+
+def resolve_secret(profile: Profile) -> SecretStr:
+    """The profile's API secret, from the first source that has it (see the module docstring).
+
+    Raises ConfigError naming each configured source and why it gave nothing, or naming the
+    file whose permissions are too open.
+    """
+    return resolve_secret_with_source(profile)[0]
+
+
+def resolve_secret_with_source(profile: Profile) -> tuple[SecretStr, str]:
+    """Like :func:`resolve_secret`, plus a label of the source used (``env NAME``, ...)."""
+    auth = profile.auth
+    loc = f"{profile.location} -> auth"
+    misses: list[_Miss] = []
+    if auth.key_env:
+        got = _from_env(auth.key_env, f"{loc} -> key_env")
+        if isinstance(got, str):
+            return _secret(got), f"env {auth.key_env}"
+        misses.append(got)
+    if auth.key_file:
+        got = _from_file(auth.key_file, f"{loc} -> key_file")
+        if isinstance(got, str):
+            return _secret(got), f"file {display_path(auth.key_file)}"
+        misses.append(got)
+    if auth.keyring:
+        got = _from_keyring(profile, "key", f"{loc} -> keyring")
+        if isinstance(got, str):
+            return _secret(got), f"keyring {KEYRING_SERVICE}/{keyring_user(profile)}"
+        misses.append(got)
+    if auth.key is not None:
+        return _secret(_from_inline(profile, f"{loc} -> key")), "inline key"
+    if not auth.keyring:
+        saved = saved_secret_path(profile, "key")
+        if saved.exists():
+            got = _from_file(saved, f"{loc} (saved secret)")
+            if isinstance(got, str):
+                return _secret(got), f"saved file {display_path(saved)}"
+            misses.append(got)
+    if not misses:
+        raise ConfigError(
+            "no secret configured",
+            location=loc,
+            hint="set key_env, key_file or keyring = true in the [auth] table "
+            '(or scheme = "none" for a gateway without auth)',
+        )
+    if len(misses) == 1:
+        raise ConfigError(misses[0].reason, location=misses[0].location, hint=misses[0].hint)
+    tried = "; ".join(f"{m.location.removeprefix(loc + ' -> ')}: {m.reason}" for m in misses)
+    raise ConfigError(f"no secret found ({tried})", location=loc, hint=misses[0].hint)
+
+
+# --------------------------------------------------------------------------- headers
+
+
+def _basic(user: str, secret: str, location: str) -> str:
+    if ":" in user:
+        raise ConfigError(
+            f"Basic auth user {user!r} must not contain ':'",
+            location=location,
+            hint="set auth.username",
+        )
+    token = base64.b64encode(f"{user}:{secret}".encode()).decode("ascii")
+    return f"Basic {token}"
+
+
+def auth_header(profile: Profile) -> tuple[str, str] | None:
+    """The (header name, value) that authenticates gateway calls, or None for scheme "none".
+
+    ``PublicApiKey`` -> ``Authorization: PublicApiKey <key>`` (the spec's scheme);
+    ``Bearer`` -> ``Authorization: Bearer <key>``; ``Basic`` -> ``Authorization: Basic
+    base64(<username or user_id>:<key>)``; ``header`` -> ``<auth.header>: <key>``.
+    The value holds the secret: mask it before showing it anywhere (render.mask).
+    """
+    auth = profile.auth
+    if auth.scheme == "none":
+        return None
+    secret = resolve_secret(profile).get_secret_value()
+    if auth.scheme == "PublicApiKey":
+        return ("Authorization", f"PublicApiKey {secret}")
+    if auth.scheme == "Bearer":
+        return ("Authorization", f"Bearer {secret}")
+    if auth.scheme == "Basic":
+        user = auth.username or profile.user_id
+        return ("Authorization", _basic(user, secret, f"{profile.location} -> user_id"))
+    if auth.scheme == "header":
+        if not auth.header:
+            raise ConfigError(
+                'missing (required when scheme = "header")',
+                location=f"{profile.location} -> auth -> header",
+            )
+        return (auth.header, secret)
+    raise ConfigError(f"unknown scheme {auth.scheme!r}", location=f"{profile.location} -> auth")
+
+
+def service_basic_auth(profile: Profile) -> tuple[str, str] | None:
+    """``("Authorization", "Basic base64(userId:secret)")`` for the public key service.
+
+    The secret comes from ``auth.service_secret_env`` then ``auth.service_secret_file``; when
+    neither is configured, from the main secret (:func:`resolve_secret`). The user is
+    ``auth.username`` or the profile's ``user_id``. Returns None when nothing is configured
+    and the profile's scheme is "none" (a gateway without auth).
+    """
+    auth = profile.auth
+    loc = f"{profile.location} -> auth"
+    user = auth.username or profile.user_id
+    misses: list[_Miss] = []
+    if auth.service_secret_env:
+        got = _from_env(auth.service_secret_env, f"{loc} -> service_secret_env")
+        if isinstance(got, str):
+            return ("Authorization", _basic(user, got, f"{profile.location} -> user_id"))
+        misses.append(got)
+    if auth.service_secret_file:
+        got = _from_file(auth.service_secret_file, f"{loc} -> service_secret_file")
+        if isinstance(got, str):
+            return ("Authorization", _basic(user, got, f"{profile.location} -> user_id"))
+        misses.append(got)
+    if misses:
+        tried = "; ".join(f"{m.location.removeprefix(loc + ' -> ')}: {m.reason}" for m in misses)
+        raise ConfigError(
+            misses[0].reason if len(misses) == 1 else f"no service secret found ({tried})",
+            location=misses[0].location if len(misses) == 1 else loc,
+            hint=misses[0].hint,
+        )
+    if auth.scheme == "none" and not auth.has_source:
+        return None
+    secret = resolve_secret(profile).get_secret_value()
+    return ("Authorization", _basic(user, secret, f"{profile.location} -> user_id"))
+
+
+# --------------------------------------------------------------------------- saved secrets
+
+
+def _check_name(name: str) -> None:
+    if not _SECRET_NAME_RE.match(name):
+        raise ValueError(f"bad secret name {name!r}: use lower-case letters, digits and '_'")
+
+
+def saved_secret_path(profile: Profile, name: str = "key") -> Path:
+    """The file :func:`save_secret` uses when the profile has no keyring.
+
+    Beside the profiles file: ``<dir>/<profile>.key`` for ``name="key"`` (the API key that
+    :func:`resolve_secret` falls back to), ``<dir>/<profile>.<name>.key`` otherwise.
+    """
+    _check_name(name)
+    base = profile.source.parent if profile.source is not None else config_path(None).parent
+    filename = f"{profile.name}.key" if name == "key" else f"{profile.name}.{name}.key"
+    return base / filename
+
+
+def save_secret(profile: Profile, name: str, value: str | SecretStr) -> str:
+    """Store a secret in the profile's own secret store; returns where (safe to print).
+
+    For ``walletctl keys --save``. ``name`` is a short lower-case label: ``"key"`` is the API
+    key used by the profile's auth (the one :func:`resolve_secret` finds as its "saved" source
+    or, with ``auth.keyring = true``, as its keyring entry); other names (``"encryption_key"``,
+    ...) are kept beside it and read back with :func:`load_saved_secret`.
+
+    Where: the system keyring (service ``walletctl``, user :func:`keyring_user`) when the
+    profile sets ``auth.keyring = true``; otherwise :func:`saved_secret_path`, written
+    atomically with mode 0600 (directory 0700 when created). An existing entry is replaced.
+
+    Note that a secret configured via ``key_env``/``key_file``/inline ``key`` takes precedence
+    over a saved ``"key"`` (resolution order). Raises ConfigError when the keyring is missing or
+    fails, ValueError for a bad ``name``. The value never appears in messages.
+    """
+    _check_name(name)
+    secret = value.get_secret_value() if not isinstance(value, str) else value
+    if not secret or any(ord(c) < 32 or ord(c) == 127 for c in secret):
+        raise ValueError("the secret is empty or contains control characters")
+    if profile.auth.keyring:
+        kr = _keyring()
+        user = keyring_user(profile, name)
+        try:
+            kr.set_password(KEYRING_SERVICE, user, secret)
+        except Exception as exc:
+            raise _keyring_error(exc) from None
+        return f"keyring {KEYRING_SERVICE}/{user}"
+    path = saved_secret_path(profile, name)
+    write_private(path, (secret + "\n").encode("utf-8"))
+    return f"file {display_path(path)} (0600)"
+
+
+def load_saved_secret(profile: Profile, name: str) -> SecretStr | None:
+    """Read back a secret stored by :func:`save_secret`; None when there is none."""
+    _check_name(name)
+    loc = f"{profile.location} -> auth"
+    if profile.auth.keyring:
+        value = _keyring_get(profile, name)
+        return _secret(_clean(value, loc)) if value else None
+    got = _from_file(saved_secret_path(profile, name), f"{loc} (saved {name})")
+    return _secret(got) if isinstance(got, str) else None
+
+
+# --------------------------------------------------------------------------- description
+
+
+def _describe_file(path: Path) -> str:
+    shown = display_path(path)
+    if not path.exists():
+        return f"{shown} (missing)"
+    mode = file_mode(path)
+    if mode is None:
+        return shown
+    return f"{shown} ({mode:04o}{', too open' if mode & 0o077 else ''})"
+
+
+def describe_secret_source(profile: Profile) -> str:
+    """Where the secret would come from, in resolution order; never the secret itself.
+
+    E.g. ``env WALLETCTL_SANDBOX_KEY (set)``, ``file ~/.config/walletctl/prod.key (0600)``,
+    ``keyring walletctl/prod``, ``inline (file is 0600)``; several are joined by ``", then "``.
+    The keyring is not queried (that could prompt to unlock it).
+    """
+    auth = profile.auth
+    parts: list[str] = []
+    if auth.key_env:
+        state = "set" if os.environ.get(auth.key_env, "").strip() else "not set"
+        parts.append(f"env {auth.key_env} ({state})")
+    if auth.key_file:
+        parts.append(f"file {_describe_file(auth.key_file)}")
+    if auth.keyring:
+        parts.append(f"keyring {KEYRING_SERVICE}/{keyring_user(profile)}")
+    if auth.key is not None:
+        mode = file_mode(profile.source) if profile.source and profile.source.exists() else None
+        parts.append(f"inline (file is {mode:04o})" if mode is not None else "inline")
+    if auth.key is None and not auth.keyring:
+        saved = saved_secret_path(profile, "key")
+        if saved.exists():
+            parts.append(f"saved file {_describe_file(saved)}")
+    if not parts:
+        return "none (scheme none)" if auth.scheme == "none" else "not configured"
+    return ", then ".join(parts)
+
+
+def describe_service_secret_source(profile: Profile) -> str:
+    """Where the public key service's Basic secret comes from (never the secret)."""
+    auth = profile.auth
+    parts: list[str] = []
+    if auth.service_secret_env:
+        state = "set" if os.environ.get(auth.service_secret_env, "").strip() else "not set"
+        parts.append(f"env {auth.service_secret_env} ({state})")
+    if auth.service_secret_file:
+        parts.append(f"file {_describe_file(auth.service_secret_file)}")
+    if not parts:
+        return "same as the API secret"
+    return ", then ".join(parts)

@@ -1,0 +1,656 @@
+"""The profiles file: where it is, strict TOML loading, atomic 0600 saving, the permission rule.
+
+Where the file is (first that applies)::
+
+    --config PATH  >  $WALLETCTL_CONFIG  >  <platform config dir>/walletctl/profiles.toml
+                                            (e.g. ~/.config/walletctl/profiles.toml)
+
+Which profile is used (first that applies)::
+
+    --profile/-p NAME  >  $WALLETCTL_PROFILE  >  default_profile in the file  >  the only profile
+
+Loading is strict: an unknown key, a value of the wrong type or an invalid value is refused with
+its location (``profiles.prod -> auth -> kee_env: unknown key``) so a typo never silently falls
+back to a default. Values that could be secrets are never echoed in messages.
+
+Permissions follow ssh: a profiles file that holds an inline secret (``auth.key``) must not be
+readable or writable by group or others (``chmod 600``); the same holds for a ``key_file``
+(checked by ``config.secrets``). Files written by walletctl are created 0600 in a 0700 directory,
+through a temporary file and an atomic rename, so a crash never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import shlex
+import stat
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+from walletctl.config.profile import (
+    AUTH_SCHEMES,
+    REDIRECT_KEYS,
+    AuthSettings,
+    Profile,
+    ProfilesFile,
+    display_path,
+)
+from walletctl.constants import DEFAULT_TIMEOUT, PATH_KEYS, Env
+from walletctl.errors import ConfigError
+
+__all__ = [
+    "AUTH_KEYS",
+    "PROFILE_KEYS",
+    "REQUIRED_PROFILE_KEYS",
+    "TOP_LEVEL_KEYS",
+    "ProfilesFile",
+    "SaveResult",
+    "add_profile",
+    "check_private",
+    "config_path",
+    "default_config_path",
+    "file_mode",
+    "load_file",
+    "load_profile",
+    "parse_document",
+    "remove_profile",
+    "save_file",
+    "select_profile",
+]
+
+TOP_LEVEL_KEYS: tuple[str, ...] = ("default_profile", "profiles")
+REQUIRED_PROFILE_KEYS: tuple[str, ...] = ("base_url", "merchant_id", "store_id", "user_id")
+PROFILE_KEYS: tuple[str, ...] = (
+    *REQUIRED_PROFILE_KEYS,
+    "amount_format",
+    "currency",
+    "timeout",
+    "timezone",
+    "auth",
+    "paths",
+    "redirects",
+)
+AUTH_KEYS: tuple[str, ...] = (
+    "scheme",
+    "key_env",
+    "key_file",
+    "keyring",
+    "key",
+    "header",
+    "username",
+    "service_secret_env",
+    "service_secret_file",
+)
+AMOUNT_FORMATS: tuple[str, ...] = ("minor", "decimal")
+
+PROFILE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_SEP = " -> "
+_ADD_HINT = (
+    "create one with `walletctl profile add NAME --base-url URL --merchant-id ID "
+    "--store-id ID --user-id USER`"
+)
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def default_config_path() -> Path:
+    """``<user config dir>/walletctl/profiles.toml`` (platformdirs; honours XDG_CONFIG_HOME)."""
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("walletctl", appauthor=False)) / "profiles.toml"
+
+
+def config_path(explicit: Path | None = None) -> Path:
+    """The profiles file to use: ``explicit`` (--config) > $WALLETCTL_CONFIG > the default."""
+    if explicit is not None:
+        return Path(explicit).expanduser()
+    env = os.environ.get(Env.CONFIG)
+    if env:
+        return Path(env).expanduser()
+    return default_config_path()
+
+
+_resolve_path = config_path  # for functions whose `config_path` parameter shadows it
+
+
+# --------------------------------------------------------------------------- permissions
+
+
+def file_mode(path: Path) -> int | None:
+    """Permission bits of ``path`` (e.g. ``0o600``), or None where POSIX modes do not apply."""
+    if os.name == "nt":
+        return None
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _too_open(mode: int | None) -> bool:
+    return mode is not None and bool(mode & 0o077)
+
+
+def check_private(path: Path, mode: int | None = None, *, location: str | None = None) -> None:
+    """Refuse a file holding a secret that group or others may read or write (as ssh does)."""
+    if mode is None:
+        mode = file_mode(path)
+    if _too_open(mode):
+        assert mode is not None
+        raise ConfigError(
+            f"permissions {mode:04o} for '{path}' are too open; it holds a secret",
+            location=location,
+            hint=f"chmod 600 {shlex.quote(str(path))}",
+        )
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _loc(*parts: str) -> str:
+    return _SEP.join(p for p in parts if p)
+
+
+class _Parser:
+    """Validates one TOML document; every failure is a ConfigError with its location."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.base_dir = path.parent
+
+    def fail(self, location: str, message: str, hint: str | None = None) -> NoReturn:
+        where = f"in {display_path(self.path)}"
+        raise ConfigError(message, location=location, hint=f"{hint} ({where})" if hint else where)
+
+    # -- generic value checks
+
+    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], location: str) -> None:
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = (
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else "allowed keys: " + ", ".join(allowed)
+                )
+                self.fail(_loc(location, str(key)), "unknown key", hint)
+
+    def table(self, value: Any, location: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(location, f"must be a table, not {_kind(value)}")
+        return value
+
+    def sub(self, table: dict[str, Any], key: str, location: str) -> dict[str, Any]:
+        """The optional sub-table ``key`` of ``table`` (empty when absent)."""
+        return self.table(table.get(key, {}), _loc(location, key))
+
+    def text(self, value: Any, location: str) -> str:
+        if not isinstance(value, str):
+            self.fail(location, f"must be a string, not {_kind(value)}")
+        if not value.strip():
+            self.fail(location, "must not be empty")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            self.fail(location, "must not contain control characters")
+        return value
+
+    def url(self, value: Any, location: str) -> str:
+        text = self.text(value, location)
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+        except ValueError:
+            self.fail(location, "must be an http(s) URL such as https://gateway.example")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            self.fail(location, "must be an http(s) URL such as https://gateway.example")
+        if parts.username is not None or parts.password is not None:
+            # Never echo it: the user part may be a credential.
+            self.fail(location, "must not contain credentials", "put them in the [auth] table")
+        if " " in text:
+            self.fail(location, "must not contain spaces")
+        return text
+
+    def env_name(self, value: Any, location: str) -> str:
+        text = self.text(value, location)
+        if not _ENV_NAME_RE.match(text):
+            # Not echoed: a pasted secret in the wrong key must not reach the terminal.
+            self.fail(location, "must be an environment variable name such as WALLETCTL_KEY")
+        return text
+
+    def file_path(self, value: Any, location: str) -> Path:
+        p = Path(self.text(value, location)).expanduser()
+        return p if p.is_absolute() else self.base_dir / p
+
+    # -- the document
+
+    def document(self, doc: dict[str, Any]) -> tuple[str | None, dict[str, Profile]]:
+        self.check_keys(doc, TOP_LEVEL_KEYS, "")
+        raw_profiles = self.table(doc.get("profiles", {}), "profiles")
+        profiles: dict[str, Profile] = {}
+        for name, table in raw_profiles.items():
+            location = f"profiles.{name}"
+            if not PROFILE_NAME_RE.match(name):
+                self.fail(
+                    location,
+                    "bad profile name",
+                    "use letters, digits, '-' and '_' (at most 64, starting with a letter "
+                    "or digit)",
+                )
+            profiles[name] = self.profile(name, self.table(table, location))
+        default = doc.get("default_profile")
+        if default is not None:
+            default = self.text(default, "default_profile")
+            if default not in profiles:
+                self.fail(
+                    "default_profile",
+                    f"no profile named {default!r}",
+                    "profiles in the file: " + (", ".join(profiles) or "none"),
+                )
+        return default, profiles
+
+    def profile(self, name: str, table: dict[str, Any]) -> Profile:
+        loc = f"profiles.{name}"
+        self.check_keys(table, PROFILE_KEYS, loc)
+        for key in REQUIRED_PROFILE_KEYS:
+            if key not in table:
+                self.fail(_loc(loc, key), "missing (required)")
+        amount_format = table.get("amount_format", "minor")
+        if amount_format not in AMOUNT_FORMATS:
+            self.fail(
+                _loc(loc, "amount_format"),
+                f"must be 'minor' or 'decimal', not {_show(amount_format)}",
+            )
+        currency = None
+        if "currency" in table:
+            raw = self.text(table["currency"], _loc(loc, "currency"))
+            from walletctl.models.money import check_currency
+
+            try:
+                currency = check_currency(raw)
+            except ValueError as exc:
+                self.fail(_loc(loc, "currency"), str(exc))
+        timeout = DEFAULT_TIMEOUT
+        if "timeout" in table:
+            value = table["timeout"]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                self.fail(_loc(loc, "timeout"), f"must be a number of seconds, not {_kind(value)}")
+            if not math.isfinite(value) or value <= 0:
+                self.fail(_loc(loc, "timeout"), "must be greater than 0 seconds")
+            timeout = float(value)
+        timezone = None
+        if "timezone" in table:
+            timezone = self.text(table["timezone"], _loc(loc, "timezone"))
+            _check_timezone(self, timezone, _loc(loc, "timezone"))
+        auth = self.auth(self.sub(table, "auth", loc), _loc(loc, "auth"))
+        paths = self.paths(self.sub(table, "paths", loc), _loc(loc, "paths"))
+        redirects = self.redirects(self.sub(table, "redirects", loc), _loc(loc, "redirects"))
+        return Profile(
+            name=name,
+            base_url=self.url(table["base_url"], _loc(loc, "base_url")),
+            merchant_id=self.text(table["merchant_id"], _loc(loc, "merchant_id")),
+            store_id=self.text(table["store_id"], _loc(loc, "store_id")),
+            user_id=self.text(table["user_id"], _loc(loc, "user_id")),
+            amount_format=amount_format,
+            currency=currency,
+            timeout=timeout,
+            timezone=timezone,
+            auth=auth,
+            paths=paths,
+            redirects=redirects,
+            source=self.path,
+        )
+
+    def auth(self, table: dict[str, Any], loc: str) -> AuthSettings:
+        self.check_keys(table, AUTH_KEYS, loc)
+        scheme = "PublicApiKey"
+        if "scheme" in table:
+            raw = self.text(table["scheme"], _loc(loc, "scheme"))
+            match = [s for s in AUTH_SCHEMES if s.lower() == raw.lower()]
+            if not match:
+                self.fail(
+                    _loc(loc, "scheme"),
+                    f"must be one of {', '.join(AUTH_SCHEMES)}",
+                )
+            scheme = match[0]
+        key_env = (
+            self.env_name(table["key_env"], _loc(loc, "key_env")) if "key_env" in table else None
+        )
+        key_file = (
+            self.file_path(table["key_file"], _loc(loc, "key_file"))
+            if "key_file" in table
+            else None
+        )
+        keyring = table.get("keyring", False)
+        if not isinstance(keyring, bool):
+            self.fail(_loc(loc, "keyring"), f"must be true or false, not {_kind(keyring)}")
+        key = None
+        if "key" in table:
+            key = table["key"]
+            if not isinstance(key, str):
+                self.fail(_loc(loc, "key"), f"must be a string, not {_kind(key)}")
+            if not key.strip():
+                self.fail(_loc(loc, "key"), "must not be empty")
+        header = None
+        if "header" in table:
+            header = self.text(table["header"], _loc(loc, "header"))
+            if not _HEADER_NAME_RE.match(header):
+                self.fail(_loc(loc, "header"), "must be an HTTP header name such as X-Api-Key")
+            if scheme != "header":
+                self.fail(
+                    _loc(loc, "header"),
+                    'is only used with scheme = "header"',
+                    f'remove it, or set scheme = "header" (scheme is now {scheme!r})',
+                )
+        elif scheme == "header":
+            self.fail(
+                _loc(loc, "header"),
+                'missing (required when scheme = "header")',
+                'add header = "X-Api-Key" (the name of the header carrying the key)',
+            )
+        username = None
+        if "username" in table:
+            username = self.text(table["username"], _loc(loc, "username"))
+            if ":" in username:
+                self.fail(_loc(loc, "username"), "must not contain ':' (Basic auth)")
+        service_env = (
+            self.env_name(table["service_secret_env"], _loc(loc, "service_secret_env"))
+            if "service_secret_env" in table
+            else None
+        )
+        service_file = (
+            self.file_path(table["service_secret_file"], _loc(loc, "service_secret_file"))
+            if "service_secret_file" in table
+            else None
+        )
+        return AuthSettings(
+            scheme=scheme,  # type: ignore[arg-type]  # checked against AUTH_SCHEMES above
+            key_env=key_env,
+            key_file=key_file,
+            keyring=keyring,
+            key=key,
+            header=header,
+            username=username,
+            service_secret_env=service_env,
+            service_secret_file=service_file,
+        )
+
+    def paths(self, table: dict[str, Any], loc: str) -> dict[str, str]:
+        self.check_keys(table, tuple(PATH_KEYS), loc)
+        out: dict[str, str] = {}
+        for key, value in table.items():
+            text = self.text(value, _loc(loc, key))
+            if not text.startswith("/") or " " in text or "?" in text or "#" in text:
+                self.fail(
+                    _loc(loc, key),
+                    f"must be a URL path starting with '/', such as {PATH_KEYS[key]}",
+                )
+            out[key] = text
+        return out
+
+    def redirects(self, table: dict[str, Any], loc: str) -> dict[str, str]:
+        self.check_keys(table, REDIRECT_KEYS, loc)
+        return {key: self.url(value, _loc(loc, key)) for key, value in table.items()}
+
+
+def _check_timezone(parser: _Parser, name: str, location: str) -> None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        parser.fail(
+            location, f"unknown time zone {name!r}", "use an IANA name such as Europe/Paris"
+        )
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return "a date/time" if hasattr(value, "isoformat") else type(value).__name__
+
+
+def _show(value: Any) -> str:
+    """A short rendering of a non-secret value for messages."""
+    if isinstance(value, str):
+        return repr(value[:40])
+    return _kind(value)
+
+
+def parse_document(document: dict[str, Any], path: Path) -> tuple[str | None, dict[str, Profile]]:
+    """Validate a TOML document (as dicts); returns (default_profile, profiles by name)."""
+    return _Parser(path).document(document)
+
+
+# --------------------------------------------------------------------------- load
+
+
+def load_file(path: Path, *, check_permissions: bool = True) -> ProfilesFile:
+    """Read and validate one profiles file.
+
+    Raises ConfigError when the file is missing or unreadable, is not TOML, breaks a rule
+    (with the key's location), or holds an inline secret while group/world accessible
+    (unless ``check_permissions`` is False: ``profile check`` reports that separately).
+    """
+    path = Path(path).expanduser()
+    try:
+        with path.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except FileNotFoundError:
+        raise ConfigError(f"no profiles file at {path}", hint=_ADD_HINT) from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory, not a profiles file") from None
+    except PermissionError:
+        raise ConfigError(
+            f"cannot read {path}: permission denied", hint=f"check the owner of {path}"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid TOML: {exc}",
+            hint="see sample-configs/ for the format",
+        ) from None
+    default, profiles = parse_document(document, path)
+    mode = None if os.name == "nt" else stat.S_IMODE(st.st_mode)
+    result = ProfilesFile(
+        path=path, default_profile=default, profiles=profiles, document=document, mode=mode
+    )
+    if check_permissions and result.holds_inline_secret:
+        check_private(path, mode)
+    return result
+
+
+def select_profile(pf: ProfilesFile, name: str | None) -> Profile:
+    """Pick a profile: ``name`` > $WALLETCTL_PROFILE > default_profile > the only profile."""
+    chosen = name or os.environ.get(Env.PROFILE) or pf.default_profile
+    available = ", ".join(pf.profiles) or "none"
+    if chosen is None:
+        if len(pf.profiles) == 1:
+            return next(iter(pf.profiles.values()))
+        if not pf.profiles:
+            raise ConfigError(f"no profiles in {pf.path}", hint=_ADD_HINT)
+        raise ConfigError(
+            f"no profile selected and {pf.path} has {len(pf.profiles)} ({available})",
+            hint="pass --profile NAME, set WALLETCTL_PROFILE, or set default_profile in the file",
+        )
+    if chosen not in pf.profiles:
+        raise ConfigError(
+            f"unknown profile {chosen!r} in {pf.path}; available: {available}",
+            hint="see `walletctl profile list`",
+        )
+    return pf.profiles[chosen]
+
+
+def load_profile(name: str | None = None, config_path: Path | None = None) -> Profile:
+    """Load the selected profile from the selected file (see the module docstring)."""
+    return select_profile(load_file(_resolve_path(config_path)), name)
+
+
+# --------------------------------------------------------------------------- save
+
+
+def _ensure_dir(directory: Path) -> None:
+    if not directory.exists():
+        directory.mkdir(parents=True, mode=0o700)
+        if os.name != "nt":
+            os.chmod(directory, 0o700)  # mkdir's mode is masked by the umask
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file + rename), mode 0600, dir 0700 if new."""
+    import tempfile
+
+    path = Path(path)
+    _ensure_dir(path.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        if os.name != "nt":
+            os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if os.name != "nt":  # make the rename durable
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+_HEADER = (
+    "# walletctl profiles (format: see the README's \"Profiles\" section).\n"
+    "# Written by `walletctl profile add/remove`; comments are not kept.\n\n"
+)
+
+
+def save_file(path: Path, document: dict[str, Any]) -> ProfilesFile:
+    """Validate ``document`` and write it to ``path`` with tomli-w (atomic, 0600).
+
+    The document is checked with the same rules as :func:`load_file` first, so walletctl never
+    writes a file it would refuse to read. Returns the saved file, parsed.
+    """
+    import tomli_w
+
+    path = Path(path).expanduser()
+    default, profiles = parse_document(document, path)
+    data = (_HEADER + tomli_w.dumps(document)).encode("utf-8")
+    write_private(path, data)
+    return ProfilesFile(
+        path=path,
+        default_profile=default,
+        profiles=profiles,
+        document=document,
+        mode=None if os.name == "nt" else 0o600,
+    )
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    file: ProfilesFile
+    backup: Path | None  # the previous file, kept when it held comments the rewrite drops
+
+
+def _read_existing(path: Path) -> tuple[dict[str, Any], bytes | None]:
+    if not path.exists():
+        return {}, None
+    pf = load_file(path)
+    return _copy(pf.document), path.read_bytes()
+
+
+def _copy(document: dict[str, Any]) -> dict[str, Any]:
+    return {k: _copy(v) if isinstance(v, dict) else v for k, v in document.items()}
+
+
+def _backup_if_commented(path: Path, old: bytes | None) -> Path | None:
+    if old is None:
+        return None
+    body = old.removeprefix(_HEADER.encode("utf-8"))  # our own header is not worth a backup
+    if not any(line.lstrip().startswith(b"#") for line in body.splitlines()):
+        return None
+    backup = path.with_name(path.name + ".bak")
+    write_private(backup, old)
+    return backup
+
+
+def add_profile(
+    path: Path,
+    name: str,
+    table: dict[str, Any],
+    *,
+    make_default: bool = False,
+    replace: bool = False,
+) -> SaveResult:
+    """Add (or with ``replace`` overwrite) profile ``name`` in the file at ``path``.
+
+    The first profile of a new file becomes ``default_profile``. Raises ConfigError when the
+    existing file is invalid, UsageError when the name is bad or exists and not ``replace``.
+    """
+    from walletctl.errors import UsageError
+
+    path = Path(path).expanduser()
+    if not PROFILE_NAME_RE.match(name):
+        raise UsageError(
+            f"bad profile name {name!r}: use letters, digits, '-' and '_' "
+            "(at most 64, starting with a letter or digit)"
+        )
+    document, old = _read_existing(path)
+    profiles = document.setdefault("profiles", {})
+    if name in profiles and not replace:
+        raise UsageError(
+            f"profile {name!r} already exists in {path}", hint="add --force to replace it"
+        )
+    profiles[name] = table
+    if make_default or len(profiles) == 1:
+        document["default_profile"] = name
+    # default_profile first, then the tables (tomli-w keeps the order).
+    ordered = {k: document[k] for k in TOP_LEVEL_KEYS if k in document}
+    parse_document(ordered, path)  # refuse before touching anything
+    backup = _backup_if_commented(path, old)
+    return SaveResult(save_file(path, ordered), backup)
+
+
+def remove_profile(path: Path, name: str) -> SaveResult:
+    """Remove profile ``name``; a default_profile pointing at it is moved or dropped."""
+    path = Path(path).expanduser()
+    document, old = _read_existing(path)
+    if old is None:
+        load_file(path)  # raises the "no profiles file" error
+    profiles = document.get("profiles", {})
+    if name not in profiles:
+        raise ConfigError(
+            f"unknown profile {name!r} in {path}; available: {', '.join(profiles) or 'none'}",
+            hint="see `walletctl profile list`",
+        )
+    del profiles[name]
+    if document.get("default_profile") == name:
+        del document["default_profile"]
+        if len(profiles) == 1:
+            document["default_profile"] = next(iter(profiles))
+    ordered = {k: document[k] for k in TOP_LEVEL_KEYS if k in document}
+    backup = _backup_if_commented(path, old)
+    return SaveResult(save_file(path, ordered), backup)
