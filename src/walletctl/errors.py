@@ -74,8 +74,10 @@ class GatewayError(WalletctlError):
         detail: str | None = None,
         hint: str | None = None,
         body: Any = None,
+        retry_after: float | None = None,
     ) -> None:
         self.status = status
+        self.retry_after = retry_after  # seconds, from a 429/503 Retry-After header
         self.code = code
         self.description = description
         self.detail = detail

@@ -1,0 +1,452 @@
+"""GatewayClient (sync) and AsyncGatewayClient: auth, paths, timeouts, error mapping.
+
+Knows HTTP, not the CLI. Import this module only where a request is really sent: importing
+httpx pulls in its own CLI dependencies when installed, which ``walletctl --help`` avoids.
+
+Transport errors are split by what they prove:
+
+    connect failed (DNS, refused, connect timeout)  -> NetworkError: nothing was sent
+    sent, then no/partial answer on a money POST    -> UnknownOutcomeError: look it up first
+    sent, then no/partial answer on a read          -> NetworkError (safe to repeat)
+    HTTP >= 400                                     -> GatewayError (AuthError for 401/403)
+    2xx with a body that is not the spec's shape    -> ResponseError
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal, Self
+
+import httpx
+
+from walletctl import __version__
+from walletctl.config.profile import Profile
+from walletctl.errors import (
+    AuthError,
+    GatewayError,
+    NetworkError,
+    RequestValidationError,
+    ResponseError,
+    UnknownOutcomeError,
+)
+from walletctl.models.base import dumps, loads
+from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+from walletctl.models.followup import FollowUpRequest, FollowUpResponse
+from walletctl.models.records import TransactionRecord, parse_records
+from walletctl.render.mask import mask_body, mask_headers
+
+Trace = Callable[[str], None]
+MAX_RETRY_AFTER = 60.0
+
+# aiohttp exceptions (seen as __cause__ through httpx-aiohttp) raised before a byte was sent.
+_AIOHTTP_CONNECT_PHASE = (
+    "ClientConnectorError",
+    "ConnectionTimeoutError",
+    "ClientConnectorCertificateError",
+    "ClientConnectorSSLError",
+    "ClientConnectorDNSError",
+    "ClientProxyConnectionError",
+)
+
+
+def _auth_header(profile: Profile) -> tuple[str, str] | None:
+    from walletctl.config.secrets import auth_header
+
+    return auth_header(profile)
+
+
+class PreparedCall:
+    """One request ready to send (also what --dry-run prints)."""
+
+    def __init__(
+        self,
+        request: httpx.Request,
+        *,
+        reference: str | None,
+        moves_money: bool,
+        secret_headers: tuple[str, ...],
+    ) -> None:
+        self.request = request
+        self.reference = reference
+        self.moves_money = moves_money
+        self.secret_headers = secret_headers
+
+    def describe(self) -> dict[str, Any]:
+        """The exact request with secrets masked."""
+        body: Any = None
+        if self.request.content:
+            body = mask_body(loads(self.request.content))
+        return {
+            "method": self.request.method,
+            "url": str(self.request.url),
+            "headers": mask_headers(self.request.headers, self.secret_headers),
+            "body": body,
+        }
+
+
+class _Base:
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        trace: Trace | None = None,
+        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
+    ) -> None:
+        self.profile = profile
+        self.trace = trace
+        self._auth_value = auth_header
+        self.timeout = httpx.Timeout(profile.timeout, connect=min(profile.timeout, 10.0))
+
+    # -- building --------------------------------------------------------------------------
+    def _auth(self) -> tuple[str, str] | None:
+        if self._auth_value == "resolve":
+            self._auth_value = _auth_header(self.profile)
+        return self._auth_value
+
+    def prepare(
+        self,
+        method: str,
+        path_key: str,
+        *,
+        json: Any = None,
+        params: dict[str, str] | None = None,
+        path_suffix: str = "",
+        reference: str | None = None,
+        moves_money: bool = False,
+        auth: bool | tuple[str, str] = True,
+        headers: dict[str, str] | None = None,
+    ) -> PreparedCall:
+        url = self.profile.url(path_key) + path_suffix
+        hdrs = {"Accept": "application/json", "User-Agent": f"walletctl/{__version__}"}
+        secret_headers: tuple[str, ...] = ()
+        if isinstance(auth, tuple):
+            hdrs[auth[0]] = auth[1]
+            secret_headers = (auth[0],)
+        elif auth:
+            pair = self._auth()
+            if pair is not None:
+                hdrs[pair[0]] = pair[1]
+                secret_headers = (pair[0],)
+        if headers:
+            hdrs.update(headers)
+        content = None
+        if json is not None:
+            content = dumps(json).encode()
+            hdrs["Content-Type"] = "application/json"
+        request = httpx.Request(method, url, params=params, headers=hdrs, content=content)
+        return PreparedCall(
+            request, reference=reference, moves_money=moves_money, secret_headers=secret_headers
+        )
+
+    # -- tracing ---------------------------------------------------------------------------
+    def _trace_request(self, call: PreparedCall) -> None:
+        if self.trace is None:
+            return
+        d = call.describe()
+        self.trace(f"> {d['method']} {d['url']}")
+        for name, value in d["headers"].items():
+            self.trace(f"> {name}: {value}")
+        if d["body"] is not None:
+            self.trace(f"> {dumps(d['body'])}")
+
+    def _trace_response(self, response: httpx.Response, elapsed: float) -> None:
+        if self.trace is None:
+            return
+        self.trace(f"< HTTP {response.status_code} ({elapsed * 1000:.0f} ms)")
+        for name, value in mask_headers(response.headers).items():
+            self.trace(f"< {name}: {value}")
+        if response.content:
+            try:
+                self.trace(f"< {dumps(mask_body(loads(response.content)))}")
+            except ValueError:
+                self.trace(f"< ({len(response.content)} bytes, not JSON)")
+
+    # -- mapping ---------------------------------------------------------------------------
+    def _map_transport_error(self, call: PreparedCall, exc: httpx.TransportError) -> Exception:
+        url = f"{call.request.method} {call.request.url.copy_with(query=None)}"
+        if _nothing_sent(exc):
+            return NetworkError(
+                f"could not connect: {url} ({_reason(exc)})",
+                hint="check the profile's base_url and that the gateway is reachable; "
+                "nothing was sent",
+            )
+        if call.moves_money:
+            return UnknownOutcomeError(call.reference or "the request", _reason(exc))
+        return NetworkError(f"no answer from {url} ({_reason(exc)})", hint="safe to run again")
+
+    def _handle(self, call: PreparedCall, response: httpx.Response) -> Any:
+        status = response.status_code
+        if status >= 400:
+            raise _gateway_error(call, response)
+        if not response.content:
+            return None
+        try:
+            return loads(response.content)
+        except ValueError:
+            raise ResponseError(
+                f"gateway answered HTTP {status} with a body that is not JSON",
+                hint=(
+                    f"check with `walletctl lookup {call.reference}`"
+                    if call.moves_money and call.reference
+                    else None
+                ),
+            ) from None
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def _nothing_sent(exc: httpx.TransportError) -> bool:
+    """True only when the failure provably happened before the request left."""
+    if not isinstance(
+        exc,
+        httpx.ConnectError
+        | httpx.ConnectTimeout
+        | httpx.PoolTimeout
+        | httpx.UnsupportedProtocol
+        | httpx.ProxyError,
+    ):
+        return False
+    # httpx-aiohttp maps every aiohttp ClientConnectionError, including a server that dropped
+    # the connection after reading the request, to ConnectTimeout: trust only connect-phase
+    # causes.
+    cause = exc.__cause__
+    if cause is not None and type(cause).__module__.startswith("aiohttp"):
+        return type(cause).__name__ in _AIOHTTP_CONNECT_PHASE
+    return True
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """``Retry-After`` in seconds or HTTP-date form -> seconds (capped), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError:
+    code = description = detail = None
+    body: Any = None
+    try:
+        body = loads(response.content) if response.content else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        lower = {str(k).lower(): v for k, v in body.items()}
+        code = _str(lower.get("code"))
+        description = _str(lower.get("description"))
+        details = lower.get("details")
+        if isinstance(details, dict):
+            detail = _str({str(k).lower(): v for k, v in details.items()}.get("message"))
+        elif isinstance(details, str):
+            detail = details
+    status = response.status_code
+    hint = None
+    if status in (401, 403):
+        hint = "check the profile's credentials (`walletctl profile check`)"
+    elif status == 404 and call.reference:
+        hint = f"no transaction with reference {call.reference} for this merchant/store"
+    elif status >= 500 and call.moves_money and call.reference:
+        hint = f"check with `walletctl lookup {call.reference}` before trying again"
+    elif status == 429:
+        hint = "the gateway is rate limiting: wait and try again"
+    cls = AuthError if status in (401, 403) else GatewayError
+    return cls(
+        status,
+        code=code,
+        description=description,
+        detail=detail,
+        hint=hint,
+        body=mask_body(body),
+        retry_after=parse_retry_after(response.headers.get("Retry-After")),
+    )
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)[:500]
+
+
+def _parse(model: Any, data: Any, profile: Profile, what: str) -> Any:
+    try:
+        return model.from_wire(data, profile.amount_format)
+    except RequestValidationError as exc:
+        field, rule = exc.problems[0]
+        raise ResponseError(f"unexpected {what} response: {field}: {rule}") from None
+
+
+class GatewayClient(_Base):
+    """Synchronous client (one command, one or two requests)."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        trace: Trace | None = None,
+        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
+    ) -> None:
+        super().__init__(profile, trace=trace, auth_header=auth_header)
+        self._http = httpx.Client(transport=transport, timeout=self.timeout, follow_redirects=False)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def send(self, call: PreparedCall) -> Any:
+        self._trace_request(call)
+        started = time.perf_counter()
+        try:
+            response = self._http.send(call.request)
+        except httpx.TransportError as exc:
+            raise self._map_transport_error(call, exc) from None
+        self._trace_response(response, time.perf_counter() - started)
+        return self._handle(call, response)
+
+    def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
+        return self.send(self.prepare(method, path_key, **kwargs))
+
+    # -- the spec's endpoints ------------------------------------------------------------
+    def prepare_checkout(self, req: CheckoutRequest) -> PreparedCall:
+        return self.prepare(
+            "POST",
+            "checkout",
+            json=req.to_wire(self.profile.amount_format),
+            reference=req.client_system_transaction_id,
+            moves_money=True,
+        )
+
+    def checkout(self, req: CheckoutRequest) -> CheckoutResponse:
+        data = self.send(self.prepare_checkout(req))
+        result: CheckoutResponse = _parse(CheckoutResponse, data, self.profile, "checkout")
+        return result
+
+    def prepare_followup(self, req: FollowUpRequest) -> PreparedCall:
+        return self.prepare(
+            "POST",
+            "apm_transactions",
+            json=req.to_wire(self.profile.amount_format),
+            reference=req.client_system_transaction_id,
+            moves_money=True,
+        )
+
+    def followup(self, req: FollowUpRequest) -> FollowUpResponse:
+        data = self.send(self.prepare_followup(req))
+        result: FollowUpResponse = _parse(FollowUpResponse, data, self.profile, req.operation)
+        return result
+
+    def prepare_lookup(self, reference: str) -> PreparedCall:
+        return self.prepare(
+            "GET",
+            "apm_transactions",
+            params=lookup_params(self.profile, reference),
+            reference=reference,
+        )
+
+    def lookup(self, reference: str) -> list[TransactionRecord]:
+        return parse_records(self.send(self.prepare_lookup(reference)), self.profile.amount_format)
+
+
+def lookup_params(profile: Profile, reference: str) -> dict[str, str]:
+    return {
+        "merchantId": profile.merchant_id,
+        "storeId": profile.store_id,
+        "clientSystemTransactionId": reference,
+    }
+
+
+def default_async_transport(limits: httpx.Limits | None = None) -> httpx.AsyncBaseTransport:
+    """httpx-aiohttp: httpx's API on aiohttp's connection pool.
+
+    httpx's own async pool is CPU-bound and slows down as concurrency rises (measured in
+    benchmarks/batch.py); aiohttp's pool is not.
+    """
+    from httpx_aiohttp import AiohttpTransport
+
+    transport: httpx.AsyncBaseTransport = AiohttpTransport(
+        limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=100),
+        trust_env=False,
+    )
+    return transport
+
+
+class AsyncGatewayClient(_Base):
+    """Async client on one connection pool (batch work)."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        limits: httpx.Limits | None = None,
+        trace: Trace | None = None,
+        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
+    ) -> None:
+        super().__init__(profile, trace=trace, auth_header=auth_header)
+        self._http = httpx.AsyncClient(
+            transport=transport or default_async_transport(limits),
+            timeout=self.timeout,
+            follow_redirects=False,
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def send(self, call: PreparedCall) -> Any:
+        self._trace_request(call)
+        started = time.perf_counter()
+        try:
+            response = await self._http.send(call.request)
+        except httpx.TransportError as exc:
+            raise self._map_transport_error(call, exc) from None
+        self._trace_response(response, time.perf_counter() - started)
+        return self._handle(call, response)
+
+    async def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
+        return await self.send(self.prepare(method, path_key, **kwargs))
+
+    async def followup(self, req: FollowUpRequest) -> FollowUpResponse:
+        call = self.prepare(
+            "POST",
+            "apm_transactions",
+            json=req.to_wire(self.profile.amount_format),
+            reference=req.client_system_transaction_id,
+            moves_money=True,
+        )
+        result: FollowUpResponse = _parse(
+            FollowUpResponse, await self.send(call), self.profile, req.operation
+        )
+        return result
+
+    async def lookup(self, reference: str) -> list[TransactionRecord]:
+        call = self.prepare(
+            "GET",
+            "apm_transactions",
+            params=lookup_params(self.profile, reference),
+            reference=reference,
+        )
+        return parse_records(await self.send(call), self.profile.amount_format)
