@@ -1,0 +1,491 @@
+"""The sandbox's behaviour: checkouts, the customer's decision, follow-ups, records.
+
+Business rules come from :mod:`walletctl.models.ledger` (the same rule set as the CLI
+pre-flight and batch), so the sandbox and walletctl can never disagree.
+
+Magic test values
+-----------------
+The outcome at the provider is chosen by the LAST TWO DIGITS OF THE CHECKOUT AMOUNT IN
+MINOR UNITS (EUR 12.01 -> ``01``; JPY 1201 -> ``01``):
+
+====  ===================================================================================
+ 01   declined by the provider: approving gives state ``Declined``
+      (``DeclinedByProvider``) and the page redirects to ``refusedUrl``
+ 02   approved, but the provider refuses every capture: the capture is stored as an
+      ``Errored`` record (``RefusedByProvider``, null payer fields) and answered 422
+ 03   stays pending at the provider: approving leaves ``Pending``
+      (``PendingAtProvider``), redirect to ``pendingUrl``; follow-ups are refused
+ 04   errors at the provider: approving gives an ``Errored`` record with null payer
+      fields (``ErrorAtProvider``), redirect to ``errorUrl``
+ 05   approved, but the provider refuses every refund (stored ``Errored``, answered 422)
+====  ===================================================================================
+
+Any other amount is approved normally (``CapturedByProvider`` for a sale,
+``AuthorizedByProvider`` for a pre-authorisation).
+
+States: ``Pending`` (checkout created), ``Approved``, ``Errored``, ``Declined``,
+``Cancelled``, ``Expired``. Follow-up records: ``Approved`` with ``CapturedByProvider`` /
+``RefundedByProvider`` / ``ReversedByProvider``, or ``Errored`` with ``RefusedByProvider``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from walletctl.errors import RefusedError
+from walletctl.models.ledger import Balance, Entry, check_followup
+from walletctl.models.money import AmountFormat, exponent
+from walletctl.sandbox.store import DuplicateReferenceError, Store, TxRow
+
+if TYPE_CHECKING:
+    from walletctl.models.checkout import CheckoutRequest
+    from walletctl.models.followup import FollowUpRequest
+
+Action = Literal["approve", "decline", "cancel", "pending"]
+ACTIONS: Final = ("approve", "decline", "cancel", "pending")
+
+MAGIC: Final[dict[int, str]] = {
+    1: "decline",
+    2: "capture-refused",
+    3: "pending",
+    4: "errored",
+    5: "refund-refused",
+}
+MAGIC_HELP: Final[dict[str, str]] = {
+    "01": "declined by the provider on approval (state Declined, redirect to refusedUrl)",
+    "02": "approved, then every capture is refused by the provider (Errored record, HTTP 422)",
+    "03": "stays pending at the provider (state Pending, redirect to pendingUrl)",
+    "04": "errors at the provider on approval (Errored record, null payer fields, errorUrl)",
+    "05": "approved, then every refund is refused by the provider (Errored record, HTTP 422)",
+}
+
+PAYER_FIELDS: Final = (
+    "apmPayerAccountNumber",
+    "apmPayerEmailAddress",
+    "apmProviderTransactionId",
+    "apmPayerShippingName",
+    "apmPayerShippingStreet1",
+    "apmPayerShippingCityName",
+    "apmPayerShippingPostalCode",
+    "apmPayerShippingCountry",
+    "apmPayerShippingPhone",
+    "apmPayerID",
+    "apmPayerFirstname",
+    "apmPayerLastname",
+    "apmPayerBillingName",
+    "apmPayerBillingStreet1",
+    "apmPayerBillingCityName",
+    "apmPayerBillingCountry",
+    "apmPayerBillingPhone",
+    "apmPayerBillingPostalCode",
+    "apmPayerCountryCode",
+    "apmPayerStateOrProvince",
+)
+
+_KIND_OF_OP: Final = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
+_OK_CODE: Final = {
+    "capture": "CapturedByProvider",
+    "refund": "RefundedByProvider",
+    "reverse": "ReversedByProvider",
+}
+# How records spell their type (the spec's sample shows ``ecom.preAuthorisation``).
+RECORD_TYPES: Final = {
+    "sale": "ecom.sale",
+    "preauth": "ecom.preAuthorisation",
+    "capture": "ecom.capture",
+    "refund": "ecom.refund",
+    "reversal": "ecom.reversalPreauthorization",
+}
+
+
+@dataclass
+class Outcome:
+    """What a route answers: a status, a JSON body and extra headers."""
+
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class SandboxError(Exception):
+    """An error answer in the gateway error object shape."""
+
+    def __init__(self, status: int, message: str, *, code: str | None = None,
+                 description: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.description = description
+
+    def outcome(self) -> Outcome:
+        return Outcome(self.status, error_body(self.status, self.message, code=self.code,
+                                               description=self.description))
+
+
+_ERRORS: Final[dict[int, tuple[str, str]]] = {
+    400: ("GEN-400", "GeneralValidationError"),
+    401: ("AUTH-401", "AuthenticationError"),
+    403: ("AUTH-403", "AuthorizationError"),
+    404: ("TRX-404", "TransactionNotFound"),
+    405: ("GEN-405", "MethodNotAllowed"),
+    409: ("TRX-409", "DuplicateTransaction"),
+    410: ("TRX-410", "LinkNotUsable"),
+    413: ("GEN-413", "PayloadTooLarge"),
+    415: ("GEN-415", "UnsupportedMediaType"),
+    422: ("TRX-422", "BusinessRuleViolation"),
+    429: ("GEN-429", "TooManyRequests"),
+    500: ("GEN-500", "InternalError"),
+    502: ("GEN-502", "BadGateway"),
+    503: ("GEN-503", "ServiceUnavailable"),
+    504: ("GEN-504", "GatewayTimeout"),
+}
+
+
+def error_body(
+    status: int, message: str, *, code: str | None = None, description: str | None = None
+) -> dict[str, Any]:
+    """The gateway error object ``{code, description, details: {message}}``."""
+    default_code, default_desc = _ERRORS.get(status, (f"GEN-{status}", "Error"))
+    return {
+        "code": code or default_code,
+        "description": description or default_desc,
+        "details": {"message": message},
+    }
+
+
+def magic_of(amount: Decimal, currency: str) -> str | None:
+    """The provider outcome chosen by the amount's last two minor-unit digits."""
+    return MAGIC.get(_minor(amount, currency) % 100)
+
+
+def _minor(amount: Decimal, currency: str) -> int:
+    return int(amount.scaleb(exponent(currency)).to_integral_value())
+
+
+def request_hash(model: Any) -> str:
+    """A digest of a parsed request: same body (any key case) -> same hash."""
+    canon = json.dumps(model.model_dump(mode="json", by_alias=True), sort_keys=True,
+                       separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def _entry(row: TxRow) -> Entry:
+    return Entry(row.kind, row.state, row.amount, row.currency, row.reference)  # type: ignore[arg-type]
+
+
+def balance_of(store: Store, original: TxRow) -> Balance:
+    """The ledger balance of an original (sale/preauth) from its stored follow-ups."""
+    follow = store.followups(original.merchant_id, original.store_id, original.reference)
+    return Balance.of(_entry(original), [_entry(f) for f in follow])
+
+
+# -- checkout ------------------------------------------------------------------------------
+
+
+def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> TxRow:
+    """Store a ``Pending`` checkout with a fresh single-use page token.
+
+    Raises :class:`SandboxError` 409 when the reference is already used.
+    """
+    timeout = req.checkout_details.redirect_url_timeout or 0
+    addresses = req.address_details
+    billing = (
+        addresses.billing_address.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if addresses and addresses.billing_address
+        else None
+    )
+    shipping = (
+        addresses.shipping_address.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if addresses and addresses.shipping_address
+        else None
+    )
+    if shipping is not None:
+        shipping.pop("deliveryMethod", None)
+    try:
+        return store.create_transaction(
+            merchant_id=req.merchant_id,
+            store_id=req.store_id,
+            reference=req.client_system_transaction_id,
+            kind="preauth" if req.is_preauth else "sale",
+            type_str=req.type,
+            amount=req.amount,
+            currency=req.currency_code,
+            state="Pending",
+            method="WalletV2",
+            now=now,
+            billing=billing,
+            shipping=shipping,
+            checkout=req.model_dump(mode="json", by_alias=True, exclude_none=True),
+            token=secrets.token_urlsafe(24),
+            expires_at=now + timedelta(seconds=timeout) if timeout else None,
+        )
+    except DuplicateReferenceError:
+        raise SandboxError(
+            409,
+            f"clientSystemTransactionId {req.client_system_transaction_id} is already used "
+            "by another transaction of this merchant and store",
+        ) from None
+
+
+def expire_if_due(store: Store, row: TxRow, now: datetime) -> TxRow:
+    """A ``Pending`` checkout whose link has expired becomes ``Expired``."""
+    if row.state == "Pending" and row.expires_at is not None and now >= row.expires_at:
+        return store.update(row.id, now=now, state="Expired",
+                            provider_state_code="ExpiredAtProvider", token_used=True)
+    return row
+
+
+def payer_fields(row: TxRow) -> dict[str, Any]:
+    """The provider-side payer fields of an approved checkout (from its own data)."""
+    co = row.checkout or {}
+    details = co.get("checkoutDetails") or {}
+    first = details.get("cardholderFirstName") or "Test"
+    last = details.get("cardholderLastName") or "Payer"
+    email = details.get("cardholderEmail") or "payer@sandbox.invalid"
+    bill = row.billing or {}
+    ship = row.shipping or {}
+    digest = hashlib.sha256(row.id.encode()).hexdigest()
+    return {
+        "apmPayerAccountNumber": f"WV2-{digest[:10].upper()}",
+        "apmPayerEmailAddress": email,
+        "apmProviderTransactionId": f"PRV-{digest[10:26].upper()}",
+        "apmPayerShippingName": " ".join(
+            x for x in (ship.get("firstName") or first, ship.get("lastName") or last) if x
+        ),
+        "apmPayerShippingStreet1": _street(ship) or _street(bill),
+        "apmPayerShippingCityName": ship.get("city") or bill.get("city"),
+        "apmPayerShippingPostalCode": ship.get("zipPostalCode") or bill.get("zipPostalCode"),
+        "apmPayerShippingCountry": ship.get("countryCode") or bill.get("countryCode"),
+        "apmPayerShippingPhone": ship.get("telephoneNumber")
+        or details.get("cardholderMobilePhone"),
+        "apmPayerID": f"PAYER-{digest[26:38].upper()}",
+        "apmPayerFirstname": first,
+        "apmPayerLastname": last,
+        "apmPayerBillingName": f"{first} {last}",
+        "apmPayerBillingStreet1": _street(bill),
+        "apmPayerBillingCityName": bill.get("city"),
+        "apmPayerBillingCountry": bill.get("countryCode"),
+        "apmPayerBillingPhone": details.get("cardholderMobilePhone")
+        or details.get("cardholderHomePhone"),
+        "apmPayerBillingPostalCode": bill.get("zipPostalCode"),
+        "apmPayerCountryCode": bill.get("countryCode") or ship.get("countryCode"),
+        "apmPayerStateOrProvince": bill.get("state") or ship.get("state"),
+    }
+
+
+def _street(addr: dict[str, Any]) -> str | None:
+    parts = [addr.get("houseNumber"), addr.get("street")]
+    text = " ".join(str(p) for p in parts if p)
+    return text or None
+
+
+def redirect_url(row: TxRow, which: str) -> str:
+    """``successUrl`` / ``refusedUrl`` / ``cancelUrl`` / ``pendingUrl`` / ``errorUrl``."""
+    urls = (row.checkout or {}).get("redirectDetails") or {}
+    found = urls.get(which) or urls.get("errorUrl")
+    return str(found) if found else "about:blank"
+
+
+def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow, str]:
+    """Apply the customer's decision to a checkout; return it and the redirect key.
+
+    Raises :class:`SandboxError` 409 when the checkout is no longer ``Pending``
+    (or just expired).
+    """
+    if action not in ACTIONS:
+        raise SandboxError(400, f"action: must be one of {', '.join(ACTIONS)}")
+    with store.atomic():
+        fresh = store.get_by_id(row.id)
+        if fresh is None:
+            raise SandboxError(404, f"no checkout {row.reference}")
+        row = expire_if_due(store, fresh, now)
+        if row.state == "Expired":
+            return row, "errorUrl"
+        if row.state != "Pending":
+            raise SandboxError(
+                409, f"checkout {row.reference} is {row.state}: it was already decided",
+                code="TRX-409", description="InvalidState",
+            )
+        if row.kind not in ("sale", "preauth"):
+            raise SandboxError(409, f"{row.reference} is a {row.kind}, not a checkout",
+                               description="InvalidState")
+        if action == "pending":
+            return store.update(row.id, now=now, token_used=True), "pendingUrl"
+        if action == "cancel":
+            return store.update(row.id, now=now, state="Cancelled",
+                                provider_state_code="CancelledByCustomer",
+                                token_used=True), "cancelUrl"
+        if action == "decline":
+            return store.update(row.id, now=now, state="Declined",
+                                provider_state_code="RefusedByCustomer",
+                                token_used=True), "refusedUrl"
+        magic = magic_of(row.amount, row.currency)
+        if magic == "decline":
+            return store.update(row.id, now=now, state="Declined",
+                                provider_state_code="DeclinedByProvider",
+                                token_used=True), "refusedUrl"
+        if magic == "pending":
+            return store.update(row.id, now=now, provider_state_code="PendingAtProvider",
+                                token_used=True), "pendingUrl"
+        if magic == "errored":
+            return store.update(row.id, now=now, state="Errored",
+                                provider_state_code="ErrorAtProvider", payer=None,
+                                token_used=True), "errorUrl"
+        payer = payer_fields(row)
+        code = "AuthorizedByProvider" if row.kind == "preauth" else "CapturedByProvider"
+        return store.update(
+            row.id, now=now, state="Approved", provider_state_code=code, payer=payer,
+            provider_transaction_id=payer["apmProviderTransactionId"], token_used=True,
+        ), "successUrl"
+
+
+# -- follow-ups ----------------------------------------------------------------------------
+
+
+def apply_followup(
+    store: Store,
+    req: FollowUpRequest,
+    now: datetime,
+    fmt: AmountFormat,
+) -> Outcome:
+    """Capture / refund / reversal with the shared ledger rules, in ONE transaction.
+
+    * a reference already used: identical request -> the stored answer replayed; any other
+      -> 409 (nothing stored);
+    * unknown ``clientSystemInvoiceId`` -> 404; a rule broken -> 422 (nothing stored);
+    * magic amounts 02/05 -> an ``Errored`` record is stored and 422 answered;
+    * otherwise an ``Approved`` follow-up record is stored and the 2.4 response answered.
+    """
+    digest = request_hash(req)
+    op = req.operation
+    with store.atomic():
+        existing = store.get(req.merchant_id, req.store_id, req.client_system_transaction_id)
+        if existing is not None:
+            if existing.request_hash == digest and existing.response is not None:
+                return Outcome(existing.response_status or 200, existing.response,
+                               {"X-Sandbox-Replayed": "true"})
+            raise SandboxError(
+                409,
+                f"clientSystemTransactionId {req.client_system_transaction_id} is already used "
+                "by a different transaction (a replay must repeat the identical request)",
+            )
+        original = store.get(req.merchant_id, req.store_id, req.client_system_invoice_id)
+        if original is None:
+            raise SandboxError(
+                404,
+                f"clientSystemInvoiceId {req.client_system_invoice_id}: no transaction with "
+                f"this reference for merchant {req.merchant_id}, store {req.store_id}",
+            )
+        original = expire_if_due(store, original, now)
+        try:
+            balance = balance_of(store, original)
+            amount = check_followup(balance, op, req.amount, req.currency_code)
+        except RefusedError as exc:
+            raise SandboxError(422, exc.message) from None
+        magic = magic_of(original.amount, original.currency)
+        refused = (magic == "capture-refused" and op == "capture") or (
+            magic == "refund-refused" and op == "refund"
+        )
+        tx_id = str(uuid.uuid4())
+        method = original.method
+        if refused:
+            status = 422
+            body: dict[str, Any] = error_body(
+                422,
+                f"the provider refused the {op} of {amount} {original.currency} "
+                f"(test amount ending {_minor(original.amount, original.currency) % 100:02d})",
+                code="PRV-422",
+                description="RefusedByProvider",
+            )
+            state, code, payer = "Errored", "RefusedByProvider", None
+        else:
+            status = 200
+            state, code, payer = "Approved", _OK_CODE[op], original.payer
+            body = followup_response_body(tx_id, state, code, original.currency,
+                                          req.client_system_transaction_id, method, fmt)
+        store.create_transaction(
+            merchant_id=req.merchant_id,
+            store_id=req.store_id,
+            reference=req.client_system_transaction_id,
+            invoice_reference=original.reference,
+            kind=_KIND_OF_OP[op],
+            type_str=req.type,
+            amount=amount,
+            currency=original.currency,
+            state=state,
+            provider_state_code=code,
+            method=method,
+            now=now,
+            billing=original.billing,
+            shipping=None,
+            payer=payer,
+            request_hash=digest,
+            response=body,
+            response_status=status,
+            tx_id=tx_id,
+        )
+    return Outcome(status, body)
+
+
+def followup_response_body(
+    tx_id: str, state: str, code: str, currency: str, reference: str, method: str,
+    fmt: AmountFormat,
+) -> dict[str, Any]:
+    """The 2.4 response, serialised by the shared model."""
+    from walletctl.models.followup import ApmResponseDetails, FollowUpResponse
+
+    resp = FollowUpResponse(
+        id=tx_id,
+        state=state,
+        provider_state_code=code,
+        currency_code=currency,
+        client_system_transaction_id=reference,
+        apm_details=ApmResponseDetails(apm_provider_name=method, apm_payment_method="ecom"),
+    )
+    return resp.to_wire(fmt)
+
+
+# -- records -------------------------------------------------------------------------------
+
+
+def record_body(row: TxRow, fmt: AmountFormat) -> dict[str, Any]:
+    """One 2.5 transaction details record (payer fields null when there are none)."""
+    from walletctl.models.records import (
+        ApmRecordDetails,
+        RecordAddress,
+        TransactionRecord,
+        format_timestamp,
+    )
+
+    payer = row.payer or {}
+    rec = TransactionRecord(
+        id=row.id,
+        state=row.state,
+        currency_code=row.currency,
+        transaction_amount=row.amount,
+        client_system_transaction_id=row.reference,
+        client_system_invoice_id=row.invoice_reference,
+        type=RECORD_TYPES.get(row.kind, row.type_str),
+        transaction_date_time=format_timestamp(row.created_at),
+        provider_state_code=row.provider_state_code,
+        apm_details=ApmRecordDetails.model_validate({"apmName": row.method, **payer}),
+        billing_address=RecordAddress.model_validate(row.billing) if row.billing else None,
+        shipping_address=(
+            RecordAddress.model_validate(row.shipping)
+            if row.shipping and row.kind == "preauth"
+            else None
+        ),
+    )
+    body = rec.to_wire(fmt)
+    apm = body.setdefault("apmDetails", {})
+    for name in PAYER_FIELDS:
+        apm.setdefault(name, None)
+    return body
