@@ -543,7 +543,7 @@ def write_private(path: Path, data: bytes) -> None:
 
 
 _HEADER = (
-    "# walletctl profiles (format: see the README's \"Profiles\" section).\n"
+    '# walletctl profiles (format: see the README\'s "Profiles" section).\n'
     "# Written by `walletctl profile add/remove`; comments are not kept.\n\n"
 )
 
