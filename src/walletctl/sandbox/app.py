@@ -1,0 +1,460 @@
+"""The sandbox gateway: a FastAPI app implementing endpoints 1-3 of the spec.
+
+Routes (all answers are JSON unless stated; errors are ``{code, description,
+details: {message}}``):
+
+Gateway (``Authorization: PublicApiKey <key>``; the static key, default
+``sandbox-api-key``, works for any merchant; keys issued by the public key service work for
+their merchant/store until they expire):
+
+* ``POST /api/v5/checkout`` — spec 2.1 -> ``{redirectUrl}`` (2.2); creates a ``Pending``
+  transaction. 400 validation, 401/403 auth, 409 reused ``clientSystemTransactionId``.
+* ``POST /api/v5/apmTransactions`` — spec 2.3 -> 2.4; capture / refund / reversal.
+  404 unknown ``clientSystemInvoiceId``, 409 reused reference with a different body
+  (identical body: the stored answer is replayed), 422 business rule.
+* ``GET /api/v5/apmTransactions?merchantId&storeId&clientSystemTransactionId`` — array of
+  2.5 records (the reference and its follow-ups); 404 when the reference is unknown.
+
+Hosted page: ``GET /pay/{token}`` (HTML) and ``POST /pay/{token}`` (form ``action`` =
+approve | decline | cancel | pending) -> 303 to the checkout's success / refused / cancel /
+pending / error URL. Single use; expires after ``redirectUrlTimeout`` seconds.
+
+Sandbox control (never faulted, no auth, loopback only by default):
+``POST /_sandbox/reset``, ``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``,
+``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/clock``
+(when enabled), ``GET /_sandbox/health``, ``GET /_sandbox/values``.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from datetime import datetime, timedelta
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError as FastAPIValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from walletctl import __version__
+from walletctl.errors import RequestValidationError
+from walletctl.models.base import loads
+from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+from walletctl.models.followup import FollowUpRequest
+from walletctl.sandbox import engine, pages
+from walletctl.sandbox.config import FaultConfig, SandboxConfig, is_loopback
+from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.engine import Outcome, SandboxError, error_body
+from walletctl.sandbox.faults import FaultMiddleware
+from walletctl.sandbox.store import Store, TxRow
+
+MAX_BODY = 1_000_000
+_SCHEMA_REF = "#/components/schemas/{model}"
+
+_ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["code", "description", "details"],
+    "properties": {
+        "code": {"type": "string"},
+        "description": {"type": "string"},
+        "details": {
+            "type": "object",
+            "properties": {"message": {"type": "string"}},
+            "required": ["message"],
+        },
+    },
+}
+
+
+def _json(outcome: Outcome) -> JSONResponse:
+    return JSONResponse(outcome.body, status_code=outcome.status, headers=outcome.headers)
+
+
+def _error(status: int, message: str, **kw: Any) -> JSONResponse:
+    return JSONResponse(error_body(status, message, **kw), status_code=status)
+
+
+def _errors_doc(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {
+        s: {
+            "description": engine.error_body(s, "")["description"],
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        }
+        for s in statuses
+    }
+
+
+def _body_doc(model: str) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"$ref": f"#/components/schemas/{model}"}}
+            },
+        },
+        "security": [{"PublicApiKey": []}],
+    }
+
+
+async def _read_json(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        raise SandboxError(413, f"(request): body larger than {MAX_BODY} bytes")
+    if not raw.strip():
+        raise SandboxError(400, "(request): a JSON body is required")
+    try:
+        data = loads(raw)
+    except (ValueError, RecursionError):
+        raise SandboxError(400, "(request): the body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise SandboxError(400, "(request): the body must be a JSON object")
+    return data
+
+
+def _raw_field(data: dict[str, Any], name: str) -> str | None:
+    for key, value in data.items():
+        if key.lower() == name.lower() and isinstance(value, str):
+            return value
+    return None
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    return "; ".join(f"{field}: {rule}" for field, rule in exc.problems[:5])
+
+
+def create_app(config: SandboxConfig) -> FastAPI:
+    """Build the sandbox app (own store) for ``config``."""
+    store = Store(config.db_path)
+    ctx = SandboxContext(config=config, store=store, faults=config.faults)
+    fmt = config.amount_format
+    app = FastAPI(
+        title="walletctl sandbox gateway",
+        version=__version__,
+        description=__doc__,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.ctx = ctx
+
+    # -- error handling: every answer is a gateway error object -----------------------------
+
+    @app.exception_handler(SandboxError)
+    async def _sandbox_error(request: Request, exc: SandboxError) -> JSONResponse:
+        return _json(exc.outcome())
+
+    @app.exception_handler(FastAPIValidationError)
+    async def _fastapi_validation(request: Request, exc: FastAPIValidationError) -> JSONResponse:
+        problems = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body", "query"))
+            problems.append(f"{loc or '(request)'}: {err.get('msg', 'is invalid')}")
+        return _error(400, "; ".join(problems[:5]) or "(request): is invalid")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        message = str(exc.detail) if exc.detail else "error"
+        description = None
+        if exc.status_code == 404:
+            message, description = f"{request.url.path}: no such route", "NotFound"
+        return JSONResponse(
+            error_body(exc.status_code, message, description=description),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        return _error(500, f"internal sandbox error ({type(exc).__name__})")
+
+    def auth_or_raise(request: Request, merchant_id: str | None, store_id: str | None) -> None:
+        problem = ctx.check_api_key(request.headers.get("authorization"), merchant_id, store_id)
+        if problem is not None:
+            status, _code, message = problem
+            raise SandboxError(status, message)
+
+    def parse(model: Any, data: dict[str, Any]) -> Any:
+        try:
+            return model.from_wire(data, fmt)
+        except RequestValidationError as exc:
+            raise SandboxError(400, _validation_message(exc)) from None
+        except (ValueError, TypeError, RecursionError):
+            raise SandboxError(400, "(request): the body could not be read") from None
+
+    # -- endpoint 1: checkout --------------------------------------------------------------
+
+    @app.post(
+        "/api/v5/checkout",
+        summary="Create a redirect-wallet checkout (spec 2.1 -> 2.2)",
+        openapi_extra=_body_doc("CheckoutRequest"),
+        responses={
+            200: {
+                "description": "Checkout created",
+                "content": {"application/json": {"schema": {
+                    "$ref": "#/components/schemas/CheckoutResponse"}}},
+            },
+            **_errors_doc(400, 401, 403, 409, 429, 503),
+        },
+        tags=["gateway"],
+    )
+    async def checkout(request: Request) -> JSONResponse:
+        auth_or_raise(request, None, None)
+        data = await _read_json(request)
+        auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
+        req: CheckoutRequest = parse(CheckoutRequest, data)
+        row = engine.create_checkout(store, req, ctx.now())
+        base = (config.public_url or str(request.base_url)).rstrip("/")
+        body = CheckoutResponse(redirect_url=f"{base}/pay/{row.token}").to_wire(fmt)
+        return JSONResponse(body)
+
+    # -- endpoint 2: follow-ups ------------------------------------------------------------
+
+    @app.post(
+        "/api/v5/apmTransactions",
+        summary="Capture, refund or reverse (spec 2.3 -> 2.4)",
+        openapi_extra=_body_doc("FollowUpRequest"),
+        responses={
+            200: {
+                "description": "Follow-up applied",
+                "content": {"application/json": {"schema": {
+                    "$ref": "#/components/schemas/FollowUpResponse"}}},
+            },
+            **_errors_doc(400, 401, 403, 404, 409, 422, 429, 503),
+        },
+        tags=["gateway"],
+    )
+    async def followup(request: Request) -> JSONResponse:
+        auth_or_raise(request, None, None)
+        data = await _read_json(request)
+        auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
+        req: FollowUpRequest = parse(FollowUpRequest, data)
+        return _json(engine.apply_followup(store, req, ctx.now(), fmt))
+
+    # -- endpoint 3: lookup ----------------------------------------------------------------
+
+    @app.get(
+        "/api/v5/apmTransactions",
+        summary="Transaction details of a reference and its follow-ups (spec 2.5)",
+        openapi_extra={
+            "parameters": [
+                {"name": n, "in": "query", "required": True, "schema": {"type": "string"}}
+                for n in ("merchantId", "storeId", "clientSystemTransactionId")
+            ],
+            "security": [{"PublicApiKey": []}],
+        },
+        responses={
+            200: {
+                "description": "Records",
+                "content": {"application/json": {"schema": {
+                    "type": "array",
+                    "items": {"$ref": "#/components/schemas/TransactionRecord"}}}},
+            },
+            **_errors_doc(400, 401, 403, 404, 429, 503),
+        },
+        tags=["gateway"],
+    )
+    async def lookup(request: Request) -> JSONResponse:
+        auth_or_raise(request, None, None)
+        params = {k.lower(): v for k, v in request.query_params.items()}
+        values: dict[str, str] = {}
+        missing = []
+        for name in ("merchantId", "storeId", "clientSystemTransactionId"):
+            value = params.get(name.lower(), "")
+            if not value.strip():
+                missing.append(f"{name}: is required (query parameter)")
+            values[name] = value
+        if missing:
+            raise SandboxError(400, "; ".join(missing))
+        auth_or_raise(request, values["merchantId"], values["storeId"])
+        now = ctx.now()
+        with store.atomic():
+            rows = store.lookup(values["merchantId"], values["storeId"],
+                                values["clientSystemTransactionId"])
+            rows = [engine.expire_if_due(store, r, now) for r in rows]
+        if not rows:
+            raise SandboxError(
+                404,
+                f"clientSystemTransactionId {values['clientSystemTransactionId']}: no transaction "
+                f"with this reference for merchant {values['merchantId']}, store "
+                f"{values['storeId']}",
+            )
+        return JSONResponse([engine.record_body(r, fmt) for r in rows])
+
+    # -- hosted approval page ----------------------------------------------------------------
+
+    def _expires_in(row: TxRow, now: datetime) -> int | None:
+        if row.expires_at is None:
+            return None
+        return max(0, int((row.expires_at - now).total_seconds()))
+
+    @app.get("/pay/{token}", response_class=HTMLResponse, include_in_schema=False)
+    async def pay_page(token: str) -> Response:
+        now = ctx.now()
+        with store.atomic():
+            row = store.find_by_token(token)
+            if row is not None:
+                row = engine.expire_if_due(store, row, now)
+        if row is None:
+            return HTMLResponse(pages.message_page("Unknown link", "This payment link does not "
+                                                   "exist."), status_code=404)
+        if row.state == "Expired":
+            return RedirectResponse(engine.redirect_url(row, "errorUrl"), status_code=303)
+        if row.token_used or row.state != "Pending":
+            return HTMLResponse(pages.message_page("Link already used", "This payment link "
+                                                   "works once and has been used."),
+                                status_code=410)
+        return HTMLResponse(pages.approval_page(row, token, _expires_in(row, now)))
+
+    @app.post("/pay/{token}", include_in_schema=False)
+    async def pay_decide(token: str, request: Request) -> Response:
+        raw = (await request.body())[:4096].decode("utf-8", "replace")
+        form = urllib.parse.parse_qs(raw)
+        action = (form.get("action") or [""])[0]
+        now = ctx.now()
+        if action not in engine.ACTIONS:
+            return HTMLResponse(pages.message_page("Bad request", "action: must be approve, "
+                                                   "decline, cancel or pending"), 400)
+        with store.atomic():
+            row = store.find_by_token(token)
+            if row is None:
+                return HTMLResponse(pages.message_page("Unknown link", "This payment link "
+                                                       "does not exist."), status_code=404)
+            row = engine.expire_if_due(store, row, now)
+            if row.state == "Expired":
+                return RedirectResponse(engine.redirect_url(row, "errorUrl"), status_code=303)
+            if row.token_used or row.state != "Pending":
+                return HTMLResponse(pages.message_page("Link already used", "This payment "
+                                                       "link works once and has been used."),
+                                    status_code=410)
+            row, which = engine.decide(store, row, action, now)
+        return RedirectResponse(engine.redirect_url(row, which), status_code=303)
+
+    # -- sandbox control -----------------------------------------------------------------------
+
+    @app.get("/_sandbox/health", tags=["sandbox"])
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "amountFormat": fmt, "version": __version__}
+
+    @app.get("/_sandbox/values", tags=["sandbox"])
+    async def values() -> dict[str, Any]:
+        return {
+            "magicAmounts": engine.MAGIC_HELP,
+            "apiKey": "static key from --api-key (default sandbox-api-key)",
+        }
+
+    @app.post("/_sandbox/reset", tags=["sandbox"])
+    async def reset() -> dict[str, Any]:
+        store.reset()
+        ctx.reset_rngs()
+        return {"reset": True}
+
+    @app.post("/_sandbox/checkouts/{ref:path}/{action}", tags=["sandbox"])
+    async def control_decide(ref: str, action: str, request: Request) -> JSONResponse:
+        if action not in ("approve", "decline", "cancel", "pending"):
+            raise SandboxError(404, f"{action}: must be approve, decline, cancel or pending")
+        merchant = request.query_params.get("merchantId")
+        store_id = request.query_params.get("storeId")
+        now = ctx.now()
+        with store.atomic():
+            rows = [
+                r for r in store.find_by_reference(ref)
+                if r.is_original
+                and (merchant is None or r.merchant_id == merchant)
+                and (store_id is None or r.store_id == store_id)
+            ]
+            if not rows:
+                raise SandboxError(404, f"{ref}: no checkout with this reference")
+            if len(rows) > 1:
+                raise SandboxError(409, f"{ref}: several merchants use this reference; add "
+                                   "?merchantId=...&storeId=...")
+            row, which = engine.decide(store, rows[0], action, now)
+        if row.state == "Expired":
+            raise SandboxError(409, f"checkout {ref} has expired", description="InvalidState")
+        return JSONResponse({
+            "reference": row.reference,
+            "state": row.state,
+            "providerStateCode": row.provider_state_code,
+            "redirectUrl": engine.redirect_url(row, which),
+            "record": engine.record_body(row, fmt),
+        })
+
+    @app.get("/_sandbox/ledger", tags=["sandbox"])
+    async def ledger() -> dict[str, Any]:
+        rows = store.ledger()
+        return {"count": len(rows), "transactions": [r.ledger_json() for r in rows]}
+
+    @app.get("/_sandbox/faults", tags=["sandbox"])
+    async def get_faults() -> dict[str, Any]:
+        return ctx.faults.to_json()
+
+    @app.post("/_sandbox/faults", tags=["sandbox"])
+    async def set_faults(request: Request) -> JSONResponse:
+        if not is_loopback(config.host):
+            raise SandboxError(403, "fault injection is only allowed on a loopback host")
+        raw = await request.body()
+        try:
+            data = loads(raw) if raw.strip() else {}
+        except (ValueError, RecursionError):
+            raise SandboxError(400, "(request): the body is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise SandboxError(400, "(request): the body must be a JSON object")
+        try:
+            ctx.faults = FaultConfig.from_mapping(data)
+        except (ValueError, TypeError) as exc:
+            raise SandboxError(400, str(exc)) from None
+        ctx.reset_rngs()
+        return JSONResponse(ctx.faults.to_json())
+
+    @app.post("/_sandbox/clock", tags=["sandbox"])
+    async def clock(request: Request) -> dict[str, Any]:
+        if not config.allow_clock_control:
+            raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
+        raw = await request.body()
+        try:
+            data = loads(raw) if raw.strip() else {}
+            seconds = data.get("advanceSeconds", 0) if isinstance(data, dict) else None
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float | str):
+                raise ValueError
+            delta = timedelta(seconds=float(seconds))
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            raise SandboxError(400, "advanceSeconds: must be a number of seconds") from None
+        ctx.clock_offset += delta
+        return {"now": ctx.now().isoformat()}
+
+    from walletctl.sandbox.walletpay import install
+
+    install(app, ctx)
+    app.add_middleware(FaultMiddleware, ctx=ctx)
+
+    def custom_openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        doc = get_openapi(title=app.title, version=app.version, description=app.description,
+                          routes=app.routes)
+        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+        from walletctl.models.followup import FollowUpResponse
+        from walletctl.models.records import TransactionRecord
+
+        for model in (CheckoutRequest, FollowUpRequest, CheckoutResponse, FollowUpResponse,
+                      TransactionRecord):
+            schema = model.model_json_schema(by_alias=True, ref_template=_SCHEMA_REF)
+            schemas.update(schema.pop("$defs", {}))
+            schemas[model.__name__] = schema
+        schemas["Error"] = _ERROR_SCHEMA
+        doc["components"].setdefault("securitySchemes", {})["PublicApiKey"] = {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`PublicApiKey <key>`; the sandbox's static key is sandbox-api-key",
+        }
+        app.openapi_schema = doc
+        return doc
+
+    app.openapi = custom_openapi  # type: ignore[method-assign]
+    return app
+
+
+def store_of(app: FastAPI) -> Store:
+    """The ledger of an app built by :func:`create_app` (for tests and tools)."""
+    ctx: SandboxContext = app.state.ctx
+    return ctx.store

@@ -1,0 +1,88 @@
+"""The hosted approval page behind ``redirectUrl`` (real HTML, every value escaped)."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from walletctl.models.money import format_major
+from walletctl.sandbox.store import TxRow
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.4rem} table{border-collapse:collapse;width:100%;margin:1rem 0}
+td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left}
+.amount{font-size:1.6rem;font-weight:bold} .note{color:#666;font-size:.9rem}
+form{display:inline} button{font-size:1rem;margin:.3rem;padding:.5rem 1rem;cursor:pointer}
+"""
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{escape(title)}</title><meta name=\"viewport\" "
+        "content=\"width=device-width,initial-scale=1\">"
+        f"<style>{_STYLE}</style></head><body>{body}</body></html>"
+    )
+
+
+def approval_page(row: TxRow, token: str, expires_in: int | None) -> str:
+    co: dict[str, Any] = row.checkout or {}
+    kind = "pre-authorisation" if row.kind == "preauth" else "sale"
+    cart = co.get("shoppingCartDetails") or {}
+    items = cart.get("itemDetails") or []
+    rows = "".join(
+        "<tr><td>{}</td><td>{}</td><td>{}</td></tr>".format(
+            escape(str(item.get("productName", ""))),
+            escape(str(item.get("productQuantity", ""))),
+            escape(_money(item.get("totalAmount"), row.currency)),
+        )
+        for item in items
+        if isinstance(item, dict)
+    )
+    cart_html = (
+        "<h2>Cart</h2><table><tr><th>Item</th><th>Qty</th><th>Total</th></tr>"
+        f"{rows}</table>"
+        if rows
+        else "<p class=\"note\">No cart details were sent.</p>"
+    )
+    expiry = (
+        f"<p class=\"note\">This link expires in {expires_in} s and works once.</p>"
+        if expires_in is not None
+        else "<p class=\"note\">This link works once.</p>"
+    )
+    buttons = "".join(
+        f"<form method=\"post\" action=\"/pay/{escape(token)}\">"
+        f"<input type=\"hidden\" name=\"action\" value=\"{value}\">"
+        f"<button type=\"submit\" id=\"{value}\">{label}</button></form>"
+        for value, label in (
+            ("approve", "Approve"),
+            ("decline", "Decline"),
+            ("cancel", "Cancel"),
+            ("pending", "Leave pending"),
+        )
+    )
+    body = (
+        "<h1>WalletV2 sandbox — authorise payment</h1>"
+        f"<p>Merchant <strong>{escape(row.merchant_id)}</strong>, store "
+        f"<strong>{escape(row.store_id)}</strong></p>"
+        f"<p class=\"amount\">{escape(format_major(row.amount, row.currency))}</p>"
+        f"<p>{escape(kind)} · reference <code>{escape(row.reference)}</code></p>"
+        f"{cart_html}{expiry}<div>{buttons}</div>"
+    )
+    return _page("Authorise payment", body)
+
+
+def message_page(title: str, message: str) -> str:
+    return _page(title, f"<h1>{escape(title)}</h1><p>{escape(message)}</p>")
+
+
+def _money(value: Any, currency: str) -> str:
+    if value is None:
+        return ""
+    from decimal import Decimal
+
+    try:
+        return format_major(Decimal(str(value)), currency)
+    except Exception:
+        return str(value)
