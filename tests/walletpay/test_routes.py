@@ -199,7 +199,8 @@ def test_failed_3ds_and_decline_card_are_declined(wallet: Wallet) -> None:
     three = wallet.challenge(aid, "failure")
     tds = {k: three[k] for k in ("threeDSServerTransId", "authenticationValue", "eci")}
     resp = wallet.authorize(aid, "d-1", threeDSecure=tds)
-    assert resp.status_code == 200 and resp.json()["state"] == "Declined", resp.text
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["state"] == "Declined", resp.text
     did = wallet.account("visa-decline", ref="wp-2")["transactionAccountId"]
     three = wallet.challenge(did)
     tds = {k: three[k] for k in ("threeDSServerTransId", "authenticationValue", "eci")}
