@@ -5,6 +5,7 @@
     ├── ConfigError                CONFIG
     ├── RequestValidationError     VALIDATION   (nothing was sent)
     ├── RefusedError               DECLINED     (pre-flight: the gateway would refuse)
+    ├── DeclinedError              DECLINED     (the gateway answered with a refusal state)
     ├── GatewayError               by status: 4xx DECLINED, 401/403 AUTH, 5xx GATEWAY
     │   └── AuthError              AUTH
     ├── ResponseError              GATEWAY      (the gateway answered something unparseable)
@@ -58,6 +59,12 @@ class RequestValidationError(WalletctlError):
 
 class RefusedError(WalletctlError):
     """walletctl's pre-flight check refused what the gateway would refuse."""
+
+    exit_code = ExitCode.DECLINED
+
+
+class DeclinedError(WalletctlError):
+    """The gateway answered, and its answer is a refusal (e.g. state Declined/Errored)."""
 
     exit_code = ExitCode.DECLINED
 

@@ -1,9 +1,162 @@
-"""Placeholder: filled in by its owner."""
+"""``walletctl checkout``: create a redirect-wallet checkout and print its redirectUrl."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from walletctl.cli.state import get_state
+
+_BILLING = "Billing address"
+_CARDHOLDER = "Cardholder"
+_REDIRECTS = "Redirect URLs (default: the profile's [redirects])"
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    app.command("checkout", no_args_is_help=False)(checkout)
+
+
+def checkout(
+    ctx: typer.Context,
+    amount: Annotated[str | None, typer.Option(help="Amount in major units, e.g. 12.34.")] = None,
+    currency: Annotated[
+        str | None, typer.Option(help="ISO 4217 code (default: the profile's currency).")
+    ] = None,
+    ref: Annotated[
+        str | None, typer.Option("--ref", help="Your unique reference (clientSystemTransactionId).")
+    ] = None,
+    type_: Annotated[
+        str | None, typer.Option("--type", help="sale or preauth (default: sale).")
+    ] = None,
+    from_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-file",
+            help="JSON or TOML request (spec 2.1, amounts in major units; '-' "
+            "for stdin). Flags override it.",
+        ),
+    ] = None,
+    first_name: Annotated[str | None, typer.Option(rich_help_panel=_CARDHOLDER)] = None,
+    last_name: Annotated[str | None, typer.Option(rich_help_panel=_CARDHOLDER)] = None,
+    email: Annotated[str | None, typer.Option(rich_help_panel=_CARDHOLDER)] = None,
+    mobile_phone: Annotated[
+        str | None,
+        typer.Option(help="{cc}-{number}, e.g. 49-1701234567.", rich_help_panel=_CARDHOLDER),
+    ] = None,
+    house_number: Annotated[str | None, typer.Option(rich_help_panel=_BILLING)] = None,
+    street: Annotated[str | None, typer.Option(rich_help_panel=_BILLING)] = None,
+    city: Annotated[str | None, typer.Option(rich_help_panel=_BILLING)] = None,
+    zip_code: Annotated[str | None, typer.Option("--zip", rich_help_panel=_BILLING)] = None,
+    state: Annotated[
+        str | None, typer.Option(help="ISO 3166-2, e.g. DE-BY.", rich_help_panel=_BILLING)
+    ] = None,
+    country: Annotated[
+        str | None, typer.Option(help="ISO 3166 alpha-3, e.g. DEU.", rich_help_panel=_BILLING)
+    ] = None,
+    success_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
+    error_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
+    pending_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
+    return_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
+    cancel_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
+    refused_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
+    redirect_timeout: Annotated[
+        int | None, typer.Option(help="Seconds the redirect link lives (0-900, 0 = never).")
+    ] = None,
+    language: Annotated[str | None, typer.Option(help="Checkout page language.")] = None,
+    order_number: Annotated[
+        str | None, typer.Option(help="providerDiscretionaryData (your order number).")
+    ] = None,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the redirect URL in a browser.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")
+    ] = False,
+) -> None:
+    """Create a checkout (spec 2.1) and print the redirect URL for the customer."""
+    from walletctl.cli.common import make_client, print_dry_run, read_request_file
+    from walletctl.errors import RequestValidationError
+    from walletctl.models.checkout import parse_checkout_type
+    from walletctl.ops.redirect import build_checkout_request
+
+    st = get_state(ctx)
+    profile = st.profile()
+    base = read_request_file(from_file) if from_file is not None else None
+    overrides: dict[str, Any] = {
+        "amount": amount,
+        "currencyCode": currency.upper() if currency else None,
+        "clientSystemTransactionId": ref,
+        "providerDiscretionaryData": order_number,
+        "checkoutDetails.cardholderFirstName": first_name,
+        "checkoutDetails.cardholderLastName": last_name,
+        "checkoutDetails.cardholderEmail": email,
+        "checkoutDetails.cardholderMobilePhone": mobile_phone,
+        "checkoutDetails.redirectUrlTimeout": redirect_timeout,
+        "checkoutDetails.language": language,
+        "addressDetails.billingAddress.houseNumber": house_number,
+        "addressDetails.billingAddress.street": street,
+        "addressDetails.billingAddress.city": city,
+        "addressDetails.billingAddress.zipPostalCode": zip_code,
+        "addressDetails.billingAddress.state": state,
+        "addressDetails.billingAddress.countryCode": country,
+        "redirectDetails.successUrl": success_url,
+        "redirectDetails.errorUrl": error_url,
+        "redirectDetails.pendingUrl": pending_url,
+        "redirectDetails.returnUrl": return_url,
+        "redirectDetails.cancelUrl": cancel_url,
+        "redirectDetails.refusedUrl": refused_url,
+    }
+    if type_ is not None:
+        try:
+            overrides["type"] = parse_checkout_type(type_)
+        except ValueError as exc:
+            raise RequestValidationError([("--type", str(exc))]) from None
+    elif base is None or not any(k.lower() == "type" for k in base):
+        overrides["type"] = "ecom.sale"
+    for flag, key in (
+        ("--amount", "amount"),
+        ("--ref", "clientSystemTransactionId"),
+        ("--currency", "currencyCode"),
+    ):
+        if overrides.get(key) is None and (
+            base is None or not any(k.lower() == key.lower() for k in base)
+        ):
+            if key == "currencyCode" and profile.currency:
+                continue
+            raise RequestValidationError([(flag, "is required (or give it in --from-file)")])
+    request = build_checkout_request(profile, base, overrides)
+    client = make_client(st)
+    call = client.prepare_checkout(request)
+    if dry_run:
+        print_dry_run(st, [call])
+        return
+    with client:
+        response = client.checkout(request)
+    from walletctl.models.money import format_major
+
+    kind = "pre-authorisation" if request.is_preauth else "sale"
+    if st.output_format == "table":
+        sys.stderr.write(
+            f"Checkout {request.client_system_transaction_id} created "
+            f"({format_major(request.amount, request.currency_code)}, {kind}). "
+            "Send the customer to:\n"
+        )
+        sys.stdout.write(response.redirect_url + "\n")
+    else:
+        from walletctl.render.output import emit
+
+        row = {
+            "clientSystemTransactionId": request.client_system_transaction_id,
+            "type": request.type,
+            "amount": format(request.amount, "f"),
+            "currencyCode": request.currency_code,
+            "redirectUrl": response.redirect_url,
+        }
+        emit(st.output_format, [row], document=row)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(response.redirect_url)

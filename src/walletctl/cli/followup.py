@@ -1,9 +1,226 @@
-"""Placeholder: filled in by its owner."""
+"""``walletctl capture|refund|reverse``: follow-ups of a checkout, single or ``--batch``.
+
+Each looks the reference up first and refuses what the gateway would refuse (showing the
+numbers); the new reference is derived deterministically (``REF-CAP1``) unless ``--new-ref``.
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
 import typer
+
+from walletctl.cli.state import get_state
+
+Op = Literal["capture", "refund", "reverse"]
+_BATCH = "Batch mode"
+
+_HELP = {
+    "capture": "Capture an approved pre-authorisation (default: all that remains).",
+    "refund": "Refund a captured sale or pre-authorisation (default: all still refundable).",
+    "reverse": "Reverse (release) an uncaptured pre-authorisation.",
+}
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    for op in ("capture", "refund", "reverse"):
+        app.command(op, help=_HELP[op], no_args_is_help=True)(_make(op))  # type: ignore[arg-type]
+
+
+def _make(op: Op):  # type: ignore[no-untyped-def]
+    def command(
+        ctx: typer.Context,
+        ref: Annotated[
+            str | None,
+            typer.Argument(help="Reference of the original checkout (clientSystemInvoiceId)."),
+        ] = None,
+        amount: Annotated[
+            str | None, typer.Option(help="Amount in major units (default: all that remains).")
+        ] = None,
+        currency: Annotated[
+            str | None, typer.Option(help="Must match the original's currency.")
+        ] = None,
+        new_ref: Annotated[
+            str | None,
+            typer.Option(help="Reference of the new transaction (default: derived, REF-CAP1)."),
+        ] = None,
+        yes: Annotated[
+            bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")
+        ] = False,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")
+        ] = False,
+        batch: Annotated[
+            Path | None,
+            typer.Option(
+                help="CSV or JSONL file of rows (ref, amount, currency[, new_ref]); '-' for stdin.",
+                rich_help_panel=_BATCH,
+            ),
+        ] = None,
+        journal: Annotated[
+            Path | None,
+            typer.Option(help="Journal file (default: beside the input).", rich_help_panel=_BATCH),
+        ] = None,
+        resume: Annotated[
+            bool,
+            typer.Option("--resume", help="Continue an interrupted batch.", rich_help_panel=_BATCH),
+        ] = False,
+        concurrency: Annotated[
+            int, typer.Option(min=1, max=256, help="Requests in flight.", rich_help_panel=_BATCH)
+        ] = 8,
+        rate: Annotated[
+            float | None,
+            typer.Option(min=0.01, help="Max requests per second.", rich_help_panel=_BATCH),
+        ] = None,
+        results: Annotated[
+            Path | None,
+            typer.Option(help="Per-row results (.ndjson/.jsonl or .csv).", rich_help_panel=_BATCH),
+        ] = None,
+        skip_invalid: Annotated[
+            bool,
+            typer.Option(
+                "--skip-invalid",
+                help="Send the valid rows, report the rest.",
+                rich_help_panel=_BATCH,
+            ),
+        ] = False,
+        max_failures: Annotated[
+            int,
+            typer.Option(
+                min=1, help="Stop after K consecutive gateway failures.", rich_help_panel=_BATCH
+            ),
+        ] = 10,
+        batch_id: Annotated[
+            str | None,
+            typer.Option(
+                help="Batch id for derived references (default: from the input).",
+                rich_help_panel=_BATCH,
+            ),
+        ] = None,
+    ) -> None:
+        if batch is not None:
+            if ref is not None or amount is not None or new_ref is not None:
+                from walletctl.errors import UsageError
+
+                raise UsageError(
+                    "--batch takes its references and amounts from the file; "
+                    "drop REF/--amount/--new-ref"
+                )
+            from walletctl.cli.batch import run_batch_command
+
+            code = run_batch_command(
+                ctx,
+                op=op,
+                source=batch,
+                journal=journal,
+                resume=resume,
+                concurrency=concurrency,
+                rate=rate,
+                results=results,
+                skip_invalid=skip_invalid,
+                max_failures=max_failures,
+                batch_id=batch_id,
+                dry_run=dry_run,
+                yes=yes,
+            )
+            raise typer.Exit(code)
+        if ref is None:
+            from walletctl.errors import UsageError
+
+            raise UsageError(f"missing REF: walletctl {op} REF (or --batch FILE)")
+        _single(
+            ctx,
+            op,
+            ref,
+            amount=amount,
+            currency=currency,
+            new_ref=new_ref,
+            yes=yes,
+            dry_run=dry_run,
+        )
+
+    command.__doc__ = _HELP[op]
+    return command
+
+
+_VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
+_NOUN = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
+
+
+def _single(
+    ctx: typer.Context,
+    op: Op,
+    ref: str,
+    *,
+    amount: str | None,
+    currency: str | None,
+    new_ref: str | None,
+    yes: bool,
+    dry_run: bool,
+) -> None:
+    from walletctl.cli.common import confirm, make_client, print_dry_run
+    from walletctl.errors import DeclinedError
+    from walletctl.models.money import format_major
+    from walletctl.ops.redirect import plan_followup
+
+    st = get_state(ctx)
+    with make_client(st) as client:
+        plan = plan_followup(
+            client, op, ref, amount=amount, currency=currency, new_reference=new_ref
+        )
+        req = plan.request
+        money = format_major(req.amount, req.currency_code)
+        if dry_run:
+            print_dry_run(st, [client.prepare_followup(req)])
+            return
+        if op in ("refund", "reverse"):
+            confirm(
+                f"{_NOUN[op].capitalize()} of {money} on {ref} as "
+                f"{req.client_system_transaction_id}\n  now: {plan.balance.summary()}",
+                yes=yes,
+                action=_NOUN[op],
+            )
+        response = client.followup(req)
+    row = {
+        "operation": op,
+        "clientSystemInvoiceId": ref,
+        "clientSystemTransactionId": req.client_system_transaction_id,
+        "amount": format(req.amount, "f"),
+        "currencyCode": req.currency_code,
+        "state": response.state,
+        "providerStateCode": response.provider_state_code,
+        "id": response.id,
+    }
+    if st.output_format == "table":
+        from walletctl.render.console import out
+
+        color = (
+            "green"
+            if response.state == "Approved"
+            else "yellow"
+            if response.state == "Pending"
+            else "red"
+        )
+        out().print(
+            f"{_VERB[op]} {money} of {ref} as {req.client_system_transaction_id}: "
+            f"[{color}]{response.state}[/]"
+            + (f" ({response.provider_state_code})" if response.provider_state_code else "")
+        )
+        if response.state == "Approved" and op != "reverse":
+            left = plan.remaining_after
+            what = "capturable" if op == "capture" else "refundable"
+            out().print(f"Remaining {what}: {format_major(left, req.currency_code)}")
+    else:
+        from walletctl.render.output import emit
+
+        emit(st.output_format, [row], document=row)
+    if response.state not in ("Approved", "Pending"):
+        raise DeclinedError(
+            f"the gateway answered {response.state}"
+            + (f" ({response.provider_state_code})" if response.provider_state_code else "")
+            + f" for the {_NOUN[op]} {req.client_system_transaction_id}",
+            hint=f"see `walletctl lookup {ref}`",
+        )
+    sys.stdout.flush()

@@ -1,0 +1,145 @@
+"""Flow control for the batch runner: token bucket, Retry-After, circuit breaker, backoff.
+
+Clocks are injectable so the unit tests need no sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Final
+
+RETRY_AFTER_CAP: Final = 60.0  # never wait longer than this on one 429
+BACKOFF_INITIAL: Final = 0.2
+BACKOFF_MAX: Final = 5.0
+BACKOFF_JITTER: Final = 0.2
+MAX_ATTEMPTS: Final = 8  # per row, for sends and for lookups
+
+
+def parse_retry_after(
+    value: str | float | int | None,
+    *,
+    now: datetime | None = None,
+    cap: float = RETRY_AFTER_CAP,
+) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value: delta-seconds or an HTTP-date.
+
+    Returns None when absent or unreadable; negative/past values give 0; values over ``cap``
+    give ``cap`` (a misbehaving server must not park the batch for hours).
+    """
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        text = str(value).strip()
+        if not text:
+            return None
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(text)
+            except (TypeError, ValueError, IndexError):
+                return None
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, min(seconds, cap))
+
+
+class TokenBucket:
+    """``rate`` tokens per second, at most ``burst`` saved up. ``rate=None``: unlimited."""
+
+    def __init__(
+        self,
+        rate: float | None,
+        burst: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if rate is not None and rate <= 0:
+            raise ValueError("rate must be > 0")
+        self.rate = rate
+        self.burst = burst if burst is not None else (max(1.0, rate) if rate else 1.0)
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = self.burst
+        self._last = clock()
+        self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        if self.rate is not None:
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+
+    def try_take(self) -> float:
+        """Take a token if one is there (returns 0.0), else return the seconds to wait."""
+        if self.rate is None:
+            return 0.0
+        self._refill()
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return 0.0
+        return (1.0 - self._tokens) / self.rate
+
+    async def acquire(self) -> None:
+        if self.rate is None:
+            return
+        async with self._lock:  # FIFO: waiters are served in order
+            while (wait := self.try_take()) > 0:
+                await self._sleep(wait)
+
+
+class CircuitBreaker:
+    """Opens after ``threshold`` consecutive gateway failures; any success resets the count.
+
+    Once open it stays open for the rest of the run: no new row is started, rows in flight
+    finish, and what is left is reported (re-run the command to continue).
+    """
+
+    def __init__(self, threshold: int) -> None:
+        if threshold < 1:
+            raise ValueError("threshold must be >= 1")
+        self.threshold = threshold
+        self.consecutive = 0
+        self.open = False
+        self.last_failure: str | None = None
+
+    def success(self) -> None:
+        if not self.open:
+            self.consecutive = 0
+
+    def failure(self, what: str) -> None:
+        self.consecutive += 1
+        self.last_failure = what
+        if self.consecutive >= self.threshold:
+            self.open = True
+
+
+class Pause:
+    """A shared "send nothing before" instant, set by 429 answers (all workers honour it)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.until = 0.0
+        self._clock = clock
+        self._sleep = sleep
+
+    def extend(self, seconds: float) -> None:
+        self.until = max(self.until, self._clock() + seconds)
+
+    async def wait(self) -> None:
+        while (left := self.until - self._clock()) > 0:
+            await self._sleep(left)

@@ -1,0 +1,258 @@
+"""The batch journal: SQLite in WAL mode, written BEFORE each send.
+
+One row per batch row, keyed by ``ref#occurrence`` (the n-th row naming that original in the
+file), so that editing other rows of the file and re-running keeps every key and reference::
+
+    planned ──> sent ──> confirmed | refused | unknown
+                  ^                              │
+                  └──── (lookup proved absent) ──┘
+
+``sent`` is committed before the request leaves, so after a kill every row that might have
+reached the gateway is ``sent`` or ``unknown`` and is reconciled by lookup before anything is
+re-sent. WAL with ``synchronous=NORMAL`` is durable against a killed process (the guarantee we
+need); ``--journal`` on a local disk is assumed. No secrets are stored: references, amounts,
+states and one-line details only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from walletctl.errors import UsageError
+from walletctl.ops.batch.rows import Op, Problem, Row
+
+State = Literal["planned", "sent", "confirmed", "refused", "unknown"]
+STATES: Final = ("planned", "sent", "confirmed", "refused", "unknown")
+FINAL_STATES: Final = frozenset({"confirmed", "refused"})
+SCHEMA_VERSION: Final = "1"
+_PREFIX: Final = {"capture": "cap", "refund": "rfd", "reverse": "rev"}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rows (
+    key TEXT PRIMARY KEY,
+    ref TEXT NOT NULL,
+    occ INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    new_ref TEXT NOT NULL UNIQUE,
+    amount TEXT NOT NULL,
+    currency TEXT NOT NULL,
+    profile TEXT,
+    state TEXT NOT NULL DEFAULT 'planned',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    txn_id TEXT,
+    txn_state TEXT,
+    detail TEXT,
+    seen INTEGER NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rows_seen_ref ON rows (seen, ref);
+CREATE INDEX IF NOT EXISTS rows_seen_line ON rows (seen, line);
+"""
+
+
+def derive_reference(batch_id: str, op: Op, ref: str, occurrence: int) -> str:
+    """The new clientSystemTransactionId: a pure function of batch id, row key and operation."""
+    digest = hashlib.sha256(f"{batch_id}\0{op}\0{ref}\0{occurrence}".encode()).hexdigest()
+    return f"{_PREFIX[op]}-{batch_id[:8]}-{digest[:16]}"
+
+
+def default_batch_id(op: Op, source: Path | None, content_digest: str | None) -> str:
+    """A file's batch id comes from its absolute path + op (editing the file keeps it);
+    stdin's from its content + op (re-piping the same data resumes)."""
+    basis = f"path:{source.resolve()}" if source is not None else f"content:{content_digest}"
+    return hashlib.sha256(f"{op}\0{basis}".encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRow:
+    key: str
+    line: int
+    ref: str
+    new_ref: str
+    amount: Decimal
+    currency: str
+    profile: str | None
+    state: State
+    attempts: int
+    txn_id: str | None
+    txn_state: str | None
+    detail: str | None
+
+
+_COLS = "key, line, ref, new_ref, amount, currency, profile, state, attempts, txn_id, " \
+        "txn_state, detail"
+
+_BY_KEY = "SELECT " + _COLS + " FROM rows WHERE key=?"  # noqa: S608 - constant text
+_PAGE = "SELECT " + _COLS + " FROM rows WHERE seen=? AND line>? ORDER BY line LIMIT ?"  # noqa: S608
+
+
+def _to_row(r: tuple[object, ...]) -> JournalRow:
+    return JournalRow(
+        key=str(r[0]), line=int(r[1]), ref=str(r[2]), new_ref=str(r[3]),  # type: ignore[call-overload]
+        amount=Decimal(str(r[4])), currency=str(r[5]),
+        profile=None if r[6] is None else str(r[6]), state=str(r[7]),  # type: ignore[arg-type]
+        attempts=int(r[8]),  # type: ignore[call-overload]
+        txn_id=None if r[9] is None else str(r[9]),
+        txn_state=None if r[10] is None else str(r[10]),
+        detail=None if r[11] is None else str(r[11]),
+    )
+
+
+class Journal:
+    """A batch's write-ahead journal (one SQLite file; ``:memory:``-like temp for dry runs)."""
+
+    def __init__(self, path: Path, *, batch_id: str, op: Op, source: str) -> None:
+        self.path = path
+        self.batch_id = batch_id
+        self.op = op
+        self.existed = path.exists() and path.stat().st_size > 0
+        try:
+            self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA busy_timeout=5000")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"--journal {path}: not a walletctl journal ({exc})") from None
+        meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+        if meta:
+            if meta.get("batch_id") != batch_id or meta.get("op") != op:
+                raise UsageError(
+                    f"--journal {path} belongs to batch {meta.get('batch_id')} "
+                    f"({meta.get('op')}), not {batch_id} ({op})",
+                    hint="pass the matching --batch-id, or a different --journal path",
+                )
+        else:
+            self.db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("batch_id", batch_id), ("op", op), ("source", source),
+                 ("version", SCHEMA_VERSION), ("run", "0")],
+            )
+        self.run = int(meta.get("run", "0")) + 1
+        self.db.execute("UPDATE meta SET value=? WHERE key='run'", (str(self.run),))
+
+    # ---- planning (one transaction for the whole file) ----
+    def begin(self) -> None:
+        self.db.execute("BEGIN")
+
+    def commit(self) -> None:
+        if self.db.in_transaction:
+            self.db.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+
+    def plan(self, row: Row) -> Problem | JournalRow:
+        """Record ``row`` as planned (or match it to the same key of an earlier run)."""
+        (occ,) = self.db.execute(
+            "SELECT count(*) FROM rows WHERE seen=? AND ref=?", (self.run, row.ref)
+        ).fetchone()
+        key = f"{row.ref}#{occ}"
+        found = self._by_key(key)
+        new_ref = row.new_ref or derive_reference(self.batch_id, self.op, row.ref, occ)
+        if found is not None:
+            prev = _to_row(found)
+            if prev.state != "planned" and (
+                prev.amount != row.amount or prev.currency != row.currency
+                or prev.new_ref != new_ref
+            ):
+                return Problem(
+                    row.line, "amount" if prev.new_ref == new_ref else "new_ref",
+                    f"differs from what the journal recorded for this row ({prev.state}: "
+                    f"{prev.amount} {prev.currency} as {prev.new_ref}); "
+                    "use a new --batch-id for a new batch",
+                )
+            try:
+                self.db.execute(
+                    "UPDATE rows SET line=?, seen=?, amount=?, currency=?, profile=?, new_ref=? "
+                    "WHERE key=?",
+                    (row.line, self.run, str(row.amount), row.currency, row.profile, new_ref,
+                     key),
+                )
+            except sqlite3.IntegrityError:
+                return self._dup(row, new_ref)
+            return _to_row(self._by_key(key))
+        try:
+            self.db.execute(
+                "INSERT INTO rows (key, ref, occ, line, new_ref, amount, currency, profile, "
+                "seen, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, row.ref, occ, row.line, new_ref, str(row.amount), row.currency,
+                 row.profile, self.run, time.time()),
+            )
+        except sqlite3.IntegrityError:
+            return self._dup(row, new_ref)
+        return JournalRow(key, row.line, row.ref, new_ref, row.amount, row.currency,
+                          row.profile, "planned", 0, None, None, None)
+
+    def _by_key(self, key: str) -> Any:
+        return self.db.execute(_BY_KEY, (key,)).fetchone()
+
+    def _dup(self, row: Row, new_ref: str) -> Problem:
+        other = self.db.execute(
+            "SELECT line, seen FROM rows WHERE new_ref=?", (new_ref,)
+        ).fetchone()
+        where = f"line {other[0]}" if other and other[1] == self.run else "an earlier run"
+        return Problem(row.line, "new_ref", f"{new_ref!r} is already used by {where}")
+
+    # ---- running ----
+    def rows(self, page: int = 500) -> Iterator[JournalRow]:
+        """This run's rows in file order, read page by page (memory stays flat)."""
+        last = -1
+        while True:
+            chunk = self.db.execute(
+                _PAGE,
+                (self.run, last, page),
+            ).fetchall()
+            if not chunk:
+                return
+            for r in chunk:
+                yield _to_row(r)
+            last = int(chunk[-1][1])
+
+    def mark_sent(self, key: str) -> None:
+        """Committed before the request is sent."""
+        self.db.execute(
+            "UPDATE rows SET state='sent', attempts=attempts+1, updated=? WHERE key=?",
+            (time.time(), key),
+        )
+
+    def finish(
+        self,
+        key: str,
+        state: State,
+        *,
+        txn_id: str | None = None,
+        txn_state: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.db.execute(
+            "UPDATE rows SET state=?, txn_id=coalesce(?, txn_id), "
+            "txn_state=coalesce(?, txn_state), detail=?, updated=? WHERE key=?",
+            (state, txn_id, txn_state, detail, time.time(), key),
+        )
+
+    def get(self, key: str) -> JournalRow | None:
+        found = self._by_key(key)
+        return None if found is None else _to_row(found)
+
+    def counts(self) -> dict[str, int]:
+        """This run's rows by state."""
+        out = dict.fromkeys(STATES, 0)
+        for state, n in self.db.execute(
+            "SELECT state, count(*) FROM rows WHERE seen=? GROUP BY state", (self.run,)
+        ):
+            out[str(state)] = int(n)
+        return out
+
+    def close(self) -> None:
+        self.commit()
+        self.db.close()

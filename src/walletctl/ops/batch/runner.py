@@ -1,0 +1,498 @@
+"""The async batch runner: exactly-once follow-ups on one connection pool.
+
+Per row (rows naming the same original run one after another; others run concurrently)::
+
+    journal final (confirmed/refused)?  -> skip (an earlier run did it)
+    lookup(original ref)                -> our new reference already there? -> record it, done
+                                        -> pre-flight balance check (ledger rules) -> refused?
+    journal 'sent' (committed)  ->  POST follow-up
+        2xx                     -> confirmed (Approved) / refused (Declined, Errored)
+        connect failed          -> nothing sent: back to 'planned', back off, send again
+        429                     -> nothing stored: pause everyone for Retry-After, send again
+        5xx / timeout / drop    -> 'unknown': lookup(new ref) -> found: record it
+                                   proven absent: back off, send again (same reference)
+        other 4xx               -> refused
+
+A row is re-sent ONLY after a lookup proved its reference absent, and always with the same
+reference. Retries use tenacity (jittered exponential backoff, bounded attempts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
+from tenacity.wait import wait_exponential_jitter
+
+from walletctl.errors import (
+    GatewayError,
+    NetworkError,
+    RefusedError,
+    ResponseError,
+    UnknownOutcomeError,
+    WalletctlError,
+)
+from walletctl.ops.batch.flow import (
+    BACKOFF_INITIAL,
+    BACKOFF_JITTER,
+    BACKOFF_MAX,
+    MAX_ATTEMPTS,
+    CircuitBreaker,
+    Pause,
+    TokenBucket,
+    parse_retry_after,
+)
+from walletctl.ops.batch.journal import FINAL_STATES, Journal, JournalRow, State
+from walletctl.ops.batch.rows import Op
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
+    from walletctl.models.followup import FollowUpRequest, FollowUpResponse
+    from walletctl.models.records import TransactionRecord
+
+APPROVED = "Approved"
+MAX_THROTTLED = 50  # 429s tolerated per row on top of MAX_ATTEMPTS
+
+
+class Gateway(Protocol):
+    """What the runner needs of :class:`walletctl.client.gateway.AsyncGatewayClient`."""
+
+    profile: Profile
+
+    async def followup(self, req: FollowUpRequest) -> FollowUpResponse: ...
+
+    async def lookup(self, reference: str) -> list[TransactionRecord]: ...
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    op: Op
+    concurrency: int = 8
+    rate: float | None = None
+    max_failures: int = 10
+    max_attempts: int = MAX_ATTEMPTS
+    preflight: bool = True
+    # After a timeout/drop, wait this long before trusting "absent" (a slow gateway may still
+    # be committing the first request). 5xx answers need no settling: the gateway is done.
+    settle: float = 0.5
+    backoff_initial: float = BACKOFF_INITIAL
+    backoff_max: float = BACKOFF_MAX
+
+
+@dataclass
+class RowResult:
+    line: int
+    ref: str
+    new_ref: str
+    op: Op
+    amount: Decimal
+    currency: str
+    status: str  # confirmed | refused | unknown | pending
+    txn_id: str | None = None
+    txn_state: str | None = None
+    detail: str | None = None
+    attempts: int = 0
+    earlier_run: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "line": self.line, "op": self.op, "ref": self.ref, "new_ref": self.new_ref,
+            "amount": f"{self.amount:f}", "currency": self.currency, "status": self.status,
+            "transaction_id": self.txn_id, "state": self.txn_state, "attempts": self.attempts,
+            "earlier_run": self.earlier_run, "detail": self.detail,
+        }
+
+
+@dataclass
+class RunReport:
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"confirmed": 0, "refused": 0, "unknown": 0, "pending": 0}
+    )
+    confirmed_totals: dict[str, Decimal] = field(default_factory=dict)
+    earlier: int = 0  # rows finished by an earlier run
+    requests: int = 0
+    elapsed: float = 0.0
+    interrupted: bool = False
+    breaker_open: bool = False
+    breaker_reason: str | None = None
+    fatal: str | None = None  # e.g. credentials refused: every row would fail the same way
+
+    @property
+    def rows(self) -> int:
+        return sum(self.counts.values())
+
+
+class _Retry(Exception):
+    """This attempt failed in a way that proves nothing was applied: try again."""
+
+    def __init__(self, why: str, *, retry_after: float | None = None, throttled: bool = False):
+        super().__init__(why)
+        self.why = why
+        self.retry_after = retry_after
+        self.throttled = throttled
+
+
+class _Stopped(Exception):
+    """No new attempt may start (Ctrl-C, circuit breaker open, fatal error)."""
+
+
+class _Done(Exception):
+    """The row reached a final state inside a retry loop."""
+
+
+class _GaveUp(Exception):
+    """A lookup kept failing: this row's outcome stays as journaled (unknown or not sent)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class BatchRunner:
+    def __init__(
+        self,
+        journal: Journal,
+        gateway_for: Callable[[str | None], Gateway],
+        options: RunOptions,
+        *,
+        on_result: Callable[[RowResult], None] | None = None,
+        on_start: Callable[[JournalRow], None] | None = None,
+    ) -> None:
+        self.journal = journal
+        self.gateway_for = gateway_for
+        self.opt = options
+        self.on_result = on_result
+        self.on_start = on_start
+        self.bucket = TokenBucket(options.rate)
+        self.breaker = CircuitBreaker(options.max_failures)
+        self.pause = Pause()
+        self.report = RunReport()
+        self._stopping = False
+        self._locks: dict[str, list[Any]] = {}  # ref -> [Lock, users]
+        # Rows left 'unknown' this run, per original: counted as applied by later pre-flights.
+        self._unknown: dict[str, list[tuple[Decimal, str]]] = {}
+
+    # ---- control -------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Graceful stop: start nothing new; requests in flight finish and are journaled."""
+        self._stopping = True
+        self.report.interrupted = True
+
+    @property
+    def halted(self) -> bool:
+        return self._stopping or self.breaker.open or self.report.fatal is not None
+
+    async def run(self) -> RunReport:
+        started = time.monotonic()
+        queue: asyncio.Queue[JournalRow | None] = asyncio.Queue(maxsize=self.opt.concurrency * 2)
+
+        async def produce() -> None:
+            for row in self.journal.rows():
+                await queue.put(row)
+            for _ in range(self.opt.concurrency):
+                await queue.put(None)
+
+        async def work() -> None:
+            while (row := await queue.get()) is not None:
+                await self._process(row)
+
+        try:
+            await asyncio.gather(produce(), *(work() for _ in range(self.opt.concurrency)))
+        finally:
+            self.journal.commit()
+            self.report.breaker_open = self.breaker.open
+            self.report.breaker_reason = self.breaker.last_failure
+            self.report.elapsed = time.monotonic() - started
+        return self.report
+
+    # ---- one row -------------------------------------------------------------------------
+    async def _process(self, row: JournalRow) -> None:
+        if row.state in FINAL_STATES:
+            self._emit(row, row.state, earlier=True)
+            return
+        if self.halted:
+            self._emit(row, "pending", detail=self._halt_reason())
+            return
+        entry = self._locks.setdefault(row.ref, [asyncio.Lock(), 0])
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                await self._process_locked(row)
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._locks[row.ref]
+
+    async def _process_locked(self, row: JournalRow) -> None:
+        if self.halted:
+            self._emit(row, "pending", detail=self._halt_reason())
+            return
+        if self.on_start is not None:
+            self.on_start(row)
+        client = self.gateway_for(row.profile)
+        try:
+            records = await self._lookup(client, row.ref)
+            if await self._record_if_found(row, records):
+                return
+            if self.opt.preflight:
+                refusal = self._preflight(row, records)
+                if refusal is not None:
+                    self._finish(row, "refused", detail=refusal)
+                    return
+            await self._send(client, row)
+        except (_Stopped, _GaveUp) as exc:
+            current = self.journal.get(row.key)
+            state = current.state if current else row.state
+            why = exc.why if isinstance(exc, _GaveUp) else self._halt_reason()
+            if state in ("sent", "unknown"):
+                self._finish(row, "unknown", detail=why)
+            else:
+                self._emit(row, "pending", detail=why)
+        except _Done:
+            pass
+
+    def _preflight(self, row: JournalRow, records: Sequence[TransactionRecord]) -> str | None:
+        from walletctl.models.ledger import balance_from_records, check_followup
+
+        try:
+            balance = balance_from_records(row.ref, records)
+            for amount, _ in self._unknown.get(row.ref, ()):
+                balance = balance.applied(self.opt.op, amount)
+            check_followup(balance, self.opt.op, row.amount, row.currency)
+        except RefusedError as exc:
+            return f"pre-flight: {exc.message}"
+        return None
+
+    async def _record_if_found(
+        self, row: JournalRow, records: Sequence[TransactionRecord]
+    ) -> bool:
+        """If the gateway already holds our reference, journal its outcome (no re-send)."""
+        for rec in records:
+            if rec.client_system_transaction_id == row.new_ref:
+                state: State = "confirmed" if rec.state == APPROVED else "refused"
+                self._finish(row, state, txn_id=rec.id, txn_state=rec.state,
+                             detail=None if state == "confirmed" else f"gateway: {rec.state}")
+                return True
+        return False
+
+    # ---- requests ------------------------------------------------------------------------
+    async def _gate(self) -> None:
+        if self.halted:
+            raise _Stopped
+        await self.pause.wait()
+        await self.bucket.acquire()
+        if self.halted:
+            raise _Stopped
+        self.report.requests += 1
+
+    def _retrying(self) -> AsyncRetrying:
+        counts = {"tries": 0, "throttled": 0}
+        backoff = wait_exponential_jitter(
+            initial=self.opt.backoff_initial, max=self.opt.backoff_max,
+            jitter=BACKOFF_JITTER,
+        )
+
+        def wait(rs: RetryCallState) -> float:
+            exc = rs.outcome.exception() if rs.outcome is not None else None
+            if isinstance(exc, _Retry) and exc.throttled:
+                # The shared pause already holds Retry-After; just yield to it.
+                return 0.0 if exc.retry_after is not None else float(backoff(rs))
+            return float(backoff(rs))
+
+        def stop(rs: RetryCallState) -> bool:
+            exc = rs.outcome.exception() if rs.outcome is not None else None
+            if isinstance(exc, _Retry) and exc.throttled:
+                counts["throttled"] += 1
+            else:
+                counts["tries"] += 1
+            return (counts["tries"] >= self.opt.max_attempts
+                    or counts["throttled"] >= MAX_THROTTLED or self.halted)
+
+        return AsyncRetrying(
+            wait=wait, stop=stop, retry=retry_if_exception_type(_Retry), reraise=True,
+        )
+
+    async def _lookup(self, client: Gateway, reference: str) -> list[TransactionRecord]:
+        """A lookup is a read: safe to repeat after any failure."""
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    await self._gate()
+                    try:
+                        records = await client.lookup(reference)
+                    except GatewayError as exc:
+                        if exc.status == 404:
+                            self.breaker.success()
+                            return []
+                        raise self._classify(exc, f"lookup {reference}") from None
+                    except (NetworkError, UnknownOutcomeError, ResponseError) as exc:
+                        self.breaker.failure(f"lookup {reference}: {exc.message}")
+                        raise _Retry(exc.message) from None
+                    self.breaker.success()
+                    return records
+        except _Retry as exc:
+            raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _classify(self, exc: GatewayError, what: str) -> Exception:
+        """A lookup's error status: retry (429, 5xx), stop everything (auth) or give up."""
+        if exc.status == 429:
+            ra = parse_retry_after(getattr(exc, "retry_after", None))
+            self.pause.extend(ra if ra is not None else self.opt.backoff_initial)
+            return _Retry("HTTP 429", retry_after=ra, throttled=True)
+        if exc.status >= 500:
+            self.breaker.failure(f"{what}: {exc.message}")
+            return _Retry(exc.message)
+        self.breaker.success()
+        if exc.status in (401, 403):
+            self.report.fatal = exc.message
+            return _Stopped()
+        self.report.fatal = f"{what}: {exc.message}"
+        return _Stopped()
+
+    async def _send(self, client: Gateway, row: JournalRow) -> None:
+        req = self._request(client.profile, row)
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    await self._attempt(client, row, req)
+        except _Retry as exc:
+            current = self.journal.get(row.key)
+            state = current.state if current else "planned"
+            if state in ("sent", "unknown"):
+                self._finish(row, "unknown", detail=f"gave up after retries: {exc.why}")
+            else:
+                self._emit(row, "pending", detail=f"not sent after retries: {exc.why}")
+
+    async def _attempt(self, client: Gateway, row: JournalRow, req: FollowUpRequest) -> None:
+        await self._gate()
+        self.journal.mark_sent(row.key)  # committed (autocommit) before the request leaves
+        try:
+            resp = await client.followup(req)
+        except NetworkError as exc:  # the connection was never made: nothing was sent
+            self.journal.finish(row.key, "planned", detail=exc.message)
+            self.breaker.failure(exc.message)
+            raise _Retry(exc.message) from None
+        except (UnknownOutcomeError, ResponseError) as exc:
+            self.journal.finish(row.key, "unknown", detail=exc.message)
+            if isinstance(exc, UnknownOutcomeError):
+                self.breaker.failure(exc.message)
+            await self._reconcile(client, row, settle=True, why=exc.message)
+        except GatewayError as exc:
+            if exc.status == 429:  # throttled before anything was stored
+                self.journal.finish(row.key, "planned", detail="HTTP 429")
+                ra = parse_retry_after(getattr(exc, "retry_after", None))
+                self.pause.extend(ra if ra is not None else self.opt.backoff_initial)
+                raise _Retry("HTTP 429", retry_after=ra, throttled=True) from None
+            if exc.status >= 500:
+                self.journal.finish(row.key, "unknown", detail=exc.message)
+                self.breaker.failure(exc.message)
+                await self._reconcile(client, row, settle=False, why=exc.message)
+            self.breaker.success()
+            if exc.status in (401, 403):
+                self.journal.finish(row.key, "planned", detail=exc.message)
+                self.report.fatal = exc.message
+                raise _Stopped from None
+            if exc.status == 409:
+                # The reference exists with a different body: never overwrite; look it up.
+                self.journal.finish(row.key, "unknown", detail=exc.message)
+                if await self._record_if_found(row, await self._lookup(client, row.new_ref)):
+                    raise _Done from None
+            self._finish(row, "refused", detail=f"gateway: {exc.message}")
+            raise _Done from None
+        self.breaker.success()
+        state: State = "confirmed" if resp.state == APPROVED else "refused"
+        self._finish(row, state, txn_id=resp.id, txn_state=resp.state,
+                     detail=None if state == "confirmed" else f"gateway: {resp.state}")
+        raise _Done
+
+    async def _reconcile(
+        self, client: Gateway, row: JournalRow, *, settle: bool, why: str
+    ) -> NoReturn:
+        """The outcome is unclear: look the new reference up. Found -> _Done; absent -> _Retry."""
+        records = await self._lookup(client, row.new_ref)
+        if not await self._record_if_found(row, records) and settle and self.opt.settle > 0:
+            await asyncio.sleep(self.opt.settle)
+            records = await self._lookup(client, row.new_ref)
+        if await self._record_if_found(row, records):
+            raise _Done
+        # Proven absent: the row was never applied. Back to planned, send again (same ref).
+        self.journal.finish(row.key, "planned", detail=f"absent after: {why}")
+        raise _Retry(f"{why} (lookup: absent)")
+
+    def _request(self, profile: Profile, row: JournalRow) -> FollowUpRequest:
+        from walletctl.constants import APM_PROVIDER
+        from walletctl.models.followup import (
+            OPERATION_TYPES,
+            ApmRequestDetails,
+            FollowUpRequest,
+        )
+
+        return FollowUpRequest(
+            merchant_id=profile.merchant_id,
+            store_id=profile.store_id,
+            user_id=profile.user_id,
+            type=OPERATION_TYPES[self.opt.op],  # type: ignore[arg-type]
+            amount=row.amount,
+            currency_code=row.currency,
+            client_system_transaction_id=row.new_ref,
+            client_system_invoice_id=row.ref,
+            apm_details=ApmRequestDetails(apm_provider=APM_PROVIDER),
+        )
+
+    # ---- results -------------------------------------------------------------------------
+    def _finish(
+        self,
+        row: JournalRow,
+        state: State,
+        *,
+        txn_id: str | None = None,
+        txn_state: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.journal.finish(row.key, state, txn_id=txn_id, txn_state=txn_state, detail=detail)
+        if state == "unknown":
+            self._unknown.setdefault(row.ref, []).append((row.amount, row.new_ref))
+        self._emit(row, state, txn_id=txn_id, txn_state=txn_state, detail=detail)
+
+    def _emit(
+        self,
+        row: JournalRow,
+        status: str,
+        *,
+        txn_id: str | None = None,
+        txn_state: str | None = None,
+        detail: str | None = None,
+        earlier: bool = False,
+    ) -> None:
+        if earlier:
+            txn_id, txn_state, detail = row.txn_id, row.txn_state, row.detail
+            self.report.earlier += 1
+        self.report.counts[status] = self.report.counts.get(status, 0) + 1
+        if status == "confirmed":
+            totals = self.report.confirmed_totals
+            totals[row.currency] = totals.get(row.currency, Decimal(0)) + row.amount
+        if self.on_result is not None:
+            current = self.journal.get(row.key) if not earlier else None
+            attempts = current.attempts if current else row.attempts
+            self.on_result(RowResult(
+                row.line, row.ref, row.new_ref, self.opt.op, row.amount, row.currency, status,
+                txn_id, txn_state, detail, attempts, earlier,
+            ))
+
+    def _halt_reason(self) -> str:
+        if self.report.fatal:
+            return f"not started: {self.report.fatal}"
+        if self.breaker.open:
+            return (f"not started: circuit breaker open after {self.breaker.threshold} "
+                    f"consecutive gateway failures ({self.breaker.last_failure})")
+        return "not started: interrupted"
+
+
+def describe_error(exc: WalletctlError) -> str:
+    return exc.message

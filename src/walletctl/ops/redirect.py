@@ -1,0 +1,222 @@
+"""Redirect-wallet operations: checkout, capture/refund/reverse (with pre-flight), lookup.
+
+One function per operation; no Typer, no printing. The CLI, ``smoke`` and the demo share them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from walletctl.constants import APM_PROVIDER
+from walletctl.errors import RequestValidationError
+from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+from walletctl.models.followup import OPERATION_TYPES, FollowUpRequest, FollowUpResponse, Operation
+from walletctl.models.ledger import Balance, balance_from_records, check_followup, kind_of
+from walletctl.models.money import check_currency, parse_major
+from walletctl.models.records import TransactionRecord
+
+if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.config.profile import Profile
+
+REDIRECT_KEYS = {
+    "return_url": "returnUrl",
+    "success_url": "successUrl",
+    "pending_url": "pendingUrl",
+    "error_url": "errorUrl",
+    "cancel_url": "cancelUrl",
+    "refused_url": "refusedUrl",
+}
+_OP_TAGS = {"capture": "CAP", "refund": "REF", "reverse": "REV"}
+MAX_REFERENCE = 64
+
+
+def set_path(data: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``a.b.c`` in nested dicts, matching existing keys case-insensitively."""
+    parts = path.split(".")
+    node = data
+    for part in parts[:-1]:
+        key = _find_key(node, part)
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[_find_key(node, parts[-1])] = value
+
+
+def get_path(data: Mapping[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(_find_key(node, part))
+    return node
+
+
+def _find_key(node: Mapping[str, Any], name: str) -> str:
+    for key in node:
+        if isinstance(key, str) and key.lower() == name.lower():
+            return key
+    return name
+
+
+def build_checkout_request(
+    profile: Profile,
+    base: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> CheckoutRequest:
+    """Profile defaults <- request file (``base``) <- flags (``overrides``, dotted paths).
+
+    Amounts in ``base``/``overrides`` are major units (``"12.34"``), whatever the wire format.
+    """
+    data: dict[str, Any] = _deep_copy(base or {})
+    for path, value in (
+        ("merchantId", profile.merchant_id),
+        ("storeId", profile.store_id),
+        ("userId", profile.user_id),
+        ("checkoutDetails.paymentMethod", APM_PROVIDER),
+    ):
+        if get_path(data, path) is None:
+            set_path(data, path, value)
+    if get_path(data, "currencyCode") is None and profile.currency:
+        set_path(data, "currencyCode", profile.currency)
+    for key, alias in REDIRECT_KEYS.items():
+        if key in profile.redirects and get_path(data, f"redirectDetails.{alias}") is None:
+            set_path(data, f"redirectDetails.{alias}", profile.redirects[key])
+    for path, value in (overrides or {}).items():
+        if value is not None:
+            set_path(data, path, value)
+    _refuse_floats(data, "")
+    return CheckoutRequest.from_wire(data)
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+def _refuse_floats(value: Any, path: str) -> None:
+    if isinstance(value, float):
+        raise RequestValidationError(
+            [(path or "(request)", 'write amounts as strings ("12.34"), never as floats')]
+        )
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _refuse_floats(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _refuse_floats(v, f"{path}[{i}]")
+
+
+def checkout(client: GatewayClient, request: CheckoutRequest) -> CheckoutResponse:
+    return client.checkout(request)
+
+
+def lookup(client: GatewayClient, reference: str) -> list[TransactionRecord]:
+    return client.lookup(reference)
+
+
+@dataclass(frozen=True)
+class FollowUpPlan:
+    op: Operation
+    request: FollowUpRequest
+    balance: Balance
+    records: list[TransactionRecord]
+
+    @property
+    def remaining_after(self) -> Decimal:
+        return self.balance.applied(self.op, self.request.amount).remaining(self.op)
+
+
+def derive_reference(reference: str, op: Operation, sequence: int) -> str:
+    """``ORDER-1`` + capture #2 -> ``ORDER-1-CAP2`` (shortened with a hash when too long)."""
+    suffix = f"-{_OP_TAGS[op]}{sequence}"
+    if len(reference) + len(suffix) <= MAX_REFERENCE:
+        return reference + suffix
+    digest = hashlib.sha256(reference.encode()).hexdigest()[:10]
+    keep = MAX_REFERENCE - len(suffix) - len(digest) - 1
+    return f"{reference[:keep]}-{digest}{suffix}"
+
+
+def next_reference(reference: str, op: Operation, records: list[TransactionRecord]) -> str:
+    """The first derived reference not already used by a record of this lookup."""
+    used = {r.client_system_transaction_id for r in records}
+    kind = {"capture": "capture", "refund": "refund", "reverse": "reversal"}[op]
+    sequence = 1 + sum(
+        1
+        for r in records
+        if kind_of(r.type) == kind and r.client_system_transaction_id != reference
+    )
+    candidate = derive_reference(reference, op, sequence)
+    while candidate in used:
+        sequence += 1
+        candidate = derive_reference(reference, op, sequence)
+    return candidate
+
+
+def make_followup_request(
+    profile: Profile,
+    op: Operation,
+    reference: str,
+    new_reference: str,
+    amount: Decimal,
+    currency: str,
+) -> FollowUpRequest:
+    return FollowUpRequest.from_wire(
+        {
+            "merchantId": profile.merchant_id,
+            "storeId": profile.store_id,
+            "userId": profile.user_id,
+            "type": OPERATION_TYPES[op],
+            "amount": amount,
+            "currencyCode": currency,
+            "clientSystemTransactionId": new_reference,
+            "clientSystemInvoiceId": reference,
+            "apmDetails": {"apmProvider": APM_PROVIDER},
+        }
+    )
+
+
+def plan_followup(
+    client: GatewayClient,
+    op: Operation,
+    reference: str,
+    *,
+    amount: str | Decimal | None = None,
+    currency: str | None = None,
+    new_reference: str | None = None,
+) -> FollowUpPlan:
+    """Look ``reference`` up, refuse what the gateway would refuse, build the request."""
+    if currency is not None:
+        try:
+            currency = check_currency(currency)
+        except ValueError as exc:
+            raise RequestValidationError([("--currency", str(exc))]) from None
+    records = client.lookup(reference)
+    balance = balance_from_records(reference, records)
+    wanted: Decimal | None = None
+    if amount is not None:
+        try:
+            wanted = parse_major(amount, currency or balance.currency)
+        except ValueError as exc:
+            raise RequestValidationError([("--amount", str(exc))]) from None
+    to_send = check_followup(balance, op, wanted, currency)
+    new_ref = new_reference or next_reference(reference, op, records)
+    if any(r.client_system_transaction_id == new_ref for r in records):
+        raise RequestValidationError(
+            [("--new-ref", f"{new_ref} is already used by a transaction of {reference}")]
+        )
+    request = make_followup_request(
+        client.profile, op, reference, new_ref, to_send, balance.currency
+    )
+    return FollowUpPlan(op=op, request=request, balance=balance, records=records)
+
+
+def send_followup(client: GatewayClient, plan: FollowUpPlan) -> FollowUpResponse:
+    return client.followup(plan.request)

@@ -1,0 +1,155 @@
+"""``walletctl smoke``: prove a profile, its credentials and its gateway work end to end.
+
+Library first: :func:`run_smoke` runs the selected scenarios against a profile (or a private
+embedded sandbox) and returns a :class:`SmokeReport`; :mod:`.report` turns it into JUnit XML
+or JSON. Exit codes (``SmokeReport.exit_code``): 0 every selected scenario passed,
+10 a scenario failed, 9 credentials refused (the first 401/403 aborts the run), 3 a profile
+problem (raised as ConfigError before anything is sent, or met during the run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from walletctl.ops.smoke.framework import (
+    Reference,
+    RunContext,
+    Scenario,
+    ScenarioResult,
+    SmokeObserver,
+    SmokeReport,
+    Step,
+    StepFailed,
+    StepResult,
+    StepSkipped,
+    check,
+    check_equal,
+    new_run_id,
+    run_scenarios,
+)
+from walletctl.ops.smoke.masking import Masker
+
+if TYPE_CHECKING:
+    import httpx
+
+    from walletctl.config.profile import Profile
+
+__all__ = [
+    "Masker",
+    "Reference",
+    "RunContext",
+    "Scenario",
+    "ScenarioResult",
+    "SmokeObserver",
+    "SmokeOptions",
+    "SmokeReport",
+    "Step",
+    "StepFailed",
+    "StepResult",
+    "StepSkipped",
+    "check",
+    "check_equal",
+    "new_run_id",
+    "run_scenarios",
+    "run_smoke",
+    "smoke_profile",
+]
+
+
+@dataclass
+class SmokeOptions:
+    scenarios: list[str] = field(default_factory=list)  # names; empty = all
+    ref_prefix: str = "smoke"
+    currency: str | None = None
+    amounts: list[str] = field(default_factory=list)  # NAME=VALUE overrides
+    approve_command: str | None = None
+    approve_timeout: float = 300.0
+    settle_timeout: float = 10.0
+    fail_on_skip: bool = False
+    run_id: str | None = None  # generated when None
+
+
+@contextmanager
+def smoke_profile(profile: Profile | None, *, embedded: bool) -> Iterator[Profile]:
+    """The profile to test: the given one, or a private embedded sandbox's for the duration."""
+    if embedded:
+        from walletctl.ops.smoke.target import embedded_sandbox
+
+        fmt = profile.amount_format if profile is not None else "minor"
+        with embedded_sandbox(amount_format=fmt) as sandbox_profile:
+            yield sandbox_profile
+        return
+    if profile is None:
+        from walletctl.errors import ConfigError
+
+        raise ConfigError("no profile selected", hint="pass --profile NAME or --embedded")
+    yield profile
+
+
+def run_smoke(
+    profile: Profile,
+    options: SmokeOptions,
+    *,
+    observer: SmokeObserver | None = None,
+    transport: httpx.BaseTransport | None = None,
+    embedded: bool = False,
+    masker: Masker | None = None,
+) -> SmokeReport:
+    """Run the selected scenarios against ``profile``; never raises for a failing step.
+
+    Raises ConfigError (profile/secret problems found before anything is sent) and UsageError
+    (bad options). ``masker`` collects every secret seen; pass one to mask other output too.
+    """
+    from walletctl.ops.smoke import scenarios as catalogue
+    from walletctl.ops.smoke.target import open_target
+    from walletctl.ops.smoke.transport import ExchangeLog
+
+    selected = catalogue.select(options.scenarios)
+    amounts = catalogue.Amounts().with_overrides(options.amounts)
+    masker = masker if masker is not None else Masker()
+    log = ExchangeLog(masker)
+    ctx = RunContext(
+        run_id=options.run_id or new_run_id(),
+        masker=masker,
+        ref_prefix=_check_prefix(options.ref_prefix),
+        exchanges=log,
+        params={"amounts": amounts},
+    )
+    with open_target(
+        profile,
+        masker,
+        log,
+        currency=options.currency,
+        transport=transport,
+        approve_command=options.approve_command,
+        approve_timeout=options.approve_timeout,
+        settle_timeout=options.settle_timeout,
+        embedded=embedded,
+    ) as target:
+        ctx.target = target
+        info = {
+            "profile": "(embedded sandbox)" if embedded else profile.name,
+            "base_url": profile.base_url,
+            "merchant_id": profile.merchant_id,
+            "store_id": profile.store_id,
+            "currency": target.currency,
+        }
+        return run_scenarios(
+            selected, ctx, observer=observer, target_info=info, fail_on_skip=options.fail_on_skip
+        )
+
+
+def _check_prefix(prefix: str) -> str:
+    import re
+
+    from walletctl.errors import UsageError
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,23}", prefix):
+        raise UsageError(
+            "--ref-prefix: must be 1-24 characters: letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return prefix

@@ -1,0 +1,180 @@
+"""Smoke report writers: JUnit XML (what CI systems read) and a JSON document.
+
+JUnit shape (the de-facto schema read by GitHub/GitLab/Jenkins)::
+
+    <testsuites name tests failures errors skipped time>
+      <testsuite name tests failures errors skipped time timestamp hostname>   one per scenario
+        <properties><property name="reference" value="..."/>...</properties>
+        <testcase name classname time>                                          one per step
+          <failure message type>request/response summary</failure>  | <error ...> | <skipped message/>
+        </testcase>
+        <system-out>references of this scenario</system-out>
+      </testsuite>
+    </testsuites>
+
+Every text has already been masked by the runner; the writers mask again (defence in depth).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from walletctl.ops.smoke.framework import ScenarioResult, SmokeReport, StepResult
+from walletctl.ops.smoke.masking import Masker
+
+REPORT_VERSION = 1
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _clean(text: str, masker: Masker) -> str:
+    return _XML_INVALID.sub("?", masker.text(text))
+
+
+def _secs(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def failure_text(step: StepResult) -> str:
+    """The body of a JUnit failure: the message, then the step's HTTP exchanges."""
+    parts = [step.message or ""]
+    if step.exchanges:
+        parts.append("HTTP exchanges of this step (secrets masked):")
+        parts.extend(ex.summary() for ex in step.exchanges)
+    return "\n".join(parts)
+
+
+def to_junit(report: SmokeReport, masker: Masker) -> str:
+    """The report as a JUnit XML document (UTF-8 text with an XML declaration)."""
+    root = ET.Element("testsuites")
+    root.set("name", "walletctl smoke")
+    root.set("tests", str(len(report.steps)))
+    root.set("failures", str(report.count("failed")))
+    root.set("errors", str(report.count("error")))
+    root.set("skipped", str(report.count("skipped")))
+    root.set("time", _secs(report.duration))
+    hostname = socket.gethostname()
+    for index, scenario in enumerate(report.scenarios):
+        root.append(_suite(scenario, index, report, hostname, masker))
+    ET.indent(root)
+    body = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+
+
+def _suite(
+    scenario: ScenarioResult, index: int, report: SmokeReport, hostname: str, masker: Masker
+) -> ET.Element:
+    suite = ET.Element("testsuite")
+    suite.set("name", scenario.name)
+    suite.set("id", str(index))
+    suite.set("tests", str(len(scenario.steps)))
+    suite.set("failures", str(scenario.count("failed")))
+    suite.set("errors", str(scenario.count("error")))
+    suite.set("skipped", str(scenario.count("skipped")))
+    suite.set("time", _secs(scenario.duration))
+    suite.set("timestamp", (scenario.started_at or report.started_at).replace("+00:00", ""))
+    suite.set("hostname", hostname)
+    props = ET.SubElement(suite, "properties")
+    _prop(props, "run_id", report.run_id)
+    for key, value in report.target.items():
+        _prop(props, f"target.{key}", _clean(value, masker))
+    for ref in scenario.references:
+        _prop(props, "reference", ref)
+    for step in scenario.steps:
+        case = ET.SubElement(suite, "testcase")
+        case.set("name", step.name)
+        case.set("classname", f"walletctl.smoke.{scenario.name}")
+        case.set("time", _secs(step.duration))
+        message = _clean(step.message or "", masker)
+        if step.status in ("failed", "error"):
+            tag = "failure" if step.status == "failed" else "error"
+            node = ET.SubElement(case, tag)
+            node.set("message", message.splitlines()[0] if message else step.status)
+            node.set("type", step.error_type or tag)
+            node.text = _clean(failure_text(step), masker)
+        elif step.status in ("skipped", "pending", "running"):
+            node = ET.SubElement(case, "skipped")
+            node.set("message", message or "not run")
+        elif step.detail:
+            out = ET.SubElement(case, "system-out")
+            out.text = _clean(step.detail, masker)
+    if scenario.references:
+        out = ET.SubElement(suite, "system-out")
+        out.text = "references (walletctl lookup REF):\n" + "\n".join(scenario.references)
+    return suite
+
+
+def _prop(parent: ET.Element, name: str, value: str) -> None:
+    node = ET.SubElement(parent, "property")
+    node.set("name", name)
+    node.set("value", value)
+
+
+def to_data(report: SmokeReport, masker: Masker) -> dict[str, Any]:
+    """The report as one JSON-ready document (its shape is documented in docs/ci.md)."""
+    doc: dict[str, Any] = {
+        "version": REPORT_VERSION,
+        "run_id": report.run_id,
+        "target": report.target,
+        "started_at": report.started_at,
+        "duration": round(report.duration, 4),
+        "status": "passed" if report.exit_code == 0 else "failed",
+        "exit_code": int(report.exit_code),
+        "aborted": report.aborted,
+        "counts": {
+            "scenarios": len(report.scenarios),
+            "steps": len(report.steps),
+            "passed": report.count("passed"),
+            "failed": report.count("failed"),
+            "errors": report.count("error"),
+            "skipped": report.count("skipped"),
+        },
+        "scenarios": [
+            {
+                "name": sc.name,
+                "description": sc.description,
+                "status": sc.status,
+                "duration": round(sc.duration, 4),
+                "references": sc.references,
+                "steps": [
+                    {
+                        "name": st.name,
+                        "status": st.status,
+                        "duration": round(st.duration, 4),
+                        "message": st.message,
+                        "detail": st.detail,
+                        "error_type": st.error_type,
+                        "exchanges": [ex.as_dict() for ex in st.exchanges]
+                        if st.status in ("failed", "error")
+                        else [],
+                    }
+                    for st in sc.steps
+                ],
+            }
+            for sc in report.scenarios
+        ],
+        "references": [
+            {"scenario": r.scenario, "reference": r.reference, "label": r.label}
+            for r in report.references
+        ],
+    }
+    return masker.data(doc)  # type: ignore[no-any-return]
+
+
+def to_json(report: SmokeReport, masker: Masker) -> str:
+    return json.dumps(to_data(report, masker), indent=2, default=str) + "\n"
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a report file (parent directories are created: CI paths like reports/smoke.xml)."""
+    from walletctl.errors import UsageError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write report {path}: {exc.strerror or exc}") from None

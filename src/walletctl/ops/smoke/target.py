@@ -1,0 +1,280 @@
+"""What a smoke run talks to: a profile's gateway (real sandbox or walletctl's embedded one).
+
+:class:`Target` bundles the gateway client (whose transport records every exchange), a plain
+HTTP client for the walletctl sandbox's control routes, and the redirect approver:
+
+1. ``--approve-url-command CMD`` when given: ``CMD <redirectUrl>`` is run (also with
+   ``WALLETCTL_SMOKE_REDIRECT_URL`` / ``WALLETCTL_SMOKE_REFERENCE`` in its environment);
+   exit status 0 means the customer approved.
+2. otherwise the walletctl sandbox's headless approval ``POST /_sandbox/checkouts/{ref}/approve``;
+3. a gateway without that route (404 and no ``/_sandbox/ledger``) needs a person or a browser:
+   the approval step is *skipped with a reason*, and so is the rest of its scenario.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets as _secrets
+import shlex
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from walletctl.config.profile import AuthSettings, Profile
+from walletctl.errors import ConfigError, UsageError
+from walletctl.ops.smoke.framework import StepFailed, StepSkipped
+from walletctl.ops.smoke.masking import Masker
+from walletctl.ops.smoke.transport import ExchangeLog, RecordingTransport
+
+if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.models.records import TransactionRecord
+
+ENV_REDIRECT_URL = "WALLETCTL_SMOKE_REDIRECT_URL"
+ENV_REFERENCE = "WALLETCTL_SMOKE_REFERENCE"
+PENDING = "Pending"
+EMBEDDED_MERCHANT = ("SMOKE-MERCHANT", "SMOKE-STORE", "smoke-bot")
+
+
+@dataclass
+class Target:
+    profile: Profile
+    client: GatewayClient
+    http: httpx.Client  # control routes of a walletctl sandbox (same recording transport)
+    masker: Masker
+    currency: str
+    approve_command: str | None = None
+    approve_timeout: float = 300.0
+    settle_timeout: float = 10.0
+    embedded: bool = False
+    _is_sandbox: bool | None = field(default=None, repr=False)
+
+    # -- approval -------------------------------------------------------------------------
+    def approve(self, reference: str, redirect_url: str) -> str:
+        """Approve the customer's side of a checkout; returns a one-line detail."""
+        if self.approve_command:
+            return self._approve_with_command(reference, redirect_url)
+        path = f"/_sandbox/checkouts/{reference}/approve"
+        response = self._control("POST", path)
+        if response.status_code == 404 and not self.is_walletctl_sandbox():
+            raise StepSkipped(
+                "this gateway has no headless approval (not a walletctl sandbox): a person or "
+                "a browser must approve; pass --approve-url-command CMD to supply an approver"
+            )
+        if response.status_code >= 400:
+            raise StepFailed(
+                f"headless approval of {reference} answered HTTP {response.status_code}: "
+                f"{_error_text(response)}"
+            )
+        return "approved headlessly by the sandbox"
+
+    def is_walletctl_sandbox(self) -> bool:
+        if self._is_sandbox is None:
+            try:
+                probe = self._control("GET", "/_sandbox/ledger")
+                self._is_sandbox = probe.status_code == 200
+            except StepFailed:
+                self._is_sandbox = False
+        return self._is_sandbox
+
+    def _control(
+        self, method: str, path: str, *, params: dict[str, str] | None = None
+    ) -> httpx.Response:
+        try:
+            return self.http.request(method, path, params=params)
+        except httpx.TransportError as exc:
+            raise StepFailed(f"{method} {path}: no answer ({type(exc).__name__})") from None
+
+    def _approve_with_command(self, reference: str, redirect_url: str) -> str:
+        assert self.approve_command is not None
+        argv = [*shlex.split(self.approve_command), redirect_url]
+        env = {**os.environ, ENV_REDIRECT_URL: redirect_url, ENV_REFERENCE: reference}
+        try:
+            done = subprocess.run(
+                argv,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=self.approve_timeout,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise UsageError(
+                f"--approve-url-command: {argv[0]!r} was not found"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise StepFailed(
+                f"the approver command did not finish within {self.approve_timeout:g} s"
+            ) from None
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout or "").strip().splitlines()[-3:]
+            said = (": " + " | ".join(tail)) if tail else ""
+            raise StepFailed(
+                f"the approver command exited with status {done.returncode}{said}"
+            )
+        return "approved by --approve-url-command"
+
+    # -- lookups --------------------------------------------------------------------------
+    def settled_records(self, reference: str) -> list[TransactionRecord]:
+        """Look ``reference`` up, polling while its original is still ``Pending``."""
+        deadline = time.monotonic() + self.settle_timeout
+        delay = 0.2
+        while True:
+            records = self.client.lookup(reference)
+            original = original_record(records, reference)
+            if original is None or original.state != PENDING or time.monotonic() >= deadline:
+                return records
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    def close(self) -> None:
+        self.client.close()
+        self.http.close()
+
+
+def original_record(
+    records: list[TransactionRecord], reference: str
+) -> TransactionRecord | None:
+    for rec in records:
+        if rec.client_system_transaction_id == reference:
+            return rec
+    return None
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        data: Any = response.json()
+    except ValueError:
+        return response.text[:200] or "(empty body)"
+    if isinstance(data, dict):
+        details = data.get("details")
+        message = details.get("message") if isinstance(details, dict) else None
+        return str(message or data.get("description") or data)[:200]
+    return str(data)[:200]
+
+
+def known_secrets(profile: Profile) -> list[str]:
+    """The profile's secrets (resolved now: a missing one is a ConfigError before any step)."""
+    from walletctl.config.secrets import auth_header, service_basic_auth
+
+    found: list[str] = []
+    header = auth_header(profile)
+    if header is not None:
+        found.append(header[1])
+        found.append(header[1].split(" ", 1)[-1])
+    try:
+        service = service_basic_auth(profile)
+    except ConfigError:
+        service = None  # only the browser-wallet scenario needs it; it reports it then
+    if service is not None:
+        import base64
+
+        found.append(service[1])
+        token = service[1].split(" ", 1)[-1]
+        found.append(token)
+        try:
+            found.append(base64.b64decode(token).decode().split(":", 1)[-1])
+        except ValueError:
+            pass
+    if profile.auth.key:
+        found.append(profile.auth.key)
+    return found
+
+
+@contextmanager
+def open_target(
+    profile: Profile,
+    masker: Masker,
+    log: ExchangeLog,
+    *,
+    currency: str | None = None,
+    transport: httpx.BaseTransport | None = None,
+    approve_command: str | None = None,
+    approve_timeout: float = 300.0,
+    settle_timeout: float = 10.0,
+    embedded: bool = False,
+) -> Iterator[Target]:
+    """A :class:`Target` for ``profile`` whose HTTP exchanges go to ``log`` (masked)."""
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.models.money import check_currency
+
+    for secret in known_secrets(profile):
+        masker.add(secret)
+    try:
+        cur = check_currency(currency or profile.currency or "EUR")
+    except ValueError as exc:
+        raise UsageError(f"--currency: {exc}") from None
+    recording = RecordingTransport(transport or httpx.HTTPTransport(), log)
+    client = GatewayClient(profile, transport=recording)
+    headers: dict[str, str] = {"Accept": "application/json"}
+    http = httpx.Client(
+        base_url=profile.base_url.rstrip("/"),
+        transport=recording,
+        timeout=httpx.Timeout(profile.timeout, connect=min(profile.timeout, 10.0)),
+        headers=headers,
+        follow_redirects=False,
+    )
+    target = Target(
+        profile=profile,
+        client=client,
+        http=http,
+        masker=masker,
+        currency=cur,
+        approve_command=approve_command,
+        approve_timeout=approve_timeout,
+        settle_timeout=settle_timeout,
+        embedded=embedded,
+        _is_sandbox=True if embedded else None,
+    )
+    try:
+        yield target
+    finally:
+        target.close()
+
+
+def embedded_profile(url: str, api_key: str, amount_format: str = "minor") -> Profile:
+    """The profile of a private embedded sandbox (inline, per-run random key)."""
+    merchant, store, user = EMBEDDED_MERCHANT
+    return Profile(
+        name="embedded",
+        base_url=url,
+        merchant_id=merchant,
+        store_id=store,
+        user_id=user,
+        amount_format="decimal" if amount_format == "decimal" else "minor",
+        currency="EUR",
+        timeout=15.0,
+        auth=AuthSettings(scheme="PublicApiKey", key=api_key),
+        redirects={
+            "return_url": "https://shop.example/return",
+            "success_url": "https://shop.example/ok",
+            "pending_url": "https://shop.example/pending",
+            "error_url": "https://shop.example/error",
+            "cancel_url": "https://shop.example/cancel",
+            "refused_url": "https://shop.example/refused",
+        },
+    )
+
+
+@contextmanager
+def embedded_sandbox(*, amount_format: str = "minor") -> Iterator[Profile]:
+    """Start a private sandbox on a free loopback port for the duration; yield its profile."""
+    try:
+        from walletctl.sandbox.app import SandboxConfig
+        from walletctl.sandbox.server import EmbeddedSandbox
+    except ImportError as exc:  # pragma: no cover - the sandbox ships with walletctl
+        raise ConfigError(f"the embedded sandbox is not available ({exc})") from None
+    secret = "smoke-" + _secrets.token_urlsafe(18)
+    config = SandboxConfig(
+        amount_format="decimal" if amount_format == "decimal" else "minor",
+        api_key=secret,
+        service_secret=secret,
+        quiet=True,
+    )
+    with EmbeddedSandbox(config) as sandbox:
+        yield embedded_profile(sandbox.url, secret, amount_format)

@@ -1,0 +1,78 @@
+"""Writers for the data formats: one JSON document, NDJSON lines, CSV, or a Rich table.
+
+``--output json`` prints exactly one JSON document on stdout and nothing else.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def to_json(data: Any, *, indent: int | None = 2) -> str:
+    return json.dumps(data, default=_default, indent=indent, ensure_ascii=False)
+
+
+def write_json(data: Any) -> None:
+    sys.stdout.write(to_json(data) + "\n")
+    sys.stdout.flush()
+
+
+def write_ndjson(rows: Iterable[Any]) -> None:
+    for row in rows:
+        sys.stdout.write(to_json(row, indent=None) + "\n")
+    sys.stdout.flush()
+
+
+def write_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> None:
+    cols = list(columns or (rows[0].keys() if rows else []))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(row.get(k)) for k in cols})
+    sys.stdout.write(buf.getvalue())
+    sys.stdout.flush()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, dict | list):
+        return to_json(value, indent=None)
+    return str(value)
+
+
+def emit(
+    fmt: str,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    document: Any = None,
+    columns: Sequence[str] | None = None,
+    table: Any = None,
+) -> None:
+    """Write ``rows`` in ``fmt``; ``document`` (default ``rows``) is the JSON form, ``table``
+    a zero-argument callable that prints the human form."""
+    if fmt == "json":
+        write_json(rows if document is None else document)
+    elif fmt == "ndjson":
+        write_ndjson(rows)
+    elif fmt == "csv":
+        write_csv(rows, columns)
+    elif table is not None:
+        table()
+    else:
+        write_json(rows if document is None else document)

@@ -1,0 +1,84 @@
+"""Transaction records (spec 2.5) as a Rich table, JSON, NDJSON or CSV."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from walletctl.errors import RefusedError
+from walletctl.models.ledger import balance_from_records
+from walletctl.models.money import format_major
+from walletctl.models.records import TransactionRecord
+from walletctl.render.output import emit
+
+STATE_STYLES = {
+    "approved": "green",
+    "pending": "yellow",
+    "errored": "bold red",
+    "declined": "red",
+    "cancelled": "magenta",
+    "expired": "dim",
+}
+CSV_COLUMNS = (
+    "clientSystemTransactionId",
+    "clientSystemInvoiceId",
+    "type",
+    "state",
+    "providerStateCode",
+    "transactionAmount",
+    "currencyCode",
+    "transactionDateTime",
+    "id",
+)
+
+
+def record_dict(record: TransactionRecord) -> dict[str, Any]:
+    """The record in the spec's spelling; ``transactionAmount`` as a major-unit string."""
+    data = record.model_dump(mode="json", by_alias=True)
+    data["transactionAmount"] = format(record.transaction_amount, "f")
+    return data
+
+
+def render_records(records: Sequence[TransactionRecord], fmt: str, reference: str) -> None:
+    rows = [record_dict(r) for r in records]
+    emit(fmt, rows, columns=CSV_COLUMNS, table=lambda: _table(records, reference))
+
+
+def _table(records: Sequence[TransactionRecord], reference: str) -> None:
+    from rich.table import Table
+
+    from walletctl.render.console import out
+
+    table = Table(title=f"Transactions for {reference}", title_justify="left")
+    table.add_column("Reference", no_wrap=True)
+    table.add_column("Type")
+    table.add_column("State")
+    table.add_column("Amount", justify="right", no_wrap=True)
+    table.add_column("Provider state")
+    table.add_column("Date/time (as given)", no_wrap=True)
+    table.add_column("Payer")
+    for rec in records:
+        style = STATE_STYLES.get(rec.state.lower(), "")
+        payer = ""
+        if rec.apm_details is not None:
+            payer = rec.apm_details.apm_payer_email_address or ""
+        table.add_row(
+            rec.client_system_transaction_id,
+            rec.type or "",
+            f"[{style}]{rec.state}[/]" if style else rec.state,
+            format_major(rec.transaction_amount, rec.currency_code.upper()),
+            rec.provider_state_code or "",
+            rec.transaction_date_time or "",
+            payer,
+        )
+    console = out()
+    console.print(table)
+    try:
+        balance = balance_from_records(reference, records)
+    except RefusedError:  # a reference that is itself a follow-up has no balance line
+        return
+    console.print(
+        f"Balance: {balance.summary()}; capturable "
+        f"{format_major(balance.capturable, balance.currency)}, refundable "
+        f"{format_major(balance.refundable, balance.currency)}"
+    )
