@@ -71,7 +71,9 @@ def mask_header(name: str, value: str) -> str:
 def mask_headers(headers: Any, extra_secret_headers: tuple[str, ...] = ()) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, value in headers.items():
-        if name.lower() in {h.lower() for h in extra_secret_headers}:
+        if name.lower() in ("authorization", "proxy-authorization"):
+            out[name] = mask_header(name, value)
+        elif name.lower() in {h.lower() for h in extra_secret_headers}:
             out[name] = mask_secret(value)
         else:
             out[name] = mask_header(name, value)

@@ -45,31 +45,32 @@ def render_records(records: Sequence[TransactionRecord], fmt: str, reference: st
 
 
 def _table(records: Sequence[TransactionRecord], reference: str) -> None:
+    from rich import box
     from rich.table import Table
 
     from walletctl.render.console import out
 
-    table = Table(title=f"Transactions for {reference}", title_justify="left")
+    table = Table(
+        title=f"Transactions for {reference}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     table.add_column("Reference", no_wrap=True)
-    table.add_column("Type")
-    table.add_column("State")
+    table.add_column("Type", no_wrap=True)
+    table.add_column("State", no_wrap=True)
     table.add_column("Amount", justify="right", no_wrap=True)
-    table.add_column("Provider state")
-    table.add_column("Date/time (as given)", no_wrap=True)
-    table.add_column("Payer")
+    table.add_column("Provider state", overflow="fold")
+    table.add_column("Date/time (as given)", overflow="fold")
     for rec in records:
         style = STATE_STYLES.get(rec.state.lower(), "")
-        payer = ""
-        if rec.apm_details is not None:
-            payer = rec.apm_details.apm_payer_email_address or ""
         table.add_row(
             rec.client_system_transaction_id,
-            rec.type or "",
+            (rec.type or "").removeprefix("ecom."),
             f"[{style}]{rec.state}[/]" if style else rec.state,
             format_major(rec.transaction_amount, rec.currency_code.upper()),
             rec.provider_state_code or "",
             rec.transaction_date_time or "",
-            payer,
         )
     console = out()
     console.print(table)

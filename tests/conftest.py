@@ -1,0 +1,36 @@
+"""Root fixtures: every test runs with its own HOME/XDG dirs and no WALLETCTL_* env."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Shared sandbox fixtures (live_sandbox, sandbox_app, ...), see tests/sandbox_fixtures.py.
+pytest_plugins = (
+    ["sandbox_fixtures"] if (Path(__file__).parent / "sandbox_fixtures.py").exists() else []
+)
+
+TEST_API_KEY = "sandbox-api-key"
+
+
+@pytest.fixture(autouse=True)
+def _isolate_user_dirs(tmp_path_factory: pytest.TempPathFactory,
+                       monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    for name in list(os.environ):
+        if name.startswith("WALLETCTL_"):
+            monkeypatch.delenv(name, raising=False)
+    from walletctl.cli.state import ENV
+
+    saved = (ENV.transport, ENV.async_transport, ENV.stdin_isatty, ENV.stdout_isatty)
+    yield
+    ENV.transport, ENV.async_transport, ENV.stdin_isatty, ENV.stdout_isatty = saved
