@@ -6,7 +6,8 @@ JUnit shape (the de-facto schema read by GitHub/GitLab/Jenkins)::
       <testsuite name tests failures errors skipped time timestamp hostname>   one per scenario
         <properties><property name="reference" value="..."/>...</properties>
         <testcase name classname time>                                          one per step
-          <failure message type>request/response summary</failure>  | <error ...> | <skipped message/>
+          <failure message type>request/response summary</failure>
+          (or <error message type>, or <skipped message/>)
         </testcase>
         <system-out>references of this scenario</system-out>
       </testsuite>

@@ -19,7 +19,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +60,11 @@ class Target:
         if self.approve_command:
             return self._approve_with_command(reference, redirect_url)
         path = f"/_sandbox/checkouts/{reference}/approve"
-        response = self._control("POST", path)
+        response = self._control(
+            "POST",
+            path,
+            params={"merchantId": self.profile.merchant_id, "storeId": self.profile.store_id},
+        )
         if response.status_code == 404 and not self.is_walletctl_sandbox():
             raise StepSkipped(
                 "this gateway has no headless approval (not a walletctl sandbox): a person or "
@@ -71,12 +75,13 @@ class Target:
                 f"headless approval of {reference} answered HTTP {response.status_code}: "
                 f"{_error_text(response)}"
             )
-        return "approved headlessly by the sandbox"
+        state = _field(response, "state")
+        return "approved headlessly by the sandbox" + (f" (state {state})" if state else "")
 
     def is_walletctl_sandbox(self) -> bool:
         if self._is_sandbox is None:
             try:
-                probe = self._control("GET", "/_sandbox/ledger")
+                probe = self._control("GET", "/_sandbox/health")
                 self._is_sandbox = probe.status_code == 200
             except StepFailed:
                 self._is_sandbox = False
@@ -146,6 +151,15 @@ def original_record(
     return None
 
 
+def _field(response: httpx.Response, name: str) -> str | None:
+    try:
+        data: Any = response.json()
+    except ValueError:
+        return None
+    value = data.get(name) if isinstance(data, dict) else None
+    return str(value) if value is not None else None
+
+
 def _error_text(response: httpx.Response) -> str:
     try:
         data: Any = response.json()
@@ -177,10 +191,8 @@ def known_secrets(profile: Profile) -> list[str]:
         found.append(service[1])
         token = service[1].split(" ", 1)[-1]
         found.append(token)
-        try:
+        with suppress(ValueError):
             found.append(base64.b64decode(token).decode().split(":", 1)[-1])
-        except ValueError:
-            pass
     if profile.auth.key:
         found.append(profile.auth.key)
     return found
@@ -265,7 +277,7 @@ def embedded_profile(url: str, api_key: str, amount_format: str = "minor") -> Pr
 def embedded_sandbox(*, amount_format: str = "minor") -> Iterator[Profile]:
     """Start a private sandbox on a free loopback port for the duration; yield its profile."""
     try:
-        from walletctl.sandbox.app import SandboxConfig
+        from walletctl.sandbox.config import SandboxConfig
         from walletctl.sandbox.server import EmbeddedSandbox
     except ImportError as exc:  # pragma: no cover - the sandbox ships with walletctl
         raise ConfigError(f"the embedded sandbox is not available ({exc})") from None
