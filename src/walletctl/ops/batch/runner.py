@@ -35,7 +35,6 @@ from walletctl.errors import (
     RefusedError,
     ResponseError,
     UnknownOutcomeError,
-    WalletctlError,
 )
 from walletctl.ops.batch.flow import (
     BACKOFF_INITIAL,
@@ -121,6 +120,8 @@ class RunReport:
     breaker_open: bool = False
     breaker_reason: str | None = None
     fatal: str | None = None  # e.g. credentials refused: every row would fail the same way
+    fatal_code: int | None = None  # the ExitCode for ``fatal``
+    breaker_threshold: int = 0
 
     @property
     def rows(self) -> int:
@@ -143,6 +144,10 @@ class _Stopped(Exception):
 
 class _Done(Exception):
     """The row reached a final state inside a retry loop."""
+
+
+class _Refused(Exception):
+    """The gateway refused a lookup for this row (e.g. HTTP 400): the row is refused."""
 
 
 class _GaveUp(Exception):
@@ -171,7 +176,7 @@ class BatchRunner:
         self.bucket = TokenBucket(options.rate)
         self.breaker = CircuitBreaker(options.max_failures)
         self.pause = Pause()
-        self.report = RunReport()
+        self.report = RunReport(breaker_threshold=options.max_failures)
         self._stopping = False
         self._locks: dict[str, list[Any]] = {}  # ref -> [Lock, users]
         # Rows left 'unknown' this run, per original: counted as applied by later pre-flights.
@@ -253,6 +258,8 @@ class BatchRunner:
                 self._finish(row, "unknown", detail=why)
             else:
                 self._emit(row, "pending", detail=why)
+        except _Refused as exc:
+            self._finish(row, "refused", detail=f"gateway: {exc}")
         except _Done:
             pass
 
@@ -350,10 +357,14 @@ class BatchRunner:
             return _Retry(exc.message)
         self.breaker.success()
         if exc.status in (401, 403):
-            self.report.fatal = exc.message
+            self._fatal(f"{what}: {exc.message}", exc)
             return _Stopped()
-        self.report.fatal = f"{what}: {exc.message}"
-        return _Stopped()
+        return _Refused(f"{what}: {exc.message}")
+
+    def _fatal(self, message: str, exc: GatewayError) -> None:
+        if self.report.fatal is None:
+            self.report.fatal = message
+            self.report.fatal_code = int(exc.exit_code)
 
     async def _send(self, client: Gateway, row: JournalRow) -> None:
         req = self._request(client.profile, row)
@@ -396,7 +407,7 @@ class BatchRunner:
             self.breaker.success()
             if exc.status in (401, 403):
                 self.journal.finish(row.key, "planned", detail=exc.message)
-                self.report.fatal = exc.message
+                self._fatal(exc.message, exc)
                 raise _Stopped from None
             if exc.status == 409:
                 # The reference exists with a different body: never overwrite; look it up.
@@ -426,24 +437,7 @@ class BatchRunner:
         raise _Retry(f"{why} (lookup: absent)")
 
     def _request(self, profile: Profile, row: JournalRow) -> FollowUpRequest:
-        from walletctl.constants import APM_PROVIDER
-        from walletctl.models.followup import (
-            OPERATION_TYPES,
-            ApmRequestDetails,
-            FollowUpRequest,
-        )
-
-        return FollowUpRequest(
-            merchant_id=profile.merchant_id,
-            store_id=profile.store_id,
-            user_id=profile.user_id,
-            type=OPERATION_TYPES[self.opt.op],  # type: ignore[arg-type]
-            amount=row.amount,
-            currency_code=row.currency,
-            client_system_transaction_id=row.new_ref,
-            client_system_invoice_id=row.ref,
-            apm_details=ApmRequestDetails(apm_provider=APM_PROVIDER),
-        )
+        return build_request(profile, self.opt.op, row)
 
     # ---- results -------------------------------------------------------------------------
     def _finish(
@@ -494,5 +488,19 @@ class BatchRunner:
         return "not started: interrupted"
 
 
-def describe_error(exc: WalletctlError) -> str:
-    return exc.message
+def build_request(profile: Profile, op: Op, row: JournalRow) -> FollowUpRequest:
+    """The spec 2.3 request for one row (also what --dry-run prints)."""
+    from walletctl.constants import APM_PROVIDER
+    from walletctl.models.followup import OPERATION_TYPES, ApmRequestDetails, FollowUpRequest
+
+    return FollowUpRequest(
+        merchant_id=profile.merchant_id,
+        store_id=profile.store_id,
+        user_id=profile.user_id,
+        type=OPERATION_TYPES[op],
+        amount=row.amount,
+        currency_code=row.currency,
+        client_system_transaction_id=row.new_ref,
+        client_system_invoice_id=row.ref,
+        apm_details=ApmRequestDetails(apm_provider=APM_PROVIDER),
+    )
