@@ -1,9 +1,276 @@
-"""Placeholder: filled in by its owner."""
+"""``walletctl sandbox``: run the local sandbox gateway, drive it headlessly, run the demo.
+
+Commands: ``serve``, ``reset``, ``approve`` / ``decline`` / ``cancel`` REF, ``ledger``,
+``values``, ``demo``. Nothing heavy is imported at module import (``--help`` stays fast).
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from walletctl.cli.state import get_state
+from walletctl.constants import Env, ExitCode
+from walletctl.errors import WalletctlError
+
+sandbox_app = typer.Typer(
+    name="sandbox",
+    help="Local stateful sandbox gateway (redirect wallet endpoints 1-3, hosted approval "
+    "page, faults, magic test values) and the one-command demo.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+_FAULTS = "Fault injection (loopback only; also per request: X-Sandbox-Fault header)"
+
+
+class DemoFailed(WalletctlError):
+    exit_code = ExitCode.SMOKE_FAILED
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    """Add ``walletctl sandbox ...`` to ``app``."""
+    app.add_typer(sandbox_app, name="sandbox")
+
+
+@sandbox_app.command("serve")
+def serve_cmd(
+    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="Port; 0 picks a free one.", min=0, max=65535)] = 0,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="SQLite file (kept across restarts); default: in memory.",
+                     envvar=Env.SANDBOX_DB, dir_okay=False),
+    ] = None,
+    amount_format: Annotated[
+        str, typer.Option("--amount-format", help="minor (1234) or decimal (12.34) amounts.")
+    ] = "minor",
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", help="Static PublicApiKey accepted for every merchant "
+                     "(default: sandbox-api-key).", envvar="WALLETCTL_SANDBOX_API_KEY"),
+    ] = None,
+    public_url: Annotated[
+        str | None, typer.Option("--public-url", help="Base URL used in redirectUrl links.")
+    ] = None,
+    clock_control: Annotated[
+        bool, typer.Option("--clock-control", help="Enable POST /_sandbox/clock.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Less server logging.")] = False,
+    latency: Annotated[int, typer.Option(help="Added latency, ms.", min=0,
+                                         rich_help_panel=_FAULTS)] = 0,
+    jitter: Annotated[int, typer.Option(help="± jitter on the latency, ms.", min=0,
+                                        rich_help_panel=_FAULTS)] = 0,
+    error_rate: Annotated[float, typer.Option(help="Rate of 5xx before commit (0-1).",
+                                              rich_help_panel=_FAULTS)] = 0.0,
+    error_status: Annotated[int, typer.Option(help="The 5xx status to answer.",
+                                              rich_help_panel=_FAULTS)] = 503,
+    throttle_rate: Annotated[float, typer.Option(help="Rate of 429 answers (0-1).",
+                                                 rich_help_panel=_FAULTS)] = 0.0,
+    retry_after: Annotated[int, typer.Option(help="Retry-After seconds on 429.",
+                                             rich_help_panel=_FAULTS)] = 1,
+    drop_rate: Annotated[float, typer.Option(
+        help="Rate of commit-then-drop-the-connection (0-1).", rich_help_panel=_FAULTS)] = 0.0,
+    error_after_rate: Annotated[float, typer.Option(
+        help="Rate of 5xx after commit (0-1).", rich_help_panel=_FAULTS)] = 0.0,
+    seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.",
+                                             rich_help_panel=_FAULTS)] = None,
+) -> None:
+    """Serve the sandbox gateway until Ctrl-C (prints its URL, then a ready line)."""
+    from walletctl.errors import UsageError
+    from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig
+
+    if amount_format not in ("minor", "decimal"):
+        raise UsageError("--amount-format: must be minor or decimal")
+    try:
+        faults = FaultConfig(
+            latency_ms=latency, jitter_ms=jitter, error_rate=error_rate,
+            error_status=error_status, throttle_rate=throttle_rate, retry_after=retry_after,
+            drop_rate=drop_rate, error_after_rate=error_after_rate, seed=seed,
+        )
+        config = SandboxConfig(
+            db_path=str(db) if db else None,
+            amount_format=amount_format,  # type: ignore[arg-type]
+            faults=faults,
+            public_url=public_url,
+            api_key=api_key or DEFAULT_API_KEY,
+            host=host,
+            allow_clock_control=clock_control,
+            quiet=quiet,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    from walletctl.sandbox.server import serve
+
+    try:
+        serve(host, port, config)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+# -- headless control ----------------------------------------------------------------------
+
+_URL_HELP = "Sandbox base URL (default: the selected profile's base_url)."
+
+
+def _base_url(ctx: typer.Context, url: str | None) -> tuple[str, dict[str, str]]:
+    """The sandbox URL and, when a profile is used, its merchantId/storeId filter."""
+    if url:
+        return url.rstrip("/"), {}
+    prof = get_state(ctx).profile()
+    return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
+
+
+def _call(method: str, url: str, *, params: dict[str, str] | None = None,
+          json_body: Any = None) -> Any:
+    import httpx
+
+    from walletctl.errors import GatewayError, NetworkError, ResponseError
+
+    try:
+        resp = httpx.request(method, url, params=params, json=json_body, timeout=30.0)
+    except httpx.ConnectError:
+        raise NetworkError(f"cannot connect to the sandbox at {url}",
+                           hint="start it with `walletctl sandbox serve`") from None
+    except httpx.HTTPError as exc:
+        raise NetworkError(f"sandbox request failed: {type(exc).__name__}") from None
+    try:
+        data = resp.json()
+    except ValueError:
+        data = None
+    if resp.status_code >= 400:
+        err = data if isinstance(data, dict) else {}
+        details = err.get("details") if isinstance(err.get("details"), dict) else {}
+        raise GatewayError(resp.status_code, code=err.get("code"),
+                           description=err.get("description"),
+                           detail=(details or {}).get("message"), body=data)
+    if data is None:
+        raise ResponseError(f"the sandbox answered HTTP {resp.status_code} without JSON")
+    return data
+
+
+def _emit(ctx: typer.Context, data: Any, line: str) -> None:
+    state = get_state(ctx)
+    if state.output is not None and state.output != "table":
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(line + "\n")
+
+
+def _decide(ctx: typer.Context, ref: str, action: str, url: str | None) -> None:
+    from urllib.parse import quote
+
+    base, params = _base_url(ctx, url)
+    data = _call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
+                 params=params)
+    _emit(ctx, data, f"{data.get('reference', ref)}: {data.get('state')} "
+                     f"({data.get('providerStateCode')}) -> {data.get('redirectUrl')}")
+
+
+@sandbox_app.command("approve")
+def approve_cmd(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
+    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+) -> None:
+    """Approve a pending checkout, as the customer would on the hosted page."""
+    _decide(ctx, ref, "approve", url)
+
+
+@sandbox_app.command("decline")
+def decline_cmd(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
+    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+) -> None:
+    """Decline a pending checkout (state Declined)."""
+    _decide(ctx, ref, "decline", url)
+
+
+@sandbox_app.command("cancel")
+def cancel_cmd(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
+    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+) -> None:
+    """Cancel a pending checkout (state Cancelled)."""
+    _decide(ctx, ref, "cancel", url)
+
+
+@sandbox_app.command("reset")
+def reset_cmd(
+    ctx: typer.Context,
+    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+) -> None:
+    """Delete every transaction and issued key of a running sandbox."""
+    base, _ = _base_url(ctx, url)
+    data = _call("POST", f"{base}/_sandbox/reset")
+    _emit(ctx, data, f"sandbox at {base} reset")
+
+
+@sandbox_app.command("ledger")
+def ledger_cmd(
+    ctx: typer.Context,
+    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+) -> None:
+    """List every transaction a running sandbox holds."""
+    base, _ = _base_url(ctx, url)
+    data = _call("GET", f"{base}/_sandbox/ledger")
+    state = get_state(ctx)
+    if state.output is not None and state.output != "table":
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    cols = ("merchantId", "storeId", "reference", "invoiceReference", "kind", "amount",
+            "currency", "state", "providerStateCode")
+    rows = [[str(t.get(c) if t.get(c) is not None else "") for c in cols]
+            for t in data.get("transactions", [])]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)) + "\n")
+    for r in rows:
+        sys.stdout.write("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + "\n")
+
+
+@sandbox_app.command("values")
+def values_cmd() -> None:
+    """Show the magic test amounts and the default credentials."""
+    from walletctl.sandbox.engine import MAGIC_HELP
+
+    sys.stdout.write("Magic amounts (last two digits of the checkout amount in minor units):\n")
+    for digits, text in MAGIC_HELP.items():
+        sys.stdout.write(f"  ..{digits}  {text}\n")
+    sys.stdout.write(
+        "  other  approved normally\n\n"
+        "Credentials: Authorization: PublicApiKey sandbox-api-key (any merchant); public key "
+        "service Basic <userId>:sandbox-secret.\n"
+        "Faults: X-Sandbox-Fault: latency=50;jitter=10;error-rate=0.2;status=503;"
+        "throttle-rate=0.1;retry-after=1;drop-rate=0.05;error-after-rate=0;seed=7\n"
+    )
+
+
+# -- the demo ------------------------------------------------------------------------------
+
+
+@sandbox_app.command("demo")
+def demo_cmd(
+    keep_going: Annotated[
+        bool, typer.Option("--keep-going", help="Run every step even after a failure.")
+    ] = False,
+) -> None:
+    """Run a full scenario against an embedded sandbox, printing each real command.
+
+    checkout (sale, approve) -> checkout (pre-authorisation, approve) -> capture part ->
+    capture the rest -> refund part -> another pre-authorisation, approve, reverse ->
+    lookup as a table. Then the sandbox stops.
+    """
+    from walletctl.sandbox.scenario import run_demo
+
+    failed = run_demo(sys.stdout, keep_going=keep_going)
+    if failed:
+        raise DemoFailed(f"demo step failed: {failed}")
+

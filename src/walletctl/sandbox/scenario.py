@@ -1,0 +1,124 @@
+"""The one-command demo (``walletctl sandbox demo``): real walletctl commands, real sandbox.
+
+Starts an :class:`~walletctl.sandbox.server.EmbeddedSandbox`, writes a temporary 0600
+profiles file pointing at it (profile ``demo``, key from ``$WALLETCTL_DEMO_KEY``), then runs
+each step as ``python -m walletctl ...`` in a subprocess, echoing the command line like a
+shell transcript followed by its real output. Returns the label of the first failing step
+(``None`` when all passed).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TextIO
+
+from walletctl.constants import Env
+from walletctl.sandbox.config import DEFAULT_API_KEY, SandboxConfig
+from walletctl.sandbox.server import EmbeddedSandbox
+
+DEMO_PROFILE = "demo"
+DEMO_KEY_ENV = "WALLETCTL_DEMO_KEY"
+STEP_TIMEOUT = 120.0
+
+
+def profile_toml(base_url: str, *, name: str = DEMO_PROFILE, key_env: str = DEMO_KEY_ENV,
+                 amount_format: str = "minor") -> str:
+    """A profiles file for a sandbox at ``base_url`` (README "Profiles" format)."""
+    return f"""default_profile = "{name}"
+
+[profiles.{name}]
+base_url = "{base_url}"
+merchant_id = "M-DEMO"
+store_id = "S-01"
+user_id = "demo-user"
+amount_format = "{amount_format}"
+currency = "EUR"
+timeout = 30
+
+[profiles.{name}.auth]
+scheme = "PublicApiKey"
+key_env = "{key_env}"
+
+[profiles.{name}.redirects]
+return_url = "https://shop.example/return"
+success_url = "https://shop.example/ok"
+pending_url = "https://shop.example/pending"
+error_url = "https://shop.example/error"
+cancel_url = "https://shop.example/cancel"
+refused_url = "https://shop.example/refused"
+"""
+
+
+def demo_steps(stamp: str) -> list[tuple[str, list[str]]]:
+    sale, auth, auth2 = (f"ORDER-{stamp}-{s}" for s in ("SALE", "AUTH", "AUTH2"))
+    p = ["-p", DEMO_PROFILE]
+    t = ["-o", "table"]
+    return [
+        ("checkout sale", [*p, *t, "checkout", "--amount", "25.00", "--currency", "EUR",
+                           "--ref", sale, "--type", "sale"]),
+        ("approve sale", [*p, *t, "sandbox", "approve", sale]),
+        ("checkout pre-authorisation", [*p, *t, "checkout", "--amount", "40.00", "--currency",
+                                        "EUR", "--ref", auth, "--type", "preauth"]),
+        ("approve pre-authorisation", [*p, *t, "sandbox", "approve", auth]),
+        ("capture part", [*p, *t, "capture", auth, "--amount", "15.00"]),
+        ("capture the rest", [*p, *t, "capture", auth]),
+        ("refund part", [*p, *t, "refund", auth, "--amount", "5.00", "--yes"]),
+        ("checkout another pre-authorisation", [*p, *t, "checkout", "--amount", "12.50",
+                                                "--currency", "EUR", "--ref", auth2,
+                                                "--type", "preauth"]),
+        ("approve it", [*p, *t, "sandbox", "approve", auth2]),
+        ("reverse it", [*p, *t, "reverse", auth2, "--yes"]),
+        ("lookup", [*p, *t, "lookup", auth]),
+    ]
+
+
+def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None) -> str | None:
+    """Run the demo, writing the transcript to ``out``; the first failed step's label."""
+    failed: str | None = None
+    with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb, \
+            tempfile.TemporaryDirectory(prefix="walletctl-demo-") as tmp:
+        path = Path(tmp) / "profiles.toml"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(profile_toml(sb.url))
+        env = dict(os.environ)
+        for name in list(env):
+            if name.startswith("WALLETCTL_"):
+                env.pop(name)
+        env[Env.CONFIG] = str(path)
+        env[DEMO_KEY_ENV] = DEFAULT_API_KEY
+        env.setdefault("COLUMNS", "150")
+        out.write(f"# embedded sandbox at {sb.url}; profile '{DEMO_PROFILE}' in a temporary "
+                  f"file (WALLETCTL_CONFIG), key from ${DEMO_KEY_ENV}\n")
+        out.flush()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for label, args in demo_steps(stamp):
+            out.write(f"\n$ walletctl {shlex.join(args)}\n")
+            out.flush()
+            try:
+                proc = subprocess.run(
+                    [python or sys.executable, "-m", "walletctl", *args],
+                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                    timeout=STEP_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+                )
+                code, stdout, stderr = proc.returncode, proc.stdout, ""
+            except subprocess.TimeoutExpired:
+                code, stdout, stderr = -1, "", f"timed out after {STEP_TIMEOUT:.0f} s\n"
+            out.write(stdout)
+            if stderr:
+                out.write(stderr)
+            if code != 0:
+                out.write(f"# step '{label}' failed (exit code {code})\n")
+                failed = failed or label
+                if not keep_going:
+                    break
+            out.flush()
+        out.write("\n# sandbox stopped\n" if failed is None else "")
+        out.flush()
+    return failed
