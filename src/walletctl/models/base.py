@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from typing import Any, ClassVar, Self
 
@@ -36,6 +37,8 @@ MONEY_KEYS = frozenset(
 )
 
 _KEY_MAPS: dict[type[BaseModel], dict[str, str]] = {}
+_NAME = r"[A-Za-z][A-Za-z0-9_]*(?:\[\d+\])*"
+_FIELD_PREFIX = re.compile(rf"^{_NAME}(?:\.{_NAME})*$")  # e.g. itemDetails[0].totalAmount
 
 
 def loads(data: bytes | str) -> Any:
@@ -185,7 +188,10 @@ def validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
             msg = "is required"
         elif err["type"] == "extra_forbidden":
             msg = "is not a field of this request"
-        if not path and ": " in msg:
-            path, msg = msg.split(": ", 1)
+        # Model-level rules name their field as a "field.path: rule" prefix: join it to the
+        # location so the problem names the field itself, not the object holding it.
+        head, sep, rest = msg.partition(": ")
+        if sep and _FIELD_PREFIX.match(head):
+            path, msg = (f"{path}.{head}" if path else head), rest
         problems.append((path or "(request)", msg))
     return problems
