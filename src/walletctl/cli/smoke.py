@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
 
-    from walletctl.ops.smoke import ScenarioResult, SmokeReport, StepResult
+    from walletctl.ops.smoke import ScenarioResult, SmokeOptions, SmokeReport, StepResult
 
 _STATUS_STYLE = {
     "pending": ("·", "dim", "pending"),
@@ -112,20 +112,20 @@ def smoke(
     if list_:
         _print_list(catalogue.describe(), as_json)
         return
-    catalogue.select(scenario or [])  # unknown names fail before anything starts
-    report, masker = _run(
-        state,
-        profile,
-        embedded,
-        scenario or [],
-        currency,
-        ref_prefix,
-        amount or [],
-        approve_url_command,
-        approve_timeout,
-        settle_timeout,
-        fail_on_skip,
+    from walletctl.ops.smoke import SmokeOptions, validate_options
+
+    options = SmokeOptions(
+        scenarios=scenario or [],
+        ref_prefix=ref_prefix,
+        currency=currency,
+        amounts=amount or [],
+        approve_command=approve_url_command,
+        approve_timeout=approve_timeout,
+        settle_timeout=settle_timeout,
+        fail_on_skip=fail_on_skip,
     )
+    validate_options(options)  # bad options fail before a sandbox starts or a request is sent
+    report, masker = _run(state, profile, embedded, options)
     from walletctl.ops.smoke.report import to_json, to_junit, write_text
 
     if junit is not None:
@@ -141,31 +141,11 @@ def smoke(
 
 
 def _run(
-    state: Any,
-    profile_name: str | None,
-    embedded: bool,
-    scenarios: list[str],
-    currency: str | None,
-    ref_prefix: str,
-    amounts: list[str],
-    approve_command: str | None,
-    approve_timeout: float,
-    settle_timeout: float,
-    fail_on_skip: bool,
+    state: Any, profile_name: str | None, embedded: bool, options: SmokeOptions
 ) -> tuple[SmokeReport, Any]:
     from walletctl.cli.state import ENV
-    from walletctl.ops.smoke import Masker, SmokeOptions, run_smoke, smoke_profile
+    from walletctl.ops.smoke import Masker, run_smoke, smoke_profile
 
-    options = SmokeOptions(
-        scenarios=scenarios,
-        ref_prefix=ref_prefix,
-        currency=currency,
-        amounts=amounts,
-        approve_command=approve_command,
-        approve_timeout=approve_timeout,
-        settle_timeout=settle_timeout,
-        fail_on_skip=fail_on_skip,
-    )
     base = None
     if not embedded:
         if profile_name is not None:

@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from walletctl.ops.smoke.framework import (
     Reference,
     RunContext,
     Scenario,
     ScenarioResult,
+    ScenarioRun,
     SmokeObserver,
     SmokeReport,
     Step,
@@ -43,6 +44,7 @@ __all__ = [
     "RunContext",
     "Scenario",
     "ScenarioResult",
+    "ScenarioRun",
     "SmokeObserver",
     "SmokeOptions",
     "SmokeReport",
@@ -56,6 +58,7 @@ __all__ = [
     "run_scenarios",
     "run_smoke",
     "smoke_profile",
+    "validate_options",
 ]
 
 
@@ -103,12 +106,10 @@ def run_smoke(
     Raises ConfigError (profile/secret problems found before anything is sent) and UsageError
     (bad options). ``masker`` collects every secret seen; pass one to mask other output too.
     """
-    from walletctl.ops.smoke import scenarios as catalogue
     from walletctl.ops.smoke.target import open_target
     from walletctl.ops.smoke.transport import ExchangeLog
 
-    selected = catalogue.select(options.scenarios)
-    amounts = catalogue.Amounts().with_overrides(options.amounts)
+    selected, amounts = validate_options(options)
     masker = masker if masker is not None else Masker()
     log = ExchangeLog(masker)
     ctx = RunContext(
@@ -140,6 +141,14 @@ def run_smoke(
         return run_scenarios(
             selected, ctx, observer=observer, target_info=info, fail_on_skip=options.fail_on_skip
         )
+
+
+def validate_options(options: SmokeOptions) -> tuple[list[Scenario], Any]:
+    """Check the options before anything starts; returns (scenarios, amounts). UsageError."""
+    from walletctl.ops.smoke import scenarios as catalogue
+
+    _check_prefix(options.ref_prefix)
+    return catalogue.select(options.scenarios), catalogue.Amounts().with_overrides(options.amounts)
 
 
 def _check_prefix(prefix: str) -> str:

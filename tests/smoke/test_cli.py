@@ -1,0 +1,128 @@
+"""`walletctl smoke` through the real app (CliRunner): exit codes, reports, listing, no secrets."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET  # parses only our own report
+from pathlib import Path
+
+from click.testing import Result
+from typer.testing import CliRunner
+
+from walletctl.cli.main import app
+from walletctl.constants import ExitCode
+from walletctl.ops.smoke.scenarios import SCENARIOS
+from walletctl.sandbox.server import EmbeddedSandbox
+
+from .conftest import API_KEY, KEY_ENV, ProfileFactory
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+def assert_no_secret(result: Result, *files: Path, secret: str = API_KEY) -> None:
+    for text in (result.stdout, result.stderr, *(f.read_text() for f in files)):
+        assert secret not in text
+
+
+def test_list_names_every_scenario_with_a_description() -> None:
+    result = invoke("smoke", "--list")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(SCENARIOS)
+    assert all(len(line.split(None, 1)) == 2 for line in lines)
+    data = json.loads(invoke("smoke", "--list", "--json").stdout)
+    assert [d["name"] for d in data] == list(SCENARIOS)
+    assert "partial capture" in data[1]["steps"]
+
+
+def test_embedded_run_passes_and_writes_junit_and_json(tmp_path: Path) -> None:
+    junit, report = tmp_path / "reports" / "smoke.xml", tmp_path / "smoke.json"
+    result = invoke("smoke", "--embedded", "-s", "redirect-sale", "-s", "refusals",
+                    "--junit", str(junit), "--json-file", str(report), "--json")
+    assert result.exit_code == ExitCode.OK, result.output
+    doc = json.loads(result.stdout)  # stdout holds exactly the JSON document
+    assert doc == json.loads(report.read_text())
+    assert [s["name"] for s in doc["scenarios"]] == ["redirect-sale", "refusals"]
+    assert doc["status"] == "passed"
+    assert doc["counts"]["failed"] == 0
+    assert doc["target"]["profile"] == "(embedded sandbox)"
+    assert len(doc["references"]) == 6
+    root = ET.parse(junit).getroot()  # noqa: S314
+    assert root.get("tests") == "10"
+    assert root.get("failures") == "0"
+    assert "PASSED   redirect-sale / checkout" in result.stderr  # CI log lines, not a live view
+    assert f"JUnit report written to {junit}" in result.stderr
+
+
+def test_profile_run_prints_summary_and_references(
+    sandbox: EmbeddedSandbox, write_profile: ProfileFactory, tmp_path: Path
+) -> None:
+    config = write_profile(sandbox.url)
+    junit, report = tmp_path / "j.xml", tmp_path / "r.json"
+    result = invoke("--config", str(config), "smoke", "--profile", "ci", "--ref-prefix", "gh-42",
+                    "-s", "preauth-reversal", "--junit", str(junit), "--json-file", str(report))
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "1 passed, 0 failed, 0 skipped" in result.stdout
+    assert "references (walletctl lookup REF):" in result.stdout
+    refs = [ln.split()[0] for ln in result.stdout.splitlines() if ln.startswith("  gh-42-")]
+    assert len(refs) == 2
+    assert_no_secret(result, junit, report)
+
+
+def test_capture_failure_exits_10_naming_the_scenario(
+    sandbox: EmbeddedSandbox, write_profile: ProfileFactory, tmp_path: Path
+) -> None:
+    config = write_profile(sandbox.url)
+    junit = tmp_path / "j.xml"
+    result = invoke("--config", str(config), "smoke", "-s", "preauth-capture-refund",
+                    "--amount", "preauth=50.02", "--junit", str(junit))
+    assert result.exit_code == ExitCode.SMOKE_FAILED, result.output
+    assert "FAILED   preauth-capture-refund / partial capture" in result.stderr
+    assert "gateway answered HTTP 422" in result.stderr
+    assert "smoke failed: preauth-capture-refund" in result.stderr
+    failure = ET.parse(junit).getroot().find(".//testcase[@name='partial capture']/failure")  # noqa: S314
+    assert failure is not None
+    assert "HTTP 422" in (failure.get("message") or "")
+    assert_no_secret(result, junit)
+
+
+def test_wrong_api_key_exits_9_fast_without_showing_the_key(
+    sandbox: EmbeddedSandbox, write_profile: ProfileFactory, tmp_path: Path
+) -> None:
+    wrong = "wrong-key-but-still-secret-55"
+    config = write_profile(sandbox.url, key=wrong)
+    junit = tmp_path / "j.xml"
+    result = invoke("--config", str(config), "smoke", "--junit", str(junit), "--json")
+    assert result.exit_code == ExitCode.AUTH, result.output
+    assert "smoke run aborted: credentials refused" in result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["counts"]["failed"] == 1
+    assert doc["counts"]["passed"] == 0
+    assert doc["exit_code"] == 9
+    assert_no_secret(result, junit, secret=wrong)
+
+
+def test_missing_secret_is_a_config_error(
+    sandbox: EmbeddedSandbox, write_profile: ProfileFactory, monkeypatch: object
+) -> None:
+    config = write_profile(sandbox.url, key=None)
+    result = invoke("--config", str(config), "smoke")
+    assert result.exit_code == ExitCode.CONFIG, result.output
+    assert KEY_ENV in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_no_profile_at_all_is_a_config_error(tmp_path: Path) -> None:
+    result = invoke("--config", str(tmp_path / "none.toml"), "smoke")
+    assert result.exit_code == ExitCode.CONFIG, result.output
+
+
+def test_unknown_scenario_and_bad_prefix_are_usage_errors() -> None:
+    result = invoke("smoke", "--embedded", "-s", "nope")
+    assert result.exit_code == ExitCode.USAGE
+    assert "unknown scenario 'nope'" in result.stderr
+    result = invoke("smoke", "--embedded", "--ref-prefix", "bad prefix!")
+    assert result.exit_code == ExitCode.USAGE
+    assert "--ref-prefix" in result.stderr
