@@ -1,0 +1,221 @@
+"""Shared sandbox fixtures (a pytest plugin; the root conftest loads it via ``pytest_plugins``).
+
+Fixtures (all function-scoped, each sandbox has its own in-memory ledger):
+
+``sandbox_clock`` -> :class:`FakeClock`
+    A settable clock (aware UTC). ``sandbox_clock.advance(seconds)`` moves time on; the
+    ``sandbox_config`` below uses it, so link expiry is testable without sleeping.
+``sandbox_config`` -> ``SandboxConfig``
+    In-memory DB, ``amount_format="minor"``, static key ``sandbox-api-key``, no faults,
+    ``sandbox_clock`` as its clock, clock control enabled.
+``sandbox_app`` -> ``FastAPI``
+    ``create_app(sandbox_config)``. Its ledger: ``walletctl.sandbox.app.store_of(app)``.
+``sandbox_client`` -> ``starlette.testclient.TestClient``
+    In-process client for ``sandbox_app`` with ``Authorization: PublicApiKey
+    sandbox-api-key`` preset (pass ``headers={"Authorization": ...}`` to override).
+``live_sandbox`` -> ``EmbeddedSandbox``
+    The sandbox on a real loopback port (``.url``, ``.app``, ``.store``, ``.config``);
+    stopped after the test.
+``sandbox_profile_file`` -> ``pathlib.Path``
+    A 0600 profiles TOML whose ``default_profile`` is ``sandbox``, pointing at
+    ``live_sandbox`` (merchant ``M-1001``, store ``S-01``, user ``ops-bot``, EUR, minor
+    amounts, redirect URLs set); the key comes from ``$WALLETCTL_TEST_KEY`` (set here with
+    monkeypatch). Use with ``walletctl --config PATH -p sandbox ...``.
+``checkout_body`` -> callable
+    ``checkout_body(ref, amount="1234", type="ecom.sale", **overrides)``: a valid spec 2.1
+    body (wire format, minor units) for merchant ``M-1001`` / store ``S-01``.
+``followup_body`` -> callable
+    ``followup_body(ref, invoice, op, amount)``: a valid spec 2.3 body (``op`` = capture |
+    refund | reverse; ``amount`` in minor units).
+
+Constants: ``SANDBOX_API_KEY``, ``AUTH_HEADERS``, ``MERCHANT_ID``, ``STORE_ID``, ``USER_ID``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.testclient import TestClient
+
+    from walletctl.sandbox.config import SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+SANDBOX_API_KEY = "sandbox-api-key"
+AUTH_HEADERS = {"Authorization": f"PublicApiKey {SANDBOX_API_KEY}"}
+MERCHANT_ID = "M-1001"
+STORE_ID = "S-01"
+USER_ID = "ops-bot"
+TEST_KEY_ENV = "WALLETCTL_TEST_KEY"
+
+_OPS = {"capture": "ecom.capture", "refund": "ecom.refund",
+        "reverse": "ecom.reversalPreauthorization"}
+
+
+class FakeClock:
+    """A manual clock for the sandbox: ``clock()`` returns the current fake time."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2024, 5, 1, 10, 20, 30, 123456, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def make_checkout_body(ref: str, amount: str = "1234", type: str = "ecom.sale",
+                       **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "merchantId": MERCHANT_ID,
+        "storeId": STORE_ID,
+        "userId": USER_ID,
+        "type": type,
+        "amount": amount,
+        "currencyCode": "EUR",
+        "clientSystemTransactionId": ref,
+        "checkoutDetails": {
+            "paymentMethod": "WalletV2",
+            "cardholderFirstName": "Ada",
+            "cardholderLastName": "Lovelace",
+            "cardholderEmail": "ada@example.com",
+        },
+        "addressDetails": {
+            "billingAddress": {"houseNumber": "1", "street": "Main St", "city": "Berlin",
+                               "zipPostalCode": "10115", "countryCode": "DEU"},
+            "shippingAddress": {"firstName": "Ada", "lastName": "Lovelace", "street": "Main St",
+                                "city": "Berlin", "countryCode": "DEU"},
+        },
+        "redirectDetails": {
+            "returnUrl": "https://shop.example/return",
+            "successUrl": "https://shop.example/ok",
+            "pendingUrl": "https://shop.example/pending",
+            "errorUrl": "https://shop.example/error",
+            "cancelUrl": "https://shop.example/cancel",
+            "refusedUrl": "https://shop.example/refused",
+        },
+    }
+    body.update(overrides)
+    return body
+
+
+def make_followup_body(ref: str, invoice: str, op: str, amount: str,
+                       **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "merchantId": MERCHANT_ID,
+        "storeId": STORE_ID,
+        "userId": USER_ID,
+        "type": _OPS[op],
+        "amount": amount,
+        "currencyCode": "EUR",
+        "clientSystemTransactionId": ref,
+        "clientSystemInvoiceId": invoice,
+        "apmDetails": {"apmProvider": "WalletV2"},
+    }
+    body.update(overrides)
+    return body
+
+
+def profile_toml(base_url: str, *, name: str = "sandbox", key_env: str = TEST_KEY_ENV,
+                 amount_format: str = "minor") -> str:
+    return f"""default_profile = "{name}"
+
+[profiles.{name}]
+base_url = "{base_url}"
+merchant_id = "{MERCHANT_ID}"
+store_id = "{STORE_ID}"
+user_id = "{USER_ID}"
+amount_format = "{amount_format}"
+currency = "EUR"
+timeout = 10
+
+[profiles.{name}.auth]
+scheme = "PublicApiKey"
+key_env = "{key_env}"
+
+[profiles.{name}.redirects]
+return_url = "https://shop.example/return"
+success_url = "https://shop.example/ok"
+pending_url = "https://shop.example/pending"
+error_url = "https://shop.example/error"
+cancel_url = "https://shop.example/cancel"
+refused_url = "https://shop.example/refused"
+"""
+
+
+def write_private(path: Path, text: str) -> Path:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
+@pytest.fixture
+def sandbox_clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def sandbox_config(sandbox_clock: FakeClock) -> SandboxConfig:
+    from walletctl.sandbox.config import SandboxConfig
+
+    return SandboxConfig(clock=sandbox_clock, allow_clock_control=True, quiet=True)
+
+
+@pytest.fixture
+def sandbox_app(sandbox_config: SandboxConfig) -> Iterator[FastAPI]:
+    from walletctl.sandbox.app import create_app, store_of
+
+    app = create_app(sandbox_config)
+    yield app
+    store_of(app).close()
+
+
+def client_class() -> type[TestClient]:
+    """``starlette.testclient.TestClient``, imported without its httpx2 deprecation warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+    return TestClient
+
+
+@pytest.fixture
+def sandbox_client(sandbox_app: FastAPI) -> Iterator[TestClient]:
+    with client_class()(sandbox_app, headers=AUTH_HEADERS) as client:
+        yield client
+
+
+@pytest.fixture
+def live_sandbox() -> Iterator[EmbeddedSandbox]:
+    from walletctl.sandbox.config import SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    with EmbeddedSandbox(SandboxConfig(quiet=True)) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture
+def sandbox_profile_file(live_sandbox: EmbeddedSandbox, tmp_path: Path,
+                         monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(TEST_KEY_ENV, SANDBOX_API_KEY)
+    return write_private(tmp_path / "profiles.toml", profile_toml(live_sandbox.url))
+
+
+@pytest.fixture
+def checkout_body() -> Callable[..., dict[str, Any]]:
+    return make_checkout_body
+
+
+@pytest.fixture
+def followup_body() -> Callable[..., dict[str, Any]]:
+    return make_followup_body
