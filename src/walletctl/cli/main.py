@@ -8,25 +8,86 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:
-    from typer._click.core import Context as ClickContext
+    from click import Context as ClickContext
 
 from walletctl import __version__
 from walletctl.cli.state import get_state
 from walletctl.constants import Env, ExitCode
 
-# Command groups, in --help order. Each module defines register(app: typer.Typer).
-COMMAND_MODULES = ("checkout", "followup", "lookup", "walletpay", "profile", "sandbox", "smoke")
+# click's exceptions (usage errors, --help exits) pass through the boundary untouched.
+_PASS_THROUGH: tuple[type[BaseException], ...] = (
+    typer.Exit,
+    typer.Abort,
+    *(c for c in typer.BadParameter.__mro__ if c.__name__ in ("ClickException", "TyperException")),
+)
+
+# Every command, in --help order: name -> (module under walletctl.cli, one-line help).
+# Modules are imported only when their command runs, so `walletctl --help`/`--version` stay
+# cheap; tests/project/test_cli_layout.py keeps these help lines equal to the real ones.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "checkout": (
+        "checkout",
+        "Create a checkout (spec 2.1) and print the redirect URL for the customer.",
+    ),
+    "capture": ("followup", "Capture an approved pre-authorisation (default: all that remains)."),
+    "refund": (
+        "followup",
+        "Refund a captured sale or pre-authorisation (default: all still refundable).",
+    ),
+    "reverse": ("followup", "Reverse (release) an uncaptured pre-authorisation."),
+    "lookup": (
+        "lookup",
+        "Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV.",
+    ),
+    "keys": ("walletpay", ""),
+    "account": ("walletpay", ""),
+    "authorize": ("walletpay", ""),
+    "smoke": ("smoke", ""),
+    "sandbox": ("sandbox", ""),
+    "profile": ("profile", ""),
+}
+COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
+
+
+def load_command(name: str) -> Any:
+    """Import the module of ``name`` and build its click command (None when unknown)."""
+    entry = COMMANDS.get(name)
+    if entry is None:
+        return None
+    module = importlib.import_module(f"walletctl.cli.{entry[0]}")
+    holder = typer.Typer(rich_markup_mode=None)
+    module.register(holder)
+    if not (holder.registered_commands or holder.registered_groups):
+        return None
+    built = typer.main.get_command(holder)
+    commands = getattr(built, "commands", None)
+    if commands is not None and name in commands:
+        return commands[name]
+    return built if built.name == name else None
 
 
 class _BoundaryGroup(TyperGroup):
-    """The error boundary: domain errors become one stderr line and their exit code."""
+    """The root group: lazy subcommands, and the error boundary (domain errors become one
+    stderr line and their exit code)."""
+
+    def list_commands(self, ctx: ClickContext) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: ClickContext, cmd_name: str) -> Any:
+        return load_command(cmd_name)
+
+    def format_commands(self, ctx: ClickContext, formatter: Any) -> None:
+        rows = [(name, help_line) for name, (_, help_line) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: ClickContext) -> object:
         from walletctl.errors import WalletctlError
@@ -41,21 +102,19 @@ class _BoundaryGroup(TyperGroup):
         except KeyboardInterrupt:
             _report("interrupted", None)
             ctx.exit(int(ExitCode.INTERRUPTED))
-        except (typer.Exit, typer.Abort, typer.TyperException):
+        except _PASS_THROUGH:
             raise
         except Exception as exc:  # a bug: never a traceback (it could show secrets) unless --debug
             if _debug_enabled(ctx):
                 raise
-            _report(
-                f"internal error: {type(exc).__name__}", "run again with --debug and report it"
-            )
+            _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
             ctx.exit(int(ExitCode.ERROR))
         return None
 
 
 def _debug_enabled(ctx: ClickContext) -> bool:
     state = ctx.find_root().obj
-    if getattr(state, "debug", False):
+    if getattr(state, "debug", False) or "--debug" in sys.argv:
         return True
     return os.environ.get(Env.DEBUG, "") not in ("", "0")
 
@@ -94,8 +153,9 @@ def main(
     output: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
-            "--output", "-o", help="table | json | ndjson | csv (default: table on a terminal, "
-            "json when piped)."
+            "--output",
+            "-o",
+            help="table | json | ndjson | csv (default: table on a terminal, json when piped).",
         ),
     ] = None,
     verbose: Annotated[
@@ -103,12 +163,12 @@ def main(
     ] = False,
     timeout: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--timeout", help="Request timeout in seconds (overrides the profile).",
-                     min=0.1),
+        typer.Option(
+            "--timeout", help="Request timeout in seconds (overrides the profile).", min=0.1
+        ),
     ] = None,
     debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.",
-                           envvar=Env.DEBUG)
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.", envvar=Env.DEBUG)
     ] = False,
     version: Annotated[
         bool,
@@ -128,10 +188,6 @@ def main(
     state.verbose = verbose
     state.timeout = timeout
     state.debug = debug
-
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"walletctl.cli.{_name}").register(app)
 
 
 def _report(message: str, hint: str | None) -> None:
