@@ -5,6 +5,7 @@ Heavy imports (Rich tables, tomli-w, pydantic) happen inside the commands only.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,6 +15,7 @@ from walletctl.cli.state import ENV, OutputFormat, get_state
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile, ProfilesFile
+    from walletctl.errors import WalletctlError
 
 profile_app = typer.Typer(
     help="Manage merchant profiles (the TOML profiles file).",
@@ -399,7 +401,20 @@ def remove(
 # --------------------------------------------------------------------------- check
 
 
-def _check_profile(profile: Profile) -> list[tuple[str, bool, str]]:
+@dataclass(frozen=True)
+class _Check:
+    profile: str | None  # None for checks of the file itself
+    check: str
+    ok: bool
+    detail: str
+    hint: str | None = None
+
+    @classmethod
+    def failed(cls, profile: str | None, check: str, exc: WalletctlError) -> _Check:
+        return cls(profile, check, False, exc.message, exc.hint)
+
+
+def _check_profile(profile: Profile) -> list[_Check]:
     from walletctl.config.secrets import (
         auth_header,
         resolve_secret_with_source,
@@ -407,29 +422,28 @@ def _check_profile(profile: Profile) -> list[tuple[str, bool, str]]:
     )
     from walletctl.errors import ConfigError
 
-    results: list[tuple[str, bool, str]] = []
-    if profile.auth.scheme == "none" and not profile.auth.has_source:
-        results.append(("secret", True, "none needed (scheme none)"))
+    name = profile.name
+    results: list[_Check] = [_Check(name, "profile", True, "settings valid")]
+    auth = profile.auth
+    if auth.scheme == "none" and not auth.has_source:
+        results.append(_Check(name, "secret", True, "none needed (scheme none)"))
     else:
+        stage = "secret"
         try:
             _, source = resolve_secret_with_source(profile)
-            results.append(("secret", True, f"found in {source}"))
+            results.append(_Check(name, stage, True, f"found in {source}"))
+            stage = "auth header"
+            header = auth_header(profile)
+            shown = "none" if header is None else f"{header[0]}: {auth.scheme} ****"
+            results.append(_Check(name, stage, True, shown))
         except ConfigError as exc:
-            results.append(("secret", False, exc.message))
-        else:
-            try:
-                header = auth_header(profile)
-                shown = "none" if header is None else f"{header[0]}: {profile.auth.scheme} ****"
-                results.append(("auth header", True, shown))
-            except ConfigError as exc:
-                results.append(("auth header", False, exc.message))
-    auth = profile.auth
+            results.append(_Check.failed(name, stage, exc))
     if auth.service_secret_env or auth.service_secret_file:
         try:
             service_basic_auth(profile)
-            results.append(("service secret", True, "found"))
+            results.append(_Check(name, "service secret", True, "found"))
         except ConfigError as exc:
-            results.append(("service secret", False, exc.message))
+            results.append(_Check.failed(name, "service secret", exc))
     return results
 
 
@@ -446,6 +460,7 @@ def check(
     """Check a profile offline: file parses, permissions, secret found, auth header builds.
 
     Prints one line per check (ok / FAIL); exits with the config exit code when one fails.
+    Nothing is sent to the gateway.
     """
     from walletctl.config.profile import display_path
     from walletctl.config.store import config_path, load_file, select_profile
@@ -453,62 +468,55 @@ def check(
 
     state = get_state(ctx)
     path = config_path(state.config_path)
-    results: list[tuple[str, str, bool, str]] = []  # (profile, check, ok, detail)
+    results: list[_Check] = []
 
     def finish() -> None:
         _print_checks(results, state.output_format)
-        failed = [r for r in results if not r[2]]
+        failed = [r for r in results if not r.ok]
         if failed:
-            raise ConfigError(f"profile check failed: {len(failed)} problem(s)", hint=failed[0][3])
+            raise ConfigError(
+                f"profile check failed: {len(failed)} problem(s)",
+                hint=failed[0].hint or failed[0].detail,
+            )
 
     try:
         pf = load_file(path, check_permissions=False)
     except ConfigError as exc:
-        results.append(("", "file", False, exc.message))
+        results.append(_Check.failed(None, "file", exc))
         return finish()
-    results.append(("", "file", True, f"{display_path(path)} parses"))
+    results.append(_Check(None, "file", True, f"{display_path(path)} parses"))
     if pf.mode is not None:
         if pf.holds_inline_secret and pf.mode & 0o077:
-            results.append(
-                (
-                    "",
-                    "permissions",
-                    False,
-                    f"{pf.mode:04o} is too open for a file holding a secret (chmod 600 {path})",
-                )
-            )
+            detail = f"{pf.mode:04o} is too open for a file holding a secret"
+            results.append(_Check(None, "permissions", False, detail, f"chmod 600 {path}"))
         else:
             note = "" if pf.holds_inline_secret else " (no inline secret)"
-            results.append(("", "permissions", True, f"{pf.mode:04o}{note}"))
+            results.append(_Check(None, "permissions", True, f"{pf.mode:04o}{note}"))
     if all_profiles:
         selected = list(pf.profiles.values())
         if not selected:
-            results.append(("", "profiles", False, f"no profiles in {path}"))
+            results.append(_Check(None, "profiles", False, f"no profiles in {path}"))
     else:
         try:
             selected = [select_profile(pf, name or state.profile_name)]
         except ConfigError as exc:
-            results.append(("", "profile", False, exc.message))
+            results.append(_Check.failed(None, "profile", exc))
             return finish()
     for profile in selected:
-        results.append((profile.name, "profile", True, "settings valid"))
-        results.extend((profile.name, *r) for r in _check_profile(profile))
+        results.extend(_check_profile(profile))
     return finish()
 
 
-def _print_checks(results: list[tuple[str, str, bool, str]], fmt: OutputFormat) -> None:
+def _print_checks(results: list[_Check], fmt: OutputFormat) -> None:
     if fmt != "table":
-        rows = [
-            {"profile": p or None, "check": c, "ok": ok, "detail": d} for p, c, ok, d in results
-        ]
-        _emit_rows(rows, fmt, "")
+        _emit_rows([asdict(r) for r in results], fmt, "")
         return
     from rich.markup import escape
 
     from walletctl.render.console import out
 
     console = out()
-    for prof, name, ok, detail in results:
-        status = "[green]ok  [/green]" if ok else "[bold red]FAIL[/bold red]"
-        label = f"{prof}: {name}" if prof else name
-        console.print(f"{status} {escape(label)}: {escape(detail)}", soft_wrap=True)
+    for r in results:
+        status = "[green]ok  [/green]" if r.ok else "[bold red]FAIL[/bold red]"
+        label = f"{r.profile}: {r.check}" if r.profile else r.check
+        console.print(f"{status} {escape(label)}: {escape(r.detail)}", soft_wrap=True)

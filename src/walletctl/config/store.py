@@ -21,11 +21,9 @@ through a temporary file and an atomic rename, so a crash never leaves half a fi
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
-import shlex
 import stat
 import tomllib
 from dataclasses import dataclass
@@ -141,6 +139,8 @@ def check_private(path: Path, mode: int | None = None, *, location: str | None =
     if mode is None:
         mode = file_mode(path)
     if _too_open(mode):
+        import shlex
+
         assert mode is not None
         raise ConfigError(
             f"permissions {mode:04o} for '{path}' are too open; it holds a secret",
@@ -172,6 +172,8 @@ class _Parser:
     def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], location: str) -> None:
         for key in table:
             if key not in allowed:
+                import difflib
+
                 close = difflib.get_close_matches(str(key), allowed, n=1)
                 hint = (
                     f"did you mean '{close[0]}'?"
