@@ -101,6 +101,11 @@ class TokenBucket:
 class CircuitBreaker:
     """Opens after ``threshold`` consecutive gateway failures; any success resets the count.
 
+    A failure is an OPERATION (a row's lookup or send) that still failed after all its
+    retries, not a single 5xx: under a 20-30% fault rate, answers complete out of order and
+    cheap error answers bunch together, so counting single requests trips on a gateway
+    that is in fact working. Definitive answers (2xx, 4xx) count as successes.
+
     Once open it stays open for the rest of the run: no new row is started, rows in flight
     finish, and what is left is reported (re-run the command to continue).
     """

@@ -242,7 +242,7 @@ class BatchRunner:
         client = self.gateway_for(row.profile)
         try:
             records = await self._lookup(client, row.ref)
-            if await self._record_if_found(row, records):
+            if self._record_if_found(row, records):
                 return
             if self.opt.preflight:
                 refusal = self._preflight(row, records)
@@ -275,9 +275,7 @@ class BatchRunner:
             return f"pre-flight: {exc.message}"
         return None
 
-    async def _record_if_found(
-        self, row: JournalRow, records: Sequence[TransactionRecord]
-    ) -> bool:
+    def _record_if_found(self, row: JournalRow, records: Sequence[TransactionRecord]) -> bool:
         """If the gateway already holds our reference, journal its outcome (no re-send)."""
         for rec in records:
             if rec.client_system_transaction_id == row.new_ref:
@@ -338,11 +336,12 @@ class BatchRunner:
                             return []
                         raise self._classify(exc, f"lookup {reference}") from None
                     except (NetworkError, UnknownOutcomeError, ResponseError) as exc:
-                        self.breaker.failure(f"lookup {reference}: {exc.message}")
                         raise _Retry(exc.message) from None
                     self.breaker.success()
                     return records
         except _Retry as exc:
+            if not self.halted:
+                self.breaker.failure(f"lookup {reference}: {exc.why}")
             raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -353,7 +352,6 @@ class BatchRunner:
             self.pause.extend(ra if ra is not None else self.opt.backoff_initial)
             return _Retry("HTTP 429", retry_after=ra, throttled=True)
         if exc.status >= 500:
-            self.breaker.failure(f"{what}: {exc.message}")
             return _Retry(exc.message)
         self.breaker.success()
         if exc.status in (401, 403):
@@ -373,6 +371,8 @@ class BatchRunner:
                 with attempt:
                     await self._attempt(client, row, req)
         except _Retry as exc:
+            if not self.halted:
+                self.breaker.failure(f"{self.opt.op} {row.new_ref}: {exc.why}")
             current = self.journal.get(row.key)
             state = current.state if current else "planned"
             if state in ("sent", "unknown"):
@@ -387,12 +387,9 @@ class BatchRunner:
             resp = await client.followup(req)
         except NetworkError as exc:  # the connection was never made: nothing was sent
             self.journal.finish(row.key, "planned", detail=exc.message)
-            self.breaker.failure(exc.message)
             raise _Retry(exc.message) from None
         except (UnknownOutcomeError, ResponseError) as exc:
             self.journal.finish(row.key, "unknown", detail=exc.message)
-            if isinstance(exc, UnknownOutcomeError):
-                self.breaker.failure(exc.message)
             await self._reconcile(client, row, settle=True, why=exc.message)
         except GatewayError as exc:
             if exc.status == 429:  # throttled before anything was stored
@@ -402,7 +399,6 @@ class BatchRunner:
                 raise _Retry("HTTP 429", retry_after=ra, throttled=True) from None
             if exc.status >= 500:
                 self.journal.finish(row.key, "unknown", detail=exc.message)
-                self.breaker.failure(exc.message)
                 await self._reconcile(client, row, settle=False, why=exc.message)
             self.breaker.success()
             if exc.status in (401, 403):
@@ -412,7 +408,7 @@ class BatchRunner:
             if exc.status == 409:
                 # The reference exists with a different body: never overwrite; look it up.
                 self.journal.finish(row.key, "unknown", detail=exc.message)
-                if await self._record_if_found(row, await self._lookup(client, row.new_ref)):
+                if self._record_if_found(row, await self._lookup(client, row.new_ref)):
                     raise _Done from None
             self._finish(row, "refused", detail=f"gateway: {exc.message}")
             raise _Done from None
@@ -426,11 +422,11 @@ class BatchRunner:
         self, client: Gateway, row: JournalRow, *, settle: bool, why: str
     ) -> NoReturn:
         """The outcome is unclear: look the new reference up. Found -> _Done; absent -> _Retry."""
-        records = await self._lookup(client, row.new_ref)
-        if not await self._record_if_found(row, records) and settle and self.opt.settle > 0:
+        found = self._record_if_found(row, await self._lookup(client, row.new_ref))
+        if not found and settle and self.opt.settle > 0:
             await asyncio.sleep(self.opt.settle)
-            records = await self._lookup(client, row.new_ref)
-        if await self._record_if_found(row, records):
+            found = self._record_if_found(row, await self._lookup(client, row.new_ref))
+        if found:
             raise _Done
         # Proven absent: the row was never applied. Back to planned, send again (same ref).
         self.journal.finish(row.key, "planned", detail=f"absent after: {why}")
