@@ -19,9 +19,8 @@ from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Self
 
-import httpx
-
 from walletctl import __version__
+from walletctl.client._httpx import httpx
 from walletctl.config.profile import Profile
 from walletctl.errors import (
     AuthError,
@@ -255,6 +254,7 @@ def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError
         elif isinstance(details, str):
             detail = details
     status = response.status_code
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
     hint = None
     if status in (401, 403):
         hint = "check the profile's credentials (`walletctl profile check`)"
@@ -263,7 +263,8 @@ def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError
     elif status >= 500 and call.moves_money and call.reference:
         hint = f"check with `walletctl lookup {call.reference}` before trying again"
     elif status == 429:
-        hint = "the gateway is rate limiting: wait and try again"
+        wait = "" if retry_after is None else f" {retry_after:g} s (Retry-After)"
+        hint = f"the gateway is rate limiting: wait{wait} and try again"
     cls = AuthError if status in (401, 403) else GatewayError
     return cls(
         status,
@@ -272,7 +273,7 @@ def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError
         detail=detail,
         hint=hint,
         body=mask_body(body),
-        retry_after=parse_retry_after(response.headers.get("Retry-After")),
+        retry_after=retry_after,
     )
 
 
