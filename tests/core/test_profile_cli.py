@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from click.testing import Result
+from typer.testing import CliRunner
 
 from walletctl.cli.main import app
 from walletctl.cli.state import ENV
@@ -550,3 +551,35 @@ def test_sample_configs_pass_profile_check_with_their_env(monkeypatch: pytest.Mo
     result = run("--config", str(sample), "-o", "table", "profile", "check")
     assert result.exit_code == ExitCode.OK, result.output
     assert ENV_SECRET not in result.output
+
+
+def test_check_reports_a_header_that_cannot_be_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[profiles.b]\nbase_url = "https://gw.example"\nmerchant_id = "m"\nstore_id = "s"\n'
+        'user_id = "a:b"\n[profiles.b.auth]\nscheme = "Basic"\nkey_env = "B_KEY"\n'
+    )
+    monkeypatch.setenv("B_KEY", ENV_SECRET)
+    result = run("--config", str(path), "-o", "json", "profile", "check")
+    assert result.exit_code == ExitCode.CONFIG, result.output
+    checks = {r["check"]: r for r in json.loads(result.stdout)}
+    assert checks["secret"]["ok"] is True
+    assert checks["auth header"]["ok"] is False
+    assert "must not contain ':'" in checks["auth header"]["detail"]
+    assert ENV_SECRET not in result.output
+
+
+def test_check_scheme_none(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[profiles.open]\nbase_url = "http://127.0.0.1:1"\nmerchant_id = "m"\nstore_id = "s"\n'
+        'user_id = "u"\n[profiles.open.auth]\nscheme = "none"\n'
+    )
+    result = run("--config", str(path), "-o", "json", "profile", "check")
+    assert result.exit_code == ExitCode.OK, result.output
+    checks = {r["check"]: r for r in json.loads(result.stdout)}
+    assert checks["secret"]["detail"] == "none needed (scheme none)"
+    shown = run("--config", str(path), "-o", "json", "profile", "show")
+    assert json.loads(shown.stdout)["auth"]["secret"] == "none (scheme none)"
