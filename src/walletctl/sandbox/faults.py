@@ -98,7 +98,19 @@ class FaultMiddleware:
         drop = r_drop < faults.drop_rate
         after = not drop and r_after < faults.error_after_rate
         if not (drop or after):
-            await self.app(scope, receive, send)
+            if not delay_ms:
+                await self.app(scope, receive, send)
+                return
+
+            async def tagged(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": [
+                        *message.get("headers", []),
+                        (b"x-sandbox-fault-applied", f"latency={delay_ms:.0f}ms".encode()),
+                    ]}
+                await send(message)
+
+            await self.app(scope, receive, tagged)
             return
         captured: list[Message] = []
 
