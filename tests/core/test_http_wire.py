@@ -1,0 +1,346 @@
+"""The exact requests each command sends, and how every kind of answer is mapped (HTTP level).
+
+The real CLI (CliRunner) talks to a real loopback HTTP server (pytest-httpserver, or a raw
+socket server for hangs and dropped connections); nothing is mocked in between.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug import Request
+
+from walletctl import __version__
+from walletctl.constants import ExitCode
+
+M, S, U = "M-1001", "S-01", "ops-bot"
+APM = {"apmProvider": "WalletV2"}
+REDIRECTS = {
+    "returnUrl": "https://shop.example/back",
+    "successUrl": "https://shop.example/ok",
+    "pendingUrl": "https://shop.example/pending",
+    "errorUrl": "https://shop.example/err",
+    "cancelUrl": "https://shop.example/err",
+    "refusedUrl": "https://shop.example/err",
+}
+
+
+def record(ref: str, type_: str, amount: Any, state: str = "Approved",
+           invoice: str | None = None, currency: str = "EUR") -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "id": f"id-{ref}", "state": state, "currencyCode": currency,
+        "transactionAmount": amount, "clientSystemTransactionId": ref, "type": type_,
+        "transactionDateTime": "2024-05-01T10:20:30.1234567",
+        "apmdetails": {"apmName": "WalletV2", "apmPayerAccountNumber": None},
+    }
+    if invoice:
+        rec["clientSystemInvoiceId"] = invoice
+    return rec
+
+
+def followup_response(ref: str, state: str = "Approved") -> dict[str, Any]:
+    return {"id": "f-1", "state": state, "providerStateCode": "CapturedByProvider",
+            "currencyCode": "EUR", "clientSystemTransactionId": ref,
+            "apmDetails": {"apmProviderName": "WalletV2", "apmPaymentMethod": "wallet"}}
+
+
+@pytest.fixture
+def base_url(httpserver: HTTPServer) -> str:
+    return httpserver.url_for("/").rstrip("/")
+
+
+def only(httpserver: HTTPServer, method: str) -> Request:
+    found = [req for req, _ in httpserver.log if req.method == method]
+    assert len(found) == 1, f"expected one {method}, got {[(r.method, r.path) for r in found]}"
+    return found[0]
+
+
+def assert_common_headers(req: Request, api_key: str, *, body: bool) -> None:
+    h = req.headers
+    assert h.get("Authorization") == f"PublicApiKey {api_key}", dict(h)
+    assert h.get("Accept") == "application/json", dict(h)
+    assert h.get("User-Agent") == f"walletctl/{__version__}", dict(h)
+    if body:
+        assert h.get("Content-Type") == "application/json", dict(h)
+
+
+def assert_lookup_request(req: Request, ref: str, api_key: str) -> None:
+    assert req.path == "/api/v5/apmTransactions", req.path
+    assert req.args.to_dict(flat=False) == {
+        "merchantId": [M], "storeId": [S], "clientSystemTransactionId": [ref]
+    }, req.query_string
+    assert req.get_data() == b"", req.get_data()
+    assert_common_headers(req, api_key, body=False)
+
+
+# ---------------------------------------------------------------------------- the requests
+
+
+@pytest.mark.parametrize(("fmt", "amount"), [("minor", "1234"), ("decimal", "12.34")])
+def test_checkout_sends_the_exact_body(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, api_key: str, fmt: str, amount: str
+) -> None:
+    httpserver.expect_request("/api/v5/checkout", method="POST").respond_with_json(
+        {"redirectUrl": "http://gw.example/pay/abc"}
+    )
+    cli = make_cli(base_url, amount_format=fmt)
+    result = cli("-o", "table", "checkout", "--amount", "12.34", "--ref", "ORDER-1", "--type",
+                 "preauth", "--first-name", "Ada", "--mobile-phone", "44-7700900123",
+                 "--house-number", "1", "--street", "Main St", "--city", "Berlin", "--zip",
+                 "10115", "--state", "DE-BE", "--country", "deu", "--redirect-timeout", "600",
+                 "--order-number", "INV-9")
+    assert result.exit_code == ExitCode.OK, result.stderr
+    assert result.stdout == "http://gw.example/pay/abc\n", result.stdout
+    req = only(httpserver, "POST")
+    assert req.path == "/api/v5/checkout", req.path
+    assert req.query_string == b"", req.query_string
+    assert_common_headers(req, api_key, body=True)
+    assert json.loads(req.get_data()) == {
+        "merchantId": M, "storeId": S, "userId": U, "type": "ecom.preAuthorization",
+        "amount": amount, "currencyCode": "EUR", "clientSystemTransactionId": "ORDER-1",
+        "providerDiscretionaryData": "INV-9",
+        "checkoutDetails": {"paymentMethod": "WalletV2", "cardholderFirstName": "Ada",
+                            "cardholderMobilePhone": "44-7700900123",
+                            "redirectUrlTimeout": 600},
+        "addressDetails": {"billingAddress": {"houseNumber": "1", "street": "Main St",
+                                              "city": "Berlin", "zipPostalCode": "10115",
+                                              "state": "DE-BE", "countryCode": "DEU"}},
+        "redirectDetails": REDIRECTS,
+    }, req.get_data()
+
+
+@pytest.mark.parametrize(
+    ("op", "fmt", "records", "flags", "body_type", "amount", "new_ref"),
+    [
+        ("capture", "minor", [record("ORDER-1", "ecom.preAuthorisation", "1234")],
+         ["--amount", "5"], "ecom.capture", "500", "ORDER-1-CAP1"),
+        ("capture", "decimal", [record("ORDER-1", "ecom.preAuthorization", "12.34"),
+                                record("ORDER-1-CAP1", "ecom.capture", "1.00",
+                                       invoice="ORDER-1")],
+         [], "ecom.capture", "11.34", "ORDER-1-CAP2"),
+        ("refund", "minor", [record("ORDER-1", "ecom.sale", 1234)],
+         ["--amount", "2.50", "--yes"], "ecom.refund", "250", "ORDER-1-REF1"),
+        ("refund", "decimal", [record("ORDER-1", "ecom.sale", "12.34")],
+         ["--yes", "--new-ref", "MY-REFUND"], "ecom.refund", "12.34", "MY-REFUND"),
+        ("reverse", "minor", [record("ORDER-1", "ecom.preAuthorisation", "1234")],
+         ["--yes"], "ecom.reversalPreauthorization", "1234", "ORDER-1-REV1"),
+        ("reverse", "decimal", [record("ORDER-1", "ecom.preAuthorisation", "12.34")],
+         ["--yes", "--amount", "12.34"], "ecom.reversalPreauthorization", "12.34",
+         "ORDER-1-REV1"),
+    ],
+)
+def test_followups_send_lookup_then_the_exact_body(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, api_key: str, op: str, fmt: str,
+    records: list[dict[str, Any]], flags: list[str], body_type: str, amount: str, new_ref: str,
+) -> None:
+    httpserver.expect_request("/api/v5/apmTransactions", method="GET").respond_with_json(records)
+    httpserver.expect_request("/api/v5/apmTransactions", method="POST").respond_with_json(
+        followup_response(new_ref)
+    )
+    result = make_cli(base_url, amount_format=fmt)("-o", "json", op, "ORDER-1", *flags)
+    assert result.exit_code == ExitCode.OK, result.stderr
+    assert [r.method for r, _ in httpserver.log] == ["GET", "POST"], httpserver.log
+    assert_lookup_request(only(httpserver, "GET"), "ORDER-1", api_key)
+    post = only(httpserver, "POST")
+    assert post.path == "/api/v5/apmTransactions", post.url
+    assert post.query_string == b"", post.url
+    assert_common_headers(post, api_key, body=True)
+    assert json.loads(post.get_data()) == {
+        "merchantId": M, "storeId": S, "userId": U, "type": body_type, "amount": amount,
+        "currencyCode": "EUR", "clientSystemTransactionId": new_ref,
+        "clientSystemInvoiceId": "ORDER-1", "apmDetails": APM,
+    }, post.get_data()
+    out = json.loads(result.stdout)
+    assert out["clientSystemTransactionId"] == new_ref, out
+    assert out["state"] == "Approved", out
+
+
+def test_lookup_sends_the_exact_query_and_parses_every_variant(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, api_key: str
+) -> None:
+    body = [
+        record("ORDER-1", "ecom.preAuthorisation", 1234),
+        {"ID": "x2", "STATE": "Errored", "CurrencyCode": "eur", "TransactionAmount": "500",
+         "ClientSystemTransactionId": "ORDER-1-CAP1", "Type": "ecom.capture",
+         "clientSystemInvoiceId": "ORDER-1", "TransactionDateTime": "2024-05-01T11:00:00.1000000",
+         "ApmDetails": {"apmProviderName": "WalletV2", "apmPayerAccountNumber": None,
+                        "apmProviderTransactionId": None, "apmPayerID": None}},
+    ]
+    httpserver.expect_request("/api/v5/apmTransactions", method="GET").respond_with_json(body)
+    result = make_cli(base_url)("-o", "json", "lookup", "ORDER-1")
+    assert result.exit_code == ExitCode.OK, result.stderr
+    assert_lookup_request(only(httpserver, "GET"), "ORDER-1", api_key)
+    rows = json.loads(result.stdout)
+    assert [r["transactionAmount"] for r in rows] == ["12.34", "5.00"], rows
+    assert rows[1]["state"] == "Errored", rows
+    assert rows[1]["apmDetails"]["apmName"] == "WalletV2", rows
+    assert rows[0]["transactionDateTime"] == "2024-05-01T10:20:30.1234567", rows
+
+
+def test_profile_path_override_is_used(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, tmp_path: Any
+) -> None:
+    cli = make_cli(base_url)
+    text = cli.config.read_text() + '[profiles.core.paths]\napm_transactions = "/v9/tx"\n'
+    cli.config.write_text(text)
+    httpserver.expect_request("/v9/tx", method="GET").respond_with_json([])
+    result = cli("-o", "json", "lookup", "ORDER-1")
+    assert result.exit_code == ExitCode.OK, result.stderr
+    assert only(httpserver, "GET").path == "/v9/tx"
+
+
+# ------------------------------------------------------------------------- error mapping
+
+
+def error_line(stderr: str) -> str:
+    lines = stderr.splitlines()
+    assert lines, stderr
+    assert lines[0].startswith("walletctl: error: "), stderr
+    assert "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def test_gateway_error_object_4xx_is_exit_5_with_description_and_message(
+    httpserver: HTTPServer, base_url: str, make_cli: Any
+) -> None:
+    httpserver.expect_request("/api/v5/checkout").respond_with_json(
+        {"code": "VAL-1", "description": "GeneralValidationError",
+         "details": {"message": "userId is required"}}, status=400)
+    result = make_cli(base_url)("checkout", "--amount", "1", "--ref", "ORDER-1")
+    assert result.exit_code == ExitCode.DECLINED, result.stderr
+    line = error_line(result.stderr)
+    for part in ("HTTP 400", "GeneralValidationError", "userId is required", "VAL-1"):
+        assert part in line, f"{part!r} missing from {line!r}"
+
+
+@pytest.mark.parametrize(("status", "code"), [(401, ExitCode.AUTH), (403, ExitCode.AUTH),
+                                              (404, ExitCode.DECLINED), (409, ExitCode.DECLINED),
+                                              (422, ExitCode.DECLINED), (500, ExitCode.GATEWAY),
+                                              (502, ExitCode.GATEWAY), (503, ExitCode.GATEWAY)])
+def test_status_mapping(httpserver: HTTPServer, base_url: str, make_cli: Any, status: int,
+                        code: ExitCode) -> None:
+    httpserver.expect_request("/api/v5/apmTransactions").respond_with_json(
+        {"code": "E", "description": "Problem", "details": {"message": "details here"}},
+        status=status)
+    result = make_cli(base_url)("lookup", "ORDER-1")
+    assert result.exit_code == code, (status, result.stderr)
+    assert f"HTTP {status}" in error_line(result.stderr)
+    if code == ExitCode.AUTH:
+        assert "profile check" in result.stderr, result.stderr
+
+
+def test_5xx_on_a_money_move_hints_lookup(
+    httpserver: HTTPServer, base_url: str, make_cli: Any
+) -> None:
+    httpserver.expect_request("/api/v5/checkout").respond_with_data("oops", status=502)
+    result = make_cli(base_url)("checkout", "--amount", "1", "--ref", "ORDER-7")
+    assert result.exit_code == ExitCode.GATEWAY, result.stderr
+    assert "walletctl lookup ORDER-7" in result.stderr, result.stderr
+
+
+def test_429_reports_retry_after(httpserver: HTTPServer, base_url: str, make_cli: Any) -> None:
+    httpserver.expect_request("/api/v5/apmTransactions").respond_with_json(
+        {"code": "RATE", "description": "TooManyRequests"}, status=429,
+        headers={"Retry-After": "7"})
+    result = make_cli(base_url)("lookup", "ORDER-1")
+    assert result.exit_code == ExitCode.DECLINED, result.stderr
+    assert "HTTP 429" in error_line(result.stderr)
+    assert "rate limiting" in result.stderr, result.stderr
+    assert "7 s" in result.stderr, result.stderr
+
+
+def test_non_json_200_is_exit_6(httpserver: HTTPServer, base_url: str, make_cli: Any) -> None:
+    httpserver.expect_request("/api/v5/checkout").respond_with_data("<html>ok</html>")
+    result = make_cli(base_url)("checkout", "--amount", "1", "--ref", "ORDER-1")
+    assert result.exit_code == ExitCode.GATEWAY, result.stderr
+    assert "not JSON" in error_line(result.stderr)
+    assert "walletctl lookup ORDER-1" in result.stderr, "a money move must point at lookup"
+
+
+def test_checkout_response_without_redirect_url_is_exit_6(
+    httpserver: HTTPServer, base_url: str, make_cli: Any
+) -> None:
+    httpserver.expect_request("/api/v5/checkout").respond_with_json({"url": "x"})
+    result = make_cli(base_url)("checkout", "--amount", "1", "--ref", "ORDER-1")
+    assert result.exit_code == ExitCode.GATEWAY, result.stderr
+    assert "redirectUrl" in error_line(result.stderr)
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [({"records": []}, "record [0]"), ("a string", "not a JSON array"), ([42], "[0]"),
+     ([{"state": "Approved", "currencyCode": "EUR", "transactionAmount": "12.5",
+        "clientSystemTransactionId": "ORDER-1"}], "transactionAmount"),
+     ([{"state": "Approved", "currencyCode": "EUR", "transactionAmount": "1",
+        "clientSystemTransactionId": None}], "clientSystemTransactionId")],
+)
+def test_bad_lookup_response_is_exit_6_naming_the_field(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, body: Any, needle: str
+) -> None:
+    httpserver.expect_request("/api/v5/apmTransactions").respond_with_json(body)
+    result = make_cli(base_url)("lookup", "ORDER-1")
+    assert result.exit_code == ExitCode.GATEWAY, result.stderr
+    assert needle in error_line(result.stderr), result.stderr
+
+
+# ------------------------------------------------------------------- transport failures
+
+PREAUTH = json.dumps([record("ORDER-1", "ecom.preAuthorisation", "1234")]).encode()
+
+
+@pytest.mark.parametrize("mode", ["hang", "drop"])
+def test_no_answer_on_a_money_post_is_unknown_outcome(
+    raw_server: Any, make_cli: Any, mode: str
+) -> None:
+    server = raw_server(PREAUTH, mode)
+    cli = make_cli(server.url)
+    result = cli("--timeout", "0.5", "capture", "ORDER-1", "--amount", "1")
+    assert result.exit_code == ExitCode.UNKNOWN_OUTCOME, result.stderr
+    line = error_line(result.stderr)
+    assert "unknown outcome" in line, line
+    assert "ORDER-1-CAP1" in line, line
+    assert "`walletctl lookup ORDER-1-CAP1`" in result.stderr, result.stderr
+    posts = [r for r in server.requests if r.startswith(b"POST")]
+    assert len(posts) == 1, f"a money POST must never be retried blindly: {len(posts)} sent"
+
+
+def test_checkout_with_no_answer_is_unknown_outcome(raw_server: Any, make_cli: Any) -> None:
+    server = raw_server(b"[]", "drop")
+    result = make_cli(server.url)("checkout", "--amount", "1", "--ref", "ORDER-9")
+    assert result.exit_code == ExitCode.UNKNOWN_OUTCOME, result.stderr
+    assert "walletctl lookup ORDER-9" in result.stderr, result.stderr
+    assert len(server.requests) == 1, server.requests
+
+
+@pytest.mark.parametrize("mode", ["hang", "drop"])
+def test_no_answer_on_lookup_is_a_network_error_safe_to_repeat(
+    raw_server: Any, make_cli: Any, mode: str
+) -> None:
+    server = raw_server(b"[]", mode, mode)
+    result = make_cli(server.url)("--timeout", "0.5", "lookup", "ORDER-1")
+    assert result.exit_code == ExitCode.NETWORK, result.stderr
+    line = error_line(result.stderr)
+    assert "no answer" in line, line
+    assert "safe to run again" in result.stderr, result.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("command", [["lookup", "ORDER-1"],
+                                     ["checkout", "--amount", "1", "--ref", "ORDER-1"],
+                                     ["capture", "ORDER-1"]])
+def test_connection_refused_is_exit_7(make_cli: Any, command: list[str]) -> None:
+    result = make_cli(f"http://127.0.0.1:{free_port()}")(*command)
+    assert result.exit_code == ExitCode.NETWORK, result.stderr
+    line = error_line(result.stderr)
+    assert "could not connect" in line, line
+    assert "nothing was sent" in result.stderr, result.stderr
