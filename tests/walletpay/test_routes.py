@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 if TYPE_CHECKING:
-    from tests.walletpay.conftest import Wallet
+    from walletpay.conftest import Wallet
 
 MERCHANT = "M-1001"
 STORE = "S-01"

@@ -1,0 +1,305 @@
+"""Browser wallet operations: ``keys`` (public key service), ``account``, ``authorize``.
+
+No Typer here. Every function takes a :class:`~walletctl.client.gateway.GatewayClient` (or a
+profile) and returns models; secrets stay ``SecretStr`` until the caller decides (masked).
+
+Key cache: ``<user cache dir>/walletctl/keys/<profile>-<hash>.json`` (mode 0600, directory
+0700), one file per profile + base URL + merchant + store, reused until 60 s before the key's
+``expiresAt``. It holds the API key and the encryption key, like the saved-secret files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from walletctl.errors import RefusedError, RequestValidationError, ResponseError, UsageError
+from walletctl.models.walletpay import (
+    AUTH_TYPES,
+    AuthorizationRequest,
+    AuthorizationResponse,
+    GatewayErrorObject,
+    PaymentAccount,
+    PaymentResult,
+    PublicKeys,
+    ThreeDSecure,
+    parse_event_detail,
+)
+
+if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient, PreparedCall
+    from walletctl.config.profile import Profile
+
+CACHE_MARGIN = timedelta(seconds=60)
+
+
+# -- keys --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeysResult:
+    keys: PublicKeys
+    source: str  # "gateway" | "cache"
+    cache_path: Path | None = None
+    saved: tuple[str, ...] = ()
+
+
+def cache_dir() -> Path:
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("walletctl")) / "keys"
+
+
+def cache_path(profile: Profile) -> Path:
+    ident = f"{profile.base_url}|{profile.merchant_id}|{profile.store_id}"
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:12]
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in profile.name)
+    return cache_dir() / f"{safe}-{digest}.json"
+
+
+def parse_expiry(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _read_cache(path: Path, now: datetime) -> PublicKeys | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        keys = PublicKeys.from_wire(data)
+    except (OSError, ValueError, RequestValidationError):
+        return None
+    expiry = parse_expiry(keys.expires_at)
+    if expiry is None or expiry - CACHE_MARGIN <= now:
+        return None
+    return keys
+
+
+def _write_cache(path: Path, keys: PublicKeys) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    data = {
+        "apiKey": keys.api_key.get_secret_value(),
+        "encryptionKey": keys.encryption_key.get_secret_value(),
+        "encryptionKeyId": keys.encryption_key_id,
+        "expiresAt": keys.expires_at,
+    }
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def cached_keys(profile: Profile, now: datetime | None = None) -> PublicKeys | None:
+    """The unexpired cached keys of ``profile``, if any (no network)."""
+    return _read_cache(cache_path(profile), now or datetime.now(UTC))
+
+
+def prepare_keys(client: GatewayClient) -> PreparedCall:
+    from walletctl.config.secrets import service_basic_auth
+
+    profile = client.profile
+    auth = service_basic_auth(profile)
+    return client.prepare("POST", "public_keys",
+                          json={"merchantId": profile.merchant_id, "storeId": profile.store_id},
+                          auth=auth if auth is not None else False)
+
+
+def fetch_keys(client: GatewayClient) -> PublicKeys:
+    data = client.send(prepare_keys(client))
+    try:
+        return PublicKeys.from_wire(data)
+    except RequestValidationError as exc:
+        field, rule = exc.problems[0]
+        raise ResponseError(f"unexpected public key service response: {field}: {rule}") from None
+
+
+def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False,
+             now: datetime | None = None) -> KeysResult:
+    """Cached keys when still valid (unless ``refresh``), else fresh ones from the gateway."""
+    profile = client.profile
+    path = cache_path(profile)
+    keys = None if refresh else _read_cache(path, now or datetime.now(UTC))
+    source = "cache"
+    if keys is None:
+        keys = fetch_keys(client)
+        source = "gateway"
+        if parse_expiry(keys.expires_at) is not None:
+            _write_cache(path, keys)
+    saved: tuple[str, ...] = ()
+    if save:
+        from walletctl.config.secrets import save_secret
+
+        saved = (
+            "API key -> " + save_secret(profile, "key", keys.api_key),
+            "encryption key -> " + save_secret(profile, "encryption_key", keys.encryption_key),
+        )
+    return KeysResult(keys=keys, source=source, cache_path=path, saved=saved)
+
+
+# -- event.detail ------------------------------------------------------------------------------
+
+
+def read_event(path: Path) -> PaymentResult:
+    """A posted ``event.detail`` (file or ``-``); a gateway error object is refused."""
+    import sys
+
+    from walletctl.models.base import loads
+
+    where = str(path)
+    try:
+        raw = sys.stdin.buffer.read() if where == "-" else path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--event: cannot read {where}: {exc.strerror}") from None
+    try:
+        data = loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestValidationError([(f"--event {where}", f"invalid JSON: {exc}")]) from None
+    detail = parse_event_detail(data)
+    if isinstance(detail, GatewayErrorObject):
+        message = detail.details.message if detail.details else None
+        raise RefusedError(
+            f"event.detail is a gateway error, not a payment: {detail.code}"
+            + (f" {detail.description}" if detail.description else "")
+            + (f" — {message}" if message else ""),
+            hint="the wallet payment failed; nothing to authorize",
+        )
+    return detail
+
+
+def resolve_key_id(profile: Profile, explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    keys = cached_keys(profile)
+    if keys is not None:
+        return keys.encryption_key_id
+    raise UsageError(
+        "--encryption-key-id is required (the key id the payment account was made with)",
+        hint="pass --encryption-key-id, or run `walletctl keys` for this profile first",
+    )
+
+
+# -- Get Payment Account -----------------------------------------------------------------------
+
+
+def prepare_account(client: GatewayClient, account_id: str, key_id: str) -> PreparedCall:
+    if not account_id.strip():
+        raise RequestValidationError([("transactionAccountId", "must not be empty")])
+    profile = client.profile
+    return client.prepare(
+        "GET", "payment_accounts", path_suffix="/" + quote(account_id, safe=""),
+        params={"merchantId": profile.merchant_id, "storeId": profile.store_id,
+                "encryptionKeyId": key_id},
+    )
+
+
+def get_account(client: GatewayClient, account_id: str, key_id: str) -> PaymentAccount:
+    data = client.send(prepare_account(client, account_id, key_id))
+    try:
+        return PaymentAccount.from_wire(data)
+    except RequestValidationError as exc:
+        field, rule = exc.problems[0]
+        raise ResponseError(f"unexpected payment account response: {field}: {rule}") from None
+
+
+# -- authorization -----------------------------------------------------------------------------
+
+
+def build_authorization(
+    profile: Profile,
+    account: PaymentAccount,
+    *,
+    amount: Decimal,
+    currency: str,
+    reference: str,
+    kind: str,
+    key_id: str | None,
+    cryptogram: str | None = None,
+    eci: str | None = None,
+    three_ds: ThreeDSecure | None = None,
+) -> AuthorizationRequest:
+    """The authorization for ``account``; refuses what the gateway would (nothing sent).
+
+    A ``Token`` account needs cryptogram + ECI; a ``Card`` (PAN_ONLY) account needs 3DS data.
+    Both refusals are :class:`RequestValidationError` (exit code VALIDATION).
+    """
+    auth_type = AUTH_TYPES.get(kind)
+    if auth_type is None:
+        raise RequestValidationError([("--type", "must be sale or preauth")])
+    if account.card_type == "Token":
+        missing = [n for n, v in (("cryptogram", cryptogram), ("eciIndicator", eci)) if not v]
+        if missing:
+            raise RequestValidationError(
+                [(m, "is required for a Token (CRYPTOGRAM_3DS) payment account") for m in missing],
+                hint="pass --event with the posted event.detail (or --cryptogram and --eci)",
+            )
+        three_ds = None
+    else:
+        if three_ds is None:
+            raise RequestValidationError(
+                [("threeDSecure", "is required for a Card (PAN_ONLY) payment account")],
+                hint="run the 3DS step and pass its result with --3ds FILE (sandbox: "
+                "POST /_sandbox/3ds/challenge)",
+            )
+        cryptogram = eci = None
+    try:
+        return AuthorizationRequest(
+            merchant_id=profile.merchant_id, store_id=profile.store_id, user_id=profile.user_id,
+            type=auth_type, amount=amount, currency_code=currency,
+            client_system_transaction_id=reference,
+            transaction_account_id=account.transaction_account_id, encryption_key_id=key_id,
+            cryptogram=cryptogram, eci_indicator=eci, three_d_secure=three_ds,
+        )
+    except Exception as exc:
+        from pydantic import ValidationError
+
+        from walletctl.models.base import validation_problems
+
+        if isinstance(exc, ValidationError):
+            raise RequestValidationError(validation_problems(exc)) from None
+        raise
+
+
+def read_three_ds(path: Path) -> ThreeDSecure:
+    """``--3ds FILE|-``: JSON ``{threeDSServerTransId, authenticationValue, eci}``."""
+    import sys
+
+    from walletctl.models.base import loads
+
+    where = str(path)
+    try:
+        raw = sys.stdin.buffer.read() if where == "-" else path.read_bytes()
+        data: Any = loads(raw)
+    except OSError as exc:
+        raise UsageError(f"--3ds: cannot read {where}: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestValidationError([(f"--3ds {where}", f"invalid JSON: {exc}")]) from None
+    if isinstance(data, dict):  # the sandbox's challenge answer carries transStatus too
+        data = {k: v for k, v in data.items() if str(k).lower() != "transstatus"}
+    return ThreeDSecure.from_wire(data)
+
+
+def prepare_authorization(client: GatewayClient, req: AuthorizationRequest) -> PreparedCall:
+    return client.prepare("POST", "transactions", json=req.to_wire(client.profile.amount_format),
+                          reference=req.client_system_transaction_id, moves_money=True)
+
+
+def send_authorization(client: GatewayClient, call: PreparedCall) -> AuthorizationResponse:
+    data = client.send(call)
+    try:
+        return AuthorizationResponse.from_wire(data, client.profile.amount_format)
+    except RequestValidationError as exc:
+        field, rule = exc.problems[0]
+        raise ResponseError(f"unexpected authorization response: {field}: {rule}") from None
