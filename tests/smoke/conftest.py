@@ -14,6 +14,7 @@ from walletctl.sandbox.server import EmbeddedSandbox
 API_KEY = "smoke-test-api-key-7Hq2"
 SERVICE_SECRET = "smoke-test-service-secret-9Xp4"
 KEY_ENV = "WALLETCTL_SMOKE_TEST_KEY"
+SERVICE_ENV = "WALLETCTL_SMOKE_TEST_SERVICE"
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,7 @@ def write_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ProfileFac
     def make(base_url: str, *, key: str | None = API_KEY, currency: str = "EUR") -> Path:
         if key is not None:
             monkeypatch.setenv(KEY_ENV, key)
+        monkeypatch.setenv(SERVICE_ENV, SERVICE_SECRET)
         path = tmp_path / "profiles.toml"
         path.write_text(
             'default_profile = "ci"\n\n'
@@ -45,7 +47,8 @@ def write_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ProfileFac
             "timeout = 10\n\n"
             "[profiles.ci.auth]\n"
             'scheme = "PublicApiKey"\n'
-            f'key_env = "{KEY_ENV}"\n',
+            f'key_env = "{KEY_ENV}"\n'
+            f'service_secret_env = "{SERVICE_ENV}"\n',
             encoding="utf-8",
         )
         path.chmod(0o600)

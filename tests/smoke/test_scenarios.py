@@ -12,9 +12,10 @@ from walletctl.constants import ExitCode
 from walletctl.ops.smoke import Masker, SmokeOptions, SmokeReport, run_smoke, smoke_profile
 from walletctl.ops.smoke.report import to_json, to_junit
 from walletctl.ops.smoke.scenarios import SCENARIOS, Amounts
+from walletctl.ops.smoke.transport import ExchangeLog
 from walletctl.sandbox.server import EmbeddedSandbox
 
-from .conftest import API_KEY, ProfileFactory
+from .conftest import API_KEY, SERVICE_SECRET, ProfileFactory
 
 REDIRECT = ["redirect-sale", "preauth-capture-refund", "preauth-reversal", "refusals"]
 
@@ -44,17 +45,49 @@ def test_every_redirect_scenario_passes_against_the_embedded_sandbox() -> None:
     assert all(r.startswith(f"smoke-{report.run_id}-") for r in refs)
 
 
-def test_every_scenario_including_browser_wallet_passes_or_says_why_it_skipped(
+def test_every_scenario_including_browser_wallet_passes_against_a_profile(
     sandbox: EmbeddedSandbox, write_profile: ProfileFactory
 ) -> None:
     profile = load_profile("ci", write_profile(sandbox.url))
     report = run_smoke(profile, SmokeOptions())
     assert [s.name for s in report.scenarios] == list(SCENARIOS)
-    for step in report.steps:
-        if step.scenario == "browser-wallet" and step.status == "skipped":
-            assert step.message  # only while walletctl.ops.walletpay is missing
-            continue
-        assert step.status == "passed", (step.scenario, step.name, step.message)
+    bad = [(s.scenario, s.name, s.message) for s in report.steps if s.status != "passed"]
+    assert bad == []
+    assert report.exit_code == ExitCode.OK
+    wallet = [r.reference for r in report.references if r.scenario == "browser-wallet"]
+    assert len(wallet) == 3
+
+
+def test_browser_wallet_secrets_never_reach_the_exchange_log(
+    sandbox: EmbeddedSandbox, write_profile: ProfileFactory
+) -> None:
+    profile = load_profile("ci", write_profile(sandbox.url))
+    masker = Masker()
+    log = ExchangeLog(masker)
+    report = run_smoke(profile, SmokeOptions(scenarios=["browser-wallet"]), masker=masker,
+                       log=log)
+    assert report.exit_code == ExitCode.OK
+    # learned on the way: the issued API key + encryption key, the cryptogram, the 3DS value
+    assert len(masker.secrets) >= 6
+    assert len(log.all()) >= 10
+    text = "\n".join(ex.summary() for ex in log.all()) + to_json(report, masker)
+    for secret in (*masker.secrets, API_KEY, SERVICE_SECRET):
+        assert secret not in text
+    assert "4111111111111111" not in text
+
+
+def test_browser_wallet_skips_token_minting_on_a_real_gateway(
+    sandbox: EmbeddedSandbox, write_profile: ProfileFactory
+) -> None:
+    profile = load_profile("ci", write_profile(sandbox.url))
+    report = run_smoke(profile, SmokeOptions(scenarios=["browser-wallet"]),
+                       transport=_no_control_routes(sandbox))
+    steps = steps_of(report, "browser-wallet")
+    assert steps["public keys"][0] == "passed"
+    status, reason = steps["wallet tokens"]
+    assert status == "skipped"
+    assert "browser" in (reason or "")
+    assert steps["lookup"][0] == "skipped"
     assert report.exit_code == ExitCode.OK
 
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import httpx
 
     from walletctl.config.profile import Profile
+    from walletctl.ops.smoke.transport import ExchangeLog
 
 __all__ = [
     "Masker",
@@ -100,18 +101,20 @@ def run_smoke(
     transport: httpx.BaseTransport | None = None,
     embedded: bool = False,
     masker: Masker | None = None,
+    log: ExchangeLog | None = None,
 ) -> SmokeReport:
     """Run the selected scenarios against ``profile``; never raises for a failing step.
 
     Raises ConfigError (profile/secret problems found before anything is sent) and UsageError
     (bad options). ``masker`` collects every secret seen; pass one to mask other output too.
+    ``log`` receives the (masked) summary of every HTTP exchange of the run.
     """
     from walletctl.ops.smoke.target import open_target
     from walletctl.ops.smoke.transport import ExchangeLog
 
     selected, amounts = validate_options(options)
     masker = masker if masker is not None else Masker()
-    log = ExchangeLog(masker)
+    log = log if log is not None else ExchangeLog(masker)
     ctx = RunContext(
         run_id=options.run_id or new_run_id(),
         masker=masker,
