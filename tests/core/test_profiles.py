@@ -897,3 +897,32 @@ def test_describe_secret_source(
     both = d(make_profile(tmp_path, key_env="WALLETCTL_SANDBOX_KEY", keyring=True))
     assert both == "env WALLETCTL_SANDBOX_KEY (set), then keyring walletctl/sandbox"
     assert SECRET not in both
+
+
+@posix_only
+def test_save_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
+    target = write(tmp_path / "dotfiles" / "profiles.toml", BASE)
+    link = tmp_path / "profiles.toml"
+    link.symlink_to(target)
+    table = tomllib.loads(BASE)["profiles"]["p"]
+    store.add_profile(link, "b", dict(table))
+    assert link.is_symlink()
+    assert list(store.load_file(target).profiles) == ["p", "b"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_concurrent_adds_lose_nothing(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "profiles.toml"
+    table = tomllib.loads(BASE)["profiles"]["p"]
+    names = [f"p{i}" for i in range(12)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(lambda n: store.add_profile(path, n, dict(table)), names))
+    assert sorted(store.load_file(path).profiles) == sorted(names)
+
+
+def test_remove_from_a_missing_file_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no profiles file"):
+        store.remove_profile(tmp_path / "cfg" / "profiles.toml", "p")
+    assert not (tmp_path / "cfg").exists()

@@ -26,6 +26,8 @@ import os
 import re
 import stat
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -522,6 +524,9 @@ def write_private(path: Path, data: bytes) -> None:
     import tempfile
 
     path = Path(path)
+    if path.is_symlink():
+        # Write the link's target: replacing the link itself would break dotfile managers.
+        path = path.resolve()
     _ensure_dir(path.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
@@ -577,6 +582,23 @@ class SaveResult:
     backup: Path | None  # the previous file, kept when it held comments the rewrite drops
 
 
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Serialise read-modify-write of ``path`` between walletctl processes (POSIX flock)."""
+    if os.name == "nt":
+        yield
+        return
+    import fcntl
+
+    _ensure_dir(path.parent)
+    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _read_existing(path: Path) -> tuple[dict[str, Any], bytes | None]:
     if not path.exists():
         return {}, None
@@ -620,39 +642,43 @@ def add_profile(
             f"bad profile name {name!r}: use letters, digits, '-' and '_' "
             "(at most 64, starting with a letter or digit)"
         )
-    document, old = _read_existing(path)
-    profiles = document.setdefault("profiles", {})
-    if name in profiles and not replace:
-        raise UsageError(
-            f"profile {name!r} already exists in {path}", hint="add --force to replace it"
-        )
-    profiles[name] = table
-    if make_default or len(profiles) == 1:
-        document["default_profile"] = name
-    # default_profile first, then the tables (tomli-w keeps the order).
-    ordered = {k: document[k] for k in TOP_LEVEL_KEYS if k in document}
-    parse_document(ordered, path)  # refuse before touching anything
-    backup = _backup_if_commented(path, old)
-    return SaveResult(save_file(path, ordered), backup)
+    with _file_lock(path):
+        document, old = _read_existing(path)
+        profiles = document.setdefault("profiles", {})
+        if name in profiles and not replace:
+            raise UsageError(
+                f"profile {name!r} already exists in {path}", hint="add --force to replace it"
+            )
+        profiles[name] = table
+        if make_default or len(profiles) == 1:
+            document["default_profile"] = name
+        # default_profile first, then the tables (tomli-w keeps the order).
+        ordered = {k: document[k] for k in TOP_LEVEL_KEYS if k in document}
+        parse_document(ordered, path)  # refuse before touching anything
+        backup = _backup_if_commented(path, old)
+        return SaveResult(save_file(path, ordered), backup)
 
 
 def remove_profile(path: Path, name: str) -> SaveResult:
     """Remove profile ``name``; a default_profile pointing at it is moved or dropped."""
     path = Path(path).expanduser()
-    document, old = _read_existing(path)
-    if old is None:
+    if not path.exists():
         load_file(path)  # raises the "no profiles file" error
-    profiles = document.get("profiles", {})
-    if name not in profiles:
-        raise ConfigError(
-            f"unknown profile {name!r} in {path}; available: {', '.join(profiles) or 'none'}",
-            hint="see `walletctl profile list`",
-        )
-    del profiles[name]
-    if document.get("default_profile") == name:
-        del document["default_profile"]
-        if len(profiles) == 1:
-            document["default_profile"] = next(iter(profiles))
-    ordered = {k: document[k] for k in TOP_LEVEL_KEYS if k in document}
-    backup = _backup_if_commented(path, old)
-    return SaveResult(save_file(path, ordered), backup)
+    with _file_lock(path):
+        document, old = _read_existing(path)
+        if old is None:
+            load_file(path)  # removed meanwhile: the same error
+        profiles = document.get("profiles", {})
+        if name not in profiles:
+            raise ConfigError(
+                f"unknown profile {name!r} in {path}; available: {', '.join(profiles) or 'none'}",
+                hint="see `walletctl profile list`",
+            )
+        del profiles[name]
+        if document.get("default_profile") == name:
+            del document["default_profile"]
+            if len(profiles) == 1:
+                document["default_profile"] = next(iter(profiles))
+        ordered = {k: document[k] for k in TOP_LEVEL_KEYS if k in document}
+        backup = _backup_if_commented(path, old)
+        return SaveResult(save_file(path, ordered), backup)
