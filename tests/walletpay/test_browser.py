@@ -1,0 +1,355 @@
+"""Real-browser tests: headless Chromium (Debian's ``chromium``) driven by Playwright.
+
+One sandbox on a real loopback port and one browser per module. The demo merchant page
+(``/demo/merchant``) loads ``/walletpay.js``; the tests click through the emulated wallet
+sheet and then use ``walletctl account`` / ``authorize`` / ``lookup`` on what the merchant
+server received. Without a Chromium binary the module is skipped with a loud reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from walletctl.cli.main import app as cli_app
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+SECRETS = ("sandbox-secret", "4111111111111111", "5204740000001002")
+
+
+def _find_chromium() -> str | None:
+    for candidate in (os.environ.get("WALLETCTL_CHROMIUM"), shutil.which("chromium"),
+                      shutil.which("chromium-browser"), "/usr/bin/chromium"):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def _skip_loudly(reason: str) -> None:
+    message = f"BROWSER TESTS SKIPPED: {reason}"
+    sys.stderr.write(f"\n*** {message} ***\n")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Any]:
+    from walletctl.sandbox.config import SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb:
+        yield sb
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = _find_chromium()
+    if executable is None:
+        _skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_loudly("playwright is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context()
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.set_default_timeout(10_000)
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def cli(sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("WALLETCTL_TEST_KEY", "sandbox-api-key")
+    monkeypatch.setenv("WALLETCTL_TEST_SERVICE_SECRET", "sandbox-secret")
+    path = tmp_path / "profiles.toml"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"""default_profile = "sandbox"
+[profiles.sandbox]
+base_url = "{sandbox.url}"
+merchant_id = "M-1001"
+store_id = "S-01"
+user_id = "ops-bot"
+currency = "EUR"
+timeout = 10
+[profiles.sandbox.auth]
+scheme = "PublicApiKey"
+key_env = "WALLETCTL_TEST_KEY"
+service_secret_env = "WALLETCTL_TEST_SERVICE_SECRET"
+""")
+    runner = CliRunner()
+
+    def run(*args: str, expect: int = 0, hidden: tuple[str, ...] = ()) -> Any:
+        result = runner.invoke(cli_app, ["--config", str(path), "-o", "json", *args])
+        text = result.stdout + result.stderr
+        assert result.exit_code == expect, f"walletctl {' '.join(args)} -> {text}"
+        for secret in (*SECRETS, *hidden):
+            assert secret not in text, f"secret leaked by walletctl {args[0]}"
+        return json.loads(result.stdout) if result.stdout.strip() else None
+
+    return run
+
+
+def _open_demo(page: Any, sandbox: Any, query: str) -> None:
+    page.goto(f"{sandbox.url}/demo/merchant?{query}")
+    page.wait_for_selector("#merchant-wallet-button:not([hidden])")
+
+
+def _pay(page: Any, card: str) -> None:
+    page.click("#merchant-pay-button")
+    page.wait_for_selector("#walletpay-sheet")
+    page.check(f"#walletpay-card-{card}")
+    page.click("#walletpay-pay")
+
+
+def _wait_outcome(page: Any) -> str:
+    page.wait_for_function("document.querySelector('#result').dataset.outcome !== ''")
+    outcome: str = page.get_attribute("#result", "data-outcome")
+    return outcome
+
+
+def _received(sandbox: Any, ref: str) -> dict[str, Any]:
+    results = httpx.get(f"{sandbox.url}/demo/merchant/api/results").json()["results"]
+    found = [r for r in results if r["detail"].get("clientSystemTransactionId") == ref]
+    assert len(found) == 1, results
+    record: dict[str, Any] = found[0]
+    return record
+
+
+@pytest.mark.parametrize("card", ["visa-pan", "mc-token"])
+def test_each_card_reaches_the_merchant_then_cli_authorizes(
+    page: Any, sandbox: Any, cli: Any, tmp_path: Path, card: str
+) -> None:
+    ref = f"browser-{card}"
+    _open_demo(page, sandbox, f"authorize=0&ref={ref}")
+    _pay(page, card)
+    assert _wait_outcome(page) == "account"
+    record = _received(sandbox, ref)
+    detail = record["detail"]
+    assert detail["transactionAccountId"].startswith("ta_")
+    assert detail["transactionMethod"] == "WalletPay"
+    is_token = card.endswith("token")
+    assert ("cryptogram" in detail) is is_token, detail
+    assert ("eciIndicator" in detail) is is_token, detail
+    assert None not in detail.values()
+    assert record["account"]["cardType"] == ("Token" if is_token else "Card")
+    hidden = (detail["cryptogram"],) if is_token else ()
+
+    key_id = record["encryptionKeyId"]
+    acct = cli("account", detail["transactionAccountId"], "--encryption-key-id", key_id,
+               hidden=hidden)
+    assert acct["cardType"] == record["account"]["cardType"]
+    assert "*" in acct["maskedCardNumber"]
+
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(detail))
+    extra: list[str] = []
+    if not is_token:
+        three = httpx.post(f"{sandbox.url}/_sandbox/3ds/challenge", json={
+            "transactionAccountId": detail["transactionAccountId"], "merchantId": "M-1001",
+            "storeId": "S-01"}).json()
+        (tmp_path / "3ds.json").write_text(json.dumps(three))
+        extra = ["--3ds", str(tmp_path / "3ds.json")]
+        hidden = (three["authenticationValue"],)
+    tx = cli("authorize", "--event", str(event), "--encryption-key-id", key_id,
+             "--amount", "12.34", "--yes", *extra, hidden=hidden)
+    assert tx["state"] == "Approved", tx
+    assert tx["clientSystemTransactionId"] == ref
+    records = cli("lookup", ref)
+    assert [(r["state"], r["clientSystemTransactionId"]) for r in records] == [("Approved", ref)]
+
+
+def test_merchant_server_authorizes_a_preauth(page: Any, sandbox: Any, cli: Any) -> None:
+    ref = "browser-server-auth"
+    _open_demo(page, sandbox, f"ref={ref}&type=preauth&amount=20.00")
+    _pay(page, "visa-token")
+    assert _wait_outcome(page) == "Approved"
+    record = _received(sandbox, ref)
+    assert record["transaction"]["state"] == "Approved"
+    records = cli("lookup", ref)
+    assert records[0]["state"] == "Approved"
+    assert records[0]["type"] in ("ecom.preauthorization", "ecom.preAuthorisation")
+
+
+def test_success_detail_has_exactly_the_requested_fields(page: Any, sandbox: Any) -> None:
+    _open_demo(page, sandbox, "authorize=0&ref=browser-fields")
+    _pay(page, "visa-pan")
+    _wait_outcome(page)
+    events = page.evaluate("window.demoEvents")
+    results = [e for e in events if e["name"] == "handlePaymentResult"]
+    assert len(results) == 1, events
+    detail = results[0]["detail"]
+    assert set(detail) == {"clientSystemTransactionId", "transactionAccountId",
+                           "transactionMethod", "email", "billingAddress"}, detail
+    assert detail["billingAddress"] == {"name": "Test Payer", "postalCode": "10115",
+                                        "countryCode": "DE"}
+
+
+BAD_CALLS = [
+    ("currencyCode", "'EURO'", "currencyCode: must be an ISO 4217"),
+    ("amountStatus", "'ESTIMATED'", "amountStatus: must be FINAL"),
+    ("allowedCardNetworks", "['VISA', 'INTERAC']", "allowedCardNetworks[1]: must be one of"),
+    ("allowedMethods", "['PAN_ONLY']", "allowedMethods: must be"),
+    ("amount", "'12,50'", "amount: must be a decimal string"),
+    ("profile", "'live'", "profile: must be one of test, prod"),
+    ("merchantNo", "'short'", "merchantNo: must be a string of 12 to 18 characters"),
+    ("optionalParams", "{buttonColor: 'red'}", "optionalParams.buttonColor: must be one of"),
+    ("optionalParams", "{callbackIntents: ['SHIPPING_OPTION']}",
+     "optionalParams.onPaymentDataChanged: is required"),
+    ("optionalParams",
+     "{additionalTransactionInfo: {checkoutOption: 'NOW'}}",
+     "optionalParams.additionalTransactionInfo.checkoutOption: must be one of"),
+    ("optionalParams", "{shippingOptionRequired: true, shippingAddressRequired: true}",
+     "optionalParams.shippingOptionParameters: is required"),
+    ("optionalParams", "{emialRequired: true}", "optionalParams.emialRequired: is not a known"),
+]
+
+_CALL = """(args) => {
+  const a = Object.assign({
+    mid: 'M-1001', sid: 'S-01', ref: 'bad-1', methods: ['PAN_ONLY', 'CRYPTOGRAM_3DS'],
+    networks: ['VISA'], country: 'DE', currencyCode: 'EUR', amountStatus: 'FINAL',
+    amount: '12.34', profile: 'test', key: window.demoSession.publicKeyApi, button: false,
+    merchantNo: '', name: 'Shop', optionalParams: undefined}, args);
+  try {
+    runWalletPay(a.mid, a.sid, a.ref, a.methods, a.networks, a.country, a.currencyCode,
+                 a.amountStatus, a.amount, a.profile, a.key, a.button, a.merchantNo, a.name,
+                 a.optionalParams);
+    return {thrown: null};
+  } catch (e) {
+    return {thrown: {name: e.name, message: e.message, parameter: e.parameter,
+                     isWalletPayError: e instanceof WalletPayError}};
+  }
+}"""
+
+_ARG_NAMES = {"allowedCardNetworks": "networks", "allowedMethods": "methods"}
+
+
+def test_bad_arguments_throw_and_raise_handle_payment_error(page: Any, sandbox: Any) -> None:
+    page.goto(f"{sandbox.url}/demo/merchant?scenario=manual")
+    page.wait_for_function("window.demoSession !== undefined")
+    for param, js_value, expected in BAD_CALLS:
+        name = _ARG_NAMES.get(param, param)
+        before = len(page.evaluate("window.demoEvents"))
+        result = page.evaluate(f"(f) => f({{{name}: {js_value}}})".replace(
+            "(f) => f", f"({_CALL})"))
+        thrown = result["thrown"]
+        assert thrown is not None, f"{param}={js_value} was accepted"
+        assert thrown["name"] == "WalletPayError"
+        assert thrown["isWalletPayError"] is True
+        assert thrown["message"].startswith(f"runWalletPay: {expected}"), thrown
+        events = page.evaluate("window.demoEvents")[before:]
+        assert events == [{"name": "handlePaymentError", "detail": thrown["message"]}], events
+    # and a good call is accepted and becomes ready
+    assert page.evaluate(f"({_CALL})({{}})")["thrown"] is None
+    page.wait_for_selector("#merchant-wallet-button:not([hidden])")
+
+
+def test_payment_authorized_error_then_success(page: Any, sandbox: Any) -> None:
+    _open_demo(page, sandbox, "scenario=full&failFirst=1&ref=browser-retry")
+    _pay(page, "mc-token")
+    page.wait_for_selector("#walletpay-sheet-error:not([hidden])")
+    assert "please try again" in page.inner_text("#walletpay-sheet-error")
+    assert page.get_attribute("#walletpay-sheet-error", "data-reason") == "PAYMENT_DATA_INVALID"
+    assert page.is_visible("#walletpay-sheet"), "ERROR must keep the sheet open"
+    names = [e["name"] for e in page.evaluate("window.demoEvents")]
+    assert "handlePaymentResult" not in names
+    page.click("#walletpay-pay")  # retry
+    page.wait_for_selector("#walletpay-sheet", state="detached")
+    assert _wait_outcome(page) == "Approved"
+    assert page.evaluate("window.demoAuthorizeCalls") == 2
+    names = [e["name"] for e in page.evaluate("window.demoEvents")]
+    assert names.count("handlePaymentResult") == 1
+    detail = _received(sandbox, "browser-retry")["detail"]
+    assert detail["shippingAddress"]["countryCode"] == "DE"
+    assert detail["email"] == "payer@example.com"
+
+
+def test_shipping_option_and_offer_update_the_total(page: Any, sandbox: Any) -> None:
+    _open_demo(page, sandbox, "scenario=full&ref=browser-shipping&amount=10.00")
+    page.click("#merchant-pay-button")
+    page.wait_for_selector("#walletpay-sheet")
+
+    def total_is(text: str) -> None:
+        page.wait_for_function(
+            f"document.querySelector('#walletpay-total').textContent === '{text}'")
+
+    total_is("10.00 EUR")
+    page.select_option("#walletpay-shipping-option", "express")
+    total_is("15.00 EUR")
+    page.select_option("#walletpay-shipping-option", "overnight")
+    total_is("22.50 EUR")
+    page.fill("#walletpay-offer-code", "BOGUS")
+    page.click("#walletpay-offer-apply")
+    page.wait_for_selector("#walletpay-sheet-error:not([hidden])")
+    assert page.get_attribute("#walletpay-sheet-error", "data-reason") == "OFFER_INVALID"
+    page.fill("#walletpay-offer-code", "SAVE2")
+    page.click("#walletpay-offer-apply")
+    total_is("20.50 EUR")
+    assert page.is_hidden("#walletpay-sheet-error")
+    assert "SAVE2" in page.inner_text("#walletpay-offers")
+    # an unserviceable address is reported through onPaymentDataChanged's error
+    page.select_option("#walletpay-ship-country", "NL")
+    page.fill("#walletpay-ship-postal", "9999")
+    page.dispatch_event("#walletpay-ship-postal", "change")
+    page.wait_for_selector("#walletpay-sheet-error:not([hidden])")
+    assert page.get_attribute("#walletpay-sheet-error", "data-reason") == \
+        "SHIPPING_ADDRESS_UNSERVICEABLE"
+    countries = page.eval_on_selector_all("#walletpay-ship-country option", "os => os.map(o => "
+                                          "o.value)")
+    assert countries == ["DE", "FR", "NL"]
+
+
+def test_wallet_button_and_cancel(page: Any, sandbox: Any) -> None:
+    _open_demo(page, sandbox, "scenario=full&walletButton=1&ref=browser-button")
+    button = page.locator("#merchant-wallet-button .walletpay-button")
+    assert button.inner_text() == "Buy with WalletPay"
+    assert button.get_attribute("data-button-color") == "white"
+    assert button.get_attribute("data-button-size-mode") == "fill"
+    button.click()
+    page.wait_for_selector("#walletpay-sheet")
+    assert "Unverified merchant" in page.inner_text("#walletpay-sheet")
+    page.click("#walletpay-cancel")
+    page.wait_for_selector("#walletpay-sheet", state="detached")
+    events = page.evaluate("window.demoEvents")
+    assert events[-1]["name"] == "handlePaymentError"
+    assert events[-1]["detail"].startswith("CANCELED")
+
+
+def test_gateway_refusal_reaches_the_page_as_the_error_object(page: Any, sandbox: Any) -> None:
+    page.goto(f"{sandbox.url}/demo/merchant?scenario=manual&merchantId=M-1001")
+    page.wait_for_function("window.demoSession !== undefined")
+    # the API key was issued for M-1001; the page claims another merchant: 403 from the gateway
+    page.evaluate(f"({_CALL})({{mid: 'M-9999'}})")
+    page.wait_for_selector("#merchant-wallet-button:not([hidden])")
+    page.click("#merchant-pay-button")
+    page.click("#walletpay-pay")
+    page.wait_for_function(
+        "window.demoEvents.some(e => e.name === 'handlePaymentResult')")
+    detail = next(e for e in page.evaluate("window.demoEvents")
+              if e["name"] == "handlePaymentResult")["detail"]
+    assert set(detail) == {"code", "description", "details"}, detail
+    assert isinstance(detail["details"]["message"], str)
+    assert detail["code"] != ""
