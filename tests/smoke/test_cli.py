@@ -126,3 +126,45 @@ def test_unknown_scenario_and_bad_prefix_are_usage_errors() -> None:
     result = invoke("smoke", "--embedded", "--ref-prefix", "bad prefix!")
     assert result.exit_code == ExitCode.USAGE
     assert "--ref-prefix" in result.stderr
+
+
+def test_unreachable_gateway_fails_every_scenario_with_exit_10(
+    write_profile: ProfileFactory,
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = write_profile(f"http://127.0.0.1:{port}")
+    result = invoke("--config", str(config), "smoke", "-s", "redirect-sale", "--json")
+    assert result.exit_code == ExitCode.SMOKE_FAILED, result.output
+    doc = json.loads(result.stdout)
+    checkout = doc["scenarios"][0]["steps"][0]
+    assert checkout["status"] == "failed"
+    assert checkout["message"].startswith("could not connect")
+    assert checkout["error_type"] == "NetworkError"
+
+
+def test_live_table_folds_finished_and_pending_scenarios() -> None:
+    from rich.console import Console
+
+    from walletctl.cli.smoke import _results_table
+    from walletctl.ops.smoke import ScenarioResult, StepResult
+
+    done = ScenarioResult("alpha", "", [StepResult("alpha", n, "passed", 0.5) for n in "abc"])
+    running = ScenarioResult("beta", "", [StepResult("beta", "one", "failed", 0.1, "boom"),
+                                          StepResult("beta", "two", "skipped")])
+    waiting = ScenarioResult("gamma", "", [StepResult("gamma", "x"), StepResult("gamma", "y")])
+    console = Console(record=True, width=160, color_system=None)
+    console.print(_results_table([done, running, waiting], live=True))
+    text = console.export_text()
+    assert "3/3 steps" in text
+    assert "1.50s" in text
+    assert "boom" in text
+    assert "two" in text
+    assert "2 steps" in text
+    assert " x " not in text  # pending scenario folded
+    console = Console(record=True, width=160, color_system=None)
+    console.print(_results_table([done], live=False))
+    assert "3/3 steps" not in console.export_text()  # the final table shows every step

@@ -241,6 +241,8 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 
 def _results_table(results: list[ScenarioResult], *, live: bool) -> Table:
+    """Steps of each scenario; in the live view a finished passing scenario (or one not yet
+    started) folds into one row, so the table stays the height of a terminal."""
     from rich.table import Table
     from rich.text import Text
 
@@ -251,6 +253,19 @@ def _results_table(results: list[ScenarioResult], *, live: bool) -> Table:
     table.add_column("time", justify="right")
     table.add_column("detail", overflow="fold", max_width=70)
     for sc in results:
+        states = {step.status for step in sc.steps}
+        if live and states <= {"pending"}:
+            icon, style, word = _STATUS_STYLE["pending"]
+            table.add_row(sc.name, f"{len(sc.steps)} steps", Text(f"{icon} {word}", style=style),
+                          "", "")
+            continue
+        if live and states == {"passed"}:
+            icon, style, word = _STATUS_STYLE["passed"]
+            total = sum(step.duration for step in sc.steps)
+            table.add_row(sc.name, f"{len(sc.steps)}/{len(sc.steps)} steps",
+                          Text(f"{icon} {word}", style=style), f"{total:.2f}s",
+                          Text(_one_line(sc.steps[-1].detail or "", 140), style="dim"))
+            continue
         for index, step in enumerate(sc.steps):
             icon, style, word = _STATUS_STYLE[step.status]
             took = f"{step.duration:.2f}s" if step.status not in ("pending", "skipped") else ""

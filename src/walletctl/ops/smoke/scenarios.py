@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from walletctl.ops.smoke.target import Target
 
 APPROVED = "Approved"
+NOUNS = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
 DEFAULT_REDIRECTS = {
     "returnUrl": "https://shop.example/smoke/return",
     "successUrl": "https://shop.example/smoke/ok",
@@ -190,7 +191,7 @@ def followup_step(
 
         target = _target(run)
         original = run.state["original"]
-        new_ref = run.ref(tag, f"{op} of {original}")
+        new_ref = run.ref(tag, f"{NOUNS[op]} of {original}")
         amount = amount_of(_amounts(run)) if amount_of else None
         plan = plan_followup(
             target.client,
@@ -201,15 +202,15 @@ def followup_step(
             new_reference=new_ref,
         )
         response = send_followup(target.client, plan)
-        check_equal(response.state, APPROVED, f"state of the {op} {new_ref}")
+        check_equal(response.state, APPROVED, f"state of the {NOUNS[op]} {new_ref}")
         if response.client_system_transaction_id is not None:
             check_equal(
                 response.client_system_transaction_id, new_ref,
-                f"clientSystemTransactionId of the {op} answer",
+                f"clientSystemTransactionId of the {NOUNS[op]} answer",
             )
-        return f"{op} of {_money(run, plan.request.amount)}: {response.state}"
+        return f"{NOUNS[op]} of {_money(run, plan.request.amount)}: {response.state}"
 
-    return Step(name, action, f"POST apmTransactions ({op})")
+    return Step(name, action, f"POST apmTransactions ({NOUNS[op]})")
 
 
 def _balance(run: ScenarioRun) -> tuple[Balance, list[TransactionRecord]]:
@@ -277,7 +278,7 @@ def refusal_step(
         original = run.state["original"]
         balance, _ = _balance(run)
         amount = amount_of(_amounts(run), balance)
-        new_ref = run.ref(tag, f"refused {op} of {original}")
+        new_ref = run.ref(tag, f"refused {NOUNS[op]} of {original}")
         try:
             plan_followup(
                 target.client,
@@ -291,7 +292,7 @@ def refusal_step(
             pass  # walletctl would not send it: good; now prove the gateway refuses it too
         else:
             raise StepFailed(
-                f"walletctl's pre-flight accepted a {op} of {_money(run, amount)} on "
+                f"walletctl's pre-flight accepted a {NOUNS[op]} of {_money(run, amount)} on "
                 f"{original} ({balance.summary()})"
             )
         request = make_followup_request(
@@ -305,24 +306,24 @@ def refusal_step(
                 raise
             check(
                 exc.status == 422,
-                f"expected the gateway to refuse the {op} with HTTP 422, got: {exc.message}",
+                f"expected the gateway to refuse the {NOUNS[op]} with HTTP 422, got: {exc.message}",
             )
             code = f", code {exc.code}" if exc.code else ""
             return (
-                f"{op} of {_money(run, amount)} refused by the pre-flight and by the gateway "
-                f"(HTTP {exc.status}{code})"
+                f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by the "
+                f"gateway (HTTP {exc.status}{code})"
             )
         check(
             response.state != APPROVED,
-            f"the gateway ACCEPTED a {op} of {_money(run, amount)} on {original} "
+            f"the gateway ACCEPTED a {NOUNS[op]} of {_money(run, amount)} on {original} "
             f"({balance.summary()}): {new_ref} is {response.state}",
         )
         return (
-            f"{op} of {_money(run, amount)} refused by the pre-flight and by the gateway "
-            f"(state {response.state})"
+            f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by the "
+            f"gateway (state {response.state})"
         )
 
-    return Step(name, action, f"{op} that must be refused")
+    return Step(name, action, f"{NOUNS[op]} that must be refused")
 
 
 def walletpay_unavailable(ctx: RunContext) -> str | None:
