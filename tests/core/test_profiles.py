@@ -926,3 +926,35 @@ def test_remove_from_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no profiles file"):
         store.remove_profile(tmp_path / "cfg" / "profiles.toml", "p")
     assert not (tmp_path / "cfg").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("prod", True),
+        ("eu-prod_2", True),
+        ("9", True),
+        ("a" * 64, True),
+        ("a" * 65, False),
+        ("", False),
+        ("-prod", False),
+        ("_prod", False),
+        ("pröd", False),
+        ("a.b", False),
+        ("a/b", False),
+    ],
+)
+def test_profile_names(name: str, ok: bool) -> None:
+    assert store.valid_profile_name(name) is ok
+
+
+@pytest.mark.parametrize(
+    ("key_env", "ok"),
+    [("WALLETCTL_KEY", True), ("_k1", True), ("1K", False), ("K-1", False), ("KÉY", False)],
+)
+def test_env_var_names(tmp_path: Path, key_env: str, ok: bool) -> None:
+    text = BASE + f'[profiles.p.auth]\nkey_env = "{key_env}"\n'
+    if ok:
+        assert load_text(tmp_path, text).profiles["p"].auth.key_env == key_env
+    else:
+        assert config_error(tmp_path, text).location == "profiles.p -> auth -> key_env"

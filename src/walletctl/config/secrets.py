@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -52,7 +51,7 @@ __all__ = [
 ]
 
 KEYRING_SERVICE = "walletctl"
-_SECRET_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def _secret(value: str) -> SecretStr:
@@ -306,7 +305,7 @@ def service_basic_auth(profile: Profile) -> tuple[str, str] | None:
 
 
 def _check_name(name: str) -> None:
-    if not _SECRET_NAME_RE.match(name):
+    if not (0 < len(name) <= 32 and name[0].isalpha() and all(c in _NAME_CHARS for c in name)):
         raise ValueError(f"bad secret name {name!r}: use lower-case letters, digits and '_'")
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import stat
 import tomllib
 from collections.abc import Iterator
@@ -62,6 +61,7 @@ __all__ = [
     "remove_profile",
     "save_file",
     "select_profile",
+    "valid_profile_name",
 ]
 
 TOP_LEVEL_KEYS: tuple[str, ...] = ("default_profile", "profiles")
@@ -89,9 +89,24 @@ AUTH_KEYS: tuple[str, ...] = (
 )
 AMOUNT_FORMATS: tuple[str, ...] = ("minor", "decimal")
 
-PROFILE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# Character classes checked without `re` (compiling patterns costs start-up time).
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_TOKEN = _ALNUM | frozenset("!#$%&'*+.^_`|~-")  # RFC 9110 token characters
+
+
+def valid_profile_name(name: str) -> bool:
+    """Letters, digits, '-' and '_', at most 64, starting with a letter or digit."""
+    return 0 < len(name) <= 64 and name[0] in _ALNUM and all(c in _ALNUM or c in "-_" for c in name)
+
+
+def _valid_env_name(name: str) -> bool:
+    return bool(name) and not name[0].isdigit() and all(c in _ALNUM or c == "_" for c in name)
+
+
+def _valid_header_name(name: str) -> bool:
+    return bool(name) and all(c in _TOKEN for c in name)
+
+
 _SEP = " -> "
 _ADD_HINT = (
     "create one with `walletctl profile add NAME --base-url URL --merchant-id ID "
@@ -220,7 +235,7 @@ class _Parser:
 
     def env_name(self, value: Any, location: str) -> str:
         text = self.text(value, location)
-        if not _ENV_NAME_RE.match(text):
+        if not _valid_env_name(text):
             # Not echoed: a pasted secret in the wrong key must not reach the terminal.
             self.fail(location, "must be an environment variable name such as WALLETCTL_KEY")
         return text
@@ -237,7 +252,7 @@ class _Parser:
         profiles: dict[str, Profile] = {}
         for name, table in raw_profiles.items():
             location = f"profiles.{name}"
-            if not PROFILE_NAME_RE.match(name):
+            if not valid_profile_name(name):
                 self.fail(
                     location,
                     "bad profile name",
@@ -341,7 +356,7 @@ class _Parser:
         header = None
         if "header" in table:
             header = self.text(table["header"], _loc(loc, "header"))
-            if not _HEADER_NAME_RE.match(header):
+            if not _valid_header_name(header):
                 self.fail(_loc(loc, "header"), "must be an HTTP header name such as X-Api-Key")
             if scheme != "header":
                 self.fail(
@@ -637,7 +652,7 @@ def add_profile(
     from walletctl.errors import UsageError
 
     path = Path(path).expanduser()
-    if not PROFILE_NAME_RE.match(name):
+    if not valid_profile_name(name):
         raise UsageError(
             f"bad profile name {name!r}: use letters, digits, '-' and '_' "
             "(at most 64, starting with a letter or digit)"
