@@ -53,7 +53,8 @@ class RequestValidationError(WalletctlError):
     def __init__(self, problems: list[tuple[str, str]], *, hint: str | None = None) -> None:
         self.problems = problems
         first = "; ".join(f"{field}: {rule}" for field, rule in problems[:3])
-        more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+        rest = [field for field, _ in problems[3:]]
+        more = f" (+{len(rest)} more: {', '.join(rest)})" if rest else ""
         super().__init__(f"invalid request: {first}{more}", hint=hint)
 
 
