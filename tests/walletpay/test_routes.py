@@ -266,3 +266,56 @@ def test_static_assets_are_served(client: TestClient) -> None:
     cards = client.get("/_sandbox/wallet/cards").json()["cards"]
     assert {c["authMethod"] for c in cards} == {"PAN_ONLY", "CRYPTOGRAM_3DS"}
     assert all("pan" not in c for c in cards)
+
+
+@pytest.mark.parametrize("query", ["amount=abc", "amount=0", "currency=EURO", "amount=1.234"])
+def test_demo_session_refuses_bad_amounts(client: TestClient, query: str) -> None:
+    _error(client.get(f"/demo/merchant/api/session?{query}"), 400)
+
+
+def test_demo_merchant_server_flow_without_browser(client: TestClient) -> None:
+    """The merchant server half of the demo, driven the way the page does it."""
+    session = client.get("/demo/merchant/api/session?ref=srv-1&type=preauth").json()
+    assert session["publicKeyApi"].startswith("pk_")
+    pmd = client.post("/_sandbox/wallet/token", json={
+        "cardId": "visa-pan", "gatewayMerchantId": session["merchantId"],
+        "publicKeyApi": session["publicKeyApi"]}).json()["paymentMethodData"]
+    created = client.post("/api/v5/paymentAccounts", headers={
+        "Authorization": f"PublicApiKey {session['publicKeyApi']}"}, json={
+        "merchantId": session["merchantId"], "storeId": session["storeId"],
+        "clientSystemTransactionId": "srv-1", "paymentData": {"paymentMethodData": pmd}}).json()
+    detail = {"clientSystemTransactionId": "srv-1", "transactionMethod": "WalletPay",
+              "transactionAccountId": created["transactionAccountId"]}
+    outcome = client.post("/demo/merchant/api/result", json={"detail": detail}).json()
+    assert outcome["outcome"] == "Approved", outcome
+    assert outcome["account"]["cardType"] == "Card"
+    assert outcome["transaction"]["type"] == "ecom.preauthorization"
+    listed = client.get("/demo/merchant/api/results").json()["results"]
+    assert [r["detail"]["clientSystemTransactionId"] for r in listed] == ["srv-1"]
+    error = client.post("/demo/merchant/api/result", json={"detail": {
+        "code": "X", "description": "Y", "details": {"message": "z"}}}).json()
+    assert error["outcome"] == "error"
+
+
+GARBAGE: list[Any] = [None, [], "x", 1, {"merchantId": 5, "storeId": [], "paymentData": 3},
+                      {"paymentData": {"protocolVersion": "ECv2", "signedMessage": "{}",
+                                       "intermediateSigningKey": {"signedKey": "{}",
+                                                                  "signatures": [1]}}},
+                      {"amount": "1e999", "currencyCode": None, "type": {}},
+                      {"cardId": "visa-pan", "gatewayMerchantId": "M", "encryptionKey": "AAAA"},
+                      {"transactionAccountId": {}, "merchantId": "M", "storeId": "S",
+                       "outcome": [1]}]
+POSTS = ["/api/v5/publicKeys", "/api/v5/paymentAccounts", "/api/v5/transactions",
+         "/_sandbox/wallet/token", "/_sandbox/3ds/challenge", "/demo/merchant/api/result"]
+
+
+@pytest.mark.parametrize("path", POSTS)
+def test_garbage_bodies_get_the_error_object_never_a_500(wallet: Wallet, path: str) -> None:
+    headers = dict(wallet.auth) if path.startswith("/api/v5/") else {}
+    if path.endswith("publicKeys"):
+        headers = {"Authorization": SERVICE_BASIC}
+    for body in GARBAGE:
+        resp = wallet.client.post(path, content=json.dumps(body), headers=headers)
+        assert resp.status_code < 500, (body, resp.text)
+        if resp.status_code >= 400:
+            assert set(resp.json()) == {"code", "description", "details"}, (body, resp.text)

@@ -53,7 +53,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from walletctl.constants import WALLETPAY_METHOD
 from walletctl.errors import RequestValidationError
 from walletctl.models.base import loads
-from walletctl.models.money import AmountFormat, to_wire
+from walletctl.models.money import AmountFormat, check_currency, parse_major, to_wire
 from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import crypto
 from walletctl.sandbox.context import SandboxContext
@@ -580,11 +580,19 @@ async def demo_session(request: Request, st: WalletPayState) -> dict[str, Any]:
     if status != 200:
         raise ApiError(502, "DemoKeys", "the demo merchant could not get its keys")
     reference = q.get("ref") or "demo-" + secrets.token_hex(6)
+    currency = (q.get("currency") or "EUR").upper()
+    amount = q.get("amount") or "12.34"
+    try:
+        check_currency(currency)
+        if parse_major(amount, currency) <= 0:
+            raise ValueError("must be greater than zero")
+    except ValueError as exc:
+        raise ApiError(400, "InvalidField", f"amount/currency: {exc}") from None
     session = DemoSession(
         reference=reference, merchant_id=merchant_id, store_id=store_id,
         api_key=keys["apiKey"], key_id=keys["encryptionKeyId"],
         kind="preauth" if q.get("type") == "preauth" else "sale",
-        amount=q.get("amount") or "12.34", currency=(q.get("currency") or "EUR").upper(),
+        amount=amount, currency=currency,
         authorize=q.get("authorize", "1") not in ("0", "false", "no"),
     )
     with st.lock:
