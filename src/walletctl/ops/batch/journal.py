@@ -114,6 +114,7 @@ class Journal:
         self.batch_id = batch_id
         self.op = op
         self.existed = path.exists() and path.stat().st_size > 0
+        self._closed = False
         try:
             self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -254,5 +255,8 @@ class Journal:
         return out
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self.commit()
         self.db.close()

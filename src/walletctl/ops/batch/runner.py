@@ -122,6 +122,13 @@ class RunReport:
     fatal: str | None = None  # e.g. credentials refused: every row would fail the same way
     fatal_code: int | None = None  # the ExitCode for ``fatal``
     breaker_threshold: int = 0
+    # What happened on the way (for the summary and the fault tests): throttled, gateway_5xx,
+    # network, no_answer, found_on_lookup (an unclear send that had been applied),
+    # absent_on_lookup (an unclear send proven not applied, then re-sent).
+    events: dict[str, int] = field(default_factory=dict)
+
+    def note(self, event: str) -> None:
+        self.events[event] = self.events.get(event, 0) + 1
 
     @property
     def rows(self) -> int:
@@ -331,11 +338,13 @@ class BatchRunner:
                     try:
                         records = await client.lookup(reference)
                     except GatewayError as exc:
+                        self._note_status(exc.status)
                         if exc.status == 404:
                             self.breaker.success()
                             return []
                         raise self._classify(exc, f"lookup {reference}") from None
                     except (NetworkError, UnknownOutcomeError, ResponseError) as exc:
+                        self.report.note("network")
                         raise _Retry(exc.message) from None
                     self.breaker.success()
                     return records
@@ -344,6 +353,12 @@ class BatchRunner:
                 self.breaker.failure(f"lookup {reference}: {exc.why}")
             raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _note_status(self, status: int) -> None:
+        if status == 429:
+            self.report.note("throttled")
+        elif status >= 500:
+            self.report.note("gateway_5xx")
 
     def _classify(self, exc: GatewayError, what: str) -> Exception:
         """A lookup's error status: retry (429, 5xx), stop everything (auth) or give up."""
@@ -386,12 +401,15 @@ class BatchRunner:
         try:
             resp = await client.followup(req)
         except NetworkError as exc:  # the connection was never made: nothing was sent
+            self.report.note("network")
             self.journal.finish(row.key, "planned", detail=exc.message)
             raise _Retry(exc.message) from None
         except (UnknownOutcomeError, ResponseError) as exc:
+            self.report.note("no_answer")
             self.journal.finish(row.key, "unknown", detail=exc.message)
             await self._reconcile(client, row, settle=True, why=exc.message)
         except GatewayError as exc:
+            self._note_status(exc.status)
             if exc.status == 429:  # throttled before anything was stored
                 self.journal.finish(row.key, "planned", detail="HTTP 429")
                 ra = parse_retry_after(getattr(exc, "retry_after", None))
@@ -427,7 +445,9 @@ class BatchRunner:
             await asyncio.sleep(self.opt.settle)
             found = self._record_if_found(row, await self._lookup(client, row.new_ref))
         if found:
+            self.report.note("found_on_lookup")
             raise _Done
+        self.report.note("absent_on_lookup")
         # Proven absent: the row was never applied. Back to planned, send again (same ref).
         self.journal.finish(row.key, "planned", detail=f"absent after: {why}")
         raise _Retry(f"{why} (lookup: absent)")

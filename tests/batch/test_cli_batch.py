@@ -1,0 +1,207 @@
+"""`walletctl capture|refund|reverse --batch` through the real app against a real-port sandbox:
+exit codes, dry run, results files, resume, confirmation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from batch.helpers import ledger, seed_preauths, write_profile
+from walletctl.cli.batch import _exit_code
+from walletctl.cli.main import app
+from walletctl.constants import ExitCode
+from walletctl.ops.batch.runner import RunReport
+from walletctl.sandbox.config import SandboxConfig
+from walletctl.sandbox.server import EmbeddedSandbox
+
+
+@pytest.fixture(scope="module")
+def sandbox_url() -> Iterator[str]:
+    with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb:
+        yield sb.url
+
+
+@pytest.fixture
+def cfg(tmp_path: Path, sandbox_url: str) -> Path:
+    return write_profile(tmp_path, sandbox_url)
+
+
+def invoke(cfg: Path, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    runner = CliRunner()
+    result = runner.invoke(app, ["--config", str(cfg), "-o", "json", *args], input=stdin)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def csv_file(path: Path, rows: list[tuple[str, str]]) -> Path:
+    path.write_text("ref,amount,currency\n" + "".join(f"{r},{a},EUR\n" for r, a in rows))
+    return path
+
+
+def follow_ups(url: str, refs: list[str]) -> list[dict[str, object]]:
+    return [r for r in ledger(url) if r["invoiceReference"] in refs]
+
+
+def test_all_confirmed_then_rerun_sends_nothing(
+    tmp_path: Path, cfg: Path, sandbox_url: str
+) -> None:
+    refs = [f"OK-{i}" for i in range(12)]
+    seed_preauths(sandbox_url, refs)
+    src = csv_file(tmp_path / "in.csv", [(r, "3.00") for r in refs])
+    results = tmp_path / "out.ndjson"
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--results", str(results))
+    assert code == ExitCode.OK, err
+    summary = json.loads(out)
+    assert summary["confirmed"] == 12
+    assert summary["confirmed_totals"] == {"EUR": "36.00"}
+    lines = [json.loads(x) for x in results.read_text().splitlines()]
+    assert sorted(x["line"] for x in lines) == list(range(2, 14))
+    assert all(x["status"] == "confirmed" and x["transaction_id"] for x in lines)
+    assert (tmp_path / "in.csv.capture.journal").exists()
+    applied = follow_ups(sandbox_url, refs)
+    assert len(applied) == 12
+
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--resume",
+                            "--results", str(tmp_path / "again.csv"))
+    assert code == ExitCode.OK, err
+    assert json.loads(out)["earlier_run"] == 12
+    assert "already done" in err
+    assert len(follow_ups(sandbox_url, refs)) == 12
+    rows = (tmp_path / "again.csv").read_text().splitlines()
+    assert rows[0].startswith("line,op,ref,new_ref")
+    assert len(rows) == 13
+
+
+def test_refused_rows_exit_declined(tmp_path: Path, cfg: Path, sandbox_url: str) -> None:
+    seed_preauths(sandbox_url, ["RF-1", "RF-2"])
+    src = csv_file(tmp_path / "in.csv", [("RF-1", "10.00"), ("RF-2", "10.01"), ("RF-X", "1.00")])
+    code, out, err = invoke(cfg, "capture", "--batch", str(src))
+    assert code == ExitCode.DECLINED, (out, err)
+    assert json.loads(out)["refused"] == 2
+    assert len(follow_ups(sandbox_url, ["RF-1", "RF-2"])) == 1
+
+
+def test_invalid_rows_send_nothing(tmp_path: Path, cfg: Path, sandbox_url: str) -> None:
+    seed_preauths(sandbox_url, ["IV-1"])
+    src = tmp_path / "in.csv"
+    src.write_text("ref,amount,currency\nIV-1,1.00,EUR\nIV-2,1.001,EUR\n")
+    code, _, err = invoke(cfg, "capture", "--batch", str(src))
+    assert code == ExitCode.VALIDATION, err
+    assert "line 3: amount: EUR amounts have 2 decimal places" in err
+    assert "nothing was sent" in err
+    assert "Traceback" not in err
+    assert follow_ups(sandbox_url, ["IV-1"]) == []
+    assert not (tmp_path / "in.csv.capture.journal").exists()
+
+    code, _out, err = invoke(cfg, "capture", "--batch", str(src), "--skip-invalid")
+    assert code == ExitCode.OK, err
+    assert "skipped invalid line 3: amount" in err
+    assert len(follow_ups(sandbox_url, ["IV-1"])) == 1
+
+
+def test_dry_run_prints_requests_and_sends_nothing(
+    tmp_path: Path, cfg: Path, sandbox_url: str
+) -> None:
+    src = csv_file(tmp_path / "in.csv", [("DR-1", "2.50"), ("DR-2", "1.00")])
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run")
+    assert code == ExitCode.OK, err
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["status"] for x in lines] == ["would-send", "would-send"]
+    body = lines[0]["request"]
+    assert body["type"] == "ecom.capture"
+    assert body["amount"] == "250"
+    assert body["clientSystemInvoiceId"] == "DR-1"
+    assert body["clientSystemTransactionId"] == lines[0]["new_ref"]
+    assert body["apmDetails"] == {"apmProvider": "WalletV2"}
+    assert follow_ups(sandbox_url, ["DR-1", "DR-2"]) == []
+    assert not (tmp_path / "in.csv.capture.journal").exists()
+    # the real run uses exactly the references the dry run showed
+    seed_preauths(sandbox_url, ["DR-1", "DR-2"])
+    code, _, err = invoke(cfg, "capture", "--batch", str(src))
+    assert code == ExitCode.OK, err
+    sent = {r["reference"] for r in follow_ups(sandbox_url, ["DR-1", "DR-2"])}
+    assert sent == {x["new_ref"] for x in lines}
+
+
+def test_dry_run_table(tmp_path: Path, cfg: Path) -> None:
+    src = csv_file(tmp_path / "in.csv", [("DT-1", "2.50")])
+    result = CliRunner().invoke(app, ["--config", str(cfg), "-o", "table", "capture",
+                                      "--batch", str(src), "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    assert "nothing sent" in result.stdout
+    assert "would send 1 row(s) (2.50 EUR)" in result.stdout
+
+
+def test_refund_needs_yes_without_a_terminal(tmp_path: Path, cfg: Path, sandbox_url: str) -> None:
+    refs = ["RN-1", "RN-2"]
+    seed_preauths(sandbox_url, refs)
+    cap = csv_file(tmp_path / "cap.csv", [(r, "10.00") for r in refs])
+    assert invoke(cfg, "capture", "--batch", str(cap))[0] == ExitCode.OK
+    src = csv_file(tmp_path / "refund.csv", [(r, "4.00") for r in refs])
+    code, _, err = invoke(cfg, "refund", "--batch", str(src))
+    assert code == ExitCode.USAGE
+    assert "2 row(s) (8.00 EUR) needs confirmation" in err
+    assert "--yes" in err
+    assert [r["kind"] for r in follow_ups(sandbox_url, refs)].count("refund") == 0
+    code, _out, err = invoke(cfg, "refund", "--batch", str(src), "--yes")
+    assert code == ExitCode.OK, err
+    assert [r["kind"] for r in follow_ups(sandbox_url, refs)].count("refund") == 2
+
+
+def test_stdin_jsonl(tmp_path: Path, cfg: Path, sandbox_url: str, monkeypatch: pytest.MonkeyPatch
+                     ) -> None:
+    seed_preauths(sandbox_url, ["SI-1"])
+    monkeypatch.chdir(tmp_path)
+    data = '{"ref": "SI-1", "amount": "7.00"}\n'
+    code, out, err = invoke(cfg, "capture", "--batch", "-", stdin=data)
+    assert code == ExitCode.OK, err
+    assert list(tmp_path.glob("walletctl-capture-*.journal"))
+    code, out, err = invoke(cfg, "capture", "--batch", "-", stdin=data)
+    assert code == ExitCode.OK, err
+    assert json.loads(out)["earlier_run"] == 1
+    assert [Decimal(str(r["amount"])) for r in follow_ups(sandbox_url, ["SI-1"])] == \
+        [Decimal("7.00")]
+
+
+def test_bad_options_are_usage_errors(tmp_path: Path, cfg: Path) -> None:
+    src = csv_file(tmp_path / "in.csv", [("X-1", "1.00")])
+    for args, text in [
+        (["--concurrency", "0"], "--concurrency"),
+        (["--rate", "0"], "--rate"),
+        (["--max-failures", "0"], "--max-failures"),
+        (["--batch-id", "a b"], "--batch-id"),
+        (["--resume", "--journal", str(tmp_path / "none.journal")], "no journal"),
+    ]:
+        code, _, err = invoke(cfg, "capture", "--batch", str(src), *args)
+        assert code == ExitCode.USAGE, (args, err)
+        assert text in err
+    code, _, err = invoke(cfg, "capture", "--batch", str(tmp_path / "missing.csv"))
+    assert code == ExitCode.USAGE
+    assert "no such file" in err
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({}, ExitCode.OK),
+        ({"counts": {"confirmed": 3, "refused": 1, "unknown": 0, "pending": 0}},
+         ExitCode.DECLINED),
+        ({"counts": {"confirmed": 3, "refused": 1, "unknown": 1, "pending": 0}},
+         ExitCode.UNKNOWN_OUTCOME),
+        ({"breaker_open": True, "counts": {"confirmed": 1, "refused": 0, "unknown": 1,
+                                           "pending": 5}}, ExitCode.GATEWAY),
+        ({"interrupted": True, "breaker_open": True}, ExitCode.INTERRUPTED),
+        ({"fatal": "401", "fatal_code": 9}, ExitCode.AUTH),
+        ({"counts": {"confirmed": 0, "refused": 0, "unknown": 0, "pending": 2}},
+         ExitCode.GATEWAY),
+    ],
+)
+def test_exit_codes(changes: dict[str, object], expected: ExitCode) -> None:
+    report = RunReport()
+    for key, value in changes.items():
+        setattr(report, key, value)
+    assert _exit_code(report) == expected
