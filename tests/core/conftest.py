@@ -98,7 +98,11 @@ class Sandbox:
     """The real sandbox app in-process; the CLI reaches it through ``ENV.transport``."""
 
     def __init__(self, amount_format: str = "minor") -> None:
-        from starlette.testclient import TestClient
+        import warnings
+
+        with warnings.catch_warnings():  # starlette's "install httpx2" notice
+            warnings.simplefilter("ignore")
+            from starlette.testclient import TestClient
 
         from walletctl.sandbox.app import create_app
         from walletctl.sandbox.config import SandboxConfig
@@ -117,7 +121,10 @@ class Sandbox:
         return self.client.get("/_sandbox/ledger").json()
 
     def close(self) -> None:
+        from walletctl.sandbox.app import store_of
+
         self.client.close()
+        store_of(self.app).close()
 
 
 @pytest.fixture

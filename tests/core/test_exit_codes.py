@@ -1,0 +1,206 @@
+"""Every exit status (constants.ExitCode) the redirect-wallet commands can produce.
+
+One test per status, each driving the real CLI into the situation that produces it (as httpie's
+``tests/test_exit_status.py`` does). ``SMOKE_FAILED`` belongs to ``walletctl smoke`` and is
+tested with it; the last test checks this file leaves no other status untested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from walletctl.cli.state import ENV
+from walletctl.constants import ExitCode
+
+TESTED: set[ExitCode] = set()
+
+
+def expect(result: Any, code: ExitCode) -> str:
+    TESTED.add(code)
+    assert result.exit_code == code, (
+        f"expected exit {int(code)} ({code.name}), got {result.exit_code}\n"
+        f"stdout: {result.stdout}\nstderr: {result.stderr}"
+    )
+    if code != ExitCode.OK:
+        first = result.stderr.splitlines()[0] if result.stderr else ""
+        # ours: "walletctl: error: ..."; the flag parser's: "Usage: ..." / "Error: ..."
+        assert first.startswith(("walletctl: error: ", "Usage:", "Error: ")), result.stderr
+        assert "Traceback" not in result.stderr, result.stderr
+    return str(result.stderr)
+
+
+def test_ok(cli: Any) -> None:
+    expect(cli("checkout", "--amount", "1", "--ref", "R-1"), ExitCode.OK)
+
+
+def test_internal_error_is_one_line_without_the_exception_text(cli: Any, api_key: str) -> None:
+    def broken(request: httpx.Request) -> httpx.Response:
+        raise ValueError(f"bug holding {api_key}")
+
+    ENV.transport = httpx.MockTransport(broken)
+    err = expect(cli("lookup", "R-1"), ExitCode.ERROR)
+    assert "internal error: ValueError" in err, err
+    assert "--debug" in err, err
+    assert api_key not in err, "an internal error must not print the exception text"
+
+
+def test_debug_shows_the_traceback(cli: Any) -> None:
+    def broken(request: httpx.Request) -> httpx.Response:
+        raise ValueError("bug")
+
+    ENV.transport = httpx.MockTransport(broken)
+    from typer.testing import CliRunner
+
+    from walletctl.cli.main import app
+
+    result = CliRunner().invoke(app, ["--config", str(cli.config), "--debug", "lookup", "R-1"])
+    assert isinstance(result.exception, ValueError), (result.exception, result.stderr)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["lookup"], ["--output", "yaml", "lookup", "R"], ["checkout", "--amount"],
+     ["capture", "R", "--nope"], ["nosuchcommand"], ["capture", "--amount", "1"]],
+)
+def test_usage(cli: Any, args: list[str]) -> None:
+    expect(cli(*args), ExitCode.USAGE)
+
+
+def test_usage_refund_without_confirmation(cli: Any, make_order: Any) -> None:
+    make_order("S-1", "5.00", "sale")
+    err = expect(cli("refund", "S-1"), ExitCode.USAGE)
+    assert "--yes" in err, err
+
+
+def test_config_missing_file(cli: Any, tmp_path: Path) -> None:
+    result = cli("--config", str(tmp_path / "none.toml"), "lookup", "R", config=False)
+    err = expect(result, ExitCode.CONFIG)
+    assert "none.toml" in err, err
+
+
+def test_config_unknown_profile(cli: Any) -> None:
+    err = expect(cli("-p", "ghost", "lookup", "R"), ExitCode.CONFIG)
+    assert "ghost" in err, err
+
+
+def test_config_secret_not_found(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WALLETCTL_TEST_CORE_KEY")
+    err = expect(cli("lookup", "R"), ExitCode.CONFIG)
+    assert "WALLETCTL_TEST_CORE_KEY" in err, err
+
+
+def test_config_inline_secret_in_readable_file(cli: Any, api_key: str) -> None:
+    text = cli.config.read_text().replace(
+        'key_env = "WALLETCTL_TEST_CORE_KEY"', f'key = "{api_key}"'
+    )
+    cli.config.write_text(text)
+    os.chmod(cli.config, 0o644)
+    err = expect(cli("lookup", "R"), ExitCode.CONFIG)
+    assert "chmod 600" in err or "0600" in err or "600" in err, err
+    assert api_key not in err, err
+
+
+def test_validation(cli: Any, sandbox: Any) -> None:
+    err = expect(cli("checkout", "--amount", "1.234", "--ref", "R-1"), ExitCode.VALIDATION)
+    assert "amount" in err, err
+    assert sandbox.ledger()["count"] == 0
+
+
+def test_declined_preflight(cli: Any, make_order: Any) -> None:
+    make_order("A-1", "5.00")
+    expect(cli("capture", "A-1", "--amount", "6"), ExitCode.DECLINED)
+
+
+def test_declined_by_the_gateway(cli: Any, make_order: Any) -> None:
+    make_order("A-2", "5.02")  # sandbox magic amount: the provider refuses every capture
+    err = expect(cli("capture", "A-2"), ExitCode.DECLINED)
+    assert "HTTP 422" in err, err
+
+
+def test_gateway_5xx(cli: Any, sandbox: Any) -> None:
+    resp = sandbox.client.post("/_sandbox/faults", json={"error-rate": 1, "status": 503})
+    assert resp.status_code == 200, resp.text
+    err = expect(cli("lookup", "R"), ExitCode.GATEWAY)
+    assert "HTTP 503" in err, err
+
+
+def test_gateway_bad_response(cli: Any) -> None:
+    ENV.transport = httpx.MockTransport(lambda r: httpx.Response(200, text="<html>"))
+    expect(cli("lookup", "R"), ExitCode.GATEWAY)
+
+
+def test_network(make_cli: Any) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    err = expect(make_cli(f"http://127.0.0.1:{port}")("lookup", "R"), ExitCode.NETWORK)
+    assert "nothing was sent" in err, err
+
+
+def test_unknown_outcome(raw_server: Any, make_cli: Any) -> None:
+    server = raw_server(b"[]", "drop")
+    err = expect(make_cli(server.url)("checkout", "--amount", "1", "--ref", "R-8"),
+                 ExitCode.UNKNOWN_OUTCOME)
+    assert "walletctl lookup R-8" in err, err
+
+
+def test_unknown_outcome_from_the_live_sandbox(make_cli: Any, api_key: str) -> None:
+    """The sandbox (real port) commits, then drops the answer: exit 8, and lookup shows it."""
+    import urllib.request
+
+    from walletctl.sandbox.config import FaultConfig, SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    config = SandboxConfig(api_key=api_key, quiet=True, faults=FaultConfig(drop_rate=1.0))
+    with EmbeddedSandbox(config) as live:
+        cli = make_cli(live.url)
+        err = expect(cli("checkout", "--amount", "1", "--ref", "R-9"), ExitCode.UNKNOWN_OUTCOME)
+        assert "walletctl lookup R-9" in err, err
+        off = urllib.request.Request(f"{live.url}/_sandbox/faults", data=b"{}", method="POST")
+        with urllib.request.urlopen(off, timeout=5) as resp:
+            assert resp.status == 200
+        result = cli("-o", "json", "lookup", "R-9")
+        expect(result, ExitCode.OK)
+        refs = [r["clientSystemTransactionId"] for r in json.loads(result.stdout)]
+        assert refs == ["R-9"], "the dropped checkout was committed: lookup must show it"
+
+
+def test_auth(make_cli: Any, sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli = make_cli("http://testserver")
+    monkeypatch.setenv("WALLETCTL_TEST_CORE_KEY", "wrong-key")
+    err = expect(cli("lookup", "R"), ExitCode.AUTH)
+    assert "HTTP 401" in err, err
+    assert "wrong-key" not in err, err
+
+
+def test_interrupted(cli: Any) -> None:
+    def interrupt(request: httpx.Request) -> httpx.Response:
+        raise KeyboardInterrupt
+
+    ENV.transport = httpx.MockTransport(interrupt)
+    err = expect(cli("lookup", "R"), ExitCode.INTERRUPTED)
+    assert "interrupted" in err, err
+
+
+def test_every_status_is_covered() -> None:
+    """Runs last in this file (pytest keeps file order): no status left untested."""
+    if len(TESTED) < 3:
+        pytest.skip("run with the whole file to check coverage")
+    missing = set(ExitCode) - TESTED - {ExitCode.SMOKE_FAILED}
+    assert not missing, f"exit codes with no test: {sorted(c.name for c in missing)}"
+
+
+def test_exit_codes_are_stable() -> None:
+    """The README documents these numbers; scripts depend on them."""
+    assert {c.name: int(c) for c in ExitCode} == {
+        "OK": 0, "ERROR": 1, "USAGE": 2, "CONFIG": 3, "VALIDATION": 4, "DECLINED": 5,
+        "GATEWAY": 6, "NETWORK": 7, "UNKNOWN_OUTCOME": 8, "AUTH": 9, "SMOKE_FAILED": 10,
+        "INTERRUPTED": 130,
+    }, json.dumps({c.name: int(c) for c in ExitCode})
