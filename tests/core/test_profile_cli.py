@@ -583,3 +583,14 @@ def test_check_scheme_none(tmp_path: Path) -> None:
     assert checks["secret"]["detail"] == "none needed (scheme none)"
     shown = run("--config", str(path), "-o", "json", "profile", "show")
     assert json.loads(shown.stdout)["auth"]["secret"] == "none (scheme none)"
+
+
+@posix_only
+def test_add_warns_about_an_open_key_file(isolated: Path) -> None:
+    key = isolated / "shop.key"
+    key.write_text(FILE_SECRET)
+    key.chmod(0o644)
+    result = run(*ADD, "--key-file", str(key))
+    assert result.exit_code == ExitCode.OK, result.output
+    assert f"chmod 600 {key}" in result.stderr
+    assert FILE_SECRET not in result.output

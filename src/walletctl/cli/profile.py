@@ -359,8 +359,14 @@ def add(
         _note(f"the API key is read from ${saved.auth.key_env}")
     elif saved.auth.keyring:
         _note(f"store the API key with `keyring set walletctl {name}`")
-    elif saved.auth.key_file is not None and not saved.auth.key_file.exists():
-        _note(f"create {saved.auth.key_file} with the API key, readable by you only (chmod 600)")
+    elif saved.auth.key_file is not None:
+        from walletctl.config.store import file_mode
+
+        key_file = saved.auth.key_file
+        if not key_file.exists():
+            _note(f"create {key_file} with the API key, readable by you only (chmod 600)")
+        elif (mode := file_mode(key_file)) is not None and mode & 0o077:
+            _note(f"{key_file} is {mode:04o}: it is refused until `chmod 600 {key_file}`")
 
 
 # --------------------------------------------------------------------------- remove
