@@ -199,6 +199,12 @@ def test_authorize_token_account_from_event_then_lookup(cli: Cli, tmp_path: Path
     assert tx["amount"] == "12.34"
     records = cli.json("lookup", "order-7")
     assert [r["state"] for r in records] == ["Approved"], records
+    # the follow-ups of the redirect wallet work on it with the same rules
+    cli("capture", "order-7", "--amount", "20.00", "--yes", expect=ExitCode.DECLINED)
+    cli("capture", "order-7", "--amount", "10.00", "--yes")
+    states = [(r["type"], r["state"]) for r in cli.json("lookup", "order-7")]
+    assert len(states) == 2, states
+    assert all(state == "Approved" for _, state in states), states
     # the cryptogram is single-use: a second authorization is refused by the gateway
     cli("authorize", "--event", str(event), "--amount", "1.00", "--ref", "order-8", "--yes",
         expect=ExitCode.DECLINED)
