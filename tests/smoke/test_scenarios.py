@@ -9,15 +9,14 @@ import pytest
 
 from walletctl.config.store import load_profile
 from walletctl.constants import ExitCode
-from walletctl.ops.smoke import Masker, SmokeOptions, SmokeReport, run_smoke, smoke_profile
+from walletctl.ops.smoke import Masker, SmokeOptions, SmokeReport, run_smoke
 from walletctl.ops.smoke.report import to_json, to_junit
 from walletctl.ops.smoke.scenarios import SCENARIOS, Amounts
+from walletctl.ops.smoke.target import embedded_sandbox
 from walletctl.ops.smoke.transport import ExchangeLog
 from walletctl.sandbox.server import EmbeddedSandbox
 
 from .conftest import API_KEY, SERVICE_SECRET, ProfileFactory
-
-REDIRECT = ["redirect-sale", "preauth-capture-refund", "preauth-reversal", "refusals"]
 
 
 def steps_of(report: SmokeReport, scenario: str) -> dict[str, tuple[str, str | None]]:
@@ -25,9 +24,11 @@ def steps_of(report: SmokeReport, scenario: str) -> dict[str, tuple[str, str | N
     return {s.name: (s.status, s.message) for s in sc.steps}
 
 
-def test_every_redirect_scenario_passes_against_the_embedded_sandbox() -> None:
-    with smoke_profile(None, embedded=True) as profile:
-        report = run_smoke(profile, SmokeOptions(scenarios=REDIRECT), embedded=True)
+@pytest.mark.parametrize("amount_format", ["minor", "decimal"])
+def test_every_scenario_passes_against_the_embedded_sandbox(amount_format: str) -> None:
+    with embedded_sandbox(amount_format=amount_format) as profile:
+        assert profile.amount_format == amount_format
+        report = run_smoke(profile, SmokeOptions(), embedded=True)
         # every reference is real: each one can be looked up afterwards
         from walletctl.client.gateway import GatewayClient
 
@@ -41,7 +42,7 @@ def test_every_redirect_scenario_passes_against_the_embedded_sandbox() -> None:
     assert bad == []
     assert report.exit_code == ExitCode.OK
     refs = [r.reference for r in report.references]
-    assert len(refs) == len(set(refs)) == 12
+    assert len(refs) == len(set(refs)) == 15
     assert all(r.startswith(f"smoke-{report.run_id}-") for r in refs)
 
 
