@@ -9,7 +9,6 @@ EUR 12.34, ``decimal`` sends ``"12.34"``. Inside walletctl amounts are always
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 from typing import Any, Literal
 
 AmountFormat = Literal["minor", "decimal"]
@@ -49,14 +48,20 @@ _EXPONENTS: dict[str, int] = {
 _NOT_PAYABLE = frozenset(
     {"XAU", "XAG", "XPD", "XPT", "XBA", "XBB", "XBC", "XBD", "XDR", "XSU", "XUA", "XTS", "XXX"}
 )
-_EXTRA_ACTIVE = frozenset({"VED", "SLE", "ZWG", "XCG"})  # newer than some data packages
-
-
-@lru_cache(maxsize=1)
-def _iso_codes() -> frozenset[str]:
-    import pycountry
-
-    return frozenset(c.alpha_3 for c in pycountry.currencies) | _EXTRA_ACTIVE
+# Active ISO 4217 codes (list 2025), literal so that checking a currency imports nothing.
+_ISO_4217 = frozenset(
+    """
+    AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BOV BRL BSD
+    BTN BWP BYN BZD CAD CDF CHE CHF CHW CLF CLP CNY COP COU CRC CUP CVE CZK DJF DKK DOP DZD
+    EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD
+    IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL
+    MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MXV MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN
+    PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SLL SOS SRD SSP
+    STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD USN UYI UYU UYW UZS VED
+    VES VND VUV WST XAF XAG XAU XBA XBB XBC XBD XCD XCG XDR XOF XPD XPF XPT XSU XTS XUA XXX
+    YER ZAR ZMW ZWG
+    """.split()
+)
 
 
 def check_currency(code: str) -> str:
@@ -64,7 +69,7 @@ def check_currency(code: str) -> str:
     if not isinstance(code, str) or len(code) != 3 or not code.isalpha():
         raise ValueError("must be an ISO 4217 three-letter currency code")
     upper = code.upper()
-    if upper not in _iso_codes():
+    if upper not in _ISO_4217:
         raise ValueError(f"{code!r} is not an ISO 4217 currency code")
     if upper in _NOT_PAYABLE:
         raise ValueError(f"{upper} has no minor unit and cannot be paid in")
