@@ -27,6 +27,7 @@ Sandbox control (never faulted, no auth, loopback only by default):
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from datetime import datetime, timedelta
 from typing import Any
@@ -447,11 +448,28 @@ def create_app(config: SandboxConfig) -> FastAPI:
             "name": "Authorization",
             "description": "`PublicApiKey <key>`; the sandbox's static key is sandbox-api-key",
         }
+        _declare_path_parameters(doc)
         app.openapi_schema = doc
         return doc
 
     app.openapi = custom_openapi  # type: ignore[method-assign]
     return app
+
+
+def _declare_path_parameters(doc: dict[str, Any]) -> None:
+    """Declare every ``{name}`` of a path template (routes that read ``Request`` directly
+    leave them out, which makes the document invalid for tools like schemathesis)."""
+    for path, item in doc.get("paths", {}).items():
+        names = re.findall(r"{([^}:]+)(?::[^}]*)?}", path)
+        for operation in item.values():
+            if not isinstance(operation, dict):
+                continue
+            params = operation.setdefault("parameters", [])
+            have = {(p.get("name"), p.get("in")) for p in params if isinstance(p, dict)}
+            for name in names:
+                if (name, "path") not in have:
+                    params.append({"name": name, "in": "path", "required": True,
+                                   "schema": {"type": "string"}})
 
 
 def store_of(app: FastAPI) -> Store:
