@@ -126,6 +126,11 @@ def test_unknown_scenario_and_bad_prefix_are_usage_errors() -> None:
     result = invoke("smoke", "--embedded", "--ref-prefix", "bad prefix!")
     assert result.exit_code == ExitCode.USAGE
     assert "--ref-prefix" in result.stderr
+    result = invoke("smoke", "--embedded", "--approve-url-command", "no-such-approver-xyz")
+    assert result.exit_code == ExitCode.USAGE
+    assert "'no-such-approver-xyz' was not found" in result.stderr
+    result = invoke("smoke", "--embedded", "--amount", "preauth")
+    assert result.exit_code == ExitCode.USAGE
 
 
 def test_unreachable_gateway_fails_every_scenario_with_exit_10(

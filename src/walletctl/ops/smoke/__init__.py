@@ -151,7 +151,25 @@ def validate_options(options: SmokeOptions) -> tuple[list[Scenario], Any]:
     from walletctl.ops.smoke import scenarios as catalogue
 
     _check_prefix(options.ref_prefix)
+    if options.approve_command is not None:
+        _check_command(options.approve_command)
     return catalogue.select(options.scenarios), catalogue.Amounts().with_overrides(options.amounts)
+
+
+def _check_command(command: str) -> None:
+    import shlex
+    import shutil
+
+    from walletctl.errors import UsageError
+
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"--approve-url-command: {exc}") from None
+    if not argv:
+        raise UsageError("--approve-url-command: must not be empty")
+    if shutil.which(argv[0]) is None:
+        raise UsageError(f"--approve-url-command: {argv[0]!r} was not found or is not executable")
 
 
 def _check_prefix(prefix: str) -> str:
