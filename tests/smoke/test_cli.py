@@ -173,3 +173,17 @@ def test_live_table_folds_finished_and_pending_scenarios() -> None:
     console = Console(record=True, width=160, color_system=None)
     console.print(_results_table([done], live=False))
     assert "3/3 steps" not in console.export_text()  # the final table shows every step
+
+
+def test_verbose_traces_requests_with_secrets_masked(
+    sandbox: EmbeddedSandbox, write_profile: ProfileFactory
+) -> None:
+    config = write_profile(sandbox.url)
+    result = invoke("--config", str(config), "-v", "smoke", "-s", "browser-wallet")
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "> POST " in result.stderr
+    assert "/api/v5/paymentAccounts" in result.stderr
+    assert_no_secret(result)
+    assert "smoke-test-service-secret" not in result.stderr
+    assert "4111111111111111" not in result.stderr
+    assert "pk_" not in result.stderr  # the sandbox's issued API keys start with pk_

@@ -161,6 +161,7 @@ def _run(
                 options,
                 observer=observer,
                 transport=None if embedded else ENV.transport,
+                trace=(lambda line: _trace(masker.text(line))) if state.verbose else None,
                 embedded=embedded,
                 masker=masker,
             )
@@ -170,6 +171,13 @@ def _run(
 
 
 # --------------------------------------------------------------------------- progress views
+
+
+def _trace(line: str) -> None:
+    """--verbose: the client's masked trace on stderr (above the live table, if any)."""
+    import sys
+
+    sys.stderr.write(line + "\n")
 
 
 def _observer() -> Any:

@@ -9,7 +9,7 @@ problem (raised as ConfigError before anything is sent, or met during the run).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -99,6 +99,7 @@ def run_smoke(
     *,
     observer: SmokeObserver | None = None,
     transport: httpx.BaseTransport | None = None,
+    trace: Callable[[str], None] | None = None,
     embedded: bool = False,
     masker: Masker | None = None,
     log: ExchangeLog | None = None,
@@ -107,7 +108,8 @@ def run_smoke(
 
     Raises ConfigError (profile/secret problems found before anything is sent) and UsageError
     (bad options). ``masker`` collects every secret seen; pass one to mask other output too.
-    ``log`` receives the (masked) summary of every HTTP exchange of the run.
+    ``log`` receives the (masked) summary of every HTTP exchange of the run; ``trace`` gets
+    the gateway client's masked request/response trace lines (``--verbose``).
     """
     from walletctl.ops.smoke.target import open_target
     from walletctl.ops.smoke.transport import ExchangeLog
@@ -128,6 +130,7 @@ def run_smoke(
         log,
         currency=options.currency,
         transport=transport,
+        trace=trace,
         approve_command=options.approve_command,
         approve_timeout=options.approve_timeout,
         settle_timeout=options.settle_timeout,

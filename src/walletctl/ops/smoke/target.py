@@ -18,7 +18,7 @@ import secrets as _secrets
 import shlex
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -206,6 +206,7 @@ def open_target(
     *,
     currency: str | None = None,
     transport: httpx.BaseTransport | None = None,
+    trace: Callable[[str], None] | None = None,
     approve_command: str | None = None,
     approve_timeout: float = 300.0,
     settle_timeout: float = 10.0,
@@ -222,7 +223,7 @@ def open_target(
     except ValueError as exc:
         raise UsageError(f"--currency: {exc}") from None
     recording = RecordingTransport(transport or httpx.HTTPTransport(), log)
-    client = GatewayClient(profile, transport=recording)
+    client = GatewayClient(profile, transport=recording, trace=trace)
     headers: dict[str, str] = {"Accept": "application/json"}
     http = httpx.Client(
         base_url=profile.base_url.rstrip("/"),
