@@ -80,9 +80,11 @@ def _show(value: Any) -> str:
 
 
 def new_run_id(now: datetime | None = None) -> str:
-    """A short id unique per run: UTC time to the second + 16 random bits (``1122051730-a1b2``)."""
+    """A short id unique per run: UTC time to the second + 24 random bits
+    (``1122051730-a1b2c3``).
+    """
     stamp = (now or datetime.now(UTC)).strftime("%m%d%H%M%S")
-    return f"{stamp}-{_secrets.token_hex(2)}"
+    return f"{stamp}-{_secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)
