@@ -229,3 +229,20 @@ def _no_control_routes(sandbox: EmbeddedSandbox) -> httpx.BaseTransport:
                               content=response.content)
 
     return httpx.MockTransport(handler)
+
+
+def test_concurrent_runs_on_one_sandbox_never_collide(
+    sandbox: EmbeddedSandbox, write_profile: ProfileFactory
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    profile = load_profile("ci", write_profile(sandbox.url))
+    options = SmokeOptions(scenarios=["preauth-capture-refund", "refusals"], ref_prefix="ci")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        reports = list(pool.map(lambda _: run_smoke(profile, options), range(3)))
+    for report in reports:
+        bad = [(s.scenario, s.name, s.message) for s in report.steps if s.status != "passed"]
+        assert bad == []
+    refs = [r.reference for report in reports for r in report.references]
+    assert len(refs) == len(set(refs)) == 3 * 9
+    assert len({report.run_id for report in reports}) == 3
