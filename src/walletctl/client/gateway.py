@@ -34,7 +34,7 @@ from walletctl.models.base import dumps, loads
 from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
 from walletctl.models.followup import FollowUpRequest, FollowUpResponse
 from walletctl.models.records import TransactionRecord, parse_records
-from walletctl.render.mask import mask_body, mask_headers
+from walletctl.render.mask import mask_body, mask_headers, mask_text, scrub
 
 Trace = Callable[[str], None]
 MAX_RETRY_AFTER = 60.0
@@ -71,6 +71,18 @@ class PreparedCall:
         self.reference = reference
         self.moves_money = moves_money
         self.secret_headers = secret_headers
+
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this request carries (to scrub from whatever comes back)."""
+        found: list[str] = []
+        for name in self.secret_headers:
+            value = self.request.headers.get(name)
+            if value:
+                found.append(value)
+                credential = value.partition(" ")[2].strip()
+                if credential:
+                    found.append(credential)
+        return tuple(found)
 
     def describe(self) -> dict[str, Any]:
         """The exact request with secrets masked."""
@@ -150,15 +162,17 @@ class _Base:
         if d["body"] is not None:
             self.trace(f"> {dumps(d['body'])}")
 
-    def _trace_response(self, response: httpx.Response, elapsed: float) -> None:
+    def _trace_response(
+        self, response: httpx.Response, elapsed: float, secrets: tuple[str, ...] = ()
+    ) -> None:
         if self.trace is None:
             return
         self.trace(f"< HTTP {response.status_code} ({elapsed * 1000:.0f} ms)")
         for name, value in mask_headers(response.headers).items():
-            self.trace(f"< {name}: {value}")
+            self.trace(f"< {name}: {mask_text(value, secrets)}")
         if response.content:
             try:
-                self.trace(f"< {dumps(mask_body(loads(response.content)))}")
+                self.trace(f"< {dumps(scrub(mask_body(loads(response.content)), secrets))}")
             except ValueError:
                 self.trace(f"< ({len(response.content)} bytes, not JSON)")
 
@@ -244,6 +258,7 @@ def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError
         body = loads(response.content) if response.content else None
     except ValueError:
         body = None
+    body = scrub(body, call.secrets())  # a gateway may echo the credential it was given
     if isinstance(body, dict):
         lower = {str(k).lower(): v for k, v in body.items()}
         code = _str(lower.get("code"))
@@ -319,7 +334,7 @@ class GatewayClient(_Base):
             response = self._http.send(call.request)
         except httpx.TransportError as exc:
             raise self._map_transport_error(call, exc) from None
-        self._trace_response(response, time.perf_counter() - started)
+        self._trace_response(response, time.perf_counter() - started, call.secrets())
         return self._handle(call, response)
 
     def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
@@ -424,7 +439,7 @@ class AsyncGatewayClient(_Base):
             response = await self._http.send(call.request)
         except httpx.TransportError as exc:
             raise self._map_transport_error(call, exc) from None
-        self._trace_response(response, time.perf_counter() - started)
+        self._trace_response(response, time.perf_counter() - started, call.secrets())
         return self._handle(call, response)
 
     async def request(self, method: str, path_key: str, **kwargs: Any) -> Any:

@@ -105,3 +105,19 @@ def mask_text(text: str, secrets: tuple[str, ...] = ()) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, mask_secret(secret))
     return _PAN.sub(lambda m: m.group(1) + "*" * (len(m.group(0)) - 10) + m.group(2), text)
+
+
+def scrub(obj: Any, secrets: tuple[str, ...]) -> Any:
+    """A copy of a JSON value with every known secret masked inside its strings.
+
+    For what a server sends back: a gateway may echo the credential it was given.
+    """
+    if not secrets:
+        return obj
+    if isinstance(obj, str):
+        return mask_text(obj, secrets)
+    if isinstance(obj, dict):
+        return {k: scrub(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrub(v, secrets) for v in obj]
+    return obj
