@@ -1,0 +1,111 @@
+"""``walletctl --help``, ``--version`` and each command's ``--help`` stay cheap (not timed).
+
+Each runs in a fresh interpreter under ``python -X importtime``; the test fails if a heavy module
+is imported, and names the chain of imports that pulled it in (so the fix is obvious).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from functools import lru_cache
+
+import pytest
+
+HEAVY = ("httpx", "pydantic", "fastapi", "uvicorn", "rich.table", "walletctl.sandbox.app")
+CORE_COMMANDS = ("checkout", "capture", "refund", "reverse", "lookup")
+_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|( *)(\S+)\s*$")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["COLUMNS"] = "120"
+    return subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "walletctl", *args],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )
+
+
+def import_chain(stderr: str, module: str) -> list[str]:
+    """``[module, its importer, ..., top-level import]`` from -X importtime output."""
+    entries = []
+    for line in stderr.splitlines():
+        m = _LINE.match(line)
+        if m:
+            entries.append((len(m.group(1)) // 2, m.group(2)))
+    for i, (level, name) in enumerate(entries):
+        if name == module:
+            chain, want = [name], level
+            for lvl, parent in entries[i + 1 :]:  # importers are printed after what they import
+                if lvl < want:
+                    chain.append(parent)
+                    want = lvl
+            return chain
+    return []
+
+
+@lru_cache(maxsize=1)
+def all_commands() -> tuple[str, ...]:
+    """The top-level commands listed by ``walletctl --help`` (core ones first)."""
+    out = run("--help").stdout
+    section = out.split("Commands:", 1)[1] if "Commands:" in out else ""
+    names = [m.group(1) for m in re.finditer(r"^  ([a-z][a-z0-9-]*)", section, re.M)]
+    return tuple(dict.fromkeys([*CORE_COMMANDS, *names]))
+
+
+def check(args: tuple[str, ...]) -> None:
+    result = run(*args)
+    assert result.returncode == 0, f"walletctl {' '.join(args)} failed:\n{result.stderr[-2000:]}"
+    problems = []
+    for module in HEAVY:
+        chain = import_chain(result.stderr, module)
+        if chain:
+            problems.append(f"{module} imported via " + " <- ".join(chain))
+    assert not problems, f"walletctl {' '.join(args)} imports heavy modules:\n" + "\n".join(
+        problems
+    )
+
+
+def test_import_chain_parser_finds_the_importer() -> None:
+    sample = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:        10 |         10 |       httpx._api\n"
+        "import time:        20 |         30 |     httpx\n"
+        "import time:         5 |         35 |   walletctl.client.gateway\n"
+        "import time:         5 |         40 | walletctl.cli.lookup\n"
+    )
+    assert import_chain(sample, "httpx") == [
+        "httpx", "walletctl.client.gateway", "walletctl.cli.lookup"
+    ]
+    assert import_chain(sample, "pydantic") == []
+
+
+def test_the_command_list_is_found() -> None:
+    found = all_commands()
+    for name in CORE_COMMANDS:
+        assert name in found, found
+    assert len(found) >= len(CORE_COMMANDS) + 1, f"--help lists no other command: {found}"
+
+
+@pytest.mark.parametrize("args", [("--help",), ("--version",), ("-h",)])
+def test_top_level_is_cheap(args: tuple[str, ...]) -> None:
+    check(args)
+
+
+@pytest.mark.parametrize("command", CORE_COMMANDS)
+def test_core_command_help_is_cheap(command: str) -> None:
+    check((command, "--help"))
+
+
+def test_every_other_command_help_is_cheap() -> None:
+    failures = []
+    for command in all_commands():
+        if command in CORE_COMMANDS:
+            continue
+        try:
+            check((command, "--help"))
+        except AssertionError as exc:
+            failures.append(str(exc))
+    assert not failures, "\n\n".join(failures)
