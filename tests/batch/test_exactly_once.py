@@ -1,0 +1,172 @@
+"""Exactly-once, proven from the sandbox's own ledger.
+
+* 1,000 captures through ``python -m walletctl capture --batch`` against a real-port sandbox
+  with 5xx before and after commit, commit-then-drop, latency and a 429 burst.
+* The same process killed with SIGKILL at a random point (several seeds), then resumed.
+* Ctrl-C (SIGINT): exits 130 leaving no row in flight, then resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from batch.helpers import (
+    PYTHON,
+    assert_exactly_once,
+    cli_env,
+    ledger,
+    seed_preauths_fast,
+    set_faults,
+    write_profile,
+)
+from walletctl.sandbox.config import SandboxConfig
+from walletctl.sandbox.server import EmbeddedSandbox
+
+BASE_FAULTS = {"latency": 2, "jitter": 2, "error-rate": 0.1, "status": 503,
+               "error-after-rate": 0.03, "drop-rate": 0.03}
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[EmbeddedSandbox]:
+    with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb:
+        yield sb
+
+
+@pytest.fixture
+def fresh(sandbox: EmbeddedSandbox) -> EmbeddedSandbox:
+    set_faults(sandbox.url, {})
+    assert httpx.post(sandbox.url + "/_sandbox/reset").status_code == 200
+    return sandbox
+
+
+def batch_cmd(cfg: Path, src: Path, *extra: str) -> list[str]:
+    return [PYTHON, "-m", "walletctl", "--config", str(cfg), "-o", "json", "capture",
+            "--batch", str(src), "--concurrency", "16", *extra]
+
+
+def make_batch(
+    tmp_path: Path, sb: EmbeddedSandbox, n: int, prefix: str
+) -> tuple[list[str], Path, Path]:
+    refs = [f"{prefix}-{i:05d}" for i in range(n)]
+    seed_preauths_fast(sb.store, refs, "10.00")
+    src = tmp_path / "captures.csv"
+    src.write_text("ref,amount,currency\n" + "".join(f"{r},7.50,EUR\n" for r in refs))
+    return refs, src, write_profile(tmp_path, sb.url)
+
+
+def test_1000_captures_under_faults_are_applied_exactly_once(
+    tmp_path: Path, fresh: EmbeddedSandbox
+) -> None:
+    refs, src, cfg = make_batch(tmp_path, fresh, 1000, "F")
+    set_faults(fresh.url, {**BASE_FAULTS, "seed": 5})
+
+    def burst() -> None:  # a burst of 429s (Retry-After: 1) in the middle of the run
+        time.sleep(1.5)
+        set_faults(fresh.url, {**BASE_FAULTS, "throttle-rate": 0.6, "retry-after": 1, "seed": 6})
+        time.sleep(0.8)
+        set_faults(fresh.url, {**BASE_FAULTS, "seed": 7})
+
+    thread = threading.Thread(target=burst)
+    thread.start()
+    proc = subprocess.run(batch_cmd(cfg, src, "--results", str(tmp_path / "r.ndjson")),
+                          env=cli_env(tmp_path), capture_output=True, text=True, timeout=240)
+    thread.join()
+    set_faults(fresh.url, {})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["confirmed"] == 1000, summary
+    events = summary["events"]
+    for kind in ("gateway_5xx", "no_answer", "found_on_lookup", "absent_on_lookup", "throttled"):
+        assert events.get(kind, 0) > 0, f"fault {kind!r} never happened: {events}"
+    assert_exactly_once(ledger(fresh.url), refs, Decimal("7.50"))
+    results = [json.loads(x) for x in (tmp_path / "r.ndjson").read_text().splitlines()]
+    assert len(results) == 1000
+    assert {r["status"] for r in results} == {"confirmed"}
+
+
+def _confirmed(journal: Path) -> int:
+    try:
+        db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=1)
+        try:
+            (n,) = db.execute("SELECT count(*) FROM rows WHERE state='confirmed'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+    return int(n)
+
+
+def _run_until(cmd: list[str], env: dict[str, str], journal: Path, target: int,
+               sig: int) -> tuple[int, str]:
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if journal.exists() and _confirmed(journal) >= target:
+            break
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sigkill_at_a_random_point_then_resume(
+    tmp_path: Path, fresh: EmbeddedSandbox, seed: int
+) -> None:
+    n = 300
+    refs, src, cfg = make_batch(tmp_path, fresh, n, f"K{seed}")
+    set_faults(fresh.url, {"latency": 3, "jitter": 3, "error-rate": 0.05, "drop-rate": 0.02,
+                       "seed": seed})
+    target = random.Random(seed).randint(10, n - 40)
+    journal = tmp_path / "captures.csv.capture.journal"
+    code, err = _run_until(batch_cmd(cfg, src), cli_env(tmp_path), journal, target,
+                           signal.SIGKILL)
+    assert code == -signal.SIGKILL, f"finished before the kill: {err[-2000:]}"
+    done = _confirmed(journal)
+    assert target <= done < n
+    before = [r for r in ledger(fresh.url) if r["kind"] == "capture"]
+    assert done <= len(before) < n
+
+    proc = subprocess.run(batch_cmd(cfg, src, "--resume"), env=cli_env(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+    set_faults(fresh.url, {})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["confirmed"] == n
+    assert summary["earlier_run"] >= done
+    assert_exactly_once(ledger(fresh.url), refs, Decimal("7.50"))
+
+
+def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path, fresh: EmbeddedSandbox) -> None:
+    n = 300
+    refs, src, cfg = make_batch(tmp_path, fresh, n, "C")
+    set_faults(fresh.url, {"latency": 5, "seed": 9})
+    journal = tmp_path / "captures.csv.capture.journal"
+    code, err = _run_until(batch_cmd(cfg, src), cli_env(tmp_path), journal, 50, signal.SIGINT)
+    assert code == 130, err[-2000:]
+    assert "stopping" in err
+    assert "Traceback" not in err
+    db = sqlite3.connect(str(journal))
+    states = dict(db.execute("SELECT state, count(*) FROM rows GROUP BY state").fetchall())
+    db.close()
+    assert states.get("sent", 0) == 0, f"rows left in flight after a clean stop: {states}"
+    assert 50 <= states.get("confirmed", 0) < n
+
+    proc = subprocess.run(batch_cmd(cfg, src), env=cli_env(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+    set_faults(fresh.url, {})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_exactly_once(ledger(fresh.url), refs, Decimal("7.50"))
