@@ -94,8 +94,9 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def _uvicorn_config(app: FastAPI, host: str, port: int, quiet: bool) -> uvicorn.Config:
-    loop, http = _stack()
+def _uvicorn_config(app: FastAPI, host: str, port: int, quiet: bool,
+                    stack: tuple[str, str] | None = None) -> uvicorn.Config:
+    loop, http = stack or _stack()
     install_log_filter()
     return uvicorn.Config(
         app,
@@ -155,8 +156,11 @@ class EmbeddedSandbox:
     """
 
     def __init__(self, config: SandboxConfig | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0, startup_timeout: float = 15.0) -> None:
+                 port: int = 0, startup_timeout: float = 15.0,
+                 stack: tuple[str, str] | None = None) -> None:
+        """``stack`` = (loop, http), e.g. ("asyncio", "h11"); default: the fastest installed."""
         self.config = config or SandboxConfig(quiet=True)
+        self.stack = stack
         self.host = host
         self.port = port
         self.startup_timeout = startup_timeout
@@ -185,8 +189,9 @@ class EmbeddedSandbox:
         if self.config.public_url is None:
             self.config.public_url = self.url
         self._app = create_app(self.config)
-        self._server = _Server(_uvicorn_config(self._app, self.host, self.port, quiet=True),
-                               None)
+        self._server = _Server(
+            _uvicorn_config(self._app, self.host, self.port, quiet=True, stack=self.stack), None
+        )
         server, sock = self._server, self._sock
 
         def run() -> None:
