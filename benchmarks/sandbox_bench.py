@@ -23,10 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from sandbox_fixtures import AUTH_HEADERS, make_checkout_body  # noqa: E402
-
-from walletctl.sandbox.config import SandboxConfig  # noqa: E402
-from walletctl.sandbox.server import EmbeddedSandbox  # noqa: E402
+from sandbox_fixtures import AUTH_HEADERS, make_checkout_body
+from walletctl.sandbox.config import SandboxConfig
+from walletctl.sandbox.server import EmbeddedSandbox
 
 STACKS = (("uvloop", "httptools"), ("asyncio", "h11"))
 
