@@ -16,6 +16,7 @@ from pydantic import Field
 
 from walletctl.errors import RequestValidationError, ResponseError
 from walletctl.models.base import ResponseModel, decode_money
+from walletctl.models.fields import Currency
 from walletctl.models.money import AmountFormat
 
 _TS = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?$")
@@ -66,7 +67,9 @@ class RecordAddress(ResponseModel):
 class TransactionRecord(ResponseModel):
     id: str | None = None
     state: str
-    currency_code: str
+    # Validated: the amount's exponent comes from it (an unknown code would leave a minor-unit
+    # amount undecoded and read it as major units).
+    currency_code: Currency
     transaction_amount: Decimal
     client_system_transaction_id: str
     # Not in the spec's table; the sandbox adds it so a follow-up names its original.
