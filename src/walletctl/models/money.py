@@ -100,6 +100,8 @@ def to_decimal(value: Any) -> Decimal:
         raise ValueError("must be a number")
     if not result.is_finite():
         raise ValueError("must be a finite number")
+    if result.is_zero() and result.is_signed():
+        result = result.copy_abs()  # "-0.00" would otherwise be sent as "-0.00"
     return result
 
 
