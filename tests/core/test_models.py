@@ -651,3 +651,12 @@ def test_any_inconsistent_cart_is_rejected_naming_the_field(
         CheckoutRequest.from_wire(body)
     fields = [p for p, _ in info.value.problems]
     assert expected in fields, f"perturbed {expected}, problems named {info.value.problems}"
+
+
+def test_negative_zero_is_sent_as_zero() -> None:
+    item_ = item(discountAmount="-0.00")
+    req = CheckoutRequest.from_wire(with_cart(itemDetails=[item_]))
+    for fmt, expected in (("decimal", "0.00"), ("minor", "0")):
+        wire = req.to_wire(fmt)  # type: ignore[arg-type]
+        sent = wire["shoppingCartDetails"]["itemDetails"][0]["discountAmount"]
+        assert sent == expected, f"{fmt}: -0.00 sent as {sent!r}"

@@ -263,3 +263,16 @@ def test_balance_from_records() -> None:
         balance_from_records("O-CAP1", records)
     with pytest.raises(RefusedError, match="no sale or pre-authorisation"):
         balance_from_records("NOPE", [])
+
+
+def test_record_with_unknown_currency_is_refused_not_misread() -> None:
+    """An unknown code has no exponent: reading "1234" as 1234.00 would be 100× off."""
+    data = [{"state": "Approved", "currencyCode": "ABC", "transactionAmount": "1234",
+             "clientSystemTransactionId": "R"}]
+    with pytest.raises(ResponseError) as info:
+        parse_records(data, "minor")
+    assert "currencyCode" in info.value.message, info.value.message
+    data[0]["currencyCode"] = "eur"
+    (parsed,) = parse_records(data, "minor")
+    assert parsed.currency_code == "EUR", parsed.currency_code
+    assert parsed.transaction_amount == Decimal("12.34"), parsed.transaction_amount
