@@ -14,20 +14,30 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from itertools import count
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from sandbox_fixtures import AUTH_HEADERS, make_checkout_body
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
 
 STACKS = (("uvloop", "httptools"), ("asyncio", "h11"))
+AUTH_HEADERS = {"Authorization": "PublicApiKey sandbox-api-key"}
+
+
+def make_checkout_body(ref: str) -> dict[str, Any]:
+    return {
+        "merchantId": "M-BENCH", "storeId": "S-01", "userId": "bench", "type": "ecom.sale",
+        "amount": "1234", "currencyCode": "EUR", "clientSystemTransactionId": ref,
+        "checkoutDetails": {"paymentMethod": "WalletV2"},
+        "redirectDetails": {"returnUrl": "https://shop.example/r",
+                            "successUrl": "https://shop.example/ok",
+                            "pendingUrl": "https://shop.example/p",
+                            "errorUrl": "https://shop.example/e"},
+    }
 
 _LUA = """
 counter = 0
