@@ -241,3 +241,12 @@ def test_masker_learns_secrets_from_payloads_and_masks_data() -> None:
     assert m.data({"Cryptogram": "abc", "nested": [{"note": "learned-enc"}], "n": 1}) == {
         "Cryptogram": "****", "nested": [{"note": "****"}], "n": 1,
     }
+
+
+def test_report_target_url_drops_credentials() -> None:
+    from walletctl.ops.smoke import _without_userinfo
+
+    assert _without_userinfo("https://ops:hunter22@gw.example:8443/base") == (
+        "https://gw.example:8443/base"
+    )
+    assert _without_userinfo("http://127.0.0.1:8765") == "http://127.0.0.1:8765"

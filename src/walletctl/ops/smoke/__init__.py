@@ -139,7 +139,7 @@ def run_smoke(
         ctx.target = target
         info = {
             "profile": "(embedded sandbox)" if embedded else profile.name,
-            "base_url": profile.base_url,
+            "base_url": _without_userinfo(profile.base_url),
             "merchant_id": profile.merchant_id,
             "store_id": profile.store_id,
             "currency": target.currency,
@@ -147,6 +147,16 @@ def run_smoke(
         return run_scenarios(
             selected, ctx, observer=observer, target_info=info, fail_on_skip=options.fail_on_skip
         )
+
+
+def _without_userinfo(url: str) -> str:
+    """``https://user:pass@host/`` -> ``https://host/`` (a report never shows credentials)."""
+    import httpx
+
+    try:
+        return str(httpx.URL(url).copy_with(userinfo=b""))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return url
 
 
 def validate_options(options: SmokeOptions) -> tuple[list[Scenario], Any]:
