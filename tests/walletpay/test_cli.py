@@ -262,3 +262,19 @@ def test_authorize_bad_flags_name_the_field(
     result = cli("authorize", "--event", str(_event(tmp_path, created)), *args, "--yes",
                  expect=ExitCode.VALIDATION)
     assert field in result.stderr
+
+
+def test_verbose_trace_masks_key_and_cryptogram(cli: Cli, tmp_path: Path) -> None:
+    keys = _issued_keys(cli)
+    created = _make_account(cli, keys, "visa-token", ref="trace-1")
+    cli.secrets += [keys["apiKey"], keys["encryptionKey"], created["cryptogram"], STATIC_KEY]
+    result = cli("-v", "-o", "json", "authorize", "--event", str(_event(tmp_path, created,
+                 "trace-1")), "--amount", "3.00", "--yes")
+    assert "POST http://testserver/api/v5/transactions" in result.stderr
+    assert json.loads(result.stdout)["state"] == "Approved"
+
+
+def test_event_and_3ds_cannot_both_read_stdin(cli: Cli) -> None:
+    result = cli("authorize", "--event", "-", "--3ds", "-", "--amount", "1", "--yes",
+                 input="{}", expect=ExitCode.USAGE)
+    assert "stdin" in result.stderr

@@ -147,6 +147,8 @@ def authorize(
 
     state = get_state(ctx)
     profile = state.profile()
+    if event is not None and three_ds is not None and str(event) == str(three_ds) == "-":
+        raise UsageError("--event - and --3ds - cannot both read stdin")
     detail = read_event(event) if event is not None else None
     if detail is not None and account_id and account_id != detail.transaction_account_id:
         raise UsageError("--account differs from the event's transactionAccountId")

@@ -519,7 +519,9 @@ def mint_token(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
     payload = {"gatewayMerchantId": merchant_id, "messageId": crypto.new_message_id(),
                "messageExpiration": str(st.now_ms() + seconds * 1000), "paymentMethod": "CARD",
                "paymentMethodDetails": details}
-    token = st.signer.seal(payload, recipient)
+    # the intermediate key's validity follows the sandbox clock (which tests may move)
+    token = st.signer.seal(payload, recipient,
+                           intermediate_expiration_ms=st.now_ms() + 7 * 86400_000)
     from walletctl.models.base import dumps
 
     return {"paymentMethodData": {
