@@ -133,6 +133,15 @@ def test_unknown_scenario_and_bad_prefix_are_usage_errors() -> None:
     assert result.exit_code == ExitCode.USAGE
 
 
+def test_unwritable_report_path_fails_before_the_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = invoke("smoke", "--embedded", "--junit", str(blocker / "smoke.xml"))
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "--junit: cannot create" in result.stderr
+    assert "PASSED" not in result.stderr  # nothing ran
+
+
 def test_unreachable_gateway_fails_every_scenario_with_exit_10(
     write_profile: ProfileFactory,
 ) -> None:

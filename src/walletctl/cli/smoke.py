@@ -125,8 +125,12 @@ def smoke(
         fail_on_skip=fail_on_skip,
     )
     validate_options(options)  # bad options fail before a sandbox starts or a request is sent
+    from walletctl.ops.smoke.report import prepare_path, to_json, to_junit, write_text
+
+    for path, flag in ((junit, "--junit"), (json_file, "--json-file")):
+        if path is not None:
+            prepare_path(path, flag)
     report, masker = _run(state, profile, embedded, options)
-    from walletctl.ops.smoke.report import to_json, to_junit, write_text
 
     if junit is not None:
         write_text(junit, to_junit(report, masker))

@@ -170,6 +170,18 @@ def to_json(report: SmokeReport, masker: Masker) -> str:
     return json.dumps(to_data(report, masker), indent=2, default=str) + "\n"
 
 
+def prepare_path(path: Path, flag: str) -> None:
+    """Create the report's directory now, so a bad path fails before the run, not after."""
+    from walletctl.errors import UsageError
+
+    if path.exists() and path.is_dir():
+        raise UsageError(f"{flag}: {path} is a directory")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot create {path.parent}: {exc.strerror or exc}") from None
+
+
 def write_text(path: Path, text: str) -> None:
     """Write a report file (parent directories are created: CI paths like reports/smoke.xml)."""
     from walletctl.errors import UsageError
