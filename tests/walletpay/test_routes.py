@@ -319,3 +319,12 @@ def test_garbage_bodies_get_the_error_object_never_a_500(wallet: Wallet, path: s
         assert resp.status_code < 500, (body, resp.text)
         if resp.status_code >= 400:
             assert set(resp.json()) == {"code", "description", "details"}, (body, resp.text)
+
+
+def test_state_reset_forgets_accounts(app: Any, wallet: Wallet) -> None:
+    account_id = wallet.account("visa-pan")["transactionAccountId"]
+    app.state.walletpay.reset()
+    resp = wallet.client.get(f"/api/v5/paymentAccounts/{account_id}", headers=wallet.auth,
+                             params={"merchantId": MERCHANT, "storeId": STORE,
+                                     "encryptionKeyId": wallet.keys["encryptionKeyId"]})
+    _error(resp, 404)

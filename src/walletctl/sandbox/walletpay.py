@@ -237,6 +237,20 @@ class WalletPayState:
         self.demo_sessions: dict[str, DemoSession] = {}
         self.demo_results: list[dict[str, Any]] = []
 
+    def reset(self) -> None:
+        """Forget issued keys, accounts, 3DS results and demo results (for ``/_sandbox/reset``).
+
+        The wallet's signing keys and the static key's encryption key are kept.
+        """
+        with self.lock:
+            self.keys = {DEFAULT_KEY_ID: self.keys[DEFAULT_KEY_ID]}
+            self.key_of_api_key.clear()
+            self.accounts.clear()
+            self.three_ds.clear()
+            self.demo_sessions.clear()
+            self.demo_results.clear()
+            self.replay = crypto.ReplayGuard()
+
     def now_ms(self) -> int:
         return int(self.ctx.now().timestamp() * 1000)
 
