@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-from sandbox_fixtures import AUTH_HEADERS, make_checkout_body
 
+from sandbox_fixtures import AUTH_HEADERS, make_checkout_body
 from walletctl.sandbox.server import EmbeddedSandbox
 
 from .helpers import CHECKOUT, records
