@@ -206,6 +206,10 @@ def plan_followup(
             wanted = parse_major(amount, currency or balance.currency)
         except ValueError as exc:
             raise RequestValidationError([("--amount", str(exc))]) from None
+        if wanted <= 0:  # bad input (exit 4), not something the gateway would refuse
+            raise RequestValidationError(
+                [("--amount", f"must be greater than zero (got {amount})")]
+            )
     to_send = check_followup(balance, op, wanted, currency)
     new_ref = new_reference or next_reference(reference, op, records)
     if any(r.client_system_transaction_id == new_ref for r in records):
