@@ -135,7 +135,7 @@ def checkout(
         return
     with client:
         response = client.checkout(request)
-    from walletctl.models.money import format_major
+    from walletctl.models.money import format_major, quantize
 
     kind = "pre-authorisation" if request.is_preauth else "sale"
     if st.output_format == "table":
@@ -151,7 +151,7 @@ def checkout(
         row = {
             "clientSystemTransactionId": request.client_system_transaction_id,
             "type": request.type,
-            "amount": format(request.amount, "f"),
+            "amount": format(quantize(request.amount, request.currency_code), "f"),
             "currencyCode": request.currency_code,
             "redirectUrl": response.redirect_url,
         }
