@@ -460,3 +460,32 @@ def test_profile_env_var_selects_the_profile(
     result = cli("lookup", "X")
     assert result.exit_code == ExitCode.CONFIG, result.stderr
     assert "missing" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("amount", ["0", "-5", "0.00"])
+def test_followup_non_positive_amount_is_a_validation_error(
+    cli: Any, sandbox: Any, make_order: Any, amount: str
+) -> None:
+    make_order("AUTH-1")
+    before = ledger_refs(sandbox)
+    result = cli("capture", "AUTH-1", "--amount", amount)
+    assert result.exit_code == ExitCode.VALIDATION, result.stderr
+    assert "--amount" in result.stderr, result.stderr
+    assert "greater than zero" in result.stderr, result.stderr
+    assert ledger_refs(sandbox) == before
+
+
+@pytest.mark.parametrize(("currency", "given", "shown"),
+                         [("EUR", "1", "1.00"), ("JPY", "500", "500"), ("BHD", "2.5", "2.500")])
+def test_checkout_output_amount_has_the_currency_decimals(
+    cli: Any, currency: str, given: str, shown: str
+) -> None:
+    for fmt in ("json", "csv"):
+        result = cli("-o", fmt, "checkout", "--amount", given, "--currency", currency, "--ref",
+                     f"R-{currency}-{fmt}")
+        assert result.exit_code == ExitCode.OK, result.stderr
+        if fmt == "json":
+            assert json.loads(result.stdout)["amount"] == shown, result.stdout
+        else:
+            row = next(csv.DictReader(io.StringIO(result.stdout)))
+            assert row["amount"] == shown, result.stdout
