@@ -168,3 +168,25 @@ def test_demo_names_the_failing_step(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "capture the rest" not in out.getvalue()
 
 
+
+
+def test_real_cli_sees_provider_refusals_and_declines(live_sandbox: EmbeddedSandbox,
+                                                      sandbox_profile_file: Path) -> None:
+    base = ["--config", str(sandbox_profile_file), "-p", "sandbox", "-o", "json"]
+    # magic ..02: approved, then the provider refuses the capture (only the server knows)
+    assert run(*base, "checkout", "--amount", "12.02", "--currency", "EUR", "--ref", "MAG-02",
+               "--type", "preauth").exit_code == 0
+    assert run(*base, "sandbox", "approve", "MAG-02").exit_code == 0
+    refused = run(*base, "capture", "MAG-02", "--amount", "5.00")
+    assert refused.exit_code == ExitCode.DECLINED, refused.output
+    assert "refused" in refused.stderr.lower()
+    # a declined checkout cannot be followed up
+    assert run(*base, "checkout", "--amount", "10.00", "--currency", "EUR", "--ref", "DEC-1",
+               "--type", "preauth").exit_code == 0
+    assert run(*base, "sandbox", "decline", "DEC-1").exit_code == 0
+    after = run(*base, "capture", "DEC-1")
+    assert after.exit_code == ExitCode.DECLINED, after.output
+    states = {t["reference"]: t["state"]
+              for t in httpx.get(live_sandbox.url + "/_sandbox/ledger").json()["transactions"]}
+    assert states["DEC-1"] == "Declined"
+    assert "Errored" in states.values()  # the refused capture is on record
