@@ -47,12 +47,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lookup",
         "Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV.",
     ),
-    "keys": ("walletpay", ""),
-    "account": ("walletpay", ""),
-    "authorize": ("walletpay", ""),
-    "smoke": ("smoke", ""),
-    "sandbox": ("sandbox", ""),
-    "profile": ("profile", ""),
+    "keys": (
+        "walletpay",
+        "Fetch an API key and encryption key for the profile (public key service).",
+    ),
+    "account": ("walletpay", "Show a payment account (Get Payment Account), card number masked."),
+    "authorize": (
+        "walletpay",
+        "Authorize (sale or pre-authorization) a payment account from the browser wallet.",
+    ),
+    "smoke": (
+        "smoke",
+        "Run end-to-end smoke scenarios against a profile's gateway or an embedded sandbox.",
+    ),
+    "sandbox": (
+        "sandbox",
+        "Local stateful sandbox gateway (redirect wallet endpoints 1-3, "
+        "hosted approval page, faults, magic test values) and the one-command demo.",
+    ),
+    "profile": ("profile", "List, show, add, remove and check merchant profiles (profiles.toml)."),
 }
 COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
@@ -63,7 +76,7 @@ def load_command(name: str) -> Any:
     if entry is None:
         return None
     module = importlib.import_module(f"walletctl.cli.{entry[0]}")
-    holder = typer.Typer(rich_markup_mode=None)
+    holder = typer.Typer(rich_markup_mode=None, add_completion=False)
     module.register(holder)
     if not (holder.registered_commands or holder.registered_groups):
         return None

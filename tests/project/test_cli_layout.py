@@ -1,0 +1,57 @@
+"""The lazily-loaded command table and the shipped completions stay true to the real CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from walletctl.cli.completions import render_all
+from walletctl.cli.main import COMMANDS, load_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_static_help_line_matches_the_command(name: str) -> None:
+    command = load_command(name)
+    assert command is not None, (
+        f"{name}: module walletctl.cli.{COMMANDS[name][0]} registers no such command"
+    )
+    real = (command.help or "").strip().split("\n\n")[0].replace("\n", " ")
+    assert COMMANDS[name][1] == real, (
+        f"COMMANDS[{name!r}] help line is stale: update walletctl/cli/main.py to {real!r}"
+    )
+
+
+def test_unknown_command_is_none() -> None:
+    assert load_command("no-such-command") is None
+
+
+@pytest.mark.parametrize("filename", sorted(render_all()))
+def test_shipped_completions_are_current(filename: str) -> None:
+    shipped = ROOT / "completions" / filename
+    assert shipped.exists(), (
+        f"completions/{filename} missing: run python -m walletctl.cli.completions"
+    )
+    assert shipped.read_text(encoding="utf-8") == render_all()[filename], (
+        f"completions/{filename} is stale: run `python -m walletctl.cli.completions completions`"
+    )
+
+
+def test_bash_completion_completes_commands_and_options(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("bash") is None:
+        pytest.skip("bash not installed")
+    script = ROOT / "completions" / "walletctl.bash"
+    probe = (
+        f"source {script}; "
+        'COMP_WORDS=(walletctl -p prod ca); COMP_CWORD=3; _walletctl; echo "${COMPREPLY[*]}"; '
+        'COMP_WORDS=(walletctl capture --dr); COMP_CWORD=2; _walletctl; echo "${COMPREPLY[*]}"'
+    )
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["capture"], out.stdout
+    assert lines[1].split() == ["--dry-run"], out.stdout
