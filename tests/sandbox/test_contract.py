@@ -615,3 +615,35 @@ def test_openapi_document_declares_the_gateway(sandbox_client: Any) -> None:
 def test_the_values_route_lists_magic_amounts(sandbox_client: Any) -> None:
     data = sandbox_client.get("/_sandbox/values").json()
     assert set(data["magicAmounts"]) == {"01", "02", "03", "04", "05"}
+
+
+# -- the store API used by the browser-wallet module --------------------------------------------
+
+
+def test_walletpay_authorizations_follow_the_same_rules(sandbox_app: Any,
+                                                        sandbox_clock: FakeClock) -> None:
+    from decimal import Decimal
+
+    store = store_of(sandbox_app)
+    store.create_transaction(
+        merchant_id=MERCHANT_ID, store_id=STORE_ID, reference="WP-1", kind="preauth",
+        type_str="ecom.preauthorization", amount=Decimal("20.00"), currency="EUR",
+        state="Approved", method="WalletPay", now=sandbox_clock(),
+        provider_state_code="AuthorizedByProvider",
+        billing={"city": "Paris", "countryCode": "FRA"},
+        payer={"apmPayerEmailAddress": "p@example.com", "apmPayerID": 42},
+    )
+    with client_class()(sandbox_app, headers=AUTH_HEADERS) as client:
+        [rec] = records(client, "WP-1")
+        assert rec["apmDetails"]["apmName"] == "WalletPay"
+        assert rec["apmDetails"]["apmPayerID"] == "42"
+        assert rec["transactionAmount"] == "2000"
+        over = followup(client, "WP-1-C0", "WP-1", "capture", "2001")
+        assert over.status_code == 422
+        cap = followup(client, "WP-1-C", "WP-1", "capture", "2000")
+        assert cap.status_code == 200, cap.text
+        assert cap.json()["apmDetails"]["apmProviderName"] == "WalletPay"
+        assert followup(client, "WP-1-V", "WP-1", "reverse", "2000").status_code == 422
+        assert followup(client, "WP-1-R", "WP-1", "refund", "500").status_code == 200
+        assert [r["clientSystemTransactionId"] for r in records(client, "WP-1")] == [
+            "WP-1", "WP-1-C", "WP-1-R"]

@@ -465,7 +465,7 @@ def record_body(row: TxRow, fmt: AmountFormat) -> dict[str, Any]:
         format_timestamp,
     )
 
-    payer = row.payer or {}
+    payer = _strings(row.payer)
     rec = TransactionRecord(
         id=row.id,
         state=row.state,
@@ -477,9 +477,11 @@ def record_body(row: TxRow, fmt: AmountFormat) -> dict[str, Any]:
         transaction_date_time=format_timestamp(row.created_at),
         provider_state_code=row.provider_state_code,
         apm_details=ApmRecordDetails.model_validate({"apmName": row.method, **payer}),
-        billing_address=RecordAddress.model_validate(row.billing) if row.billing else None,
+        billing_address=RecordAddress.model_validate(_strings(row.billing))
+        if row.billing
+        else None,
         shipping_address=(
-            RecordAddress.model_validate(row.shipping)
+            RecordAddress.model_validate(_strings(row.shipping))
             if row.shipping and row.kind == "preauth"
             else None
         ),
@@ -489,3 +491,9 @@ def record_body(row: TxRow, fmt: AmountFormat) -> dict[str, Any]:
     for name in PAYER_FIELDS:
         apm.setdefault(name, None)
     return body
+
+
+def _strings(data: dict[str, Any] | None) -> dict[str, Any]:
+    """Stored free-form values (e.g. from the browser-wallet module) as strings or null."""
+    return {str(k): (None if v is None else str(v)) for k, v in (data or {}).items()
+            if not isinstance(v, dict | list)}

@@ -182,6 +182,8 @@ class EmbeddedSandbox:
         return store_of(self.app)
 
     def start(self) -> EmbeddedSandbox:
+        if self.config.faults.active and not is_loopback(self.host):
+            raise ValueError("faults: fault injection is only allowed on a loopback host")
         self.config.host = self.host
         self._sock = _bind(self.host, self.port)
         self.port = self._sock.getsockname()[1]
