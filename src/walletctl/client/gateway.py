@@ -193,6 +193,12 @@ class _Base:
         status = response.status_code
         if status >= 400:
             raise _gateway_error(call, response)
+        if 300 <= status < 400:
+            where = response.headers.get("Location", "?")
+            raise ResponseError(
+                f"gateway answered HTTP {status}, a redirect to {where} (not followed)",
+                hint="check the profile's base_url (https? path prefix?)",
+            )
         if not response.content:
             return None
         try:
@@ -296,12 +302,18 @@ def _str(value: Any) -> str | None:
     return None if value is None else str(value)[:500]
 
 
-def _parse(model: Any, data: Any, profile: Profile, what: str) -> Any:
+def _parse(
+    model: Any, data: Any, profile: Profile, what: str, reference: str | None = None
+) -> Any:
     try:
         return model.from_wire(data, profile.amount_format)
     except RequestValidationError as exc:
         field, rule = exc.problems[0]
-        raise ResponseError(f"unexpected {what} response: {field}: {rule}") from None
+        raise ResponseError(
+            f"unexpected {what} response: {field}: {rule}",
+            # the gateway accepted the request: it may well have been applied
+            hint=f"check with `walletctl lookup {reference}`" if reference else None,
+        ) from None
 
 
 class GatewayClient(_Base):
@@ -352,7 +364,9 @@ class GatewayClient(_Base):
 
     def checkout(self, req: CheckoutRequest) -> CheckoutResponse:
         data = self.send(self.prepare_checkout(req))
-        result: CheckoutResponse = _parse(CheckoutResponse, data, self.profile, "checkout")
+        result: CheckoutResponse = _parse(
+            CheckoutResponse, data, self.profile, "checkout", req.client_system_transaction_id
+        )
         return result
 
     def prepare_followup(self, req: FollowUpRequest) -> PreparedCall:
@@ -366,7 +380,9 @@ class GatewayClient(_Base):
 
     def followup(self, req: FollowUpRequest) -> FollowUpResponse:
         data = self.send(self.prepare_followup(req))
-        result: FollowUpResponse = _parse(FollowUpResponse, data, self.profile, req.operation)
+        result: FollowUpResponse = _parse(
+            FollowUpResponse, data, self.profile, req.operation, req.client_system_transaction_id
+        )
         return result
 
     def prepare_lookup(self, reference: str) -> PreparedCall:
@@ -454,7 +470,11 @@ class AsyncGatewayClient(_Base):
             moves_money=True,
         )
         result: FollowUpResponse = _parse(
-            FollowUpResponse, await self.send(call), self.profile, req.operation
+            FollowUpResponse,
+            await self.send(call),
+            self.profile,
+            req.operation,
+            req.client_system_transaction_id,
         )
         return result
 
