@@ -344,3 +344,46 @@ def test_connection_refused_is_exit_7(make_cli: Any, command: list[str]) -> None
     line = error_line(result.stderr)
     assert "could not connect" in line, line
     assert "nothing was sent" in result.stderr, result.stderr
+
+
+def test_redirect_is_reported_not_followed(
+    httpserver: HTTPServer, base_url: str, make_cli: Any
+) -> None:
+    httpserver.expect_request("/api/v5/checkout").respond_with_data(
+        "", status=301, headers={"Location": "https://gw.example/api/v5/checkout"})
+    result = make_cli(base_url)("checkout", "--amount", "1", "--ref", "ORDER-1")
+    assert result.exit_code == ExitCode.GATEWAY, result.stderr
+    line = error_line(result.stderr)
+    assert "HTTP 301" in line, line
+    assert "https://gw.example/api/v5/checkout" in line, line
+    assert "base_url" in result.stderr, result.stderr
+    assert len(httpserver.log) == 1, "a redirect of a money POST must not be followed"
+
+
+def test_unparseable_followup_answer_points_at_lookup(
+    httpserver: HTTPServer, base_url: str, make_cli: Any
+) -> None:
+    httpserver.expect_request("/api/v5/apmTransactions", method="GET").respond_with_json(
+        [record("ORDER-1", "ecom.preAuthorisation", "1234")])
+    httpserver.expect_request("/api/v5/apmTransactions", method="POST").respond_with_json(
+        {"id": "x"})
+    result = make_cli(base_url)("capture", "ORDER-1")
+    assert result.exit_code == ExitCode.GATEWAY, result.stderr
+    assert "state" in error_line(result.stderr), result.stderr
+    assert "walletctl lookup ORDER-1-CAP1" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("state", "code"), [("Approved", ExitCode.OK),
+                                             ("Pending", ExitCode.OK),
+                                             ("Declined", ExitCode.DECLINED),
+                                             ("Errored", ExitCode.DECLINED)])
+def test_followup_answer_state_decides_the_exit(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, state: str, code: ExitCode
+) -> None:
+    httpserver.expect_request("/api/v5/apmTransactions", method="GET").respond_with_json(
+        [record("ORDER-1", "ecom.preAuthorisation", "1234")])
+    httpserver.expect_request("/api/v5/apmTransactions", method="POST").respond_with_json(
+        followup_response("ORDER-1-CAP1", state))
+    result = make_cli(base_url)("-o", "json", "capture", "ORDER-1")
+    assert result.exit_code == code, result.stderr
+    assert json.loads(result.stdout)["state"] == state, result.stdout
