@@ -66,7 +66,12 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
     import typer
 
     sys.stderr.write(summary + "\n")
-    if not typer.confirm(f"Proceed with the {action}?", default=False, err=True):
+    try:
+        answer = typer.confirm(f"Proceed with the {action}?", default=False, err=True)
+    except typer.Abort:  # end of input (Ctrl-D) at the prompt: a "no", not a crash (exit 1)
+        sys.stderr.write("\n")
+        answer = False
+    if not answer:
         raise UsageError(f"{action} cancelled: nothing was sent")
 
 
