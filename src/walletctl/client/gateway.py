@@ -346,6 +346,14 @@ class GatewayClient(_Base):
             response = self._http.send(call.request)
         except httpx.TransportError as exc:
             raise self._map_transport_error(call, exc) from None
+        except KeyboardInterrupt:
+            # Ctrl-C while a money move is in flight: it may have been applied, and running
+            # the command again would derive a NEW reference and move the money twice.
+            if call.moves_money:
+                raise UnknownOutcomeError(
+                    call.reference or "the request", "interrupted while waiting for the answer"
+                ) from None
+            raise
         self._trace_response(response, time.perf_counter() - started, call.secrets())
         return self._handle(call, response)
 
