@@ -489,3 +489,13 @@ def test_checkout_output_amount_has_the_currency_decimals(
         else:
             row = next(csv.DictReader(io.StringIO(result.stdout)))
             assert row["amount"] == shown, result.stdout
+
+
+def test_end_of_input_at_the_prompt_is_a_no(cli: Any, sandbox: Any, make_order: Any) -> None:
+    make_order("SALE-1", "5.00", "sale")
+    ENV.stdin_isatty = True
+    before = ledger_refs(sandbox)
+    result = cli("refund", "SALE-1", input="")
+    assert result.exit_code == ExitCode.USAGE, (result.exit_code, result.stderr)
+    assert "cancelled" in result.stderr, result.stderr
+    assert ledger_refs(sandbox) == before

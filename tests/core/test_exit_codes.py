@@ -189,6 +189,24 @@ def test_interrupted(cli: Any) -> None:
     assert "interrupted" in err, err
 
 
+def test_interrupt_during_a_money_move_is_unknown_outcome(cli: Any, make_order: Any,
+                                                          sandbox: Any) -> None:
+    """Ctrl-C while a capture is in flight: it may have been applied, so say so (exit 8)."""
+    make_order("A-4", "5.00")
+
+    def interrupt_posts(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            raise KeyboardInterrupt
+        response: httpx.Response = sandbox.transport.handle_request(request)
+        response.read()
+        return response
+
+    ENV.transport = httpx.MockTransport(interrupt_posts)
+    err = expect(cli("capture", "A-4"), ExitCode.UNKNOWN_OUTCOME)
+    assert "interrupted" in err, err
+    assert "walletctl lookup A-4-CAP1" in err, err
+
+
 def test_every_status_is_covered() -> None:
     """Runs last in this file (pytest keeps file order): no status left untested."""
     if len(TESTED) < 3:
