@@ -499,3 +499,20 @@ def test_end_of_input_at_the_prompt_is_a_no(cli: Any, sandbox: Any, make_order: 
     assert result.exit_code == ExitCode.USAGE, (result.exit_code, result.stderr)
     assert "cancelled" in result.stderr, result.stderr
     assert ledger_refs(sandbox) == before
+
+
+def test_state_colour_and_no_color(
+    cli: Any, make_order: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    make_order("SALE-1", "5.00", "sale")
+    colour = re.compile(r"\x1b\[(3[0-7]|38;|9[0-7])")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR")
+    coloured = cli("-o", "table", "lookup", "SALE-1")
+    assert "\x1b[32mApproved" in coloured.stdout, repr(coloured.stdout)
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = cli("-o", "table", "lookup", "SALE-1")
+    assert "Approved" in plain.stdout, plain.stdout
+    assert not colour.search(plain.stdout), f"NO_COLOR ignored: {plain.stdout!r}"
