@@ -207,6 +207,31 @@ def test_interrupt_during_a_money_move_is_unknown_outcome(cli: Any, make_order: 
     assert "walletctl lookup A-4-CAP1" in err, err
 
 
+def test_exit_codes_survive_the_real_entry_point(make_cli: Any, tmp_path: Path) -> None:
+    """The console script (``python -m walletctl``) exits with the same statuses."""
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cli = make_cli(f"http://127.0.0.1:{port}")
+    cases = [
+        (["lookup", "R"], ExitCode.NETWORK),
+        (["checkout", "--amount", "1.001", "--ref", "R"], ExitCode.VALIDATION),
+        (["--output", "yaml", "lookup", "R"], ExitCode.USAGE),
+        (["-p", "ghost", "lookup", "R"], ExitCode.CONFIG),
+    ]
+    for args, code in cases:
+        proc = subprocess.run(
+            [sys.executable, "-m", "walletctl", "--config", str(cli.config), *args],
+            capture_output=True, text=True, timeout=60, env=dict(os.environ), check=False,
+        )
+        assert proc.returncode == code, (args, proc.returncode, proc.stderr)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stdout == "", (args, proc.stdout)
+
+
 def test_every_status_is_covered() -> None:
     """Runs last in this file (pytest keeps file order): no status left untested."""
     if len(TESTED) < 3:

@@ -387,3 +387,17 @@ def test_followup_answer_state_decides_the_exit(
     result = make_cli(base_url)("-o", "json", "capture", "ORDER-1")
     assert result.exit_code == code, result.stderr
     assert json.loads(result.stdout)["state"] == state, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("7", 7.0), ("0.5", 0.5), ("-3", 0.0), ("3600", 60.0), ("soon", None), ("", None),
+     (None, None), ("nan", None), ("Wed, 21 Oct 2015 07:28:10 GMT", 10.0)],
+)
+def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
+    from email.utils import parsedate_to_datetime
+
+    from walletctl.client.gateway import parse_retry_after
+
+    now = parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timestamp()
+    assert parse_retry_after(value, now=now) == seconds, value
