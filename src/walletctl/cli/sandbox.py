@@ -17,10 +17,13 @@ from walletctl.cli.state import get_state
 from walletctl.constants import Env, ExitCode
 from walletctl.errors import WalletctlError
 
+HELP = (
+    "Local stateful sandbox gateway (redirect wallet endpoints 1-3, hosted approval "
+    "page, faults, magic test values) and the one-command demo."
+)
 sandbox_app = typer.Typer(
     name="sandbox",
-    help="Local stateful sandbox gateway (redirect wallet endpoints 1-3, hosted approval "
-    "page, faults, magic test values) and the one-command demo.",
+    help=HELP,
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -34,7 +37,7 @@ class DemoFailed(WalletctlError):
 
 def register(app: typer.Typer) -> None:
     """Add ``walletctl sandbox ...`` to ``app``."""
-    app.add_typer(sandbox_app, name="sandbox")
+    app.add_typer(sandbox_app, name="sandbox", help=HELP)
 
 
 @sandbox_app.command("serve")
