@@ -84,6 +84,8 @@ def test_customer_clicks_through_the_page(browser: Any, live_sandbox: EmbeddedSa
         page.set_default_timeout(10_000)
         page.goto(url)
         assert "Authorise payment" in page.title()
+        back = page.get_attribute("#return", "href")
+        assert back == live_sandbox.url + "/_sandbox/health?outcome=return"
         assert "12." in page.inner_text(".amount")
         page.click(f"#{button}")
         page.wait_for_url(f"**outcome={outcome}")

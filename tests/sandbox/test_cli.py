@@ -190,3 +190,12 @@ def test_real_cli_sees_provider_refusals_and_declines(live_sandbox: EmbeddedSand
               for t in httpx.get(live_sandbox.url + "/_sandbox/ledger").json()["transactions"]}
     assert states["DEC-1"] == "Declined"
     assert "Errored" in states.values()  # the refused capture is on record
+
+
+def test_serve_refuses_an_unusable_db(tmp_path: Path) -> None:
+    bad = tmp_path / "not-a-db.sqlite"
+    bad.write_text("this is not SQLite " * 100)
+    result = run("sandbox", "serve", "--db", str(bad))
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "--db" in result.stderr
+    assert "not a database" in result.stderr

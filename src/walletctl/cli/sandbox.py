@@ -109,10 +109,14 @@ def serve_cmd(
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    import sqlite3
+
     from walletctl.sandbox.server import serve
 
     try:
         serve(host, port, config)
+    except sqlite3.Error as exc:
+        raise UsageError(f"--db {db}: cannot use this SQLite database ({exc})") from None
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 

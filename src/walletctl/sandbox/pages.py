@@ -62,13 +62,19 @@ def approval_page(row: TxRow, token: str, expires_in: int | None) -> str:
             ("pending", "Leave pending"),
         )
     )
+    return_url = (co.get("redirectDetails") or {}).get("returnUrl")
+    back = (
+        f"<p><a id=\"return\" href=\"{escape(str(return_url))}\">Back to the shop</a></p>"
+        if isinstance(return_url, str) and return_url.startswith(("http://", "https://"))
+        else ""
+    )
     body = (
         "<h1>WalletV2 sandbox — authorise payment</h1>"
         f"<p>Merchant <strong>{escape(row.merchant_id)}</strong>, store "
         f"<strong>{escape(row.store_id)}</strong></p>"
         f"<p class=\"amount\">{escape(format_major(row.amount, row.currency))}</p>"
         f"<p>{escape(kind)} · reference <code>{escape(row.reference)}</code></p>"
-        f"{cart_html}{expiry}<div>{buttons}</div>"
+        f"{cart_html}{expiry}<div>{buttons}</div>{back}"
     )
     return _page("Authorise payment", body)
 

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from types import FrameType, TracebackType
-from typing import TextIO
+from typing import Any, TextIO
 
 import uvicorn
 from fastapi import FastAPI
@@ -94,8 +94,25 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
+def _log_config(quiet: bool) -> dict[str, Any]:
+    """Server and access logs on stderr (stdout carries only the URL and ready lines)."""
+    level = "WARNING" if quiet else "INFO"
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(message)s"}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
+                                "stream": "ext://sys.stderr"}},
+        "loggers": {
+            "uvicorn.error": {"handlers": ["stderr"], "level": level, "propagate": False},
+            "uvicorn.access": {"handlers": ["stderr"], "level": level, "propagate": False},
+        },
+    }
+
+
 def _uvicorn_config(app: FastAPI, host: str, port: int, quiet: bool,
-                    stack: tuple[str, str] | None = None) -> uvicorn.Config:
+                    stack: tuple[str, str] | None = None, *,
+                    logs: bool = False) -> uvicorn.Config:
     loop, http = stack or _stack()
     install_log_filter()
     return uvicorn.Config(
@@ -105,9 +122,9 @@ def _uvicorn_config(app: FastAPI, host: str, port: int, quiet: bool,
         loop=loop,
         http=http,
         lifespan="off",
-        access_log=False,
+        access_log=logs and not quiet,
         log_level="warning" if quiet else "info",
-        log_config=None,
+        log_config=_log_config(quiet) if logs else None,
         timeout_graceful_shutdown=5,
     )
 
@@ -128,7 +145,11 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     url = url_for(host, real_port)
     if config.public_url is None:
         config.public_url = url
-    app = create_app(config)
+    try:
+        app = create_app(config)
+    except BaseException:
+        sock.close()
+        raise
     loop, http = _stack()
 
     def ready() -> None:
@@ -139,7 +160,8 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
 
     stream.write(f"walletctl sandbox listening on {url}\n")
     stream.flush()
-    server = _Server(_uvicorn_config(app, host, real_port, quiet=config.quiet), ready)
+    server = _Server(_uvicorn_config(app, host, real_port, quiet=config.quiet, logs=True),
+                     ready)
     try:
         server.run(sockets=[sock])
     finally:
