@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -155,3 +157,22 @@ def test_serve_refuses_faults_off_loopback() -> None:
     assert proc.returncode == 2, proc.stderr
     assert "loopback" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_concurrent_captures_never_exceed_the_authorisation(live_sandbox: Any) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    url = live_sandbox.url
+    assert httpx.post(url + CHECKOUT, headers=AUTH_HEADERS, json=make_checkout_body(
+        "RACE-1", "1000", "ecom.preAuthorization")).status_code == 200
+    assert httpx.post(url + "/_sandbox/checkouts/RACE-1/approve").status_code == 200
+
+    def capture(n: int) -> int:
+        body = make_followup_body(f"RACE-1-C{n}", "RACE-1", "capture", "100")
+        return httpx.post(url + APM, headers=AUTH_HEADERS, json=body, timeout=30).status_code
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        statuses = list(pool.map(capture, range(24)))
+    assert sorted(statuses) == [200] * 10 + [422] * 14, statuses
+    rows = httpx.get(url + "/_sandbox/ledger").json()["transactions"]
+    assert sum(Decimal(r["amount"]) for r in rows if r["kind"] == "capture") == Decimal("10.00")
