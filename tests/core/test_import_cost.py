@@ -20,8 +20,7 @@ _LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|( *)(\S+)\s*$")
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env["COLUMNS"] = "120"
+    env = dict(os.environ, COLUMNS="120")
     return subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "walletctl", *args],
         capture_output=True, text=True, env=env, timeout=60, check=False,
@@ -46,6 +45,32 @@ def import_chain(stderr: str, module: str) -> list[str]:
     return []
 
 
+_SPY = """
+import runpy, sys, traceback
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name == TARGET:
+            for f in traceback.extract_stack()[:-1]:
+                if "walletctl" in f.filename:
+                    print(f"  {f.filename}:{f.lineno}: {f.line}", file=sys.stderr)
+            sys.stderr.write("--spy-end--\\n")
+        return None
+sys.meta_path.insert(0, Spy())
+sys.argv = ["walletctl", *ARGS]
+runpy.run_module("walletctl", run_name="__main__")
+"""
+
+
+def importing_lines(args: tuple[str, ...], module: str) -> str:
+    """The walletctl source lines on the stack when ``module`` is first imported."""
+    code = _SPY.replace("TARGET", repr(module)).replace("ARGS", repr(list(args)))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
+        env=dict(os.environ, COLUMNS="120"),
+    )
+    return proc.stderr.split("--spy-end--", 1)[0].strip() if "--spy-end--" in proc.stderr else ""
+
+
 @lru_cache(maxsize=1)
 def all_commands() -> tuple[str, ...]:
     """The top-level commands listed by ``walletctl --help`` (core ones first)."""
@@ -62,7 +87,12 @@ def check(args: tuple[str, ...]) -> None:
     for module in HEAVY:
         chain = import_chain(result.stderr, module)
         if chain:
-            problems.append(f"{module} imported via " + " <- ".join(chain))
+            where = importing_lines(args, module)
+            problems.append(
+                f"{module} imported"
+                + (f" via {' <- '.join(chain[1:])}" if len(chain) > 1 else "")
+                + (f"\n  walletctl lines on the stack:\n{where}" if where else "")
+            )
     assert not problems, f"walletctl {' '.join(args)} imports heavy modules:\n" + "\n".join(
         problems
     )

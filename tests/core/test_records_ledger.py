@@ -276,3 +276,14 @@ def test_record_with_unknown_currency_is_refused_not_misread() -> None:
     (parsed,) = parse_records(data, "minor")
     assert parsed.currency_code == "EUR", parsed.currency_code
     assert parsed.transaction_amount == Decimal("12.34"), parsed.transaction_amount
+
+
+@pytest.mark.parametrize("op", ["capture", "refund"])
+def test_limits_are_exact_to_the_minor_unit(op: Any) -> None:
+    b = bal("preauth", "100.00", followups=[("capture", "60.00", "Approved"),
+                                            ("refund", "20.00", "Approved")])
+    left = {"capture": D("40.00"), "refund": D("40.00")}[op]
+    assert check_followup(b, op, left) == left
+    msg = refused(b, op, str(left + D("0.01")))
+    assert "40.01 EUR" in msg, msg
+    assert "40.00 EUR" in msg, msg
