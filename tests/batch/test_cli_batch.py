@@ -9,9 +9,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from batch_helpers import ledger, seed_preauths, write_profile
 from typer.testing import CliRunner
 
-from batch.helpers import ledger, seed_preauths, write_profile
 from walletctl.cli.batch import _exit_code
 from walletctl.cli.main import app
 from walletctl.constants import ExitCode
@@ -205,3 +205,29 @@ def test_exit_codes(changes: dict[str, object], expected: ExitCode) -> None:
     for key, value in changes.items():
         setattr(report, key, value)
     assert _exit_code(report) == expected
+
+
+def test_progress_bar_counts_rows_on_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    from walletctl.cli import batch as cli_batch
+    from walletctl.ops.batch.plan import Plan
+    from walletctl.ops.batch.runner import RowResult
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=160)
+    original = cli_batch._progress
+
+    progress, update = original(Plan(rows=3), True, console)
+    with progress:
+        for status in ("confirmed", "refused", "unknown"):
+            update(RowResult(2, "R", "N", "capture", Decimal(1), "EUR", status))
+    task = progress.tasks[0]
+    assert (task.completed, task.total) == (3, 3)
+    assert (task.fields["failed"], task.fields["unknown"]) == (1, 1)
+    assert "failed 1 · unknown 1" in buffer.getvalue()
+    progress_none, noop = original(Plan(rows=3), False)
+    assert progress_none is None
+    noop(RowResult(2, "R", "N", "capture", Decimal(1), "EUR", "confirmed"))

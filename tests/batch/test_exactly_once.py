@@ -21,8 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from batch.helpers import (
+from batch_helpers import (
     PYTHON,
     assert_exactly_once,
     cli_env,
@@ -31,6 +30,7 @@ from batch.helpers import (
     set_faults,
     write_profile,
 )
+
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
 

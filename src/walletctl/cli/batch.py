@@ -361,7 +361,7 @@ def _run(
         jr.commit()
 
 
-def _progress(plan: Plan, on_terminal: bool) -> tuple[Any, Any]:
+def _progress(plan: Plan, on_terminal: bool, console: Any = None) -> tuple[Any, Any]:
     if not on_terminal:
         return None, lambda result: None
     from rich.progress import (
@@ -382,7 +382,7 @@ def _progress(plan: Plan, on_terminal: bool) -> tuple[Any, Any]:
         TextColumn("failed {task.fields[failed]} · unknown {task.fields[unknown]} · "
                    "{task.fields[rate]:.0f} rows/s"),
         TimeElapsedColumn(), TimeRemainingColumn(),
-        console=err(), transient=False,
+        console=console or err(), transient=False,
     )
     task = progress.add_task("batch", total=plan.rows, failed=0, unknown=0, rate=0.0)
     counts = {"refused": 0, "unknown": 0}
