@@ -26,7 +26,7 @@ _HELP = {
 
 def register(app: typer.Typer) -> None:
     for op in ("capture", "refund", "reverse"):
-        app.command(op, help=_HELP[op], no_args_is_help=True)(_make(op))  # type: ignore[arg-type]
+        app.command(op, help=_HELP[op], no_args_is_help=True)(_make(op))
 
 
 def _make(op: Op):  # type: ignore[no-untyped-def]
@@ -194,6 +194,8 @@ def _single(
         "id": response.id,
     }
     if st.output_format == "table":
+        from rich.markup import escape
+
         from walletctl.render.console import out
 
         color = (
@@ -203,10 +205,12 @@ def _single(
             if response.state == "Pending"
             else "red"
         )
+        # The state and provider code are gateway text: escaped, never read as Rich markup.
         out().print(
             f"{_VERB[op]} {money} of {ref} as {req.client_system_transaction_id}: "
-            f"[{color}]{response.state}[/]"
-            + (f" ({response.provider_state_code})" if response.provider_state_code else "")
+            f"[{color}]{escape(response.state)}[/]"
+            + (f" ({escape(response.provider_state_code)})" if response.provider_state_code
+               else "")
         )
         if response.state == "Approved" and op != "reverse":
             left = plan.remaining_after

@@ -46,12 +46,14 @@ def render_records(records: Sequence[TransactionRecord], fmt: str, reference: st
 
 def _table(records: Sequence[TransactionRecord], reference: str) -> None:
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
     from walletctl.render.console import out
 
+    # Cells are gateway text: escape it, or a "[" in a state would be read as Rich markup.
     table = Table(
-        title=f"Transactions for {reference}",
+        title=f"Transactions for {escape(reference)}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -64,13 +66,14 @@ def _table(records: Sequence[TransactionRecord], reference: str) -> None:
     table.add_column("Date/time (as given)", overflow="fold")
     for rec in records:
         style = STATE_STYLES.get(rec.state.lower(), "")
+        state = escape(rec.state)
         table.add_row(
-            rec.client_system_transaction_id,
-            (rec.type or "").removeprefix("ecom."),
-            f"[{style}]{rec.state}[/]" if style else rec.state,
+            escape(rec.client_system_transaction_id),
+            escape((rec.type or "").removeprefix("ecom.")),
+            f"[{style}]{state}[/]" if style else state,
             format_major(rec.transaction_amount, rec.currency_code.upper()),
-            rec.provider_state_code or "",
-            rec.transaction_date_time or "",
+            escape(rec.provider_state_code or ""),
+            escape(rec.transaction_date_time or ""),
         )
     console = out()
     console.print(table)
