@@ -401,3 +401,22 @@ def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
 
     now = parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timestamp()
     assert parse_retry_after(value, now=now) == seconds, value
+
+
+def test_gateway_text_is_never_read_as_markup(
+    httpserver: HTTPServer, base_url: str, make_cli: Any
+) -> None:
+    """A "[" in gateway text must be shown as is, not crash the table (Rich markup)."""
+    rec = record("ORDER-1", "ecom.preAuthorisation", "1234")
+    rec["providerStateCode"] = "[bold]Odd[/x]"
+    httpserver.expect_request("/api/v5/apmTransactions", method="GET").respond_with_json([rec])
+    answer = followup_response("ORDER-1-CAP1", "Approved")
+    answer["providerStateCode"] = "[/]Captured"
+    httpserver.expect_request("/api/v5/apmTransactions", method="POST").respond_with_json(answer)
+    cli = make_cli(base_url)
+    shown = cli("-o", "table", "lookup", "ORDER-1")
+    assert shown.exit_code == ExitCode.OK, shown.stderr
+    assert "[bold]Odd[/x]" in shown.stdout, shown.stdout
+    done = cli("-o", "table", "capture", "ORDER-1")
+    assert done.exit_code == ExitCode.OK, done.stderr
+    assert "([/]Captured)" in done.stdout, done.stdout
