@@ -157,6 +157,12 @@ def checkout(
         }
         emit(st.output_format, [row], document=row)
     if open_browser:
+        if not response.redirect_url.lower().startswith(("http://", "https://")):
+            # the URL comes from the gateway: never hand file:, javascript: ... to a browser
+            from walletctl.render.console import print_note
+
+            print_note("not opening the redirectUrl: it is not an http(s) URL")
+            return
         import webbrowser
 
         webbrowser.open(response.redirect_url)
