@@ -420,3 +420,24 @@ def test_gateway_text_is_never_read_as_markup(
     done = cli("-o", "table", "capture", "ORDER-1")
     assert done.exit_code == ExitCode.OK, done.stderr
     assert "([/]Captured)" in done.stdout, done.stdout
+
+
+def test_open_refuses_a_non_http_redirect_url(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import webbrowser
+
+    opened: list[str] = []
+
+    def fake_open(url: str, *args: Any, **kwargs: Any) -> bool:
+        opened.append(url)
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", fake_open)
+    httpserver.expect_request("/api/v5/checkout").respond_with_json(
+        {"redirectUrl": "file:///etc/passwd"})
+    result = make_cli(base_url)("-o", "table", "checkout", "--amount", "1", "--ref", "R-1",
+                                "--open")
+    assert result.exit_code == ExitCode.OK, result.stderr
+    assert opened == [], f"opened {opened}"
+    assert "not opening" in result.stderr, result.stderr
