@@ -14,6 +14,7 @@ Transport errors are split by what they prove:
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
@@ -298,8 +299,12 @@ def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError
     )
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
 def _str(value: Any) -> str | None:
-    return None if value is None else str(value)[:500]
+    """Gateway text for a one-line message: no control characters (newlines, ANSI escapes)."""
+    return None if value is None else _CONTROL.sub(" ", str(value))[:500]
 
 
 def _parse(
