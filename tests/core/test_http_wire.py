@@ -441,3 +441,18 @@ def test_open_refuses_a_non_http_redirect_url(
     assert result.exit_code == ExitCode.OK, result.stderr
     assert opened == [], f"opened {opened}"
     assert "not opening" in result.stderr, result.stderr
+
+
+def test_gateway_error_text_stays_one_line_without_escapes(
+    httpserver: HTTPServer, base_url: str, make_cli: Any
+) -> None:
+    httpserver.expect_request("/api/v5/apmTransactions").respond_with_json(
+        {"code": "E", "description": "Bad\r\nthing", "details": {"message": "\x1b[2Jcleared"}},
+        status=400)
+    result = make_cli(base_url)("lookup", "ORDER-1")
+    assert result.exit_code == ExitCode.DECLINED, result.stderr
+    line = error_line(result.stderr)
+    assert "\x1b" not in result.stderr, repr(result.stderr)
+    assert "\r" not in result.stderr, repr(result.stderr)
+    assert "Bad thing" in line, repr(line)
+    assert "cleared" in line, repr(line)
