@@ -94,6 +94,7 @@ def test_1000_captures_under_faults_are_applied_exactly_once(
     results = [json.loads(x) for x in (tmp_path / "r.ndjson").read_text().splitlines()]
     assert len(results) == 1000
     assert {r["status"] for r in results} == {"confirmed"}
+    assert any(r["attempts"] > 1 for r in results), "no row needed a second send"
 
 
 def _confirmed(journal: Path) -> int:

@@ -188,6 +188,7 @@ class BatchRunner:
         self._locks: dict[str, list[Any]] = {}  # ref -> [Lock, users]
         # Rows left 'unknown' this run, per original: counted as applied by later pre-flights.
         self._unknown: dict[str, list[tuple[Decimal, str]]] = {}
+        self._attempts: dict[str, int] = {}  # rows in flight only (popped when reported)
 
     # ---- control -------------------------------------------------------------------------
     def stop(self) -> None:
@@ -398,6 +399,7 @@ class BatchRunner:
     async def _attempt(self, client: Gateway, row: JournalRow, req: FollowUpRequest) -> None:
         await self._gate()
         self.journal.mark_sent(row.key)  # committed (autocommit) before the request leaves
+        self._attempts[row.key] = self._attempts.get(row.key, row.attempts) + 1
         try:
             resp = await client.followup(req)
         except NetworkError as exc:  # the connection was never made: nothing was sent
@@ -487,9 +489,8 @@ class BatchRunner:
         if status == "confirmed":
             totals = self.report.confirmed_totals
             totals[row.currency] = totals.get(row.currency, Decimal(0)) + row.amount
+        attempts = self._attempts.pop(row.key, row.attempts)
         if self.on_result is not None:
-            current = self.journal.get(row.key) if not earlier else None
-            attempts = current.attempts if current else row.attempts
             self.on_result(RowResult(
                 row.line, row.ref, row.new_ref, self.opt.op, row.amount, row.currency, status,
                 txn_id, txn_state, detail, attempts, earlier,
