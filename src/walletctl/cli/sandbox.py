@@ -59,11 +59,6 @@ def serve_cmd(
         typer.Option("--api-key", help="Static PublicApiKey accepted for every merchant "
                      "(default: sandbox-api-key).", envvar="WALLETCTL_SANDBOX_API_KEY"),
     ] = None,
-    service_secret: Annotated[
-        str | None,
-        typer.Option("--service-secret", help="Basic-auth secret of the public key service "
-                     "(default: sandbox-secret).", envvar="WALLETCTL_SANDBOX_SECRET"),
-    ] = None,
     public_url: Annotated[
         str | None, typer.Option("--public-url", help="Base URL used in redirectUrl links.")
     ] = None,
@@ -92,12 +87,7 @@ def serve_cmd(
 ) -> None:
     """Serve the sandbox gateway until Ctrl-C (prints its URL, then a ready line)."""
     from walletctl.errors import UsageError
-    from walletctl.sandbox.config import (
-        DEFAULT_API_KEY,
-        DEFAULT_SERVICE_SECRET,
-        FaultConfig,
-        SandboxConfig,
-    )
+    from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig
 
     if amount_format not in ("minor", "decimal"):
         raise UsageError("--amount-format: must be minor or decimal")
@@ -113,7 +103,6 @@ def serve_cmd(
             faults=faults,
             public_url=public_url,
             api_key=api_key or DEFAULT_API_KEY,
-            service_secret=service_secret or DEFAULT_SERVICE_SECRET,
             host=host,
             allow_clock_control=clock_control,
             quiet=quiet,
