@@ -2,8 +2,9 @@
 
 ``ctx.config``  the :class:`SandboxConfig`;
 ``ctx.store``   the :class:`~walletctl.sandbox.store.Store` (the ledger; see its docstring);
-``ctx.now()``   the current time from the injected clock (+ any ``/_sandbox/clock`` offset),
-                an aware UTC datetime: use it for every timestamp and expiry decision;
+``ctx.now()``   (also ``ctx.clock()``) the current time from the injected clock (+ any
+                ``/_sandbox/clock`` offset), an aware UTC datetime: use it for every
+                timestamp and expiry decision;
 ``ctx.amount_format``  ``"minor"`` or ``"decimal"``: how amounts go on the wire;
 ``ctx.check_api_key(header_value, merchant_id, store_id)`` -> ``None`` or an error tuple
                 ``(status, code, message)``: the ``PublicApiKey`` rule used by every route.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -35,6 +37,11 @@ class SandboxContext:
 
     def now(self) -> datetime:
         return self.config.clock() + self.clock_offset
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """The sandbox clock as a callable (same as :meth:`now`)."""
+        return self.now
 
     def rng(self, seed: int | None) -> random.Random:
         """One RNG per seed, kept across requests so a seeded run is reproducible."""
