@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from batch_fakes import FakeGateway, Faults
 
+from walletctl.errors import GatewayError
+from walletctl.models.records import TransactionRecord
 from walletctl.ops.batch.journal import Journal
 from walletctl.ops.batch.plan import plan_batch
 from walletctl.ops.batch.runner import BatchRunner, RowResult, RunOptions, RunReport
@@ -198,3 +200,29 @@ def test_refund_and_reverse_use_their_rules(tmp_path: Path, op: str) -> None:
         assert status == {"SALE1": "confirmed", "PRE1": "refused"}  # nothing captured on PRE1
     else:
         assert status == {"SALE1": "refused", "PRE1": "confirmed"}  # a sale cannot be reversed
+
+
+class _BlindAfterSend(FakeGateway):
+    """Drops every answer after commit, then cannot be looked up: outcome stays unknown."""
+
+    async def lookup(self, reference: str) -> list[TransactionRecord]:
+        if self.posts:
+            raise GatewayError(503, description="ServiceUnavailable")
+        return await super().lookup(reference)
+
+
+def test_unreconcilable_rows_are_unknown_and_resume_settles_them(tmp_path: Path) -> None:
+    gw = _BlindAfterSend(Faults(drop_after=1.0))
+    gw.add_preauth("PA1", "5.00")
+    report, results, jr = run(tmp_path, gw, [("PA1", "5.00")], max_attempts=2)
+    assert report.counts["unknown"] == 1, report.counts
+    assert results[0].status == "unknown"
+    assert "kept failing" in (results[0].detail or "")
+    assert jr.counts()["unknown"] == 1
+    assert gw.posts.total() == 1, "re-sent a row whose outcome was unknown"
+    jr.close()
+    healthy = FakeGateway(applied=gw.applied, originals=gw.originals)
+    _, results2, _ = run(tmp_path, healthy, [("PA1", "5.00")])
+    assert results2[0].status == "confirmed"
+    assert healthy.posts.total() == 0, "resume re-sent instead of reconciling by lookup"
+    assert max(healthy.applications().values()) == 1

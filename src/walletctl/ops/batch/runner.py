@@ -228,8 +228,9 @@ class BatchRunner:
         if row.state in FINAL_STATES:
             self._emit(row, row.state, earlier=True)
             return
-        if self.halted:
-            self._emit(row, "pending", detail=self._halt_reason())
+        if self.halted:  # a row left sent/unknown by an earlier run may have been applied
+            status = "unknown" if row.state in ("sent", "unknown") else "pending"
+            self._emit(row, status, detail=self._halt_reason())
             return
         entry = self._locks.setdefault(row.ref, [asyncio.Lock(), 0])
         entry[1] += 1
@@ -243,7 +244,8 @@ class BatchRunner:
 
     async def _process_locked(self, row: JournalRow) -> None:
         if self.halted:
-            self._emit(row, "pending", detail=self._halt_reason())
+            status = "unknown" if row.state in ("sent", "unknown") else "pending"
+            self._emit(row, status, detail=self._halt_reason())
             return
         if self.on_start is not None:
             self.on_start(row)
