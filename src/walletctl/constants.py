@@ -18,6 +18,7 @@ class Env:
     NO_COLOR: Final = "NO_COLOR"
     # Sandbox
     SANDBOX_DB: Final = "WALLETCTL_SANDBOX_DB"
+    SANDBOX_API_KEY: Final = "WALLETCTL_SANDBOX_API_KEY"
 
 
 class ExitCode(IntEnum):

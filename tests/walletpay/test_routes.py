@@ -328,3 +328,12 @@ def test_state_reset_forgets_accounts(app: Any, wallet: Wallet) -> None:
                              params={"merchantId": MERCHANT, "storeId": STORE,
                                      "encryptionKeyId": wallet.keys["encryptionKeyId"]})
     _error(resp, 404)
+
+
+def test_sandbox_reset_route_forgets_accounts(wallet: Wallet) -> None:
+    account_id = wallet.account("visa-pan")["transactionAccountId"]
+    assert wallet.client.post("/_sandbox/reset").status_code == 200
+    resp = wallet.client.get(f"/api/v5/paymentAccounts/{account_id}", headers=wallet.auth,
+                             params={"merchantId": MERCHANT, "storeId": STORE,
+                                     "encryptionKeyId": wallet.keys["encryptionKeyId"]})
+    assert resp.status_code in (401, 404), resp.text

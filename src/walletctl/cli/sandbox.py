@@ -57,7 +57,7 @@ def serve_cmd(
     api_key: Annotated[
         str | None,
         typer.Option("--api-key", help="Static PublicApiKey accepted for every merchant "
-                     "(default: sandbox-api-key).", envvar="WALLETCTL_SANDBOX_API_KEY"),
+                     "(default: sandbox-api-key).", envvar=Env.SANDBOX_API_KEY),
     ] = None,
     public_url: Annotated[
         str | None, typer.Option("--public-url", help="Base URL used in redirectUrl links.")

@@ -347,6 +347,9 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def reset() -> dict[str, Any]:
         store.reset()
         ctx.reset_rngs()
+        wallet = getattr(app.state, "walletpay", None)
+        if wallet is not None:  # browser-wallet keys, accounts and 3DS results
+            wallet.reset()
         return {"reset": True}
 
     @app.post("/_sandbox/checkouts/{ref:path}/{action}", tags=["sandbox"])
