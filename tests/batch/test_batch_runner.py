@@ -226,3 +226,17 @@ def test_unreconcilable_rows_are_unknown_and_resume_settles_them(tmp_path: Path)
     assert results2[0].status == "confirmed"
     assert healthy.posts.total() == 0, "resume re-sent instead of reconciling by lookup"
     assert max(healthy.applications().values()) == 1
+
+
+def test_preflight_refusals_are_checked_again_on_resume(tmp_path: Path) -> None:
+    gw = FakeGateway()
+    gw.add_preauth("PA1", "5.00", state="Pending")
+    _, results, jr = run(tmp_path, gw, [("PA1", "5.00")])
+    assert results[0].status == "refused"
+    assert (results[0].detail or "").startswith("pre-flight:")
+    jr.close()
+    gw.applied[0] = gw.applied[0].model_copy(update={"state": "Approved"})  # approved since
+    _, results, _ = run(tmp_path, gw, [("PA1", "5.00")])
+    assert results[0].status == "confirmed"
+    assert not results[0].earlier_run
+    assert gw.posts.total() == 1

@@ -449,7 +449,7 @@ def _summary(
         totals = ", ".join(format_major(Decimal(v), c)
                            for c, v in data["confirmed_totals"].items())
         t.add_row("confirmed", str(report.counts["confirmed"]), totals)
-        t.add_row("  of which by an earlier run", str(report.earlier), "")
+        t.add_row("done by an earlier run (included above)", str(report.earlier), "")
         t.add_row("refused", str(report.counts["refused"]), "")
         t.add_row("unknown (reconcile)", str(report.counts["unknown"]), "")
         t.add_row("not sent", str(report.counts["pending"]), "")

@@ -20,7 +20,7 @@ import hashlib
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -32,6 +32,7 @@ State = Literal["planned", "sent", "confirmed", "refused", "unknown"]
 STATES: Final = ("planned", "sent", "confirmed", "refused", "unknown")
 FINAL_STATES: Final = frozenset({"confirmed", "refused"})
 SCHEMA_VERSION: Final = "1"
+PREFLIGHT: Final = "pre-flight:"  # detail prefix of rows refused before anything was sent
 _PREFIX: Final = {"capture": "cap", "refund": "rfd", "reverse": "rev"}
 
 _SCHEMA = """
@@ -162,6 +163,11 @@ class Journal:
         new_ref = row.new_ref or derive_reference(self.batch_id, self.op, row.ref, occ)
         if found is not None:
             prev = _to_row(found)
+            if prev.state == "refused" and (prev.detail or "").startswith(PREFLIGHT):
+                # Refused by walletctl's own pre-flight: nothing was sent, so a new run checks
+                # it again (the original may have been approved since).
+                prev = replace(prev, state="planned")
+                self.db.execute("UPDATE rows SET state='planned' WHERE key=?", (key,))
             if prev.state != "planned" and (
                 prev.amount != row.amount or prev.currency != row.currency
                 or prev.new_ref != new_ref

@@ -46,7 +46,7 @@ from walletctl.ops.batch.flow import (
     TokenBucket,
     parse_retry_after,
 )
-from walletctl.ops.batch.journal import FINAL_STATES, Journal, JournalRow, State
+from walletctl.ops.batch.journal import FINAL_STATES, PREFLIGHT, Journal, JournalRow, State
 from walletctl.ops.batch.rows import Op
 
 if TYPE_CHECKING:
@@ -282,7 +282,7 @@ class BatchRunner:
                 balance = balance.applied(self.opt.op, amount)
             check_followup(balance, self.opt.op, row.amount, row.currency)
         except RefusedError as exc:
-            return f"pre-flight: {exc.message}"
+            return f"{PREFLIGHT} {exc.message}"
         return None
 
     def _record_if_found(self, row: JournalRow, records: Sequence[TransactionRecord]) -> bool:
