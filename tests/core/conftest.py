@@ -142,6 +142,24 @@ def sandbox(api_key: str) -> Iterator[Sandbox]:
 
 
 @pytest.fixture
+def make_sandbox(api_key: str) -> Iterator[Any]:
+    """``make_sandbox(amount_format)`` -> a :class:`Sandbox` wired to the CLI, closed after."""
+    from walletctl.cli.state import ENV
+
+    made: list[Sandbox] = []
+
+    def make(amount_format: str = "minor") -> Sandbox:
+        sb = Sandbox(amount_format)
+        made.append(sb)
+        ENV.transport = sb.transport
+        return sb
+
+    yield make
+    for sb in made:
+        sb.close()
+
+
+@pytest.fixture
 def cli(tmp_path: Path, sandbox: Sandbox) -> Cli:
     """The CLI wired to the in-process sandbox (profile base_url http://testserver)."""
     return Cli(write_profile(tmp_path, "http://testserver"))

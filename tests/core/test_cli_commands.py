@@ -516,3 +516,21 @@ def test_state_colour_and_no_color(
     plain = cli("-o", "table", "lookup", "SALE-1")
     assert "Approved" in plain.stdout, plain.stdout
     assert not colour.search(plain.stdout), f"NO_COLOR ignored: {plain.stdout!r}"
+
+
+def test_decimal_amount_format_end_to_end(make_cli: Any, make_sandbox: Any) -> None:
+    sandbox = make_sandbox("decimal")
+    cli = make_cli("http://testserver", amount_format="decimal")
+    assert cli("checkout", "--amount", "1.234", "--currency", "BHD", "--ref", "B-1",
+               "--type", "preauth").exit_code == ExitCode.OK
+    sandbox.approve("B-1")
+    cap = cli("-o", "json", "capture", "B-1", "--amount", "0.5")
+    assert cap.exit_code == ExitCode.OK, cap.stderr
+    assert json.loads(cap.stdout)["amount"] == "0.500", cap.stdout
+    rows = lookup_json(cli, "B-1")
+    assert [r["transactionAmount"] for r in rows] == ["1.234", "0.500"], rows
+    minor = make_cli("http://testserver", amount_format="minor")
+    wrong = minor("lookup", "B-1")
+    assert wrong.exit_code == ExitCode.GATEWAY, wrong.stderr
+    assert "transactionAmount" in wrong.stderr, wrong.stderr
+    assert "amount_format" in wrong.stderr, wrong.stderr
