@@ -231,3 +231,20 @@ def test_progress_bar_counts_rows_on_a_terminal() -> None:
     progress_none, noop = original(Plan(rows=3), False)
     assert progress_none is None
     noop(RowResult(2, "R", "N", "capture", Decimal(1), "EUR", "confirmed"))
+
+
+def test_profile_column(tmp_path: Path, cfg: Path, sandbox_url: str) -> None:
+    seed_preauths(sandbox_url, ["PC-1", "PC-2"])
+    with cfg.open("a") as fh:  # a second profile for the same merchant
+        fh.write(cfg.read_text().split("[profiles.sb]")[1].join(["\n[profiles.other]", ""])
+                 .replace("[profiles.sb.auth]", "[profiles.other.auth]"))
+    src = tmp_path / "in.csv"
+    src.write_text("ref,amount,currency,profile\nPC-1,1.00,EUR,other\nPC-2,1.00,EUR,nosuch\n")
+    code, _, err = invoke(cfg, "capture", "--batch", str(src))
+    assert code == ExitCode.VALIDATION, err
+    assert "line 3: profile:" in err
+    assert "nosuch" in err
+    src.write_text("ref,amount,currency,profile\nPC-1,1.00,EUR,other\nPC-2,1.00,EUR,\n")
+    code, out, err = invoke(cfg, "capture", "--batch", str(src))
+    assert code == ExitCode.OK, err
+    assert json.loads(out)["confirmed"] == 2
