@@ -174,7 +174,7 @@ class _Base:
         if response.content:
             try:
                 self.trace(f"< {dumps(scrub(mask_body(loads(response.content)), secrets))}")
-            except ValueError:
+            except (ValueError, RecursionError):
                 self.trace(f"< ({len(response.content)} bytes, not JSON)")
 
     # -- mapping ---------------------------------------------------------------------------
@@ -204,7 +204,7 @@ class _Base:
             return None
         try:
             return loads(response.content)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse
             raise ResponseError(
                 f"gateway answered HTTP {status} with a body that is not JSON",
                 hint=(
@@ -263,9 +263,9 @@ def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError
     body: Any = None
     try:
         body = loads(response.content) if response.content else None
-    except ValueError:
+        body = scrub(body, call.secrets())  # a gateway may echo the credential it was given
+    except (ValueError, RecursionError):
         body = None
-    body = scrub(body, call.secrets())  # a gateway may echo the credential it was given
     if isinstance(body, dict):
         lower = {str(k).lower(): v for k, v in body.items()}
         code = _str(lower.get("code"))
