@@ -456,3 +456,15 @@ def test_gateway_error_text_stays_one_line_without_escapes(
     assert "\r" not in result.stderr, repr(result.stderr)
     assert "Bad thing" in line, repr(line)
     assert "cleared" in line, repr(line)
+
+
+@pytest.mark.parametrize("status", [200, 400])
+def test_absurdly_nested_json_is_a_response_error_not_a_crash(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, status: int
+) -> None:
+    httpserver.expect_request("/api/v5/apmTransactions").respond_with_data(
+        "[" * 100_000 + "]" * 100_000, status=status, content_type="application/json")
+    result = make_cli(base_url)("-v", "lookup", "ORDER-1")
+    expected = ExitCode.GATEWAY if status == 200 else ExitCode.DECLINED
+    assert result.exit_code == expected, result.stderr[-500:]
+    assert "internal error" not in result.stderr, result.stderr[-500:]
