@@ -34,7 +34,11 @@ def print_dry_run(state: State, calls: list[PreparedCall]) -> None:
     from walletctl.render.output import to_json
 
     described = [c.describe() for c in calls]
-    if state.output_format in ("json", "ndjson"):
+    if state.output_format == "ndjson":  # one line per request
+        for d in described:
+            sys.stdout.write(to_json({"dryRun": True, "request": d}, indent=None) + "\n")
+        return
+    if state.output_format == "json":
         doc: Any = described[0] if len(described) == 1 else described
         sys.stdout.write(
             to_json(
