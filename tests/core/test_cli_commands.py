@@ -534,3 +534,16 @@ def test_decimal_amount_format_end_to_end(make_cli: Any, make_sandbox: Any) -> N
     assert wrong.exit_code == ExitCode.GATEWAY, wrong.stderr
     assert "transactionAmount" in wrong.stderr, wrong.stderr
     assert "amount_format" in wrong.stderr, wrong.stderr
+
+
+@pytest.mark.parametrize("command", [["checkout", "--amount", "1", "--ref", "N-1"],
+                                     ["capture", "ORDER-1"]])
+def test_dry_run_ndjson_is_one_line(cli: Any, make_order: Any, command: list[str]) -> None:
+    make_order("ORDER-1")
+    result = cli("-o", "ndjson", *command, "--dry-run")
+    assert result.exit_code == ExitCode.OK, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, f"NDJSON must be one line per request:\n{result.stdout}"
+    doc = json.loads(lines[0])
+    assert doc["dryRun"] is True, doc
+    assert doc["request"]["method"] == "POST", doc
