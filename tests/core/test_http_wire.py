@@ -468,3 +468,30 @@ def test_absurdly_nested_json_is_a_response_error_not_a_crash(
     expected = ExitCode.GATEWAY if status == 200 else ExitCode.DECLINED
     assert result.exit_code == expected, result.stderr[-500:]
     assert "internal error" not in result.stderr, result.stderr[-500:]
+
+
+@pytest.mark.parametrize(
+    ("scheme_lines", "header", "value"),
+    [('scheme = "Bearer"', "Authorization", "Bearer {key}"),
+     ('scheme = "header"\nheader = "X-Gateway-Key"', "X-Gateway-Key", "{key}"),
+     ('scheme = "Basic"', "Authorization", "Basic {basic}")],
+)
+def test_other_auth_schemes_are_sent_and_masked(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, api_key: str,
+    scheme_lines: str, header: str, value: str,
+) -> None:
+    import base64
+
+    basic = base64.b64encode(f"ops-bot:{api_key}".encode()).decode()
+    cli = make_cli(base_url)
+    cli.config.write_text(
+        cli.config.read_text().replace('scheme = "PublicApiKey"', scheme_lines)
+    )
+    httpserver.expect_request("/api/v5/apmTransactions").respond_with_json([])
+    result = cli("-v", "-o", "json", "lookup", "ORDER-1")
+    assert result.exit_code == ExitCode.OK, result.stderr
+    sent = only(httpserver, "GET").headers.get(header)
+    assert sent == value.format(key=api_key, basic=basic), sent
+    assert api_key not in result.stderr, result.stderr
+    assert basic not in result.stderr, result.stderr
+    assert f"> {header.lower()}: " in result.stderr, result.stderr
