@@ -547,3 +547,11 @@ def test_dry_run_ndjson_is_one_line(cli: Any, make_order: Any, command: list[str
     doc = json.loads(lines[0])
     assert doc["dryRun"] is True, doc
     assert doc["request"]["method"] == "POST", doc
+
+
+def test_checkout_from_stdin(cli: Any, sandbox: Any) -> None:
+    body = dry_body(cli("-o", "json", "checkout", "--from-file", "-", "--dry-run",
+                        input='{"Amount": "3.00", "ClientSystemTransactionId": "STDIN-1"}'))
+    assert body["amount"] == "300", body
+    assert body["clientSystemTransactionId"] == "STDIN-1", body
+    assert "Amount" not in body, f"sample key case must be folded to the table spelling: {body}"
