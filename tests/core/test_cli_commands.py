@@ -555,3 +555,17 @@ def test_checkout_from_stdin(cli: Any, sandbox: Any) -> None:
     assert body["amount"] == "300", body
     assert body["clientSystemTransactionId"] == "STDIN-1", body
     assert "Amount" not in body, f"sample key case must be folded to the table spelling: {body}"
+
+
+def test_errored_original_with_null_payer_fields(cli: Any, sandbox: Any, make_order: Any) -> None:
+    make_order("ERR-1", "10.04")  # sandbox magic: errors at the provider on approval
+    rows = lookup_json(cli, "ERR-1")
+    assert [r["state"] for r in rows] == ["Errored"], rows
+    payer = rows[0]["apmDetails"] or {}
+    assert payer.get("apmPayerAccountNumber") is None, payer
+    assert payer.get("apmProviderTransactionId") is None, payer
+    before = ledger_refs(sandbox)
+    result = cli("capture", "ERR-1")
+    assert result.exit_code == ExitCode.DECLINED, result.stderr
+    assert "Errored, not Approved" in result.stderr, result.stderr
+    assert ledger_refs(sandbox) == before
