@@ -68,6 +68,8 @@ class WireModel(BaseModel):
     )
     # lower-cased variant key -> field alias (e.g. "apmprovidername" -> "apmProvider")
     _variants: ClassVar[dict[str, str]] = {}
+    # A request naming one field twice (two spellings) is refused: it is usually a mistake.
+    _refuse_duplicates: ClassVar[bool] = True
 
     @classmethod
     def _key_map(cls) -> dict[str, str]:
@@ -92,7 +94,10 @@ class WireModel(BaseModel):
         for key, value in data.items():
             canon = key_map.get(key.lower(), key) if isinstance(key, str) else key
             if canon in out:
-                raise ValueError(f"{key}: given twice (keys are read case-insensitively)")
+                if cls._refuse_duplicates:
+                    raise ValueError(f"{key}: given twice (keys are read case-insensitively)")
+                if key != canon:  # a response: the table spelling wins over a variant
+                    continue
             out[canon] = value
         return out
 
@@ -119,9 +124,11 @@ class WireModel(BaseModel):
 
 
 class ResponseModel(WireModel):
-    """A spec object walletctl receives: unknown keys are kept (gateways add fields)."""
+    """A spec object walletctl receives: unknown keys are kept (gateways add fields), and a
+    field sent under two spellings (``apmName`` and ``apmProviderName``) is not an error."""
 
     model_config = ConfigDict(extra="allow")
+    _refuse_duplicates: ClassVar[bool] = False
 
 
 def _currency_of(data: dict[str, Any]) -> str | None:
