@@ -287,3 +287,27 @@ def test_limits_are_exact_to_the_minor_unit(op: Any) -> None:
     msg = refused(b, op, str(left + D("0.01")))
     assert "40.01 EUR" in msg, msg
     assert "40.00 EUR" in msg, msg
+
+
+@pytest.mark.parametrize("order", [("apmName", "apmProviderName"), ("apmProviderName", "apmName")])
+def test_response_field_under_two_spellings_is_not_an_error(order: tuple[str, str]) -> None:
+    """2.5 names it apmName, the samples apmProviderName: a gateway may send both."""
+    details = {order[0]: "WalletV2" if order[0] == "apmName" else "Other",
+               order[1]: "WalletV2" if order[1] == "apmName" else "Other"}
+    rec = {"state": "Approved", "currencyCode": "EUR", "transactionAmount": "1",
+           "clientSystemTransactionId": "R", "apmDetails": details}
+    (parsed,) = parse_records([rec], "minor")
+    assert parsed.apm_details is not None
+    assert parsed.apm_details.apm_name == "WalletV2", "the table spelling must win"
+
+
+def test_requests_still_refuse_a_field_given_twice() -> None:
+    from walletctl.errors import RequestValidationError
+    from walletctl.models.followup import FollowUpRequest
+
+    body = {"merchantId": "M", "storeId": "S", "userId": "U", "type": "ecom.capture",
+            "amount": "1.00", "currencyCode": "EUR", "clientSystemTransactionId": "A-CAP1",
+            "clientSystemInvoiceId": "A",
+            "apmDetails": {"apmProvider": "WalletV2", "apmProviderName": "WalletV2"}}
+    with pytest.raises(RequestValidationError, match="given twice"):
+        FollowUpRequest.from_wire(body)
