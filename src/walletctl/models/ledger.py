@@ -184,9 +184,15 @@ def check_followup(
 
 
 def balance_from_records(reference: str, records: Sequence[TransactionRecord]) -> Balance:
-    """The balance of ``reference`` from a lookup's records (the original + its follow-ups)."""
+    """The balance of ``reference`` from a lookup's records (the original + its follow-ups).
+
+    The spec's lookup returns "one record per transaction sharing the reference, for example a
+    pre-authorisation and a later capture", so a follow-up record may carry the original's
+    own reference as its ``clientSystemTransactionId``: it counts as a follow-up.
+    """
     original: Entry | None = None
     followups: list[Entry] = []
+    own_followup: str | None = None  # a follow-up kind recorded under ``reference`` itself
     for rec in records:
         kind = kind_of(rec.type)
         if kind is None:
@@ -201,12 +207,15 @@ def balance_from_records(reference: str, records: Sequence[TransactionRecord]) -
         if rec.client_system_transaction_id == reference and kind in ("sale", "preauth"):
             original = entry
         elif rec.client_system_transaction_id == reference:
-            raise RefusedError(
-                f"{reference} is a {kind}, not a sale or pre-authorisation",
-                hint="follow-ups take the reference of the original checkout",
-            )
+            own_followup = own_followup or kind
+            followups.append(entry)
         elif rec.client_system_invoice_id in (None, reference):
             followups.append(entry)
     if original is None:
+        if own_followup is not None:
+            raise RefusedError(
+                f"{reference} is a {own_followup}, not a sale or pre-authorisation",
+                hint="follow-ups take the reference of the original checkout",
+            )
         raise RefusedError(f"no sale or pre-authorisation with reference {reference} was found")
     return Balance.of(original, followups)
