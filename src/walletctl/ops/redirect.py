@@ -148,11 +148,9 @@ def next_reference(reference: str, op: Operation, records: list[TransactionRecor
     """The first derived reference not already used by a record of this lookup."""
     used = {r.client_system_transaction_id for r in records}
     kind = {"capture": "capture", "refund": "refund", "reverse": "reversal"}[op]
-    sequence = 1 + sum(
-        1
-        for r in records
-        if kind_of(r.type) == kind and r.client_system_transaction_id != reference
-    )
+    # Follow-up records may carry the original's reference (the spec's lookup "shares" it):
+    # they count too, or a second capture would reuse REF-CAP1.
+    sequence = 1 + sum(1 for r in records if kind_of(r.type) == kind)
     candidate = derive_reference(reference, op, sequence)
     while candidate in used:
         sequence += 1
