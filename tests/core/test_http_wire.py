@@ -495,3 +495,19 @@ def test_other_auth_schemes_are_sent_and_masked(
     assert api_key not in result.stderr, result.stderr
     assert basic not in result.stderr, result.stderr
     assert f"> {header.lower()}: " in result.stderr, result.stderr
+
+
+def test_followups_sharing_the_original_reference_count(
+    httpserver: HTTPServer, base_url: str, make_cli: Any
+) -> None:
+    """Spec 4.3: records "sharing the reference" (a pre-authorisation and a later capture)."""
+    httpserver.expect_request("/api/v5/apmTransactions", method="GET").respond_with_json(
+        [record("ORDER-1", "ecom.preAuthorisation", "1000"),
+         record("ORDER-1", "ecom.capture", "400")])
+    httpserver.expect_request("/api/v5/apmTransactions", method="POST").respond_with_json(
+        followup_response("ORDER-1-CAP2"))
+    result = make_cli(base_url)("-o", "json", "capture", "ORDER-1")
+    assert result.exit_code == ExitCode.OK, result.stderr
+    body = json.loads(only(httpserver, "POST").get_data())
+    assert body["clientSystemTransactionId"] == "ORDER-1-CAP2", "CAP1 is taken by the capture"
+    assert body["amount"] == "600", "4.00 of 10.00 is already captured"

@@ -311,3 +311,16 @@ def test_requests_still_refuse_a_field_given_twice() -> None:
             "apmDetails": {"apmProvider": "WalletV2", "apmProviderName": "WalletV2"}}
     with pytest.raises(RequestValidationError, match="given twice"):
         FollowUpRequest.from_wire(body)
+
+
+def test_followup_records_may_share_the_original_reference() -> None:
+    from walletctl.ops.redirect import next_reference
+
+    records = [rec("O", "ecom.preAuthorisation", "10.00"), rec("O", "ecom.capture", "4.00"),
+               rec("O", "ecom.refund", "1.00")]
+    b = balance_from_records("O", records)
+    assert (b.captured, b.refunded) == (D("4.00"), D("1.00")), b
+    assert next_reference("O", "capture", records) == "O-CAP2"
+    assert next_reference("O", "refund", records) == "O-REF2"
+    with pytest.raises(RefusedError, match="O is a capture"):
+        balance_from_records("O", records[1:])
