@@ -6,7 +6,7 @@
     ├── RequestValidationError     VALIDATION   (nothing was sent)
     ├── RefusedError               DECLINED     (pre-flight: the gateway would refuse)
     ├── DeclinedError              DECLINED     (the gateway answered with a refusal state)
-    ├── GatewayError               by status: 4xx DECLINED, 401/403 AUTH, 5xx GATEWAY
+    ├── GatewayError               by status: 4xx DECLINED, 401/403 AUTH, 429/5xx GATEWAY
     │   └── AuthError              AUTH
     ├── ResponseError              GATEWAY      (the gateway answered something unparseable)
     ├── NetworkError               NETWORK      (connection never made: nothing sent)
@@ -104,7 +104,7 @@ class GatewayError(WalletctlError):
     def exit_code(self) -> ExitCode:  # type: ignore[override]
         if self.status in (401, 403):
             return ExitCode.AUTH
-        if self.status >= 500:
+        if self.status >= 500 or self.status == 429:  # unavailable / rate limited: try later
             return ExitCode.GATEWAY
         return ExitCode.DECLINED
 

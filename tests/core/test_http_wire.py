@@ -247,7 +247,7 @@ def test_429_reports_retry_after(httpserver: HTTPServer, base_url: str, make_cli
         {"code": "RATE", "description": "TooManyRequests"}, status=429,
         headers={"Retry-After": "7"})
     result = make_cli(base_url)("lookup", "ORDER-1")
-    assert result.exit_code == ExitCode.DECLINED, result.stderr
+    assert result.exit_code == ExitCode.GATEWAY, result.stderr
     assert "HTTP 429" in error_line(result.stderr)
     assert "rate limiting" in result.stderr, result.stderr
     assert "7 s" in result.stderr, result.stderr

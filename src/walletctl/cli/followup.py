@@ -161,7 +161,7 @@ def _single(
     dry_run: bool,
 ) -> None:
     from walletctl.cli.common import confirm, make_client, print_dry_run
-    from walletctl.errors import DeclinedError
+    from walletctl.errors import DeclinedError, UnknownOutcomeError
     from walletctl.models.money import format_major
     from walletctl.ops.redirect import plan_followup
 
@@ -182,7 +182,15 @@ def _single(
                 yes=yes,
                 action=_NOUN[op],
             )
-        response = client.followup(req)
+        try:
+            response = client.followup(req)
+        except UnknownOutcomeError as exc:
+            new = req.client_system_transaction_id
+            exc.hint = (
+                f"check with `walletctl lookup {new}` before anything else; to retry safely, "
+                f"repeat with `--new-ref {new}` (refused if it was applied)"
+            )
+            raise
     row = {
         "operation": op,
         "clientSystemInvoiceId": ref,
