@@ -281,7 +281,10 @@ def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError
     if status in (401, 403):
         hint = "check the profile's credentials (`walletctl profile check`)"
     elif status == 404 and call.reference:
-        hint = f"no transaction with reference {call.reference} for this merchant/store"
+        hint = (
+            f"no transaction {call.reference} for this merchant and store: check the reference "
+            "and the profile (`walletctl profile show`)"
+        )
     elif status >= 500 and call.moves_money and call.reference:
         hint = f"check with `walletctl lookup {call.reference}` before trying again"
     elif status == 429:
