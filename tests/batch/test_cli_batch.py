@@ -248,3 +248,20 @@ def test_profile_column(tmp_path: Path, cfg: Path, sandbox_url: str) -> None:
     code, out, err = invoke(cfg, "capture", "--batch", str(src))
     assert code == ExitCode.OK, err
     assert json.loads(out)["confirmed"] == 2
+
+
+def test_rate_and_concurrency_options_reach_the_runner(
+    tmp_path: Path, cfg: Path, sandbox_url: str
+) -> None:
+    refs = [f"RT-{i}" for i in range(6)]
+    seed_preauths(sandbox_url, refs)
+    src = csv_file(tmp_path / "in.csv", [(r, "1.00") for r in refs])
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--rate", "500",
+                            "--concurrency", "2", "--max-failures", "3",
+                            "--batch-id", "rate-test-1")
+    assert code == ExitCode.OK, err
+    summary = json.loads(out)
+    assert summary["batch_id"] == "rate-test-1"
+    assert summary["requests"] == 12
+    assert all(str(r["reference"]).startswith("cap-rate-tes-")
+               for r in follow_ups(sandbox_url, refs))
