@@ -363,10 +363,14 @@ class Store:
     def lookup(self, merchant_id: str, store_id: str, reference: str) -> list[TxRow]:
         """The record with ``reference`` and every record whose invoice reference is it."""
         with self.atomic() as conn:
+            # Two indexed searches: an OR here made SQLite scan all of the merchant's rows,
+            # so lookups slowed down as the ledger grew.
             cur = conn.execute(
-                "SELECT * FROM transactions WHERE merchant_id = ? AND store_id = ? "
-                "AND (reference = ? OR invoice_reference = ?) ORDER BY seq",
-                (merchant_id, store_id, reference, reference),
+                "SELECT * FROM transactions WHERE merchant_id = ?1 AND store_id = ?2 "
+                "AND reference = ?3 "
+                "UNION ALL SELECT * FROM transactions WHERE merchant_id = ?1 AND store_id = ?2 "
+                "AND invoice_reference = ?3 AND reference <> ?3 ORDER BY seq",
+                (merchant_id, store_id, reference),
             )
             return [_row(r) for r in cur.fetchall()]
 
