@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from walletctl import __version__
 from walletctl.client._httpx import httpx
@@ -32,10 +32,12 @@ from walletctl.errors import (
     UnknownOutcomeError,
 )
 from walletctl.models.base import dumps, loads
-from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
-from walletctl.models.followup import FollowUpRequest, FollowUpResponse
 from walletctl.models.records import TransactionRecord, parse_records
 from walletctl.render.mask import mask_body, mask_headers, mask_text, scrub
+
+if TYPE_CHECKING:  # imported where used: `walletctl lookup` never needs the request models
+    from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+    from walletctl.models.followup import FollowUpRequest, FollowUpResponse
 
 Trace = Callable[[str], None]
 MAX_RETRY_AFTER = 60.0
@@ -380,6 +382,8 @@ class GatewayClient(_Base):
 
     def checkout(self, req: CheckoutRequest) -> CheckoutResponse:
         data = self.send(self.prepare_checkout(req))
+        from walletctl.models.checkout import CheckoutResponse
+
         result: CheckoutResponse = _parse(
             CheckoutResponse, data, self.profile, "checkout", req.client_system_transaction_id
         )
@@ -396,6 +400,8 @@ class GatewayClient(_Base):
 
     def followup(self, req: FollowUpRequest) -> FollowUpResponse:
         data = self.send(self.prepare_followup(req))
+        from walletctl.models.followup import FollowUpResponse
+
         result: FollowUpResponse = _parse(
             FollowUpResponse, data, self.profile, req.operation, req.client_system_transaction_id
         )
@@ -485,6 +491,8 @@ class AsyncGatewayClient(_Base):
             reference=req.client_system_transaction_id,
             moves_money=True,
         )
+        from walletctl.models.followup import FollowUpResponse
+
         result: FollowUpResponse = _parse(
             FollowUpResponse,
             await self.send(call),
