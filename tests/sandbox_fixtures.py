@@ -127,29 +127,11 @@ def make_followup_body(ref: str, invoice: str, op: str, amount: str,
 
 def profile_toml(base_url: str, *, name: str = "sandbox", key_env: str = TEST_KEY_ENV,
                  amount_format: str = "minor") -> str:
-    return f"""default_profile = "{name}"
+    from walletctl.sandbox.scenario import profile_toml as sandbox_profile
 
-[profiles.{name}]
-base_url = "{base_url}"
-merchant_id = "{MERCHANT_ID}"
-store_id = "{STORE_ID}"
-user_id = "{USER_ID}"
-amount_format = "{amount_format}"
-currency = "EUR"
-timeout = 10
-
-[profiles.{name}.auth]
-scheme = "PublicApiKey"
-key_env = "{key_env}"
-
-[profiles.{name}.redirects]
-return_url = "https://shop.example/return"
-success_url = "https://shop.example/ok"
-pending_url = "https://shop.example/pending"
-error_url = "https://shop.example/error"
-cancel_url = "https://shop.example/cancel"
-refused_url = "https://shop.example/refused"
-"""
+    return sandbox_profile(base_url, name=name, key_env=key_env, amount_format=amount_format,
+                           merchant_id=MERCHANT_ID, store_id=STORE_ID, user_id=USER_ID,
+                           timeout=10)
 
 
 def write_private(path: Path, text: str) -> Path:

@@ -28,18 +28,19 @@ STEP_TIMEOUT = 120.0
 
 
 def profile_toml(base_url: str, *, name: str = DEMO_PROFILE, key_env: str = DEMO_KEY_ENV,
-                 amount_format: str = "minor") -> str:
+                 amount_format: str = "minor", merchant_id: str = "M-DEMO",
+                 store_id: str = "S-01", user_id: str = "demo-user", timeout: int = 30) -> str:
     """A profiles file for a sandbox at ``base_url`` (README "Profiles" format)."""
     return f"""default_profile = "{name}"
 
 [profiles.{name}]
 base_url = "{base_url}"
-merchant_id = "M-DEMO"
-store_id = "S-01"
-user_id = "demo-user"
+merchant_id = "{merchant_id}"
+store_id = "{store_id}"
+user_id = "{user_id}"
 amount_format = "{amount_format}"
 currency = "EUR"
-timeout = 30
+timeout = {timeout}
 
 [profiles.{name}.auth]
 scheme = "PublicApiKey"

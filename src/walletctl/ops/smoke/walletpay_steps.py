@@ -23,10 +23,10 @@ from walletctl.ops.smoke.framework import (
     check,
     check_equal,
 )
+from walletctl.ops.smoke.scenarios import _amounts, _money, _target
 
 if TYPE_CHECKING:
-    from walletctl.ops.smoke.scenarios import Amounts
-    from walletctl.ops.smoke.target import Target
+    pass
 
 APPROVED = "Approved"
 # The sandbox's emulated wallet cards used here (GET /_sandbox/wallet/cards lists them all).
@@ -40,24 +40,6 @@ def unavailable(ctx: RunContext) -> str | None:
     if importlib.util.find_spec("walletctl.ops.walletpay") is None:
         return "browser-wallet operations (walletctl.ops.walletpay) are not available"
     return None
-
-
-def _target(run: ScenarioRun) -> Target:
-    target: Target = run.target
-    return target
-
-
-def _amounts(run: ScenarioRun) -> Amounts:
-    from walletctl.ops.smoke.scenarios import Amounts
-
-    amounts = run.ctx.params.get("amounts")
-    return amounts if isinstance(amounts, Amounts) else Amounts()
-
-
-def _money(run: ScenarioRun, amount: Any) -> str:
-    from walletctl.models.money import format_major
-
-    return format_major(amount, _target(run).currency)
 
 
 def _json(response: Any, what: str) -> Any:
@@ -78,8 +60,10 @@ def public_keys(run: ScenarioRun) -> str:
     target.masker.add(keys.api_key.get_secret_value())
     target.masker.add(keys.encryption_key.get_secret_value())
     check(bool(keys.api_key.get_secret_value()), "the public key service returned no apiKey")
-    check(bool(keys.encryption_key.get_secret_value()),
-          "the public key service returned no encryptionKey")
+    check(
+        bool(keys.encryption_key.get_secret_value()),
+        "the public key service returned no encryptionKey",
+    )
     run.state["keys"] = keys
     expiry = f", expires {keys.expires_at}" if keys.expires_at else ""
     return f"API key and encryption key {keys.encryption_key_id} issued{expiry}"
@@ -107,8 +91,10 @@ def wallet_tokens(run: ScenarioRun) -> str:
         check_equal(response.status_code, 200, f"emulated wallet answer for card {card}")
         pmd = data.get("paymentMethodData") if isinstance(data, dict) else None
         tokenization = pmd.get("tokenizationData") if isinstance(pmd, dict) else None
-        check(isinstance(tokenization, dict) and bool(tokenization.get("token")),
-              f"the emulated wallet returned no token for card {card}")
+        check(
+            isinstance(tokenization, dict) and bool(tokenization.get("token")),
+            f"the emulated wallet returned no token for card {card}",
+        )
         tokens[kind] = pmd
     run.state["tokens"] = tokens
     return f"wallet tokens minted for {TOKEN_CARD} (CRYPTOGRAM_3DS) and {PAN_CARD} (PAN_ONLY)"
@@ -144,10 +130,16 @@ def create_accounts(run: ScenarioRun) -> str:
         account = PaymentAccount.from_wire(data)
         check_equal(account.card_type, card_type, f"cardType of the {card} account")
         if card_type == "Token":
-            check(bool(data.get("cryptogram")) and bool(data.get("eciIndicator")),
-                  "a Token account came back without cryptogram + eciIndicator")
-        created[kind] = {"id": account.transaction_account_id, "ref": ref,
-                         "cryptogram": data.get("cryptogram"), "eci": data.get("eciIndicator")}
+            check(
+                bool(data.get("cryptogram")) and bool(data.get("eciIndicator")),
+                "a Token account came back without cryptogram + eciIndicator",
+            )
+        created[kind] = {
+            "id": account.transaction_account_id,
+            "ref": ref,
+            "cryptogram": data.get("cryptogram"),
+            "eci": data.get("eciIndicator"),
+        }
     run.state["accounts"] = created
     return "payment accounts created: " + ", ".join(
         f"{kind} {info['id']}" for kind, info in created.items()
@@ -193,8 +185,11 @@ def _authorize(run: ScenarioRun, kind: str) -> str:
     if account.card_type == "Card":
         response = target.http.post(
             "/_sandbox/3ds/challenge",
-            json={"transactionAccountId": info["id"], "merchantId": target.profile.merchant_id,
-                  "storeId": target.profile.store_id},
+            json={
+                "transactionAccountId": info["id"],
+                "merchantId": target.profile.merchant_id,
+                "storeId": target.profile.store_id,
+            },
         )
         data = _json(response, "the 3DS challenge")
         check_equal(response.status_code, 200, "3DS challenge status")
@@ -276,8 +271,11 @@ def steps() -> tuple[Step, ...]:
         Step("create payment accounts", create_accounts, "POST paymentAccounts (create API)"),
         Step("get payment accounts", get_accounts, "GET paymentAccounts/{id}"),
         Step("authorize sale", authorize_sale, "POST transactions ecom.sale (Token)"),
-        Step("authorize pre-authorisation", authorize_preauth,
-             "POST transactions ecom.preauthorization (Card + 3DS)"),
+        Step(
+            "authorize pre-authorisation",
+            authorize_preauth,
+            "POST transactions ecom.preauthorization (Card + 3DS)",
+        ),
         Step("capture", capture, "POST apmTransactions capture of the pre-authorisation"),
         Step("lookup", lookup, "GET apmTransactions: both Approved, captured in full"),
     )
