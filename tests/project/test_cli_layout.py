@@ -55,3 +55,31 @@ def test_bash_completion_completes_commands_and_options(tmp_path: Path) -> None:
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["capture"], out.stdout
     assert lines[1].split() == ["--dry-run"], out.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["lookup", "R-1", "-o", "json"], ["-o", "json", "lookup", "R-1"]),
+        (
+            ["-p", "x", "lookup", "R-1", "--output=csv", "-v"],
+            ["-p", "x", "--output=csv", "-v", "lookup", "R-1"],
+        ),
+        (["profile", "list", "-o", "json"], ["-o", "json", "profile", "list"]),
+        # smoke defines its own --profile: left alone
+        (["smoke", "--profile", "ci", "-o", "json"], ["-o", "json", "smoke", "--profile", "ci"]),
+        # after `--` nothing is an option
+        (["lookup", "--", "-o"], ["lookup", "--", "-o"]),
+        # a missing value is left for click to report
+        (["lookup", "R-1", "-o"], ["lookup", "R-1", "-o"]),
+        (["--version"], ["--version"]),
+    ],
+)
+def test_global_options_after_the_command_are_hoisted(argv: list[str], expected: list[str]) -> None:
+    import typer
+
+    from walletctl.cli.main import app, hoist_global_options
+
+    group = typer.main.get_command(app)
+    ctx = group.make_context("walletctl", ["--help"], resilient_parsing=True)
+    assert hoist_global_options(argv, group, ctx) == expected

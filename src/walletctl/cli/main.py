@@ -87,6 +87,73 @@ def load_command(name: str) -> Any:
     return built if built.name == name else None
 
 
+# Global options that may also be written after the command (`walletctl lookup REF -o json`):
+# option -> takes a value. They are moved in front of the command unless that command
+# defines an option of the same name itself (e.g. `smoke --profile`).
+GLOBAL_OPTIONS: dict[str, bool] = {
+    "--profile": True,
+    "-p": True,
+    "--config": True,
+    "--output": True,
+    "-o": True,
+    "--timeout": True,
+    "--verbose": False,
+    "-v": False,
+    "--debug": False,
+}
+
+
+def _own_options(command: Any) -> set[str]:
+    names: set[str] = set()
+    for param in getattr(command, "params", []):
+        names.update(getattr(param, "opts", []))
+        names.update(getattr(param, "secondary_opts", []))
+    return names
+
+
+def hoist_global_options(args: list[str], group: Any, ctx: ClickContext) -> list[str]:
+    """Move global options given after the command name in front of it."""
+    position = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    # Only when the first bare word is a command (a value of a leading option is not).
+    while position is not None and position > 0 and GLOBAL_OPTIONS.get(args[position - 1]):
+        position = next(
+            (i for i in range(position + 1, len(args)) if not args[i].startswith("-")), None
+        )
+    if position is None or args[position] not in COMMANDS:
+        return args
+    command = group.get_command(ctx, args[position])
+    if command is None:
+        return args
+    own = _own_options(command)
+    rest = args[position + 1 :]
+    sub_name = next((a for a in rest if not a.startswith("-")), None)
+    sub = getattr(command, "commands", {}).get(sub_name) if sub_name else None
+    if sub is not None:
+        own |= _own_options(sub)
+    hoisted: list[str] = []
+    kept: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word == "--":
+            kept.extend(rest[i:])
+            break
+        name, eq, _value = word.partition("=")
+        takes_value = GLOBAL_OPTIONS.get(name)
+        if takes_value is None or name in own or (eq and not takes_value):
+            kept.append(word)
+        elif takes_value and not eq:
+            if i + 1 >= len(rest):
+                kept.append(word)  # let click report the missing value
+            else:
+                hoisted.extend(rest[i : i + 2])
+                i += 1
+        else:
+            hoisted.append(word)
+        i += 1
+    return args[:position] + hoisted + [args[position]] + kept
+
+
 class _BoundaryGroup(TyperGroup):
     """The root group: lazy subcommands, and the error boundary (domain errors become one
     stderr line and their exit code)."""
@@ -96,6 +163,9 @@ class _BoundaryGroup(TyperGroup):
 
     def get_command(self, ctx: ClickContext, cmd_name: str) -> Any:
         return load_command(cmd_name)
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args, self, ctx))
 
     def format_commands(self, ctx: ClickContext, formatter: Any) -> None:
         rows = [(name, help_line) for name, (_, help_line) in COMMANDS.items()]
