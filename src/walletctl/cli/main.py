@@ -210,7 +210,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,  # locals could hold API keys
-    add_completion=True,
+    add_completion=False,  # static scripts ship in completions/ (no Python start per TAB)
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
