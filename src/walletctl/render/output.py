@@ -53,7 +53,22 @@ def _cell(value: Any) -> str:
         return format(value, "f")
     if isinstance(value, dict | list):
         return to_json(value, indent=None)
-    return str(value)
+    return csv_safe(str(value))
+
+
+def csv_safe(text: str) -> str:
+    """Neutralise spreadsheet formulas in text that came from the gateway.
+
+    A cell starting with ``=``, ``+``, ``@``, a tab/CR, or ``-`` not followed by a number
+    is run as a formula when the CSV is opened in a spreadsheet; a leading ``'`` keeps it
+    text. Amounts are written from ``Decimal`` and never pass through here.
+    """
+    if not text:
+        return text
+    first = text[0]
+    if first in "=+@\t\r" or (first == "-" and not text[1:2].isdigit()):
+        return "'" + text
+    return text
 
 
 def emit(
