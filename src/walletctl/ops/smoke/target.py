@@ -222,7 +222,7 @@ def open_target(
         cur = check_currency(currency or profile.currency or "EUR")
     except ValueError as exc:
         raise UsageError(f"--currency: {exc}") from None
-    recording = RecordingTransport(transport or httpx.HTTPTransport(), log)
+    recording = RecordingTransport(transport or environment_transport(profile.base_url), log)
     client = GatewayClient(profile, transport=recording, trace=trace)
     headers: dict[str, str] = {"Accept": "application/json"}
     http = httpx.Client(
@@ -291,3 +291,26 @@ def embedded_sandbox(*, amount_format: str = "minor") -> Iterator[Profile]:
     )
     with EmbeddedSandbox(config) as sandbox:
         yield embedded_profile(sandbox.url, secret, amount_format)
+
+
+def environment_transport(base_url: str) -> httpx.HTTPTransport:
+    """A transport that honours HTTP(S)_PROXY / ALL_PROXY / NO_PROXY like httpx's own default.
+
+    httpx only reads the proxy variables for the transport it builds itself; smoke supplies
+    its own (recording) transport, so it resolves the proxy here. Loopback is never proxied.
+    """
+    import ipaddress
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback or urllib.request.proxy_bypass(host):
+        return httpx.HTTPTransport()
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    return httpx.HTTPTransport(proxy=proxy) if proxy else httpx.HTTPTransport()
