@@ -73,14 +73,23 @@ def build_checkout_request(
     Amounts in ``base``/``overrides`` are major units (``"12.34"``), whatever the wire format.
     """
     data: dict[str, Any] = _deep_copy(base or {})
+    # The ids always come from the profile: lookups and follow-ups use the profile's, so a
+    # request file naming another merchant or store would create a checkout walletctl could
+    # not follow up. A file may repeat the profile's ids; a different one is refused.
     for path, value in (
         ("merchantId", profile.merchant_id),
         ("storeId", profile.store_id),
         ("userId", profile.user_id),
-        ("checkoutDetails.paymentMethod", APM_PROVIDER),
     ):
-        if get_path(data, path) is None:
-            set_path(data, path, value)
+        given = get_path(data, path)
+        if given is not None and given != value:
+            raise RequestValidationError(
+                [(path, f"{given!r} in the request file differs from profile {profile.name}'s "
+                        f"{value!r}; select that merchant's profile with -p instead")]
+            )
+        set_path(data, path, value)
+    if get_path(data, "checkoutDetails.paymentMethod") is None:
+        set_path(data, "checkoutDetails.paymentMethod", APM_PROVIDER)
     if get_path(data, "currencyCode") is None and profile.currency:
         set_path(data, "currencyCode", profile.currency)
     for key, alias in REDIRECT_KEYS.items():
