@@ -250,3 +250,21 @@ def test_report_target_url_drops_credentials() -> None:
         "https://gw.example:8443/base"
     )
     assert _without_userinfo("http://127.0.0.1:8765") == "http://127.0.0.1:8765"
+
+
+def test_ctrl_c_keeps_what_ran_and_exits_130() -> None:
+    report = run(
+        scenario("first", ok("done")),
+        scenario("second", ok("done"), fail_with(KeyboardInterrupt()), ok()),
+        scenario("third", ok()),
+    )
+    statuses = [(s.scenario, s.name, s.status) for s in report.steps]
+    assert statuses == [
+        ("first", "step1", "passed"),
+        ("second", "step1", "passed"),
+        ("second", "step2", "skipped"),
+        ("second", "step3", "skipped"),
+        ("third", "step1", "skipped"),
+    ], statuses
+    assert report.exit_code == ExitCode.INTERRUPTED, report.exit_code
+    assert "interrupted" in (report.steps[2].message or ""), report.steps[2]

@@ -287,7 +287,12 @@ def run_scenarios(
         if reason:
             _skip_rest(result.steps, ctx.masker.text(reason), obs)
             continue
-        aborted = _run_one(scenario, result, ctx, obs, clock)
+        try:
+            aborted = _run_one(scenario, result, ctx, obs, clock)
+        except KeyboardInterrupt:  # keep what ran: the reports are written, exit 130
+            left = [st for st in result.steps if st.status in ("pending", "running")]
+            _skip_rest(left, "not run: interrupted (Ctrl-C)", obs)
+            aborted = RunAborted("interrupted (Ctrl-C)", ExitCode.INTERRUPTED)
         result.duration = clock() - sc_start
         if aborted is not None:
             report.aborted = ctx.masker.text(aborted.message)
