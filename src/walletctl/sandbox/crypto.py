@@ -89,6 +89,26 @@ def new_private_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
+def private_key_pem(key: ec.EllipticCurvePrivateKey) -> str:
+    """PKCS#8 PEM (unencrypted) of a sandbox test key, for the sandbox's own store only."""
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode("ascii")
+
+
+def load_private_key_pem(pem: str) -> ec.EllipticCurvePrivateKey:
+    """The key stored by :func:`private_key_pem` (a ValueError names no key material)."""
+    try:
+        key = serialization.load_pem_private_key(pem.encode("ascii"), password=None)
+    except (ValueError, TypeError, UnicodeEncodeError):
+        raise ValueError("stored private key is not a PEM key") from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
+        raise ValueError("stored private key must be an EC P-256 key")
+    return key
+
+
 def public_key_b64(key: ec.EllipticCurvePrivateKey | ec.EllipticCurvePublicKey) -> str:
     """Base64 of the SubjectPublicKeyInfo DER of a P-256 key (the wire ``encryptionKey``)."""
     pub = key.public_key() if isinstance(key, ec.EllipticCurvePrivateKey) else key

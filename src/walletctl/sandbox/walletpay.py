@@ -6,7 +6,7 @@ Gateway API (``Authorization: PublicApiKey <key>`` unless stated):
   ``{apiKey, encryptionKey, encryptionKeyId, expiresAt}``. Every call makes a fresh API key and
   a fresh EC P-256 key pair; ``encryptionKey`` is the base64 SubjectPublicKeyInfo (DER) of its
   public half, the key wallet tokens for this API key are encrypted to. The private half never
-  leaves the sandbox process.
+  leaves the sandbox (it is kept in the sandbox's store, see "State" below).
 * ``POST /api/v5/paymentAccounts`` ``{merchantId, storeId, clientSystemTransactionId,
   paymentData}`` -> ``{transactionAccountId, cardType, cardNetwork, maskedCardNumber,
   expiryMonth, expiryYear[, cryptogram, eciIndicator]}`` (the last two for a device token).
@@ -32,6 +32,13 @@ Sandbox-only helpers (no auth; loopback tool):
 
 Browser side: ``GET /walletpay.js`` (the client script), ``GET /demo/merchant`` (demo
 merchant page) and its merchant server under ``/demo/merchant/api/``.
+
+State: issued encryption key pairs (PEM), the static key's encryption key, the wallet's
+signing keys, payment accounts (with their single-use cryptogram flag), 3DS results and the
+seen token ``messageId`` values live in the sandbox store (``walletpay_*`` tables of
+:mod:`walletctl.sandbox.store`), so ``serve --db PATH`` keeps them across restarts;
+``/_sandbox/reset`` clears all but the sandbox-level keys. Only the demo merchant's sessions
+and results are in memory.
 """
 
 from __future__ import annotations
@@ -58,11 +65,15 @@ from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import crypto
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError, WalletSigner
+from walletctl.sandbox.store import DuplicateReferenceError, TxRow, WalletPayRow
 
 STATIC = Path(__file__).parent / "static"
 API_KEY_TTL = timedelta(minutes=30)
 TOKEN_TTL_SECONDS = 300
 DEFAULT_KEY_ID = "ek_sandbox_default"
+# ids of the wallet provider's signing keys in the store's walletpay_keys table
+ROOT_KEY_ID = "wallet_root"
+INTERMEDIATE_KEY_ID = "wallet_intermediate"
 DEMO_USER = "demo-merchant"
 
 _DESCRIPTIONS = {
@@ -177,6 +188,23 @@ class Account:
     cryptogram_used: bool = False
     decline: bool = False
 
+    def data(self) -> dict[str, Any]:
+        """The stored form (store ``walletpay_accounts.data``; ids and used flag are columns)."""
+        return {"cardType": self.card_type, "cardNetwork": self.network, "pan": self.pan,
+                "expiryMonth": self.expiry_month, "expiryYear": self.expiry_year,
+                "reference": self.reference, "cryptogram": self.cryptogram, "eci": self.eci,
+                "decline": self.decline}
+
+    @classmethod
+    def from_row(cls, row: WalletPayRow) -> Account:
+        d = row.data
+        return cls(id=row.id, merchant_id=str(row.merchant_id), store_id=str(row.store_id),
+                   key_id=row.parent_id, card_type=d["cardType"], network=d["cardNetwork"],
+                   pan=d["pan"], expiry_month=int(d["expiryMonth"]),
+                   expiry_year=int(d["expiryYear"]), reference=d["reference"],
+                   cryptogram=d.get("cryptogram"), eci=d.get("eci"),
+                   cryptogram_used=row.used, decline=bool(d.get("decline")))
+
     def public(self) -> dict[str, Any]:
         return {
             "transactionAccountId": self.id,
@@ -202,6 +230,17 @@ class ThreeDS:
     status: str  # Y | N
     used: bool = False
 
+    def data(self) -> dict[str, Any]:
+        return {"authenticationValue": self.authentication_value, "eci": self.eci,
+                "transStatus": self.status}
+
+    @classmethod
+    def from_row(cls, row: WalletPayRow) -> ThreeDS:
+        d = row.data
+        return cls(trans_id=row.id, account_id=row.parent_id,
+                   authentication_value=d["authenticationValue"], eci=d["eci"],
+                   status=d["transStatus"], used=row.used)
+
 
 @dataclass
 class DemoSession:
@@ -216,26 +255,44 @@ class DemoSession:
     authorize: bool = True
 
 
-class WalletPayState:
-    """In-memory state of the browser wallet (keys, accounts, 3DS, demo merchant).
+class _StoredReplayGuard(crypto.ReplayGuard):
+    """:class:`crypto.ReplayGuard` semantics, with the seen messageIds in the store."""
 
-    Issued API keys are also recorded in the shared store (so every route accepts them);
-    private keys, payment accounts and 3DS results live only as long as the process.
+    def __init__(self, state: WalletPayState) -> None:
+        super().__init__()
+        self._state = state
+
+    def claim(self, message_id: str, expires_ms: int) -> bool:
+        # forget only what expired by both clocks (the sandbox clock may be moved)
+        now = min(self._state.now_ms(), crypto.now_ms())
+        return self._state.ctx.store.claim_message_id(message_id, expires_ms, now)
+
+
+class WalletPayState:
+    """State of the browser wallet (keys, accounts, 3DS, demo merchant).
+
+    Everything but the demo merchant lives in the sandbox store (see the module docstring):
+    a restarted ``serve --db PATH`` keeps issued keys, payment accounts and 3DS results.
+    Parsed private keys are cached here (they never change once stored).
     """
 
     def __init__(self, ctx: SandboxContext) -> None:
         self.ctx = ctx
         self.lock = threading.Lock()
-        self.signer = WalletSigner()
-        self.replay = crypto.ReplayGuard()
-        self.keys: dict[str, KeyPair] = {
-            DEFAULT_KEY_ID: KeyPair(DEFAULT_KEY_ID, crypto.new_private_key(), None, None)
-        }
-        self.key_of_api_key: dict[str, str] = {}
-        self.accounts: dict[str, Account] = {}
-        self.three_ds: dict[str, ThreeDS] = {}
+        self._keys: dict[str, KeyPair] = {}
+        self.signer = WalletSigner(root=self._sandbox_key(ROOT_KEY_ID),
+                                   intermediate=self._sandbox_key(INTERMEDIATE_KEY_ID))
+        self.default_key = KeyPair(DEFAULT_KEY_ID, self._sandbox_key(DEFAULT_KEY_ID), None, None)
+        self.replay: crypto.ReplayGuard = _StoredReplayGuard(self)
         self.demo_sessions: dict[str, DemoSession] = {}
         self.demo_results: list[dict[str, Any]] = []
+
+    def _sandbox_key(self, key_id: str) -> ec.EllipticCurvePrivateKey:
+        """A sandbox-level key: the stored one, else a new one (stored, kept by reset)."""
+        pem = self.ctx.store.add_walletpay_key(
+            key_id=key_id, private_pem=crypto.private_key_pem(crypto.new_private_key()),
+            merchant_id=None, store_id=None, now=self.ctx.now(), keep=True)
+        return crypto.load_private_key_pem(pem)
 
     def reset(self) -> None:
         """Forget issued keys, accounts, 3DS results and demo results (for ``/_sandbox/reset``).
@@ -243,25 +300,41 @@ class WalletPayState:
         The wallet's signing keys and the static key's encryption key are kept.
         """
         with self.lock:
-            self.keys = {DEFAULT_KEY_ID: self.keys[DEFAULT_KEY_ID]}
-            self.key_of_api_key.clear()
-            self.accounts.clear()
-            self.three_ds.clear()
+            self._keys.clear()
             self.demo_sessions.clear()
             self.demo_results.clear()
-            self.replay = crypto.ReplayGuard()
+        self.ctx.store.reset_walletpay()
 
     def now_ms(self) -> int:
         return int(self.ctx.now().timestamp() * 1000)
 
+    def add_key(self, pair: KeyPair) -> None:
+        self.ctx.store.add_walletpay_key(
+            key_id=pair.key_id, private_pem=crypto.private_key_pem(pair.private),
+            merchant_id=pair.merchant_id, store_id=pair.store_id, now=self.ctx.now())
+        with self.lock:
+            self._keys[pair.key_id] = pair
+
+    def key(self, key_id: str) -> KeyPair | None:
+        with self.lock:
+            pair = self._keys.get(key_id)
+        if pair is not None:
+            return pair
+        row = self.ctx.store.walletpay_key(key_id)
+        if row is None:
+            return None
+        pair = KeyPair(row.key_id, crypto.load_private_key_pem(row.private_pem),
+                       row.merchant_id, row.store_id)
+        with self.lock:
+            self._keys[key_id] = pair
+        return pair
+
     def key_for_api_key(self, api_key: str) -> KeyPair:
         if api_key == self.ctx.config.api_key:
-            return self.keys[DEFAULT_KEY_ID]
-        key_id = self.key_of_api_key.get(api_key)
-        if key_id is None:
-            info = self.ctx.store.api_key_info(api_key)
-            key_id = (info.extra or {}).get("encryptionKeyId") if info else None
-        pair = self.keys.get(key_id or "")
+            return self.default_key
+        info = self.ctx.store.api_key_info(api_key)
+        key_id = (info.extra or {}).get("encryptionKeyId") if info else None
+        pair = self.key(key_id) if isinstance(key_id, str) and key_id else None
         if pair is None:
             raise ApiError(401, "Unauthorized",
                            "no encryption key is bound to this API key (sandbox restarted?)")
@@ -356,11 +429,10 @@ def issue_keys(st: WalletPayState, merchant_id: str, store_id: str) -> dict[str,
     api_key = "pk_" + secrets.token_urlsafe(24)
     key_id = "ek_" + secrets.token_hex(8)
     pair = KeyPair(key_id, crypto.new_private_key(), merchant_id, store_id)
-    with st.lock:
-        st.keys[key_id] = pair
-        st.key_of_api_key[api_key] = key_id
-    ctx.store.issue_api_key(key=api_key, merchant_id=merchant_id, store_id=store_id,
-                            expires_at=expires, now=now, encryptionKeyId=key_id)
+    with ctx.store.atomic():  # the API key and its encryption key are stored together
+        st.add_key(pair)
+        ctx.store.issue_api_key(key=api_key, merchant_id=merchant_id, store_id=store_id,
+                                expires_at=expires, now=now, encryptionKeyId=key_id)
     return {"apiKey": api_key, "encryptionKey": crypto.public_key_b64(pair.private),
             "encryptionKeyId": key_id, "expiresAt": _iso_z(expires)}
 
@@ -411,8 +483,9 @@ def create_account(st: WalletPayState, api_key: str, body: dict[str, Any]) -> di
         cryptogram=cryptogram, eci=str(eci) if eci is not None else None,
         decline=pan in {c.pan for c in TEST_CARDS if c.decline},
     )
-    with st.lock:
-        st.accounts[account.id] = account
+    st.ctx.store.add_walletpay_account(
+        account_id=account.id, merchant_id=merchant_id, store_id=store_id, key_id=pair.key_id,
+        data=account.data(), now=now)
     out = {k: v for k, v in account.public().items()
            if k in ("transactionAccountId", "cardType", "cardNetwork", "maskedCardNumber",
                     "expiryMonth", "expiryYear")}
@@ -424,7 +497,8 @@ def create_account(st: WalletPayState, api_key: str, body: dict[str, Any]) -> di
 
 def get_account(st: WalletPayState, account_id: str, merchant_id: str, store_id: str,
                 key_id: str | None) -> Account:
-    account = st.accounts.get(account_id)
+    row = st.ctx.store.walletpay_account(account_id)
+    account = Account.from_row(row) if row is not None else None
     if account is None or account.merchant_id != merchant_id or account.store_id != store_id:
         raise ApiError(404, "PaymentAccountNotFound",
                        f"transactionAccountId: {account_id} is not known for this merchant/store")
@@ -434,16 +508,10 @@ def get_account(st: WalletPayState, account_id: str, merchant_id: str, store_id:
     return account
 
 
-def authorize(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
+def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
+                       account: Account) -> TxRow:
+    """The checks and the ledger record of :func:`authorize` (inside its store transaction)."""
     ctx = st.ctx
-    fmt = _fmt(ctx)
-    try:
-        req = AuthorizationRequest.from_wire(body, fmt)
-    except RequestValidationError as exc:
-        field_name, rule = exc.problems[0]
-        raise ApiError(400, "ValidationError", f"{field_name}: {rule}") from None
-    account = get_account(st, req.transaction_account_id, req.merchant_id, req.store_id,
-                          req.encryption_key_id)
     state, provider_code = "Approved", None
     three_ds: ThreeDS | None = None
     if account.card_type == "Token":
@@ -461,7 +529,8 @@ def authorize(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
         if req.three_d_secure is None:
             raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
                                                         "(PAN_ONLY) payment account")
-        three_ds = st.three_ds.get(req.three_d_secure.three_ds_server_trans_id)
+        found = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
+        three_ds = ThreeDS.from_row(found) if found is not None else None
         if three_ds is None or three_ds.account_id != account.id or not secrets.compare_digest(
                 three_ds.authentication_value, req.three_d_secure.authentication_value) or \
                 three_ds.eci != req.three_d_secure.eci:
@@ -476,8 +545,6 @@ def authorize(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
     kind = "sale" if req.type == "ecom.sale" else "preauth"
     if state == "Approved":
         provider_code = "CapturedByProvider" if kind == "sale" else "AuthorizedByProvider"
-    from walletctl.sandbox.store import DuplicateReferenceError
-
     try:
         row = ctx.store.create_transaction(
             merchant_id=req.merchant_id, store_id=req.store_id,
@@ -490,11 +557,26 @@ def authorize(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
     except DuplicateReferenceError:
         raise ApiError(409, "DuplicateReference", f"clientSystemTransactionId: "
                        f"{req.client_system_transaction_id} is already used") from None
-    with st.lock:
-        if account.card_type == "Token" and state == "Approved":
-            account.cryptogram_used = True
-        if three_ds is not None:
-            three_ds.used = True
+    if account.card_type == "Token" and state == "Approved":
+        ctx.store.mark_walletpay_used("account", account.id)
+    if three_ds is not None:
+        ctx.store.mark_walletpay_used("three_ds", three_ds.trans_id)
+    return row
+
+
+def authorize(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
+    ctx = st.ctx
+    fmt = _fmt(ctx)
+    try:
+        req = AuthorizationRequest.from_wire(body, fmt)
+    except RequestValidationError as exc:
+        field_name, rule = exc.problems[0]
+        raise ApiError(400, "ValidationError", f"{field_name}: {rule}") from None
+    # One store transaction: the single-use checks and the used flags cannot race.
+    with ctx.store.atomic():
+        account = get_account(st, req.transaction_account_id, req.merchant_id, req.store_id,
+                              req.encryption_key_id)
+        row = _authorize_account(st, req, account)
     return {
         "id": row.id, "state": row.state, "providerStateCode": row.provider_state_code,
         "currencyCode": row.currency, "clientSystemTransactionId": row.reference,
@@ -563,8 +645,8 @@ def challenge(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
                      authentication_value=base64.b64encode(os.urandom(20)).decode(),
                      eci=("05" if account.network != "MASTERCARD" else "02") if ok else "07",
                      status="Y" if ok else "N")
-    with st.lock:
-        st.three_ds[result.trans_id] = result
+    st.ctx.store.add_three_ds(trans_id=result.trans_id, account_id=account.id,
+                              data=result.data(), now=st.ctx.now())
     return {"threeDSServerTransId": result.trans_id,
             "authenticationValue": result.authentication_value, "eci": result.eci,
             "transStatus": result.status}
