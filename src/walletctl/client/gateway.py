@@ -53,6 +53,11 @@ _AIOHTTP_CONNECT_PHASE = (
 )
 
 
+def profile_timeout(profile: Profile) -> httpx.Timeout:
+    """The profile's timeout, with connecting capped at 10 s (a dead host fails fast)."""
+    return httpx.Timeout(profile.timeout, connect=min(profile.timeout, 10.0))
+
+
 def _auth_header(profile: Profile) -> tuple[str, str] | None:
     from walletctl.config.secrets import auth_header
 
@@ -111,7 +116,7 @@ class _Base:
         self.profile = profile
         self.trace = trace
         self._auth_value = auth_header
-        self.timeout = httpx.Timeout(profile.timeout, connect=min(profile.timeout, 10.0))
+        self.timeout = profile_timeout(profile)
 
     # -- building --------------------------------------------------------------------------
     def _auth(self) -> tuple[str, str] | None:

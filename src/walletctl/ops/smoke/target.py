@@ -213,7 +213,7 @@ def open_target(
     embedded: bool = False,
 ) -> Iterator[Target]:
     """A :class:`Target` for ``profile`` whose HTTP exchanges go to ``log`` (masked)."""
-    from walletctl.client.gateway import GatewayClient
+    from walletctl.client.gateway import GatewayClient, profile_timeout
     from walletctl.models.money import check_currency
 
     for secret in known_secrets(profile):
@@ -228,7 +228,7 @@ def open_target(
     http = httpx.Client(
         base_url=profile.base_url.rstrip("/"),
         transport=recording,
-        timeout=httpx.Timeout(profile.timeout, connect=min(profile.timeout, 10.0)),
+        timeout=profile_timeout(profile),
         headers=headers,
         follow_redirects=False,
     )
