@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 # Shared sandbox fixtures (live_sandbox, sandbox_app, ...), see tests/sandbox_fixtures.py.
-pytest_plugins = (
-    ["sandbox_fixtures"] if (Path(__file__).parent / "sandbox_fixtures.py").exists() else []
-)
+# pytester: the tests of walletctl's own pytest plugin (tests/testing).
+pytest_plugins = [
+    "pytester",
+    *(["sandbox_fixtures"] if (Path(__file__).parent / "sandbox_fixtures.py").exists() else []),
+]
 
 TEST_API_KEY = "sandbox-api-key"
 

@@ -19,6 +19,9 @@ class Env:
     # Sandbox
     SANDBOX_DB: Final = "WALLETCTL_SANDBOX_DB"
     SANDBOX_API_KEY: Final = "WALLETCTL_SANDBOX_API_KEY"
+    SANDBOX_TOKEN: Final = "WALLETCTL_SANDBOX_TOKEN"  # noqa: S105 - a variable name
+    # The pytest plugin (walletctl.testing): an external sandbox instead of an embedded one
+    SANDBOX_URL: Final = "WALLETCTL_SANDBOX_URL"
 
 
 class ExitCode(IntEnum):
@@ -55,6 +58,9 @@ PATH_KEYS: Final = {
     "payment_accounts": Paths.PAYMENT_ACCOUNTS,
     "transactions": Paths.TRANSACTIONS,
 }
+
+# Header carrying the sandbox's admin token to its /_sandbox/* control routes.
+SANDBOX_TOKEN_HEADER: Final = "X-Sandbox-Token"  # noqa: S105 - a header name
 
 APM_PROVIDER: Final = "WalletV2"
 WALLETPAY_METHOD: Final = "WalletPay"

@@ -6,7 +6,9 @@ Commands: ``serve``, ``reset``, ``approve`` / ``decline`` / ``cancel`` REF, ``le
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -84,8 +86,14 @@ def serve_cmd(
         help="Rate of 5xx after commit (0-1).", rich_help_panel=_FAULTS)] = 0.0,
     seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.",
                                              rich_help_panel=_FAULTS)] = None,
+    ready_file: Annotated[
+        Path | None,
+        typer.Option("--ready-file", help="Write the sandbox's URL to this file once it "
+                     "accepts requests (removed when it stops); for CI services.",
+                     dir_okay=False),
+    ] = None,
 ) -> None:
-    """Serve the sandbox gateway until Ctrl-C (prints its URL, then a ready line)."""
+    """Serve the sandbox gateway until Ctrl-C or SIGTERM (prints its URL, then a ready line)."""
     from walletctl.errors import UsageError
     from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig
 
@@ -113,12 +121,47 @@ def serve_cmd(
 
     from walletctl.sandbox.server import serve
 
+    if ready_file is not None:
+        _check_ready_file(ready_file)
     try:
-        serve(host, port, config)
+        serve(host, port, config, ready_file=ready_file)
     except sqlite3.Error as exc:
         raise UsageError(f"--db {db}: cannot use this SQLite database ({exc})") from None
     except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        in_use = getattr(exc, "errno", None) == errno.EADDRINUSE
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="--port 0 picks a free port (printed on the first line)" if in_use else None,
+        ) from None
+
+
+def _check_ready_file(path: Path) -> None:
+    """Refuse an unusable --ready-file before anything is served."""
+    from walletctl.errors import UsageError
+
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UsageError(f"--ready-file {path}: is a directory")
+    if not parent.is_dir():
+        raise UsageError(f"--ready-file {path}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"--ready-file {path}: the directory {parent} is not writable")
+
+
+@sandbox_app.command("wait")
+def wait_cmd(
+    ctx: typer.Context,
+    url: Annotated[str, typer.Argument(help="The sandbox's base URL, e.g. "
+                                            "http://127.0.0.1:8765.")],
+    timeout: Annotated[float, typer.Option(
+        "--timeout", help="Give up after this many seconds (exit 7).", min=0.0,
+        max=86400.0)] = 30.0,
+) -> None:
+    """Wait until a sandbox answers its health route (exit 0), or time out (exit 7)."""
+    from walletctl.ops.sandbox_wait import wait_ready
+    from walletctl.render.sandbox import render_ready
+
+    render_ready(wait_ready(url, timeout=timeout), get_state(ctx).output_format)
 
 
 # -- headless control ----------------------------------------------------------------------

@@ -29,8 +29,10 @@ STEP_TIMEOUT = 120.0
 
 def profile_toml(base_url: str, *, name: str = DEMO_PROFILE, key_env: str = DEMO_KEY_ENV,
                  amount_format: str = "minor", merchant_id: str = "M-DEMO",
-                 store_id: str = "S-01", user_id: str = "demo-user", timeout: int = 30) -> str:
+                 store_id: str = "S-01", user_id: str = "demo-user", timeout: int = 30,
+                 service_secret_env: str | None = None) -> str:
     """A profiles file for a sandbox at ``base_url`` (README "Profiles" format)."""
+    secret = f'service_secret_env = "{service_secret_env}"\n' if service_secret_env else ""
     return f"""default_profile = "{name}"
 
 [profiles.{name}]
@@ -45,7 +47,7 @@ timeout = {timeout}
 [profiles.{name}.auth]
 scheme = "PublicApiKey"
 key_env = "{key_env}"
-
+{secret}
 [profiles.{name}.redirects]
 return_url = "https://shop.example/return"
 success_url = "https://shop.example/ok"

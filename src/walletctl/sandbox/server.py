@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import signal
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Generator
+from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, TextIO
 
@@ -86,7 +88,8 @@ class _Server(uvicorn.Server):
                 self.force_exit = True
             self.should_exit = True
 
-        previous = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = {s: signal.signal(s, handle)
+                    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             yield
         finally:
@@ -125,14 +128,24 @@ def _uvicorn_config(app: FastAPI, host: str, port: int, quiet: bool,
         access_log=logs and not quiet,
         log_level="warning" if quiet else "info",
         log_config=_log_config(quiet) if logs else None,
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
     )
 
 
-def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = None) -> None:
+def _write_ready_file(path: Path, url: str) -> None:
+    """Write ``url`` to ``path`` atomically (a watcher never reads half a line)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(url + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = None,
+          ready_file: Path | None = None) -> None:
     """Serve in the foreground until SIGINT/SIGTERM.
 
-    Prints ``walletctl sandbox listening on http://HOST:PORT`` then a ready line.
+    Prints ``walletctl sandbox listening on http://HOST:PORT`` then a ready line, and writes
+    the URL to ``ready_file`` (when given) once requests are accepted; the file is removed
+    again when the server stops.
     Raises ValueError when faults are asked for on a non-loopback host, OSError when the
     port cannot be bound.
     """
@@ -153,6 +166,8 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     loop, http = _stack()
 
     def ready() -> None:
+        if ready_file is not None:
+            _write_ready_file(ready_file, url)
         stream.write(f"walletctl sandbox ready ({loop}/{http}, db "
                      f"{config.db_path or 'in-memory'}, amounts {config.amount_format}); "
                      "Ctrl-C to stop\n")
@@ -167,6 +182,9 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     finally:
         sock.close()
         store_of(app).close()
+        if ready_file is not None:
+            with contextlib.suppress(OSError):
+                ready_file.unlink()
     stream.write("walletctl sandbox stopped\n")
     stream.flush()
 

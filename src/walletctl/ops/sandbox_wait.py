@@ -1,0 +1,62 @@
+"""Waiting for a sandbox to accept requests (``walletctl sandbox wait``, the pytest plugin).
+
+Polls ``GET <url>/_sandbox/health`` until it answers ``{"status": "ok"}``, backing off from
+50 ms to 500 ms between attempts, and gives up after ``timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from walletctl.errors import NetworkError
+
+HEALTH_PATH = "/_sandbox/health"
+
+
+class SandboxNotReady(NetworkError):
+    """The sandbox did not answer its health route in time (exit code 7)."""
+
+
+@dataclass(frozen=True)
+class Ready:
+    url: str
+    waited: float  # seconds
+    attempts: int
+    version: str
+    amount_format: str
+
+
+def wait_ready(url: str, *, timeout: float = 30.0) -> Ready:
+    """Return once ``url`` is a ready sandbox; raise :class:`SandboxNotReady` after
+    ``timeout`` seconds (the message names the last thing that went wrong)."""
+    base = url.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise SandboxNotReady(f"URL: must start with http:// or https://, not {url!r}")
+    start = time.monotonic()
+    deadline = start + timeout
+    pause, attempts, last = 0.05, 0, "no answer yet"
+    while True:
+        attempts += 1
+        left = deadline - time.monotonic()
+        try:
+            resp = httpx.get(base + HEALTH_PATH, timeout=max(0.1, min(2.0, left)))
+            data = resp.json() if resp.status_code == 200 else None
+            if isinstance(data, dict) and data.get("status") == "ok":
+                return Ready(base, time.monotonic() - start, attempts,
+                             str(data.get("version", "")), str(data.get("amountFormat", "")))
+            last = f"{HEALTH_PATH} answered HTTP {resp.status_code}"
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}"
+        except ValueError:
+            last = f"{HEALTH_PATH} did not answer JSON"
+        if time.monotonic() + pause > deadline:
+            raise SandboxNotReady(
+                f"the sandbox at {base} was not ready after {timeout:g} s "
+                f"({attempts} attempts; last: {last})",
+                hint="start it with `walletctl sandbox serve --ready-file PATH`, or raise "
+                     "--timeout")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)

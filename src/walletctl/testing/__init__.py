@@ -1,0 +1,186 @@
+"""walletctl's pytest plugin: a real, stateful sandbox gateway for your own tests.
+
+Installed with walletctl and registered through the ``pytest11`` entry point, so pytest
+loads it in any project where walletctl is installed (``-p walletctl.testing`` also works,
+and ``-p no:walletctl`` turns it off). Its fixtures are opt-in: nothing starts unless a test
+asks for one. See docs/testing.md.
+
+Fixtures:
+
+``wallet_sandbox`` -> :class:`~walletctl.testing.sandbox.WalletSandbox`
+    One sandbox on a real loopback port per test session (started on first use), reset before
+    each test so no state leaks between tests. ``base_url``, ``api_key``, ``merchant_id``,
+    ``store_id``, ``user_id``, ``service_secret``; ``approve(ref)``, ``decline(ref)``,
+    ``cancel(ref)``, ``ledger()``, ``faults(...)`` (a context manager), ``advance_clock(s)``;
+    the magic amounts as ``DECLINED``, ``PENDING``, ... (also :class:`Magic`).
+``wallet_profile`` -> :class:`WalletProfile`
+    A 0600 profiles file and environment (``WALLETCTL_CONFIG``, ``WALLETCTL_PROFILE`` and the
+    key variables) pointing walletctl at that sandbox; ``wallet_profile.run("lookup", ref)``
+    runs the real CLI in a subprocess.
+
+Options (command line, or the same names in ``pytest.ini`` / ``[tool.pytest.ini_options]``
+with ``_`` for ``-``): ``--wallet-sandbox-url`` (use a sandbox already running, e.g. a CI
+service, instead of starting one; also ``$WALLETCTL_SANDBOX_URL``),
+``--wallet-sandbox-api-key``, ``--wallet-sandbox-token`` (its admin token, when it has one),
+``--wallet-sandbox-merchant-id``, ``--wallet-sandbox-store-id``, ``--wallet-sandbox-user-id``,
+``--wallet-sandbox-amount-format`` (embedded sandbox only).
+
+This module imports only pytest and the standard library at import time; the sandbox server
+is imported when a fixture first needs it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from walletctl.testing.sandbox import WalletSandbox
+
+__all__ = ["WalletProfile"]
+
+_OPTIONS: dict[str, tuple[str, str | None]] = {
+    # name -> (help, default)
+    "url": ("Base URL of a running sandbox to use instead of starting one "
+            "(also $WALLETCTL_SANDBOX_URL).", None),
+    "api-key": ("The sandbox's PublicApiKey (also $WALLETCTL_SANDBOX_API_KEY).",
+                "sandbox-api-key"),
+    "token": ("Admin token of the sandbox's /_sandbox routes, when it has one "
+              "(also $WALLETCTL_SANDBOX_TOKEN).", None),
+    "service-secret": ("Public key service secret of the sandbox.", "sandbox-secret"),
+    "merchant-id": ("Merchant id the fixtures use.", "M-1001"),
+    "store-id": ("Store id the fixtures use.", "S-01"),
+    "user-id": ("User id the fixtures use.", "ops-bot"),
+    "amount-format": ("minor or decimal amounts (embedded sandbox only).", "minor"),
+}
+_ENV_FALLBACK = {"url": "WALLETCTL_SANDBOX_URL", "api-key": "WALLETCTL_SANDBOX_API_KEY",
+                 "token": "WALLETCTL_SANDBOX_TOKEN"}
+KEY_ENV = "WALLETCTL_PYTEST_SANDBOX_KEY"
+SECRET_ENV = "WALLETCTL_PYTEST_SANDBOX_SECRET"  # noqa: S105 - a variable name
+PROFILE_NAME = "wallet-sandbox"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("walletctl", "walletctl sandbox fixtures")
+    for name, (text, default) in _OPTIONS.items():
+        group.addoption(f"--wallet-sandbox-{name}", dest=f"wallet_sandbox_{name}".replace(
+            "-", "_"), default=None, help=text)
+        parser.addini(f"wallet_sandbox_{name}".replace("-", "_"), text, default=default)
+
+
+def _setting(config: pytest.Config, name: str) -> str | None:
+    key = f"wallet_sandbox_{name}".replace("-", "_")
+    value = config.getoption(key, default=None)
+    if value:
+        return str(value)
+    env = _ENV_FALLBACK.get(name)
+    if env and os.environ.get(env):
+        return os.environ[env]
+    ini = config.getini(key)
+    return str(ini) if ini else None
+
+
+@pytest.fixture(scope="session")
+def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbox]:
+    """The session's sandbox (embedded, or external with --wallet-sandbox-url); not reset.
+
+    Prefer ``wallet_sandbox``, which resets it before every test.
+    """
+    from walletctl.testing.sandbox import WalletSandbox
+
+    def get(name: str) -> str:
+        return _setting(pytestconfig, name) or str(_OPTIONS[name][1])
+
+    ids: dict[str, Any] = {
+        "api_key": get("api-key"), "merchant_id": get("merchant-id"),
+        "store_id": get("store-id"), "user_id": get("user-id"),
+        "service_secret": get("service-secret"), "admin_token": _setting(pytestconfig, "token"),
+    }
+    url = _setting(pytestconfig, "url")
+    if url:
+        handle = WalletSandbox(base_url=url.rstrip("/"), external=True, **ids)
+        _wait_ready(handle.base_url)
+        health = handle._control("GET", "/_sandbox/health")
+        handle.amount_format = str(health.get("amountFormat", "minor"))
+        handle._baseline_faults = handle.current_faults()
+        yield handle
+        return
+
+    from walletctl.sandbox.config import SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    fmt = get("amount-format")
+    if fmt not in ("minor", "decimal"):
+        raise pytest.UsageError(f"wallet_sandbox_amount_format: must be minor or decimal, "
+                                f"not {fmt!r}")
+    config = SandboxConfig(quiet=True, allow_clock_control=True, amount_format=fmt,  # type: ignore[arg-type]
+                           api_key=ids["api_key"])
+    with EmbeddedSandbox(config) as sandbox:
+        handle = WalletSandbox(base_url=sandbox.url, amount_format=fmt, **ids)
+        handle._baseline_faults = handle.current_faults()
+        yield handle
+
+
+def _wait_ready(url: str, timeout: float = 30.0) -> None:
+    from walletctl.ops.sandbox_wait import SandboxNotReady, wait_ready
+
+    try:
+        wait_ready(url, timeout=timeout)
+    except SandboxNotReady as exc:
+        raise pytest.UsageError(f"--wallet-sandbox-url: {exc}") from None
+
+
+@pytest.fixture
+def wallet_sandbox(wallet_sandbox_session: WalletSandbox) -> Iterator[WalletSandbox]:
+    """The session's sandbox, reset (ledger, keys, faults, clock) before and after the test."""
+    wallet_sandbox_session.reset()
+    yield wallet_sandbox_session
+    wallet_sandbox_session.reset()
+
+
+@dataclass
+class WalletProfile:
+    """A profiles file pointing walletctl at the test's sandbox, and a way to run the CLI."""
+
+    path: Path
+    name: str
+    env: dict[str, str] = field(repr=False)
+
+    def run(self, *args: str, input: str | None = None,
+            timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """Run ``walletctl ARGS`` in a subprocess with this profile (never raises on exit
+        status: check ``.returncode``, ``.stdout``, ``.stderr``)."""
+        return subprocess.run(
+            [sys.executable, "-m", "walletctl", *args], input=input, env=self.env,
+            capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@pytest.fixture
+def wallet_profile(wallet_sandbox: WalletSandbox, tmp_path: Path,
+                   monkeypatch: pytest.MonkeyPatch) -> WalletProfile:
+    """A profile named ``wallet-sandbox`` for ``wallet_sandbox``, selected through the
+    environment (so in-process CliRunner calls and subprocesses both use it)."""
+    from walletctl.constants import Env
+    from walletctl.sandbox.scenario import profile_toml
+
+    path = tmp_path / "walletctl-profiles.toml"
+    text = profile_toml(wallet_sandbox.base_url, name=PROFILE_NAME, key_env=KEY_ENV,
+                        amount_format=wallet_sandbox.amount_format,
+                        merchant_id=wallet_sandbox.merchant_id,
+                        store_id=wallet_sandbox.store_id, user_id=wallet_sandbox.user_id,
+                        service_secret_env=SECRET_ENV)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    values = {Env.CONFIG: str(path), Env.PROFILE: PROFILE_NAME,
+              KEY_ENV: wallet_sandbox.api_key, SECRET_ENV: wallet_sandbox.service_secret}
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return WalletProfile(path=path, name=PROFILE_NAME, env={**os.environ, **values})

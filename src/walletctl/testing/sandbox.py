@@ -1,0 +1,167 @@
+"""The handle that the ``wallet_sandbox`` fixture gives a test: :class:`WalletSandbox`.
+
+It speaks to a running sandbox over HTTP only (its ``/_sandbox/*`` control routes), so the
+same object drives an embedded sandbox started by the plugin and an external one started by
+CI (``walletctl sandbox serve``). Nothing here imports the sandbox's server code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, ClassVar, Final
+from urllib.parse import quote
+
+import httpx
+
+from walletctl.constants import SANDBOX_TOKEN_HEADER
+
+
+class Magic:
+    """The sandbox's magic amounts: the last two digits of a checkout amount in minor units
+    choose the provider's outcome (``walletctl sandbox values`` lists them).
+
+    Use them as whole-currency amounts, e.g. ``Decimal("10.01")`` is declined.
+    """
+
+    APPROVED: Final = Decimal("10.00")  # any amount not ending in 01-05
+    DECLINED: Final = Decimal("10.01")  # declined by the provider on approval
+    CAPTURE_REFUSED: Final = Decimal("10.02")  # approved, every capture refused (422)
+    PENDING: Final = Decimal("10.03")  # stays pending at the provider
+    ERRORED: Final = Decimal("10.04")  # errors at the provider on approval
+    REFUND_REFUSED: Final = Decimal("10.05")  # approved, every refund refused (422)
+
+
+class SandboxControlError(RuntimeError):
+    """A control call to the sandbox failed (the message carries status and description)."""
+
+
+@dataclass
+class WalletSandbox:
+    """A running sandbox as a test sees it.
+
+    ``base_url``, ``api_key``, ``merchant_id``, ``store_id``, ``user_id``,
+    ``service_secret`` describe how a merchant's code should reach it; the methods drive the
+    sandbox the way its hosted page and clock would.
+    """
+
+    base_url: str
+    api_key: str
+    merchant_id: str = "M-1001"
+    store_id: str = "S-01"
+    user_id: str = "ops-bot"
+    service_secret: str = field(default="sandbox-secret", repr=False)
+    admin_token: str | None = field(default=None, repr=False)
+    amount_format: str = "minor"
+    external: bool = False
+    magic: ClassVar[type[Magic]] = Magic
+    _clock_offset: float = field(default=0.0, repr=False)
+    _baseline_faults: dict[str, Any] | None = field(default=None, repr=False)
+
+    # Magic amounts as attributes of the fixture, too (wallet_sandbox.DECLINED).
+    APPROVED: ClassVar[Decimal] = Magic.APPROVED
+    DECLINED: ClassVar[Decimal] = Magic.DECLINED
+    CAPTURE_REFUSED: ClassVar[Decimal] = Magic.CAPTURE_REFUSED
+    PENDING: ClassVar[Decimal] = Magic.PENDING
+    ERRORED: ClassVar[Decimal] = Magic.ERRORED
+    REFUND_REFUSED: ClassVar[Decimal] = Magic.REFUND_REFUSED
+
+    def __repr__(self) -> str:  # never shows a key
+        return f"WalletSandbox(base_url={self.base_url!r}, external={self.external})"
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """``Authorization: PublicApiKey <api_key>``, for raw HTTP calls to ``/api/v5``."""
+        return {"Authorization": f"PublicApiKey {self.api_key}"}
+
+    def _control(self, method: str, path: str, *, json_body: Any = None,
+                 params: dict[str, str] | None = None) -> Any:
+        headers = {SANDBOX_TOKEN_HEADER: self.admin_token} if self.admin_token else {}
+        try:
+            resp = httpx.request(method, self.base_url + path, json=json_body, params=params,
+                                 headers=headers, timeout=30.0)
+        except httpx.HTTPError as exc:
+            raise SandboxControlError(
+                f"{method} {path}: cannot reach the sandbox at {self.base_url} "
+                f"({type(exc).__name__})") from None
+        try:
+            data = resp.json()
+        except ValueError:
+            data = None
+        if resp.status_code >= 400:
+            detail = ""
+            if isinstance(data, dict):
+                details = data.get("details")
+                message = details.get("message") if isinstance(details, dict) else None
+                detail = str(message or data.get("description") or "")
+            raise SandboxControlError(f"{method} {path}: HTTP {resp.status_code} {detail}".strip())
+        return data
+
+    # -- state -----------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget every transaction, key and payment account; restore faults and clock."""
+        self._control("POST", "/_sandbox/reset")
+        if self._baseline_faults is not None:
+            self._control("POST", "/_sandbox/faults", json_body=self._baseline_faults)
+        if self._clock_offset:
+            self._control("POST", "/_sandbox/clock",
+                          json_body={"advanceSeconds": -self._clock_offset})
+            self._clock_offset = 0.0
+
+    def ledger(self) -> list[dict[str, Any]]:
+        """Every transaction the sandbox holds (originals and follow-ups), oldest first."""
+        data = self._control("GET", "/_sandbox/ledger")
+        return list(data.get("transactions", [])) if isinstance(data, dict) else []
+
+    def _decide(self, ref: str, action: str) -> dict[str, Any]:
+        data = self._control(
+            "POST", f"/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
+            params={"merchantId": self.merchant_id, "storeId": self.store_id})
+        return dict(data)
+
+    def approve(self, ref: str) -> dict[str, Any]:
+        """Approve a pending checkout, as the customer would on the hosted page."""
+        return self._decide(ref, "approve")
+
+    def decline(self, ref: str) -> dict[str, Any]:
+        """Decline a pending checkout (state Declined)."""
+        return self._decide(ref, "decline")
+
+    def cancel(self, ref: str) -> dict[str, Any]:
+        """Cancel a pending checkout (state Cancelled)."""
+        return self._decide(ref, "cancel")
+
+    def advance_clock(self, seconds: float) -> str:
+        """Move the sandbox's clock on (expiry of redirect links, keys, 3DS results).
+
+        Rewound when the test ends. Returns the sandbox's new time (ISO 8601).
+        """
+        data = self._control("POST", "/_sandbox/clock", json_body={"advanceSeconds": seconds})
+        self._clock_offset += float(seconds)
+        return str(data.get("now", "")) if isinstance(data, dict) else ""
+
+    def current_faults(self) -> dict[str, Any]:
+        data = self._control("GET", "/_sandbox/faults")
+        return dict(data) if isinstance(data, dict) else {}
+
+    @contextlib.contextmanager
+    def faults(self, **settings: Any) -> Iterator[dict[str, Any]]:
+        """Inject faults inside a ``with`` block; the previous faults come back after it.
+
+        Keywords use the sandbox's fault names with ``_`` for ``-``: ``latency=50``,
+        ``error_rate=1.0``, ``status=503``, ``throttle_rate=1.0``, ``retry_after=1``,
+        ``drop_rate=1.0`` (commit, then drop the connection), ``error_after_rate=1.0``,
+        ``seed=7``.
+        """
+        previous = self.current_faults()
+        wanted = {key.replace("_", "-"): value for key, value in settings.items()}
+        applied = self._control("POST", "/_sandbox/faults", json_body=wanted)
+        try:
+            yield dict(applied) if isinstance(applied, dict) else {}
+        finally:
+            self._control("POST", "/_sandbox/faults", json_body=previous)
