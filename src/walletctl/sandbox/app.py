@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -417,7 +418,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         try:
             data = loads(raw) if raw.strip() else {}
             seconds = data.get("advanceSeconds", 0) if isinstance(data, dict) else None
-            if isinstance(seconds, bool) or not isinstance(seconds, int | float | str):
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float | Decimal | str):
                 raise ValueError
             delta = timedelta(seconds=float(seconds))
         except (ValueError, TypeError, OverflowError, RecursionError):

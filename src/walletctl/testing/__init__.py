@@ -2,7 +2,7 @@
 
 Installed with walletctl and registered through the ``pytest11`` entry point, so pytest
 loads it in any project where walletctl is installed (``-p walletctl.testing`` also works,
-and ``-p no:walletctl`` turns it off). Its fixtures are opt-in: nothing starts unless a test
+and ``-p no:walletctl.testing`` turns it off). Its fixtures are opt-in: nothing starts unless a test
 asks for one. See docs/testing.md.
 
 Fixtures:
@@ -59,6 +59,7 @@ _OPTIONS: dict[str, tuple[str, str | None]] = {
     "store-id": ("Store id the fixtures use.", "S-01"),
     "user-id": ("User id the fixtures use.", "ops-bot"),
     "amount-format": ("minor or decimal amounts (embedded sandbox only).", "minor"),
+    "wait": ("Seconds to wait for an external sandbox to be ready.", "30"),
 }
 _ENV_FALLBACK = {"url": "WALLETCTL_SANDBOX_URL", "api-key": "WALLETCTL_SANDBOX_API_KEY",
                  "token": "WALLETCTL_SANDBOX_TOKEN"}
@@ -106,7 +107,7 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
     url = _setting(pytestconfig, "url")
     if url:
         handle = WalletSandbox(base_url=url.rstrip("/"), external=True, **ids)
-        _wait_ready(handle.base_url)
+        _wait_ready(handle.base_url, _seconds(get("wait")))
         health = handle._control("GET", "/_sandbox/health")
         handle.amount_format = str(health.get("amountFormat", "minor"))
         handle._baseline_faults = handle.current_faults()
@@ -128,7 +129,17 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
         yield handle
 
 
-def _wait_ready(url: str, timeout: float = 30.0) -> None:
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise pytest.UsageError(f"wallet_sandbox_wait: must be 0-3600 seconds, not {text!r}")
+    return value
+
+
+def _wait_ready(url: str, timeout: float) -> None:
     from walletctl.ops.sandbox_wait import SandboxNotReady, wait_ready
 
     try:
