@@ -172,3 +172,23 @@ def test_allow_origin_restricts_the_script_routes() -> None:
             assert "--allow-origin" in bad.json()["details"]["message"]
         # no Origin header (a server or the CLI): not a browser request, not restricted
         assert httpx.get(f"{sb.url}/wallet/cards").status_code == 200
+
+
+def test_gateway_refusal_at_payment_reaches_the_page_as_the_error_object(page: Any) -> None:
+    from walletctl.sandbox.config import SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    with EmbeddedSandbox(SandboxConfig(quiet=True, allow_clock_control=True)) as sb, \
+            MerchantSite(sb.url) as shop:
+        page.goto(f"{shop.url}/checkout?ref=xo-late")
+        page.wait_for_selector("#merchant-wallet-button:not([hidden])")
+        # the key expires while the payer is on the page: Create Payment Account refuses it
+        assert httpx.post(f"{sb.url}/_sandbox/clock",
+                          json={"advanceSeconds": 3600}).status_code == 200
+        page.click("#merchant-pay-button")
+        page.click("#walletpay-pay")
+        page.wait_for_function("document.getElementById('status').textContent"
+                               ".startsWith('stored')")
+    detail = shop.results[-1]
+    assert set(detail) == {"code", "description", "details"}, detail
+    assert "expired" in detail["details"]["message"]
