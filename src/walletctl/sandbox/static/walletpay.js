@@ -763,6 +763,7 @@
       });
     }
     box.appendChild(h("p", { id: "walletpay-sheet-error", role: "alert", hidden: "hidden" }));
+    box.appendChild(h("p", { id: "walletpay-sheet-notice", role: "status", hidden: "hidden" }));
     var pay = h("button", { type: "button", id: "walletpay-pay", text: "Pay" });
     var cancel = h("button", { type: "button", id: "walletpay-cancel", text: "Cancel" });
     box.appendChild(h("p", { "class": "walletpay-actions" }, [pay, document.createTextNode(" "),
@@ -821,7 +822,13 @@
       errEl.textContent = "";
     }
     var payBtn = $("walletpay-pay");
-    payBtn.disabled = sheet.busy || !!sheet.blocked;
+    // blocked: disabled. busy (the shop is updating): still clickable, the press is kept
+    // (a blur "change" of an address field would otherwise swallow the click on Pay)
+    payBtn.disabled = !!sheet.blocked;
+    payBtn.setAttribute("aria-disabled", sheet.busy || sheet.blocked ? "true" : "false");
+    var notice = $("walletpay-sheet-notice");
+    notice.textContent = sheet.notice || "";
+    notice.hidden = !sheet.notice;
     if (sheet.blocked) payBtn.setAttribute("aria-describedby", "walletpay-sheet-error");
     else payBtn.removeAttribute("aria-describedby");
     sheet.root.querySelector(".walletpay-sheet-box").setAttribute("aria-busy",
@@ -970,6 +977,7 @@
                            (blocking ? "; this payment cannot continue." : ". Try again.") };
     me.error = shown;
     me.blocked = blocking ? shown : me.blocked;
+    me.payWhenReady = undefined;
     renderDynamic();
   }
 
@@ -990,6 +998,7 @@
     var me = sheet;
     var seq = me.seq = (me.seq || 0) + 1; // only the answer to the latest change counts
     me.busy = true;
+    me.notice = null;
     renderDynamic();
     Promise.resolve().then(function () { return o.onPaymentDataChanged(data); })
       .then(function (update) {
@@ -1002,6 +1011,7 @@
           return;
         }
         applyUpdate(update || {});
+        payIfPressed(me);
       }, function (err) {
         if (me !== sheet || seq !== me.seq) return;
         me.busy = false;
@@ -1014,7 +1024,21 @@
         }
         me.blocked = NON_BLOCKING.indexOf(err.reason) < 0 ? err : null;
         sheetError(err.reason, err.message, err.intent);
+        payIfPressed(me);
       });
+  }
+
+  function payIfPressed(me) {
+    var pressed = me.payWhenReady;
+    me.payWhenReady = undefined;
+    if (pressed === undefined || me !== sheet || me.blocked || me.busy) return;
+    if (pressed === me.totalPrice) {
+      authorize();
+    } else {
+      me.notice = "The total is now " + me.totalPrice + " " + me.currencyCode +
+                  ": check it and press Pay again.";
+      renderDynamic();
+    }
   }
 
   function applyUpdate(u) {
@@ -1069,6 +1093,10 @@
   }
 
   function authorize() {
+    if (sheet && sheet.busy && !sheet.paying) {
+      sheet.payWhenReady = sheet.totalPrice; // pay once the shop's update is in, if unchanged
+      return;
+    }
     if (!sheet || sheet.busy || sheet.blocked) return;
     var me = sheet;
     var cfg = me.cfg;
@@ -1086,6 +1114,8 @@
       return;
     }
     me.busy = true;
+    me.paying = true;
+    me.notice = null;
     me.error = null;
     renderDynamic();
     var bill = billingAddress();
@@ -1159,7 +1189,7 @@
     return Promise.resolve().then(function () { return o.onPaymentAuthorized(processed); })
       .then(function (result) {
         if (me !== sheet) return;
-        me.busy = false;
+        me.busy = me.paying = false;
         try {
           checkAuthorizationResult(result, me);
         } catch (err) {
@@ -1175,7 +1205,7 @@
         sheetError(e.reason, e.message, e.intent);
       }, function (err) {
         if (me !== sheet) return;
-        me.busy = false;
+        me.busy = me.paying = false;
         try {
           checkPaymentDataError(err, "(rejection)", me.intents);
         } catch (bad) {
