@@ -69,6 +69,10 @@
         if (outcome.code) shown = outcome; // an error object of the shop server
         pre.textContent = JSON.stringify(shown, null, 2);
         pre.dataset.outcome = outcome.outcome || outcome.code || "error";
+        if (outcome.amount && outcome.outcome === "Approved") {
+          document.getElementById("order-paid").textContent =
+            "(paid: " + outcome.amount + " " + session.currencyCode + ")";
+        }
         status("Outcome: " + (outcome.outcome || outcome.code || "?") +
                (outcome.amount ? " (" + outcome.amount + " " + session.currencyCode + ")" : ""));
       }).catch(function (err) {
