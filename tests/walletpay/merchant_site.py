@@ -69,7 +69,7 @@ PAGE = """<!doctype html>
 
 class MerchantSite:
     def __init__(self, gateway_url: str, merchant_id: str = "M-1001", store_id: str = "S-01",
-                 service_secret: str = "sandbox-secret") -> None:
+                 service_secret: str = "sandbox-secret") -> None:  # noqa: S107
         self.gateway = gateway_url
         basic = base64.b64encode(f"shop-server:{service_secret}".encode()).decode()
         resp = httpx.post(f"{gateway_url}/api/v5/publicKeys",

@@ -82,7 +82,8 @@ def test_dialog_focus_trap_escape_and_return(page: Any, sandbox: Any) -> None:
     page.wait_for_selector("#walletpay-sheet", state="detached")
     assert _focused(page) == "merchant-pay-button"
     last = page.evaluate("window.demoEvents")[-1]
-    assert last["name"] == "handlePaymentError" and last["detail"].startswith("CANCELED")
+    assert last["name"] == "handlePaymentError"
+    assert last["detail"].startswith("CANCELED")
     # and after Cancel too
     page.keyboard.press("Enter")
     page.wait_for_selector("#walletpay-sheet")
@@ -161,4 +162,5 @@ def test_button_text_and_lang_agree_for_every_locale(page: Any, sandbox: Any) ->
                 assert text == english[kind], (locale, text)
             else:
                 assert lang == locale, (locale, lang)
-                assert text != english[kind] and text.endswith("WalletPay"), (locale, text)
+                assert text != english[kind], (locale, text)
+                assert text.endswith("WalletPay"), (locale, text)

@@ -103,7 +103,8 @@ def test_expired_key_is_refused_before_ready(page: Any, sandbox: Any) -> None:
         page.wait_for_function("window.events.length > 0")
         events = page.evaluate("window.events")
     assert events[0][0] == "error", events
-    assert "HTTP 401" in events[0][1] and "expired" in events[0][1], events
+    assert "HTTP 401" in events[0][1], events
+    assert "expired" in events[0][1], events
 
 
 # -- CORS on the wire ------------------------------------------------------------------------

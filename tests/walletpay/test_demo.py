@@ -100,7 +100,8 @@ def test_fits_a_phone_without_sideways_scrolling(browser: Any, sandbox: Any, wid
         _open(page, sandbox, f"scenario=full&ref=demo-phone-{width}")
         assert page.evaluate("window.innerWidth") == width  # the viewport meta is honoured
         box = page.locator(".walletpay-sheet-box").bounding_box()
-        assert box["x"] >= 0 and box["x"] + box["width"] <= width, box
+        assert box["x"] >= 0, box
+        assert box["x"] + box["width"] <= width, box
         overflowing = page.evaluate("""() => [...document.querySelectorAll('#walletpay-sheet *')]
             .filter((el) => el.getBoundingClientRect().right > innerWidth + 0.5)
             .map((el) => el.id || el.tagName)""")
