@@ -137,11 +137,12 @@ def test_session_is_only_for_the_demo_merchant(sandbox: Any) -> None:
 
 
 def test_results_are_bounded_and_never_hold_a_cryptogram(sandbox: Any) -> None:
-    url = f"{sandbox.url}/demo/merchant/api/result"
-    for i in range(105):
-        httpx.post(url, json={"detail": {"clientSystemTransactionId": f"nope-{i}",
-                                         "cryptogram": "SECRET-CRYPTOGRAM", "pan": "4111"}})
-    results = httpx.get(f"{sandbox.url}/demo/merchant/api/results").json()["results"]
+    with httpx.Client(base_url=sandbox.url) as client:
+        for i in range(105):
+            client.post("/demo/merchant/api/result", json={"detail": {
+                "clientSystemTransactionId": f"nope-{i}", "cryptogram": "SECRET-CRYPTOGRAM",
+                "pan": "4111"}})
+        results = client.get("/demo/merchant/api/results").json()["results"]
     assert len(results) == 100
     assert "SECRET-CRYPTOGRAM" not in str(results)
     assert "pan" not in results[-1]["detail"]
