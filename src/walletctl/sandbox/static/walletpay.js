@@ -22,9 +22,16 @@
  *
  * The merchant button: any <button> inside #merchant-wallet-button (or the element marked
  * data-walletpay-container) starts the payment; so does window.startWalletPay().
- * The payment sheet is an emulated wallet (a DOM dialog) listing the sandbox test cards; the
- * encrypted wallet token is minted by the sandbox's emulated wallet provider
- * (POST /_sandbox/wallet/token), so no private key is ever in this script.
+ * The payment sheet is an emulated wallet (a modal DOM dialog: focus trap, Escape cancels,
+ * focus returns to the trigger) listing the sandbox test cards; the encrypted wallet token is
+ * minted by the sandbox's emulated wallet provider (POST /wallet/token), so no private key is
+ * ever in this script.
+ *
+ * Loaded cross-origin from the merchant's page: every call goes to the script's own origin
+ * (BASE), which answers CORS for these routes. Before handleWalletPayReady the key is checked
+ * (GET /api/v5/publicKeys/current); a refused key raises handlePaymentError instead.
+ * Every value a merchant callback returns is validated (spec 2.7); an invalid one is reported
+ * (console.error + handlePaymentError "<callback>: <field>: <rule>") and never shown.
  */
 (function (global) {
   "use strict";
