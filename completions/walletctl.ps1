@@ -15,21 +15,22 @@ $walletctlWords = @{
     'profile show' = @('--help')
     'refund' = @('--amount','--currency','--new-ref','--yes','-y','--dry-run','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--help')
     'reverse' = @('--amount','--currency','--new-ref','--yes','-y','--dry-run','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--help')
-    'sandbox' = @('approve','cancel','decline','demo','ledger','reset','serve','values','--help')
+    'sandbox' = @('approve','cancel','decline','demo','ledger','reset','serve','values','wait','--help')
     'sandbox approve' = @('--url','--help')
     'sandbox cancel' = @('--url','--help')
     'sandbox decline' = @('--url','--help')
     'sandbox demo' = @('--keep-going','--help')
     'sandbox ledger' = @('--url','--help')
     'sandbox reset' = @('--url','--help')
-    'sandbox serve' = @('--host','--port','--db','--amount-format','--api-key','--public-url','--clock-control','--quiet','-q','--latency','--jitter','--error-rate','--error-status','--throttle-rate','--retry-after','--drop-rate','--error-after-rate','--seed','--help')
+    'sandbox serve' = @('--host','--port','--db','--amount-format','--api-key','--public-url','--clock-control','--quiet','-q','--allow-origin','--latency','--jitter','--error-rate','--error-status','--throttle-rate','--retry-after','--drop-rate','--error-after-rate','--seed','--ready-file','--help')
     'sandbox values' = @('--help')
+    'sandbox wait' = @('--timeout','--help')
     'smoke' = @('--scenario','-s','--list','--profile','-p','--embedded','--junit','--json','--json-file','--currency','--ref-prefix','--amount','--approve-url-command','--approve-timeout','--settle-timeout','--fail-on-skip','--help')
 }
 $walletctlGroups = @{
     '' = @('account','authorize','capture','checkout','keys','lookup','profile','refund','reverse','sandbox','smoke')
     'profile' = @('add','check','list','remove','show')
-    'sandbox' = @('approve','cancel','decline','demo','ledger','reset','serve','values')
+    'sandbox' = @('approve','cancel','decline','demo','ledger','reset','serve','values','wait')
 }
 Register-ArgumentCompleter -Native -CommandName walletctl -ScriptBlock {
     param($wordToComplete, $commandAst, $cursorPosition)
