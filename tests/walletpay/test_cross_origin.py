@@ -193,3 +193,18 @@ def test_gateway_refusal_at_payment_reaches_the_page_as_the_error_object(page: A
     detail = shop.results[-1]
     assert set(detail) == {"code", "description", "details"}, detail
     assert "expired" in detail["details"]["message"]
+
+
+def test_page_on_an_origin_not_allowed_gets_a_clear_error(page: Any) -> None:
+    from walletctl.sandbox.config import SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    config = SandboxConfig(quiet=True, allowed_origins=("https://shop.example",))
+    with EmbeddedSandbox(config) as sb, MerchantSite(sb.url) as shop:
+        page.goto(f"{shop.url}/checkout?ref=xo-notallowed")  # the script itself still loads
+        page.wait_for_function("window.events.length > 0")
+        events = page.evaluate("window.events")
+    assert [e[0] for e in events] == ["error"], events
+    assert events[0][1].startswith(f"could not reach the gateway at {sb.url}"), events
+    assert "--allow-origin" in events[0][1]
+    assert page.is_hidden("#merchant-wallet-button")
