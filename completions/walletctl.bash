@@ -23,7 +23,7 @@ _walletctl_words() {
         'sandbox demo') echo '--keep-going --help' ;;
         'sandbox ledger') echo '--url --help' ;;
         'sandbox reset') echo '--url --help' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --ready-file --help' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --ready-file --help' ;;
         'sandbox values') echo '--help' ;;
         'sandbox wait') echo '--timeout --help' ;;
         'smoke') echo '--scenario -s --list --profile -p --embedded --junit --json --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --fail-on-skip --help' ;;

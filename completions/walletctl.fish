@@ -179,6 +179,7 @@ complete -c walletctl -n '__fish_seen_subcommand_from sandbox && __fish_seen_sub
 complete -c walletctl -n '__fish_seen_subcommand_from sandbox && __fish_seen_subcommand_from serve' -l clock-control -d 'Enable POST /_sandbox/clock'
 complete -c walletctl -n '__fish_seen_subcommand_from sandbox && __fish_seen_subcommand_from serve' -l quiet -d 'Less server logging'
 complete -c walletctl -n '__fish_seen_subcommand_from sandbox && __fish_seen_subcommand_from serve' -s q -d 'Less server logging'
+complete -c walletctl -n '__fish_seen_subcommand_from sandbox && __fish_seen_subcommand_from serve' -l allow-origin -d 'Only this origin (repeatable; e'
 complete -c walletctl -n '__fish_seen_subcommand_from sandbox && __fish_seen_subcommand_from serve' -l latency -d 'Added latency, ms'
 complete -c walletctl -n '__fish_seen_subcommand_from sandbox && __fish_seen_subcommand_from serve' -l jitter -d '± jitter on the latency, ms'
 complete -c walletctl -n '__fish_seen_subcommand_from sandbox && __fish_seen_subcommand_from serve' -l error-rate -d 'Rate of 5xx before commit (0-1)'

@@ -64,7 +64,7 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
         return
     if not ENV.is_interactive():
         raise UsageError(
-            f"refusing to {action} without confirmation: no terminal to ask on",
+            f"refusing to send the {action} without confirmation: no terminal to ask on",
             hint="pass --yes to confirm non-interactively",
         )
     import typer

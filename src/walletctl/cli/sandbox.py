@@ -68,6 +68,12 @@ def serve_cmd(
         bool, typer.Option("--clock-control", help="Enable POST /_sandbox/clock.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Less server logging.")] = False,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option("--allow-origin", help="Only this origin (repeatable; e.g. "
+                     "https://shop.example) may call the browser-wallet routes from a page; "
+                     "default: any."),
+    ] = None,
     latency: Annotated[int, typer.Option(help="Added latency, ms.", min=0,
                                          rich_help_panel=_FAULTS)] = 0,
     jitter: Annotated[int, typer.Option(help="± jitter on the latency, ms.", min=0,
@@ -96,6 +102,7 @@ def serve_cmd(
     """Serve the sandbox gateway until Ctrl-C or SIGTERM (prints its URL, then a ready line)."""
     from walletctl.errors import UsageError
     from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig
+    from walletctl.sandbox.cors import parse_origins
 
     if amount_format not in ("minor", "decimal"):
         raise UsageError("--amount-format: must be minor or decimal")
@@ -114,6 +121,7 @@ def serve_cmd(
             host=host,
             allow_clock_control=clock_control,
             quiet=quiet,
+            allowed_origins=parse_origins(allow_origin or ()),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

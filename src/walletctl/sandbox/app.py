@@ -47,6 +47,7 @@ from walletctl.models.followup import FollowUpRequest
 from walletctl.sandbox import engine, pages
 from walletctl.sandbox.config import FaultConfig, SandboxConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.cors import CorsMiddleware
 from walletctl.sandbox.engine import Outcome, SandboxError, error_body
 from walletctl.sandbox.faults import FaultMiddleware
 from walletctl.sandbox.store import Store, TxRow
@@ -430,6 +431,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     install(app, ctx)
     app.add_middleware(FaultMiddleware, ctx=ctx)
+    app.add_middleware(CorsMiddleware, allowed_origins=config.allowed_origins)  # outermost
 
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema:

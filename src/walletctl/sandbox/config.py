@@ -184,6 +184,8 @@ class SandboxConfig:
     host: str = "127.0.0.1"
     allow_clock_control: bool = False
     quiet: bool = False
+    # origins whose pages may call the browser-wallet routes (None: any; see sandbox/cors.py)
+    allowed_origins: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.amount_format not in ("minor", "decimal"):
