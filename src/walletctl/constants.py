@@ -15,6 +15,7 @@ class Env:
     CONFIG: Final = "WALLETCTL_CONFIG"
     PROFILE: Final = "WALLETCTL_PROFILE"
     DEBUG: Final = "WALLETCTL_DEBUG"
+    AUDIT_LOG: Final = "WALLETCTL_AUDIT_LOG"  # the history (audit log) file
     NO_COLOR: Final = "NO_COLOR"
     # Sandbox
     SANDBOX_DB: Final = "WALLETCTL_SANDBOX_DB"
@@ -38,6 +39,7 @@ class ExitCode(IntEnum):
     UNKNOWN_OUTCOME = 8  # the request may or may not have been applied: check with lookup
     AUTH = 9  # credentials refused (401/403)
     SMOKE_FAILED = 10  # a smoke scenario failed
+    HISTORY_BROKEN = 11  # `history verify`: an entry was edited, deleted or moved
     INTERRUPTED = 130  # Ctrl-C / SIGTERM
 
 
