@@ -206,9 +206,9 @@ def verify(ctx: typer.Context) -> None:
         store.close()
     if broken is not None:
         print_error(
-            f"history {where}: entry #{broken.seq} {broken.problem}; "
-            f"{count} entries before it are intact",
+            f"history {where} is broken at event {broken.seq}: {broken.problem} "
+            f"({count} events before it are intact)",
             "keep this file as evidence; it no longer proves what happened",
         )
         raise typer.Exit(int(ExitCode.HISTORY_BROKEN))
-    out().print(f"history {where}: intact ({count} entries, hash chain verified)")
+    out().print(f"history {where}: intact, {count} events, hash chain verified")

@@ -161,7 +161,9 @@ def recording(
         raise
     else:
         if rec.entry is not None:
-            rec._finish(rec.outcome or "approved", 0, rec.http_status, rec.note)
+            outcome = rec.outcome or "approved"
+            code = ExitCode.DECLINED if outcome == "declined" else ExitCode.OK
+            rec._finish(outcome, int(code), rec.http_status, rec.note)
     finally:
         if store is not None:
             store.close()

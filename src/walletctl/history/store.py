@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS events (
     prev_hash TEXT NOT NULL,
     hash TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_entry ON events(entry);
+CREATE INDEX IF NOT EXISTS events_entry ON events(entry, kind);
 CREATE INDEX IF NOT EXISTS events_ref ON events(original_ref);
 """
 
@@ -132,8 +132,8 @@ class Filters:
 
 @dataclass(frozen=True)
 class Broken:
-    seq: int
-    problem: str
+    seq: int  # the event's position in the chain
+    problem: str  # names the entry: "entry #12 was changed after it was written"
 
 
 def event_hash(prev_hash: str, seq: int, values: Sequence[Any]) -> str:
@@ -188,13 +188,16 @@ class HistoryStore:
 
     def _append(self, db: sqlite3.Connection, kind: str, entry: int | None,
                 row: dict[str, Any]) -> int:
+        """Append one event; a begin event opens entry number (last entry + 1)."""
         tip = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (tip[0] + 1, tip[1]) if tip else (1, GENESIS)
-        values = [kind, entry if entry is not None else seq,
-                  *(row.get(c) for c in _COLUMNS[2:])]
+        if entry is None:
+            last = db.execute("SELECT MAX(entry) FROM events WHERE kind = 'begin'").fetchone()
+            entry = (last[0] or 0) + 1
+        values = [kind, entry, *(row.get(c) for c in _COLUMNS[2:])]
         digest = event_hash(prev, seq, values) if self.chained else ""
         db.execute(_INSERT, [seq, *values, prev, digest])
-        return seq
+        return entry
 
     def begin(self, intent: Intent) -> int:
         """Record an intent (committed before returning); its entry id."""
@@ -219,14 +222,14 @@ class HistoryStore:
     # ------------------------------------------------------------------ reading
 
     _SELECT = """
-        SELECT b.seq, b.time, b.os_user, b.host, b.profile, b.base_url, b.operation,
+        SELECT b.entry, b.time, b.os_user, b.host, b.profile, b.base_url, b.operation,
                b.original_ref, COALESCE(c.new_ref, b.new_ref), b.amount, b.currency,
                COALESCE(c.outcome, b.outcome, 'unknown'),
                COALESCE(c.http_status, b.http_status), COALESCE(c.exit_code, b.exit_code),
                b.batch_id, b.batch_row, b.reason, COALESCE(c.note, b.note), c.time
         FROM events b
         LEFT JOIN events c ON c.seq = (
-            SELECT MAX(seq) FROM events WHERE kind = 'complete' AND entry = b.seq)
+            SELECT MAX(seq) FROM events WHERE kind = 'complete' AND entry = b.entry)
         WHERE b.kind = 'begin'
     """
 
@@ -250,7 +253,7 @@ class HistoryStore:
         if f.outcome is not None:
             sql += " AND COALESCE(c.outcome, b.outcome, 'unknown') = ?"
             args.append(f.outcome)
-        sql += " ORDER BY b.seq"
+        sql += " ORDER BY b.entry"
         if f.limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(f.limit)}) ORDER BY 1"  # noqa: S608
         for row in self._db.execute(sql, args):
@@ -264,19 +267,26 @@ class HistoryStore:
         ]
 
     def verify(self) -> tuple[int, Broken | None]:
-        """Walk the chain: (events checked, the first broken event or None)."""
+        """Walk the chain: (events checked, the first broken one or None)."""
         prev = GENESIS
         expected = 1
         count = 0
         for row in self._db.execute(_SELECT_EVENTS):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
+            what = _describe(values[0], values[1])
             if seq != expected:
-                return count, Broken(expected, f"entry {expected} is missing (next is {seq})")
+                return count, Broken(expected, f"event {expected} is missing (deleted); "
+                                               f"the next one is {what}")
             if prev_hash != prev:
-                return count, Broken(seq, "does not follow the previous entry (deleted or moved)")
+                return count, Broken(seq, f"{what} does not follow the event before it "
+                                          "(deleted or reordered)")
             if event_hash(prev, seq, list(values)) != digest:
-                return count, Broken(seq, "its content was changed after it was written")
+                return count, Broken(seq, f"{what} was changed after it was written")
             prev = digest
             expected += 1
             count += 1
         return count, None
+
+
+def _describe(kind: Any, entry: Any) -> str:
+    return f"entry #{entry}" if kind == "begin" else f"the outcome of entry #{entry}"

@@ -44,28 +44,27 @@ def _table(entries: Sequence[Entry], path: str) -> None:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("Time (UTC)", no_wrap=True)
-    table.add_column("User", overflow="fold")
     table.add_column("Op", no_wrap=True)
-    table.add_column("Reference", overflow="fold")
+    # The reference the action used, and the operator's reason on a second, dim line.
+    table.add_column("Reference / reason", overflow="fold", ratio=1)
     table.add_column("Amount", justify="right", no_wrap=True)
     table.add_column("Outcome", no_wrap=True)
-    table.add_column("Reason", overflow="fold")
+    table.add_column("User", overflow="fold", max_width=12)
     for e in entries:
         style = OUTCOME_STYLES.get(e.outcome, "")
-        ref = e.original_ref or ""
-        if e.new_ref and e.new_ref != ref:
-            ref = f"{ref} → {e.new_ref}"
+        ref = escape(e.new_ref or e.original_ref or "")
+        if e.reason:
+            ref += f"\n[dim]{escape(e.reason)}[/]"
         amount = f"{e.amount} {e.currency}" if e.amount is not None else ""
         outcome = e.outcome + (f" ({e.exit_code})" if e.exit_code else "")
         table.add_row(
             str(e.id),
             e.time[:16].replace("T", " "),
-            escape(e.os_user),
             e.operation,
-            escape(ref),
+            ref,
             amount,
             f"[{style}]{outcome}[/]" if style else outcome,
-            escape(e.reason or ""),
+            escape(e.os_user),
         )
     console.print(table)
     unknown = sum(1 for e in entries if e.outcome == "unknown")
