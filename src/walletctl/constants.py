@@ -39,7 +39,6 @@ class ExitCode(IntEnum):
     UNKNOWN_OUTCOME = 8  # the request may or may not have been applied: check with lookup
     AUTH = 9  # credentials refused (401/403)
     SMOKE_FAILED = 10  # a smoke scenario failed
-    HISTORY_BROKEN = 11  # `history verify`: an entry was edited, deleted or moved
     INTERRUPTED = 130  # Ctrl-C / SIGTERM
 
 

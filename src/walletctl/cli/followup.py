@@ -226,8 +226,8 @@ def _single(
         except UnknownOutcomeError as exc:
             new = req.client_system_transaction_id
             exc.hint = (
-                f"run the same command again: walletctl looks {new} up first and reports it "
-                "as done if it was applied, or re-sends it under the same reference if not"
+                f"check with `walletctl lookup {new}`, or run the same command again: it "
+                f"looks {new} up first, reports it done if applied, re-sends it if not"
             )
             raise
         rec.answered(response.state)
