@@ -13,7 +13,16 @@ import subprocess
 from decimal import Decimal
 from typing import Any
 
-from conftest import API_KEY, Desk, FaultProxy, wait_for
+from history_helpers import (  # desk, proxy, sandbox: fixtures, used by name
+    API_KEY,
+    Desk,
+    FaultProxy,
+    desk,
+    expect,
+    proxy,
+    sandbox,
+    wait_for,
+)
 
 
 def _summary(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -26,13 +35,13 @@ def _moves(desk: Desk, invoice: str, kind: str) -> list[dict[str, Any]]:
 
 
 def test_each_money_move_writes_one_entry_with_its_outcome(desk: Desk) -> None:
-    desk.preauth("HA-1", "100.00")
+    desk.preauth("HA-1", "100.00", via_cli=True)
     desk.ok("-o", "json", "capture", "HA-1", "--amount", "40")
     desk.ok("-o", "json", "refund", "HA-1", "--amount", "10", "--yes",
             "--reason", "damaged parcel")
     refused = desk.run("refund", "HA-1", "--amount", "999", "--yes")
     assert refused.returncode == 5, refused.stderr
-    desk.preauth("HA-2", "10.02")  # the sandbox refuses every capture of ..02 (HTTP 422)
+    desk.preauth("HA-2", "10.02", via_cli=True)  # the sandbox refuses captures of ..02
     declined = desk.run("capture", "HA-2")
     assert declined.returncode == 5, declined.stderr
     desk.preauth("HA-3", "20.00")
@@ -46,16 +55,18 @@ def test_each_money_move_writes_one_entry_with_its_outcome(desk: Desk) -> None:
         ("refund", "HA-1", None, None, "refused", 5),
         ("checkout", "HA-2", None, "10.02", "approved", 0),
         ("capture", "HA-2", "HA-2-CAP1", "10.02", "declined", 5),
-        ("checkout", "HA-3", None, "20.00", "approved", 0),
         ("reverse", "HA-3", "HA-3-REV1", "20.00", "approved", 0),
     ]
     first = entries[1]
-    assert first["os_user"] == getpass.getuser() and first["host"] == socket.gethostname()
-    assert first["profile"] == "desk" and first["base_url"] == desk.base_url
-    assert first["currency"] == "EUR" and first["http_status"] == 200
+    assert first["os_user"] == getpass.getuser()
+    assert first["host"] == socket.gethostname()
+    assert first["profile"] == "desk"
+    assert first["base_url"] == desk.base_url
+    assert first["currency"] == "EUR"
+    assert first["http_status"] == 200
     assert entries[2]["reason"] == "damaged parcel"
     assert entries[5]["http_status"] == 422
-    assert all(e["time"].endswith("Z") and e["completed"] is None or e["completed"] >= e["time"]
+    assert all((e["time"].endswith("Z") and e["completed"] is None) or e["completed"] >= e["time"]
                for e in entries)
     # Never a secret: every column of every stored event, and the file's raw bytes.
     for event in desk.events():
@@ -74,18 +85,19 @@ def test_desk_rules_refuse_before_sending(desk: Desk) -> None:
     desk.preauth("HB-2", "30.00")
     desk.ok("-o", "json", "capture", "HB-1")
     p = desk.run("reverse", "HB-2", "--yes")
-    assert p.returncode == 5 and "a reason is required" in p.stderr, p.stderr
+    expect(p, 5, "a reason is required")
     assert len(p.stderr.splitlines()) <= 2
     p = desk.run("refund", "HB-1", "--amount", "60", "--yes")
-    assert p.returncode == 5 and "above its limit of 50.00" in p.stderr, p.stderr
+    expect(p, 5, "above its limit of 50.00")
     p = desk.run("refund", "HB-1", "--amount", "60", "--yes", "--reason", "goodwill")
-    assert p.returncode == 5 and "--confirm-amount 60.00" in p.stderr, p.stderr
+    expect(p, 5, "--confirm-amount 60.00")
     p = desk.run("refund", "HB-1", "--amount", "60", "--yes", "--reason", "goodwill",
                  "--confirm-amount", "6.00")
-    assert p.returncode == 5 and "is not 60.00 EUR" in p.stderr, p.stderr
+    expect(p, 5, "is not 60.00 EUR")
     p = desk.run("refund", "HB-1", "--amount", "60", "--yes", "--reason", " ")
-    assert p.returncode == 4 and "--reason: must not be empty" in p.stderr, p.stderr
-    assert _moves(desk, "HB-1", "refund") == [] and _moves(desk, "HB-2", "reversal") == []
+    expect(p, 4, "--reason: must not be empty")
+    assert _moves(desk, "HB-1", "refund") == []
+    assert _moves(desk, "HB-2", "reversal") == []
     desk.ok("-o", "json", "refund", "HB-1", "--amount", "60", "--yes", "--reason", "goodwill",
             "--confirm-amount", "60.00")
     desk.ok("-o", "json", "refund", "HB-1", "--amount", "5", "--yes")  # under the limit
@@ -107,9 +119,10 @@ def test_rerun_after_commit_then_drop_reports_the_capture_done(
     proxy.mode = "pass"
     again = desk.run("-o", "table", "capture", "HC-1", "--amount", "10")
     assert again.returncode == 0, again.stderr
-    assert "HC-1-CAP1" in again.stdout and "already applied" in again.stdout, again.stdout
+    assert "HC-1-CAP1" in again.stdout, again.stdout
+    assert "already applied" in again.stdout, again.stdout
     captures = _moves(desk, "HC-1", "capture")
-    assert [(t["reference"], Decimal(t["amount"])) for t in captures] == [("HC-1-CAP1", 10)]
+    assert [(t["reference"], Decimal(t["amount"])) for t in captures] == [("HC-1-CAP1", Decimal(10))]
     entries = desk.entries("--op", "capture")
     assert [(e["new_ref"], e["outcome"]) for e in entries] == [("HC-1-CAP1", "approved")]
     assert "resolved on re-run" in entries[0]["note"]
@@ -127,9 +140,10 @@ def test_rerun_after_a_drop_before_commit_resends_under_the_same_reference(
     proxy.mode = "pass"
     # Another amount is not "the same command": refused, nothing sent.
     other = desk.run("capture", "HD-1", "--amount", "11")
-    assert other.returncode == 2 and "has an unknown outcome" in other.stderr, other.stderr
+    expect(other, 2, "has an unknown outcome")
     out = json.loads(desk.ok("-o", "json", "capture", "HD-1", "--amount", "10"))
-    assert out["clientSystemTransactionId"] == "HD-1-CAP1" and out["state"] == "Approved"
+    assert out["clientSystemTransactionId"] == "HD-1-CAP1"
+    assert out["state"] == "Approved"
     assert [t["reference"] for t in _moves(desk, "HD-1", "capture")] == ["HD-1-CAP1"]
     entries = desk.entries("--ref", "HD-1-CAP1")
     assert [e["outcome"] for e in entries] == ["error", "approved"]
@@ -146,7 +160,8 @@ def test_history_off_keeps_no_history_but_reruns_stay_safe(
     assert desk.run("capture", "HE-1").returncode == 8
     proxy.mode = "pass"
     again = desk.run("-o", "json", "capture", "HE-1")
-    assert again.returncode == 0 and json.loads(again.stdout)["alreadyApplied"] is True
+    assert again.returncode == 0
+    assert json.loads(again.stdout)["alreadyApplied"] is True
     assert len(_moves(desk, "HE-1", "capture")) == 1
     assert not desk.history.exists()
 
@@ -175,3 +190,5 @@ def test_kill_9_mid_request_leaves_unknown_that_reconcile_resolves(
     assert desk.entries("--unknown") == []
     assert [e["outcome"] for e in desk.entries("--ref", "HF-1-CAP1")] == ["approved"]
     assert desk.run("history", "verify").returncode == 0
+
+__all__ = ["desk", "proxy", "sandbox"]  # fixtures: imported for pytest, used by name

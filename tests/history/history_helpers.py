@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -64,10 +65,10 @@ class FaultProxy:
                 self.end_headers()
                 self.wfile.write(response.content)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._answer(self._forward(None))
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 mode = proxy.mode
                 if mode == "drop-before":
@@ -179,9 +180,20 @@ class Desk:
         data: list[dict[str, Any]] = loads(self.ok("-o", "json", "history", *filters))
         return data
 
-    def preauth(self, ref: str, amount: str = "100.00") -> None:
-        """An approved pre-authorisation (checkout through walletctl, approve in the sandbox)."""
-        self.ok("-o", "json", "checkout", "--ref", ref, "--amount", amount, "--type", "preauth")
+    def preauth(self, ref: str, amount: str = "100.00", *, via_cli: bool = False) -> None:
+        """An approved pre-authorisation: checkout (through walletctl when ``via_cli``, else
+        straight to the sandbox), then approved as the customer would."""
+        if via_cli:
+            self.ok("-o", "json", "checkout", "--ref", ref, "--amount", amount,
+                    "--type", "preauth")
+        else:
+            from sandbox_fixtures import make_checkout_body
+
+            body = make_checkout_body(ref, str(int(Decimal(amount) * 100)),
+                                      type="ecom.preauthorization")
+            r = httpx.post(f"{self.sandbox_url}/api/v5/checkout", json=body, timeout=10,
+                           headers={"Authorization": f"PublicApiKey {API_KEY}"})
+            assert r.status_code == 200, r.text
         r = httpx.post(f"{self.sandbox_url}/_sandbox/checkouts/{ref}/approve", timeout=10)
         assert r.status_code == 200, r.text
 
@@ -199,6 +211,13 @@ class Desk:
 def desk(tmp_path: Path, proxy: FaultProxy, sandbox: Any) -> Desk:
     return Desk(tmp=tmp_path, base_url=proxy.url, sandbox_url=sandbox.url,
                 history=tmp_path / "audit" / "history.sqlite3")
+
+
+def expect(proc: subprocess.CompletedProcess[str], code: int, text: str) -> None:
+    """Exit ``code`` with ``text`` in a short stderr (one error line, maybe a hint)."""
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert text in proc.stderr, proc.stderr
+    assert len(proc.stderr.splitlines()) <= 2, proc.stderr
 
 
 def wait_for(predicate: Any, timeout: float = 20.0) -> None:
