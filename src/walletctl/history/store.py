@@ -164,6 +164,9 @@ class HistoryStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process
         self._db.executescript(_SCHEMA)
+        from walletctl.history._wal import skip_checkpoint_on_close
+
+        skip_checkpoint_on_close(self._db, path)
 
     def close(self) -> None:
         self._db.close()
