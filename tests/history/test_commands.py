@@ -122,7 +122,8 @@ def test_rerun_after_commit_then_drop_reports_the_capture_done(
     assert "HC-1-CAP1" in again.stdout, again.stdout
     assert "already applied" in again.stdout, again.stdout
     captures = _moves(desk, "HC-1", "capture")
-    assert [(t["reference"], Decimal(t["amount"])) for t in captures] == [("HC-1-CAP1", Decimal(10))]
+    assert [(t["reference"], Decimal(t["amount"])) for t in captures] == [
+        ("HC-1-CAP1", Decimal(10))]
     entries = desk.entries("--op", "capture")
     assert [(e["new_ref"], e["outcome"]) for e in entries] == [("HC-1-CAP1", "approved")]
     assert "resolved on re-run" in entries[0]["note"]

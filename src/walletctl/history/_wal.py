@@ -44,9 +44,8 @@ def skip_checkpoint_on_close(db: sqlite3.Connection, path: Path) -> bool:
 
 
 def _via_ctypes(db: sqlite3.Connection, path: Path) -> bool:
+    import _sqlite3
     import ctypes
-
-    import _sqlite3  # type: ignore[import-not-found]
 
     lib = ctypes.CDLL(_sqlite3.__file__)  # its libsqlite3 symbols resolve through it
     handle = ctypes.c_void_p.from_address(id(db) + object.__basicsize__).value
