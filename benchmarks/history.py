@@ -28,12 +28,15 @@ TARGET_MS = 5.0
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--prefill", type=int, default=10_000,
+                        help="entries already in the history (its size matters)")
     args = parser.parse_args()
 
     from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import AuthSettings, Profile
     from walletctl.history import open_for, recording
     from walletctl.ops.redirect import plan_followup
+    from walletctl.ops.resume import pending_intent
     from walletctl.sandbox.config import SandboxConfig
     from walletctl.sandbox.server import EmbeddedSandbox
 
@@ -53,11 +56,25 @@ def main() -> int:
         profile = Profile(name="bench", base_url=sandbox.url, merchant_id="M-1", store_id="S-1",
                           user_id="u", currency="EUR", auth=AuthSettings(key=key))
 
+        from walletctl.history.recorder import now_utc
+        from walletctl.history.store import Completion, HistoryStore, Intent
+
+        with HistoryStore(workdir / "history.sqlite3") as history:
+            ids = history.begin_many(
+                Intent(time=now_utc(), os_user="u", host="h", profile="bench",
+                       base_url=sandbox.url, operation=("refund", "capture")[i % 2],
+                       original_ref=f"OLD-{i}", new_ref=f"OLD-{i}-REF1", amount="1.00",
+                       currency="EUR") for i in range(args.prefill))
+            history.complete_many(
+                (i, Completion(time=now_utc(), outcome="approved")) for i in ids)
+
         def refund(client: GatewayClient, ref: str, history: bool) -> float:
             started = time.perf_counter()
             if history:
-                with recording(open_for(profile), profile, "refund", ref,
-                               reason="benchmark") as rec:
+                store = open_for(profile)
+                with recording(store, profile, "refund", ref, reason="benchmark") as rec:
+                    # as `walletctl refund` does: an earlier unknown refund of REF first
+                    assert pending_intent(store, profile, "refund", ref, None) is None
                     plan = plan_followup(client, "refund", ref, amount="1.00")
                     req = plan.request
                     rec.planned(req.client_system_transaction_id, req.amount, req.currency_code)
@@ -80,7 +97,8 @@ def main() -> int:
     without = statistics.median(times[False]) * 1000
     with_history = statistics.median(times[True]) * 1000
     cost = with_history - without
-    print(f"single refund, {args.runs} runs each, interleaved (in-process ops call)")
+    print(f"single refund, {args.runs} runs each, interleaved (in-process ops call), "
+          f"history holding {args.prefill:,}+ entries")
     print(f"  without history  median {without:7.2f} ms")
     print(f"  with history     median {with_history:7.2f} ms")
     print(f"  history cost     median {cost:7.2f} ms   (target <= {TARGET_MS:.0f} ms)"

@@ -128,6 +128,7 @@ class Filters:
     os_user: str | None = None
     outcome: str | None = None
     limit: int | None = None
+    original_ref: str | None = None  # exact original reference (indexed)
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,7 @@ class HistoryStore:
             ("b.operation = ?", f.operation),
             ("b.profile = ?", f.profile),
             ("b.os_user = ?", f.os_user),
+            ("b.original_ref = ?", f.original_ref),
         ):
             if value is not None:
                 sql += f" AND {clause}"
@@ -264,10 +266,9 @@ class HistoryStore:
 
     def unresolved(self, *, base_url: str, operation: str, original_ref: str) -> list[Entry]:
         """Entries of this operation on ``original_ref`` whose outcome is still unknown."""
-        return [
-            e for e in self.entries(Filters(operation=operation, outcome="unknown"))
-            if e.original_ref == original_ref and e.base_url == base_url
-        ]
+        found = self.entries(
+            Filters(operation=operation, outcome="unknown", original_ref=original_ref))
+        return [e for e in found if e.base_url == base_url]
 
     def verify(self) -> tuple[int, Broken | None]:
         """Walk the chain: (events checked, the first broken one or None)."""
