@@ -4,9 +4,9 @@ twice (proven from the sandbox's ledger). The CLI runs as a real subprocess thro
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -58,7 +58,7 @@ def test_each_money_move_writes_one_entry_with_its_outcome(desk: Desk) -> None:
         ("reverse", "HA-3", "HA-3-REV1", "20.00", "approved", 0),
     ]
     first = entries[1]
-    assert first["os_user"] == getpass.getuser()
+    assert first["os_user"] == pwd.getpwuid(os.getuid()).pw_name
     assert first["host"] == socket.gethostname()
     assert first["profile"] == "desk"
     assert first["base_url"] == desk.base_url

@@ -268,7 +268,8 @@ def _report_applied(
 
         out().print(
             f"{_VERB[op]} {money} of {ref} as {new}: {escape(record.state)} — already applied "
-            f"by an earlier run whose outcome was unknown (history #{entry}); nothing was sent"
+            f"by an earlier run whose outcome was unknown (history #{entry}); nothing was sent",
+            soft_wrap=True,
         )
     else:
         from walletctl.render.output import emit

@@ -182,7 +182,7 @@ def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
         for row in rows:
             out().print(escape(
                 f"#{row['id']} {row['operation']} {row['originalRef']} → {row['newRef']}: "
-                f"{row['outcome']} ({row['note']})"))
+                f"{row['outcome']} ({row['note']})"), soft_wrap=True)
 
     emit(st.output_format, rows, table=table)
     left = sum(1 for r in results if r.outcome == "unknown")
@@ -211,4 +211,4 @@ def verify(ctx: typer.Context) -> None:
             "keep this file as evidence; it no longer proves what happened",
         )
         raise typer.Exit(int(ExitCode.CONFIG))  # a local file that fails its check
-    out().print(f"history {where}: intact, {count} events, hash chain verified")
+    out().print(f"history {where}: intact, {count} events, hash chain verified", soft_wrap=True)

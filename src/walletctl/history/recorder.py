@@ -43,12 +43,18 @@ def now_utc() -> str:
 
 
 def os_user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no passwd entry / no env: still record something
-        import os
+    """The account the process runs as (from the user database, not $USER: harder to fake)."""
+    import os
 
-        return f"uid:{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, AttributeError):  # Windows, or a uid without an entry
+        try:
+            return getpass.getuser()
+        except Exception:  # no env either: still record something
+            return f"uid:{os.getuid()}" if hasattr(os, "getuid") else "unknown"
 
 
 def outcome_of_state(state: str) -> str:
