@@ -59,13 +59,13 @@ def main() -> int:
         from walletctl.history.recorder import now_utc
         from walletctl.history.store import Completion, HistoryStore, Intent
 
-        with HistoryStore(workdir / "history.sqlite3") as history:
-            ids = history.begin_many(
+        with HistoryStore(workdir / "history.sqlite3") as prefilled:
+            ids = prefilled.begin_many(
                 Intent(time=now_utc(), os_user="u", host="h", profile="bench",
                        base_url=sandbox.url, operation=("refund", "capture")[i % 2],
                        original_ref=f"OLD-{i}", new_ref=f"OLD-{i}-REF1", amount="1.00",
                        currency="EUR") for i in range(args.prefill))
-            history.complete_many(
+            prefilled.complete_many(
                 (i, Completion(time=now_utc(), outcome="approved")) for i in ids)
 
         def refund(client: GatewayClient, ref: str, history: bool) -> float:
