@@ -133,7 +133,10 @@ def reconcile(
             done.append(Reconciled(entry, "unknown", f"lookup failed: {type(exc).__name__}"))
             continue
         found = next((r for r in records if r.client_system_transaction_id == target), None)
-        if found is None:
+        if found is None and entry.operation == "authorize":
+            # the lookup is spec 2.5's (redirect wallet): absence proves nothing here
+            outcome, note = "unknown", f"{target} not found by lookup; check at the gateway"
+        elif found is None:
             outcome, note = "error", f"reconciled: {target} is not at the gateway (not applied)"
         else:
             outcome = outcome_of_state(found.state)
