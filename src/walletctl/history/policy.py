@@ -79,8 +79,9 @@ def check_policy(
             "the amount must be typed to confirm; nothing was sent",
             hint=f"without a terminal, pass --confirm-amount {amount:f}",
         )
-    try:
-        same = Decimal(typed.strip()) == amount
+    text = typed.strip()
+    try:  # ASCII only: Decimal() would also read other scripts' digits
+        same = text.isascii() and Decimal(text) == amount
     except (InvalidOperation, ValueError):
         same = False
     if not same:
