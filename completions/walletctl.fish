@@ -95,7 +95,7 @@ complete -c walletctl -n '__fish_seen_subcommand_from history && not __fish_seen
 complete -c walletctl -n '__fish_seen_subcommand_from history && not __fish_seen_subcommand_from verify' -l outcome -d 'approved, declined, refused, unknown or error'
 complete -c walletctl -n '__fish_seen_subcommand_from history && not __fish_seen_subcommand_from verify' -l unknown -d 'Only entries whose outcome is unknown'
 complete -c walletctl -n '__fish_seen_subcommand_from history && not __fish_seen_subcommand_from verify' -l reconcile -d 'Look the listed unknown entries up and record them'
-complete -c walletctl -n '__fish_seen_subcommand_from history && not __fish_seen_subcommand_from verify' -l last -d 'Only the last N entries'
+complete -c walletctl -n '__fish_seen_subcommand_from history && not __fish_seen_subcommand_from verify' -l last -d 'Only the last N entries (table default: 50)'
 complete -c walletctl -n '__fish_seen_subcommand_from history && not __fish_seen_subcommand_from verify' -l path -d 'Print the history files path and exit'
 complete -c walletctl -n '__fish_seen_subcommand_from history && not __fish_seen_subcommand_from verify' -l help -d 'Show help'
 complete -c walletctl -n '__fish_seen_subcommand_from history && __fish_seen_subcommand_from verify' -l help -d 'Show help'

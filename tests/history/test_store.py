@@ -164,3 +164,13 @@ def test_listing_filters_and_formats(tmp_path: Path) -> None:
 def test_not_a_regular_file_is_refused_before_sending(tmp_path: Path) -> None:
     proc = _cli(tmp_path, "history", "verify")  # a directory
     expect(proc, 3, "is not a regular file")
+
+
+def test_a_table_shows_a_screenful_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    _fill(path, 55)
+    proc = _cli(path, "-o", "table", "history")
+    assert proc.returncode == 0, proc.stderr
+    assert "showing the last 50 of 55 entries" in proc.stderr
+    assert " 6   2020" in proc.stdout
+    assert " 5   2020" not in proc.stdout

@@ -31,6 +31,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(history_app, name="history", help=HELP)
 
 
+TABLE_ROWS = 50  # entries a table shows without --last
 _DURATION = re.compile(r"(\d{1,6})([smhdw])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -91,7 +92,9 @@ def history(
         bool,
         typer.Option("--reconcile", help="Look the listed unknown entries up and record them."),
     ] = False,
-    last: Annotated[int | None, typer.Option(min=1, help="Only the last N entries.")] = None,
+    last: Annotated[
+        int | None, typer.Option(min=1, help="Only the last N entries (table default: 50).")
+    ] = None,
     path: Annotated[
         bool, typer.Option("--path", help="Print the history file's path and exit.")
     ] = False,
@@ -130,6 +133,18 @@ def history(
     try:
         if reconcile:
             _reconcile(st, store, list(store.entries(filters)))
+            return
+        if st.output_format == "table" and last is None:  # a screenful; files get them all
+            from dataclasses import replace
+
+            total = store.count(filters)
+            render_entries(store.entries(replace(filters, limit=TABLE_ROWS)), "table",
+                           path=str(where))
+            if total > TABLE_ROWS:
+                from walletctl.render.console import print_note
+
+                print_note(f"showing the last {TABLE_ROWS} of {total} entries: --last N, "
+                           "filters, or -o csv for all")
             return
         render_entries(store.entries(filters), st.output_format, path=str(where))
     finally:

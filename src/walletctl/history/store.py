@@ -237,8 +237,7 @@ class HistoryStore:
         WHERE b.kind = 'begin'
     """
 
-    def entries(self, filters: Filters | None = None) -> Iterator[Entry]:
-        f = filters or Filters()
+    def _where(self, f: Filters) -> tuple[str, list[Any]]:
         sql = self._SELECT
         args: list[Any] = []
         for clause, value in (
@@ -258,11 +257,22 @@ class HistoryStore:
         if f.outcome is not None:
             sql += " AND COALESCE(c.outcome, b.outcome, 'unknown') = ?"
             args.append(f.outcome)
+        return sql, args
+
+    def entries(self, filters: Filters | None = None) -> Iterator[Entry]:
+        """Matching entries, oldest first (``limit``: the last N of them)."""
+        f = filters or Filters()
+        sql, args = self._where(f)
         sql += " ORDER BY b.entry"
         if f.limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(f.limit)}) ORDER BY 1"  # noqa: S608
         for row in self._db.execute(sql, args):
             yield Entry(*row)
+
+    def count(self, filters: Filters | None = None) -> int:
+        sql, args = self._where(filters or Filters())
+        found = self._db.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()  # noqa: S608
+        return int(found[0])
 
     def unresolved(self, *, base_url: str, operation: str, original_ref: str) -> list[Entry]:
         """Entries of this operation on ``original_ref`` whose outcome is still unknown."""
