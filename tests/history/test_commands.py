@@ -192,4 +192,14 @@ def test_kill_9_mid_request_leaves_unknown_that_reconcile_resolves(
     assert [e["outcome"] for e in desk.entries("--ref", "HF-1-CAP1")] == ["approved"]
     assert desk.run("history", "verify").returncode == 0
 
+
+
+def test_an_unusable_history_refuses_before_sending(desk: Desk) -> None:
+    desk.preauth("HG-1", "50.00")
+    desk.history = desk.tmp / "fifo"
+    os.mkfifo(desk.history)
+    expect(desk.run("capture", "HG-1"), 3, "is not a regular file")
+    assert _moves(desk, "HG-1", "capture") == []
+
+
 __all__ = ["desk", "proxy", "sandbox"]  # fixtures: imported for pytest, used by name
