@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import getpass
 import socket
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -106,7 +107,14 @@ class Recording:
     def sending(self) -> None:
         """Commit the intent: from here on, a crash leaves the entry ``unknown``."""
         if self.store is not None and self.entry is None:
-            self.entry = self.store.begin(self.intent)
+            try:
+                self.entry = self.store.begin(self.intent)
+            except (sqlite3.Error, OSError) as exc:
+                from walletctl.errors import ConfigError
+
+                raise ConfigError(
+                    f"history {self.store.path}: cannot record the intent ({exc}); "
+                    "nothing was sent") from None
 
     def answered(self, state: str, *, http_status: int = 200, note: str | None = None) -> None:
         self.outcome = outcome_of_state(state)
@@ -114,6 +122,17 @@ class Recording:
         self.note = note or f"state {state}"
 
     def _finish(self, outcome: str, exit_code: int, status: int | None, note: str | None) -> None:
+        """Record the outcome; a failure to write it never changes the command's result."""
+        try:
+            self._write(outcome, exit_code, status, note)
+        except (sqlite3.Error, OSError) as exc:
+            import sys
+
+            what = f"entry #{self.entry}" if self.entry is not None else "a refusal"
+            sys.stderr.write(f"walletctl: warning: could not record the outcome of {what} in "
+                             f"the history ({type(exc).__name__}); it reads unknown\n")
+
+    def _write(self, outcome: str, exit_code: int, status: int | None, note: str | None) -> None:
         if self.store is None:
             return
         if self.entry is None:
