@@ -15,6 +15,7 @@ class Env:
     CONFIG: Final = "WALLETCTL_CONFIG"
     PROFILE: Final = "WALLETCTL_PROFILE"
     DEBUG: Final = "WALLETCTL_DEBUG"
+    AUDIT_LOG: Final = "WALLETCTL_AUDIT_LOG"  # the history (audit log) file
     NO_COLOR: Final = "NO_COLOR"
     # Sandbox
     SANDBOX_DB: Final = "WALLETCTL_SANDBOX_DB"

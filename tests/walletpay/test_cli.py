@@ -302,3 +302,22 @@ def test_authorize_without_a_terminal_asks_for_yes(cli: Cli, tmp_path: Path) -> 
                  "--amount", "1.00", expect=ExitCode.USAGE)
     assert "refusing to send the authorization without confirmation" in result.stderr
     assert "--yes" in result.stderr
+
+
+def test_authorizations_are_recorded_in_the_history_without_card_data(
+    cli: Cli, tmp_path: Path
+) -> None:
+    keys = _issued_keys(cli)
+    created = _make_account(cli, keys, "mc-token", ref="hist-1")
+    cli.secrets += [keys["apiKey"], keys["encryptionKey"], created["cryptogram"]]
+    event = _event(tmp_path, created, ref="hist-1")
+    cli("authorize", "--event", str(event), "--amount", "12.34", "--dry-run")  # not recorded
+    cli("authorize", "--event", str(event), "--amount", "12.34", "--yes")
+    cli("authorize", "--event", str(event), "--amount", "1.00", "--ref", "hist-2", "--yes",
+        expect=ExitCode.DECLINED)  # the cryptogram is single use: 422
+    entries = cli.json("history", "--op", "authorize")
+    assert [(e["original_ref"], e["amount"], e["outcome"], e["http_status"]) for e in entries] == [
+        ("hist-1", "12.34", "approved", 200), ("hist-2", "1.00", "declined", 422)]
+    raw = b"".join(p.read_bytes() for p in Path(os.environ["WALLETCTL_AUDIT_LOG"]).parent.iterdir())
+    for secret in cli.secrets:
+        assert secret.encode() not in raw, "a secret or card datum reached the history"
