@@ -40,17 +40,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from walletctl import __version__
 from walletctl.errors import RequestValidationError
-from walletctl.models.base import loads
 from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
 from walletctl.models.followup import FollowUpRequest
-from walletctl.sandbox import engine, pages
+from walletctl.sandbox import engine, pages, wire
 from walletctl.sandbox.config import FaultConfig, SandboxConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.engine import Outcome, SandboxError, error_body
 from walletctl.sandbox.faults import FaultMiddleware
+from walletctl.sandbox.guard import GuardMiddleware
+from walletctl.sandbox.limits import MAX_BODY, BodyLimitMiddleware
 from walletctl.sandbox.store import Store, TxRow
 
-MAX_BODY = 1_000_000
 _SCHEMA_REF = "#/components/schemas/{model}"
 
 _ERROR_SCHEMA = {
@@ -98,19 +98,20 @@ def _body_doc(model: str) -> dict[str, Any]:
     }
 
 
-async def _read_json(request: Request) -> dict[str, Any]:
+async def _read_json(request: Request, fmt: str) -> dict[str, Any]:
     raw = await request.body()
     if len(raw) > MAX_BODY:
         raise SandboxError(413, f"(request): body larger than {MAX_BODY} bytes")
-    if not raw.strip():
-        raise SandboxError(400, "(request): a JSON body is required")
-    try:
-        data = loads(raw)
-    except (ValueError, RecursionError):
-        raise SandboxError(400, "(request): the body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise SandboxError(400, "(request): the body must be a JSON object")
+    data = wire.parse_object(raw)
+    wire.check_numbers(data, fmt)
     return data
+
+
+# M fields of spec 2.1 / 2.3 that the shared models leave optional (alternate spellings
+# after "|": the samples name the follow-up's provider ``apmProviderName``).
+CHECKOUT_REQUIRED = ("checkoutDetails.paymentMethod", "redirectDetails.cancelUrl",
+                     "redirectDetails.refusedUrl")
+FOLLOWUP_REQUIRED = ("apmDetails.apmProvider|apmDetails.apmProviderName",)
 
 
 def _raw_field(data: dict[str, Any], name: str) -> str | None:
@@ -159,14 +160,15 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if exc.status_code == 404:
             message, description = f"{request.url.path}: no such route", "NotFound"
         return JSONResponse(
-            error_body(exc.status_code, message, description=description),
+            error_body(exc.status_code, message, description=description,
+                       code="GEN-404" if description else None),
             status_code=exc.status_code,
             headers=getattr(exc, "headers", None),
         )
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        return _error(500, f"internal sandbox error ({type(exc).__name__})")
+        return _error(500, "internal sandbox error")
 
     def auth_or_raise(request: Request, merchant_id: str | None, store_id: str | None) -> None:
         problem = ctx.check_api_key(request.headers.get("authorization"), merchant_id, store_id)
@@ -200,8 +202,9 @@ def create_app(config: SandboxConfig) -> FastAPI:
     )
     async def checkout(request: Request) -> JSONResponse:
         auth_or_raise(request, None, None)
-        data = await _read_json(request)
+        data = await _read_json(request, fmt)
         auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
+        wire.require(data, *CHECKOUT_REQUIRED)
         req: CheckoutRequest = parse(CheckoutRequest, data)
         row = engine.create_checkout(store, req, ctx.now())
         base = (config.public_url or str(request.base_url)).rstrip("/")
@@ -226,8 +229,9 @@ def create_app(config: SandboxConfig) -> FastAPI:
     )
     async def followup(request: Request) -> JSONResponse:
         auth_or_raise(request, None, None)
-        data = await _read_json(request)
+        data = await _read_json(request, fmt)
         auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
+        wire.require(data, *FOLLOWUP_REQUIRED)
         req: FollowUpRequest = parse(FollowUpRequest, data)
         return _json(engine.apply_followup(store, req, ctx.now(), fmt))
 
@@ -254,7 +258,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         },
         tags=["gateway"],
     )
-    async def lookup(request: Request) -> JSONResponse:
+    async def lookup(request: Request) -> Response:
         auth_or_raise(request, None, None)
         params = {k.lower(): v for k, v in request.query_params.items()}
         values: dict[str, str] = {}
@@ -279,7 +283,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
                 f"with this reference for merchant {values['merchantId']}, store "
                 f"{values['storeId']}",
             )
-        return JSONResponse([engine.record_body(r, fmt) for r in rows])
+        return Response(wire.amounts_as_numbers([engine.record_body(r, fmt) for r in rows]),
+                        media_type="application/json")
 
     # -- hosted approval page ----------------------------------------------------------------
 
@@ -396,10 +401,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if not is_loopback(config.host):
             raise SandboxError(403, "fault injection is only allowed on a loopback host")
         raw = await request.body()
-        try:
-            data = loads(raw) if raw.strip() else {}
-        except (ValueError, RecursionError):
-            raise SandboxError(400, "(request): the body is not valid JSON") from None
+        data = wire.parse_json(raw) if raw.strip() else {}
         if not isinstance(data, dict):
             raise SandboxError(400, "(request): the body must be a JSON object")
         try:
@@ -414,8 +416,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if not config.allow_clock_control:
             raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
         raw = await request.body()
+        data = wire.parse_json(raw) if raw.strip() else {}
         try:
-            data = loads(raw) if raw.strip() else {}
             seconds = data.get("advanceSeconds", 0) if isinstance(data, dict) else None
             if isinstance(seconds, bool) or not isinstance(seconds, int | float | str):
                 raise ValueError
@@ -429,6 +431,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     install(app, ctx)
     app.add_middleware(FaultMiddleware, ctx=ctx)
+    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(GuardMiddleware, config=config)
 
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema:

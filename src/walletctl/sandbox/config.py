@@ -179,11 +179,16 @@ class SandboxConfig:
     clock: Callable[[], datetime] = utc_now
     faults: FaultConfig = field(default_factory=FaultConfig)
     public_url: str | None = None
-    api_key: str = DEFAULT_API_KEY
-    service_secret: str = DEFAULT_SERVICE_SECRET
+    api_key: str = field(default=DEFAULT_API_KEY, repr=False)
+    service_secret: str = field(default=DEFAULT_SERVICE_SECRET, repr=False)
     host: str = "127.0.0.1"
     allow_clock_control: bool = False
     quiet: bool = False
+    # X-Sandbox-Token required on admin routes (/_sandbox/*) when set; ``serve`` sets one
+    # on a non-loopback bind. Never printed by repr.
+    admin_token: str | None = field(default=None, repr=False)
+    # extra Host names accepted besides loopback, the bound address and public_url's host
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.amount_format not in ("minor", "decimal"):

@@ -62,9 +62,11 @@ from walletctl.errors import RequestValidationError
 from walletctl.models.base import loads
 from walletctl.models.money import AmountFormat, check_currency, parse_major, to_wire
 from walletctl.models.walletpay import AuthorizationRequest
-from walletctl.sandbox import crypto
+from walletctl.sandbox import crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError, WalletSigner
+from walletctl.sandbox.engine import SandboxError
+from walletctl.sandbox.engine import error_body as engine_error_body
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow, WalletPayRow
 
 STATIC = Path(__file__).parent / "static"
@@ -75,15 +77,6 @@ DEFAULT_KEY_ID = "ek_sandbox_default"
 ROOT_KEY_ID = "wallet_root"
 INTERMEDIATE_KEY_ID = "wallet_intermediate"
 DEMO_USER = "demo-merchant"
-
-_DESCRIPTIONS = {
-    400: "GeneralValidationError",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    409: "Conflict",
-    422: "BusinessRuleError",
-}
 
 
 @dataclass(frozen=True)
@@ -133,9 +126,17 @@ class ApiError(Exception):
         self.message = message
 
 
+# Reasons that are plain validation / authentication failures: they take the gateway's
+# generic description; any other reason (CryptogramUsed, ...) is the error's description.
+_GENERIC = frozenset({"InvalidJson", "MissingField", "InvalidField", "ValidationError",
+                      "Unauthorized"})
+
+
 def error_body(status: int, code: str, message: str) -> dict[str, Any]:
-    return {"code": code, "description": _DESCRIPTIONS.get(status, "Error"),
-            "details": {"message": message}}
+    """The gateway error object, in the same vocabulary as endpoints 1-3 (code by status,
+    e.g. ``TRX-422``; description names the reason, e.g. ``CryptogramUsed``)."""
+    return engine_error_body(status, message,
+                             description=None if code in _GENERIC else code)
 
 
 def error_response(exc: ApiError) -> JSONResponse:
@@ -356,11 +357,10 @@ def _state(request: Request) -> WalletPayState:
 async def _json_body(request: Request) -> dict[str, Any]:
     raw = await request.body()
     try:
-        body = loads(raw or b"null")
-    except ValueError:
-        raise ApiError(400, "InvalidJson", "request body: is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise ApiError(400, "InvalidJson", "request body: must be a JSON object")
+        body = wire.parse_object(raw, where="request body")
+        wire.check_numbers(body, _fmt(request.app.state.ctx))
+    except SandboxError as exc:
+        raise ApiError(exc.status, "InvalidJson", exc.message) from None
     return body
 
 
