@@ -19,7 +19,7 @@ Rules:
 * Admin token: when the sandbox has one (always on a non-loopback bind), admin routes need
   ``X-Sandbox-Token: <token>``; else 401.
 * HTML answers carry ``Content-Security-Policy: frame-ancestors 'none'``,
-  ``X-Frame-Options: DENY`` and ``Referrer-Policy: no-referrer``; every answer carries
+  ``X-Frame-Options: DENY`` and ``Referrer-Policy: same-origin``; every answer carries
   ``X-Content-Type-Options: nosniff``.
 """
 
@@ -42,7 +42,7 @@ _OPEN_ADMIN = ("/_sandbox/health", "/_sandbox/wallet/", "/_sandbox/3ds/")
 _HTML_HEADERS = [
     (b"content-security-policy", b"frame-ancestors 'none'"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
 ]
 _NOSNIFF = (b"x-content-type-options", b"nosniff")
 
