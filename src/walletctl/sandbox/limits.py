@@ -29,7 +29,7 @@ Message = dict[str, Any]
 async def send_error(send: Any, status: int, message: str, *, close: bool = False,
                      headers: list[tuple[bytes, bytes]] | None = None) -> None:
     """Send a gateway error object (``{code, description, details: {message}}``)."""
-    body = json.dumps(error_body(status, message)).encode()
+    body = json.dumps(error_body(status, message), separators=(",", ":")).encode()
     head = [(b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()), *(headers or [])]
     if close:

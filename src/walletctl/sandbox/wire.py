@@ -109,13 +109,16 @@ def _get(data: Any, name: str) -> Any:
     return None
 
 
-def _format_hint(fmt: str) -> str:
-    if fmt == "minor":
-        return ("this sandbox reads amounts in minor units (amount_format = minor): send "
-                "\"1234\" for 12.34 EUR; use amount_format = minor in the walletctl profile, "
-                "or serve the sandbox with --amount-format decimal")
-    return ("this sandbox reads amounts as decimals (amount_format = decimal): send \"12.34\" "
-            "for 12.34 EUR; use amount_format = decimal in the walletctl profile")
+def _minor_hint(text: str, currency: str) -> str:
+    places = exponent(currency)
+    whole, _, fraction = text.lstrip("+").partition(".")
+    example = ""
+    if len(fraction) <= places:
+        minor = int(whole + fraction.ljust(places, "0"))
+        example = f" (\"{minor}\" for {text} {currency})"
+    return (f"{text} has a decimal point, but this sandbox reads amounts in minor units"
+            f"{example}; set amount_format = minor in the walletctl profile, or serve the "
+            "sandbox with --amount-format decimal")
 
 
 def check_amount(value: Any, path: str, currency: str, fmt: str) -> None:
@@ -141,11 +144,12 @@ def check_amount(value: Any, path: str, currency: str, fmt: str) -> None:
         raise SandboxError(400, f"{path}: larger than any currency amount (at most "
                            f"{MAX_DIGITS} digits)")
     if fmt == "minor" and match.group(2) is not None:
-        raise SandboxError(400, f"{path}: {text} has a decimal point, but {_format_hint(fmt)}")
+        raise SandboxError(400, f"{path}: {_minor_hint(text, currency)}")
     places = exponent(currency)
     if fmt == "decimal" and len(fraction) > places:
         raise SandboxError(400, f"{path}: {currency} amounts have {places} decimal "
-                           f"place{'s' if places != 1 else ''} ({_format_hint(fmt)})")
+                           f"place{'s' if places != 1 else ''} (this sandbox reads decimal "
+                           "amounts: amount_format = decimal)")
 
 
 def check_numbers(data: Any, fmt: str) -> None:
