@@ -262,3 +262,13 @@ def test_loopback_serve_prints_no_warning_and_needs_no_token() -> None:
         proc.terminate()
         _out, err = proc.communicate(timeout=10)
     assert "WARNING" not in err
+
+
+@pytest.mark.parametrize("path", ["/api/v5/checkout", "/api/v5/publicKeys", "/_sandbox/faults",
+                                  "/demo/merchant/api/result", "/pay/token"])
+def test_body_limit_while_reading(live: httpx.Client, path: str) -> None:
+    """Announced (Content-Length) or streamed (chunked), a body over 1 MB is a 413; memory
+    stays bounded (benchmarks/sandbox_memory.py measures the server's peak RSS)."""
+    big = b"x" * 1_000_001
+    refused(live.post(path, content=big), 413)
+    refused(live.post(path, content=iter([big[:600_000], big[600_000:]])), 413)

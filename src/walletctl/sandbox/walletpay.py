@@ -662,7 +662,7 @@ async def _self_call(request: Request, method: str, path: str, *, json: Any = No
     import httpx
 
     transport = httpx.ASGITransport(app=request.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://sandbox.local") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         resp = await client.request(method, path, json=json, params=params, headers=headers)
     return resp.status_code, loads(resp.content or b"null")
 
