@@ -16,15 +16,16 @@ _walletctl_words() {
         'profile show') echo '--help' ;;
         'refund') echo '--amount --currency --new-ref --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --help' ;;
         'reverse') echo '--amount --currency --new-ref --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --help' ;;
-        'sandbox') echo 'approve cancel decline demo ledger reset serve values --help' ;;
-        'sandbox approve') echo '--url --help' ;;
-        'sandbox cancel') echo '--url --help' ;;
-        'sandbox decline') echo '--url --help' ;;
+        'sandbox') echo 'approve cancel decline demo ledger reset serve values wait --help' ;;
+        'sandbox approve') echo '--url --admin-token --help' ;;
+        'sandbox cancel') echo '--url --admin-token --help' ;;
+        'sandbox decline') echo '--url --admin-token --help' ;;
         'sandbox demo') echo '--keep-going --help' ;;
-        'sandbox ledger') echo '--url --help' ;;
-        'sandbox reset') echo '--url --help' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --help' ;;
+        'sandbox ledger') echo '--url --admin-token --help' ;;
+        'sandbox reset') echo '--url --admin-token --help' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --ready-file --help' ;;
         'sandbox values') echo '--help' ;;
+        'sandbox wait') echo '--timeout --help' ;;
         'smoke') echo '--scenario -s --list --profile -p --embedded --junit --json --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --fail-on-skip --help' ;;
     esac
 }
@@ -32,7 +33,7 @@ _walletctl_groups() {
     case "$1" in
         '') echo 'account authorize capture checkout keys lookup profile refund reverse sandbox smoke' ;;
         'profile') echo 'add check list remove show' ;;
-        'sandbox') echo 'approve cancel decline demo ledger reset serve values' ;;
+        'sandbox') echo 'approve cancel decline demo ledger reset serve values wait' ;;
     esac
 }
 _walletctl() {
