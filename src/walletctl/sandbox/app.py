@@ -27,14 +27,12 @@ Sandbox control (never faulted, no auth, loopback only by default):
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError as FastAPIValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -49,23 +47,10 @@ from walletctl.sandbox.engine import Outcome, SandboxError, error_body
 from walletctl.sandbox.faults import FaultMiddleware
 from walletctl.sandbox.guard import GuardMiddleware
 from walletctl.sandbox.limits import MAX_BODY, BodyLimitMiddleware
+from walletctl.sandbox.openapi import body_doc as _body_doc
+from walletctl.sandbox.openapi import errors_doc as _errors_doc
+from walletctl.sandbox.openapi import openapi_document
 from walletctl.sandbox.store import Store, TxRow
-
-_SCHEMA_REF = "#/components/schemas/{model}"
-
-_ERROR_SCHEMA = {
-    "type": "object",
-    "required": ["code", "description", "details"],
-    "properties": {
-        "code": {"type": "string"},
-        "description": {"type": "string"},
-        "details": {
-            "type": "object",
-            "properties": {"message": {"type": "string"}},
-            "required": ["message"],
-        },
-    },
-}
 
 
 def _json(outcome: Outcome) -> JSONResponse:
@@ -74,28 +59,6 @@ def _json(outcome: Outcome) -> JSONResponse:
 
 def _error(status: int, message: str, **kw: Any) -> JSONResponse:
     return JSONResponse(error_body(status, message, **kw), status_code=status)
-
-
-def _errors_doc(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {
-        s: {
-            "description": engine.error_body(s, "")["description"],
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-        }
-        for s in statuses
-    }
-
-
-def _body_doc(model: str) -> dict[str, Any]:
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": f"#/components/schemas/{model}"}}
-            },
-        },
-        "security": [{"PublicApiKey": []}],
-    }
 
 
 async def _read_json(request: Request, fmt: str) -> dict[str, Any]:
@@ -434,49 +397,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(GuardMiddleware, config=config)
 
-    def custom_openapi() -> dict[str, Any]:
-        if app.openapi_schema:
-            return app.openapi_schema
-        doc = get_openapi(title=app.title, version=app.version, description=app.description,
-                          routes=app.routes)
-        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
-        from walletctl.models.followup import FollowUpResponse
-        from walletctl.models.records import TransactionRecord
-
-        for model in (CheckoutRequest, FollowUpRequest, CheckoutResponse, FollowUpResponse,
-                      TransactionRecord):
-            schema = model.model_json_schema(by_alias=True, ref_template=_SCHEMA_REF)
-            schemas.update(schema.pop("$defs", {}))
-            schemas[model.__name__] = schema
-        schemas["Error"] = _ERROR_SCHEMA
-        doc["components"].setdefault("securitySchemes", {})["PublicApiKey"] = {
-            "type": "apiKey",
-            "in": "header",
-            "name": "Authorization",
-            "description": "`PublicApiKey <key>`; the sandbox's static key is sandbox-api-key",
-        }
-        _declare_path_parameters(doc)
-        app.openapi_schema = doc
-        return doc
-
-    app.openapi = custom_openapi  # type: ignore[method-assign]
+    app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     return app
-
-
-def _declare_path_parameters(doc: dict[str, Any]) -> None:
-    """Declare every ``{name}`` of a path template (routes that read ``Request`` directly
-    leave them out, which makes the document invalid for tools like schemathesis)."""
-    for path, item in doc.get("paths", {}).items():
-        names = re.findall(r"{([^}:]+)(?::[^}]*)?}", path)
-        for operation in item.values():
-            if not isinstance(operation, dict):
-                continue
-            params = operation.setdefault("parameters", [])
-            have = {(p.get("name"), p.get("in")) for p in params if isinstance(p, dict)}
-            for name in names:
-                if (name, "path") not in have:
-                    params.append({"name": name, "in": "path", "required": True,
-                                   "schema": {"type": "string"}})
 
 
 def store_of(app: FastAPI) -> Store:
