@@ -272,3 +272,20 @@ def test_body_limit_while_reading(live: httpx.Client, path: str) -> None:
     big = b"x" * 1_000_001
     refused(live.post(path, content=big), 413)
     refused(live.post(path, content=iter([big[:600_000], big[600_000:]])), 413)
+
+
+def test_own_api_key_leaves_no_default_service_secret() -> None:
+    import base64
+
+    def basic(secret: str) -> dict[str, str]:
+        token = base64.b64encode(f"shop-user:{secret}".encode()).decode()
+        return {"authorization": f"Basic {token}", "content-type": "application/json"}
+
+    body = json.dumps({"merchantId": MERCHANT_ID, "storeId": STORE_ID})
+    for config, good in ((SandboxConfig(quiet=True, api_key="own-key"), "own-key"),
+                         (SandboxConfig(quiet=True, api_key="own-key",
+                                        service_secret="svc-secret"), "svc-secret")):
+        with EmbeddedSandbox(config) as sb:
+            url = sb.url + "/api/v5/publicKeys"
+            refused(httpx.post(url, content=body, headers=basic("sandbox-secret")), 401)
+            assert httpx.post(url, content=body, headers=basic(good)).status_code == 200

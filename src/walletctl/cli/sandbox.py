@@ -109,7 +109,6 @@ def serve_cmd(
     from walletctl.errors import UsageError
     from walletctl.sandbox.config import (
         DEFAULT_API_KEY,
-        DEFAULT_SERVICE_SECRET,
         FaultConfig,
         SandboxConfig,
     )
@@ -129,7 +128,7 @@ def serve_cmd(
             public_url=public_url,
             api_key=api_key or DEFAULT_API_KEY,
             # one configured secret closes every door: no default secret left to mint keys
-            service_secret=service_secret or api_key or DEFAULT_SERVICE_SECRET,
+            service_secret=service_secret or "",
             admin_token=admin_token or None,
             host=host,
             allow_clock_control=clock_control,

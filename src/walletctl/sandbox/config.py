@@ -180,7 +180,9 @@ class SandboxConfig:
     faults: FaultConfig = field(default_factory=FaultConfig)
     public_url: str | None = None
     api_key: str = field(default=DEFAULT_API_KEY, repr=False)
-    service_secret: str = field(default=DEFAULT_SERVICE_SECRET, repr=False)
+    # "" = the api_key when one was given, else sandbox-secret: a sandbox with its own key
+    # leaves no default secret to mint working keys with
+    service_secret: str = field(default="", repr=False)
     host: str = "127.0.0.1"
     allow_clock_control: bool = False
     quiet: bool = False
@@ -191,6 +193,9 @@ class SandboxConfig:
     allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if not self.service_secret:
+            self.service_secret = (self.api_key if self.api_key != DEFAULT_API_KEY
+                                   else DEFAULT_SERVICE_SECRET)
         if self.amount_format not in ("minor", "decimal"):
             raise ValueError("amount_format: must be minor or decimal")
         if self.faults.active and not is_loopback(self.host):
