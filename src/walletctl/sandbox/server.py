@@ -270,6 +270,7 @@ class EmbeddedSandbox:
         self._sock = _bind(self.host, self.port)
         self.port = self._sock.getsockname()[1]
         self.url = url_for(self.host, self.port)
+        expose(self.config, self.host, self.port)  # non-loopback: public URL + admin token
         if self.config.public_url is None:
             self.config.public_url = self.url
         self._app = create_app(self.config)
