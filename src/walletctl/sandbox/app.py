@@ -1,7 +1,8 @@
 """The sandbox gateway: a FastAPI app implementing endpoints 1-3 of the spec.
 
 Routes (all answers are JSON unless stated; errors are ``{code, description,
-details: {message}}``):
+details: {message}}`` on every route; bodies are read strictly by :mod:`walletctl.sandbox.wire`
+and limited while reading by :mod:`walletctl.sandbox.limits`):
 
 Gateway (``Authorization: PublicApiKey <key>``; the static key, default
 ``sandbox-api-key``, works for any merchant; keys issued by the public key service work for
@@ -19,7 +20,8 @@ Hosted page: ``GET /pay/{token}`` (HTML) and ``POST /pay/{token}`` (form ``actio
 approve | decline | cancel | pending) -> 303 to the checkout's success / refused / cancel /
 pending / error URL. Single use; expires after ``redirectUrlTimeout`` seconds.
 
-Sandbox control (never faulted, no auth, loopback only by default):
+Sandbox control (never faulted; Host/Origin-guarded and, when the sandbox has an admin token,
+``X-Sandbox-Token`` required: see :mod:`walletctl.sandbox.guard`):
 ``POST /_sandbox/reset``, ``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``,
 ``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/clock``
 (when enabled), ``GET /_sandbox/health``, ``GET /_sandbox/values``.
