@@ -73,7 +73,11 @@ def test_1000_captures_under_faults_are_applied_exactly_once(
     set_faults(fresh.url, {**BASE_FAULTS, "seed": 5})
 
     def burst() -> None:  # a burst of 429s (Retry-After: 1) in the middle of the run
-        time.sleep(1.5)
+        # start it once the run is under way (a fixed delay misses it on a loaded machine)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sum(
+                r["kind"] == "capture" for r in ledger(fresh.url)) < 100:
+            time.sleep(0.2)
         set_faults(fresh.url, {**BASE_FAULTS, "throttle-rate": 0.6, "retry-after": 1, "seed": 6})
         time.sleep(0.8)
         set_faults(fresh.url, {**BASE_FAULTS, "seed": 7})
