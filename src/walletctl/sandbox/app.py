@@ -169,8 +169,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
         auth_or_raise(request, None, None)
         data = await _read_json(request, fmt)
         auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
-        wire.require(data, *CHECKOUT_REQUIRED)
         req: CheckoutRequest = parse(CheckoutRequest, data)
+        wire.require(data, *CHECKOUT_REQUIRED)  # raw body: the model fills some of them in
         row = engine.create_checkout(store, req, ctx.now())
         base = (config.public_url or str(request.base_url)).rstrip("/")
         body = CheckoutResponse(redirect_url=f"{base}/pay/{row.token}").to_wire(fmt)
@@ -196,8 +196,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
         auth_or_raise(request, None, None)
         data = await _read_json(request, fmt)
         auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
-        wire.require(data, *FOLLOWUP_REQUIRED)
         req: FollowUpRequest = parse(FollowUpRequest, data)
+        wire.require(data, *FOLLOWUP_REQUIRED)  # raw body: the model fills some of them in
         return _json(engine.apply_followup(store, req, ctx.now(), fmt))
 
     # -- endpoint 3: lookup ----------------------------------------------------------------
