@@ -92,6 +92,18 @@ def serve_cmd(
         help="Rate of 5xx after commit (0-1).", rich_help_panel=_FAULTS)] = 0.0,
     seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.",
                                              rich_help_panel=_FAULTS)] = None,
+    admin_token: Annotated[
+        str | None,
+        typer.Option("--admin-token", help="Token required (X-Sandbox-Token) on /_sandbox/* "
+                     "admin routes; generated and printed on a non-loopback --host when not "
+                     "given.", envvar=Env.SANDBOX_TOKEN, show_default=False),
+    ] = None,
+    service_secret: Annotated[
+        str | None,
+        typer.Option("--service-secret", help="Secret of the public key service "
+                     "(Basic userId:secret); default: the --api-key when given, else "
+                     "sandbox-secret.", envvar=Env.SANDBOX_SERVICE_SECRET, show_default=False),
+    ] = None,
     ready_file: Annotated[
         Path | None,
         typer.Option("--ready-file", help="Write the sandbox's URL to this file once it "
@@ -118,6 +130,9 @@ def serve_cmd(
             faults=faults,
             public_url=public_url,
             api_key=api_key or DEFAULT_API_KEY,
+            # one configured secret closes every door: no default secret left to mint keys
+            service_secret=service_secret or "",
+            admin_token=admin_token or None,
             host=host,
             allow_clock_control=clock_control,
             quiet=quiet,
@@ -185,14 +200,26 @@ def _base_url(ctx: typer.Context, url: str | None) -> tuple[str, dict[str, str]]
     return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
 
 
+_ADMIN_HELP = ("The sandbox's admin token (X-Sandbox-Token), needed when it serves on a "
+               "non-loopback host.")
+AdminToken = Annotated[
+    str | None,
+    typer.Option("--admin-token", help=_ADMIN_HELP, envvar=Env.SANDBOX_TOKEN,
+                 show_default=False),
+]
+
+
 def _call(method: str, url: str, *, params: dict[str, str] | None = None,
-          json_body: Any = None) -> Any:
+          json_body: Any = None, token: str | None = None) -> Any:
     import httpx
 
+    from walletctl.constants import SANDBOX_TOKEN_HEADER
     from walletctl.errors import GatewayError, NetworkError, ResponseError
 
+    headers = {SANDBOX_TOKEN_HEADER: token} if token else {}
     try:
-        resp = httpx.request(method, url, params=params, json=json_body, timeout=30.0)
+        resp = httpx.request(method, url, params=params, json=json_body, timeout=30.0,
+                             headers=headers)
     except httpx.ConnectError:
         raise NetworkError(f"cannot connect to the sandbox at {url}",
                            hint="start it with `walletctl sandbox serve`") from None
@@ -221,12 +248,13 @@ def _emit(ctx: typer.Context, data: Any, line: str) -> None:
         sys.stdout.write(line + "\n")
 
 
-def _decide(ctx: typer.Context, ref: str, action: str, url: str | None) -> None:
+def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
+            token: str | None) -> None:
     from urllib.parse import quote
 
     base, params = _base_url(ctx, url)
     data = _call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
-                 params=params)
+                 params=params, token=token)
     _emit(ctx, data, f"{data.get('reference', ref)}: {data.get('state')} "
                      f"({data.get('providerStateCode')}) -> {data.get('redirectUrl')}")
 
@@ -236,9 +264,10 @@ def approve_cmd(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Approve a pending checkout, as the customer would on the hosted page."""
-    _decide(ctx, ref, "approve", url)
+    _decide(ctx, ref, "approve", url, admin_token)
 
 
 @sandbox_app.command("decline")
@@ -246,9 +275,10 @@ def decline_cmd(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Decline a pending checkout (state Declined)."""
-    _decide(ctx, ref, "decline", url)
+    _decide(ctx, ref, "decline", url, admin_token)
 
 
 @sandbox_app.command("cancel")
@@ -256,19 +286,21 @@ def cancel_cmd(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Cancel a pending checkout (state Cancelled)."""
-    _decide(ctx, ref, "cancel", url)
+    _decide(ctx, ref, "cancel", url, admin_token)
 
 
 @sandbox_app.command("reset")
 def reset_cmd(
     ctx: typer.Context,
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Delete every transaction and issued key of a running sandbox."""
     base, _ = _base_url(ctx, url)
-    data = _call("POST", f"{base}/_sandbox/reset")
+    data = _call("POST", f"{base}/_sandbox/reset", token=admin_token)
     _emit(ctx, data, f"sandbox at {base} reset")
 
 
@@ -276,10 +308,11 @@ def reset_cmd(
 def ledger_cmd(
     ctx: typer.Context,
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """List every transaction a running sandbox holds."""
     base, _ = _base_url(ctx, url)
-    data = _call("GET", f"{base}/_sandbox/ledger")
+    data = _call("GET", f"{base}/_sandbox/ledger", token=admin_token)
     state = get_state(ctx)
     if state.output is not None and state.output != "table":
         sys.stdout.write(json.dumps(data, indent=2) + "\n")

@@ -15,12 +15,13 @@ from fastapi import Request
 
 from walletctl.constants import WALLETPAY_METHOD
 from walletctl.errors import RequestValidationError
-from walletctl.models.base import dumps, loads
+from walletctl.models.base import dumps
 from walletctl.models.money import AmountFormat, to_wire
 from walletctl.models.walletpay import AuthorizationRequest
-from walletctl.sandbox import crypto
+from walletctl.sandbox import crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
+from walletctl.sandbox.engine import SandboxError
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow
 from walletctl.sandbox.walletpay_state import (
     API_KEY_TTL,
@@ -51,11 +52,10 @@ def _state(request: Request) -> WalletPayState:
 async def _json_body(request: Request) -> dict[str, Any]:
     raw = await request.body()
     try:
-        body = loads(raw or b"null")
-    except ValueError:
-        raise ApiError(400, "InvalidJson", "request body: is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise ApiError(400, "InvalidJson", "request body: must be a JSON object")
+        body = wire.parse_object(raw, where="request body")
+        wire.check_numbers(body, _fmt(request.app.state.ctx))
+    except SandboxError as exc:
+        raise ApiError(exc.status, "InvalidJson", exc.message) from None
     return body
 
 

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from walletctl.sandbox import crypto
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import WalletSigner
+from walletctl.sandbox.engine import error_body as engine_error_body
 from walletctl.sandbox.store import WalletPayRow
 
 if TYPE_CHECKING:
@@ -32,14 +33,10 @@ INTERMEDIATE_KEY_ID = "wallet_intermediate"
 DEMO_USER = "demo-merchant"
 DEMO_RESULTS_MAX = 100
 
-_DESCRIPTIONS = {
-    400: "GeneralValidationError",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    409: "Conflict",
-    422: "BusinessRuleError",
-}
+# Reasons that are plain validation / authentication failures: they take the gateway's
+# generic description; any other reason (CryptogramUsed, ...) is the error's description.
+_GENERIC = frozenset({"InvalidJson", "MissingField", "InvalidField", "ValidationError",
+                      "Unauthorized"})
 
 
 @dataclass(frozen=True)
@@ -90,8 +87,10 @@ class ApiError(Exception):
 
 
 def error_body(status: int, code: str, message: str) -> dict[str, Any]:
-    return {"code": code, "description": _DESCRIPTIONS.get(status, "Error"),
-            "details": {"message": message}}
+    """The gateway error object, in the same vocabulary as endpoints 1-3 (code by status,
+    e.g. ``TRX-422``; description names the reason, e.g. ``CryptogramUsed``)."""
+    return engine_error_body(status, message,
+                             description=None if code in _GENERIC else code)
 
 
 def error_response(exc: ApiError) -> JSONResponse:

@@ -54,7 +54,8 @@ _OPTIONS: dict[str, tuple[str, str | None]] = {
                 "sandbox-api-key"),
     "token": ("Admin token of the sandbox's /_sandbox routes, when it has one "
               "(also $WALLETCTL_SANDBOX_TOKEN).", None),
-    "service-secret": ("Public key service secret of the sandbox.", "sandbox-secret"),
+    "service-secret": ("Public key service secret of the sandbox (default: the API key when "
+                       "one was given, else sandbox-secret, as `sandbox serve` does).", None),
     "merchant-id": ("Merchant id the fixtures use.", "M-1001"),
     "store-id": ("Store id the fixtures use.", "S-01"),
     "user-id": ("User id the fixtures use.", "ops-bot"),
@@ -102,7 +103,9 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
     ids: dict[str, Any] = {
         "api_key": get("api-key"), "merchant_id": get("merchant-id"),
         "store_id": get("store-id"), "user_id": get("user-id"),
-        "service_secret": get("service-secret"), "admin_token": _setting(pytestconfig, "token"),
+        "service_secret": _setting(pytestconfig, "service-secret") or _default_secret(
+            get("api-key")),
+        "admin_token": _setting(pytestconfig, "token"),
     }
     url = _setting(pytestconfig, "url")
     if url:
@@ -127,6 +130,13 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
         handle = WalletSandbox(base_url=sandbox.url, amount_format=fmt, **ids)
         handle._baseline_faults = handle.current_faults()
         yield handle
+
+
+def _default_secret(api_key: str) -> str:
+    """What ``walletctl sandbox serve`` uses when no --service-secret is given."""
+    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
+
+    return api_key if api_key != DEFAULT_API_KEY else DEFAULT_SERVICE_SECRET
 
 
 def _seconds(text: str) -> float:
