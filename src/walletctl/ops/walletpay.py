@@ -221,7 +221,7 @@ def get_account(client: GatewayClient, account_id: str, key_id: str) -> PaymentA
     try:
         data = client.send(prepare_account(client, account_id, key_id))
     except GatewayError as exc:
-        if exc.code == "EncryptionKeyMismatch":
+        if "EncryptionKeyMismatch" in (exc.code, exc.description):
             exc.hint = KEY_MISMATCH_HINT
         raise
     try:
