@@ -178,21 +178,28 @@ class _BoundaryGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except WalletctlError as exc:
-            if _debug_enabled(ctx):
-                raise
+            # --debug adds the traceback; the exit code stays the documented one.
+            _traceback_if_debug(ctx)
             _report(exc.message, exc.hint)
             ctx.exit(int(exc.exit_code))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM and SIGHUP (see run())
+            _traceback_if_debug(ctx)
             _report("interrupted", None)
             ctx.exit(int(ExitCode.INTERRUPTED))
         except _PASS_THROUGH:
             raise
         except Exception as exc:  # a bug: never a traceback (it could show secrets) unless --debug
-            if _debug_enabled(ctx):
-                raise
+            _traceback_if_debug(ctx)
             _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
             ctx.exit(int(ExitCode.ERROR))
         return None
+
+
+def _traceback_if_debug(ctx: ClickContext) -> None:
+    if _debug_enabled(ctx):
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
 
 
 def _debug_enabled(ctx: ClickContext) -> bool:
@@ -279,6 +286,23 @@ def _report(message: str, hint: str | None) -> None:
     print_error(message, hint)
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM and SIGHUP behave exactly like Ctrl-C: a money move in flight is reported as
+    an unknown outcome (exit 8), anything else exits 130; a batch stops cleanly. A signal
+    the parent set to be ignored (``nohup``) stays ignored."""
+    import signal
+
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _interrupt)
+
+
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point (the error boundary lives in ``_BoundaryGroup``)."""
+    install_signal_handlers()
     app(args=argv, prog_name="walletctl")

@@ -188,7 +188,7 @@ def authorize(
         confirm(f"{req.type} of {format_major(value, cur)} on {acct.card_type} account "
                 f"{acct.masked_card_number or acct_id} (ref {reference})",
                 yes=yes, action="authorization")
-        resp = send_authorization(client, call)
+        resp = send_authorization(client, call, req)
     row: dict[str, Any] = {
         "id": resp.id, "state": resp.state, "providerStateCode": resp.provider_state_code,
         "type": resp.type or req.type,
@@ -198,6 +198,10 @@ def authorize(
         "transactionAccountId": acct_id, "cardType": acct.card_type,
     }
     _emit(state.output_format, row, "Authorization")
+    if resp.state == "Pending":  # accepted, not done: an outcome still to look up
+        from walletctl.errors import UnknownOutcomeError
+
+        raise UnknownOutcomeError(reference, "the gateway answered Pending: not done yet")
     if resp.state != "Approved":
         from walletctl.render.console import print_error
 

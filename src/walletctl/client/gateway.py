@@ -22,6 +22,18 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from walletctl import __version__
 from walletctl.client._httpx import httpx
+from walletctl.client.checks import check_echo, check_records
+from walletctl.client.guard import (
+    BadEncoding,
+    BodyReader,
+    BodyTooLarge,
+    DeadlineExceeded,
+    alarm,
+    clean,
+    clean_text,
+    credential_parts,
+    overall_deadline,
+)
 from walletctl.config.profile import Profile
 from walletctl.errors import (
     AuthError,
@@ -33,7 +45,7 @@ from walletctl.errors import (
 )
 from walletctl.models.base import dumps, loads
 from walletctl.models.records import TransactionRecord, parse_records
-from walletctl.render.mask import mask_body, mask_headers, mask_text, scrub
+from walletctl.render.mask import mask_body, mask_headers
 
 if TYPE_CHECKING:  # imported where used: `walletctl lookup` never needs the request models
     from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
@@ -86,10 +98,7 @@ class PreparedCall:
         for name in self.secret_headers:
             value = self.request.headers.get(name)
             if value:
-                found.append(value)
-                credential = value.partition(" ")[2].strip()
-                if credential:
-                    found.append(credential)
+                found.extend(credential_parts(value))
         return tuple(found)
 
     def describe(self) -> dict[str, Any]:
@@ -170,19 +179,17 @@ class _Base:
         if d["body"] is not None:
             self.trace(f"> {dumps(d['body'])}")
 
-    def _trace_response(
-        self, response: httpx.Response, elapsed: float, secrets: tuple[str, ...] = ()
-    ) -> None:
+    def _trace_response(self, answer: Answer, elapsed: float) -> None:
         if self.trace is None:
             return
-        self.trace(f"< HTTP {response.status_code} ({elapsed * 1000:.0f} ms)")
-        for name, value in mask_headers(response.headers).items():
-            self.trace(f"< {name}: {mask_text(value, secrets)}")
-        if response.content:
-            try:
-                self.trace(f"< {dumps(scrub(mask_body(loads(response.content)), secrets))}")
-            except (ValueError, RecursionError):
-                self.trace(f"< ({len(response.content)} bytes, not JSON)")
+        self.trace(f"< HTTP {answer.status} ({elapsed * 1000:.0f} ms)")
+        for name, value in mask_headers(answer.headers).items():
+            self.trace(f"< {clean_text(name)}: {clean_text(value, answer.secrets)}")
+        if answer.size:
+            if answer.is_json:
+                self.trace(f"< {dumps(mask_body(answer.data))}")
+            else:
+                self.trace(f"< ({answer.size} bytes, not JSON)")
 
     # -- mapping ---------------------------------------------------------------------------
     def _map_transport_error(self, call: PreparedCall, exc: httpx.TransportError) -> Exception:
@@ -197,21 +204,36 @@ class _Base:
             return UnknownOutcomeError(call.reference or "the request", _reason(exc))
         return NetworkError(f"no answer from {url} ({_reason(exc)})", hint="safe to run again")
 
-    def _handle(self, call: PreparedCall, response: httpx.Response) -> Any:
-        status = response.status_code
+    def _map_guard_error(self, call: PreparedCall, exc: BaseException) -> Exception:
+        """Deadline passed, answer too large or undecodable: the answer was not read."""
+        url = f"{call.request.method} {call.request.url.copy_with(query=None)}"
+        if isinstance(exc, DeadlineExceeded):
+            limit = overall_deadline(self.profile.timeout)
+            reason = f"no complete answer within {limit:g} s (twice the timeout)"
+        else:
+            reason = clean_text(str(exc))
+        if call.moves_money:
+            return UnknownOutcomeError(call.reference or "the request", reason)
+        if isinstance(exc, DeadlineExceeded):
+            return NetworkError(f"no answer from {url} ({reason})", hint="safe to run again")
+        return ResponseError(f"unreadable answer from {url}: {reason}")
+
+    def _answer(self, call: PreparedCall, response: httpx.Response, body: bytes) -> Answer:
+        return Answer(response.status_code, response.headers, body, call.secrets())
+
+    def _handle(self, call: PreparedCall, answer: Answer) -> Any:
+        status = answer.status
         if status >= 400:
-            raise _gateway_error(call, response)
+            raise _gateway_error(call, answer)
         if 300 <= status < 400:
-            where = response.headers.get("Location", "?")
+            where = clean_text(answer.headers.get("Location", "?"), call.secrets())[:300]
             raise ResponseError(
                 f"gateway answered HTTP {status}, a redirect to {where} (not followed)",
                 hint="check the profile's base_url (https? path prefix?)",
             )
-        if not response.content:
+        if not answer.size:
             return None
-        try:
-            return loads(response.content)
-        except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse
+        if not answer.is_json:  # not JSON, or nested too deeply to parse
             raise ResponseError(
                 f"gateway answered HTTP {status} with a body that is not JSON",
                 hint=(
@@ -220,6 +242,27 @@ class _Base:
                     else None
                 ),
             ) from None
+        return answer.data
+
+
+class Answer:
+    """A read, decoded and sanitised answer (see :mod:`walletctl.client.guard`)."""
+
+    def __init__(
+        self, status: int, headers: httpx.Headers, body: bytes, secrets: tuple[str, ...]
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.secrets = secrets
+        self.size = len(body)
+        self.is_json = False
+        self.data: Any = None
+        if body:
+            try:
+                self.data = clean(loads(body), secrets)
+                self.is_json = True
+            except (ValueError, RecursionError):
+                pass
 
 
 def _reason(exc: Exception) -> str:
@@ -265,14 +308,9 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
-def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError:
+def _gateway_error(call: PreparedCall, response: Answer) -> GatewayError:
     code = description = detail = None
-    body: Any = None
-    try:
-        body = loads(response.content) if response.content else None
-        body = scrub(body, call.secrets())  # a gateway may echo the credential it was given
-    except (ValueError, RecursionError):
-        body = None
+    body: Any = response.data  # sanitised and scrubbed of the request's credentials
     if isinstance(body, dict):
         lower = {str(k).lower(): v for k, v in body.items()}
         code = _str(lower.get("code"))
@@ -282,7 +320,7 @@ def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError
             detail = _str({str(k).lower(): v for k, v in details.items()}.get("message"))
         elif isinstance(details, str):
             detail = details
-    status = response.status_code
+    status = response.status
     retry_after = parse_retry_after(response.headers.get("Retry-After"))
     hint = None
     if status in (401, 403):
@@ -357,10 +395,32 @@ class GatewayClient(_Base):
     def send(self, call: PreparedCall) -> Any:
         self._trace_request(call)
         started = time.perf_counter()
+        limit = overall_deadline(self.profile.timeout)
         try:
-            response = self._http.send(call.request)
+            # From here until the answer is handled, an interrupt (Ctrl-C, SIGTERM, SIGHUP)
+            # leaves a money move's outcome unknown.
+            with alarm(limit):
+                response = self._http.send(call.request, stream=True)
+                try:
+                    if response.is_stream_consumed:  # an in-memory transport: already decoded
+                        reader = BodyReader(None)
+                        reader.feed(response.content)
+                    else:
+                        reader = BodyReader(
+                            response.headers.get("Content-Encoding"), time.monotonic() + limit
+                        )
+                        for chunk in response.iter_raw():
+                            reader.feed(chunk)
+                    body = reader.finish()
+                finally:
+                    response.close()
+            answer = self._answer(call, response, body)
+            self._trace_response(answer, time.perf_counter() - started)
+            return self._handle(call, answer)
         except httpx.TransportError as exc:
             raise self._map_transport_error(call, exc) from None
+        except (DeadlineExceeded, BodyTooLarge, BadEncoding) as exc:
+            raise self._map_guard_error(call, exc) from None
         except KeyboardInterrupt:
             # Ctrl-C while a money move is in flight: it may have been applied, and running
             # the command again would derive a NEW reference and move the money twice.
@@ -369,8 +429,6 @@ class GatewayClient(_Base):
                     call.reference or "the request", "interrupted while waiting for the answer"
                 ) from None
             raise
-        self._trace_response(response, time.perf_counter() - started, call.secrets())
-        return self._handle(call, response)
 
     def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
         return self.send(self.prepare(method, path_key, **kwargs))
@@ -407,6 +465,7 @@ class GatewayClient(_Base):
         data = self.send(self.prepare_followup(req))
         from walletctl.models.followup import FollowUpResponse
 
+        _check_followup(self.profile, req, data)
         result: FollowUpResponse = _parse(
             FollowUpResponse, data, self.profile, req.operation, req.client_system_transaction_id
         )
@@ -421,7 +480,20 @@ class GatewayClient(_Base):
         )
 
     def lookup(self, reference: str) -> list[TransactionRecord]:
-        return parse_records(self.send(self.prepare_lookup(reference)), self.profile.amount_format)
+        data = self.send(self.prepare_lookup(reference))
+        return check_records(parse_records(data, self.profile.amount_format))
+
+
+def _check_followup(profile: Profile, req: FollowUpRequest, data: Any) -> None:
+    check_echo(
+        data,
+        reference=req.client_system_transaction_id,
+        invoice=req.client_system_invoice_id,
+        amount=req.amount,
+        currency=req.currency_code,
+        operation=req.type,
+        fmt=profile.amount_format,
+    )
 
 
 def lookup_params(profile: Profile, reference: str) -> dict[str, str]:
@@ -476,20 +548,36 @@ class AsyncGatewayClient(_Base):
         await self._transport.aclose()
 
     async def send(self, call: PreparedCall) -> Any:
+        import asyncio
+
         self._trace_request(call)
         started = time.perf_counter()
         request = call.request
         request.extensions.setdefault("timeout", self._timeout)
+        limit = overall_deadline(self.profile.timeout)
         try:
-            response = await self._transport.handle_async_request(request)
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
+            async with asyncio.timeout(limit):
+                response = await self._transport.handle_async_request(request)
+                try:
+                    if response.is_stream_consumed:  # an in-memory transport: already decoded
+                        reader = BodyReader(None)
+                        reader.feed(response.content)
+                    else:
+                        reader = BodyReader(response.headers.get("Content-Encoding"))
+                        async for chunk in response.aiter_raw():
+                            reader.feed(chunk)
+                    body = reader.finish()
+                finally:
+                    await response.aclose()
         except httpx.TransportError as exc:
             raise self._map_transport_error(call, exc) from None
-        self._trace_response(response, time.perf_counter() - started, call.secrets())
-        return self._handle(call, response)
+        except TimeoutError:
+            raise self._map_guard_error(call, DeadlineExceeded()) from None
+        except (BodyTooLarge, BadEncoding) as exc:
+            raise self._map_guard_error(call, exc) from None
+        answer = self._answer(call, response, body)
+        self._trace_response(answer, time.perf_counter() - started)
+        return self._handle(call, answer)
 
     async def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
         return await self.send(self.prepare(method, path_key, **kwargs))
@@ -504,9 +592,11 @@ class AsyncGatewayClient(_Base):
         )
         from walletctl.models.followup import FollowUpResponse
 
+        data = await self.send(call)
+        _check_followup(self.profile, req, data)
         result: FollowUpResponse = _parse(
             FollowUpResponse,
-            await self.send(call),
+            data,
             self.profile,
             req.operation,
             req.client_system_transaction_id,
@@ -520,4 +610,4 @@ class AsyncGatewayClient(_Base):
             params=lookup_params(self.profile, reference),
             reference=reference,
         )
-        return parse_records(await self.send(call), self.profile.amount_format)
+        return check_records(parse_records(await self.send(call), self.profile.amount_format))

@@ -296,8 +296,16 @@ def prepare_authorization(client: GatewayClient, req: AuthorizationRequest) -> P
                           reference=req.client_system_transaction_id, moves_money=True)
 
 
-def send_authorization(client: GatewayClient, call: PreparedCall) -> AuthorizationResponse:
+def send_authorization(
+    client: GatewayClient, call: PreparedCall, req: AuthorizationRequest | None = None
+) -> AuthorizationResponse:
     data = client.send(call)
+    if req is not None:  # an answer naming another reference/amount is no success
+        from walletctl.client.checks import check_echo
+
+        check_echo(data, reference=req.client_system_transaction_id, amount=req.amount,
+                   currency=req.currency_code, operation=req.type,
+                   fmt=client.profile.amount_format)
     try:
         return AuthorizationResponse.from_wire(data, client.profile.amount_format)
     except RequestValidationError as exc:
