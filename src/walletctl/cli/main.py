@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 from walletctl import __version__
 from walletctl.cli.state import get_state
-from walletctl.constants import Env, ExitCode
+from walletctl.constants import MAX_TIMEOUT, Env, ExitCode
 
 # click's exceptions (usage errors, --help exits) pass through the boundary untouched.
 _PASS_THROUGH: tuple[type[BaseException], ...] = (
@@ -223,6 +223,12 @@ app = typer.Typer(
 )
 
 
+def _finite_timeout(value: float | None) -> float | None:
+    if value is not None and value != value:  # NaN passes click's range check
+        raise typer.BadParameter("must be a number of seconds, not nan")
+    return value
+
+
 def _version(value: bool) -> None:
     if value:
         print(f"walletctl {__version__}")
@@ -254,7 +260,11 @@ def main(
     timeout: Annotated[
         Optional[float],  # noqa: UP045
         typer.Option(
-            "--timeout", help="Request timeout in seconds (overrides the profile).", min=0.1
+            "--timeout",
+            help="Request timeout in seconds (overrides the profile).",
+            min=0.1,
+            max=MAX_TIMEOUT,
+            callback=_finite_timeout,
         ),
     ] = None,
     debug: Annotated[

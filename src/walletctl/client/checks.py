@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from walletctl.errors import ResponseError, UnknownOutcomeError
+from walletctl.errors import RequestValidationError, ResponseError, UnknownOutcomeError
 from walletctl.models.money import AmountFormat, from_wire
 from walletctl.models.records import TransactionRecord
 
@@ -80,3 +80,22 @@ def check_records(records: list[TransactionRecord]) -> list[TransactionRecord]:
                 hint="the gateway's answer cannot be trusted: nothing was sent",
             )
     return records
+
+
+def check_identifier(value: str, field: str, max_length: int = 64) -> str:
+    """A reference or id typed by the user, before it goes into a URL (nothing sent yet)."""
+    rule = None
+    if not value.strip():
+        rule = "must not be empty"
+    elif len(value) > max_length:
+        rule = f"must be at most {max_length} characters (got {len(value)})"
+    elif any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        rule = "must not contain control characters (newline, tab, escape...)"
+    else:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            rule = "is not valid text (undecodable bytes in the argument?)"
+    if rule is not None:
+        raise RequestValidationError([(field, rule)])
+    return value

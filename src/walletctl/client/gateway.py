@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from walletctl import __version__
 from walletctl.client._httpx import httpx
-from walletctl.client.checks import check_echo, check_records
+from walletctl.client.checks import check_echo, check_identifier, check_records
 from walletctl.client.guard import (
     BadEncoding,
     BodyReader,
@@ -163,7 +163,12 @@ class _Base:
         if json is not None:
             content = dumps(json).encode()
             hdrs["Content-Type"] = "application/json"
-        request = httpx.Request(method, url, params=params, headers=hdrs, content=content)
+        try:
+            request = httpx.Request(method, url, params=params, headers=hdrs, content=content)
+        except (httpx.InvalidURL, UnicodeError, ValueError) as exc:  # nothing was sent
+            raise RequestValidationError(
+                [("request", f"cannot be sent: {clean_text(str(exc))[:200]}")]
+            ) from None
         return PreparedCall(
             request, reference=reference, moves_money=moves_money, secret_headers=secret_headers
         )
@@ -472,6 +477,7 @@ class GatewayClient(_Base):
         return result
 
     def prepare_lookup(self, reference: str) -> PreparedCall:
+        check_identifier(reference, "REF")
         return self.prepare(
             "GET",
             "apm_transactions",
@@ -604,6 +610,7 @@ class AsyncGatewayClient(_Base):
         return result
 
     async def lookup(self, reference: str) -> list[TransactionRecord]:
+        check_identifier(reference, "REF")
         call = self.prepare(
             "GET",
             "apm_transactions",

@@ -154,19 +154,9 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
 
 def read_event(path: Path) -> PaymentResult:
     """A posted ``event.detail`` (file or ``-``); a gateway error object is refused."""
-    import sys
+    from walletctl.ops.inputs import read_document
 
-    from walletctl.models.base import loads
-
-    where = str(path)
-    try:
-        raw = sys.stdin.buffer.read() if where == "-" else path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--event: cannot read {where}: {exc.strerror}") from None
-    try:
-        data = loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RequestValidationError([(f"--event {where}", f"invalid JSON: {exc}")]) from None
+    data = read_document(path, "--event")
     detail = parse_event_detail(data)
     if isinstance(detail, GatewayErrorObject):
         message = detail.details.message if detail.details else None
@@ -195,8 +185,9 @@ def resolve_key_id(profile: Profile, explicit: str | None) -> str:
 
 
 def prepare_account(client: GatewayClient, account_id: str, key_id: str) -> PreparedCall:
-    if not account_id.strip():
-        raise RequestValidationError([("transactionAccountId", "must not be empty")])
+    from walletctl.client.checks import check_identifier
+
+    check_identifier(account_id, "transactionAccountId", max_length=255)
     profile = client.profile
     return client.prepare(
         "GET", "payment_accounts", path_suffix="/" + quote(account_id, safe=""),
@@ -274,18 +265,9 @@ def build_authorization(
 
 def read_three_ds(path: Path) -> ThreeDSecure:
     """``--3ds FILE|-``: JSON ``{threeDSServerTransId, authenticationValue, eci}``."""
-    import sys
+    from walletctl.ops.inputs import read_document
 
-    from walletctl.models.base import loads
-
-    where = str(path)
-    try:
-        raw = sys.stdin.buffer.read() if where == "-" else path.read_bytes()
-        data: Any = loads(raw)
-    except OSError as exc:
-        raise UsageError(f"--3ds: cannot read {where}: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RequestValidationError([(f"--3ds {where}", f"invalid JSON: {exc}")]) from None
+    data: Any = read_document(path, "--3ds")
     if isinstance(data, dict):  # the sandbox's challenge answer carries transStatus too
         data = {k: v for k, v in data.items() if str(k).lower() != "transstatus"}
     return ThreeDSecure.from_wire(data)
