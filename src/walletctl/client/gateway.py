@@ -182,7 +182,7 @@ class _Base:
         for name, value in d["headers"].items():
             self.trace(f"> {name}: {value}")
         if d["body"] is not None:
-            self.trace(f"> {dumps(d['body'])}")
+            self.trace(_one_line(f"> {dumps(d['body'])}"))
 
     def _trace_response(self, answer: Answer, elapsed: float) -> None:
         if self.trace is None:
@@ -192,7 +192,7 @@ class _Base:
             self.trace(f"< {clean_text(name)}: {clean_text(value, answer.secrets)}")
         if answer.size:
             if answer.is_json:
-                self.trace(f"< {dumps(mask_body(answer.data))}")
+                self.trace(_one_line(f"< {dumps(mask_body(answer.data))}"))
             else:
                 self.trace(f"< ({answer.size} bytes, not JSON)")
 
@@ -268,6 +268,13 @@ class Answer:
                 self.is_json = True
             except (ValueError, RecursionError):
                 pass
+
+
+def _one_line(text: str, limit: int = 2000) -> str:
+    """A trace line: long bodies are cut (the whole body is rarely what one needs to see)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 40]}...({len(text) - limit + 40} more characters)"
 
 
 def _reason(exc: Exception) -> str:
