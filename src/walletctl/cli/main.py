@@ -165,7 +165,11 @@ class _BoundaryGroup(TyperGroup):
         return load_command(cmd_name)
 
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, hoist_global_options(args, self, ctx))
+        try:
+            return super().parse_args(ctx, hoist_global_options(args, self, ctx))
+        except _PASS_THROUGH as exc:  # a bad global option: its message stays short too
+            _shorten_click_message(exc)
+            raise
 
     def format_commands(self, ctx: ClickContext, formatter: Any) -> None:
         rows = [(name, help_line) for name, (_, help_line) in COMMANDS.items()]
@@ -186,13 +190,21 @@ class _BoundaryGroup(TyperGroup):
             _traceback_if_debug(ctx)
             _report("interrupted", None)
             ctx.exit(int(ExitCode.INTERRUPTED))
-        except _PASS_THROUGH:
+        except _PASS_THROUGH as exc:
+            _shorten_click_message(exc)
             raise
         except Exception as exc:  # a bug: never a traceback (it could show secrets) unless --debug
             _traceback_if_debug(ctx)
             _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
             ctx.exit(int(ExitCode.ERROR))
         return None
+
+
+def _shorten_click_message(exc: BaseException) -> None:
+    """click repeats a bad value in its message: a 100k-character value stays one short line."""
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and len(message) > 500:
+        exc.message = message[:480] + "...(truncated)"  # type: ignore[attr-defined]
 
 
 def _traceback_if_debug(ctx: ClickContext) -> None:

@@ -67,6 +67,10 @@ def keys(
     if result.saved:
         row["saved"] = list(result.saved)
     _emit(state.output_format, row, "Public keys")
+    if result.cache_error:
+        from walletctl.render.console import print_note
+
+        print_note(f"warning: {result.cache_error}")
     if result.saved:
         from walletctl.render.console import print_note
 

@@ -208,11 +208,13 @@ class _Parser:
         """The optional sub-table ``key`` of ``table`` (empty when absent)."""
         return self.table(table.get(key, {}), _loc(location, key))
 
-    def text(self, value: Any, location: str) -> str:
+    def text(self, value: Any, location: str, max_length: int = 1024) -> str:
         if not isinstance(value, str):
             self.fail(location, f"must be a string, not {_kind(value)}")
         if not value.strip():
             self.fail(location, "must not be empty")
+        if len(value) > max_length:
+            self.fail(location, f"must be at most {max_length} characters (got {len(value)})")
         if any(ord(c) < 32 or ord(c) == 127 for c in value):
             self.fail(location, "must not contain control characters")
         return value
@@ -311,9 +313,9 @@ class _Parser:
         return Profile(
             name=name,
             base_url=self.url(table["base_url"], _loc(loc, "base_url")),
-            merchant_id=self.text(table["merchant_id"], _loc(loc, "merchant_id")),
-            store_id=self.text(table["store_id"], _loc(loc, "store_id")),
-            user_id=self.text(table["user_id"], _loc(loc, "user_id")),
+            merchant_id=self.text(table["merchant_id"], _loc(loc, "merchant_id"), 255),
+            store_id=self.text(table["store_id"], _loc(loc, "store_id"), 255),
+            user_id=self.text(table["user_id"], _loc(loc, "user_id"), 255),
             amount_format=amount_format,
             currency=currency,
             timeout=timeout,

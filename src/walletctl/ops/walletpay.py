@@ -49,6 +49,7 @@ class KeysResult:
     source: str  # "gateway" | "cache"
     cache_path: Path | None = None
     saved: tuple[str, ...] = ()
+    cache_error: str | None = None  # the keys were fetched, but could not be cached
 
 
 def cache_dir() -> Path:
@@ -133,11 +134,16 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
     path = cache_path(profile)
     keys = None if refresh else _read_cache(path, now or datetime.now(UTC))
     source = "cache"
+    cache_error = None
     if keys is None:
         keys = fetch_keys(client)
         source = "gateway"
         if parse_expiry(keys.expires_at) is not None:
-            _write_cache(path, keys)
+            try:
+                _write_cache(path, keys)
+            except OSError as exc:  # the cache is an optimisation: warn, do not fail
+                cache_error = f"cannot write the key cache {path}: " + (
+                    exc.strerror or type(exc).__name__)
     saved: tuple[str, ...] = ()
     if save:
         from walletctl.config.secrets import save_secret
@@ -146,7 +152,8 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
             "API key -> " + save_secret(profile, "key", keys.api_key),
             "encryption key -> " + save_secret(profile, "encryption_key", keys.encryption_key),
         )
-    return KeysResult(keys=keys, source=source, cache_path=path, saved=saved)
+    return KeysResult(keys=keys, source=source, cache_path=path, saved=saved,
+                      cache_error=cache_error)
 
 
 # -- event.detail ------------------------------------------------------------------------------
@@ -188,6 +195,7 @@ def prepare_account(client: GatewayClient, account_id: str, key_id: str) -> Prep
     from walletctl.client.checks import check_identifier
 
     check_identifier(account_id, "transactionAccountId", max_length=255)
+    check_identifier(key_id, "--encryption-key-id", max_length=255)
     profile = client.profile
     return client.prepare(
         "GET", "payment_accounts", path_suffix="/" + quote(account_id, safe=""),
