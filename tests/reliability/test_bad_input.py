@@ -133,7 +133,7 @@ def test_special_config_files_are_refused(files: dict[str, Path], which: str) ->
 
 @pytest.mark.parametrize("timeout", ["1e300", "3601", "nan", "inf"])
 def test_absurd_profile_timeouts_are_config_errors(tmp_path: Path, timeout: str) -> None:
-    config = write_profile(tmp_path, "http://127.0.0.1:9", timeout=timeout)  # type: ignore[arg-type]
+    config = write_profile(tmp_path, "http://127.0.0.1:9", timeout=timeout)
     result = run_cli(config, "lookup", "PRE-1")
     check_one_line(result, ExitCode.CONFIG, "timeout")
 
