@@ -34,7 +34,8 @@ def _confirmed(journal: Path) -> int:
     return int(n)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+# SIGINT and SIGTERM: tests/batch; SIGHUP is the one issue 9 added to the batch's handlers
+@pytest.mark.parametrize("sig", [signal.SIGHUP], ids=["SIGHUP"])
 def test_batch_stops_cleanly_on_a_signal_and_resumes(
     live_sandbox: Any, tmp_path: Path, sig: int
 ) -> None:

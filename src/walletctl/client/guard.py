@@ -83,7 +83,7 @@ def alarm(seconds: float) -> Iterator[None]:
     finally:
         armed[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
 
 
 class BodyReader:
