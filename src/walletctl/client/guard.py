@@ -27,7 +27,7 @@ from typing import Any
 
 MAX_WIRE_BYTES = 4 * 1024 * 1024  # compressed (as received)
 MAX_BODY_BYTES = 16 * 1024 * 1024  # decoded
-MAX_TEXT = 2000  # one gateway string, after escaping (a multi-megabyte error line is cut)
+MAX_TEXT = 4096  # one gateway string after escaping: a 2,048-char URL fits, a 1 MB line not
 
 # Control characters, DEL, C1, bidi embeddings/overrides/isolates, LS/PS, BOM/zero-width.
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
