@@ -327,4 +327,12 @@ def install_signal_handlers() -> None:
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point (the error boundary lives in ``_BoundaryGroup``)."""
     install_signal_handlers()
-    app(args=argv, prog_name="walletctl")
+    try:
+        app(args=argv, prog_name="walletctl")
+    except SystemExit as exc:
+        # An interrupt before the error boundary runs (while parsing, loading a command):
+        # click turns it into "Aborted!" and exit 1; the documented code is 130.
+        abort = exc.__context__
+        if exc.code == 1 and isinstance(getattr(abort, "__cause__", None), KeyboardInterrupt):
+            raise SystemExit(int(ExitCode.INTERRUPTED)) from None
+        raise
