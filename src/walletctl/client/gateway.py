@@ -14,14 +14,23 @@ Transport errors are split by what they prove:
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from walletctl import __version__
 from walletctl.client._httpx import httpx
+from walletctl.client.answers import MAX_RETRY_AFTER as MAX_RETRY_AFTER
+from walletctl.client.answers import (
+    Answer,
+    gateway_error,
+    nothing_sent,
+    one_line,
+    parse_model,
+    reason_of,
+)
+from walletctl.client.answers import PreparedCall as PreparedCall  # re-exported
+from walletctl.client.answers import parse_retry_after as parse_retry_after
 from walletctl.client.checks import check_echo, check_identifier, check_records
 from walletctl.client.guard import (
     BadEncoding,
@@ -29,21 +38,17 @@ from walletctl.client.guard import (
     BodyTooLarge,
     DeadlineExceeded,
     alarm,
-    clean,
     clean_text,
-    credential_parts,
     overall_deadline,
 )
 from walletctl.config.profile import Profile
 from walletctl.errors import (
-    AuthError,
-    GatewayError,
     NetworkError,
     RequestValidationError,
     ResponseError,
     UnknownOutcomeError,
 )
-from walletctl.models.base import dumps, loads
+from walletctl.models.base import dumps
 from walletctl.models.records import TransactionRecord, parse_records
 from walletctl.render.mask import mask_body, mask_headers
 
@@ -52,17 +57,6 @@ if TYPE_CHECKING:  # imported where used: `walletctl lookup` never needs the req
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
 
 Trace = Callable[[str], None]
-MAX_RETRY_AFTER = 60.0
-
-# aiohttp exceptions (seen as __cause__ through httpx-aiohttp) raised before a byte was sent.
-_AIOHTTP_CONNECT_PHASE = (
-    "ClientConnectorError",
-    "ConnectionTimeoutError",
-    "ClientConnectorCertificateError",
-    "ClientConnectorSSLError",
-    "ClientConnectorDNSError",
-    "ClientProxyConnectionError",
-)
 
 
 def profile_timeout(profile: Profile) -> httpx.Timeout:
@@ -74,44 +68,6 @@ def _auth_header(profile: Profile) -> tuple[str, str] | None:
     from walletctl.config.secrets import auth_header
 
     return auth_header(profile)
-
-
-class PreparedCall:
-    """One request ready to send (also what --dry-run prints)."""
-
-    def __init__(
-        self,
-        request: httpx.Request,
-        *,
-        reference: str | None,
-        moves_money: bool,
-        secret_headers: tuple[str, ...],
-    ) -> None:
-        self.request = request
-        self.reference = reference
-        self.moves_money = moves_money
-        self.secret_headers = secret_headers
-
-    def secrets(self) -> tuple[str, ...]:
-        """The credentials this request carries (to scrub from whatever comes back)."""
-        found: list[str] = []
-        for name in self.secret_headers:
-            value = self.request.headers.get(name)
-            if value:
-                found.extend(credential_parts(value))
-        return tuple(found)
-
-    def describe(self) -> dict[str, Any]:
-        """The exact request with secrets masked."""
-        body: Any = None
-        if self.request.content:
-            body = mask_body(loads(self.request.content))
-        return {
-            "method": self.request.method,
-            "url": str(self.request.url),
-            "headers": mask_headers(self.request.headers, self.secret_headers),
-            "body": body,
-        }
 
 
 class _Base:
@@ -182,7 +138,7 @@ class _Base:
         for name, value in d["headers"].items():
             self.trace(f"> {name}: {value}")
         if d["body"] is not None:
-            self.trace(_one_line(f"> {dumps(d['body'])}"))
+            self.trace(one_line(f"> {dumps(d['body'])}"))
 
     def _trace_response(self, answer: Answer, elapsed: float) -> None:
         if self.trace is None:
@@ -192,22 +148,22 @@ class _Base:
             self.trace(f"< {clean_text(name)}: {clean_text(value, answer.secrets)}")
         if answer.size:
             if answer.is_json:
-                self.trace(_one_line(f"< {dumps(mask_body(answer.data))}"))
+                self.trace(one_line(f"< {dumps(mask_body(answer.data))}"))
             else:
                 self.trace(f"< ({answer.size} bytes, not JSON)")
 
     # -- mapping ---------------------------------------------------------------------------
     def _map_transport_error(self, call: PreparedCall, exc: httpx.TransportError) -> Exception:
         url = f"{call.request.method} {call.request.url.copy_with(query=None)}"
-        if _nothing_sent(exc):
+        if nothing_sent(exc):
             return NetworkError(
-                f"could not connect: {url} ({_reason(exc)})",
+                f"could not connect: {url} ({reason_of(exc)})",
                 hint="check the profile's base_url and that the gateway is reachable; "
                 "nothing was sent",
             )
         if call.moves_money:
-            return UnknownOutcomeError(call.reference or "the request", _reason(exc))
-        return NetworkError(f"no answer from {url} ({_reason(exc)})", hint="safe to run again")
+            return UnknownOutcomeError(call.reference or "the request", reason_of(exc))
+        return NetworkError(f"no answer from {url} ({reason_of(exc)})", hint="safe to run again")
 
     def _map_guard_error(self, call: PreparedCall, exc: BaseException) -> Exception:
         """Deadline passed, answer too large or undecodable: the answer was not read."""
@@ -229,7 +185,7 @@ class _Base:
     def _handle(self, call: PreparedCall, answer: Answer) -> Any:
         status = answer.status
         if status >= 400:
-            raise _gateway_error(call, answer)
+            raise gateway_error(call, answer)
         if 300 <= status < 400:
             where = clean_text(answer.headers.get("Location", "?"), call.secrets())[:300]
             raise ResponseError(
@@ -248,137 +204,6 @@ class _Base:
                 ),
             ) from None
         return answer.data
-
-
-class Answer:
-    """A read, decoded and sanitised answer (see :mod:`walletctl.client.guard`)."""
-
-    def __init__(
-        self, status: int, headers: httpx.Headers, body: bytes, secrets: tuple[str, ...]
-    ) -> None:
-        self.status = status
-        self.headers = headers
-        self.secrets = secrets
-        self.size = len(body)
-        self.is_json = False
-        self.data: Any = None
-        if body:
-            try:
-                self.data = clean(loads(body), secrets)
-                self.is_json = True
-            except (ValueError, RecursionError):
-                pass
-
-
-def _one_line(text: str, limit: int = 2000) -> str:
-    """A trace line: long bodies are cut (the whole body is rarely what one needs to see)."""
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 40]}...({len(text) - limit + 40} more characters)"
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:200]
-
-
-def _nothing_sent(exc: httpx.TransportError) -> bool:
-    """True only when the failure provably happened before the request left."""
-    if not isinstance(
-        exc,
-        httpx.ConnectError
-        | httpx.ConnectTimeout
-        | httpx.PoolTimeout
-        | httpx.UnsupportedProtocol
-        | httpx.ProxyError,
-    ):
-        return False
-    # httpx-aiohttp maps every aiohttp ClientConnectionError, including a server that dropped
-    # the connection after reading the request, to ConnectTimeout: trust only connect-phase
-    # causes.
-    cause = exc.__cause__
-    if cause is not None and type(cause).__module__.startswith("aiohttp"):
-        return type(cause).__name__ in _AIOHTTP_CONNECT_PHASE
-    return True
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """``Retry-After`` in seconds or HTTP-date form -> seconds (capped), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds:  # NaN
-        return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-
-
-def _gateway_error(call: PreparedCall, response: Answer) -> GatewayError:
-    code = description = detail = None
-    body: Any = response.data  # sanitised and scrubbed of the request's credentials
-    if isinstance(body, dict):
-        lower = {str(k).lower(): v for k, v in body.items()}
-        code = _str(lower.get("code"))
-        description = _str(lower.get("description"))
-        details = lower.get("details")
-        if isinstance(details, dict):
-            detail = _str({str(k).lower(): v for k, v in details.items()}.get("message"))
-        elif isinstance(details, str):
-            detail = details
-    status = response.status
-    retry_after = parse_retry_after(response.headers.get("Retry-After"))
-    hint = None
-    if status in (401, 403):
-        hint = "check the profile's credentials (`walletctl profile check`)"
-    elif status == 404 and call.reference:
-        hint = (
-            f"no transaction {call.reference} for this merchant and store: check the reference "
-            "and the profile (`walletctl profile show`)"
-        )
-    elif status >= 500 and call.moves_money and call.reference:
-        hint = f"check with `walletctl lookup {call.reference}` before trying again"
-    elif status == 429:
-        wait = "" if retry_after is None else f" {retry_after:g} s (Retry-After)"
-        hint = f"the gateway is rate limiting: wait{wait} and try again"
-    cls = AuthError if status in (401, 403) else GatewayError
-    return cls(
-        status,
-        code=code,
-        description=description,
-        detail=detail,
-        hint=hint,
-        body=mask_body(body),
-        retry_after=retry_after,
-    )
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
-
-
-def _str(value: Any) -> str | None:
-    """Gateway text for a one-line message: no control characters (newlines, ANSI escapes)."""
-    return None if value is None else _CONTROL.sub(" ", str(value))[:500]
-
-
-def _parse(
-    model: Any, data: Any, profile: Profile, what: str, reference: str | None = None
-) -> Any:
-    try:
-        return model.from_wire(data, profile.amount_format)
-    except RequestValidationError as exc:
-        field, rule = exc.problems[0]
-        raise ResponseError(
-            f"unexpected {what} response: {field}: {rule}",
-            # the gateway accepted the request: it may well have been applied
-            hint=f"check with `walletctl lookup {reference}`" if reference else None,
-        ) from None
 
 
 class GatewayClient(_Base):
@@ -459,7 +284,7 @@ class GatewayClient(_Base):
         data = self.send(self.prepare_checkout(req))
         from walletctl.models.checkout import CheckoutResponse
 
-        result: CheckoutResponse = _parse(
+        result: CheckoutResponse = parse_model(
             CheckoutResponse, data, self.profile, "checkout", req.client_system_transaction_id
         )
         return result
@@ -478,7 +303,7 @@ class GatewayClient(_Base):
         from walletctl.models.followup import FollowUpResponse
 
         _check_followup(self.profile, req, data)
-        result: FollowUpResponse = _parse(
+        result: FollowUpResponse = parse_model(
             FollowUpResponse, data, self.profile, req.operation, req.client_system_transaction_id
         )
         return result
@@ -607,7 +432,7 @@ class AsyncGatewayClient(_Base):
 
         data = await self.send(call)
         _check_followup(self.profile, req, data)
-        result: FollowUpResponse = _parse(
+        result: FollowUpResponse = parse_model(
             FollowUpResponse,
             data,
             self.profile,
