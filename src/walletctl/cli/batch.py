@@ -335,7 +335,7 @@ def _run(
                 task.cancel()
 
         installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:
                 loop.add_signal_handler(sig, on_signal)
                 installed.append(sig)

@@ -232,7 +232,11 @@ def _single(
             raise
         rec.answered(response.state)
         _print_result(st.output_format, op, ref, plan, response)
-        if response.state not in ("Approved", "Pending"):
+        if response.state == "Pending":  # accepted, not done: an outcome still to look up
+            raise UnknownOutcomeError(
+                req.client_system_transaction_id, "the gateway answered Pending: not done yet"
+            )
+        if response.state != "Approved":
             raise DeclinedError(
                 f"the gateway answered {response.state}"
                 + (f" ({response.provider_state_code})" if response.provider_state_code else "")
