@@ -25,14 +25,15 @@ from walletctl.errors import ConfigError, UsageError, WalletctlError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.ops.batch.journal import Journal
+    from walletctl.ops.batch.journal import Journal, JournalRow
     from walletctl.ops.batch.plan import Plan
     from walletctl.ops.batch.results import ResultsWriter
-    from walletctl.ops.batch.runner import Gateway, RowResult, RunReport
+    from walletctl.ops.batch.runner import Gateway, RowResult, RunOptions, RunReport
 
 _BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
 MAX_CONCURRENCY = 512
 DRY_RUN_TABLE_ROWS = 20
+NAMED_ON_STDERR = 5  # refused / unknown rows named on stderr (all of them go to --results)
 
 
 def run_batch_command(
@@ -50,12 +51,15 @@ def run_batch_command(
     batch_id: str | None,
     dry_run: bool,
     yes: bool,
+    full_preflight: bool = False,
+    offline: bool = False,
 ) -> int:
     """Plan, confirm and run a batch; returns an :class:`ExitCode` value."""
     from walletctl.cli.state import ENV, get_state
     from walletctl.ops.batch.journal import Journal, default_batch_id
     from walletctl.ops.batch.plan import plan_batch
-    from walletctl.ops.batch.rows import OPS
+    from walletctl.ops.batch.rows import OPS, Problem, Row
+    from walletctl.ops.batch.runner import RunOptions, request_problem
     from walletctl.render.console import print_note
 
     if op not in OPS:
@@ -68,6 +72,8 @@ def run_batch_command(
         raise UsageError("--max-failures: must be at least 1")
     if batch_id is not None and not _BATCH_ID.match(batch_id):
         raise UsageError("--batch-id: must be 4-64 letters, digits, '-' or '_'")
+    if offline and not dry_run:
+        raise UsageError("--offline: only with --dry-run (a real run must reach the gateway)")
 
     state = get_state(ctx)
     profile = state.profile()
@@ -99,10 +105,18 @@ def run_batch_command(
                 return exc.message
             return None
 
+        profiles: dict[str, Profile] = {profile.name: profile}
+
+        def check_request(row: Row) -> Problem | None:
+            name = row.profile or profile.name
+            if name not in profiles:
+                profiles[name] = _load_profile(state, name)
+            return request_problem(profiles[name], op, row)
+
         try:
             plan = plan_batch(
                 input_path, jr, default_currency=profile.currency, skip_invalid=skip_invalid,
-                check_profile=check_profile, display_name=display,
+                check_profile=check_profile, display_name=display, check_request=check_request,
             )
         except WalletctlError:
             if created and not dry_run:
@@ -118,9 +132,15 @@ def run_batch_command(
             print_note(f"resuming batch {bid}: {plan.done_before} row(s) already done "
                        f"(journal {journal_path})")
 
+        options = RunOptions(op=op, concurrency=concurrency, rate=rate,
+                             max_failures=max_failures, direct=not full_preflight,
+                             predict=dry_run)
         if dry_run:
-            _dry_run(state, profile, op, jr, plan, bid, results)
-            return int(ExitCode.OK)
+            report = None
+            if not offline and plan.to_send:
+                report = _run(state, profile, jr, plan, options, None)
+            _dry_run(state, profile, op, jr, plan, bid, results, report)
+            return int(ExitCode.OK) if report is None else _dry_run_exit(report)
 
         if op in ("refund", "reverse") and plan.to_send and not yes:
             summary = _money_summary(plan)
@@ -144,7 +164,7 @@ def run_batch_command(
             except OSError as exc:
                 raise UsageError(f"--results {results}: cannot write ({exc.strerror})") from None
             stack.callback(writer.close)
-        report = _run(state, profile, op, jr, plan, concurrency, rate, max_failures, writer)
+        report = _run(state, profile, jr, plan, options, writer)
         _summary(state, op, bid, journal_path, results, plan, report)
         return int(_exit_code(report))
 
@@ -226,26 +246,57 @@ def _money_summary(plan: Plan) -> str:
 
 
 # ---- dry run ---------------------------------------------------------------------------------
+def _dry_run_exit(report: RunReport) -> int:
+    """A checked dry run exits as the real run would stop: 9/7 when the gateway refuses the
+    credentials or cannot be reached, 6 when lookups kept failing, else 0 (predicted
+    refusals are listed, not an error)."""
+    if report.interrupted:
+        return int(ExitCode.INTERRUPTED)
+    if report.fatal_code is not None:
+        return report.fatal_code
+    if report.breaker_open:
+        return int(ExitCode.GATEWAY)
+    return int(ExitCode.OK)
+
+
+def _dry_status(row: JournalRow, checked: bool) -> str:
+    """done-earlier | would-send | would-refuse | unchecked (the lookup did not answer)."""
+    from walletctl.ops.batch.journal import FINAL_STATES
+
+    if row.state == "refused" and row.attempts == 0:  # refused by this check, never sent
+        return "would-refuse"
+    if row.state in FINAL_STATES:
+        return "done-earlier"
+    if not checked or row.detail == "would-send":
+        return "would-send"
+    return "unchecked"
+
+
 def _dry_run(
     state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, bid: str,
-    results: Path | None,
+    results: Path | None, report: RunReport | None = None,
 ) -> None:
     from walletctl.models.base import dumps
-    from walletctl.ops.batch.journal import FINAL_STATES
     from walletctl.ops.batch.results import ResultsWriter
     from walletctl.ops.batch.runner import build_request
-    from walletctl.render.console import out
+    from walletctl.render.console import out, print_note
 
     table = state.output_format == "table"
     writer = ResultsWriter(results) if results is not None else None
     shown: list[dict[str, Any]] = []
     stdout = sys.stdout
+    tally: dict[str, int] = {}
     try:
         for row in jr.rows():
-            status = "done-earlier" if row.state in FINAL_STATES else "would-send"
+            status = _dry_status(row, report is not None)
+            tally[status] = tally.get(status, 0) + 1
             body = build_request(profile, op, row).to_wire(profile.amount_format)  # type: ignore[arg-type]
             record = {"line": row.line, "op": op, "ref": row.ref, "new_ref": row.new_ref,
                       "amount": f"{row.amount:f}", "currency": row.currency, "status": status}
+            if status in ("would-refuse", "unchecked"):
+                record["reason"] = row.detail
+                if tally[status] <= NAMED_ON_STDERR:
+                    print_note(f"line {row.line}: {row.ref}: {status}: {row.detail}")
             if writer is not None:
                 writer.write(record)
             if table:
@@ -258,7 +309,8 @@ def _dry_run(
             writer.close()
     summary = {
         "batch_id": bid, "op": op, "dry_run": True, "rows": plan.rows,
-        "would_send": plan.to_send, "done_earlier": plan.done_before,
+        "would_send": tally.get("would-send", 0), "would_refuse": tally.get("would-refuse", 0),
+        "unchecked": tally.get("unchecked", 0), "done_earlier": tally.get("done-earlier", 0),
         "invalid_skipped": plan.invalid,
         "totals": {c: f"{v:f}" for c, v in sorted(plan.totals.items())},
     }
@@ -275,26 +327,34 @@ def _dry_run(
     console.print(t)
     if plan.rows > len(shown):
         console.print(f"... {plan.rows - len(shown)} more row(s)")
+    refuse = f"; would refuse {summary['would_refuse']}" if summary["would_refuse"] else ""
     console.print(
-        f"would send {summary['would_send']} row(s) ({_money_summary(plan)}); "
-        f"{plan.done_before} done earlier; {plan.invalid} invalid skipped"
+        f"would send {summary['would_send']} row(s) ({_money_summary(plan)}){refuse}; "
+        f"{summary['done_earlier']} done earlier; {plan.invalid} invalid skipped"
     )
 
 
 # ---- the run ---------------------------------------------------------------------------------
 def _run(
-    state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, concurrency: int,
-    rate: float | None, max_failures: int, writer: ResultsWriter | None,
+    state: Any, profile: Profile, jr: Journal, plan: Plan, options: RunOptions,
+    writer: ResultsWriter | None,
 ) -> RunReport:
-    from walletctl.ops.batch.runner import BatchRunner, RunOptions
+    from walletctl.ops.batch.runner import BatchRunner
     from walletctl.render.console import err, print_note
 
-    progress, update = _progress(plan, err().is_terminal)
+    concurrency = options.concurrency
+    progress, update = _progress(plan, err().is_terminal and not options.predict)
+    named = {"refused": 0, "unknown": 0}
 
     def on_result(result: RowResult) -> None:
         if writer is not None:
             writer.write(result.as_dict())
         update(result)
+        if result.status in named and not options.predict:
+            named[result.status] += 1
+            if named[result.status] <= NAMED_ON_STDERR:
+                print_note(f"line {result.line}: {result.ref}: {result.status}: "
+                           f"{result.detail or result.txn_state or ''}")
 
     async def main() -> RunReport:
         import httpx
@@ -314,12 +374,7 @@ def _run(
                                                   limits=limits)
             return clients[key]
 
-        runner = BatchRunner(
-            jr, gateway_for,
-            RunOptions(op=op, concurrency=concurrency, rate=rate,  # type: ignore[arg-type]
-                       max_failures=max_failures),
-            on_result=on_result,
-        )
+        runner = BatchRunner(jr, gateway_for, options, on_result=on_result)
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         signals = 0
@@ -379,7 +434,7 @@ def _progress(plan: Plan, on_terminal: bool, console: Any = None) -> tuple[Any, 
     progress = Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
         TaskProgressColumn(),
-        TextColumn("failed {task.fields[failed]} · unknown {task.fields[unknown]} · "
+        TextColumn("refused {task.fields[failed]} · unknown {task.fields[unknown]} · "
                    "{task.fields[rate]:.0f} rows/s"),
         TimeElapsedColumn(), TimeRemainingColumn(),
         console=console or err(), transient=False,
@@ -463,6 +518,11 @@ def _summary(
                    f"failures ({report.breaker_reason}); {left} row(s) left")
     if report.fatal:
         print_note(f"stopped: {report.fatal}")
+    unnamed = max(0, report.counts.get("refused", 0) - NAMED_ON_STDERR) + max(
+        0, report.counts.get("unknown", 0) - NAMED_ON_STDERR)
+    if unnamed:
+        where = f"all are in {results}" if results else "pass --results FILE to list them all"
+        print_note(f"... and {unnamed} more refused/unknown row(s): {where}")
     if left:
         print_note(f"{left} row(s) left: run the same command again (or add --resume) to "
                    "reconcile and continue; nothing is sent twice")

@@ -3,6 +3,10 @@
 Per row (rows naming the same original run one after another; others run concurrently)::
 
     journal final (confirmed/refused)?  -> skip (an earlier run did it)
+    direct row? (the only row on its original, never sent, no journal history)
+                                        -> straight to the POST below (one round trip);
+                                           the gateway's own rules refuse what the
+                                           pre-flight would have refused
     lookup(original ref)                -> our new reference already there? -> record it, done
                                         -> pre-flight balance check (ledger rules) -> refused?
     journal 'sent' (committed)  ->  POST follow-up
@@ -47,7 +51,7 @@ from walletctl.ops.batch.flow import (
     parse_retry_after,
 )
 from walletctl.ops.batch.journal import FINAL_STATES, PREFLIGHT, Journal, JournalRow, State
-from walletctl.ops.batch.rows import Op
+from walletctl.ops.batch.rows import Op, Problem, Row
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -81,6 +85,12 @@ class RunOptions:
     settle: float = 0.5
     backoff_initial: float = BACKOFF_INITIAL
     backoff_max: float = BACKOFF_MAX
+    # One round trip for rows that need no lookup (see _direct); False: full pre-flight always.
+    direct: bool = True
+    # Dry run: lookups and pre-flight only; rows that would be sent are journaled as such.
+    predict: bool = False
+    # Connect failures before any answer that make the gateway "unreachable" (stop the batch).
+    unreachable_after: int = 3
 
 
 @dataclass
@@ -174,12 +184,19 @@ class BatchRunner:
         *,
         on_result: Callable[[RowResult], None] | None = None,
         on_start: Callable[[JournalRow], None] | None = None,
+        on_send: Callable[[JournalRow, int], None] | None = None,
     ) -> None:
         self.journal = journal
         self.gateway_for = gateway_for
         self.opt = options
         self.on_result = on_result
         self.on_start = on_start
+        # Called when a row's request is about to leave (journal already 'sent'), with the
+        # attempt number; the row's outcome arrives through on_result. One place each, so an
+        # audit log can hook both.
+        self.on_send = on_send
+        self._answered = False  # any HTTP answer this run (connect failures before: fatal)
+        self._connect_failures: dict[str, int] = {}  # per row, only until the first answer
         self.bucket = TokenBucket(options.rate)
         self.breaker = CircuitBreaker(options.max_failures)
         self.pause = Pause()
@@ -251,6 +268,10 @@ class BatchRunner:
             self.on_start(row)
         client = self.gateway_for(row.profile)
         try:
+            if self._direct(row):
+                self.report.note("direct")
+                await self._send(client, row)
+                return
             records = await self._lookup(client, row.ref)
             if self._record_if_found(row, records):
                 return
@@ -259,6 +280,9 @@ class BatchRunner:
                 if refusal is not None:
                     self._finish(row, "refused", detail=refusal)
                     return
+            if self.opt.predict:
+                self._predicted(row)
+                return
             await self._send(client, row)
         except (_Stopped, _GaveUp) as exc:
             current = self.journal.get(row.key)
@@ -272,6 +296,23 @@ class BatchRunner:
             self._finish(row, "refused", detail=f"gateway: {exc}")
         except _Done:
             pass
+
+    def _direct(self, row: JournalRow) -> bool:
+        """One round trip: the row is the only one on its original (its key is ``ref#0`` and
+        there is no ``ref#1``, in this file or an earlier run's), it was never sent and has
+        no history. Its new reference is then certainly unknown to the gateway, so the
+        lookup could find nothing to reconcile, and the gateway itself refuses what the
+        pre-flight would refuse. Two primary-key reads: nothing grows with the journal."""
+        return (self.opt.direct and not self.opt.predict and self.opt.preflight
+                and row.state == "planned" and row.attempts == 0 and row.detail is None
+                and row.key == f"{row.ref}#0" and self.journal.get(f"{row.ref}#1") is None)
+
+    def _predicted(self, row: JournalRow) -> None:
+        """Dry run: the row passed the pre-flight; later rows on its original see it applied."""
+        self.journal.finish(row.key, "planned", detail="would-send")
+        if row.key != f"{row.ref}#0" or self.journal.get(f"{row.ref}#1") is not None:
+            self._unknown.setdefault(row.ref, []).append((row.amount, row.new_ref))
+        self._emit(row, "pending", detail="would-send")
 
     def _preflight(self, row: JournalRow, records: Sequence[TransactionRecord]) -> str | None:
         from walletctl.models.ledger import balance_from_records, check_followup
@@ -341,14 +382,19 @@ class BatchRunner:
                     try:
                         records = await client.lookup(reference)
                     except GatewayError as exc:
+                        self._heard()
                         self._note_status(exc.status)
                         if exc.status == 404:
                             self.breaker.success()
                             return []
                         raise self._classify(exc, f"lookup {reference}") from None
-                    except (NetworkError, UnknownOutcomeError, ResponseError) as exc:
+                    except NetworkError as exc:
+                        self._connect_failed(exc, reference)
+                        raise _Retry(exc.message) from None
+                    except (UnknownOutcomeError, ResponseError) as exc:
                         self.report.note("network")
                         raise _Retry(exc.message) from None
+                    self._heard()
                     self.breaker.success()
                     return records
         except _Retry as exc:
@@ -377,7 +423,26 @@ class BatchRunner:
             return _Stopped()
         return _Refused(f"{what}: {exc.message}")
 
-    def _fatal(self, message: str, exc: GatewayError) -> None:
+    def _heard(self) -> None:
+        """The gateway answered (any HTTP status): it is reachable."""
+        if not self._answered:
+            self._answered = True
+            self._connect_failures.clear()
+
+    def _connect_failed(self, exc: NetworkError, key: str) -> None:
+        """A connect failure. When one row's connection failed ``unreachable_after`` times in a
+        row (its retries back off 0.2 s, 0.4 s, ...) before the gateway ever answered this
+        run, the gateway is unreachable: stop the batch now with the single command's
+        message (exit 7) instead of backing off on every row."""
+        self.report.note("network")
+        if self._answered:
+            return
+        fails = self._connect_failures[key] = self._connect_failures.get(key, 0) + 1
+        if fails >= self.opt.unreachable_after:
+            self._fatal(exc.message, exc)
+            raise _Stopped from None
+
+    def _fatal(self, message: str, exc: GatewayError | NetworkError) -> None:
         if self.report.fatal is None:
             self.report.fatal = message
             self.report.fatal_code = int(exc.exit_code)
@@ -401,18 +466,21 @@ class BatchRunner:
     async def _attempt(self, client: Gateway, row: JournalRow, req: FollowUpRequest) -> None:
         await self._gate()
         self.journal.mark_sent(row.key)  # committed (autocommit) before the request leaves
-        self._attempts[row.key] = self._attempts.get(row.key, row.attempts) + 1
+        attempt = self._attempts[row.key] = self._attempts.get(row.key, row.attempts) + 1
+        if self.on_send is not None:
+            self.on_send(row, attempt)
         try:
             resp = await client.followup(req)
         except NetworkError as exc:  # the connection was never made: nothing was sent
-            self.report.note("network")
             self.journal.finish(row.key, "planned", detail=exc.message)
+            self._connect_failed(exc, row.key)
             raise _Retry(exc.message) from None
         except (UnknownOutcomeError, ResponseError) as exc:
             self.report.note("no_answer")
             self.journal.finish(row.key, "unknown", detail=exc.message)
             await self._reconcile(client, row, settle=True, why=exc.message)
         except GatewayError as exc:
+            self._heard()
             self._note_status(exc.status)
             if exc.status == 429:  # throttled before anything was stored
                 self.journal.finish(row.key, "planned", detail="HTTP 429")
@@ -434,6 +502,7 @@ class BatchRunner:
                     raise _Done from None
             self._finish(row, "refused", detail=f"gateway: {exc.message}")
             raise _Done from None
+        self._heard()
         self.breaker.success()
         state: State = "confirmed" if resp.state == APPROVED else "refused"
         self._finish(row, state, txn_id=resp.id, txn_state=resp.state,
@@ -505,6 +574,30 @@ class BatchRunner:
             return (f"not started: circuit breaker open after {self.breaker.threshold} "
                     f"consecutive gateway failures ({self.breaker.last_failure})")
         return "not started: interrupted"
+
+
+_FIELD_OF = {"clientSystemInvoiceId": "ref", "clientSystemTransactionId": "new_ref",
+             "amount": "amount", "currencyCode": "currency"}
+
+
+def request_problem(profile: Profile, op: Op, row: Row) -> Problem | None:
+    """Build ``row``'s request with the request model (with a stand-in for a derived new
+    reference); a refusal becomes the row's problem, named by the batch column."""
+    from pydantic import ValidationError
+
+    stand_in = JournalRow("", row.line, row.ref, row.new_ref or "cap-00000000-0", row.amount,
+                          row.currency, row.profile, "planned", 0, None, None, None)
+    try:
+        build_request(profile, op, stand_in)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = [str(x) for x in first.get("loc", ())]
+        wire = loc[0] if loc else ""
+        msg = str(first.get("msg", "is invalid")).removeprefix("Value error, ")
+        if not loc and ":" in msg:  # model-level rule: "amount: ..." / "clientSystem...: ..."
+            wire, msg = (part.strip() for part in msg.split(":", 1))
+        return Problem(row.line, _FIELD_OF.get(wire, wire or "(row)"), msg)
+    return None
 
 
 def build_request(profile: Profile, op: Op, row: JournalRow) -> FollowUpRequest:
