@@ -301,3 +301,28 @@ def test_rate_and_concurrency_options_reach_the_runner(
     assert summary["events"]["direct"] == 6
     assert all(str(r["reference"]).startswith("cap-rate-tes-")
                for r in follow_ups(sandbox_url, refs))
+
+
+def test_unreachable_gateway_stops_the_batch_within_seconds(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import time
+
+    from batch_helpers import PYTHON, cli_env
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = write_profile(tmp_path, f"http://127.0.0.1:{port}")
+    src = csv_file(tmp_path / "in.csv", [(f"UR-{i}", "1.00") for i in range(200)])
+    started = time.monotonic()
+    proc = subprocess.run([PYTHON, "-m", "walletctl", "--config", str(cfg), "-o", "json",
+                           "capture", "--batch", str(src)], env=cli_env(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - started
+    assert proc.returncode == ExitCode.NETWORK, proc.stderr
+    assert "walletctl: stopped: could not connect" in proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["pending"] == 200
+    assert summary["requests"] <= 8 * 3
+    assert took < 15  # generous for a loaded CI box; it takes ~1-2 s
