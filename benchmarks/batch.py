@@ -23,15 +23,18 @@ straight into the sandbox's store (two HTTP requests per row would dominate the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -62,6 +65,7 @@ def seed(sb: EmbeddedSandbox, refs: list[str], amount: str = "10.00") -> None:
 
 
 def profile(directory: Path, url: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "profiles.toml"
     path.write_text(textwrap.dedent(f"""\
         default_profile = "bench"
@@ -91,16 +95,47 @@ def env(home: Path) -> dict[str, str]:
     return e
 
 
-def run_child(cmd: list[str], child_env: dict[str, str]) -> tuple[int, str, str, int, float]:
-    """Run a child; return (exit code, stdout, stderr, ru_maxrss KiB, CPU s) of THAT child."""
+def run_child(cmd: list[str], child_env: dict[str, str],
+              stdout: Any = None) -> tuple[int, str, str, int, float]:
+    """Run a child; return (exit code, stdout, stderr, ru_maxrss KiB, CPU s) of THAT child.
+    ``stdout``: a file to send the child's output to (then "" is returned for it)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, env=child_env, stdout=out, stderr=err)
+        proc = subprocess.Popen(cmd, env=child_env, stdout=stdout or out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         return (proc.returncode, out.read(), err.read(), int(usage.ru_maxrss),
                 usage.ru_utime + usage.ru_stime)
+
+
+@contextlib.contextmanager
+def stub_gateway(latency_ms: int) -> Iterator[str]:
+    """benchmarks/stub_gateway.py in its own process; yields its URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([PY, str(Path(__file__).with_name("stub_gateway.py")), str(port),
+                             str(latency_ms)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # "ready"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _latency_row(name: str, s: dict[str, Any], limit: float,
+                 base_cpu: float) -> tuple[str, str, str, str]:
+    rows_s = s["rows"] / s["elapsed_s"]
+    req_s = s["requests"] / s["elapsed_s"]
+    cpu = 1000 * max(0.0, s["cpu_s"] - base_cpu) / s["rows"]
+    return (name,
+            f"{rows_s:.0f} rows/s, {req_s:.0f} req/s ({s['requests'] / s['rows']:.2f} req/row); "
+            f"CPU {cpu:.2f} s/1k rows",
+            f"c/latency = {limit:.0f}/s",
+            f"rows {rows_s / limit:.2f}, requests {req_s / limit:.2f} of c/latency")
 
 
 def best(reps: int, measure: Any) -> dict[str, Any]:
@@ -121,9 +156,11 @@ def _wrk_once(sb: EmbeddedSandbox, work: Path, refs: list[str], c: int, seconds:
 
 def batch_run(work: Path, cfg: Path, refs: list[str], concurrency: int,
               extra: list[str] | None = None, launcher: list[str] | None = None,
-              reset: tuple[EmbeddedSandbox, list[str]] | None = None) -> dict[str, Any]:
-    if reset is not None:  # a fresh ledger and a fresh journal for every repetition
+              reset: tuple[EmbeddedSandbox, list[str]] | None = None,
+              fresh_journal: bool = False) -> dict[str, Any]:
+    if reset is not None:  # a fresh ledger for every repetition
         seed(*reset)
+    if reset is not None or fresh_journal:  # and a fresh journal
         for old in work.glob("*.journal*"):
             old.unlink()
     src = work / f"in-{refs[0]}-{len(refs)}.csv"
@@ -212,30 +249,35 @@ def main() -> None:
         with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb:
             cfg = profile(work, sb.url)
 
-            # 1. fixed 50 ms latency: rows/s against the physical limit c / latency, for
-            # c=8 and c=64 on the direct path (one round trip per row), and c=8 with
-            # --full-preflight (two round trips per row) for comparison
+            # 1. fixed 50 ms latency: rows/s against the physical limit c / latency. The
+            # limit needs a server that is not itself the bottleneck: a stub gateway in its
+            # own process (benchmarks/stub_gateway.py) answers every request after exactly
+            # 50 ms. Direct path (one round trip per row) at c=8 and c=64, and c=8 with
+            # --full-preflight (two round trips per row) for comparison. Then the same at
+            # c=64 against the sandbox, with wrk at the same latency as the server's ceiling.
             latency = 0.050
+            with stub_gateway(50) as stub_url:
+                stub_cfg = profile(work / "stub", stub_url)
+                base_cpu = batch_run(work, stub_cfg, ["B-0000000"], 1)["cpu_s"]
+                cases = [(8, n_lat, []), (64, n_lat * 8, []), (8, n_lat, ["--full-preflight"])]
+                for conc, n, extra in cases:
+                    refs = [f"L{conc}{len(extra)}-{i:07d}" for i in range(n)]
+                    s = best(reps, lambda refs=refs, conc=conc, extra=extra: batch_run(
+                        work, stub_cfg, refs, conc, extra=extra, fresh_journal=True))
+                    print(f"[1] stub c={conc} {extra} {s}", file=sys.stderr)
+                    rows.append(_latency_row(f"1. stub +50 ms, c={conc}, {n} rows"
+                                             + (" --full-preflight" if extra else ""),
+                                             s, conc / latency, base_cpu))
+            n = n_lat * 8
+            refs = [f"LS-{i:07d}" for i in range(n)]
             faults(sb.url, {"latency": int(latency * 1000), "jitter": 0})
-            cases = [(8, n_lat, []), (64, n_lat * 5, []), (8, n_lat, ["--full-preflight"])]
-            for conc, n, extra in cases:
-                refs = [f"L{conc}{len(extra)}-{i:07d}" for i in range(n)]
-                s = best(reps, lambda refs=refs, conc=conc, extra=extra: batch_run(
-                    work, cfg, refs, conc, extra=extra, reset=(sb, refs)))
-                print(f"[1] c={conc} {extra} {s}", file=sys.stderr)
-                faults(sb.url, {"latency": int(latency * 1000), "jitter": 0})
-                rows_s = s["rows"] / s["elapsed_s"]
-                req_s = s["requests"] / s["elapsed_s"]
-                limit = conc / latency
-                per_row = s["requests"] / s["rows"]
-                rows.append((f"1. +50 ms, c={conc}, {n} rows"
-                             + (" --full-preflight" if extra else ""),
-                             f"{rows_s:.0f} rows/s, {req_s:.0f} req/s ({per_row:.2f} req/row); "
-                             f"CPU {1000 * s['cpu_s'] / s['rows']:.2f} s/1k rows",
-                             f"c/latency = {limit:.0f}/s",
-                             f"rows {rows_s / limit:.2f}, requests {req_s / limit:.2f} of "
-                             f"c/latency (target rows >= 0.9 direct)"))
+            s = best(reps, lambda: batch_run(work, cfg, refs, 64, reset=(sb, refs)))
             faults(sb.url, {})
+            wrk_refs = [f"WL-{i:07d}" for i in range(n * 4)]
+            wrk_lat = max(_wrk_once(sb, work, wrk_refs, 64, 3, latency) for _ in range(reps))
+            row = _latency_row(f"1s. sandbox +50 ms, c=64, {n} rows", s, 64 / latency, base_cpu)
+            rows.append((row[0], row[1], row[2] + f"; wrk same POSTs {wrk_lat:.0f}/s",
+                         row[3] + f"; {s['rows'] / s['elapsed_s'] / wrk_lat:.2f} of wrk"))
 
             # 2. no added latency: walletctl vs wrk, same requests (one capture POST per row:
             # the direct path), same endpoint, same concurrency
@@ -248,9 +290,10 @@ def main() -> None:
             wrk_refs = [f"W-{i:07d}" for i in range(n_fast * 3)]
             theirs = max(_wrk_once(sb, work, wrk_refs, c, 2) for _ in range(reps))
             print(f"[2] ours {ours:.0f} wrk {theirs:.0f}", file=sys.stderr)
+            cpu = 1000 * max(0.0, s["cpu_s"] - base_cpu) / s["rows"]
             rows.append((f"2. no added latency, c={c}, {n_fast} rows",
                          f"{ours:.0f} req/s ({s['rows_per_s']:.0f} rows/s); CPU "
-                         f"{1000 * s['cpu_s'] / s['rows']:.2f} s/1k rows",
+                         f"{cpu:.2f} s/1k rows",
                          f"wrk, same capture POSTs: {theirs:.0f} req/s",
                          f"{ours / theirs:.2f} of wrk (target >= 0.5)"))
             if not args.quick:
