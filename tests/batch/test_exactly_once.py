@@ -76,8 +76,12 @@ def test_1000_captures_under_faults_are_applied_exactly_once(
     refs, src, cfg = make_batch(tmp_path, fresh, 1000, "F")
     set_faults(fresh.url, {**BASE_FAULTS, "seed": 5})
 
+    journal = tmp_path / "captures.csv.capture.journal"
+
     def burst() -> None:  # a burst of 429s (Retry-After: 1) in the middle of the run
-        time.sleep(1.5)
+        deadline = time.monotonic() + 120  # mid-run: once rows are being confirmed
+        while _confirmed(journal) < 100 and time.monotonic() < deadline:
+            time.sleep(0.01)
         set_faults(fresh.url, {**BASE_FAULTS, "throttle-rate": 0.6, "retry-after": 1, "seed": 6})
         time.sleep(0.8)
         set_faults(fresh.url, {**BASE_FAULTS, "seed": 7})

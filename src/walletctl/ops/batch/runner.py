@@ -18,19 +18,17 @@ Per row (rows naming the same original run one after another; others run concurr
         other 4xx               -> refused
 
 A row is re-sent ONLY after a lookup proved its reference absent, and always with the same
-reference. Retries use tenacity (jittered exponential backoff, bounded attempts).
+reference. Retries: jittered exponential backoff, bounded attempts (see ``_retrying``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
-from tenacity.wait import wait_exponential_jitter
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from walletctl.errors import (
     GatewayError,
@@ -63,6 +61,7 @@ if TYPE_CHECKING:
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
     from walletctl.models.records import TransactionRecord
 
+_T = TypeVar("_T")
 APPROVED = "Approved"
 MAX_THROTTLED = 50  # 429s tolerated per row on top of MAX_ATTEMPTS
 
@@ -278,62 +277,66 @@ class BatchRunner:
             raise _Stopped
         self.report.requests += 1
 
-    def _retrying(self) -> AsyncRetrying:
-        counts = {"tries": 0, "throttled": 0}
-        backoff = wait_exponential_jitter(
-            initial=self.opt.backoff_initial, max=self.opt.backoff_max,
-            jitter=BACKOFF_JITTER,
-        )
+    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``attempt`` until it returns or raises anything but :class:`_Retry`.
 
-        def wait(rs: RetryCallState) -> float:
-            exc = rs.outcome.exception() if rs.outcome is not None else None
-            if isinstance(exc, _Retry) and exc.throttled:
-                # The shared pause already holds Retry-After; just yield to it.
-                return 0.0 if exc.retry_after is not None else float(backoff(rs))
-            return float(backoff(rs))
-
-        def stop(rs: RetryCallState) -> bool:
-            exc = rs.outcome.exception() if rs.outcome is not None else None
-            if isinstance(exc, _Retry) and exc.throttled:
-                counts["throttled"] += 1
-            else:
-                counts["tries"] += 1
-            return (counts["tries"] >= self.opt.max_attempts
-                    or counts["throttled"] >= MAX_THROTTLED or self.halted)
-
-        return AsyncRetrying(
-            wait=wait, stop=stop, retry=retry_if_exception_type(_Retry), reraise=True,
-        )
+        Between attempts: jittered exponential backoff (``backoff_initial`` doubling up to
+        ``backoff_max``, plus up to ``BACKOFF_JITTER`` s), or no wait after a 429 with
+        Retry-After (the shared pause holds it). Gives up (re-raising the last _Retry) after
+        ``max_attempts`` failed attempts, ``MAX_THROTTLED`` 429s, or when the run halts.
+        A plain loop rather than tenacity: this runs once or twice per row, and tenacity's
+        per-call setup cost more CPU than the rest of the row's bookkeeping.
+        """
+        tries = throttled = 0
+        while True:
+            try:
+                return await attempt()
+            except _Retry as exc:
+                if exc.throttled:
+                    throttled += 1
+                else:
+                    tries += 1
+                if (tries >= self.opt.max_attempts or throttled >= MAX_THROTTLED
+                        or self.halted):
+                    raise
+                if exc.throttled and exc.retry_after is not None:
+                    delay = 0.0
+                else:
+                    n = tries + throttled  # every attempt so far, as tenacity counted them
+                    delay = min(self.opt.backoff_initial * 2.0 ** min(n - 1, 60)
+                                + random.uniform(0, BACKOFF_JITTER), self.opt.backoff_max)
+                await asyncio.sleep(delay)
 
     async def _lookup(self, client: Gateway, reference: str) -> list[TransactionRecord]:
         """A lookup is a read: safe to repeat after any failure."""
-        try:
-            async for attempt in self._retrying():
-                with attempt:
-                    await self._gate()
-                    try:
-                        records = await client.lookup(reference)
-                    except GatewayError as exc:
-                        self._heard()
-                        self._note_status(exc.status)
-                        if exc.status == 404:
-                            self.breaker.success()
-                            return []
-                        raise self._classify(exc, f"lookup {reference}") from None
-                    except NetworkError as exc:
-                        self._connect_failed(exc, reference)
-                        raise _Retry(exc.message) from None
-                    except (UnknownOutcomeError, ResponseError) as exc:
-                        self.report.note("network")
-                        raise _Retry(exc.message) from None
-                    self._heard()
+
+        async def once() -> list[TransactionRecord]:
+            await self._gate()
+            try:
+                records = await client.lookup(reference)
+            except GatewayError as exc:
+                self._heard()
+                self._note_status(exc.status)
+                if exc.status == 404:
                     self.breaker.success()
-                    return records
+                    return []
+                raise self._classify(exc, f"lookup {reference}") from None
+            except NetworkError as exc:
+                self._connect_failed(exc, reference)
+                raise _Retry(exc.message) from None
+            except (UnknownOutcomeError, ResponseError) as exc:
+                self.report.note("network")
+                raise _Retry(exc.message) from None
+            self._heard()
+            self.breaker.success()
+            return records
+
+        try:
+            return await self._retrying(once)
         except _Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"lookup {reference}: {exc.why}")
             raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _note_status(self, status: int) -> None:
         if status == 429:
@@ -382,9 +385,7 @@ class BatchRunner:
     async def _send(self, client: Gateway, row: JournalRow) -> None:
         req = self._request(client.profile, row)
         try:
-            async for attempt in self._retrying():
-                with attempt:
-                    await self._attempt(client, row, req)
+            await self._retrying(lambda: self._attempt(client, row, req))
         except _Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"{self.opt.op} {row.new_ref}: {exc.why}")
