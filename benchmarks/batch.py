@@ -265,9 +265,15 @@ def main() -> None:
                     s = best(reps, lambda refs=refs, conc=conc, extra=extra: batch_run(
                         work, stub_cfg, refs, conc, extra=extra, fresh_journal=True))
                     print(f"[1] stub c={conc} {extra} {s}", file=sys.stderr)
-                    rows.append(_latency_row(f"1. stub +50 ms, c={conc}, {n} rows"
-                                             + (" --full-preflight" if extra else ""),
-                                             s, conc / latency, base_cpu))
+                    row = _latency_row(f"1. stub +50 ms, c={conc}, {n} rows"
+                                       + (" --full-preflight" if extra else ""),
+                                       s, conc / latency, base_cpu)
+                    if not extra:  # wrk on the same stub: what this machine allows right now
+                        ceiling = run_wrk(work, stub_url, "X", conc, 3)
+                        rows_s = s["rows"] / s["elapsed_s"]
+                        row = (row[0], row[1], row[2] + f"; wrk same POSTs {ceiling:.0f}/s",
+                               row[3] + f"; {rows_s / ceiling:.2f} of wrk")
+                    rows.append(row)
             n = n_lat * 8
             refs = [f"LS-{i:07d}" for i in range(n)]
             faults(sb.url, {"latency": int(latency * 1000), "jitter": 0})
