@@ -4,27 +4,28 @@ _walletctl_words() {
         '') echo 'account authorize capture checkout keys lookup profile refund reverse sandbox smoke --profile -p --config --output -o --verbose -v --timeout --debug --version --help' ;;
         'account') echo '--event --encryption-key-id --help' ;;
         'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id --yes -y --dry-run --help' ;;
-        'capture') echo '--amount --currency --new-ref --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --help' ;;
+        'capture') echo '--amount --currency --new-ref --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --open --dry-run --help' ;;
         'keys') echo '--show-secret --save --refresh --help' ;;
-        'lookup') echo '--help' ;;
+        'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help' ;;
         'profile') echo 'add check list remove show --help' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --auth-scheme --header --username --key-env --key-file --keyring --default --force --help' ;;
         'profile check') echo '--all --help' ;;
         'profile list') echo '--help' ;;
         'profile remove') echo '--yes -y --help' ;;
         'profile show') echo '--help' ;;
-        'refund') echo '--amount --currency --new-ref --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --help' ;;
-        'reverse') echo '--amount --currency --new-ref --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --help' ;;
-        'sandbox') echo 'approve cancel decline demo ledger reset serve values --help' ;;
+        'refund') echo '--amount --currency --new-ref --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
+        'reverse') echo '--amount --currency --new-ref --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
+        'sandbox') echo 'approve cancel decline demo ledger reset serve values wait --help' ;;
         'sandbox approve') echo '--url --help' ;;
         'sandbox cancel') echo '--url --help' ;;
         'sandbox decline') echo '--url --help' ;;
         'sandbox demo') echo '--keep-going --help' ;;
         'sandbox ledger') echo '--url --help' ;;
         'sandbox reset') echo '--url --help' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --help' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --ready-file --help' ;;
         'sandbox values') echo '--help' ;;
+        'sandbox wait') echo '--timeout --help' ;;
         'smoke') echo '--scenario -s --list --profile -p --embedded --junit --json --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --fail-on-skip --help' ;;
     esac
 }
@@ -32,7 +33,7 @@ _walletctl_groups() {
     case "$1" in
         '') echo 'account authorize capture checkout keys lookup profile refund reverse sandbox smoke' ;;
         'profile') echo 'add check list remove show' ;;
-        'sandbox') echo 'approve cancel decline demo ledger reset serve values' ;;
+        'sandbox') echo 'approve cancel decline demo ledger reset serve values wait' ;;
     esac
 }
 _walletctl() {
