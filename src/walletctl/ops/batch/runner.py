@@ -24,11 +24,10 @@ reference. Retries: jittered exponential backoff, bounded attempts (see ``_retry
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from walletctl.errors import (
     GatewayError,
@@ -37,13 +36,16 @@ from walletctl.errors import (
     ResponseError,
     UnknownOutcomeError,
 )
-from walletctl.ops.batch.flow import (
-    BACKOFF_JITTER,
-    CircuitBreaker,
-    Pause,
-    TokenBucket,
-    parse_retry_after,
+from walletctl.ops.batch.control import (
+    Gateway,
+    _Done,
+    _GaveUp,
+    _Refused,
+    _Retry,
+    _Stopped,
+    retrying,
 )
+from walletctl.ops.batch.flow import CircuitBreaker, Pause, TokenBucket, parse_retry_after
 from walletctl.ops.batch.journal import FINAL_STATES, PREFLIGHT, Journal, JournalRow, State
 from walletctl.ops.batch.outcome import (
     RowResult,
@@ -58,52 +60,11 @@ __all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "bu
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.models.followup import FollowUpRequest, FollowUpResponse
+    from walletctl.models.followup import FollowUpRequest
     from walletctl.models.records import TransactionRecord
 
 _T = TypeVar("_T")
 APPROVED = "Approved"
-MAX_THROTTLED = 50  # 429s tolerated per row on top of MAX_ATTEMPTS
-
-
-class Gateway(Protocol):
-    """What the runner needs of :class:`walletctl.client.gateway.AsyncGatewayClient`."""
-
-    profile: Profile
-
-    async def followup(self, req: FollowUpRequest) -> FollowUpResponse: ...
-
-    async def lookup(self, reference: str) -> list[TransactionRecord]: ...
-
-
-class _Retry(Exception):
-    """This attempt failed in a way that proves nothing was applied: try again."""
-
-    def __init__(self, why: str, *, retry_after: float | None = None, throttled: bool = False):
-        super().__init__(why)
-        self.why = why
-        self.retry_after = retry_after
-        self.throttled = throttled
-
-
-class _Stopped(Exception):
-    """No new attempt may start (Ctrl-C, circuit breaker open, fatal error)."""
-
-
-class _Done(Exception):
-    """The row reached a final state inside a retry loop."""
-
-
-class _Refused(Exception):
-    """The gateway refused a lookup for this row (e.g. HTTP 400): the row is refused."""
-
-
-class _GaveUp(Exception):
-    """A lookup kept failing: this row's outcome stays as journaled (unknown or not sent)."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__(why)
-        self.why = why
 
 
 class BatchRunner:
@@ -278,34 +239,9 @@ class BatchRunner:
         self.report.requests += 1
 
     async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
-        """Run ``attempt`` until it returns or raises anything but :class:`_Retry`.
-
-        Between attempts: jittered exponential backoff (``backoff_initial`` doubling up to
-        ``backoff_max``, plus up to ``BACKOFF_JITTER`` s), or no wait after a 429 with
-        Retry-After (the shared pause holds it). Gives up (re-raising the last _Retry) after
-        ``max_attempts`` failed attempts, ``MAX_THROTTLED`` 429s, or when the run halts.
-        A plain loop rather than tenacity: this runs once or twice per row, and tenacity's
-        per-call setup cost more CPU than the rest of the row's bookkeeping.
-        """
-        tries = throttled = 0
-        while True:
-            try:
-                return await attempt()
-            except _Retry as exc:
-                if exc.throttled:
-                    throttled += 1
-                else:
-                    tries += 1
-                if (tries >= self.opt.max_attempts or throttled >= MAX_THROTTLED
-                        or self.halted):
-                    raise
-                if exc.throttled and exc.retry_after is not None:
-                    delay = 0.0
-                else:
-                    n = tries + throttled  # every attempt so far, as tenacity counted them
-                    delay = min(self.opt.backoff_initial * 2.0 ** min(n - 1, 60)
-                                + random.uniform(0, BACKOFF_JITTER), self.opt.backoff_max)
-                await asyncio.sleep(delay)
+        return await retrying(attempt, max_attempts=self.opt.max_attempts,
+                              backoff_initial=self.opt.backoff_initial,
+                              backoff_max=self.opt.backoff_max, halted=lambda: self.halted)
 
     async def _lookup(self, client: Gateway, reference: str) -> list[TransactionRecord]:
         """A lookup is a read: safe to repeat after any failure."""
