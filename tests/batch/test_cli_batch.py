@@ -322,6 +322,7 @@ def test_unreachable_gateway_stops_the_batch_within_seconds(tmp_path: Path) -> N
     took = time.monotonic() - started
     assert proc.returncode == ExitCode.NETWORK, proc.stderr
     assert "walletctl: stopped: could not connect" in proc.stderr
+    assert "hint: check the profile's base_url" in proc.stderr  # the single command's hint
     summary = json.loads(proc.stdout)
     assert summary["pending"] == 200
     assert summary["requests"] <= 8 * 3

@@ -124,6 +124,8 @@ def run_lookup_batch(
 
     if report.fatal:
         print_note(f"stopped: {report.fatal}")
+        if report.fatal_hint:
+            sys.stderr.write(f"hint: {report.fatal_hint}\n")
     if report.interrupted:
         return int(ExitCode.INTERRUPTED)
     if report.fatal_code is not None:

@@ -184,6 +184,8 @@ def summary(
                    f"failures ({report.breaker_reason}); {left} row(s) left")
     if report.fatal:
         print_note(f"stopped: {report.fatal}")
+        if report.fatal_hint:
+            sys.stderr.write(f"hint: {report.fatal_hint}\n")
     unnamed = max(0, report.counts.get("refused", 0) - NAMED_ON_STDERR) + max(
         0, report.counts.get("unknown", 0) - NAMED_ON_STDERR)
     if unnamed:

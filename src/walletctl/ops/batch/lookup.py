@@ -136,6 +136,7 @@ class Report:
     breaker_open: bool = False
     fatal: str | None = None
     fatal_code: int | None = None
+    fatal_hint: str | None = None
     interrupted: bool = False
 
     def add(self, row: BalanceRow) -> None:
@@ -305,8 +306,8 @@ class BalanceReport:
                     break
                 if exc.status < 500:
                     self.breaker.success()
-                    if exc.status in (401, 403) and self.report.fatal is None:
-                        self.report.fatal, self.report.fatal_code = exc.message, int(exc.exit_code)
+                    if exc.status in (401, 403):
+                        self._fatal(exc)
                     return BalanceRow(line, ref, error=exc.message)
                 why = exc.message
             except NetworkError as exc:
@@ -314,7 +315,7 @@ class BalanceReport:
                 connect_fails += 1
                 if not self._answered and connect_fails >= self.opt.unreachable_after \
                         and self.report.fatal is None:
-                    self.report.fatal, self.report.fatal_code = exc.message, int(exc.exit_code)
+                    self._fatal(exc)
                     break
             except (UnknownOutcomeError, ResponseError) as exc:
                 why = exc.message
@@ -333,6 +334,11 @@ class BalanceReport:
 
     def _heard(self) -> None:
         self._answered = True
+
+    def _fatal(self, exc: GatewayError | NetworkError) -> None:
+        if self.report.fatal is None:
+            self.report.fatal, self.report.fatal_code = exc.message, int(exc.exit_code)
+            self.report.fatal_hint = exc.hint
 
     def _halt_reason(self) -> str:
         if self.report.fatal:

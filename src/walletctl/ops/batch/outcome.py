@@ -80,6 +80,7 @@ class RunReport:
     breaker_reason: str | None = None
     fatal: str | None = None  # e.g. credentials refused: every row would fail the same way
     fatal_code: int | None = None  # the ExitCode for ``fatal``
+    fatal_hint: str | None = None  # the single command's hint for the same error
     breaker_threshold: int = 0
     # What happened on the way (for the summary and the fault tests): throttled, gateway_5xx,
     # network, no_answer, found_on_lookup (an unclear send that had been applied),

@@ -317,6 +317,7 @@ class BatchRunner:
         if self.report.fatal is None:
             self.report.fatal = message
             self.report.fatal_code = int(exc.exit_code)
+            self.report.fatal_hint = exc.hint
 
     async def _send(self, client: Gateway, row: JournalRow) -> None:
         req = self._request(client.profile, row)
