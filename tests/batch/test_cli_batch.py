@@ -327,3 +327,20 @@ def test_unreachable_gateway_stops_the_batch_within_seconds(tmp_path: Path) -> N
     assert summary["pending"] == 200
     assert summary["requests"] <= 8 * 3
     assert took < 15  # generous for a loaded CI box; it takes ~1-2 s
+
+
+def test_checked_dry_run_against_an_unreachable_gateway_says_so(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = write_profile(tmp_path, f"http://127.0.0.1:{port}")
+    src = csv_file(tmp_path / "in.csv", [("UD-1", "1.00"), ("UD-2", "1.00")])
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run")
+    assert code == ExitCode.NETWORK, err
+    assert "pre-flight stopped: could not connect" in err
+    assert {json.loads(x)["status"] for x in out.splitlines()} == {"unchecked"}
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run", "--offline")
+    assert code == ExitCode.OK, err
+    assert {json.loads(x)["status"] for x in out.splitlines()} == {"would-send"}

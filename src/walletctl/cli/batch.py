@@ -146,6 +146,10 @@ def run_batch_command(
             if not offline and plan.to_send:
                 report = _run(state, profile, jr, plan, options, None)
             dry_run_rows(state, profile, op, jr, plan, bid, results, report)
+            if report is not None and report.fatal:
+                print_note(f"pre-flight stopped: {report.fatal}")
+                if report.fatal_hint:
+                    sys.stderr.write(f"hint: {report.fatal_hint}\n")
             return int(ExitCode.OK) if report is None else _dry_run_exit(report)
 
         if op in ("refund", "reverse") and plan.to_send and not yes:
