@@ -138,10 +138,15 @@ def test_journal_state_transitions_and_wal(tmp_path: Path) -> None:
     assert got is not None
     assert (got.state, got.attempts, got.txn_id) == ("confirmed", 2, "T1")
     assert jr.counts() == {"planned": 1, "sent": 0, "confirmed": 1, "refused": 1, "unknown": 0}
-    # durable before close: another connection sees the committed state (WAL)
+    # 'sent' is durable before the request leaves: another connection sees it (WAL). Outcomes
+    # are group-committed (with the next send, or at the end): until then a crash leaves the
+    # row 'sent', which a resume reconciles by lookup.
     other = sqlite3.connect(str(tmp_path / "j.sqlite"))
     assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert other.execute("SELECT state FROM rows WHERE key='PA1#0'").fetchone()[0] == "sent"
+    jr.mark_sent(rows[2].key)  # the next send commits the outcomes recorded before it
     assert other.execute("SELECT state FROM rows WHERE key='PA1#0'").fetchone()[0] == "confirmed"
+    assert other.execute("SELECT state FROM rows WHERE key='PA2#0'").fetchone()[0] == "sent"
     other.close()
     jr.close()
 

@@ -242,11 +242,13 @@ class Journal:
             last = int(chunk[-1][1])
 
     def mark_sent(self, key: str) -> None:
-        """Committed before the request is sent."""
+        """Committed before the request is sent (with any outcomes recorded since the last
+        commit: one commit per request, not two)."""
         self.db.execute(
             "UPDATE rows SET state='sent', attempts=attempts+1, updated=? WHERE key=?",
             (time.time(), key),
         )
+        self.commit()
 
     def finish(
         self,
@@ -257,6 +259,11 @@ class Journal:
         txn_state: str | None = None,
         detail: str | None = None,
     ) -> None:
+        """Record an outcome. Group commit: it becomes durable with the next ``mark_sent`` or
+        at the end of the run. Losing it to a crash is safe: the row is still ``sent``
+        on disk, and a resume reconciles it by lookup before anything is sent again."""
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN")
         self.db.execute(
             "UPDATE rows SET state=?, txn_id=coalesce(?, txn_id), "
             "txn_state=coalesce(?, txn_state), detail=?, updated=? WHERE key=?",
