@@ -194,7 +194,7 @@ class BatchRunner:
         there is no ``ref#1``, in this file or an earlier run's), it was never sent and has
         no history. Its new reference is then certainly unknown to the gateway, so the
         lookup could find nothing to reconcile, and the gateway itself refuses what the
-        pre-flight would refuse. Two primary-key reads: nothing grows with the journal."""
+        pre-flight would refuse. One primary-key read: nothing grows with the journal."""
         return (self.opt.direct and not self.opt.predict and self.opt.preflight
                 and row.state == "planned" and row.attempts == 0 and row.detail is None
                 and row.key == f"{row.ref}#0" and self.journal.get(f"{row.ref}#1") is None)
