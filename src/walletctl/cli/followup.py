@@ -112,6 +112,22 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 rich_help_panel=_BATCH,
             ),
         ] = None,
+        full_preflight: Annotated[
+            bool,
+            typer.Option(
+                "--full-preflight",
+                help="Look every row's original up before sending (two round trips a row).",
+                rich_help_panel=_BATCH,
+            ),
+        ] = False,
+        offline: Annotated[
+            bool,
+            typer.Option(
+                "--offline",
+                help="With --dry-run: validate only, no read-only pre-flight lookups.",
+                rich_help_panel=_BATCH,
+            ),
+        ] = False,
     ) -> None:
         if batch is not None:
             if ref is not None or amount is not None or new_ref is not None:
@@ -137,6 +153,8 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 batch_id=batch_id,
                 dry_run=dry_run,
                 yes=yes,
+                full_preflight=full_preflight,
+                offline=offline,
             )
             raise typer.Exit(code)
         if ref is None:
