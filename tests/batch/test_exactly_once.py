@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -160,6 +161,16 @@ def test_sigkill_at_a_random_point_then_resume(
     assert summary["confirmed"] == n
     assert summary["earlier_run"] >= done
     assert_exactly_once(ledger(fresh.url), refs, Decimal("7.50"))
+    # The history holds one entry per row, none left unknown by the kill.
+    listed = subprocess.run([PYTHON, "-m", "walletctl", "--config", str(cfg), "-o", "ndjson",
+                             "history", "--op", "capture"], env=cli_env(tmp_path),
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert listed.returncode == 0, listed.stderr
+    entries = [json.loads(line) for line in listed.stdout.splitlines()]
+    per_row = Counter(e["batch_row"] for e in entries)
+    assert len(per_row) == n, f"{n - len(per_row)} rows missing from the history"
+    assert max(per_row.values()) == 1, per_row.most_common(3)
+    assert Counter(e["outcome"] for e in entries) == {"approved": n}
 
 
 def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path, fresh: EmbeddedSandbox) -> None:

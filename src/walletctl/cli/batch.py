@@ -33,6 +33,7 @@ _progress = progress_bar  # the progress bar (tests drive it through this module
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
+    from walletctl.ops.batch.audit import BatchAudit
     from walletctl.ops.batch.journal import Journal
     from walletctl.ops.batch.plan import Plan
     from walletctl.ops.batch.results import ResultsWriter
@@ -265,6 +266,16 @@ def _dry_run_exit(report: RunReport) -> int:
 
 
 # ---- the run ---------------------------------------------------------------------------------
+def _audit(profile: Profile, options: RunOptions, batch_id: str) -> BatchAudit | None:
+    """The history recorder of a real run (None for a dry run or with the history off)."""
+    if options.predict or not profile.history.enabled:
+        return None
+    from walletctl.history import history_path, open_history
+    from walletctl.ops.batch.audit import BatchAudit
+
+    return BatchAudit(open_history(history_path(profile)), profile, options.op, batch_id)
+
+
 def _run(
     state: Any, profile: Profile, jr: Journal, plan: Plan, options: RunOptions,
     writer: ResultsWriter | None,
@@ -275,6 +286,7 @@ def _run(
     concurrency = options.concurrency
     progress, update = progress_bar(plan, err().is_terminal and not options.predict)
     named = {"refused": 0, "unknown": 0}
+    audit = _audit(profile, options, jr.batch_id)
 
     def on_result(result: RowResult) -> None:
         if writer is not None:
@@ -304,7 +316,14 @@ def _run(
                                                   limits=limits)
             return clients[key]
 
-        runner = BatchRunner(jr, gateway_for, options, on_result=on_result)
+        record, on_send = on_result, None
+        if audit is not None:
+            def record(result: RowResult) -> None:
+                audit.on_result(result)
+                on_result(result)
+
+            on_send = audit.on_send
+        runner = BatchRunner(jr, gateway_for, options, on_result=record, on_send=on_send)
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         signals = 0
@@ -344,6 +363,8 @@ def _run(
         return asyncio.run(main())
     finally:
         jr.commit()
+        if audit is not None:
+            audit.store.close()
 
 
 # ---- summary and exit code -------------------------------------------------------------------
