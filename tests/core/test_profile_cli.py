@@ -350,13 +350,15 @@ def test_add_existing_needs_force(cfg: Path) -> None:
     assert pf.profiles["inline"].auth.key == INLINE_SECRET  # others kept as they were
 
 
-def test_add_keeps_a_backup_of_a_commented_file(cfg: Path) -> None:
-    cfg.write_text("# hand-written notes\n" + PROFILES)
+def test_add_keeps_the_comments_of_a_hand_written_file(cfg: Path) -> None:
+    cfg.write_text("# hand-written notes\n" + PROFILES.replace(
+        'default_profile = "sandbox"', 'default_profile = "sandbox"  # the one I use'))
+    before = cfg.read_text()
     result = run(*ADD)
     assert result.exit_code == ExitCode.OK, result.output
-    backup = cfg.with_name("profiles.toml.bak")
-    assert "kept as" in result.stderr
-    assert backup.read_text().startswith("# hand-written notes")
+    assert cfg.read_text().startswith(before)
+    assert "[profiles.shop]" in cfg.read_text()
+    assert sorted(p.name for p in cfg.parent.iterdir()) == ["profiles.toml"]  # no .bak, .lock
 
 
 @posix_only

@@ -24,9 +24,15 @@ _HELP = {
 }
 
 
+_NEW_REF_HELP = {
+    op: f"Reference of the new transaction (default: derived, REF-{tag}1, REF-{tag}2, ...)."
+    for op, tag in (("capture", "CAP"), ("refund", "REF"), ("reverse", "REV"))
+}
+
+
 def register(app: typer.Typer) -> None:
     for op in ("capture", "refund", "reverse"):
-        app.command(op, help=_HELP[op], no_args_is_help=True)(_make(op))
+        app.command(op, help=_HELP[op])(_make(op))
 
 
 def _make(op: Op):  # type: ignore[no-untyped-def]
@@ -42,10 +48,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
         currency: Annotated[
             str | None, typer.Option(help="Must match the original's currency.")
         ] = None,
-        new_ref: Annotated[
-            str | None,
-            typer.Option(help="Reference of the new transaction (default: derived, REF-CAP1)."),
-        ] = None,
+        new_ref: str | None = typer.Option(None, help=_NEW_REF_HELP[op]),  # per operation
         yes: Annotated[
             bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")
         ] = False,
@@ -129,7 +132,10 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
         if ref is None:
             from walletctl.errors import UsageError
 
-            raise UsageError(f"missing REF: walletctl {op} REF (or --batch FILE)")
+            raise UsageError(
+                f"{op}: missing REF (usage: walletctl {op} [OPTIONS] REF, or --batch FILE)",
+                hint=f"see `walletctl {op} --help`",
+            )
         _single(
             ctx,
             op,

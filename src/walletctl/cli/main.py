@@ -172,11 +172,35 @@ class _BoundaryGroup(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def main(  # type: ignore[override]
+        self,
+        args: list[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Parse and run, with every error of the command line in walletctl's voice.
+
+        Click's usage errors (missing argument, unknown option or command, bad value) become
+        ``walletctl: error: ...`` + a hint, exit 2; a closed stdout ends quietly (exit 141).
+        Used by ``walletctl`` itself and by test runners that call the app.
+        """
+        from walletctl.cli.usage import run_command
+
+        code = run_command(self, list(sys.argv[1:] if args is None else args),
+                           prog_name or "walletctl", extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
     def invoke(self, ctx: ClickContext) -> object:
         from walletctl.errors import WalletctlError
 
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            raise  # a closed stdout is not an error, even with --debug: run_command ends quietly
         except WalletctlError as exc:
             if _debug_enabled(ctx):
                 raise
