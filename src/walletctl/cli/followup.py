@@ -219,13 +219,17 @@ def _single(
             if response.state == "Pending"
             else "red"
         )
+        from walletctl.render.fit import fit_phrases
+
         # The state and provider code are gateway text: escaped, never read as Rich markup.
-        out().print(
-            f"{_VERB[op]} {money} of {ref} as {req.client_system_transaction_id}: "
+        # Lines break between phrases only (a narrow terminal never splits "Approved (...)").
+        out().print(fit_phrases([
+            f"{_VERB[op]} {money} of {escape(ref)}",
+            f"as {escape(req.client_system_transaction_id)}:",
             f"[{color}]{escape(response.state)}[/]"
             + (f" ({escape(response.provider_state_code)})" if response.provider_state_code
-               else "")
-        )
+               else ""),
+        ]), soft_wrap=True)
         if response.state == "Approved" and op != "reverse":
             left = plan.remaining_after
             what = "capturable" if op == "capture" else "refundable"

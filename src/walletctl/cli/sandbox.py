@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
 
 @sandbox_app.command("serve")
 def serve_cmd(
+    ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
         "127.0.0.1"
     ),
@@ -92,6 +93,16 @@ def serve_cmd(
                      "accepts requests (removed when it stops); for CI services.",
                      dir_okay=False),
     ] = None,
+    write_profile: Annotated[
+        str | None,
+        typer.Option("--write-profile", metavar="NAME", help="Save a ready profile for this "
+                     "sandbox as NAME in the profiles file (a local sandbox's is replaced)."),
+    ] = None,
+    print_profile: Annotated[
+        bool,
+        typer.Option("--print-profile", help="Print a ready profiles file for this sandbox on "
+                     "stdout (server messages go to stderr)."),
+    ] = False,
 ) -> None:
     """Serve the sandbox gateway until Ctrl-C or SIGTERM (prints its URL, then a ready line)."""
     from walletctl.errors import UsageError
@@ -123,8 +134,10 @@ def serve_cmd(
 
     if ready_file is not None:
         _check_ready_file(ready_file)
+    on_listen = _profile_writer(ctx, config, write_profile, print_profile)
     try:
-        serve(host, port, config, ready_file=ready_file)
+        serve(host, port, config, ready_file=ready_file, on_listen=on_listen,
+              out=sys.stderr if print_profile else None)
     except sqlite3.Error as exc:
         raise UsageError(f"--db {db}: cannot use this SQLite database ({exc})") from None
     except OSError as exc:
@@ -133,6 +146,35 @@ def serve_cmd(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}",
             hint="--port 0 picks a free port (printed on the first line)" if in_use else None,
         ) from None
+
+
+def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
+                    print_it: bool) -> Any:
+    """The ``on_listen`` hook of --write-profile / --print-profile (None when neither)."""
+    if name is None and not print_it:
+        return None
+    from walletctl.cli.sandbox_profile import profile_table, profile_text, write_profile
+    from walletctl.config.store import valid_profile_name
+    from walletctl.errors import UsageError
+    from walletctl.render.console import print_note
+    from walletctl.sandbox.config import DEFAULT_API_KEY
+
+    if name is not None and not valid_profile_name(name):
+        raise UsageError(f"--write-profile {name!r}: use letters, digits, '-' and '_'")
+    state = get_state(ctx)
+
+    def hook(url: str) -> None:
+        table = profile_table(url, amount_format=config.amount_format, api_key=config.api_key,
+                              service_secret=config.service_secret, default_key=DEFAULT_API_KEY)
+        if print_it:
+            sys.stdout.write(profile_text(name or "sandbox", table))
+            sys.stdout.flush()
+        if name is not None:
+            path = write_profile(state.config_path, name, table)
+            print_note(f"profile {name!r} for {url} saved to {path}: "
+                       f"`walletctl -p {name} lookup REF`")
+
+    return hook
 
 
 def _check_ready_file(path: Path) -> None:

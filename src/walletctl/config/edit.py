@@ -80,7 +80,7 @@ def _write(path: Path, document: Any) -> ProfilesFile:
                         mode=None if os.name == "nt" else 0o600)
 
 
-def _table(values: dict[str, Any]) -> Any:
+def toml_table(values: dict[str, Any]) -> Any:
     """A tomlkit table for a profile: scalars first, then [auth], [paths], [redirects]."""
     import tomlkit
 
@@ -90,7 +90,7 @@ def _table(values: dict[str, Any]) -> Any:
             table.add(key, value)
     for key, value in values.items():
         if isinstance(value, dict) and value:
-            table.add(key, _table(value))
+            table.add(key, toml_table(value))
     return table
 
 
@@ -120,7 +120,7 @@ def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: b
             raise UsageError(
                 f"profile {name!r} already exists in {path}", hint="add --force to replace it"
             )
-        profiles[name] = _table(table)
+        profiles[name] = toml_table(table)
         if make_default or len(profiles) == 1:
             _set_default(document, name)
         parse_document(document.unwrap(), path)  # refuse before touching anything
