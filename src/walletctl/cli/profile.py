@@ -235,10 +235,23 @@ def remove(
 profile_app.command("check")(check)
 
 
+_EXAMPLES = ("reference", "sandbox", "production-key-env", "key-file", "keyring")
+
+
 @profile_app.command("example")
-def example() -> None:
-    """Print a commented profiles file: every setting, with its default and meaning."""
+def example(
+    kind: Annotated[str, typer.Argument(
+        help="reference (every setting) | sandbox | production-key-env | key-file | keyring."
+    )] = "reference",
+) -> None:
+    """Print a commented profiles file (every setting with its default and meaning)."""
     import sys
     from importlib.resources import files
 
-    sys.stdout.write(files("walletctl.config").joinpath("example.toml").read_text("utf-8"))
+    from walletctl.errors import UsageError
+
+    if kind not in _EXAMPLES:
+        raise UsageError(f"profile example: no example {kind!r}",
+                         hint="one of: " + ", ".join(_EXAMPLES))
+    resource = files("walletctl.config").joinpath("examples", f"{kind}.toml")
+    sys.stdout.write(resource.read_text("utf-8"))
