@@ -7,7 +7,6 @@ Commands: ``serve``, ``reset``, ``approve`` / ``decline`` / ``cancel`` REF, ``le
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 from pathlib import Path
@@ -248,11 +247,19 @@ def _call(method: str, url: str, *, params: dict[str, str] | None = None,
 
 
 def _emit(ctx: typer.Context, data: Any, line: str) -> None:
-    state = get_state(ctx)
-    if state.output is not None and state.output != "table":
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        sys.stdout.write(line + "\n")
+    from walletctl.render.sandbox import render_record
+
+    render_record(data, get_state(ctx).output_format, line)
+
+
+def _amount_format(ctx: typer.Context, url: str | None, base: str) -> str:
+    """The sandbox's wire amount format: the profile's, or (with --url) its health route's."""
+    if not url:
+        return get_state(ctx).profile().amount_format
+    try:
+        return str(_call("GET", f"{base}/_sandbox/health").get("amountFormat") or "minor")
+    except WalletctlError:
+        return "minor"
 
 
 def _decide(ctx: typer.Context, ref: str, action: str, url: str | None) -> None:
@@ -261,6 +268,10 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None) -> None:
     base, params = _base_url(ctx, url)
     data = _call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
                  params=params)
+    if get_state(ctx).output_format != "table" and isinstance(data, dict):
+        from walletctl.render.sandbox import decision_with_major_amount
+
+        data = decision_with_major_amount(data, _amount_format(ctx, url, base))
     _emit(ctx, data, f"{data.get('reference', ref)}: {data.get('state')} "
                      f"({data.get('providerStateCode')}) -> {data.get('redirectUrl')}")
 
@@ -314,35 +325,20 @@ def ledger_cmd(
     """List every transaction a running sandbox holds."""
     base, _ = _base_url(ctx, url)
     data = _call("GET", f"{base}/_sandbox/ledger")
-    state = get_state(ctx)
-    if state.output is not None and state.output != "table":
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-        return
-    cols = ("merchantId", "storeId", "reference", "invoiceReference", "kind", "amount",
-            "currency", "state", "providerStateCode")
-    rows = [[str(t.get(c) if t.get(c) is not None else "") for c in cols]
-            for t in data.get("transactions", [])]
-    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
-    sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)) + "\n")
-    for r in rows:
-        sys.stdout.write("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + "\n")
+    from walletctl.render.sandbox import render_ledger
+
+    render_ledger(data if isinstance(data, dict) else {}, get_state(ctx).output_format, base)
 
 
 @sandbox_app.command("values")
-def values_cmd() -> None:
+def values_cmd(ctx: typer.Context) -> None:
     """Show the magic test amounts and the default credentials."""
+    from walletctl.render.sandbox import render_values
+    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
     from walletctl.sandbox.engine import MAGIC_HELP
 
-    sys.stdout.write("Magic amounts (last two digits of the checkout amount in minor units):\n")
-    for digits, text in MAGIC_HELP.items():
-        sys.stdout.write(f"  ..{digits}  {text}\n")
-    sys.stdout.write(
-        "  other  approved normally\n\n"
-        "Credentials: Authorization: PublicApiKey sandbox-api-key (any merchant); public key "
-        "service Basic <userId>:sandbox-secret.\n"
-        "Faults: X-Sandbox-Fault: latency=50;jitter=10;error-rate=0.2;status=503;"
-        "throttle-rate=0.1;retry-after=1;drop-rate=0.05;error-after-rate=0;seed=7\n"
-    )
+    render_values(dict(MAGIC_HELP), get_state(ctx).output_format, api_key=DEFAULT_API_KEY,
+                  service_secret=DEFAULT_SERVICE_SECRET)
 
 
 # -- the demo ------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def smoke(
     state = get_state(ctx)
     as_json = json_ or state.output == "json"
     if list_:
-        _print_list(catalogue.describe(), as_json)
+        _print_list(catalogue.describe(), "json" if json_ else state.output_format)
         return
     from walletctl.ops.smoke import SmokeOptions, validate_options
 
@@ -296,11 +296,11 @@ def _results_table(results: list[ScenarioResult], *, live: bool) -> Table:
 # --------------------------------------------------------------------------- output
 
 
-def _print_list(items: list[dict[str, Any]], as_json: bool) -> None:
-    if as_json:
-        import json
+def _print_list(items: list[dict[str, Any]], fmt: str) -> None:
+    if fmt != "table":
+        from walletctl.render.rows import emit_rows
 
-        typer.echo(json.dumps(items, indent=2))
+        emit_rows(items, fmt)
         return
     from walletctl.render.console import out
 
