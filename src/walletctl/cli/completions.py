@@ -1,11 +1,20 @@
-"""Generate the static shell completion scripts shipped in ``completions/``.
+"""Static shell completion scripts, shipped inside the package (``walletctl/completions/``).
 
-Static scripts complete instantly (no Python start per TAB) and a test regenerates them to
-catch staleness: ``python -m walletctl.cli.completions completions/``.
+``walletctl completion bash|zsh|fish|powershell`` prints the installed package's script (the
+convention of gh, kubectl and poetry); the scripts complete instantly (no Python start per
+TAB). They skip option values when finding the command (``walletctl -p sandbox <TAB>`` offers
+commands, not the ``sandbox`` group's), complete the values of ``-o``, ``--type`` and the other
+choice options, profile names for ``-p``/``--profile`` (read from the profiles file) and file
+names for path options.
+
+Regenerate after changing a command (a test fails when they are stale)::
+
+    python -m walletctl.cli.completions            # rewrites src/walletctl/completions/
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,10 +28,41 @@ SHELLS = {
     "fish": "walletctl.fish",
     "powershell": "walletctl.ps1",
 }
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / "completions"
+PROFILES = "@profiles"  # value marker: profile names from the profiles file
+FILES = "@files"  # value marker: file names
+# Values of options that are plain strings checked in code (not click.Choice).
+KNOWN_VALUES = {
+    "--output": "table json ndjson csv",
+    "-o": "table json ndjson csv",
+    "--type": "sale preauth",
+    "--amount-format": "minor decimal",
+    "--auth-scheme": "PublicApiKey Bearer Basic header none",
+    "--profile": PROFILES,
+    "-p": PROFILES,
+}
+# Words offered for a command's argument.
+ARGUMENT_VALUES = {
+    "completion": ("bash", "zsh", "fish", "powershell"),
+    "profile example": ("reference", "sandbox", "production-key-env", "key-file", "keyring"),
+}
+
+
+def _values(param: Any) -> str:
+    import click
+
+    if isinstance(param.type, click.Choice):
+        return " ".join(str(c) for c in param.type.choices)
+    for opt in param.opts:
+        if opt in KNOWN_VALUES:
+            return KNOWN_VALUES[opt]
+    if isinstance(param.type, click.Path | click.File):
+        return FILES
+    return ""
 
 
 def command_tree() -> dict[str, dict[str, Any]]:
-    """{"": root, "profile": ..., "profile add": ...} -> {"children": [...], "options": [...]}."""
+    """{"": root, "profile": ...} -> children, options and the values of value options."""
     import click
     import typer
 
@@ -34,14 +74,16 @@ def command_tree() -> dict[str, dict[str, Any]]:
 
     def walk(cmd: Any, path: str) -> None:
         options: list[tuple[str, str]] = []
+        takes: dict[str, str] = {}
         for param in cmd.params:
             if getattr(param, "param_type_name", "") != "option" or getattr(param, "hidden", False):
-                continue
-            if path == "" and param.name in ("install_completion", "show_completion"):
                 continue
             help_text = (getattr(param, "help", None) or "").split(".")[0][:60]
             for opt in [*param.opts, *param.secondary_opts]:
                 options.append((opt, help_text))
+            if not param.is_flag and not param.count:
+                for opt in param.opts:
+                    takes[opt] = _values(param)
         children: list[tuple[str, str]] = []
         names = cmd.list_commands(ctx) if hasattr(cmd, "list_commands") else []
         for name in sorted(names):
@@ -51,7 +93,8 @@ def command_tree() -> dict[str, dict[str, Any]]:
             children.append((name, (sub.get_short_help_str(60) or "").rstrip(".")))
             walk(sub, f"{path} {name}".strip())
         options.append(("--help", "Show help"))
-        tree[path] = {"children": children, "options": options}
+        tree[path] = {"children": children, "options": options, "takes": takes,
+                      "args": list(ARGUMENT_VALUES.get(path, ()))}
 
     walk(root, "")
     return dict(sorted(tree.items()))
@@ -64,23 +107,55 @@ def _q(text: str) -> str:
 def bash(tree: dict[str, dict[str, Any]]) -> str:
     lines = [f"# {HEADER.format('bash')}", "_walletctl_words() {", '    case "$1" in']
     for path, node in tree.items():
-        words = " ".join([c for c, _ in node["children"]] + [o for o, _ in node["options"]])
+        words = " ".join([c for c, _ in node["children"]] + node["args"]
+                         + [o for o, _ in node["options"]])
         lines.append(f"        '{path}') echo '{words}' ;;")
     lines += ["    esac", "}", "_walletctl_groups() {", '    case "$1" in']
     for path, node in tree.items():
         if node["children"]:
             lines.append(f"        '{path}') echo '{' '.join(c for c, _ in node['children'])}' ;;")
+    lines += ["    esac", "}", "_walletctl_takes() {  # options that take a value", '    case "$1" in']  # noqa: E501
+    for path, node in tree.items():
+        if node["takes"]:
+            lines.append(f"        '{path}') echo '{' '.join(node['takes'])}' ;;")
+    lines += ["    esac", "}", "_walletctl_values() {  # path, option", '    case "$1|$2" in']
+    for path, node in tree.items():
+        for opt, values in node["takes"].items():
+            if values:
+                lines.append(f"        '{path}|{opt}') echo '{values}' ;;")
     lines += [
         "    esac",
         "}",
+        "_walletctl_profiles() {",
+        '    local f="${WALLETCTL_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/walletctl/profiles.toml}"',  # noqa: E501
+        '    [ -r "$f" ] && sed -n \'s/^[[:space:]]*\\[profiles\\.\\([A-Za-z0-9_-]*\\)\\].*/\\1/p\' "$f"',  # noqa: E501
+        "}",
         "_walletctl() {",
-        '    local cur="${COMP_WORDS[COMP_CWORD]}" path="" w',
+        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="" w skip="" values',
         '    for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do',
-        '        case "$w" in -*) continue ;; esac',
+        '        if [ -n "$skip" ]; then skip=""; continue; fi',
+        '        case "$w" in',
+        "            -*=*) continue ;;",
+        '            -*) [[ " $(_walletctl_takes "$path") $(_walletctl_takes \'\') " == *" $w "* ]]'
+        " && skip=1; continue ;;",
+        "        esac",
         '        if [[ " $(_walletctl_groups "$path") " == *" $w "* ]]; then',
         '            path="${path:+$path }$w"',
         "        fi",
         "    done",
+        '    [ "$COMP_CWORD" -gt 1 ] && prev="${COMP_WORDS[COMP_CWORD-1]}"',
+        '    if [[ "$prev" == -* && " $(_walletctl_takes "$path") $(_walletctl_takes \'\') " =='
+        ' *" $prev "* ]]; then',
+        '        values="$(_walletctl_values "$path" "$prev")"',
+        '        [ -z "$values" ] && values="$(_walletctl_values \'\' "$prev")"',
+        '        case "$values" in',
+        f'            {PROFILES}) COMPREPLY=( $(compgen -W "$(_walletctl_profiles)" -- "$cur") ) ;;',  # noqa: E501
+        f'            {FILES}) COMPREPLY=( $(compgen -f -- "$cur") ) ;;',
+        '            "") COMPREPLY=() ;;',
+        '            *) COMPREPLY=( $(compgen -W "$values" -- "$cur") ) ;;',
+        "        esac",
+        "        return",
+        "    fi",
         '    COMPREPLY=( $(compgen -W "$(_walletctl_words "$path")" -- "$cur") )',
         "}",
         "complete -o default -F _walletctl walletctl",
@@ -91,61 +166,128 @@ def bash(tree: dict[str, dict[str, Any]]) -> str:
 
 def zsh(tree: dict[str, dict[str, Any]]) -> str:
     body = bash(tree).split("\n", 1)[1]
-    return "\n".join(
-        [
-            "#compdef walletctl",
-            f"# {HEADER.format('zsh')}",
-            "autoload -U +X bashcompinit && bashcompinit",
-            body,
-        ]
-    )
+    return "\n".join(["#compdef walletctl", f"# {HEADER.format('zsh')}",
+                      "autoload -U +X bashcompinit && bashcompinit", body])
 
 
 def fish(tree: dict[str, dict[str, Any]]) -> str:
-    lines = [f"# {HEADER.format('fish')}", "complete -c walletctl -f"]
+    lines = [f"# {HEADER.format('fish')}", "complete -c walletctl -f",
+             "function __walletctl_groups", "    switch $argv[1]"]
     for path, node in tree.items():
-        if path == "":
-            cond = "__fish_use_subcommand"
-        else:
-            parts = path.split()
-            cond = " && ".join(f"__fish_seen_subcommand_from {p}" for p in parts)
-            if node["children"]:
-                kids = " ".join(c for c, _ in node["children"])
-                cond += f" && not __fish_seen_subcommand_from {kids}"
+        if node["children"]:
+            lines.append(f"        case '{path}'; echo {' '.join(c for c, _ in node['children'])}")
+    lines += ["    end", "end", "function __walletctl_takes", "    switch $argv[1]"]
+    for path, node in tree.items():
+        if node["takes"]:
+            lines.append(f"        case '{path}'; echo {' '.join(node['takes'])}")
+    lines += [
+        "    end",
+        "end",
+        "function __walletctl_path  # the command path typed so far, option values skipped",
+        "    set -l path ''",
+        "    set -l skip 0",
+        "    for w in (commandline -opc)[2..-1]",
+        "        if test $skip = 1; set skip 0; continue; end",
+        "        switch $w",
+        "            case '-*=*'; continue",
+        "            case '-*'",
+        "                if contains -- $w (string split ' ' -- (__walletctl_takes $path)) "
+        "(string split ' ' -- (__walletctl_takes ''))",
+        "                    set skip 1",
+        "                end",
+        "                continue",
+        "        end",
+        "        if contains -- $w (string split ' ' -- (__walletctl_groups $path))",
+        "            set path (string trim -- \"$path $w\")",
+        "        end",
+        "    end",
+        "    echo $path",
+        "end",
+        "function __walletctl_at",
+        "    test (__walletctl_path | string collect) = \"$argv[1]\"",
+        "end",
+        "function __walletctl_profiles",
+        "    set -l f $WALLETCTL_CONFIG",
+        "    if test -z \"$f\"",
+        "        set -l base $XDG_CONFIG_HOME",
+        "        test -z \"$base\"; and set base $HOME/.config",
+        "        set f $base/walletctl/profiles.toml",
+        "    end",
+        "    test -r $f; and string replace -rf '^\\s*\\[profiles\\.([A-Za-z0-9_-]+)\\].*' '$1' "
+        "< $f",
+        "end",
+    ]
+    for path, node in tree.items():
+        cond = f"__walletctl_at '{path}'"
         for child, desc in node["children"]:
-            lines.append(f"complete -c walletctl -n '{cond}' -a {child} -d '{_q(desc)}'")
+            lines.append(f"complete -c walletctl -n \"{cond}\" -a {child} -d '{_q(desc)}'")
+        if node["args"]:
+            lines.append(f"complete -c walletctl -n \"{cond}\" -a '{' '.join(node['args'])}'")
         for opt, desc in node["options"]:
             flag = f"-l {opt[2:]}" if opt.startswith("--") else f"-s {opt[1:]}"
-            lines.append(f"complete -c walletctl -n '{cond}' {flag} -d '{_q(desc)}'")
+            values = node["takes"].get(opt)
+            extra = ""
+            if values == PROFILES:
+                extra = " -r -a '(__walletctl_profiles)'"
+            elif values == FILES:
+                extra = " -r -F"
+            elif values:
+                extra = f" -r -a '{values}'"
+            elif opt in node["takes"]:
+                extra = " -r"
+            lines.append(f"complete -c walletctl -n \"{cond}\" {flag}{extra} -d '{_q(desc)}'")
     lines.append("")
     return "\n".join(lines)
 
 
 def powershell(tree: dict[str, dict[str, Any]]) -> str:
+    def ps_list(words: list[str]) -> str:
+        return "@(" + ",".join(f"'{w}'" for w in words) + ")"
+
     lines = [f"# {HEADER.format('PowerShell')}", "$walletctlWords = @{"]
     for path, node in tree.items():
-        words = ",".join(
-            f"'{w}'" for w in [c for c, _ in node["children"]] + [o for o, _ in node["options"]]
-        )
-        lines.append(f"    '{path}' = @({words})")
+        lines.append(f"    '{path}' = "
+                     + ps_list([c for c, _ in node["children"]] + node["args"]
+                               + [o for o, _ in node["options"]]))
     lines += ["}", "$walletctlGroups = @{"]
     for path, node in tree.items():
         if node["children"]:
-            kids = ",".join(f"'{c}'" for c, _ in node["children"])
-            lines.append(f"    '{path}' = @({kids})")
+            lines.append(f"    '{path}' = " + ps_list([c for c, _ in node["children"]]))
+    lines += ["}", "$walletctlValues = @{  # 'path|option' = values"]
+    for path, node in tree.items():
+        for opt, values in node["takes"].items():
+            lines.append(f"    '{path}|{opt}' = '{values}'")
     lines += [
         "}",
         "Register-ArgumentCompleter -Native -CommandName walletctl -ScriptBlock {",
         "    param($wordToComplete, $commandAst, $cursorPosition)",
-        "    $path = ''",
+        "    $path = ''; $skip = $false; $prev = ''",
         "    foreach ($el in $commandAst.CommandElements | Select-Object -Skip 1) {",
         "        $w = $el.ToString()",
-        "        if ($w -eq $wordToComplete) { break }",
-        "        if ($w.StartsWith('-')) { continue }",
+        "        if ($w -eq $wordToComplete -and $el.Extent.EndOffset -ge $cursorPosition) { break }",  # noqa: E501
+        "        $prev = $w",
+        "        if ($skip) { $skip = $false; continue }",
+        "        if ($w.StartsWith('-')) {",
+        "            if ($walletctlValues.ContainsKey(\"$path|$w\") -or "
+        "$walletctlValues.ContainsKey(\"|$w\")) { $skip = $true }",
+        "            continue",
+        "        }",
         "        $kids = $walletctlGroups[$path]",
         "        if ($kids -and $kids -contains $w) { $path = ($path + ' ' + $w).Trim() }",
         "    }",
-        '    $walletctlWords[$path] | Where-Object { $_ -like "$wordToComplete*" } |',
+        "    $words = $walletctlWords[$path]",
+        "    if ($skip) {",
+        "        $v = $walletctlValues[\"$path|$prev\"]",
+        "        if ($null -eq $v) { $v = $walletctlValues[\"|$prev\"] }",
+        f"        if ($v -eq '{PROFILES}') {{",
+        "            $f = $env:WALLETCTL_CONFIG",
+        "            if (-not $f) { $f = Join-Path $HOME '.config/walletctl/profiles.toml' }",
+        "            $words = @(Select-String -Path $f -Pattern '^\\s*\\[profiles\\.([A-Za-z0-9_-]+)\\]'"  # noqa: E501
+        " -ErrorAction SilentlyContinue | ForEach-Object { $_.Matches[0].Groups[1].Value })",
+        f"        }} elseif ($v -eq '{FILES}' -or -not $v) {{ return }}",
+        "        else { $words = $v -split ' ' }",
+        "    }",
+        '    $words | Where-Object { $_ -like "$wordToComplete*" } |',
         "        ForEach-Object { [System.Management.Automation.CompletionResult]::new("
         "$_, $_, 'ParameterValue', $_) }",
         "}",
@@ -160,8 +302,48 @@ def render_all() -> dict[str, str]:
     return {SHELLS[shell]: gen(tree) for shell, gen in gens.items()}
 
 
+def shipped_script(shell: str) -> str:
+    """The installed package's script for ``shell`` (bash, zsh, fish, powershell)."""
+    from importlib.resources import files
+
+    return files("walletctl").joinpath("completions", SHELLS[shell]).read_text("utf-8")
+
+
+_COMPLETION_HELP = "Print the shell completion script for bash, zsh, fish or powershell."
+
+
+def register(app: Any) -> None:
+    """``walletctl completion SHELL`` (loaded lazily like every command)."""
+    import typer
+
+    @app.command("completion", help=_COMPLETION_HELP + """
+
+    \b
+    bash: walletctl completion bash > ~/.local/share/bash-completion/completions/walletctl
+    zsh: walletctl completion zsh > "${fpath[1]}/_walletctl"
+    fish: walletctl completion fish > ~/.config/fish/completions/walletctl.fish
+    PowerShell: walletctl completion powershell | Out-String | Invoke-Expression
+    """)
+    def completion(
+        shell: str = typer.Argument(..., help="bash | zsh | fish | powershell."),
+    ) -> None:
+        from walletctl.errors import UsageError
+
+        if shell not in SHELLS:
+            raise UsageError(f"completion: unknown shell {shell!r}",
+                             hint="one of: " + ", ".join(SHELLS))
+        sys.stdout.write(shipped_script(shell))
+
+
 def main(argv: list[str]) -> int:
-    target = Path(argv[0]) if argv else Path("completions")
+    parser = argparse.ArgumentParser(
+        prog="python -m walletctl.cli.completions",
+        description="Regenerate walletctl's static shell completion scripts.",
+    )
+    parser.add_argument("directory", nargs="?", type=Path, default=PACKAGE_DIR,
+                        help=f"where to write them (default: {PACKAGE_DIR})")
+    args = parser.parse_args(argv)
+    target: Path = args.directory
     target.mkdir(parents=True, exist_ok=True)
     for name, text in render_all().items():
         (target / name).write_text(text, encoding="utf-8")

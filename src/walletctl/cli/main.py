@@ -66,6 +66,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hosted approval page, faults, magic test values) and the one-command demo.",
     ),
     "profile": ("profile", "List, show, add, remove and check merchant profiles (profiles.toml)."),
+    "completion": (
+        "completions",
+        "Print the shell completion script for bash, zsh, fish or powershell.",
+    ),
 }
 COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
