@@ -324,7 +324,11 @@ def _print_summary(report: SmokeReport, mask: Any) -> None:
         f"({len(report.scenarios)} scenarios, {report.duration:.2f} s) against "
         f"{mask(report.target.get('base_url', '?'))}"
     ]
-    if report.references:
+    if report.references and report.target.get("profile") == "(embedded sandbox)":
+        # Its sandbox has stopped: the references cannot be looked up any more.
+        lines.append(f"{len(report.references)} references in the embedded sandbox "
+                     "(stopped with the run; --json-file keeps them)")
+    elif report.references:
         lines.append("references (walletctl lookup REF):")
         lines.extend(f"  {r.reference}  {r.scenario}: {r.label}" for r in report.references)
     typer.echo("\n".join(lines))
