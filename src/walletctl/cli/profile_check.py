@@ -102,7 +102,7 @@ def _commands(profile: Profile, key_ok: bool) -> list[_Check]:
             name, "keys", True,
             "sends the API key as the public key service's secret (no service secret set); "
             "a service with its own secret answers 401",
-            "set service_secret_env (profile add --service-secret-env VAR)", warning=True))
+            "set service_secret_env in the profile's [auth] table", warning=True))
     return out
 
 
