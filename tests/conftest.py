@@ -13,6 +13,7 @@ import pytest
 pytest_plugins = [
     "pytester",
     *(["sandbox_fixtures"] if (Path(__file__).parent / "sandbox_fixtures.py").exists() else []),
+    "first_hour_fixtures",  # served_sandbox: `sandbox serve --write-profile` on a real port
 ]
 
 TEST_API_KEY = "sandbox-api-key"
