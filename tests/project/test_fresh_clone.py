@@ -67,7 +67,8 @@ def _tour(sb: Served, profile: str, ref: str, tmp_path: Path,
 
 def test_served_profile_runs_the_readme_tour(served_sandbox: Served, tmp_path: Path) -> None:
     check = served_sandbox.run("-o", "table", "profile", "check", "--online")
-    assert "FAIL" not in check.stdout and "warn" not in check.stdout, check.stdout
+    assert "FAIL" not in check.stdout, check.stdout
+    assert "warn" not in check.stdout, check.stdout
     _tour(served_sandbox, "sbx", "ORDER-FRESH-1", tmp_path)
 
 
