@@ -75,3 +75,29 @@ def served_sandbox(tmp_path: Path) -> Iterator[Served]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+
+
+def wallet_event(sb: Served, profile: str, ref: str, directory: Path) -> Path:
+    """A browser-wallet ``event.detail`` file for a Token payment account, made the way the
+    client script would (keys from ``walletctl keys``, the emulated wallet's token)."""
+    import json
+
+    import httpx
+
+    keys = json.loads(sb.run("-p", profile, "-o", "json", "keys", "--show-secret").stdout)
+    api_key = keys["apiKey"]
+    cards = httpx.get(sb.url + "/_sandbox/wallet/cards", timeout=10).json()
+    cards = cards.get("cards", cards) if isinstance(cards, dict) else cards
+    token = next(c for c in cards if "token" in json.dumps(c).lower())
+    pmd = httpx.post(sb.url + "/_sandbox/wallet/token", timeout=10, json={
+        "cardId": token["id"], "gatewayMerchantId": "M-1001", "publicKeyApi": api_key}).json()
+    created = httpx.post(sb.url + "/api/v5/paymentAccounts", timeout=10,
+                         headers={"Authorization": f"PublicApiKey {api_key}"},
+                         json={"merchantId": "M-1001", "storeId": "S-01",
+                               "clientSystemTransactionId": ref, "paymentData": pmd}).json()
+    event = directory / f"{profile}-{ref}-event.json"
+    event.write_text(json.dumps({
+        "clientSystemTransactionId": ref, "transactionAccountId": created["transactionAccountId"],
+        "transactionMethod": "WalletPay", "cryptogram": created.get("cryptogram"),
+        "eciIndicator": created.get("eciIndicator")}))
+    return event

@@ -12,10 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from first_hour_fixtures import Served
+from first_hour_fixtures import Served, wallet_event
 
 
 def _tour(sb: Served, profile: str, ref: str, tmp_path: Path,
@@ -37,24 +36,8 @@ def _tour(sb: Served, profile: str, ref: str, tmp_path: Path,
     assert [r["transactionAmount"] for r in records] == ["40.00", "15.00", "5.00"]
     assert "Balance: authorised 40.00 EUR" in run("-o", "table", "lookup", ref).stdout
 
-    keys = json.loads(run("-o", "json", "keys", "--show-secret").stdout)
-    api_key = keys["apiKey"]
-    cards = httpx.get(sb.url + "/_sandbox/wallet/cards", timeout=10).json()
-    cards = cards.get("cards", cards) if isinstance(cards, dict) else cards
-    token = next(c for c in cards if "token" in json.dumps(c).lower())
-    pmd = httpx.post(sb.url + "/_sandbox/wallet/token", timeout=10, json={
-        "cardId": token["id"], "gatewayMerchantId": "M-1001", "publicKeyApi": api_key}).json()
-    created = httpx.post(sb.url + "/api/v5/paymentAccounts", timeout=10,
-                         headers={"Authorization": f"PublicApiKey {api_key}"},
-                         json={"merchantId": "M-1001", "storeId": "S-01",
-                               "clientSystemTransactionId": f"{ref}-WP",
-                               "paymentData": pmd}).json()
-    event = tmp_path / f"{profile}-event.json"
-    event.write_text(json.dumps({
-        "clientSystemTransactionId": f"{ref}-WP",
-        "transactionAccountId": created["transactionAccountId"],
-        "transactionMethod": "WalletPay", "cryptogram": created.get("cryptogram"),
-        "eciIndicator": created.get("eciIndicator")}))
+    keys = json.loads(run("-o", "json", "keys").stdout)
+    event = wallet_event(sb, profile, f"{ref}-WP", tmp_path)
     account = json.loads(run("-o", "json", "account", "--event", str(event)).stdout)
     assert "*" in json.dumps(account)  # the card number is masked
     tx = json.loads(run("-o", "json", "authorize", "--event", str(event), "--amount", "12.00",

@@ -226,8 +226,12 @@ def remove(
             return
     result = remove_profile(path, name)
     _note(f"removed profile {name!r} from {path}")
-    if result.backup is not None:
-        _note(f"the previous file had comments; it is kept as {result.backup}")
+    if state.output_format != "table":
+        record = {"profile": name, "file": str(path), "removed": True,
+                  "default_profile": result.file.default_profile}
+        from walletctl.render.rows import emit_rows
+
+        emit_rows([record], state.output_format, document=record)
 
 
 # --------------------------------------------------------------------------- check, example

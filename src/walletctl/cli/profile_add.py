@@ -56,7 +56,7 @@ def default_env_name(name: str) -> str:
     return "WALLETCTL_" + re.sub(r"[^A-Z0-9]+", "_", name.upper()).strip("_") + "_KEY"
 
 
-def _note(message: str) -> None:
+def _print_note(message: str) -> None:
     from walletctl.render.console import print_note
 
     print_note(message)
@@ -228,12 +228,22 @@ def add(
                 rule = exc.message.removeprefix(f"{exc.location}: ")
                 raise UsageError(f"{flag}: {rule}") from None
         raise
-    _after_add(name, target)
+    notes: list[str] = []
+    _after_add(name, target, notes)
+    if state.output_format != "table":
+        from walletctl.render.rows import emit_rows
+
+        record = {"profile": name, "file": str(target), "saved": True, "notes": notes}
+        emit_rows([record], state.output_format, document=record)
 
 
-def _after_add(name: str, target: Path) -> None:
+def _after_add(name: str, target: Path, notes: list[str]) -> None:
     """What the new profile can do, and the one step left (if any)."""
     from walletctl.config.store import file_mode, load_file
+
+    def _note(message: str) -> None:
+        notes.append(message)
+        _print_note(message)
 
     _note(f"saved profile {name!r} to {target} (mode 0600)")
     saved = load_file(target).profiles[name]

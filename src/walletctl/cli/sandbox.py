@@ -346,6 +346,7 @@ def values_cmd(ctx: typer.Context) -> None:
 
 @sandbox_app.command("demo")
 def demo_cmd(
+    ctx: typer.Context,
     keep_going: Annotated[
         bool, typer.Option("--keep-going", help="Run every step even after a failure.")
     ] = False,
@@ -358,7 +359,18 @@ def demo_cmd(
     """
     from walletctl.sandbox.scenario import run_demo
 
-    failed = run_demo(sys.stdout, keep_going=keep_going)
+    output = get_state(ctx).output
+    if output is None or output == "table":
+        failed = run_demo(sys.stdout, keep_going=keep_going)
+    else:  # the transcript as data: {"transcript": [lines], "failed": step or null}
+        import io
+
+        from walletctl.render.sandbox import render_record
+
+        buffer = io.StringIO()
+        failed = run_demo(buffer, keep_going=keep_going)
+        render_record({"transcript": buffer.getvalue().splitlines(), "failed": failed},
+                      output, "")
     if failed:
         raise DemoFailed(f"demo step failed: {failed}")
 
