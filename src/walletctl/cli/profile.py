@@ -178,16 +178,17 @@ def show(
     elif fmt == "csv":
         _emit_rows([{"setting": k, "value": v} for k, v in _flatten(settings)], "csv", "")
     else:
-        from rich.table import Table
+        from rich.markup import escape
 
         from walletctl.render.console import out
 
-        table = Table(title=f"profile {profile.name}", title_justify="left", show_header=False)
-        table.add_column("setting", style="bold")
-        table.add_column("value", overflow="fold")
-        for key, value in _flatten(settings):
-            table.add_row(key, value)
-        out().print(table)
+        # Setting and value per line, never folded: a long path stays one word (copyable).
+        rows = _flatten(settings)
+        width = max(len(key) for key, _ in rows)
+        console = out()
+        console.print(f"profile {escape(profile.name)}", soft_wrap=True)
+        for key, value in rows:
+            console.print(f"  [bold]{key:<{width}}[/bold]  {escape(value)}", soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- add
