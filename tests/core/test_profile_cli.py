@@ -270,7 +270,7 @@ def test_add_creates_a_private_file(isolated: Path) -> None:
     assert (p.currency, p.timeout, p.amount_format) == ("JPY", 12.0, "decimal")
     assert p.auth.key_env == "WALLETCTL_SHOP_KEY"  # the default secret source
     assert "$WALLETCTL_SHOP_KEY" in result.stderr
-    assert result.stdout == ""
+    assert json.loads(result.stdout)["saved"] is True  # piped: the result as JSON
 
 
 @pytest.mark.parametrize(
