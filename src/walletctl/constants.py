@@ -43,7 +43,7 @@ class ExitCode(IntEnum):
 
 
 class Paths:
-    """Default gateway paths (DESIGN.md); each can be overridden per profile ([paths])."""
+    """Default gateway paths (docs/gateway-api.md); each can be overridden per profile ([paths])."""
 
     CHECKOUT: Final = "/api/v5/checkout"
     APM_TRANSACTIONS: Final = "/api/v5/apmTransactions"

@@ -722,7 +722,7 @@ def test_keyring_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         "profiles.sandbox -> auth -> keyring: keyring support is not installed"
     )
     assert info.value.hint is not None
-    assert "walletctl[keyring]" in info.value.hint
+    assert "pip install keyring" in info.value.hint
 
 
 def test_keyring_without_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

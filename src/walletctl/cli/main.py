@@ -238,7 +238,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,  # locals could hold API keys
-    add_completion=False,  # static scripts ship in completions/ (no Python start per TAB)
+    add_completion=False,  # static scripts ship in walletctl/completions/ (`walletctl completion`)
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

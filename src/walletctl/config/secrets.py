@@ -70,7 +70,7 @@ def _keyring() -> ModuleType:
     except ImportError:
         raise ConfigError(
             "keyring support is not installed",
-            hint="pip install 'walletctl[keyring]', or use key_env / key_file instead",
+            hint="install the keyring package (pip install keyring), or use key_env / key_file",
         ) from None
     return keyring
 
