@@ -95,7 +95,9 @@ def list_profiles(ctx: typer.Context) -> None:
     if not rows and fmt == "table":
         _note(f"no profiles in {path}")
         return
-    _emit_rows(rows, fmt, str(path))
+    from walletctl.render.rows import emit_rows
+
+    emit_rows(rows, fmt, str(path), drop_order=("auth", "store_id", "merchant_id"))
 
 
 # --------------------------------------------------------------------------- show
