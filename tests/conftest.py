@@ -32,6 +32,8 @@ def _isolate_user_dirs(tmp_path_factory: pytest.TempPathFactory,
     for name in list(os.environ):
         if name.startswith("WALLETCTL_"):
             monkeypatch.delenv(name, raising=False)
+    # The history (audit log) of money-moving commands: never the real user data dir.
+    monkeypatch.setenv("WALLETCTL_AUDIT_LOG", str(home / "audit" / "history.sqlite3"))
     from walletctl.cli.state import ENV
 
     saved = (ENV.transport, ENV.async_transport, ENV.stdin_isatty, ENV.stdout_isatty)

@@ -15,11 +15,13 @@ class Env:
     CONFIG: Final = "WALLETCTL_CONFIG"
     PROFILE: Final = "WALLETCTL_PROFILE"
     DEBUG: Final = "WALLETCTL_DEBUG"
+    AUDIT_LOG: Final = "WALLETCTL_AUDIT_LOG"  # the history (audit log) file
     NO_COLOR: Final = "NO_COLOR"
     # Sandbox
     SANDBOX_DB: Final = "WALLETCTL_SANDBOX_DB"
     SANDBOX_API_KEY: Final = "WALLETCTL_SANDBOX_API_KEY"
     SANDBOX_TOKEN: Final = "WALLETCTL_SANDBOX_TOKEN"  # noqa: S105 - a variable name
+    SANDBOX_SERVICE_SECRET: Final = "WALLETCTL_SANDBOX_SERVICE_SECRET"  # noqa: S105 - a name
     # The pytest plugin (walletctl.testing): an external sandbox instead of an embedded one
     SANDBOX_URL: Final = "WALLETCTL_SANDBOX_URL"
 

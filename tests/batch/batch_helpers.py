@@ -52,6 +52,7 @@ def checkout_body(ref: str, amount: str, currency: str = "EUR") -> dict[str, Any
         "redirectDetails": {
             "returnUrl": "https://shop.example/r", "successUrl": "https://shop.example/s",
             "pendingUrl": "https://shop.example/p", "errorUrl": "https://shop.example/e",
+            "cancelUrl": "https://shop.example/e", "refusedUrl": "https://shop.example/e",
         },
     }
 

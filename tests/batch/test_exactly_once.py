@@ -73,7 +73,10 @@ def test_1000_captures_under_faults_are_applied_exactly_once(
     set_faults(fresh.url, {**BASE_FAULTS, "seed": 5})
 
     def burst() -> None:  # a burst of 429s (Retry-After: 1) in the middle of the run
-        time.sleep(1.5)
+        # Started by progress, not by the clock: a loaded machine may take seconds to start.
+        deadline = time.monotonic() + 120
+        while len(ledger(fresh.url)) < 1100 and time.monotonic() < deadline:
+            time.sleep(0.2)
         set_faults(fresh.url, {**BASE_FAULTS, "throttle-rate": 0.6, "retry-after": 1, "seed": 6})
         time.sleep(0.8)
         set_faults(fresh.url, {**BASE_FAULTS, "seed": 7})

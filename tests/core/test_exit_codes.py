@@ -160,7 +160,8 @@ def test_unknown_outcome_from_the_live_sandbox(make_cli: Any, api_key: str) -> N
         cli = make_cli(live.url)
         err = expect(cli("checkout", "--amount", "1", "--ref", "R-9"), ExitCode.UNKNOWN_OUTCOME)
         assert "walletctl lookup R-9" in err, err
-        off = urllib.request.Request(f"{live.url}/_sandbox/faults", data=b"{}", method="POST")
+        off = urllib.request.Request(f"{live.url}/_sandbox/faults", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(off, timeout=5) as resp:
             assert resp.status == 200
         result = cli("-o", "json", "lookup", "R-9")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,7 +43,8 @@ def lookup(client: Any, ref: str) -> Any:
 def records(client: Any, ref: str) -> list[dict[str, Any]]:
     resp = lookup(client, ref)
     assert resp.status_code == 200, resp.text
-    data: list[dict[str, Any]] = resp.json()
+    # transactionAmount is a JSON number (spec 2.5): read it exactly, as Decimal
+    data: list[dict[str, Any]] = json.loads(resp.text, parse_float=Decimal)
     return data
 
 

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -45,7 +46,7 @@ def test_checkout_creates_pending_transaction(sandbox_client: Any) -> None:
     assert re.match(r"^http://testserver/pay/[\w-]{20,}$", resp.json()["redirectUrl"])
     [rec] = records(sandbox_client, "ORD-1")
     assert rec["state"] == "Pending"
-    assert rec["transactionAmount"] == "1234"
+    assert rec["transactionAmount"] == 1234
     assert rec["type"] == "ecom.sale"
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}$", rec["transactionDateTime"])
     assert rec["transactionDateTime"] == "2024-05-01T10:20:30.1234560"  # the injected clock
@@ -198,13 +199,15 @@ def test_page_decisions_redirect(sandbox_client: Any, action: str, location: str
     assert sandbox_client.get(path).status_code == 410
 
 
-def test_cancel_and_refused_default_to_error_url(sandbox_client: Any) -> None:
+def test_cancel_and_refused_urls_are_mandatory(sandbox_client: Any) -> None:
+    # spec 2.1: M ("populate with the same value as errorUrl"); the client fills them, the
+    # gateway does not
     body = make_checkout_body("ORD-DEF")
     del body["redirectDetails"]["cancelUrl"], body["redirectDetails"]["refusedUrl"]
     resp = sandbox_client.post(CHECKOUT, json=body)
-    path = resp.json()["redirectUrl"].split("testserver")[1]
-    out = sandbox_client.post(path, data={"action": "cancel"}, follow_redirects=False)
-    assert out.headers["location"] == "https://shop.example/error"
+    assert resp.status_code == 400
+    assert message(resp) == ("redirectDetails.cancelUrl: is required; "
+                             "redirectDetails.refusedUrl: is required")
 
 
 def test_unknown_page_token_is_404(sandbox_client: Any) -> None:
@@ -312,7 +315,7 @@ def test_partial_and_multiple_captures_up_to_authorised(sandbox_client: Any) -> 
     assert "fully captured" in message(over)
     recs = records(sandbox_client, "AUTH-1")
     assert [r["clientSystemTransactionId"] for r in recs] == ["AUTH-1", "AUTH-1-C1", "AUTH-1-C2"]
-    assert [r["transactionAmount"] for r in recs] == ["1000", "400", "600"]
+    assert [r["transactionAmount"] for r in recs] == [1000, 400, 600]
     assert recs[1]["clientSystemInvoiceId"] == "AUTH-1"
 
 
@@ -570,7 +573,8 @@ def test_decimal_amount_format(decimal_client: Any) -> None:
     decide(decimal_client, "DEC-1")
     ok = followup(decimal_client, "DEC-1-C", "DEC-1", "capture", "2.34")
     assert ok.status_code == 200, ok.text
-    assert [r["transactionAmount"] for r in records(decimal_client, "DEC-1")] == ["12.34", "2.34"]
+    assert [r["transactionAmount"] for r in records(decimal_client, "DEC-1")] == [
+        Decimal("12.34"), Decimal("2.34")]
     bad = decimal_client.post(CHECKOUT, json=make_checkout_body("DEC-2", "12.345"))
     assert bad.status_code == 400
 
@@ -637,7 +641,7 @@ def test_walletpay_authorizations_follow_the_same_rules(sandbox_app: Any,
         [rec] = records(client, "WP-1")
         assert rec["apmDetails"]["apmName"] == "WalletPay"
         assert rec["apmDetails"]["apmPayerID"] == "42"
-        assert rec["transactionAmount"] == "2000"
+        assert rec["transactionAmount"] == 2000
         over = followup(client, "WP-1-C0", "WP-1", "capture", "2001")
         assert over.status_code == 422
         cap = followup(client, "WP-1-C", "WP-1", "capture", "2000")

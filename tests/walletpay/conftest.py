@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import base64
+import json
+import os
+import shutil
+import sys
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -112,3 +117,115 @@ def make_wallet(client: TestClient) -> Any:
         return Wallet(client, merchant, store)
 
     return make
+
+
+# -- real browser (headless Chromium via Playwright) ---------------------------------------------
+# One sandbox on a real loopback port and one browser per test module; without a Chromium
+# binary the browser tests are skipped with a loud reason.
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+SECRETS = ("sandbox-secret", "4111111111111111", "5204740000001002")
+
+
+def _find_chromium() -> str | None:
+    for candidate in (os.environ.get("WALLETCTL_CHROMIUM"), shutil.which("chromium"),
+                      shutil.which("chromium-browser"), "/usr/bin/chromium"):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def _skip_loudly(reason: str) -> None:
+    message = f"BROWSER TESTS SKIPPED: {reason}"
+    sys.stderr.write(f"\n*** {message} ***\n")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Any]:
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb:
+        yield sb
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = _find_chromium()
+    if executable is None:
+        _skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_loudly("playwright is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+# The raw event.detail, as a merchant's own listener receives it (the demo page's log and
+# window.demoEvents never hold the cryptogram).
+CAPTURE_DETAIL = ("document.addEventListener('handlePaymentResult', "
+                  "(e) => { window.capturedDetail = e.detail; });")
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context()
+    context.add_init_script(CAPTURE_DETAIL)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.set_default_timeout(10_000)
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def cli(sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``cli("account", ...)``: the real CLI against ``sandbox``; checks no secret leaks."""
+    monkeypatch.setenv("WALLETCTL_TEST_KEY", "sandbox-api-key")
+    monkeypatch.setenv("WALLETCTL_TEST_SERVICE_SECRET", "sandbox-secret")
+    path = tmp_path / "profiles.toml"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"""default_profile = "sandbox"
+[profiles.sandbox]
+base_url = "{sandbox.url}"
+merchant_id = "M-1001"
+store_id = "S-01"
+user_id = "ops-bot"
+currency = "EUR"
+timeout = 10
+[profiles.sandbox.auth]
+scheme = "PublicApiKey"
+key_env = "WALLETCTL_TEST_KEY"
+service_secret_env = "WALLETCTL_TEST_SERVICE_SECRET"
+""")
+    from typer.testing import CliRunner
+
+    from walletctl.cli.main import app as cli_app
+
+    runner = CliRunner()
+
+    def run(*args: str, expect: int = 0, hidden: tuple[str, ...] = ()) -> Any:
+        result = runner.invoke(cli_app, ["--config", str(path), "-o", "json", *args])
+        text = result.stdout + result.stderr
+        assert result.exit_code == expect, f"walletctl {' '.join(args)} -> {text}"
+        for secret in (*SECRETS, *hidden):
+            assert secret not in text, f"secret leaked by walletctl {args[0]}"
+        return json.loads(result.stdout) if result.stdout.strip() else None
+
+    return run
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """Where screenshots go (tests/artifacts/, git-ignored; kept for a person to look at)."""
+    path = Path(__file__).resolve().parents[1] / "artifacts"
+    path.mkdir(exist_ok=True)
+    return path

@@ -278,3 +278,46 @@ def test_event_and_3ds_cannot_both_read_stdin(cli: Cli) -> None:
     result = cli("authorize", "--event", "-", "--3ds", "-", "--amount", "1", "--yes",
                  input="{}", expect=ExitCode.USAGE)
     assert "stdin" in result.stderr
+
+
+def test_account_after_keys_refresh_names_encryption_key_id(cli: Cli) -> None:
+    keys = _issued_keys(cli)
+    created = _make_account(cli, keys, "visa-pan", ref="wp-refresh")
+    cli.secrets += [keys["apiKey"], keys["encryptionKey"]]
+    cli("keys", "--refresh")  # the cached key id is now another one
+    result = cli("account", created["transactionAccountId"], expect=ExitCode.AUTH)
+    assert "EncryptionKeyMismatch" in result.stderr
+    assert "--encryption-key-id" in result.stderr
+    assert "check the profile's credentials" not in result.stderr
+    ok = cli.json("account", created["transactionAccountId"], "--encryption-key-id",
+                  keys["encryptionKeyId"])
+    assert ok["cardType"] == "Card"
+
+
+def test_authorize_without_a_terminal_asks_for_yes(cli: Cli, tmp_path: Path) -> None:
+    keys = _issued_keys(cli)
+    created = _make_account(cli, keys, "mc-token", ref="wp-noyes")
+    cli.secrets += [keys["apiKey"], keys["encryptionKey"], created["cryptogram"]]
+    result = cli("authorize", "--event", str(_event(tmp_path, created, ref="wp-noyes")),
+                 "--amount", "1.00", expect=ExitCode.USAGE)
+    assert "refusing to send the authorization without confirmation" in result.stderr
+    assert "--yes" in result.stderr
+
+
+def test_authorizations_are_recorded_in_the_history_without_card_data(
+    cli: Cli, tmp_path: Path
+) -> None:
+    keys = _issued_keys(cli)
+    created = _make_account(cli, keys, "mc-token", ref="hist-1")
+    cli.secrets += [keys["apiKey"], keys["encryptionKey"], created["cryptogram"]]
+    event = _event(tmp_path, created, ref="hist-1")
+    cli("authorize", "--event", str(event), "--amount", "12.34", "--dry-run")  # not recorded
+    cli("authorize", "--event", str(event), "--amount", "12.34", "--yes")
+    cli("authorize", "--event", str(event), "--amount", "1.00", "--ref", "hist-2", "--yes",
+        expect=ExitCode.DECLINED)  # the cryptogram is single use: 422
+    entries = cli.json("history", "--op", "authorize")
+    assert [(e["original_ref"], e["amount"], e["outcome"], e["http_status"]) for e in entries] == [
+        ("hist-1", "12.34", "approved", 200), ("hist-2", "1.00", "declined", 422)]
+    raw = b"".join(p.read_bytes() for p in Path(os.environ["WALLETCTL_AUDIT_LOG"]).parent.iterdir())
+    for secret in cli.secrets:
+        assert secret.encode() not in raw, "a secret or card datum reached the history"

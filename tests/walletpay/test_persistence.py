@@ -199,16 +199,16 @@ def test_restart_keeps_keys_accounts_and_3ds(servers: list[Served], db: Path) ->
     again = _authorize(c, keys, used_acc["transactionAccountId"], "wp-used-2",
                        cryptogram=used_acc["cryptogram"], eciIndicator=used_acc["eciIndicator"])
     assert again.status_code == 422, again.text
-    assert again.json()["code"] == "CryptogramUsed"
+    assert again.json()["description"] == "CryptogramUsed"
     reuse = _authorize(c, keys, card_id, "wp-card-2", threeDSecure=three_ds)
     assert reuse.status_code == 422, reuse.text
-    assert reuse.json()["code"] == "ThreeDSecureUsed"
+    assert reuse.json()["description"] == "ThreeDSecureUsed"
     # the issued encryption key and the wallet's signing keys survived: an older token works,
     assert _create_account(c, keys, pending_pmd, "wp-later").status_code == 200
     # and a token used before the restart is still a replay
     replay = _create_account(c, keys, used_pmd, "wp-replay")
     assert replay.status_code == 422, replay.text
-    assert replay.json()["code"] == "PaymentDataReplayed"
+    assert replay.json()["description"] == "PaymentDataReplayed"
     # the ledger has the authorizations (method WalletPay) next to each other
     refs = [t["reference"] for t in c.get("/_sandbox/ledger").json()["transactions"]]
     assert refs == ["wp-used", "wp-token", "wp-card"]

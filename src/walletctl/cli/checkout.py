@@ -133,8 +133,26 @@ def checkout(
     if dry_run:
         print_dry_run(st, [call])
         return
-    with client:
+    from walletctl.history import open_for, recording
+    from walletctl.ops.resume import resolve_earlier
+
+    ref_ = request.client_system_transaction_id
+    with client, recording(open_for(profile), profile, "checkout", ref_) as rec:
+        earlier = resolve_earlier(client, rec.store, "checkout", ref_, amount=None, new_ref=None)
+        if earlier is not None and earlier.applied is not None:
+            from walletctl.render.console import print_note
+
+            print_note(
+                f"checkout {ref_} was already created by an earlier run whose outcome was "
+                f"unknown (history #{earlier.entry.id}; state {earlier.applied.state}); "
+                f"nothing was sent. Its redirect URL was not received: see "
+                f"`walletctl lookup {ref_}`"
+            )
+            return
+        rec.planned(None, request.amount, request.currency_code)
+        rec.sending()
         response = client.checkout(request)
+        rec.answered("Approved", note="checkout created")
     from walletctl.models.money import format_major, quantize
 
     kind = "pre-authorisation" if request.is_preauth else "sale"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,7 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
         return
     if not ENV.is_interactive():
         raise UsageError(
-            f"refusing to {action} without confirmation: no terminal to ask on",
+            f"refusing to send the {action} without confirmation: no terminal to ask on",
             hint="pass --yes to confirm non-interactively",
         )
     import typer
@@ -77,6 +78,23 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
         answer = False
     if not answer:
         raise UsageError(f"{action} cancelled: nothing was sent")
+
+
+def ask_amount() -> Callable[[str], str] | None:
+    """A prompt for a typed amount on a terminal (None without one)."""
+    if not ENV.is_interactive():
+        return None
+
+    def ask(question: str) -> str:
+        import typer
+
+        try:
+            return str(typer.prompt(question, err=True))
+        except typer.Abort:  # Ctrl-D: nothing typed
+            sys.stderr.write("\n")
+            return ""
+
+    return ask
 
 
 def read_request_file(path: Path) -> dict[str, Any]:

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from walletctl.cli.state import get_state
+from walletctl.cli.state import OutputFormat, get_state
+
+if TYPE_CHECKING:
+    from walletctl.models.followup import FollowUpResponse
+    from walletctl.models.records import TransactionRecord
+    from walletctl.ops.redirect import FollowUpPlan
 
 Op = Literal["capture", "refund", "reverse"]
 _BATCH = "Batch mode"
@@ -49,6 +54,14 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
             str | None, typer.Option(help="Must match the original's currency.")
         ] = None,
         new_ref: str | None = typer.Option(None, help=_NEW_REF_HELP[op]),  # per operation
+        reason: Annotated[
+            str | None,
+            typer.Option(help="Why (recorded in the history; a profile can require it)."),
+        ] = None,
+        confirm_amount: Annotated[
+            str | None,
+            typer.Option(help="The amount, typed to confirm one above the profile's limit."),
+        ] = None,
         yes: Annotated[
             bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")
         ] = False,
@@ -145,6 +158,8 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
             new_ref=new_ref,
             yes=yes,
             dry_run=dry_run,
+            reason=reason,
+            confirm_amount=confirm_amount,
         )
 
     command.__doc__ = _HELP[op]
@@ -165,22 +180,45 @@ def _single(
     new_ref: str | None,
     yes: bool,
     dry_run: bool,
+    reason: str | None = None,
+    confirm_amount: str | None = None,
 ) -> None:
-    from walletctl.cli.common import confirm, make_client, print_dry_run
+    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
     from walletctl.errors import DeclinedError, UnknownOutcomeError
+    from walletctl.history import open_for, recording
+    from walletctl.history.policy import check_policy, clean_reason
     from walletctl.models.money import format_major
     from walletctl.ops.redirect import plan_followup
+    from walletctl.ops.resume import resolve_earlier
 
     st = get_state(ctx)
-    with make_client(st) as client:
+    reason = clean_reason(reason)
+    profile = st.profile()
+    store = None if dry_run else open_for(profile)
+    with make_client(st) as client, recording(store, profile, op, ref, reason=reason) as rec:
+        earlier = resolve_earlier(client, store, op, ref, amount=amount, new_ref=new_ref)
+        if earlier is not None and earlier.applied is not None:
+            _report_applied(st.output_format, op, ref, earlier.entry.id, earlier.applied)
+            return
+        if earlier is not None:  # not applied: the same operation again, same reference
+            new_ref = earlier.entry.new_ref
+            amount = amount or earlier.entry.amount
         plan = plan_followup(
             client, op, ref, amount=amount, currency=currency, new_reference=new_ref
         )
         req = plan.request
+        rec.planned(req.client_system_transaction_id, req.amount, req.currency_code)
         money = format_major(req.amount, req.currency_code)
         if dry_run:
             print_dry_run(st, [client.prepare_followup(req)])
             return
+        settings = profile.history
+        check_policy(
+            profile_name=profile.name, operation=op, amount=req.amount,
+            currency=req.currency_code, require_reason=settings.require_reason,
+            limits=settings.limits, reason=reason, confirm_amount=confirm_amount,
+            ask=ask_amount(),
+        )
         if op in ("refund", "reverse"):
             confirm(
                 f"{_NOUN[op].capitalize()} of {money} on {ref} as "
@@ -188,15 +226,75 @@ def _single(
                 yes=yes,
                 action=_NOUN[op],
             )
+        rec.sending()
         try:
             response = client.followup(req)
         except UnknownOutcomeError as exc:
             new = req.client_system_transaction_id
             exc.hint = (
-                f"check with `walletctl lookup {new}` before anything else; to retry safely, "
-                f"repeat with `--new-ref {new}` (refused if it was applied)"
+                f"check with `walletctl lookup {new}`, or run the same command again: it "
+                f"looks {new} up first, reports it done if applied, re-sends it if not"
             )
             raise
+        rec.answered(response.state)
+        _print_result(st.output_format, op, ref, plan, response)
+        if response.state not in ("Approved", "Pending"):
+            raise DeclinedError(
+                f"the gateway answered {response.state}"
+                + (f" ({response.provider_state_code})" if response.provider_state_code else "")
+                + f" for the {_NOUN[op]} {req.client_system_transaction_id}",
+                hint=f"see `walletctl lookup {ref}`",
+            )
+    sys.stdout.flush()
+
+
+def _report_applied(
+    fmt: OutputFormat, op: Op, ref: str, entry: int, record: TransactionRecord
+) -> None:
+    """The earlier run's unknown outcome turned out applied: say so, send nothing."""
+    from walletctl.errors import DeclinedError
+    from walletctl.models.money import format_major
+
+    new = record.client_system_transaction_id
+    money = format_major(record.transaction_amount, record.currency_code)
+    row = {
+        "operation": op,
+        "clientSystemInvoiceId": ref,
+        "clientSystemTransactionId": new,
+        "amount": format(record.transaction_amount, "f"),
+        "currencyCode": record.currency_code,
+        "state": record.state,
+        "alreadyApplied": True,
+        "historyEntry": entry,
+    }
+    if fmt == "table":
+        from rich.markup import escape
+
+        from walletctl.render.console import out
+
+        out().print(
+            f"{_VERB[op]} {money} of {ref} as {new}: {escape(record.state)} — already applied "
+            f"by an earlier run whose outcome was unknown (history #{entry}); nothing was sent",
+            soft_wrap=True,
+        )
+    else:
+        from walletctl.render.output import emit
+
+        emit(fmt, [row], document=row)
+    if record.state != "Approved":
+        raise DeclinedError(
+            f"the earlier {_NOUN[op]} {new} is {record.state} at the gateway",
+            hint=f"see `walletctl lookup {ref}`",
+        )
+
+
+def _print_result(
+    fmt: OutputFormat, op: Op, ref: str, plan: FollowUpPlan, response: FollowUpResponse
+) -> None:
+    from walletctl.models.money import format_major
+
+    req = plan.request
+    money = format_major(req.amount, req.currency_code)
     row = {
         "operation": op,
         "clientSystemInvoiceId": ref,
@@ -207,7 +305,7 @@ def _single(
         "providerStateCode": response.provider_state_code,
         "id": response.id,
     }
-    if st.output_format == "table":
+    if fmt == "table":
         from rich.markup import escape
 
         from walletctl.render.console import out
@@ -237,12 +335,4 @@ def _single(
     else:
         from walletctl.render.output import emit
 
-        emit(st.output_format, [row], document=row)
-    if response.state not in ("Approved", "Pending"):
-        raise DeclinedError(
-            f"the gateway answered {response.state}"
-            + (f" ({response.provider_state_code})" if response.provider_state_code else "")
-            + f" for the {_NOUN[op]} {req.client_system_transaction_id}",
-            hint=f"see `walletctl lookup {ref}`",
-        )
-    sys.stdout.flush()
+        emit(fmt, [row], document=row)

@@ -66,6 +66,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hosted approval page, faults, magic test values) and the one-command demo.",
     ),
     "profile": ("profile", "List, show, add, remove and check merchant profiles (profiles.toml)."),
+    "history": (
+        "history",
+        "List, verify and reconcile the local history (audit log) of money movements.",
+    ),
     "completion": (
         "completions",
         "Print the shell completion script for bash, zsh, fish or powershell.",

@@ -68,6 +68,12 @@ def serve_cmd(
         bool, typer.Option("--clock-control", help="Enable POST /_sandbox/clock.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Less server logging.")] = False,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option("--allow-origin", help="Only this origin (repeatable; e.g. "
+                     "https://shop.example) may call the browser-wallet routes from a page; "
+                     "default: any."),
+    ] = None,
     latency: Annotated[int, typer.Option(help="Added latency, ms.", min=0,
                                          rich_help_panel=_FAULTS)] = 0,
     jitter: Annotated[int, typer.Option(help="± jitter on the latency, ms.", min=0,
@@ -86,6 +92,18 @@ def serve_cmd(
         help="Rate of 5xx after commit (0-1).", rich_help_panel=_FAULTS)] = 0.0,
     seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.",
                                              rich_help_panel=_FAULTS)] = None,
+    admin_token: Annotated[
+        str | None,
+        typer.Option("--admin-token", help="Token required (X-Sandbox-Token) on /_sandbox/* "
+                     "admin routes; generated and printed on a non-loopback --host when not "
+                     "given.", envvar=Env.SANDBOX_TOKEN, show_default=False),
+    ] = None,
+    service_secret: Annotated[
+        str | None,
+        typer.Option("--service-secret", help="Secret of the public key service "
+                     "(Basic userId:secret); default: the --api-key when given, else "
+                     "sandbox-secret.", envvar=Env.SANDBOX_SERVICE_SECRET, show_default=False),
+    ] = None,
     ready_file: Annotated[
         Path | None,
         typer.Option("--ready-file", help="Write the sandbox's URL to this file once it "
@@ -106,6 +124,7 @@ def serve_cmd(
     """Serve the sandbox gateway until Ctrl-C or SIGTERM (prints its URL, then a ready line)."""
     from walletctl.errors import UsageError
     from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig
+    from walletctl.sandbox.cors import parse_origins
 
     if amount_format not in ("minor", "decimal"):
         raise UsageError("--amount-format: must be minor or decimal")
@@ -121,9 +140,13 @@ def serve_cmd(
             faults=faults,
             public_url=public_url,
             api_key=api_key or DEFAULT_API_KEY,
+            # one configured secret closes every door: no default secret left to mint keys
+            service_secret=service_secret or "",
+            admin_token=admin_token or None,
             host=host,
             allow_clock_control=clock_control,
             quiet=quiet,
+            allowed_origins=parse_origins(allow_origin or ()),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -218,14 +241,26 @@ def _base_url(ctx: typer.Context, url: str | None) -> tuple[str, dict[str, str]]
     return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
 
 
+_ADMIN_HELP = ("The sandbox's admin token (X-Sandbox-Token), needed when it serves on a "
+               "non-loopback host.")
+AdminToken = Annotated[
+    str | None,
+    typer.Option("--admin-token", help=_ADMIN_HELP, envvar=Env.SANDBOX_TOKEN,
+                 show_default=False),
+]
+
+
 def _call(method: str, url: str, *, params: dict[str, str] | None = None,
-          json_body: Any = None) -> Any:
+          json_body: Any = None, token: str | None = None) -> Any:
     import httpx
 
+    from walletctl.constants import SANDBOX_TOKEN_HEADER
     from walletctl.errors import GatewayError, NetworkError, ResponseError
 
+    headers = {SANDBOX_TOKEN_HEADER: token} if token else {}
     try:
-        resp = httpx.request(method, url, params=params, json=json_body, timeout=30.0)
+        resp = httpx.request(method, url, params=params, json=json_body, timeout=30.0,
+                             headers=headers)
     except httpx.ConnectError:
         raise NetworkError(f"cannot connect to the sandbox at {url}",
                            hint="start it with `walletctl sandbox serve`") from None
@@ -262,12 +297,13 @@ def _amount_format(ctx: typer.Context, url: str | None, base: str) -> str:
         return "minor"
 
 
-def _decide(ctx: typer.Context, ref: str, action: str, url: str | None) -> None:
+def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
+            token: str | None) -> None:
     from urllib.parse import quote
 
     base, params = _base_url(ctx, url)
     data = _call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
-                 params=params)
+                 params=params, token=token)
     if get_state(ctx).output_format != "table" and isinstance(data, dict):
         from walletctl.render.sandbox import decision_with_major_amount
 
@@ -281,9 +317,10 @@ def approve_cmd(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Approve a pending checkout, as the customer would on the hosted page."""
-    _decide(ctx, ref, "approve", url)
+    _decide(ctx, ref, "approve", url, admin_token)
 
 
 @sandbox_app.command("decline")
@@ -291,9 +328,10 @@ def decline_cmd(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Decline a pending checkout (state Declined)."""
-    _decide(ctx, ref, "decline", url)
+    _decide(ctx, ref, "decline", url, admin_token)
 
 
 @sandbox_app.command("cancel")
@@ -301,19 +339,21 @@ def cancel_cmd(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Cancel a pending checkout (state Cancelled)."""
-    _decide(ctx, ref, "cancel", url)
+    _decide(ctx, ref, "cancel", url, admin_token)
 
 
 @sandbox_app.command("reset")
 def reset_cmd(
     ctx: typer.Context,
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Delete every transaction and issued key of a running sandbox."""
     base, _ = _base_url(ctx, url)
-    data = _call("POST", f"{base}/_sandbox/reset")
+    data = _call("POST", f"{base}/_sandbox/reset", token=admin_token)
     _emit(ctx, data, f"sandbox at {base} reset")
 
 
@@ -321,10 +361,11 @@ def reset_cmd(
 def ledger_cmd(
     ctx: typer.Context,
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """List every transaction a running sandbox holds."""
     base, _ = _base_url(ctx, url)
-    data = _call("GET", f"{base}/_sandbox/ledger")
+    data = _call("GET", f"{base}/_sandbox/ledger", token=admin_token)
     from walletctl.render.sandbox import render_ledger
 
     render_ledger(data if isinstance(data, dict) else {}, get_state(ctx).output_format, base)

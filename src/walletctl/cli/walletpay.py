@@ -172,7 +172,11 @@ def authorize(
         raise RequestValidationError([("--amount", "must be greater than zero")])
     key_id = resolve_key_id(profile, encryption_key_id)
     tds = read_three_ds(three_ds) if three_ds is not None else None
-    with make_client(state) as client:
+    from walletctl.history import open_for, recording
+
+    store = None if dry_run else open_for(profile)
+    with make_client(state) as client, recording(store, profile, "authorize", reference) as rec:
+        rec.planned(reference, value, cur)
         acct = get_account(client, acct_id, key_id)
         req = build_authorization(
             profile, acct, amount=value, currency=cur, reference=reference, kind=kind,
@@ -188,7 +192,9 @@ def authorize(
         confirm(f"{req.type} of {format_major(value, cur)} on {acct.card_type} account "
                 f"{acct.masked_card_number or acct_id} (ref {reference})",
                 yes=yes, action="authorization")
+        rec.sending()
         resp = send_authorization(client, call)
+        rec.answered(resp.state)
     row: dict[str, Any] = {
         "id": resp.id, "state": resp.state, "providerStateCode": resp.provider_state_code,
         "type": resp.type or req.type,

@@ -2,7 +2,8 @@
 complete -c walletctl -f
 function __walletctl_groups
     switch $argv[1]
-        case ''; echo account authorize capture checkout completion keys lookup profile refund reverse sandbox smoke
+        case ''; echo account authorize capture checkout completion history keys lookup profile refund reverse sandbox smoke
+        case 'history'; echo verify
         case 'profile'; echo add check example list remove show
         case 'sandbox'; echo approve cancel decline demo ledger reset serve values wait
     end
@@ -12,17 +13,18 @@ function __walletctl_takes
         case ''; echo --profile -p --config --output -o --timeout
         case 'account'; echo --event --encryption-key-id
         case 'authorize'; echo --account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id
-        case 'capture'; echo --amount --currency --new-ref --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number
+        case 'history'; echo --since --until --ref --op --profile --user --outcome --last
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
-        case 'refund'; echo --amount --currency --new-ref --batch --journal --concurrency --rate --results --max-failures --batch-id
-        case 'reverse'; echo --amount --currency --new-ref --batch --journal --concurrency --rate --results --max-failures --batch-id
-        case 'sandbox approve'; echo --url
-        case 'sandbox cancel'; echo --url
-        case 'sandbox decline'; echo --url
-        case 'sandbox ledger'; echo --url
-        case 'sandbox reset'; echo --url
-        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --ready-file --write-profile
+        case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'sandbox approve'; echo --url --admin-token
+        case 'sandbox cancel'; echo --url --admin-token
+        case 'sandbox decline'; echo --url --admin-token
+        case 'sandbox ledger'; echo --url --admin-token
+        case 'sandbox reset'; echo --url --admin-token
+        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --ready-file --write-profile
         case 'sandbox wait'; echo --timeout
         case 'smoke'; echo --scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout
     end
@@ -63,6 +65,7 @@ complete -c walletctl -n "__walletctl_at ''" -a authorize -d 'Authorize (sale or
 complete -c walletctl -n "__walletctl_at ''" -a capture -d 'Capture an approved pre-authorisation (default: all that'
 complete -c walletctl -n "__walletctl_at ''" -a checkout -d 'Create a checkout (spec 2.1) and print the redirect URL'
 complete -c walletctl -n "__walletctl_at ''" -a completion -d 'Print the shell completion script for bash, zsh, fish or'
+complete -c walletctl -n "__walletctl_at ''" -a history -d 'List, verify and reconcile the local history (audit log)'
 complete -c walletctl -n "__walletctl_at ''" -a keys -d 'Fetch an API key and encryption key for the profile'
 complete -c walletctl -n "__walletctl_at ''" -a lookup -d 'Show the transaction and its follow-ups (spec 2.5) as a'
 complete -c walletctl -n "__walletctl_at ''" -a profile -d 'List, show, add, remove and check merchant profiles'
@@ -101,6 +104,8 @@ complete -c walletctl -n "__walletctl_at 'authorize'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'capture'" -l amount -r -d 'Amount in major units (default: all that remains)'
 complete -c walletctl -n "__walletctl_at 'capture'" -l currency -r -d 'Must match the originals currency'
 complete -c walletctl -n "__walletctl_at 'capture'" -l new-ref -r -d 'Reference of the new transaction (default: derived, REF-CAP1'
+complete -c walletctl -n "__walletctl_at 'capture'" -l reason -r -d 'Why (recorded in the history; a profile can require it)'
+complete -c walletctl -n "__walletctl_at 'capture'" -l confirm-amount -r -d 'The amount, typed to confirm one above the profiles limit'
 complete -c walletctl -n "__walletctl_at 'capture'" -l yes -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'capture'" -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'capture'" -l dry-run -d 'Print the exact request; send nothing'
@@ -143,6 +148,20 @@ complete -c walletctl -n "__walletctl_at 'checkout'" -l dry-run -d 'Print the ex
 complete -c walletctl -n "__walletctl_at 'checkout'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'completion'" -a 'bash zsh fish powershell'
 complete -c walletctl -n "__walletctl_at 'completion'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history'" -a verify -d 'Check the hash chain: exit 0 when intact, 3 naming the'
+complete -c walletctl -n "__walletctl_at 'history'" -l since -r -d 'From this date/time (UTC) or duration ago (7d, 12h)'
+complete -c walletctl -n "__walletctl_at 'history'" -l until -r -d 'Before this date/time or duration ago'
+complete -c walletctl -n "__walletctl_at 'history'" -l ref -r -d 'Original or new reference'
+complete -c walletctl -n "__walletctl_at 'history'" -l op -r -d 'checkout, capture, refund, reverse, authorize, smoke'
+complete -c walletctl -n "__walletctl_at 'history'" -l profile -r -a '(__walletctl_profiles)' -d 'Profile the action used'
+complete -c walletctl -n "__walletctl_at 'history'" -l user -r -d 'OS user who ran it'
+complete -c walletctl -n "__walletctl_at 'history'" -l outcome -r -d 'approved, declined, refused, unknown or error'
+complete -c walletctl -n "__walletctl_at 'history'" -l unknown -d 'Only entries whose outcome is unknown'
+complete -c walletctl -n "__walletctl_at 'history'" -l reconcile -d 'Look the listed unknown entries up and record them'
+complete -c walletctl -n "__walletctl_at 'history'" -l last -r -d 'Only the last N entries (table default: 50)'
+complete -c walletctl -n "__walletctl_at 'history'" -l path -d 'Print the history files path and exit'
+complete -c walletctl -n "__walletctl_at 'history'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history verify'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'keys'" -l show-secret -d 'Print the keys themselves (default: a fingerprint)'
 complete -c walletctl -n "__walletctl_at 'keys'" -l save -d 'Store the API key and encryption key in the profiles secret'
 complete -c walletctl -n "__walletctl_at 'keys'" -l refresh -d 'Ignore the cache: ask the public key service'
@@ -195,6 +214,8 @@ complete -c walletctl -n "__walletctl_at 'profile show'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'refund'" -l amount -r -d 'Amount in major units (default: all that remains)'
 complete -c walletctl -n "__walletctl_at 'refund'" -l currency -r -d 'Must match the originals currency'
 complete -c walletctl -n "__walletctl_at 'refund'" -l new-ref -r -d 'Reference of the new transaction (default: derived, REF-REF1'
+complete -c walletctl -n "__walletctl_at 'refund'" -l reason -r -d 'Why (recorded in the history; a profile can require it)'
+complete -c walletctl -n "__walletctl_at 'refund'" -l confirm-amount -r -d 'The amount, typed to confirm one above the profiles limit'
 complete -c walletctl -n "__walletctl_at 'refund'" -l yes -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'refund'" -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'refund'" -l dry-run -d 'Print the exact request; send nothing'
@@ -211,6 +232,8 @@ complete -c walletctl -n "__walletctl_at 'refund'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l amount -r -d 'Amount in major units (default: all that remains)'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l currency -r -d 'Must match the originals currency'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l new-ref -r -d 'Reference of the new transaction (default: derived, REF-REV1'
+complete -c walletctl -n "__walletctl_at 'reverse'" -l reason -r -d 'Why (recorded in the history; a profile can require it)'
+complete -c walletctl -n "__walletctl_at 'reverse'" -l confirm-amount -r -d 'The amount, typed to confirm one above the profiles limit'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l yes -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'reverse'" -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l dry-run -d 'Print the exact request; send nothing'
@@ -235,16 +258,21 @@ complete -c walletctl -n "__walletctl_at 'sandbox'" -a values -d 'Show the magic
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a wait -d 'Wait until a sandbox answers its health route (exit 0),'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l url -r -d 'Sandbox base URL (default: the selected profiles base_url)'
+complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l admin-token -r -d 'The sandboxs admin token (X-Sandbox-Token), needed when it '
 complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox cancel'" -l url -r -d 'Sandbox base URL (default: the selected profiles base_url)'
+complete -c walletctl -n "__walletctl_at 'sandbox cancel'" -l admin-token -r -d 'The sandboxs admin token (X-Sandbox-Token), needed when it '
 complete -c walletctl -n "__walletctl_at 'sandbox cancel'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox decline'" -l url -r -d 'Sandbox base URL (default: the selected profiles base_url)'
+complete -c walletctl -n "__walletctl_at 'sandbox decline'" -l admin-token -r -d 'The sandboxs admin token (X-Sandbox-Token), needed when it '
 complete -c walletctl -n "__walletctl_at 'sandbox decline'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox demo'" -l keep-going -d 'Run every step even after a failure'
 complete -c walletctl -n "__walletctl_at 'sandbox demo'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox ledger'" -l url -r -d 'Sandbox base URL (default: the selected profiles base_url)'
+complete -c walletctl -n "__walletctl_at 'sandbox ledger'" -l admin-token -r -d 'The sandboxs admin token (X-Sandbox-Token), needed when it '
 complete -c walletctl -n "__walletctl_at 'sandbox ledger'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox reset'" -l url -r -d 'Sandbox base URL (default: the selected profiles base_url)'
+complete -c walletctl -n "__walletctl_at 'sandbox reset'" -l admin-token -r -d 'The sandboxs admin token (X-Sandbox-Token), needed when it '
 complete -c walletctl -n "__walletctl_at 'sandbox reset'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l host -r -d 'Interface to bind (loopback by default)'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l port -r -d 'Port; 0 picks a free one'
@@ -255,6 +283,7 @@ complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l public-url -r -d 'B
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l clock-control -d 'Enable POST /_sandbox/clock'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l quiet -d 'Less server logging'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -s q -d 'Less server logging'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l allow-origin -r -d 'Only this origin (repeatable; e'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l latency -r -d 'Added latency, ms'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l jitter -r -d '± jitter on the latency, ms'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l error-rate -r -d 'Rate of 5xx before commit (0-1)'
@@ -264,6 +293,8 @@ complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l retry-after -r -d '
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l drop-rate -r -d 'Rate of commit-then-drop-the-connection (0-1)'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l error-after-rate -r -d 'Rate of 5xx after commit (0-1)'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l seed -r -d 'Seed for reproducible faults'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l admin-token -r -d 'Token required (X-Sandbox-Token) on /_sandbox/* admin routes'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l service-secret -r -d 'Secret of the public key service (Basic userId:secret); defa'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l ready-file -r -F -d 'Write the sandboxs URL to this file once it accepts request'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l write-profile -r -d 'Save a ready profile for this sandbox as NAME in the profile'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l print-profile -d 'Print a ready profiles file for this sandbox on stdout (serv'

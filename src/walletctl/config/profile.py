@@ -53,6 +53,22 @@ class AuthSettings:
         return bool(self.key_env or self.key_file or self.keyring or self.key)
 
 
+# Operations the history's rules ([history] require_reason / limits) can name.
+HISTORY_OPERATIONS: tuple[str, ...] = ("checkout", "capture", "refund", "reverse", "authorize")
+
+
+@dataclass(frozen=True)
+class HistorySettings:
+    """``[profiles.NAME.history]``: the local audit log and the support desk's rules."""
+
+    enabled: bool = True
+    path: Path | None = None  # absolute after loading; WALLETCTL_AUDIT_LOG wins
+    require_reason: tuple[str, ...] = ()  # operations that need --reason
+    # operation -> amount in major units (text, a Decimal): above it, --reason and a typed
+    # confirmation of the amount are required
+    limits: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -67,6 +83,7 @@ class Profile:
     auth: AuthSettings = field(default_factory=AuthSettings)
     paths: dict[str, str] = field(default_factory=dict)
     redirects: dict[str, str] = field(default_factory=dict)
+    history: HistorySettings = field(default_factory=HistorySettings)
     source: Path | None = None  # the file it came from (for error locations)
 
     def path(self, key: str) -> str:

@@ -31,8 +31,10 @@ from urllib.parse import urlsplit
 
 from walletctl.config.profile import (
     AUTH_SCHEMES,
+    HISTORY_OPERATIONS,
     REDIRECT_KEYS,
     AuthSettings,
+    HistorySettings,
     Profile,
     ProfilesFile,
     display_path,
@@ -73,7 +75,9 @@ PROFILE_KEYS: tuple[str, ...] = (
     "auth",
     "paths",
     "redirects",
+    "history",
 )
+HISTORY_KEYS: tuple[str, ...] = ("enabled", "path", "require_reason", "limits")
 AUTH_KEYS: tuple[str, ...] = (
     "scheme",
     "key_env",
@@ -306,6 +310,7 @@ class _Parser:
         auth = self.auth(self.sub(table, "auth", loc), _loc(loc, "auth"))
         paths = self.paths(self.sub(table, "paths", loc), _loc(loc, "paths"))
         redirects = self.redirects(self.sub(table, "redirects", loc), _loc(loc, "redirects"))
+        history = self.history(self.sub(table, "history", loc), _loc(loc, "history"))
         return Profile(
             name=name,
             base_url=self.url(table["base_url"], _loc(loc, "base_url")),
@@ -319,6 +324,7 @@ class _Parser:
             auth=auth,
             paths=paths,
             redirects=redirects,
+            history=history,
             source=self.path,
         )
 
@@ -418,6 +424,42 @@ class _Parser:
     def redirects(self, table: dict[str, Any], loc: str) -> dict[str, str]:
         self.check_keys(table, REDIRECT_KEYS, loc)
         return {key: self.url(value, _loc(loc, key)) for key, value in table.items()}
+
+
+    def history(self, table: dict[str, Any], loc: str) -> HistorySettings:
+        self.check_keys(table, HISTORY_KEYS, loc)
+        enabled = table.get("enabled", True)
+        if not isinstance(enabled, bool):
+            self.fail(_loc(loc, "enabled"), f"must be true or false, not {_kind(enabled)}")
+        path = self.file_path(table["path"], _loc(loc, "path")) if "path" in table else None
+        ops = HISTORY_OPERATIONS
+        raw = table.get("require_reason", [])
+        if raw is True or raw is False:
+            raw = list(ops) if raw else []
+        if not isinstance(raw, list) or any(op not in ops for op in raw):
+            self.fail(
+                _loc(loc, "require_reason"),
+                f"must be true, false or a list of operations ({', '.join(ops)})",
+            )
+        limits: dict[str, str] = {}
+        for op, value in self.sub(table, "limits", loc).items():
+            where = _loc(loc, "limits", str(op))
+            if op not in ops:
+                self.fail(where, f"not an operation; one of {', '.join(ops)}")
+            text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+            if not isinstance(text, str) or not _is_amount(text):
+                self.fail(where, 'must be an amount in major units as a string, e.g. "100.00"')
+            limits[op] = text
+        return HistorySettings(
+            enabled=enabled, path=path, require_reason=tuple(raw), limits=limits
+        )
+
+
+def _is_amount(text: str) -> bool:
+    whole, _, frac = text.partition(".")
+    return 0 < len(text) <= 20 and whole.isascii() and whole.isdigit() and (
+        frac == "" or (frac.isascii() and frac.isdigit())
+    )
 
 
 def _check_timezone(parser: _Parser, name: str, location: str) -> None:

@@ -109,7 +109,8 @@ def _looks_numeric(text: str) -> bool:
     body = text[1:] if text[:1] in "+-" else text
     if body.count(".") > 1 or not body:
         return False
-    return body.replace(".", "", 1).isdigit()
+    digits = body.replace(".", "", 1)
+    return digits.isascii() and digits.isdigit()  # "١٢٣" / "１２３" are not amounts
 
 
 def quantize(amount: Decimal, currency: str) -> Decimal:

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from walletctl.errors import RefusedError, RequestValidationError, ResponseError, UsageError
+from walletctl.errors import (
+    GatewayError,
+    RefusedError,
+    RequestValidationError,
+    ResponseError,
+    UsageError,
+)
 from walletctl.models.walletpay import (
     AUTH_TYPES,
     AuthorizationRequest,
@@ -205,8 +211,19 @@ def prepare_account(client: GatewayClient, account_id: str, key_id: str) -> Prep
     )
 
 
+KEY_MISMATCH_HINT = (
+    "the payment account was made with another encryption key (e.g. before `keys --refresh`): "
+    "pass the encryptionKeyId your merchant server stored for it with --encryption-key-id"
+)
+
+
 def get_account(client: GatewayClient, account_id: str, key_id: str) -> PaymentAccount:
-    data = client.send(prepare_account(client, account_id, key_id))
+    try:
+        data = client.send(prepare_account(client, account_id, key_id))
+    except GatewayError as exc:
+        if exc.code == "EncryptionKeyMismatch":
+            exc.hint = KEY_MISMATCH_HINT
+        raise
     try:
         return PaymentAccount.from_wire(data)
     except RequestValidationError as exc:

@@ -1,7 +1,8 @@
 """The sandbox gateway: a FastAPI app implementing endpoints 1-3 of the spec.
 
 Routes (all answers are JSON unless stated; errors are ``{code, description,
-details: {message}}``):
+details: {message}}`` on every route; bodies are read strictly by :mod:`walletctl.sandbox.wire`
+and limited while reading by :mod:`walletctl.sandbox.limits`):
 
 Gateway (``Authorization: PublicApiKey <key>``; the static key, default
 ``sandbox-api-key``, works for any merchant; keys issued by the public key service work for
@@ -19,7 +20,8 @@ Hosted page: ``GET /pay/{token}`` (HTML) and ``POST /pay/{token}`` (form ``actio
 approve | decline | cancel | pending) -> 303 to the checkout's success / refused / cancel /
 pending / error URL. Single use; expires after ``redirectUrlTimeout`` seconds.
 
-Sandbox control (never faulted, no auth, loopback only by default):
+Sandbox control (never faulted; Host/Origin-guarded and, when the sandbox has an admin token,
+``X-Sandbox-Token`` required: see :mod:`walletctl.sandbox.guard`):
 ``POST /_sandbox/reset``, ``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``,
 ``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/clock``
 (when enabled), ``GET /_sandbox/health``, ``GET /_sandbox/values``.
@@ -27,45 +29,32 @@ Sandbox control (never faulted, no auth, loopback only by default):
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError as FastAPIValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from walletctl import __version__
 from walletctl.errors import RequestValidationError
-from walletctl.models.base import loads
 from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
 from walletctl.models.followup import FollowUpRequest
-from walletctl.sandbox import engine, pages
+from walletctl.sandbox import engine, pages, wire
 from walletctl.sandbox.config import FaultConfig, SandboxConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.cors import CorsMiddleware
 from walletctl.sandbox.engine import Outcome, SandboxError, error_body
 from walletctl.sandbox.faults import FaultMiddleware
+from walletctl.sandbox.guard import GuardMiddleware
+from walletctl.sandbox.limits import MAX_BODY, BodyLimitMiddleware
+from walletctl.sandbox.openapi import body_doc as _body_doc
+from walletctl.sandbox.openapi import errors_doc as _errors_doc
+from walletctl.sandbox.openapi import openapi_document
 from walletctl.sandbox.store import Store, TxRow
-
-MAX_BODY = 1_000_000
-_SCHEMA_REF = "#/components/schemas/{model}"
-
-_ERROR_SCHEMA = {
-    "type": "object",
-    "required": ["code", "description", "details"],
-    "properties": {
-        "code": {"type": "string"},
-        "description": {"type": "string"},
-        "details": {
-            "type": "object",
-            "properties": {"message": {"type": "string"}},
-            "required": ["message"],
-        },
-    },
-}
 
 
 def _json(outcome: Outcome) -> JSONResponse:
@@ -76,41 +65,20 @@ def _error(status: int, message: str, **kw: Any) -> JSONResponse:
     return JSONResponse(error_body(status, message, **kw), status_code=status)
 
 
-def _errors_doc(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {
-        s: {
-            "description": engine.error_body(s, "")["description"],
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-        }
-        for s in statuses
-    }
-
-
-def _body_doc(model: str) -> dict[str, Any]:
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": f"#/components/schemas/{model}"}}
-            },
-        },
-        "security": [{"PublicApiKey": []}],
-    }
-
-
-async def _read_json(request: Request) -> dict[str, Any]:
+async def _read_json(request: Request, fmt: str) -> dict[str, Any]:
     raw = await request.body()
     if len(raw) > MAX_BODY:
         raise SandboxError(413, f"(request): body larger than {MAX_BODY} bytes")
-    if not raw.strip():
-        raise SandboxError(400, "(request): a JSON body is required")
-    try:
-        data = loads(raw)
-    except (ValueError, RecursionError):
-        raise SandboxError(400, "(request): the body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise SandboxError(400, "(request): the body must be a JSON object")
+    data = wire.parse_object(raw)
+    wire.check_numbers(data, fmt)
     return data
+
+
+# M fields of spec 2.1 / 2.3 that the shared models leave optional (alternate spellings
+# after "|": the samples name the follow-up's provider ``apmProviderName``).
+CHECKOUT_REQUIRED = ("checkoutDetails.paymentMethod", "redirectDetails.cancelUrl",
+                     "redirectDetails.refusedUrl")
+FOLLOWUP_REQUIRED = ("apmDetails.apmProvider|apmDetails.apmProviderName",)
 
 
 def _raw_field(data: dict[str, Any], name: str) -> str | None:
@@ -159,14 +127,15 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if exc.status_code == 404:
             message, description = f"{request.url.path}: no such route", "NotFound"
         return JSONResponse(
-            error_body(exc.status_code, message, description=description),
+            error_body(exc.status_code, message, description=description,
+                       code="GEN-404" if description else None),
             status_code=exc.status_code,
             headers=getattr(exc, "headers", None),
         )
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        return _error(500, f"internal sandbox error ({type(exc).__name__})")
+        return _error(500, "internal sandbox error")
 
     def auth_or_raise(request: Request, merchant_id: str | None, store_id: str | None) -> None:
         problem = ctx.check_api_key(request.headers.get("authorization"), merchant_id, store_id)
@@ -200,9 +169,10 @@ def create_app(config: SandboxConfig) -> FastAPI:
     )
     async def checkout(request: Request) -> JSONResponse:
         auth_or_raise(request, None, None)
-        data = await _read_json(request)
+        data = await _read_json(request, fmt)
         auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
         req: CheckoutRequest = parse(CheckoutRequest, data)
+        wire.require(data, *CHECKOUT_REQUIRED)  # raw body: the model fills some of them in
         row = engine.create_checkout(store, req, ctx.now())
         base = (config.public_url or str(request.base_url)).rstrip("/")
         body = CheckoutResponse(redirect_url=f"{base}/pay/{row.token}").to_wire(fmt)
@@ -226,9 +196,10 @@ def create_app(config: SandboxConfig) -> FastAPI:
     )
     async def followup(request: Request) -> JSONResponse:
         auth_or_raise(request, None, None)
-        data = await _read_json(request)
+        data = await _read_json(request, fmt)
         auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
         req: FollowUpRequest = parse(FollowUpRequest, data)
+        wire.require(data, *FOLLOWUP_REQUIRED)  # raw body: the model fills some of them in
         return _json(engine.apply_followup(store, req, ctx.now(), fmt))
 
     # -- endpoint 3: lookup ----------------------------------------------------------------
@@ -254,7 +225,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         },
         tags=["gateway"],
     )
-    async def lookup(request: Request) -> JSONResponse:
+    async def lookup(request: Request) -> Response:
         auth_or_raise(request, None, None)
         params = {k.lower(): v for k, v in request.query_params.items()}
         values: dict[str, str] = {}
@@ -279,7 +250,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
                 f"with this reference for merchant {values['merchantId']}, store "
                 f"{values['storeId']}",
             )
-        return JSONResponse([engine.record_body(r, fmt) for r in rows])
+        return Response(wire.amounts_as_numbers([engine.record_body(r, fmt) for r in rows]),
+                        media_type="application/json")
 
     # -- hosted approval page ----------------------------------------------------------------
 
@@ -396,10 +368,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if not is_loopback(config.host):
             raise SandboxError(403, "fault injection is only allowed on a loopback host")
         raw = await request.body()
-        try:
-            data = loads(raw) if raw.strip() else {}
-        except (ValueError, RecursionError):
-            raise SandboxError(400, "(request): the body is not valid JSON") from None
+        data = wire.parse_json(raw) if raw.strip() else {}
         if not isinstance(data, dict):
             raise SandboxError(400, "(request): the body must be a JSON object")
         try:
@@ -414,10 +383,10 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if not config.allow_clock_control:
             raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
         raw = await request.body()
+        data = wire.parse_json(raw) if raw.strip() else {}
         try:
-            data = loads(raw) if raw.strip() else {}
             seconds = data.get("advanceSeconds", 0) if isinstance(data, dict) else None
-            if isinstance(seconds, bool) or not isinstance(seconds, int | float | str):
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float | Decimal | str):
                 raise ValueError
             delta = timedelta(seconds=float(seconds))
         except (ValueError, TypeError, OverflowError, RecursionError):
@@ -429,50 +398,12 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     install(app, ctx)
     app.add_middleware(FaultMiddleware, ctx=ctx)
+    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(GuardMiddleware, config=config)
+    app.add_middleware(CorsMiddleware, allowed_origins=config.allowed_origins)  # outermost
 
-    def custom_openapi() -> dict[str, Any]:
-        if app.openapi_schema:
-            return app.openapi_schema
-        doc = get_openapi(title=app.title, version=app.version, description=app.description,
-                          routes=app.routes)
-        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
-        from walletctl.models.followup import FollowUpResponse
-        from walletctl.models.records import TransactionRecord
-
-        for model in (CheckoutRequest, FollowUpRequest, CheckoutResponse, FollowUpResponse,
-                      TransactionRecord):
-            schema = model.model_json_schema(by_alias=True, ref_template=_SCHEMA_REF)
-            schemas.update(schema.pop("$defs", {}))
-            schemas[model.__name__] = schema
-        schemas["Error"] = _ERROR_SCHEMA
-        doc["components"].setdefault("securitySchemes", {})["PublicApiKey"] = {
-            "type": "apiKey",
-            "in": "header",
-            "name": "Authorization",
-            "description": "`PublicApiKey <key>`; the sandbox's static key is sandbox-api-key",
-        }
-        _declare_path_parameters(doc)
-        app.openapi_schema = doc
-        return doc
-
-    app.openapi = custom_openapi  # type: ignore[method-assign]
+    app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     return app
-
-
-def _declare_path_parameters(doc: dict[str, Any]) -> None:
-    """Declare every ``{name}`` of a path template (routes that read ``Request`` directly
-    leave them out, which makes the document invalid for tools like schemathesis)."""
-    for path, item in doc.get("paths", {}).items():
-        names = re.findall(r"{([^}:]+)(?::[^}]*)?}", path)
-        for operation in item.values():
-            if not isinstance(operation, dict):
-                continue
-            params = operation.setdefault("parameters", [])
-            have = {(p.get("name"), p.get("in")) for p in params if isinstance(p, dict)}
-            for name in names:
-                if (name, "path") not in have:
-                    params.append({"name": name, "in": "path", "required": True,
-                                   "schema": {"type": "string"}})
 
 
 def store_of(app: FastAPI) -> Store:

@@ -179,13 +179,25 @@ class SandboxConfig:
     clock: Callable[[], datetime] = utc_now
     faults: FaultConfig = field(default_factory=FaultConfig)
     public_url: str | None = None
-    api_key: str = DEFAULT_API_KEY
-    service_secret: str = DEFAULT_SERVICE_SECRET
+    api_key: str = field(default=DEFAULT_API_KEY, repr=False)
+    # "" = the api_key when one was given, else sandbox-secret: a sandbox with its own key
+    # leaves no default secret to mint working keys with
+    service_secret: str = field(default="", repr=False)
     host: str = "127.0.0.1"
     allow_clock_control: bool = False
     quiet: bool = False
+    # origins whose pages may call the browser-wallet routes (None: any; see sandbox/cors.py)
+    allowed_origins: tuple[str, ...] | None = None
+    # X-Sandbox-Token required on admin routes (/_sandbox/*) when set; ``serve`` sets one
+    # on a non-loopback bind. Never printed by repr.
+    admin_token: str | None = field(default=None, repr=False)
+    # extra Host names accepted besides loopback, the bound address and public_url's host
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if not self.service_secret:
+            self.service_secret = (self.api_key if self.api_key != DEFAULT_API_KEY
+                                   else DEFAULT_SERVICE_SECRET)
         if self.amount_format not in ("minor", "decimal"):
             raise ValueError("amount_format: must be minor or decimal")
         if self.faults.active and not is_loopback(self.host):

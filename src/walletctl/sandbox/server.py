@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -132,6 +133,44 @@ def _uvicorn_config(app: FastAPI, host: str, port: int, quiet: bool,
     )
 
 
+def _outward_host(host: str) -> str:
+    """A name other machines can use for a wildcard bind (the primary interface's address,
+    found without sending a packet), else the machine's host name."""
+    if host not in ("0.0.0.0", "::", ""):
+        return host
+    family = socket.AF_INET6 if host == "::" else socket.AF_INET
+    probe = ("2001:db8::1", 9) if family == socket.AF_INET6 else ("192.0.2.1", 9)
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as udp:
+            udp.connect(probe)
+            return str(udp.getsockname()[0])
+    except OSError:
+        return socket.gethostname()
+
+
+def expose(config: SandboxConfig, host: str, port: int) -> list[str]:
+    """Settings for a non-loopback bind: a usable ``public_url`` and an admin token (generated
+    when not given). Returns the warning lines to print (empty on loopback)."""
+    if is_loopback(host):
+        return []
+    lines = [f"WARNING: the sandbox is bound to {host}, reachable from the network. It is a "
+             "test double with published keys and test cards, not a secure service: expose "
+             "it only on a trusted network."]
+    if config.public_url is None:
+        config.public_url = url_for(_outward_host(host), port)
+        lines.append(f"public URL (hosted-page links, allowed Host): {config.public_url} "
+                     "(set --public-url to change it)")
+    if not config.admin_token:
+        config.admin_token = secrets.token_urlsafe(24)
+        lines.append(f"admin token (X-Sandbox-Token, required on /_sandbox/*): "
+                     f"{config.admin_token}")
+        lines.append("  use it with: walletctl sandbox reset --admin-token TOKEN "
+                     "(or $WALLETCTL_SANDBOX_TOKEN)")
+    else:
+        lines.append("admin routes (/_sandbox/*) require the X-Sandbox-Token you configured")
+    return lines
+
+
 def _write_ready_file(path: Path, url: str) -> None:
     """Write ``url`` to ``path`` atomically (a watcher never reads half a line)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -157,6 +196,9 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     sock = _bind(host, port)
     real_port = sock.getsockname()[1]
     url = url_for(host, real_port)
+    for line in expose(config, host, real_port):
+        sys.stderr.write(line + "\n")
+    sys.stderr.flush()
     if config.public_url is None:
         config.public_url = url
     try:
@@ -236,6 +278,7 @@ class EmbeddedSandbox:
         self._sock = _bind(self.host, self.port)
         self.port = self._sock.getsockname()[1]
         self.url = url_for(self.host, self.port)
+        expose(self.config, self.host, self.port)  # non-loopback: public URL + admin token
         if self.config.public_url is None:
             self.config.public_url = self.url
         self._app = create_app(self.config)

@@ -2,7 +2,7 @@
 
 Installed with walletctl and registered through the ``pytest11`` entry point, so pytest
 loads it in any project where walletctl is installed (``-p walletctl.testing`` also works,
-and ``-p no:walletctl`` turns it off). Its fixtures are opt-in: nothing starts unless a test
+and ``-p no:walletctl.testing`` turns it off). Its fixtures are opt-in: nothing starts unless a test
 asks for one. See docs/testing.md.
 
 Fixtures:
@@ -54,11 +54,13 @@ _OPTIONS: dict[str, tuple[str, str | None]] = {
                 "sandbox-api-key"),
     "token": ("Admin token of the sandbox's /_sandbox routes, when it has one "
               "(also $WALLETCTL_SANDBOX_TOKEN).", None),
-    "service-secret": ("Public key service secret of the sandbox.", "sandbox-secret"),
+    "service-secret": ("Public key service secret of the sandbox (default: the API key when "
+                       "one was given, else sandbox-secret, as `sandbox serve` does).", None),
     "merchant-id": ("Merchant id the fixtures use.", "M-1001"),
     "store-id": ("Store id the fixtures use.", "S-01"),
     "user-id": ("User id the fixtures use.", "ops-bot"),
     "amount-format": ("minor or decimal amounts (embedded sandbox only).", "minor"),
+    "wait": ("Seconds to wait for an external sandbox to be ready.", "30"),
 }
 _ENV_FALLBACK = {"url": "WALLETCTL_SANDBOX_URL", "api-key": "WALLETCTL_SANDBOX_API_KEY",
                  "token": "WALLETCTL_SANDBOX_TOKEN"}
@@ -101,12 +103,14 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
     ids: dict[str, Any] = {
         "api_key": get("api-key"), "merchant_id": get("merchant-id"),
         "store_id": get("store-id"), "user_id": get("user-id"),
-        "service_secret": get("service-secret"), "admin_token": _setting(pytestconfig, "token"),
+        "service_secret": _setting(pytestconfig, "service-secret") or _default_secret(
+            get("api-key")),
+        "admin_token": _setting(pytestconfig, "token"),
     }
     url = _setting(pytestconfig, "url")
     if url:
         handle = WalletSandbox(base_url=url.rstrip("/"), external=True, **ids)
-        _wait_ready(handle.base_url)
+        _wait_ready(handle.base_url, _seconds(get("wait")))
         health = handle._control("GET", "/_sandbox/health")
         handle.amount_format = str(health.get("amountFormat", "minor"))
         handle._baseline_faults = handle.current_faults()
@@ -128,7 +132,24 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
         yield handle
 
 
-def _wait_ready(url: str, timeout: float = 30.0) -> None:
+def _default_secret(api_key: str) -> str:
+    """What ``walletctl sandbox serve`` uses when no --service-secret is given."""
+    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
+
+    return api_key if api_key != DEFAULT_API_KEY else DEFAULT_SERVICE_SECRET
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise pytest.UsageError(f"wallet_sandbox_wait: must be 0-3600 seconds, not {text!r}")
+    return value
+
+
+def _wait_ready(url: str, timeout: float) -> None:
     from walletctl.ops.sandbox_wait import SandboxNotReady, wait_ready
 
     try:

@@ -135,6 +135,7 @@ def run_smoke(
         approve_timeout=options.approve_timeout,
         settle_timeout=options.settle_timeout,
         embedded=embedded,
+        history_run=ctx.run_id,
     ) as target:
         ctx.target = target
         info = {

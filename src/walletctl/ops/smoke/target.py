@@ -211,6 +211,7 @@ def open_target(
     approve_timeout: float = 300.0,
     settle_timeout: float = 10.0,
     embedded: bool = False,
+    history_run: str | None = None,
 ) -> Iterator[Target]:
     """A :class:`Target` for ``profile`` whose HTTP exchanges go to ``log`` (masked)."""
     from walletctl.client.gateway import GatewayClient, profile_timeout
@@ -222,7 +223,12 @@ def open_target(
         cur = check_currency(currency or profile.currency or "EUR")
     except ValueError as exc:
         raise UsageError(f"--currency: {exc}") from None
-    recording = RecordingTransport(transport or environment_transport(profile.base_url), log)
+    inner = transport or environment_transport(profile.base_url)
+    if history_run is not None and not embedded:  # real money: recorded in the history
+        from walletctl.ops.smoke.history_hook import HistoryTransport
+
+        inner = HistoryTransport(inner, profile, history_run)
+    recording = RecordingTransport(inner, log)
     client = GatewayClient(profile, transport=recording, trace=trace)
     headers: dict[str, str] = {"Accept": "application/json"}
     http = httpx.Client(

@@ -1,12 +1,29 @@
-/* The demo merchant's page code (see /demo/merchant). Plain JavaScript, no build step. */
+/* The demo merchant's page code (see /demo/merchant). Plain JavaScript, no build step.
+ *
+ * Prices come from the shop SERVER (/demo/merchant/api/quote): the sheet shows the server's
+ * total and the server authorizes that same total. The cryptogram goes to the server only:
+ * the page's log and window.demoEvents show "(sent to the shop server)" instead.
+ */
 (function () {
   "use strict";
 
   var params = new URLSearchParams(window.location.search);
-  window.demoEvents = [];       // for tests: every event the page received
+  var KEPT = "(sent to the shop server)";
+  window.demoEvents = [];       // for tests: every event the page received (redacted)
   window.demoAuthorizeCalls = 0;
+  var session = null;
+  var approvedTotal = null;     // the total of the last update the sheet showed
+  var paid = false;
+
+  function redact(detail) {
+    if (!detail || typeof detail !== "object") return detail;
+    var copy = Object.assign({}, detail);
+    if (copy.cryptogram !== undefined) copy.cryptogram = KEPT;
+    return copy;
+  }
 
   function log(name, detail) {
+    detail = redact(detail);
     window.demoEvents.push({ name: name, detail: detail });
     var li = document.createElement("li");
     li.className = "event-" + name;
@@ -15,44 +32,74 @@
     document.getElementById("log").appendChild(li);
   }
 
+  function status(text) { document.getElementById("status").textContent = text; }
+
+  function postJson(path, body) {
+    return fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    }).then(function (resp) { return resp.json(); });
+  }
+
   // -- the three handlers of spec section 6 ------------------------------------------------
 
   window.handleWalletPayReady = function () {
     log("handleWalletPayReady", null);
+    if (paid) return;
     document.getElementById("merchant-wallet-button").removeAttribute("hidden");
-    document.getElementById("status").textContent = "Ready: press the button.";
+    status("Ready: press the button.");
   };
 
   window.handlePaymentResult = function (event) {
     var detail = event.detail;
     log("handlePaymentResult", detail);
-    document.getElementById("status").textContent = "Sending the result to the shop server…";
+    if (detail && detail.transactionAccountId) {
+      paid = true; // one order, one payment: the button goes away
+      document.getElementById("merchant-wallet-button").setAttribute("hidden", "hidden");
+    }
+    status("Sending the result to the shop server…");
     // The page posts event.detail to the merchant server, which stores cryptogram/ECI, calls
-    // Get Payment Account and authorizes.
-    fetch("/demo/merchant/api/result", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ detail: detail }),
-    }).then(function (resp) { return resp.json(); }).then(function (outcome) {
-      var pre = document.getElementById("result");
-      pre.dataset.outcome = outcome.outcome || "";
-      var shown = Object.assign({}, outcome);
-      delete shown.detail; // the cryptogram stays on the server side of the demo
-      pre.textContent = JSON.stringify(shown, null, 2);
-      document.getElementById("status").textContent = "Outcome: " + (outcome.outcome || "?");
-    }).catch(function (err) {
-      document.getElementById("status").textContent = "Shop server error: " + err;
-    });
+    // Get Payment Account and authorizes the total the payer approved.
+    postJson("/demo/merchant/api/result", { detail: detail, approvedTotal: approvedTotal })
+      .then(function (outcome) {
+        var pre = document.getElementById("result");
+        var shown = Object.assign({}, outcome);
+        delete shown.detail;
+        if (outcome.code) shown = outcome; // an error object of the shop server
+        pre.textContent = JSON.stringify(shown, null, 2);
+        pre.dataset.outcome = outcome.outcome || outcome.code || "error";
+        if (outcome.amount && outcome.outcome === "Approved") {
+          document.getElementById("order-paid").textContent =
+            "(paid: " + outcome.amount + " " + session.currencyCode + ")";
+        }
+        status("Outcome: " + (outcome.outcome || outcome.code || "?") +
+               (outcome.amount ? " (" + outcome.amount + " " + session.currencyCode + ")" : ""));
+      }).catch(function (err) {
+        status("Shop server error: " + err);
+      });
   };
 
   window.handlePaymentError = function (event) {
     log("handlePaymentError", event.detail);
-    document.getElementById("status").textContent = "Wallet error: " + event.detail;
+    status("Wallet error: " + event.detail);
   };
 
   // -- runWalletPay --------------------------------------------------------------------------
 
-  function optionalParams(session) {
+  function quoteUpdate(quote) {
+    approvedTotal = quote.totalPrice;
+    var update = {
+      newTransactionInfo: { totalPriceStatus: "FINAL", totalPrice: quote.totalPrice,
+                            totalPriceLabel: "Total", currencyCode: quote.currencyCode,
+                            displayItems: quote.displayItems },
+      newOfferInfo: { offers: quote.offers },
+    };
+    if (quote.error) update.error = quote.error;
+    return update;
+  }
+
+  function optionalParams() {
     var scenario = params.get("scenario") || "basic";
     var base = {
       emailRequired: true,
@@ -62,18 +109,7 @@
       buttonColor: "black",
     };
     if (scenario !== "full") return base;
-    var subtotal = Number(session.amount);
-    var shippingCost = { standard: 0, express: 5, overnight: 12.5 };
-    var discount = 0;
     var failFirst = params.get("failFirst") === "1";
-    function items(option) {
-      var list = [{ label: "Subtotal", type: "SUBTOTAL", price: subtotal.toFixed(2) },
-                  { label: "Shipping", type: "LINE_ITEM",
-                    price: shippingCost[option].toFixed(2) }];
-      if (discount) list.push({ label: "Offer", type: "LINE_ITEM", price: (-discount).toFixed(2) });
-      return list;
-    }
-    function total(option) { return (subtotal + shippingCost[option] - discount).toFixed(2); }
     return {
       emailRequired: true,
       billingAddressRequired: true,
@@ -91,32 +127,18 @@
         ],
       },
       callbackIntents: ["SHIPPING_ADDRESS", "SHIPPING_OPTION", "OFFER", "PAYMENT_AUTHORIZATION"],
-      additionalTransactionInfo: { displayItems: items("standard"), totalPriceLabel: "Total" },
+      additionalTransactionInfo: { displayItems: session.quote.displayItems,
+                                   totalPriceLabel: "Total" },
       offerInfo: [{ offers: [] }],
       onPaymentDataChanged: function (data) {
-        var option = (data.shippingOptionData && data.shippingOptionData.id) || "standard";
-        var update = {};
-        if (data.callbackTrigger === "SHIPPING_ADDRESS" && data.shippingAddress &&
-            data.shippingAddress.countryCode === "NL" &&
-            /^9/.test(data.shippingAddress.postalCode || "")) {
-          update.error = { reason: "SHIPPING_ADDRESS_UNSERVICEABLE", intent: "SHIPPING_ADDRESS",
-                           message: "We do not ship to the Frisian islands." };
-        }
-        if (data.callbackTrigger === "OFFER") {
-          var code = data.offerData && data.offerData.redemptionCode;
-          if (code === "SAVE2") {
-            discount = 2;
-            update.newOfferInfo = { offers: [{ redemptionCode: "SAVE2",
-                                               description: "2.00 off" }] };
-          } else {
-            update.error = { reason: "OFFER_INVALID", intent: "OFFER",
-                             message: "Unknown offer code " + code };
-          }
-        }
-        update.newTransactionInfo = { totalPriceStatus: "FINAL", totalPrice: total(option),
-                                      totalPriceLabel: "Total", currencyCode: session.currencyCode,
-                                      displayItems: items(option) };
-        return Promise.resolve(update);
+        // the shop server prices the payer's choices and remembers them for the authorization
+        return postJson("/demo/merchant/api/quote", {
+          reference: session.clientSystemTransactionId,
+          shippingOptionId: data.shippingOptionData && data.shippingOptionData.id,
+          offerCode: data.callbackTrigger === "OFFER" && data.offerData ?
+            data.offerData.redemptionCode : undefined,
+          shippingAddress: data.shippingAddress,
+        }).then(quoteUpdate);
       },
       onPaymentAuthorized: function (paymentData) {
         window.demoAuthorizeCalls += 1;
@@ -141,26 +163,28 @@
 
   function start() {
     var query = new URLSearchParams();
-    ["merchantId", "storeId", "amount", "currency", "type", "authorize", "ref"].forEach(
+    ["amount", "currency", "type", "authorize", "ref", "scenario"].forEach(
       function (k) { if (params.has(k)) query.set(k, params.get(k)); });
     // The merchant SERVER gets the API key (public key service) and keeps the encryption
     // key id; the page only receives the public API key.
     fetch("/demo/merchant/api/session?" + query.toString())
       .then(function (resp) { return resp.json(); })
-      .then(function (session) {
-        window.demoSession = session;
-        document.getElementById("order-ref").textContent = session.clientSystemTransactionId;
-        document.getElementById("order-amount").textContent =
-          session.amount + " " + session.currencyCode;
+      .then(function (s) {
+        if (s.code) throw new Error(s.details && s.details.message || s.code);
+        session = s;
+        window.demoSession = s;
+        approvedTotal = s.quote.totalPrice;
+        document.getElementById("order-ref").textContent = s.clientSystemTransactionId;
+        document.getElementById("order-amount").textContent = s.amount + " " + s.currencyCode;
         if (params.get("scenario") === "manual") return;
         window.runWalletPay(
-          session.merchantId, session.storeId, session.clientSystemTransactionId,
+          s.merchantId, s.storeId, s.clientSystemTransactionId,
           ["PAN_ONLY", "CRYPTOGRAM_3DS"], ["AMEX", "DISCOVER", "JCB", "MASTERCARD", "VISA"],
-          "DE", session.currencyCode, "FINAL", session.amount, "test", session.publicKeyApi,
-          params.get("walletButton") === "1", "", "Demo shop", optionalParams(session));
+          "DE", s.currencyCode, "FINAL", s.amount, "test", s.publicKeyApi,
+          params.get("walletButton") === "1", "", "Demo shop", optionalParams());
       })
       .catch(function (err) {
-        document.getElementById("status").textContent = "Could not start: " + err;
+        status("Could not start: " + (err && err.message || err));
       });
   }
 

@@ -22,9 +22,16 @@
  *
  * The merchant button: any <button> inside #merchant-wallet-button (or the element marked
  * data-walletpay-container) starts the payment; so does window.startWalletPay().
- * The payment sheet is an emulated wallet (a DOM dialog) listing the sandbox test cards; the
- * encrypted wallet token is minted by the sandbox's emulated wallet provider
- * (POST /_sandbox/wallet/token), so no private key is ever in this script.
+ * The payment sheet is an emulated wallet (a modal DOM dialog: focus trap, Escape cancels,
+ * focus returns to the trigger) listing the sandbox test cards; the encrypted wallet token is
+ * minted by the sandbox's emulated wallet provider (POST /wallet/token), so no private key is
+ * ever in this script.
+ *
+ * Loaded cross-origin from the merchant's page: every call goes to the script's own origin
+ * (BASE), which answers CORS for these routes. Before handleWalletPayReady the key is checked
+ * (GET /api/v5/publicKeys/current); a refused key raises handlePaymentError instead.
+ * Every value a merchant callback returns is validated (spec 2.7); an invalid one is reported
+ * (console.error + handlePaymentError "<callback>: <field>: <rule>") and never shown.
  */
 (function (global) {
   "use strict";
@@ -373,6 +380,10 @@
       headers: headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       credentials: "omit",
+    }).catch(function (err) {
+      throw new Error("could not reach the gateway at " + BASE + " (" + (err && err.message ||
+        err) + "; is the sandbox running, and is this page's origin allowed? see " +
+        "sandbox serve --allow-origin)");
     }).then(function (resp) {
       return resp.text().then(function (text) {
         var data = null;
@@ -406,9 +417,21 @@
       throw err;
     }
     var opts = optionalParams || {};
-    current = { args: args, opts: opts, cards: [] };
+    current = { args: args, opts: opts, cards: [], ready: false, done: false };
     var me = current;
-    api("/_sandbox/wallet/cards").then(function (res) {
+    removeWalletButton();
+    var keyQuery = "?merchantId=" + encodeURIComponent(mid) + "&storeId=" +
+      encodeURIComponent(sid);
+    // The key is checked with the gateway first: a refused key never shows the button.
+    api("/api/v5/publicKeys/current" + keyQuery, undefined, publicKeyApi).then(function (res) {
+      if (!res.ok) {
+        var g = isGatewayError(res.data) ? res.data : {};
+        throw new Error("publicKeyApi: refused by the gateway (HTTP " + res.status +
+                        (g.description ? " " + g.description : "") + "): " +
+                        (g.details && g.details.message || g.code || "no error object"));
+      }
+      return api("/wallet/cards");
+    }).then(function (res) {
       if (!res.ok || !res.data || !Array.isArray(res.data.cards)) {
         throw new Error("the wallet is not available (HTTP " + res.status + ")");
       }
@@ -420,10 +443,13 @@
       if (opts.existingPaymentMethodRequired && me.cards.length === 0) {
         throw new Error("no usable payment method for the allowed card networks");
       }
+      me.ready = true;
       bindContainer();
       if (useWalletPayButton) renderWalletButton(opts);
       raise("handleWalletPayReady", null);
     }).catch(function (err) {
+      if (me !== current) return;
+      current = null; // a refused key or missing wallet: nothing can start a payment
       raise("handlePaymentError", String(err && err.message || err));
     });
     return undefined;
@@ -455,19 +481,40 @@
           subscribe: "S'abonner avec", long: "Acheter avec" },
   };
 
+  BUTTON_TEXT.es = { book: "Reservar con", buy: "Comprar con", checkout: "Pagar con",
+    donate: "Donar con", order: "Pedir con", pay: "Pagar con", subscribe: "Suscribirse con",
+    long: "Comprar con" };
+  BUTTON_TEXT.it = { book: "Prenota con", buy: "Acquista con", checkout: "Paga con",
+    donate: "Dona con", order: "Ordina con", pay: "Paga con", subscribe: "Abbonati con",
+    long: "Acquista con" };
+  BUTTON_TEXT.nl = { book: "Boeken met", buy: "Kopen met", checkout: "Afrekenen met",
+    donate: "Doneren met", order: "Bestellen met", pay: "Betalen met",
+    subscribe: "Abonneren met", long: "Kopen met" };
+  BUTTON_TEXT.pt = { book: "Reservar com", buy: "Comprar com", checkout: "Pagar com",
+    donate: "Doar com", order: "Encomendar com", pay: "Pagar com", subscribe: "Assinar com",
+    long: "Comprar com" };
+
+  function removeWalletButton() {
+    var el = containerEl();
+    var old = el && el.querySelector(".walletpay-button");
+    if (old) old.remove();
+  }
+
   function renderWalletButton(o) {
     var el = containerEl();
     if (!el) return;
-    var old = el.querySelector(".walletpay-button");
-    if (old) old.remove();
+    removeWalletButton();
     var color = o.buttonColor && o.buttonColor !== "default" ? o.buttonColor : "black";
     var type = o.buttonType || "buy";
     var locale = o.buttonLocale || "en";
-    var words = (BUTTON_TEXT[locale] || BUTTON_TEXT.en)[type];
+    // lang must describe the text: untranslated locales get the English label, lang="en"
+    var textLocale = BUTTON_TEXT[locale] ? locale : "en";
+    var words = BUTTON_TEXT[textLocale][type];
     var btn = document.createElement("button");
     btn.type = "button";
     btn.className = "walletpay-button";
-    btn.setAttribute("lang", locale);
+    btn.setAttribute("lang", textLocale);
+    btn.dataset.buttonLocale = locale;
     btn.dataset.buttonColor = color;
     btn.dataset.buttonType = type;
     btn.dataset.buttonSizeMode = o.buttonSizeMode || "static";
@@ -500,12 +547,104 @@
   }
 
   function startWalletPay() {
-    if (!current) {
-      raise("handlePaymentError", "startWalletPay: call runWalletPay first");
+    if (!current || !current.ready) {
+      raise("handlePaymentError", "startWalletPay: call runWalletPay first (and wait for " +
+                                  "handleWalletPayReady)");
+      return;
+    }
+    if (current.done) {
+      raise("handlePaymentError", "startWalletPay: this payment is complete; call " +
+                                  "runWalletPay for a new one");
       return;
     }
     if (sheet) return;
     openSheet(current);
+  }
+
+  var SHEET_CSS = [
+    "#walletpay-sheet{position:fixed;inset:0;background:rgba(0,0,0,.5);display:flex;",
+    "align-items:center;justify-content:center;z-index:2147483647;padding:8px;",
+    "box-sizing:border-box;font:15px/1.4 system-ui,sans-serif;overflow:auto}",
+    "#walletpay-sheet *{box-sizing:border-box}",
+    "#walletpay-sheet .walletpay-sheet-box{background:#fff;color:#111;width:100%;",
+    "max-width:480px;max-height:calc(100vh - 16px);overflow:auto;padding:16px;",
+    "border-radius:8px;overflow-wrap:anywhere}",
+    "#walletpay-sheet h2{margin:0 0 8px;font-size:1.25em}",
+    "#walletpay-sheet fieldset{border:1px solid #bbb;border-radius:6px;margin:10px 0;",
+    "padding:6px 10px;min-width:0}",
+    "#walletpay-sheet .walletpay-card-list{list-style:none;margin:0;padding:0}",
+    "#walletpay-sheet .walletpay-card-list li{margin:0}",
+    "#walletpay-sheet .walletpay-card{display:flex;gap:8px;align-items:center;",
+    "padding:8px 2px;min-height:44px;cursor:pointer}",
+    "#walletpay-sheet .walletpay-field{display:block;margin:6px 0}",
+    "#walletpay-sheet .walletpay-field span{display:block;font-size:.9em;color:#333}",
+    "#walletpay-sheet input:not([type=radio]),#walletpay-sheet select{width:100%;",
+    "max-width:100%;padding:6px;font:inherit;border:1px solid #767676;border-radius:4px}",
+    "#walletpay-sheet .walletpay-note{color:#5c3c00;background:#fff4d6;padding:6px;",
+    "border-radius:4px}",
+    "#walletpay-sheet #walletpay-sheet-error{color:#a00000;font-weight:600}",
+    "#walletpay-sheet .walletpay-actions{display:flex;gap:8px;flex-wrap:wrap;margin-top:12px}",
+    "#walletpay-sheet .walletpay-actions button,#walletpay-offer-apply{font:inherit;",
+    "padding:10px 18px;min-height:44px;border-radius:4px;border:1px solid #333;",
+    "background:#fff;color:#111;cursor:pointer}",
+    "#walletpay-sheet #walletpay-pay{background:#111;color:#fff}",
+    "#walletpay-sheet #walletpay-pay:disabled{background:#767676;border-color:#767676;",
+    "cursor:not-allowed}",
+    "#walletpay-sheet :focus-visible{outline:3px solid #1a5fb4;outline-offset:2px}",
+  ].join("");
+
+  function ensureStyle() {
+    if (document.getElementById("walletpay-style")) return;
+    var style = document.createElement("style");
+    style.id = "walletpay-style";
+    style.textContent = SHEET_CSS;
+    (document.head || document.documentElement).appendChild(style);
+  }
+
+  var FOCUSABLE = "button:not([disabled]),input:not([disabled]),select:not([disabled])," +
+    "textarea:not([disabled]),a[href],[tabindex]:not([tabindex='-1'])";
+
+  function focusables() {
+    if (!sheet || !sheet.root) return [];
+    return Array.prototype.filter.call(sheet.root.querySelectorAll(FOCUSABLE), function (el) {
+      if (el.type === "radio" && !el.checked) return false; // one tab stop per radio group
+      return !el.closest("[hidden]") && el.getClientRects().length > 0;
+    });
+  }
+
+  function onSheetKey(ev) {
+    if (!sheet) return;
+    if (ev.key === "Escape") {
+      ev.preventDefault();
+      cancelSheet();
+      return;
+    }
+    if (ev.key !== "Tab") return;
+    var list = focusables();
+    if (!list.length) return;
+    var first = list[0];
+    var last = list[list.length - 1];
+    var inside = sheet.root.contains(document.activeElement);
+    if (ev.shiftKey && (document.activeElement === first || !inside)) {
+      ev.preventDefault();
+      last.focus();
+    } else if (!ev.shiftKey && (document.activeElement === last || !inside)) {
+      ev.preventDefault();
+      first.focus();
+    }
+  }
+
+  function onFocusIn(ev) {
+    // aria-modal: focus never stays behind the overlay
+    if (sheet && sheet.root && !sheet.root.contains(ev.target)) {
+      var list = focusables();
+      if (list.length) list[0].focus();
+    }
+  }
+
+  function cancelSheet() {
+    closeSheet();
+    raise("handlePaymentError", "CANCELED: the payer closed the payment sheet");
   }
 
   function openSheet(cfg) {
@@ -527,34 +666,37 @@
          o.shippingOptionParameters.shippingOptions[0].id) : null,
       offers: [],
       error: null,
+      blocked: null,  // an address / option / invalid-update error: Pay waits for a fix
       busy: false,
+      trigger: document.activeElement,
     };
+    ensureStyle();
     var root = h("div", { id: "walletpay-sheet", role: "dialog", "aria-modal": "true",
-                          "aria-label": "WalletPay payment sheet" });
-    root.style.cssText = "position:fixed;inset:0;background:rgba(0,0,0,.45);display:flex;" +
-      "align-items:center;justify-content:center;z-index:2147483647;font:14px system-ui,sans-serif";
+                          "aria-labelledby": "walletpay-title", lang: "en" });
     var box = h("div", { "class": "walletpay-sheet-box" });
-    box.style.cssText = "background:#fff;color:#111;min-width:340px;max-width:480px;" +
-      "max-height:90vh;overflow:auto;padding:18px;border-radius:8px;";
     root.appendChild(box);
     var name = a.merchantName || a.mid;
+    box.appendChild(h("p", { id: "walletpay-title", "class": "walletpay-note-title",
+                             text: "WalletPay: pay " + name, hidden: "hidden" }));
     box.appendChild(h("h2", { id: "walletpay-merchant", text: name }));
     if (a.profile === "test" || !a.merchantNo) {
       box.appendChild(h("p", { id: "walletpay-unverified", "class": "walletpay-note",
         text: "Unverified merchant (sandbox test environment): no real payment is made." }));
     }
     box.appendChild(h("div", { id: "walletpay-items" }));
-    box.appendChild(h("p", { id: "walletpay-total-line" }, [
+    box.appendChild(h("p", { id: "walletpay-total-line", "aria-live": "polite" }, [
       h("span", { id: "walletpay-total-label" }), document.createTextNode(": "),
       h("strong", { id: "walletpay-total" })]));
     var cardList = h("fieldset", { id: "walletpay-cards" }, [h("legend", { text: "Card" })]);
+    var cardItems = h("ul", { "class": "walletpay-card-list", role: "list" });
     cfg.cards.forEach(function (c, i) {
       var input = h("input", { type: "radio", name: "walletpay-card", value: c.id,
                                id: "walletpay-card-" + c.id, "data-card-id": c.id });
       if (i === 0) input.checked = true;
-      cardList.appendChild(h("label", { "class": "walletpay-card", "for": input.id }, [
-        input, document.createTextNode(" " + c.label + " •••• " + c.last4)]));
+      cardItems.appendChild(h("li", {}, [h("label", { "class": "walletpay-card", "for": input.id },
+        [input, h("span", { text: c.label + " •••• " + c.last4 })])]));
     });
+    cardList.appendChild(cardItems);
     box.appendChild(cardList);
     if (o.emailRequired) {
       box.appendChild(field("walletpay-email", "E-mail", "payer@example.com",
@@ -628,18 +770,20 @@
       });
     }
     box.appendChild(h("p", { id: "walletpay-sheet-error", role: "alert", hidden: "hidden" }));
+    box.appendChild(h("p", { id: "walletpay-sheet-notice", role: "status", hidden: "hidden" }));
     var pay = h("button", { type: "button", id: "walletpay-pay", text: "Pay" });
     var cancel = h("button", { type: "button", id: "walletpay-cancel", text: "Cancel" });
     box.appendChild(h("p", { "class": "walletpay-actions" }, [pay, document.createTextNode(" "),
                                                                cancel]));
     pay.addEventListener("click", authorize);
-    cancel.addEventListener("click", function () {
-      closeSheet();
-      raise("handlePaymentError", "CANCELED: the payer closed the payment sheet");
-    });
+    cancel.addEventListener("click", cancelSheet);
+    root.addEventListener("keydown", onSheetKey);
     document.body.appendChild(root);
     sheet.root = root;
+    document.addEventListener("focusin", onFocusIn);
     renderDynamic();
+    var firstCard = root.querySelector('input[name="walletpay-card"]:checked');
+    (firstCard || pay).focus();
     if (intents.indexOf("SHIPPING_ADDRESS") >= 0 || intents.indexOf("SHIPPING_OPTION") >= 0) {
       dataChanged("INITIALIZE");
     }
@@ -684,7 +828,18 @@
       errEl.hidden = true;
       errEl.textContent = "";
     }
-    $("walletpay-pay").disabled = sheet.busy;
+    var payBtn = $("walletpay-pay");
+    // blocked: disabled. busy (the shop is updating): still clickable, the press is kept
+    // (a blur "change" of an address field would otherwise swallow the click on Pay)
+    payBtn.disabled = !!sheet.blocked;
+    payBtn.setAttribute("aria-disabled", sheet.busy || sheet.blocked ? "true" : "false");
+    var notice = $("walletpay-sheet-notice");
+    notice.textContent = sheet.notice || "";
+    notice.hidden = !sheet.notice;
+    if (sheet.blocked) payBtn.setAttribute("aria-describedby", "walletpay-sheet-error");
+    else payBtn.removeAttribute("aria-describedby");
+    sheet.root.querySelector(".walletpay-sheet-box").setAttribute("aria-busy",
+                                                                  sheet.busy ? "true" : "false");
   }
 
   function shippingAddress(full) {
@@ -719,6 +874,120 @@
     renderDynamic();
   }
 
+  // ---- merchant callback results (2.7): validated before anything reaches the sheet ---------
+
+  var UPDATE_KEYS = ["newOfferInfo", "newTransactionInfo", "newShippingOptionParameters",
+                     "error"];
+  var TRANSACTION_INFO_KEYS = ["totalPriceStatus", "totalPrice", "totalPriceLabel",
+                               "currencyCode", "countryCode", "displayItems", "checkoutOption"];
+  // errors that leave the payment unpayable until the payer changes something
+  var NON_BLOCKING = ["OFFER_INVALID"];
+
+  function checkPaymentDataError(e, p, intents) {
+    needObject(e, p);
+    onlyKeys(e, ["reason", "message", "intent"], p);
+    needOneOf(e.reason, ERROR_REASONS, p + ".reason");
+    needString(e.message, p + ".message", { max: 1000 });
+    needOneOf(e.intent, INTENTS, p + ".intent");
+    if (intents.indexOf(e.intent) < 0) {
+      throw WalletPayError(p + ".intent", "must be one of the callbackIntents registered at " +
+                           "the start (" + (intents.join(", ") || "none") + "; got " +
+                           JSON.stringify(e.intent) + ")");
+    }
+  }
+
+  function checkShippingOptions(so, p) {
+    needObject(so, p);
+    onlyKeys(so, ["defaultSelectedOptionId", "shippingOptions"], p);
+    var ids = [];
+    needArray(so.shippingOptions, p + ".shippingOptions", true).forEach(function (opt, i) {
+      var q = p + ".shippingOptions[" + i + "]";
+      needObject(opt, q);
+      onlyKeys(opt, ["id", "label", "description"], q);
+      needString(opt.id, q + ".id");
+      needString(opt.label, q + ".label");
+      if (opt.description !== undefined) {
+        needString(opt.description, q + ".description", { allowEmpty: true });
+      }
+      ids.push(opt.id);
+    });
+    needUnique(ids, p + ".shippingOptions.id");
+    if (so.defaultSelectedOptionId !== undefined &&
+        ids.indexOf(so.defaultSelectedOptionId) < 0) {
+      throw WalletPayError(p + ".defaultSelectedOptionId",
+                           "must be the id of one of the shippingOptions");
+    }
+  }
+
+  function checkUpdate(u, me) {
+    if (u === undefined || u === null) return;
+    needObject(u, "(result)");
+    onlyKeys(u, UPDATE_KEYS, "(result)");
+    var ti = u.newTransactionInfo;
+    if (ti !== undefined) {
+      needObject(ti, "newTransactionInfo");
+      onlyKeys(ti, TRANSACTION_INFO_KEYS, "newTransactionInfo");
+      needPrice(ti.totalPrice, "newTransactionInfo.totalPrice", false);
+      if (Number(ti.totalPrice) <= 0) {
+        throw WalletPayError("newTransactionInfo.totalPrice", "must be greater than zero");
+      }
+      if (ti.currencyCode !== undefined) {
+        if (CURRENCIES.indexOf(ti.currencyCode) < 0) {
+          throw WalletPayError("newTransactionInfo.currencyCode", "must be an ISO 4217 " +
+                               "three-letter code in upper case (got " +
+                               JSON.stringify(ti.currencyCode) + ")");
+        }
+        if (ti.currencyCode !== me.cfg.args.currencyCode) {
+          throw WalletPayError("newTransactionInfo.currencyCode", "must stay " +
+                               me.cfg.args.currencyCode + " (the payment's currencyCode)");
+        }
+      }
+      if (ti.totalPriceStatus !== undefined) {
+        needOneOf(ti.totalPriceStatus, ["FINAL"], "newTransactionInfo.totalPriceStatus");
+      }
+      if (ti.totalPriceLabel !== undefined) {
+        needString(ti.totalPriceLabel, "newTransactionInfo.totalPriceLabel", { max: 64 });
+      }
+      if (ti.checkoutOption !== undefined) {
+        needOneOf(ti.checkoutOption, CHECKOUT_OPTIONS, "newTransactionInfo.checkoutOption");
+      }
+      if (ti.displayItems !== undefined) {
+        validateDisplayItems(ti.displayItems, "newTransactionInfo.displayItems");
+      }
+    }
+    if (u.newShippingOptionParameters !== undefined) {
+      checkShippingOptions(u.newShippingOptionParameters, "newShippingOptionParameters");
+    }
+    if (u.newOfferInfo !== undefined) {
+      needObject(u.newOfferInfo, "newOfferInfo");
+      onlyKeys(u.newOfferInfo, ["offers"], "newOfferInfo");
+      validateOffers(u.newOfferInfo.offers, "newOfferInfo.offers");
+    }
+    if (u.error !== undefined) checkPaymentDataError(u.error, "error", me.intents);
+  }
+
+  function checkAuthorizationResult(r, me) {
+    needObject(r, "(result)");
+    onlyKeys(r, ["transactionState", "error"], "(result)");
+    needOneOf(r.transactionState, ["SUCCESS", "ERROR"], "transactionState");
+    if (r.error !== undefined) checkPaymentDataError(r.error, "error", me.intents);
+  }
+
+  // An invalid callback value is reported to the merchant and never shown as if valid.
+  function badCallbackValue(me, callback, err, blocking) {
+    var msg = callback + ": " + (err && err.name === "WalletPayError" ?
+      err.parameter + ": " + err.rule : String(err && err.message || err));
+    if (global.console) console.error("WalletPay: " + msg);
+    raise("handlePaymentError", msg);
+    var shown = { reason: "OTHER_ERROR", intent: null,
+                  message: "The shop sent an answer the wallet cannot use" +
+                           (blocking ? "; this payment cannot continue." : ". Try again.") };
+    me.error = shown;
+    me.blocked = blocking ? shown : me.blocked;
+    me.payWhenReady = undefined;
+    renderDynamic();
+  }
+
   function dataChanged(trigger) {
     var o = sheet.cfg.opts;
     var intent = trigger === "INITIALIZE" ? null : trigger;
@@ -734,48 +1003,75 @@
       } : undefined,
     });
     var me = sheet;
+    var seq = me.seq = (me.seq || 0) + 1; // only the answer to the latest change counts
     me.busy = true;
+    me.notice = null;
     renderDynamic();
     Promise.resolve().then(function () { return o.onPaymentDataChanged(data); })
       .then(function (update) {
-        if (me !== sheet) return;
+        if (me !== sheet || seq !== me.seq) return;
         me.busy = false;
+        try {
+          checkUpdate(update, me);
+        } catch (err) {
+          badCallbackValue(me, "onPaymentDataChanged", err, true);
+          return;
+        }
         applyUpdate(update || {});
+        payIfPressed(me);
       }, function (err) {
-        if (me !== sheet) return;
+        if (me !== sheet || seq !== me.seq) return;
         me.busy = false;
-        var e = isPlainObject(err) ? err : {};
-        sheetError(ERROR_REASONS.indexOf(e.reason) >= 0 ? e.reason : "OTHER_ERROR",
-                   e.message || String(err), e.intent || intent);
+        // a rejection must be a PaymentDataError (2.7)
+        try {
+          checkPaymentDataError(err, "(rejection)", me.intents);
+        } catch (bad) {
+          badCallbackValue(me, "onPaymentDataChanged", bad, true);
+          return;
+        }
+        me.blocked = NON_BLOCKING.indexOf(err.reason) < 0 ? err : null;
+        sheetError(err.reason, err.message, err.intent);
+        payIfPressed(me);
       });
   }
 
+  function payIfPressed(me) {
+    var pressed = me.payWhenReady;
+    me.payWhenReady = undefined;
+    if (pressed === undefined || me !== sheet || me.blocked || me.busy) return;
+    if (pressed === me.totalPrice) {
+      authorize();
+    } else {
+      me.notice = "The total is now " + me.totalPrice + " " + me.currencyCode +
+                  ": check it and press Pay again.";
+      renderDynamic();
+    }
+  }
+
   function applyUpdate(u) {
-    if (!isPlainObject(u)) u = {};
     var ti = u.newTransactionInfo;
-    if (isPlainObject(ti)) {
-      if (typeof ti.totalPrice === "string") sheet.totalPrice = ti.totalPrice;
-      if (typeof ti.totalPriceLabel === "string") sheet.totalPriceLabel = ti.totalPriceLabel;
-      if (typeof ti.currencyCode === "string") sheet.currencyCode = ti.currencyCode;
-      if (Array.isArray(ti.displayItems)) sheet.displayItems = ti.displayItems.slice();
+    if (ti) {
+      sheet.totalPrice = ti.totalPrice;
+      if (ti.totalPriceLabel !== undefined) sheet.totalPriceLabel = ti.totalPriceLabel;
+      if (ti.displayItems !== undefined) sheet.displayItems = ti.displayItems.slice();
     }
     var so = u.newShippingOptionParameters;
-    if (isPlainObject(so) && Array.isArray(so.shippingOptions) && so.shippingOptions.length) {
+    if (so) {
       sheet.shippingOptions = so.shippingOptions.slice();
       var ids = sheet.shippingOptions.map(function (x) { return x.id; });
-      if (so.defaultSelectedOptionId && ids.indexOf(so.defaultSelectedOptionId) >= 0) {
+      if (so.defaultSelectedOptionId !== undefined) {
         sheet.selectedOption = so.defaultSelectedOptionId;
       } else if (ids.indexOf(sheet.selectedOption) < 0) {
         sheet.selectedOption = ids[0];
       }
     }
-    if (isPlainObject(u.newOfferInfo) && Array.isArray(u.newOfferInfo.offers)) {
-      sheet.offers = u.newOfferInfo.offers.slice();
-    }
-    if (isPlainObject(u.error)) {
+    if (u.newOfferInfo) sheet.offers = u.newOfferInfo.offers.slice();
+    if (u.error) {
       sheet.error = { reason: u.error.reason, message: u.error.message, intent: u.error.intent };
+      sheet.blocked = NON_BLOCKING.indexOf(u.error.reason) < 0 ? sheet.error : null;
     } else {
       sheet.error = null;
+      sheet.blocked = null;
     }
     renderDynamic();
   }
@@ -804,7 +1100,11 @@
   }
 
   function authorize() {
-    if (!sheet || sheet.busy) return;
+    if (sheet && sheet.busy && !sheet.paying) {
+      sheet.payWhenReady = sheet.totalPrice; // pay once the shop's update is in, if unchanged
+      return;
+    }
+    if (!sheet || sheet.busy || sheet.blocked) return;
     var me = sheet;
     var cfg = me.cfg;
     var a = cfg.args;
@@ -821,11 +1121,13 @@
       return;
     }
     me.busy = true;
+    me.paying = true;
+    me.notice = null;
     me.error = null;
     renderDynamic();
     var bill = billingAddress();
     var paymentData = null;
-    api("/_sandbox/wallet/token", {
+    api("/wallet/token", {
       cardId: picked.value, gateway: GATEWAY_NAME, gatewayMerchantId: a.mid,
       publicKeyApi: a.publicKeyApi,
     }).then(function (res) {
@@ -877,42 +1179,60 @@
     });
   }
 
+  function succeed(me, detail) {
+    // a payment account was made: this runWalletPay call cannot pay again
+    if (detail && detail.transactionAccountId) me.cfg.done = true;
+    closeSheet();
+    raise("handlePaymentResult", detail);
+  }
+
   function finish(me, detail, paymentData) {
     var o = me.cfg.opts;
     if (me.intents.indexOf("PAYMENT_AUTHORIZATION") < 0) {
-      closeSheet();
-      raise("handlePaymentResult", detail);
+      succeed(me, detail);
       return undefined;
     }
     var processed = Object.assign({}, paymentData, detail);
     return Promise.resolve().then(function () { return o.onPaymentAuthorized(processed); })
       .then(function (result) {
         if (me !== sheet) return;
-        if (isPlainObject(result) && result.transactionState === "SUCCESS") {
-          closeSheet();
-          raise("handlePaymentResult", detail);
+        me.busy = me.paying = false;
+        try {
+          checkAuthorizationResult(result, me);
+        } catch (err) {
+          badCallbackValue(me, "onPaymentAuthorized", err, false);
           return;
         }
-        me.busy = false;
-        var e = isPlainObject(result) && isPlainObject(result.error) ? result.error : {};
-        if (!(isPlainObject(result) && result.transactionState === "ERROR")) {
-          e = { reason: "OTHER_ERROR",
-                message: "onPaymentAuthorized must resolve {transactionState: SUCCESS|ERROR}" };
+        if (result.transactionState === "SUCCESS") {
+          succeed(me, detail);
+          return;
         }
-        sheetError(e.reason || "PAYMENT_DATA_INVALID", e.message || "Payment not authorized.",
-                   e.intent || "PAYMENT_AUTHORIZATION");
+        var e = result.error || { reason: "PAYMENT_DATA_INVALID", intent: "PAYMENT_AUTHORIZATION",
+                                  message: "Payment not authorized." };
+        sheetError(e.reason, e.message, e.intent);
       }, function (err) {
         if (me !== sheet) return;
-        me.busy = false;
-        var e = isPlainObject(err) ? err : { message: String(err) };
-        sheetError(e.reason || "OTHER_ERROR", e.message || "Payment not authorized.",
-                   "PAYMENT_AUTHORIZATION");
+        me.busy = me.paying = false;
+        try {
+          checkPaymentDataError(err, "(rejection)", me.intents);
+        } catch (bad) {
+          badCallbackValue(me, "onPaymentAuthorized", bad, false);
+          return;
+        }
+        sheetError(err.reason, err.message, err.intent);
       });
   }
 
   function closeSheet() {
+    var trigger = sheet && sheet.trigger;
+    document.removeEventListener("focusin", onFocusIn);
     if (sheet && sheet.root) sheet.root.remove();
     sheet = null;
+    // focus returns to what opened the sheet (when it is still there)
+    if (trigger && trigger.isConnected && typeof trigger.focus === "function" &&
+        trigger !== document.body) {
+      trigger.focus();
+    }
   }
 
   global.runWalletPay = runWalletPay;

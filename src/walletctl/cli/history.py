@@ -1,0 +1,229 @@
+"""``walletctl history``: the local audit log of money-moving actions.
+
+``history`` lists entries (filters, -o json|ndjson|csv), ``--path`` prints where it lives,
+``--unknown --reconcile`` looks unknown outcomes up at the gateway, ``verify`` checks the
+hash chain.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from walletctl.cli.state import State, get_state
+
+if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.config.profile import Profile
+    from walletctl.history.store import Entry, HistoryStore
+
+HELP = "List, verify and reconcile the local history (audit log) of money movements."
+history_app = typer.Typer(
+    help=HELP, rich_markup_mode=None, add_completion=False, no_args_is_help=False
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(history_app, name="history", help=HELP)
+
+
+TABLE_ROWS = 50  # entries a table shows without --last
+_DURATION = re.compile(r"(\d{1,6})([smhdw])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_when(text: str, flag: str, now: datetime | None = None) -> str:
+    """``7d``/``12h`` (ago), ``2026-11-01`` or an ISO time (UTC unless zoned) -> stored form."""
+    from walletctl.errors import UsageError
+
+    now = now or datetime.now(UTC)
+    value = text.strip()
+    match = _DURATION.fullmatch(value)
+    try:
+        if match:
+            when = now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        else:
+            when = datetime.fromisoformat(value)
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        raise UsageError(
+            f"{flag}: {text[:40]!r} is neither a duration (7d, 12h, 30m) nor a date "
+            "(2026-11-01, 2026-11-01T09:30)"
+        ) from None
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _profile_or_none(st: State) -> Profile | None:
+    from walletctl.errors import ConfigError
+
+    try:
+        return st.profile()
+    except ConfigError:  # no profiles yet: the history still has its default place
+        return None
+
+
+@history_app.callback(invoke_without_command=True)
+def history(
+    ctx: typer.Context,
+    since: Annotated[
+        str | None, typer.Option(help="From this date/time (UTC) or duration ago (7d, 12h).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Before this date/time or duration ago.")
+    ] = None,
+    ref: Annotated[str | None, typer.Option(help="Original or new reference.")] = None,
+    op: Annotated[
+        str | None, typer.Option(help="checkout, capture, refund, reverse, authorize, smoke.")
+    ] = None,
+    profile: Annotated[str | None, typer.Option(help="Profile the action used.")] = None,
+    user: Annotated[str | None, typer.Option(help="OS user who ran it.")] = None,
+    outcome: Annotated[
+        str | None, typer.Option(help="approved, declined, refused, unknown or error.")
+    ] = None,
+    unknown: Annotated[
+        bool, typer.Option("--unknown", help="Only entries whose outcome is unknown.")
+    ] = False,
+    reconcile: Annotated[
+        bool,
+        typer.Option("--reconcile", help="Look the listed unknown entries up and record them."),
+    ] = False,
+    last: Annotated[
+        int | None, typer.Option(min=1, help="Only the last N entries (table default: 50).")
+    ] = None,
+    path: Annotated[
+        bool, typer.Option("--path", help="Print the history file's path and exit.")
+    ] = False,
+) -> None:
+    """List, verify and reconcile the local history (audit log) of money movements."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from walletctl.errors import UsageError
+    from walletctl.history import history_path, open_history
+    from walletctl.history.store import OUTCOMES, Filters
+
+    st = get_state(ctx)
+    where = history_path(_profile_or_none(st))
+    if path:
+        typer.echo(str(where))
+        return
+    if unknown:
+        if outcome not in (None, "unknown"):
+            raise UsageError("--unknown and --outcome name different outcomes")
+        outcome = "unknown"
+    if outcome is not None and outcome not in OUTCOMES:
+        raise UsageError(f"--outcome: must be one of {', '.join(OUTCOMES)}")
+    if reconcile and outcome != "unknown":
+        raise UsageError("--reconcile works on unknown entries: add --unknown")
+    filters = Filters(
+        since=parse_when(since, "--since") if since else None,
+        until=parse_when(until, "--until") if until else None,
+        ref=ref, operation=op, profile=profile, os_user=user, outcome=outcome, limit=last,
+    )
+    from walletctl.render.history import render_entries
+
+    if not where.exists():
+        render_entries([], st.output_format, path=str(where))
+        return
+    store = open_history(where, create=False)
+    try:
+        if reconcile:
+            _reconcile(st, store, list(store.entries(filters)))
+            return
+        if st.output_format == "table" and last is None:  # a screenful; files get them all
+            from dataclasses import replace
+
+            total = store.count(filters)
+            render_entries(store.entries(replace(filters, limit=TABLE_ROWS)), "table",
+                           path=str(where))
+            if total > TABLE_ROWS:
+                from walletctl.render.console import print_note
+
+                print_note(f"showing the last {TABLE_ROWS} of {total} entries: --last N, "
+                           "filters, or -o csv for all")
+            return
+        render_entries(store.entries(filters), st.output_format, path=str(where))
+    finally:
+        store.close()
+
+
+def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
+    from walletctl.cli.common import make_client
+    from walletctl.config.store import load_profile
+    from walletctl.errors import ConfigError, UnknownOutcomeError
+    from walletctl.ops.resume import reconcile
+    from walletctl.render.output import emit
+
+    clients: dict[str, GatewayClient | str] = {}
+
+    def client_for(entry: Entry) -> GatewayClient | str:
+        if entry.profile not in clients:
+            try:
+                prof = load_profile(entry.profile, st.config_path)
+            except ConfigError as exc:
+                clients[entry.profile] = f"profile {entry.profile}: {exc.message}"
+            else:
+                scoped = State(profile_name=prof.name, config_path=st.config_path,
+                               timeout=st.timeout, verbose=st.verbose)
+                clients[entry.profile] = make_client(scoped)
+        found = clients[entry.profile]
+        if not isinstance(found, str) and found.profile.base_url != entry.base_url:
+            return f"profile {entry.profile} now points at another gateway"
+        return found
+
+    try:
+        results = reconcile(store, entries, client_for)
+    finally:
+        for c in clients.values():
+            if not isinstance(c, str):
+                c.close()
+    rows = [
+        {"id": r.entry.id, "operation": r.entry.operation, "originalRef": r.entry.original_ref,
+         "newRef": r.entry.new_ref, "outcome": r.outcome, "note": r.note}
+        for r in results
+    ]
+
+    def table() -> None:
+        from rich.markup import escape
+
+        from walletctl.render.console import out
+
+        if not rows:
+            out().print("No unknown entries to reconcile.")
+        for row in rows:
+            out().print(escape(
+                f"#{row['id']} {row['operation']} {row['originalRef']} → {row['newRef']}: "
+                f"{row['outcome']} ({row['note']})"), soft_wrap=True)
+
+    emit(st.output_format, rows, table=table)
+    left = sum(1 for r in results if r.outcome == "unknown")
+    if left:
+        raise UnknownOutcomeError(f"{left} of {len(results)} entries", "could not be looked up")
+
+
+@history_app.command("verify")
+def verify(ctx: typer.Context) -> None:
+    """Check the hash chain: exit 0 when intact, 3 naming the first broken entry."""
+    from walletctl.constants import ExitCode
+    from walletctl.history import history_path, open_history
+    from walletctl.render.console import out, print_error
+
+    st = get_state(ctx)
+    where: Path = history_path(_profile_or_none(st))
+    store = open_history(where, create=False)
+    try:
+        count, broken = store.verify()
+    finally:
+        store.close()
+    if broken is not None:
+        print_error(
+            f"history {where} is broken at event {broken.seq}: {broken.problem} "
+            f"({count} events before it are intact)",
+            "keep this file as evidence; it no longer proves what happened",
+        )
+        raise typer.Exit(int(ExitCode.CONFIG))  # a local file that fails its check
+    out().print(f"history {where}: intact, {count} events, hash chain verified", soft_wrap=True)

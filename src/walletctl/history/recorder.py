@@ -1,0 +1,194 @@
+"""One single command's history entry, as a context manager around plan, confirm and send.
+
+    with recording(profile, "refund", ref, reason=reason) as rec:
+        plan = ...                       # a RefusedError here is recorded as `refused`
+        rec.planned(new_ref, amount, currency)
+        rec.sending()                    # the intent is committed before the request leaves
+        response = client.followup(...)
+        rec.answered(response.state)
+
+On exit the entry is completed from the answer or from the exception (an unknown outcome,
+a 5xx or an unparseable answer stays ``unknown``; a kill -9 leaves it ``unknown`` too).
+"""
+
+from __future__ import annotations
+
+import getpass
+import socket
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from walletctl.constants import ExitCode
+from walletctl.errors import (
+    DeclinedError,
+    GatewayError,
+    NetworkError,
+    RefusedError,
+    ResponseError,
+    UnknownOutcomeError,
+    WalletctlError,
+)
+from walletctl.history.store import Completion, HistoryStore, Intent
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
+
+
+def now_utc() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def os_user() -> str:
+    """The account the process runs as (from the user database, not $USER: harder to fake)."""
+    import os
+
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, AttributeError):  # Windows, or a uid without an entry
+        try:
+            return getpass.getuser()
+        except Exception:  # no env either: still record something
+            return f"uid:{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+
+
+def outcome_of_state(state: str) -> str:
+    if state == "Approved":
+        return "approved"
+    if state in ("Pending", ""):
+        return "unknown"
+    return "declined"
+
+
+def outcome_of_error(exc: BaseException) -> str:
+    if isinstance(exc, RefusedError):
+        return "refused"
+    if isinstance(exc, UnknownOutcomeError | ResponseError):
+        return "unknown"
+    if isinstance(exc, DeclinedError):
+        return "declined"
+    if isinstance(exc, GatewayError):
+        if exc.status >= 500:  # may have been applied before the error: look it up
+            return "unknown"
+        return "error" if exc.status in (401, 403, 429) else "declined"
+    if isinstance(exc, NetworkError):
+        return "error"
+    if isinstance(exc, WalletctlError):
+        return "error"
+    return "unknown"  # interrupted or a bug after the request left
+
+
+@dataclass
+class Recording:
+    store: HistoryStore | None
+    intent: Intent
+    entry: int | None = None
+    outcome: str | None = None
+    http_status: int | None = None
+    note: str | None = None
+    extra: dict[str, str | None] = field(default_factory=dict)
+
+    def planned(self, new_ref: str | None, amount: Decimal | None, currency: str | None) -> None:
+        from dataclasses import replace
+
+        self.intent = replace(
+            self.intent,
+            new_ref=new_ref,
+            amount=format(amount, "f") if amount is not None else None,
+            currency=currency,
+        )
+
+    def sending(self) -> None:
+        """Commit the intent: from here on, a crash leaves the entry ``unknown``."""
+        if self.store is not None and self.entry is None:
+            try:
+                self.entry = self.store.begin(self.intent)
+            except (sqlite3.Error, OSError) as exc:
+                from walletctl.errors import ConfigError
+
+                raise ConfigError(
+                    f"history {self.store.path}: cannot record the intent ({exc}); "
+                    "nothing was sent") from None
+
+    def answered(self, state: str, *, http_status: int = 200, note: str | None = None) -> None:
+        self.outcome = outcome_of_state(state)
+        self.http_status = http_status
+        self.note = note or f"state {state}"
+
+    def _finish(self, outcome: str, exit_code: int, status: int | None, note: str | None) -> None:
+        """Record the outcome; a failure to write it never changes the command's result."""
+        try:
+            self._write(outcome, exit_code, status, note)
+        except (sqlite3.Error, OSError) as exc:
+            import sys
+
+            what = f"entry #{self.entry}" if self.entry is not None else "a refusal"
+            sys.stderr.write(f"walletctl: warning: could not record the outcome of {what} in "
+                             f"the history ({type(exc).__name__}); it reads unknown\n")
+
+    def _write(self, outcome: str, exit_code: int, status: int | None, note: str | None) -> None:
+        if self.store is None:
+            return
+        if self.entry is None:
+            if outcome != "refused":  # nothing sent and nothing refused: not an action
+                return
+            from dataclasses import replace
+
+            self.store.begin(replace(self.intent, outcome=outcome, exit_code=exit_code,
+                                     note=note))
+            return
+        self.store.complete(self.entry, Completion(
+            time=now_utc(), outcome=outcome, http_status=status, exit_code=exit_code,
+            note=note))
+
+
+@contextmanager
+def recording(
+    store: HistoryStore | None,
+    profile: Profile,
+    operation: str,
+    original_ref: str | None,
+    *,
+    reason: str | None = None,
+    batch_id: str | None = None,
+    batch_row: int | None = None,
+) -> Iterator[Recording]:
+    rec = Recording(store, Intent(
+        time=now_utc(), os_user=os_user(), host=socket.gethostname(), profile=profile.name,
+        base_url=profile.base_url, operation=operation, original_ref=original_ref,
+        reason=reason, batch_id=batch_id, batch_row=batch_row))
+    try:
+        yield rec
+    except BaseException as exc:
+        if isinstance(exc, GatewayError):  # no gateway prose: it is not ours to store
+            code = int(exc.exit_code)
+            note = f"HTTP {exc.status}" + (f" code {exc.code}" if exc.code else "")
+        elif isinstance(exc, WalletctlError):
+            code = int(exc.exit_code)
+            note = exc.message
+        elif isinstance(exc, KeyboardInterrupt):
+            code, note = int(ExitCode.INTERRUPTED), "interrupted"
+        elif isinstance(exc, Exception):
+            code, note = int(ExitCode.ERROR), f"internal error: {type(exc).__name__}"
+        else:
+            raise
+        outcome = outcome_of_error(exc)
+        if isinstance(exc, DeclinedError) and rec.outcome is not None:
+            outcome = rec.outcome
+        note = "".join(c if c.isprintable() else "?" for c in note)[:300]
+        rec._finish(outcome, code, getattr(exc, "status", None) or rec.http_status, note)
+        raise
+    else:
+        if rec.entry is not None:
+            outcome = rec.outcome or "approved"
+            code = ExitCode.DECLINED if outcome == "declined" else ExitCode.OK
+            rec._finish(outcome, int(code), rec.http_status, rec.note)
+    finally:
+        if store is not None:
+            store.close()

@@ -1,0 +1,151 @@
+"""Who may talk to the sandbox's admin, demo and hosted-page routes (pure ASGI middleware).
+
+Route classes (by path prefix):
+
+* admin - ``/_sandbox/*`` except the wallet emulator (``/_sandbox/wallet/*``,
+  ``/_sandbox/3ds/*``, called by ``walletpay.js`` from merchant pages) and
+  ``/_sandbox/health`` (readiness; reveals nothing);
+* demo API - ``/demo/merchant/api/*``;
+* hosted page - ``/pay/*``.
+
+Rules:
+
+* Host: on those routes (and the wallet emulator), the ``Host`` header must name a loopback
+  host (``localhost``, ``127.0.0.1``, ``[::1]``), the bound address, or the host of the
+  public URL; anything else (a DNS-rebinding page) gets 403.
+* Origin: admin and demo-API requests, and hosted-page form posts, that carry an ``Origin``
+  other than the sandbox's own (or ``Sec-Fetch-Site: cross-site | same-site``) get 403, so a
+  web page in the developer's browser cannot reset the ledger or set faults.
+* Admin token: when the sandbox has one (always on a non-loopback bind), admin routes need
+  ``X-Sandbox-Token: <token>``; else 401.
+* HTML answers carry ``Content-Security-Policy: frame-ancestors 'none'``,
+  ``X-Frame-Options: DENY`` and ``Referrer-Policy: same-origin``; every answer carries
+  ``X-Content-Type-Options: nosniff``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import urllib.parse
+from typing import Any
+
+from walletctl.constants import SANDBOX_TOKEN_HEADER
+from walletctl.sandbox.config import SandboxConfig, is_loopback
+from walletctl.sandbox.limits import send_error
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "testserver"})
+_TOKEN = SANDBOX_TOKEN_HEADER.lower().encode()
+_OPEN_ADMIN = ("/_sandbox/health", "/_sandbox/wallet/", "/_sandbox/3ds/")
+_HTML_HEADERS = [
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+]
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+
+
+def route_class(path: str) -> str | None:
+    """``admin``, ``emulator``, ``demo``, ``page`` or None (gateway API, static files)."""
+    if path.startswith("/_sandbox/"):
+        if path == "/_sandbox/health":
+            return "health"
+        return "emulator" if path.startswith(_OPEN_ADMIN[1:]) else "admin"
+    if path.startswith("/demo/merchant/api/"):
+        return "demo"
+    if path.startswith("/pay/"):
+        return "page"
+    return None
+
+
+def host_name(value: str) -> str:
+    """``Host`` header value -> lower-case host name without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:].partition("]")[0]
+    if value.count(":") > 1:  # a bare IPv6 address
+        return value
+    return value.partition(":")[0]
+
+
+def allowed_hosts(config: SandboxConfig) -> frozenset[str]:
+    names = set(LOOPBACK_NAMES)
+    if config.host and config.host not in ("0.0.0.0", "::"):
+        names.add(host_name(config.host))
+    if config.public_url:
+        parsed = urllib.parse.urlsplit(config.public_url)
+        if parsed.hostname:
+            names.add(parsed.hostname.lower())
+    names.update(h.lower() for h in config.allowed_hosts)
+    return frozenset(names)
+
+
+def _origin(url: str) -> str:
+    parsed = urllib.parse.urlsplit(url)
+    return f"{parsed.scheme}://{parsed.netloc}".lower()
+
+
+class GuardMiddleware:
+    """See the module docstring."""
+
+    def __init__(self, app: Any, config: SandboxConfig) -> None:
+        self.app = app
+        self.config = config
+
+    def _refusal(self, scope: Scope, kind: str) -> tuple[int, str] | None:
+        headers = {bytes(k).lower(): bytes(v).decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get(b"host", "")
+        name = host_name(host)
+        if name not in allowed_hosts(self.config) and not (
+            is_loopback(name) and is_loopback(self.config.host)
+        ):
+            return 403, (f"Host: {host[:100]!r} is not a name of this sandbox (use localhost "
+                         "or its --public-url)")
+        method = scope.get("method", "GET")
+        check_origin = kind in ("admin", "demo") or (kind == "page" and method != "GET")
+        if check_origin:
+            origin = headers.get(b"origin")
+            own = {f"http://{host}".lower(), f"https://{host}".lower()}
+            if self.config.public_url:
+                own.add(_origin(self.config.public_url))
+            if origin is not None and origin.lower() not in own:
+                return 403, (f"Origin: {origin[:100]!r} is not this sandbox's origin (admin, "
+                             "demo and hosted-page routes refuse cross-site requests)")
+            site = headers.get(b"sec-fetch-site", "").lower()
+            if site in ("cross-site", "same-site"):
+                return 403, (f"Sec-Fetch-Site: {site} (admin, demo and hosted-page routes "
+                             "refuse cross-site requests)")
+        token = self.config.admin_token
+        if kind == "admin" and token:
+            given = headers.get(_TOKEN, "")
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return 401, (f"{SANDBOX_TOKEN_HEADER}: the sandbox's admin token is required "
+                             "(printed by `walletctl sandbox serve`; --admin-token or "
+                             "$WALLETCTL_SANDBOX_TOKEN)")
+        return None
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        kind = route_class(str(scope.get("path", "")))
+        if kind is not None and kind != "health":
+            refusal = self._refusal(scope, kind)
+            if refusal is not None:
+                await send_error(send, refusal[0], refusal[1], headers=[_NOSNIFF])
+                return
+
+        async def send_secure(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                ctype = next((bytes(v) for k, v in headers
+                              if bytes(k).lower() == b"content-type"), b"")
+                extra = [_NOSNIFF]
+                if ctype.lower().startswith(b"text/html"):
+                    extra += _HTML_HEADERS
+                message = {**message, "headers": headers + extra}
+            await send(message)
+
+        await self.app(scope, receive, send_secure)

@@ -1,0 +1,363 @@
+"""Browser wallet gateway route bodies: public keys, payment accounts, authorizations,
+the emulated wallet's token and the simulated 3DS step (routes: :mod:`walletctl.sandbox.walletpay`).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from fastapi import Request
+
+from walletctl.constants import WALLETPAY_METHOD
+from walletctl.errors import RequestValidationError
+from walletctl.models.base import dumps
+from walletctl.models.money import AmountFormat, to_wire
+from walletctl.models.walletpay import AuthorizationRequest
+from walletctl.sandbox import crypto, wire
+from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.crypto import TokenError
+from walletctl.sandbox.engine import SandboxError
+from walletctl.sandbox.store import DuplicateReferenceError, TxRow
+from walletctl.sandbox.walletpay_state import (
+    API_KEY_TTL,
+    CARDS_BY_ID,
+    TEST_CARDS,
+    TOKEN_TTL_SECONDS,
+    Account,
+    ApiError,
+    KeyPair,
+    ThreeDS,
+    WalletPayState,
+    card_network,
+    mask,
+)
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _fmt(ctx: SandboxContext) -> AmountFormat:
+    return "minor" if ctx.amount_format == "minor" else "decimal"
+
+
+def _state(request: Request) -> WalletPayState:
+    state: WalletPayState = request.app.state.walletpay
+    return state
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    try:
+        body = wire.parse_object(raw, where="request body")
+        wire.check_numbers(body, _fmt(request.app.state.ctx))
+    except SandboxError as exc:
+        raise ApiError(exc.status, "InvalidJson", exc.message) from None
+    return body
+
+
+def _get(body: dict[str, Any], name: str) -> Any:
+    for key, value in body.items():
+        if isinstance(key, str) and key.lower() == name.lower():
+            return value
+    return None
+
+
+def _require_str(body: dict[str, Any], name: str, max_len: int = 128) -> str:
+    value = _get(body, name)
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError(400, "MissingField", f"{name}: is required (non-empty string)")
+    if len(value) > max_len:
+        raise ApiError(400, "InvalidField", f"{name}: at most {max_len} characters")
+    return value
+
+
+def _api_key(request: Request, ctx: SandboxContext, merchant_id: str | None,
+             store_id: str | None) -> str:
+    header = request.headers.get("authorization")
+    problem = ctx.check_api_key(header, merchant_id, store_id)
+    if problem is not None:
+        raise ApiError(*problem)
+    return (header or "").strip().partition(" ")[2].strip()
+
+
+def _check_basic(request: Request, ctx: SandboxContext) -> None:
+    header = request.headers.get("authorization") or ""
+    scheme, _, value = header.strip().partition(" ")
+    if scheme.lower() != "basic" or not value:
+        raise ApiError(401, "Unauthorized",
+                       "the public key service needs Authorization: Basic userId:secret")
+    try:
+        user, sep, secret = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(401, "Unauthorized", "malformed Basic credentials") from None
+    if not sep or not user or not secrets.compare_digest(secret, ctx.config.service_secret):
+        raise ApiError(401, "Unauthorized", "service user or secret is not valid")
+
+
+def _extract_token(payment_data: Any) -> Any:
+    if isinstance(payment_data, str):
+        return payment_data
+    if not isinstance(payment_data, dict):
+        raise ApiError(400, "MissingField", "paymentData: is required (object)")
+    if _get(payment_data, "protocolVersion") is not None:
+        return payment_data
+    pmd = _get(payment_data, "paymentMethodData")
+    tok = _get(pmd, "tokenizationData") if isinstance(pmd, dict) else None
+    token = _get(tok, "token") if isinstance(tok, dict) else None
+    if token is None:
+        raise ApiError(400, "MissingField",
+                       "paymentData.paymentMethodData.tokenizationData.token: is required")
+    return token
+
+
+# -- route bodies ----------------------------------------------------------------------------
+
+
+def issue_keys(st: WalletPayState, merchant_id: str, store_id: str) -> dict[str, Any]:
+    ctx = st.ctx
+    now = ctx.now()
+    expires = now + API_KEY_TTL
+    api_key = "pk_" + secrets.token_urlsafe(24)
+    key_id = "ek_" + secrets.token_hex(8)
+    pair = KeyPair(key_id, crypto.new_private_key(), merchant_id, store_id)
+    with ctx.store.atomic():  # the API key and its encryption key are stored together
+        st.add_key(pair)
+        ctx.store.issue_api_key(key=api_key, merchant_id=merchant_id, store_id=store_id,
+                                expires_at=expires, now=now, encryptionKeyId=key_id)
+    return {"apiKey": api_key, "encryptionKey": crypto.public_key_b64(pair.private),
+            "encryptionKeyId": key_id, "expiresAt": _iso_z(expires)}
+
+
+def _iso_z(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def create_account(st: WalletPayState, api_key: str, body: dict[str, Any]) -> dict[str, Any]:
+    merchant_id = _require_str(body, "merchantId")
+    store_id = _require_str(body, "storeId")
+    reference = _require_str(body, "clientSystemTransactionId", 64)
+    token = _extract_token(_get(body, "paymentData"))
+    pair = st.key_for_api_key(api_key)
+    try:
+        payload = crypto.open_token(token, pair.private, st.signer.root.public_key(), st.replay,
+                                    now=st.now_ms())
+    except TokenError as exc:
+        status = 400 if exc.reason == "malformed" else 422
+        raise ApiError(status, f"PaymentData{exc.reason.title().replace('_', '')}",
+                       f"paymentData: {exc.message}") from None
+    if payload.get("gatewayMerchantId") != merchant_id:
+        raise ApiError(422, "PaymentDataMerchantMismatch",
+                       "paymentData: gatewayMerchantId does not match merchantId")
+    details = payload["paymentMethodDetails"]
+    pan = details.get("pan")
+    try:
+        month = int(details.get("expirationMonth"))
+        year = int(details.get("expirationYear"))
+    except (TypeError, ValueError):
+        raise ApiError(400, "PaymentDataMalformed",
+                       "paymentData: expirationMonth/expirationYear are required") from None
+    if not isinstance(pan, str) or not pan.isdigit() or not 12 <= len(pan) <= 19:
+        raise ApiError(400, "PaymentDataMalformed", "paymentData: pan must be 12-19 digits")
+    now = st.ctx.now()
+    if not 1 <= month <= 12 or (year, month) < (now.year, now.month):
+        raise ApiError(422, "CardExpired", "paymentData: the card has expired")
+    is_token = details["authMethod"] == "CRYPTOGRAM_3DS"
+    cryptogram = details.get("cryptogram") if is_token else None
+    eci = details.get("eciIndicator") if is_token else None
+    if is_token and (not isinstance(cryptogram, str) or not cryptogram):
+        raise ApiError(400, "PaymentDataMalformed",
+                       "paymentData: a CRYPTOGRAM_3DS credential needs a cryptogram")
+    account = Account(
+        id="ta_" + secrets.token_hex(10), merchant_id=merchant_id, store_id=store_id,
+        key_id=pair.key_id, card_type="Token" if is_token else "Card", network=card_network(pan),
+        pan=pan, expiry_month=month, expiry_year=year, reference=reference,
+        cryptogram=cryptogram, eci=str(eci) if eci is not None else None,
+        decline=pan in {c.pan for c in TEST_CARDS if c.decline},
+    )
+    st.ctx.store.add_walletpay_account(
+        account_id=account.id, merchant_id=merchant_id, store_id=store_id, key_id=pair.key_id,
+        data=account.data(), now=now)
+    out = {k: v for k, v in account.public().items()
+           if k in ("transactionAccountId", "cardType", "cardNetwork", "maskedCardNumber",
+                    "expiryMonth", "expiryYear")}
+    if is_token:
+        out["cryptogram"] = account.cryptogram
+        out["eciIndicator"] = account.eci
+    return out
+
+
+def get_account(st: WalletPayState, account_id: str, merchant_id: str, store_id: str,
+                key_id: str | None) -> Account:
+    row = st.ctx.store.walletpay_account(account_id)
+    account = Account.from_row(row) if row is not None else None
+    if account is None or account.merchant_id != merchant_id or account.store_id != store_id:
+        raise ApiError(404, "PaymentAccountNotFound",
+                       f"transactionAccountId: {account_id} is not known for this merchant/store")
+    if key_id is not None and key_id != account.key_id:
+        raise ApiError(403, "EncryptionKeyMismatch",
+                       "encryptionKeyId: does not match the key the payment account was made with")
+    return account
+
+
+def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
+                       account: Account) -> TxRow:
+    """The checks and the ledger record of :func:`authorize` (inside its store transaction)."""
+    ctx = st.ctx
+    state, provider_code = "Approved", None
+    three_ds: ThreeDS | None = None
+    if account.card_type == "Token":
+        if not req.cryptogram or not req.eci_indicator:
+            raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
+                                                "Token (CRYPTOGRAM_3DS) payment account")
+        if not secrets.compare_digest(req.cryptogram, account.cryptogram or "") or \
+                req.eci_indicator != account.eci:
+            raise ApiError(422, "CryptogramMismatch",
+                           "cryptogram: does not match the payment account (or wrong ECI)")
+        if account.cryptogram_used:
+            raise ApiError(422, "CryptogramUsed", "cryptogram: was already used by an "
+                                                  "authorization (get a new wallet token)")
+    else:
+        if req.three_d_secure is None:
+            raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
+                                                        "(PAN_ONLY) payment account")
+        found = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
+        three_ds = ThreeDS.from_row(found) if found is not None else None
+        if three_ds is None or three_ds.account_id != account.id or not secrets.compare_digest(
+                three_ds.authentication_value, req.three_d_secure.authentication_value) or \
+                three_ds.eci != req.three_d_secure.eci:
+            raise ApiError(422, "ThreeDSecureInvalid",
+                           "threeDSecure: does not match a 3DS result for this payment account")
+        if three_ds.used:
+            raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
+        if three_ds.status != "Y":
+            state, provider_code = "Declined", "AuthenticationFailed"
+    if account.decline and state == "Approved":
+        state, provider_code = "Declined", "DeclinedByIssuer"
+    kind = "sale" if req.type == "ecom.sale" else "preauth"
+    if state == "Approved":
+        provider_code = "CapturedByProvider" if kind == "sale" else "AuthorizedByProvider"
+    try:
+        row = ctx.store.create_transaction(
+            merchant_id=req.merchant_id, store_id=req.store_id,
+            reference=req.client_system_transaction_id, kind=kind, type_str=req.type,
+            amount=req.amount, currency=req.currency_code, state=state, method=WALLETPAY_METHOD,
+            now=ctx.now(), provider_state_code=provider_code,
+            payer={"apmPayerAccountNumber": mask(account.pan),
+                   "apmProviderTransactionId": account.id},
+        )
+    except DuplicateReferenceError:
+        raise ApiError(409, "DuplicateReference", f"clientSystemTransactionId: "
+                       f"{req.client_system_transaction_id} is already used") from None
+    if account.card_type == "Token" and state == "Approved":
+        ctx.store.mark_walletpay_used("account", account.id)
+    if three_ds is not None:
+        ctx.store.mark_walletpay_used("three_ds", three_ds.trans_id)
+    return row
+
+
+def authorize(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
+    ctx = st.ctx
+    fmt = _fmt(ctx)
+    try:
+        req = AuthorizationRequest.from_wire(body, fmt)
+    except RequestValidationError as exc:
+        field_name, rule = exc.problems[0]
+        raise ApiError(400, "ValidationError", f"{field_name}: {rule}") from None
+    # One store transaction: the single-use checks and the used flags cannot race.
+    with ctx.store.atomic():
+        account = get_account(st, req.transaction_account_id, req.merchant_id, req.store_id,
+                              req.encryption_key_id)
+        row = _authorize_account(st, req, account)
+    return {
+        "id": row.id, "state": row.state, "providerStateCode": row.provider_state_code,
+        "currencyCode": row.currency, "clientSystemTransactionId": row.reference,
+        "transactionAccountId": account.id, "type": req.type,
+        "amount": to_wire(Decimal(row.amount), row.currency, fmt),
+        "transactionMethod": WALLETPAY_METHOD,
+    }
+
+
+def mint_token(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
+    card_id = _require_str(body, "cardId")
+    card = CARDS_BY_ID.get(card_id)
+    if card is None:
+        raise ApiError(400, "InvalidField", f"cardId: must be one of {', '.join(CARDS_BY_ID)}")
+    merchant_id = _require_str(body, "gatewayMerchantId")
+    enc = _get(body, "encryptionKey")
+    if enc:
+        try:
+            recipient = crypto.load_public_key(enc, "encryptionKey")
+        except TokenError as exc:
+            raise ApiError(400, "InvalidField", exc.message) from None
+    else:
+        api_key = _require_str(body, "publicKeyApi", 256)
+        if api_key != st.ctx.config.api_key and st.ctx.store.api_key_info(api_key) is None:
+            raise ApiError(401, "Unauthorized", "publicKeyApi: is not a key issued by the gateway")
+        recipient = st.key_for_api_key(api_key).private.public_key()
+    ttl = _get(body, "messageExpirySeconds")
+    seconds = int(ttl) if isinstance(ttl, int | Decimal) and not isinstance(ttl, bool) \
+        else TOKEN_TTL_SECONDS
+    details: dict[str, Any] = {"authMethod": card.auth_method, "pan": card.pan,
+                               "expirationMonth": card.expiry_month,
+                               "expirationYear": card.expiry_year}
+    if card.auth_method == "CRYPTOGRAM_3DS":
+        details["cryptogram"] = base64.b64encode(os.urandom(20)).decode()
+        details["eciIndicator"] = card.eci
+    payload = {"gatewayMerchantId": merchant_id, "messageId": crypto.new_message_id(),
+               "messageExpiration": str(st.now_ms() + seconds * 1000), "paymentMethod": "CARD",
+               "paymentMethodDetails": details}
+    # the intermediate key's validity follows the sandbox clock (which tests may move)
+    token = st.signer.seal(payload, recipient,
+                           intermediate_expiration_ms=st.now_ms() + 7 * 86400_000)
+    return {"paymentMethodData": {
+        "type": "CARD",
+        "description": f"{card.network.title()} •••• {card.pan[-4:]}",
+        "info": {"cardNetwork": card.network, "cardDetails": card.pan[-4:],
+                 "assuranceDetails": {"accountVerified": True,
+                                      "cardHolderAuthenticated": card.auth_method != "PAN_ONLY"}},
+        "tokenizationData": {"type": "PAYMENT_GATEWAY", "token": dumps(token)},
+    }}
+
+
+def challenge(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
+    account_id = _require_str(body, "transactionAccountId")
+    account = get_account(st, account_id, _require_str(body, "merchantId"),
+                          _require_str(body, "storeId"), None)
+    if account.card_type != "Card":
+        raise ApiError(422, "ThreeDSecureNotNeeded",
+                       "transactionAccountId: a Token account carries a cryptogram, not 3DS")
+    outcome = _get(body, "outcome") or "success"
+    if outcome not in ("success", "failure"):
+        raise ApiError(400, "InvalidField", "outcome: must be success or failure")
+    ok = outcome == "success"
+    result = ThreeDS(trans_id=secrets.token_hex(16), account_id=account.id,
+                     authentication_value=base64.b64encode(os.urandom(20)).decode(),
+                     eci=("05" if account.network != "MASTERCARD" else "02") if ok else "07",
+                     status="Y" if ok else "N")
+    st.ctx.store.add_three_ds(trans_id=result.trans_id, account_id=account.id,
+                              data=result.data(), now=st.ctx.now())
+    return {"threeDSServerTransId": result.trans_id,
+            "authenticationValue": result.authentication_value, "eci": result.eci,
+            "transStatus": result.status}
+
+
+
+
+def check_key(request: Request, st: WalletPayState) -> dict[str, Any]:
+    """The client script's key pre-check: is this PublicApiKey usable for merchant/store?
+
+    Answers what the payment would: 401 for an unknown or expired key, 403 for a key of
+    another merchant or store, 401 when no encryption key is bound to it.
+    """
+    q = request.query_params
+    merchant_id, store_id = q.get("merchantId"), q.get("storeId")
+    for name, value in (("merchantId", merchant_id), ("storeId", store_id)):
+        if not value:
+            raise ApiError(400, "MissingField", f"{name}: query parameter is required")
+    api_key = _api_key(request, st.ctx, merchant_id, store_id)
+    st.key_for_api_key(api_key)
+    return {"merchantId": merchant_id, "storeId": store_id, "status": "valid"}

@@ -1,0 +1,256 @@
+"""The demo merchant's server (``/demo/merchant/api/*``): what a merchant server does.
+
+* ``GET session``: gets an API key + encryption key from the public key service (for the demo's
+  own merchant ``M-1001`` / ``S-01`` only: the route is not a way to mint keys for any
+  merchant), opens an order and gives the page the public API key only.
+* ``POST quote``: the shop's prices. The page's ``onPaymentDataChanged`` asks here for the
+  total of a shipping option / offer code / address; the answer becomes the sheet's
+  ``newTransactionInfo`` and the order remembers it, so the server later authorizes exactly the
+  total the payer saw and approved.
+* ``POST result``: the page posts ``event.detail``; the server keeps the cryptogram/ECI (never
+  echoed back nor listed), calls Get Payment Account and authorizes the order's total. An
+  order is paid at most once (a second result: 409).
+* ``GET results``: the last :data:`DEMO_RESULTS_MAX` records, redacted (no cryptogram, no PAN).
+
+The gateway is called in process (the route bodies of :mod:`walletctl.sandbox.walletpay_api`).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from fastapi import Request
+
+from walletctl.models.money import check_currency, parse_major, to_wire
+from walletctl.sandbox.walletpay_api import (
+    _fmt,
+    _get,
+    _json_body,
+    authorize,
+    challenge,
+    get_account,
+    issue_keys,
+)
+from walletctl.sandbox.walletpay_state import (
+    DEMO_RESULTS_MAX,
+    DEMO_USER,
+    ApiError,
+    WalletPayState,
+    error_body,
+)
+
+DEMO_MERCHANT = "M-1001"
+DEMO_STORE = "S-01"
+MAX_SESSIONS = 500
+SHIPPING = {"standard": Decimal("0.00"), "express": Decimal("5.00"),
+            "overnight": Decimal("12.50")}
+OFFERS = {"SAVE2": Decimal("2.00")}
+# what event.detail may carry (2.8); anything else posted is dropped, never stored
+_DETAIL_KEYS = ("clientSystemTransactionId", "transactionAccountId", "transactionMethod",
+                "eciIndicator", "email", "billingAddress", "shippingAddress", "code",
+                "description", "details")
+_REF = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+__all__ = ["DEMO_RESULTS_MAX", "DemoSession", "demo_quote", "demo_result", "demo_session"]
+
+
+@dataclass
+class DemoSession:
+    reference: str
+    merchant_id: str
+    store_id: str
+    api_key: str = field(repr=False)
+    key_id: str
+    kind: str = "sale"
+    amount: Decimal = Decimal("12.34")  # the order's subtotal
+    currency: str = "EUR"
+    authorize: bool = True
+    shipping: str | None = None  # the shipping option of the last quote (None: no shipping)
+    offer: str | None = None
+    paid: bool = False
+
+    def total(self) -> Decimal:
+        value = self.amount + SHIPPING.get(self.shipping or "", Decimal(0))
+        return value - OFFERS.get(self.offer or "", Decimal(0))
+
+    def quote(self) -> dict[str, Any]:
+        items = [{"label": "Subtotal", "type": "SUBTOTAL", "price": f"{self.amount:.2f}"}]
+        if self.shipping is not None:
+            items.append({"label": "Shipping", "type": "LINE_ITEM",
+                          "price": f"{SHIPPING[self.shipping]:.2f}"})
+        if self.offer is not None:
+            items.append({"label": "Offer " + self.offer, "type": "LINE_ITEM",
+                          "price": f"{-OFFERS[self.offer]:.2f}"})
+        return {"totalPrice": f"{self.total():.2f}", "currencyCode": self.currency,
+                "displayItems": items, "shippingOptionId": self.shipping,
+                "offers": [{"redemptionCode": self.offer,
+                            "description": f"{OFFERS[self.offer]:.2f} off"}] if self.offer
+                else []}
+
+
+def _session(st: WalletPayState, reference: Any) -> DemoSession:
+    session = st.demo_sessions.get(str(reference)) if isinstance(reference, str) else None
+    if session is None:
+        raise ApiError(404, "DemoOrderNotFound", "reference: no such demo order (reload the page)")
+    return session
+
+
+async def demo_session(request: Request, st: WalletPayState) -> dict[str, Any]:
+    q = request.query_params
+    for name, fixed in (("merchantId", DEMO_MERCHANT), ("storeId", DEMO_STORE)):
+        if q.get(name) not in (None, "", fixed):
+            raise ApiError(400, "InvalidField", f"{name}: the demo merchant is {fixed} only "
+                                                "(use the public key service for others)")
+    reference = q.get("ref") or "demo-" + secrets.token_hex(6)
+    if not _REF.match(reference):
+        raise ApiError(400, "InvalidField", "ref: 1-64 letters, digits or . _ : -")
+    currency = (q.get("currency") or "EUR").upper()
+    try:
+        check_currency(currency)
+        amount = parse_major(q.get("amount") or "12.34", currency)
+        if amount <= 0:
+            raise ValueError("must be greater than zero")
+    except ValueError as exc:
+        raise ApiError(400, "InvalidField", f"amount/currency: {exc}") from None
+    with st.lock:
+        if reference in st.demo_sessions:
+            raise ApiError(409, "DemoOrderExists", f"ref: order {reference} already exists")
+    keys = issue_keys(st, DEMO_MERCHANT, DEMO_STORE)
+    session = DemoSession(
+        reference=reference, merchant_id=DEMO_MERCHANT, store_id=DEMO_STORE,
+        api_key=keys["apiKey"], key_id=keys["encryptionKeyId"],
+        kind="preauth" if q.get("type") == "preauth" else "sale",
+        amount=amount, currency=currency,
+        authorize=q.get("authorize", "1") not in ("0", "false", "no"),
+        shipping="standard" if q.get("scenario") == "full" else None,
+    )
+    with st.lock:
+        st.demo_sessions[reference] = session
+        while len(st.demo_sessions) > MAX_SESSIONS:
+            st.demo_sessions.pop(next(iter(st.demo_sessions)))
+    return {"merchantId": session.merchant_id, "storeId": session.store_id,
+            "clientSystemTransactionId": reference, "publicKeyApi": session.api_key,
+            "amount": f"{session.amount:.2f}", "currencyCode": session.currency,
+            "type": session.kind, "authorize": session.authorize, "quote": session.quote()}
+
+
+async def demo_quote(request: Request, st: WalletPayState) -> dict[str, Any]:
+    """The shop's price for the payer's current choices; remembered on the order."""
+    body = await _json_body(request)
+    session = _session(st, _get(body, "reference"))
+    error: dict[str, str] | None = None
+    option = _get(body, "shippingOptionId")
+    address = _get(body, "shippingAddress")
+    code = _get(body, "offerCode")
+    with st.lock:
+        if session.paid:
+            raise ApiError(409, "DemoOrderPaid", "reference: this order is already paid")
+        if session.shipping is not None and option is not None:
+            if option not in SHIPPING:
+                error = {"reason": "SHIPPING_OPTION_INVALID", "intent": "SHIPPING_OPTION",
+                         "message": "This shipping option is not available."}
+            else:
+                session.shipping = str(option)
+        if isinstance(code, str) and code.strip():
+            if code.strip().upper() in OFFERS:
+                session.offer = code.strip().upper()
+            else:
+                error = {"reason": "OFFER_INVALID", "intent": "OFFER",
+                         "message": f"Unknown offer code {code.strip()[:32]}."}
+        if isinstance(address, dict) and _get(address, "countryCode") == "NL" and \
+                str(_get(address, "postalCode") or "").startswith("9"):
+            error = {"reason": "SHIPPING_ADDRESS_UNSERVICEABLE", "intent": "SHIPPING_ADDRESS",
+                     "message": "We do not ship to the Frisian islands."}
+        quote = session.quote()
+    if error is not None:
+        quote["error"] = error
+    return quote
+
+
+def _redacted(detail: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k in _DETAIL_KEYS if (v := _get(detail, k)) is not None}
+
+
+def _record(st: WalletPayState, record: dict[str, Any]) -> dict[str, Any]:
+    with st.lock:
+        st.demo_results.append(record)
+    return record
+
+
+async def demo_result(request: Request, st: WalletPayState) -> dict[str, Any]:
+    body = await _json_body(request)
+    detail = _get(body, "detail")
+    if not isinstance(detail, dict):
+        raise ApiError(400, "MissingField", "detail: is required (the event.detail object)")
+    record: dict[str, Any] = {"detail": _redacted(detail)}
+    reference = _get(detail, "clientSystemTransactionId") or _get(body, "reference")
+    session = st.demo_sessions.get(str(reference))
+    account_id = _get(detail, "transactionAccountId")
+    if session is None or not isinstance(account_id, str) or not account_id:
+        record["outcome"] = "error" if _get(detail, "code") else "unknown-session"
+        return _record(st, record)
+    record.update(encryptionKeyId=session.key_id, merchantId=session.merchant_id,
+                  storeId=session.store_id)
+    cryptogram = _get(detail, "cryptogram")  # kept here, for the transaction request only
+    record["stored"] = {"cryptogram": cryptogram is not None,
+                        "eciIndicator": _get(detail, "eciIndicator")}
+    with st.lock:
+        if session.paid:
+            raise ApiError(409, "DemoOrderPaid", f"reference: order {session.reference} "
+                                                 "is already paid")
+        total = session.total()
+        approved = _get(body, "approvedTotal")
+        if session.authorize:
+            session.paid = True
+    try:
+        account = get_account(st, account_id, session.merchant_id, session.store_id,
+                              session.key_id).public()
+    except ApiError as exc:
+        record.update(outcome="account-error", account=error_body(exc.status, exc.code,
+                                                                  exc.message))
+        return _record(st, record)
+    record["account"] = account
+    if not session.authorize:
+        record["outcome"] = "account"
+        return _record(st, record)
+    record["amount"] = f"{total:.2f}"
+    if approved is not None and str(approved) != f"{total:.2f}":
+        record["outcome"] = "amount-mismatch"  # the page showed another total: do not charge
+        with st.lock:
+            session.paid = False
+        return _record(st, record)
+    record["transaction"], record["outcome"] = _charge(st, session, account, detail, cryptogram,
+                                                       total)
+    if record["outcome"] == "authorization-error":
+        with st.lock:
+            session.paid = False  # nothing was charged: the payer may try again
+    return _record(st, record)
+
+
+def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
+            detail: dict[str, Any], cryptogram: Any, total: Decimal) -> tuple[Any, str]:
+    tx: dict[str, Any] = {
+        "merchantId": session.merchant_id, "storeId": session.store_id, "userId": DEMO_USER,
+        "type": "ecom.sale" if session.kind == "sale" else "ecom.preauthorization",
+        "amount": to_wire(total, session.currency, _fmt(st.ctx)),
+        "currencyCode": session.currency, "clientSystemTransactionId": session.reference,
+        "transactionAccountId": account["transactionAccountId"],
+        "encryptionKeyId": session.key_id,
+    }
+    try:
+        if account.get("cardType") == "Token":
+            tx["cryptogram"] = cryptogram
+            tx["eciIndicator"] = _get(detail, "eciIndicator")
+        else:
+            three = challenge(st, {"transactionAccountId": tx["transactionAccountId"],
+                                   "merchantId": session.merchant_id,
+                                   "storeId": session.store_id})
+            tx["threeDSecure"] = {k: three[k] for k in
+                                  ("threeDSServerTransId", "authenticationValue", "eci")}
+        result = authorize(st, tx)
+    except ApiError as exc:
+        return error_body(exc.status, exc.code, exc.message), "authorization-error"
+    return result, str(result.get("state"))

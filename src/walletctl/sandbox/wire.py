@@ -1,0 +1,209 @@
+"""Strict reading of request bodies, shared by every JSON route of the sandbox.
+
+* :func:`parse_json` - UTF-8 only, JSON only (no ``NaN``/``Infinity``), no key given twice
+  with the same spelling, nesting at most :data:`MAX_DEPTH` levels, numbers as ``Decimal``.
+* :func:`check_numbers` - every money field is ASCII digits with an optional decimal point,
+  at most :data:`MAX_DIGITS` digits, no exponent; a minor-units sandbox refuses a decimal
+  point; a decimal sandbox refuses more fraction digits than the currency has; JSON booleans
+  are never numbers (money and integer fields).
+* :func:`require` - mandatory fields (dotted, case-insensitive paths with alternate
+  spellings) that the models leave optional.
+
+Every problem raises :class:`~walletctl.sandbox.engine.SandboxError` (400) naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from decimal import Decimal
+from typing import Any
+
+from walletctl.models.base import MONEY_KEYS
+from walletctl.models.money import exponent
+from walletctl.sandbox.engine import SandboxError
+
+MAX_DEPTH = 32
+MAX_DIGITS = 18  # minor units of any amount fit a signed 64-bit integer
+INT_KEYS = frozenset({"redirecturltimeout", "productquantity"})
+_AMOUNT = re.compile(r"[+-]?([0-9]+)(?:\.([0-9]+))?", re.ASCII)
+_INT_TEXT_MAX = 64  # longer JSON integers are kept as Decimal (int() would refuse > 4300)
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+class _Constant(ValueError):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Duplicate(key)
+        out[key] = value
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise _Constant(name)
+
+
+def _int(text: str) -> int | Decimal:
+    return int(text) if len(text) <= _INT_TEXT_MAX else Decimal(text)
+
+
+def _depth_ok(data: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > MAX_DEPTH:
+                return False
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return True
+
+
+def parse_json(raw: bytes, *, where: str = "(request)") -> Any:
+    """Decode a request body strictly; raise SandboxError(400) naming the rule."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SandboxError(400, f"{where}: the body is not UTF-8 text") from None
+    try:
+        data = json.loads(text, parse_float=Decimal, parse_int=_int,
+                          parse_constant=_constant, object_pairs_hook=_pairs)
+    except _Duplicate as exc:
+        raise SandboxError(400, f"{exc.args[0]}: given twice (each key may appear once "
+                           "per object)") from None
+    except _Constant as exc:
+        raise SandboxError(400, f"{where}: {exc.args[0]} is not a JSON number") from None
+    except RecursionError:
+        raise SandboxError(400, f"{where}: JSON nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError:
+        raise SandboxError(400, f"{where}: the body is not valid JSON") from None
+    if not _depth_ok(data):
+        raise SandboxError(400, f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+def parse_object(raw: bytes, *, where: str = "(request)") -> dict[str, Any]:
+    """:func:`parse_json` for a body that must be a JSON object (empty = error)."""
+    if not raw.strip():
+        raise SandboxError(400, f"{where}: a JSON body is required")
+    data = parse_json(raw, where=where)
+    if not isinstance(data, dict):
+        raise SandboxError(400, f"{where}: the body must be a JSON object")
+    return data
+
+
+def _get(data: Any, name: str) -> Any:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and key.lower() == name.lower():
+                return value
+    return None
+
+
+def _minor_hint(text: str, currency: str) -> str:
+    places = exponent(currency)
+    whole, _, fraction = text.lstrip("+").partition(".")
+    example = ""
+    if len(fraction) <= places:
+        minor = int(whole + fraction.ljust(places, "0"))
+        example = f" (\"{minor}\" for {text} {currency})"
+    return (f"{text} has a decimal point, but this sandbox reads amounts in minor units"
+            f"{example}; set amount_format = minor in the walletctl profile, or serve the "
+            "sandbox with --amount-format decimal")
+
+
+def check_amount(value: Any, path: str, currency: str, fmt: str) -> None:
+    """Refuse an amount the sandbox could misread; see the module docstring."""
+    if isinstance(value, bool):
+        raise SandboxError(400, f"{path}: must be an amount, not a boolean")
+    if isinstance(value, Decimal):
+        exp = value.as_tuple().exponent
+        if not isinstance(exp, int) or exp > 0:
+            raise SandboxError(400, f"{path}: must be written without an exponent")
+        if exp < -MAX_DIGITS:
+            raise SandboxError(400, f"{path}: at most {MAX_DIGITS} digits")
+        text = format(value, "f")
+    elif isinstance(value, int | str):
+        text = str(value)
+    else:
+        raise SandboxError(400, f"{path}: must be an amount (a string of digits)")
+    match = _AMOUNT.fullmatch(text)
+    if match is None:
+        raise SandboxError(400, f"{path}: must be ASCII digits with an optional decimal point")
+    whole, fraction = match.group(1), match.group(2) or ""
+    if len(whole.lstrip("0")) + len(fraction) > MAX_DIGITS:
+        raise SandboxError(400, f"{path}: larger than any currency amount (at most "
+                           f"{MAX_DIGITS} digits)")
+    if fmt == "minor" and match.group(2) is not None:
+        raise SandboxError(400, f"{path}: {_minor_hint(text, currency)}")
+    places = exponent(currency)
+    if fmt == "decimal" and len(fraction) > places:
+        raise SandboxError(400, f"{path}: {currency} amounts have {places} decimal "
+                           f"place{'s' if places != 1 else ''} (this sandbox reads decimal "
+                           "amounts: amount_format = decimal)")
+
+
+def check_numbers(data: Any, fmt: str) -> None:
+    """Walk a parsed body: strict money fields, no booleans for integer fields."""
+    currency = _get(data, "currencyCode")
+    cur = currency.upper() if isinstance(currency, str) else "EUR"
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                sub = f"{path}.{key}" if path else str(key)
+                low = key.lower()
+                if low in MONEY_KEYS and value is not None and not isinstance(value, dict | list):
+                    check_amount(value, sub, cur, fmt)
+                elif low in INT_KEYS and isinstance(value, bool):
+                    raise SandboxError(400, f"{sub}: must be an integer, not a boolean")
+                elif isinstance(value, dict | list):
+                    stack.append((value, sub))
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node)
+                         if isinstance(v, dict | list))
+
+
+def require(data: dict[str, Any], *paths: str) -> None:
+    """Each ``paths`` item is ``a.b.c`` or ``a.b.c|a.b.d`` (alternate spellings); refuse the
+    body when none of an item's spellings holds a non-empty value."""
+    missing: list[str] = []
+    for item in paths:
+        found = False
+        for path in item.split("|"):
+            node: Any = data
+            for part in path.split("."):
+                node = _get(node, part)
+            if node is not None and node != "":
+                found = True
+                break
+        if not found:
+            missing.append(f"{item.split('|')[0]}: is required")
+    if missing:
+        raise SandboxError(400, "; ".join(missing))
+
+
+_MARK = f"\u0001amount{secrets.token_hex(8)}:"
+_MARKED = re.compile('"' + re.escape(json.dumps(_MARK)[1:-1]) + r'([0-9.+-]+)\\u0001"')
+
+
+def amounts_as_numbers(records: list[dict[str, Any]]) -> bytes:
+    """JSON of lookup records with ``transactionAmount`` as a JSON number (spec 2.5 types it
+    decimal), written from its exact decimal text (never through a float)."""
+    out = []
+    for rec in records:
+        value = rec.get("transactionAmount")
+        if isinstance(value, str) and _AMOUNT.fullmatch(value):
+            rec = {**rec, "transactionAmount": f"{_MARK}{value}\u0001"}
+        out.append(rec)
+    return _MARKED.sub(lambda m: m.group(1), json.dumps(out, separators=(",", ":"))).encode()

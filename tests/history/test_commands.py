@@ -1,0 +1,205 @@
+"""Every money-moving command writes exactly one history entry with the right outcome, the
+desk's rules refuse before sending, and a re-run after an unknown outcome never moves money
+twice (proven from the sandbox's ledger). The CLI runs as a real subprocess throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import signal
+import socket
+import subprocess
+from decimal import Decimal
+from typing import Any
+
+from history_helpers import (  # desk, proxy, sandbox: fixtures, used by name
+    API_KEY,
+    Desk,
+    FaultProxy,
+    desk,
+    expect,
+    proxy,
+    sandbox,
+    wait_for,
+)
+
+
+def _summary(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(e["operation"], e["original_ref"], e["new_ref"], e["amount"], e["outcome"],
+             e["exit_code"]) for e in entries]
+
+
+def _moves(desk: Desk, invoice: str, kind: str) -> list[dict[str, Any]]:
+    return [t for t in desk.ledger(invoice) if t["kind"] == kind]
+
+
+def test_each_money_move_writes_one_entry_with_its_outcome(desk: Desk) -> None:
+    desk.preauth("HA-1", "100.00", via_cli=True)
+    desk.ok("-o", "json", "capture", "HA-1", "--amount", "40")
+    desk.ok("-o", "json", "refund", "HA-1", "--amount", "10", "--yes",
+            "--reason", "damaged parcel")
+    refused = desk.run("refund", "HA-1", "--amount", "999", "--yes")
+    assert refused.returncode == 5, refused.stderr
+    desk.preauth("HA-2", "10.02", via_cli=True)  # the sandbox refuses captures of ..02
+    declined = desk.run("capture", "HA-2")
+    assert declined.returncode == 5, declined.stderr
+    desk.preauth("HA-3", "20.00")
+    desk.ok("-o", "json", "reverse", "HA-3", "--yes")
+
+    entries = desk.entries()
+    assert _summary(entries) == [
+        ("checkout", "HA-1", None, "100.00", "approved", 0),
+        ("capture", "HA-1", "HA-1-CAP1", "40.00", "approved", 0),
+        ("refund", "HA-1", "HA-1-REF1", "10.00", "approved", 0),
+        ("refund", "HA-1", None, None, "refused", 5),
+        ("checkout", "HA-2", None, "10.02", "approved", 0),
+        ("capture", "HA-2", "HA-2-CAP1", "10.02", "declined", 5),
+        ("reverse", "HA-3", "HA-3-REV1", "20.00", "approved", 0),
+    ]
+    first = entries[1]
+    assert first["os_user"] == pwd.getpwuid(os.getuid()).pw_name
+    assert first["host"] == socket.gethostname()
+    assert first["profile"] == "desk"
+    assert first["base_url"] == desk.base_url
+    assert first["currency"] == "EUR"
+    assert first["http_status"] == 200
+    assert entries[2]["reason"] == "damaged parcel"
+    assert entries[5]["http_status"] == 422
+    assert all((e["time"].endswith("Z") and e["completed"] is None) or e["completed"] >= e["time"]
+               for e in entries)
+    # Never a secret: every column of every stored event, and the file's raw bytes.
+    for event in desk.events():
+        assert not any(API_KEY in str(v) for v in event), event
+    raw = desk.history.read_bytes() + desk.history.with_name(
+        desk.history.name + "-wal").read_bytes()
+    assert API_KEY.encode() not in raw
+    assert os.stat(desk.history).st_mode & 0o777 == 0o600
+    assert desk.ok("history", "verify").startswith("history ")
+
+
+def test_desk_rules_refuse_before_sending(desk: Desk) -> None:
+    desk.write_profile('[profiles.desk.history]\nrequire_reason = ["reverse"]\n'
+                       'limits = { refund = "50.00" }\n')
+    desk.preauth("HB-1", "100.00")
+    desk.preauth("HB-2", "30.00")
+    desk.ok("-o", "json", "capture", "HB-1")
+    p = desk.run("reverse", "HB-2", "--yes")
+    expect(p, 5, "a reason is required")
+    assert len(p.stderr.splitlines()) <= 2
+    p = desk.run("refund", "HB-1", "--amount", "60", "--yes")
+    expect(p, 5, "above its limit of 50.00")
+    p = desk.run("refund", "HB-1", "--amount", "60", "--yes", "--reason", "goodwill")
+    expect(p, 5, "--confirm-amount 60.00")
+    p = desk.run("refund", "HB-1", "--amount", "60", "--yes", "--reason", "goodwill",
+                 "--confirm-amount", "6.00")
+    expect(p, 5, "is not 60.00 EUR")
+    p = desk.run("refund", "HB-1", "--amount", "60", "--yes", "--reason", " ")
+    expect(p, 4, "--reason: must not be empty")
+    assert _moves(desk, "HB-1", "refund") == []
+    assert _moves(desk, "HB-2", "reversal") == []
+    desk.ok("-o", "json", "refund", "HB-1", "--amount", "60", "--yes", "--reason", "goodwill",
+            "--confirm-amount", "60.00")
+    desk.ok("-o", "json", "refund", "HB-1", "--amount", "5", "--yes")  # under the limit
+    assert [Decimal(t["amount"]) for t in _moves(desk, "HB-1", "refund")] == [60, 5]
+    outcomes = [(e["operation"], e["outcome"]) for e in desk.entries("--op", "refund")]
+    assert outcomes == [("refund", "refused")] * 3 + [("refund", "approved")] * 2
+    assert [e["outcome"] for e in desk.entries("--op", "reverse")] == ["refused"]
+
+
+def test_rerun_after_commit_then_drop_reports_the_capture_done(
+    desk: Desk, proxy: FaultProxy
+) -> None:
+    desk.preauth("HC-1", "50.00")
+    proxy.mode = "drop-after"
+    first = desk.run("capture", "HC-1", "--amount", "10")
+    assert first.returncode == 8, first.stderr
+    assert "run the same command again" in first.stderr
+    assert [e["outcome"] for e in desk.entries("--op", "capture")] == ["unknown"]
+    proxy.mode = "pass"
+    again = desk.run("-o", "table", "capture", "HC-1", "--amount", "10")
+    assert again.returncode == 0, again.stderr
+    assert "HC-1-CAP1" in again.stdout, again.stdout
+    assert "already applied" in again.stdout, again.stdout
+    captures = _moves(desk, "HC-1", "capture")
+    assert [(t["reference"], Decimal(t["amount"])) for t in captures] == [
+        ("HC-1-CAP1", Decimal(10))]
+    entries = desk.entries("--op", "capture")
+    assert [(e["new_ref"], e["outcome"]) for e in entries] == [("HC-1-CAP1", "approved")]
+    assert "resolved on re-run" in entries[0]["note"]
+    # Resolved: the same command is now a new capture, under the next reference.
+    desk.ok("-o", "json", "capture", "HC-1", "--amount", "10")
+    assert len(_moves(desk, "HC-1", "capture")) == 2
+
+
+def test_rerun_after_a_drop_before_commit_resends_under_the_same_reference(
+    desk: Desk, proxy: FaultProxy
+) -> None:
+    desk.preauth("HD-1", "50.00")
+    proxy.mode = "drop-before"
+    assert desk.run("capture", "HD-1", "--amount", "10").returncode == 8
+    proxy.mode = "pass"
+    # Another amount is not "the same command": refused, nothing sent.
+    other = desk.run("capture", "HD-1", "--amount", "11")
+    expect(other, 2, "has an unknown outcome")
+    out = json.loads(desk.ok("-o", "json", "capture", "HD-1", "--amount", "10"))
+    assert out["clientSystemTransactionId"] == "HD-1-CAP1"
+    assert out["state"] == "Approved"
+    assert [t["reference"] for t in _moves(desk, "HD-1", "capture")] == ["HD-1-CAP1"]
+    entries = desk.entries("--ref", "HD-1-CAP1")
+    assert [e["outcome"] for e in entries] == ["error", "approved"]
+    assert "not at the gateway" in entries[0]["note"]
+
+
+def test_history_off_keeps_no_history_but_reruns_stay_safe(
+    desk: Desk, proxy: FaultProxy
+) -> None:
+    desk.write_profile("[profiles.desk.history]\nenabled = false\n")
+    desk.preauth("HE-1", "50.00")
+    proxy.mode = "drop-after"
+    assert desk.run("refund", "HE-1", "--yes").returncode == 5  # nothing captured yet
+    assert desk.run("capture", "HE-1").returncode == 8
+    proxy.mode = "pass"
+    again = desk.run("-o", "json", "capture", "HE-1")
+    assert again.returncode == 0
+    assert json.loads(again.stdout)["alreadyApplied"] is True
+    assert len(_moves(desk, "HE-1", "capture")) == 1
+    assert not desk.history.exists()
+
+
+def test_kill_9_mid_request_leaves_unknown_that_reconcile_resolves(
+    desk: Desk, proxy: FaultProxy
+) -> None:
+    desk.preauth("HF-1", "50.00")
+    proxy.mode = "hold-after"
+    proc = subprocess.Popen(desk.argv("capture", "HF-1", "--amount", "20"), env=desk.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(proxy.forwarded.is_set)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.communicate(timeout=20)
+    assert proc.returncode == -signal.SIGKILL
+    proxy.release.set()
+    proxy.mode = "pass"
+    unknown = desk.entries("--unknown")
+    assert [(e["new_ref"], e["outcome"], e["exit_code"]) for e in unknown] == [
+        ("HF-1-CAP1", "unknown", None)]
+    done = json.loads(desk.ok("-o", "json", "history", "--unknown", "--reconcile"))
+    assert [(r["newRef"], r["outcome"]) for r in done] == [("HF-1-CAP1", "approved")]
+    assert [t["reference"] for t in _moves(desk, "HF-1", "capture")] == ["HF-1-CAP1"]
+    assert desk.entries("--unknown") == []
+    assert [e["outcome"] for e in desk.entries("--ref", "HF-1-CAP1")] == ["approved"]
+    assert desk.run("history", "verify").returncode == 0
+
+
+
+def test_an_unusable_history_refuses_before_sending(desk: Desk) -> None:
+    desk.preauth("HG-1", "50.00")
+    desk.history = desk.tmp / "fifo"
+    os.mkfifo(desk.history)
+    expect(desk.run("capture", "HG-1"), 3, "is not a regular file")
+    assert _moves(desk, "HG-1", "capture") == []
+
+
+__all__ = ["desk", "proxy", "sandbox"]  # fixtures: imported for pytest, used by name

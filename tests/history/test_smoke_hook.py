@@ -1,0 +1,57 @@
+"""`smoke` against a real gateway records its money moves; against a walletctl sandbox not."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import httpx
+
+from walletctl.config.profile import AuthSettings, Profile
+from walletctl.history.store import HistoryStore
+from walletctl.ops.smoke.history_hook import HistoryTransport
+
+
+def _gateway(is_sandbox: bool) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/_sandbox/health":
+            return httpx.Response(200 if is_sandbox else 404, json={})
+        if request.method == "POST":
+            body = json.loads(request.content)
+            state = "Declined" if body.get("amount") == "1001" else "Approved"
+            return httpx.Response(200, json={"state": state})
+        return httpx.Response(200, json=[])
+
+    return httpx.MockTransport(handle)
+
+
+def _run(tmp_path: Path, is_sandbox: bool) -> list[tuple[object, ...]]:
+    path = tmp_path / "h.sqlite3"
+    os.environ["WALLETCTL_AUDIT_LOG"] = str(path)  # the root fixture restores it
+    profile = Profile(name="live", base_url="https://gw.example", merchant_id="M",
+                      store_id="S", user_id="u", auth=AuthSettings(key="tk-SMOKE-secret"))
+    transport = HistoryTransport(_gateway(is_sandbox), profile, "run-7")
+    with httpx.Client(transport=transport, base_url=profile.base_url) as client:
+        client.get("/api/v5/apmTransactions", params={"clientSystemTransactionId": "S-1"})
+        client.post("/api/v5/checkout", json={"clientSystemTransactionId": "S-1",
+                                              "amount": "1234", "currencyCode": "EUR"})
+        client.post("/api/v5/apmTransactions", json={
+            "type": "ecom.refund", "clientSystemTransactionId": "S-1-REF1",
+            "clientSystemInvoiceId": "S-1", "amount": "1001", "currencyCode": "EUR"})
+    if not path.exists():
+        return []
+    with HistoryStore(path) as store:
+        return [(e.operation, e.original_ref, e.new_ref, e.amount, e.outcome, e.note)
+                for e in store.entries()]
+
+
+def test_smoke_against_a_gateway_records_each_money_move(tmp_path: Path) -> None:
+    assert _run(tmp_path, is_sandbox=False) == [
+        ("checkout", "S-1", "S-1", "12.34", "approved", "smoke run run-7"),
+        ("refund", "S-1", "S-1-REF1", "10.01", "declined", "smoke run run-7"),
+    ]
+
+
+def test_smoke_against_a_walletctl_sandbox_records_nothing(tmp_path: Path) -> None:
+    assert _run(tmp_path, is_sandbox=True) == []

@@ -1,0 +1,25 @@
+"""Helpers for the CI-service and plugin tests: run walletctl, wait for a ready file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WALLETCTL = [sys.executable, "-m", "walletctl"]
+
+
+def walletctl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*WALLETCTL, *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def wait_for_file(path: Path, proc: subprocess.Popen[str], limit: float = 60) -> str:
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if path.exists():
+            return path.read_text(encoding="utf-8")
+        assert proc.poll() is None, f"serve exited early ({proc.returncode})"
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
