@@ -34,6 +34,8 @@ def _commands(sb: Served) -> list[str]:
     for name in names:
         command = load_command(name)
         if isinstance(command, click.Group):
+            if command.invoke_without_command:  # the group runs on its own too
+                found.append(name)
             found.extend(f"{name} {sub}" for sub in command.list_commands(click.Context(command)))
         else:
             found.append(name)
@@ -77,6 +79,8 @@ def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path
         "profile add": ["profile", "add", "extra", "--base-url", sb.url, "--merchant-id", "M",
                         "--store-id", "S", "--user-id", "u", "--key-env", "EXTRA_KEY"],
         "profile remove": ["profile", "remove", "extra", "--yes"],
+        "history": ["history"],
+        "history verify": ["history", "verify"],
     }
     commands = _commands(sb)
     assert "lookup" in commands
