@@ -4,16 +4,16 @@
     python benchmarks/batch.py              # larger N, best of 3, real-run memory too
 
 Prints a table of:
- 1. throughput with the sandbox adding a fixed 50 ms per request, as a ratio to the physical
-    limit concurrency / latency (each row costs two round trips: the lookup that is both the
-    pre-flight check and the exactly-once reconciliation, then the POST; the table shows the
-    ratio per request and per row);
- 2. throughput with no added latency, as a ratio to ``wrk`` driving the SAME request mix on the
-    same endpoint at the same concurrency (a Lua script alternating the lookup GET and the
-    capture POST of distinct, seeded pre-authorisations, so every wrk request does real work);
-    plus the same walletctl run on plain ``httpx.AsyncClient`` (its own pool) for comparison;
+ 1. rows/s with the sandbox adding a fixed 50 ms per request, as a ratio to the physical
+    limit concurrency / latency, at c=8 and c=64 (rows whose amount is given, each on its own
+    original: the direct path, one round trip per row) and at c=8 with --full-preflight (two
+    round trips per row); requests/s too, and the CPU seconds walletctl spends per 1,000 rows;
+ 2. requests/s with no added latency, as a ratio to ``wrk`` driving the SAME requests (capture
+    POSTs of distinct, seeded pre-authorisations, so every wrk request does real work) on the
+    same endpoint at the same concurrency; the full mode adds plain ``httpx.AsyncClient``;
  3. peak memory (ru_maxrss of the walletctl child process) for 10k and 100k rows with
-    ``--dry-run`` (everything but the sending); the full mode adds real runs of 2k and 20k rows.
+    ``--dry-run --offline`` (everything but the sending); the full mode adds real runs of 2k
+    and 20k rows.
 
 The sandbox runs in this process (uvicorn in a thread); walletctl and wrk run as child
 processes, so client and server do not share a GIL. Seeding writes the pre-authorisations
@@ -23,15 +23,18 @@ straight into the sandbox's store (two HTTP requests per row would dominate the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -62,6 +65,7 @@ def seed(sb: EmbeddedSandbox, refs: list[str], amount: str = "10.00") -> None:
 
 
 def profile(directory: Path, url: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "profiles.toml"
     path.write_text(textwrap.dedent(f"""\
         default_profile = "bench"
@@ -91,16 +95,47 @@ def env(home: Path) -> dict[str, str]:
     return e
 
 
-def run_child(cmd: list[str], child_env: dict[str, str]) -> tuple[int, str, str, int, float]:
-    """Run a child; return (exit code, stdout, stderr, ru_maxrss KiB, CPU s) of THAT child."""
+def run_child(cmd: list[str], child_env: dict[str, str],
+              stdout: Any = None) -> tuple[int, str, str, int, float]:
+    """Run a child; return (exit code, stdout, stderr, ru_maxrss KiB, CPU s) of THAT child.
+    ``stdout``: a file to send the child's output to (then "" is returned for it)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, env=child_env, stdout=out, stderr=err)
+        proc = subprocess.Popen(cmd, env=child_env, stdout=stdout or out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         return (proc.returncode, out.read(), err.read(), int(usage.ru_maxrss),
                 usage.ru_utime + usage.ru_stime)
+
+
+@contextlib.contextmanager
+def stub_gateway(latency_ms: int) -> Iterator[str]:
+    """benchmarks/stub_gateway.py in its own process; yields its URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([PY, str(Path(__file__).with_name("stub_gateway.py")), str(port),
+                             str(latency_ms)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # "ready"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _latency_row(name: str, s: dict[str, Any], limit: float,
+                 base_cpu: float) -> tuple[str, str, str, str]:
+    rows_s = s["rows"] / s["elapsed_s"]
+    req_s = s["requests"] / s["elapsed_s"]
+    cpu = 1000 * max(0.0, s["cpu_s"] - base_cpu) / s["rows"]
+    return (name,
+            f"{rows_s:.0f} rows/s, {req_s:.0f} req/s ({s['requests'] / s['rows']:.2f} req/row); "
+            f"CPU {cpu:.2f} s/1k rows",
+            f"c/latency = {limit:.0f}/s",
+            f"rows {rows_s / limit:.2f}, requests {req_s / limit:.2f} of c/latency")
 
 
 def best(reps: int, measure: Any) -> dict[str, Any]:
@@ -110,7 +145,7 @@ def best(reps: int, measure: Any) -> dict[str, Any]:
 
 
 def _wrk_once(sb: EmbeddedSandbox, work: Path, refs: list[str], c: int, seconds: int,
-              latency: float) -> float:
+              latency: float = 0.0) -> float:
     seed(sb, refs)
     faults(sb.url, {"latency": int(latency * 1000), "jitter": 0} if latency else {})
     try:
@@ -121,9 +156,11 @@ def _wrk_once(sb: EmbeddedSandbox, work: Path, refs: list[str], c: int, seconds:
 
 def batch_run(work: Path, cfg: Path, refs: list[str], concurrency: int,
               extra: list[str] | None = None, launcher: list[str] | None = None,
-              reset: tuple[EmbeddedSandbox, list[str]] | None = None) -> dict[str, Any]:
-    if reset is not None:  # a fresh ledger and a fresh journal for every repetition
+              reset: tuple[EmbeddedSandbox, list[str]] | None = None,
+              fresh_journal: bool = False) -> dict[str, Any]:
+    if reset is not None:  # a fresh ledger for every repetition
         seed(*reset)
+    if reset is not None or fresh_journal:  # and a fresh journal
         for old in work.glob("*.journal*"):
             old.unlink()
     src = work / f"in-{refs[0]}-{len(refs)}.csv"
@@ -149,11 +186,7 @@ wrk.headers["Authorization"] = "PublicApiKey %(key)s"
 wrk.headers["Content-Type"] = "application/json"
 request = function()
   n = n + 1
-  local ref = string.format("%%s-%%07d", prefix, math.floor((n - 1) / 2))
-  if n %% 2 == 1 then
-    return wrk.format("GET", "/api/v5/apmTransactions?merchantId=%(merchant)s&storeId=%(store)s"
-      .. "&clientSystemTransactionId=" .. ref)
-  end
+  local ref = string.format("%%s-%%07d", prefix, n - 1)
   local body = '{"merchantId":"%(merchant)s","storeId":"%(store)s","userId":"bench",'
     .. '"type":"ecom.capture","amount":"750","currencyCode":"EUR",'
     .. '"clientSystemTransactionId":"' .. ref .. '-C","clientSystemInvoiceId":"' .. ref .. '",'
@@ -207,7 +240,6 @@ def main() -> None:
     c = args.concurrency
     n_lat = 400 if args.quick else 1500
     n_fast = 2000 if args.quick else 5000
-    wrk_seconds = 4 if args.quick else 10
     reps = 2 if args.quick else 3
     # wrk stops mid-request; the sandbox would log each cut connection as an ASGI error
     logging.getLogger("uvicorn.error").addFilter(_NoDisconnects())
@@ -217,44 +249,65 @@ def main() -> None:
         with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb:
             cfg = profile(work, sb.url)
 
-            # 1. fixed 50 ms latency
+            # 1. fixed 50 ms latency: rows/s against the physical limit c / latency. The
+            # limit needs a server that is not itself the bottleneck: a stub gateway in its
+            # own process (benchmarks/stub_gateway.py) answers every request after exactly
+            # 50 ms. Direct path (one round trip per row) at c=8 and c=64, and c=8 with
+            # --full-preflight (two round trips per row) for comparison. Then the same at
+            # c=64 against the sandbox, with wrk at the same latency as the server's ceiling.
             latency = 0.050
-            refs = [f"L-{i:07d}" for i in range(n_lat)]
+            with stub_gateway(50) as stub_url:
+                stub_cfg = profile(work / "stub", stub_url)
+                base_cpu = batch_run(work, stub_cfg, ["B-0000000"], 1)["cpu_s"]
+                cases = [(8, n_lat, []), (64, n_lat * 8, []), (8, n_lat, ["--full-preflight"])]
+                for conc, n, extra in cases:
+                    refs = [f"L{conc}{len(extra)}-{i:07d}" for i in range(n)]
+                    s = best(reps, lambda refs=refs, conc=conc, extra=extra: batch_run(
+                        work, stub_cfg, refs, conc, extra=extra, fresh_journal=True))
+                    print(f"[1] stub c={conc} {extra} {s}", file=sys.stderr)
+                    row = _latency_row(f"1. stub +50 ms, c={conc}, {n} rows"
+                                       + (" --full-preflight" if extra else ""),
+                                       s, conc / latency, base_cpu)
+                    if not extra:  # wrk on the same stub: what this machine allows right now
+                        ceiling = run_wrk(work, stub_url, "X", conc, 3)
+                        rows_s = s["rows"] / s["elapsed_s"]
+                        row = (row[0], row[1], row[2] + f"; wrk same POSTs {ceiling:.0f}/s",
+                               row[3] + f"; {rows_s / ceiling:.2f} of wrk")
+                    rows.append(row)
+            n = n_lat * 8
+            refs = [f"LS-{i:07d}" for i in range(n)]
             faults(sb.url, {"latency": int(latency * 1000), "jitter": 0})
-            s = best(reps, lambda: batch_run(work, cfg, refs, c, reset=(sb, refs)))
-            print(f"[1] walletctl {s}", file=sys.stderr)
-            req_rate = s["requests"] / s["elapsed_s"]
-            wrk_refs = [f"W-{i:07d}" for i in range(n_lat * 2)]
-            wrk_lat = max(_wrk_once(sb, work, wrk_refs, c, wrk_seconds, latency)
-                          for _ in range(reps))
+            s = best(reps, lambda: batch_run(work, cfg, refs, 64, reset=(sb, refs)))
             faults(sb.url, {})
-            limit = c / latency
-            rows.append((f"1. +50 ms per request, c={c}, {n_lat} rows",
-                         f"{req_rate:.0f} req/s ({s['rows_per_s']:.0f} rows/s, "
-                         f"2 requests per row)",
-                         f"c/latency = {limit:.0f} req/s; wrk same mix: {wrk_lat:.0f} req/s",
-                         f"{req_rate / limit:.2f} of c/latency (target >= 0.9); "
-                         f"{req_rate / wrk_lat:.2f} of wrk"))
+            wrk_refs = [f"WL-{i:07d}" for i in range(n * 4)]
+            wrk_lat = max(_wrk_once(sb, work, wrk_refs, 64, 3, latency) for _ in range(reps))
+            row = _latency_row(f"1s. sandbox +50 ms, c=64, {n} rows", s, 64 / latency, base_cpu)
+            rows.append((row[0], row[1], row[2] + f"; wrk same POSTs {wrk_lat:.0f}/s",
+                         row[3] + f"; {s['rows'] / s['elapsed_s'] / wrk_lat:.2f} of wrk"))
 
-            # 2. no added latency: walletctl vs wrk, same mix, same endpoint, same concurrency
+            # 2. no added latency: walletctl vs wrk, same requests (one capture POST per row:
+            # the direct path), same endpoint, same concurrency
             refs = [f"F-{i:07d}" for i in range(n_fast)]
             s = best(reps, lambda: batch_run(work, cfg, refs, c, reset=(sb, refs)))
             print(f"[2] walletctl {s}", file=sys.stderr)
             ours = s["requests"] / s["elapsed_s"]
-            sx = best(reps, lambda: batch_run(work, cfg, refs, c, reset=(sb, refs),
-                                              launcher=[PY, "-c", HTTPX_LAUNCHER]))
-            plain = sx["requests"] / sx["elapsed_s"]
             # wrk runs for a duration: seed what it can use (run_wrk refuses a run with more
             # than 1% errors, i.e. one that ran out of seeded pre-authorisations)
             wrk_refs = [f"W-{i:07d}" for i in range(n_fast * 3)]
-            theirs = max(_wrk_once(sb, work, wrk_refs, c, 2, 0.0) for _ in range(reps))
-            print(f"[2] ours {ours:.0f} plain {plain:.0f} wrk {theirs:.0f}", file=sys.stderr)
+            theirs = max(_wrk_once(sb, work, wrk_refs, c, 2) for _ in range(reps))
+            print(f"[2] ours {ours:.0f} wrk {theirs:.0f}", file=sys.stderr)
+            cpu = 1000 * max(0.0, s["cpu_s"] - base_cpu) / s["rows"]
             rows.append((f"2. no added latency, c={c}, {n_fast} rows",
-                         f"{ours:.0f} req/s ({s['rows_per_s']:.0f} rows/s) on httpx-aiohttp; "
-                         f"{plain:.0f} req/s on plain httpx",
-                         f"wrk same GET+POST mix: {theirs:.0f} req/s",
-                         f"{ours / theirs:.2f} of wrk (target >= 0.5); plain httpx "
-                         f"{plain / theirs:.2f}"))
+                         f"{ours:.0f} req/s ({s['rows_per_s']:.0f} rows/s); CPU "
+                         f"{cpu:.2f} s/1k rows",
+                         f"wrk, same capture POSTs: {theirs:.0f} req/s",
+                         f"{ours / theirs:.2f} of wrk (target >= 0.5)"))
+            if not args.quick:
+                sx = best(reps, lambda: batch_run(work, cfg, refs, c, reset=(sb, refs),
+                                                  launcher=[PY, "-c", HTTPX_LAUNCHER]))
+                plain = sx["requests"] / sx["elapsed_s"]
+                rows.append(("2b. same on plain httpx.AsyncClient", f"{plain:.0f} req/s", "",
+                             f"{plain / theirs:.2f} of wrk"))
 
             # 3. peak memory for 10k and 100k rows: --dry-run (parse, validate, plan into the
             # journal, build every request; a real 100k run takes many minutes against the
@@ -262,11 +315,11 @@ def main() -> None:
             mem: dict[int, int] = {}
             for n in (10_000, 100_000):
                 refs = [f"M{n}-{i:07d}" for i in range(n)]
-                s = batch_run(work, cfg, refs, c, extra=["--dry-run"])
+                s = batch_run(work, cfg, refs, c, extra=["--dry-run", "--offline"])
                 assert s["lines"] == n, s
                 mem[n] = int(s["maxrss_kib"])
                 print(f"[3] {n}: {mem[n]} KiB", file=sys.stderr)
-            rows.append(("3. peak memory (ru_maxrss), --dry-run",
+            rows.append(("3. peak memory (ru_maxrss), --dry-run --offline",
                          f"10k: {mem[10_000] / 1024:.1f} MiB",
                          f"100k: {mem[100_000] / 1024:.1f} MiB",
                          f"{mem[100_000] / mem[10_000]:.2f}x (target <= 1.5x)"))

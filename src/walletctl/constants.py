@@ -68,3 +68,4 @@ SANDBOX_TOKEN_HEADER: Final = "X-Sandbox-Token"  # noqa: S105 - a header name
 APM_PROVIDER: Final = "WalletV2"
 WALLETPAY_METHOD: Final = "WalletPay"
 DEFAULT_TIMEOUT: Final = 30.0
+MAX_TIMEOUT: Final = 3600.0  # seconds; a profile or --timeout above it is refused

@@ -26,9 +26,19 @@ class WalletctlError(Exception):
     exit_code: ExitCode = ExitCode.ERROR
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
+        message, hint = _short(message), None if hint is None else _short(hint)
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+
+MAX_MESSAGE = 1000  # characters: an error is one readable line, whatever input caused it
+
+
+def _short(text: str) -> str:
+    """One line of at most MAX_MESSAGE characters (a 100k-character reference is cut)."""
+    text = " ".join(text.splitlines())
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 14] + "...(truncated)"
 
 
 class UsageError(WalletctlError):

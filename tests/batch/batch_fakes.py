@@ -31,6 +31,7 @@ class Faults:
     lookup_error: float = 0.0  # 503 on lookups
     auth_fail: bool = False
     always_fail: bool = False  # every request: 503 before commit
+    enforce_rules: bool = True  # refuse (422) follow-ups that break the ledger rules
 
 
 @dataclass
@@ -41,6 +42,7 @@ class FakeGateway:
     originals: dict[str, tuple[str, Decimal, str]] = field(default_factory=dict)
     applied: list[TransactionRecord] = field(default_factory=list)
     posts: Counter[str] = field(default_factory=Counter)
+    refusals: Counter[str] = field(default_factory=Counter)  # 422s answered, per reference
     lookups: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
@@ -93,6 +95,20 @@ class FakeGateway:
             raise GatewayError(429, description="TooManyRequests", retry_after=f.retry_after)
         if draw() < f.error_before:
             raise GatewayError(503, description="ServiceUnavailable")
+        if f.enforce_rules:  # like the real gateway: a broken rule is a 422, nothing stored
+            from walletctl.errors import RefusedError
+            from walletctl.models.ledger import balance_from_records, check_followup
+
+            original = req.client_system_invoice_id
+            records = [r for r in self.applied if original in
+                       (r.client_system_transaction_id, r.client_system_invoice_id)]
+            try:
+                check_followup(balance_from_records(original, records), req.operation,
+                               req.amount, req.currency_code)
+            except RefusedError as exc:
+                self.refusals[ref] += 1
+                raise GatewayError(422, description="Unprocessable",
+                                   detail=exc.message) from None
         # Commit (without any deduplication: a second send is a second capture).
         record = TransactionRecord(
             id=f"id-{ref}-{self.posts[ref]}", state="Approved", currency_code=req.currency_code,

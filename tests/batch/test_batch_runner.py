@@ -17,6 +17,7 @@ from walletctl.ops.batch.plan import plan_batch
 from walletctl.ops.batch.runner import BatchRunner, RowResult, RunOptions, RunReport
 
 FAST = {"backoff_initial": 0.001, "backoff_max": 0.005, "settle": 0.0}
+_OPEN: list[Journal] = []
 
 
 def make_input(tmp_path: Path, rows: list[tuple[str, str]]) -> Path:
@@ -30,7 +31,10 @@ def run(
     batch_id: str = "batch0001", **opts: object,
 ) -> tuple[RunReport, list[RowResult], Journal]:
     src = make_input(tmp_path, rows)
+    while _OPEN:  # a journal is locked while open: an earlier run of this test ends first
+        _OPEN.pop().close()
     jr = Journal(tmp_path / "j.sqlite", batch_id=batch_id, op=op, source=str(src))  # type: ignore[arg-type]
+    _OPEN.append(jr)
     plan_batch(src, jr)
     results: list[RowResult] = []
     options = RunOptions(op=op, **{**FAST, **opts})  # type: ignore[arg-type]
@@ -39,13 +43,16 @@ def run(
     return report, results, jr
 
 
-def test_faults_never_apply_a_row_twice_and_leave_no_gap(tmp_path: Path) -> None:
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "full-preflight"])
+def test_faults_never_apply_a_row_twice_and_leave_no_gap(tmp_path: Path, direct: bool) -> None:
     gw = FakeGateway(Faults(connect_error=0.1, error_before=0.15, error_after=0.1,
                             drop_after=0.1, throttle=0.1, lookup_error=0.1), seed=11)
     refs = [f"PA{i}" for i in range(300)]
     for ref in refs:
         gw.add_preauth(ref, "10.00")
-    report, results, jr = run(tmp_path, gw, [(r, "4.00") for r in refs], concurrency=16)
+    report, results, jr = run(tmp_path, gw, [(r, "4.00") for r in refs], concurrency=16,
+                              direct=direct)
+    assert report.events.get("direct", 0) == (300 if direct else 0)
     applied = gw.applications()
     assert report.counts["confirmed"] == 300, report
     assert len(applied) == 300, len(applied)
@@ -84,26 +91,32 @@ def test_preflight_counts_earlier_rows_on_the_same_original(tmp_path: Path) -> N
 
 def test_unknown_original_is_refused_by_preflight(tmp_path: Path) -> None:
     gw = FakeGateway()
-    _report, results, _ = run(tmp_path, gw, [("NOPE", "1.00")])
+    _report, results, _ = run(tmp_path, gw, [("NOPE", "1.00")], direct=False)
     assert results[0].status == "refused"
     assert "no sale or pre-authorisation" in (results[0].detail or "")
     assert not gw.posts
 
 
-def test_resume_skips_confirmed_rows_and_sends_nothing_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "full-preflight"])
+def test_resume_skips_confirmed_rows_and_sends_nothing_again(
+    tmp_path: Path, direct: bool
+) -> None:
     gw = FakeGateway()
     for i in range(20):
         gw.add_preauth(f"PA{i}", "5.00")
     rows = [(f"PA{i}", "5.00") for i in range(20)]
-    run(tmp_path, gw, rows)
+    run(tmp_path, gw, rows, direct=direct)
     posts = sum(gw.posts.values())
-    report, results, _ = run(tmp_path, gw, rows)
+    report, results, _ = run(tmp_path, gw, rows, direct=direct)
     assert sum(gw.posts.values()) == posts, "a resumed run re-sent confirmed rows"
     assert report.earlier == 20
     assert all(r.earlier_run for r in results)
 
 
-def test_resume_reconciles_a_row_left_sent_by_a_killed_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "full-preflight"])
+def test_resume_reconciles_a_row_left_sent_by_a_killed_run(
+    tmp_path: Path, direct: bool
+) -> None:
     gw = FakeGateway()
     gw.add_preauth("PA1", "5.00")
     gw.add_preauth("PA2", "5.00")
@@ -122,7 +135,9 @@ def test_resume_reconciles_a_row_left_sent_by_a_killed_run(tmp_path: Path) -> No
         client_system_transaction_id=req_ref, client_system_invoice_id="PA1",
         type="ecom.capture"))
     jr.close()
-    report, _results, _jr2 = run(tmp_path, gw, [("PA1", "5.00"), ("PA2", "5.00")])
+    report, _results, _jr2 = run(tmp_path, gw, [("PA1", "5.00"), ("PA2", "5.00")],
+                                 direct=direct)
+    assert report.events.get("direct", 0) == 0, "a row with journal history skipped the lookup"
     assert gw.posts[req_ref] == 0, "the applied row was re-sent"
     assert gw.posts[rows[1].new_ref] == 1
     assert max(gw.applications().values()) == 1
@@ -231,12 +246,62 @@ def test_unreconcilable_rows_are_unknown_and_resume_settles_them(tmp_path: Path)
 def test_preflight_refusals_are_checked_again_on_resume(tmp_path: Path) -> None:
     gw = FakeGateway()
     gw.add_preauth("PA1", "5.00", state="Pending")
-    _, results, jr = run(tmp_path, gw, [("PA1", "5.00")])
+    _, results, jr = run(tmp_path, gw, [("PA1", "5.00")], direct=False)
     assert results[0].status == "refused"
     assert (results[0].detail or "").startswith("pre-flight:")
     jr.close()
     gw.applied[0] = gw.applied[0].model_copy(update={"state": "Approved"})  # approved since
-    _, results, _ = run(tmp_path, gw, [("PA1", "5.00")])
+    _, results, _ = run(tmp_path, gw, [("PA1", "5.00")])  # re-checked: by the full path
     assert results[0].status == "confirmed"
     assert not results[0].earlier_run
     assert gw.posts.total() == 1
+
+
+def test_direct_rows_take_one_round_trip_shared_originals_take_two(tmp_path: Path) -> None:
+    gw = FakeGateway()
+    for i in range(10):
+        gw.add_preauth(f"PA{i}", "10.00")
+    rows = [(f"PA{i}", "5.00") for i in range(10)] + [("PA0", "5.00")]  # PA0 named twice
+    report, _results, _ = run(tmp_path, gw, rows)
+    assert report.counts["confirmed"] == 11
+    assert report.events["direct"] == 9
+    assert gw.lookups == 2, "only the two rows on PA0 need a lookup"
+    assert report.requests == 11 + 2
+
+
+def test_direct_row_refused_by_the_gateway_is_recorded_and_never_resent(tmp_path: Path) -> None:
+    gw = FakeGateway()
+    gw.add_preauth("PA1", "10.00")
+    report, results, jr = run(tmp_path, gw, [("PA1", "10.01")])
+    assert report.events["direct"] == 1
+    assert gw.lookups == 0
+    assert results[0].status == "refused"
+    detail = results[0].detail or ""
+    assert detail.startswith("gateway: ")
+    assert "exceeds the remaining authorised" in detail
+    row = jr.get("PA1#0")
+    assert row is not None
+    assert row.state == "refused"
+    assert row.detail == detail
+    jr.close()
+    for _ in range(2):  # re-runs: the refusal is final, nothing is sent again
+        _report2, results2, jr2 = run(tmp_path, gw, [("PA1", "10.01")])
+        jr2.close()
+        assert results2[0].status == "refused"
+        assert results2[0].earlier_run
+    assert gw.posts.total() == 1
+    assert gw.refusals.total() == 1
+    assert not gw.applications()
+
+
+def test_unreachable_gateway_stops_the_batch_at_once(tmp_path: Path) -> None:
+    gw = FakeGateway(Faults(connect_error=1.0))
+    for i in range(50):
+        gw.add_preauth(f"PA{i}", "5.00")
+    report, _results, jr = run(tmp_path, gw, [(f"PA{i}", "5.00") for i in range(50)],
+                              concurrency=4)
+    assert report.fatal == "could not connect"
+    assert report.fatal_code == 7
+    assert gw.posts.total() <= 4 * 3, "kept knocking on an unreachable gateway"
+    assert report.counts["pending"] == 50
+    assert jr.counts()["sent"] == 0

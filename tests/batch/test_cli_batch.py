@@ -107,7 +107,8 @@ def test_dry_run_prints_requests_and_sends_nothing(
     tmp_path: Path, cfg: Path, sandbox_url: str
 ) -> None:
     src = csv_file(tmp_path / "in.csv", [("DR-1", "2.50"), ("DR-2", "1.00")])
-    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run")
+    # offline: validation only; every row would be sent
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run", "--offline")
     assert code == ExitCode.OK, err
     lines = [json.loads(x) for x in out.splitlines()]
     assert [x["status"] for x in lines] == ["would-send", "would-send"]
@@ -117,20 +118,54 @@ def test_dry_run_prints_requests_and_sends_nothing(
     assert body["clientSystemInvoiceId"] == "DR-1"
     assert body["clientSystemTransactionId"] == lines[0]["new_ref"]
     assert body["apmDetails"] == {"apmProvider": "WalletV2"}
+    # checked (the default): the same read-only pre-flight as the real run
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run")
+    assert code == ExitCode.OK, err
+    checked = [json.loads(x) for x in out.splitlines()]
+    assert [x["status"] for x in checked] == ["would-refuse", "would-refuse"]
+    assert "no sale or pre-authorisation" in checked[0]["reason"]
+    assert "line 2: DR-1: would-refuse: pre-flight:" in err
     assert follow_ups(sandbox_url, ["DR-1", "DR-2"]) == []
     assert not (tmp_path / "in.csv.capture.journal").exists()
     # the real run uses exactly the references the dry run showed
     seed_preauths(sandbox_url, ["DR-1", "DR-2"])
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run")
+    assert [json.loads(x)["status"] for x in out.splitlines()] == ["would-send"] * 2
     code, _, err = invoke(cfg, "capture", "--batch", str(src))
     assert code == ExitCode.OK, err
     sent = {r["reference"] for r in follow_ups(sandbox_url, ["DR-1", "DR-2"])}
     assert sent == {x["new_ref"] for x in lines}
 
 
+def test_dry_run_predicts_the_real_runs_refusals(
+    tmp_path: Path, cfg: Path, sandbox_url: str
+) -> None:
+    seed_preauths(sandbox_url, ["DP-1", "DP-2"])  # 10.00 EUR each
+    cap = csv_file(tmp_path / "cap.csv", [("DP-1", "6.00"), ("DP-1", "5.00"), ("DP-2", "10.00")])
+    code, out, err = invoke(cfg, "capture", "--batch", str(cap), "--dry-run")
+    assert code == ExitCode.OK, err
+    predicted = [json.loads(x)["status"] for x in out.splitlines()]
+    assert predicted == ["would-send", "would-refuse", "would-send"]
+    code, _, err = invoke(cfg, "capture", "--batch", str(cap), "--results",
+                          str(tmp_path / "r.ndjson"))
+    assert code == ExitCode.DECLINED, err
+    real = {r["line"]: r["status"] for r in map(json.loads,
+                                                 (tmp_path / "r.ndjson").read_text().splitlines())}
+    assert [real[n] for n in (2, 3, 4)] == ["confirmed", "refused", "confirmed"]
+    assert "line 3: DP-1: refused: pre-flight:" in err  # named on stderr without --results
+    # a reversal of a captured pre-authorisation: predicted, then refused for real
+    rev = csv_file(tmp_path / "rev.csv", [("DP-2", "10.00")])
+    code, out, err = invoke(cfg, "reverse", "--batch", str(rev), "--dry-run")
+    assert json.loads(out.splitlines()[0])["status"] == "would-refuse", out
+    code, _, err = invoke(cfg, "reverse", "--batch", str(rev), "--yes")
+    assert code == ExitCode.DECLINED, err
+    assert "line 2: DP-2: refused: " in err
+
+
 def test_dry_run_table(tmp_path: Path, cfg: Path) -> None:
     src = csv_file(tmp_path / "in.csv", [("DT-1", "2.50")])
     result = CliRunner().invoke(app, ["--config", str(cfg), "-o", "table", "capture",
-                                      "--batch", str(src), "--dry-run"])
+                                      "--batch", str(src), "--dry-run", "--offline"])
     assert result.exit_code == 0, result.stderr
     assert "nothing sent" in result.stdout
     assert "would send 1 row(s) (2.50 EUR)" in result.stdout
@@ -227,7 +262,7 @@ def test_progress_bar_counts_rows_on_a_terminal() -> None:
     task = progress.tasks[0]
     assert (task.completed, task.total) == (3, 3)
     assert (task.fields["failed"], task.fields["unknown"]) == (1, 1)
-    assert "failed 1 · unknown 1" in buffer.getvalue()
+    assert "refused 1 · unknown 1" in buffer.getvalue()
     progress_none, noop = original(Plan(rows=3), False)
     assert progress_none is None
     noop(RowResult(2, "R", "N", "capture", Decimal(1), "EUR", "confirmed"))
@@ -262,6 +297,50 @@ def test_rate_and_concurrency_options_reach_the_runner(
     assert code == ExitCode.OK, err
     summary = json.loads(out)
     assert summary["batch_id"] == "rate-test-1"
-    assert summary["requests"] == 12
+    assert summary["requests"] == 6  # one round trip per row (each on its own original)
+    assert summary["events"]["direct"] == 6
     assert all(str(r["reference"]).startswith("cap-rate-tes-")
                for r in follow_ups(sandbox_url, refs))
+
+
+def test_unreachable_gateway_stops_the_batch_within_seconds(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import time
+
+    from batch_helpers import PYTHON, cli_env
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = write_profile(tmp_path, f"http://127.0.0.1:{port}")
+    src = csv_file(tmp_path / "in.csv", [(f"UR-{i}", "1.00") for i in range(200)])
+    started = time.monotonic()
+    proc = subprocess.run([PYTHON, "-m", "walletctl", "--config", str(cfg), "-o", "json",
+                           "capture", "--batch", str(src)], env=cli_env(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - started
+    assert proc.returncode == ExitCode.NETWORK, proc.stderr
+    assert "walletctl: stopped: could not connect" in proc.stderr
+    assert "hint: check the profile's base_url" in proc.stderr  # the single command's hint
+    summary = json.loads(proc.stdout)
+    assert summary["pending"] == 200
+    assert summary["requests"] <= 8 * 3
+    assert took < 15  # generous for a loaded CI box; it takes ~1-2 s
+
+
+def test_checked_dry_run_against_an_unreachable_gateway_says_so(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = write_profile(tmp_path, f"http://127.0.0.1:{port}")
+    src = csv_file(tmp_path / "in.csv", [("UD-1", "1.00"), ("UD-2", "1.00")])
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run")
+    assert code == ExitCode.NETWORK, err
+    assert "pre-flight stopped: could not connect" in err
+    assert {json.loads(x)["status"] for x in out.splitlines()} == {"unchecked"}
+    code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run", "--offline")
+    assert code == ExitCode.OK, err
+    assert {json.loads(x)["status"] for x in out.splitlines()} == {"would-send"}

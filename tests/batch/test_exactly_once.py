@@ -66,24 +66,30 @@ def make_batch(
     return refs, src, write_profile(tmp_path, sb.url)
 
 
+PATHS = {"direct": (), "full-preflight": ("--full-preflight",)}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
 def test_1000_captures_under_faults_are_applied_exactly_once(
-    tmp_path: Path, fresh: EmbeddedSandbox
+    tmp_path: Path, fresh: EmbeddedSandbox, path: str
 ) -> None:
     refs, src, cfg = make_batch(tmp_path, fresh, 1000, "F")
     set_faults(fresh.url, {**BASE_FAULTS, "seed": 5})
 
+    journal = tmp_path / "captures.csv.capture.journal"
+
     def burst() -> None:  # a burst of 429s (Retry-After: 1) in the middle of the run
-        # Started by progress, not by the clock: a loaded machine may take seconds to start.
-        deadline = time.monotonic() + 120
-        while len(ledger(fresh.url)) < 1100 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        deadline = time.monotonic() + 120  # mid-run: once rows are being confirmed
+        while _confirmed(journal) < 100 and time.monotonic() < deadline:
+            time.sleep(0.01)
         set_faults(fresh.url, {**BASE_FAULTS, "throttle-rate": 0.6, "retry-after": 1, "seed": 6})
         time.sleep(0.8)
         set_faults(fresh.url, {**BASE_FAULTS, "seed": 7})
 
     thread = threading.Thread(target=burst)
     thread.start()
-    proc = subprocess.run(batch_cmd(cfg, src, "--results", str(tmp_path / "r.ndjson")),
+    proc = subprocess.run(batch_cmd(cfg, src, "--results", str(tmp_path / "r.ndjson"),
+                                    *PATHS[path]),
                           env=cli_env(tmp_path), capture_output=True, text=True, timeout=240)
     thread.join()
     set_faults(fresh.url, {})
@@ -91,6 +97,7 @@ def test_1000_captures_under_faults_are_applied_exactly_once(
     summary = json.loads(proc.stdout)
     assert summary["confirmed"] == 1000, summary
     events = summary["events"]
+    assert events.get("direct", 0) == (1000 if path == "direct" else 0), events
     for kind in ("gateway_5xx", "no_answer", "found_on_lookup", "absent_on_lookup", "throttled"):
         assert events.get(kind, 0) > 0, f"fault {kind!r} never happened: {events}"
     assert_exactly_once(ledger(fresh.url), refs, Decimal("7.50"))
@@ -126,9 +133,10 @@ def _run_until(cmd: list[str], env: dict[str, str], journal: Path, target: int,
     return proc.returncode, err
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("seed", "path"),
+                         [(1, "direct"), (2, "full-preflight"), (3, "direct")])
 def test_sigkill_at_a_random_point_then_resume(
-    tmp_path: Path, fresh: EmbeddedSandbox, seed: int
+    tmp_path: Path, fresh: EmbeddedSandbox, seed: int, path: str
 ) -> None:
     n = 300
     refs, src, cfg = make_batch(tmp_path, fresh, n, f"K{seed}")
@@ -136,15 +144,15 @@ def test_sigkill_at_a_random_point_then_resume(
                        "seed": seed})
     target = random.Random(seed).randint(10, n - 40)
     journal = tmp_path / "captures.csv.capture.journal"
-    code, err = _run_until(batch_cmd(cfg, src), cli_env(tmp_path), journal, target,
-                           signal.SIGKILL)
+    code, err = _run_until(batch_cmd(cfg, src, *PATHS[path]), cli_env(tmp_path), journal,
+                           target, signal.SIGKILL)
     assert code == -signal.SIGKILL, f"finished before the kill: {err[-2000:]}"
     done = _confirmed(journal)
     assert target <= done < n
     before = [r for r in ledger(fresh.url) if r["kind"] == "capture"]
     assert done <= len(before) < n
 
-    proc = subprocess.run(batch_cmd(cfg, src, "--resume"), env=cli_env(tmp_path),
+    proc = subprocess.run(batch_cmd(cfg, src, "--resume", *PATHS[path]), env=cli_env(tmp_path),
                           capture_output=True, text=True, timeout=120)
     set_faults(fresh.url, {})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -174,3 +182,34 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path, fresh: EmbeddedSandbox
     set_faults(fresh.url, {})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_exactly_once(ledger(fresh.url), refs, Decimal("7.50"))
+
+
+def test_direct_row_refused_by_the_gateway_is_final_and_never_resent(
+    tmp_path: Path, fresh: EmbeddedSandbox
+) -> None:
+    seed_preauths_fast(fresh.store, ["DX-1", "DX-2"], "10.00")
+    src = tmp_path / "captures.csv"
+    src.write_text("ref,amount,currency\nDX-1,10.01,EUR\nDX-2,10.00,EUR\n")
+    cfg = write_profile(tmp_path, fresh.url)
+    proc = subprocess.run(batch_cmd(cfg, src, "--results", str(tmp_path / "r.ndjson")),
+                          env=cli_env(tmp_path), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 5, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["requests"] == 2, summary
+    assert summary["events"]["direct"] == 2, summary
+    assert "line 2: DX-1: refused: gateway: gateway answered HTTP 422" in proc.stderr
+    first = json.loads((tmp_path / "r.ndjson").read_text().splitlines()[0])
+    assert first["status"] == "refused"
+    assert "exceeds the remaining authorised amount" in first["detail"]
+    db = sqlite3.connect(str(tmp_path / "captures.csv.capture.journal"))
+    (state, detail, attempts), = db.execute(
+        "SELECT state, detail, attempts FROM rows WHERE ref='DX-1'").fetchall()
+    db.close()
+    assert (state, attempts) == ("refused", 1)
+    assert detail == first["detail"]
+    again = subprocess.run(batch_cmd(cfg, src), env=cli_env(tmp_path), capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 5, again.stderr
+    assert json.loads(again.stdout)["requests"] == 0, "a refused row was sent again"
+    assert [r["invoiceReference"] for r in ledger(fresh.url) if r["kind"] == "capture"] \
+        == ["DX-2"]

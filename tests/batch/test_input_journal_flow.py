@@ -4,6 +4,7 @@ circuit breaker."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -11,6 +12,7 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
+from batch_fakes import PROFILE
 
 from walletctl.errors import UsageError
 from walletctl.ops.batch.flow import CircuitBreaker, TokenBucket, parse_retry_after
@@ -136,10 +138,15 @@ def test_journal_state_transitions_and_wal(tmp_path: Path) -> None:
     assert got is not None
     assert (got.state, got.attempts, got.txn_id) == ("confirmed", 2, "T1")
     assert jr.counts() == {"planned": 1, "sent": 0, "confirmed": 1, "refused": 1, "unknown": 0}
-    # durable before close: another connection sees the committed state (WAL)
+    # 'sent' is durable before the request leaves: another connection sees it (WAL). Outcomes
+    # are group-committed (with the next send, or at the end): until then a crash leaves the
+    # row 'sent', which a resume reconciles by lookup.
     other = sqlite3.connect(str(tmp_path / "j.sqlite"))
     assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert other.execute("SELECT state FROM rows WHERE key='PA1#0'").fetchone()[0] == "sent"
+    jr.mark_sent(rows[2].key)  # the next send commits the outcomes recorded before it
     assert other.execute("SELECT state FROM rows WHERE key='PA1#0'").fetchone()[0] == "confirmed"
+    assert other.execute("SELECT state FROM rows WHERE key='PA2#0'").fetchone()[0] == "sent"
     other.close()
     jr.close()
 
@@ -267,3 +274,47 @@ def test_breaker_opens_after_k_consecutive_failures_only() -> None:
     assert b.last_failure == "e"
     b.success()
     assert b.open, "an open breaker stays open for the run"
+
+
+@pytest.mark.parametrize("ref", ["ABC\n", "AB#C", "#ABC", "A B", "ÄBC", "-ABC", "A" * 65])
+def test_rows_accept_only_what_the_request_model_accepts(tmp_path: Path, ref: str) -> None:
+    """Issue 9: a ref the request model refuses is an invalid row up front (never a crash in
+    the middle of the run, never a 'planned' row that crashes every resume)."""
+    from pydantic import ValidationError
+
+    from walletctl.ops.batch.journal import JournalRow
+    from walletctl.ops.batch.runner import build_request, request_problem
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"ref": ref, "amount": "1.00"}) + "\n", encoding="utf-8")
+    (item,) = list(iter_rows(src, default_currency="EUR"))
+    assert isinstance(item, Problem), item
+    assert item.field == "ref", item
+    with pytest.raises(ValidationError):  # and the model agrees
+        build_request(PROFILE, "capture", JournalRow(
+            "k", 2, ref, "cap-1", Decimal(1), "EUR", None, "planned", 0, None, None, None))
+    # the plan's model check names the batch column, for anything the row checks let pass
+    assert request_problem(PROFILE, "capture", Row(2, "OK", Decimal("1.001"), "EUR")) == \
+        Problem(2, "amount", "EUR amounts have 2 decimal places")
+
+
+def test_a_model_refusal_is_an_invalid_row_and_nothing_is_planned(tmp_path: Path) -> None:
+    from walletctl.ops.batch.runner import request_problem
+
+    src = tmp_path / "in.csv"
+    src.write_text("ref,amount,new_ref\nPA1,1.00,\nPA2,1.00,PA2\n")
+    jr = Journal(tmp_path / "j.sqlite", batch_id="batch0001", op="capture", source="x")
+    with pytest.raises(BatchValidationError) as info:
+        plan_batch(src, jr, default_currency="EUR",
+                   check_request=lambda row: request_problem(PROFILE, "capture", row))
+    assert "line 3: new_ref: must differ from ref" in str(info.value)
+    assert jr.counts()["planned"] == 0
+    jr.close()
+
+
+def test_a_journal_is_locked_while_open(tmp_path: Path) -> None:
+    jr = Journal(tmp_path / "j.sqlite", batch_id="batch0001", op="capture", source="x")
+    with pytest.raises(UsageError, match=r"is in use by another run \(pid \d+ on .*, started "):
+        Journal(tmp_path / "j.sqlite", batch_id="batch0001", op="capture", source="x")
+    jr.close()
+    Journal(tmp_path / "j.sqlite", batch_id="batch0001", op="capture", source="x").close()

@@ -58,7 +58,10 @@ def test_debug_shows_the_traceback(cli: Any) -> None:
     from walletctl.cli.main import app
 
     result = CliRunner().invoke(app, ["--config", str(cli.config), "--debug", "lookup", "R-1"])
-    assert isinstance(result.exception, ValueError), (result.exception, result.stderr)
+    # --debug adds the traceback and keeps the documented exit code
+    assert result.exit_code == ExitCode.ERROR, (result.exception, result.stderr)
+    assert "Traceback (most recent call last)" in result.stderr
+    assert "ValueError: bug" in result.stderr
 
 
 @pytest.mark.parametrize(

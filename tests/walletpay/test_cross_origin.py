@@ -169,7 +169,7 @@ def test_allow_origin_restricts_the_script_routes() -> None:
                                 f"{sb.url}/wallet/token", headers=headers)
             assert bad.status_code == 403, bad.text
             assert "access-control-allow-origin" not in bad.headers
-            assert bad.json()["code"] == "OriginNotAllowed"
+            assert bad.json()["description"] == "OriginNotAllowed"
             assert "--allow-origin" in bad.json()["details"]["message"]
         # no Origin header (a server or the CLI): not a browser request, not restricted
         assert httpx.get(f"{sb.url}/wallet/cards").status_code == 200

@@ -87,7 +87,7 @@ def test_an_order_cannot_be_paid_twice(page: Any, sandbox: Any) -> None:
     detail = page.evaluate("window.capturedDetail")
     again = httpx.post(f"{sandbox.url}/demo/merchant/api/result", json={"detail": detail})
     assert again.status_code == 409
-    assert again.json()["code"] == "DemoOrderPaid"
+    assert again.json()["description"] == "DemoOrderPaid"
 
 
 @pytest.mark.parametrize("width", [320, 360, 375])

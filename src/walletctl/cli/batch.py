@@ -14,7 +14,6 @@ import signal
 import sys
 import tempfile
 from contextlib import ExitStack
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,17 +21,25 @@ import typer
 
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError, WalletctlError
+from walletctl.render.batch import (
+    NAMED_ON_STDERR,
+    dry_run_rows,
+    money_summary,
+    progress_bar,
+)
+from walletctl.render.batch import summary as render_summary
+
+_progress = progress_bar  # the progress bar (tests drive it through this module)
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.ops.batch.journal import Journal
     from walletctl.ops.batch.plan import Plan
     from walletctl.ops.batch.results import ResultsWriter
-    from walletctl.ops.batch.runner import Gateway, RowResult, RunReport
+    from walletctl.ops.batch.runner import Gateway, RowResult, RunOptions, RunReport
 
 _BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
 MAX_CONCURRENCY = 512
-DRY_RUN_TABLE_ROWS = 20
 
 
 def run_batch_command(
@@ -50,12 +57,15 @@ def run_batch_command(
     batch_id: str | None,
     dry_run: bool,
     yes: bool,
+    full_preflight: bool = False,
+    offline: bool = False,
 ) -> int:
     """Plan, confirm and run a batch; returns an :class:`ExitCode` value."""
     from walletctl.cli.state import ENV, get_state
     from walletctl.ops.batch.journal import Journal, default_batch_id
     from walletctl.ops.batch.plan import plan_batch
-    from walletctl.ops.batch.rows import OPS
+    from walletctl.ops.batch.rows import OPS, Problem, Row
+    from walletctl.ops.batch.runner import RunOptions, request_problem
     from walletctl.render.console import print_note
 
     if op not in OPS:
@@ -68,6 +78,8 @@ def run_batch_command(
         raise UsageError("--max-failures: must be at least 1")
     if batch_id is not None and not _BATCH_ID.match(batch_id):
         raise UsageError("--batch-id: must be 4-64 letters, digits, '-' or '_'")
+    if offline and not dry_run:
+        raise UsageError("--offline: only with --dry-run (a real run must reach the gateway)")
 
     state = get_state(ctx)
     profile = state.profile()
@@ -99,10 +111,18 @@ def run_batch_command(
                 return exc.message
             return None
 
+        profiles: dict[str, Profile] = {profile.name: profile}
+
+        def check_request(row: Row) -> Problem | None:
+            name = row.profile or profile.name
+            if name not in profiles:
+                profiles[name] = _load_profile(state, name)
+            return request_problem(profiles[name], op, row)
+
         try:
             plan = plan_batch(
                 input_path, jr, default_currency=profile.currency, skip_invalid=skip_invalid,
-                check_profile=check_profile, display_name=display,
+                check_profile=check_profile, display_name=display, check_request=check_request,
             )
         except WalletctlError:
             if created and not dry_run:
@@ -118,12 +138,22 @@ def run_batch_command(
             print_note(f"resuming batch {bid}: {plan.done_before} row(s) already done "
                        f"(journal {journal_path})")
 
+        options = RunOptions(op=op, concurrency=concurrency, rate=rate,
+                             max_failures=max_failures, direct=not full_preflight,
+                             predict=dry_run)
         if dry_run:
-            _dry_run(state, profile, op, jr, plan, bid, results)
-            return int(ExitCode.OK)
+            report = None
+            if not offline and plan.to_send:
+                report = _run(state, profile, jr, plan, options, None)
+            dry_run_rows(state, profile, op, jr, plan, bid, results, report)
+            if report is not None and report.fatal:
+                print_note(f"pre-flight stopped: {report.fatal}")
+                if report.fatal_hint:
+                    sys.stderr.write(f"hint: {report.fatal_hint}\n")
+            return int(ExitCode.OK) if report is None else _dry_run_exit(report)
 
         if op in ("refund", "reverse") and plan.to_send and not yes:
-            summary = _money_summary(plan)
+            summary = money_summary(plan)
             if not ENV.is_interactive():
                 raise UsageError(
                     f"{op} batch of {plan.to_send} row(s) ({summary}) needs confirmation",
@@ -144,9 +174,10 @@ def run_batch_command(
             except OSError as exc:
                 raise UsageError(f"--results {results}: cannot write ({exc.strerror})") from None
             stack.callback(writer.close)
-        report = _run(state, profile, op, jr, plan, concurrency, rate, max_failures, writer)
-        _summary(state, op, bid, journal_path, results, plan, report)
-        return int(_exit_code(report))
+        report = _run(state, profile, jr, plan, options, writer)
+        code = int(_exit_code(report))
+        render_summary(state, op, bid, journal_path, results, plan, report, code)
+        return code
 
 
 # ---- input / journal paths -----------------------------------------------------------------
@@ -219,82 +250,41 @@ def _print_problems_if_many(exc: BaseException | None) -> None:
 MAX_SHOWN = 20
 
 
-def _money_summary(plan: Plan) -> str:
-    from walletctl.models.money import format_major
-
-    return ", ".join(format_major(v, c) for c, v in sorted(plan.totals.items())) or "nothing"
-
-
 # ---- dry run ---------------------------------------------------------------------------------
-def _dry_run(
-    state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, bid: str,
-    results: Path | None,
-) -> None:
-    from walletctl.models.base import dumps
-    from walletctl.ops.batch.journal import FINAL_STATES
-    from walletctl.ops.batch.results import ResultsWriter
-    from walletctl.ops.batch.runner import build_request
-    from walletctl.render.console import out
-
-    table = state.output_format == "table"
-    writer = ResultsWriter(results) if results is not None else None
-    shown: list[dict[str, Any]] = []
-    stdout = sys.stdout
-    try:
-        for row in jr.rows():
-            status = "done-earlier" if row.state in FINAL_STATES else "would-send"
-            body = build_request(profile, op, row).to_wire(profile.amount_format)  # type: ignore[arg-type]
-            record = {"line": row.line, "op": op, "ref": row.ref, "new_ref": row.new_ref,
-                      "amount": f"{row.amount:f}", "currency": row.currency, "status": status}
-            if writer is not None:
-                writer.write(record)
-            if table:
-                if len(shown) < DRY_RUN_TABLE_ROWS:
-                    shown.append(record)
-            else:
-                stdout.write(dumps({**record, "request": body}) + "\n")
-    finally:
-        if writer is not None:
-            writer.close()
-    summary = {
-        "batch_id": bid, "op": op, "dry_run": True, "rows": plan.rows,
-        "would_send": plan.to_send, "done_earlier": plan.done_before,
-        "invalid_skipped": plan.invalid,
-        "totals": {c: f"{v:f}" for c, v in sorted(plan.totals.items())},
-    }
-    if not table:
-        return
-    from rich.table import Table
-
-    t = Table(title=f"dry run: {op} batch {bid} (nothing sent)")
-    for col in ("line", "ref", "new_ref", "amount", "currency", "status"):
-        t.add_column(col, justify="right" if col in ("line", "amount") else "left")
-    for r in shown:
-        t.add_row(str(r["line"]), r["ref"], r["new_ref"], r["amount"], r["currency"], r["status"])
-    console = out()
-    console.print(t)
-    if plan.rows > len(shown):
-        console.print(f"... {plan.rows - len(shown)} more row(s)")
-    console.print(
-        f"would send {summary['would_send']} row(s) ({_money_summary(plan)}); "
-        f"{plan.done_before} done earlier; {plan.invalid} invalid skipped"
-    )
+def _dry_run_exit(report: RunReport) -> int:
+    """A checked dry run exits as the real run would stop: 9/7 when the gateway refuses the
+    credentials or cannot be reached, 6 when lookups kept failing, else 0 (predicted
+    refusals are listed, not an error)."""
+    if report.interrupted:
+        return int(ExitCode.INTERRUPTED)
+    if report.fatal_code is not None:
+        return report.fatal_code
+    if report.breaker_open:
+        return int(ExitCode.GATEWAY)
+    return int(ExitCode.OK)
 
 
 # ---- the run ---------------------------------------------------------------------------------
 def _run(
-    state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, concurrency: int,
-    rate: float | None, max_failures: int, writer: ResultsWriter | None,
+    state: Any, profile: Profile, jr: Journal, plan: Plan, options: RunOptions,
+    writer: ResultsWriter | None,
 ) -> RunReport:
-    from walletctl.ops.batch.runner import BatchRunner, RunOptions
+    from walletctl.ops.batch.runner import BatchRunner
     from walletctl.render.console import err, print_note
 
-    progress, update = _progress(plan, err().is_terminal)
+    concurrency = options.concurrency
+    progress, update = progress_bar(plan, err().is_terminal and not options.predict)
+    named = {"refused": 0, "unknown": 0}
 
     def on_result(result: RowResult) -> None:
         if writer is not None:
             writer.write(result.as_dict())
         update(result)
+        if result.status in named and not options.predict:
+            named[result.status] += 1
+            if named[result.status] <= NAMED_ON_STDERR:
+                print_note(f"line {result.line}: {result.ref}: {result.status}: "
+                           f"{result.detail or result.txn_state or ''}")
 
     async def main() -> RunReport:
         import httpx
@@ -314,12 +304,7 @@ def _run(
                                                   limits=limits)
             return clients[key]
 
-        runner = BatchRunner(
-            jr, gateway_for,
-            RunOptions(op=op, concurrency=concurrency, rate=rate,  # type: ignore[arg-type]
-                       max_failures=max_failures),
-            on_result=on_result,
-        )
+        runner = BatchRunner(jr, gateway_for, options, on_result=on_result)
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         signals = 0
@@ -335,7 +320,7 @@ def _run(
                 task.cancel()
 
         installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:
                 loop.add_signal_handler(sig, on_signal)
                 installed.append(sig)
@@ -361,42 +346,6 @@ def _run(
         jr.commit()
 
 
-def _progress(plan: Plan, on_terminal: bool, console: Any = None) -> tuple[Any, Any]:
-    if not on_terminal:
-        return None, lambda result: None
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TaskProgressColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from walletctl.render.console import err
-
-    progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TaskProgressColumn(),
-        TextColumn("failed {task.fields[failed]} · unknown {task.fields[unknown]} · "
-                   "{task.fields[rate]:.0f} rows/s"),
-        TimeElapsedColumn(), TimeRemainingColumn(),
-        console=console or err(), transient=False,
-    )
-    task = progress.add_task("batch", total=plan.rows, failed=0, unknown=0, rate=0.0)
-    counts = {"refused": 0, "unknown": 0}
-
-    def update(result: RowResult) -> None:
-        if result.status in counts:
-            counts[result.status] += 1
-        progress.update(task, advance=1, failed=counts["refused"], unknown=counts["unknown"])
-        t = progress.tasks[0]
-        progress.update(task, rate=(t.speed or 0.0))
-
-    return progress, update
-
-
 # ---- summary and exit code -------------------------------------------------------------------
 def _exit_code(report: RunReport) -> ExitCode:
     if report.interrupted:
@@ -412,57 +361,3 @@ def _exit_code(report: RunReport) -> ExitCode:
     if report.counts.get("refused", 0):
         return ExitCode.DECLINED
     return ExitCode.OK
-
-
-def _summary(
-    state: Any, op: str, bid: str, journal_path: Path, results: Path | None, plan: Plan,
-    report: RunReport,
-) -> None:
-    from walletctl.render.console import out, print_note
-    from walletctl.render.output import write_json
-
-    rate = report.rows / report.elapsed if report.elapsed > 0 else 0.0
-    data: dict[str, Any] = {
-        "batch_id": bid, "op": op, "journal": str(journal_path),
-        "results": str(results) if results else None,
-        "rows": report.rows, **report.counts, "earlier_run": report.earlier,
-        "invalid_skipped": plan.invalid,
-        "confirmed_totals": {c: f"{v:f}" for c, v in sorted(report.confirmed_totals.items())},
-        "requests": report.requests, "events": dict(sorted(report.events.items())),
-        "elapsed_s": round(report.elapsed, 3),
-        "rows_per_s": round(rate, 1), "interrupted": report.interrupted,
-        "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
-        "exit_code": int(_exit_code(report)),
-    }
-    left = report.counts.get("pending", 0) + report.counts.get("unknown", 0)
-    if state.output_format != "table":
-        write_json(data)
-    else:
-        from rich.table import Table
-
-        from walletctl.models.money import format_major
-
-        t = Table(title=f"{op} batch {bid}")
-        t.add_column("rows", justify="left")
-        t.add_column("count", justify="right")
-        t.add_column("amount", justify="right")
-        totals = ", ".join(format_major(Decimal(v), c)
-                           for c, v in data["confirmed_totals"].items())
-        t.add_row("confirmed", str(report.counts["confirmed"]), totals)
-        t.add_row("done by an earlier run (included above)", str(report.earlier), "")
-        t.add_row("refused", str(report.counts["refused"]), "")
-        t.add_row("unknown (reconcile)", str(report.counts["unknown"]), "")
-        t.add_row("not sent", str(report.counts["pending"]), "")
-        if plan.invalid:
-            t.add_row("invalid, skipped", str(plan.invalid), "")
-        out().print(t)
-        out().print(f"{report.requests} requests in {report.elapsed:.1f} s "
-                    f"({rate:.0f} rows/s) · journal {journal_path}")
-    if report.breaker_open:
-        print_note(f"circuit breaker open after {report.breaker_threshold} consecutive gateway "
-                   f"failures ({report.breaker_reason}); {left} row(s) left")
-    if report.fatal:
-        print_note(f"stopped: {report.fatal}")
-    if left:
-        print_note(f"{left} row(s) left: run the same command again (or add --resume) to "
-                   "reconcile and continue; nothing is sent twice")

@@ -5,7 +5,6 @@ Imported lazily from command bodies (it pulls in httpx via the client).
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -98,30 +97,15 @@ def ask_amount() -> Callable[[str], str] | None:
 
 
 def read_request_file(path: Path) -> dict[str, Any]:
-    """A JSON or TOML request file (by extension; JSON numbers become Decimal)."""
-    from walletctl.models.base import loads
+    """A JSON or TOML request file (by extension; JSON numbers become Decimal).
+
+    Special files are refused, size and nesting are bounded, duplicate keys are refused
+    (``walletctl.ops.inputs``).
+    """
+    from walletctl.ops.inputs import read_document
 
     where = str(path)
-    try:
-        raw = sys.stdin.buffer.read() if where == "-" else path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--from-file: cannot read {where}: {exc.strerror}") from None
-    if path.suffix.lower() == ".toml":
-        import tomllib
-
-        try:
-            data: Any = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise RequestValidationError(
-                [(f"--from-file {where}", f"invalid TOML: {exc}")]
-            ) from None
-    else:
-        try:
-            data = loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RequestValidationError(
-                [(f"--from-file {where}", f"invalid JSON: {exc}")]
-            ) from None
+    data = read_document(path, "--from-file", toml=path.suffix.lower() == ".toml")
     if not isinstance(data, dict):
         raise RequestValidationError([(f"--from-file {where}", "must hold one JSON/TOML object")])
     return data

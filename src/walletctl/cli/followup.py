@@ -115,6 +115,22 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 rich_help_panel=_BATCH,
             ),
         ] = None,
+        full_preflight: Annotated[
+            bool,
+            typer.Option(
+                "--full-preflight",
+                help="Look every row's original up before sending (two round trips a row).",
+                rich_help_panel=_BATCH,
+            ),
+        ] = False,
+        offline: Annotated[
+            bool,
+            typer.Option(
+                "--offline",
+                help="With --dry-run: validate only, no read-only pre-flight lookups.",
+                rich_help_panel=_BATCH,
+            ),
+        ] = False,
     ) -> None:
         if batch is not None:
             if ref is not None or amount is not None or new_ref is not None:
@@ -140,6 +156,8 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 batch_id=batch_id,
                 dry_run=dry_run,
                 yes=yes,
+                full_preflight=full_preflight,
+                offline=offline,
             )
             raise typer.Exit(code)
         if ref is None:
@@ -238,7 +256,11 @@ def _single(
             raise
         rec.answered(response.state)
         _print_result(st.output_format, op, ref, plan, response)
-        if response.state not in ("Approved", "Pending"):
+        if response.state == "Pending":  # accepted, not done: an outcome still to look up
+            raise UnknownOutcomeError(
+                req.client_system_transaction_id, "the gateway answered Pending: not done yet"
+            )
+        if response.state != "Approved":
             raise DeclinedError(
                 f"the gateway answered {response.state}"
                 + (f" ({response.provider_state_code})" if response.provider_state_code else "")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 from walletctl import __version__
 from walletctl.cli.state import get_state
-from walletctl.constants import Env, ExitCode
+from walletctl.constants import MAX_TIMEOUT, Env, ExitCode
 
 # click's exceptions (usage errors, --help exits) pass through the boundary untouched.
 _PASS_THROUGH: tuple[type[BaseException], ...] = (
@@ -173,7 +173,11 @@ class _BoundaryGroup(TyperGroup):
         return load_command(cmd_name)
 
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, hoist_global_options(args, self, ctx))
+        try:
+            return super().parse_args(ctx, hoist_global_options(args, self, ctx))
+        except _PASS_THROUGH as exc:  # a bad global option: its message stays short too
+            _shorten_click_message(exc)
+            raise
 
     def format_commands(self, ctx: ClickContext, formatter: Any) -> None:
         rows = [(name, help_line) for name, (_, help_line) in COMMANDS.items()]
@@ -210,21 +214,36 @@ class _BoundaryGroup(TyperGroup):
         except BrokenPipeError:
             raise  # a closed stdout is not an error, even with --debug: run_command ends quietly
         except WalletctlError as exc:
-            if _debug_enabled(ctx):
-                raise
+            # --debug adds the traceback; the exit code stays the documented one.
+            _traceback_if_debug(ctx)
             _report(exc.message, exc.hint)
             ctx.exit(int(exc.exit_code))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM and SIGHUP (see run())
+            _traceback_if_debug(ctx)
             _report("interrupted", None)
             ctx.exit(int(ExitCode.INTERRUPTED))
-        except _PASS_THROUGH:
+        except _PASS_THROUGH as exc:
+            _shorten_click_message(exc)
             raise
         except Exception as exc:  # a bug: never a traceback (it could show secrets) unless --debug
-            if _debug_enabled(ctx):
-                raise
+            _traceback_if_debug(ctx)
             _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
             ctx.exit(int(ExitCode.ERROR))
         return None
+
+
+def _shorten_click_message(exc: BaseException) -> None:
+    """click repeats a bad value in its message: a 100k-character value stays one short line."""
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and len(message) > 500:
+        exc.message = message[:480] + "...(truncated)"  # type: ignore[attr-defined]
+
+
+def _traceback_if_debug(ctx: ClickContext) -> None:
+    if _debug_enabled(ctx):
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
 
 
 def _debug_enabled(ctx: ClickContext) -> bool:
@@ -246,6 +265,12 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _finite_timeout(value: float | None) -> float | None:
+    if value is not None and value != value:  # NaN passes click's range check
+        raise typer.BadParameter("must be a number of seconds, not nan")
+    return value
 
 
 def _version(value: bool) -> None:
@@ -279,7 +304,11 @@ def main(
     timeout: Annotated[
         Optional[float],  # noqa: UP045
         typer.Option(
-            "--timeout", help="Request timeout in seconds (overrides the profile).", min=0.1
+            "--timeout",
+            help="Request timeout in seconds (overrides the profile).",
+            min=0.1,
+            max=MAX_TIMEOUT,
+            callback=_finite_timeout,
         ),
     ] = None,
     debug: Annotated[
@@ -311,6 +340,31 @@ def _report(message: str, hint: str | None) -> None:
     print_error(message, hint)
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM and SIGHUP behave exactly like Ctrl-C: a money move in flight is reported as
+    an unknown outcome (exit 8), anything else exits 130; a batch stops cleanly. A signal
+    the parent set to be ignored (``nohup``) stays ignored."""
+    import signal
+
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _interrupt)
+
+
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point (the error boundary lives in ``_BoundaryGroup``)."""
-    app(args=argv, prog_name="walletctl")
+    install_signal_handlers()
+    try:
+        app(args=argv, prog_name="walletctl")
+    except SystemExit as exc:
+        # An interrupt before the error boundary runs (while parsing, loading a command):
+        # click turns it into "Aborted!" and exit 1; the documented code is 130.
+        abort = exc.__context__
+        if exc.code == 1 and isinstance(getattr(abort, "__cause__", None), KeyboardInterrupt):
+            raise SystemExit(int(ExitCode.INTERRUPTED)) from None
+        raise

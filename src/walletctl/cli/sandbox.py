@@ -233,8 +233,23 @@ def wait_cmd(
 _URL_HELP = "Sandbox base URL (default: the selected profile's base_url)."
 
 
+def _is_http_url(url: str) -> bool:
+    import re
+
+    return len(url) <= 2048 and re.fullmatch(r"https?://[^\s/?#]+[^\s]*", url) is not None \
+        and url.isprintable()
+
+
 def _base_url(ctx: typer.Context, url: str | None) -> tuple[str, dict[str, str]]:
     """The sandbox URL and, when a profile is used, its merchantId/storeId filter."""
+    if url is not None and not url.strip():  # `--url ""` must not fall back to the profile
+        from walletctl.errors import UsageError
+
+        raise UsageError("--url: must not be empty (omit it to use the profile's gateway)")
+    if url is not None and not _is_http_url(url):
+        from walletctl.errors import UsageError
+
+        raise UsageError("--url: must be an http(s) URL such as http://127.0.0.1:8765")
     if url:
         return url.rstrip("/"), {}
     prof = get_state(ctx).profile()

@@ -38,8 +38,11 @@ def run_command(command: click.Command, args: list[str], prog_name: str,
         return _guard_pipe(message, hint, int(ExitCode.USAGE))
     except click.ClickException as exc:  # e.g. click.FileError
         return _guard_pipe(_sentence(exc.format_message()), None, exc.exit_code)
-    except click.Abort:  # end of input at a prompt
-        return _guard_pipe("aborted", None, int(ExitCode.USAGE))
+    except click.Abort as exc:  # Ctrl-C (130) or end of input (2) at a prompt
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, KeyboardInterrupt):
+            return _guard_pipe("interrupted", None, int(ExitCode.INTERRUPTED))
+        return _guard_pipe("aborted: no answer at the prompt", None, int(ExitCode.USAGE))
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
@@ -139,6 +142,8 @@ def describe_usage_error(exc: click.UsageError, fallback_path: str = "") -> tupl
     else:
         message = _sentence(exc.format_message())
         message = re.sub(r"'(-{1,2}[\w-]+)'", r"\1", message)
+    if len(message) > 500:  # click repeats a bad value: a 100k-character one stays one line
+        message = message[:480] + "...(truncated)"
     if path:
         message = f"{path}: {message}"
     return message, hint

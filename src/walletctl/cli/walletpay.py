@@ -67,6 +67,10 @@ def keys(
     if result.saved:
         row["saved"] = list(result.saved)
     _emit(state.output_format, row, "Public keys")
+    if result.cache_error:
+        from walletctl.render.console import print_note
+
+        print_note(f"warning: {result.cache_error}")
     if result.saved:
         from walletctl.render.console import print_note
 
@@ -193,7 +197,7 @@ def authorize(
                 f"{acct.masked_card_number or acct_id} (ref {reference})",
                 yes=yes, action="authorization")
         rec.sending()
-        resp = send_authorization(client, call)
+        resp = send_authorization(client, call, req)
         rec.answered(resp.state)
     row: dict[str, Any] = {
         "id": resp.id, "state": resp.state, "providerStateCode": resp.provider_state_code,
@@ -204,6 +208,10 @@ def authorize(
         "transactionAccountId": acct_id, "cardType": acct.card_type,
     }
     _emit(state.output_format, row, "Authorization")
+    if resp.state == "Pending":  # accepted, not done: an outcome still to look up
+        from walletctl.errors import UnknownOutcomeError
+
+        raise UnknownOutcomeError(reference, "the gateway answered Pending: not done yet")
     if resp.state != "Approved":
         from walletctl.render.console import print_error
 

@@ -14,43 +14,49 @@ Transport errors are split by what they prove:
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from walletctl import __version__
 from walletctl.client._httpx import httpx
+from walletctl.client.answers import MAX_RETRY_AFTER as MAX_RETRY_AFTER
+from walletctl.client.answers import (
+    Answer,
+    gateway_error,
+    nothing_sent,
+    one_line,
+    parse_model,
+    reason_of,
+)
+from walletctl.client.answers import PreparedCall as PreparedCall  # re-exported
+from walletctl.client.answers import parse_retry_after as parse_retry_after
+from walletctl.client.checks import check_echo, check_identifier, check_records
+from walletctl.client.guard import (
+    BadEncoding,
+    BodyReader,
+    BodyTooLarge,
+    DeadlineExceeded,
+    alarm,
+    clean_text,
+    overall_deadline,
+)
 from walletctl.config.profile import Profile
 from walletctl.errors import (
-    AuthError,
-    GatewayError,
     NetworkError,
     RequestValidationError,
     ResponseError,
     UnknownOutcomeError,
 )
-from walletctl.models.base import dumps, loads
+from walletctl.models.base import dumps
 from walletctl.models.records import TransactionRecord, parse_records
-from walletctl.render.mask import mask_body, mask_headers, mask_text, scrub
+from walletctl.render.mask import mask_body, mask_headers
 
 if TYPE_CHECKING:  # imported where used: `walletctl lookup` never needs the request models
     from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
 
 Trace = Callable[[str], None]
-MAX_RETRY_AFTER = 60.0
-
-# aiohttp exceptions (seen as __cause__ through httpx-aiohttp) raised before a byte was sent.
-_AIOHTTP_CONNECT_PHASE = (
-    "ClientConnectorError",
-    "ConnectionTimeoutError",
-    "ClientConnectorCertificateError",
-    "ClientConnectorSSLError",
-    "ClientConnectorDNSError",
-    "ClientProxyConnectionError",
-)
 
 
 def profile_timeout(profile: Profile) -> httpx.Timeout:
@@ -62,47 +68,6 @@ def _auth_header(profile: Profile) -> tuple[str, str] | None:
     from walletctl.config.secrets import auth_header
 
     return auth_header(profile)
-
-
-class PreparedCall:
-    """One request ready to send (also what --dry-run prints)."""
-
-    def __init__(
-        self,
-        request: httpx.Request,
-        *,
-        reference: str | None,
-        moves_money: bool,
-        secret_headers: tuple[str, ...],
-    ) -> None:
-        self.request = request
-        self.reference = reference
-        self.moves_money = moves_money
-        self.secret_headers = secret_headers
-
-    def secrets(self) -> tuple[str, ...]:
-        """The credentials this request carries (to scrub from whatever comes back)."""
-        found: list[str] = []
-        for name in self.secret_headers:
-            value = self.request.headers.get(name)
-            if value:
-                found.append(value)
-                credential = value.partition(" ")[2].strip()
-                if credential:
-                    found.append(credential)
-        return tuple(found)
-
-    def describe(self) -> dict[str, Any]:
-        """The exact request with secrets masked."""
-        body: Any = None
-        if self.request.content:
-            body = mask_body(loads(self.request.content))
-        return {
-            "method": self.request.method,
-            "url": str(self.request.url),
-            "headers": mask_headers(self.request.headers, self.secret_headers),
-            "body": body,
-        }
 
 
 class _Base:
@@ -154,7 +119,12 @@ class _Base:
         if json is not None:
             content = dumps(json).encode()
             hdrs["Content-Type"] = "application/json"
-        request = httpx.Request(method, url, params=params, headers=hdrs, content=content)
+        try:
+            request = httpx.Request(method, url, params=params, headers=hdrs, content=content)
+        except (httpx.InvalidURL, UnicodeError, ValueError) as exc:  # nothing was sent
+            raise RequestValidationError(
+                [("request", f"cannot be sent: {clean_text(str(exc))[:200]}")]
+            ) from None
         return PreparedCall(
             request, reference=reference, moves_money=moves_money, secret_headers=secret_headers
         )
@@ -168,50 +138,63 @@ class _Base:
         for name, value in d["headers"].items():
             self.trace(f"> {name}: {value}")
         if d["body"] is not None:
-            self.trace(f"> {dumps(d['body'])}")
+            self.trace(one_line(f"> {dumps(d['body'])}"))
 
-    def _trace_response(
-        self, response: httpx.Response, elapsed: float, secrets: tuple[str, ...] = ()
-    ) -> None:
+    def _trace_response(self, answer: Answer, elapsed: float) -> None:
         if self.trace is None:
             return
-        self.trace(f"< HTTP {response.status_code} ({elapsed * 1000:.0f} ms)")
-        for name, value in mask_headers(response.headers).items():
-            self.trace(f"< {name}: {mask_text(value, secrets)}")
-        if response.content:
-            try:
-                self.trace(f"< {dumps(scrub(mask_body(loads(response.content)), secrets))}")
-            except (ValueError, RecursionError):
-                self.trace(f"< ({len(response.content)} bytes, not JSON)")
+        self.trace(f"< HTTP {answer.status} ({elapsed * 1000:.0f} ms)")
+        for name, value in mask_headers(answer.headers).items():
+            self.trace(f"< {clean_text(name)}: {clean_text(value, answer.secrets)}")
+        if answer.size:
+            if answer.is_json:
+                self.trace(one_line(f"< {dumps(mask_body(answer.data))}"))
+            else:
+                self.trace(f"< ({answer.size} bytes, not JSON)")
 
     # -- mapping ---------------------------------------------------------------------------
     def _map_transport_error(self, call: PreparedCall, exc: httpx.TransportError) -> Exception:
         url = f"{call.request.method} {call.request.url.copy_with(query=None)}"
-        if _nothing_sent(exc):
+        if nothing_sent(exc):
             return NetworkError(
-                f"could not connect: {url} ({_reason(exc)})",
+                f"could not connect: {url} ({reason_of(exc)})",
                 hint="check the profile's base_url and that the gateway is reachable; "
                 "nothing was sent",
             )
         if call.moves_money:
-            return UnknownOutcomeError(call.reference or "the request", _reason(exc))
-        return NetworkError(f"no answer from {url} ({_reason(exc)})", hint="safe to run again")
+            return UnknownOutcomeError(call.reference or "the request", reason_of(exc))
+        return NetworkError(f"no answer from {url} ({reason_of(exc)})", hint="safe to run again")
 
-    def _handle(self, call: PreparedCall, response: httpx.Response) -> Any:
-        status = response.status_code
+    def _map_guard_error(self, call: PreparedCall, exc: BaseException) -> Exception:
+        """Deadline passed, answer too large or undecodable: the answer was not read."""
+        url = f"{call.request.method} {call.request.url.copy_with(query=None)}"
+        if isinstance(exc, DeadlineExceeded):
+            limit = overall_deadline(self.profile.timeout)
+            reason = f"no complete answer within {limit:g} s (twice the timeout)"
+        else:
+            reason = clean_text(str(exc))
+        if call.moves_money:
+            return UnknownOutcomeError(call.reference or "the request", reason)
+        if isinstance(exc, DeadlineExceeded):
+            return NetworkError(f"no answer from {url} ({reason})", hint="safe to run again")
+        return ResponseError(f"unreadable answer from {url}: {reason}")
+
+    def _answer(self, call: PreparedCall, response: httpx.Response, body: bytes) -> Answer:
+        return Answer(response.status_code, response.headers, body, call.secrets())
+
+    def _handle(self, call: PreparedCall, answer: Answer) -> Any:
+        status = answer.status
         if status >= 400:
-            raise _gateway_error(call, response)
+            raise gateway_error(call, answer)
         if 300 <= status < 400:
-            where = response.headers.get("Location", "?")
+            where = clean_text(answer.headers.get("Location", "?"), call.secrets())[:300]
             raise ResponseError(
                 f"gateway answered HTTP {status}, a redirect to {where} (not followed)",
                 hint="check the profile's base_url (https? path prefix?)",
             )
-        if not response.content:
+        if not answer.size:
             return None
-        try:
-            return loads(response.content)
-        except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse
+        if not answer.is_json:  # not JSON, or nested too deeply to parse
             raise ResponseError(
                 f"gateway answered HTTP {status} with a body that is not JSON",
                 hint=(
@@ -220,115 +203,7 @@ class _Base:
                     else None
                 ),
             ) from None
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:200]
-
-
-def _nothing_sent(exc: httpx.TransportError) -> bool:
-    """True only when the failure provably happened before the request left."""
-    if not isinstance(
-        exc,
-        httpx.ConnectError
-        | httpx.ConnectTimeout
-        | httpx.PoolTimeout
-        | httpx.UnsupportedProtocol
-        | httpx.ProxyError,
-    ):
-        return False
-    # httpx-aiohttp maps every aiohttp ClientConnectionError, including a server that dropped
-    # the connection after reading the request, to ConnectTimeout: trust only connect-phase
-    # causes.
-    cause = exc.__cause__
-    if cause is not None and type(cause).__module__.startswith("aiohttp"):
-        return type(cause).__name__ in _AIOHTTP_CONNECT_PHASE
-    return True
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """``Retry-After`` in seconds or HTTP-date form -> seconds (capped), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds:  # NaN
-        return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-
-
-def _gateway_error(call: PreparedCall, response: httpx.Response) -> GatewayError:
-    code = description = detail = None
-    body: Any = None
-    try:
-        body = loads(response.content) if response.content else None
-        body = scrub(body, call.secrets())  # a gateway may echo the credential it was given
-    except (ValueError, RecursionError):
-        body = None
-    if isinstance(body, dict):
-        lower = {str(k).lower(): v for k, v in body.items()}
-        code = _str(lower.get("code"))
-        description = _str(lower.get("description"))
-        details = lower.get("details")
-        if isinstance(details, dict):
-            detail = _str({str(k).lower(): v for k, v in details.items()}.get("message"))
-        elif isinstance(details, str):
-            detail = details
-    status = response.status_code
-    retry_after = parse_retry_after(response.headers.get("Retry-After"))
-    hint = None
-    if status in (401, 403):
-        hint = "check the profile's credentials (`walletctl profile check`)"
-    elif status == 404 and call.reference:
-        hint = (
-            f"no transaction {call.reference} for this merchant and store: check the reference "
-            "and the profile (`walletctl profile show`)"
-        )
-    elif status >= 500 and call.moves_money and call.reference:
-        hint = f"check with `walletctl lookup {call.reference}` before trying again"
-    elif status == 429:
-        wait = "" if retry_after is None else f" {retry_after:g} s (Retry-After)"
-        hint = f"the gateway is rate limiting: wait{wait} and try again"
-    cls = AuthError if status in (401, 403) else GatewayError
-    return cls(
-        status,
-        code=code,
-        description=description,
-        detail=detail,
-        hint=hint,
-        body=mask_body(body),
-        retry_after=retry_after,
-    )
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
-
-
-def _str(value: Any) -> str | None:
-    """Gateway text for a one-line message: no control characters (newlines, ANSI escapes)."""
-    return None if value is None else _CONTROL.sub(" ", str(value))[:500]
-
-
-def _parse(
-    model: Any, data: Any, profile: Profile, what: str, reference: str | None = None
-) -> Any:
-    try:
-        return model.from_wire(data, profile.amount_format)
-    except RequestValidationError as exc:
-        field, rule = exc.problems[0]
-        raise ResponseError(
-            f"unexpected {what} response: {field}: {rule}",
-            # the gateway accepted the request: it may well have been applied
-            hint=f"check with `walletctl lookup {reference}`" if reference else None,
-        ) from None
+        return answer.data
 
 
 class GatewayClient(_Base):
@@ -357,10 +232,32 @@ class GatewayClient(_Base):
     def send(self, call: PreparedCall) -> Any:
         self._trace_request(call)
         started = time.perf_counter()
+        limit = overall_deadline(self.profile.timeout)
         try:
-            response = self._http.send(call.request)
+            # From here until the answer is handled, an interrupt (Ctrl-C, SIGTERM, SIGHUP)
+            # leaves a money move's outcome unknown.
+            with alarm(limit):
+                response = self._http.send(call.request, stream=True)
+                try:
+                    if response.is_stream_consumed:  # an in-memory transport: already decoded
+                        reader = BodyReader(None)
+                        reader.feed(response.content)
+                    else:
+                        reader = BodyReader(
+                            response.headers.get("Content-Encoding"), time.monotonic() + limit
+                        )
+                        for chunk in response.iter_raw():
+                            reader.feed(chunk)
+                    body = reader.finish()
+                finally:
+                    response.close()
+            answer = self._answer(call, response, body)
+            self._trace_response(answer, time.perf_counter() - started)
+            return self._handle(call, answer)
         except httpx.TransportError as exc:
             raise self._map_transport_error(call, exc) from None
+        except (DeadlineExceeded, BodyTooLarge, BadEncoding) as exc:
+            raise self._map_guard_error(call, exc) from None
         except KeyboardInterrupt:
             # Ctrl-C while a money move is in flight: it may have been applied, and running
             # the command again would derive a NEW reference and move the money twice.
@@ -369,8 +266,6 @@ class GatewayClient(_Base):
                     call.reference or "the request", "interrupted while waiting for the answer"
                 ) from None
             raise
-        self._trace_response(response, time.perf_counter() - started, call.secrets())
-        return self._handle(call, response)
 
     def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
         return self.send(self.prepare(method, path_key, **kwargs))
@@ -389,7 +284,7 @@ class GatewayClient(_Base):
         data = self.send(self.prepare_checkout(req))
         from walletctl.models.checkout import CheckoutResponse
 
-        result: CheckoutResponse = _parse(
+        result: CheckoutResponse = parse_model(
             CheckoutResponse, data, self.profile, "checkout", req.client_system_transaction_id
         )
         return result
@@ -407,12 +302,14 @@ class GatewayClient(_Base):
         data = self.send(self.prepare_followup(req))
         from walletctl.models.followup import FollowUpResponse
 
-        result: FollowUpResponse = _parse(
+        _check_followup(self.profile, req, data)
+        result: FollowUpResponse = parse_model(
             FollowUpResponse, data, self.profile, req.operation, req.client_system_transaction_id
         )
         return result
 
     def prepare_lookup(self, reference: str) -> PreparedCall:
+        check_identifier(reference, "REF")
         return self.prepare(
             "GET",
             "apm_transactions",
@@ -421,7 +318,20 @@ class GatewayClient(_Base):
         )
 
     def lookup(self, reference: str) -> list[TransactionRecord]:
-        return parse_records(self.send(self.prepare_lookup(reference)), self.profile.amount_format)
+        data = self.send(self.prepare_lookup(reference))
+        return check_records(parse_records(data, self.profile.amount_format))
+
+
+def _check_followup(profile: Profile, req: FollowUpRequest, data: Any) -> None:
+    check_echo(
+        data,
+        reference=req.client_system_transaction_id,
+        invoice=req.client_system_invoice_id,
+        amount=req.amount,
+        currency=req.currency_code,
+        operation=req.type,
+        fmt=profile.amount_format,
+    )
 
 
 def lookup_params(profile: Profile, reference: str) -> dict[str, str]:
@@ -476,20 +386,36 @@ class AsyncGatewayClient(_Base):
         await self._transport.aclose()
 
     async def send(self, call: PreparedCall) -> Any:
+        import asyncio
+
         self._trace_request(call)
         started = time.perf_counter()
         request = call.request
         request.extensions.setdefault("timeout", self._timeout)
+        limit = overall_deadline(self.profile.timeout)
         try:
-            response = await self._transport.handle_async_request(request)
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
+            async with asyncio.timeout(limit):
+                response = await self._transport.handle_async_request(request)
+                try:
+                    if response.is_stream_consumed:  # an in-memory transport: already decoded
+                        reader = BodyReader(None)
+                        reader.feed(response.content)
+                    else:
+                        reader = BodyReader(response.headers.get("Content-Encoding"))
+                        async for chunk in response.aiter_raw():
+                            reader.feed(chunk)
+                    body = reader.finish()
+                finally:
+                    await response.aclose()
         except httpx.TransportError as exc:
             raise self._map_transport_error(call, exc) from None
-        self._trace_response(response, time.perf_counter() - started, call.secrets())
-        return self._handle(call, response)
+        except TimeoutError:
+            raise self._map_guard_error(call, DeadlineExceeded()) from None
+        except (BodyTooLarge, BadEncoding) as exc:
+            raise self._map_guard_error(call, exc) from None
+        answer = self._answer(call, response, body)
+        self._trace_response(answer, time.perf_counter() - started)
+        return self._handle(call, answer)
 
     async def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
         return await self.send(self.prepare(method, path_key, **kwargs))
@@ -504,9 +430,11 @@ class AsyncGatewayClient(_Base):
         )
         from walletctl.models.followup import FollowUpResponse
 
-        result: FollowUpResponse = _parse(
+        data = await self.send(call)
+        _check_followup(self.profile, req, data)
+        result: FollowUpResponse = parse_model(
             FollowUpResponse,
-            await self.send(call),
+            data,
             self.profile,
             req.operation,
             req.client_system_transaction_id,
@@ -514,10 +442,11 @@ class AsyncGatewayClient(_Base):
         return result
 
     async def lookup(self, reference: str) -> list[TransactionRecord]:
+        check_identifier(reference, "REF")
         call = self.prepare(
             "GET",
             "apm_transactions",
             params=lookup_params(self.profile, reference),
             reference=reference,
         )
-        return parse_records(await self.send(call), self.profile.amount_format)
+        return check_records(parse_records(await self.send(call), self.profile.amount_format))

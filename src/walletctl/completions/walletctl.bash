@@ -4,13 +4,13 @@ _walletctl_words() {
         '') echo 'account authorize capture checkout completion history keys lookup profile refund reverse sandbox smoke --profile -p --config --output -o --verbose -v --timeout --debug --version --help' ;;
         'account') echo '--event --encryption-key-id --help' ;;
         'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id --yes -y --dry-run --help' ;;
-        'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --help' ;;
+        'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --open --dry-run --help' ;;
         'completion') echo 'bash zsh fish powershell --help' ;;
         'history') echo 'verify --since --until --ref --op --profile --user --outcome --unknown --reconcile --last --path --help' ;;
         'history verify') echo '--help' ;;
         'keys') echo '--show-secret --save --refresh --help' ;;
-        'lookup') echo '--help' ;;
+        'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help' ;;
         'profile') echo 'add check example list remove show --help' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --keyring --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path --default --force --help' ;;
         'profile check') echo '--all --online --help' ;;
@@ -18,8 +18,8 @@ _walletctl_words() {
         'profile list') echo '--help' ;;
         'profile remove') echo '--yes -y --help' ;;
         'profile show') echo '--help' ;;
-        'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --help' ;;
-        'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --help' ;;
+        'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
+        'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'sandbox') echo 'approve cancel decline demo ledger reset serve values wait --help' ;;
         'sandbox approve') echo '--url --admin-token --help' ;;
         'sandbox cancel') echo '--url --admin-token --help' ;;
@@ -49,6 +49,7 @@ _walletctl_takes() {  # options that take a value
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
+        'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
@@ -79,6 +80,7 @@ _walletctl_values() {  # path, option
         'checkout|--type') echo 'sale preauth' ;;
         'checkout|--from-file') echo '@files' ;;
         'history|--profile') echo '@profiles' ;;
+        'lookup|--batch') echo '@files' ;;
         'profile add|--amount-format') echo 'minor decimal' ;;
         'profile add|--auth-scheme') echo 'PublicApiKey Bearer Basic header none' ;;
         'profile add|--key-file') echo '@files' ;;

@@ -16,6 +16,7 @@ function __walletctl_takes
         case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
+        case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
         case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
@@ -118,6 +119,8 @@ complete -c walletctl -n "__walletctl_at 'capture'" -l results -r -F -d 'Per-row
 complete -c walletctl -n "__walletctl_at 'capture'" -l skip-invalid -d 'Send the valid rows, report the rest'
 complete -c walletctl -n "__walletctl_at 'capture'" -l max-failures -r -d 'Stop after K consecutive gateway failures'
 complete -c walletctl -n "__walletctl_at 'capture'" -l batch-id -r -d 'Batch id for derived references (default: from the input)'
+complete -c walletctl -n "__walletctl_at 'capture'" -l full-preflight -d 'Look every rows original up before sending (two round trips'
+complete -c walletctl -n "__walletctl_at 'capture'" -l offline -d 'With --dry-run: validate only, no read-only pre-flight looku'
 complete -c walletctl -n "__walletctl_at 'capture'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'checkout'" -l amount -r -d 'Amount in major units, e'
 complete -c walletctl -n "__walletctl_at 'checkout'" -l currency -r -d 'ISO 4217 code (default: the profiles currency)'
@@ -166,6 +169,13 @@ complete -c walletctl -n "__walletctl_at 'keys'" -l show-secret -d 'Print the ke
 complete -c walletctl -n "__walletctl_at 'keys'" -l save -d 'Store the API key and encryption key in the profiles secret'
 complete -c walletctl -n "__walletctl_at 'keys'" -l refresh -d 'Ignore the cache: ask the public key service'
 complete -c walletctl -n "__walletctl_at 'keys'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'lookup'" -l batch -r -F -d 'File of references (CSV with a ref column, one per line, or '
+complete -c walletctl -n "__walletctl_at 'lookup'" -l open -d 'Only approved pre-authorisations with something left to capt'
+complete -c walletctl -n "__walletctl_at 'lookup'" -l older-than -r -d 'Only references whose first transaction is older, e'
+complete -c walletctl -n "__walletctl_at 'lookup'" -l state -r -d 'Only this state (repeatable)'
+complete -c walletctl -n "__walletctl_at 'lookup'" -l concurrency -r -d 'Lookups in flight'
+complete -c walletctl -n "__walletctl_at 'lookup'" -l rate -r -d 'Max requests per second'
+complete -c walletctl -n "__walletctl_at 'lookup'" -l max-failures -r -d 'Stop after K consecutive failed lookups'
 complete -c walletctl -n "__walletctl_at 'lookup'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile'" -a add -d 'Add a profile to the profiles file (created 0600 if'
 complete -c walletctl -n "__walletctl_at 'profile'" -a check -d 'Check a profile: file, permissions, secrets, and which'
@@ -228,6 +238,8 @@ complete -c walletctl -n "__walletctl_at 'refund'" -l results -r -F -d 'Per-row 
 complete -c walletctl -n "__walletctl_at 'refund'" -l skip-invalid -d 'Send the valid rows, report the rest'
 complete -c walletctl -n "__walletctl_at 'refund'" -l max-failures -r -d 'Stop after K consecutive gateway failures'
 complete -c walletctl -n "__walletctl_at 'refund'" -l batch-id -r -d 'Batch id for derived references (default: from the input)'
+complete -c walletctl -n "__walletctl_at 'refund'" -l full-preflight -d 'Look every rows original up before sending (two round trips'
+complete -c walletctl -n "__walletctl_at 'refund'" -l offline -d 'With --dry-run: validate only, no read-only pre-flight looku'
 complete -c walletctl -n "__walletctl_at 'refund'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l amount -r -d 'Amount in major units (default: all that remains)'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l currency -r -d 'Must match the originals currency'
@@ -246,6 +258,8 @@ complete -c walletctl -n "__walletctl_at 'reverse'" -l results -r -F -d 'Per-row
 complete -c walletctl -n "__walletctl_at 'reverse'" -l skip-invalid -d 'Send the valid rows, report the rest'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l max-failures -r -d 'Stop after K consecutive gateway failures'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l batch-id -r -d 'Batch id for derived references (default: from the input)'
+complete -c walletctl -n "__walletctl_at 'reverse'" -l full-preflight -d 'Look every rows original up before sending (two round trips'
+complete -c walletctl -n "__walletctl_at 'reverse'" -l offline -d 'With --dry-run: validate only, no read-only pre-flight looku'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a approve -d 'Approve a pending checkout, as the customer would on the'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a cancel -d 'Cancel a pending checkout (state Cancelled)'

@@ -358,7 +358,13 @@ def save_secret(profile: Profile, name: str, value: str | SecretStr) -> str:
             raise _keyring_error(exc) from None
         return f"keyring {KEYRING_SERVICE}/{user}"
     path = saved_secret_path(profile, name)
-    write_private(path, (secret + "\n").encode("utf-8"))
+    try:
+        write_private(path, (secret + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot save the {name} to {display_path(path)}: "
+            f"{exc.strerror or type(exc).__name__}"
+        ) from None
     return f"file {display_path(path)} (0600)"
 
 

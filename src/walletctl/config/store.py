@@ -39,7 +39,7 @@ from walletctl.config.profile import (
     ProfilesFile,
     display_path,
 )
-from walletctl.constants import DEFAULT_TIMEOUT, PATH_KEYS, Env
+from walletctl.constants import DEFAULT_TIMEOUT, MAX_TIMEOUT, PATH_KEYS, Env
 from walletctl.errors import ConfigError
 
 __all__ = [
@@ -211,11 +211,13 @@ class _Parser:
         """The optional sub-table ``key`` of ``table`` (empty when absent)."""
         return self.table(table.get(key, {}), _loc(location, key))
 
-    def text(self, value: Any, location: str) -> str:
+    def text(self, value: Any, location: str, max_length: int = 1024) -> str:
         if not isinstance(value, str):
             self.fail(location, f"must be a string, not {_kind(value)}")
         if not value.strip():
             self.fail(location, "must not be empty")
+        if len(value) > max_length:
+            self.fail(location, f"must be at most {max_length} characters (got {len(value)})")
         if any(ord(c) < 32 or ord(c) == 127 for c in value):
             self.fail(location, "must not contain control characters")
         return value
@@ -300,8 +302,9 @@ class _Parser:
             value = table["timeout"]
             if isinstance(value, bool) or not isinstance(value, int | float):
                 self.fail(_loc(loc, "timeout"), f"must be a number of seconds, not {_kind(value)}")
-            if not math.isfinite(value) or value <= 0:
-                self.fail(_loc(loc, "timeout"), "must be greater than 0 seconds")
+            if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
+                self.fail(_loc(loc, "timeout"),
+                          f"must be greater than 0 and at most {MAX_TIMEOUT:g} seconds")
             timeout = float(value)
         timezone = None
         if "timezone" in table:
@@ -314,9 +317,9 @@ class _Parser:
         return Profile(
             name=name,
             base_url=self.url(table["base_url"], _loc(loc, "base_url")),
-            merchant_id=self.text(table["merchant_id"], _loc(loc, "merchant_id")),
-            store_id=self.text(table["store_id"], _loc(loc, "store_id")),
-            user_id=self.text(table["user_id"], _loc(loc, "user_id")),
+            merchant_id=self.text(table["merchant_id"], _loc(loc, "merchant_id"), 255),
+            store_id=self.text(table["store_id"], _loc(loc, "store_id"), 255),
+            user_id=self.text(table["user_id"], _loc(loc, "user_id"), 255),
             amount_format=amount_format,
             currency=currency,
             timeout=timeout,
@@ -504,6 +507,9 @@ def parse_document(document: dict[str, Any], path: Path) -> tuple[str | None, di
 # --------------------------------------------------------------------------- load
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def load_file(path: Path, *, check_permissions: bool = True) -> ProfilesFile:
     """Read and validate one profiles file.
 
@@ -513,9 +519,18 @@ def load_file(path: Path, *, check_permissions: bool = True) -> ProfilesFile:
     """
     path = Path(path).expanduser()
     try:
-        with path.open("rb") as fh:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; anything but a regular file
+        # (FIFO, /dev/zero, a socket) is refused before a byte is read.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
             st = os.fstat(fh.fileno())
-            data = fh.read()
+            if not stat.S_ISREG(st.st_mode):
+                if stat.S_ISDIR(st.st_mode):
+                    raise IsADirectoryError
+                raise ConfigError(f"{path} is not a regular file (a FIFO or device?)")
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
     except FileNotFoundError:
         raise ConfigError(f"no profiles file at {path}", hint=_ADD_HINT) from None
     except IsADirectoryError:
@@ -530,6 +545,8 @@ def load_file(path: Path, *, check_permissions: bool = True) -> ProfilesFile:
         document = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text") from None
+    except RecursionError:
+        raise ConfigError(f"{path} is nested too deeply") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path} is not valid TOML: {exc}",
@@ -576,9 +593,13 @@ def load_profile(name: str | None = None, config_path: Path | None = None) -> Pr
 
 def ensure_dir(directory: Path) -> None:
     if not directory.exists():
-        directory.mkdir(parents=True, mode=0o700)
-        if os.name != "nt":
-            os.chmod(directory, 0o700)  # mkdir's mode is masked by the umask
+        # Every directory created here is 0700, parents included (mkdir(parents=True) would
+        # create them with the umask's 0755).
+        missing = [directory, *(p for p in directory.parents if not p.exists())]
+        for new in reversed(missing):
+            new.mkdir(mode=0o700, exist_ok=True)
+            if os.name != "nt":
+                os.chmod(new, 0o700)  # mkdir's mode is masked by the umask
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -80,6 +80,9 @@ def exponent(currency: str) -> int:
     return _EXPONENTS.get(currency.upper(), 2)
 
 
+MAX_DIGITS = 15  # larger amounts are typing mistakes, and exceed Decimal's default precision
+
+
 def to_decimal(value: Any) -> Decimal:
     """Parse a string/int/Decimal into a finite Decimal. Floats are refused."""
     if isinstance(value, bool | float):
@@ -100,6 +103,8 @@ def to_decimal(value: Any) -> Decimal:
         raise ValueError("must be a number")
     if not result.is_finite():
         raise ValueError("must be a finite number")
+    if result.adjusted() >= MAX_DIGITS:
+        raise ValueError(f"must have at most {MAX_DIGITS} digits before the decimal point")
     if result.is_zero() and result.is_signed():
         result = result.copy_abs()  # "-0.00" would otherwise be sent as "-0.00"
     return result
@@ -117,7 +122,10 @@ def quantize(amount: Decimal, currency: str) -> Decimal:
     """Check ``amount`` has at most the currency's decimals; return it at that exponent."""
     exp = exponent(currency)
     step = Decimal(1).scaleb(-exp)
-    q = amount.quantize(step)
+    try:
+        q = amount.quantize(step)
+    except InvalidOperation:
+        raise ValueError(f"{currency} amounts have at most 28 significant digits") from None
     if q != amount:
         raise ValueError(f"{currency} amounts have {exp} decimal place{'s' if exp != 1 else ''}")
     return q

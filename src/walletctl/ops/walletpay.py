@@ -55,6 +55,7 @@ class KeysResult:
     source: str  # "gateway" | "cache"
     cache_path: Path | None = None
     saved: tuple[str, ...] = ()
+    cache_error: str | None = None  # the keys were fetched, but could not be cached
 
 
 def cache_dir() -> Path:
@@ -139,11 +140,16 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
     path = cache_path(profile)
     keys = None if refresh else _read_cache(path, now or datetime.now(UTC))
     source = "cache"
+    cache_error = None
     if keys is None:
         keys = fetch_keys(client)
         source = "gateway"
         if parse_expiry(keys.expires_at) is not None:
-            _write_cache(path, keys)
+            try:
+                _write_cache(path, keys)
+            except OSError as exc:  # the cache is an optimisation: warn, do not fail
+                cache_error = f"cannot write the key cache {path}: " + (
+                    exc.strerror or type(exc).__name__)
     saved: tuple[str, ...] = ()
     if save:
         from walletctl.config.secrets import save_secret
@@ -152,7 +158,8 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
             "API key -> " + save_secret(profile, "key", keys.api_key),
             "encryption key -> " + save_secret(profile, "encryption_key", keys.encryption_key),
         )
-    return KeysResult(keys=keys, source=source, cache_path=path, saved=saved)
+    return KeysResult(keys=keys, source=source, cache_path=path, saved=saved,
+                      cache_error=cache_error)
 
 
 # -- event.detail ------------------------------------------------------------------------------
@@ -160,19 +167,9 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
 
 def read_event(path: Path) -> PaymentResult:
     """A posted ``event.detail`` (file or ``-``); a gateway error object is refused."""
-    import sys
+    from walletctl.ops.inputs import read_document
 
-    from walletctl.models.base import loads
-
-    where = str(path)
-    try:
-        raw = sys.stdin.buffer.read() if where == "-" else path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--event: cannot read {where}: {exc.strerror}") from None
-    try:
-        data = loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RequestValidationError([(f"--event {where}", f"invalid JSON: {exc}")]) from None
+    data = read_document(path, "--event")
     detail = parse_event_detail(data)
     if isinstance(detail, GatewayErrorObject):
         message = detail.details.message if detail.details else None
@@ -201,8 +198,10 @@ def resolve_key_id(profile: Profile, explicit: str | None) -> str:
 
 
 def prepare_account(client: GatewayClient, account_id: str, key_id: str) -> PreparedCall:
-    if not account_id.strip():
-        raise RequestValidationError([("transactionAccountId", "must not be empty")])
+    from walletctl.client.checks import check_identifier
+
+    check_identifier(account_id, "transactionAccountId", max_length=255)
+    check_identifier(key_id, "--encryption-key-id", max_length=255)
     profile = client.profile
     return client.prepare(
         "GET", "payment_accounts", path_suffix="/" + quote(account_id, safe=""),
@@ -221,7 +220,7 @@ def get_account(client: GatewayClient, account_id: str, key_id: str) -> PaymentA
     try:
         data = client.send(prepare_account(client, account_id, key_id))
     except GatewayError as exc:
-        if exc.code == "EncryptionKeyMismatch":
+        if "EncryptionKeyMismatch" in (exc.code, exc.description):
             exc.hint = KEY_MISMATCH_HINT
         raise
     try:
@@ -291,18 +290,9 @@ def build_authorization(
 
 def read_three_ds(path: Path) -> ThreeDSecure:
     """``--3ds FILE|-``: JSON ``{threeDSServerTransId, authenticationValue, eci}``."""
-    import sys
+    from walletctl.ops.inputs import read_document
 
-    from walletctl.models.base import loads
-
-    where = str(path)
-    try:
-        raw = sys.stdin.buffer.read() if where == "-" else path.read_bytes()
-        data: Any = loads(raw)
-    except OSError as exc:
-        raise UsageError(f"--3ds: cannot read {where}: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RequestValidationError([(f"--3ds {where}", f"invalid JSON: {exc}")]) from None
+    data: Any = read_document(path, "--3ds")
     if isinstance(data, dict):  # the sandbox's challenge answer carries transStatus too
         data = {k: v for k, v in data.items() if str(k).lower() != "transstatus"}
     return ThreeDSecure.from_wire(data)
@@ -313,8 +303,16 @@ def prepare_authorization(client: GatewayClient, req: AuthorizationRequest) -> P
                           reference=req.client_system_transaction_id, moves_money=True)
 
 
-def send_authorization(client: GatewayClient, call: PreparedCall) -> AuthorizationResponse:
+def send_authorization(
+    client: GatewayClient, call: PreparedCall, req: AuthorizationRequest | None = None
+) -> AuthorizationResponse:
     data = client.send(call)
+    if req is not None:  # an answer naming another reference/amount is no success
+        from walletctl.client.checks import check_echo
+
+        check_echo(data, reference=req.client_system_transaction_id, amount=req.amount,
+                   currency=req.currency_code, operation=req.type,
+                   fmt=client.profile.amount_format)
     try:
         return AuthorizationResponse.from_wire(data, client.profile.amount_format)
     except RequestValidationError as exc:

@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from walletctl.sandbox.engine import error_body
+
 CORS_ROUTES: dict[str, tuple[str, ...]] = {
     "/walletpay.js": ("GET", "HEAD"),
     "/wallet/cards": ("GET",),
@@ -55,8 +57,7 @@ def parse_origins(values: Iterable[str]) -> tuple[str, ...] | None:
 
 
 def _error(status: int, message: str) -> bytes:
-    return json.dumps({"code": "OriginNotAllowed", "description": "Forbidden",
-                       "details": {"message": message}}).encode()
+    return json.dumps(error_body(status, message, description="OriginNotAllowed")).encode()
 
 
 class CorsMiddleware:

@@ -4,7 +4,10 @@
 * :mod:`.journal` — the SQLite (WAL) write-ahead journal and deterministic references
 * :mod:`.plan`    — pass 1: validate everything, record the plan (nothing sent)
 * :mod:`.flow`    — token bucket, Retry-After, circuit breaker
-* :mod:`.runner`  — pass 2: the async runner (lookup before retry, pre-flight rules)
+* :mod:`.outcome` — run options, per-row results, the run report; building a row's request
+* :mod:`.control` — the gateway protocol, the runner's control exceptions, the retry loop
+* :mod:`.runner`  — pass 2: the async runner (direct or lookup-first rows, lookup before retry)
+* :mod:`.lookup`  — ``lookup --batch`` balance reports on the same flow control
 * :mod:`.results` — per-row NDJSON / CSV results
 
 See docs/batch.md for the behaviour and the exit codes.

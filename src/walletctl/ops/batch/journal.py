@@ -16,11 +16,15 @@ states and one-line details only.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -116,6 +120,16 @@ class Journal:
         self.op = op
         self.existed = path.exists() and path.stat().st_size > 0
         self._closed = False
+        self._lock_fd = _lock(path)  # before anything is read or written: one run at a time
+        try:
+            self._open(path, batch_id, op, source)
+        except BaseException:
+            if hasattr(self, "db"):
+                self.db.close()
+            os.close(self._lock_fd)
+            raise
+
+    def _open(self, path: Path, batch_id: str, op: Op, source: str) -> None:
         try:
             self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -140,6 +154,8 @@ class Journal:
             )
         self.run = int(meta.get("run", "0")) + 1
         self.db.execute("UPDATE meta SET value=? WHERE key='run'", (str(self.run),))
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('owner', ?)",
+                        (_owner(),))
 
     # ---- planning (one transaction for the whole file) ----
     def begin(self) -> None:
@@ -226,11 +242,13 @@ class Journal:
             last = int(chunk[-1][1])
 
     def mark_sent(self, key: str) -> None:
-        """Committed before the request is sent."""
+        """Committed before the request is sent (with any outcomes recorded since the last
+        commit: one commit per request, not two)."""
         self.db.execute(
             "UPDATE rows SET state='sent', attempts=attempts+1, updated=? WHERE key=?",
             (time.time(), key),
         )
+        self.commit()
 
     def finish(
         self,
@@ -241,6 +259,11 @@ class Journal:
         txn_state: str | None = None,
         detail: str | None = None,
     ) -> None:
+        """Record an outcome. Group commit: it becomes durable with the next ``mark_sent`` or
+        at the end of the run. Losing it to a crash is safe: the row is still ``sent``
+        on disk, and a resume reconciles it by lookup before anything is sent again."""
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN")
         self.db.execute(
             "UPDATE rows SET state=?, txn_id=coalesce(?, txn_id), "
             "txn_state=coalesce(?, txn_state), detail=?, updated=? WHERE key=?",
@@ -266,3 +289,40 @@ class Journal:
         self._closed = True
         self.commit()
         self.db.close()
+        os.close(self._lock_fd)  # releases the run lock (a killed process releases it too)
+
+
+def _owner() -> str:
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return f"pid {os.getpid()} on {socket.gethostname()}, started {started}"
+
+
+def _lock(path: Path) -> int:
+    """An exclusive ``flock`` on the journal file itself for the whole run. The kernel drops
+    it when the process ends, however it ends, so a lock is never stale. (SQLite's own locks
+    are POSIX record locks, a separate kind: the two do not interfere.)"""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise UsageError(f"--journal {path}: cannot open ({exc.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise UsageError(
+            f"--journal {path} is in use by another run ({_running_owner(path)})",
+            hint="wait for it to finish, or stop it (Ctrl-C); one run per journal at a time",
+        ) from None
+    return fd
+
+
+def _running_owner(path: Path) -> str:
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='owner'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        row = None
+    return str(row[0]) if row else "starting up"

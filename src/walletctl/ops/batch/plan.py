@@ -59,9 +59,12 @@ def plan_batch(
     skip_invalid: bool = False,
     check_profile: Callable[[str], str | None] | None = None,
     display_name: str | None = None,
+    check_request: Callable[[Row], Problem | None] | None = None,
 ) -> Plan:
     """Validate ``source`` and record its rows; raise :class:`BatchValidationError` on bad rows
-    (unless ``skip_invalid``). ``check_profile(name)`` returns a rule text for an unusable name.
+    (unless ``skip_invalid``). ``check_profile(name)`` returns a rule text for an unusable name;
+    ``check_request(row)`` builds the row's request with the request model (a row the model
+    refuses is an invalid row here, never a failure in the middle of the run).
     """
     plan = Plan()
     profile_rules: dict[str, str | None] = {}
@@ -79,6 +82,9 @@ def plan_batch(
                 if rule is not None:
                     plan.note(Problem(row.line, "profile", rule))
                     continue
+            if check_request is not None and (problem := check_request(row)) is not None:
+                plan.note(problem)
+                continue
             planned = journal.plan(row)
             if isinstance(planned, Problem):
                 plan.note(planned)

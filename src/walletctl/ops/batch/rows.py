@@ -24,9 +24,11 @@ InputFormat = Literal["csv", "jsonl"]
 
 COLUMNS = ("ref", "amount", "currency", "new_ref", "profile")
 REQUIRED = ("ref", "amount")
-# A reference is sent in JSON and in a URL query: printable, no spaces, bounded length.
-_REF = re.compile(r"^[A-Za-z0-9._:/@#+=-]{1,64}$")
-_PROFILE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# A reference obeys the request model's own field type (models.fields.Reference): what a
+# row accepts is exactly what the request that is built from it accepts (fullmatch: a
+# trailing newline is not "end of string").
+_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}")
+_PROFILE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_LINE = 64 * 1024
 
 
@@ -67,9 +69,10 @@ def detect_format(path: Path | None, first_bytes: bytes) -> InputFormat:
 
 
 def check_ref(value: str, field: str = "ref") -> str:
-    if not _REF.match(value):
+    if not _REF.fullmatch(value):
         raise ValueError(
-            "must be 1-64 characters of letters, digits and ._:/@#+=- (no spaces)"
+            "must be 1-64 characters of letters, digits and ._:/- starting with a letter or "
+            "digit (no spaces, no control characters)"
             if value
             else "is required"
         )
@@ -132,7 +135,7 @@ def validate_fields(
     profile = data.get("profile")
     if profile == "":
         profile = None
-    if profile is not None and (not isinstance(profile, str) or not _PROFILE.match(profile)):
+    if profile is not None and (not isinstance(profile, str) or not _PROFILE.fullmatch(profile)):
         return Problem(line, "profile", "must be a profile name (letters, digits, _ . -)")
     return Row(line, ref, amount, currency, new_ref, profile)
 

@@ -3,6 +3,10 @@
 Per row (rows naming the same original run one after another; others run concurrently)::
 
     journal final (confirmed/refused)?  -> skip (an earlier run did it)
+    direct row? (the only row on its original, never sent, no journal history)
+                                        -> straight to the POST below (one round trip);
+                                           the gateway's own rules refuse what the
+                                           pre-flight would have refused
     lookup(original ref)                -> our new reference already there? -> record it, done
                                         -> pre-flight balance check (ledger rules) -> refused?
     journal 'sent' (committed)  ->  POST follow-up
@@ -14,20 +18,16 @@ Per row (rows naming the same original run one after another; others run concurr
         other 4xx               -> refused
 
 A row is re-sent ONLY after a lookup proved its reference absent, and always with the same
-reference. Retries use tenacity (jittered exponential backoff, bounded attempts).
+reference. Retries: jittered exponential backoff, bounded attempts (see ``_retrying``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
-from tenacity.wait import wait_exponential_jitter
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from walletctl.errors import (
     GatewayError,
@@ -36,133 +36,35 @@ from walletctl.errors import (
     ResponseError,
     UnknownOutcomeError,
 )
-from walletctl.ops.batch.flow import (
-    BACKOFF_INITIAL,
-    BACKOFF_JITTER,
-    BACKOFF_MAX,
-    MAX_ATTEMPTS,
-    CircuitBreaker,
-    Pause,
-    TokenBucket,
-    parse_retry_after,
+from walletctl.ops.batch.control import (
+    Gateway,
+    _Done,
+    _GaveUp,
+    _Refused,
+    _Retry,
+    _Stopped,
+    retrying,
 )
+from walletctl.ops.batch.flow import CircuitBreaker, Pause, TokenBucket, parse_retry_after
 from walletctl.ops.batch.journal import FINAL_STATES, PREFLIGHT, Journal, JournalRow, State
-from walletctl.ops.batch.rows import Op
+from walletctl.ops.batch.outcome import (
+    RowResult,
+    RunOptions,
+    RunReport,
+    build_request,
+    request_problem,
+)
+
+__all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "build_request",
+           "request_problem"]
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.models.followup import FollowUpRequest, FollowUpResponse
+    from walletctl.models.followup import FollowUpRequest
     from walletctl.models.records import TransactionRecord
 
+_T = TypeVar("_T")
 APPROVED = "Approved"
-MAX_THROTTLED = 50  # 429s tolerated per row on top of MAX_ATTEMPTS
-
-
-class Gateway(Protocol):
-    """What the runner needs of :class:`walletctl.client.gateway.AsyncGatewayClient`."""
-
-    profile: Profile
-
-    async def followup(self, req: FollowUpRequest) -> FollowUpResponse: ...
-
-    async def lookup(self, reference: str) -> list[TransactionRecord]: ...
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    op: Op
-    concurrency: int = 8
-    rate: float | None = None
-    max_failures: int = 10
-    max_attempts: int = MAX_ATTEMPTS
-    preflight: bool = True
-    # After a timeout/drop, wait this long before trusting "absent" (a slow gateway may still
-    # be committing the first request). 5xx answers need no settling: the gateway is done.
-    settle: float = 0.5
-    backoff_initial: float = BACKOFF_INITIAL
-    backoff_max: float = BACKOFF_MAX
-
-
-@dataclass
-class RowResult:
-    line: int
-    ref: str
-    new_ref: str
-    op: Op
-    amount: Decimal
-    currency: str
-    status: str  # confirmed | refused | unknown | pending
-    txn_id: str | None = None
-    txn_state: str | None = None
-    detail: str | None = None
-    attempts: int = 0
-    earlier_run: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "line": self.line, "op": self.op, "ref": self.ref, "new_ref": self.new_ref,
-            "amount": f"{self.amount:f}", "currency": self.currency, "status": self.status,
-            "transaction_id": self.txn_id, "state": self.txn_state, "attempts": self.attempts,
-            "earlier_run": self.earlier_run, "detail": self.detail,
-        }
-
-
-@dataclass
-class RunReport:
-    counts: dict[str, int] = field(
-        default_factory=lambda: {"confirmed": 0, "refused": 0, "unknown": 0, "pending": 0}
-    )
-    confirmed_totals: dict[str, Decimal] = field(default_factory=dict)
-    earlier: int = 0  # rows finished by an earlier run
-    requests: int = 0
-    elapsed: float = 0.0
-    interrupted: bool = False
-    breaker_open: bool = False
-    breaker_reason: str | None = None
-    fatal: str | None = None  # e.g. credentials refused: every row would fail the same way
-    fatal_code: int | None = None  # the ExitCode for ``fatal``
-    breaker_threshold: int = 0
-    # What happened on the way (for the summary and the fault tests): throttled, gateway_5xx,
-    # network, no_answer, found_on_lookup (an unclear send that had been applied),
-    # absent_on_lookup (an unclear send proven not applied, then re-sent).
-    events: dict[str, int] = field(default_factory=dict)
-
-    def note(self, event: str) -> None:
-        self.events[event] = self.events.get(event, 0) + 1
-
-    @property
-    def rows(self) -> int:
-        return sum(self.counts.values())
-
-
-class _Retry(Exception):
-    """This attempt failed in a way that proves nothing was applied: try again."""
-
-    def __init__(self, why: str, *, retry_after: float | None = None, throttled: bool = False):
-        super().__init__(why)
-        self.why = why
-        self.retry_after = retry_after
-        self.throttled = throttled
-
-
-class _Stopped(Exception):
-    """No new attempt may start (Ctrl-C, circuit breaker open, fatal error)."""
-
-
-class _Done(Exception):
-    """The row reached a final state inside a retry loop."""
-
-
-class _Refused(Exception):
-    """The gateway refused a lookup for this row (e.g. HTTP 400): the row is refused."""
-
-
-class _GaveUp(Exception):
-    """A lookup kept failing: this row's outcome stays as journaled (unknown or not sent)."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__(why)
-        self.why = why
 
 
 class BatchRunner:
@@ -174,12 +76,19 @@ class BatchRunner:
         *,
         on_result: Callable[[RowResult], None] | None = None,
         on_start: Callable[[JournalRow], None] | None = None,
+        on_send: Callable[[JournalRow, int], None] | None = None,
     ) -> None:
         self.journal = journal
         self.gateway_for = gateway_for
         self.opt = options
         self.on_result = on_result
         self.on_start = on_start
+        # Called when a row's request is about to leave (journal already 'sent'), with the
+        # attempt number; the row's outcome arrives through on_result. One place each, so an
+        # audit log can hook both.
+        self.on_send = on_send
+        self._answered = False  # any HTTP answer this run (connect failures before: fatal)
+        self._connect_failures: dict[str, int] = {}  # per row, only until the first answer
         self.bucket = TokenBucket(options.rate)
         self.breaker = CircuitBreaker(options.max_failures)
         self.pause = Pause()
@@ -251,6 +160,10 @@ class BatchRunner:
             self.on_start(row)
         client = self.gateway_for(row.profile)
         try:
+            if self._direct(row):
+                self.report.note("direct")
+                await self._send(client, row)
+                return
             records = await self._lookup(client, row.ref)
             if self._record_if_found(row, records):
                 return
@@ -259,6 +172,9 @@ class BatchRunner:
                 if refusal is not None:
                     self._finish(row, "refused", detail=refusal)
                     return
+            if self.opt.predict:
+                self._predicted(row)
+                return
             await self._send(client, row)
         except (_Stopped, _GaveUp) as exc:
             current = self.journal.get(row.key)
@@ -272,6 +188,23 @@ class BatchRunner:
             self._finish(row, "refused", detail=f"gateway: {exc}")
         except _Done:
             pass
+
+    def _direct(self, row: JournalRow) -> bool:
+        """One round trip: the row is the only one on its original (its key is ``ref#0`` and
+        there is no ``ref#1``, in this file or an earlier run's), it was never sent and has
+        no history. Its new reference is then certainly unknown to the gateway, so the
+        lookup could find nothing to reconcile, and the gateway itself refuses what the
+        pre-flight would refuse. One primary-key read: nothing grows with the journal."""
+        return (self.opt.direct and not self.opt.predict and self.opt.preflight
+                and row.state == "planned" and row.attempts == 0 and row.detail is None
+                and row.key == f"{row.ref}#0" and self.journal.get(f"{row.ref}#1") is None)
+
+    def _predicted(self, row: JournalRow) -> None:
+        """Dry run: the row passed the pre-flight; later rows on its original see it applied."""
+        self.journal.finish(row.key, "planned", detail="would-send")
+        if row.key != f"{row.ref}#0" or self.journal.get(f"{row.ref}#1") is not None:
+            self._unknown.setdefault(row.ref, []).append((row.amount, row.new_ref))
+        self._emit(row, "pending", detail="would-send")
 
     def _preflight(self, row: JournalRow, records: Sequence[TransactionRecord]) -> str | None:
         from walletctl.models.ledger import balance_from_records, check_followup
@@ -305,57 +238,41 @@ class BatchRunner:
             raise _Stopped
         self.report.requests += 1
 
-    def _retrying(self) -> AsyncRetrying:
-        counts = {"tries": 0, "throttled": 0}
-        backoff = wait_exponential_jitter(
-            initial=self.opt.backoff_initial, max=self.opt.backoff_max,
-            jitter=BACKOFF_JITTER,
-        )
-
-        def wait(rs: RetryCallState) -> float:
-            exc = rs.outcome.exception() if rs.outcome is not None else None
-            if isinstance(exc, _Retry) and exc.throttled:
-                # The shared pause already holds Retry-After; just yield to it.
-                return 0.0 if exc.retry_after is not None else float(backoff(rs))
-            return float(backoff(rs))
-
-        def stop(rs: RetryCallState) -> bool:
-            exc = rs.outcome.exception() if rs.outcome is not None else None
-            if isinstance(exc, _Retry) and exc.throttled:
-                counts["throttled"] += 1
-            else:
-                counts["tries"] += 1
-            return (counts["tries"] >= self.opt.max_attempts
-                    or counts["throttled"] >= MAX_THROTTLED or self.halted)
-
-        return AsyncRetrying(
-            wait=wait, stop=stop, retry=retry_if_exception_type(_Retry), reraise=True,
-        )
+    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        return await retrying(attempt, max_attempts=self.opt.max_attempts,
+                              backoff_initial=self.opt.backoff_initial,
+                              backoff_max=self.opt.backoff_max, halted=lambda: self.halted)
 
     async def _lookup(self, client: Gateway, reference: str) -> list[TransactionRecord]:
         """A lookup is a read: safe to repeat after any failure."""
-        try:
-            async for attempt in self._retrying():
-                with attempt:
-                    await self._gate()
-                    try:
-                        records = await client.lookup(reference)
-                    except GatewayError as exc:
-                        self._note_status(exc.status)
-                        if exc.status == 404:
-                            self.breaker.success()
-                            return []
-                        raise self._classify(exc, f"lookup {reference}") from None
-                    except (NetworkError, UnknownOutcomeError, ResponseError) as exc:
-                        self.report.note("network")
-                        raise _Retry(exc.message) from None
+
+        async def once() -> list[TransactionRecord]:
+            await self._gate()
+            try:
+                records = await client.lookup(reference)
+            except GatewayError as exc:
+                self._heard()
+                self._note_status(exc.status)
+                if exc.status == 404:
                     self.breaker.success()
-                    return records
+                    return []
+                raise self._classify(exc, f"lookup {reference}") from None
+            except NetworkError as exc:
+                self._connect_failed(exc, reference)
+                raise _Retry(exc.message) from None
+            except (UnknownOutcomeError, ResponseError) as exc:
+                self.report.note("network")
+                raise _Retry(exc.message) from None
+            self._heard()
+            self.breaker.success()
+            return records
+
+        try:
+            return await self._retrying(once)
         except _Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"lookup {reference}: {exc.why}")
             raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _note_status(self, status: int) -> None:
         if status == 429:
@@ -377,17 +294,35 @@ class BatchRunner:
             return _Stopped()
         return _Refused(f"{what}: {exc.message}")
 
-    def _fatal(self, message: str, exc: GatewayError) -> None:
+    def _heard(self) -> None:
+        """The gateway answered (any HTTP status): it is reachable."""
+        if not self._answered:
+            self._answered = True
+            self._connect_failures.clear()
+
+    def _connect_failed(self, exc: NetworkError, key: str) -> None:
+        """A connect failure. When one row's connection failed ``unreachable_after`` times in a
+        row (its retries back off 0.2 s, 0.4 s, ...) before the gateway ever answered this
+        run, the gateway is unreachable: stop the batch now with the single command's
+        message (exit 7) instead of backing off on every row."""
+        self.report.note("network")
+        if self._answered:
+            return
+        fails = self._connect_failures[key] = self._connect_failures.get(key, 0) + 1
+        if fails >= self.opt.unreachable_after:
+            self._fatal(exc.message, exc)
+            raise _Stopped from None
+
+    def _fatal(self, message: str, exc: GatewayError | NetworkError) -> None:
         if self.report.fatal is None:
             self.report.fatal = message
             self.report.fatal_code = int(exc.exit_code)
+            self.report.fatal_hint = exc.hint
 
     async def _send(self, client: Gateway, row: JournalRow) -> None:
         req = self._request(client.profile, row)
         try:
-            async for attempt in self._retrying():
-                with attempt:
-                    await self._attempt(client, row, req)
+            await self._retrying(lambda: self._attempt(client, row, req))
         except _Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"{self.opt.op} {row.new_ref}: {exc.why}")
@@ -401,18 +336,21 @@ class BatchRunner:
     async def _attempt(self, client: Gateway, row: JournalRow, req: FollowUpRequest) -> None:
         await self._gate()
         self.journal.mark_sent(row.key)  # committed (autocommit) before the request leaves
-        self._attempts[row.key] = self._attempts.get(row.key, row.attempts) + 1
+        attempt = self._attempts[row.key] = self._attempts.get(row.key, row.attempts) + 1
+        if self.on_send is not None:
+            self.on_send(row, attempt)
         try:
             resp = await client.followup(req)
         except NetworkError as exc:  # the connection was never made: nothing was sent
-            self.report.note("network")
             self.journal.finish(row.key, "planned", detail=exc.message)
+            self._connect_failed(exc, row.key)
             raise _Retry(exc.message) from None
         except (UnknownOutcomeError, ResponseError) as exc:
             self.report.note("no_answer")
             self.journal.finish(row.key, "unknown", detail=exc.message)
             await self._reconcile(client, row, settle=True, why=exc.message)
         except GatewayError as exc:
+            self._heard()
             self._note_status(exc.status)
             if exc.status == 429:  # throttled before anything was stored
                 self.journal.finish(row.key, "planned", detail="HTTP 429")
@@ -434,6 +372,7 @@ class BatchRunner:
                     raise _Done from None
             self._finish(row, "refused", detail=f"gateway: {exc.message}")
             raise _Done from None
+        self._heard()
         self.breaker.success()
         state: State = "confirmed" if resp.state == APPROVED else "refused"
         self._finish(row, state, txn_id=resp.id, txn_state=resp.state,
@@ -505,21 +444,3 @@ class BatchRunner:
             return (f"not started: circuit breaker open after {self.breaker.threshold} "
                     f"consecutive gateway failures ({self.breaker.last_failure})")
         return "not started: interrupted"
-
-
-def build_request(profile: Profile, op: Op, row: JournalRow) -> FollowUpRequest:
-    """The spec 2.3 request for one row (also what --dry-run prints)."""
-    from walletctl.constants import APM_PROVIDER
-    from walletctl.models.followup import OPERATION_TYPES, ApmRequestDetails, FollowUpRequest
-
-    return FollowUpRequest(
-        merchant_id=profile.merchant_id,
-        store_id=profile.store_id,
-        user_id=profile.user_id,
-        type=OPERATION_TYPES[op],
-        amount=row.amount,
-        currency_code=row.currency,
-        client_system_transaction_id=row.new_ref,
-        client_system_invoice_id=row.ref,
-        apm_details=ApmRequestDetails(apm_provider=APM_PROVIDER),
-    )

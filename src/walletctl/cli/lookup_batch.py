@@ -1,0 +1,152 @@
+"""``walletctl lookup --batch FILE|-``: balance reports on the batch engine.
+
+Not a command module: ``cli/lookup.py`` calls :func:`run_lookup_batch` with its options.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import sys
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from walletctl.constants import ExitCode
+from walletctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from walletctl.ops.batch.lookup import Report
+
+MAX_CONCURRENCY = 512
+_DURATION = re.compile(r"(\d{1,6})([smhdw])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_age(text: str) -> timedelta:
+    """``6d``, ``12h``, ``90m``, ``2w``, ``30s``."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise UsageError("--older-than: must be a number and a unit (s, m, h, d, w), e.g. 6d")
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+
+
+def run_lookup_batch(
+    ctx: typer.Context,
+    *,
+    source: Path,
+    open_only: bool,
+    older_than: str | None,
+    states: list[str] | None,
+    concurrency: int,
+    rate: float | None,
+    max_failures: int,
+) -> int:
+    from walletctl.cli.state import ENV, get_state
+    from walletctl.ops.batch.lookup import BalanceReport, Filters, LookupOptions, iter_refs
+    from walletctl.ops.batch.rows import spool_stdin
+    from walletctl.render.balances import BalanceWriter
+
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise UsageError(f"--concurrency: must be between 1 and {MAX_CONCURRENCY}")
+    if rate is not None and not rate > 0:
+        raise UsageError("--rate: must be greater than 0 (requests per second)")
+    if max_failures < 1:
+        raise UsageError("--max-failures: must be at least 1")
+    filters = Filters(
+        open_only=open_only,
+        older_than=parse_age(older_than) if older_than else None,
+        states=frozenset(s.strip().lower() for s in states or () if s.strip()),
+        now=datetime.now(UTC),
+    )
+    st = get_state(ctx)
+    profile = st.profile()
+    fmt = st.output_format
+    with tempfile.TemporaryDirectory(prefix="walletctl-") as scratch:
+        if str(source) == "-":
+            path = spool_stdin(sys.stdin.buffer, Path(scratch) / "stdin")
+            name = "<stdin>"
+        elif not source.is_file():
+            raise UsageError(f"--batch {source}: no such file")
+        else:
+            path, name = source, str(source)
+        writer = BalanceWriter(fmt, title=f"Balances of the references in {name}")
+        options = LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures)
+
+        async def main() -> Report:
+            import httpx
+
+            from walletctl.client.gateway import AsyncGatewayClient
+
+            limits = httpx.Limits(max_connections=concurrency,
+                                  max_keepalive_connections=concurrency)
+            client = AsyncGatewayClient(profile, transport=ENV.async_transport, limits=limits)
+            engine = BalanceReport(client, options)
+            loop = asyncio.get_running_loop()
+            installed = []
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(sig, engine.stop)
+                    installed.append(sig)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+            progress, update = _progress(fmt)
+            try:
+                if progress is not None:
+                    progress.start()
+                async for row in engine.rows(iter_refs(path)):
+                    update()
+                    if filters.keep(row):
+                        engine.report.add(row)
+                        writer.write(row)
+            finally:
+                if progress is not None:
+                    progress.stop()
+                for sig in installed:
+                    loop.remove_signal_handler(sig)
+                await client.aclose()
+            return engine.report
+
+        report = asyncio.run(main())
+    summary = {
+        "references": report.references, "shown": report.shown, "errors": report.errors,
+        "requests": report.requests, "elapsed_s": round(report.elapsed, 3),
+        "refs_per_s": round(report.references / report.elapsed, 1) if report.elapsed else 0.0,
+        "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
+        "interrupted": report.interrupted,
+    }
+    writer.finish(report, summary)
+    from walletctl.render.console import print_note
+
+    if report.fatal:
+        print_note(f"stopped: {report.fatal}")
+        if report.fatal_hint:
+            sys.stderr.write(f"hint: {report.fatal_hint}\n")
+    if report.interrupted:
+        return int(ExitCode.INTERRUPTED)
+    if report.fatal_code is not None:
+        return report.fatal_code
+    if report.breaker_open:
+        return int(ExitCode.GATEWAY)
+    return int(ExitCode.OK)
+
+
+def _progress(fmt: str) -> tuple[Any, Any]:
+    from walletctl.render.console import err
+
+    if not err().is_terminal:
+        return None, lambda: None
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.completed} references looked up"),
+                        TimeElapsedColumn(), console=err(), transient=fmt == "table")
+    task = progress.add_task("lookup", total=None)
+
+    def update() -> None:
+        progress.advance(task)
+
+    return progress, update

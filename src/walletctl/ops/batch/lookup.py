@@ -1,0 +1,349 @@
+"""Balance reports: ``walletctl lookup --batch FILE`` on the batch engine.
+
+Every reference is looked up concurrently (the runner's token bucket, shared Retry-After
+pause and circuit breaker), and one :class:`BalanceRow` comes out per reference, IN INPUT
+ORDER: a reorder window of ``4 × concurrency`` rows holds finished rows until the earlier ones
+are done, and the reader waits while the window is full, so memory stays flat in the number of
+references. A reference that cannot be answered (unknown, refused, kept failing) is a row with
+an ``error``; the run goes on. Lookups are reads: retrying them is always safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from walletctl.errors import (
+    GatewayError,
+    NetworkError,
+    RefusedError,
+    ResponseError,
+    UnknownOutcomeError,
+)
+from walletctl.ops.batch.flow import (
+    BACKOFF_INITIAL,
+    BACKOFF_MAX,
+    MAX_ATTEMPTS,
+    CircuitBreaker,
+    Pause,
+    TokenBucket,
+    parse_retry_after,
+)
+from walletctl.ops.batch.rows import MAX_LINE, check_ref
+
+if TYPE_CHECKING:
+    from walletctl.models.records import TransactionRecord
+
+ZERO = Decimal(0)
+AMOUNTS = ("authorised", "captured", "refunded", "reversed", "capturable", "refundable")
+COLUMNS = ("line", "ref", "kind", "state", "currency", *AMOUNTS, "first_time", "last_time",
+           "error")
+
+
+class Lookup(Protocol):
+    """What the report needs of :class:`walletctl.client.gateway.AsyncGatewayClient`."""
+
+    async def lookup(self, reference: str) -> list[TransactionRecord]: ...
+
+
+@dataclass(slots=True)
+class BalanceRow:
+    line: int
+    ref: str
+    kind: str | None = None
+    state: str | None = None
+    currency: str | None = None
+    amounts: dict[str, Decimal] = field(default_factory=dict)
+    first: datetime | None = None
+    last: datetime | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"line": self.line, "ref": self.ref, "kind": self.kind,
+                               "state": self.state, "currency": self.currency}
+        for name in AMOUNTS:
+            value = self.amounts.get(name)
+            out[name] = None if value is None else f"{value:f}"
+        out["first_time"] = self.first.isoformat() if self.first else None
+        out["last_time"] = self.last.isoformat() if self.last else None
+        out["error"] = self.error
+        return out
+
+
+def balance_row(line: int, ref: str, records: list[TransactionRecord]) -> BalanceRow:
+    """One reference's balance from its lookup (the original and its follow-ups)."""
+    from walletctl.models.ledger import balance_from_records
+    from walletctl.models.money import exponent
+
+    row = BalanceRow(line, ref)
+    if not records:
+        row.error = "unknown reference (the gateway has no transaction with it)"
+        return row
+    try:
+        bal = balance_from_records(ref, records)
+    except RefusedError as exc:
+        row.error = exc.message
+        return row
+    row.kind, row.state, row.currency = bal.kind, bal.state, bal.currency
+    try:
+        unit = Decimal(1).scaleb(-exponent(bal.currency))
+    except (KeyError, ValueError):
+        unit = Decimal("0.01")
+    row.amounts = {name: value.quantize(unit) for name, value in (
+        ("authorised", bal.authorised), ("captured", bal.captured),
+        ("refunded", bal.refunded), ("reversed", bal.authorised if bal.reversed else ZERO),
+        ("capturable", bal.capturable), ("refundable", bal.refundable))}
+    times = [t for t in (r.timestamp for r in records) if t is not None]
+    if times:
+        row.first, row.last = min(times), max(times)
+    return row
+
+
+@dataclass(frozen=True)
+class Filters:
+    open_only: bool = False  # approved pre-authorisations with capturable > 0
+    older_than: timedelta | None = None  # first transaction older than this
+    states: frozenset[str] = frozenset()  # lower-cased state names
+    now: datetime | None = None
+
+    def keep(self, row: BalanceRow) -> bool:
+        if row.error is not None:  # errors are always reported, whatever the filters
+            return True
+        if self.open_only and not (row.kind == "preauth" and row.amounts["capturable"] > 0):
+            return False
+        if self.states and (row.state or "").lower() not in self.states:
+            return False
+        return self.older_than is None or not (
+            row.first is None or self.now is None or row.first > self.now - self.older_than)
+
+
+@dataclass
+class Report:
+    references: int = 0
+    shown: int = 0
+    errors: int = 0
+    requests: int = 0
+    elapsed: float = 0.0
+    totals: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # currency -> sums
+    counts: dict[str, int] = field(default_factory=dict)  # currency -> rows
+    breaker_open: bool = False
+    fatal: str | None = None
+    fatal_code: int | None = None
+    fatal_hint: str | None = None
+    interrupted: bool = False
+
+    def add(self, row: BalanceRow) -> None:
+        self.shown += 1
+        if row.error is not None:
+            self.errors += 1
+            return
+        cur = row.currency or "?"
+        sums = self.totals.setdefault(cur, dict.fromkeys(AMOUNTS, ZERO))
+        for name in AMOUNTS:
+            sums[name] += row.amounts[name]
+        self.counts[cur] = self.counts.get(cur, 0) + 1
+
+
+def iter_refs(path: Path) -> Iterator[tuple[int, str | None, str]]:
+    """(line, ref or None, problem) from CSV (a ``ref`` column, or one reference a line) or
+    JSON Lines (objects with ``ref``). Streamed: one line at a time."""
+    from walletctl.models.base import loads
+
+    with path.open("rb") as fh:
+        head = fh.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
+    with path.open("r", encoding="utf-8-sig", newline="", errors="replace") as text:
+        if head[:1] == b"{":
+            for line, raw in enumerate(text, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    data = loads(raw) if len(raw) <= MAX_LINE else None
+                except ValueError:
+                    data = None
+                ref = data.get("ref") if isinstance(data, dict) else None
+                yield _checked(line, ref, "not a JSON object with a \"ref\" string")
+            return
+        reader = csv.reader(text)
+        column = 0
+        for values in reader:
+            if not values or not any(v.strip() for v in values):
+                continue
+            if reader.line_num == 1:
+                names = [v.strip().lower() for v in values]
+                if "ref" in names:
+                    column = names.index("ref")
+                    continue
+            ref = values[column].strip() if column < len(values) else None
+            yield _checked(reader.line_num, ref, "has no ref value")
+
+
+def _checked(line: int, ref: object, missing: str) -> tuple[int, str | None, str]:
+    """(line, ref, "") or (line, None, "shown ref\0problem") for a ref that cannot be sent."""
+    if not isinstance(ref, str) or not ref:
+        return line, None, missing
+    try:
+        return line, check_ref(ref), ""
+    except ValueError as exc:
+        shown = ref[:64].encode("unicode_escape").decode("ascii")  # no control characters
+        return line, None, f"{shown}\0ref: {exc}"
+
+
+@dataclass(frozen=True)
+class LookupOptions:
+    concurrency: int = 32
+    rate: float | None = None
+    max_failures: int = 10
+    max_attempts: int = MAX_ATTEMPTS
+    backoff_initial: float = BACKOFF_INITIAL
+    backoff_max: float = BACKOFF_MAX
+    unreachable_after: int = 3
+
+
+class BalanceReport:
+    """Runs the lookups; ``rows()`` yields every reference's row in input order."""
+
+    def __init__(self, client: Lookup, options: LookupOptions) -> None:
+        self.client = client
+        self.opt = options
+        self.bucket = TokenBucket(options.rate)
+        self.breaker = CircuitBreaker(options.max_failures)
+        self.pause = Pause()
+        self.report = Report()
+        self._answered = False
+        self._stopping = False
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.report.interrupted = True
+
+    @property
+    def halted(self) -> bool:
+        return self._stopping or self.breaker.open or self.report.fatal is not None
+
+    async def rows(self, refs: Iterator[tuple[int, str | None, str]]) -> AsyncIterator[BalanceRow]:
+        """Every reference's row, in input order (rows not looked up after a stop carry an
+        error saying why)."""
+        started = time.monotonic()
+        window = 4 * self.opt.concurrency
+        todo: asyncio.Queue[tuple[int, int, str | None, str] | None] = asyncio.Queue(window)
+        done: asyncio.Queue[tuple[int, BalanceRow] | None] = asyncio.Queue()
+        slots = asyncio.Semaphore(window)  # rows read but not yet handed out
+
+        async def produce() -> None:
+            for seq, (line, ref, problem) in enumerate(refs):
+                await slots.acquire()
+                await todo.put((seq, line, ref, problem))
+                self.report.references += 1
+            for _ in range(self.opt.concurrency):
+                await todo.put(None)
+
+        async def work() -> None:
+            while (item := await todo.get()) is not None:
+                seq, line, ref, problem = item
+                if ref is None:
+                    shown, _, why = problem.rpartition("\0")
+                    row = BalanceRow(line, shown, error=why)
+                elif self.halted:
+                    row = BalanceRow(line, ref, error=self._halt_reason())
+                else:
+                    row = await self._one(line, ref)
+                await done.put((seq, row))
+
+        async def run_all() -> None:
+            try:
+                await asyncio.gather(produce(), *(work() for _ in range(self.opt.concurrency)))
+            finally:
+                await done.put(None)
+
+        task = asyncio.create_task(run_all())
+        pending: dict[int, BalanceRow] = {}
+        next_seq = 0
+        try:
+            while (item := await done.get()) is not None:
+                pending[item[0]] = item[1]
+                while next_seq in pending:
+                    slots.release()
+                    yield pending.pop(next_seq)
+                    next_seq += 1
+            await task
+        finally:
+            if not task.done():
+                task.cancel()
+            self.report.breaker_open = self.breaker.open
+            self.report.elapsed = time.monotonic() - started
+
+    async def _one(self, line: int, ref: str) -> BalanceRow:
+        delay = self.opt.backoff_initial
+        attempts = throttled = connect_fails = 0
+        why = ""
+        while not self.halted:
+            await self.pause.wait()
+            await self.bucket.acquire()
+            if self.halted:
+                break
+            self.report.requests += 1
+            try:
+                records = await self.client.lookup(ref)
+            except GatewayError as exc:
+                self._heard()
+                if exc.status == 404:
+                    self.breaker.success()
+                    return balance_row(line, ref, [])
+                if exc.status == 429:
+                    ra = parse_retry_after(exc.retry_after)
+                    self.pause.extend(ra if ra is not None else delay)
+                    throttled += 1
+                    if throttled < 50:
+                        continue
+                    why = "HTTP 429 kept coming"
+                    break
+                if exc.status < 500:
+                    self.breaker.success()
+                    if exc.status in (401, 403):
+                        self._fatal(exc)
+                    return BalanceRow(line, ref, error=exc.message)
+                why = exc.message
+            except NetworkError as exc:
+                why = exc.message
+                connect_fails += 1
+                if not self._answered and connect_fails >= self.opt.unreachable_after \
+                        and self.report.fatal is None:
+                    self._fatal(exc)
+                    break
+            except (UnknownOutcomeError, ResponseError) as exc:
+                why = exc.message
+            else:
+                self._heard()
+                self.breaker.success()
+                return balance_row(line, ref, records)
+            attempts += 1
+            if attempts >= self.opt.max_attempts:
+                self.breaker.failure(f"lookup {ref}: {why}")
+                return BalanceRow(line, ref, error=f"lookup kept failing: {why}")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.opt.backoff_max)
+        return BalanceRow(line, ref, error=self._halt_reason() if not why or self.halted
+                          else why)
+
+    def _heard(self) -> None:
+        self._answered = True
+
+    def _fatal(self, exc: GatewayError | NetworkError) -> None:
+        if self.report.fatal is None:
+            self.report.fatal, self.report.fatal_code = exc.message, int(exc.exit_code)
+            self.report.fatal_hint = exc.hint
+
+    def _halt_reason(self) -> str:
+        if self.report.fatal:
+            return f"not looked up: {self.report.fatal}"
+        if self.breaker.open:
+            return (f"not looked up: circuit breaker open after {self.breaker.threshold} "
+                    f"consecutive failures ({self.breaker.last_failure})")
+        return "not looked up: interrupted"

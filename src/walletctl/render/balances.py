@@ -1,0 +1,143 @@
+"""Balance reports (``lookup --batch``): rows written as they arrive, totals at the end.
+
+* ``ndjson``: one object per reference, then one ``{"totals": ..., "summary": ...}`` line;
+* ``json``:   one document ``{"rows": [...], "totals": {...}, "summary": {...}}``, streamed;
+* ``csv``:    a header and one line per reference (totals go to stderr);
+* ``table``:  the first rows as a table (all of them are in the other formats), then the
+  totals per currency.
+
+Memory stays flat: nothing but the first table rows is kept.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from decimal import Decimal
+from typing import Any
+
+from walletctl.ops.batch.lookup import AMOUNTS, COLUMNS, BalanceRow, Report
+from walletctl.render.output import csv_safe, to_json
+
+TABLE_ROWS = 200
+
+
+def totals_dict(report: Report) -> dict[str, dict[str, Any]]:
+    return {cur: {"references": report.counts.get(cur, 0),
+                  **{k: f"{v:f}" for k, v in sums.items()}}
+            for cur, sums in sorted(report.totals.items())}
+
+
+class BalanceWriter:
+    def __init__(self, fmt: str, *, title: str) -> None:
+        self.fmt = fmt
+        self.title = title
+        self.out = sys.stdout
+        self._first = True
+        self._kept: list[BalanceRow] = []
+        self._more = 0
+        if fmt == "csv":
+            self._csv = csv.writer(self.out, lineterminator="\n")
+            self._csv.writerow(COLUMNS)
+        elif fmt == "json":
+            self.out.write('{"rows": [')
+
+    def write(self, row: BalanceRow) -> None:
+        if self.fmt == "ndjson":
+            self.out.write(to_json(row.as_dict(), indent=None) + "\n")
+        elif self.fmt == "json":
+            self.out.write(("\n  " if self._first else ",\n  ") + to_json(row.as_dict(),
+                                                                         indent=None))
+        elif self.fmt == "csv":
+            d = row.as_dict()
+            self._csv.writerow(["" if d[c] is None else
+                                (d[c] if c in AMOUNTS or c == "line" else csv_safe(str(d[c])))
+                                for c in COLUMNS])
+        elif len(self._kept) < TABLE_ROWS:
+            self._kept.append(row)
+        else:
+            self._more += 1
+        self._first = False
+
+    def finish(self, report: Report, summary: dict[str, Any]) -> None:
+        totals = totals_dict(report)
+        if self.fmt == "ndjson":
+            self.out.write(to_json({"totals": totals, "summary": summary}, indent=None) + "\n")
+        elif self.fmt == "json":
+            self.out.write(("\n" if not self._first else "") + '], "totals": '
+                           + to_json(totals, indent=None) + ', "summary": '
+                           + to_json(summary, indent=None) + "}\n")
+        elif self.fmt == "csv":
+            for cur, sums in totals.items():
+                parts = ", ".join(f"{k} {sums[k]}" for k in AMOUNTS)
+                sys.stderr.write(f"walletctl: total {cur} ({sums['references']} refs): "
+                                 f"{parts}\n")
+        else:
+            self._table(totals, summary)
+        self.out.flush()
+
+    def _table(self, totals: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
+        from rich import box
+        from rich.markup import escape
+        from rich.table import Table
+
+        from walletctl.models.money import format_major
+        from walletctl.render.console import out
+
+        console = out()
+        width = console.width
+        names = ["authorised", "captured", "refunded", "reversed", "capturable", "refundable",
+                 "first", "last"]
+        if width < 120:
+            names = ["authorised", "captured", "capturable"] + (["first"] if width >= 90 else [])
+        t = Table(title=escape(self.title), title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+        t.add_column("Reference", no_wrap=True)
+        t.add_column("State", no_wrap=True)
+        t.add_column("Cur", no_wrap=True)
+        for n in names:
+            t.add_column(n.capitalize(), no_wrap=True,
+                         justify="left" if n in ("first", "last") else "right")
+        errors = []
+        for r in self._kept:
+            if r.error is not None:
+                errors.append(r)
+                t.add_row(escape(r.ref), "[red]error[/]", "", *[""] * len(names))
+                continue
+            places = _places(r.currency)
+            cells = {k: f"{v:,.{places}f}" for k, v in r.amounts.items()}
+            cells["first"] = r.first.strftime("%Y-%m-%d") if r.first else ""
+            cells["last"] = r.last.strftime("%Y-%m-%d") if r.last else ""
+            t.add_row(escape(r.ref), escape(r.state or ""), r.currency or "",
+                      *(cells[n] for n in names))
+        console.print(t)
+        for r in errors:
+            console.print(f"line {r.line}: {escape(r.ref)}: {escape(r.error or '')}",
+                          soft_wrap=True, highlight=False)
+        if self._more:
+            console.print(f"... {self._more} more row(s): use -o csv, -o ndjson or -o json "
+                          "for all of them")
+        if totals:
+            tt = Table(title="Totals per currency", title_justify="left", box=box.SIMPLE_HEAD,
+                       pad_edge=False)
+            for c in ("Cur", "Refs", "Authorised", "Captured", "Refunded", "Capturable",
+                      "Refundable"):
+                tt.add_column(c, justify="left" if c == "Cur" else "right", no_wrap=True)
+            for cur, s in totals.items():
+                tt.add_row(cur, str(s["references"]),
+                           *(format_major(Decimal(s[k]), cur).removesuffix(f" {cur}")
+                             for k in ("authorised", "captured", "refunded", "capturable",
+                                       "refundable")))
+            console.print(tt)
+        console.print(f"{summary['references']} reference(s) looked up, {summary['shown']} "
+                      f"shown, {summary['errors']} error(s), {summary['requests']} requests "
+                      f"in {summary['elapsed_s']} s")
+
+
+def _places(currency: str | None) -> int:
+    from walletctl.models.money import exponent
+
+    try:
+        return exponent(currency or "")
+    except (KeyError, ValueError):
+        return 2
