@@ -13,6 +13,7 @@ import pytest
 pytest_plugins = [
     "pytester",
     *(["sandbox_fixtures"] if (Path(__file__).parent / "sandbox_fixtures.py").exists() else []),
+    "first_hour_fixtures",  # served_sandbox: `sandbox serve --write-profile` on a real port
 ]
 
 TEST_API_KEY = "sandbox-api-key"
@@ -38,3 +39,20 @@ def _isolate_user_dirs(tmp_path_factory: pytest.TempPathFactory,
     saved = (ENV.transport, ENV.async_transport, ENV.stdin_isatty, ENV.stdout_isatty)
     yield
     ENV.transport, ENV.async_transport, ENV.stdin_isatty, ENV.stdout_isatty = saved
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give schemathesis's per-operation items their own ids (they share the function's id,
+    so pytest's progress stopped short of 100% and -k could not pick one operation)."""
+    seen: dict[str, int] = {}
+    for item in items:
+        seen[item.nodeid] = seen.get(item.nodeid, 0) + 1
+    for item in items:
+        label = getattr(item, "operation_label", None)
+        if not label or seen[item.nodeid] < 2 or item.nodeid.endswith("]"):
+            continue
+        node_id = getattr(item, "_id", None)
+        if node_id is not None and getattr(node_id, "params", 1) is None:  # pytest 9: NodeId
+            object.__setattr__(item, "_id", node_id.with_params(label))
+        elif hasattr(item, "_nodeid"):  # older pytest: a plain string
+            object.__setattr__(item, "_nodeid", f"{item.nodeid}[{label}]")

@@ -40,11 +40,12 @@ class ExitCode(IntEnum):
     UNKNOWN_OUTCOME = 8  # the request may or may not have been applied: check with lookup
     AUTH = 9  # credentials refused (401/403)
     SMOKE_FAILED = 10  # a smoke scenario failed
+    CLOSED_PIPE = 141  # stdout was closed by the reader (`| head`): ended quietly, as on SIGPIPE
     INTERRUPTED = 130  # Ctrl-C / SIGTERM
 
 
 class Paths:
-    """Default gateway paths (DESIGN.md); each can be overridden per profile ([paths])."""
+    """Default gateway paths (docs/gateway-api.md); each can be overridden per profile ([paths])."""
 
     CHECKOUT: Final = "/api/v5/checkout"
     APM_TRANSACTIONS: Final = "/api/v5/apmTransactions"

@@ -30,12 +30,12 @@ def test_unknown_command_is_none() -> None:
 
 @pytest.mark.parametrize("filename", sorted(render_all()))
 def test_shipped_completions_are_current(filename: str) -> None:
-    shipped = ROOT / "completions" / filename
+    shipped = ROOT / "src" / "walletctl" / "completions" / filename
     assert shipped.exists(), (
-        f"completions/{filename} missing: run python -m walletctl.cli.completions"
+        f"src/walletctl/completions/{filename} missing: run python -m walletctl.cli.completions"
     )
     assert shipped.read_text(encoding="utf-8") == render_all()[filename], (
-        f"completions/{filename} is stale: run `python -m walletctl.cli.completions completions`"
+        f"src/walletctl/completions/{filename} is stale: run `python -m walletctl.cli.completions`"
     )
 
 
@@ -45,7 +45,7 @@ def test_bash_completion_completes_commands_and_options(tmp_path: Path) -> None:
 
     if shutil.which("bash") is None:
         pytest.skip("bash not installed")
-    script = ROOT / "completions" / "walletctl.bash"
+    script = ROOT / "src" / "walletctl" / "completions" / "walletctl.bash"
     probe = (
         f"source {script}; "
         'COMP_WORDS=(walletctl -p prod ca); COMP_CWORD=3; _walletctl; echo "${COMPREPLY[*]}"; '

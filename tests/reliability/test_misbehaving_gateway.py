@@ -155,7 +155,8 @@ def test_escape_sequences_and_an_echoed_key_never_reach_any_output(
 ) -> None:
     gw = gateway(echoing)
     config = write_profile(tmp_path, gw.url)
-    result = run_cli(config, "-o", fmt, *args)
+    # Wide enough that the table shows the provider state (80 columns leave it out).
+    result = run_cli(config, "-o", fmt, *args, env={**cli_env(config), "COLUMNS": "250"})
     assert result.code == ExitCode.OK, result.out
     assert_clean(result, f"{fmt} {args}")
     assert "\\x1b" in result.stdout or "sha256:" in result.stdout, result.stdout

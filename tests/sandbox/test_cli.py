@@ -39,7 +39,7 @@ def test_approve_decline_cancel_with_url(live_sandbox: EmbeddedSandbox) -> None:
     for ref, action, state in (("C-1", "approve", "Approved"), ("C-2", "decline", "Declined"),
                                ("C-3", "cancel", "Cancelled")):
         _checkout(live_sandbox, ref)
-        result = run("sandbox", action, ref, "--url", live_sandbox.url)
+        result = run("-o", "table", "sandbox", action, ref, "--url", live_sandbox.url)
         assert result.exit_code == 0, result.output
         assert f"{ref}: {state}" in result.stdout
     again = run("sandbox", "approve", "C-1", "--url", live_sandbox.url)
@@ -79,7 +79,7 @@ def test_unreachable_sandbox_is_a_network_error() -> None:
 
 
 def test_values_lists_the_magic_amounts() -> None:
-    result = run("sandbox", "values")
+    result = run("-o", "table", "sandbox", "values")
     assert result.exit_code == 0
     for digits in ("01", "02", "03", "04", "05"):
         assert f"..{digits}" in result.stdout

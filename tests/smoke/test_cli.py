@@ -27,7 +27,7 @@ def assert_no_secret(result: Result, *files: Path, secret: str = API_KEY) -> Non
 
 
 def test_list_names_every_scenario_with_a_description() -> None:
-    result = invoke("smoke", "--list")
+    result = invoke("-o", "table", "smoke", "--list")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines] == list(SCENARIOS)

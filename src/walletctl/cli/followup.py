@@ -29,9 +29,15 @@ _HELP = {
 }
 
 
+_NEW_REF_HELP = {
+    op: f"Reference of the new transaction (default: derived, REF-{tag}1, REF-{tag}2, ...)."
+    for op, tag in (("capture", "CAP"), ("refund", "REF"), ("reverse", "REV"))
+}
+
+
 def register(app: typer.Typer) -> None:
     for op in ("capture", "refund", "reverse"):
-        app.command(op, help=_HELP[op], no_args_is_help=True)(_make(op))
+        app.command(op, help=_HELP[op])(_make(op))
 
 
 def _make(op: Op):  # type: ignore[no-untyped-def]
@@ -47,10 +53,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
         currency: Annotated[
             str | None, typer.Option(help="Must match the original's currency.")
         ] = None,
-        new_ref: Annotated[
-            str | None,
-            typer.Option(help="Reference of the new transaction (default: derived, REF-CAP1)."),
-        ] = None,
+        new_ref: str | None = typer.Option(None, help=_NEW_REF_HELP[op]),  # per operation
         reason: Annotated[
             str | None,
             typer.Option(help="Why (recorded in the history; a profile can require it)."),
@@ -160,7 +163,10 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
         if ref is None:
             from walletctl.errors import UsageError
 
-            raise UsageError(f"missing REF: walletctl {op} REF (or --batch FILE)")
+            raise UsageError(
+                f"{op}: missing REF (usage: walletctl {op} [OPTIONS] REF, or --batch FILE)",
+                hint=f"see `walletctl {op} --help`",
+            )
         _single(
             ctx,
             op,
@@ -333,13 +339,17 @@ def _print_result(
             if response.state == "Pending"
             else "red"
         )
+        from walletctl.render.fit import fit_phrases
+
         # The state and provider code are gateway text: escaped, never read as Rich markup.
-        out().print(
-            f"{_VERB[op]} {money} of {ref} as {req.client_system_transaction_id}: "
+        # Lines break between phrases only (a narrow terminal never splits "Approved (...)").
+        out().print(fit_phrases([
+            f"{_VERB[op]} {money} of {escape(ref)}",
+            f"as {escape(req.client_system_transaction_id)}:",
             f"[{color}]{escape(response.state)}[/]"
             + (f" ({escape(response.provider_state_code)})" if response.provider_state_code
-               else "")
-        )
+               else ""),
+        ]), soft_wrap=True)
         if response.state == "Approved" and op != "reverse":
             left = plan.remaining_after
             what = "capturable" if op == "capture" else "refundable"

@@ -219,6 +219,13 @@ def verify(ctx: typer.Context) -> None:
         count, broken = store.verify()
     finally:
         store.close()
+    explicit = st.output not in (None, "table")  # -o json|ndjson|csv (piped alone: the line)
+    if explicit:
+        from walletctl.render.rows import emit_rows
+
+        record = {"file": str(where), "intact": broken is None, "events": count,
+                  "brokenAt": None if broken is None else broken.seq}
+        emit_rows([record], st.output_format, document=record)
     if broken is not None:
         print_error(
             f"history {where} is broken at event {broken.seq}: {broken.problem} "
@@ -226,4 +233,6 @@ def verify(ctx: typer.Context) -> None:
             "keep this file as evidence; it no longer proves what happened",
         )
         raise typer.Exit(int(ExitCode.CONFIG))  # a local file that fails its check
-    out().print(f"history {where}: intact, {count} events, hash chain verified", soft_wrap=True)
+    if not explicit:
+        out().print(f"history {where}: intact, {count} events, hash chain verified",
+                    soft_wrap=True)

@@ -63,7 +63,10 @@ def lookup(
             ctx, source=batch, open_only=open_only, older_than=older_than, states=state,
             concurrency=concurrency, rate=rate, max_failures=max_failures))
     if ref is None:
-        raise UsageError("missing REF: walletctl lookup REF (or --batch FILE)")
+        raise UsageError(
+            "lookup: missing REF (usage: walletctl lookup [OPTIONS] REF, or --batch FILE)",
+            hint="see `walletctl lookup --help`",
+        )
     from walletctl.cli.common import make_client
     from walletctl.render.records import render_records
 

@@ -70,6 +70,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "history",
         "List, verify and reconcile the local history (audit log) of money movements.",
     ),
+    "completion": (
+        "completions",
+        "Print the shell completion script for bash, zsh, fish or powershell.",
+    ),
 }
 COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
@@ -180,11 +184,35 @@ class _BoundaryGroup(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def main(  # type: ignore[override]
+        self,
+        args: list[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Parse and run, with every error of the command line in walletctl's voice.
+
+        Click's usage errors (missing argument, unknown option or command, bad value) become
+        ``walletctl: error: ...`` + a hint, exit 2; a closed stdout ends quietly (exit 141).
+        Used by ``walletctl`` itself and by test runners that call the app.
+        """
+        from walletctl.cli.usage import run_command
+
+        code = run_command(self, list(sys.argv[1:] if args is None else args),
+                           prog_name or "walletctl", extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
     def invoke(self, ctx: ClickContext) -> object:
         from walletctl.errors import WalletctlError
 
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            raise  # a closed stdout is not an error, even with --debug: run_command ends quietly
         except WalletctlError as exc:
             # --debug adds the traceback; the exit code stays the documented one.
             _traceback_if_debug(ctx)
@@ -233,7 +261,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,  # locals could hold API keys
-    add_completion=False,  # static scripts ship in completions/ (no Python start per TAB)
+    add_completion=False,  # static scripts ship in walletctl/completions/ (`walletctl completion`)
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

@@ -7,7 +7,6 @@ Commands: ``serve``, ``reset``, ``approve`` / ``decline`` / ``cancel`` REF, ``le
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 from pathlib import Path
@@ -44,6 +43,7 @@ def register(app: typer.Typer) -> None:
 
 @sandbox_app.command("serve")
 def serve_cmd(
+    ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
         "127.0.0.1"
     ),
@@ -110,6 +110,16 @@ def serve_cmd(
                      "accepts requests (removed when it stops); for CI services.",
                      dir_okay=False),
     ] = None,
+    write_profile: Annotated[
+        str | None,
+        typer.Option("--write-profile", metavar="NAME", help="Save a ready profile for this "
+                     "sandbox as NAME in the profiles file (a local sandbox's is replaced)."),
+    ] = None,
+    print_profile: Annotated[
+        bool,
+        typer.Option("--print-profile", help="Print a ready profiles file for this sandbox on "
+                     "stdout (server messages go to stderr)."),
+    ] = False,
 ) -> None:
     """Serve the sandbox gateway until Ctrl-C or SIGTERM (prints its URL, then a ready line)."""
     from walletctl.errors import UsageError
@@ -146,8 +156,10 @@ def serve_cmd(
 
     if ready_file is not None:
         _check_ready_file(ready_file)
+    on_listen = _profile_writer(ctx, config, write_profile, print_profile)
     try:
-        serve(host, port, config, ready_file=ready_file)
+        serve(host, port, config, ready_file=ready_file, on_listen=on_listen,
+              out=sys.stderr if print_profile else None)
     except sqlite3.Error as exc:
         raise UsageError(f"--db {db}: cannot use this SQLite database ({exc})") from None
     except OSError as exc:
@@ -156,6 +168,35 @@ def serve_cmd(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}",
             hint="--port 0 picks a free port (printed on the first line)" if in_use else None,
         ) from None
+
+
+def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
+                    print_it: bool) -> Any:
+    """The ``on_listen`` hook of --write-profile / --print-profile (None when neither)."""
+    if name is None and not print_it:
+        return None
+    from walletctl.cli.sandbox_profile import profile_table, profile_text, write_profile
+    from walletctl.config.store import valid_profile_name
+    from walletctl.errors import UsageError
+    from walletctl.render.console import print_note
+    from walletctl.sandbox.config import DEFAULT_API_KEY
+
+    if name is not None and not valid_profile_name(name):
+        raise UsageError(f"--write-profile {name!r}: use letters, digits, '-' and '_'")
+    state = get_state(ctx)
+
+    def hook(url: str) -> None:
+        table = profile_table(url, amount_format=config.amount_format, api_key=config.api_key,
+                              service_secret=config.service_secret, default_key=DEFAULT_API_KEY)
+        if print_it:
+            sys.stdout.write(profile_text(name or "sandbox", table))
+            sys.stdout.flush()
+        if name is not None:
+            path = write_profile(state.config_path, name, table)
+            print_note(f"profile {name!r} for {url} saved to {path}: "
+                       f"`walletctl -p {name} lookup REF`")
+
+    return hook
 
 
 def _check_ready_file(path: Path) -> None:
@@ -256,11 +297,19 @@ def _call(method: str, url: str, *, params: dict[str, str] | None = None,
 
 
 def _emit(ctx: typer.Context, data: Any, line: str) -> None:
-    state = get_state(ctx)
-    if state.output is not None and state.output != "table":
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        sys.stdout.write(line + "\n")
+    from walletctl.render.sandbox import render_record
+
+    render_record(data, get_state(ctx).output_format, line)
+
+
+def _amount_format(ctx: typer.Context, url: str | None, base: str) -> str:
+    """The sandbox's wire amount format: the profile's, or (with --url) its health route's."""
+    if not url:
+        return get_state(ctx).profile().amount_format
+    try:
+        return str(_call("GET", f"{base}/_sandbox/health").get("amountFormat") or "minor")
+    except WalletctlError:
+        return "minor"
 
 
 def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
@@ -270,6 +319,10 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
     base, params = _base_url(ctx, url)
     data = _call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
                  params=params, token=token)
+    if get_state(ctx).output_format != "table" and isinstance(data, dict):
+        from walletctl.render.sandbox import decision_with_major_amount
+
+        data = decision_with_major_amount(data, _amount_format(ctx, url, base))
     _emit(ctx, data, f"{data.get('reference', ref)}: {data.get('state')} "
                      f"({data.get('providerStateCode')}) -> {data.get('redirectUrl')}")
 
@@ -328,35 +381,20 @@ def ledger_cmd(
     """List every transaction a running sandbox holds."""
     base, _ = _base_url(ctx, url)
     data = _call("GET", f"{base}/_sandbox/ledger", token=admin_token)
-    state = get_state(ctx)
-    if state.output is not None and state.output != "table":
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-        return
-    cols = ("merchantId", "storeId", "reference", "invoiceReference", "kind", "amount",
-            "currency", "state", "providerStateCode")
-    rows = [[str(t.get(c) if t.get(c) is not None else "") for c in cols]
-            for t in data.get("transactions", [])]
-    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
-    sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)) + "\n")
-    for r in rows:
-        sys.stdout.write("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + "\n")
+    from walletctl.render.sandbox import render_ledger
+
+    render_ledger(data if isinstance(data, dict) else {}, get_state(ctx).output_format, base)
 
 
 @sandbox_app.command("values")
-def values_cmd() -> None:
+def values_cmd(ctx: typer.Context) -> None:
     """Show the magic test amounts and the default credentials."""
+    from walletctl.render.sandbox import render_values
+    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
     from walletctl.sandbox.engine import MAGIC_HELP
 
-    sys.stdout.write("Magic amounts (last two digits of the checkout amount in minor units):\n")
-    for digits, text in MAGIC_HELP.items():
-        sys.stdout.write(f"  ..{digits}  {text}\n")
-    sys.stdout.write(
-        "  other  approved normally\n\n"
-        "Credentials: Authorization: PublicApiKey sandbox-api-key (any merchant); public key "
-        "service Basic <userId>:sandbox-secret.\n"
-        "Faults: X-Sandbox-Fault: latency=50;jitter=10;error-rate=0.2;status=503;"
-        "throttle-rate=0.1;retry-after=1;drop-rate=0.05;error-after-rate=0;seed=7\n"
-    )
+    render_values(dict(MAGIC_HELP), get_state(ctx).output_format, api_key=DEFAULT_API_KEY,
+                  service_secret=DEFAULT_SERVICE_SECRET)
 
 
 # -- the demo ------------------------------------------------------------------------------
@@ -364,6 +402,7 @@ def values_cmd() -> None:
 
 @sandbox_app.command("demo")
 def demo_cmd(
+    ctx: typer.Context,
     keep_going: Annotated[
         bool, typer.Option("--keep-going", help="Run every step even after a failure.")
     ] = False,
@@ -376,7 +415,18 @@ def demo_cmd(
     """
     from walletctl.sandbox.scenario import run_demo
 
-    failed = run_demo(sys.stdout, keep_going=keep_going)
+    output = get_state(ctx).output
+    if output is None or output == "table":
+        failed = run_demo(sys.stdout, keep_going=keep_going)
+    else:  # the transcript as data: {"transcript": [lines], "failed": step or null}
+        import io
+
+        from walletctl.render.sandbox import render_record
+
+        buffer = io.StringIO()
+        failed = run_demo(buffer, keep_going=keep_going)
+        render_record({"transcript": buffer.getvalue().splitlines(), "failed": failed},
+                      output, "")
     if failed:
         raise DemoFailed(f"demo step failed: {failed}")
 

@@ -110,7 +110,7 @@ def smoke(
     state = get_state(ctx)
     as_json = json_ or state.output == "json"
     if list_:
-        _print_list(catalogue.describe(), as_json)
+        _print_list(catalogue.describe(), "json" if json_ else state.output_format)
         return
     from walletctl.ops.smoke import SmokeOptions, validate_options
 
@@ -296,11 +296,11 @@ def _results_table(results: list[ScenarioResult], *, live: bool) -> Table:
 # --------------------------------------------------------------------------- output
 
 
-def _print_list(items: list[dict[str, Any]], as_json: bool) -> None:
-    if as_json:
-        import json
+def _print_list(items: list[dict[str, Any]], fmt: str) -> None:
+    if fmt != "table":
+        from walletctl.render.rows import emit_rows
 
-        typer.echo(json.dumps(items, indent=2))
+        emit_rows(items, fmt)
         return
     from walletctl.render.console import out
 
@@ -324,7 +324,11 @@ def _print_summary(report: SmokeReport, mask: Any) -> None:
         f"({len(report.scenarios)} scenarios, {report.duration:.2f} s) against "
         f"{mask(report.target.get('base_url', '?'))}"
     ]
-    if report.references:
+    if report.references and report.target.get("profile") == "(embedded sandbox)":
+        # Its sandbox has stopped: the references cannot be looked up any more.
+        lines.append(f"{len(report.references)} references in the embedded sandbox "
+                     "(stopped with the run; --json-file keeps them)")
+    elif report.references:
         lines.append("references (walletctl lookup REF):")
         lines.extend(f"  {r.reference}  {r.scenario}: {r.label}" for r in report.references)
     typer.echo("\n".join(lines))

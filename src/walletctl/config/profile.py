@@ -44,6 +44,8 @@ class AuthSettings:
     # Basic secret for the public key service (walletctl keys); same sources, optional.
     service_secret_env: str | None = None
     service_secret_file: Path | None = None
+    # An inline service secret (e.g. a sandbox's documented one): 0600 files only, like ``key``.
+    service_secret: str | None = field(default=None, repr=False)
 
     @property
     def has_source(self) -> bool:
@@ -112,7 +114,10 @@ class ProfilesFile:
 
     @property
     def holds_inline_secret(self) -> bool:
-        return any(p.auth.key is not None for p in self.profiles.values())
+        return any(
+            p.auth.key is not None or p.auth.service_secret is not None
+            for p in self.profiles.values()
+        )
 
     def names(self) -> list[str]:
         return list(self.profiles)

@@ -70,7 +70,7 @@ def _keyring() -> ModuleType:
     except ImportError:
         raise ConfigError(
             "keyring support is not installed",
-            hint="pip install 'walletctl[keyring]', or use key_env / key_file instead",
+            hint="install the keyring package (pip install keyring), or use key_env / key_file",
         ) from None
     return keyring
 
@@ -126,7 +126,12 @@ def _from_env(var: str, location: str) -> str | _Miss:
             f"set it without leaving it in your shell history: `read -rs {var} && export {var}`",
         )
     if not value.strip():
-        return _Miss(location, f"environment variable {var} is empty")
+        return _Miss(
+            location,
+            f"environment variable {var} is empty",
+            f"give it the secret without leaving it in your shell history: "
+            f"`read -rs {var} && export {var}`",
+        )
     return _clean(value, location)
 
 
@@ -288,6 +293,9 @@ def service_basic_auth(profile: Profile) -> tuple[str, str] | None:
         if isinstance(got, str):
             return ("Authorization", _basic(user, got, f"{profile.location} -> user_id"))
         misses.append(got)
+    if auth.service_secret is not None:
+        secret = _clean(auth.service_secret, f"{loc} -> service_secret")
+        return ("Authorization", _basic(user, secret, f"{profile.location} -> user_id"))
     if misses:
         tried = "; ".join(f"{m.location.removeprefix(loc + ' -> ')}: {m.reason}" for m in misses)
         raise ConfigError(
@@ -421,6 +429,8 @@ def describe_service_secret_source(profile: Profile) -> str:
         parts.append(f"env {auth.service_secret_env} ({state})")
     if auth.service_secret_file:
         parts.append(f"file {_describe_file(auth.service_secret_file)}")
+    if auth.service_secret is not None:
+        parts.append("inline")
     if not parts:
         return "same as the API secret"
     return ", then ".join(parts)

@@ -25,9 +25,6 @@ import math
 import os
 import stat
 import tomllib
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -56,6 +53,7 @@ __all__ = [
     "check_private",
     "config_path",
     "default_config_path",
+    "ensure_dir",
     "file_mode",
     "load_file",
     "load_profile",
@@ -90,6 +88,7 @@ AUTH_KEYS: tuple[str, ...] = (
     "username",
     "service_secret_env",
     "service_secret_file",
+    "service_secret",
 )
 AMOUNT_FORMATS: tuple[str, ...] = ("minor", "decimal")
 
@@ -394,7 +393,13 @@ class _Parser:
             if "service_secret_file" in table
             else None
         )
+        service_inline = None
+        if "service_secret" in table:
+            service_inline = table["service_secret"]
+            if not isinstance(service_inline, str) or not service_inline.strip():
+                self.fail(_loc(loc, "service_secret"), "must be a non-empty string")
         return AuthSettings(
+            service_secret=service_inline,
             scheme=scheme,  # type: ignore[arg-type]  # checked against AUTH_SCHEMES above
             key_env=key_env,
             key_file=key_file,
@@ -545,7 +550,7 @@ def load_file(path: Path, *, check_permissions: bool = True) -> ProfilesFile:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path} is not valid TOML: {exc}",
-            hint="see sample-configs/ for the format",
+            hint="`walletctl profile example` prints a commented profiles file",
         ) from None
     default, profiles = parse_document(document, path)
     mode = None if os.name == "nt" else stat.S_IMODE(st.st_mode)
@@ -586,7 +591,7 @@ def load_profile(name: str | None = None, config_path: Path | None = None) -> Pr
 # --------------------------------------------------------------------------- save
 
 
-def _ensure_dir(directory: Path) -> None:
+def ensure_dir(directory: Path) -> None:
     if not directory.exists():
         # Every directory created here is 0700, parents included (mkdir(parents=True) would
         # create them with the umask's 0755).
@@ -605,7 +610,7 @@ def write_private(path: Path, data: bytes) -> None:
     if path.is_symlink():
         # Write the link's target: replacing the link itself would break dotfile managers.
         path = path.resolve()
-    _ensure_dir(path.parent)
+    ensure_dir(path.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
@@ -625,12 +630,6 @@ def write_private(path: Path, data: bytes) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-
-
-_HEADER = (
-    '# walletctl profiles (format: see the README\'s "Profiles" section).\n'
-    "# Written by `walletctl profile add/remove`; comments are not kept.\n\n"
-)
 
 
 def save_file(path: Path, document: dict[str, Any]) -> ProfilesFile:
@@ -654,109 +653,12 @@ def save_file(path: Path, document: dict[str, Any]) -> ProfilesFile:
     )
 
 
-@dataclass(frozen=True)
-class SaveResult:
-    file: ProfilesFile
-    backup: Path | None  # the previous file, kept when it held comments the rewrite drops
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Serialise read-modify-write of ``path`` between walletctl processes (POSIX flock)."""
-    if os.name == "nt":
-        yield
-        return
-    import fcntl
-
-    _ensure_dir(path.parent)
-    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def _read_existing(path: Path) -> tuple[dict[str, Any], bytes | None]:
-    if not path.exists():
-        return {}, None
-    pf = load_file(path)
-    return _copy(pf.document), path.read_bytes()
-
-
-def _copy(document: dict[str, Any]) -> dict[str, Any]:
-    return {k: _copy(v) if isinstance(v, dict) else v for k, v in document.items()}
-
-
-def _backup_if_commented(path: Path, old: bytes | None) -> Path | None:
-    if old is None:
-        return None
-    body = old.removeprefix(_HEADER.encode("utf-8"))  # our own header is not worth a backup
-    if not any(line.lstrip().startswith(b"#") for line in body.splitlines()):
-        return None
-    backup = path.with_name(path.name + ".bak")
-    write_private(backup, old)
-    return backup
-
-
-def add_profile(
-    path: Path,
-    name: str,
-    table: dict[str, Any],
-    *,
-    make_default: bool = False,
-    replace: bool = False,
-) -> SaveResult:
-    """Add (or with ``replace`` overwrite) profile ``name`` in the file at ``path``.
-
-    The first profile of a new file becomes ``default_profile``. Raises ConfigError when the
-    existing file is invalid, UsageError when the name is bad or exists and not ``replace``.
-    """
-    from walletctl.errors import UsageError
-
-    path = Path(path).expanduser()
-    if not valid_profile_name(name):
-        raise UsageError(
-            f"bad profile name {name!r}: use letters, digits, '-' and '_' "
-            "(at most 64, starting with a letter or digit)"
-        )
-    with _file_lock(path):
-        document, old = _read_existing(path)
-        profiles = document.setdefault("profiles", {})
-        if name in profiles and not replace:
-            raise UsageError(
-                f"profile {name!r} already exists in {path}", hint="add --force to replace it"
-            )
-        profiles[name] = table
-        if make_default or len(profiles) == 1:
-            document["default_profile"] = name
-        # default_profile first, then the tables (tomli-w keeps the order).
-        ordered = {k: document[k] for k in TOP_LEVEL_KEYS if k in document}
-        parse_document(ordered, path)  # refuse before touching anything
-        backup = _backup_if_commented(path, old)
-        return SaveResult(save_file(path, ordered), backup)
-
-
-def remove_profile(path: Path, name: str) -> SaveResult:
-    """Remove profile ``name``; a default_profile pointing at it is moved or dropped."""
-    path = Path(path).expanduser()
-    if not path.exists():
-        load_file(path)  # raises the "no profiles file" error
-    with _file_lock(path):
-        document, old = _read_existing(path)
-        if old is None:
-            load_file(path)  # removed meanwhile: the same error
-        profiles = document.get("profiles", {})
-        if name not in profiles:
-            raise ConfigError(
-                f"unknown profile {name!r} in {path}; available: {', '.join(profiles) or 'none'}",
-                hint="see `walletctl profile list`",
-            )
-        del profiles[name]
-        if document.get("default_profile") == name:
-            del document["default_profile"]
-            if len(profiles) == 1:
-                document["default_profile"] = next(iter(profiles))
-        ordered = {k: document[k] for k in TOP_LEVEL_KEYS if k in document}
-        backup = _backup_if_commented(path, old)
-        return SaveResult(save_file(path, ordered), backup)
+# Editing in place (comments kept): walletctl.config.edit; re-exported for callers.
+from walletctl.config.edit import (  # noqa: E402 - edit imports this module lazily
+    HEADER as _HEADER,
+)
+from walletctl.config.edit import (  # noqa: E402
+    SaveResult,
+    add_profile,
+    remove_profile,
+)

@@ -1,6 +1,6 @@
 """Balances and the follow-up rules: ONE rule set for the CLI pre-flight, batch and sandbox.
 
-Rules (DESIGN.md "Follow-up rules"):
+Rules (docs/gateway-api.md, "Follow-up body"):
 * only an ``Approved`` sale or pre-authorisation can be followed up;
 * capture: only a pre-authorisation, not reversed; Σ captures ≤ authorised;
 * refund: Σ refunds ≤ Σ captured (a sale counts as captured in full);

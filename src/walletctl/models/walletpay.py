@@ -1,7 +1,7 @@
 """Browser wallet (WalletPay) resources: keys, payment account, authorization, event.detail.
 
-Shapes follow spec 2.5 (payment account), 2.8 (event.detail) and the DESIGN defaults for the
-public key service, Get Payment Account and the ordinary authorization.
+Shapes follow spec 2.5 (payment account), 2.8 (event.detail) and the settled defaults
+(docs/gateway-api.md) for the public key service, Get Payment Account and the authorization.
 """
 
 from __future__ import annotations

@@ -10,18 +10,26 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-@lru_cache(maxsize=1)
-def _out() -> Console:
+def _console(**options: object) -> Console:
     from rich.console import Console
 
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # Rich would exit 1 here; the CLI's one boundary ends quietly with status 141.
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(**options)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=1)
+def _out() -> Console:
+    return _console(file=sys.stdout, highlight=False, soft_wrap=False)
 
 
 @lru_cache(maxsize=1)
 def _err() -> Console:
-    from rich.console import Console
-
-    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    return _console(file=sys.stderr, highlight=False, soft_wrap=True)
 
 
 def out() -> Console:

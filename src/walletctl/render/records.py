@@ -44,45 +44,49 @@ def render_records(records: Sequence[TransactionRecord], fmt: str, reference: st
     emit(fmt, rows, columns=CSV_COLUMNS, table=lambda: _table(records, reference))
 
 
+def short_datetime(text: str) -> str:
+    """``2026-11-22T05:51:20.3521000`` -> ``2026-11-22 05:51:20`` (for narrow terminals)."""
+    date, sep, time = text.partition("T")
+    if not sep:
+        return text
+    return f"{date} {time.split('.')[0][:8]}"
+
+
 def _table(records: Sequence[TransactionRecord], reference: str) -> None:
-    from rich import box
     from rich.markup import escape
-    from rich.table import Table
 
     from walletctl.render.console import out
+    from walletctl.render.fit import natural_width, print_table, terminal_width
 
-    # Cells are gateway text: escape it, or a "[" in a state would be read as Rich markup.
-    table = Table(
-        title=f"Transactions for {escape(reference)}",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    table.add_column("Reference", no_wrap=True)
-    table.add_column("Type", no_wrap=True)
-    table.add_column("State", no_wrap=True)
-    table.add_column("Amount", justify="right", no_wrap=True)
-    table.add_column("Provider state", overflow="fold")
-    table.add_column("Date/time (as given)", overflow="fold")
+    headers = ["Reference", "Type", "State", "Amount", "Provider state", "Date/time (as given)"]
+    rows: list[list[str]] = []
     for rec in records:
         style = STATE_STYLES.get(rec.state.lower(), "")
         state = escape(rec.state)
-        table.add_row(
+        # Cells are gateway text: escaped, or a "[" in a state would be read as Rich markup.
+        rows.append([
             escape(rec.client_system_transaction_id),
             escape((rec.type or "").removeprefix("ecom.")),
             f"[{style}]{state}[/]" if style else state,
             format_major(rec.transaction_amount, rec.currency_code.upper()),
             escape(rec.provider_state_code or ""),
             escape(rec.transaction_date_time or ""),
-        )
+        ])
+    if natural_width(headers, rows) > terminal_width():  # the short date form first
+        headers[5] = "Date/time"
+        for row in rows:
+            row[5] = short_datetime(row[5])
+    print_table(f"Transactions for {escape(reference)}", headers, rows,
+                justify={3: "right"}, no_wrap=(0, 3), drop=(4, 5, 1))
     console = out()
-    console.print(table)
     try:
         balance = balance_from_records(reference, records)
     except RefusedError:  # a reference that is itself a follow-up has no balance line
         return
-    console.print(
-        f"Balance: {balance.summary()}; capturable "
-        f"{format_major(balance.capturable, balance.currency)}, refundable "
-        f"{format_major(balance.refundable, balance.currency)}"
-    )
+    from walletctl.render.fit import fit_phrases
+
+    console.print(fit_phrases([
+        f"Balance: {balance.summary()};",
+        f"capturable {format_major(balance.capturable, balance.currency)},",
+        f"refundable {format_major(balance.refundable, balance.currency)}",
+    ]), soft_wrap=True)

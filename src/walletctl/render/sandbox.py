@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from walletctl.render.output import write_csv, write_json, write_ndjson
 
@@ -25,3 +25,114 @@ def render_ready(ready: Ready, output: str) -> None:
     else:
         sys.stdout.write(f"sandbox at {ready.url} is ready (waited {ready.waited:.2f} s, "
                          f"{ready.attempts} attempt{'s' if ready.attempts != 1 else ''})\n")
+
+
+# -- headless control: approve/decline/cancel, reset, ledger, values (every --output) ------
+
+LEDGER_COLUMNS = ("reference", "invoiceReference", "kind", "amount", "currency", "state",
+                  "providerStateCode", "merchantId", "storeId")
+
+
+def render_record(data: dict[str, Any], output: str, line: str) -> None:
+    """One result object: a line for people; JSON, one NDJSON line, or a CSV row (scalars)."""
+    if output == "table":
+        sys.stdout.write(line + "\n")
+    elif output == "ndjson":
+        write_ndjson([data])
+    elif output == "csv":
+        write_csv([_flat(data)])
+    else:
+        write_json(data)
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested objects as dotted columns (``record.transactionAmount``) for CSV."""
+    row: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            row.update(_flat(value, f"{prefix}{key}."))
+        else:
+            row[f"{prefix}{key}"] = value
+    return row
+
+
+def decision_with_major_amount(data: dict[str, Any], amount_format: str) -> dict[str, Any]:
+    """The sandbox's answer with its transaction record as ``lookup`` shows it (major units)."""
+    record = data.get("record")
+    if not isinstance(record, dict):
+        return data
+    from walletctl.models.records import parse_records
+    from walletctl.render.records import record_dict
+
+    try:
+        parsed = parse_records(record, "decimal" if amount_format == "decimal" else "minor")
+    except Exception:  # an unexpected shape: show what the sandbox said
+        return data
+    return {**data, "record": record_dict(parsed[0])} if parsed else data
+
+
+def render_ledger(data: dict[str, Any], output: str, url: str) -> None:
+    transactions = [t for t in data.get("transactions", []) if isinstance(t, dict)]
+    if output == "json":
+        write_json(data)
+    elif output == "ndjson":
+        write_ndjson(transactions)
+    elif output == "csv":
+        write_csv(transactions, LEDGER_COLUMNS)
+    else:
+        from rich.markup import escape
+
+        from walletctl.models.money import format_major
+        from walletctl.render.fit import print_table
+
+        headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
+                   "Store"]
+        rows = []
+        for t in transactions:
+            amount = str(t.get("amount") or "")
+            currency = str(t.get("currency") or "")
+            try:
+                from decimal import Decimal
+
+                shown = format_major(Decimal(amount), currency)
+            except Exception:
+                shown = f"{amount} {currency}".strip()
+            rows.append([escape(str(t.get(k) or "")) for k in ("reference", "invoiceReference",
+                                                               "kind")]
+                        + [shown] + [escape(str(t.get(k) or "")) for k in (
+                            "state", "providerStateCode", "merchantId", "storeId")])
+        print_table(f"Sandbox ledger at {escape(url)} ({len(rows)} transactions)", headers,
+                    rows, justify={3: "right"}, no_wrap=(0, 3), drop=(6, 7, 5, 1))
+
+
+def render_values(magic: dict[str, str], output: str, *, api_key: str,
+                  service_secret: str) -> None:
+    """``sandbox values``; the credentials are the sandbox's documented test values."""
+    faults = ("latency=50;jitter=10;error-rate=0.2;status=503;throttle-rate=0.1;retry-after=1;"
+              "drop-rate=0.05;error-after-rate=0;seed=7")
+    rows = [{"lastTwoDigits": digits, "outcome": text} for digits, text in magic.items()]
+    rows.append({"lastTwoDigits": "other", "outcome": "approved normally"})
+    document = {
+        "magicAmounts": rows,
+        # The sandbox's documented test credentials (not secrets: every sandbox has them).
+        "credentials": {"authorization": f"PublicApiKey {api_key}",
+                        "publicKeyService": f"Basic <userId>:{service_secret}"},
+        "faultHeader": f"X-Sandbox-Fault: {faults}",
+    }
+    if output == "json":
+        write_json(document)
+    elif output == "ndjson":
+        write_ndjson(rows)
+    elif output == "csv":
+        write_csv(rows)
+    else:
+        sys.stdout.write("Magic amounts (last two digits of the checkout amount in minor "
+                         "units):\n")
+        for row in rows:
+            sys.stdout.write(f"  ..{row['lastTwoDigits']:<5}  {row['outcome']}\n"
+                             if row["lastTwoDigits"] != "other"
+                             else f"  {'other':<7}  {row['outcome']}\n")
+        sys.stdout.write(
+            f"\nCredentials: Authorization: PublicApiKey {api_key} (any merchant); "
+            f"public key service Basic <userId>:{service_secret}.\n"
+            f"Faults: X-Sandbox-Fault: {faults}\n")

@@ -179,7 +179,8 @@ def _write_ready_file(path: Path, url: str) -> None:
 
 
 def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = None,
-          ready_file: Path | None = None) -> None:
+          ready_file: Path | None = None,
+          on_listen: Callable[[str], None] | None = None) -> None:
     """Serve in the foreground until SIGINT/SIGTERM.
 
     Prints ``walletctl sandbox listening on http://HOST:PORT`` then a ready line, and writes
@@ -215,6 +216,13 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
                      "Ctrl-C to stop\n")
         stream.flush()
 
+    if on_listen is not None:  # e.g. `serve --write-profile`: the URL is known, not yet served
+        try:
+            on_listen(url)
+        except BaseException:
+            sock.close()
+            store_of(app).close()
+            raise
     stream.write(f"walletctl sandbox listening on {url}\n")
     stream.flush()
     server = _Server(_uvicorn_config(app, host, real_port, quiet=config.quiet, logs=True),

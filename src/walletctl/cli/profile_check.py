@@ -1,0 +1,222 @@
+"""``walletctl profile check``: what a profile can run, and why not.
+
+Offline by default (the file parses, permissions, each secret is found, the auth header
+builds, which commands have what they need); ``--online`` adds one read-only request (a lookup
+of a reference that cannot exist) to prove the gateway accepts the credentials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from walletctl.cli.state import OutputFormat, get_state
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
+    from walletctl.errors import WalletctlError
+
+
+
+@dataclass(frozen=True)
+class _Check:
+    profile: str | None  # None for checks of the file itself
+    check: str
+    ok: bool
+    detail: str
+    hint: str | None = None
+    warning: bool = False  # ok, but a command needs something more (reported, not failed)
+
+    @classmethod
+    def failed(cls, profile: str | None, check: str, exc: WalletctlError) -> _Check:
+        return cls(profile, check, False, exc.message, exc.hint)
+
+
+def _check_profile(profile: Profile) -> list[_Check]:
+    from walletctl.config.secrets import (
+        auth_header,
+        resolve_secret_with_source,
+        service_basic_auth,
+    )
+    from walletctl.errors import ConfigError
+
+    name = profile.name
+    results: list[_Check] = [_Check(name, "profile", True, "settings valid")]
+    auth = profile.auth
+    if auth.scheme == "none" and not auth.has_source:
+        results.append(_Check(name, "secret", True, "none needed (scheme none)"))
+    else:
+        stage = "secret"
+        try:
+            _, source = resolve_secret_with_source(profile)
+            results.append(_Check(name, stage, True, f"found in {source}"))
+            stage = "auth header"
+            header = auth_header(profile)
+            shown = "none" if header is None else f"{header[0]}: {auth.scheme} ****"
+            results.append(_Check(name, stage, True, shown))
+        except ConfigError as exc:
+            results.append(_Check.failed(name, stage, exc))
+    if auth.service_secret_env or auth.service_secret_file or auth.service_secret:
+        try:
+            service_basic_auth(profile)
+            results.append(_Check(name, "service secret", True, "found"))
+        except ConfigError as exc:
+            results.append(_Check.failed(name, "service secret", exc))
+    key_ok = all(r.ok for r in results)
+    results.extend(_commands(profile, key_ok))
+    return results
+
+
+_NEEDED_REDIRECTS = ("success_url", "error_url", "pending_url", "return_url")
+
+
+def _commands(profile: Profile, key_ok: bool) -> list[_Check]:
+    """Which commands the profile can run, and what the others need."""
+    name = profile.name
+    out: list[_Check] = []
+    if not key_ok:
+        return [_Check(name, "commands", False, "none can run until the secret above is found")]
+    out.append(_Check(name, "capture, refund, reverse, lookup, account, authorize, smoke",
+                      True, "have what they need"))
+    missing = [k for k in _NEEDED_REDIRECTS if k not in profile.redirects]
+    if missing:
+        out.append(_Check(
+            name, "checkout", True,
+            "needs --" + ", --".join(k.replace("_", "-") for k in missing)
+            + " on each call: the profile has no [redirects] " + ", ".join(missing),
+            f"walletctl profile add {name} --force ... --redirect-base https://your-shop "
+            "(or add them under [redirects])", warning=True))
+    else:
+        out.append(_Check(name, "checkout", True, "redirect URLs from [redirects]"))
+    if profile.currency is None:
+        out.append(_Check(name, "checkout currency", True,
+                          "no default currency: pass --currency on each checkout",
+                          f"add currency = \"EUR\" to [profiles.{name}]", warning=True))
+    auth = profile.auth
+    if auth.service_secret_env or auth.service_secret_file or auth.service_secret:
+        out.append(_Check(name, "keys", True, "service secret configured"))
+    elif auth.scheme != "none":
+        out.append(_Check(
+            name, "keys", True,
+            "sends the API key as the public key service's secret (no service secret set); "
+            "a service with its own secret answers 401",
+            "set service_secret_env in the profile's [auth] table", warning=True))
+    return out
+
+
+def _online(profile: Profile) -> _Check:
+    """One read-only request: a lookup of a reference that cannot exist (404 = accepted)."""
+    import secrets
+
+    from walletctl.cli.state import ENV
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.errors import GatewayError, WalletctlError
+
+    ref = f"walletctl-check-{secrets.token_hex(4)}"
+    try:
+        with GatewayClient(profile, transport=ENV.transport) as client:
+            client.lookup(ref)
+    except GatewayError as exc:
+        if exc.status == 404:
+            return _Check(profile.name, "online", True,
+                          f"credentials accepted (lookup of {ref}: HTTP 404, as expected)")
+        return _Check.failed(profile.name, "online", exc)
+    except WalletctlError as exc:
+        return _Check.failed(profile.name, "online", exc)
+    return _Check(profile.name, "online", True, f"credentials accepted (lookup of {ref})")
+
+
+def check(
+    ctx: typer.Context,
+    name: Annotated[
+        str | None, typer.Argument(help="Profile to check (default: the selected profile).")
+    ] = None,
+    all_profiles: Annotated[
+        bool, typer.Option("--all", help="Check every profile in the file.")
+    ] = False,
+    online: Annotated[
+        bool, typer.Option("--online", help="Also send one read-only request (a lookup of a "
+                           "reference that cannot exist) to check the credentials.")
+    ] = False,
+) -> None:
+    """Check a profile: file, permissions, secrets, and which commands it can run.
+
+    Prints one line per check (ok / warn / FAIL); exits with the config exit code when one
+    fails (9 when --online finds the credentials refused). Nothing is sent unless --online.
+    """
+    from walletctl.config.profile import display_path
+    from walletctl.config.store import config_path, load_file, select_profile
+    from walletctl.errors import ConfigError
+
+    state = get_state(ctx)
+    path = config_path(state.config_path)
+    results: list[_Check] = []
+
+    def finish() -> None:
+        _print_checks(results, state.output_format)
+        failed = [r for r in results if not r.ok]
+        online_failed = [r for r in failed if r.check == "online"]
+        if online_failed and len(failed) == len(online_failed):
+            from walletctl.errors import AuthError, WalletctlError
+
+            first = online_failed[0]
+            if "HTTP 401" in first.detail or "HTTP 403" in first.detail:
+                raise AuthError(401, description="credentials refused", hint=first.hint)
+            raise WalletctlError(f"profile check failed: {first.detail}", hint=first.hint)
+        if failed:
+            raise ConfigError(
+                f"profile check failed: {len(failed)} problem(s)",
+                hint=failed[0].hint or failed[0].detail,
+            )
+
+    try:
+        pf = load_file(path, check_permissions=False)
+    except ConfigError as exc:
+        results.append(_Check.failed(None, "file", exc))
+        return finish()
+    results.append(_Check(None, "file", True, f"{display_path(path)} parses"))
+    if pf.mode is not None:
+        if pf.holds_inline_secret and pf.mode & 0o077:
+            detail = f"{pf.mode:04o} is too open for a file holding a secret"
+            results.append(_Check(None, "permissions", False, detail, f"chmod 600 {path}"))
+        else:
+            note = "" if pf.holds_inline_secret else " (no inline secret)"
+            results.append(_Check(None, "permissions", True, f"{pf.mode:04o}{note}"))
+    if all_profiles:
+        selected = list(pf.profiles.values())
+        if not selected:
+            results.append(_Check(None, "profiles", False, f"no profiles in {path}"))
+    else:
+        try:
+            selected = [select_profile(pf, name or state.profile_name)]
+        except ConfigError as exc:
+            results.append(_Check.failed(None, "profile", exc))
+            return finish()
+    for profile in selected:
+        checks = _check_profile(profile)
+        results.extend(checks)
+        if online and all(r.ok for r in checks):
+            results.append(_online(profile))
+    return finish()
+
+
+def _print_checks(results: list[_Check], fmt: OutputFormat) -> None:
+    if fmt != "table":
+        from walletctl.render.rows import emit_rows
+
+        emit_rows([asdict(r) for r in results], fmt)
+        return
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+
+    console = out()
+    for r in results:
+        status = ("[yellow]warn[/yellow]" if r.warning else "[green]ok  [/green]") if r.ok \
+            else "[bold red]FAIL[/bold red]"
+        label = f"{r.profile}: {r.check}" if r.profile else r.check
+        console.print(f"{status} {escape(label)}: {escape(r.detail)}", soft_wrap=True)
+        if r.warning and r.hint:
+            console.print(f"     {escape('hint: ' + r.hint)}", soft_wrap=True)

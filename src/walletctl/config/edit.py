@@ -1,0 +1,158 @@
+"""Editing the profiles file in place: ``profile add/remove`` keep every comment and the layout.
+
+The file is parsed with tomlkit (a style-preserving TOML library), the one profile table is
+added, replaced or removed, and the result is validated with the same rules as loading before
+it replaces the file atomically (temporary file + rename, mode 0600). Comments, blank lines,
+key order and the other profiles are left exactly as they were.
+
+Concurrent edits by two walletctl processes are serialised with ``flock`` on the file's
+directory, so no lock file is ever left beside the profiles file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from walletctl.config.profile import ProfilesFile
+from walletctl.errors import ConfigError, UsageError
+
+HEADER = (
+    '# walletctl profiles (format: `walletctl profile example`, or the README\'s "Profiles").\n'
+    "# `walletctl profile add/remove` edit this file in place and keep your comments.\n\n"
+)
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    file: ProfilesFile
+    backup: Path | None = None  # kept for callers; comments are preserved, so always None
+
+
+@contextmanager
+def directory_lock(path: Path) -> Iterator[None]:
+    """Serialise read-modify-write of ``path`` between processes (flock on its directory)."""
+    from walletctl.config.store import ensure_dir
+
+    ensure_dir(path.parent)
+    if os.name == "nt":
+        yield
+        return
+    import fcntl
+
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _read(path: Path) -> Any:
+    """The file as a tomlkit document (a new one, with our header, when it does not exist)."""
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
+    from walletctl.config.store import load_file
+
+    if not path.exists():
+        return tomlkit.parse(HEADER)
+    load_file(path)  # the same strict checks (and messages) as every other command
+    try:
+        return tomlkit.parse(path.read_text(encoding="utf-8"))
+    except ParseError as exc:  # pragma: no cover - load_file accepted it
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+
+
+def _write(path: Path, document: Any) -> ProfilesFile:
+    import tomlkit
+
+    from walletctl.config.store import parse_document, write_private
+
+    plain = document.unwrap()
+    default, profiles = parse_document(plain, path)  # never write what we would refuse to read
+    write_private(path, tomlkit.dumps(document).encode("utf-8"))
+    return ProfilesFile(path=path, default_profile=default, profiles=profiles, document=plain,
+                        mode=None if os.name == "nt" else 0o600)
+
+
+def toml_table(values: dict[str, Any]) -> Any:
+    """A tomlkit table for a profile: scalars first, then [auth], [paths], [redirects]."""
+    import tomlkit
+
+    table = tomlkit.table()
+    for key, value in values.items():
+        if not isinstance(value, dict):
+            table.add(key, value)
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            table.add(key, toml_table(value))
+    return table
+
+
+def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: bool = False,
+                replace: bool = False) -> SaveResult:
+    """Add (or with ``replace`` overwrite) profile ``name``; the first profile becomes default.
+
+    Raises ConfigError when the existing file is invalid, UsageError when the name is bad or
+    already used (without ``replace``). Nothing is written when the result would be invalid.
+    """
+    import tomlkit
+
+    from walletctl.config.store import parse_document, valid_profile_name
+
+    path = Path(path).expanduser()
+    if not valid_profile_name(name):
+        raise UsageError(
+            f"bad profile name {name!r}: use letters, digits, '-' and '_' "
+            "(at most 64, starting with a letter or digit)"
+        )
+    with directory_lock(path):
+        document = _read(path)
+        if "profiles" not in document:
+            document.add("profiles", tomlkit.table(is_super_table=True))
+        profiles = document["profiles"]
+        if name in profiles and not replace:
+            raise UsageError(
+                f"profile {name!r} already exists in {path}", hint="add --force to replace it"
+            )
+        profiles[name] = toml_table(table)
+        if make_default or len(profiles) == 1:
+            _set_default(document, name)
+        parse_document(document.unwrap(), path)  # refuse before touching anything
+        return SaveResult(_write(path, document))
+
+
+def _set_default(document: Any, name: str) -> None:
+    """Set ``default_profile`` (tomlkit places a new top-level key before the tables)."""
+    if "default_profile" in document:
+        document["default_profile"] = name
+    else:
+        document.add("default_profile", name)
+
+
+def remove_profile(path: Path, name: str) -> SaveResult:
+    """Remove profile ``name``; a default_profile pointing at it is moved or dropped."""
+    from walletctl.config.store import load_file
+
+    path = Path(path).expanduser()
+    if not path.exists():
+        load_file(path)  # raises the "no profiles file" error
+    with directory_lock(path):
+        document = _read(path)
+        profiles = document.get("profiles", {})
+        if name not in profiles:
+            raise ConfigError(
+                f"unknown profile {name!r} in {path}; available: {', '.join(profiles) or 'none'}",
+                hint="see `walletctl profile list`",
+            )
+        del profiles[name]
+        if document.get("default_profile") == name:
+            del document["default_profile"]
+            if len(profiles) == 1:
+                _set_default(document, next(iter(profiles)))
+        return SaveResult(_write(path, document))

@@ -1,0 +1,103 @@
+"""Item 3: every table fits 80 columns without breaking a word; wide terminals get it all.
+
+A word broken across lines shows up as a fragment ("Authori", "zedByPr") that the same table
+rendered 400 columns wide does not contain: every token at 80 columns must be a whole token
+of the wide rendering (or of the short date form / the "hidden columns" note).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from walletctl.constants import ExitCode
+
+NOTE_WORDS = {"hidden", "at", "80", "100", "columns", "-o", "json", "shows", "every", "field"}
+SHORT_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{2}:\d{2}:\d{2}$|^Date/time$")
+BOX = {chr(c) for c in range(0x2500, 0x2580)} | {" "}
+
+
+def _tokens(text: str) -> list[str]:
+    out = []
+    for token in text.split():
+        token = token.strip(",;:()")
+        if token and not set(token) <= BOX:
+            out.append(token)
+    return out
+
+
+def assert_fits(narrow: str, wide: str, width: int = 80) -> None:
+    for line in narrow.splitlines():
+        assert len(line.rstrip()) <= width, f"line wider than {width}: {line!r}"
+    vocabulary = set(_tokens(wide)) | NOTE_WORDS
+    broken = [t for t in _tokens(narrow) if t not in vocabulary and not SHORT_DATE.match(t)]
+    assert not broken, f"words broken across lines: {broken}\n{narrow}"
+
+
+def _both(cli: Any, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[str, str]:
+    texts = []
+    for columns in ("80", "400"):
+        monkeypatch.setenv("COLUMNS", columns)
+        result = cli("-o", "table", *argv)
+        assert result.exit_code == ExitCode.OK, result.output
+        texts.append(result.stdout)
+    return texts[0], texts[1]
+
+
+def test_lookup_and_followup_results_fit(cli: Any, make_order: Any,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = "ORDER-20261122-055117-AUTH"
+    make_order(ref, amount="40.00")
+    for op, amount in (("capture", "15.00"), ("capture", "5.00"), ("refund", "5.00")):
+        monkeypatch.setenv("COLUMNS", "80")
+        result = cli("-o", "table", op, ref, "--amount", amount, "--yes")
+        assert result.exit_code == 0, result.output
+        assert any(line.strip().endswith(("Approved (CapturedByProvider)",
+                                          "Approved (RefundedByProvider)"))
+                   for line in result.stdout.splitlines()), result.stdout
+        for line in result.stdout.splitlines():
+            assert len(line) <= 80, line
+    narrow, wide = _both(cli, monkeypatch, "lookup", ref)
+    assert_fits(narrow, wide)
+    assert "AuthorizedByProvider" in wide
+    assert "T" in wide.split("AuthorizedByProvider")[1].split()[0]  # the full date when wide
+    assert "hidden at 80 columns" in narrow
+    monkeypatch.setenv("COLUMNS", "100")
+    result = cli("-o", "table", "lookup", ref)
+    assert_fits(result.stdout, wide, 100)
+
+
+@pytest.mark.parametrize("argv", [["profile", "list"], ["profile", "show"],
+                                  ["profile", "check"], ["smoke", "--list"],
+                                  ["sandbox", "values"]])
+def test_profile_and_list_tables_fit(cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                     argv: list[str]) -> None:
+    narrow, wide = _both(cli, monkeypatch, *argv)
+    assert_fits(narrow, wide, width=10_000)  # soft-wrapped lines: the terminal wraps them
+    if argv[:2] == ["profile", "list"]:
+        assert_fits(narrow, wide)
+
+
+def test_sandbox_ledger_table_fits(sandbox: Any, make_order: Any,
+                                   capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from walletctl.render.sandbox import render_ledger
+
+    make_order("ORDER-20261122-055117-LEDGER", amount="40.00")
+    data = sandbox.ledger()
+    texts = []
+    for columns in ("80", "400"):
+        monkeypatch.setenv("COLUMNS", columns)
+        render_ledger(data, "table", "http://127.0.0.1:8765")
+        texts.append(capsys.readouterr().out)
+    assert_fits(texts[0], texts[1])
+    assert "40.00 EUR" in texts[0]
+
+
+def test_piped_output_is_never_padded(cli: Any, make_order: Any) -> None:
+    make_order("ORDER-PAD-1")
+    for fmt in ("json", "ndjson", "csv"):
+        out = cli("-o", fmt, "lookup", "ORDER-PAD-1").stdout
+        assert not any(line != line.rstrip() for line in out.splitlines()), (fmt, out)

@@ -1,0 +1,103 @@
+"""Fixtures for the first-hour tests (issue 12): walletctl run as a new user would.
+
+``served_sandbox`` -> :class:`Served`
+    ``walletctl sandbox serve --port 0 --write-profile sbx`` as a real subprocess on a real
+    port; the profile is written ONLY by that command into a fresh profiles file
+    (``.config``). ``.run(*argv)`` runs ``walletctl`` in a subprocess with that file
+    selected (COLUMNS=80, no terminal); ``.url`` is the sandbox's URL.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+WALLETCTL = [sys.executable, "-m", "walletctl"]
+
+
+def walletctl_env(config: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+    env.update({"WALLETCTL_CONFIG": str(config), "COLUMNS": "80", "NO_COLOR": "1"}, **extra)
+    return env
+
+
+@dataclass
+class Served:
+    url: str
+    config: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def run(self, *argv: str, input: str | None = None, columns: int = 80,
+            check: int | None = 0, env: dict[str, str] | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [*WALLETCTL, *argv], input=input, capture_output=True, text=True, timeout=60,
+            env={**self.env, "COLUMNS": str(columns), **(env or {})}, check=False,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+        if check is not None:
+            assert proc.returncode == check, (argv, proc.returncode, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc
+
+
+@pytest.fixture
+def served_sandbox(tmp_path: Path) -> Iterator[Served]:
+    config = tmp_path / "cfg" / "profiles.toml"
+    ready = tmp_path / "ready"
+    env = walletctl_env(config)
+    proc = subprocess.Popen(
+        [*WALLETCTL, "sandbox", "serve", "--port", "0", "--quiet", "--ready-file", str(ready),
+         "--write-profile", "sbx"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out, errs = proc.communicate(timeout=5) if proc.poll() is not None else ("", "")
+                pytest.fail(f"sandbox serve did not start: {out} {errs}")
+            time.sleep(0.05)
+        yield Served(ready.read_text().strip(), config, env)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def wallet_event(sb: Served, profile: str, ref: str, directory: Path) -> Path:
+    """A browser-wallet ``event.detail`` file for a Token payment account, made the way the
+    client script would (keys from ``walletctl keys``, the emulated wallet's token)."""
+    import json
+
+    import httpx
+
+    keys = json.loads(sb.run("-p", profile, "-o", "json", "keys", "--show-secret").stdout)
+    api_key = keys["apiKey"]
+    cards = httpx.get(sb.url + "/_sandbox/wallet/cards", timeout=10).json()
+    cards = cards.get("cards", cards) if isinstance(cards, dict) else cards
+    token = next(c for c in cards if "token" in json.dumps(c).lower())
+    pmd = httpx.post(sb.url + "/_sandbox/wallet/token", timeout=10, json={
+        "cardId": token["id"], "gatewayMerchantId": "M-1001", "publicKeyApi": api_key}).json()
+    created = httpx.post(sb.url + "/api/v5/paymentAccounts", timeout=10,
+                         headers={"Authorization": f"PublicApiKey {api_key}"},
+                         json={"merchantId": "M-1001", "storeId": "S-01",
+                               "clientSystemTransactionId": ref, "paymentData": pmd}).json()
+    event = directory / f"{profile}-{ref}-event.json"
+    event.write_text(json.dumps({
+        "clientSystemTransactionId": ref, "transactionAccountId": created["transactionAccountId"],
+        "transactionMethod": "WalletPay", "cryptogram": created.get("cryptogram"),
+        "eciIndicator": created.get("eciIndicator")}))
+    return event
