@@ -136,6 +136,7 @@ def test_real_cli_lifecycle_against_the_sandbox(live_sandbox: EmbeddedSandbox,
 
 def test_demo_runs_the_whole_scenario(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+    env.update(HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"))
     proc = subprocess.run([sys.executable, "-m", "walletctl", "sandbox", "demo"],
                           capture_output=True, text=True, env=env, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -146,6 +147,9 @@ def test_demo_runs_the_whole_scenario(tmp_path: Path) -> None:
     assert "CapturedByProvider" in out
     assert "ReversedByProvider" in out
     assert "sandbox-api-key" not in out  # the key is never shown
+    assert "\n7 entries\n" in out, out  # its history step: 3 checkouts, 2 captures, ...
+    assert not (tmp_path / "data" / "walletctl").exists()  # the user's own history untouched
+    assert not [line for line in out.splitlines() if line.endswith(" ")]  # piped: no padding
 
 
 def test_demo_names_the_failing_step(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -14,6 +14,14 @@ def _console(**options: object) -> Console:
     from rich.console import Console
 
     class _Console(Console):
+        def _render_buffer(self, buffer: Any) -> str:
+            text: str = super()._render_buffer(buffer)
+            if self.is_terminal:
+                return text
+            # Piped or redirected: no padding to the table's width (trailing blanks) that a
+            # script, a diff or a pager would carry along.
+            return "\n".join(line.rstrip(" ") for line in text.split("\n"))
+
         def on_broken_pipe(self) -> None:
             # Rich would exit 1 here; the CLI's one boundary ends quietly with status 141.
             self.quiet = True

@@ -78,6 +78,7 @@ def demo_steps(stamp: str) -> list[tuple[str, list[str]]]:
         ("approve it", [*p, *t, "sandbox", "approve", auth2]),
         ("reverse it", [*p, *t, "reverse", auth2, "--yes"]),
         ("lookup", [*p, *t, "lookup", auth]),
+        ("history", [*t, "history"]),
     ]
 
 
@@ -96,9 +97,11 @@ def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None
                 env.pop(name)
         env[Env.CONFIG] = str(path)
         env[DEMO_KEY_ENV] = DEFAULT_API_KEY
+        env[Env.AUDIT_LOG] = str(Path(tmp) / "history.sqlite3")  # not the user's own history
         env.setdefault("COLUMNS", "150")
-        out.write(f"# embedded sandbox at {sb.url}; profile '{DEMO_PROFILE}' in a temporary "
-                  f"file (WALLETCTL_CONFIG), key from ${DEMO_KEY_ENV}\n")
+        out.write(f"# embedded sandbox at {sb.url}; profile '{DEMO_PROFILE}' and its history "
+                  f"in a temporary directory (WALLETCTL_CONFIG, WALLETCTL_AUDIT_LOG), key from "
+                  f"${DEMO_KEY_ENV}\n")
         out.flush()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for label, args in demo_steps(stamp):
