@@ -13,6 +13,7 @@ a 5xx or an unparseable answer stays ``unknown``; a kill -9 leaves it ``unknown`
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import socket
 import sqlite3
@@ -58,6 +59,19 @@ def os_user() -> str:
             return f"uid:{os.getuid()}" if hasattr(os, "getuid") else "unknown"
 
 
+def _major(amount: Decimal | None, currency: str | None) -> str | None:
+    """``40`` EUR as ``40.00``: the currency's decimals, as every other output shows it."""
+    if amount is None:
+        return None
+    if currency:
+        from walletctl.models.money import quantize
+
+        # an amount the currency cannot hold is recorded as given (the request is refused)
+        with contextlib.suppress(ValueError):
+            amount = quantize(amount, currency)
+    return format(amount, "f")
+
+
 def outcome_of_state(state: str) -> str:
     if state == "Approved":
         return "approved"
@@ -100,7 +114,7 @@ class Recording:
         self.intent = replace(
             self.intent,
             new_ref=new_ref,
-            amount=format(amount, "f") if amount is not None else None,
+            amount=_major(amount, currency),
             currency=currency,
         )
 
