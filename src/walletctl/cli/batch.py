@@ -364,7 +364,7 @@ def _run(
     finally:
         jr.commit()
         if audit is not None:
-            audit.store.close()
+            audit.close()
 
 
 # ---- summary and exit code -------------------------------------------------------------------

@@ -196,7 +196,8 @@ class HistoryStore:
         tip = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (tip[0] + 1, tip[1]) if tip else (1, GENESIS)
         if entry is None:
-            last = db.execute("SELECT MAX(entry) FROM events WHERE kind = 'begin'").fetchone()
+            # every event's entry was opened by a begin event: the largest is the last begin's
+            last = db.execute("SELECT MAX(entry) FROM events").fetchone()
             entry = (last[0] or 0) + 1
         values = [kind, entry, *(row.get(c) for c in _COLUMNS[2:])]
         digest = event_hash(prev, seq, values) if self.chained else ""
@@ -210,7 +211,7 @@ class HistoryStore:
     def begin_many(self, intents: Iterable[Intent]) -> list[int]:
         """Record many intents in one transaction (a batch's rows): their entry ids."""
         with self._write() as db:
-            return [self._append(db, "begin", None, asdict(i)) for i in intents]
+            return [self._append(db, "begin", None, vars(i)) for i in intents]
 
     def complete(self, entry: int, completion: Completion) -> None:
         self.complete_many([(entry, completion)])
@@ -221,7 +222,7 @@ class HistoryStore:
                 if not self.chained and completion.outcome != "unknown":
                     db.execute("DELETE FROM events WHERE entry = ?", (entry,))
                     continue
-                self._append(db, "complete", entry, asdict(completion))
+                self._append(db, "complete", entry, vars(completion))
 
     # ------------------------------------------------------------------ reading
 

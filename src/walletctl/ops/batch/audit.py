@@ -4,8 +4,10 @@ One entry per row: begun when the row is first sent in this run (the runner call
 ``on_send`` after the journal has committed ``sent`` and before the request leaves), and
 completed by the row's result. A row the pre-flight refuses is one entry, complete at birth
 (``refused``). A row sent by an earlier, interrupted run completes that run's unknown entry
-when this run learns its outcome. Dry runs record nothing; a profile with the history turned
-off records nothing either (the journal already makes re-runs safe).
+when this run learns its outcome. Begins are committed one by one (before the request
+leaves); completions are written in groups of 64 (and at the end). Dry runs record nothing;
+a profile with the history turned off records nothing either (the journal already makes
+re-runs safe).
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ _OUTCOME = {
 }
 
 
+_GROUP = 64  # completions per history transaction
+
+
 class BatchAudit:
     """``on_send`` / ``on_result`` for :class:`~walletctl.ops.batch.runner.BatchRunner`."""
 
@@ -42,6 +47,17 @@ class BatchAudit:
         self._user = os_user()
         self._host = socket.gethostname()
         self._open: dict[str, int] = {}  # new reference -> entry id, for rows sent this run
+        self._done: list[tuple[int, Completion]] = []  # completions not yet written
+
+    def flush(self) -> None:
+        """Write the completions gathered so far (one transaction)."""
+        if self._done:
+            self.store.complete_many(self._done)
+            self._done.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self.store.close()
 
     def _intent(self, line: int, ref: str, new_ref: str, amount: str, currency: str, *,
                 outcome: str | None = None, exit_code: int | None = None,
@@ -79,8 +95,12 @@ class BatchAudit:
             if entry is not None:
                 note = f"resolved by a resumed batch run: {note or result.status}"
         if entry is not None:
-            self.store.complete(entry, Completion(time=now_utc(), outcome=outcome,
-                                                  exit_code=int(code), note=note))
+            # Completions are written in groups: one lost to a kill leaves its entry
+            # `unknown`, which the resumed run (or `history --unknown --reconcile`) completes.
+            self._done.append((entry, Completion(time=now_utc(), outcome=outcome,
+                                                 exit_code=int(code), note=note)))
+            if len(self._done) >= _GROUP:
+                self.flush()
         elif result.status == "refused" and not result.earlier_run:
             # refused by the pre-flight: nothing was sent, one entry complete at birth
             self.store.begin(self._intent(
