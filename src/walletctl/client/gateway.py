@@ -82,6 +82,7 @@ class _Base:
         self.trace = trace
         self._auth_value = auth_header
         self.timeout = profile_timeout(profile)
+        self._urls: dict[str, httpx.URL] = {}  # parsed once: a batch posts to one URL
 
     # -- building --------------------------------------------------------------------------
     def _auth(self) -> tuple[str, str] | None:
@@ -120,7 +121,13 @@ class _Base:
             content = dumps(json).encode()
             hdrs["Content-Type"] = "application/json"
         try:
-            request = httpx.Request(method, url, params=params, headers=hdrs, content=content)
+            parsed = self._urls.get(url)
+            if parsed is None:
+                parsed = httpx.URL(url)
+                if len(self._urls) < 64:
+                    self._urls[url] = parsed
+            request = httpx.Request(method, parsed, params=params, headers=hdrs,
+                                    content=content)
         except (httpx.InvalidURL, UnicodeError, ValueError) as exc:  # nothing was sent
             raise RequestValidationError(
                 [("request", f"cannot be sent: {clean_text(str(exc))[:200]}")]
