@@ -36,7 +36,9 @@ def make_checkout_body(ref: str) -> dict[str, Any]:
         "redirectDetails": {"returnUrl": "https://shop.example/r",
                             "successUrl": "https://shop.example/ok",
                             "pendingUrl": "https://shop.example/p",
-                            "errorUrl": "https://shop.example/e"},
+                            "errorUrl": "https://shop.example/e",
+                            "cancelUrl": "https://shop.example/e",
+                            "refusedUrl": "https://shop.example/e"},
     }
 
 _LUA = """

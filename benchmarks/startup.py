@@ -68,7 +68,8 @@ def main() -> int:
             "checkoutDetails": {"paymentMethod": "WalletV2"},
             "redirectDetails": {
                 k: "https://shop.example/r"
-                for k in ("returnUrl", "successUrl", "pendingUrl", "errorUrl")
+                for k in ("returnUrl", "successUrl", "pendingUrl", "errorUrl", "cancelUrl",
+                          "refusedUrl")
             },
         }
         httpx.post(sb.url + "/api/v5/checkout", json=body, headers=headers).raise_for_status()
