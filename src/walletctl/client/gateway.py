@@ -39,6 +39,7 @@ from walletctl.client.guard import (
     DeadlineExceeded,
     alarm,
     clean_text,
+    credential_parts,
     overall_deadline,
 )
 from walletctl.config.profile import Profile
@@ -186,15 +187,23 @@ class _Base:
             return NetworkError(f"no answer from {url} ({reason})", hint="safe to run again")
         return ResponseError(f"unreadable answer from {url}: {reason}")
 
+    def _secrets(self, call: PreparedCall) -> tuple[str, ...]:
+        """What to scrub from an answer: the request's own credentials, and the profile's
+        API key even on requests that did not carry it (an echo of it is never shown)."""
+        own = self._auth_value
+        if isinstance(own, tuple) and own[1]:
+            return call.secrets() + credential_parts(own[1])
+        return call.secrets()
+
     def _answer(self, call: PreparedCall, response: httpx.Response, body: bytes) -> Answer:
-        return Answer(response.status_code, response.headers, body, call.secrets())
+        return Answer(response.status_code, response.headers, body, self._secrets(call))
 
     def _handle(self, call: PreparedCall, answer: Answer) -> Any:
         status = answer.status
         if status >= 400:
             raise gateway_error(call, answer)
         if 300 <= status < 400:
-            where = clean_text(answer.headers.get("Location", "?"), call.secrets())[:300]
+            where = clean_text(answer.headers.get("Location", "?"), self._secrets(call))[:300]
             raise ResponseError(
                 f"gateway answered HTTP {status}, a redirect to {where} (not followed)",
                 hint="check the profile's base_url (https? path prefix?)",
