@@ -101,3 +101,24 @@ def test_piped_output_is_never_padded(cli: Any, make_order: Any) -> None:
     for fmt in ("json", "ndjson", "csv"):
         out = cli("-o", fmt, "lookup", "ORDER-PAD-1").stdout
         assert not any(line != line.rstrip() for line in out.splitlines()), (fmt, out)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_history_and_lookup_keep_words_whole(cli: Any, make_order: Any,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             width: int) -> None:
+    """Rich's own column collapsing folded long words ("AuthorizedByProvi/der" at 100
+    columns, "ORDER-100/1" in the history at 80); the widths are now set by walletctl."""
+    ref = "ORDER-20261122-055117-AUTH"
+    make_order(ref, amount="40.00")
+    assert cli("capture", ref, "--amount", "15.00").exit_code == 0
+    assert cli("refund", ref, "--amount", "5.00", "--yes", "--reason",
+               "parcel lost, ticket 4471").exit_code == 0
+    for argv in (["history"], ["lookup", ref]):
+        texts = []
+        for columns in (str(width), "400"):
+            monkeypatch.setenv("COLUMNS", columns)
+            result = cli("-o", "table", *argv)
+            assert result.exit_code == ExitCode.OK, result.output
+            texts.append(result.stdout)
+        assert_fits(texts[0], texts[1], width)

@@ -20,35 +20,77 @@ def terminal_width() -> int:
     return int(out().width)
 
 
+def _cells(headers: Sequence[str], rows: Sequence[Sequence[str]], i: int) -> list[str]:
+    from rich.text import Text
+
+    return [Text.from_markup(headers[i]).plain] + [Text.from_markup(r[i]).plain for r in rows]
+
+
+def _column_span(headers: Sequence[str], rows: Sequence[Sequence[str]], i: int,
+                 no_wrap: bool) -> tuple[int, int]:
+    """(narrowest width keeping every word whole, width showing every cell on one line)."""
+    from rich.cells import cell_len
+
+    lines = [line for cell in _cells(headers, rows, i) for line in cell.split("\n")]
+    widest = max((cell_len(line) for line in lines), default=1)
+    if no_wrap:
+        return widest, widest
+    word = max((cell_len(w) for line in lines for w in line.split()), default=1)
+    return max(word, 1), max(widest, 1)
+
+
+def _overhead(columns: int) -> int:
+    """Cells a SIMPLE_HEAD table (pad_edge=False) adds around its columns: a blank edge on
+    each side, and padding + divider + padding (3) between two columns."""
+    return 2 + 3 * (columns - 1)
+
+
+def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]], keep: Sequence[int],
+            no_wrap: set[int], width: int) -> list[int] | None:
+    """Column widths that fit ``width`` with every word whole, or None when none do.
+
+    Rich's own collapsing narrows wide columns below their longest word (and folds it), so
+    the widths are set here: each column gets its longest word, then the room left goes to
+    the columns that still wrap, the most starved first.
+    """
+    spans = [_column_span(headers, rows, i, i in no_wrap) for i in keep]
+    room = width - _overhead(len(keep))
+    widths = [low for low, _ in spans]
+    if sum(widths) > room:
+        return None
+    left = room - sum(widths)
+    while left > 0:
+        needs = [high - w for w, (_, high) in zip(widths, spans, strict=True)]
+        if max(needs) <= 0:
+            break
+        k = needs.index(max(needs))
+        step = min(needs[k], left, max(1, left // len(keep)))
+        widths[k] += step
+        left -= step
+    return widths
+
+
 def _build(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[str]],
-           keep: Sequence[int], justify: dict[int, str], no_wrap: set[int]) -> Any:
+           keep: Sequence[int], justify: dict[int, str], no_wrap: set[int],
+           widths: Sequence[int] | None = None) -> Any:
     from rich import box
     from rich.table import Table
 
     table = Table(title=title or None, title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False)
-    for i in keep:
+    for n, i in enumerate(keep):
         table.add_column(headers[i], justify=justify.get(i, "left"),  # type: ignore[arg-type]
-                         no_wrap=i in no_wrap, overflow="fold")
+                         no_wrap=i in no_wrap, overflow="fold",
+                         width=widths[n] if widths is not None else None)
     for row in rows:
         table.add_row(*(row[i] for i in keep))
     return table
 
 
-def _min_width(table: Any) -> int:
-    from rich.measure import Measurement
-
-    console = out()  # measured unclamped: Measurement.get caps the minimum at the width given
-    return int(Measurement.get(console, console.options.update_width(10_000), table).minimum)
-
-
 def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
     """Columns the table needs to show every cell on one line."""
-    from rich.measure import Measurement
-
-    table = _build(None, headers, rows, range(len(headers)), {}, set())
-    console = out()
-    return int(Measurement.get(console, console.options.update_width(10_000), table).maximum)
+    spans = [_column_span(headers, rows, i, False) for i in range(len(headers))]
+    return sum(high for _, high in spans) + _overhead(len(headers))
 
 
 def print_table(
@@ -65,13 +107,15 @@ def print_table(
     width = width or terminal_width()
     keep = list(range(len(headers)))
     hidden: list[str] = []
-    table = _build(title, headers, rows, keep, justify or {}, set(no_wrap))
+    fixed = set(no_wrap)
+    widths = _widths(headers, rows, keep, fixed, width)
     for index in drop:
-        if _min_width(table) <= width or len(keep) <= 1:
+        if widths is not None or len(keep) <= 1:
             break
         keep.remove(index)
         hidden.append(headers[index])
-        table = _build(title, headers, rows, keep, justify or {}, set(no_wrap))
+        widths = _widths(headers, rows, keep, fixed, width)
+    table = _build(title, headers, rows, keep, justify or {}, fixed, widths)
     console = out()
     console.print(table, width=width)
     if hidden:

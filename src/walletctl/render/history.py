@@ -31,42 +31,29 @@ def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:
 
 
 def _table(entries: Sequence[Entry], path: str) -> None:
-    from rich import box
     from rich.markup import escape
-    from rich.table import Table
 
     from walletctl.render.console import out
+    from walletctl.render.fit import print_table
 
     console = out()
     if not entries:
         console.print(f"No entries in {escape(path)} match.")
         return
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("Time (UTC)", no_wrap=True)
-    table.add_column("Op", no_wrap=True)
-    # The reference the action used, and the operator's reason on a second, dim line.
-    table.add_column("Reference / reason", overflow="fold", ratio=1)
-    table.add_column("Amount", justify="right", no_wrap=True)
-    table.add_column("Outcome", no_wrap=True)
-    table.add_column("User", overflow="fold", max_width=12)
+    headers = ["#", "Time (UTC)", "Op", "Reference / reason", "Amount", "Outcome", "User"]
+    rows: list[list[str]] = []
     for e in entries:
         style = OUTCOME_STYLES.get(e.outcome, "")
+        # The reference the action used, and the operator's reason on a second, dim line.
         ref = escape(e.new_ref or e.original_ref or "")
         if e.reason:
             ref += f"\n[dim]{escape(e.reason)}[/]"
         amount = f"{e.amount} {e.currency}" if e.amount is not None else ""
         outcome = e.outcome + (f" ({e.exit_code})" if e.exit_code else "")
-        table.add_row(
-            str(e.id),
-            e.time[:16].replace("T", " "),
-            e.operation,
-            ref,
-            amount,
-            f"[{style}]{outcome}[/]" if style else outcome,
-            escape(e.os_user),
-        )
-    console.print(table)
+        rows.append([str(e.id), e.time[:16].replace("T", " "), e.operation, ref, amount,
+                     f"[{style}]{outcome}[/]" if style else outcome, escape(e.os_user)])
+    print_table(None, headers, rows, justify={0: "right", 4: "right"}, no_wrap=(0, 4, 5),
+                drop=(6, 1))
     unknown = sum(1 for e in entries if e.outcome == "unknown")
     console.print(
         f"{len(entries)} entries"
