@@ -17,6 +17,8 @@ def _gateway(is_sandbox: bool) -> httpx.MockTransport:
     def handle(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/_sandbox/health":
             return httpx.Response(200 if is_sandbox else 404, json={})
+        if request.url.path == "/api/v5/checkout":  # spec 2.2: only the redirect URL
+            return httpx.Response(200, json={"redirectUrl": "https://gw.example/pay/1"})
         if request.method == "POST":
             body = json.loads(request.content)
             state = "Declined" if body.get("amount") == "1001" else "Approved"
@@ -48,7 +50,7 @@ def _run(tmp_path: Path, is_sandbox: bool) -> list[tuple[object, ...]]:
 
 def test_smoke_against_a_gateway_records_each_money_move(tmp_path: Path) -> None:
     assert _run(tmp_path, is_sandbox=False) == [
-        ("checkout", "S-1", "S-1", "12.34", "approved", "smoke run run-7"),
+        ("checkout", "S-1", "S-1", "12.34", "created", "smoke run run-7"),
         ("refund", "S-1", "S-1-REF1", "10.01", "declined", "smoke run run-7"),
     ]
 

@@ -152,7 +152,9 @@ def checkout(
         rec.planned(None, request.amount, request.currency_code)
         rec.sending()
         response = client.checkout(request)
-        rec.answered("Approved", note="checkout created")
+        # created, not approved: the customer has yet to approve it behind the redirect URL
+        rec.answered("Pending", outcome="created",
+                     note="checkout created; waiting for the customer")
     from walletctl.models.money import format_major, quantize
 
     kind = "pre-authorisation" if request.is_preauth else "sale"

@@ -83,7 +83,8 @@ def history(
     profile: Annotated[str | None, typer.Option(help="Profile the action used.")] = None,
     user: Annotated[str | None, typer.Option(help="OS user who ran it.")] = None,
     outcome: Annotated[
-        str | None, typer.Option(help="approved, declined, refused, unknown or error.")
+        str | None,
+        typer.Option(help="approved, created (checkouts), declined, refused, unknown or error."),
     ] = None,
     unknown: Annotated[
         bool, typer.Option("--unknown", help="Only entries whose outcome is unknown.")

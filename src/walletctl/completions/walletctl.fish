@@ -158,7 +158,7 @@ complete -c walletctl -n "__walletctl_at 'history'" -l ref -r -d 'Original or ne
 complete -c walletctl -n "__walletctl_at 'history'" -l op -r -d 'checkout, capture, refund, reverse, authorize, smoke'
 complete -c walletctl -n "__walletctl_at 'history'" -l profile -r -a '(__walletctl_profiles)' -d 'Profile the action used'
 complete -c walletctl -n "__walletctl_at 'history'" -l user -r -d 'OS user who ran it'
-complete -c walletctl -n "__walletctl_at 'history'" -l outcome -r -d 'approved, declined, refused, unknown or error'
+complete -c walletctl -n "__walletctl_at 'history'" -l outcome -r -d 'approved, created (checkouts), declined, refused, unknown or'
 complete -c walletctl -n "__walletctl_at 'history'" -l unknown -d 'Only entries whose outcome is unknown'
 complete -c walletctl -n "__walletctl_at 'history'" -l reconcile -d 'Look the listed unknown entries up and record them'
 complete -c walletctl -n "__walletctl_at 'history'" -l last -r -d 'Only the last N entries (table default: 50)'

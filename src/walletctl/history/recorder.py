@@ -72,7 +72,9 @@ def _major(amount: Decimal | None, currency: str | None) -> str | None:
     return format(amount, "f")
 
 
-def outcome_of_state(state: str) -> str:
+def outcome_of_state(state: str, operation: str | None = None) -> str:
+    if operation == "checkout" and state in ("Pending", ""):
+        return "created"  # accepted, waiting for the customer: no money has moved
     if state == "Approved":
         return "approved"
     if state in ("Pending", ""):
@@ -130,8 +132,9 @@ class Recording:
                     f"history {self.store.path}: cannot record the intent ({exc}); "
                     "nothing was sent") from None
 
-    def answered(self, state: str, *, http_status: int = 200, note: str | None = None) -> None:
-        self.outcome = outcome_of_state(state)
+    def answered(self, state: str, *, http_status: int = 200, note: str | None = None,
+                 outcome: str | None = None) -> None:
+        self.outcome = outcome or outcome_of_state(state)
         self.http_status = http_status
         self.note = note or f"state {state}"
 

@@ -23,8 +23,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-Outcome = Literal["approved", "declined", "refused", "unknown", "error"]
-OUTCOMES: tuple[str, ...] = ("approved", "declined", "refused", "unknown", "error")
+Outcome = Literal["approved", "created", "declined", "refused", "unknown", "error"]
+# created: a checkout the gateway accepted, waiting for the customer (not money moved yet)
+OUTCOMES: tuple[str, ...] = ("approved", "created", "declined", "refused", "unknown", "error")
 GENESIS = "0" * 64
 
 # Columns hashed, in this order (the chain's canonical form); `seq` is hashed too, so

@@ -82,7 +82,8 @@ def resolve_earlier(
     if applied is not None:
         note = f"resolved on re-run: {target} found at the gateway (state {applied.state})"
         store.complete(entry.id, Completion(
-            time=now_utc(), outcome=outcome_of_state(applied.state), note=note))
+            time=now_utc(), outcome=outcome_of_state(applied.state, entry.operation),
+            note=note))
     else:
         store.complete(entry.id, Completion(
             time=now_utc(), outcome="error",
@@ -139,7 +140,7 @@ def reconcile(
         elif found is None:
             outcome, note = "error", f"reconciled: {target} is not at the gateway (not applied)"
         else:
-            outcome = outcome_of_state(found.state)
+            outcome = outcome_of_state(found.state, entry.operation)
             note = f"reconciled: {target} found at the gateway, state {found.state}"
         if outcome != "unknown":
             store.complete(entry.id, Completion(time=now_utc(), outcome=outcome, note=note))

@@ -10,6 +10,7 @@ from walletctl.render.output import emit, write_ndjson
 
 OUTCOME_STYLES = {
     "approved": "green",
+    "created": "cyan",
     "declined": "red",
     "refused": "magenta",
     "unknown": "bold yellow",

@@ -95,14 +95,15 @@ class HistoryTransport(httpx.BaseTransport):
         finally:
             response.close()
         status = response.status_code
-        outcome = "approved"
+        op = intent.operation
+        outcome = "created" if op == "checkout" else "approved"
         if status < 400 and not response.headers.get("content-encoding"):
             try:
                 state = json.loads(raw).get("state")
             except (ValueError, AttributeError):
                 state = None
             if isinstance(state, str):
-                outcome = outcome_of_state(state)
+                outcome = outcome_of_state(state, op)
         elif status >= 500:
             outcome = "unknown"
         elif status >= 400:
