@@ -174,3 +174,25 @@ def test_a_table_shows_a_screenful_and_says_so(tmp_path: Path) -> None:
     assert "showing the last 50 of 55 entries" in proc.stderr
     assert " 6   2020" in proc.stdout
     assert " 5   2020" not in proc.stdout
+
+
+def test_deleting_the_newest_entries_is_caught_by_a_kept_head(tmp_path: Path) -> None:
+    """A cut-off tail leaves a chain intact in itself: the head hash that an earlier verify
+    printed (kept outside the file) is what shows the cut."""
+    path = tmp_path / "h.sqlite3"
+    _fill(path)
+    ok = _cli(path, "-o", "json", "history", "verify")
+    assert ok.returncode == 0, ok
+    head = json.loads(ok.stdout)["headHash"][:16]
+    again = _cli(path, "history", "verify", "--expect-head", head)
+    assert again.returncode == 0, again
+    assert f"head: event 12, hash {head}" in again.stdout
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM events WHERE seq > 8")
+    plain = _cli(path, "history", "verify")
+    assert plain.returncode == 0, plain  # the file alone cannot tell
+    cut = _cli(path, "history", "verify", "--expect-head", head)
+    assert cut.returncode == 3, cut
+    assert "newer entries were deleted (the chain now ends at event 8)" in cut.stderr
+    bad = _cli(path, "history", "verify", "--expect-head", "xyz")
+    assert bad.returncode == 2, bad

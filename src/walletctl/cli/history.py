@@ -207,25 +207,41 @@ def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
 
 
 @history_app.command("verify")
-def verify(ctx: typer.Context) -> None:
+def verify(
+    ctx: typer.Context,
+    expect_head: Annotated[str | None, typer.Option(
+        "--expect-head", metavar="HASH",
+        help="A head hash printed by an earlier verify (12+ hex digits): fail unless that "
+             "event is still in the history (detects deleted newest entries).")] = None,
+) -> None:
     """Check the hash chain: exit 0 when intact, 3 naming the first broken entry."""
+    import re
+
     from walletctl.constants import ExitCode
+    from walletctl.errors import UsageError
     from walletctl.history import history_path, open_history
     from walletctl.render.console import out, print_error
 
+    if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{12,64}", expect_head):
+        raise UsageError("--expect-head: must be 12 to 64 hex digits of a head hash that "
+                         "`walletctl history verify` printed")
     st = get_state(ctx)
     where: Path = history_path(_profile_or_none(st))
     store = open_history(where, create=False)
     try:
         count, broken = store.verify()
+        head = store.head()
+        missing = expect_head is not None and broken is None and not store.holds(expect_head)
     finally:
         store.close()
     explicit = st.output not in (None, "table")  # -o json|ndjson|csv (piped alone: the line)
     if explicit:
         from walletctl.render.rows import emit_rows
 
-        record = {"file": str(where), "intact": broken is None, "events": count,
-                  "brokenAt": None if broken is None else broken.seq}
+        record = {"file": str(where), "intact": broken is None and not missing,
+                  "events": count, "brokenAt": None if broken is None else broken.seq,
+                  "headEvent": head[0] if head else None,
+                  "headHash": head[1] if head else None}
         emit_rows([record], st.output_format, document=record)
     if broken is not None:
         print_error(
@@ -234,6 +250,18 @@ def verify(ctx: typer.Context) -> None:
             "keep this file as evidence; it no longer proves what happened",
         )
         raise typer.Exit(int(ExitCode.CONFIG))  # a local file that fails its check
+    if missing:
+        print_error(
+            f"history {where}: the event with head hash {expect_head} is gone: newer "
+            f"entries were deleted (the chain now ends at event {head[0] if head else 0})",
+            "keep this file as evidence; it no longer proves what happened",
+        )
+        raise typer.Exit(int(ExitCode.CONFIG))
     if not explicit:
-        out().print(f"history {where}: intact, {count} events, hash chain verified",
+        tip = f"; head: event {head[0]}, hash {head[1][:16]}" if head else ""
+        out().print(f"history {where}: intact, {count} events, hash chain verified{tip}",
                     soft_wrap=True)
+        if head:
+            out().print("keep the head hash elsewhere (a ticket, a log): "
+                        f"`walletctl history verify --expect-head {head[1][:16]}` later "
+                        "proves no newer entry was deleted", style="dim", soft_wrap=True)

@@ -8,7 +8,7 @@ _walletctl_words() {
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --open --dry-run --help' ;;
         'completion') echo 'bash zsh fish powershell --help' ;;
         'history') echo 'verify --since --until --ref --op --profile --user --outcome --unknown --reconcile --last --path --help' ;;
-        'history verify') echo '--help' ;;
+        'history verify') echo '--expect-head --help' ;;
         'keys') echo '--show-secret --save --refresh --help' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help' ;;
         'profile') echo 'add check example list remove show --help' ;;
@@ -49,6 +49,7 @@ _walletctl_takes() {  # options that take a value
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
+        'history verify') echo '--expect-head' ;;
         'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;

@@ -16,6 +16,7 @@ function __walletctl_takes
         case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
+        case 'history verify'; echo --expect-head
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
         case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
@@ -164,6 +165,7 @@ complete -c walletctl -n "__walletctl_at 'history'" -l reconcile -d 'Look the li
 complete -c walletctl -n "__walletctl_at 'history'" -l last -r -d 'Only the last N entries (table default: 50)'
 complete -c walletctl -n "__walletctl_at 'history'" -l path -d 'Print the history files path and exit'
 complete -c walletctl -n "__walletctl_at 'history'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history verify'" -l expect-head -r -d 'A head hash printed by an earlier verify (12+ hex digits): f'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'keys'" -l show-secret -d 'Print the keys themselves (default: a fingerprint)'
 complete -c walletctl -n "__walletctl_at 'keys'" -l save -d 'Store the API key and encryption key in the profiles secret'

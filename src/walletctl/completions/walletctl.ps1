@@ -7,7 +7,7 @@ $walletctlWords = @{
     'checkout' = @('--amount','--currency','--ref','--type','--from-file','--first-name','--last-name','--email','--mobile-phone','--house-number','--street','--city','--zip','--state','--country','--success-url','--error-url','--pending-url','--return-url','--cancel-url','--refused-url','--redirect-timeout','--language','--order-number','--open','--dry-run','--help')
     'completion' = @('bash','zsh','fish','powershell','--help')
     'history' = @('verify','--since','--until','--ref','--op','--profile','--user','--outcome','--unknown','--reconcile','--last','--path','--help')
-    'history verify' = @('--help')
+    'history verify' = @('--expect-head','--help')
     'keys' = @('--show-secret','--save','--refresh','--help')
     'lookup' = @('--batch','--open','--older-than','--state','--concurrency','--rate','--max-failures','--help')
     'profile' = @('add','check','example','list','remove','show','--help')
@@ -100,6 +100,7 @@ $walletctlValues = @{  # 'path|option' = values
     'history|--user' = ''
     'history|--outcome' = ''
     'history|--last' = ''
+    'history verify|--expect-head' = ''
     'lookup|--batch' = '@files'
     'lookup|--older-than' = ''
     'lookup|--state' = ''

@@ -282,6 +282,19 @@ class HistoryStore:
             Filters(operation=operation, outcome="unknown", original_ref=original_ref))
         return [e for e in found if e.base_url == base_url]
 
+    def head(self) -> tuple[int, str] | None:
+        """The newest event: (its number, its hash). Printed by ``history verify`` so that
+        an operator can keep it elsewhere: deleting the newest events leaves a chain that is
+        intact in itself, and only a head kept outside the file shows the cut."""
+        row = self._db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        return (int(row[0]), str(row[1])) if row else None
+
+    def holds(self, head_hash: str) -> bool:
+        """Whether an event with this hash (or hash prefix, 12+ characters) is still here."""
+        found = self._db.execute("SELECT 1 FROM events WHERE substr(hash, 1, ?) = ? LIMIT 1",
+                                 (len(head_hash), head_hash.lower())).fetchone()
+        return found is not None
+
     def verify(self) -> tuple[int, Broken | None]:
         """Walk the chain: (events checked, the first broken one or None)."""
         prev = GENESIS
