@@ -163,6 +163,11 @@ def gateway_error(call: PreparedCall, response: Answer) -> GatewayError:
             f"no transaction {call.reference} for this merchant and store: check the reference "
             "and the profile (`walletctl profile show`)"
         )
+    elif status == 409 and call.moves_money and call.reference:
+        hint = (
+            f"the reference {call.reference} is taken: `walletctl lookup {call.reference}` "
+            "shows what holds it; a new transaction needs a new reference"
+        )
     elif status >= 500 and call.moves_money and call.reference:
         hint = f"check with `walletctl lookup {call.reference}` before trying again"
     elif status == 429:

@@ -231,7 +231,7 @@ def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> TxRow:
         raise SandboxError(
             409,
             f"clientSystemTransactionId {req.client_system_transaction_id} is already used "
-            "by another transaction of this merchant and store",
+            "by a transaction of this merchant and store (a checkout reference is used once)",
         ) from None
 
 
