@@ -52,7 +52,7 @@ def test_each_money_move_writes_one_entry_with_its_outcome(desk: Desk) -> None:
         ("checkout", "HA-1", None, "100.00", "created", 0),
         ("capture", "HA-1", "HA-1-CAP1", "40.00", "approved", 0),
         ("refund", "HA-1", "HA-1-REF1", "10.00", "approved", 0),
-        ("refund", "HA-1", None, None, "refused", 5),
+        ("refund", "HA-1", None, "999.00", "refused", 5),  # the amount asked for
         ("checkout", "HA-2", None, "10.02", "created", 0),
         ("capture", "HA-2", "HA-2-CAP1", "10.02", "declined", 5),
         ("reverse", "HA-3", "HA-3-REV1", "20.00", "approved", 0),

@@ -15,6 +15,7 @@ import typer
 from walletctl.cli.state import OutputFormat, get_state
 
 if TYPE_CHECKING:
+    from walletctl.history.recorder import Recording
     from walletctl.models.followup import FollowUpResponse
     from walletctl.models.records import TransactionRecord
     from walletctl.ops.redirect import FollowUpPlan
@@ -188,6 +189,21 @@ _VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
 _NOUN = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
 
 
+def _requested(rec: Recording, new_ref: str | None, amount: str | None,
+               currency: str | None) -> None:
+    """What the operator asked for, recorded before the pre-flight: a refused request's
+    history entry then carries its amount and currency (the plan refines them)."""
+    if amount is None or currency is None:
+        return
+    import contextlib
+
+    from walletctl.models.money import parse_major
+
+    # a bad amount is refused by the plan, with its own message
+    with contextlib.suppress(ValueError, ArithmeticError):
+        rec.planned(new_ref, parse_major(amount, currency), currency)
+
+
 def _single(
     ctx: typer.Context,
     op: Op,
@@ -221,6 +237,7 @@ def _single(
         if earlier is not None:  # not applied: the same operation again, same reference
             new_ref = earlier.entry.new_ref
             amount = amount or earlier.entry.amount
+        _requested(rec, new_ref, amount, currency or profile.currency)  # for a refusal's entry
         plan = plan_followup(
             client, op, ref, amount=amount, currency=currency, new_reference=new_ref
         )
