@@ -63,7 +63,7 @@ def test_one_row_per_reference_with_balances_errors_and_totals(
 ) -> None:
     cfg, refs = ledger_setup
     proc = cli(cfg, refs.parent, "-o", "ndjson", "lookup", "--batch", str(refs))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 5, proc.stderr  # complete, but two references have errors
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     rows, last = lines[:-1], lines[-1]
     assert [r["line"] for r in rows] == [2, 3, 4, 5, 6]  # input order
@@ -114,7 +114,7 @@ def test_csv_stdin_jsonl_and_an_80_column_table(ledger_setup: tuple[Path, Path])
     assert [b.split(",")[1] for b in body] == ["OPEN-1", "PART-1"]
     assert "total EUR (2 refs)" in proc.stderr
     proc = cli(cfg, refs.parent, "-o", "table", "lookup", "--batch", str(refs))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 5, proc.stderr  # the file holds two unknown references
     table = proc.stdout
     assert "OPEN-1" in table
     assert "Totals per currency" in table

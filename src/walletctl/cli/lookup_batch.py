@@ -132,6 +132,8 @@ def run_lookup_batch(
         return report.fatal_code
     if report.breaker_open:
         return int(ExitCode.GATEWAY)
+    if report.errors:  # the report is complete, but some references have no balance
+        return int(ExitCode.DECLINED)
     return int(ExitCode.OK)
 
 
