@@ -272,8 +272,8 @@ def _emit(fmt: str, row: dict[str, Any], title: str) -> None:
         from walletctl.render.console import out
 
         t = Table(title=title, show_header=False, title_justify="left")
-        t.add_column("field", style="bold")
-        t.add_column("value")
+        t.add_column("field", style="bold", no_wrap=True)
+        t.add_column("value", overflow="fold")  # a key shown with --show-secret stays whole
         for key, value in row.items():
             if value is None:
                 continue
