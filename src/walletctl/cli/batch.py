@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from walletctl.cli.flow import check_flow_options, stop_code
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError, WalletctlError
 from walletctl.render.batch import (
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from walletctl.ops.batch.runner import Gateway, RowResult, RunOptions, RunReport
 
 _BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
-MAX_CONCURRENCY = 512
 
 
 def run_batch_command(
@@ -71,12 +71,7 @@ def run_batch_command(
 
     if op not in OPS:
         raise UsageError(f"operation must be one of {', '.join(OPS)}")
-    if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise UsageError(f"--concurrency: must be between 1 and {MAX_CONCURRENCY}")
-    if rate is not None and not rate > 0:
-        raise UsageError("--rate: must be greater than 0 (requests per second)")
-    if max_failures < 1:
-        raise UsageError("--max-failures: must be at least 1")
+    check_flow_options(concurrency, rate, max_failures)
     if batch_id is not None and not _BATCH_ID.match(batch_id):
         raise UsageError("--batch-id: must be 4-64 letters, digits, '-' or '_'")
     if offline and not dry_run:
@@ -256,13 +251,8 @@ def _dry_run_exit(report: RunReport) -> int:
     """A checked dry run exits as the real run would stop: 9/7 when the gateway refuses the
     credentials or cannot be reached, 6 when lookups kept failing, else 0 (predicted
     refusals are listed, not an error)."""
-    if report.interrupted:
-        return int(ExitCode.INTERRUPTED)
-    if report.fatal_code is not None:
-        return report.fatal_code
-    if report.breaker_open:
-        return int(ExitCode.GATEWAY)
-    return int(ExitCode.OK)
+    stopped = stop_code(report)
+    return int(ExitCode.OK) if stopped is None else stopped
 
 
 # ---- the run ---------------------------------------------------------------------------------
@@ -369,12 +359,9 @@ def _run(
 
 # ---- summary and exit code -------------------------------------------------------------------
 def _exit_code(report: RunReport) -> ExitCode:
-    if report.interrupted:
-        return ExitCode.INTERRUPTED
-    if report.fatal_code is not None:
-        return ExitCode(report.fatal_code)
-    if report.breaker_open:
-        return ExitCode.GATEWAY
+    stopped = stop_code(report)
+    if stopped is not None:
+        return ExitCode(stopped)
     if report.counts.get("unknown", 0):
         return ExitCode.UNKNOWN_OUTCOME
     if report.counts.get("pending", 0):

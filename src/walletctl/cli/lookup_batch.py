@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from walletctl.cli.flow import check_flow_options, stop_code
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
 
 if TYPE_CHECKING:
     from walletctl.ops.batch.lookup import Report
 
-MAX_CONCURRENCY = 512
 _DURATION = re.compile(r"(\d{1,6})([smhdw])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -51,12 +51,7 @@ def run_lookup_batch(
     from walletctl.ops.batch.rows import spool_stdin
     from walletctl.render.balances import BalanceWriter
 
-    if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise UsageError(f"--concurrency: must be between 1 and {MAX_CONCURRENCY}")
-    if rate is not None and not rate > 0:
-        raise UsageError("--rate: must be greater than 0 (requests per second)")
-    if max_failures < 1:
-        raise UsageError("--max-failures: must be at least 1")
+    check_flow_options(concurrency, rate, max_failures)
     filters = Filters(
         open_only=open_only,
         older_than=parse_age(older_than) if older_than else None,
@@ -126,12 +121,9 @@ def run_lookup_batch(
         print_note(f"stopped: {report.fatal}")
         if report.fatal_hint:
             sys.stderr.write(f"hint: {report.fatal_hint}\n")
-    if report.interrupted:
-        return int(ExitCode.INTERRUPTED)
-    if report.fatal_code is not None:
-        return report.fatal_code
-    if report.breaker_open:
-        return int(ExitCode.GATEWAY)
+    stopped = stop_code(report)
+    if stopped is not None:
+        return stopped
     if report.errors:  # the report is complete, but some references have no balance
         return int(ExitCode.DECLINED)
     return int(ExitCode.OK)

@@ -10,7 +10,7 @@ import email.utils
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Final
+from typing import Final, Protocol
 
 RETRY_AFTER_CAP: Final = 60.0  # never wait longer than this on one 429
 BACKOFF_INITIAL: Final = 0.2
@@ -148,3 +148,31 @@ class Pause:
     async def wait(self) -> None:
         while (left := self.until - self._clock()) > 0:
             await self._sleep(left)
+
+
+class StopReport(Protocol):
+    interrupted: bool
+    fatal: str | None
+
+
+class FlowControlled:
+    """What both batch engines (follow-ups, balance lookups) share: the rate limit, the
+    circuit breaker, the 429 pause, and a graceful stop."""
+
+    report: StopReport
+
+    def __init__(self, rate: float | None, max_failures: int) -> None:
+        self.bucket = TokenBucket(rate)
+        self.breaker = CircuitBreaker(max_failures)
+        self.pause = Pause()
+        self._answered = False  # any HTTP answer this run (connect failures before: fatal)
+        self._stopping = False
+
+    def stop(self) -> None:
+        """Graceful stop: start nothing new; requests in flight finish and are reported."""
+        self._stopping = True
+        self.report.interrupted = True
+
+    @property
+    def halted(self) -> bool:
+        return self._stopping or self.breaker.open or self.report.fatal is not None

@@ -31,9 +31,7 @@ from walletctl.ops.batch.flow import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
     MAX_ATTEMPTS,
-    CircuitBreaker,
-    Pause,
-    TokenBucket,
+    FlowControlled,
     parse_retry_after,
 )
 from walletctl.ops.batch.rows import MAX_LINE, check_ref
@@ -206,26 +204,16 @@ class LookupOptions:
     unreachable_after: int = 3
 
 
-class BalanceReport:
+class BalanceReport(FlowControlled):
     """Runs the lookups; ``rows()`` yields every reference's row in input order."""
 
+    report: Report
+
     def __init__(self, client: Lookup, options: LookupOptions) -> None:
+        super().__init__(options.rate, options.max_failures)
         self.client = client
         self.opt = options
-        self.bucket = TokenBucket(options.rate)
-        self.breaker = CircuitBreaker(options.max_failures)
-        self.pause = Pause()
         self.report = Report()
-        self._answered = False
-        self._stopping = False
-
-    def stop(self) -> None:
-        self._stopping = True
-        self.report.interrupted = True
-
-    @property
-    def halted(self) -> bool:
-        return self._stopping or self.breaker.open or self.report.fatal is not None
 
     async def rows(self, refs: Iterator[tuple[int, str | None, str]]) -> AsyncIterator[BalanceRow]:
         """Every reference's row, in input order (rows not looked up after a stop carry an

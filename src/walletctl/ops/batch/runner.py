@@ -45,7 +45,7 @@ from walletctl.ops.batch.control import (
     _Stopped,
     retrying,
 )
-from walletctl.ops.batch.flow import CircuitBreaker, Pause, TokenBucket, parse_retry_after
+from walletctl.ops.batch.flow import FlowControlled, parse_retry_after
 from walletctl.ops.batch.journal import FINAL_STATES, PREFLIGHT, Journal, JournalRow, State
 from walletctl.ops.batch.outcome import (
     RowResult,
@@ -67,7 +67,9 @@ _T = TypeVar("_T")
 APPROVED = "Approved"
 
 
-class BatchRunner:
+class BatchRunner(FlowControlled):
+    report: RunReport
+
     def __init__(
         self,
         journal: Journal,
@@ -78,6 +80,7 @@ class BatchRunner:
         on_start: Callable[[JournalRow], None] | None = None,
         on_send: Callable[[JournalRow, int], None] | None = None,
     ) -> None:
+        super().__init__(options.rate, options.max_failures)
         self.journal = journal
         self.gateway_for = gateway_for
         self.opt = options
@@ -87,27 +90,12 @@ class BatchRunner:
         # attempt number; the row's outcome arrives through on_result. One place each, so an
         # audit log can hook both.
         self.on_send = on_send
-        self._answered = False  # any HTTP answer this run (connect failures before: fatal)
         self._connect_failures: dict[str, int] = {}  # per row, only until the first answer
-        self.bucket = TokenBucket(options.rate)
-        self.breaker = CircuitBreaker(options.max_failures)
-        self.pause = Pause()
         self.report = RunReport(breaker_threshold=options.max_failures)
-        self._stopping = False
         self._locks: dict[str, list[Any]] = {}  # ref -> [Lock, users]
         # Rows left 'unknown' this run, per original: counted as applied by later pre-flights.
         self._unknown: dict[str, list[tuple[Decimal, str]]] = {}
         self._attempts: dict[str, int] = {}  # rows in flight only (popped when reported)
-
-    # ---- control -------------------------------------------------------------------------
-    def stop(self) -> None:
-        """Graceful stop: start nothing new; requests in flight finish and are journaled."""
-        self._stopping = True
-        self.report.interrupted = True
-
-    @property
-    def halted(self) -> bool:
-        return self._stopping or self.breaker.open or self.report.fatal is not None
 
     async def run(self) -> RunReport:
         started = time.monotonic()
