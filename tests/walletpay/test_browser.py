@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from walletpay.cli_flow import authorize_event
+
 pytestmark = pytest.mark.browser
 
 def _open_demo(page: Any, sandbox: Any, query: str) -> None:
@@ -74,18 +76,8 @@ def test_each_card_reaches_the_merchant_then_cli_authorizes(
     assert acct["cardType"] == record["account"]["cardType"]
     assert "*" in acct["maskedCardNumber"]
 
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps(detail))
-    extra: list[str] = []
-    if not is_token:
-        three = httpx.post(f"{sandbox.url}/_sandbox/3ds/challenge", json={
-            "transactionAccountId": detail["transactionAccountId"], "merchantId": "M-1001",
-            "storeId": "S-01"}).json()
-        (tmp_path / "3ds.json").write_text(json.dumps(three))
-        extra = ["--3ds", str(tmp_path / "3ds.json")]
-        hidden = (three["authenticationValue"],)
-    tx = cli("authorize", "--event", str(event), "--encryption-key-id", key_id,
-             "--amount", "12.34", "--yes", *extra, hidden=hidden)
+    tx = authorize_event(cli, sandbox.url, tmp_path, detail, key_id, is_token=is_token,
+                         hidden=hidden)
     assert tx["state"] == "Approved", tx
     assert tx["clientSystemTransactionId"] == ref
     records = cli("lookup", ref)

@@ -8,7 +8,6 @@ run on what the merchant server received. CORS answers are checked with raw HTTP
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from walletpay.cli_flow import authorize_event
 from walletpay.merchant_site import MerchantSite
 
 pytestmark = pytest.mark.browser
@@ -48,18 +48,8 @@ def test_pay_from_another_origin_then_cli_authorizes(
     acct = cli("account", detail["transactionAccountId"], "--encryption-key-id", key_id,
                hidden=hidden)
     assert acct["cardType"] == ("Token" if is_token else "Card")
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps(detail))
-    extra: list[str] = []
-    if not is_token:
-        three = httpx.post(f"{sandbox.url}/_sandbox/3ds/challenge", json={
-            "transactionAccountId": detail["transactionAccountId"], "merchantId": "M-1001",
-            "storeId": "S-01"}).json()
-        (tmp_path / "3ds.json").write_text(json.dumps(three))
-        extra = ["--3ds", str(tmp_path / "3ds.json")]
-        hidden = (three["authenticationValue"],)
-    tx = cli("authorize", "--event", str(event), "--encryption-key-id", key_id,
-             "--amount", "12.34", "--yes", *extra, hidden=hidden)
+    tx = authorize_event(cli, sandbox.url, tmp_path, detail, key_id, is_token=is_token,
+                         hidden=hidden)
     assert tx["state"] == "Approved", tx
     assert [r["state"] for r in cli("lookup", ref)] == ["Approved"]
     assert [e[0] for e in page.evaluate("window.events")] == ["ready", "result"]
