@@ -113,27 +113,13 @@ def proxy(sandbox: Any) -> Iterator[FaultProxy]:
     p.close()
 
 
-def profile_text(base_url: str, *, name: str = "desk", history: str = "",
-                 timeout: float = 10) -> str:
-    return f"""default_profile = "{name}"
+def profile_text(base_url: str, *, name: str = "desk", history: str = "") -> str:
+    """The demo's profile (walletctl.sandbox.scenario.profile_toml) for the desk, plus a
+    ``[history]`` table when given."""
+    from walletctl.sandbox.scenario import profile_toml
 
-[profiles.{name}]
-base_url = "{base_url}"
-merchant_id = "M-1001"
-store_id = "S-01"
-user_id = "ops-bot"
-currency = "EUR"
-timeout = {timeout}
-
-[profiles.{name}.auth]
-key_env = "{KEY_ENV}"
-
-[profiles.{name}.redirects]
-success_url = "https://shop.example/ok"
-error_url = "https://shop.example/error"
-pending_url = "https://shop.example/pending"
-return_url = "https://shop.example/return"
-{history}"""
+    return profile_toml(base_url, name=name, key_env=KEY_ENV, merchant_id="M-1001",
+                        store_id="S-01", user_id="ops-bot", timeout=10) + history
 
 
 @dataclass
