@@ -10,7 +10,7 @@ Prints a table of:
     round trips per row); requests/s too, and the CPU seconds walletctl spends per 1,000 rows;
  2. requests/s with no added latency, as a ratio to ``wrk`` driving the SAME requests (capture
     POSTs of distinct, seeded pre-authorisations, so every wrk request does real work) on the
-    same endpoint at the same concurrency; the full mode adds plain ``httpx.AsyncClient``;
+    same endpoint at the same concurrency;
  3. peak memory (ru_maxrss of the walletctl child process) for 10k and 100k rows with
     ``--dry-run --offline`` (everything but the sending); the full mode adds real runs of 2k
     and 20k rows.
@@ -213,17 +213,6 @@ def run_wrk(work: Path, url: str, prefix: str, concurrency: int, seconds: int) -
     return float(match.group(1))
 
 
-HTTPX_LAUNCHER = """
-import sys, httpx
-from walletctl.cli.state import ENV
-ENV.async_transport = httpx.AsyncHTTPTransport(
-    limits=httpx.Limits(max_connections=100, max_keepalive_connections=100))
-from walletctl.cli.main import run
-sys.argv[0] = "walletctl"
-run(sys.argv[1:])
-"""
-
-
 class _NoDisconnects(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
@@ -302,13 +291,6 @@ def main() -> None:
                          f"{cpu:.2f} s/1k rows",
                          f"wrk, same capture POSTs: {theirs:.0f} req/s",
                          f"{ours / theirs:.2f} of wrk (target >= 0.5)"))
-            if not args.quick:
-                sx = best(reps, lambda: batch_run(work, cfg, refs, c, reset=(sb, refs),
-                                                  launcher=[PY, "-c", HTTPX_LAUNCHER]))
-                plain = sx["requests"] / sx["elapsed_s"]
-                rows.append(("2b. same on plain httpx.AsyncClient", f"{plain:.0f} req/s", "",
-                             f"{plain / theirs:.2f} of wrk"))
-
             # 3. peak memory for 10k and 100k rows: --dry-run (parse, validate, plan into the
             # journal, build every request; a real 100k run takes many minutes against the
             # sandbox, which slows down as its ledger grows)

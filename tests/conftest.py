@@ -36,9 +36,9 @@ def _isolate_user_dirs(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("WALLETCTL_AUDIT_LOG", str(home / "audit" / "history.sqlite3"))
     from walletctl.cli.state import ENV
 
-    saved = (ENV.transport, ENV.async_transport, ENV.stdin_isatty, ENV.stdout_isatty)
+    saved = (ENV.transport, ENV.stdin_isatty, ENV.stdout_isatty)
     yield
-    ENV.transport, ENV.async_transport, ENV.stdin_isatty, ENV.stdout_isatty = saved
+    ENV.transport, ENV.stdin_isatty, ENV.stdout_isatty = saved
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -289,21 +289,15 @@ def _run(
                            f"{result.detail or result.txn_state or ''}")
 
     async def main() -> RunReport:
-        import httpx
+        from walletctl.client.aio import AsyncGatewayClient
 
-        from walletctl.cli.state import ENV
-        from walletctl.client.gateway import AsyncGatewayClient
-
-        limits = httpx.Limits(max_connections=concurrency,
-                              max_keepalive_connections=concurrency)
         clients: dict[str, AsyncGatewayClient] = {}
 
         def gateway_for(name: str | None) -> Gateway:
             key = name or profile.name
             if key not in clients:
                 prof = profile if key == profile.name else _load_profile(state, key)
-                clients[key] = AsyncGatewayClient(prof, transport=ENV.async_transport,
-                                                  limits=limits)
+                clients[key] = AsyncGatewayClient(prof, max_connections=concurrency)
             return clients[key]
 
         record, on_send = on_result, None

@@ -46,7 +46,7 @@ def run_lookup_batch(
     rate: float | None,
     max_failures: int,
 ) -> int:
-    from walletctl.cli.state import ENV, get_state
+    from walletctl.cli.state import get_state
     from walletctl.ops.batch.lookup import BalanceReport, Filters, LookupOptions, iter_refs
     from walletctl.ops.batch.rows import spool_stdin
     from walletctl.render.balances import BalanceWriter
@@ -73,13 +73,9 @@ def run_lookup_batch(
         options = LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures)
 
         async def main() -> Report:
-            import httpx
+            from walletctl.client.aio import AsyncGatewayClient
 
-            from walletctl.client.gateway import AsyncGatewayClient
-
-            limits = httpx.Limits(max_connections=concurrency,
-                                  max_keepalive_connections=concurrency)
-            client = AsyncGatewayClient(profile, transport=ENV.async_transport, limits=limits)
+            client = AsyncGatewayClient(profile, max_connections=concurrency)
             engine = BalanceReport(client, options)
             loop = asyncio.get_running_loop()
             installed = []

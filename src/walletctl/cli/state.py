@@ -27,7 +27,6 @@ class Environment:
     """Things tests swap: the HTTP transport, stdin/tty detection."""
 
     transport: Any = None  # httpx.BaseTransport for GatewayClient, when set
-    async_transport: Any = None  # httpx.AsyncBaseTransport for AsyncGatewayClient, when set
     stdin_isatty: bool | None = None  # None = ask sys.stdin
     stdout_isatty: bool | None = None
 

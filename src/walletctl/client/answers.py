@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -22,15 +24,16 @@ from walletctl.render.mask import mask_body, mask_headers
 
 MAX_RETRY_AFTER = 60.0
 
-# aiohttp exceptions (seen as __cause__ through httpx-aiohttp) raised before a byte was sent.
-_AIOHTTP_CONNECT_PHASE = (
-    "ClientConnectorError",
-    "ConnectionTimeoutError",
-    "ClientConnectorCertificateError",
-    "ClientConnectorSSLError",
-    "ClientConnectorDNSError",
-    "ClientProxyConnectionError",
-)
+
+@dataclass(slots=True)
+class Outgoing:
+    """A request as the async client sends it (no ``httpx.Request``: building one costs more
+    CPU than aiohttp's whole send, measured in benchmarks/batch.py). Same attribute names."""
+
+    method: str
+    url: str  # complete, query string included
+    headers: dict[str, str]
+    content: bytes | None
 
 
 class PreparedCall:
@@ -38,7 +41,7 @@ class PreparedCall:
 
     def __init__(
         self,
-        request: httpx.Request,
+        request: httpx.Request | Outgoing,
         *,
         reference: str | None,
         moves_money: bool,
@@ -48,6 +51,10 @@ class PreparedCall:
         self.reference = reference
         self.moves_money = moves_money
         self.secret_headers = secret_headers
+
+    def where(self) -> str:
+        """``METHOD url`` without the query string (for error messages)."""
+        return f"{self.request.method} {str(self.request.url).split('?', 1)[0]}"
 
     def secrets(self) -> tuple[str, ...]:
         """The credentials this request carries (to scrub from whatever comes back)."""
@@ -75,7 +82,7 @@ class Answer:
     """A read, decoded and sanitised answer (see :mod:`walletctl.client.guard`)."""
 
     def __init__(
-        self, status: int, headers: httpx.Headers, body: bytes, secrets: tuple[str, ...]
+        self, status: int, headers: Mapping[str, str], body: bytes, secrets: tuple[str, ...]
     ) -> None:
         self.status = status
         self.headers = headers
@@ -105,22 +112,14 @@ def reason_of(exc: Exception) -> str:
 
 def nothing_sent(exc: httpx.TransportError) -> bool:
     """True only when the failure provably happened before the request left."""
-    if not isinstance(
+    return isinstance(
         exc,
         httpx.ConnectError
         | httpx.ConnectTimeout
         | httpx.PoolTimeout
         | httpx.UnsupportedProtocol
         | httpx.ProxyError,
-    ):
-        return False
-    # httpx-aiohttp maps every aiohttp ClientConnectionError, including a server that dropped
-    # the connection after reading the request, to ConnectTimeout: trust only connect-phase
-    # causes.
-    cause = exc.__cause__
-    if cause is not None and type(cause).__module__.startswith("aiohttp"):
-        return type(cause).__name__ in _AIOHTTP_CONNECT_PHASE
-    return True
+    )
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

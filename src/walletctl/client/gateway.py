@@ -23,6 +23,7 @@ from walletctl.client._httpx import httpx
 from walletctl.client.answers import MAX_RETRY_AFTER as MAX_RETRY_AFTER
 from walletctl.client.answers import (
     Answer,
+    Outgoing,
     gateway_error,
     nothing_sent,
     one_line,
@@ -122,13 +123,7 @@ class _Base:
             content = dumps(json).encode()
             hdrs["Content-Type"] = "application/json"
         try:
-            parsed = self._urls.get(url)
-            if parsed is None:
-                parsed = httpx.URL(url)
-                if len(self._urls) < 64:
-                    self._urls[url] = parsed
-            request = httpx.Request(method, parsed, params=params, headers=hdrs,
-                                    content=content)
+            request = self._build(method, url, params, hdrs, content)
         except (httpx.InvalidURL, UnicodeError, ValueError) as exc:  # nothing was sent
             raise RequestValidationError(
                 [("request", f"cannot be sent: {clean_text(str(exc))[:200]}")]
@@ -136,6 +131,20 @@ class _Base:
         return PreparedCall(
             request, reference=reference, moves_money=moves_money, secret_headers=secret_headers
         )
+
+    def _parsed(self, url: str) -> httpx.URL:
+        """``url`` parsed and checked once (a batch posts to one URL)."""
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parsed = httpx.URL(url)
+            if len(self._urls) < 64:
+                self._urls[url] = parsed
+        return parsed
+
+    def _build(self, method: str, url: str, params: dict[str, str] | None,
+               headers: dict[str, str], content: bytes | None) -> httpx.Request | Outgoing:
+        return httpx.Request(method, self._parsed(url), params=params, headers=headers,
+                             content=content)
 
     # -- tracing ---------------------------------------------------------------------------
     def _trace_request(self, call: PreparedCall) -> None:
@@ -162,7 +171,7 @@ class _Base:
 
     # -- mapping ---------------------------------------------------------------------------
     def _map_transport_error(self, call: PreparedCall, exc: httpx.TransportError) -> Exception:
-        url = f"{call.request.method} {call.request.url.copy_with(query=None)}"
+        url = call.where()
         if nothing_sent(exc):
             return NetworkError(
                 f"could not connect: {url} ({reason_of(exc)})",
@@ -175,7 +184,7 @@ class _Base:
 
     def _map_guard_error(self, call: PreparedCall, exc: BaseException) -> Exception:
         """Deadline passed, answer too large or undecodable: the answer was not read."""
-        url = f"{call.request.method} {call.request.url.copy_with(query=None)}"
+        url = call.where()
         if isinstance(exc, DeadlineExceeded):
             limit = overall_deadline(self.profile.timeout)
             reason = f"no complete answer within {limit:g} s (twice the timeout)"
@@ -253,7 +262,7 @@ class GatewayClient(_Base):
             # From here until the answer is handled, an interrupt (Ctrl-C, SIGTERM, SIGHUP)
             # leaves a money move's outcome unknown.
             with alarm(limit):
-                response = self._http.send(call.request, stream=True)
+                response = self._http.send(_httpx_request(call), stream=True)
                 try:
                     if response.is_stream_consumed:  # an in-memory transport: already decoded
                         reader = BodyReader(None)
@@ -350,119 +359,16 @@ def _check_followup(profile: Profile, req: FollowUpRequest, data: Any) -> None:
     )
 
 
+def _httpx_request(call: PreparedCall) -> httpx.Request:
+    r = call.request
+    if isinstance(r, httpx.Request):
+        return r
+    return httpx.Request(r.method, r.url, headers=r.headers, content=r.content)
+
+
 def lookup_params(profile: Profile, reference: str) -> dict[str, str]:
     return {
         "merchantId": profile.merchant_id,
         "storeId": profile.store_id,
         "clientSystemTransactionId": reference,
     }
-
-
-def default_async_transport(limits: httpx.Limits | None = None) -> httpx.AsyncBaseTransport:
-    """httpx-aiohttp: httpx's API on aiohttp's connection pool.
-
-    httpx's own async pool is CPU-bound and slows down as concurrency rises (measured in
-    benchmarks/batch.py); aiohttp's pool is not.
-    """
-    from httpx_aiohttp import AiohttpTransport
-
-    transport: httpx.AsyncBaseTransport = AiohttpTransport(
-        limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=100),
-        trust_env=False,
-    )
-    return transport
-
-
-class AsyncGatewayClient(_Base):
-    """Async client on one connection pool (batch work)."""
-
-    def __init__(
-        self,
-        profile: Profile,
-        *,
-        transport: httpx.AsyncBaseTransport | None = None,
-        limits: httpx.Limits | None = None,
-        trace: Trace | None = None,
-        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
-    ) -> None:
-        super().__init__(profile, trace=trace, auth_header=auth_header)
-        # Requests go straight to the transport: walletctl builds complete requests itself
-        # and follows no redirects, so httpx.AsyncClient's auth/redirect/cookie layers only
-        # cost CPU (measured 20-40 % of a batch's client time on a local sandbox).
-        self._transport = transport or default_async_transport(limits)
-        self._timeout = self.timeout.as_dict()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()
-
-    async def send(self, call: PreparedCall) -> Any:
-        import asyncio
-
-        self._trace_request(call)
-        started = time.perf_counter()
-        request = call.request
-        request.extensions.setdefault("timeout", self._timeout)
-        limit = overall_deadline(self.profile.timeout)
-        try:
-            async with asyncio.timeout(limit):
-                response = await self._transport.handle_async_request(request)
-                try:
-                    if response.is_stream_consumed:  # an in-memory transport: already decoded
-                        reader = BodyReader(None)
-                        reader.feed(response.content)
-                    else:
-                        reader = BodyReader(response.headers.get("Content-Encoding"))
-                        async for chunk in response.aiter_raw():
-                            reader.feed(chunk)
-                    body = reader.finish()
-                finally:
-                    await response.aclose()
-        except httpx.TransportError as exc:
-            raise self._map_transport_error(call, exc) from None
-        except TimeoutError:
-            raise self._map_guard_error(call, DeadlineExceeded()) from None
-        except (BodyTooLarge, BadEncoding) as exc:
-            raise self._map_guard_error(call, exc) from None
-        answer = self._answer(call, response, body)
-        self._trace_response(answer, time.perf_counter() - started)
-        return self._handle(call, answer)
-
-    async def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
-        return await self.send(self.prepare(method, path_key, **kwargs))
-
-    async def followup(self, req: FollowUpRequest) -> FollowUpResponse:
-        call = self.prepare(
-            "POST",
-            "apm_transactions",
-            json=req.to_wire(self.profile.amount_format),
-            reference=req.client_system_transaction_id,
-            moves_money=True,
-        )
-        from walletctl.models.followup import FollowUpResponse
-
-        data = await self.send(call)
-        _check_followup(self.profile, req, data)
-        result: FollowUpResponse = parse_model(
-            FollowUpResponse,
-            data,
-            self.profile,
-            req.operation,
-            req.client_system_transaction_id,
-        )
-        return result
-
-    async def lookup(self, reference: str) -> list[TransactionRecord]:
-        check_identifier(reference, "REF")
-        call = self.prepare(
-            "GET",
-            "apm_transactions",
-            params=lookup_params(self.profile, reference),
-            reference=reference,
-        )
-        return check_records(parse_records(await self.send(call), self.profile.amount_format))
