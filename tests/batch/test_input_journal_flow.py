@@ -318,3 +318,46 @@ def test_a_journal_is_locked_while_open(tmp_path: Path) -> None:
         Journal(tmp_path / "j.sqlite", batch_id="batch0001", op="capture", source="x")
     jr.close()
     Journal(tmp_path / "j.sqlite", batch_id="batch0001", op="capture", source="x").close()
+
+
+def test_the_runner_sends_exactly_the_request_the_plan_validated(tmp_path: Path) -> None:
+    """The runner builds each row's request without validating it again (planned_request):
+    for every row the plan accepts, its wire body is the validated request's, byte for byte,
+    in both amount formats and for every operation."""
+    from dataclasses import replace
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from walletctl.models.base import dumps
+    from walletctl.models.money import AmountFormat
+    from walletctl.ops.batch.journal import JournalRow
+    from walletctl.ops.batch.outcome import build_request, planned_request, request_problem
+    from walletctl.ops.batch.rows import Op
+
+    cents = st.integers(min_value=1, max_value=10**12)
+    currency = st.sampled_from(["EUR", "JPY", "BHD", "USD", "HUF"])
+    ops: list[Op] = ["capture", "refund", "reverse"]
+    formats: list[AmountFormat] = ["minor", "decimal"]
+    op, fmt = st.sampled_from(ops), st.sampled_from(formats)
+    ref = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,40}", fullmatch=True)
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(cents, currency, op, fmt, ref)
+    def check(n: int, cur: str, operation: Op, amount_format: AmountFormat,
+              original: str) -> None:
+        from walletctl.models.money import exponent
+
+        amount = Decimal(n).scaleb(-exponent(cur))
+        if request_problem(PROFILE, operation, Row(2, original, amount, cur)) is not None:
+            return  # an invalid row never reaches the runner
+        new_ref = derive_reference("b0001", operation, original, 0)
+        row = JournalRow(f"{original}#0", 2, original, new_ref, amount, cur, None, "planned",
+                         0, None, None, None)
+        profile = replace(PROFILE, amount_format=amount_format)
+        want = build_request(profile, operation, row).to_wire(amount_format)
+        got = planned_request(profile, operation, row)
+        assert dumps(got.to_wire(amount_format)) == dumps(want)
+        assert got.operation == operation
+
+    check()

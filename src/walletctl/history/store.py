@@ -194,15 +194,9 @@ class HistoryStore:
     def _append(self, db: sqlite3.Connection, kind: str, entry: int | None,
                 row: dict[str, Any]) -> int:
         """Append one event; a begin event opens entry number (last entry + 1)."""
-        tip = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (tip[0] + 1, tip[1]) if tip else (1, GENESIS)
-        if entry is None:
-            # every event's entry was opened by a begin event: the largest is the last begin's
-            last = db.execute("SELECT MAX(entry) FROM events").fetchone()
-            entry = (last[0] or 0) + 1
-        values = [kind, entry, *(row.get(c) for c in _COLUMNS[2:])]
-        digest = event_hash(prev, seq, values) if self.chained else ""
-        db.execute(_INSERT, [seq, *values, prev, digest])
+        tip = _Tip(db)
+        entry = tip.append(kind, entry, row, self.chained)
+        tip.write()
         return entry
 
     def begin(self, intent: Intent) -> int:
@@ -211,19 +205,29 @@ class HistoryStore:
 
     def begin_many(self, intents: Iterable[Intent]) -> list[int]:
         """Record many intents in one transaction (a batch's rows): their entry ids."""
-        with self._write() as db:
-            return [self._append(db, "begin", None, vars(i)) for i in intents]
+        return self.append_many(intents, ())
 
     def complete(self, entry: int, completion: Completion) -> None:
         self.complete_many([(entry, completion)])
 
     def complete_many(self, items: Iterable[tuple[int, Completion]]) -> None:
+        self.append_many((), items)
+
+    def append_many(self, intents: Iterable[Intent],
+                    completions: Iterable[tuple[int, Completion]]) -> list[int]:
+        """Completions, then intents, in ONE transaction (the chain's tip is read once):
+        the new intents' entry ids. What a batch writes per group of sends."""
         with self._write() as db:
-            for entry, completion in items:
+            tip = _Tip(db)
+            for entry, completion in completions:
                 if not self.chained and completion.outcome != "unknown":
+                    tip.write()
                     db.execute("DELETE FROM events WHERE entry = ?", (entry,))
                     continue
-                self._append(db, "complete", entry, vars(completion))
+                tip.append("complete", entry, vars(completion), self.chained)
+            ids = [tip.append("begin", None, vars(i), self.chained) for i in intents]
+            tip.write()
+            return ids
 
     # ------------------------------------------------------------------ reading
 
@@ -315,6 +319,37 @@ class HistoryStore:
             expected += 1
             count += 1
         return count, None
+
+
+class _Tip:
+    """The chain's tip inside one write transaction: read once, then advanced in memory
+    (the transaction holds SQLite's write lock, so nobody else can append meanwhile)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        tip = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        self.seq, self.prev = (int(tip[0]), str(tip[1])) if tip else (0, GENESIS)
+        # every event's entry was opened by a begin event: the largest is the last begin's
+        last = db.execute("SELECT MAX(entry) FROM events").fetchone()
+        self.entry = int(last[0] or 0)
+        self._rows: list[list[Any]] = []
+
+    def append(self, kind: str, entry: int | None, row: dict[str, Any], chained: bool) -> int:
+        if entry is None:
+            self.entry += 1
+            entry = self.entry
+        self.seq += 1
+        values = [kind, entry, *(row.get(c) for c in _COLUMNS[2:])]
+        digest = event_hash(self.prev, self.seq, values) if chained else ""
+        self._rows.append([self.seq, *values, self.prev, digest])
+        self.prev = digest
+        return entry
+
+    def write(self) -> None:
+        """Insert the events appended so far (one statement for the group)."""
+        if self._rows:
+            self.db.executemany(_INSERT, self._rows)
+            self._rows.clear()
 
 
 def _describe(kind: Any, entry: Any) -> str:

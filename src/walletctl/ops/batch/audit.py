@@ -1,13 +1,14 @@
 """Each batch row in the support desk's history (``walletctl history``).
 
 One entry per row: begun when the row is first sent in this run (the runner calls
-``on_send`` after the journal has committed ``sent`` and before the request leaves), and
-completed by the row's result. A row the pre-flight refuses is one entry, complete at birth
-(``refused``). A row sent by an earlier, interrupted run completes that run's unknown entry
-when this run learns its outcome. Begins are committed one by one (before the request
-leaves); completions are written in groups of 64 (and at the end). Dry runs record nothing;
-a profile with the history turned off records nothing either (the journal already makes
-re-runs safe).
+``on_send`` after the journal has committed ``sent`` and before the request leaves, once
+for all the rows sending in one event-loop turn), and completed by the row's result. A row
+the pre-flight refuses is one entry, complete at birth (``refused``). A row sent by an
+earlier, interrupted run completes that run's unknown entry when this run learns its
+outcome. Begins are committed before the requests leave, in one transaction per group of
+sends; completions ride along in that transaction (or are written in groups of 64, and at
+the end). Dry runs record nothing; a profile with the history turned off records nothing
+either (the journal already makes re-runs safe).
 """
 
 from __future__ import annotations
@@ -76,15 +77,28 @@ class BatchAudit:
                 return entry.id
         return None
 
-    def on_send(self, row: JournalRow, attempt: int) -> None:
-        if row.new_ref in self._open:  # a retry of a row already recorded in this run
+    def on_send(self, items: list[tuple[JournalRow, int]]) -> None:
+        """Rows about to be sent (journal already 'sent'): their entries are begun in one
+        transaction, with the completions gathered since the last write."""
+        rows: list[JournalRow] = []
+        intents: list[Intent] = []
+        for row, _attempt in items:
+            if row.new_ref in self._open:  # a retry of a row already recorded in this run
+                continue
+            # A row an earlier run sent (and lost track of) goes on under that run's entry.
+            entry = self._earlier(row.ref, row.new_ref) if row.attempts else None
+            if entry is not None:
+                self._open[row.new_ref] = entry
+                continue
+            rows.append(row)
+            intents.append(self._intent(row.line, row.ref, row.new_ref, f"{row.amount:f}",
+                                        row.currency))
+        if not intents and not self._done:
             return
-        # A row an earlier run sent (and lost track of) goes on under that run's entry.
-        entry = self._earlier(row.ref, row.new_ref) if row.attempts else None
-        if entry is None:
-            entry = self.store.begin(self._intent(
-                row.line, row.ref, row.new_ref, f"{row.amount:f}", row.currency))
-        self._open[row.new_ref] = entry
+        ids = self.store.append_many(intents, self._done)
+        self._done.clear()
+        for row, entry in zip(rows, ids, strict=True):
+            self._open[row.new_ref] = entry
 
     def on_result(self, result: RowResult) -> None:
         outcome, code = _OUTCOME.get(result.status, ("unknown", ExitCode.UNKNOWN_OUTCOME))

@@ -242,11 +242,17 @@ class Journal:
             last = int(chunk[-1][1])
 
     def mark_sent(self, key: str) -> None:
-        """Committed before the request is sent (with any outcomes recorded since the last
-        commit: one commit per request, not two)."""
-        self.db.execute(
+        self.mark_sent_many([key])
+
+    def mark_sent_many(self, keys: list[str]) -> None:
+        """Committed before the requests are sent, with any outcomes recorded since the last
+        commit (one commit per group of sends: see ops/batch/commit.py)."""
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN")
+        now = time.time()
+        self.db.executemany(
             "UPDATE rows SET state='sent', attempts=attempts+1, updated=? WHERE key=?",
-            (time.time(), key),
+            [(now, key) for key in keys],
         )
         self.commit()
 
@@ -259,9 +265,10 @@ class Journal:
         txn_state: str | None = None,
         detail: str | None = None,
     ) -> None:
-        """Record an outcome. Group commit: it becomes durable with the next ``mark_sent`` or
-        at the end of the run. Losing it to a crash is safe: the row is still ``sent``
-        on disk, and a resume reconciles it by lookup before anything is sent again."""
+        """Record an outcome. Group commit: it becomes durable with the next
+        ``mark_sent_many`` or at the end of the run. Losing it to a crash is safe: the row
+        is still ``sent`` on disk, and a resume reconciles it by lookup before anything is
+        sent again."""
         if not self.db.in_transaction:
             self.db.execute("BEGIN")
         self.db.execute(

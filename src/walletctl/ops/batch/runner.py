@@ -9,7 +9,8 @@ Per row (rows naming the same original run one after another; others run concurr
                                            pre-flight would have refused
     lookup(original ref)                -> our new reference already there? -> record it, done
                                         -> pre-flight balance check (ledger rules) -> refused?
-    journal 'sent' (committed)  ->  POST follow-up
+    journal 'sent' (committed; one write per loop turn for all rows sending in it)
+                                ->  POST follow-up
         2xx                     -> confirmed (Approved) / refused (Declined, Errored)
         connect failed          -> nothing sent: back to 'planned', back off, send again
         429                     -> nothing stored: pause everyone for Retry-After, send again
@@ -36,6 +37,7 @@ from walletctl.errors import (
     ResponseError,
     UnknownOutcomeError,
 )
+from walletctl.ops.batch.commit import GroupCommit
 from walletctl.ops.batch.control import (
     Gateway,
     _Done,
@@ -52,6 +54,7 @@ from walletctl.ops.batch.outcome import (
     RunOptions,
     RunReport,
     build_request,
+    planned_request,
     request_problem,
 )
 
@@ -78,7 +81,7 @@ class BatchRunner(FlowControlled):
         *,
         on_result: Callable[[RowResult], None] | None = None,
         on_start: Callable[[JournalRow], None] | None = None,
-        on_send: Callable[[JournalRow, int], None] | None = None,
+        on_send: Callable[[list[tuple[JournalRow, int]]], None] | None = None,
     ) -> None:
         super().__init__(options.rate, options.max_failures)
         self.journal = journal
@@ -86,10 +89,11 @@ class BatchRunner(FlowControlled):
         self.opt = options
         self.on_result = on_result
         self.on_start = on_start
-        # Called when a row's request is about to leave (journal already 'sent'), with the
-        # attempt number; the row's outcome arrives through on_result. One place each, so an
-        # audit log can hook both.
+        # Called with the rows whose requests are about to leave (journal already 'sent'),
+        # each with its attempt number, in the same group write; a row's outcome arrives
+        # through on_result. One place each, so an audit log can hook both.
         self.on_send = on_send
+        self._commit_sent = GroupCommit(self._write_sent)
         self._connect_failures: dict[str, int] = {}  # per row, only until the first answer
         self.report = RunReport(breaker_threshold=options.max_failures)
         self._locks: dict[str, list[Any]] = {}  # ref -> [Lock, users]
@@ -321,12 +325,15 @@ class BatchRunner(FlowControlled):
             else:
                 self._emit(row, "pending", detail=f"not sent after retries: {exc.why}")
 
+    def _write_sent(self, items: list[tuple[JournalRow, int]]) -> None:
+        self.journal.mark_sent_many([row.key for row, _ in items])
+        if self.on_send is not None:
+            self.on_send(items)
+
     async def _attempt(self, client: Gateway, row: JournalRow, req: FollowUpRequest) -> None:
         await self._gate()
-        self.journal.mark_sent(row.key)  # committed (autocommit) before the request leaves
         attempt = self._attempts[row.key] = self._attempts.get(row.key, row.attempts) + 1
-        if self.on_send is not None:
-            self.on_send(row, attempt)
+        await self._commit_sent((row, attempt))  # committed before the request leaves
         try:
             resp = await client.followup(req)
         except NetworkError as exc:  # the connection was never made: nothing was sent
@@ -384,7 +391,7 @@ class BatchRunner(FlowControlled):
         raise _Retry(f"{why} (lookup: absent)")
 
     def _request(self, profile: Profile, row: JournalRow) -> FollowUpRequest:
-        return build_request(profile, self.opt.op, row)
+        return planned_request(profile, self.opt.op, row)
 
     # ---- results -------------------------------------------------------------------------
     def _finish(
