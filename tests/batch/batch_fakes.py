@@ -9,8 +9,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from walletctl.client.aio import FollowUpCall
 from walletctl.config.profile import Profile
 from walletctl.errors import AuthError, GatewayError, NetworkError, UnknownOutcomeError
+from walletctl.models.base import loads
 from walletctl.models.followup import FollowUpRequest, FollowUpResponse
 from walletctl.models.records import TransactionRecord
 
@@ -78,6 +80,15 @@ class FakeGateway:
             raise GatewayError(503, description="ServiceUnavailable")
         return [r for r in self.applied if reference in
                 (r.client_system_transaction_id, r.client_system_invoice_id)]
+
+    async def followup_call(self, call: FollowUpCall) -> FollowUpResponse:
+        """What the runner sends: the encoded body, read back by the request model (so every
+        fake run also proves the runner's template builds a valid request)."""
+        req = FollowUpRequest.from_wire(loads(call.body), self.profile.amount_format)
+        assert (req.client_system_transaction_id, req.client_system_invoice_id, req.amount,
+                req.currency_code, req.type) == (call.reference, call.invoice, call.amount,
+                                                 call.currency, call.type), call
+        return await self.followup(req)
 
     async def followup(self, req: FollowUpRequest) -> FollowUpResponse:
         ref = req.client_system_transaction_id

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Self
 from urllib.parse import urlencode
 
@@ -40,6 +42,20 @@ from walletctl.models.records import TransactionRecord, parse_records
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
+
+@dataclass(frozen=True, slots=True)
+class FollowUpCall:
+    """A follow-up's body, already encoded (a batch builds it from a template), with what
+    its answer is checked against (the same checks as :meth:`AsyncGatewayClient.followup`)."""
+
+    body: bytes
+    reference: str  # clientSystemTransactionId (the new reference)
+    invoice: str  # clientSystemInvoiceId (the original's reference)
+    amount: Decimal
+    currency: str
+    type: str  # the wire type, e.g. ecom.capture
+    operation: str  # capture / refund / reverse
+
 
 # What BodyReader decodes (aiohttp would otherwise offer br/zstd when those are installed).
 ACCEPT_ENCODING = "gzip, deflate"
@@ -176,6 +192,20 @@ class AsyncGatewayClient(_Base):
             req.operation,
             req.client_system_transaction_id,
         )
+        return result
+
+    async def followup_call(self, call: FollowUpCall) -> FollowUpResponse:
+        """Send an encoded follow-up; its answer is checked like :meth:`followup`'s."""
+        from walletctl.client.checks import check_echo
+        from walletctl.models.followup import FollowUpResponse
+
+        prepared = self.prepare("POST", "apm_transactions", content=call.body,
+                                reference=call.reference, moves_money=True)
+        data = await self.send(prepared)
+        check_echo(data, reference=call.reference, invoice=call.invoice, amount=call.amount,
+                   currency=call.currency, operation=call.type, fmt=self.profile.amount_format)
+        result: FollowUpResponse = parse_model(FollowUpResponse, data, self.profile,
+                                               call.operation, call.reference)
         return result
 
     async def lookup(self, reference: str) -> list[TransactionRecord]:

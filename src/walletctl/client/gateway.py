@@ -98,6 +98,7 @@ class _Base:
         path_key: str,
         *,
         json: Any = None,
+        content: bytes | None = None,
         params: dict[str, str] | None = None,
         path_suffix: str = "",
         reference: str | None = None,
@@ -118,9 +119,9 @@ class _Base:
                 secret_headers = (pair[0],)
         if headers:
             hdrs.update(headers)
-        content = None
         if json is not None:
             content = dumps(json).encode()
+        if content is not None:  # JSON, from ``json`` or already encoded
             hdrs["Content-Type"] = "application/json"
         try:
             request = self._build(method, url, params, hdrs, content)

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from walletctl.ops.batch.flow import BACKOFF_JITTER
 
 if TYPE_CHECKING:
+    from walletctl.client.aio import FollowUpCall
     from walletctl.config.profile import Profile
-    from walletctl.models.followup import FollowUpRequest, FollowUpResponse
+    from walletctl.models.followup import FollowUpResponse
     from walletctl.models.records import TransactionRecord
 
 _T = TypeVar("_T")
@@ -25,7 +26,7 @@ class Gateway(Protocol):
 
     profile: Profile
 
-    async def followup(self, req: FollowUpRequest) -> FollowUpResponse: ...
+    async def followup_call(self, call: FollowUpCall) -> FollowUpResponse: ...
 
     async def lookup(self, reference: str) -> list[TransactionRecord]: ...
 

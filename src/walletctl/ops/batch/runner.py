@@ -50,11 +50,11 @@ from walletctl.ops.batch.control import (
 from walletctl.ops.batch.flow import FlowControlled, parse_retry_after
 from walletctl.ops.batch.journal import FINAL_STATES, PREFLIGHT, Journal, JournalRow, State
 from walletctl.ops.batch.outcome import (
+    RequestTemplate,
     RowResult,
     RunOptions,
     RunReport,
     build_request,
-    planned_request,
     request_problem,
 )
 
@@ -62,8 +62,8 @@ __all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "bu
            "request_problem"]
 
 if TYPE_CHECKING:
+    from walletctl.client.aio import FollowUpCall
     from walletctl.config.profile import Profile
-    from walletctl.models.followup import FollowUpRequest
     from walletctl.models.records import TransactionRecord
 
 _T = TypeVar("_T")
@@ -100,6 +100,7 @@ class BatchRunner(FlowControlled):
         # Rows left 'unknown' this run, per original: counted as applied by later pre-flights.
         self._unknown: dict[str, list[tuple[Decimal, str]]] = {}
         self._attempts: dict[str, int] = {}  # rows in flight only (popped when reported)
+        self._templates: dict[str, RequestTemplate] = {}  # per profile name
 
     async def run(self) -> RunReport:
         started = time.monotonic()
@@ -312,9 +313,9 @@ class BatchRunner(FlowControlled):
             self.report.fatal_hint = exc.hint
 
     async def _send(self, client: Gateway, row: JournalRow) -> None:
-        req = self._request(client.profile, row)
+        call = self._template(client.profile).call(row)
         try:
-            await self._retrying(lambda: self._attempt(client, row, req))
+            await self._retrying(lambda: self._attempt(client, row, call))
         except _Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"{self.opt.op} {row.new_ref}: {exc.why}")
@@ -330,12 +331,12 @@ class BatchRunner(FlowControlled):
         if self.on_send is not None:
             self.on_send(items)
 
-    async def _attempt(self, client: Gateway, row: JournalRow, req: FollowUpRequest) -> None:
+    async def _attempt(self, client: Gateway, row: JournalRow, call: FollowUpCall) -> None:
         await self._gate()
         attempt = self._attempts[row.key] = self._attempts.get(row.key, row.attempts) + 1
         await self._commit_sent((row, attempt))  # committed before the request leaves
         try:
-            resp = await client.followup(req)
+            resp = await client.followup_call(call)
         except NetworkError as exc:  # the connection was never made: nothing was sent
             self.journal.finish(row.key, "planned", detail=exc.message)
             self._connect_failed(exc, row.key)
@@ -390,8 +391,11 @@ class BatchRunner(FlowControlled):
         self.journal.finish(row.key, "planned", detail=f"absent after: {why}")
         raise _Retry(f"{why} (lookup: absent)")
 
-    def _request(self, profile: Profile, row: JournalRow) -> FollowUpRequest:
-        return planned_request(profile, self.opt.op, row)
+    def _template(self, profile: Profile) -> RequestTemplate:
+        found = self._templates.get(profile.name)
+        if found is None:
+            found = self._templates[profile.name] = RequestTemplate(profile, self.opt.op)
+        return found
 
     # ---- results -------------------------------------------------------------------------
     def _finish(
