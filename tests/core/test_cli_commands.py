@@ -139,8 +139,7 @@ def test_checkout_missing_file_is_usage(cli: Any, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("args", "field"),
-    [(["--ref", "R-1"], "--amount"), (["--amount", "1"], "--ref"),
-     (["--amount", "1", "--ref", "R-1", "--type", "refund"], "--type"),
+    [(["--amount", "1", "--ref", "R-1", "--type", "refund"], "--type"),
      (["--amount", "1.234", "--ref", "R-1"], "amount"),
      (["--amount", "1", "--ref", "R-1", "--house-number", "1", "--street", "S", "--city", "C",
        "--zip", "1", "--country", "DE"], "countryCode"),
@@ -157,18 +156,32 @@ def test_checkout_invalid_flags_name_the_field(cli: Any, sandbox: Any, args: lis
     assert ledger_refs(sandbox) == [], "nothing may be sent for an invalid request"
 
 
+@pytest.mark.parametrize(("args", "flags"), [(["--ref", "R-1"], "--amount"),
+                                             (["--amount", "1"], "--ref")])
+def test_checkout_without_a_required_flag_is_usage(cli: Any, sandbox: Any, args: list[str],
+                                                    flags: str) -> None:
+    result = cli("checkout", *args)
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert result.stderr.startswith(f"walletctl: error: checkout: missing option {flags} "
+                                    "(required: "), result.stderr
+    assert ledger_refs(sandbox) == [], "nothing may be sent without the required values"
+
+
 def test_checkout_needs_currency_when_profile_has_none(make_cli: Any, sandbox: Any) -> None:
     cli = make_cli("http://testserver", currency=None)
     result = cli("checkout", "--amount", "1", "--ref", "R-1")
-    assert result.exit_code == ExitCode.VALIDATION, result.stderr
-    assert "--currency" in result.stderr, result.stderr
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert "missing option --currency (required: profile 'core' has no default currency)" \
+        in result.stderr, result.stderr
 
 
 def test_checkout_needs_redirect_urls(make_cli: Any, sandbox: Any) -> None:
     cli = make_cli("http://testserver", redirects={})
     result = cli("checkout", "--amount", "1", "--ref", "R-1")
-    assert result.exit_code == ExitCode.VALIDATION, result.stderr
-    assert "redirectDetails" in result.stderr, result.stderr
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert ("missing options --success-url, --error-url, --pending-url, --return-url "
+            "(required: profile 'core' has no [redirects] for them)") in result.stderr
+    assert "--redirect-base" in result.stderr, result.stderr
     result = cli("-o", "json", "checkout", "--amount", "1", "--ref", "R-1", "--success-url",
                  "https://a.example/s", "--error-url", "https://a.example/e", "--pending-url",
                  "https://a.example/p", "--return-url", "https://a.example/r", "--dry-run")
