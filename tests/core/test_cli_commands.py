@@ -232,6 +232,40 @@ def test_capture_table_shows_what_remains(cli: Any, make_order: Any) -> None:
     assert "Remaining capturable: 10.34 EUR" in result.stdout, result.stdout
 
 
+def test_followup_results_byte_for_byte(cli: Any, make_order: Any) -> None:
+    """The results of capture/refund/reverse, rendered by render/followup.py (moved out of
+    cli/followup.py): pinned to the byte in the table, CSV and NDJSON forms."""
+    import re
+
+    make_order("ORDER-7", "20.00")
+    make_order("SALE-7", "9.00", "sale")
+    make_order("AUTH-7", "5.00")
+    uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    expected = {
+        ("-o", "table", "capture", "ORDER-7", "--amount", "2.50"):
+            "Captured 2.50 EUR of ORDER-7 as ORDER-7-CAP1: Approved (CapturedByProvider)\n"
+            "Remaining capturable: 17.50 EUR\n",
+        ("-o", "csv", "capture", "ORDER-7", "--amount", "1"):
+            "operation,clientSystemInvoiceId,clientSystemTransactionId,amount,currencyCode,"
+            "state,providerStateCode,id\n"
+            "capture,ORDER-7,ORDER-7-CAP2,1.00,EUR,Approved,CapturedByProvider,ID\n",
+        ("-o", "ndjson", "refund", "ORDER-7", "--amount", "0.50", "--yes"):
+            '{"operation": "refund", "clientSystemInvoiceId": "ORDER-7", '
+            '"clientSystemTransactionId": "ORDER-7-REF1", "amount": "0.50", "currencyCode": '
+            '"EUR", "state": "Approved", "providerStateCode": "RefundedByProvider", "id": '
+            '"ID"}\n',
+        ("-o", "table", "refund", "SALE-7", "--yes"):
+            "Refunded 9.00 EUR of SALE-7 as SALE-7-REF1: Approved (RefundedByProvider)\n"
+            "Remaining refundable: 0.00 EUR\n",
+        ("-o", "table", "reverse", "AUTH-7", "--yes"):
+            "Reversed 5.00 EUR of AUTH-7 as AUTH-7-REV1: Approved (ReversedByProvider)\n",
+    }
+    for argv, out in expected.items():
+        result = cli(*argv)
+        assert result.exit_code == ExitCode.OK, (argv, result.stderr)
+        assert uuid.sub("ID", result.stdout) == out, (argv, result.stdout)
+
+
 def test_new_ref_is_used_and_a_used_one_refused(cli: Any, make_order: Any, sandbox: Any) -> None:
     make_order("ORDER-1")
     result = cli("-o", "json", "capture", "ORDER-1", "--amount", "1", "--new-ref", "MY-CAP")
