@@ -122,6 +122,13 @@ def test_csv_stdin_jsonl_and_an_80_column_table(ledger_setup: tuple[Path, Path])
     assert grid
     assert all(len(ln) <= 80 for ln in grid), grid
     assert "Approved" in table  # words kept whole
+    # no blank line (a SIMPLE_HEAD table's top edge) under the titles
+    lines = table.splitlines()
+    assert lines[0].startswith("Balances of the references in"), table
+    rules = [i for i, line in enumerate(lines) if line.strip() and set(line.strip()) == {"─"}]
+    assert len(rules) == 2, table
+    assert all(line.strip() for line in lines[:rules[0]]), table
+    assert lines[rules[1] - 2] == "Totals per currency", table
 
 
 def test_unreachable_gateway_stops_at_once(tmp_path: Path) -> None:

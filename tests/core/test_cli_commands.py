@@ -139,8 +139,7 @@ def test_checkout_missing_file_is_usage(cli: Any, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("args", "field"),
-    [(["--ref", "R-1"], "--amount"), (["--amount", "1"], "--ref"),
-     (["--amount", "1", "--ref", "R-1", "--type", "refund"], "--type"),
+    [(["--amount", "1", "--ref", "R-1", "--type", "refund"], "--type"),
      (["--amount", "1.234", "--ref", "R-1"], "amount"),
      (["--amount", "1", "--ref", "R-1", "--house-number", "1", "--street", "S", "--city", "C",
        "--zip", "1", "--country", "DE"], "countryCode"),
@@ -157,18 +156,32 @@ def test_checkout_invalid_flags_name_the_field(cli: Any, sandbox: Any, args: lis
     assert ledger_refs(sandbox) == [], "nothing may be sent for an invalid request"
 
 
+@pytest.mark.parametrize(("args", "flags"), [(["--ref", "R-1"], "--amount"),
+                                             (["--amount", "1"], "--ref")])
+def test_checkout_without_a_required_flag_is_usage(cli: Any, sandbox: Any, args: list[str],
+                                                    flags: str) -> None:
+    result = cli("checkout", *args)
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert result.stderr.startswith(f"walletctl: error: checkout: missing option {flags} "
+                                    "(required: "), result.stderr
+    assert ledger_refs(sandbox) == [], "nothing may be sent without the required values"
+
+
 def test_checkout_needs_currency_when_profile_has_none(make_cli: Any, sandbox: Any) -> None:
     cli = make_cli("http://testserver", currency=None)
     result = cli("checkout", "--amount", "1", "--ref", "R-1")
-    assert result.exit_code == ExitCode.VALIDATION, result.stderr
-    assert "--currency" in result.stderr, result.stderr
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert "missing option --currency (required: profile 'core' has no default currency)" \
+        in result.stderr, result.stderr
 
 
 def test_checkout_needs_redirect_urls(make_cli: Any, sandbox: Any) -> None:
     cli = make_cli("http://testserver", redirects={})
     result = cli("checkout", "--amount", "1", "--ref", "R-1")
-    assert result.exit_code == ExitCode.VALIDATION, result.stderr
-    assert "redirectDetails" in result.stderr, result.stderr
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert ("missing options --success-url, --error-url, --pending-url, --return-url "
+            "(required: profile 'core' has no [redirects] for them)") in result.stderr
+    assert "--redirect-base" in result.stderr, result.stderr
     result = cli("-o", "json", "checkout", "--amount", "1", "--ref", "R-1", "--success-url",
                  "https://a.example/s", "--error-url", "https://a.example/e", "--pending-url",
                  "https://a.example/p", "--return-url", "https://a.example/r", "--dry-run")
@@ -217,6 +230,40 @@ def test_capture_table_shows_what_remains(cli: Any, make_order: Any) -> None:
     assert result.exit_code == ExitCode.OK, result.stderr
     assert "Captured 2.00 EUR of ORDER-1 as ORDER-1-CAP1: Approved" in result.stdout
     assert "Remaining capturable: 10.34 EUR" in result.stdout, result.stdout
+
+
+def test_followup_results_byte_for_byte(cli: Any, make_order: Any) -> None:
+    """The results of capture/refund/reverse, rendered by render/followup.py (moved out of
+    cli/followup.py): pinned to the byte in the table, CSV and NDJSON forms."""
+    import re
+
+    make_order("ORDER-7", "20.00")
+    make_order("SALE-7", "9.00", "sale")
+    make_order("AUTH-7", "5.00")
+    uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    expected = {
+        ("-o", "table", "capture", "ORDER-7", "--amount", "2.50"):
+            "Captured 2.50 EUR of ORDER-7 as ORDER-7-CAP1: Approved (CapturedByProvider)\n"
+            "Remaining capturable: 17.50 EUR\n",
+        ("-o", "csv", "capture", "ORDER-7", "--amount", "1"):
+            "operation,clientSystemInvoiceId,clientSystemTransactionId,amount,currencyCode,"
+            "state,providerStateCode,id\n"
+            "capture,ORDER-7,ORDER-7-CAP2,1.00,EUR,Approved,CapturedByProvider,ID\n",
+        ("-o", "ndjson", "refund", "ORDER-7", "--amount", "0.50", "--yes"):
+            '{"operation": "refund", "clientSystemInvoiceId": "ORDER-7", '
+            '"clientSystemTransactionId": "ORDER-7-REF1", "amount": "0.50", "currencyCode": '
+            '"EUR", "state": "Approved", "providerStateCode": "RefundedByProvider", "id": '
+            '"ID"}\n',
+        ("-o", "table", "refund", "SALE-7", "--yes"):
+            "Refunded 9.00 EUR of SALE-7 as SALE-7-REF1: Approved (RefundedByProvider)\n"
+            "Remaining refundable: 0.00 EUR\n",
+        ("-o", "table", "reverse", "AUTH-7", "--yes"):
+            "Reversed 5.00 EUR of AUTH-7 as AUTH-7-REV1: Approved (ReversedByProvider)\n",
+    }
+    for argv, out in expected.items():
+        result = cli(*argv)
+        assert result.exit_code == ExitCode.OK, (argv, result.stderr)
+        assert uuid.sub("ID", result.stdout) == out, (argv, result.stdout)
 
 
 def test_new_ref_is_used_and_a_used_one_refused(cli: Any, make_order: Any, sandbox: Any) -> None:

@@ -73,6 +73,34 @@ def test_usage(cli: Any, args: list[str]) -> None:
     expect(cli(*args), ExitCode.USAGE)
 
 
+def test_usage_a_required_value_given_nowhere(make_cli: Any, sandbox: Any,
+                                              tmp_path: Path) -> None:
+    """A missing required option is a usage error (2) naming the flag and the rule, not an
+    invalid request (4); a --from-file that lacks the field is the invalid request."""
+    cli = make_cli("http://testserver")
+    err = expect(cli("checkout", "--ref", "R-1"), ExitCode.USAGE)
+    assert err.splitlines() == [
+        "walletctl: error: checkout: missing option --amount (required: the amount in major "
+        "units, e.g. 12.34)", "hint: see `walletctl checkout --help`"]
+    request = tmp_path / "req.json"
+    request.write_text('{"clientSystemTransactionId": "R-1"}')
+    err = expect(cli("checkout", "--from-file", str(request)), ExitCode.VALIDATION)
+    assert f"amount: is required: give it in --from-file {request} or pass --amount" in err
+    # no default currency in the profile: --currency becomes required, for both wallets
+    bare = make_cli("http://testserver", currency=None)
+    err = expect(bare("checkout", "--amount", "1", "--ref", "R-2"), ExitCode.USAGE)
+    assert err.splitlines() == [
+        "walletctl: error: checkout: missing option --currency (required: profile 'core' has "
+        "no default currency)", 'hint: pass --currency EUR, or set currency = "EUR" under '
+        "[profiles.core]"]
+    err = expect(bare("authorize", "--account", "A-1", "--ref", "R-3", "--amount", "1"),
+                 ExitCode.USAGE)
+    assert "authorize: missing option --currency (required: profile 'core'" in err, err
+    assert expect(bare("checkout", "--amount", "1", "--ref", "R-4", "--currency", "EUR"),
+                  ExitCode.OK) == ""
+    assert sandbox.ledger()["count"] == 1
+
+
 def test_usage_refund_without_confirmation(cli: Any, make_order: Any) -> None:
     make_order("S-1", "5.00", "sale")
     err = expect(cli("refund", "S-1"), ExitCode.USAGE)

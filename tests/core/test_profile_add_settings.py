@@ -50,7 +50,7 @@ def test_a_terminal_is_asked_for_missing_ids_never_for_a_secret(tmp_path: Path) 
     config = tmp_path / "profiles.toml"
     ENV.stdin_isatty = True
     result = _run(config, "profile", "add", "asked", "--key-env", "ASKED_KEY",
-                  input="https://gw.example\nM-1\nS-1\nops\nhttps://shop.example\n")
+                  input="https://gw.example\nM-1\nS-1\nops\neur\nhttps://shop.example\n")
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     prompts = result.stderr  # type: ignore[attr-defined]
     assert "Gateway base URL" in prompts
@@ -59,6 +59,32 @@ def test_a_terminal_is_asked_for_missing_ids_never_for_a_secret(tmp_path: Path) 
     assert (p.base_url, p.merchant_id, p.store_id, p.user_id) == (
         "https://gw.example", "M-1", "S-1", "ops")
     assert p.redirects["success_url"] == "https://shop.example/ok"
+    assert p.currency == "EUR"
+
+
+def test_a_terminal_is_asked_for_the_currency_until_it_is_a_code(tmp_path: Path) -> None:
+    config = tmp_path / "profiles.toml"
+    ENV.stdin_isatty = True
+    ids = ["--base-url", "https://gw.example", "--merchant-id", "M", "--store-id", "S",
+           "--user-id", "u", "--redirect-base", "https://shop.example"]
+    result = _run(config, "profile", "add", "asked", *ids, input="EURO\ngbp\n")
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    prompts = result.stderr  # type: ignore[attr-defined]
+    assert prompts.count("Default currency, e.g. EUR (--currency;") == 2, prompts
+    assert "Error: must be an ISO 4217 three-letter currency code" in prompts, prompts
+    assert "no default currency" not in prompts
+    assert store.load_file(config).profiles["asked"].currency == "GBP"
+    # Enter: no default currency, and the note says what that means
+    result = _run(config, "profile", "add", "none", *ids, input="\n")
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    assert store.load_file(config).profiles["none"].currency is None
+    assert ("walletctl: no default currency: checkout and authorize need --currency on each "
+            "call") in result.stderr  # type: ignore[attr-defined]
+    # given as a flag: never asked
+    result = _run(config, "profile", "add", "flag", *ids, "--currency", "chf", input="")
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    assert "Default currency" not in result.stderr  # type: ignore[attr-defined]
+    assert store.load_file(config).profiles["flag"].currency == "CHF"
 
 
 def test_a_bad_flag_value_names_the_flag(tmp_path: Path) -> None:

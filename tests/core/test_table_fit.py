@@ -122,3 +122,26 @@ def test_history_and_lookup_keep_words_whole(cli: Any, make_order: Any,
             assert result.exit_code == ExitCode.OK, result.output
             texts.append(result.stdout)
         assert_fits(texts[0], texts[1], width)
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_tables_start_with_their_title_or_header(cli: Any, make_order: Any,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 columns: str) -> None:
+    """The top edge of a SIMPLE_HEAD table is a line of blanks: it made the history table
+    start with an empty line (and put one under every title). Now the output starts with the
+    title or the header, and no blank line comes before the header's rule."""
+    ref = "ORDER-20261122-055117-TOP"
+    make_order(ref, amount="40.00")
+    assert cli("capture", ref, "--amount", "15.00").exit_code == 0
+    monkeypatch.setenv("COLUMNS", columns)
+    for argv, stdin, first in ((["history"], None, " #"),
+                               (["profile", "list"], None, str(cli.config)[:20]),
+                               (["lookup", ref], None, f"Transactions for {ref}")):
+        result = cli("-o", "table", *argv, input=stdin)
+        assert result.exit_code == ExitCode.OK, (argv, result.output)
+        lines = result.stdout.splitlines()
+        assert lines[0].startswith(first), (argv, result.stdout)
+        rule = next(i for i, line in enumerate(lines) if line.strip() and
+                    set(line.strip()) == {"─"})
+        assert all(line.strip() for line in lines[:rule]), (argv, result.stdout)

@@ -91,6 +91,21 @@ def _run(*argv: str) -> Any:
      "see `walletctl sandbox serve --help`"),
     (["profile", "add"], "profile add: missing NAME", "see `walletctl profile add --help`"),
     (["completion", "tcsh"], "completion: unknown shell 'tcsh'", "one of: bash"),
+    # required values given nowhere: usage errors (exit 2), not invalid requests (exit 4)
+    (["checkout", "--ref", "R-1"], "checkout: missing option --amount (required: the amount",
+     "see `walletctl checkout --help`"),
+    (["checkout", "--amount", "1"], "checkout: missing option --ref (required:",
+     "see `walletctl checkout --help`"),
+    (["checkout"], "checkout: missing options --amount (required: the amount in major units, "
+     "e.g. 12.34); --ref (required:", "see `walletctl checkout --help`"),
+    (["authorize", "--account", "A-1", "--ref", "R-1"],
+     "authorize: missing option --amount (required:", "see `walletctl authorize --help`"),
+    (["authorize", "--ref", "R-1", "--amount", "1"],
+     "authorize: missing option --account (required: the transactionAccountId, or --event",
+     "see `walletctl authorize --help`"),
+    (["account", "--encryption-key-id", "k"], "account: missing TRANSACTION_ACCOUNT_ID (usage: "
+     "walletctl account [OPTIONS] TRANSACTION_ACCOUNT_ID, or --event FILE)",
+     "see `walletctl account --help`"),
 ])
 def test_usage_errors_speak_with_one_voice(argv: list[str], first: str, hint: str) -> None:
     result = _run(*argv)

@@ -75,7 +75,8 @@ def test_each_money_move_writes_one_entry_with_its_outcome(desk: Desk) -> None:
         desk.history.name + "-wal").read_bytes()
     assert API_KEY.encode() not in raw
     assert os.stat(desk.history).st_mode & 0o777 == 0o600
-    assert desk.ok("history", "verify").startswith("history ")
+    assert desk.ok("-o", "table", "history", "verify").startswith("history ")
+    assert json.loads(desk.ok("history", "verify"))["intact"] is True  # piped: JSON
 
 
 def test_desk_rules_refuse_before_sending(desk: Desk) -> None:

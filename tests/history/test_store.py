@@ -79,15 +79,24 @@ def test_verify_names_the_first_broken_entry(tmp_path: Path, case: str) -> None:
 def test_verify_command_exit_codes(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite3"
     _fill(path)
-    ok = _cli(path, "history", "verify")
+    ok = _cli(path, "-o", "table", "history", "verify")
     assert ok.returncode == 0, ok
     assert "intact, 12 events" in ok.stdout
+    # piped without -o: one JSON document, as every command prints
+    piped = _cli(path, "history", "verify")
+    assert piped.returncode == 0, piped
+    assert json.loads(piped.stdout) == {
+        "file": str(path), "intact": True, "events": 12, "brokenAt": None, "headEvent": 12,
+        "headHash": json.loads(piped.stdout)["headHash"]}
     with sqlite3.connect(path) as db:
         db.execute("UPDATE events SET amount = '1.00' WHERE seq = 5")
     bad = _cli(path, "history", "verify")
     assert bad.returncode == 3, bad
     assert bad.stderr.startswith("walletctl: error: history ")
     assert "entry #3" in bad.stderr
+    assert json.loads(bad.stdout)["intact"] is False
+    assert json.loads(bad.stdout)["brokenAt"] == 5
+    assert _cli(path, "-o", "table", "history", "verify").stdout == ""  # the error says it
 
 
 _APPENDER = """
@@ -184,7 +193,7 @@ def test_deleting_the_newest_entries_is_caught_by_a_kept_head(tmp_path: Path) ->
     ok = _cli(path, "-o", "json", "history", "verify")
     assert ok.returncode == 0, ok
     head = json.loads(ok.stdout)["headHash"][:16]
-    again = _cli(path, "history", "verify", "--expect-head", head)
+    again = _cli(path, "-o", "table", "history", "verify", "--expect-head", head)
     assert again.returncode == 0, again
     assert f"head: event 12, hash {head}" in again.stdout
     with sqlite3.connect(path) as db:

@@ -83,3 +83,12 @@ def test_global_options_after_the_command_are_hoisted(argv: list[str], expected:
     group = typer.main.get_command(app)
     ctx = group.make_context("walletctl", ["--help"], resilient_parsing=True)
     assert hoist_global_options(argv, group, ctx) == expected
+
+
+def test_followup_commands_hand_their_results_to_render() -> None:
+    """cli/followup.py parses options, calls ops and hands results to render/followup.py: no
+    Rich, console or output writer of its own."""
+    source = (ROOT / "src" / "walletctl" / "cli" / "followup.py").read_text(encoding="utf-8")
+    for rendering in ("from rich", "render.console", "render.output", "render.fit", "emit("):
+        assert rendering not in source, f"cli/followup.py renders ({rendering!r})"
+    assert "from walletctl.render.followup import render_applied, render_result" in source

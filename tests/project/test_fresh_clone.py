@@ -84,6 +84,26 @@ def test_a_profile_without_redirects_or_service_secret_says_so(served_sandbox: S
     assert any(line.startswith("warn bare: keys:") for line in lines)
 
 
+def test_a_profile_added_without_a_currency_says_so(served_sandbox: Served) -> None:
+    """Not on a terminal nothing is asked: the profile is saved without a default currency,
+    profile add says what that means, and checkout then names the flag (exit 2, not 4)."""
+    add = served_sandbox.run(
+        "profile", "add", "nocur", "--base-url", served_sandbox.url, "--merchant-id", "M-1001",
+        "--store-id", "S-01", "--user-id", "ops-bot", "--key-env", "NOCUR_KEY",
+        "--redirect-base", "https://shop.example")
+    assert ("walletctl: no default currency: checkout and authorize need --currency on each "
+            'call; add --currency EUR with --force (or currency = "EUR" under '
+            "[profiles.nocur])") in add.stderr.splitlines(), add.stderr
+    assert "Default currency" not in add.stderr  # no prompt without a terminal
+    env = {"NOCUR_KEY": "sandbox-api-key"}
+    out = served_sandbox.run("-p", "nocur", "checkout", "--amount", "1.00", "--ref",
+                             "ORDER-NOCUR-1", check=2, env=env)
+    assert out.stderr.startswith("walletctl: error: checkout: missing option --currency "
+                                 "(required: profile 'nocur' has no default currency)")
+    served_sandbox.run("-p", "nocur", "checkout", "--amount", "1.00", "--ref", "ORDER-NOCUR-1",
+                       "--currency", "EUR", env=env)
+
+
 @pytest.mark.parametrize("missing", ["--base-url", "--user-id"])
 def test_profile_add_without_a_terminal_names_missing_flags(served_sandbox: Served,
                                                            missing: str) -> None:

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.state import get_state
+from walletctl.cli.state import State, get_state
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
 
 _BILLING = "Billing address"
 _CARDHOLDER = "Cardholder"
 _REDIRECTS = "Redirect URLs (default: the profile's [redirects])"
+# What a checkout cannot do without: by flag, the request key and what it is. The currency
+# and the redirect URLs may also come from the profile.
+_REQUIRED = {
+    "--amount": ("amount", "required: the amount in major units, e.g. 12.34"),
+    "--ref": ("clientSystemTransactionId",
+              "required: your unique reference, the clientSystemTransactionId"),
+}
+_REDIRECTS_REQUIRED = ("success_url", "error_url", "pending_url", "return_url")
 
 
 def register(app: typer.Typer) -> None:
@@ -83,7 +94,6 @@ def checkout(
     from walletctl.ops.redirect import build_checkout_request
 
     st = get_state(ctx)
-    profile = st.profile()
     base = read_request_file(from_file) if from_file is not None else None
     overrides: dict[str, Any] = {
         "amount": amount,
@@ -116,17 +126,7 @@ def checkout(
             raise RequestValidationError([("--type", str(exc))]) from None
     elif base is None or not any(k.lower() == "type" for k in base):
         overrides["type"] = "ecom.sale"
-    for flag, key in (
-        ("--amount", "amount"),
-        ("--ref", "clientSystemTransactionId"),
-        ("--currency", "currencyCode"),
-    ):
-        if overrides.get(key) is None and (
-            base is None or not any(k.lower() == key.lower() for k in base)
-        ):
-            if key == "currencyCode" and profile.currency:
-                continue
-            raise RequestValidationError([(flag, "is required (or give it in --from-file)")])
+    profile = _require(st, from_file, base, overrides)
     request = build_checkout_request(profile, base, overrides)
     client = make_client(st)
     call = client.prepare_checkout(request)
@@ -186,3 +186,57 @@ def checkout(
         import webbrowser
 
         webbrowser.open(response.redirect_url)
+
+
+def _require(st: State, from_file: Path | None, base: dict[str, Any] | None,
+             overrides: dict[str, Any]) -> Profile:
+    """The selected profile, once every required value is given by a flag, the request file
+    or (currency, redirect URLs) the profile.
+
+    A value given nowhere is a usage error (exit 2) naming the flag, as Click's own required
+    options are; with ``--from-file`` it is the file that lacks it (exit 4, a request that
+    breaks a rule).
+    """
+    from walletctl.cli.common import missing_options
+    from walletctl.errors import ConfigError, RequestValidationError
+    from walletctl.ops.redirect import REDIRECT_KEYS, get_path
+
+    def absent(key: str) -> bool:
+        return overrides.get(key) is None and (base is None or get_path(base, key) is None)
+
+    # (flags, their request keys, the rule)
+    missing = [([flag], [key], rule) for flag, (key, rule) in _REQUIRED.items() if absent(key)]
+    profile: Profile | None = None
+    try:
+        profile = st.profile()
+    except ConfigError:
+        if not missing:  # the usage error first, as Click reports it before any profile
+            raise
+    hints: list[str] = []
+    if profile is not None:
+        name = profile.name
+        if not profile.currency and absent("currencyCode"):
+            missing.append((["--currency"], ["currencyCode"],
+                            f"required: profile {name!r} has no default currency"))
+            hints.append(f'pass --currency EUR, or set currency = "EUR" under [profiles.{name}]')
+        urls = [key for key in _REDIRECTS_REQUIRED if key not in profile.redirects
+                and absent(f"redirectDetails.{REDIRECT_KEYS[key]}")]
+        if urls:
+            missing.append((["--" + key.replace("_", "-") for key in urls],
+                            [f"redirectDetails.{REDIRECT_KEYS[key]}" for key in urls],
+                            f"required: profile {name!r} has no [redirects] for them"
+                            if len(urls) > 1 else
+                            f"required: profile {name!r} has no [redirects] {urls[0]}"))
+            hints.append(f"pass the URLs, or give the profile its shop's: `walletctl profile "
+                         f"add {name} --force ... --redirect-base https://your-shop`")
+    hint = "; ".join(hints) or None
+    if missing and base is None:
+        raise missing_options("checkout", [(", ".join(flags), rule)
+                                           for flags, _, rule in missing], hint=hint)
+    if missing:
+        raise RequestValidationError(
+            [(key, f"is required: give it in --from-file {from_file} or pass {flag}")
+             for flags, keys, _ in missing for flag, key in zip(flags, keys, strict=True)],
+            hint=hint)
+    assert profile is not None  # loaded, or its ConfigError was raised
+    return profile

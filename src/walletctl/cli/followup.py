@@ -12,13 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from walletctl.cli.state import OutputFormat, get_state
+from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
     from walletctl.history.recorder import Recording
-    from walletctl.models.followup import FollowUpResponse
-    from walletctl.models.records import TransactionRecord
-    from walletctl.ops.redirect import FollowUpPlan
 
 Op = Literal["capture", "refund", "reverse"]
 _BATCH = "Batch mode"
@@ -185,7 +182,6 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
     return command
 
 
-_VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
 _NOUN = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
 
 
@@ -224,6 +220,7 @@ def _single(
     from walletctl.models.money import format_major
     from walletctl.ops.redirect import plan_followup
     from walletctl.ops.resume import resolve_earlier
+    from walletctl.render.followup import render_applied, render_result
 
     st = get_state(ctx)
     reason = clean_reason(reason)
@@ -232,7 +229,12 @@ def _single(
     with make_client(st) as client, recording(store, profile, op, ref, reason=reason) as rec:
         earlier = resolve_earlier(client, store, op, ref, amount=amount, new_ref=new_ref)
         if earlier is not None and earlier.applied is not None:
-            _report_applied(st.output_format, op, ref, earlier.entry.id, earlier.applied)
+            applied = earlier.applied
+            render_applied(st.output_format, op, ref, earlier.entry.id, applied)
+            if applied.state != "Approved":
+                raise DeclinedError(
+                    f"the earlier {_NOUN[op]} {applied.client_system_transaction_id} is "
+                    f"{applied.state} at the gateway", hint=f"see `walletctl lookup {ref}`")
             return
         if earlier is not None:  # not applied: the same operation again, same reference
             new_ref = earlier.entry.new_ref
@@ -272,7 +274,7 @@ def _single(
             )
             raise
         rec.answered(response.state)
-        _print_result(st.output_format, op, ref, plan, response)
+        render_result(st.output_format, op, ref, plan, response)
         if response.state == "Pending":  # accepted, not done: an outcome still to look up
             raise UnknownOutcomeError(
                 req.client_system_transaction_id, "the gateway answered Pending: not done yet"
@@ -285,93 +287,3 @@ def _single(
                 hint=f"see `walletctl lookup {ref}`",
             )
     sys.stdout.flush()
-
-
-def _report_applied(
-    fmt: OutputFormat, op: Op, ref: str, entry: int, record: TransactionRecord
-) -> None:
-    """The earlier run's unknown outcome turned out applied: say so, send nothing."""
-    from walletctl.errors import DeclinedError
-    from walletctl.models.money import format_major
-
-    new = record.client_system_transaction_id
-    money = format_major(record.transaction_amount, record.currency_code)
-    row = {
-        "operation": op,
-        "clientSystemInvoiceId": ref,
-        "clientSystemTransactionId": new,
-        "amount": format(record.transaction_amount, "f"),
-        "currencyCode": record.currency_code,
-        "state": record.state,
-        "alreadyApplied": True,
-        "historyEntry": entry,
-    }
-    if fmt == "table":
-        from rich.markup import escape
-
-        from walletctl.render.console import out
-
-        out().print(
-            f"{_VERB[op]} {money} of {ref} as {new}: {escape(record.state)} — already applied "
-            f"by an earlier run whose outcome was unknown (history #{entry}); nothing was sent",
-            soft_wrap=True,
-        )
-    else:
-        from walletctl.render.output import emit
-
-        emit(fmt, [row], document=row)
-    if record.state != "Approved":
-        raise DeclinedError(
-            f"the earlier {_NOUN[op]} {new} is {record.state} at the gateway",
-            hint=f"see `walletctl lookup {ref}`",
-        )
-
-
-def _print_result(
-    fmt: OutputFormat, op: Op, ref: str, plan: FollowUpPlan, response: FollowUpResponse
-) -> None:
-    from walletctl.models.money import format_major
-
-    req = plan.request
-    money = format_major(req.amount, req.currency_code)
-    row = {
-        "operation": op,
-        "clientSystemInvoiceId": ref,
-        "clientSystemTransactionId": req.client_system_transaction_id,
-        "amount": format(req.amount, "f"),
-        "currencyCode": req.currency_code,
-        "state": response.state,
-        "providerStateCode": response.provider_state_code,
-        "id": response.id,
-    }
-    if fmt == "table":
-        from rich.markup import escape
-
-        from walletctl.render.console import out
-
-        color = (
-            "green"
-            if response.state == "Approved"
-            else "yellow"
-            if response.state == "Pending"
-            else "red"
-        )
-        from walletctl.render.fit import fit_phrases
-
-        # The state and provider code are gateway text: escaped, never read as Rich markup.
-        # Lines break between phrases only (a narrow terminal never splits "Approved (...)").
-        out().print(fit_phrases([
-            f"{_VERB[op]} {money} of {escape(ref)}",
-            f"as {escape(req.client_system_transaction_id)}:",
-            f"[{color}]{escape(response.state)}[/]"
-            + (f" ({escape(response.provider_state_code)})" if response.provider_state_code
-               else ""),
-        ]), soft_wrap=True)
-        if response.state == "Approved" and op != "reverse":
-            left = plan.remaining_after
-            what = "capturable" if op == "capture" else "refundable"
-            out().print(f"Remaining {what}: {format_major(left, req.currency_code)}")
-    else:
-        from walletctl.render.output import emit
-
-        emit(fmt, [row], document=row)

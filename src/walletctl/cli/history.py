@@ -220,7 +220,7 @@ def verify(
     from walletctl.constants import ExitCode
     from walletctl.errors import UsageError
     from walletctl.history import history_path, open_history
-    from walletctl.render.console import out, print_error
+    from walletctl.render.console import print_error
 
     if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{12,64}", expect_head):
         raise UsageError("--expect-head: must be 12 to 64 hex digits of a head hash that "
@@ -234,15 +234,13 @@ def verify(
         missing = expect_head is not None and broken is None and not store.holds(expect_head)
     finally:
         store.close()
-    explicit = st.output not in (None, "table")  # -o json|ndjson|csv (piped alone: the line)
-    if explicit:
-        from walletctl.render.rows import emit_rows
+    record = {"file": str(where), "intact": broken is None and not missing,
+              "events": count, "brokenAt": None if broken is None else broken.seq,
+              "headEvent": head[0] if head else None,
+              "headHash": head[1] if head else None}
+    from walletctl.render.history import render_verified
 
-        record = {"file": str(where), "intact": broken is None and not missing,
-                  "events": count, "brokenAt": None if broken is None else broken.seq,
-                  "headEvent": head[0] if head else None,
-                  "headHash": head[1] if head else None}
-        emit_rows([record], st.output_format, document=record)
+    render_verified(st.output_format, record)  # like every command: JSON when piped
     if broken is not None:
         print_error(
             f"history {where} is broken at event {broken.seq}: {broken.problem} "
@@ -257,11 +255,3 @@ def verify(
             "keep this file as evidence; it no longer proves what happened",
         )
         raise typer.Exit(int(ExitCode.CONFIG))
-    if not explicit:
-        tip = f"; head: event {head[0]}, hash {head[1][:16]}" if head else ""
-        out().print(f"history {where}: intact, {count} events, hash chain verified{tip}",
-                    soft_wrap=True)
-        if head:
-            out().print("keep the head hash elsewhere (a ticket, a log): "
-                        f"`walletctl history verify --expect-head {head[1][:16]}` later "
-                        "proves no newer entry was deleted", style="dim", soft_wrap=True)

@@ -138,7 +138,8 @@ def _profile_settings(profile: Profile, default: str | None) -> dict[str, Any]:
     }
 
 
-def _flatten(settings: dict[str, Any]) -> list[tuple[str, str]]:
+def _flatten(settings: dict[str, Any], *, empty: str = "-") -> list[tuple[str, str]]:
+    """(setting, value) rows; an unset value reads ``empty`` (a CSV cell stays empty)."""
     rows: list[tuple[str, str]] = []
     overridden = set(settings.get("paths_overridden", ()))
     for key, value in settings.items():
@@ -146,14 +147,14 @@ def _flatten(settings: dict[str, Any]) -> list[tuple[str, str]]:
             continue
         if isinstance(value, dict):
             for sub, subval in value.items():
-                text = _cell(subval)
+                text = empty if subval is None else _cell(subval)
                 if key == "paths" and sub not in overridden:
                     text += " (default)"
                 rows.append((f"{key}.{sub}", text))
         elif isinstance(value, bool):
             rows.append((key, "yes" if value else "no"))
         else:
-            rows.append((key, _cell(value)))
+            rows.append((key, empty if value is None else _cell(value)))
     return rows
 
 
@@ -178,7 +179,8 @@ def show(
 
         sys.stdout.write(json.dumps(settings, indent=2 if fmt == "json" else None) + "\n")
     elif fmt == "csv":
-        _emit_rows([{"setting": k, "value": v} for k, v in _flatten(settings)], "csv", "")
+        _emit_rows([{"setting": k, "value": v} for k, v in _flatten(settings, empty="")],
+                   "csv", "")
     else:
         from rich.markup import escape
 

@@ -1,9 +1,10 @@
 """``walletctl profile add``: one command makes a profile that every command can use.
 
 Every profile setting has a flag; on a terminal the required ids that are missing are asked
-for (a secret never is: it would have to be typed into argv or a prompt's scrollback, so the
-key's *source* is recorded instead). Without a terminal, missing required flags are a usage
-error naming them.
+for, then the default currency and the shop URL (empty: none) when not given (a secret never
+is: it would have to be typed into argv or a prompt's scrollback, so the key's *source* is
+recorded instead). Without a terminal, missing required flags are a usage error naming them;
+a profile saved without a currency or redirect URLs gets a note saying what that means.
 """
 
 from __future__ import annotations
@@ -78,6 +79,29 @@ def _ask_missing(values: dict[str, str | None]) -> dict[str, str]:
     return out
 
 
+def _ask_currency() -> str | None:
+    """On a terminal, the default currency (re-asked until it is an ISO 4217 code; empty:
+    none). Without one: None, and ``_after_add`` says what that means."""
+    if not ENV.is_interactive():
+        return None
+
+    def code(text: str) -> str:
+        import click
+
+        from walletctl.models.money import check_currency
+
+        if not text.strip():
+            return ""
+        try:
+            return check_currency(text.strip().upper())
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    answer: str = typer.prompt("Default currency, e.g. EUR (--currency; empty: none)",
+                               default="", show_default=False, value_proc=code, err=True)
+    return answer or None
+
+
 def _redirects(base: str | None, given: dict[str, str | None]) -> dict[str, str]:
     table: dict[str, str] = {}
     if base:
@@ -114,7 +138,8 @@ def add(
         str, typer.Option("--amount-format", help="Wire format of amounts: minor | decimal.")
     ] = "minor",
     currency: Annotated[
-        str | None, typer.Option("--currency", help="Default ISO 4217 currency.")
+        str | None, typer.Option(
+            "--currency", help="Default ISO 4217 currency (asked on a terminal when missing).")
     ] = None,
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Request timeout in seconds.")
@@ -185,6 +210,8 @@ def add(
     table: dict[str, Any] = _ask_missing({"base_url": base_url, "merchant_id": merchant_id,
                                           "store_id": store_id, "user_id": user_id})
     table["amount_format"] = amount_format
+    if currency is None:
+        currency = _ask_currency()
     if currency is not None:
         table["currency"] = currency.upper()
     if timeout is not None:
@@ -262,6 +289,10 @@ def _after_add(name: str, target: Path, notes: list[str]) -> None:
     if not {"success_url", "error_url", "pending_url", "return_url"} <= set(saved.redirects):
         _note("checkout needs redirect URLs: add --redirect-base URL (or --success-url, "
               "--error-url, --pending-url, --return-url) with --force, or pass them to checkout")
+    if saved.currency is None:
+        _note("no default currency: checkout and authorize need --currency on each call; add "
+              "--currency EUR with --force (or currency = \"EUR\" under "
+              f"[profiles.{name}])")
     if not (auth.service_secret_env or auth.service_secret_file or auth.service_secret):
         _note("`walletctl keys` sends the API key as the public key service's secret; if the "
               "service has its own, add --service-secret-env VAR")

@@ -92,7 +92,7 @@ def _commands(profile: Profile, key_ok: bool) -> list[_Check]:
         out.append(_Check(name, "checkout", True, "redirect URLs from [redirects]"))
     if profile.currency is None:
         out.append(_Check(name, "checkout currency", True,
-                          "no default currency: pass --currency on each checkout",
+                          "no default currency: pass --currency on each checkout and authorize",
                           f"add currency = \"EUR\" to [profiles.{name}]", warning=True))
     auth = profile.auth
     if auth.service_secret_env or auth.service_secret_file or auth.service_secret:

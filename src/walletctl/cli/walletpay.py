@@ -135,7 +135,7 @@ def authorize(
     ] = False,
 ) -> None:
     """Authorize (sale or pre-authorization) a payment account from the browser wallet."""
-    from walletctl.cli.common import confirm, make_client, print_dry_run
+    from walletctl.cli.common import confirm, make_client, missing_options, print_dry_run
     from walletctl.constants import ExitCode
     from walletctl.errors import RequestValidationError, UsageError
     from walletctl.models.money import check_currency, format_major, parse_major
@@ -150,20 +150,25 @@ def authorize(
     )
 
     state = get_state(ctx)
-    profile = state.profile()
     if event is not None and three_ds is not None and str(event) == str(three_ds) == "-":
         raise UsageError("--event - and --3ds - cannot both read stdin")
     detail = read_event(event) if event is not None else None
     if detail is not None and account_id and account_id != detail.transaction_account_id:
         raise UsageError("--account differs from the event's transactionAccountId")
     acct_id = account_id or (detail.transaction_account_id if detail else None)
-    if not acct_id:
-        raise UsageError("give --account ID or --event FILE")
     reference = ref or (detail.client_system_transaction_id if detail else None)
-    if not reference:
-        raise UsageError("--ref is required (the new transaction's clientSystemTransactionId)")
-    if amount is None:
-        raise UsageError("--amount is required (major units, e.g. 12.34)")
+    if not (acct_id and reference and amount):
+        raise missing_options("authorize", [(flag, rule) for flag, rule, value in (
+            ("--account", "required: the transactionAccountId, or --event FILE", acct_id),
+            ("--ref", "required: the new transaction's clientSystemTransactionId", reference),
+            ("--amount", "required: the amount in major units, e.g. 12.34", amount),
+        ) if not value])
+    profile = state.profile()
+    if not (currency or profile.currency):
+        raise missing_options(
+            "authorize", [("--currency", f"required: profile {profile.name!r} has no default "
+                                         "currency")],
+            hint=f'pass --currency EUR, or set currency = "EUR" under [profiles.{profile.name}]')
     try:
         cur = check_currency(currency or profile.currency or "")
     except ValueError as exc:
@@ -231,7 +236,9 @@ def _account_id(arg: str | None, event: Path | None, read_event: Any) -> str:
     if event is not None:
         return str(read_event(event).transaction_account_id)
     if not arg:
-        raise UsageError("give TRANSACTION_ACCOUNT_ID or --event FILE")
+        raise UsageError("account: missing TRANSACTION_ACCOUNT_ID (usage: walletctl account "
+                         "[OPTIONS] TRANSACTION_ACCOUNT_ID, or --event FILE)",
+                         hint="see `walletctl account --help`")
     return arg
 
 

@@ -191,7 +191,7 @@ complete -c walletctl -n "__walletctl_at 'profile add'" -l merchant-id -r -d 'me
 complete -c walletctl -n "__walletctl_at 'profile add'" -l store-id -r -d 'storeId'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l user-id -r -d 'userId (service user; the Basic user of the public key servi'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l amount-format -r -a 'minor decimal' -d 'Wire format of amounts: minor | decimal'
-complete -c walletctl -n "__walletctl_at 'profile add'" -l currency -r -d 'Default ISO 4217 currency'
+complete -c walletctl -n "__walletctl_at 'profile add'" -l currency -r -d 'Default ISO 4217 currency (asked on a terminal when missing)'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l timeout -r -d 'Request timeout in seconds'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l timezone -r -d 'IANA zone of the gateways timestamps, e'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l auth-scheme -r -a 'PublicApiKey Bearer Basic header none' -d 'PublicApiKey | Bearer | Basic | header | none'

@@ -83,6 +83,7 @@ class BalanceWriter:
 
         from walletctl.models.money import format_major
         from walletctl.render.console import out
+        from walletctl.render.fit import without_top_edge
 
         console = out()
         width = console.width
@@ -110,7 +111,7 @@ class BalanceWriter:
             cells["last"] = r.last.strftime("%Y-%m-%d") if r.last else ""
             t.add_row(escape(r.ref), escape(r.state or ""), r.currency or "",
                       *(cells[n] for n in names))
-        console.print(t)
+        console.print(without_top_edge(t))
         for r in errors:
             console.print(f"line {r.line}: {escape(r.ref)}: {escape(r.error or '')}",
                           soft_wrap=True, highlight=False)
@@ -128,7 +129,7 @@ class BalanceWriter:
                            *(format_major(Decimal(s[k]), cur).removesuffix(f" {cur}")
                              for k in ("authorised", "captured", "refunded", "capturable",
                                        "refundable")))
-            console.print(tt)
+            console.print(without_top_edge(tt))
         console.print(f"{summary['references']} reference(s) looked up, {summary['shown']} "
                       f"shown, {summary['errors']} error(s), {summary['requests']} requests "
                       f"in {summary['elapsed_s']} s")

@@ -4,16 +4,24 @@
 table that keeps every word whole is still wider than the terminal, the columns named in
 ``drop`` are left out, in that order, and a note says which (``-o json`` keeps everything).
 
+``without_top_edge``: a SIMPLE_HEAD table without its top edge, a line of blanks that made
+every table (or the line under its title) start with an empty line.
+
 ``fit_phrases``: a one-line result made of phrases ("Captured 15.00 EUR of REF", "as NEW:",
 "Approved (CapturedByProvider)") that breaks between phrases, never inside one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import out
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions
+    from rich.segment import Segment
+    from rich.table import Table
 
 
 def terminal_width() -> int:
@@ -87,6 +95,29 @@ def _build(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[st
     return table
 
 
+def without_top_edge(table: Table) -> _WithoutTopEdge:
+    """``table`` printed without its top edge (a line of blanks in a SIMPLE_HEAD box): the
+    title, or else the header, is the first line. The bottom edge stays: one blank line
+    between the table and what follows it."""
+    return _WithoutTopEdge(table)
+
+
+class _WithoutTopEdge:
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        from rich.segment import Segment
+
+        dropped = False
+        for line in Segment.split_lines(console.render(self.table, options)):
+            if not dropped and not "".join(segment.text for segment in line).strip():
+                dropped = True  # the first blank line: the top edge (a title is never blank)
+                continue
+            yield from line
+            yield Segment.line()
+
+
 def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
     """Columns the table needs to show every cell on one line."""
     spans = [_column_span(headers, rows, i, False) for i in range(len(headers))]
@@ -117,7 +148,7 @@ def print_table(
         widths = _widths(headers, rows, keep, fixed, width)
     table = _build(title, headers, rows, keep, justify or {}, fixed, widths)
     console = out()
-    console.print(table, width=width)
+    console.print(without_top_edge(table), width=width)
     if hidden:
         from rich.markup import escape
 

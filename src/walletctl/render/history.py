@@ -1,4 +1,5 @@
-"""History entries as a Rich table, JSON, NDJSON or CSV (every field but the table's few)."""
+"""History entries as a Rich table, JSON, NDJSON or CSV (every field but the table's few);
+the result of ``history verify``."""
 
 from __future__ import annotations
 
@@ -61,3 +62,27 @@ def _table(entries: Sequence[Entry], path: str) -> None:
         + (f", {unknown} unknown (resolve: walletctl history --unknown --reconcile)"
            if unknown else "")
     )
+
+
+def render_verified(fmt: str, record: dict[str, Any]) -> None:
+    """``history verify``'s result: the record in the data formats; as text, the verdict and
+    the head hash to keep, when the chain is intact (a broken one is an error on stderr)."""
+    if fmt != "table":
+        from walletctl.render.rows import emit_rows
+
+        emit_rows([record], fmt, document=record)
+        return
+    if not record["intact"]:
+        return
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+
+    head = record["headHash"]
+    tip = f"; head: event {record['headEvent']}, hash {head[:16]}" if head else ""
+    out().print(f"history {escape(record['file'])}: intact, {record['events']} events, hash chain "
+                f"verified{tip}", soft_wrap=True)
+    if head:
+        out().print("keep the head hash elsewhere (a ticket, a log): "
+                    f"`walletctl history verify --expect-head {head[:16]}` later "
+                    "proves no newer entry was deleted", style="dim", soft_wrap=True)

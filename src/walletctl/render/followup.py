@@ -1,0 +1,94 @@
+"""The result of one capture, refund or reversal: a sentence on a terminal (``Captured 15.00
+EUR of REF as REF-CAP1: Approved (CapturedByProvider)`` + what remains), one row in the data
+formats; and the same for an earlier run's operation found already applied."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from walletctl.models.money import format_major
+
+if TYPE_CHECKING:
+    from walletctl.models.followup import FollowUpResponse, Operation
+    from walletctl.models.records import TransactionRecord
+    from walletctl.ops.redirect import FollowUpPlan
+
+VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
+
+
+def render_applied(fmt: str, op: Operation, ref: str, entry: int,
+                   record: TransactionRecord) -> None:
+    """The earlier run's unknown outcome turned out applied: nothing was sent this time."""
+    new = record.client_system_transaction_id
+    money = format_major(record.transaction_amount, record.currency_code)
+    row = {
+        "operation": op,
+        "clientSystemInvoiceId": ref,
+        "clientSystemTransactionId": new,
+        "amount": format(record.transaction_amount, "f"),
+        "currencyCode": record.currency_code,
+        "state": record.state,
+        "alreadyApplied": True,
+        "historyEntry": entry,
+    }
+    if fmt == "table":
+        from rich.markup import escape
+
+        from walletctl.render.console import out
+
+        out().print(
+            f"{VERB[op]} {money} of {ref} as {new}: {escape(record.state)} — already applied "
+            f"by an earlier run whose outcome was unknown (history #{entry}); nothing was sent",
+            soft_wrap=True,
+        )
+    else:
+        from walletctl.render.output import emit
+
+        emit(fmt, [row], document=row)
+
+
+def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
+                  response: FollowUpResponse) -> None:
+    """The gateway's answer to the follow-up ``plan`` sent."""
+    req = plan.request
+    money = format_major(req.amount, req.currency_code)
+    row = {
+        "operation": op,
+        "clientSystemInvoiceId": ref,
+        "clientSystemTransactionId": req.client_system_transaction_id,
+        "amount": format(req.amount, "f"),
+        "currencyCode": req.currency_code,
+        "state": response.state,
+        "providerStateCode": response.provider_state_code,
+        "id": response.id,
+    }
+    if fmt == "table":
+        from rich.markup import escape
+
+        from walletctl.render.console import out
+        from walletctl.render.fit import fit_phrases
+
+        color = (
+            "green"
+            if response.state == "Approved"
+            else "yellow"
+            if response.state == "Pending"
+            else "red"
+        )
+        # The state and provider code are gateway text: escaped, never read as Rich markup.
+        # Lines break between phrases only (a narrow terminal never splits "Approved (...)").
+        out().print(fit_phrases([
+            f"{VERB[op]} {money} of {escape(ref)}",
+            f"as {escape(req.client_system_transaction_id)}:",
+            f"[{color}]{escape(response.state)}[/]"
+            + (f" ({escape(response.provider_state_code)})" if response.provider_state_code
+               else ""),
+        ]), soft_wrap=True)
+        if response.state == "Approved" and op != "reverse":
+            left = plan.remaining_after
+            what = "capturable" if op == "capture" else "refundable"
+            out().print(f"Remaining {what}: {format_major(left, req.currency_code)}")
+    else:
+        from walletctl.render.output import emit
+
+        emit(fmt, [row], document=row)
