@@ -141,3 +141,23 @@ def test_a_cancelled_waiter_does_not_cancel_the_others_write() -> None:
 
     asyncio.run(main())
     assert writes == [["a", "b"]]
+
+
+def test_a_long_turn_writes_its_group_once_the_first_row_waited_max_wait() -> None:
+    """Many answers in one turn: once the group's first row has waited ``max_wait``, the row
+    that notices writes the group (itself included) at once; the rest of the turn forms the
+    next group. No row is left out and none is written twice."""
+    writes: list[list[int]] = []
+    now = [0.0]
+
+    async def main() -> None:
+        commit = GroupCommit(writes.append, max_wait=0.001, clock=lambda: now[0])
+
+        async def row(i: int) -> None:
+            now[0] += 0.0004  # each row's own work before it commits
+            await commit(i)
+
+        await asyncio.gather(*(row(i) for i in range(7)))
+
+    asyncio.run(main())
+    assert writes == [[0, 1, 2, 3], [4, 5, 6]], writes
