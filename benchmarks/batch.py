@@ -11,7 +11,7 @@ Prints a table of:
  2. requests/s with no added latency, as a ratio to ``wrk`` driving the SAME requests (capture
     POSTs of distinct, seeded pre-authorisations, so every wrk request does real work) on the
     same endpoint at the same concurrency;
- 3. peak memory (ru_maxrss of the walletctl child process) for 10k and 100k rows with
+ 3. peak memory (ru_maxrss of the walletctl process, see peak_rss.py) for 10k and 100k rows with
     ``--dry-run --offline`` (everything but the sending); the full mode adds real runs of 2k
     and 20k rows.
 
@@ -97,16 +97,20 @@ def env(home: Path) -> dict[str, str]:
 
 def run_child(cmd: list[str], child_env: dict[str, str],
               stdout: Any = None) -> tuple[int, str, str, int, float]:
-    """Run a child; return (exit code, stdout, stderr, ru_maxrss KiB, CPU s) of THAT child.
+    """Run a child; return (exit code, stdout, stderr, peak RSS KiB, CPU s) of THAT child,
+    measured by benchmarks/peak_rss.py (see there why not straight from this process).
     ``stdout``: a file to send the child's output to (then "" is returned for it)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, env=child_env, stdout=stdout or out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.TemporaryDirectory() as scratch:
+        stats = Path(scratch) / "stats.json"
+        launcher = [PY, str(Path(__file__).with_name("peak_rss.py")), str(stats)]
+        code = subprocess.call([*launcher, *cmd], env=child_env, stdout=stdout or out,
+                               stderr=err)
         out.seek(0)
         err.seek(0)
-        return (proc.returncode, out.read(), err.read(), int(usage.ru_maxrss),
-                usage.ru_utime + usage.ru_stime)
+        measured = json.loads(stats.read_text())
+        return (code, out.read(), err.read(), int(measured["maxrss_kib"]),
+                float(measured["cpu_s"]))
 
 
 @contextlib.contextmanager
