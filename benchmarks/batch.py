@@ -4,10 +4,13 @@
     python benchmarks/batch.py              # larger N, best of 3, real-run memory too
 
 Prints a table of:
- 1. rows/s with the sandbox adding a fixed 50 ms per request, as a ratio to the physical
+ 1. rows/s against a stub gateway answering after a fixed 50 ms, as a ratio to the physical
     limit concurrency / latency, at c=8 and c=64 (rows whose amount is given, each on its own
     original: the direct path, one round trip per row) and at c=8 with --full-preflight (two
-    round trips per row); requests/s too, and the CPU seconds walletctl spends per 1,000 rows;
+    round trips per row); requests/s too, and the CPU seconds walletctl spends per 1,000 rows.
+    Two references from the same minute: wrk on the same POSTs (what the machine allows) and
+    benchmarks/bare_aiohttp.py (the HTTP library alone, no bookkeeping: what a Python client
+    on this transport can reach); then the same at c=64 against the sandbox;
  2. requests/s with no added latency, as a ratio to ``wrk`` driving the SAME requests (capture
     POSTs of distinct, seeded pre-authorisations, so every wrk request does real work) on the
     same endpoint at the same concurrency;
@@ -183,6 +186,14 @@ def batch_run(work: Path, cfg: Path, refs: list[str], concurrency: int,
     return summary
 
 
+def bare_aiohttp(url: str, count: int, concurrency: int) -> float:
+    """benchmarks/bare_aiohttp.py in its own process: the library's requests/s."""
+    proc = subprocess.run([PY, str(Path(__file__).with_name("bare_aiohttp.py")), url,
+                           str(count), str(concurrency)], capture_output=True, text=True,
+                          check=True)
+    return float(json.loads(proc.stdout)["requests_per_s"])
+
+
 WRK_LUA = """
 local n = 0
 local prefix = "%(prefix)s"
@@ -261,11 +272,16 @@ def main() -> None:
                     row = _latency_row(f"1. stub +50 ms, c={conc}, {n} rows"
                                        + (" --full-preflight" if extra else ""),
                                        s, conc / latency, base_cpu)
-                    if not extra:  # wrk on the same stub: what this machine allows right now
+                    if not extra:  # wrk on the same stub: what this machine allows right now,
+                        # and the HTTP library alone (no bookkeeping): what Python can
                         ceiling = run_wrk(work, stub_url, "X", conc, 3)
+                        lib = max(bare_aiohttp(stub_url, n, conc) for _ in range(reps))
                         rows_s = s["rows"] / s["elapsed_s"]
-                        row = (row[0], row[1], row[2] + f"; wrk same POSTs {ceiling:.0f}/s",
-                               row[3] + f"; {rows_s / ceiling:.2f} of wrk")
+                        row = (row[0], row[1],
+                               row[2] + f"; wrk same POSTs {ceiling:.0f}/s; bare aiohttp "
+                               f"{lib:.0f}/s ({lib / (conc / latency):.2f})",
+                               row[3] + f"; {rows_s / ceiling:.2f} of wrk; "
+                               f"{rows_s / lib:.2f} of bare aiohttp")
                     rows.append(row)
             n = n_lat * 8
             refs = [f"LS-{i:07d}" for i in range(n)]
