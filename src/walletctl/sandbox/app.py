@@ -54,7 +54,8 @@ from walletctl.sandbox.limits import MAX_BODY, BodyLimitMiddleware
 from walletctl.sandbox.openapi import body_doc as _body_doc
 from walletctl.sandbox.openapi import errors_doc as _errors_doc
 from walletctl.sandbox.openapi import openapi_document
-from walletctl.sandbox.store import Store, TxRow
+from walletctl.sandbox.store import Store
+from walletctl.sandbox.store_rows import TxRow
 
 
 def _json(outcome: Outcome) -> JSONResponse:

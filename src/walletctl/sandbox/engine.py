@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from walletctl.errors import RefusedError
 from walletctl.models.ledger import Balance, Entry, check_followup
 from walletctl.models.money import AmountFormat, exponent
-from walletctl.sandbox.store import DuplicateReferenceError, Store, TxRow
+from walletctl.sandbox.store import Store
+from walletctl.sandbox.store_rows import DuplicateReferenceError, TxRow
 
 if TYPE_CHECKING:
     from walletctl.models.checkout import CheckoutRequest
