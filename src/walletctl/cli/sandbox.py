@@ -391,7 +391,7 @@ def values_cmd(ctx: typer.Context) -> None:
     """Show the magic test amounts and the default credentials."""
     from walletctl.render.sandbox import render_values
     from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
-    from walletctl.sandbox.engine import MAGIC_HELP
+    from walletctl.sandbox.magic import MAGIC_HELP
 
     render_values(dict(MAGIC_HELP), get_state(ctx).output_format, api_key=DEFAULT_API_KEY,
                   service_secret=DEFAULT_SERVICE_SECRET)

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from walletctl.sandbox import crypto
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import WalletSigner
-from walletctl.sandbox.engine import error_body as engine_error_body
+from walletctl.sandbox.outcome import error_body as engine_error_body
 from walletctl.sandbox.store_rows import WalletPayRow
 
 if TYPE_CHECKING:
