@@ -222,7 +222,7 @@ def _remove_journal(path: Path) -> None:
 
 
 def _load_profile(state: Any, name: str) -> Profile:
-    from walletctl.config.store import load_profile
+    from walletctl.config.profiles_file import load_profile
 
     prof = load_profile(name, state.config_path)
     if state.timeout is not None:

@@ -154,7 +154,7 @@ def history(
 
 def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
     from walletctl.cli.common import make_client
-    from walletctl.config.store import load_profile
+    from walletctl.config.profiles_file import load_profile
     from walletctl.errors import ConfigError, UnknownOutcomeError
     from walletctl.ops.resume import reconcile
     from walletctl.render.output import emit

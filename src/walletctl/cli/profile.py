@@ -65,7 +65,8 @@ def _selected_default(pf: ProfilesFile) -> str | None:
 @profile_app.command("list")
 def list_profiles(ctx: typer.Context) -> None:
     """List the profiles (name, base URL, merchant, store, auth scheme; * marks the default)."""
-    from walletctl.config.store import config_path, load_file
+    from walletctl.config.location import config_path
+    from walletctl.config.profiles_file import load_file
 
     state = get_state(ctx)
     path = config_path(state.config_path)
@@ -166,7 +167,8 @@ def show(
     ] = None,
 ) -> None:
     """Show every setting of a profile; the secret's source is described, never the secret."""
-    from walletctl.config.store import config_path, load_file, select_profile
+    from walletctl.config.location import config_path
+    from walletctl.config.profiles_file import load_file, select_profile
 
     state = get_state(ctx)
     pf = load_file(config_path(state.config_path))
@@ -210,7 +212,9 @@ def remove(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Remove a profile from the profiles file (asks first on a terminal)."""
-    from walletctl.config.store import config_path, load_file, remove_profile
+    from walletctl.config.edit import remove_profile
+    from walletctl.config.location import config_path
+    from walletctl.config.profiles_file import load_file
     from walletctl.errors import ConfigError, UsageError
 
     state = get_state(ctx)

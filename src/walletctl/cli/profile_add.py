@@ -199,7 +199,8 @@ def add(
     With no --key-env/--key-file/--keyring the key is read from $WALLETCTL_<NAME>_KEY.
     Inline keys are not taken from flags (they would land in your shell history).
     """
-    from walletctl.config.store import add_profile, config_path
+    from walletctl.config.edit import add_profile
+    from walletctl.config.location import config_path
     from walletctl.errors import ConfigError, UsageError
 
     state = get_state(ctx)
@@ -266,7 +267,8 @@ def add(
 
 def _after_add(name: str, target: Path, notes: list[str]) -> None:
     """What the new profile can do, and the one step left (if any)."""
-    from walletctl.config.store import file_mode, load_file
+    from walletctl.config.private import file_mode
+    from walletctl.config.profiles_file import load_file
 
     def _note(message: str) -> None:
         notes.append(message)

@@ -146,8 +146,9 @@ def check(
     Prints one line per check (ok / warn / FAIL); exits with the config exit code when one
     fails (9 when --online finds the credentials refused). Nothing is sent unless --online.
     """
+    from walletctl.config.location import config_path
     from walletctl.config.profile import display_path
-    from walletctl.config.store import config_path, load_file, select_profile
+    from walletctl.config.profiles_file import load_file, select_profile
     from walletctl.errors import ConfigError
 
     state = get_state(ctx)

@@ -176,7 +176,7 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
     if name is None and not print_it:
         return None
     from walletctl.cli.sandbox_profile import profile_table, profile_text, write_profile
-    from walletctl.config.store import valid_profile_name
+    from walletctl.config.validate import valid_profile_name
     from walletctl.errors import UsageError
     from walletctl.render.console import print_note
     from walletctl.sandbox.config import DEFAULT_API_KEY
@@ -391,7 +391,7 @@ def values_cmd(ctx: typer.Context) -> None:
     """Show the magic test amounts and the default credentials."""
     from walletctl.render.sandbox import render_values
     from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
-    from walletctl.sandbox.engine import MAGIC_HELP
+    from walletctl.sandbox.magic import MAGIC_HELP
 
     render_values(dict(MAGIC_HELP), get_state(ctx).output_format, api_key=DEFAULT_API_KEY,
                   service_secret=DEFAULT_SERVICE_SECRET)

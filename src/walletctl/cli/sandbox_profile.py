@@ -71,7 +71,9 @@ def _is_loopback_url(url: str) -> bool:
 
 def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path:
     """Add (or update a sandbox's) profile ``name`` in the selected profiles file."""
-    from walletctl.config.store import add_profile, config_path, load_file
+    from walletctl.config.edit import add_profile
+    from walletctl.config.location import config_path
+    from walletctl.config.profiles_file import load_file
     from walletctl.errors import UsageError
 
     path = config_path(config)

@@ -65,7 +65,7 @@ class State:
         if self._profile is None:
             from dataclasses import replace
 
-            from walletctl.config.store import load_profile
+            from walletctl.config.profiles_file import load_profile
 
             prof = load_profile(self.profile_name, self.config_path)
             if self.timeout is not None:

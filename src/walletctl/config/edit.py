@@ -36,7 +36,7 @@ class SaveResult:
 @contextmanager
 def directory_lock(path: Path) -> Iterator[None]:
     """Serialise read-modify-write of ``path`` between processes (flock on its directory)."""
-    from walletctl.config.store import ensure_dir
+    from walletctl.config.private import ensure_dir
 
     ensure_dir(path.parent)
     if os.name == "nt":
@@ -57,7 +57,7 @@ def _read(path: Path) -> Any:
     import tomlkit
     from tomlkit.exceptions import ParseError
 
-    from walletctl.config.store import load_file
+    from walletctl.config.profiles_file import load_file
 
     if not path.exists():
         return tomlkit.parse(HEADER)
@@ -71,7 +71,8 @@ def _read(path: Path) -> Any:
 def _write(path: Path, document: Any) -> ProfilesFile:
     import tomlkit
 
-    from walletctl.config.store import parse_document, write_private
+    from walletctl.config.private import write_private
+    from walletctl.config.validate import parse_document
 
     plain = document.unwrap()
     default, profiles = parse_document(plain, path)  # never write what we would refuse to read
@@ -103,7 +104,7 @@ def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: b
     """
     import tomlkit
 
-    from walletctl.config.store import parse_document, valid_profile_name
+    from walletctl.config.validate import parse_document, valid_profile_name
 
     path = Path(path).expanduser()
     if not valid_profile_name(name):
@@ -137,7 +138,7 @@ def _set_default(document: Any, name: str) -> None:
 
 def remove_profile(path: Path, name: str) -> SaveResult:
     """Remove profile ``name``; a default_profile pointing at it is moved or dropped."""
-    from walletctl.config.store import load_file
+    from walletctl.config.profiles_file import load_file
 
     path = Path(path).expanduser()
     if not path.exists():

@@ -1,7 +1,8 @@
 """Profile settings as read from the TOML file (see README "Profiles" / docs/profiles.md).
 
 Plain frozen dataclasses: cheap to import, no validation framework needed on the hot path of
-``walletctl --help``. Parsing and checks live in ``config.store``; secrets in ``config.secrets``.
+``walletctl --help``. Checks live in ``config.validate``, reading and saving the file in
+``config.profiles_file``; secrets in ``config.secrets``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class AuthSettings:
     key_env: str | None = None
     key_file: Path | None = None  # absolute after loading (relative paths: to the profiles file)
     keyring: bool = False
-    # An inline secret: accepted only when the profile file is 0600 (checked by config.store).
+    # An inline secret: accepted only when the profile file is 0600 (checked on loading the file).
     key: str | None = field(default=None, repr=False)
     header: str | None = None  # header name for scheme = "header"
     username: str | None = None  # Basic auth user (defaults to the profile's user_id)

@@ -29,8 +29,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from walletctl.config.location import config_path
+from walletctl.config.private import check_private, file_mode, write_private
 from walletctl.config.profile import Profile, display_path
-from walletctl.config.store import check_private, config_path, file_mode, write_private
 from walletctl.errors import ConfigError
 
 if TYPE_CHECKING:

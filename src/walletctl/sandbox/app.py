@@ -43,18 +43,20 @@ from walletctl import __version__
 from walletctl.errors import RequestValidationError
 from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
 from walletctl.models.followup import FollowUpRequest
-from walletctl.sandbox import engine, pages, wire
+from walletctl.sandbox import engine, pages, records, wire
 from walletctl.sandbox.config import FaultConfig, SandboxConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.cors import CorsMiddleware
-from walletctl.sandbox.engine import Outcome, SandboxError, error_body
 from walletctl.sandbox.faults import FaultMiddleware
 from walletctl.sandbox.guard import GuardMiddleware
 from walletctl.sandbox.limits import MAX_BODY, BodyLimitMiddleware
+from walletctl.sandbox.magic import MAGIC_HELP
 from walletctl.sandbox.openapi import body_doc as _body_doc
 from walletctl.sandbox.openapi import errors_doc as _errors_doc
 from walletctl.sandbox.openapi import openapi_document
-from walletctl.sandbox.store import Store, TxRow
+from walletctl.sandbox.outcome import Outcome, SandboxError, error_body
+from walletctl.sandbox.store import Store
+from walletctl.sandbox.store_rows import TxRow
 
 
 def _json(outcome: Outcome) -> JSONResponse:
@@ -250,7 +252,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
                 f"with this reference for merchant {values['merchantId']}, store "
                 f"{values['storeId']}",
             )
-        return Response(wire.amounts_as_numbers([engine.record_body(r, fmt) for r in rows]),
+        return Response(wire.amounts_as_numbers([records.record_body(r, fmt) for r in rows]),
                         media_type="application/json")
 
     # -- hosted approval page ----------------------------------------------------------------
@@ -311,7 +313,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
     @app.get("/_sandbox/values", tags=["sandbox"])
     async def values() -> dict[str, Any]:
         return {
-            "magicAmounts": engine.MAGIC_HELP,
+            "magicAmounts": MAGIC_HELP,
             "apiKey": "static key from --api-key (default sandbox-api-key)",
         }
 
@@ -351,7 +353,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
             "state": row.state,
             "providerStateCode": row.provider_state_code,
             "redirectUrl": engine.redirect_url(row, which),
-            "record": engine.record_body(row, fmt),
+            "record": records.record_body(row, fmt),
         })
 
     @app.get("/_sandbox/ledger", tags=["sandbox"])

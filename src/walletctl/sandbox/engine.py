@@ -1,27 +1,10 @@
-"""The sandbox's behaviour: checkouts, the customer's decision, follow-ups, records.
+"""The sandbox's behaviour: checkouts, the customer's decision, follow-ups.
 
 Business rules come from :mod:`walletctl.models.ledger` (the same rule set as the CLI
 pre-flight and batch), so the sandbox and walletctl can never disagree.
 
-Magic test values
------------------
-The outcome at the provider is chosen by the LAST TWO DIGITS OF THE CHECKOUT AMOUNT IN
-MINOR UNITS (EUR 12.01 -> ``01``; JPY 1201 -> ``01``):
-
-====  ===================================================================================
- 01   declined by the provider: approving gives state ``Declined``
-      (``DeclinedByProvider``) and the page redirects to ``refusedUrl``
- 02   approved, but the provider refuses every capture: the capture is stored as an
-      ``Errored`` record (``RefusedByProvider``, null payer fields) and answered 422
- 03   stays pending at the provider: approving leaves ``Pending``
-      (``PendingAtProvider``), redirect to ``pendingUrl``; follow-ups are refused
- 04   errors at the provider: approving gives an ``Errored`` record with null payer
-      fields (``ErrorAtProvider``), redirect to ``errorUrl``
- 05   approved, but the provider refuses every refund (stored ``Errored``, answered 422)
-====  ===================================================================================
-
-Any other amount is approved normally (``CapturedByProvider`` for a sale,
-``AuthorizedByProvider`` for a pre-authorisation).
+The provider's outcome is chosen by the checkout amount (:mod:`walletctl.sandbox.magic`).
+Answers and errors: :mod:`walletctl.sandbox.outcome`; records: :mod:`walletctl.sandbox.records`.
 
 States: ``Pending`` (checkout created), ``Approved``, ``Errored``, ``Declined``,
 ``Cancelled``, ``Expired``. Follow-up records: ``Approved`` with ``CapturedByProvider`` /
@@ -34,15 +17,16 @@ import hashlib
 import json
 import secrets
 import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from walletctl.errors import RefusedError
 from walletctl.models.ledger import Balance, Entry, check_followup
-from walletctl.models.money import AmountFormat, exponent
-from walletctl.sandbox.store import DuplicateReferenceError, Store, TxRow
+from walletctl.models.money import AmountFormat
+from walletctl.sandbox.magic import magic_of, minor_units
+from walletctl.sandbox.outcome import Outcome, SandboxError, error_body
+from walletctl.sandbox.store import Store
+from walletctl.sandbox.store_rows import DuplicateReferenceError, TxRow
 
 if TYPE_CHECKING:
     from walletctl.models.checkout import CheckoutRequest
@@ -51,123 +35,12 @@ if TYPE_CHECKING:
 Action = Literal["approve", "decline", "cancel", "pending"]
 ACTIONS: Final = ("approve", "decline", "cancel", "pending")
 
-MAGIC: Final[dict[int, str]] = {
-    1: "decline",
-    2: "capture-refused",
-    3: "pending",
-    4: "errored",
-    5: "refund-refused",
-}
-MAGIC_HELP: Final[dict[str, str]] = {
-    "01": "declined by the provider on approval (state Declined, redirect to refusedUrl)",
-    "02": "approved, then every capture is refused by the provider (Errored record, HTTP 422)",
-    "03": "stays pending at the provider (state Pending, redirect to pendingUrl)",
-    "04": "errors at the provider on approval (Errored record, null payer fields, errorUrl)",
-    "05": "approved, then every refund is refused by the provider (Errored record, HTTP 422)",
-}
-
-PAYER_FIELDS: Final = (
-    "apmPayerAccountNumber",
-    "apmPayerEmailAddress",
-    "apmProviderTransactionId",
-    "apmPayerShippingName",
-    "apmPayerShippingStreet1",
-    "apmPayerShippingCityName",
-    "apmPayerShippingPostalCode",
-    "apmPayerShippingCountry",
-    "apmPayerShippingPhone",
-    "apmPayerID",
-    "apmPayerFirstname",
-    "apmPayerLastname",
-    "apmPayerBillingName",
-    "apmPayerBillingStreet1",
-    "apmPayerBillingCityName",
-    "apmPayerBillingCountry",
-    "apmPayerBillingPhone",
-    "apmPayerBillingPostalCode",
-    "apmPayerCountryCode",
-    "apmPayerStateOrProvince",
-)
-
 _KIND_OF_OP: Final = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
 _OK_CODE: Final = {
     "capture": "CapturedByProvider",
     "refund": "RefundedByProvider",
     "reverse": "ReversedByProvider",
 }
-# How records spell their type (the spec's sample shows ``ecom.preAuthorisation``).
-RECORD_TYPES: Final = {
-    "sale": "ecom.sale",
-    "preauth": "ecom.preAuthorisation",
-    "capture": "ecom.capture",
-    "refund": "ecom.refund",
-    "reversal": "ecom.reversalPreauthorization",
-}
-
-
-@dataclass
-class Outcome:
-    """What a route answers: a status, a JSON body and extra headers."""
-
-    status: int
-    body: Any
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-class SandboxError(Exception):
-    """An error answer in the gateway error object shape."""
-
-    def __init__(self, status: int, message: str, *, code: str | None = None,
-                 description: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.description = description
-
-    def outcome(self) -> Outcome:
-        return Outcome(self.status, error_body(self.status, self.message, code=self.code,
-                                               description=self.description))
-
-
-_ERRORS: Final[dict[int, tuple[str, str]]] = {
-    400: ("GEN-400", "GeneralValidationError"),
-    401: ("AUTH-401", "AuthenticationError"),
-    403: ("AUTH-403", "AuthorizationError"),
-    404: ("TRX-404", "TransactionNotFound"),
-    405: ("GEN-405", "MethodNotAllowed"),
-    409: ("TRX-409", "DuplicateTransaction"),
-    410: ("TRX-410", "LinkNotUsable"),
-    413: ("GEN-413", "PayloadTooLarge"),
-    415: ("GEN-415", "UnsupportedMediaType"),
-    422: ("TRX-422", "BusinessRuleViolation"),
-    429: ("GEN-429", "TooManyRequests"),
-    500: ("GEN-500", "InternalError"),
-    502: ("GEN-502", "BadGateway"),
-    503: ("GEN-503", "ServiceUnavailable"),
-    504: ("GEN-504", "GatewayTimeout"),
-}
-
-
-def error_body(
-    status: int, message: str, *, code: str | None = None, description: str | None = None
-) -> dict[str, Any]:
-    """The gateway error object ``{code, description, details: {message}}``."""
-    default_code, default_desc = _ERRORS.get(status, (f"GEN-{status}", "Error"))
-    return {
-        "code": code or default_code,
-        "description": description or default_desc,
-        "details": {"message": message},
-    }
-
-
-def magic_of(amount: Decimal, currency: str) -> str | None:
-    """The provider outcome chosen by the amount's last two minor-unit digits."""
-    return MAGIC.get(_minor(amount, currency) % 100)
-
-
-def _minor(amount: Decimal, currency: str) -> int:
-    return int(amount.scaleb(exponent(currency)).to_integral_value())
 
 
 def request_hash(model: Any) -> str:
@@ -401,7 +274,7 @@ def apply_followup(
             body: dict[str, Any] = error_body(
                 422,
                 f"the provider refused the {op} of {amount} {original.currency} "
-                f"(test amount ending {_minor(original.amount, original.currency) % 100:02d})",
+                f"(test amount ending {minor_units(original.amount, original.currency) % 100:02d})",
                 code="PRV-422",
                 description="RefusedByProvider",
             )
@@ -451,49 +324,3 @@ def followup_response_body(
         apm_details=ApmResponseDetails(apm_provider_name=method, apm_payment_method="ecom"),
     )
     return resp.to_wire(fmt)
-
-
-# -- records -------------------------------------------------------------------------------
-
-
-def record_body(row: TxRow, fmt: AmountFormat) -> dict[str, Any]:
-    """One 2.5 transaction details record (payer fields null when there are none)."""
-    from walletctl.models.records import (
-        ApmRecordDetails,
-        RecordAddress,
-        TransactionRecord,
-        format_timestamp,
-    )
-
-    payer = _strings(row.payer)
-    rec = TransactionRecord(
-        id=row.id,
-        state=row.state,
-        currency_code=row.currency,
-        transaction_amount=row.amount,
-        client_system_transaction_id=row.reference,
-        client_system_invoice_id=row.invoice_reference,
-        type=RECORD_TYPES.get(row.kind, row.type_str),
-        transaction_date_time=format_timestamp(row.created_at),
-        provider_state_code=row.provider_state_code,
-        apm_details=ApmRecordDetails.model_validate({"apmName": row.method, **payer}),
-        billing_address=RecordAddress.model_validate(_strings(row.billing))
-        if row.billing
-        else None,
-        shipping_address=(
-            RecordAddress.model_validate(_strings(row.shipping))
-            if row.shipping and row.kind == "preauth"
-            else None
-        ),
-    )
-    body = rec.to_wire(fmt)
-    apm = body.setdefault("apmDetails", {})
-    for name in PAYER_FIELDS:
-        apm.setdefault(name, None)
-    return body
-
-
-def _strings(data: dict[str, Any] | None) -> dict[str, Any]:
-    """Stored free-form values (e.g. from the browser-wallet module) as strings or null."""
-    return {str(k): (None if v is None else str(v)) for k, v in (data or {}).items()
-            if not isinstance(v, dict | list)}

@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 
 from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
 from walletctl.models.followup import FollowUpRequest
-from walletctl.sandbox import engine
+from walletctl.sandbox import outcome
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 
@@ -33,7 +33,7 @@ _ERROR_SCHEMA = {
 def errors_doc(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {
         s: {
-            "description": engine.error_body(s, "")["description"],
+            "description": outcome.error_body(s, "")["description"],
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
         }
         for s in statuses

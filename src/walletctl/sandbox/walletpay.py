@@ -48,7 +48,7 @@ Modules: state and test cards in :mod:`walletctl.sandbox.walletpay_state`, route
 State: issued encryption key pairs (PEM), the static key's encryption key, the wallet's
 signing keys, payment accounts (with their single-use cryptogram flag), 3DS results and the
 seen token ``messageId`` values live in the sandbox store (``walletpay_*`` tables of
-:mod:`walletctl.sandbox.store`), so ``serve --db PATH`` keeps them across restarts;
+:mod:`walletctl.sandbox.store_walletpay`), so ``serve --db PATH`` keeps them across restarts;
 ``/_sandbox/reset`` clears all but the sandbox-level keys. Only the demo merchant's sessions
 and results are in memory.
 """

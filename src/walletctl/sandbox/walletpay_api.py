@@ -21,8 +21,8 @@ from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
-from walletctl.sandbox.engine import SandboxError
-from walletctl.sandbox.store import DuplicateReferenceError, TxRow
+from walletctl.sandbox.outcome import SandboxError
+from walletctl.sandbox.store_rows import DuplicateReferenceError, TxRow
 from walletctl.sandbox.walletpay_state import (
     API_KEY_TTL,
     CARDS_BY_ID,

@@ -1,7 +1,7 @@
 """Browser wallet state of the sandbox: test cards, keys, payment accounts, 3DS results.
 
 See :mod:`walletctl.sandbox.walletpay` for the routes; everything here but the demo merchant
-lives in the sandbox store (``walletpay_*`` tables of :mod:`walletctl.sandbox.store`).
+lives in the sandbox store (``walletpay_*`` tables: :mod:`walletctl.sandbox.store_walletpay`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from fastapi.responses import JSONResponse
 from walletctl.sandbox import crypto
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import WalletSigner
-from walletctl.sandbox.engine import error_body as engine_error_body
-from walletctl.sandbox.store import WalletPayRow
+from walletctl.sandbox.outcome import error_body as engine_error_body
+from walletctl.sandbox.store_rows import WalletPayRow
 
 if TYPE_CHECKING:
     from walletctl.sandbox.walletpay_demo import DemoSession

@@ -9,7 +9,7 @@
 * :func:`require` - mandatory fields (dotted, case-insensitive paths with alternate
   spellings) that the models leave optional.
 
-Every problem raises :class:`~walletctl.sandbox.engine.SandboxError` (400) naming the field.
+Every problem raises :class:`~walletctl.sandbox.outcome.SandboxError` (400) naming the field.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from walletctl.models.base import MONEY_KEYS
 from walletctl.models.money import exponent
-from walletctl.sandbox.engine import SandboxError
+from walletctl.sandbox.outcome import SandboxError
 
 MAX_DEPTH = 32
 MAX_DIGITS = 18  # minor units of any amount fit a signed 64-bit integer

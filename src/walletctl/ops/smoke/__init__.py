@@ -163,11 +163,12 @@ def _without_userinfo(url: str) -> str:
 def validate_options(options: SmokeOptions) -> tuple[list[Scenario], Any]:
     """Check the options before anything starts; returns (scenarios, amounts). UsageError."""
     from walletctl.ops.smoke import scenarios as catalogue
+    from walletctl.ops.smoke.amounts import Amounts
 
     _check_prefix(options.ref_prefix)
     if options.approve_command is not None:
         _check_command(options.approve_command)
-    return catalogue.select(options.scenarios), catalogue.Amounts().with_overrides(options.amounts)
+    return catalogue.select(options.scenarios), Amounts().with_overrides(options.amounts)
 
 
 def _check_command(command: str) -> None:

@@ -23,7 +23,7 @@ from walletctl.ops.smoke.framework import (
     check,
     check_equal,
 )
-from walletctl.ops.smoke.scenarios import _amounts, _money, _target
+from walletctl.ops.smoke.steps import _amounts, _money, _target
 
 if TYPE_CHECKING:
     pass

@@ -1,0 +1,417 @@
+"""Strict validation of a profiles document: its keys, value checks and error locations.
+
+Loading is strict: an unknown key, a value of the wrong type or an invalid value is refused with
+its location (``profiles.prod -> auth -> kee_env: unknown key``) so a typo never silently falls
+back to a default. Values that could be secrets are never echoed in messages.
+
+Reading the file is :mod:`walletctl.config.profiles_file`; both it and the in-place editor
+(:mod:`walletctl.config.edit`) run :func:`parse_document` before anything is used or written.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+from walletctl.config.profile import (
+    AUTH_SCHEMES,
+    HISTORY_OPERATIONS,
+    REDIRECT_KEYS,
+    AuthSettings,
+    HistorySettings,
+    Profile,
+    display_path,
+)
+from walletctl.constants import DEFAULT_TIMEOUT, MAX_TIMEOUT, PATH_KEYS
+from walletctl.errors import ConfigError
+
+__all__ = [
+    "AUTH_KEYS",
+    "PROFILE_KEYS",
+    "REQUIRED_PROFILE_KEYS",
+    "TOP_LEVEL_KEYS",
+    "parse_document",
+    "valid_profile_name",
+]
+
+TOP_LEVEL_KEYS: tuple[str, ...] = ("default_profile", "profiles")
+REQUIRED_PROFILE_KEYS: tuple[str, ...] = ("base_url", "merchant_id", "store_id", "user_id")
+PROFILE_KEYS: tuple[str, ...] = (
+    *REQUIRED_PROFILE_KEYS,
+    "amount_format",
+    "currency",
+    "timeout",
+    "timezone",
+    "auth",
+    "paths",
+    "redirects",
+    "history",
+)
+HISTORY_KEYS: tuple[str, ...] = ("enabled", "path", "require_reason", "limits")
+AUTH_KEYS: tuple[str, ...] = (
+    "scheme",
+    "key_env",
+    "key_file",
+    "keyring",
+    "key",
+    "header",
+    "username",
+    "service_secret_env",
+    "service_secret_file",
+    "service_secret",
+)
+AMOUNT_FORMATS: tuple[str, ...] = ("minor", "decimal")
+
+# Character classes checked without `re` (compiling patterns costs start-up time).
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_TOKEN = _ALNUM | frozenset("!#$%&'*+.^_`|~-")  # RFC 9110 token characters
+
+
+def valid_profile_name(name: str) -> bool:
+    """Letters, digits, '-' and '_', at most 64, starting with a letter or digit."""
+    return 0 < len(name) <= 64 and name[0] in _ALNUM and all(c in _ALNUM or c in "-_" for c in name)
+
+
+def _valid_env_name(name: str) -> bool:
+    return bool(name) and not name[0].isdigit() and all(c in _ALNUM or c == "_" for c in name)
+
+
+def _valid_header_name(name: str) -> bool:
+    return bool(name) and all(c in _TOKEN for c in name)
+
+
+_SEP = " -> "
+
+
+def _loc(*parts: str) -> str:
+    return _SEP.join(p for p in parts if p)
+
+
+class _Parser:
+    """Validates one TOML document; every failure is a ConfigError with its location."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.base_dir = path.parent
+
+    def fail(self, location: str, message: str, hint: str | None = None) -> NoReturn:
+        where = f"in {display_path(self.path)}"
+        raise ConfigError(message, location=location, hint=f"{hint} ({where})" if hint else where)
+
+    # -- generic value checks
+
+    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], location: str) -> None:
+        for key in table:
+            if key not in allowed:
+                import difflib
+
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = (
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else "allowed keys: " + ", ".join(allowed)
+                )
+                self.fail(_loc(location, str(key)), "unknown key", hint)
+
+    def table(self, value: Any, location: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(location, f"must be a table, not {_kind(value)}")
+        return value
+
+    def sub(self, table: dict[str, Any], key: str, location: str) -> dict[str, Any]:
+        """The optional sub-table ``key`` of ``table`` (empty when absent)."""
+        return self.table(table.get(key, {}), _loc(location, key))
+
+    def text(self, value: Any, location: str, max_length: int = 1024) -> str:
+        if not isinstance(value, str):
+            self.fail(location, f"must be a string, not {_kind(value)}")
+        if not value.strip():
+            self.fail(location, "must not be empty")
+        if len(value) > max_length:
+            self.fail(location, f"must be at most {max_length} characters (got {len(value)})")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            self.fail(location, "must not contain control characters")
+        return value
+
+    def url(self, value: Any, location: str) -> str:
+        text = self.text(value, location)
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+        except ValueError:
+            self.fail(location, "must be an http(s) URL such as https://gateway.example")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            self.fail(location, "must be an http(s) URL such as https://gateway.example")
+        if parts.username is not None or parts.password is not None:
+            # Never echo it: the user part may be a credential.
+            self.fail(location, "must not contain credentials", "put them in the [auth] table")
+        if " " in text:
+            self.fail(location, "must not contain spaces")
+        return text
+
+    def env_name(self, value: Any, location: str) -> str:
+        text = self.text(value, location)
+        if not _valid_env_name(text):
+            # Not echoed: a pasted secret in the wrong key must not reach the terminal.
+            self.fail(location, "must be an environment variable name such as WALLETCTL_KEY")
+        return text
+
+    def file_path(self, value: Any, location: str) -> Path:
+        p = Path(self.text(value, location)).expanduser()
+        return p if p.is_absolute() else self.base_dir / p
+
+    # -- the document
+
+    def document(self, doc: dict[str, Any]) -> tuple[str | None, dict[str, Profile]]:
+        self.check_keys(doc, TOP_LEVEL_KEYS, "")
+        raw_profiles = self.table(doc.get("profiles", {}), "profiles")
+        profiles: dict[str, Profile] = {}
+        for name, table in raw_profiles.items():
+            location = f"profiles.{name}"
+            if not valid_profile_name(name):
+                self.fail(
+                    location,
+                    "bad profile name",
+                    "use letters, digits, '-' and '_' (at most 64, starting with a letter "
+                    "or digit)",
+                )
+            profiles[name] = self.profile(name, self.table(table, location))
+        default = doc.get("default_profile")
+        if default is not None:
+            default = self.text(default, "default_profile")
+            if default not in profiles:
+                self.fail(
+                    "default_profile",
+                    f"no profile named {default!r}",
+                    "profiles in the file: " + (", ".join(profiles) or "none"),
+                )
+        return default, profiles
+
+    def profile(self, name: str, table: dict[str, Any]) -> Profile:
+        loc = f"profiles.{name}"
+        self.check_keys(table, PROFILE_KEYS, loc)
+        for key in REQUIRED_PROFILE_KEYS:
+            if key not in table:
+                self.fail(_loc(loc, key), "missing (required)")
+        amount_format = table.get("amount_format", "minor")
+        if amount_format not in AMOUNT_FORMATS:
+            self.fail(
+                _loc(loc, "amount_format"),
+                f"must be 'minor' or 'decimal', not {_show(amount_format)}",
+            )
+        currency = None
+        if "currency" in table:
+            raw = self.text(table["currency"], _loc(loc, "currency"))
+            from walletctl.models.money import check_currency
+
+            try:
+                currency = check_currency(raw)
+            except ValueError as exc:
+                self.fail(_loc(loc, "currency"), str(exc))
+        timeout = DEFAULT_TIMEOUT
+        if "timeout" in table:
+            value = table["timeout"]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                self.fail(_loc(loc, "timeout"), f"must be a number of seconds, not {_kind(value)}")
+            if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
+                self.fail(_loc(loc, "timeout"),
+                          f"must be greater than 0 and at most {MAX_TIMEOUT:g} seconds")
+            timeout = float(value)
+        timezone = None
+        if "timezone" in table:
+            timezone = self.text(table["timezone"], _loc(loc, "timezone"))
+            _check_timezone(self, timezone, _loc(loc, "timezone"))
+        auth = self.auth(self.sub(table, "auth", loc), _loc(loc, "auth"))
+        paths = self.paths(self.sub(table, "paths", loc), _loc(loc, "paths"))
+        redirects = self.redirects(self.sub(table, "redirects", loc), _loc(loc, "redirects"))
+        history = self.history(self.sub(table, "history", loc), _loc(loc, "history"))
+        return Profile(
+            name=name,
+            base_url=self.url(table["base_url"], _loc(loc, "base_url")),
+            merchant_id=self.text(table["merchant_id"], _loc(loc, "merchant_id"), 255),
+            store_id=self.text(table["store_id"], _loc(loc, "store_id"), 255),
+            user_id=self.text(table["user_id"], _loc(loc, "user_id"), 255),
+            amount_format=amount_format,
+            currency=currency,
+            timeout=timeout,
+            timezone=timezone,
+            auth=auth,
+            paths=paths,
+            redirects=redirects,
+            history=history,
+            source=self.path,
+        )
+
+    def auth(self, table: dict[str, Any], loc: str) -> AuthSettings:
+        self.check_keys(table, AUTH_KEYS, loc)
+        scheme = "PublicApiKey"
+        if "scheme" in table:
+            raw = self.text(table["scheme"], _loc(loc, "scheme"))
+            match = [s for s in AUTH_SCHEMES if s.lower() == raw.lower()]
+            if not match:
+                self.fail(
+                    _loc(loc, "scheme"),
+                    f"must be one of {', '.join(AUTH_SCHEMES)}",
+                )
+            scheme = match[0]
+        key_env = (
+            self.env_name(table["key_env"], _loc(loc, "key_env")) if "key_env" in table else None
+        )
+        key_file = (
+            self.file_path(table["key_file"], _loc(loc, "key_file"))
+            if "key_file" in table
+            else None
+        )
+        keyring = table.get("keyring", False)
+        if not isinstance(keyring, bool):
+            self.fail(_loc(loc, "keyring"), f"must be true or false, not {_kind(keyring)}")
+        key = None
+        if "key" in table:
+            key = table["key"]
+            if not isinstance(key, str):
+                self.fail(_loc(loc, "key"), f"must be a string, not {_kind(key)}")
+            if not key.strip():
+                self.fail(_loc(loc, "key"), "must not be empty")
+        header = None
+        if "header" in table:
+            header = self.text(table["header"], _loc(loc, "header"))
+            if not _valid_header_name(header):
+                self.fail(_loc(loc, "header"), "must be an HTTP header name such as X-Api-Key")
+            if scheme != "header":
+                self.fail(
+                    _loc(loc, "header"),
+                    'is only used with scheme = "header"',
+                    f'remove it, or set scheme = "header" (scheme is now {scheme!r})',
+                )
+        elif scheme == "header":
+            self.fail(
+                _loc(loc, "header"),
+                'missing (required when scheme = "header")',
+                'add header = "X-Api-Key" (the name of the header carrying the key)',
+            )
+        username = None
+        if "username" in table:
+            username = self.text(table["username"], _loc(loc, "username"))
+            if ":" in username:
+                self.fail(_loc(loc, "username"), "must not contain ':' (Basic auth)")
+        service_env = (
+            self.env_name(table["service_secret_env"], _loc(loc, "service_secret_env"))
+            if "service_secret_env" in table
+            else None
+        )
+        service_file = (
+            self.file_path(table["service_secret_file"], _loc(loc, "service_secret_file"))
+            if "service_secret_file" in table
+            else None
+        )
+        service_inline = None
+        if "service_secret" in table:
+            service_inline = table["service_secret"]
+            if not isinstance(service_inline, str) or not service_inline.strip():
+                self.fail(_loc(loc, "service_secret"), "must be a non-empty string")
+        return AuthSettings(
+            service_secret=service_inline,
+            scheme=scheme,  # type: ignore[arg-type]  # checked against AUTH_SCHEMES above
+            key_env=key_env,
+            key_file=key_file,
+            keyring=keyring,
+            key=key,
+            header=header,
+            username=username,
+            service_secret_env=service_env,
+            service_secret_file=service_file,
+        )
+
+    def paths(self, table: dict[str, Any], loc: str) -> dict[str, str]:
+        self.check_keys(table, tuple(PATH_KEYS), loc)
+        out: dict[str, str] = {}
+        for key, value in table.items():
+            text = self.text(value, _loc(loc, key))
+            if not text.startswith("/") or " " in text or "?" in text or "#" in text:
+                self.fail(
+                    _loc(loc, key),
+                    f"must be a URL path starting with '/', such as {PATH_KEYS[key]}",
+                )
+            out[key] = text
+        return out
+
+    def redirects(self, table: dict[str, Any], loc: str) -> dict[str, str]:
+        self.check_keys(table, REDIRECT_KEYS, loc)
+        return {key: self.url(value, _loc(loc, key)) for key, value in table.items()}
+
+
+    def history(self, table: dict[str, Any], loc: str) -> HistorySettings:
+        self.check_keys(table, HISTORY_KEYS, loc)
+        enabled = table.get("enabled", True)
+        if not isinstance(enabled, bool):
+            self.fail(_loc(loc, "enabled"), f"must be true or false, not {_kind(enabled)}")
+        path = self.file_path(table["path"], _loc(loc, "path")) if "path" in table else None
+        ops = HISTORY_OPERATIONS
+        raw = table.get("require_reason", [])
+        if raw is True or raw is False:
+            raw = list(ops) if raw else []
+        if not isinstance(raw, list) or any(op not in ops for op in raw):
+            self.fail(
+                _loc(loc, "require_reason"),
+                f"must be true, false or a list of operations ({', '.join(ops)})",
+            )
+        limits: dict[str, str] = {}
+        for op, value in self.sub(table, "limits", loc).items():
+            where = _loc(loc, "limits", str(op))
+            if op not in ops:
+                self.fail(where, f"not an operation; one of {', '.join(ops)}")
+            text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+            if not isinstance(text, str) or not _is_amount(text):
+                self.fail(where, 'must be an amount in major units as a string, e.g. "100.00"')
+            limits[op] = text
+        return HistorySettings(
+            enabled=enabled, path=path, require_reason=tuple(raw), limits=limits
+        )
+
+
+def _is_amount(text: str) -> bool:
+    whole, _, frac = text.partition(".")
+    return 0 < len(text) <= 20 and whole.isascii() and whole.isdigit() and (
+        frac == "" or (frac.isascii() and frac.isdigit())
+    )
+
+
+def _check_timezone(parser: _Parser, name: str, location: str) -> None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        parser.fail(
+            location, f"unknown time zone {name!r}", "use an IANA name such as Europe/Paris"
+        )
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return "a date/time" if hasattr(value, "isoformat") else type(value).__name__
+
+
+def _show(value: Any) -> str:
+    """A short rendering of a non-secret value for messages."""
+    if isinstance(value, str):
+        return repr(value[:40])
+    return _kind(value)
+
+
+def parse_document(document: dict[str, Any], path: Path) -> tuple[str | None, dict[str, Profile]]:
+    """Validate a TOML document (as dicts); returns (default_profile, profiles by name)."""
+    return _Parser(path).document(document)

@@ -1,0 +1,69 @@
+"""What a sandbox route answers: :class:`Outcome`, and the one error vocabulary.
+
+Every error, on every route, is the gateway error object ``{code, description, details:
+{message}}`` (:func:`error_body`); :class:`SandboxError` carries one up to the route that
+answers it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = ["Outcome", "SandboxError", "error_body"]
+
+
+@dataclass
+class Outcome:
+    """What a route answers: a status, a JSON body and extra headers."""
+
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class SandboxError(Exception):
+    """An error answer in the gateway error object shape."""
+
+    def __init__(self, status: int, message: str, *, code: str | None = None,
+                 description: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.description = description
+
+    def outcome(self) -> Outcome:
+        return Outcome(self.status, error_body(self.status, self.message, code=self.code,
+                                               description=self.description))
+
+
+_ERRORS: Final[dict[int, tuple[str, str]]] = {
+    400: ("GEN-400", "GeneralValidationError"),
+    401: ("AUTH-401", "AuthenticationError"),
+    403: ("AUTH-403", "AuthorizationError"),
+    404: ("TRX-404", "TransactionNotFound"),
+    405: ("GEN-405", "MethodNotAllowed"),
+    409: ("TRX-409", "DuplicateTransaction"),
+    410: ("TRX-410", "LinkNotUsable"),
+    413: ("GEN-413", "PayloadTooLarge"),
+    415: ("GEN-415", "UnsupportedMediaType"),
+    422: ("TRX-422", "BusinessRuleViolation"),
+    429: ("GEN-429", "TooManyRequests"),
+    500: ("GEN-500", "InternalError"),
+    502: ("GEN-502", "BadGateway"),
+    503: ("GEN-503", "ServiceUnavailable"),
+    504: ("GEN-504", "GatewayTimeout"),
+}
+
+
+def error_body(
+    status: int, message: str, *, code: str | None = None, description: str | None = None
+) -> dict[str, Any]:
+    """The gateway error object ``{code, description, details: {message}}``."""
+    default_code, default_desc = _ERRORS.get(status, (f"GEN-{status}", "Error"))
+    return {
+        "code": code or default_code,
+        "description": description or default_desc,
+        "details": {"message": message},
+    }
