@@ -9,7 +9,9 @@
     ├── GatewayError               by status: 4xx DECLINED, 401/403 AUTH, 429/5xx GATEWAY
     │   └── AuthError              AUTH
     ├── ResponseError              GATEWAY      (the gateway answered something unparseable)
-    ├── NetworkError               NETWORK      (connection never made: nothing sent)
+    │   └── RedirectError          GATEWAY      (a 3xx: the base_url is wrong; not followed)
+    ├── NetworkError               NETWORK      (no answer to a read: safe to repeat)
+    │   └── NotConnectedError      NETWORK      (connection never made: nothing sent)
     └── UnknownOutcomeError        UNKNOWN_OUTCOME (sent, no answer: look it up)
 
 Messages never contain secrets: callers pass masked values only.
@@ -129,10 +131,20 @@ class ResponseError(WalletctlError):
     exit_code = ExitCode.GATEWAY
 
 
+class RedirectError(ResponseError):
+    """The gateway answered a redirect (3xx). walletctl follows none: the profile's base_url
+    is wrong (http for https, a missing path prefix), for every request alike."""
+
+
 class NetworkError(WalletctlError):
-    """No connection could be made, so nothing reached the gateway."""
+    """No answer: either no connection could be made (:class:`NotConnectedError`, nothing
+    reached the gateway) or a read got none (safe to repeat)."""
 
     exit_code = ExitCode.NETWORK
+
+
+class NotConnectedError(NetworkError):
+    """No connection could be made (refused, DNS, TLS, connect timeout): nothing was sent."""
 
 
 class UnknownOutcomeError(WalletctlError):

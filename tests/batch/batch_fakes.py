@@ -11,7 +11,7 @@ from decimal import Decimal
 
 from walletctl.client.aio import FollowUpCall
 from walletctl.config.profile import Profile
-from walletctl.errors import AuthError, GatewayError, NetworkError, UnknownOutcomeError
+from walletctl.errors import AuthError, GatewayError, NotConnectedError, UnknownOutcomeError
 from walletctl.models.base import loads
 from walletctl.models.followup import FollowUpRequest, FollowUpResponse
 from walletctl.models.records import TransactionRecord
@@ -101,7 +101,7 @@ class FakeGateway:
             raise GatewayError(503, description="ServiceUnavailable")
         draw = self.rng.random
         if draw() < f.connect_error:
-            raise NetworkError("could not connect")
+            raise NotConnectedError("could not connect")
         if draw() < f.throttle:
             raise GatewayError(429, description="TooManyRequests", retry_after=f.retry_after)
         if draw() < f.error_before:

@@ -13,6 +13,7 @@ import re
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,7 +142,8 @@ def run_batch_command(
             report = None
             if not offline and plan.to_send:
                 report = _run(state, profile, jr, plan, options, None)
-            dry_run_rows(state, profile, op, jr, plan, bid, results, report)
+            dry_run_rows(state, profile, op, jr, plan, bid, results, report,
+                         profile_for=_profiles(state, profile))
             if report is not None and report.fatal:
                 print_note(f"pre-flight stopped: {report.fatal}")
                 if report.fatal_hint:
@@ -221,6 +223,19 @@ def _remove_journal(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
+def _profiles(state: Any, profile: Profile) -> Callable[[str | None], Profile]:
+    """A row's profile by name (its ``profile`` column; none: the command's), loaded once."""
+    loaded = {profile.name: profile}
+
+    def profile_for(name: str | None) -> Profile:
+        key = name or profile.name
+        if key not in loaded:
+            loaded[key] = _load_profile(state, key)
+        return loaded[key]
+
+    return profile_for
+
+
 def _load_profile(state: Any, name: str) -> Profile:
     from walletctl.config.profiles_file import load_profile
 
@@ -275,14 +290,17 @@ def _run(
 
     concurrency = options.concurrency
     progress, update = progress_bar(plan, err().is_terminal and not options.predict)
-    named = {"refused": 0, "unknown": 0}
+    named = {"refused": 0, "unknown": 0, "pending": 0}
     audit = _audit(profile, options, jr.batch_id)
 
     def on_result(result: RowResult) -> None:
         if writer is not None:
             writer.write(result.as_dict())
         update(result)
-        if result.status in named and not options.predict:
+        # A row left pending after its retries says why (a halted run's rows all share
+        # the one reason the summary gives).
+        if result.status in named and not options.predict and not (
+                result.status == "pending" and (result.detail or "").startswith("not started")):
             named[result.status] += 1
             if named[result.status] <= NAMED_ON_STDERR:
                 print_note(f"line {result.line}: {result.ref}: {result.status}: "

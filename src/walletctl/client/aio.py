@@ -34,9 +34,10 @@ from walletctl.client.guard import (
     BodyReader,
     BodyTooLarge,
     DeadlineExceeded,
+    clean_text,
     overall_deadline,
 )
-from walletctl.errors import NetworkError, UnknownOutcomeError
+from walletctl.errors import NetworkError, NotConnectedError, UnknownOutcomeError
 from walletctl.models.records import TransactionRecord, parse_records
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class FollowUpCall:
     operation: str  # capture / refund / reverse
 
 
+MAX_HEADER_LINE = 64 * 1024
 # What BodyReader decodes (aiohttp would otherwise offer br/zstd when those are installed).
 ACCEPT_ENCODING = "gzip, deflate"
 _NOT_SENT: tuple[type[Exception], ...] = (
@@ -114,6 +116,10 @@ class AsyncGatewayClient(_Base):
             trust_env=False,
             cookie_jar=aiohttp.DummyCookieJar(),  # a gateway's cookies are never sent back
             raise_for_status=False,
+            # aiohttp refuses header lines over 8 KiB; httpx (the single commands) reads
+            # them, and a batch must not fail where the same command succeeds
+            max_line_size=MAX_HEADER_LINE,
+            max_field_size=MAX_HEADER_LINE,
         )
         return self._session
 
@@ -150,11 +156,14 @@ class AsyncGatewayClient(_Base):
                         reader.feed(chunk)
                     body = reader.finish()
         except _NOT_SENT as exc:
-            raise NetworkError(
+            raise NotConnectedError(
                 f"could not connect: {call.where()} ({reason_of(exc)})",
                 hint="check the profile's base_url and that the gateway is reachable; "
                 "nothing was sent",
             ) from None
+        except aiohttp.ClientResponseError as exc:  # an answer aiohttp could not parse
+            raise self._no_answer(call, f"unreadable answer: {clean_text(exc.message)[:200]}"
+                                  ) from None
         except (aiohttp.ClientError, OSError) as exc:
             raise self._no_answer(call, reason_of(exc)) from None
         except TimeoutError:

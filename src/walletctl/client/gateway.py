@@ -46,6 +46,8 @@ from walletctl.client.guard import (
 from walletctl.config.profile import Profile
 from walletctl.errors import (
     NetworkError,
+    NotConnectedError,
+    RedirectError,
     RequestValidationError,
     ResponseError,
     UnknownOutcomeError,
@@ -174,7 +176,7 @@ class _Base:
     def _map_transport_error(self, call: PreparedCall, exc: httpx.TransportError) -> Exception:
         url = call.where()
         if nothing_sent(exc):
-            return NetworkError(
+            return NotConnectedError(
                 f"could not connect: {url} ({reason_of(exc)})",
                 hint="check the profile's base_url and that the gateway is reachable; "
                 "nothing was sent",
@@ -214,7 +216,7 @@ class _Base:
             raise gateway_error(call, answer)
         if 300 <= status < 400:
             where = clean_text(answer.headers.get("Location", "?"), self._secrets(call))[:300]
-            raise ResponseError(
+            raise RedirectError(
                 f"gateway answered HTTP {status}, a redirect to {where} (not followed)",
                 hint="check the profile's base_url (https? path prefix?)",
             )

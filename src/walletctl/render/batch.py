@@ -4,6 +4,7 @@ progress bar on stderr, and the summary (a table on a terminal, JSON otherwise).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,10 @@ def dry_status(row: JournalRow, checked: bool) -> str:
 def dry_run_rows(
     state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, bid: str,
     results: Path | None, report: RunReport | None = None,
+    profile_for: Callable[[str | None], Profile] | None = None,
 ) -> None:
+    """Each row as the real run would send it: its body is built with the row's own profile
+    (``profile`` column), as the runner does."""
     from walletctl.models.base import dumps
     from walletctl.ops.batch.results import ResultsWriter
     from walletctl.ops.batch.runner import build_request
@@ -55,7 +59,8 @@ def dry_run_rows(
         for row in jr.rows():
             status = dry_status(row, report is not None)
             tally[status] = tally.get(status, 0) + 1
-            body = build_request(profile, op, row).to_wire(profile.amount_format)  # type: ignore[arg-type]
+            prof = profile if profile_for is None else profile_for(row.profile)
+            body = build_request(prof, op, row).to_wire(prof.amount_format)  # type: ignore[arg-type]
             record = {"line": row.line, "op": op, "ref": row.ref, "new_ref": row.new_ref,
                       "amount": f"{row.amount:f}", "currency": row.currency, "status": status}
             if status in ("would-refuse", "unchecked"):

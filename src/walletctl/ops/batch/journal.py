@@ -37,6 +37,10 @@ STATES: Final = ("planned", "sent", "confirmed", "refused", "unknown")
 FINAL_STATES: Final = frozenset({"confirmed", "refused"})
 SCHEMA_VERSION: Final = "1"
 PREFLIGHT: Final = "pre-flight:"  # detail prefix of rows refused before anything was sent
+# detail prefix of rows the gateway answered 404: nothing was stored (a wrong path prefix in
+# base_url gives this too), so a later run checks them again
+NOT_FOUND: Final = "gateway (HTTP 404, nothing stored; sent again by the next run):"
+RECHECKED: Final = (PREFLIGHT, NOT_FOUND)
 _PREFIX: Final = {"capture": "cap", "refund": "rfd", "reverse": "rev"}
 
 _SCHEMA = """
@@ -179,9 +183,10 @@ class Journal:
         new_ref = row.new_ref or derive_reference(self.batch_id, self.op, row.ref, occ)
         if found is not None:
             prev = _to_row(found)
-            if prev.state == "refused" and (prev.detail or "").startswith(PREFLIGHT):
-                # Refused by walletctl's own pre-flight: nothing was sent, so a new run checks
-                # it again (the original may have been approved since).
+            if prev.state == "refused" and (prev.detail or "").startswith(RECHECKED):
+                # Refused by walletctl's own pre-flight or answered 404: nothing was stored,
+                # so a new run checks it again (the original may have been approved since,
+                # or the base_url fixed).
                 prev = replace(prev, state="planned")
                 self.db.execute("UPDATE rows SET state='planned' WHERE key=?", (key,))
             if prev.state != "planned" and (

@@ -23,9 +23,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from walletctl.errors import (
     GatewayError,
     NetworkError,
+    NotConnectedError,
+    RedirectError,
     RefusedError,
     ResponseError,
     UnknownOutcomeError,
+    WalletctlError,
 )
 from walletctl.ops.batch.flow import (
     BACKOFF_INITIAL,
@@ -298,14 +301,19 @@ class BalanceReport(FlowControlled):
                         self._fatal(exc)
                     return BalanceRow(line, ref, error=exc.message)
                 why = exc.message
-            except NetworkError as exc:
+            except NotConnectedError as exc:
                 why = exc.message
                 connect_fails += 1
                 if not self._answered and connect_fails >= self.opt.unreachable_after \
                         and self.report.fatal is None:
                     self._fatal(exc)
                     break
-            except (UnknownOutcomeError, ResponseError) as exc:
+            except RedirectError as exc:  # the base_url is wrong for every reference
+                self._heard()
+                self._fatal(exc)
+                return BalanceRow(line, ref, error=exc.message)
+            except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
+                self._heard()  # connected, then no (readable) answer
                 why = exc.message
             else:
                 self._heard()
@@ -323,7 +331,7 @@ class BalanceReport(FlowControlled):
     def _heard(self) -> None:
         self._answered = True
 
-    def _fatal(self, exc: GatewayError | NetworkError) -> None:
+    def _fatal(self, exc: WalletctlError) -> None:
         if self.report.fatal is None:
             self.report.fatal, self.report.fatal_code = exc.message, int(exc.exit_code)
             self.report.fatal_hint = exc.hint

@@ -16,6 +16,8 @@ Per row (rows naming the same original run one after another; others run concurr
         429                     -> nothing stored: pause everyone for Retry-After, send again
         5xx / timeout / drop    -> 'unknown': lookup(new ref) -> found: record it
                                    proven absent: back off, send again (same reference)
+        404                     -> refused, nothing stored: sent again by the next run
+        3xx                     -> 'unknown', stop the batch (the base_url is wrong)
         other 4xx               -> refused
 
 A row is re-sent ONLY after a lookup proved its reference absent, and always with the same
@@ -33,9 +35,12 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from walletctl.errors import (
     GatewayError,
     NetworkError,
+    NotConnectedError,
+    RedirectError,
     RefusedError,
     ResponseError,
     UnknownOutcomeError,
+    WalletctlError,
 )
 from walletctl.ops.batch.commit import GroupCommit
 from walletctl.ops.batch.control import (
@@ -48,7 +53,14 @@ from walletctl.ops.batch.control import (
     retrying,
 )
 from walletctl.ops.batch.flow import FlowControlled, parse_retry_after
-from walletctl.ops.batch.journal import FINAL_STATES, PREFLIGHT, Journal, JournalRow, State
+from walletctl.ops.batch.journal import (
+    FINAL_STATES,
+    NOT_FOUND,
+    PREFLIGHT,
+    Journal,
+    JournalRow,
+    State,
+)
 from walletctl.ops.batch.outcome import (
     RequestTemplate,
     RowResult,
@@ -250,10 +262,16 @@ class BatchRunner(FlowControlled):
                     self.breaker.success()
                     return []
                 raise self._classify(exc, f"lookup {reference}") from None
-            except NetworkError as exc:
+            except NotConnectedError as exc:
                 self._connect_failed(exc, reference)
                 raise _Retry(exc.message) from None
-            except (UnknownOutcomeError, ResponseError) as exc:
+            except RedirectError as exc:  # the base_url is wrong for every request alike
+                self._heard()
+                self._fatal(exc.message, exc)
+                raise _Stopped from None
+            except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
+                # connected, then no (readable) answer: the gateway is reachable
+                self._heard()
                 self.report.note("network")
                 raise _Retry(exc.message) from None
             self._heard()
@@ -306,7 +324,7 @@ class BatchRunner(FlowControlled):
             self._fatal(exc.message, exc)
             raise _Stopped from None
 
-    def _fatal(self, message: str, exc: GatewayError | NetworkError) -> None:
+    def _fatal(self, message: str, exc: WalletctlError) -> None:
         if self.report.fatal is None:
             self.report.fatal = message
             self.report.fatal_code = int(exc.exit_code)
@@ -337,11 +355,18 @@ class BatchRunner(FlowControlled):
         await self._commit_sent((row, attempt))  # committed before the request leaves
         try:
             resp = await client.followup_call(call)
-        except NetworkError as exc:  # the connection was never made: nothing was sent
+        except NotConnectedError as exc:  # the connection was never made: nothing was sent
             self.journal.finish(row.key, "planned", detail=exc.message)
             self._connect_failed(exc, row.key)
             raise _Retry(exc.message) from None
-        except (UnknownOutcomeError, ResponseError) as exc:
+        except RedirectError as exc:
+            # Not followed, and the same for every row: stop. Left 'unknown' (a redirect
+            # should mean nothing was processed; the next run's lookup makes sure).
+            self._heard()
+            self.journal.finish(row.key, "unknown", detail=exc.message)
+            self._fatal(exc.message, exc)
+            raise _Stopped from None
+        except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
             self.report.note("no_answer")
             self.journal.finish(row.key, "unknown", detail=exc.message)
             await self._reconcile(client, row, settle=True, why=exc.message)
@@ -366,6 +391,9 @@ class BatchRunner(FlowControlled):
                 self.journal.finish(row.key, "unknown", detail=exc.message)
                 if self._record_if_found(row, await self._lookup(client, row.new_ref)):
                     raise _Done from None
+            if exc.status == 404:  # nothing stored: the next run sends it again
+                self._finish(row, "refused", detail=f"{NOT_FOUND} {exc.message}")
+                raise _Done from None
             self._finish(row, "refused", detail=f"gateway: {exc.message}")
             raise _Done from None
         self._heard()
