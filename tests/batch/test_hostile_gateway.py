@@ -216,3 +216,18 @@ def test_a_dry_run_shows_each_row_with_its_own_profile(
               if "request" in r}
     assert (bodies["DP-1"]["merchantId"], bodies["DP-1"]["amount"]) == ("M-OTHER", "1.234")
     assert (bodies["DP-2"]["merchantId"], bodies["DP-2"]["amount"]) == ("M-BATCH", "200")
+
+
+def test_an_ndjson_run_ends_with_its_summary_on_one_line(
+    tmp_path: Path, gateway: tuple[str, Behaviour]
+) -> None:
+    url, _ = gateway
+    cfg = write_profile(tmp_path, url)
+    env = dict(os.environ, NO_COLOR="1")
+    done = subprocess.run([sys.executable, "-m", "walletctl", "--config", str(cfg), "-o",
+                           "ndjson", "capture", "--batch", str(rows(tmp_path, "NJ-1"))],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1, done.stdout
+    assert json.loads(lines[0])["confirmed"] == 1

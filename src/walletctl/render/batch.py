@@ -145,7 +145,7 @@ def summary(
     report: RunReport, exit_code: int,
 ) -> None:
     from walletctl.render.console import out, print_note
-    from walletctl.render.output import write_json
+    from walletctl.render.output import write_json, write_ndjson
 
     rate = report.rows / report.elapsed if report.elapsed > 0 else 0.0
     data: dict[str, Any] = {
@@ -161,7 +161,9 @@ def summary(
         "exit_code": exit_code,
     }
     left = report.counts.get("pending", 0) + report.counts.get("unknown", 0)
-    if state.output_format != "table":
+    if state.output_format == "ndjson":  # one line, like every NDJSON document
+        write_ndjson([data])
+    elif state.output_format != "table":
         write_json(data)
     else:
         from rich.table import Table
