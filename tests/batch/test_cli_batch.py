@@ -341,6 +341,10 @@ def test_checked_dry_run_against_an_unreachable_gateway_says_so(tmp_path: Path) 
     assert code == ExitCode.NETWORK, err
     assert "pre-flight stopped: could not connect" in err
     assert {json.loads(x)["status"] for x in out.splitlines()} == {"unchecked"}
+    reasons = {json.loads(x)["reason"] for x in out.splitlines()}
+    assert len(reasons) == 1, reasons  # this run's reason, never None or an earlier run's
+    assert reasons.pop().startswith("not checked: could not connect"), reasons
+    assert "unchecked: None" not in err
     code, out, err = invoke(cfg, "capture", "--batch", str(src), "--dry-run", "--offline")
     assert code == ExitCode.OK, err
     assert {json.loads(x)["status"] for x in out.splitlines()} == {"would-send"}

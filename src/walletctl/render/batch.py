@@ -64,9 +64,12 @@ def dry_run_rows(
             record = {"line": row.line, "op": op, "ref": row.ref, "new_ref": row.new_ref,
                       "amount": f"{row.amount:f}", "currency": row.currency, "status": status}
             if status in ("would-refuse", "unchecked"):
-                record["reason"] = row.detail
+                # an unchecked row's journal detail is an earlier run's: say this run's reason
+                record["reason"] = row.detail if status == "would-refuse" else (
+                    f"not checked: {report.fatal}" if report is not None and report.fatal
+                    else "not checked: the lookup of its original got no answer")
                 if tally[status] <= NAMED_ON_STDERR:
-                    print_note(f"line {row.line}: {row.ref}: {status}: {row.detail}")
+                    print_note(f"line {row.line}: {row.ref}: {status}: {record['reason']}")
             if writer is not None:
                 writer.write(record)
             if table:
