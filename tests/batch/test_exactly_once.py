@@ -195,6 +195,37 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path, fresh: EmbeddedSandbox
     assert_exactly_once(ledger(fresh.url), refs, Decimal("7.50"))
 
 
+def test_ctrl_c_twice_aborts_and_the_summary_still_accounts_for_every_row(
+    tmp_path: Path, fresh: EmbeddedSandbox
+) -> None:
+    n = 300
+    refs, src, cfg = make_batch(tmp_path, fresh, n, "CC")
+    set_faults(fresh.url, {"latency": 400, "seed": 4})  # the second Ctrl-C finds rows in flight
+    journal = tmp_path / "captures.csv.capture.journal"
+    proc = subprocess.Popen(batch_cmd(cfg, src), env=cli_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (journal.exists() and _confirmed(journal) >= 8):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)  # the second: abort now, requests in flight and all
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    summary = json.loads(out)
+    counted = sum(summary[k] for k in ("confirmed", "refused", "unknown", "pending"))
+    assert counted == n, summary  # every row is somewhere, none silently dropped
+    assert summary["pending"] + summary["unknown"] > 0, summary
+    assert f"{summary['pending'] + summary['unknown']} row(s) left" in err, err[-2000:]
+
+    set_faults(fresh.url, {})
+    again = subprocess.run(batch_cmd(cfg, src), env=cli_env(tmp_path), capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert_exactly_once(ledger(fresh.url), refs, Decimal("7.50"))
+
+
 def test_direct_row_refused_by_the_gateway_is_final_and_never_resent(
     tmp_path: Path, fresh: EmbeddedSandbox
 ) -> None:

@@ -361,12 +361,24 @@ def _run(
     try:
         if progress is not None:
             with progress:
-                return asyncio.run(main())
-        return asyncio.run(main())
+                report = asyncio.run(main())
+        else:
+            report = asyncio.run(main())
     finally:
         jr.commit()
         if audit is not None:
             audit.close()
+    if report.interrupted and report.rows < plan.rows:
+        _count_from_journal(report, jr)
+    return report
+
+
+def _count_from_journal(report: RunReport, jr: Journal) -> None:
+    """An aborted run (Ctrl-C twice) never reported the rows it had not reached, nor the ones
+    in flight: the journal has them all ('sent' rows may have been applied: unknown)."""
+    counts = jr.counts()
+    report.counts.update(confirmed=counts["confirmed"], refused=counts["refused"],
+                         unknown=counts["sent"] + counts["unknown"], pending=counts["planned"])
 
 
 # ---- summary and exit code -------------------------------------------------------------------
