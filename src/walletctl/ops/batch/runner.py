@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from walletctl.errors import (
     GatewayError,
@@ -40,8 +40,8 @@ from walletctl.errors import (
     RefusedError,
     ResponseError,
     UnknownOutcomeError,
-    WalletctlError,
 )
+from walletctl.ops.batch.calls import GatewayCalls
 from walletctl.ops.batch.commit import GroupCommit
 from walletctl.ops.batch.control import (
     Gateway,
@@ -50,9 +50,8 @@ from walletctl.ops.batch.control import (
     _Refused,
     _Retry,
     _Stopped,
-    retrying,
 )
-from walletctl.ops.batch.flow import FlowControlled, parse_retry_after
+from walletctl.ops.batch.flow import parse_retry_after
 from walletctl.ops.batch.journal import (
     FINAL_STATES,
     NOT_FOUND,
@@ -78,11 +77,10 @@ if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.models.records import TransactionRecord
 
-_T = TypeVar("_T")
 APPROVED = "Approved"
 
 
-class BatchRunner(FlowControlled):
+class BatchRunner(GatewayCalls):
     report: RunReport
 
     def __init__(
@@ -233,103 +231,7 @@ class BatchRunner(FlowControlled):
                 return True
         return False
 
-    # ---- requests ------------------------------------------------------------------------
-    async def _gate(self) -> None:
-        if self.halted:
-            raise _Stopped
-        await self.pause.wait()
-        await self.bucket.acquire()
-        if self.halted:
-            raise _Stopped
-        self.report.requests += 1
-
-    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
-        return await retrying(attempt, max_attempts=self.opt.max_attempts,
-                              backoff_initial=self.opt.backoff_initial,
-                              backoff_max=self.opt.backoff_max, halted=lambda: self.halted)
-
-    async def _lookup(self, client: Gateway, reference: str) -> list[TransactionRecord]:
-        """A lookup is a read: safe to repeat after any failure."""
-
-        async def once() -> list[TransactionRecord]:
-            await self._gate()
-            try:
-                records = await client.lookup(reference)
-            except GatewayError as exc:
-                self._heard()
-                self._note_status(exc.status)
-                if exc.status == 404:
-                    self.breaker.success()
-                    return []
-                raise self._classify(exc, f"lookup {reference}") from None
-            except NotConnectedError as exc:
-                self._connect_failed(exc, reference)
-                raise _Retry(exc.message) from None
-            except RedirectError as exc:  # the base_url is wrong for every request alike
-                self._heard()
-                self._fatal(exc.message, exc)
-                raise _Stopped from None
-            except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
-                # connected, then no (readable) answer: the gateway is reachable
-                self._heard()
-                self.report.note("network")
-                raise _Retry(exc.message) from None
-            self._heard()
-            self.breaker.success()
-            return records
-
-        try:
-            return await self._retrying(once)
-        except _Retry as exc:
-            if not self.halted:
-                self.breaker.failure(f"lookup {reference}: {exc.why}")
-            raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
-
-    def _note_status(self, status: int) -> None:
-        if status == 429:
-            self.report.note("throttled")
-        elif status >= 500:
-            self.report.note("gateway_5xx")
-
-    def _classify(self, exc: GatewayError, what: str) -> Exception:
-        """A lookup's error status: retry (429, 5xx), stop everything (auth) or give up."""
-        if exc.status == 429:
-            ra = parse_retry_after(getattr(exc, "retry_after", None))
-            self.pause.extend(ra if ra is not None else self.opt.backoff_initial)
-            return _Retry("HTTP 429", retry_after=ra, throttled=True)
-        if exc.status >= 500:
-            return _Retry(exc.message)
-        self.breaker.success()
-        if exc.status in (401, 403):
-            self._fatal(f"{what}: {exc.message}", exc)
-            return _Stopped()
-        return _Refused(f"{what}: {exc.message}")
-
-    def _heard(self) -> None:
-        """The gateway answered (any HTTP status): it is reachable."""
-        if not self._answered:
-            self._answered = True
-            self._connect_failures.clear()
-
-    def _connect_failed(self, exc: NetworkError, key: str) -> None:
-        """A connect failure. When one row's connection failed ``unreachable_after`` times in a
-        row (its retries back off 0.2 s, 0.4 s, ...) before the gateway ever answered this
-        run, the gateway is unreachable: stop the batch now with the single command's
-        message (exit 7) instead of backing off on every row."""
-        self.report.note("network")
-        if self._answered:
-            return
-        fails = self._connect_failures[key] = self._connect_failures.get(key, 0) + 1
-        if fails >= self.opt.unreachable_after:
-            self._fatal(exc.message, exc)
-            raise _Stopped from None
-
-    def _fatal(self, message: str, exc: WalletctlError) -> None:
-        if self.report.fatal is None:
-            self.report.fatal = message
-            self.report.fatal_code = int(exc.exit_code)
-            self.report.fatal_hint = exc.hint
-
+    # ---- follow-ups ----------------------------------------------------------------------
     async def _send(self, client: Gateway, row: JournalRow) -> None:
         call = self._template(client.profile).call(row)
         try:
@@ -463,11 +365,3 @@ class BatchRunner(FlowControlled):
                 row.line, row.ref, row.new_ref, self.opt.op, row.amount, row.currency, status,
                 txn_id, txn_state, detail, attempts, earlier,
             ))
-
-    def _halt_reason(self) -> str:
-        if self.report.fatal:
-            return f"not started: {self.report.fatal}"
-        if self.breaker.open:
-            return (f"not started: circuit breaker open after {self.breaker.threshold} "
-                    f"consecutive gateway failures ({self.breaker.last_failure})")
-        return "not started: interrupted"
