@@ -226,6 +226,32 @@ def test_ctrl_c_twice_aborts_and_the_summary_still_accounts_for_every_row(
     assert_exactly_once(ledger(fresh.url), refs, Decimal("7.50"))
 
 
+def test_ctrl_c_pressed_again_and_again_still_exits_130(
+    tmp_path: Path, fresh: EmbeddedSandbox
+) -> None:
+    """After the first Ctrl-C, more keep coming (a user hammering the key) until the process
+    is gone: whichever phase each lands in (the stop, the abort, the summary, the exit), the
+    process ends with its documented 130, never killed by SIGINT, never a traceback."""
+    n = 200
+    _refs, src, cfg = make_batch(tmp_path, fresh, n, "CS")
+    set_faults(fresh.url, {"latency": 10, "seed": 5})
+    journal = tmp_path / "captures.csv.capture.journal"
+    proc = subprocess.Popen(batch_cmd(cfg, src), env=cli_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (journal.exists() and _confirmed(journal) >= 10):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.02)
+    while proc.poll() is None and time.monotonic() < deadline:
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.005)
+    _out, err = proc.communicate(timeout=60)
+    set_faults(fresh.url, {})
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+
+
 def test_direct_row_refused_by_the_gateway_is_final_and_never_resent(
     tmp_path: Path, fresh: EmbeddedSandbox
 ) -> None:

@@ -355,6 +355,10 @@ def _run(
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
+                if signals:
+                    # Already stopping on a signal: one more (Ctrl-C pressed again while the
+                    # summary is written) must not kill the process before it exits 130.
+                    signal.signal(sig, signal.SIG_IGN)
             for client in clients.values():
                 await client.aclose()
 
