@@ -231,3 +231,55 @@ def test_an_ndjson_run_ends_with_its_summary_on_one_line(
     lines = done.stdout.splitlines()
     assert len(lines) == 1, done.stdout
     assert json.loads(lines[0])["confirmed"] == 1
+
+
+def _self_signed(tmp: Path) -> tuple[Path, Path]:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp / "cert.pem", tmp / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_a_self_signed_gateway_is_refused_before_anything_is_sent(tmp_path: Path) -> None:
+    import ssl
+
+    how = Behaviour()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("G", (_Gateway,), {"how": how}))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*_self_signed(tmp_path))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"https://127.0.0.1:{server.server_address[1]}"
+        done = walletctl(tmp_path, url, "capture", "--batch", str(rows(tmp_path, "TS-1")))
+        single = walletctl(tmp_path, url, "capture", "TS-2", "--amount", "1.00", "--yes")
+    finally:
+        server.shutdown()
+        server.server_close()
+    for proc in (done, single):
+        assert proc.returncode == 7, proc.stderr
+        assert "certificate verify failed" in proc.stderr.lower(), proc.stderr
+        assert "nothing was sent" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not how.posts
+    assert "Cannot connect to host" not in done.stderr, done.stderr  # worded like httpx

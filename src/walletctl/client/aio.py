@@ -16,6 +16,7 @@ What aiohttp's exceptions prove (the same split as the sync client's, see gatewa
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 import time
 from dataclasses import dataclass
@@ -66,6 +67,21 @@ _NOT_SENT: tuple[type[Exception], ...] = (
     aiohttp.ConnectionTimeoutError,  # connect (or waiting for a pooled connection) timed out
     aiohttp.InvalidURL,
 )
+
+
+def _connect_reason(exc: Exception) -> str:
+    """The cause, worded like the single commands' (httpx) messages: aiohttp's own text
+    wraps it in "Cannot connect to host ... ssl:default [...]"."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        cert = exc.certificate_error
+        detail = getattr(cert, "verify_message", None) or reason_of(cert)
+        return f"certificate verify failed: {detail}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        err = exc.os_error
+        if isinstance(err, OSError) and err.errno and err.errno > 0:
+            return f"[Errno {err.errno}] {os.strerror(err.errno)}"
+        return reason_of(err)
+    return reason_of(exc)
 
 
 def _ssl_context() -> ssl.SSLContext:
@@ -157,7 +173,7 @@ class AsyncGatewayClient(_Base):
                     body = reader.finish()
         except _NOT_SENT as exc:
             raise NotConnectedError(
-                f"could not connect: {call.where()} ({reason_of(exc)})",
+                f"could not connect: {call.where()} ({_connect_reason(exc)})",
                 hint="check the profile's base_url and that the gateway is reachable; "
                 "nothing was sent",
             ) from None
