@@ -32,6 +32,7 @@ from batch_helpers import (
     write_profile,
 )
 
+from journal_probe import confirmed_rows, started_batch
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
 
@@ -81,7 +82,7 @@ def test_1000_captures_under_faults_are_applied_exactly_once(
 
     def burst() -> None:  # a burst of 429s (Retry-After: 1) in the middle of the run
         deadline = time.monotonic() + 120  # mid-run: once rows are being confirmed
-        while _confirmed(journal) < 100 and time.monotonic() < deadline:
+        while confirmed_rows(journal) < 100 and time.monotonic() < deadline:
             time.sleep(0.01)
         set_faults(fresh.url, {**BASE_FAULTS, "throttle-rate": 0.6, "retry-after": 1, "seed": 6})
         time.sleep(0.8)
@@ -108,27 +109,9 @@ def test_1000_captures_under_faults_are_applied_exactly_once(
     assert any(r["attempts"] > 1 for r in results), "no row needed a second send"
 
 
-def _confirmed(journal: Path) -> int:
-    try:
-        db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=1)
-        try:
-            (n,) = db.execute("SELECT count(*) FROM rows WHERE state='confirmed'").fetchone()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return 0
-    return int(n)
-
-
 def _run_until(cmd: list[str], env: dict[str, str], journal: Path, target: int,
                sig: int) -> tuple[int, str]:
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if journal.exists() and _confirmed(journal) >= target:
-            break
-        time.sleep(0.01)
+    proc = started_batch(cmd, env, journal, target)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     return proc.returncode, err
@@ -148,7 +131,7 @@ def test_sigkill_at_a_random_point_then_resume(
     code, err = _run_until(batch_cmd(cfg, src, *PATHS[path]), cli_env(tmp_path), journal,
                            target, signal.SIGKILL)
     assert code == -signal.SIGKILL, f"finished before the kill: {err[-2000:]}"
-    done = _confirmed(journal)
+    done = confirmed_rows(journal)
     assert target <= done < n
     before = [r for r in ledger(fresh.url) if r["kind"] == "capture"]
     assert done <= len(before) < n
@@ -202,11 +185,7 @@ def test_ctrl_c_twice_aborts_and_the_summary_still_accounts_for_every_row(
     refs, src, cfg = make_batch(tmp_path, fresh, n, "CC")
     set_faults(fresh.url, {"latency": 400, "seed": 4})  # the second Ctrl-C finds rows in flight
     journal = tmp_path / "captures.csv.capture.journal"
-    proc = subprocess.Popen(batch_cmd(cfg, src), env=cli_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (journal.exists() and _confirmed(journal) >= 8):
-        time.sleep(0.01)
+    proc = started_batch(batch_cmd(cfg, src), cli_env(tmp_path), journal, 8)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.1)
     proc.send_signal(signal.SIGINT)  # the second: abort now, requests in flight and all
@@ -236,13 +215,10 @@ def test_ctrl_c_pressed_again_and_again_still_exits_130(
     _refs, src, cfg = make_batch(tmp_path, fresh, n, "CS")
     set_faults(fresh.url, {"latency": 10, "seed": 5})
     journal = tmp_path / "captures.csv.capture.journal"
-    proc = subprocess.Popen(batch_cmd(cfg, src), env=cli_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (journal.exists() and _confirmed(journal) >= 10):
-        time.sleep(0.01)
+    proc = started_batch(batch_cmd(cfg, src), cli_env(tmp_path), journal, 10)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.02)
+    deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
         proc.send_signal(signal.SIGINT)
         time.sleep(0.005)

@@ -7,7 +7,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections import Counter
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -17,21 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
+from journal_probe import started_batch
+
 from .conftest import cli_env, write_profile
 
 SANDBOX_KEY = "sandbox-api-key"
-
-
-def _confirmed(journal: Path) -> int:
-    try:
-        db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=1)
-        try:
-            (n,) = db.execute("SELECT count(*) FROM rows WHERE state='confirmed'").fetchone()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return 0
-    return int(n)
 
 
 # SIGINT and SIGTERM: tests/batch; SIGHUP is the one issue 9 added to the batch's handlers
@@ -57,11 +46,7 @@ def test_batch_stops_cleanly_on_a_signal_and_resumes(
            "--concurrency", "4", "--yes"]
     journal = tmp_path / "rows.csv.capture.journal"
 
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    give_up = time.monotonic() + 60
-    while proc.poll() is None and _confirmed(journal) < 20 and time.monotonic() < give_up:
-        time.sleep(0.01)
+    proc = started_batch(cmd, env, journal, 20)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]
