@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import sys
 import textwrap
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +139,19 @@ def seed_preauths_fast(store: Any, refs: list[str], amount: str = "10.00") -> No
                 merchant_id=MERCHANT, store_id=STORE, reference=ref, kind="preauth",
                 type_str="ecom.preauthorization", amount=Decimal(amount), currency="EUR",
                 state="Approved", method="WalletV2", now=now)
+
+
+@contextmanager
+def http_gateway(handler: type[BaseHTTPRequestHandler],
+                 tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """A plain ``http.server`` gateway in a thread (HTTPS with ``tls``); yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

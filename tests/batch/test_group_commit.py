@@ -14,14 +14,13 @@ import os
 import sqlite3
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_helpers import write_profile
+from batch_helpers import http_gateway, write_profile
 
 from walletctl.ops.batch.commit import GroupCommit
 
@@ -66,14 +65,8 @@ def gateway(tmp_path: Path) -> Iterator[tuple[str, type[_Gateway]]]:
         "history": tmp_path / "audit.sqlite3",
         "seen": [],
     })
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_gateway(handler) as url:
+        yield url, handler
 
 
 def test_each_row_is_sent_in_the_journal_and_begun_in_history_before_it_arrives(

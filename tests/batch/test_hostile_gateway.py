@@ -15,17 +15,16 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from batch_helpers import write_profile
+from batch_helpers import http_gateway, write_profile
 
 
 @dataclass
@@ -110,14 +109,8 @@ class _Gateway(BaseHTTPRequestHandler):
 @pytest.fixture
 def gateway() -> Iterator[tuple[str, Behaviour]]:
     how = Behaviour()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("G", (_Gateway,), {"how": how}))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", how
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_gateway(type("G", (_Gateway,), {"how": how})) as url:
+        yield url, how
 
 
 def walletctl(tmp: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -263,19 +256,11 @@ def test_a_self_signed_gateway_is_refused_before_anything_is_sent(tmp_path: Path
     import ssl
 
     how = Behaviour()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("G", (_Gateway,), {"how": how}))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(*_self_signed(tmp_path))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"https://127.0.0.1:{server.server_address[1]}"
+    with http_gateway(type("G", (_Gateway,), {"how": how}), tls=context) as url:
         done = walletctl(tmp_path, url, "capture", "--batch", str(rows(tmp_path, "TS-1")))
         single = walletctl(tmp_path, url, "capture", "TS-2", "--amount", "1.00", "--yes")
-    finally:
-        server.shutdown()
-        server.server_close()
     for proc in (done, single):
         assert proc.returncode == 7, proc.stderr
         assert "certificate verify failed" in proc.stderr.lower(), proc.stderr
