@@ -268,3 +268,33 @@ def test_a_self_signed_gateway_is_refused_before_anything_is_sent(tmp_path: Path
         assert "Traceback" not in proc.stderr
     assert not how.posts
     assert "Cannot connect to host" not in done.stderr, done.stderr  # worded like httpx
+
+
+def test_the_async_client_sends_a_request_model_as_the_template_would(
+    gateway: tuple[str, Behaviour]
+) -> None:
+    """``AsyncGatewayClient.followup(model)`` and the batch's template are one send path."""
+    import asyncio
+    from dataclasses import replace
+    from decimal import Decimal
+
+    from batch_fakes import PROFILE
+
+    from walletctl.client.aio import AsyncGatewayClient
+    from walletctl.ops.batch.journal import JournalRow
+    from walletctl.ops.batch.outcome import RequestTemplate, build_request
+
+    url, how = gateway
+    profile = replace(PROFILE, base_url=url)
+    row = JournalRow("AM-1#0", 2, "AM-1", "cap-0000aaaa-0123456789abcdef", Decimal("2.00"),
+                     "EUR", None, "planned", 0, None, None, None)
+
+    async def both() -> tuple[str, str]:
+        async with AsyncGatewayClient(profile, auth_header=None) as client:
+            first = await client.followup(build_request(profile, "capture", row))
+            second = await client.followup_call(RequestTemplate(profile, "capture").call(
+                replace(row, new_ref="cap-0000aaaa-fedcba9876543210")))
+            return first.state, second.state
+
+    assert asyncio.run(both()) == ("Approved", "Approved")
+    assert sorted(how.posts) == ["cap-0000aaaa-0123456789abcdef", "cap-0000aaaa-fedcba9876543210"]

@@ -29,7 +29,7 @@ from yarl import URL
 
 from walletctl.client.answers import Answer, Outgoing, PreparedCall, parse_model, reason_of
 from walletctl.client.checks import check_identifier, check_records
-from walletctl.client.gateway import Trace, _Base, _check_followup, lookup_params
+from walletctl.client.gateway import Trace, _Base, lookup_params
 from walletctl.client.guard import (
     BadEncoding,
     BodyReader,
@@ -38,7 +38,7 @@ from walletctl.client.guard import (
     clean_text,
     overall_deadline,
 )
-from walletctl.errors import NetworkError, NotConnectedError, UnknownOutcomeError
+from walletctl.models.base import dumps
 from walletctl.models.records import TransactionRecord, parse_records
 
 if TYPE_CHECKING:
@@ -172,11 +172,7 @@ class AsyncGatewayClient(_Base):
                         reader.feed(chunk)
                     body = reader.finish()
         except _NOT_SENT as exc:
-            raise NotConnectedError(
-                f"could not connect: {call.where()} ({_connect_reason(exc)})",
-                hint="check the profile's base_url and that the gateway is reachable; "
-                "nothing was sent",
-            ) from None
+            raise self._not_connected(call, _connect_reason(exc)) from None
         except aiohttp.ClientResponseError as exc:  # an answer aiohttp could not parse
             raise self._no_answer(call, f"unreadable answer: {clean_text(exc.message)[:200]}"
                                   ) from None
@@ -190,37 +186,18 @@ class AsyncGatewayClient(_Base):
         self._trace_response(answer, time.perf_counter() - started)
         return self._handle(call, answer)
 
-    def _no_answer(self, call: PreparedCall, reason: str) -> Exception:
-        if call.moves_money:
-            return UnknownOutcomeError(call.reference or "the request", reason)
-        return NetworkError(f"no answer from {call.where()} ({reason})", hint="safe to run again")
-
     async def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
         return await self.send(self.prepare(method, path_key, **kwargs))
 
     async def followup(self, req: FollowUpRequest) -> FollowUpResponse:
-        call = self.prepare(
-            "POST",
-            "apm_transactions",
-            json=req.to_wire(self.profile.amount_format),
-            reference=req.client_system_transaction_id,
-            moves_money=True,
-        )
-        from walletctl.models.followup import FollowUpResponse
-
-        data = await self.send(call)
-        _check_followup(self.profile, req, data)
-        result: FollowUpResponse = parse_model(
-            FollowUpResponse,
-            data,
-            self.profile,
-            req.operation,
-            req.client_system_transaction_id,
-        )
-        return result
+        body = dumps(req.to_wire(self.profile.amount_format)).encode()
+        return await self.followup_call(FollowUpCall(
+            body, req.client_system_transaction_id, req.client_system_invoice_id, req.amount,
+            req.currency_code, req.type, req.operation))
 
     async def followup_call(self, call: FollowUpCall) -> FollowUpResponse:
-        """Send an encoded follow-up; its answer is checked like :meth:`followup`'s."""
+        """Send an encoded follow-up (a batch's rows, from a template); its answer is checked
+        against what was sent, as for the single command."""
         from walletctl.client.checks import check_echo
         from walletctl.models.followup import FollowUpResponse
 

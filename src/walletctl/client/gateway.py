@@ -174,16 +174,26 @@ class _Base:
 
     # -- mapping ---------------------------------------------------------------------------
     def _map_transport_error(self, call: PreparedCall, exc: httpx.TransportError) -> Exception:
-        url = call.where()
         if nothing_sent(exc):
-            return NotConnectedError(
-                f"could not connect: {url} ({reason_of(exc)})",
-                hint="check the profile's base_url and that the gateway is reachable; "
-                "nothing was sent",
-            )
+            return self._not_connected(call, reason_of(exc))
+        return self._no_answer(call, reason_of(exc))
+
+    @staticmethod
+    def _not_connected(call: PreparedCall, reason: str) -> Exception:
+        """The connection was never made: nothing reached the gateway."""
+        return NotConnectedError(
+            f"could not connect: {call.where()} ({reason})",
+            hint="check the profile's base_url and that the gateway is reachable; "
+            "nothing was sent",
+        )
+
+    @staticmethod
+    def _no_answer(call: PreparedCall, reason: str) -> Exception:
+        """Sent, then no (readable) answer: a money move's outcome is unknown; a read is safe
+        to repeat."""
         if call.moves_money:
-            return UnknownOutcomeError(call.reference or "the request", reason_of(exc))
-        return NetworkError(f"no answer from {url} ({reason_of(exc)})", hint="safe to run again")
+            return UnknownOutcomeError(call.reference or "the request", reason)
+        return NetworkError(f"no answer from {call.where()} ({reason})", hint="safe to run again")
 
     def _map_guard_error(self, call: PreparedCall, exc: BaseException) -> Exception:
         """Deadline passed, answer too large or undecodable: the answer was not read."""
