@@ -18,7 +18,6 @@ from walletctl.errors import (
     RedirectError,
     ResponseError,
     UnknownOutcomeError,
-    WalletctlError,
 )
 from walletctl.ops.batch.control import Gateway, _GaveUp, _Refused, _Retry, _Stopped, retrying
 from walletctl.ops.batch.flow import FlowControlled, parse_retry_after
@@ -70,7 +69,7 @@ class GatewayCalls(FlowControlled):
                 raise _Retry(exc.message) from None
             except RedirectError as exc:  # the base_url is wrong for every request alike
                 self._heard()
-                self._fatal(exc.message, exc)
+                self._fatal(exc)
                 raise _Stopped from None
             except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
                 # connected, then no (readable) answer: the gateway is reachable
@@ -104,7 +103,7 @@ class GatewayCalls(FlowControlled):
             return _Retry(exc.message)
         self.breaker.success()
         if exc.status in (401, 403):
-            self._fatal(f"{what}: {exc.message}", exc)
+            self._fatal(exc, f"{what}: {exc.message}")
             return _Stopped()
         return _Refused(f"{what}: {exc.message}")
 
@@ -124,19 +123,5 @@ class GatewayCalls(FlowControlled):
             return
         fails = self._connect_failures[key] = self._connect_failures.get(key, 0) + 1
         if fails >= self.opt.unreachable_after:
-            self._fatal(exc.message, exc)
+            self._fatal(exc)
             raise _Stopped from None
-
-    def _fatal(self, message: str, exc: WalletctlError) -> None:
-        if self.report.fatal is None:
-            self.report.fatal = message
-            self.report.fatal_code = int(exc.exit_code)
-            self.report.fatal_hint = exc.hint
-
-    def _halt_reason(self) -> str:
-        if self.report.fatal:
-            return f"not started: {self.report.fatal}"
-        if self.breaker.open:
-            return (f"not started: circuit breaker open after {self.breaker.threshold} "
-                    f"consecutive gateway failures ({self.breaker.last_failure})")
-        return "not started: interrupted"

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
+from walletctl.errors import WalletctlError
+
 RETRY_AFTER_CAP: Final = 60.0  # never wait longer than this on one 429
 BACKOFF_INITIAL: Final = 0.2
 BACKOFF_MAX: Final = 5.0
@@ -153,6 +155,8 @@ class Pause:
 class StopReport(Protocol):
     interrupted: bool
     fatal: str | None
+    fatal_code: int | None
+    fatal_hint: str | None
 
 
 class FlowControlled:
@@ -176,3 +180,22 @@ class FlowControlled:
     @property
     def halted(self) -> bool:
         return self._stopping or self.breaker.open or self.report.fatal is not None
+
+    # How a row the run did not get to is described (the engines' own words).
+    NOT_DONE = "not started"
+    FAILURES = "consecutive gateway failures"
+
+    def _fatal(self, exc: WalletctlError, message: str | None = None) -> None:
+        """Stop the run with ``exc``'s exit code and hint (the first such error wins)."""
+        if self.report.fatal is None:
+            self.report.fatal = exc.message if message is None else message
+            self.report.fatal_code = int(exc.exit_code)
+            self.report.fatal_hint = exc.hint
+
+    def _halt_reason(self) -> str:
+        if self.report.fatal:
+            return f"{self.NOT_DONE}: {self.report.fatal}"
+        if self.breaker.open:
+            return (f"{self.NOT_DONE}: circuit breaker open after {self.breaker.threshold} "
+                    f"{self.FAILURES} ({self.breaker.last_failure})")
+        return f"{self.NOT_DONE}: interrupted"

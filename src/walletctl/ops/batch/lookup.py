@@ -28,7 +28,6 @@ from walletctl.errors import (
     RefusedError,
     ResponseError,
     UnknownOutcomeError,
-    WalletctlError,
 )
 from walletctl.ops.batch.flow import (
     BACKOFF_INITIAL,
@@ -211,6 +210,8 @@ class BalanceReport(FlowControlled):
     """Runs the lookups; ``rows()`` yields every reference's row in input order."""
 
     report: Report
+    NOT_DONE = "not looked up"
+    FAILURES = "consecutive failures"
 
     def __init__(self, client: Lookup, options: LookupOptions) -> None:
         super().__init__(options.rate, options.max_failures)
@@ -330,16 +331,3 @@ class BalanceReport(FlowControlled):
 
     def _heard(self) -> None:
         self._answered = True
-
-    def _fatal(self, exc: WalletctlError) -> None:
-        if self.report.fatal is None:
-            self.report.fatal, self.report.fatal_code = exc.message, int(exc.exit_code)
-            self.report.fatal_hint = exc.hint
-
-    def _halt_reason(self) -> str:
-        if self.report.fatal:
-            return f"not looked up: {self.report.fatal}"
-        if self.breaker.open:
-            return (f"not looked up: circuit breaker open after {self.breaker.threshold} "
-                    f"consecutive failures ({self.breaker.last_failure})")
-        return "not looked up: interrupted"

@@ -266,7 +266,7 @@ class BatchRunner(GatewayCalls):
             # should mean nothing was processed; the next run's lookup makes sure).
             self._heard()
             self.journal.finish(row.key, "unknown", detail=exc.message)
-            self._fatal(exc.message, exc)
+            self._fatal(exc)
             raise _Stopped from None
         except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
             self.report.note("no_answer")
@@ -286,7 +286,7 @@ class BatchRunner(GatewayCalls):
             self.breaker.success()
             if exc.status in (401, 403):
                 self.journal.finish(row.key, "planned", detail=exc.message)
-                self._fatal(exc.message, exc)
+                self._fatal(exc)
                 raise _Stopped from None
             if exc.status == 409:
                 # The reference exists with a different body: never overwrite; look it up.
