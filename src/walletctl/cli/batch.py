@@ -310,12 +310,12 @@ def _run(
         from walletctl.client.aio import AsyncGatewayClient
 
         clients: dict[str, AsyncGatewayClient] = {}
+        profile_for = _profiles(state, profile)
 
         def gateway_for(name: str | None) -> Gateway:
             key = name or profile.name
             if key not in clients:
-                prof = profile if key == profile.name else _load_profile(state, key)
-                clients[key] = AsyncGatewayClient(prof, max_connections=concurrency)
+                clients[key] = AsyncGatewayClient(profile_for(key), max_connections=concurrency)
             return clients[key]
 
         record, on_send = on_result, None

@@ -37,7 +37,6 @@ class GroupCommit(Generic[_T]):
         self._pending: list[_T] = []
         self._done: asyncio.Future[None] | None = None
         self._opened = 0.0  # when the pending group's first row added itself
-        self.groups = 0  # writes so far
 
     async def __call__(self, item: _T) -> None:
         self._pending.append(item)
@@ -57,7 +56,6 @@ class GroupCommit(Generic[_T]):
         if done is None:  # already written by a row that found the group waiting too long
             return
         items, self._pending = self._pending, []
-        self.groups += 1
         try:
             self._write(items)
         except Exception as exc:

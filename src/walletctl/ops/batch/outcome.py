@@ -3,11 +3,13 @@
 * :class:`RunOptions` — the runner's knobs; :class:`RowResult` — one row's outcome;
   :class:`RunReport` — the run's counts and events;
 * :func:`build_request` — the row's spec 2.3 request (also what ``--dry-run`` prints);
-  :func:`request_problem` — the same model as a validation step during planning.
+  :func:`request_problem` — the same model as a validation step during planning;
+  :class:`RequestTemplate` — the runner's per-row bytes of that request, without the model.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -157,20 +159,17 @@ class RequestTemplate:
                 "userId": profile.user_id, "type": self.type}
         self._head = dumps(head)[:-1] + ',"amount":'
         self._tail = ',"apmDetails":' + dumps({"apmProvider": APM_PROVIDER}) + "}"
-
-    def call(self, row: JournalRow) -> FollowUpCall:
+        # imported once here, not per row (client.aio brings aiohttp: only a real run needs it)
         from walletctl.client.aio import FollowUpCall
         from walletctl.models.money import to_wire
 
-        amount = to_wire(row.amount, row.currency, self.fmt)
-        body = (f'{self._head}{_json_str(amount)},"currencyCode":{_json_str(row.currency)},'
-                f'"clientSystemTransactionId":{_json_str(row.new_ref)},'
-                f'"clientSystemInvoiceId":{_json_str(row.ref)}{self._tail}')
-        return FollowUpCall(body.encode(), row.new_ref, row.ref, row.amount, row.currency,
-                            self.type, self.op)
+        self._call, self._to_wire = FollowUpCall, to_wire
 
-
-def _json_str(value: str) -> str:
-    import json
-
-    return json.dumps(value)
+    def call(self, row: JournalRow) -> FollowUpCall:
+        text = json.dumps  # JSON string literals, escaped as the model's encoder does
+        amount = self._to_wire(row.amount, row.currency, self.fmt)
+        body = (f'{self._head}{text(amount)},"currencyCode":{text(row.currency)},'
+                f'"clientSystemTransactionId":{text(row.new_ref)},'
+                f'"clientSystemInvoiceId":{text(row.ref)}{self._tail}')
+        return self._call(body.encode(), row.new_ref, row.ref, row.amount, row.currency,
+                          self.type, self.op)
