@@ -300,7 +300,8 @@ def _run(
         # A row left pending after its retries says why (a halted run's rows all share
         # the one reason the summary gives).
         if result.status in named and not options.predict and not (
-                result.status == "pending" and (result.detail or "").startswith("not started")):
+                result.status == "pending"
+                and (result.detail or "").startswith(BatchRunner.NOT_DONE)):
             named[result.status] += 1
             if named[result.status] <= NAMED_ON_STDERR:
                 print_note(f"line {result.line}: {result.ref}: {result.status}: "
