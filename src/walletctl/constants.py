@@ -40,6 +40,7 @@ class ExitCode(IntEnum):
     UNKNOWN_OUTCOME = 8  # the request may or may not have been applied: check with lookup
     AUTH = 9  # credentials refused (401/403)
     SMOKE_FAILED = 10  # a smoke scenario failed
+    HELD = 11  # held back, nothing sent: a likely duplicate, or the original is busy elsewhere
     CLOSED_PIPE = 141  # stdout was closed by the reader (`| head`): ended quietly, as on SIGPIPE
     INTERRUPTED = 130  # Ctrl-C / SIGTERM
 
@@ -69,3 +70,5 @@ APM_PROVIDER: Final = "WalletV2"
 WALLETPAY_METHOD: Final = "WalletPay"
 DEFAULT_TIMEOUT: Final = 30.0
 MAX_TIMEOUT: Final = 3600.0  # seconds; a profile or --timeout above it is refused
+# minutes: a capture/refund/reversal identical to one this recent is held (a profile setting)
+DUPLICATE_WINDOW: Final = 10

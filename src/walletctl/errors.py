@@ -12,7 +12,10 @@
     │   └── RedirectError          GATEWAY      (a 3xx: the base_url is wrong; not followed)
     ├── NetworkError               NETWORK      (no answer to a read: safe to repeat)
     │   └── NotConnectedError      NETWORK      (connection never made: nothing sent)
+    ├── HeldError                  HELD         (a likely duplicate / a busy original: not sent)
     └── UnknownOutcomeError        UNKNOWN_OUTCOME (sent, no answer: look it up)
+        └── ConflictError          UNKNOWN_OUTCOME (the gateway shows another transaction
+                                                     under an intent's reference)
 
 Messages never contain secrets: callers pass masked values only.
 """
@@ -158,3 +161,19 @@ class UnknownOutcomeError(WalletctlError):
             hint=f"check with `walletctl lookup {reference}` before trying again",
         )
         self.reference = reference
+
+
+class ConflictError(UnknownOutcomeError):
+    """An earlier intent's reference is at the gateway, but as another transaction (type,
+    amount or currency differ): neither is trusted, nothing is sent."""
+
+    def __init__(self, message: str, *, reference: str, hint: str | None = None) -> None:
+        WalletctlError.__init__(self, message, hint=hint)
+        self.reference = reference
+
+
+class HeldError(WalletctlError):
+    """Held back before sending: a likely duplicate of a recent movement (``--allow-duplicate``
+    sends it anyway), or another process kept the original busy for too long."""
+
+    exit_code = ExitCode.HELD

@@ -146,6 +146,16 @@ def test_declined_preflight(cli: Any, make_order: Any) -> None:
     expect(cli("capture", "A-1", "--amount", "6"), ExitCode.DECLINED)
 
 
+def test_held_likely_duplicate(cli: Any, make_order: Any, sandbox: Any) -> None:
+    make_order("H-1", "5.00")
+    expect(cli("capture", "H-1", "--amount", "1"), ExitCode.OK)
+    err = expect(cli("capture", "H-1", "--amount", "1"), ExitCode.HELD)
+    assert "likely duplicate" in err, err
+    assert "H-1-CAP1" in err, err
+    assert "--allow-duplicate" in err, err
+    expect(cli("capture", "H-1", "--amount", "1", "--allow-duplicate"), ExitCode.OK)
+
+
 def test_declined_by_the_gateway(cli: Any, make_order: Any) -> None:
     make_order("A-2", "5.02")  # sandbox magic amount: the provider refuses every capture
     err = expect(cli("capture", "A-2"), ExitCode.DECLINED)
@@ -285,5 +295,5 @@ def test_exit_codes_are_stable() -> None:
     assert {c.name: int(c) for c in ExitCode} == {
         "OK": 0, "ERROR": 1, "USAGE": 2, "CONFIG": 3, "VALIDATION": 4, "DECLINED": 5,
         "GATEWAY": 6, "NETWORK": 7, "UNKNOWN_OUTCOME": 8, "AUTH": 9, "SMOKE_FAILED": 10,
-        "INTERRUPTED": 130, "CLOSED_PIPE": 141,
+        "HELD": 11, "INTERRUPTED": 130, "CLOSED_PIPE": 141,
     }, json.dumps({c.name: int(c) for c in ExitCode})

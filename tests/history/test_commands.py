@@ -128,8 +128,12 @@ def test_rerun_after_commit_then_drop_reports_the_capture_done(
     entries = desk.entries("--op", "capture")
     assert [(e["new_ref"], e["outcome"]) for e in entries] == [("HC-1-CAP1", "approved")]
     assert "resolved on re-run" in entries[0]["note"]
-    # Resolved: the same command is now a new capture, under the next reference.
-    desk.ok("-o", "json", "capture", "HC-1", "--amount", "10")
+    # Resolved: the same command is now a likely duplicate of HC-1-CAP1 (held, exit 11)...
+    held = desk.run("capture", "HC-1", "--amount", "10")
+    expect(held, 11, "HC-1-CAP1")
+    assert len(_moves(desk, "HC-1", "capture")) == 1
+    # ... and a second capture when it is meant, under the next reference.
+    desk.ok("-o", "json", "capture", "HC-1", "--amount", "10", "--allow-duplicate")
     assert len(_moves(desk, "HC-1", "capture")) == 2
 
 
@@ -140,15 +144,30 @@ def test_rerun_after_a_drop_before_commit_resends_under_the_same_reference(
     proxy.mode = "drop-before"
     assert desk.run("capture", "HD-1", "--amount", "10").returncode == 8
     proxy.mode = "pass"
-    # Another amount is not "the same command": refused, nothing sent.
-    other = desk.run("capture", "HD-1", "--amount", "11")
-    expect(other, 2, "has an unknown outcome")
     out = json.loads(desk.ok("-o", "json", "capture", "HD-1", "--amount", "10"))
     assert out["clientSystemTransactionId"] == "HD-1-CAP1"
     assert out["state"] == "Approved"
     assert [t["reference"] for t in _moves(desk, "HD-1", "capture")] == ["HD-1-CAP1"]
+    # One movement, one entry: the re-send went on under the entry of the first try.
     entries = desk.entries("--ref", "HD-1-CAP1")
-    assert [e["outcome"] for e in entries] == ["error", "approved"]
+    assert [e["outcome"] for e in entries] == ["approved"]
+
+
+def test_another_amount_after_a_drop_resolves_the_earlier_intent_first(
+    desk: Desk, proxy: FaultProxy
+) -> None:
+    desk.preauth("HN-1", "50.00")
+    proxy.mode = "drop-before"
+    assert desk.run("capture", "HN-1", "--amount", "10").returncode == 8
+    proxy.mode = "pass"
+    # Another amount is another movement: the earlier intent is looked up first (not at
+    # the gateway: recorded so), then the new one is sent.
+    out = json.loads(desk.ok("-o", "json", "capture", "HN-1", "--amount", "11"))
+    assert out["state"] == "Approved"
+    assert [Decimal(t["amount"]) for t in _moves(desk, "HN-1", "capture")] == [Decimal(11)]
+    entries = desk.entries("--op", "capture")
+    assert [(e["amount"], e["outcome"]) for e in entries] == [("10.00", "error"),
+                                                              ("11.00", "approved")]
     assert "not at the gateway" in entries[0]["note"]
 
 

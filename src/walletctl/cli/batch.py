@@ -61,6 +61,7 @@ def run_batch_command(
     yes: bool,
     full_preflight: bool = False,
     offline: bool = False,
+    allow_duplicate: bool = False,
 ) -> int:
     """Plan, confirm and run a batch; returns an :class:`ExitCode` value."""
     from walletctl.cli.state import ENV, get_state
@@ -137,7 +138,7 @@ def run_batch_command(
 
         options = RunOptions(op=op, concurrency=concurrency, rate=rate,
                              max_failures=max_failures, direct=not full_preflight,
-                             predict=dry_run)
+                             predict=dry_run, allow_duplicate=allow_duplicate)
         if dry_run:
             report = None
             if not offline and plan.to_send:
@@ -271,14 +272,16 @@ def _dry_run_exit(report: RunReport) -> int:
 
 
 # ---- the run ---------------------------------------------------------------------------------
-def _audit(profile: Profile, options: RunOptions, batch_id: str) -> BatchAudit | None:
+def _audit(state: Any, profile: Profile, options: RunOptions,
+           batch_id: str) -> BatchAudit | None:
     """The history recorder of a real run (None for a dry run or with the history off)."""
     if options.predict or not profile.history.enabled:
         return None
     from walletctl.history import history_path, open_history
     from walletctl.ops.batch.audit import BatchAudit
 
-    return BatchAudit(open_history(history_path(profile)), profile, options.op, batch_id)
+    return BatchAudit(open_history(history_path(profile)), profile, options.op, batch_id,
+                      profile_for=_profiles(state, profile))
 
 
 def _run(
@@ -291,7 +294,7 @@ def _run(
     concurrency = options.concurrency
     progress, update = progress_bar(plan, err().is_terminal and not options.predict)
     named = {"refused": 0, "unknown": 0, "pending": 0}
-    audit = _audit(profile, options, jr.batch_id)
+    audit = _audit(state, profile, options, jr.batch_id)
 
     def on_result(result: RowResult) -> None:
         if writer is not None:
@@ -326,7 +329,8 @@ def _run(
                 on_result(result)
 
             on_send = audit.on_send
-        runner = BatchRunner(jr, gateway_for, options, on_result=record, on_send=on_send)
+        runner = BatchRunner(jr, gateway_for, options, on_result=record, on_send=on_send,
+                             history=None if audit is None else audit.store)
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         signals = 0
@@ -395,6 +399,8 @@ def _exit_code(report: RunReport) -> ExitCode:
         return ExitCode.UNKNOWN_OUTCOME
     if report.counts.get("pending", 0):
         return ExitCode.GATEWAY
+    if report.events.get("held", 0):  # likely duplicates held back: --allow-duplicate
+        return ExitCode.HELD
     if report.counts.get("refused", 0):
         return ExitCode.DECLINED
     return ExitCode.OK

@@ -133,28 +133,25 @@ def checkout(
     if dry_run:
         print_dry_run(st, [call])
         return
-    from walletctl.history import open_for, recording
-    from walletctl.ops.resume import resolve_earlier
+    from walletctl.history import open_for
+    from walletctl.ops.money.checkout import create_checkout
 
     ref_ = request.client_system_transaction_id
-    with client, recording(open_for(profile), profile, "checkout", ref_) as rec:
-        earlier = resolve_earlier(client, rec.store, "checkout", ref_, amount=None, new_ref=None)
-        if earlier is not None and earlier.applied is not None:
-            from walletctl.render.console import print_note
+    with client:
+        created = create_checkout(client, open_for(profile), request)
+    if created.earlier is not None:
+        from walletctl.render.console import print_note
 
-            print_note(
-                f"checkout {ref_} was already created by an earlier run whose outcome was "
-                f"unknown (history #{earlier.entry.id}; state {earlier.applied.state}); "
-                f"nothing was sent. Its redirect URL was not received: see "
-                f"`walletctl lookup {ref_}`"
-            )
-            return
-        rec.planned(None, request.amount, request.currency_code)
-        rec.sending()
-        response = client.checkout(request)
-        # created, not approved: the customer has yet to approve it behind the redirect URL
-        rec.answered("Pending", outcome="created",
-                     note="checkout created; waiting for the customer")
+        state_ = created.earlier.record.state if created.earlier.record else "unknown"
+        print_note(
+            f"checkout {ref_} was already created by an earlier run whose outcome was "
+            f"unknown (history #{created.earlier.entry.id}; state {state_}); "
+            f"nothing was sent. Its redirect URL was not received: see "
+            f"`walletctl lookup {ref_}`"
+        )
+        return
+    response = created.response
+    assert response is not None
     from walletctl.models.money import format_major, quantize
 
     kind = "pre-authorisation" if request.is_preauth else "sale"

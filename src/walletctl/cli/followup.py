@@ -15,7 +15,7 @@ import typer
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
-    from walletctl.history.recorder import Recording
+    from walletctl.ops.redirect import FollowUpPlan
 
 Op = Literal["capture", "refund", "reverse"]
 _BATCH = "Batch mode"
@@ -62,6 +62,15 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
         ] = None,
         yes: Annotated[
             bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")
+        ] = False,
+        allow_duplicate: Annotated[
+            bool,
+            typer.Option(
+                "--allow-duplicate",
+                help="Send even when an identical movement on this original was made in the "
+                "last minutes (the profile's [history] duplicate_window, default 10); without "
+                "it such a likely duplicate is held, exit 11.",
+            ),
         ] = False,
         dry_run: Annotated[
             bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")
@@ -156,6 +165,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 yes=yes,
                 full_preflight=full_preflight,
                 offline=offline,
+                allow_duplicate=allow_duplicate,
             )
             raise typer.Exit(code)
         if ref is None:
@@ -176,28 +186,11 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
             dry_run=dry_run,
             reason=reason,
             confirm_amount=confirm_amount,
+            allow_duplicate=allow_duplicate,
         )
 
     command.__doc__ = _HELP[op]
     return command
-
-
-_NOUN = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
-
-
-def _requested(rec: Recording, new_ref: str | None, amount: str | None,
-               currency: str | None) -> None:
-    """What the operator asked for, recorded before the pre-flight: a refused request's
-    history entry then carries its amount and currency (the plan refines them)."""
-    if amount is None or currency is None:
-        return
-    import contextlib
-
-    from walletctl.models.money import parse_major
-
-    # a bad amount is refused by the plan, with its own message
-    with contextlib.suppress(ValueError, ArithmeticError):
-        rec.planned(new_ref, parse_major(amount, currency), currency)
 
 
 def _single(
@@ -212,78 +205,45 @@ def _single(
     dry_run: bool,
     reason: str | None = None,
     confirm_amount: str | None = None,
+    allow_duplicate: bool = False,
 ) -> None:
     from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
-    from walletctl.errors import DeclinedError, UnknownOutcomeError
-    from walletctl.history import open_for, recording
-    from walletctl.history.policy import check_policy, clean_reason
+    from walletctl.errors import DeclinedError
+    from walletctl.history import open_for
+    from walletctl.history.policy import clean_reason
     from walletctl.models.money import format_major
-    from walletctl.ops.redirect import plan_followup
-    from walletctl.ops.resume import resolve_earlier
-    from walletctl.render.followup import render_applied, render_result
+    from walletctl.ops.money.followup import NOUN, Ask, Desk, follow_up, interpret
+    from walletctl.render.followup import render_applied, render_result, render_waiting
 
     st = get_state(ctx)
-    reason = clean_reason(reason)
+    ask = Ask(op=op, ref=ref, amount=amount, currency=currency, new_ref=new_ref,
+              reason=clean_reason(reason), confirm_amount=confirm_amount,
+              allow_duplicate=allow_duplicate, dry_run=dry_run)
     profile = st.profile()
-    store = None if dry_run else open_for(profile)
-    with make_client(st) as client, recording(store, profile, op, ref, reason=reason) as rec:
-        earlier = resolve_earlier(client, store, op, ref, amount=amount, new_ref=new_ref)
-        if earlier is not None and earlier.applied is not None:
-            applied = earlier.applied
-            render_applied(st.output_format, op, ref, earlier.entry.id, applied)
-            if applied.state != "Approved":
-                raise DeclinedError(
-                    f"the earlier {_NOUN[op]} {applied.client_system_transaction_id} is "
-                    f"{applied.state} at the gateway", hint=f"see `walletctl lookup {ref}`")
-            return
-        if earlier is not None:  # not applied: the same operation again, same reference
-            new_ref = earlier.entry.new_ref
-            amount = amount or earlier.entry.amount
-        _requested(rec, new_ref, amount, currency or profile.currency)  # for a refusal's entry
-        plan = plan_followup(
-            client, op, ref, amount=amount, currency=currency, new_reference=new_ref
-        )
-        req = plan.request
-        rec.planned(req.client_system_transaction_id, req.amount, req.currency_code)
-        money = format_major(req.amount, req.currency_code)
-        if dry_run:
-            print_dry_run(st, [client.prepare_followup(req)])
-            return
-        settings = profile.history
-        check_policy(
-            profile_name=profile.name, operation=op, amount=req.amount,
-            currency=req.currency_code, require_reason=settings.require_reason,
-            limits=settings.limits, reason=reason, confirm_amount=confirm_amount,
-            ask=ask_amount(),
-        )
+
+    def confirm_plan(plan: FollowUpPlan) -> None:
         if op in ("refund", "reverse"):
-            confirm(
-                f"{_NOUN[op].capitalize()} of {money} on {ref} as "
-                f"{req.client_system_transaction_id}\n  now: {plan.balance.summary()}",
-                yes=yes,
-                action=_NOUN[op],
-            )
-        rec.sending()
-        try:
-            response = client.followup(req)
-        except UnknownOutcomeError as exc:
-            new = req.client_system_transaction_id
-            exc.hint = (
-                f"check with `walletctl lookup {new}`, or run the same command again: it "
-                f"looks {new} up first, reports it done if applied, re-sends it if not"
-            )
-            raise
-        rec.answered(response.state)
-        render_result(st.output_format, op, ref, plan, response)
-        if response.state == "Pending":  # accepted, not done: an outcome still to look up
-            raise UnknownOutcomeError(
-                req.client_system_transaction_id, "the gateway answered Pending: not done yet"
-            )
-        if response.state != "Approved":
+            req = plan.request
+            confirm(f"{NOUN[op].capitalize()} of {format_major(req.amount, req.currency_code)} "
+                    f"on {ref} as {req.client_system_transaction_id}\n  now: "
+                    f"{plan.balance.summary()}", yes=yes, action=NOUN[op])
+
+    desk = Desk(confirm=confirm_plan, ask_amount=ask_amount(), on_wait=render_waiting)
+    with make_client(st) as client:
+        moved = follow_up(client, None if dry_run else open_for(profile), ask, desk)
+        if dry_run and moved.plan is not None:
+            print_dry_run(st, [client.prepare_followup(moved.plan.request)])
+            return
+    if moved.earlier is not None and moved.earlier.record is not None:
+        applied = moved.earlier.record
+        render_applied(st.output_format, op, ref, moved.earlier.entry.id, applied)
+        if applied.state != "Approved":
             raise DeclinedError(
-                f"the gateway answered {response.state}"
-                + (f" ({response.provider_state_code})" if response.provider_state_code else "")
-                + f" for the {_NOUN[op]} {req.client_system_transaction_id}",
-                hint=f"see `walletctl lookup {ref}`",
-            )
+                f"the earlier {NOUN[op]} {applied.client_system_transaction_id} is "
+                f"{applied.state} at the gateway", hint=f"see `walletctl lookup {ref}`")
+        return
+    assert moved.plan is not None
+    assert moved.response is not None
+    render_result(st.output_format, op, ref, moved.plan, moved.response)
     sys.stdout.flush()
+    interpret(moved.plan, moved.response)

@@ -7,6 +7,7 @@ hash chain.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -156,25 +157,47 @@ def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
     from walletctl.cli.common import make_client
     from walletctl.config.profiles_file import load_profile
     from walletctl.errors import ConfigError, UnknownOutcomeError
-    from walletctl.ops.resume import reconcile
+    from walletctl.ops.money.earlier import reconcile
     from walletctl.render.output import emit
 
     clients: dict[str, GatewayClient | str] = {}
 
-    def client_for(entry: Entry) -> GatewayClient | str:
-        if entry.profile not in clients:
+    def client_of(name: str) -> GatewayClient | str:
+        if name not in clients:
             try:
-                prof = load_profile(entry.profile, st.config_path)
+                prof = load_profile(name, st.config_path)
             except ConfigError as exc:
-                clients[entry.profile] = f"profile {entry.profile}: {exc.message}"
+                clients[name] = f"profile {name}: {exc.message}"
             else:
                 scoped = State(profile_name=prof.name, config_path=st.config_path,
                                timeout=st.timeout, verbose=st.verbose)
-                clients[entry.profile] = make_client(scoped)
-        found = clients[entry.profile]
-        if not isinstance(found, str) and found.profile.base_url != entry.base_url:
-            return f"profile {entry.profile} now points at another gateway"
-        return found
+                clients[name] = make_client(scoped)
+        return clients[name]
+
+    def client_for(entry: Entry) -> GatewayClient | str:
+        """A client for the entry's merchant and store: its own profile's, else the
+        selected profile's; how either spells the gateway's URL does not matter. An entry
+        written before the history kept merchant ids needs its profile at its old URL."""
+        names = [entry.profile]
+        if entry.merchant_id is not None:
+            with contextlib.suppress(ConfigError):
+                names.append(st.profile().name)
+        why = f"profile {entry.profile} now points at another gateway"
+        for name in dict.fromkeys(names):
+            found = client_of(name)
+            if isinstance(found, str):
+                why = found
+                continue
+            prof = found.profile
+            if entry.merchant_id is None:
+                if prof.base_url == entry.base_url:
+                    return found
+            elif (prof.merchant_id, prof.store_id) == (entry.merchant_id, entry.store_id):
+                return found
+            else:
+                why = (f"no profile for merchant {entry.merchant_id} store {entry.store_id} "
+                       "(select one with -p)")
+        return why
 
     try:
         results = reconcile(store, entries, client_for)

@@ -181,10 +181,17 @@ def authorize(
         raise RequestValidationError([("--amount", "must be greater than zero")])
     key_id = resolve_key_id(profile, encryption_key_id)
     tds = read_three_ds(three_ds) if three_ds is not None else None
+    from contextlib import nullcontext
+
     from walletctl.history import open_for, recording
+    from walletctl.ops.money.lock import lock_key, money_locks
 
     store = None if dry_run else open_for(profile)
-    with make_client(state) as client, recording(store, profile, "authorize", reference) as rec:
+    # the money protocol's lock: one movement at a time on this transaction, on this machine
+    hold = nullcontext() if dry_run else money_locks().hold(
+        lock_key(profile.merchant_id, profile.store_id, reference), what=reference)
+    with hold, make_client(state) as client, \
+            recording(store, profile, "authorize", reference) as rec:
         rec.planned(reference, value, cur)
         acct = get_account(client, acct_id, key_id)
         req = build_authorization(

@@ -4,7 +4,7 @@ _walletctl_words() {
         '') echo 'account authorize capture checkout completion history keys lookup profile refund reverse sandbox smoke --profile -p --config --output -o --verbose -v --timeout --debug --version --help' ;;
         'account') echo '--event --encryption-key-id --help' ;;
         'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id --yes -y --dry-run --help' ;;
-        'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
+        'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --allow-duplicate --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --open --dry-run --help' ;;
         'completion') echo 'bash zsh fish powershell --help' ;;
         'history') echo 'verify --since --until --ref --op --profile --user --outcome --unknown --reconcile --last --path --help' ;;
@@ -18,8 +18,8 @@ _walletctl_words() {
         'profile list') echo '--help' ;;
         'profile remove') echo '--yes -y --help' ;;
         'profile show') echo '--help' ;;
-        'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
-        'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
+        'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --allow-duplicate --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
+        'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --allow-duplicate --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'sandbox') echo 'approve cancel decline demo ledger reset serve values wait --help' ;;
         'sandbox approve') echo '--url --admin-token --help' ;;
         'sandbox cancel') echo '--url --admin-token --help' ;;

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from walletctl.constants import DEFAULT_TIMEOUT, PATH_KEYS
+from walletctl.constants import DEFAULT_TIMEOUT, DUPLICATE_WINDOW, PATH_KEYS
 
 AuthScheme = Literal["PublicApiKey", "Bearer", "Basic", "header", "none"]
 AUTH_SCHEMES: tuple[str, ...] = ("PublicApiKey", "Bearer", "Basic", "header", "none")
@@ -68,6 +68,8 @@ class HistorySettings:
     # operation -> amount in major units (text, a Decimal): above it, --reason and a typed
     # confirmation of the amount are required
     limits: dict[str, str] = field(default_factory=dict)
+    # minutes: a movement identical to one made this recently is held as a likely duplicate
+    duplicate_window: int = DUPLICATE_WINDOW
 
 
 @dataclass(frozen=True)

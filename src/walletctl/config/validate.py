@@ -24,7 +24,7 @@ from walletctl.config.profile import (
     Profile,
     display_path,
 )
-from walletctl.constants import DEFAULT_TIMEOUT, MAX_TIMEOUT, PATH_KEYS
+from walletctl.constants import DEFAULT_TIMEOUT, DUPLICATE_WINDOW, MAX_TIMEOUT, PATH_KEYS
 from walletctl.errors import ConfigError
 
 __all__ = [
@@ -49,7 +49,8 @@ PROFILE_KEYS: tuple[str, ...] = (
     "redirects",
     "history",
 )
-HISTORY_KEYS: tuple[str, ...] = ("enabled", "path", "require_reason", "limits")
+HISTORY_KEYS: tuple[str, ...] = ("enabled", "path", "require_reason", "limits",
+                                 "duplicate_window")
 AUTH_KEYS: tuple[str, ...] = (
     "scheme",
     "key_env",
@@ -366,8 +367,14 @@ class _Parser:
             if not isinstance(text, str) or not _is_amount(text):
                 self.fail(where, 'must be an amount in major units as a string, e.g. "100.00"')
             limits[op] = text
+        window = table.get("duplicate_window", DUPLICATE_WINDOW)
+        if (not isinstance(window, int) or isinstance(window, bool)
+                or not 0 <= window <= 10080):
+            self.fail(_loc(loc, "duplicate_window"),
+                      "must be a whole number of minutes from 0 (off) to 10080 (a week)")
         return HistorySettings(
-            enabled=enabled, path=path, require_reason=tuple(raw), limits=limits
+            enabled=enabled, path=path, require_reason=tuple(raw), limits=limits,
+            duplicate_window=window,
         )
 
 

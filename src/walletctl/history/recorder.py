@@ -25,16 +25,9 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from walletctl.constants import ExitCode
-from walletctl.errors import (
-    DeclinedError,
-    GatewayError,
-    NetworkError,
-    RefusedError,
-    ResponseError,
-    UnknownOutcomeError,
-    WalletctlError,
-)
+from walletctl.errors import DeclinedError, GatewayError, WalletctlError
 from walletctl.history.store import Completion, HistoryStore, Intent
+from walletctl.models.outcome import history_outcome, meaning_of_failure
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -72,32 +65,18 @@ def _major(amount: Decimal | None, currency: str | None) -> str | None:
     return format(amount, "f")
 
 
-def outcome_of_state(state: str, operation: str | None = None) -> str:
-    if operation == "checkout" and state in ("Pending", ""):
-        return "created"  # accepted, waiting for the customer: no money has moved
-    if state == "Approved":
-        return "approved"
-    if state in ("Pending", ""):
-        return "unknown"
-    return "declined"
+# The one rule for what a state means (models.outcome), under the history's name.
+outcome_of_state = history_outcome
 
 
 def outcome_of_error(exc: BaseException) -> str:
-    if isinstance(exc, RefusedError):
-        return "refused"
-    if isinstance(exc, UnknownOutcomeError | ResponseError):
-        return "unknown"
-    if isinstance(exc, DeclinedError):
-        return "declined"
-    if isinstance(exc, GatewayError):
-        if exc.status >= 500:  # may have been applied before the error: look it up
-            return "unknown"
-        return "error" if exc.status in (401, 403, 429) else "declined"
-    if isinstance(exc, NetworkError):
+    """The history outcome of a failed movement: what the failure proves (models.outcome)."""
+    meaning = meaning_of_failure(exc)
+    if meaning == "not_sent":
         return "error"
-    if isinstance(exc, WalletctlError):
-        return "error"
-    return "unknown"  # interrupted or a bug after the request left
+    if meaning == "refused" and isinstance(exc, GatewayError):
+        return "error" if exc.status in (401, 403) else "declined"
+    return meaning
 
 
 @dataclass
@@ -179,7 +158,8 @@ def recording(
     rec = Recording(store, Intent(
         time=now_utc(), os_user=os_user(), host=socket.gethostname(), profile=profile.name,
         base_url=profile.base_url, operation=operation, original_ref=original_ref,
-        reason=reason, batch_id=batch_id, batch_row=batch_row))
+        reason=reason, batch_id=batch_id, batch_row=batch_row,
+        merchant_id=profile.merchant_id, store_id=profile.store_id))
     try:
         yield rec
     except BaseException as exc:
@@ -204,7 +184,8 @@ def recording(
     else:
         if rec.entry is not None:
             outcome = rec.outcome or "approved"
-            code = ExitCode.DECLINED if outcome == "declined" else ExitCode.OK
+            code = {"declined": ExitCode.DECLINED,
+                    "unknown": ExitCode.UNKNOWN_OUTCOME}.get(outcome, ExitCode.OK)
             rec._finish(outcome, int(code), rec.http_status, rec.note)
     finally:
         if store is not None:

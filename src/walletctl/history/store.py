@@ -13,46 +13,28 @@ pass references, amounts and reasons, never keys or card data.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from walletctl.history.chain import (
+    GENESIS,
+    SELECT_EVENTS,
+    Tip,
+    describe,
+    event_hash,
+    migrate,
+)
+
 Outcome = Literal["approved", "created", "declined", "refused", "unknown", "error"]
 # created: a checkout the gateway accepted, waiting for the customer (not money moved yet)
 OUTCOMES: tuple[str, ...] = ("approved", "created", "declined", "refused", "unknown", "error")
-GENESIS = "0" * 64
-
-# Columns hashed, in this order (the chain's canonical form); `seq` is hashed too, so
-# swapping two events' contents or renumbering them is detected.
-_COLUMNS: tuple[str, ...] = (
-    "kind", "entry", "time", "os_user", "host", "profile", "base_url", "operation",
-    "original_ref", "new_ref", "amount", "currency", "outcome", "http_status", "exit_code",
-    "batch_id", "batch_row", "reason", "note",
-)
-_INTEGERS = ("entry", "http_status", "exit_code", "batch_row")
-_COLUMN_DEFS = ", ".join(f"{c} {'INTEGER' if c in _INTEGERS else 'TEXT'}" for c in _COLUMNS)
-# Built from the constant column names above only: no value ever enters SQL text.
-_INSERT = (
-    f"INSERT INTO events (seq, {', '.join(_COLUMNS)}, prev_hash, hash) "  # noqa: S608
-    f"VALUES ({', '.join('?' * (len(_COLUMNS) + 3))})"
-)
-_SELECT_EVENTS = f"SELECT seq, {', '.join(_COLUMNS)}, prev_hash, hash FROM events ORDER BY seq"  # noqa: S608
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY,
-    {_COLUMN_DEFS},
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_entry ON events(entry, kind);
-CREATE INDEX IF NOT EXISTS events_ref ON events(original_ref);
-"""
+# outcomes under which money may have moved (a likely duplicate is checked against them)
+MAY_HAVE_MOVED: tuple[str, ...] = ("approved", "unknown")
 
 
 @dataclass(frozen=True)
@@ -76,6 +58,8 @@ class Intent:
     http_status: int | None = None
     exit_code: int | None = None
     note: str | None = None
+    merchant_id: str | None = None  # the intent's identity at the gateway, with store_id,
+    store_id: str | None = None  # operation and reference: never the profile's name or URL
 
 
 @dataclass(frozen=True)
@@ -111,6 +95,17 @@ class Entry:
     reason: str | None
     note: str | None
     completed: str | None  # time of the latest completion
+    merchant_id: str | None = None
+    store_id: str | None = None
+
+    @property
+    def reference(self) -> str:
+        """The reference this entry's request was sent under."""
+        return self.new_ref or self.original_ref or ""
+
+    @property
+    def operator(self) -> str:
+        return f"{self.os_user}@{self.host}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,11 +133,6 @@ class Broken:
     problem: str  # names the entry: "entry #12 was changed after it was written"
 
 
-def event_hash(prev_hash: str, seq: int, values: Sequence[Any]) -> str:
-    body = json.dumps([seq, *values], separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256((prev_hash + body).encode()).hexdigest()
-
-
 def create_private(path: Path) -> None:
     """Create the file (and its directory) readable by its owner only, if missing."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -165,7 +155,7 @@ class HistoryStore:
         self._db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process
-        self._db.executescript(_SCHEMA)
+        migrate(self._db)
         from walletctl.history._wal import skip_checkpoint_on_close
 
         skip_checkpoint_on_close(self._db, path)
@@ -191,14 +181,6 @@ class HistoryStore:
             raise
         self._db.execute("COMMIT")
 
-    def _append(self, db: sqlite3.Connection, kind: str, entry: int | None,
-                row: dict[str, Any]) -> int:
-        """Append one event; a begin event opens entry number (last entry + 1)."""
-        tip = _Tip(db)
-        entry = tip.append(kind, entry, row, self.chained)
-        tip.write()
-        return entry
-
     def begin(self, intent: Intent) -> int:
         """Record an intent (committed before returning); its entry id."""
         return self.begin_many([intent])[0]
@@ -216,18 +198,63 @@ class HistoryStore:
     def append_many(self, intents: Iterable[Intent],
                     completions: Iterable[tuple[int, Completion]]) -> list[int]:
         """Completions, then intents, in ONE transaction (the chain's tip is read once):
-        the new intents' entry ids. What a batch writes per group of sends."""
+        the intents' entry ids. What a batch writes per group of sends.
+
+        One entry per money movement: an intent to send what an entry already records (the
+        same merchant, store, operation and reference, begun to be sent) is given that
+        entry's id instead of a new entry, whichever process, journal or resume asks."""
         with self._write() as db:
-            tip = _Tip(db)
+            tip = Tip(db)
             for entry, completion in completions:
                 if not self.chained and completion.outcome != "unknown":
                     tip.write()
                     db.execute("DELETE FROM events WHERE entry = ?", (entry,))
                     continue
                 tip.append("complete", entry, vars(completion), self.chained)
-            ids = [tip.append("begin", None, vars(i), self.chained) for i in intents]
+            ids: list[int] = []
+            fresh: dict[tuple[Any, ...], int] = {}
+            for intent in intents:
+                key = _identity(intent)
+                found = fresh.get(key) if key else None
+                if key and found is None:
+                    found = self._existing(db, intent)
+                if found is None:
+                    found = tip.append("begin", None, vars(intent), self.chained)
+                    if key:
+                        fresh[key] = found
+                ids.append(found)
             tip.write()
             return ids
+
+    def movement(self, intent: Intent) -> tuple[int, str] | None:
+        """The entry begun to send what ``intent`` describes, and its outcome now."""
+        entry = self._existing(self._db, intent) if _identity(intent) else None
+        if entry is None:
+            return None
+        row = self._db.execute(
+            "SELECT outcome FROM events WHERE entry = ? AND kind = 'complete' "
+            "ORDER BY seq DESC LIMIT 1", (entry,)).fetchone()
+        return entry, str(row[0]) if row and row[0] else "unknown"
+
+    @staticmethod
+    def _existing(db: sqlite3.Connection, intent: Intent) -> int | None:
+        """The entry already begun for this movement (same identity, begun to be sent)."""
+        args: tuple[str | None, ...]
+        if intent.new_ref is not None:
+            sql = ("SELECT entry FROM events WHERE kind = 'begin' AND new_ref = ? "
+                   "AND outcome IS NULL AND operation = ? AND merchant_id = ? AND store_id = ? "
+                   "AND amount IS ? AND currency IS ? ORDER BY seq LIMIT 1")
+            args = (intent.new_ref, intent.operation, intent.merchant_id, intent.store_id,
+                    intent.amount, intent.currency)
+        else:
+            sql = ("SELECT entry FROM events WHERE kind = 'begin' AND original_ref = ? "
+                   "AND new_ref IS NULL AND outcome IS NULL AND operation = ? "
+                   "AND merchant_id = ? AND store_id = ? AND amount IS ? AND currency IS ? "
+                   "ORDER BY seq LIMIT 1")
+            args = (intent.original_ref, intent.operation, intent.merchant_id, intent.store_id,
+                    intent.amount, intent.currency)
+        row = db.execute(sql, args).fetchone()
+        return None if row is None else int(row[0])
 
     # ------------------------------------------------------------------ reading
 
@@ -236,7 +263,8 @@ class HistoryStore:
                b.original_ref, COALESCE(c.new_ref, b.new_ref), b.amount, b.currency,
                COALESCE(c.outcome, b.outcome, 'unknown'),
                COALESCE(c.http_status, b.http_status), COALESCE(c.exit_code, b.exit_code),
-               b.batch_id, b.batch_row, b.reason, COALESCE(c.note, b.note), c.time
+               b.batch_id, b.batch_row, b.reason, COALESCE(c.note, b.note), c.time,
+               b.merchant_id, b.store_id
         FROM events b
         LEFT JOIN events c ON c.seq = (
             SELECT MAX(seq) FROM events WHERE kind = 'complete' AND entry = b.entry)
@@ -280,11 +308,27 @@ class HistoryStore:
         found = self._db.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()  # noqa: S608
         return int(found[0])
 
-    def unresolved(self, *, base_url: str, operation: str, original_ref: str) -> list[Entry]:
-        """Entries of this operation on ``original_ref`` whose outcome is still unknown."""
-        found = self.entries(
-            Filters(operation=operation, outcome="unknown", original_ref=original_ref))
-        return [e for e in found if e.base_url == base_url]
+    def unresolved(self, *, merchant_id: str, store_id: str, operation: str,
+                   original_ref: str, legacy: tuple[str, str] | None = None,
+                   outcomes: tuple[str, ...] = ("unknown",)) -> list[Entry]:
+        """Entries of this operation on the merchant's ``original_ref`` whose outcome is
+        still unknown (or one of ``outcomes``), whichever profile or URL spelling made them.
+        ``legacy`` (profile name, base URL) also matches entries written before the history
+        kept merchant ids."""
+        found = self.entries(Filters(operation=operation, original_ref=original_ref,
+                                     outcome=outcomes[0] if len(outcomes) == 1 else None))
+        return [e for e in found if e.outcome in outcomes and (
+            (e.merchant_id, e.store_id) == (merchant_id, store_id)
+            or (e.merchant_id is None and legacy == (e.profile, e.base_url)))]
+
+    def recent(self, *, merchant_id: str, store_id: str, operation: str, original_ref: str,
+               since: str) -> list[Entry]:
+        """Movements of this operation on ``original_ref`` begun at or after ``since`` under
+        which money may have moved (approved, or still unknown), newest last."""
+        found = self.entries(Filters(operation=operation, original_ref=original_ref,
+                                     since=since))
+        return [e for e in found if e.outcome in MAY_HAVE_MOVED
+                and (e.merchant_id, e.store_id) == (merchant_id, store_id)]
 
     def head(self) -> tuple[int, str] | None:
         """The newest event: (its number, its hash). Printed by ``history verify`` so that
@@ -304,9 +348,9 @@ class HistoryStore:
         prev = GENESIS
         expected = 1
         count = 0
-        for row in self._db.execute(_SELECT_EVENTS):
+        for row in self._db.execute(SELECT_EVENTS):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
-            what = _describe(values[0], values[1])
+            what = describe(values[0], values[1])
             if seq != expected:
                 return count, Broken(expected, f"event {expected} is missing (deleted); "
                                                f"the next one is {what}")
@@ -321,36 +365,10 @@ class HistoryStore:
         return count, None
 
 
-class _Tip:
-    """The chain's tip inside one write transaction: read once, then advanced in memory
-    (the transaction holds SQLite's write lock, so nobody else can append meanwhile)."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-        tip = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        self.seq, self.prev = (int(tip[0]), str(tip[1])) if tip else (0, GENESIS)
-        # every event's entry was opened by a begin event: the largest is the last begin's
-        last = db.execute("SELECT MAX(entry) FROM events").fetchone()
-        self.entry = int(last[0] or 0)
-        self._rows: list[list[Any]] = []
-
-    def append(self, kind: str, entry: int | None, row: dict[str, Any], chained: bool) -> int:
-        if entry is None:
-            self.entry += 1
-            entry = self.entry
-        self.seq += 1
-        values = [kind, entry, *(row.get(c) for c in _COLUMNS[2:])]
-        digest = event_hash(self.prev, self.seq, values) if chained else ""
-        self._rows.append([self.seq, *values, self.prev, digest])
-        self.prev = digest
-        return entry
-
-    def write(self) -> None:
-        """Insert the events appended so far (one statement for the group)."""
-        if self._rows:
-            self.db.executemany(_INSERT, self._rows)
-            self._rows.clear()
-
-
-def _describe(kind: Any, entry: Any) -> str:
-    return f"entry #{entry}" if kind == "begin" else f"the outcome of entry #{entry}"
+def _identity(intent: Intent) -> tuple[Any, ...] | None:
+    """The movement an intent begins, when it is to be sent and knows its merchant."""
+    if intent.outcome is not None or intent.merchant_id is None:
+        return None
+    return (intent.merchant_id, intent.store_id, intent.operation, intent.new_ref,
+            None if intent.new_ref is not None else intent.original_ref, intent.amount,
+            intent.currency)

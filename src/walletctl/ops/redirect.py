@@ -200,12 +200,50 @@ def plan_followup(
     new_reference: str | None = None,
 ) -> FollowUpPlan:
     """Look ``reference`` up, refuse what the gateway would refuse, build the request."""
-    if currency is not None:
-        try:
-            currency = check_currency(currency)
-        except ValueError as exc:
-            raise RequestValidationError([("--currency", str(exc))]) from None
-    records = client.lookup(reference)
+    currency = checked_currency(currency)
+    return plan_from_records(client.profile, op, reference, client.lookup(reference),
+                             amount=amount, currency=currency, new_reference=new_reference)
+
+
+def checked_currency(currency: str | None) -> str | None:
+    if currency is None:
+        return None
+    try:
+        return check_currency(currency)
+    except ValueError as exc:
+        raise RequestValidationError([("--currency", str(exc))]) from None
+
+
+def check_amount_text(amount: str | Decimal | None) -> None:
+    """The amount's own rules, before anything is looked up (the currency's decimals are
+    checked by the plan): a gateway that is down never hides a typo."""
+    if amount is None or isinstance(amount, Decimal):
+        return
+    from decimal import InvalidOperation
+
+    try:
+        value = Decimal(amount.strip())
+    except (InvalidOperation, ValueError):
+        raise RequestValidationError(
+            [("--amount", f"must be a number in major units, e.g. 12.34 (got {amount[:40]!r})")]
+        ) from None
+    if not value.is_finite() or value <= 0:
+        raise RequestValidationError(
+            [("--amount", f"must be greater than zero (got {amount[:40]})")])
+
+
+def plan_from_records(
+    profile: Profile,
+    op: Operation,
+    reference: str,
+    records: list[TransactionRecord],
+    *,
+    amount: str | Decimal | None = None,
+    currency: str | None = None,
+    new_reference: str | None = None,
+) -> FollowUpPlan:
+    """Refuse what the gateway would refuse given the original's ``records``, build the
+    request (``currency`` already checked by :func:`checked_currency`)."""
     balance = balance_from_records(reference, records)
     wanted: Decimal | None = None
     if amount is not None:
@@ -223,9 +261,7 @@ def plan_followup(
         raise RequestValidationError(
             [("--new-ref", f"{new_ref} is already used by a transaction of {reference}")]
         )
-    request = make_followup_request(
-        client.profile, op, reference, new_ref, to_send, balance.currency
-    )
+    request = make_followup_request(profile, op, reference, new_ref, to_send, balance.currency)
     return FollowUpPlan(op=op, request=request, balance=balance, records=records)
 
 

@@ -16,6 +16,13 @@ if TYPE_CHECKING:
 VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
 
 
+def render_waiting(text: str) -> None:
+    """Waiting behind another walletctl on the same original (stderr)."""
+    from walletctl.render.console import print_note
+
+    print_note(text)
+
+
 def render_applied(fmt: str, op: Operation, ref: str, entry: int,
                    record: TransactionRecord) -> None:
     """The earlier run's unknown outcome turned out applied: nothing was sent this time."""

@@ -14,6 +14,7 @@ either (the journal already makes re-runs safe).
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from walletctl.constants import ExitCode
@@ -38,13 +39,20 @@ _GROUP = 64  # completions per history transaction
 
 
 class BatchAudit:
-    """``on_send`` / ``on_result`` for :class:`~walletctl.ops.batch.runner.BatchRunner`."""
+    """``on_send`` / ``on_result`` for :class:`~walletctl.ops.batch.runner.BatchRunner`.
 
-    def __init__(self, store: HistoryStore, profile: Profile, op: str, batch_id: str) -> None:
+    One entry per money movement: an entry is identified by the transaction at the gateway
+    (merchant, store, operation, new reference), and the store gives a row that is begun
+    again (a resumed run, a run on another journal over the same file, a row interrupted
+    after its begin) the entry it already has."""
+
+    def __init__(self, store: HistoryStore, profile: Profile, op: str, batch_id: str,
+                 profile_for: Callable[[str | None], Profile] | None = None) -> None:
         self.store = store
         self.profile = profile
         self.op = op
         self.batch_id = batch_id
+        self._profile_for = profile_for or (lambda _name: profile)
         self._user = os_user()
         self._host = socket.gethostname()
         self._open: dict[str, int] = {}  # new reference -> entry id, for rows sent this run
@@ -60,22 +68,16 @@ class BatchAudit:
         self.flush()
         self.store.close()
 
-    def _intent(self, line: int, ref: str, new_ref: str, amount: str, currency: str, *,
-                outcome: str | None = None, exit_code: int | None = None,
-                note: str | None = None) -> Intent:
+    def _intent(self, line: int, ref: str, new_ref: str, amount: str, currency: str,
+                profile: str | None, *, outcome: str | None = None,
+                exit_code: int | None = None, note: str | None = None) -> Intent:
+        prof = self._profile_for(profile)
         return Intent(time=now_utc(), os_user=self._user, host=self._host,
-                      profile=self.profile.name, base_url=self.profile.base_url,
+                      profile=prof.name, base_url=prof.base_url,
                       operation=self.op, original_ref=ref, new_ref=new_ref, amount=amount,
                       currency=currency, batch_id=self.batch_id, batch_row=line,
-                      outcome=outcome, exit_code=exit_code, note=note)
-
-    def _earlier(self, ref: str, new_ref: str) -> int | None:
-        """The unknown entry an earlier (killed) run left for this row, if any."""
-        for entry in self.store.unresolved(base_url=self.profile.base_url, operation=self.op,
-                                           original_ref=ref):
-            if entry.new_ref == new_ref and entry.batch_id == self.batch_id:
-                return entry.id
-        return None
+                      outcome=outcome, exit_code=exit_code, note=note,
+                      merchant_id=prof.merchant_id, store_id=prof.store_id)
 
     def on_send(self, items: list[tuple[JournalRow, int]]) -> None:
         """Rows about to be sent (journal already 'sent'): their entries are begun in one
@@ -85,14 +87,9 @@ class BatchAudit:
         for row, _attempt in items:
             if row.new_ref in self._open:  # a retry of a row already recorded in this run
                 continue
-            # A row an earlier run sent (and lost track of) goes on under that run's entry.
-            entry = self._earlier(row.ref, row.new_ref) if row.attempts else None
-            if entry is not None:
-                self._open[row.new_ref] = entry
-                continue
             rows.append(row)
             intents.append(self._intent(row.line, row.ref, row.new_ref, f"{row.amount:f}",
-                                        row.currency))
+                                        row.currency, row.profile))
         if not intents and not self._done:
             return
         ids = self.store.append_many(intents, self._done)
@@ -101,12 +98,16 @@ class BatchAudit:
             self._open[row.new_ref] = entry
 
     def on_result(self, result: RowResult) -> None:
+        profile = result.profile
         outcome, code = _OUTCOME.get(result.status, ("unknown", ExitCode.UNKNOWN_OUTCOME))
         note = result.detail or (f"state {result.txn_state}" if result.txn_state else None)
         entry = self._open.pop(result.new_ref, None)
         if entry is None:  # not sent in this run: an earlier, killed run may have sent it
-            entry = self._earlier(result.ref, result.new_ref)
-            if entry is not None:
+            found = self.store.movement(self._intent(
+                result.line, result.ref, result.new_ref, f"{result.amount:f}", result.currency,
+                profile))
+            if found is not None and found[1] == "unknown":
+                entry = found[0]
                 note = f"resolved by a resumed batch run: {note or result.status}"
         if entry is not None:
             # Completions are written in groups: one lost to a kill leaves its entry
@@ -119,5 +120,5 @@ class BatchAudit:
             # refused by the pre-flight: nothing was sent, one entry complete at birth
             self.store.begin(self._intent(
                 result.line, result.ref, result.new_ref, f"{result.amount:f}",
-                result.currency, outcome="refused", exit_code=int(ExitCode.DECLINED),
+                result.currency, profile, outcome="refused", exit_code=int(ExitCode.DECLINED),
                 note=note))

@@ -43,6 +43,8 @@ class RunOptions:
     predict: bool = False
     # Connect failures before any answer that make the gateway "unreachable" (stop the batch).
     unreachable_after: int = 3
+    # Send rows identical to a recent movement made outside this batch (else: held).
+    allow_duplicate: bool = False
 
 
 @dataclass
@@ -59,6 +61,7 @@ class RowResult:
     detail: str | None = None
     attempts: int = 0
     earlier_run: bool = False
+    profile: str | None = None  # the row's profile column (None: the command's)
 
     def as_dict(self) -> dict[str, Any]:
         return {

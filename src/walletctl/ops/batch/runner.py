@@ -1,24 +1,34 @@
 """The async batch runner: exactly-once follow-ups on one connection pool.
 
-Per row (rows naming the same original run one after another; others run concurrently)::
+The money protocol's steps are the single command's (``ops.money`` and
+``models.outcome``): the same per-original lock, earlier-intent judgement, duplicate hold,
+answer interpretation and history identity. What is the batch's own is scheduling: rows
+naming the same original run one after another, others concurrently; retries; group
+commit. Per row::
 
     journal final (confirmed/refused)?  -> skip (an earlier run did it)
-    direct row? (the only row on its original, never sent, no journal history)
+    lock the original (shared with single commands and other batches on this machine)
+    direct row? (the only row on its original, never sent, no journal history, and the
+                 history holds nothing on the original from outside the batch)
                                         -> straight to the POST below (one round trip);
                                            the gateway's own rules refuse what the
                                            pre-flight would have refused
-    lookup(original ref)                -> our new reference already there? -> record it, done
+    lookup(original ref)                -> our new reference already there? -> is it ours
+                                           (operation, amount, currency)? record it : conflict
+                                        -> earlier unknown intents from outside resolved
                                         -> pre-flight balance check (ledger rules) -> refused?
+                                        -> likely duplicate of a movement from outside? held
     journal 'sent' (committed; one write per loop turn for all rows sending in it)
                                 ->  POST follow-up
-        2xx                     -> confirmed (Approved) / refused (Declined, Errored)
+        2xx                     -> Approved: confirmed / a stated refusal: refused /
+                                   any other state: unknown (looked up by the next run)
         connect failed          -> nothing sent: back to 'planned', back off, send again
-        429                     -> nothing stored: pause everyone for Retry-After, send again
-        5xx / timeout / drop    -> 'unknown': lookup(new ref) -> found: record it
-                                   proven absent: back off, send again (same reference)
+        429 / 5xx / 409 / drop  -> 'unknown': lookup(new ref) -> found: record it
+                                   (429: after the pause)      proven absent: send again
+                                                               (same reference)
         404                     -> refused, nothing stored: sent again by the next run
         3xx                     -> 'unknown', stop the batch (the base_url is wrong)
-        other 4xx               -> refused
+        other documented 4xx    -> refused
 
 A row is re-sent ONLY after a lookup proved its reference absent, and always with the same
 reference. Retries: jittered exponential backoff, bounded attempts (see ``_retrying``).
@@ -29,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -40,6 +51,14 @@ from walletctl.errors import (
     RefusedError,
     ResponseError,
     UnknownOutcomeError,
+)
+from walletctl.models.outcome import (
+    Intended,
+    conflict_note,
+    find_record,
+    meaning_of_failure,
+    meaning_of_state,
+    record_conflicts,
 )
 from walletctl.ops.batch.calls import GatewayCalls
 from walletctl.ops.batch.commit import GroupCommit
@@ -68,6 +87,9 @@ from walletctl.ops.batch.outcome import (
     build_request,
     request_problem,
 )
+from walletctl.ops.money.duplicates import likely_duplicate
+from walletctl.ops.money.earlier import needs_lookup, resolve_earlier
+from walletctl.ops.money.lock import lock_key, money_locks
 
 __all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "build_request",
            "request_problem"]
@@ -75,9 +97,8 @@ __all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "bu
 if TYPE_CHECKING:
     from walletctl.client.aio import FollowUpCall
     from walletctl.config.profile import Profile
+    from walletctl.history.store import HistoryStore
     from walletctl.models.records import TransactionRecord
-
-APPROVED = "Approved"
 
 
 class BatchRunner(GatewayCalls):
@@ -92,8 +113,12 @@ class BatchRunner(GatewayCalls):
         on_result: Callable[[RowResult], None] | None = None,
         on_start: Callable[[JournalRow], None] | None = None,
         on_send: Callable[[list[tuple[JournalRow, int]]], None] | None = None,
+        history: HistoryStore | None = None,
     ) -> None:
         super().__init__(options.rate, options.max_failures)
+        # The shared history (None: off, or a dry run): earlier intents and the duplicate
+        # hold look there, as the single command's do.
+        self.history = history
         self.journal = journal
         self.gateway_for = gateway_for
         self.opt = options
@@ -162,19 +187,33 @@ class BatchRunner(GatewayCalls):
         if self.on_start is not None:
             self.on_start(row)
         client = self.gateway_for(row.profile)
+        if self.opt.predict:
+            await self._row(client, row)
+            return
+        prof = client.profile
+        # The money protocol's per-original lock, shared with single commands and other
+        # batches on this machine (held from the lookup to the recorded answer).
+        async with money_locks().hold_async(lock_key(prof.merchant_id, prof.store_id, row.ref)):
+            await self._row(client, row)
+
+    async def _row(self, client: Gateway, row: JournalRow) -> None:
         try:
-            if self._direct(row):
+            if self._direct(row) and not self._concerns(client, row):
                 self.report.note("direct")
                 await self._send(client, row)
                 return
             records = await self._lookup(client, row.ref)
             if self._record_if_found(row, records):
                 return
+            if self._earlier_conflict(client, row, records):
+                return
             if self.opt.preflight:
                 refusal = self._preflight(row, records)
                 if refusal is not None:
                     self._finish(row, "refused", detail=refusal)
                     return
+            if not self.opt.allow_duplicate and self._held(client, row, records):
+                return
             if self.opt.predict:
                 self._predicted(row)
                 return
@@ -191,6 +230,51 @@ class BatchRunner(GatewayCalls):
             self._finish(row, "refused", detail=f"gateway: {exc}")
         except _Done:
             pass
+
+    # ---- the money protocol's shared steps (ops.money), for a row -----------------------
+    def _concerns(self, client: Gateway, row: JournalRow) -> bool:
+        """The history holds something on this original from outside the batch (an unknown
+        intent, or a recent movement): the row takes the lookup path."""
+        if self.history is None:
+            return False
+        window = client.profile.history.duplicate_window
+        since = (datetime.now(UTC) - timedelta(minutes=window)).strftime("%Y-%m-%dT%H:%M:%S")
+        return needs_lookup(self.history, client.profile, self.opt.op, row.ref,
+                            batch_id=self.journal.batch_id, since=since)
+
+    def _earlier_conflict(self, client: Gateway, row: JournalRow,
+                          records: Sequence[TransactionRecord]) -> bool:
+        """Resolve unknown intents on the original from outside this batch (the single
+        command's step); a conflict among them stops this row: nothing is sent."""
+        if self.history is None:
+            return False
+        judged = resolve_earlier(self.history, client.profile, self.opt.op, row.ref,
+                                 list(records), batch_id=self.journal.batch_id)
+        conflict = next((j for j in judged if j.verdict == "conflict"), None)
+        if conflict is None:
+            return False
+        self.report.note("conflict")
+        self._finish(row, "unknown", detail=f"{conflict.note} (history #{conflict.entry.id})")
+        return True
+
+    def _held(self, client: Gateway, row: JournalRow,
+              records: Sequence[TransactionRecord]) -> bool:
+        """The likely-duplicate hold, against movements made outside this batch."""
+        ours = {row.new_ref}
+        occ = 0
+        while (other := self.journal.get(f"{row.ref}#{occ}")) is not None:
+            ours.add(other.new_ref)
+            occ += 1
+        now = datetime.now(UTC)
+        dup = likely_duplicate(self.history, client.profile, operation=self.opt.op,
+                               original_ref=row.ref, amount=row.amount, currency=row.currency,
+                               records=records, now=now, itself=frozenset(ours),
+                               batch_id=self.journal.batch_id)
+        if dup is None:
+            return False
+        self.report.note("held")
+        self._finish(row, "refused", detail=f"{PREFLIGHT} held: {dup.error(now).message}")
+        return True
 
     def _direct(self, row: JournalRow) -> bool:
         """One round trip: the row is the only one on its original (its key is ``ref#0`` and
@@ -222,14 +306,33 @@ class BatchRunner(GatewayCalls):
         return None
 
     def _record_if_found(self, row: JournalRow, records: Sequence[TransactionRecord]) -> bool:
-        """If the gateway already holds our reference, journal its outcome (no re-send)."""
-        for rec in records:
-            if rec.client_system_transaction_id == row.new_ref:
-                state: State = "confirmed" if rec.state == APPROVED else "refused"
-                self._finish(row, state, txn_id=rec.id, txn_state=rec.state,
-                             detail=None if state == "confirmed" else f"gateway: {rec.state}")
-                return True
-        return False
+        """If the gateway already holds our reference, journal its outcome (no re-send) —
+        only when the record IS this row's request; another transaction under the reference
+        is a conflict, left unknown."""
+        rec = find_record(list(records), row.new_ref)
+        if rec is None:
+            return False
+        intended = Intended(row.new_ref, self.opt.op, row.amount, row.currency)
+        conflicts = record_conflicts(rec, intended)
+        if conflicts:
+            self.report.note("conflict")
+            self._finish(row, "unknown", txn_id=rec.id, txn_state=rec.state,
+                         detail=conflict_note(intended, rec, conflicts))
+        else:
+            self._by_state(row, rec.state, rec.id)
+        return True
+
+    def _by_state(self, row: JournalRow, state: str, txn_id: str | None) -> None:
+        """A state's meaning for the row (models.outcome, as for the single command)."""
+        meaning = meaning_of_state(state)
+        if meaning == "approved":
+            self._finish(row, "confirmed", txn_id=txn_id, txn_state=state)
+        elif meaning == "declined":
+            self._finish(row, "refused", txn_id=txn_id, txn_state=state,
+                         detail=f"gateway: {state}")
+        else:  # Pending or a state walletctl does not know: looked up by the next run
+            self._finish(row, "unknown", txn_id=txn_id, txn_state=state,
+                         detail=f"state {state!r}: not known to be done or refused")
 
     # ---- follow-ups ----------------------------------------------------------------------
     async def _send(self, client: Gateway, row: JournalRow) -> None:
@@ -275,38 +378,36 @@ class BatchRunner(GatewayCalls):
         except GatewayError as exc:
             self._heard()
             self._note_status(exc.status)
-            if exc.status == 429:  # throttled before anything was stored
-                self.journal.finish(row.key, "planned", detail="HTTP 429")
-                ra = parse_retry_after(getattr(exc, "retry_after", None))
-                self.pause.extend(ra if ra is not None else self.opt.backoff_initial)
-                raise _Retry("HTTP 429", retry_after=ra, throttled=True) from None
-            if exc.status >= 500:
-                self.journal.finish(row.key, "unknown", detail=exc.message)
-                await self._reconcile(client, row, settle=False, why=exc.message)
-            self.breaker.success()
             if exc.status in (401, 403):
+                self.breaker.success()
                 self.journal.finish(row.key, "planned", detail=exc.message)
                 self._fatal(exc)
                 raise _Stopped from None
-            if exc.status == 409:
-                # The reference exists with a different body: never overwrite; look it up.
-                self.journal.finish(row.key, "unknown", detail=exc.message)
-                if self._record_if_found(row, await self._lookup(client, row.new_ref)):
-                    raise _Done from None
-            if exc.status == 404:  # nothing stored: the next run sends it again
-                self._finish(row, "refused", detail=f"{NOT_FOUND} {exc.message}")
+            if meaning_of_failure(exc) == "refused":  # a documented 4xx: nothing stored
+                self.breaker.success()
+                if exc.status == 404:  # the next run sends it again
+                    self._finish(row, "refused", detail=f"{NOT_FOUND} {exc.message}")
+                else:
+                    self._finish(row, "refused", detail=f"gateway: {exc.message}")
                 raise _Done from None
-            self._finish(row, "refused", detail=f"gateway: {exc.message}")
-            raise _Done from None
+            # 429, 5xx, 409, ...: the request may have been read: unknown until looked up
+            self.journal.finish(row.key, "unknown", detail=exc.message)
+            throttled = exc.status == 429
+            ra = parse_retry_after(getattr(exc, "retry_after", None)) if throttled else None
+            if throttled:
+                self.pause.extend(ra if ra is not None else self.opt.backoff_initial)
+            elif exc.status < 500:
+                self.breaker.success()
+            await self._reconcile(client, row, settle=exc.status < 500, why=exc.message,
+                                  throttled=throttled, retry_after=ra)
         self._heard()
         self.breaker.success()
-        state: State = "confirmed" if resp.state == APPROVED else "refused"
-        self._finish(row, state, txn_id=resp.id, txn_state=resp.state,
-                     detail=None if state == "confirmed" else f"gateway: {resp.state}")
+        self._by_state(row, resp.state, resp.id)
         raise _Done
 
     async def _reconcile(
-        self, client: Gateway, row: JournalRow, *, settle: bool, why: str
+        self, client: Gateway, row: JournalRow, *, settle: bool, why: str,
+        throttled: bool = False, retry_after: float | None = None,
     ) -> NoReturn:
         """The outcome is unclear: look the new reference up. Found -> _Done; absent -> _Retry."""
         found = self._record_if_found(row, await self._lookup(client, row.new_ref))
@@ -319,7 +420,7 @@ class BatchRunner(GatewayCalls):
         self.report.note("absent_on_lookup")
         # Proven absent: the row was never applied. Back to planned, send again (same ref).
         self.journal.finish(row.key, "planned", detail=f"absent after: {why}")
-        raise _Retry(f"{why} (lookup: absent)")
+        raise _Retry(f"{why} (lookup: absent)", retry_after=retry_after, throttled=throttled)
 
     def _template(self, profile: Profile) -> RequestTemplate:
         found = self._templates.get(profile.name)
@@ -363,5 +464,5 @@ class BatchRunner(GatewayCalls):
         if self.on_result is not None:
             self.on_result(RowResult(
                 row.line, row.ref, row.new_ref, self.opt.op, row.amount, row.currency, status,
-                txn_id, txn_state, detail, attempts, earlier,
+                txn_id, txn_state, detail, attempts, earlier, row.profile,
             ))

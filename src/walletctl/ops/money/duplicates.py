@@ -1,0 +1,148 @@
+"""The likely-duplicate hold: the commonest double refund at a desk is the same refund typed
+twice (two agents on one ticket, Enter pressed in a second terminal, a batch re-fed).
+
+A capture, refund or reversal identical in original, operation, amount and currency to one
+the gateway shows, or the history holds (approved or still unknown), from the last N minutes
+(the profile's ``[history] duplicate_window``, default 10; 0 turns the hold off) is not sent.
+The hold names the earlier movement: its reference, time and who made it. An explicit
+``--allow-duplicate`` sends it anyway. Batch rows are held against movements made outside
+their batch only: the rows of one file are each intended once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from walletctl.errors import HeldError
+from walletctl.models.ledger import kind_of
+from walletctl.models.money import format_major
+from walletctl.models.outcome import REFUSAL_STATES
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
+    from walletctl.history.store import Entry, HistoryStore
+    from walletctl.models.records import TransactionRecord
+
+_KIND = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
+_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    operation: str
+    original_ref: str
+    reference: str
+    amount: Decimal
+    currency: str
+    time: datetime | None
+    who: str | None  # "alice@desk-3 (profile prod)"; None: not in this history
+
+    def error(self, now: datetime) -> HeldError:
+        ago = ""
+        if self.time is not None:
+            secs = max(int((now - self.time).total_seconds()), 0)
+            ago = (f" {secs} s ago" if secs < 120 else f" {secs // 60} min ago") + \
+                f" ({self.time.strftime('%Y-%m-%dT%H:%M:%SZ')})"
+        who = f" by {self.who}" if self.who else " (not made through this history)"
+        noun = {"reverse": "reversal"}.get(self.operation, self.operation)
+        return HeldError(
+            f"likely duplicate: {noun} {self.reference} of "
+            f"{format_major(self.amount, self.currency)} on {self.original_ref} was made"
+            f"{ago}{who}; nothing was sent",
+            hint="if a second, identical one is really meant, run the command again with "
+                 "--allow-duplicate")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """A gateway or history timestamp (no zone: UTC, as the gateway's samples are)."""
+    m = _TIME.match((text or "").strip())
+    if m is None:
+        return None
+    when = datetime.strptime(m.group(1).replace(" ", "T"), "%Y-%m-%dT%H:%M:%S")
+    zone = m.group(2)
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        hh, mm = int(zone[1:3]), int(zone[-2:])
+        when -= sign * timedelta(hours=hh, minutes=mm)
+    return when.replace(tzinfo=UTC)
+
+
+def find_duplicate(
+    *,
+    operation: str,
+    original_ref: str,
+    amount: Decimal,
+    currency: str,
+    records: Iterable[TransactionRecord],
+    entries: Iterable[Entry],
+    now: datetime,
+    window_minutes: int,
+    exclude: frozenset[str] = frozenset(),
+) -> Duplicate | None:
+    """The newest recent movement identical to this one, or None. ``entries``: the
+    history's recent movements on the original (see ``HistoryStore.recent``); ``exclude``:
+    references that are this movement itself (its own earlier attempts)."""
+    if window_minutes <= 0:
+        return None
+    since = now - timedelta(minutes=window_minutes)
+    cur = currency.upper()
+    who: dict[str, tuple[str, datetime | None]] = {}
+    found: list[tuple[datetime | None, str, Decimal]] = []
+    for e in entries:
+        when = parse_time(e.time)
+        if e.reference in exclude or e.operation != operation or (e.currency or "").upper() != cur:
+            continue
+        if e.amount is None or Decimal(e.amount) != amount or (when is not None and when < since):
+            continue
+        who[e.reference] = (f"{e.operator} (profile {e.profile})", when)
+        found.append((when, e.reference, amount))
+    for r in records:
+        ref = r.client_system_transaction_id
+        if ref in exclude or kind_of(r.type) != _KIND[operation] or r.state in REFUSAL_STATES:
+            continue
+        if r.currency_code.upper() != cur or r.transaction_amount != amount:
+            continue
+        when = parse_time(r.transaction_date_time)
+        if when is None or when < since:
+            continue  # no time shown: not known to be recent
+        found.append((when, ref, amount))
+    if not found:
+        return None
+    when, ref, value = max(found, key=lambda f: f[0] or since)
+    person, recorded = who.get(ref, (None, None))
+    return Duplicate(operation, original_ref, ref, value, cur, recorded or when, person)
+
+
+def likely_duplicate(
+    store: HistoryStore | None,
+    profile: Profile,
+    *,
+    operation: str,
+    original_ref: str,
+    amount: Decimal,
+    currency: str,
+    records: Iterable[TransactionRecord],
+    now: datetime,
+    itself: frozenset[str],
+    batch_id: str | None = None,
+) -> Duplicate | None:
+    """The hold, for a single command or a batch row: the gateway's ``records`` of the
+    original and the history's recent movements on it. ``itself``: this movement's own
+    reference (a batch: its rows' on this original); ``batch_id``: a batch's own rows are
+    not duplicates of each other."""
+    window = profile.history.duplicate_window
+    entries: list[Entry] = []
+    if store is not None and window > 0:
+        since = (now - timedelta(minutes=window)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        entries = [e for e in store.recent(
+            merchant_id=profile.merchant_id, store_id=profile.store_id, operation=operation,
+            original_ref=original_ref, since=since)
+            if batch_id is None or e.batch_id != batch_id]
+    return find_duplicate(operation=operation, original_ref=original_ref, amount=amount,
+                          currency=currency, records=records, entries=entries, now=now,
+                          window_minutes=window, exclude=itself)

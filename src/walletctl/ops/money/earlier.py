@@ -1,0 +1,184 @@
+"""Earlier intents whose outcome is unknown: judged against what the gateway shows.
+
+One judgement for every path: a single command's re-run, a batch row, and
+``history --unknown --reconcile``. An intent is identified by the transaction at the
+gateway (merchant id, store id, operation, original and new reference), so one left by
+another profile, or by a URL spelled another way, is found and resolved here too.
+
+* the intent's reference is there and IS the intent (operation, amount, currency)
+  -> ``applied``: its outcome is recorded from the record's state;
+* it is there as another transaction -> ``conflict``: nothing is trusted or sent;
+* it is not there -> ``absent``: not applied (re-sending it under the SAME reference is
+  idempotent at the gateway). A browser-wallet authorisation is never proven absent by the
+  redirect wallet's lookup: it stays unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Literal
+
+from walletctl.errors import ConflictError
+from walletctl.history.recorder import now_utc
+from walletctl.history.store import Completion, Entry, HistoryStore
+from walletctl.models.outcome import (
+    Intended,
+    conflict_note,
+    find_record,
+    history_outcome,
+    record_conflicts,
+)
+
+if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.config.profile import Profile
+    from walletctl.models.records import TransactionRecord
+
+Verdict = Literal["applied", "absent", "conflict", "unknown"]
+
+
+@dataclass(frozen=True)
+class Judged:
+    entry: Entry
+    verdict: Verdict
+    record: TransactionRecord | None = None
+    conflicts: list[str] = field(default_factory=list)
+
+    @property
+    def note(self) -> str:
+        ref = self.entry.reference
+        if self.verdict == "applied" and self.record is not None:
+            return f"{ref} found at the gateway, state {self.record.state}"
+        if self.verdict == "absent":
+            return f"{ref} is not at the gateway (not applied)"
+        if self.verdict == "conflict" and self.record is not None:
+            return conflict_note(intended_of(self.entry), self.record, self.conflicts)
+        return f"{ref} not found by lookup; check at the gateway"
+
+    def error(self) -> ConflictError:
+        e = self.entry
+        return ConflictError(
+            f"{self.note} (history #{e.id}, {e.operator}, profile {e.profile}); "
+            "nothing was sent",
+            reference=e.reference,
+            hint=f"compare with `walletctl lookup {e.original_ref or e.reference}` and settle "
+                 "it with the gateway before moving money on this original again")
+
+
+def _decimal(text: str | None) -> Decimal | None:
+    try:
+        return None if text is None else Decimal(text)
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def intended_of(entry: Entry) -> Intended:
+    return Intended(entry.reference, entry.operation, _decimal(entry.amount), entry.currency)
+
+
+def judge(entry: Entry, records: list[TransactionRecord]) -> Judged:
+    """What ``records`` (a lookup of the entry's original) prove about the entry."""
+    found = find_record(records, entry.reference)
+    if found is None:
+        return Judged(entry, "unknown" if entry.operation == "authorize" else "absent")
+    conflicts = record_conflicts(found, intended_of(entry))
+    if conflicts:
+        return Judged(entry, "conflict", found, conflicts)
+    return Judged(entry, "applied", found)
+
+
+def record_judgement(store: HistoryStore, judged: Judged, how: str) -> None:
+    """Complete the entry with what was found (a conflict or an unknown stays unknown)."""
+    if judged.verdict == "applied" and judged.record is not None:
+        outcome = history_outcome(judged.record.state, judged.entry.operation)
+    elif judged.verdict == "absent":
+        outcome = "error"
+    else:
+        outcome = "unknown"
+    store.complete(judged.entry.id, Completion(time=now_utc(), outcome=outcome,
+                                               note=f"{how}: {judged.note}"))
+
+
+def unresolved_for(store: HistoryStore | None, profile: Profile, operation: str,
+                   original_ref: str, batch_id: str | None = None) -> list[Entry]:
+    """Unknown intents on this original at this merchant, from any profile or URL (a
+    batch's own rows excluded: its journal resolves them)."""
+    if store is None:
+        return []
+    return [e for e in store.unresolved(
+        merchant_id=profile.merchant_id, store_id=profile.store_id, operation=operation,
+        original_ref=original_ref, legacy=(profile.name, profile.base_url))
+        if batch_id is None or e.batch_id != batch_id]
+
+
+def resolve_earlier(store: HistoryStore | None, profile: Profile, operation: str,
+                    original_ref: str, records: list[TransactionRecord],
+                    batch_id: str | None = None) -> list[Judged]:
+    """Judge and record every unknown earlier intent on the original (one lookup's records);
+    the judgements, oldest first."""
+    judged = [judge(e, records)
+              for e in unresolved_for(store, profile, operation, original_ref, batch_id)]
+    for j in judged:
+        if store is not None and j.verdict != "unknown":
+            record_judgement(store, j, "resolved on re-run")
+    return judged
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    entry: Entry
+    outcome: str  # what is now recorded ("unknown" when it could not be looked up)
+    note: str
+
+
+def reconcile(
+    store: HistoryStore,
+    entries: list[Entry],
+    client_for: Callable[[Entry], GatewayClient | str],
+) -> list[Reconciled]:
+    """``history --unknown --reconcile``: look each entry's original up at its gateway and
+    record what the judgement proves. ``client_for`` gives a client for the entry's
+    merchant, or why there is none."""
+    from walletctl.errors import GatewayError, WalletctlError
+
+    done: list[Reconciled] = []
+    for entry in entries:
+        client = client_for(entry)
+        if isinstance(client, str):
+            done.append(Reconciled(entry, "unknown", client))
+            continue
+        try:
+            records = client.lookup(entry.original_ref or entry.reference)
+        except GatewayError as exc:
+            if exc.status != 404:
+                done.append(Reconciled(entry, "unknown", f"lookup failed: HTTP {exc.status}"))
+                continue
+            records = []
+        except WalletctlError as exc:
+            done.append(Reconciled(entry, "unknown", f"lookup failed: {type(exc).__name__}"))
+            continue
+        judged = judge(entry, records)
+        if judged.verdict != "unknown":
+            record_judgement(store, judged, "reconciled")
+        outcome = ("unknown" if judged.verdict in ("unknown", "conflict")
+                   else "error" if judged.verdict == "absent"
+                   else history_outcome(judged.record.state if judged.record else None,
+                                        entry.operation))
+        done.append(Reconciled(entry, outcome, f"reconciled: {judged.note}"))
+    return done
+
+
+def needs_lookup(store: HistoryStore | None, profile: Profile, operation: str,
+                 original_ref: str, *, batch_id: str, since: str) -> bool:
+    """Whether the history holds, from outside this batch, an unknown intent on the original
+    or a movement since ``since`` (a batch row then takes the lookup path: its earlier
+    intents are resolved and the duplicate hold checked before it is sent)."""
+    if store is None:
+        return False
+    return any(e.batch_id != batch_id and (e.outcome == "unknown" or e.time >= since)
+               for e in store.unresolved(
+                   merchant_id=profile.merchant_id, store_id=profile.store_id,
+                   operation=operation, original_ref=original_ref,
+                   legacy=(profile.name, profile.base_url), outcomes=("unknown", "approved")))

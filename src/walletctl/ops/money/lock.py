@@ -1,0 +1,129 @@
+"""One lock per original transaction on this machine, across processes.
+
+Every money movement on an original (merchant id, store id, original reference) holds its
+lock from the pre-flight lookup to the recorded answer, so a second shell, profile or batch
+on the same original waits behind the first and then sees its result. The key is the
+transaction at the gateway, never the profile's name or how its URL is spelled.
+
+The locks are POSIX byte-range locks on ONE file (:func:`lock_path`): each key is one byte at an offset taken from its hash, so any number of
+originals share one file and one descriptor, and the kernel releases a killed process's
+locks. Such locks belong to the process: the batch serialises its own rows on one original
+with asyncio locks first. Where ``fcntl`` does not exist (Windows) the lock is a no-op.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import hashlib
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+from walletctl.errors import HeldError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+WAIT_LIMIT = 120.0  # seconds a single command waits behind another before giving up
+_SPAN = 1 << 40  # offsets within the file (sparse: the file itself stays empty)
+_BUSY = (errno.EAGAIN, errno.EACCES)
+
+
+def lock_key(merchant_id: str, store_id: str, original_ref: str) -> str:
+    return f"{merchant_id}\0{store_id}\0{original_ref}"
+
+
+class MoneyLocks:
+    """Per-original locks of this process (one open descriptor on the lock file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+    @staticmethod
+    def _offset(key: str) -> int:
+        return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % _SPAN
+
+    def try_acquire(self, key: str) -> bool:
+        if fcntl is None:
+            return True
+        try:
+            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, self._offset(key))
+        except OSError as exc:
+            if exc.errno in _BUSY:
+                return False
+            raise
+        return True
+
+    def release(self, key: str) -> None:
+        if fcntl is not None:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, self._offset(key))
+
+    @contextmanager
+    def hold(self, key: str, *, what: str, on_wait: Callable[[str], None] | None = None,
+             limit: float = WAIT_LIMIT) -> Iterator[None]:
+        """Hold ``key``'s lock; wait (telling ``on_wait`` once) while another process has
+        it, up to ``limit`` seconds (then :class:`HeldError`: nothing was sent)."""
+        if not self.try_acquire(key):
+            if on_wait is not None:
+                on_wait(f"waiting: another walletctl is moving money on {what}")
+            deadline = time.monotonic() + limit
+            delay = 0.005
+            while not self.try_acquire(key):
+                if time.monotonic() > deadline:
+                    raise HeldError(
+                        f"{what} stayed busy for {limit:.0f} s (another walletctl is moving "
+                        "money on it); nothing was sent",
+                        hint="see `walletctl history --ref` for what is in progress, then "
+                             "run the command again")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        try:
+            yield
+        finally:
+            self.release(key)
+
+    @asynccontextmanager
+    async def hold_async(self, key: str) -> AsyncIterator[None]:
+        """The batch's form: never blocks the event loop (polls while another has it)."""
+        delay = 0.002
+        while not self.try_acquire(key):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+        try:
+            yield
+        finally:
+            self.release(key)
+
+
+_OPEN: dict[Path, MoneyLocks] = {}
+
+
+def lock_path() -> Path:
+    """Beside the history file ``WALLETCTL_AUDIT_LOG`` names (a demo, a test, a desk that
+    points every profile at one history), else in walletctl's data directory."""
+    from walletctl.constants import Env
+
+    env = os.environ.get(Env.AUDIT_LOG)
+    if env:
+        return Path(env).expanduser().absolute().parent / "walletctl-money.lock"
+    from walletctl.history.location import data_dir
+
+    return data_dir() / "locks" / "money.lock"
+
+
+def money_locks(path: Path | None = None) -> MoneyLocks:
+    """This process's locks (one per file: closing a second descriptor on the file would
+    drop the process's locks on it)."""
+    if path is None:
+        path = lock_path()
+    found = _OPEN.get(path)
+    if found is None:
+        found = _OPEN[path] = MoneyLocks(path)
+    return found
