@@ -38,8 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -48,19 +47,12 @@ from walletctl.errors import (
     NetworkError,
     NotConnectedError,
     RedirectError,
-    RefusedError,
     ResponseError,
     UnknownOutcomeError,
 )
 from walletctl.models.outcome import (
-    Intended,
-    conflict_note,
-    find_record,
     meaning_of_failure,
-    meaning_of_state,
-    record_conflicts,
 )
-from walletctl.ops.batch.calls import GatewayCalls
 from walletctl.ops.batch.commit import GroupCommit
 from walletctl.ops.batch.control import (
     Gateway,
@@ -74,7 +66,6 @@ from walletctl.ops.batch.flow import parse_retry_after
 from walletctl.ops.batch.journal import (
     FINAL_STATES,
     NOT_FOUND,
-    PREFLIGHT,
     Journal,
     JournalRow,
     State,
@@ -87,8 +78,7 @@ from walletctl.ops.batch.outcome import (
     build_request,
     request_problem,
 )
-from walletctl.ops.money.duplicates import likely_duplicate
-from walletctl.ops.money.earlier import needs_lookup, resolve_earlier
+from walletctl.ops.batch.steps import RowSteps
 from walletctl.ops.money.lock import lock_key, money_locks
 
 __all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "build_request",
@@ -98,10 +88,9 @@ if TYPE_CHECKING:
     from walletctl.client.aio import FollowUpCall
     from walletctl.config.profile import Profile
     from walletctl.history.store import HistoryStore
-    from walletctl.models.records import TransactionRecord
 
 
-class BatchRunner(GatewayCalls):
+class BatchRunner(RowSteps):
     report: RunReport
 
     def __init__(
@@ -231,51 +220,6 @@ class BatchRunner(GatewayCalls):
         except _Done:
             pass
 
-    # ---- the money protocol's shared steps (ops.money), for a row -----------------------
-    def _concerns(self, client: Gateway, row: JournalRow) -> bool:
-        """The history holds something on this original from outside the batch (an unknown
-        intent, or a recent movement): the row takes the lookup path."""
-        if self.history is None:
-            return False
-        window = client.profile.history.duplicate_window
-        since = (datetime.now(UTC) - timedelta(minutes=window)).strftime("%Y-%m-%dT%H:%M:%S")
-        return needs_lookup(self.history, client.profile, self.opt.op, row.ref,
-                            batch_id=self.journal.batch_id, since=since)
-
-    def _earlier_conflict(self, client: Gateway, row: JournalRow,
-                          records: Sequence[TransactionRecord]) -> bool:
-        """Resolve unknown intents on the original from outside this batch (the single
-        command's step); a conflict among them stops this row: nothing is sent."""
-        if self.history is None:
-            return False
-        judged = resolve_earlier(self.history, client.profile, self.opt.op, row.ref,
-                                 list(records), batch_id=self.journal.batch_id)
-        conflict = next((j for j in judged if j.verdict == "conflict"), None)
-        if conflict is None:
-            return False
-        self.report.note("conflict")
-        self._finish(row, "unknown", detail=f"{conflict.note} (history #{conflict.entry.id})")
-        return True
-
-    def _held(self, client: Gateway, row: JournalRow,
-              records: Sequence[TransactionRecord]) -> bool:
-        """The likely-duplicate hold, against movements made outside this batch."""
-        ours = {row.new_ref}
-        occ = 0
-        while (other := self.journal.get(f"{row.ref}#{occ}")) is not None:
-            ours.add(other.new_ref)
-            occ += 1
-        now = datetime.now(UTC)
-        dup = likely_duplicate(self.history, client.profile, operation=self.opt.op,
-                               original_ref=row.ref, amount=row.amount, currency=row.currency,
-                               records=records, now=now, itself=frozenset(ours),
-                               batch_id=self.journal.batch_id)
-        if dup is None:
-            return False
-        self.report.note("held")
-        self._finish(row, "refused", detail=f"{PREFLIGHT} held: {dup.error(now).message}")
-        return True
-
     def _direct(self, row: JournalRow) -> bool:
         """One round trip: the row is the only one on its original (its key is ``ref#0`` and
         there is no ``ref#1``, in this file or an earlier run's), it was never sent and has
@@ -292,47 +236,6 @@ class BatchRunner(GatewayCalls):
         if row.key != f"{row.ref}#0" or self.journal.get(f"{row.ref}#1") is not None:
             self._unknown.setdefault(row.ref, []).append((row.amount, row.new_ref))
         self._emit(row, "pending", detail="would-send")
-
-    def _preflight(self, row: JournalRow, records: Sequence[TransactionRecord]) -> str | None:
-        from walletctl.models.ledger import balance_from_records, check_followup
-
-        try:
-            balance = balance_from_records(row.ref, records)
-            for amount, _ in self._unknown.get(row.ref, ()):
-                balance = balance.applied(self.opt.op, amount)
-            check_followup(balance, self.opt.op, row.amount, row.currency)
-        except RefusedError as exc:
-            return f"{PREFLIGHT} {exc.message}"
-        return None
-
-    def _record_if_found(self, row: JournalRow, records: Sequence[TransactionRecord]) -> bool:
-        """If the gateway already holds our reference, journal its outcome (no re-send) —
-        only when the record IS this row's request; another transaction under the reference
-        is a conflict, left unknown."""
-        rec = find_record(list(records), row.new_ref)
-        if rec is None:
-            return False
-        intended = Intended(row.new_ref, self.opt.op, row.amount, row.currency)
-        conflicts = record_conflicts(rec, intended)
-        if conflicts:
-            self.report.note("conflict")
-            self._finish(row, "unknown", txn_id=rec.id, txn_state=rec.state,
-                         detail=conflict_note(intended, rec, conflicts))
-        else:
-            self._by_state(row, rec.state, rec.id)
-        return True
-
-    def _by_state(self, row: JournalRow, state: str, txn_id: str | None) -> None:
-        """A state's meaning for the row (models.outcome, as for the single command)."""
-        meaning = meaning_of_state(state)
-        if meaning == "approved":
-            self._finish(row, "confirmed", txn_id=txn_id, txn_state=state)
-        elif meaning == "declined":
-            self._finish(row, "refused", txn_id=txn_id, txn_state=state,
-                         detail=f"gateway: {state}")
-        else:  # Pending or a state walletctl does not know: looked up by the next run
-            self._finish(row, "unknown", txn_id=txn_id, txn_state=state,
-                         detail=f"state {state!r}: not known to be done or refused")
 
     # ---- follow-ups ----------------------------------------------------------------------
     async def _send(self, client: Gateway, row: JournalRow) -> None:

@@ -5,10 +5,11 @@ lock from the pre-flight lookup to the recorded answer, so a second shell, profi
 on the same original waits behind the first and then sees its result. The key is the
 transaction at the gateway, never the profile's name or how its URL is spelled.
 
-The locks are POSIX byte-range locks on ONE file (:func:`lock_path`): each key is one byte at an offset taken from its hash, so any number of
-originals share one file and one descriptor, and the kernel releases a killed process's
-locks. Such locks belong to the process: the batch serialises its own rows on one original
-with asyncio locks first. Where ``fcntl`` does not exist (Windows) the lock is a no-op.
+The locks are POSIX byte-range locks on ONE file (:func:`lock_path`): each key is one
+byte at an offset taken from its hash, so any number of originals share one file and one
+descriptor, and the kernel releases a killed process's locks. Such locks belong to the
+process: the batch serialises its own rows on one original with asyncio locks first. Where
+``fcntl`` does not exist (Windows) the lock is a no-op.
 """
 
 from __future__ import annotations
