@@ -5,6 +5,7 @@
     ├── ConfigError                CONFIG
     ├── RequestValidationError     VALIDATION   (nothing was sent)
     ├── RefusedError               DECLINED     (pre-flight: the gateway would refuse)
+    │   └── HeldError              HELD         (a likely duplicate / a busy original: not sent)
     ├── DeclinedError              DECLINED     (the gateway answered with a refusal state)
     ├── GatewayError               by status: 4xx DECLINED, 401/403 AUTH, 429/5xx GATEWAY
     │   └── AuthError              AUTH
@@ -12,7 +13,6 @@
     │   └── RedirectError          GATEWAY      (a 3xx: the base_url is wrong; not followed)
     ├── NetworkError               NETWORK      (no answer to a read: safe to repeat)
     │   └── NotConnectedError      NETWORK      (connection never made: nothing sent)
-    ├── HeldError                  HELD         (a likely duplicate / a busy original: not sent)
     └── UnknownOutcomeError        UNKNOWN_OUTCOME (sent, no answer: look it up)
         └── ConflictError          UNKNOWN_OUTCOME (the gateway shows another transaction
                                                      under an intent's reference)
@@ -172,8 +172,9 @@ class ConflictError(UnknownOutcomeError):
         self.reference = reference
 
 
-class HeldError(WalletctlError):
+class HeldError(RefusedError):
     """Held back before sending: a likely duplicate of a recent movement (``--allow-duplicate``
-    sends it anyway), or another process kept the original busy for too long."""
+    sends it anyway), or another process kept the original busy for too long. Recorded in
+    the history as ``refused`` (nothing was sent)."""
 
     exit_code = ExitCode.HELD

@@ -212,11 +212,12 @@ class HistoryStore:
                     continue
                 tip.append("complete", entry, vars(completion), self.chained)
             ids: list[int] = []
-            fresh: dict[tuple[Any, ...], int] = {}
-            for intent in intents:
+            todo = list(intents)
+            fresh = self._begun(db, todo)  # identity -> entry, for the whole group at once
+            for intent in todo:
                 key = _identity(intent)
                 found = fresh.get(key) if key else None
-                if key and found is None:
+                if key and found is None and intent.new_ref is None:
                     found = self._existing(db, intent)
                 if found is None:
                     found = tip.append("begin", None, vars(intent), self.chained)
@@ -225,6 +226,23 @@ class HistoryStore:
                 ids.append(found)
             tip.write()
             return ids
+
+    @staticmethod
+    def _begun(db: sqlite3.Connection, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
+        """The entries already begun for the intents that carry a new reference: one query
+        per 500 references (a batch's group of sends), not one per intent."""
+        refs = sorted({i.new_ref for i in intents if i.new_ref is not None and _identity(i)})
+        found: dict[tuple[Any, ...], int] = {}
+        for at in range(0, len(refs), 500):
+            chunk = refs[at:at + 500]
+            rows = db.execute(
+                "SELECT entry, merchant_id, store_id, operation, new_ref, amount, currency "  # noqa: S608 - placeholders only
+                f"FROM events WHERE kind = 'begin' AND outcome IS NULL AND new_ref IN "
+                f"({', '.join('?' * len(chunk))}) ORDER BY seq DESC", chunk)
+            for entry, merchant, store, op, new_ref, amount, currency in rows:
+                # oldest last, so the first entry of an identity wins
+                found[(merchant, store, op, new_ref, None, amount, currency)] = int(entry)
+        return found
 
     def movement(self, intent: Intent) -> tuple[int, str] | None:
         """The entry begun to send what ``intent`` describes, and its outcome now."""
@@ -320,6 +338,17 @@ class HistoryStore:
         return [e for e in found if e.outcome in outcomes and (
             (e.merchant_id, e.store_id) == (merchant_id, store_id)
             or (e.merchant_id is None and legacy == (e.profile, e.base_url)))]
+
+    def touched(self, *, operation: str, original_ref: str, batch_id: str,
+                since: str) -> bool:
+        """Whether any entry of this operation on ``original_ref`` from outside the batch
+        was sent (begun, whatever became of it) or began at or after ``since``: one indexed
+        probe, so that a batch row with nothing of the kind keeps its one round trip."""
+        row = self._db.execute(
+            "SELECT 1 FROM events WHERE original_ref = ? AND kind = 'begin' AND operation = ? "
+            "AND (batch_id IS NULL OR batch_id != ?) AND (outcome IS NULL OR time >= ?) "
+            "LIMIT 1", (original_ref, operation, batch_id, since)).fetchone()
+        return row is not None
 
     def recent(self, *, merchant_id: str, store_id: str, operation: str, original_ref: str,
                since: str) -> list[Entry]:

@@ -35,6 +35,7 @@ class RowSteps(GatewayCalls):
     history: HistoryStore | None
     # Rows left 'unknown' this run, per original: counted as applied by later pre-flights.
     _unknown: dict[str, list[tuple[Decimal, str]]]
+    _since: str | None = None
 
     def _finish(self, row: JournalRow, state: State, *, txn_id: str | None = None,
                 txn_state: str | None = None, detail: str | None = None) -> None:
@@ -45,10 +46,12 @@ class RowSteps(GatewayCalls):
         intent, or a recent movement): the row takes the lookup path."""
         if self.history is None:
             return False
-        window = client.profile.history.duplicate_window
-        since = (datetime.now(UTC) - timedelta(minutes=window)).strftime("%Y-%m-%dT%H:%M:%S")
-        return needs_lookup(self.history, client.profile, self.opt.op, row.ref,
-                            batch_id=self.journal.batch_id, since=since)
+        if self._since is None:  # the window's start, once per run (a few minutes' drift
+            window = client.profile.history.duplicate_window  # over a long run only widens)
+            start = datetime.now(UTC) - timedelta(minutes=window)
+            self._since = start.strftime("%Y-%m-%dT%H:%M:%S")
+        return needs_lookup(self.history, row.ref, self.opt.op,
+                            batch_id=self.journal.batch_id, since=self._since)
 
     def _earlier_conflict(self, client: Gateway, row: JournalRow,
                           records: Sequence[TransactionRecord]) -> bool:

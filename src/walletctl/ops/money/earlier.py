@@ -170,15 +170,13 @@ def reconcile(
     return done
 
 
-def needs_lookup(store: HistoryStore | None, profile: Profile, operation: str,
-                 original_ref: str, *, batch_id: str, since: str) -> bool:
-    """Whether the history holds, from outside this batch, an unknown intent on the original
-    or a movement since ``since`` (a batch row then takes the lookup path: its earlier
-    intents are resolved and the duplicate hold checked before it is sent)."""
+def needs_lookup(store: HistoryStore | None, original_ref: str, operation: str, *,
+                 batch_id: str, since: str) -> bool:
+    """Whether the history holds, from outside this batch, a movement sent on the original
+    (it may still be unknown) or one begun since ``since`` (a batch row then takes the
+    lookup path: earlier intents are resolved and the duplicate hold checked before it is
+    sent). Conservative (any merchant; a resolved movement counts too) and one probe."""
     if store is None:
         return False
-    return any(e.batch_id != batch_id and (e.outcome == "unknown" or e.time >= since)
-               for e in store.unresolved(
-                   merchant_id=profile.merchant_id, store_id=profile.store_id,
-                   operation=operation, original_ref=original_ref,
-                   legacy=(profile.name, profile.base_url), outcomes=("unknown", "approved")))
+    return store.touched(operation=operation, original_ref=original_ref, batch_id=batch_id,
+                         since=since)
