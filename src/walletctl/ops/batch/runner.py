@@ -79,7 +79,7 @@ from walletctl.ops.batch.outcome import (
     request_problem,
 )
 from walletctl.ops.batch.steps import RowSteps
-from walletctl.ops.money.lock import lock_key, money_locks
+from walletctl.ops.money.lock import MoneyLocks, lock_key, money_locks
 
 __all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "build_request",
            "request_problem"]
@@ -108,6 +108,7 @@ class BatchRunner(RowSteps):
         # The shared history (None: off, or a dry run): earlier intents and the duplicate
         # hold look there, as the single command's do.
         self.history = history
+        self._money_locks: MoneyLocks | None = None
         self.journal = journal
         self.gateway_for = gateway_for
         self.opt = options
@@ -182,7 +183,10 @@ class BatchRunner(RowSteps):
         prof = client.profile
         # The money protocol's per-original lock, shared with single commands and other
         # batches on this machine (held from the lookup to the recorded answer).
-        async with money_locks().hold_async(lock_key(prof.merchant_id, prof.store_id, row.ref)):
+        if self._money_locks is None:  # found once per run (the path lookup is not free)
+            self._money_locks = money_locks()
+        key = lock_key(prof.merchant_id, prof.store_id, row.ref)
+        async with self._money_locks.hold_async(key):
             await self._row(client, row)
 
     async def _row(self, client: Gateway, row: JournalRow) -> None:
