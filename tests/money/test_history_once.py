@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections import Counter
 from pathlib import Path
 
-from .conftest import Desk, unique
+from .conftest import WALLETCTL, Desk, unique
 
 
 def _rows(path: Path, orders: list[str]) -> Path:
@@ -48,3 +49,39 @@ def test_a_single_refund_then_a_batch_row_for_it_is_held(desk: Desk) -> None:
              expect=0)
     assert len(desk.followups(done, "refund")) == 2
     assert len(desk.followups(other, "refund")) == 1
+
+
+def test_two_desks_with_their_own_history_files_still_move_money_once(desk: Desk) -> None:
+    """Two operators on one machine, each with their own history file (WALLETCTL_AUDIT_LOG):
+    the per-original lock does not live beside a history, so they still take turns, and the
+    second sees the first's refund at the gateway (not in its own history)."""
+    order = desk.sale(unique("TWOH"), "50.00")
+    argv = ("-p", "desk-a", "refund", order, "--amount", "5", "--yes")
+    procs = [subprocess.Popen([*WALLETCTL, *argv], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                              env={**desk.env, "WALLETCTL_AUDIT_LOG": str(desk.tmp / f"h{i}")})
+             for i in range(2)]
+    results = [desk.finish(p, argv) for p in procs]
+    story = "".join(map(str, results))
+    assert sorted(r.code for r in results) == [0, 11], story
+    assert len(desk.followups(order, "refund")) == 1, story
+    held = next(r for r in results if r.code == 11)
+    assert f"{order}-REF1" in held.stderr
+    assert "not made through this history" in held.stderr
+
+
+def test_a_409_after_forward_is_unknown_and_the_rerun_reports_it(desk: Desk) -> None:
+    """A gateway that answers 409 (reference already used) to the request it has just
+    applied: not a refusal (exit 8, recorded unknown); the re-run finds it and sends nothing."""
+    order = desk.sale(unique("C409"), "50.00")
+    argv = ("-p", "desk-a", "refund", order, "--amount", "5", "--yes")
+    desk.proxy.status_after_forward(409)
+    first = desk.run(*argv, expect=8)
+    assert "409" in first.stderr, first
+    assert [e["outcome"] for e in desk.history()] == ["unknown"], first
+    desk.proxy.clear()
+    posts = len(desk.proxy.posts())
+    again = desk.run(*argv, expect=0)
+    assert "already applied" in again.stdout + again.stderr or "alreadyApplied" in again.stdout
+    assert len(desk.proxy.posts()) == posts, again
+    assert len(desk.followups(order, "refund")) == 1

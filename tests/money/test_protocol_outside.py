@@ -211,6 +211,12 @@ def test_d_mismatched_earlier_record_is_a_conflict(desk: Desk, field: str) -> No
     assert len(desk.proxy.posts()) == 1, f"a conflict sent a POST{again}"
     assert [(c["clientSystemTransactionId"], c["transactionAmount"])
             for c in desk.followups(ref, "capture")] == [(f"{ref}-CAP1", 1500)], again
+    # Reported once, then recorded (not applied under CAP1: another transaction holds it,
+    # both named): the order is not blocked for good, and nothing is left unknown.
+    entry = [e for e in desk.history() if e.get("new_ref") == f"{ref}-CAP1"]
+    assert [e["outcome"] for e in entry] == ["error"], entry
+    assert "conflict" in entry[0]["note"], entry
+    desk.run("-p", "desk-a", "history", "--unknown", "--reconcile", expect=0)
 
 
 def test_d_batch_mismatched_earlier_record_is_a_conflict(desk: Desk) -> None:

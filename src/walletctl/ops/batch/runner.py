@@ -198,8 +198,7 @@ class BatchRunner(RowSteps):
             records = await self._lookup(client, row.ref)
             if self._record_if_found(row, records):
                 return
-            if self._earlier_conflict(client, row, records):
-                return
+            self._resolve_earlier(client, row, records)
             if self.opt.preflight:
                 refusal = self._preflight(row, records)
                 if refusal is not None:

@@ -53,20 +53,18 @@ class RowSteps(GatewayCalls):
         return needs_lookup(self.history, row.ref, self.opt.op,
                             batch_id=self.journal.batch_id, since=self._since)
 
-    def _earlier_conflict(self, client: Gateway, row: JournalRow,
-                          records: Sequence[TransactionRecord]) -> bool:
+    def _resolve_earlier(self, client: Gateway, row: JournalRow,
+                         records: Sequence[TransactionRecord]) -> None:
         """Resolve unknown intents on the original from outside this batch (the single
-        command's step); a conflict among them stops this row: nothing is sent."""
+        command's step, with the row's lookup): recorded in the history; a conflict among
+        them is recorded (not applied under its reference) and named on the report."""
         if self.history is None:
-            return False
+            return
         judged = resolve_earlier(self.history, client.profile, self.opt.op, row.ref,
                                  list(records), batch_id=self.journal.batch_id)
-        conflict = next((j for j in judged if j.verdict == "conflict"), None)
-        if conflict is None:
-            return False
-        self.report.note("conflict")
-        self._finish(row, "unknown", detail=f"{conflict.note} (history #{conflict.entry.id})")
-        return True
+        for j in judged:
+            if j.verdict == "conflict":
+                self.report.note("conflict")
 
     def _held(self, client: Gateway, row: JournalRow,
               records: Sequence[TransactionRecord]) -> bool:

@@ -90,10 +90,12 @@ def judge(entry: Entry, records: list[TransactionRecord]) -> Judged:
 
 
 def record_judgement(store: HistoryStore, judged: Judged, how: str) -> None:
-    """Complete the entry with what was found (a conflict or an unknown stays unknown)."""
+    """Complete the entry with what was found. A conflict proves the intent was NOT applied
+    under its reference (another transaction holds it): recorded so, with both named, so
+    that it never blocks later movements on the original; only an unknown stays unknown."""
     if judged.verdict == "applied" and judged.record is not None:
         outcome = history_outcome(judged.record.state, judged.entry.operation)
-    elif judged.verdict == "absent":
+    elif judged.verdict in ("absent", "conflict"):
         outcome = "error"
     else:
         outcome = "unknown"
@@ -162,8 +164,8 @@ def reconcile(
         judged = judge(entry, records)
         if judged.verdict != "unknown":
             record_judgement(store, judged, "reconciled")
-        outcome = ("unknown" if judged.verdict in ("unknown", "conflict")
-                   else "error" if judged.verdict == "absent"
+        outcome = ("unknown" if judged.verdict == "unknown"
+                   else "error" if judged.verdict in ("absent", "conflict")
                    else history_outcome(judged.record.state if judged.record else None,
                                         entry.operation))
         done.append(Reconciled(entry, outcome, f"reconciled: {judged.note}"))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from walletctl.errors import (
     DeclinedError,
+    GatewayError,
     UnknownOutcomeError,
     WalletctlError,
 )
@@ -98,10 +99,9 @@ def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask, desk:
     with hold, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
         records = client.lookup(ask.ref)
         judged = [] if ask.dry_run else resolve_earlier(store, profile, ask.op, ask.ref, records)
-        for j in judged:
-            if j.verdict == "conflict":
-                raise j.error()
         same = _repeated(judged, ask)
+        if same is not None and same.verdict == "conflict":  # reported once, then recorded
+            raise same.error()
         if same is not None and same.verdict == "applied":
             return Moved(earlier=same)
         new_ref, amount = ask.new_ref, ask.amount
@@ -112,10 +112,10 @@ def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask, desk:
                                  currency=currency, new_reference=new_ref)
         req = plan.request
         rec.planned(req.client_system_transaction_id, req.amount, req.currency_code)
+        if same is None and not ask.allow_duplicate:  # a dry run shows the hold too
+            _hold_duplicate(store, client, plan, records)
         if ask.dry_run:
             return Moved(plan=plan)
-        if same is None and not ask.allow_duplicate:
-            _hold_duplicate(store, client, plan, records)
         settings = profile.history
         check_policy(
             profile_name=profile.name, operation=ask.op, amount=req.amount,
@@ -130,10 +130,10 @@ def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask, desk:
 
 def _repeated(judged: list[Judged], ask: Ask) -> Judged | None:
     """The newest earlier intent this command repeats (same new reference if one is given,
-    same amount if one is given), now judged applied or absent."""
+    same amount if one is given), now judged applied, absent or in conflict."""
     for j in reversed(judged):
         e = j.entry
-        if j.verdict not in ("applied", "absent"):
+        if j.verdict not in ("applied", "absent", "conflict"):
             continue
         if ask.new_ref is not None and e.new_ref != ask.new_ref:
             continue
@@ -179,14 +179,28 @@ def _send(client: GatewayClient, plan: FollowUpPlan, rec: Recording) -> FollowUp
     new = req.client_system_transaction_id
     try:
         response = client.followup(req)
+    except GatewayError as exc:
+        if exc.status != 409:
+            _unknown_hint(exc, new)
+            raise
+        # the reference is already used: by this very request earlier (a gateway without
+        # replay), or by another transaction. Unknown until looked up, like a lost answer.
+        err = UnknownOutcomeError(new, f"the gateway answered HTTP 409: {new} is already "
+                                       "used")
+        _unknown_hint(err, new)
+        raise err from None
     except WalletctlError as exc:
-        if meaning_of_failure(exc) == "unknown":
-            exc.hint = (f"the outcome is recorded unknown: check with `walletctl lookup {new}`, "
-                        f"or run the same command again: it looks {new} up first, reports it "
-                        "done if applied, re-sends it under the same reference if not")
+        _unknown_hint(exc, new)
         raise
     rec.answered(response.state)
     return response
+
+
+def _unknown_hint(exc: WalletctlError, new: str) -> None:
+    if meaning_of_failure(exc) == "unknown":
+        exc.hint = (f"the outcome is recorded unknown: check with `walletctl lookup {new}`, "
+                    f"or run the same command again: it looks {new} up first, reports it "
+                    "done if applied, re-sends it under the same reference if not")
 
 
 def interpret(plan: FollowUpPlan, response: FollowUpResponse) -> None:

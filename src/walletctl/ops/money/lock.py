@@ -45,7 +45,8 @@ class MoneyLocks:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        _check_private(path.parent)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
 
     @staticmethod
     def _offset(key: str) -> int:
@@ -81,8 +82,8 @@ class MoneyLocks:
                     raise HeldError(
                         f"{what} stayed busy for {limit:.0f} s (another walletctl is moving "
                         "money on it); nothing was sent",
-                        hint="see `walletctl history --ref` for what is in progress, then "
-                             "run the command again")
+                        hint=f"another walletctl (a prompt left waiting?) holds {what}; see "
+                             f"`walletctl history --ref {what}`, then run the command again")
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
         try:
@@ -107,16 +108,30 @@ _OPEN: dict[Path, MoneyLocks] = {}
 
 
 def lock_path() -> Path:
-    """Beside the history file ``WALLETCTL_AUDIT_LOG`` names (a demo, a test, a desk that
-    points every profile at one history), else in walletctl's data directory."""
-    from walletctl.constants import Env
+    """``walletctl/money.lock`` in the user's runtime directory (``$XDG_RUNTIME_DIR``), else
+    in ``walletctl-UID`` in the system's temporary directory: one file per machine user,
+    whatever profile, history file or ``WALLETCTL_AUDIT_LOG`` a command uses."""
+    import tempfile
 
-    env = os.environ.get(Env.AUDIT_LOG)
-    if env:
-        return Path(env).expanduser().absolute().parent / "walletctl-money.lock"
-    from walletctl.history.location import data_dir
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and Path(runtime).is_absolute():
+        return Path(runtime) / "walletctl" / "money.lock"
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / f"walletctl-{uid}" / "money.lock"
 
-    return data_dir() / "locks" / "money.lock"
+
+def _check_private(folder: Path) -> None:
+    """A lock folder in a shared directory must be ours and closed to others (a folder
+    someone else made, or a symlink to one, could hold our locks)."""
+    st = os.lstat(folder)
+    import stat
+
+    mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    if not stat.S_ISDIR(st.st_mode) or not mine or st.st_mode & 0o077:
+        from walletctl.errors import ConfigError
+
+        raise ConfigError(f"lock folder {folder}: must be a directory of this user's with "
+                          "mode 0700", hint=f"remove it (rm -r {folder}); walletctl makes it anew")
 
 
 def money_locks(path: Path | None = None) -> MoneyLocks:
