@@ -213,66 +213,50 @@ class HistoryStore:
                 tip.append("complete", entry, vars(completion), self.chained)
             ids: list[int] = []
             todo = list(intents)
-            fresh = self._begun(db, todo)  # identity -> entry, for the whole group at once
+            found = self._begun(db, todo)  # identity -> entry, for the whole group at once
             for intent in todo:
                 key = _identity(intent)
-                found = fresh.get(key) if key else None
-                if key and found is None and intent.new_ref is None:
-                    found = self._existing(db, intent)
-                if found is None:
-                    found = tip.append("begin", None, vars(intent), self.chained)
+                begun = found.get(key) if key else None
+                if begun is None:
+                    begun = tip.append("begin", None, vars(intent), self.chained)
                     if key:
-                        fresh[key] = found
-                ids.append(found)
+                        found[key] = begun
+                ids.append(begun)
             tip.write()
             return ids
 
     @staticmethod
     def _begun(db: sqlite3.Connection, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
-        """The entries already begun for the intents that carry a new reference: one query
-        per 500 references (a batch's group of sends), not one per intent."""
-        refs = sorted({i.new_ref for i in intents if i.new_ref is not None and _identity(i)})
+        """The entries already begun to send these intents' movements, by identity: one
+        query per 500 references (a batch's group of sends), not one per intent."""
+        refs = sorted({key[3] if key[3] is not None else key[4]
+                       for key in map(_identity, intents) if key})
         found: dict[tuple[Any, ...], int] = {}
         for at in range(0, len(refs), 500):
             chunk = refs[at:at + 500]
+            marks = ", ".join("?" * len(chunk))
             rows = db.execute(
-                "SELECT entry, merchant_id, store_id, operation, new_ref, amount, currency "  # noqa: S608 - placeholders only
-                f"FROM events WHERE kind = 'begin' AND outcome IS NULL AND new_ref IN "
-                f"({', '.join('?' * len(chunk))}) ORDER BY seq DESC", chunk)
-            for entry, merchant, store, op, new_ref, amount, currency in rows:
+                "SELECT entry, merchant_id, store_id, operation, new_ref, original_ref, amount, "  # noqa: S608 - placeholders only
+                "currency FROM events WHERE kind = 'begin' AND outcome IS NULL AND "
+                f"(new_ref IN ({marks}) OR (new_ref IS NULL AND original_ref IN ({marks}))) "
+                "ORDER BY seq DESC", chunk + chunk)
+            for entry, merchant, store, op, new_ref, original, amount, currency in rows:
                 # oldest last, so the first entry of an identity wins
-                found[(merchant, store, op, new_ref, None, amount, currency)] = int(entry)
+                key = (merchant, store, op, new_ref, None if new_ref is not None else original,
+                       amount, currency)
+                found[key] = int(entry)
         return found
 
     def movement(self, intent: Intent) -> tuple[int, str] | None:
         """The entry begun to send what ``intent`` describes, and its outcome now."""
-        entry = self._existing(self._db, intent) if _identity(intent) else None
+        key = _identity(intent)
+        entry = self._begun(self._db, [intent]).get(key) if key else None
         if entry is None:
             return None
         row = self._db.execute(
             "SELECT outcome FROM events WHERE entry = ? AND kind = 'complete' "
             "ORDER BY seq DESC LIMIT 1", (entry,)).fetchone()
         return entry, str(row[0]) if row and row[0] else "unknown"
-
-    @staticmethod
-    def _existing(db: sqlite3.Connection, intent: Intent) -> int | None:
-        """The entry already begun for this movement (same identity, begun to be sent)."""
-        args: tuple[str | None, ...]
-        if intent.new_ref is not None:
-            sql = ("SELECT entry FROM events WHERE kind = 'begin' AND new_ref = ? "
-                   "AND outcome IS NULL AND operation = ? AND merchant_id = ? AND store_id = ? "
-                   "AND amount IS ? AND currency IS ? ORDER BY seq LIMIT 1")
-            args = (intent.new_ref, intent.operation, intent.merchant_id, intent.store_id,
-                    intent.amount, intent.currency)
-        else:
-            sql = ("SELECT entry FROM events WHERE kind = 'begin' AND original_ref = ? "
-                   "AND new_ref IS NULL AND outcome IS NULL AND operation = ? "
-                   "AND merchant_id = ? AND store_id = ? AND amount IS ? AND currency IS ? "
-                   "ORDER BY seq LIMIT 1")
-            args = (intent.original_ref, intent.operation, intent.merchant_id, intent.store_id,
-                    intent.amount, intent.currency)
-        row = db.execute(sql, args).fetchone()
-        return None if row is None else int(row[0])
 
     # ------------------------------------------------------------------ reading
 
@@ -327,17 +311,14 @@ class HistoryStore:
         return int(found[0])
 
     def unresolved(self, *, merchant_id: str, store_id: str, operation: str,
-                   original_ref: str, legacy: tuple[str, str] | None = None,
-                   outcomes: tuple[str, ...] = ("unknown",)) -> list[Entry]:
+                   original_ref: str, legacy: tuple[str, str] | None = None) -> list[Entry]:
         """Entries of this operation on the merchant's ``original_ref`` whose outcome is
-        still unknown (or one of ``outcomes``), whichever profile or URL spelling made them.
-        ``legacy`` (profile name, base URL) also matches entries written before the history
-        kept merchant ids."""
-        found = self.entries(Filters(operation=operation, original_ref=original_ref,
-                                     outcome=outcomes[0] if len(outcomes) == 1 else None))
-        return [e for e in found if e.outcome in outcomes and (
-            (e.merchant_id, e.store_id) == (merchant_id, store_id)
-            or (e.merchant_id is None and legacy == (e.profile, e.base_url)))]
+        still unknown, whichever profile or URL spelling made them. ``legacy`` (profile
+        name, base URL) also matches entries written before the history kept merchant ids."""
+        found = self.entries(
+            Filters(operation=operation, outcome="unknown", original_ref=original_ref))
+        return [e for e in found if (e.merchant_id, e.store_id) == (merchant_id, store_id)
+                or (e.merchant_id is None and legacy == (e.profile, e.base_url))]
 
     def touched(self, *, operation: str, original_ref: str, batch_id: str,
                 since: str) -> bool:

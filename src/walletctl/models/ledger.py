@@ -39,6 +39,8 @@ _TYPE_KINDS: dict[str, Kind] = {
 
 
 _KIND_OPS: dict[Kind, Op] = {"capture": "capture", "refund": "refund", "reversal": "reverse"}
+# the record kind (and noun) each follow-up operation creates
+KIND_OF_OP: dict[str, Kind] = {op: kind for kind, op in _KIND_OPS.items()}
 
 
 def kind_of(type_str: str | None) -> Kind | None:

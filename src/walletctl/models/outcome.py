@@ -30,7 +30,7 @@ from walletctl.errors import (
     RequestValidationError,
     WalletctlError,
 )
-from walletctl.models.ledger import kind_of
+from walletctl.models.ledger import KIND_OF_OP, kind_of
 from walletctl.models.money import format_major
 
 if TYPE_CHECKING:
@@ -46,8 +46,6 @@ REFUSING_STATUSES = frozenset({400, 401, 403, 404, 405, 413, 415, 422})
 
 Meaning = Literal["approved", "declined", "unknown"]
 Failure = Literal["not_sent", "refused", "declined", "unknown"]
-# the record kind each operation creates
-_KIND_OF_OP = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
 
 
 def meaning_of_state(state: str | None) -> Meaning:
@@ -105,7 +103,7 @@ def record_conflicts(record: TransactionRecord, intended: Intended) -> list[str]
     """How the record under ``intended.reference`` differs from the intent (empty: it is it).
     A field the gateway does not show is not a difference."""
     found: list[str] = []
-    want_kind = _KIND_OF_OP.get(intended.operation)
+    want_kind = KIND_OF_OP.get(intended.operation)
     shown_kind = kind_of(record.type)
     if want_kind is not None and record.type and shown_kind != want_kind:
         found.append(f"type {record.type}, not a {want_kind}")

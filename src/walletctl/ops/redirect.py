@@ -15,7 +15,13 @@ from walletctl.constants import APM_PROVIDER
 from walletctl.errors import RequestValidationError
 from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
 from walletctl.models.followup import OPERATION_TYPES, FollowUpRequest, FollowUpResponse, Operation
-from walletctl.models.ledger import Balance, balance_from_records, check_followup, kind_of
+from walletctl.models.ledger import (
+    KIND_OF_OP,
+    Balance,
+    balance_from_records,
+    check_followup,
+    kind_of,
+)
 from walletctl.models.money import check_currency, parse_major
 from walletctl.models.records import TransactionRecord
 
@@ -156,7 +162,7 @@ def derive_reference(reference: str, op: Operation, sequence: int) -> str:
 def next_reference(reference: str, op: Operation, records: list[TransactionRecord]) -> str:
     """The first derived reference not already used by a record of this lookup."""
     used = {r.client_system_transaction_id for r in records}
-    kind = {"capture": "capture", "refund": "refund", "reverse": "reversal"}[op]
+    kind = KIND_OF_OP[op]
     # Follow-up records may carry the original's reference (the spec's lookup "shares" it):
     # they count too, or a second capture would reuse REF-CAP1.
     sequence = 1 + sum(1 for r in records if kind_of(r.type) == kind)

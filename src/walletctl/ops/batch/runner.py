@@ -50,9 +50,7 @@ from walletctl.errors import (
     ResponseError,
     UnknownOutcomeError,
 )
-from walletctl.models.outcome import (
-    meaning_of_failure,
-)
+from walletctl.models.outcome import meaning_of_failure
 from walletctl.ops.batch.commit import GroupCommit
 from walletctl.ops.batch.control import (
     Gateway,

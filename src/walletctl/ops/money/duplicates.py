@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from walletctl.errors import HeldError
-from walletctl.models.ledger import kind_of
+from walletctl.models.ledger import KIND_OF_OP, kind_of
 from walletctl.models.money import format_major
 from walletctl.models.outcome import REFUSAL_STATES
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from walletctl.history.store import Entry, HistoryStore
     from walletctl.models.records import TransactionRecord
 
-_KIND = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
 _TIME = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
 
 
@@ -49,9 +48,8 @@ class Duplicate:
             ago = (f" {secs} s ago" if secs < 120 else f" {secs // 60} min ago") + \
                 f" ({self.time.strftime('%Y-%m-%dT%H:%M:%SZ')})"
         who = f" by {self.who}" if self.who else " (not made through this history)"
-        noun = {"reverse": "reversal"}.get(self.operation, self.operation)
         return HeldError(
-            f"likely duplicate: {noun} {self.reference} of "
+            f"likely duplicate: {KIND_OF_OP[self.operation]} {self.reference} of "
             f"{format_major(self.amount, self.currency)} on {self.original_ref} was made"
             f"{ago}{who}; nothing was sent",
             hint="if a second, identical one is really meant, run the command again with "
@@ -103,7 +101,7 @@ def find_duplicate(
         found.append((when, e.reference, amount))
     for r in records:
         ref = r.client_system_transaction_id
-        if ref in exclude or kind_of(r.type) != _KIND[operation] or r.state in REFUSAL_STATES:
+        if ref in exclude or kind_of(r.type) != KIND_OF_OP[operation] or r.state in REFUSAL_STATES:
             continue
         if r.currency_code.upper() != cur or r.transaction_amount != amount:
             continue

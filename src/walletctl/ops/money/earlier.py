@@ -120,12 +120,30 @@ def resolve_earlier(store: HistoryStore | None, profile: Profile, operation: str
                     batch_id: str | None = None) -> list[Judged]:
     """Judge and record every unknown earlier intent on the original (one lookup's records);
     the judgements, oldest first."""
-    judged = [judge(e, records)
-              for e in unresolved_for(store, profile, operation, original_ref, batch_id)]
+    return settle(store, unresolved_for(store, profile, operation, original_ref, batch_id),
+                  records)
+
+
+def settle(store: HistoryStore | None, entries: list[Entry],
+           records: list[TransactionRecord]) -> list[Judged]:
+    """Judge ``entries`` against ``records`` and record what is proven."""
+    judged = [judge(e, records) for e in entries]
     for j in judged:
         if store is not None and j.verdict != "unknown":
             record_judgement(store, j, "resolved on re-run")
     return judged
+
+
+def lookup_or_none(client: GatewayClient, reference: str) -> list[TransactionRecord]:
+    """A lookup where an unknown reference (404) means "nothing under it"."""
+    from walletctl.errors import GatewayError
+
+    try:
+        return client.lookup(reference)
+    except GatewayError as exc:
+        if exc.status != 404:
+            raise
+        return []
 
 
 @dataclass(frozen=True)
@@ -152,12 +170,10 @@ def reconcile(
             done.append(Reconciled(entry, "unknown", client))
             continue
         try:
-            records = client.lookup(entry.original_ref or entry.reference)
+            records = lookup_or_none(client, entry.original_ref or entry.reference)
         except GatewayError as exc:
-            if exc.status != 404:
-                done.append(Reconciled(entry, "unknown", f"lookup failed: HTTP {exc.status}"))
-                continue
-            records = []
+            done.append(Reconciled(entry, "unknown", f"lookup failed: HTTP {exc.status}"))
+            continue
         except WalletctlError as exc:
             done.append(Reconciled(entry, "unknown", f"lookup failed: {type(exc).__name__}"))
             continue

@@ -29,12 +29,9 @@ from walletctl.errors import (
 )
 from walletctl.history.policy import check_policy
 from walletctl.history.recorder import Recording, recording
+from walletctl.models.ledger import KIND_OF_OP
 from walletctl.models.money import parse_major
-from walletctl.models.outcome import (
-    find_record,
-    meaning_of_failure,
-    meaning_of_state,
-)
+from walletctl.models.outcome import meaning_of_failure, meaning_of_state
 from walletctl.ops.money.duplicates import likely_duplicate
 from walletctl.ops.money.earlier import Judged, resolve_earlier
 from walletctl.ops.money.lock import lock_key, money_locks
@@ -51,7 +48,7 @@ if TYPE_CHECKING:
     from walletctl.models.followup import FollowUpResponse, Operation
     from walletctl.models.records import TransactionRecord
 
-NOUN = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
+NOUN = KIND_OF_OP  # capture, refund, reversal: what the command calls its movement
 
 
 @dataclass(frozen=True)
@@ -179,17 +176,14 @@ def _send(client: GatewayClient, plan: FollowUpPlan, rec: Recording) -> FollowUp
     new = req.client_system_transaction_id
     try:
         response = client.followup(req)
-    except GatewayError as exc:
-        if exc.status != 409:
-            _unknown_hint(exc, new)
-            raise
-        # the reference is already used: by this very request earlier (a gateway without
-        # replay), or by another transaction. Unknown until looked up, like a lost answer.
-        err = UnknownOutcomeError(new, f"the gateway answered HTTP 409: {new} is already "
-                                       "used")
-        _unknown_hint(err, new)
-        raise err from None
     except WalletctlError as exc:
+        if isinstance(exc, GatewayError) and exc.status == 409:
+            # the reference is already used: by this very request earlier (a gateway without
+            # replay), or by another transaction. Unknown until looked up, like a lost answer.
+            err = UnknownOutcomeError(new, f"the gateway answered HTTP 409: {new} is "
+                                           "already used")
+            _unknown_hint(err, new)
+            raise err from None
         _unknown_hint(exc, new)
         raise
     rec.answered(response.state)
@@ -220,10 +214,3 @@ def interpret(plan: FollowUpPlan, response: FollowUpResponse) -> None:
             hint=f"see `walletctl lookup {plan.request.client_system_invoice_id}`",
         )
 
-
-def _look_again(client: GatewayClient, original: str, new: str) -> TransactionRecord | None:
-    """One lookup after an unclear answer (a failure here leaves the outcome unknown)."""
-    try:
-        return find_record(client.lookup(original), new)
-    except WalletctlError:
-        return None
