@@ -10,7 +10,7 @@ from typing import Final
 
 
 class Env:
-    """Environment variables walletctl reads (defined once, documented in the README)."""
+    """Environment variables walletctl reads (defined once, documented in docs/guide.md)."""
 
     CONFIG: Final = "WALLETCTL_CONFIG"
     PROFILE: Final = "WALLETCTL_PROFILE"

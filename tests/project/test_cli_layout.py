@@ -28,15 +28,32 @@ def test_unknown_command_is_none() -> None:
     assert load_command("no-such-command") is None
 
 
+@pytest.mark.parametrize("folder", ["src/walletctl/completions", "completions"])
 @pytest.mark.parametrize("filename", sorted(render_all()))
-def test_shipped_completions_are_current(filename: str) -> None:
-    shipped = ROOT / "src" / "walletctl" / "completions" / filename
+def test_shipped_completions_are_current(filename: str, folder: str) -> None:
+    """The package's scripts (what `walletctl completion SHELL` prints once installed) and
+    the repository's top-level completions/ (what a reader of the repository finds) are both
+    exactly what the generator renders now."""
+    shipped = ROOT / folder / filename
     assert shipped.exists(), (
-        f"src/walletctl/completions/{filename} missing: run python -m walletctl.cli.completions"
+        f"{folder}/{filename} missing: run python -m walletctl.cli.completions"
     )
     assert shipped.read_text(encoding="utf-8") == render_all()[filename], (
-        f"src/walletctl/completions/{filename} is stale: run `python -m walletctl.cli.completions`"
+        f"{folder}/{filename} is stale: run `python -m walletctl.cli.completions`"
     )
+
+
+@pytest.mark.parametrize("name", sorted(
+    p.name for p in (ROOT / "src" / "walletctl" / "config" / "examples").glob("*.toml")))
+def test_top_level_sample_configs_are_the_shipped_examples(name: str) -> None:
+    """sample-configs/ at the top of the repository holds the same files `walletctl profile
+    example KIND` prints from the package (one content, checked here, never edited apart)."""
+    shipped = ROOT / "src" / "walletctl" / "config" / "examples" / name
+    top = ROOT / "sample-configs" / name
+    assert top.exists(), f"sample-configs/{name} missing: copy it from {shipped}"
+    assert top.read_text(encoding="utf-8") == shipped.read_text(encoding="utf-8"), (
+        f"sample-configs/{name} differs from src/walletctl/config/examples/{name}: the "
+        "package's copy is the one `profile example` prints; copy it over")
 
 
 def test_bash_completion_completes_commands_and_options(tmp_path: Path) -> None:

@@ -343,14 +343,19 @@ def main(argv: list[str]) -> int:
         prog="python -m walletctl.cli.completions",
         description="Regenerate walletctl's static shell completion scripts.",
     )
-    parser.add_argument("directory", nargs="?", type=Path, default=PACKAGE_DIR,
-                        help=f"where to write them (default: {PACKAGE_DIR})")
+    parser.add_argument("directory", nargs="?", type=Path, default=None,
+                        help=f"where to write them (default: {PACKAGE_DIR}, and the "
+                             "checkout's top-level completions/ when run from one)")
     args = parser.parse_args(argv)
-    target: Path = args.directory
-    target.mkdir(parents=True, exist_ok=True)
-    for name, text in render_all().items():
-        (target / name).write_text(text, encoding="utf-8")
-        print(f"wrote {target / name}")
+    targets: list[Path] = [args.directory] if args.directory else [PACKAGE_DIR]
+    checkout = PACKAGE_DIR.parents[2]  # src/walletctl/completions -> the repository
+    if args.directory is None and (checkout / "pyproject.toml").is_file():
+        targets.append(checkout / "completions")  # where a reader of the repository looks
+    for target in targets:
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in render_all().items():
+            (target / name).write_text(text, encoding="utf-8")
+            print(f"wrote {target / name}")
     return 0
 
 

@@ -22,7 +22,7 @@ from walletctl.config.profile import ProfilesFile
 from walletctl.errors import ConfigError, UsageError
 
 HEADER = (
-    '# walletctl profiles (format: `walletctl profile example`, or the README\'s "Profiles").\n'
+    '# walletctl profiles (format: `walletctl profile example`, or docs/profiles.md).\n'
     "# `walletctl profile add/remove` edit this file in place and keep your comments.\n\n"
 )
 

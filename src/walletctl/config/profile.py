@@ -1,4 +1,4 @@
-"""Profile settings as read from the TOML file (see README "Profiles" / docs/profiles.md).
+"""Profile settings as read from the TOML file (see docs/profiles.md and docs/guide.md "Profiles").
 
 Plain frozen dataclasses: cheap to import, no validation framework needed on the hot path of
 ``walletctl --help``. Checks live in ``config.validate``, reading and saving the file in

@@ -31,7 +31,7 @@ def profile_toml(base_url: str, *, name: str = DEMO_PROFILE, key_env: str = DEMO
                  amount_format: str = "minor", merchant_id: str = "M-DEMO",
                  store_id: str = "S-01", user_id: str = "demo-user", timeout: int = 30,
                  service_secret_env: str | None = None) -> str:
-    """A profiles file for a sandbox at ``base_url`` (README "Profiles" format)."""
+    """A profiles file for a sandbox at ``base_url`` (the format of docs/profiles.md)."""
     secret = f'service_secret_env = "{service_secret_env}"\n' if service_secret_env else ""
     return f"""default_profile = "{name}"
 
