@@ -58,9 +58,10 @@ def main() -> int:
                           user_id="u", currency="EUR", auth=AuthSettings(key=key))
 
         from walletctl.history.recorder import now_utc
-        from walletctl.history.store import Completion, HistoryStore, Intent
+        from walletctl.history.sqlite import SqliteHistory
+        from walletctl.history.store import Completion, Intent
 
-        with HistoryStore(workdir / "history.sqlite3") as prefilled:
+        with SqliteHistory(workdir / "history.sqlite3") as prefilled:
             ids = prefilled.begin_many(
                 Intent(time=now_utc(), os_user="u", host="h", profile="bench",
                        base_url=sandbox.url, operation=("refund", "capture")[i % 2],

@@ -14,6 +14,7 @@ pytest_plugins = [
     "pytester",
     *(["sandbox_fixtures"] if (Path(__file__).parent / "sandbox_fixtures.py").exists() else []),
     "first_hour_fixtures",  # served_sandbox: `sandbox serve --write-profile` on a real port
+    "pg_fixtures",  # pg_cluster, pg_desk, pg_private: a real PostgreSQL server (marker postgres)
 ]
 
 TEST_API_KEY = "sandbox-api-key"

@@ -16,6 +16,7 @@ class Env:
     PROFILE: Final = "WALLETCTL_PROFILE"
     DEBUG: Final = "WALLETCTL_DEBUG"
     AUDIT_LOG: Final = "WALLETCTL_AUDIT_LOG"  # the history (audit log) file
+    HISTORY_URL: Final = "WALLETCTL_HISTORY_URL"  # a team's shared history (PostgreSQL)
     NO_COLOR: Final = "NO_COLOR"
     # Sandbox
     SANDBOX_DB: Final = "WALLETCTL_SANDBOX_DB"

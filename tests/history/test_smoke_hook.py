@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from walletctl.config.profile import AuthSettings, Profile
-from walletctl.history.store import HistoryStore
+from walletctl.history.sqlite import SqliteHistory
 from walletctl.ops.smoke.history_hook import HistoryTransport
 
 
@@ -43,7 +43,7 @@ def _run(tmp_path: Path, is_sandbox: bool) -> list[tuple[object, ...]]:
             "clientSystemInvoiceId": "S-1", "amount": "1001", "currencyCode": "EUR"})
     if not path.exists():
         return []
-    with HistoryStore(path) as store:
+    with SqliteHistory(path) as store:
         return [(e.operation, e.original_ref, e.new_ref, e.amount, e.outcome, e.note)
                 for e in store.entries()]
 

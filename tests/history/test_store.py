@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from history_helpers import SRC, expect
 
-from walletctl.history.store import Completion, HistoryStore, Intent
+from walletctl.history.sqlite import SqliteHistory
+from walletctl.history.store import Completion, Intent
 
 
 def _intent(i: int, **kw: str) -> Intent:
@@ -28,7 +29,7 @@ def _intent(i: int, **kw: str) -> Intent:
 
 
 def _fill(path: Path, n: int = 6) -> None:
-    with HistoryStore(path) as store:
+    with SqliteHistory(path) as store:
         for i in range(1, n + 1):
             entry = store.begin(_intent(i, operation="capture" if i % 3 == 0 else "refund",
                                         os_user="bo" if i % 2 else "ana"))
@@ -65,12 +66,12 @@ TAMPERING = {
 def test_verify_names_the_first_broken_entry(tmp_path: Path, case: str) -> None:
     path = tmp_path / "h.sqlite3"
     _fill(path)
-    with HistoryStore(path) as store:
+    with SqliteHistory(path) as store:
         assert store.verify() == (12, None)
     sql, message = TAMPERING[case]
     with sqlite3.connect(path) as db:
         db.executescript(sql)
-    with HistoryStore(path) as store:
+    with SqliteHistory(path) as store:
         _count, broken = store.verify()
     assert broken is not None
     assert message in broken.problem, broken
@@ -86,7 +87,8 @@ def test_verify_command_exit_codes(tmp_path: Path) -> None:
     piped = _cli(path, "history", "verify")
     assert piped.returncode == 0, piped
     assert json.loads(piped.stdout) == {
-        "file": str(path), "intact": True, "events": 12, "brokenAt": None, "headEvent": 12,
+        "history": str(path), "backend": "sqlite", "file": str(path), "intact": True,
+        "events": 12, "brokenAt": None, "headEvent": 12,
         "headHash": json.loads(piped.stdout)["headHash"]}
     with sqlite3.connect(path) as db:
         db.execute("UPDATE events SET amount = '1.00' WHERE seq = 5")
@@ -101,8 +103,9 @@ def test_verify_command_exit_codes(tmp_path: Path) -> None:
 
 _APPENDER = """
 import sys
-from walletctl.history.store import HistoryStore, Intent
-store = HistoryStore(__import__("pathlib").Path(sys.argv[1]))
+from walletctl.history.sqlite import SqliteHistory
+from walletctl.history.store import Intent
+store = SqliteHistory(__import__("pathlib").Path(sys.argv[1]))
 for i in range(500):
     store.begin(Intent(time="2026-11-22T10:00:00.000Z", os_user=sys.argv[2], host="h",
                        profile="p", base_url="u", operation="refund", original_ref=str(i)))
@@ -111,12 +114,12 @@ for i in range(500):
 
 def test_two_processes_appending_500_each_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite3"
-    HistoryStore(path).close()
+    SqliteHistory(path).close()
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     procs = [subprocess.Popen([sys.executable, "-c", _APPENDER, str(path), who], env=env)
              for who in ("ana", "bo")]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
-    with HistoryStore(path) as store:
+    with SqliteHistory(path) as store:
         entries = list(store.entries())
         assert store.verify() == (1000, None)
     assert sorted(e.id for e in entries) == list(range(1, 1001))

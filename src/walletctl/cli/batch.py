@@ -275,12 +275,15 @@ def _dry_run_exit(report: RunReport) -> int:
 def _audit(state: Any, profile: Profile, options: RunOptions,
            batch_id: str) -> BatchAudit | None:
     """The history recorder of a real run (None for a dry run or with the history off)."""
-    if options.predict or not profile.history.enabled:
+    from walletctl.history.location import history_url
+
+    if options.predict or (not profile.history.enabled and history_url(profile) is None):
         return None
-    from walletctl.history import history_path, open_history
+    from walletctl.history import open_for
     from walletctl.ops.batch.audit import BatchAudit
 
-    return BatchAudit(open_history(history_path(profile)), profile, options.op, batch_id,
+    store = open_for(profile, purpose=f"walletctl {options.op} --batch {batch_id}")
+    return BatchAudit(store, profile, options.op, batch_id,
                       profile_for=_profiles(state, profile))
 
 

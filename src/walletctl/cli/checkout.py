@@ -138,7 +138,8 @@ def checkout(
 
     ref_ = request.client_system_transaction_id
     with client:
-        created = create_checkout(client, open_for(profile), request)
+        created = create_checkout(
+            client, open_for(profile, purpose=f"walletctl checkout {ref_}"), request)
     if created.earlier is not None:
         from walletctl.render.console import print_note
 

@@ -230,7 +230,8 @@ def _single(
 
     desk = Desk(confirm=confirm_plan, ask_amount=ask_amount(), on_wait=render_waiting)
     with make_client(st) as client:
-        moved = follow_up(client, None if dry_run else open_for(profile), ask, desk)
+        store = None if dry_run else open_for(profile, purpose=f"walletctl {op} {ref}")
+        moved = follow_up(client, store, ask, desk)
         if dry_run and moved.plan is not None:
             print_dry_run(st, [client.prepare_followup(moved.plan.request)])
             return

@@ -104,14 +104,16 @@ def history(
     """List, verify and reconcile the local history (audit log) of money movements."""
     if ctx.invoked_subcommand is not None:
         return
+    from walletctl.config.dburl import DbUrl
     from walletctl.errors import UsageError
-    from walletctl.history import history_path, open_history
+    from walletctl.history import history_location, open_location
     from walletctl.history.store import OUTCOMES, Filters
 
     st = get_state(ctx)
-    where = history_path(_profile_or_none(st))
+    where = history_location(_profile_or_none(st))
+    named = where.display() if isinstance(where, DbUrl) else str(where)
     if path:
-        typer.echo(str(where))
+        typer.echo(named)
         return
     if unknown:
         if outcome not in (None, "unknown"):
@@ -128,10 +130,10 @@ def history(
     )
     from walletctl.render.history import render_entries
 
-    if not where.exists():
-        render_entries([], st.output_format, path=str(where))
+    if isinstance(where, Path) and not where.exists():
+        render_entries([], st.output_format, path=named)
         return
-    store = open_history(where, create=False)
+    store = open_location(where, create=False, purpose="walletctl history")
     try:
         if reconcile:
             _reconcile(st, store, list(store.entries(filters)))
@@ -141,14 +143,14 @@ def history(
 
             total = store.count(filters)
             render_entries(store.entries(replace(filters, limit=TABLE_ROWS)), "table",
-                           path=str(where))
+                           path=named)
             if total > TABLE_ROWS:
                 from walletctl.render.console import print_note
 
                 print_note(f"showing the last {TABLE_ROWS} of {total} entries: --last N, "
                            "filters, or -o csv for all")
             return
-        render_entries(store.entries(filters), st.output_format, path=str(where))
+        render_entries(store.entries(filters), st.output_format, path=named)
     finally:
         store.close()
 
@@ -240,24 +242,28 @@ def verify(
     """Check the hash chain: exit 0 when intact, 3 naming the first broken entry."""
     import re
 
+    from walletctl.config.dburl import DbUrl
     from walletctl.constants import ExitCode
     from walletctl.errors import UsageError
-    from walletctl.history import history_path, open_history
+    from walletctl.history import history_location, open_location
     from walletctl.render.console import print_error
 
     if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{12,64}", expect_head):
         raise UsageError("--expect-head: must be 12 to 64 hex digits of a head hash that "
                          "`walletctl history verify` printed")
     st = get_state(ctx)
-    where: Path = history_path(_profile_or_none(st))
-    store = open_history(where, create=False)
+    found = history_location(_profile_or_none(st))
+    shared = isinstance(found, DbUrl)
+    where = found.display() if isinstance(found, DbUrl) else str(found)
+    store = open_location(found, create=False, purpose="walletctl history verify")
     try:
         count, broken = store.verify()
         head = store.head()
         missing = expect_head is not None and broken is None and not store.holds(expect_head)
     finally:
         store.close()
-    record = {"file": str(where), "intact": broken is None and not missing,
+    record = {"history": where, "backend": "postgresql" if shared else "sqlite",
+              "file": None if shared else where, "intact": broken is None and not missing,
               "events": count, "brokenAt": None if broken is None else broken.seq,
               "headEvent": head[0] if head else None,
               "headHash": head[1] if head else None}
@@ -268,13 +274,32 @@ def verify(
         print_error(
             f"history {where} is broken at event {broken.seq}: {broken.problem} "
             f"({count} events before it are intact)",
-            "keep this file as evidence; it no longer proves what happened",
+            "keep it as evidence; it no longer proves what happened",
         )
-        raise typer.Exit(int(ExitCode.CONFIG))  # a local file that fails its check
+        raise typer.Exit(int(ExitCode.CONFIG))  # a history that fails its check
     if missing:
         print_error(
             f"history {where}: the event with head hash {expect_head} is gone: newer "
             f"entries were deleted (the chain now ends at event {head[0] if head else 0})",
-            "keep this file as evidence; it no longer proves what happened",
+            "keep it as evidence; it no longer proves what happened",
         )
         raise typer.Exit(int(ExitCode.CONFIG))
+
+
+@history_app.command("setup")
+def setup(
+    ctx: typer.Context,
+    grant: Annotated[list[str] | None, typer.Option(
+        "--grant", metavar="ROLE",
+        help="An operator role to let read and append (never change); repeatable.")] = None,
+) -> None:
+    """Create or upgrade the history's schema (once, by the database's owner).
+
+    Example: WALLETCTL_HISTORY_URL=postgresql://desk_owner@db:5432/desk walletctl history
+    setup --grant alice --grant bob
+    """
+    from walletctl.ops.history_setup import set_up
+    from walletctl.render.history import render_setup
+
+    st = get_state(ctx)
+    render_setup(st.output_format, set_up(_profile_or_none(st), grant or []))

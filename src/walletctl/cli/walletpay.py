@@ -184,12 +184,13 @@ def authorize(
     from contextlib import nullcontext
 
     from walletctl.history import open_for, recording
-    from walletctl.ops.money.lock import lock_key, money_locks
+    from walletctl.ops.money.lock import hold_original, lock_key
 
-    store = None if dry_run else open_for(profile)
+    store = None if dry_run else open_for(profile, purpose=f"walletctl authorize {reference}")
     # the money protocol's lock: one movement at a time on this transaction, on this machine
-    hold = nullcontext() if dry_run else money_locks().hold(
-        lock_key(profile.merchant_id, profile.store_id, reference), what=reference)
+    # and (a shared history) at the desk
+    hold = nullcontext() if dry_run else hold_original(
+        store, lock_key(profile.merchant_id, profile.store_id, reference), what=reference)
     with hold, make_client(state) as client, \
             recording(store, profile, "authorize", reference) as rec:
         rec.planned(reference, value, cur)

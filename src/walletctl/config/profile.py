@@ -64,6 +64,8 @@ class HistorySettings:
 
     enabled: bool = True
     path: Path | None = None  # absolute after loading; WALLETCTL_AUDIT_LOG wins
+    # a team's shared history: postgresql://ROLE@HOST:PORT/DB (no password; checked)
+    url: str | None = None
     require_reason: tuple[str, ...] = ()  # operations that need --reason
     # operation -> amount in major units (text, a Decimal): above it, --reason and a typed
     # confirmation of the amount are required

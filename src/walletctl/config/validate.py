@@ -49,7 +49,7 @@ PROFILE_KEYS: tuple[str, ...] = (
     "redirects",
     "history",
 )
-HISTORY_KEYS: tuple[str, ...] = ("enabled", "path", "require_reason", "limits",
+HISTORY_KEYS: tuple[str, ...] = ("enabled", "path", "url", "require_reason", "limits",
                                  "duplicate_window")
 AUTH_KEYS: tuple[str, ...] = (
     "scheme",
@@ -349,6 +349,10 @@ class _Parser:
         if not isinstance(enabled, bool):
             self.fail(_loc(loc, "enabled"), f"must be true or false, not {_kind(enabled)}")
         path = self.file_path(table["path"], _loc(loc, "path")) if "path" in table else None
+        url = self.db_url(table["url"], _loc(loc, "url")) if "url" in table else None
+        if url is not None and (path is not None or enabled is False):
+            self.fail(_loc(loc, "url"), "a shared history is the whole history: remove "
+                      + ("path" if path is not None else "enabled = false") + " or url")
         ops = HISTORY_OPERATIONS
         raw = table.get("require_reason", [])
         if raw is True or raw is False:
@@ -373,9 +377,19 @@ class _Parser:
             self.fail(_loc(loc, "duplicate_window"),
                       "must be a whole number of minutes from 0 (off) to 10080 (a week)")
         return HistorySettings(
-            enabled=enabled, path=path, require_reason=tuple(raw), limits=limits,
+            enabled=enabled, path=path, url=url, require_reason=tuple(raw), limits=limits,
             duplicate_window=window,
         )
+
+    def db_url(self, value: Any, loc: str) -> str:
+        from walletctl.config.dburl import DbUrlError, parse_db_url
+
+        if not isinstance(value, str):
+            self.fail(loc, f"must be a postgresql:// URL as a string, not {_kind(value)}")
+        try:
+            return parse_db_url(value).text
+        except DbUrlError as exc:
+            self.fail(loc, str(exc))
 
 
 def _is_amount(text: str) -> bool:

@@ -1,16 +1,15 @@
 """The history's event log and its hash chain: columns, schema, hashing and appending.
 
 Every event carries ``hash = sha256(prev_hash + canonical(event))``. The canonical form is
-the JSON list ``[seq, kind, entry, <_COLUMNS[2:]>...]``, followed by the :data:`LATER`
-columns only when an event has one of them: events written before those columns existed
-hash exactly as they did, so an upgraded file still verifies.
+the JSON list ``[seq, kind, entry, <COLUMNS[2:]>...]``, followed by the :data:`LATER`
+groups of columns up to the last group in which the event has a value: events written
+before a group existed hash exactly as they did, so an upgraded file still verifies.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,57 +22,47 @@ COLUMNS: tuple[str, ...] = (
     "original_ref", "new_ref", "amount", "currency", "outcome", "http_status", "exit_code",
     "batch_id", "batch_row", "reason", "note",
 )
-# Added later (the intent's identity at the gateway): hashed after COLUMNS when present.
-LATER: tuple[str, ...] = ("merchant_id", "store_id")
+# Added later, in groups, hashed after COLUMNS up to the last group with a value: the
+# intent's identity at the gateway; the database role that wrote the event (PostgreSQL).
+LATER_GROUPS: tuple[tuple[str, ...], ...] = (("merchant_id", "store_id"), ("operator",))
+LATER: tuple[str, ...] = tuple(c for group in LATER_GROUPS for c in group)
 ALL: tuple[str, ...] = COLUMNS + LATER
 _INTEGERS = ("entry", "http_status", "exit_code", "batch_row")
-_COLUMN_DEFS = ", ".join(f"{c} {'INTEGER' if c in _INTEGERS else 'TEXT'}" for c in COLUMNS)
-# Built from the constant column names above only: no value ever enters SQL text.
-INSERT = (
-    f"INSERT INTO events (seq, {', '.join(ALL)}, prev_hash, hash) "  # noqa: S608
-    f"VALUES ({', '.join('?' * (len(ALL) + 3))})"
-)
+
+
+def insert_sql(mark: str) -> str:
+    """The INSERT of one event with the backend's placeholder (``?`` or ``%s``); built from
+    the constant column names above only: no value ever enters SQL text."""
+    return (f"INSERT INTO events (seq, {', '.join(ALL)}, prev_hash, hash) "  # noqa: S608
+            f"VALUES ({', '.join([mark] * (len(ALL) + 3))})")
+
+
 SELECT_EVENTS = f"SELECT seq, {', '.join(ALL)}, prev_hash, hash FROM events ORDER BY seq"  # noqa: S608
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY,
-    {_COLUMN_DEFS},
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_entry ON events(entry, kind);
-CREATE INDEX IF NOT EXISTS events_ref ON events(original_ref);
-"""
-_LATER_INDEXES = """
-CREATE INDEX IF NOT EXISTS events_new_ref ON events(new_ref);
-"""
-
-
-def migrate(db: sqlite3.Connection) -> None:
-    """Create the table, or add the later columns to a file written before them."""
-    db.executescript(SCHEMA)
-    have = {str(row[1]) for row in db.execute("PRAGMA table_info(events)")}
-    for column in LATER:
-        if column not in have:
-            db.execute(f"ALTER TABLE events ADD COLUMN {column} TEXT")
-    db.executescript(_LATER_INDEXES)
+COLUMN_TYPES: dict[str, str] = {c: "INTEGER" if c in _INTEGERS else "TEXT" for c in ALL}
 
 
 def event_hash(prev_hash: str, seq: int, values: Sequence[Any]) -> str:
     """``values``: every column of :data:`ALL`, in order."""
     values = list(values)
-    if all(v is None for v in values[len(COLUMNS):]):
-        values = values[:len(COLUMNS)]
+    keep = at = len(COLUMNS)
+    for group in LATER_GROUPS:
+        at += len(group)
+        if any(v is not None for v in values[at - len(group):at]):
+            keep = at
+    values = values[:keep]
     body = json.dumps([seq, *values], separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256((prev_hash + body).encode()).hexdigest()
 
 
 class Tip:
     """The chain's tip inside one write transaction: read once, then advanced in memory
-    (the transaction holds SQLite's write lock, so nobody else can append meanwhile)."""
+    (the transaction holds the chain's lock, so nobody else can append meanwhile).
+    ``operator``: the database's name for the writer, hashed with every event it writes."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: Any, insert: str, operator: str | None = None) -> None:
         self.db = db
+        self.insert = insert
+        self.operator = operator
         tip = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         self.seq, self.prev = (int(tip[0]), str(tip[1])) if tip else (0, GENESIS)
         # every event's entry was opened by a begin event: the largest is the last begin's
@@ -86,7 +75,7 @@ class Tip:
             self.entry += 1
             entry = self.entry
         self.seq += 1
-        values = [kind, entry, *(row.get(c) for c in ALL[2:])]
+        values = [kind, entry, *(row.get(c) for c in ALL[2:-1]), self.operator]
         digest = event_hash(self.prev, self.seq, values) if chained else ""
         self._rows.append([self.seq, *values, self.prev, digest])
         self.prev = digest
@@ -95,7 +84,7 @@ class Tip:
     def write(self) -> None:
         """Insert the events appended so far (one statement for the group)."""
         if self._rows:
-            self.db.executemany(INSERT, self._rows)
+            self.db.executemany(self.insert, self._rows)
             self._rows.clear()
 
 

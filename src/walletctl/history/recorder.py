@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import getpass
 import socket
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from walletctl.constants import ExitCode
 from walletctl.errors import DeclinedError, GatewayError, WalletctlError
-from walletctl.history.store import Completion, HistoryStore, Intent
+from walletctl.history.store import Completion, HistoryStore, Intent, StorageError
 from walletctl.models.outcome import history_outcome, meaning_of_failure
 
 if TYPE_CHECKING:
@@ -104,11 +103,14 @@ class Recording:
         if self.store is not None and self.entry is None:
             try:
                 self.entry = self.store.begin(self.intent)
-            except (sqlite3.Error, OSError) as exc:
+            except StorageError as exc:
+                raise StorageError(f"{exc.message}: the intent was not recorded; nothing "
+                                   "was sent", hint=exc.hint) from None
+            except OSError as exc:
                 from walletctl.errors import ConfigError
 
                 raise ConfigError(
-                    f"history {self.store.path}: cannot record the intent ({exc}); "
+                    f"history {self.store.where}: cannot record the intent ({exc}); "
                     "nothing was sent") from None
 
     def answered(self, state: str, *, http_status: int = 200, note: str | None = None,
@@ -121,12 +123,13 @@ class Recording:
         """Record the outcome; a failure to write it never changes the command's result."""
         try:
             self._write(outcome, exit_code, status, note)
-        except (sqlite3.Error, OSError) as exc:
+        except (StorageError, OSError) as exc:
             import sys
 
             what = f"entry #{self.entry}" if self.entry is not None else "a refusal"
             sys.stderr.write(f"walletctl: warning: could not record the outcome of {what} in "
-                             f"the history ({type(exc).__name__}); it reads unknown\n")
+                             f"the history ({exc}); it reads unknown until `walletctl "
+                             "history --unknown --reconcile` looks it up\n")
 
     def _write(self, outcome: str, exit_code: int, status: int | None, note: str | None) -> None:
         if self.store is None:

@@ -1,4 +1,4 @@
-"""The history's storage: an append-only, hash-chained event log in SQLite (WAL mode).
+"""The history's storage: an append-only, hash-chained event log, and its one interface.
 
 Each money-moving action is an *entry*: a ``begin`` event written (and committed) before the
 request leaves, then a ``complete`` event when its outcome is known (a re-run or
@@ -6,29 +6,24 @@ request leaves, then a ``complete`` event when its outcome is known (a re-run or
 so every event carries ``hash = sha256(prev_hash + canonical(event))``: an edited, deleted or
 reordered event breaks the chain and :meth:`HistoryStore.verify` names the first broken one.
 
-Appends take SQLite's write lock (``BEGIN IMMEDIATE``) to read the chain's tip and insert, so
-concurrent processes serialise and none is lost. Only plain text values are stored: callers
-pass references, amounts and reasons, never keys or card data.
+:class:`HistoryStore` is that interface and everything the two backends share (queries,
+identity, chain walking); :class:`~walletctl.history.sqlite.SqliteHistory` (one person's
+file) and :class:`~walletctl.history.postgres.PostgresHistory` (a team's shared database)
+supply a connection, a write transaction under the chain's lock and their schema. Appends
+read the chain's tip and insert under that lock, so concurrent writers extend one chain and
+none is lost. Only plain text values are stored: callers pass references, amounts and
+reasons, never keys or card data.
 """
 
 from __future__ import annotations
 
-import os
-import sqlite3
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from walletctl.history.chain import (
-    GENESIS,
-    SELECT_EVENTS,
-    Tip,
-    describe,
-    event_hash,
-    migrate,
-)
+from walletctl.errors import ConfigError
+from walletctl.history.chain import GENESIS, SELECT_EVENTS, Tip, describe, event_hash
 
 Outcome = Literal["approved", "created", "declined", "refused", "unknown", "error"]
 # created: a checkout the gateway accepted, waiting for the customer (not money moved yet)
@@ -97,6 +92,8 @@ class Entry:
     completed: str | None  # time of the latest completion
     merchant_id: str | None = None
     store_id: str | None = None
+    # The database role that recorded it (PostgreSQL's session_user; None in a local file)
+    operator: str | None = None
 
     @property
     def reference(self) -> str:
@@ -104,11 +101,15 @@ class Entry:
         return self.new_ref or self.original_ref or ""
 
     @property
-    def operator(self) -> str:
-        return f"{self.os_user}@{self.host}"
+    def who(self) -> str:
+        """Who made it: the authenticated database role, else the OS account and host
+        (what a local file can tell, and no more than the writer claims)."""
+        return self.operator or f"{self.os_user}@{self.host}"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        found = asdict(self)
+        found["operator"] = self.who
+        return found
 
 
 ENTRY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Entry))
@@ -133,35 +134,52 @@ class Broken:
     problem: str  # names the entry: "entry #12 was changed after it was written"
 
 
-def create_private(path: Path) -> None:
-    """Create the file (and its directory) readable by its owner only, if missing."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return
-    os.close(fd)
+class StorageError(ConfigError):
+    """The history's backend failed (the file, the database server, the connection): one
+    line naming where, never a password; like every profile/environment problem, exit 3."""
+
+
+class SharedLocks(Protocol):
+    """Per-original locks kept by a shared history, seen by every operator's machine."""
+
+    def try_acquire(self, key: str) -> bool: ...
+
+    def release(self, key: str) -> None: ...
+
+    def holder(self, key: str) -> str | None:
+        """Who holds ``key`` now (role and what it is doing), if that can be told."""
+        ...
 
 
 class HistoryStore:
-    """One open history file. ``chained=False`` is the minimal intent store (history off):
-    the same table, but a completed entry's events are deleted instead of kept."""
+    """One open history: the interface every caller uses, whichever backend is behind it.
 
-    def __init__(self, path: Path, *, chained: bool = True) -> None:
-        self.path = path
-        self.chained = chained
-        create_private(path)
-        # The -wal/-shm files take the database file's permissions (0600).
-        self._db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process
-        migrate(self._db)
-        from walletctl.history._wal import skip_checkpoint_on_close
+    A backend supplies ``_execute`` (a read), ``_write`` (a transaction holding the chain's
+    lock) and ``where`` (how it is named in messages: a file's path, or a database URL
+    without its password). ``chained=False`` is the minimal intent store (history off): the
+    same table, but a completed entry's events are deleted instead of kept."""
 
-        skip_checkpoint_on_close(self._db, path)
+    where: str = ""
+    chained: bool = True
+    shared: bool = False  # other machines write to it too (its locks are the desk's)
+    _insert: str = ""  # the backend's INSERT of one event (see chain.insert_sql)
 
     def close(self) -> None:
-        self._db.close()
+        raise NotImplementedError
+
+    def _execute(self, sql: str, args: Iterable[Any] = (), *,
+                 stream: bool = False) -> Iterator[tuple[Any, ...]]:
+        """Rows of one read; ``sql`` uses ``?`` placeholders. Raises StorageError.
+        ``stream``: a long listing, read a row at a time (memory flat in its size)."""
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[Any]:
+        """A write transaction under the chain's lock, yielding the connection."""
+        raise NotImplementedError
+
+    def shared_locks(self) -> SharedLocks | None:
+        """The desk's per-original locks, when this history is shared (else None)."""
+        return None
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -169,17 +187,12 @@ class HistoryStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ appending
+    def _one(self, sql: str, args: Iterable[Any] = ()) -> tuple[Any, ...] | None:
+        for row in self._execute(sql, args):
+            return row
+        return None
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    # ------------------------------------------------------------------ appending
 
     def begin(self, intent: Intent) -> int:
         """Record an intent (committed before returning); its entry id."""
@@ -195,6 +208,10 @@ class HistoryStore:
     def complete_many(self, items: Iterable[tuple[int, Completion]]) -> None:
         self.append_many((), items)
 
+    def _operator(self) -> str | None:
+        """The value of the ``operator`` column this connection writes (the database's)."""
+        return None
+
     def append_many(self, intents: Iterable[Intent],
                     completions: Iterable[tuple[int, Completion]]) -> list[int]:
         """Completions, then intents, in ONE transaction (the chain's tip is read once):
@@ -203,17 +220,19 @@ class HistoryStore:
         One entry per money movement: an intent to send what an entry already records (the
         same merchant, store, operation and reference, begun to be sent) is given that
         entry's id instead of a new entry, whichever process, journal or resume asks."""
+        todo = list(intents)
+        done = list(completions)
+        operator = self._operator()
         with self._write() as db:
-            tip = Tip(db)
-            for entry, completion in completions:
+            tip = Tip(db, self._insert, operator)
+            for entry, completion in done:
                 if not self.chained and completion.outcome != "unknown":
                     tip.write()
-                    db.execute("DELETE FROM events WHERE entry = ?", (entry,))
+                    db.execute(self._sql("DELETE FROM events WHERE entry = ?"), (entry,))
                     continue
                 tip.append("complete", entry, vars(completion), self.chained)
             ids: list[int] = []
-            todo = list(intents)
-            found = self._begun(db, todo)  # identity -> entry, for the whole group at once
+            found = self._begun(todo)  # identity -> entry, for the whole group at once
             for intent in todo:
                 key = _identity(intent)
                 begun = found.get(key) if key else None
@@ -225,8 +244,7 @@ class HistoryStore:
             tip.write()
             return ids
 
-    @staticmethod
-    def _begun(db: sqlite3.Connection, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
+    def _begun(self, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
         """The entries already begun to send these intents' movements, by identity: one
         query per 500 references (a batch's group of sends), not one per intent."""
         refs = sorted({key[3] if key[3] is not None else key[4]
@@ -235,27 +253,31 @@ class HistoryStore:
         for at in range(0, len(refs), 500):
             chunk = refs[at:at + 500]
             marks = ", ".join("?" * len(chunk))
-            rows = db.execute(
-                "SELECT entry, merchant_id, store_id, operation, new_ref, original_ref, amount, "  # noqa: S608 - placeholders only
-                "currency FROM events WHERE kind = 'begin' AND outcome IS NULL AND "
-                f"(new_ref IN ({marks}) OR (new_ref IS NULL AND original_ref IN ({marks}))) "
-                "ORDER BY seq DESC", chunk + chunk)
-            for entry, merchant, store, op, new_ref, original, amount, currency in rows:
+            sql = ("SELECT entry, merchant_id, store_id, operation, new_ref, original_ref, "  # noqa: S608 - placeholders only
+                   "amount, currency FROM events WHERE kind = 'begin' AND outcome IS NULL AND "
+                   f"(new_ref IN ({marks}) OR (new_ref IS NULL AND original_ref IN ({marks}))) "
+                   "ORDER BY seq DESC")
+            for entry, merchant, store, op, new_ref, original, amount, currency in self._execute(
+                    sql, chunk + chunk):
                 # oldest last, so the first entry of an identity wins
                 key = (merchant, store, op, new_ref, None if new_ref is not None else original,
                        amount, currency)
                 found[key] = int(entry)
         return found
 
+    def _sql(self, sql: str) -> str:
+        """``sql`` with the backend's placeholders (``?`` is SQLite's own)."""
+        return sql
+
     def movement(self, intent: Intent) -> tuple[int, str] | None:
         """The entry begun to send what ``intent`` describes, and its outcome now."""
         key = _identity(intent)
-        entry = self._begun(self._db, [intent]).get(key) if key else None
+        entry = self._begun([intent]).get(key) if key else None
         if entry is None:
             return None
-        row = self._db.execute(
+        row = self._one(
             "SELECT outcome FROM events WHERE entry = ? AND kind = 'complete' "
-            "ORDER BY seq DESC LIMIT 1", (entry,)).fetchone()
+            "ORDER BY seq DESC LIMIT 1", (entry,))
         return entry, str(row[0]) if row and row[0] else "unknown"
 
     # ------------------------------------------------------------------ reading
@@ -266,7 +288,7 @@ class HistoryStore:
                COALESCE(c.outcome, b.outcome, 'unknown'),
                COALESCE(c.http_status, b.http_status), COALESCE(c.exit_code, b.exit_code),
                b.batch_id, b.batch_row, b.reason, COALESCE(c.note, b.note), c.time,
-               b.merchant_id, b.store_id
+               b.merchant_id, b.store_id, b.operator
         FROM events b
         LEFT JOIN events c ON c.seq = (
             SELECT MAX(seq) FROM events WHERE kind = 'complete' AND entry = b.entry)
@@ -281,12 +303,12 @@ class HistoryStore:
             ("b.time < ?", f.until),
             ("b.operation = ?", f.operation),
             ("b.profile = ?", f.profile),
-            ("b.os_user = ?", f.os_user),
+            ("(b.os_user = ? OR b.operator = ?)", f.os_user),
             ("b.original_ref = ?", f.original_ref),
         ):
             if value is not None:
                 sql += f" AND {clause}"
-                args.append(value)
+                args += [value] * clause.count("?")
         if f.ref is not None:
             sql += " AND (b.original_ref = ? OR b.new_ref = ? OR c.new_ref = ?)"
             args += [f.ref] * 3
@@ -301,14 +323,14 @@ class HistoryStore:
         sql, args = self._where(f)
         sql += " ORDER BY b.entry"
         if f.limit is not None:
-            sql = f"SELECT * FROM ({sql} DESC LIMIT {int(f.limit)}) ORDER BY 1"  # noqa: S608
-        for row in self._db.execute(sql, args):
+            sql = f"SELECT * FROM ({sql} DESC LIMIT {int(f.limit)}) AS last_n ORDER BY 1"  # noqa: S608
+        for row in self._execute(sql, args, stream=True):
             yield Entry(*row)
 
     def count(self, filters: Filters | None = None) -> int:
         sql, args = self._where(filters or Filters())
-        found = self._db.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()  # noqa: S608
-        return int(found[0])
+        found = self._one(f"SELECT COUNT(*) FROM ({sql}) AS matching", args)  # noqa: S608
+        return int(found[0]) if found else 0
 
     def unresolved(self, *, merchant_id: str, store_id: str, operation: str,
                    original_ref: str, legacy: tuple[str, str] | None = None) -> list[Entry]:
@@ -325,10 +347,10 @@ class HistoryStore:
         """Whether any entry of this operation on ``original_ref`` from outside the batch
         was sent (begun, whatever became of it) or began at or after ``since``: one indexed
         probe, so that a batch row with nothing of the kind keeps its one round trip."""
-        row = self._db.execute(
+        row = self._one(
             "SELECT 1 FROM events WHERE original_ref = ? AND kind = 'begin' AND operation = ? "
             "AND (batch_id IS NULL OR batch_id != ?) AND (outcome IS NULL OR time >= ?) "
-            "LIMIT 1", (original_ref, operation, batch_id, since)).fetchone()
+            "LIMIT 1", (original_ref, operation, batch_id, since))
         return row is not None
 
     def recent(self, *, merchant_id: str, store_id: str, operation: str, original_ref: str,
@@ -343,14 +365,14 @@ class HistoryStore:
     def head(self) -> tuple[int, str] | None:
         """The newest event: (its number, its hash). Printed by ``history verify`` so that
         an operator can keep it elsewhere: deleting the newest events leaves a chain that is
-        intact in itself, and only a head kept outside the file shows the cut."""
-        row = self._db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        intact in itself, and only a head kept outside the history shows the cut."""
+        row = self._one("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
         return (int(row[0]), str(row[1])) if row else None
 
     def holds(self, head_hash: str) -> bool:
         """Whether an event with this hash (or hash prefix, 12+ characters) is still here."""
-        found = self._db.execute("SELECT 1 FROM events WHERE substr(hash, 1, ?) = ? LIMIT 1",
-                                 (len(head_hash), head_hash.lower())).fetchone()
+        found = self._one("SELECT 1 FROM events WHERE substr(hash, 1, ?) = ? LIMIT 1",
+                          (len(head_hash), head_hash.lower()))
         return found is not None
 
     def verify(self) -> tuple[int, Broken | None]:
@@ -358,7 +380,7 @@ class HistoryStore:
         prev = GENESIS
         expected = 1
         count = 0
-        for row in self._db.execute(SELECT_EVENTS):
+        for row in self._execute(SELECT_EVENTS, stream=True):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
             what = describe(values[0], values[1])
             if seq != expected:

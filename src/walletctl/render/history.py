@@ -4,10 +4,13 @@ the result of ``history verify``."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
 from walletctl.render.output import emit, write_ndjson
+
+if TYPE_CHECKING:
+    from walletctl.ops.history_setup import SetUp
 
 OUTCOME_STYLES = {
     "approved": "green",
@@ -42,7 +45,7 @@ def _table(entries: Sequence[Entry], path: str) -> None:
     if not entries:
         console.print(f"No entries in {escape(path)} match.")
         return
-    headers = ["#", "Time (UTC)", "Op", "Reference / reason", "Amount", "Outcome", "User"]
+    headers = ["#", "Time (UTC)", "Op", "Reference / reason", "Amount", "Outcome", "Operator"]
     rows: list[list[str]] = []
     for e in entries:
         style = OUTCOME_STYLES.get(e.outcome, "")
@@ -53,7 +56,8 @@ def _table(entries: Sequence[Entry], path: str) -> None:
         amount = f"{e.amount} {e.currency}" if e.amount is not None else ""
         outcome = e.outcome + (f" ({e.exit_code})" if e.exit_code else "")
         rows.append([str(e.id), e.time[:16].replace("T", " "), e.operation, ref, amount,
-                     f"[{style}]{outcome}[/]" if style else outcome, escape(e.os_user)])
+                     f"[{style}]{outcome}[/]" if style else outcome,
+                     escape(e.operator or e.os_user)])
     print_table(None, headers, rows, justify={0: "right", 4: "right"}, no_wrap=(0, 4, 5),
                 drop=(6, 1))
     unknown = sum(1 for e in entries if e.outcome == "unknown")
@@ -80,9 +84,32 @@ def render_verified(fmt: str, record: dict[str, Any]) -> None:
 
     head = record["headHash"]
     tip = f"; head: event {record['headEvent']}, hash {head[:16]}" if head else ""
-    out().print(f"history {escape(record['file'])}: intact, {record['events']} events, hash chain "
-                f"verified{tip}", soft_wrap=True)
+    out().print(f"history {escape(record['history'])}: intact, {record['events']} events, "
+                f"hash chain verified{tip}", soft_wrap=True)
     if head:
         out().print("keep the head hash elsewhere (a ticket, a log): "
                     f"`walletctl history verify --expect-head {head[:16]}` later "
                     "proves no newer entry was deleted", style="dim", soft_wrap=True)
+
+
+def render_setup(fmt: str, done: SetUp) -> None:
+    """``history setup``: the schema version and the roles granted."""
+    record = {"history": done.history, "backend": done.backend, "schemaBefore": done.before,
+              "schemaVersion": done.after, "applied": list(done.applied),
+              "granted": list(done.granted), "owner": done.owner}
+    if fmt != "table":
+        from walletctl.render.rows import emit_rows
+
+        emit_rows([record], fmt, document=record)
+        return
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+
+    what = ("created" if done.before == 0 else
+            f"upgraded from {done.before}" if done.applied else "already current")
+    out().print(escape(f"history {done.history}: schema version {done.after} ({what})"),
+                soft_wrap=True)
+    for role in done.granted:
+        out().print(escape(f"granted {role}: read and append the history (never change it)"),
+                    soft_wrap=True)

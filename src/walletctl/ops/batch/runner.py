@@ -77,7 +77,7 @@ from walletctl.ops.batch.outcome import (
     request_problem,
 )
 from walletctl.ops.batch.steps import RowSteps
-from walletctl.ops.money.lock import MoneyLocks, lock_key, money_locks
+from walletctl.ops.money.lock import MoneyLocks, hold_original_async, lock_key, money_locks
 
 __all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "build_request",
            "request_problem"]
@@ -180,11 +180,13 @@ class BatchRunner(RowSteps):
             return
         prof = client.profile
         # The money protocol's per-original lock, shared with single commands and other
-        # batches on this machine (held from the lookup to the recorded answer).
+        # batches on this machine, and at the desk when the history is shared (held from
+        # the lookup to the recorded answer).
         if self._money_locks is None:  # found once per run (the path lookup is not free)
             self._money_locks = money_locks()
         key = lock_key(prof.merchant_id, prof.store_id, row.ref)
-        async with self._money_locks.hold_async(key):
+        shared = self.history.shared_locks() if self.history is not None else None
+        async with hold_original_async(self._money_locks, shared, key):
             await self._row(client, row)
 
     async def _row(self, client: Gateway, row: JournalRow) -> None:

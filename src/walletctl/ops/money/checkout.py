@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from walletctl.history.recorder import recording
 from walletctl.ops.money.earlier import Judged, lookup_or_none, settle, unresolved_for
-from walletctl.ops.money.lock import lock_key, money_locks
+from walletctl.ops.money.lock import hold_original, lock_key
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
@@ -27,7 +27,7 @@ def create_checkout(client: GatewayClient, store: HistoryStore | None,
                     request: CheckoutRequest) -> Created:
     profile = client.profile
     ref = request.client_system_transaction_id
-    with money_locks().hold(lock_key(profile.merchant_id, profile.store_id, ref), what=ref), \
+    with hold_original(store, lock_key(profile.merchant_id, profile.store_id, ref), what=ref), \
             recording(store, profile, "checkout", ref) as rec:
         pending = unresolved_for(store, profile, "checkout", ref)
         if pending:  # looked up only when there is something to resolve

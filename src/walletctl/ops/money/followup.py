@@ -34,7 +34,7 @@ from walletctl.models.money import parse_major
 from walletctl.models.outcome import meaning_of_failure, meaning_of_state
 from walletctl.ops.money.duplicates import likely_duplicate
 from walletctl.ops.money.earlier import Judged, resolve_earlier
-from walletctl.ops.money.lock import lock_key, money_locks
+from walletctl.ops.money.lock import hold_original, lock_key
 from walletctl.ops.redirect import (
     FollowUpPlan,
     check_amount_text,
@@ -90,8 +90,8 @@ def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask, desk:
     profile = client.profile
     check_amount_text(ask.amount)
     currency = checked_currency(ask.currency)
-    hold = (contextlib.nullcontext() if ask.dry_run else money_locks().hold(
-        lock_key(profile.merchant_id, profile.store_id, ask.ref), what=ask.ref,
+    hold = (contextlib.nullcontext() if ask.dry_run else hold_original(
+        store, lock_key(profile.merchant_id, profile.store_id, ask.ref), what=ask.ref,
         on_wait=desk.on_wait))
     with hold, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
         records = client.lookup(ask.ref)

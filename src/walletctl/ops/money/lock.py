@@ -10,6 +10,10 @@ byte at an offset taken from its hash, so any number of originals share one file
 descriptor, and the kernel releases a killed process's locks. Such locks belong to the
 process: the batch serialises its own rows on one original with asyncio locks first. Where
 ``fcntl`` does not exist (Windows) the lock is a no-op.
+
+When the history is shared (a team's database), :func:`hold_original` also takes the
+original's lock there, after this machine's: two operators on two machines then serialise
+on one order as two shells on one machine do, and the one waiting is told who holds it.
 """
 
 from __future__ import annotations
@@ -22,8 +26,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from walletctl.errors import HeldError
+
+if TYPE_CHECKING:
+    from walletctl.history.store import HistoryStore, SharedLocks
 
 try:
     import fcntl
@@ -72,36 +80,89 @@ class MoneyLocks:
              limit: float = WAIT_LIMIT) -> Iterator[None]:
         """Hold ``key``'s lock; wait (telling ``on_wait`` once) while another process has
         it, up to ``limit`` seconds (then :class:`HeldError`: nothing was sent)."""
-        if not self.try_acquire(key):
-            if on_wait is not None:
-                on_wait(f"waiting: another walletctl is moving money on {what}")
-            deadline = time.monotonic() + limit
-            delay = 0.005
-            while not self.try_acquire(key):
-                if time.monotonic() > deadline:
-                    raise HeldError(
-                        f"{what} stayed busy for {limit:.0f} s (another walletctl is moving "
-                        "money on it); nothing was sent",
-                        hint=f"another walletctl (a prompt left waiting?) holds {what}; see "
-                             f"`walletctl history --ref {what}`, then run the command again")
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-        try:
+        with _holding(self, key, what=what, on_wait=on_wait, limit=limit):
             yield
-        finally:
-            self.release(key)
 
     @asynccontextmanager
     async def hold_async(self, key: str) -> AsyncIterator[None]:
         """The batch's form: never blocks the event loop (polls while another has it)."""
-        delay = 0.002
-        while not self.try_acquire(key):
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.1)
-        try:
+        async with _holding_async(self, key):
             yield
-        finally:
-            self.release(key)
+
+    def holder(self, key: str) -> str | None:
+        return "another walletctl on this machine"
+
+
+def _wait(locks: MoneyLocks | SharedLocks, key: str, *, what: str,
+          on_wait: Callable[[str], None] | None, limit: float) -> None:
+    """Until ``key`` is ours: polls while another holds it (saying who, once), gives up
+    after ``limit`` seconds with :class:`HeldError` naming the holder."""
+    if locks.try_acquire(key):
+        return
+    who = locks.holder(key) or "another walletctl"
+    if on_wait is not None:
+        on_wait(f"waiting: {who} is moving money on {what}")
+    deadline = time.monotonic() + limit
+    delay = 0.005
+    while not locks.try_acquire(key):
+        if time.monotonic() > deadline:
+            who = locks.holder(key) or who
+            raise HeldError(
+                f"{what} stayed busy for {limit:.0f} s ({who} is moving money on it); "
+                "nothing was sent",
+                hint=f"{who} (a prompt left waiting?) holds {what}; see "
+                     f"`walletctl history --ref {what}`, then run the command again")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+@contextmanager
+def _holding(locks: MoneyLocks | SharedLocks, key: str, *, what: str,
+             on_wait: Callable[[str], None] | None, limit: float) -> Iterator[None]:
+    _wait(locks, key, what=what, on_wait=on_wait, limit=limit)
+    try:
+        yield
+    finally:
+        locks.release(key)
+
+
+@asynccontextmanager
+async def _holding_async(locks: MoneyLocks | SharedLocks, key: str) -> AsyncIterator[None]:
+    delay = 0.002
+    while not locks.try_acquire(key):
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    try:
+        yield
+    finally:
+        locks.release(key)
+
+
+@contextmanager
+def hold_original(store: HistoryStore | None, key: str, *, what: str,
+                  on_wait: Callable[[str], None] | None = None,
+                  limit: float = WAIT_LIMIT) -> Iterator[None]:
+    """The money protocol's per-original lock: this machine's, then (a shared history)
+    the desk's, held from the lookup to the recorded answer."""
+    with money_locks().hold(key, what=what, on_wait=on_wait, limit=limit):
+        shared = store.shared_locks() if store is not None else None
+        if shared is None:
+            yield
+            return
+        with _holding(shared, key, what=what, on_wait=on_wait, limit=limit):
+            yield
+
+
+@asynccontextmanager
+async def hold_original_async(locks: MoneyLocks, shared: SharedLocks | None,
+                              key: str) -> AsyncIterator[None]:
+    """A batch row's form of :func:`hold_original` (never blocks the event loop)."""
+    async with _holding_async(locks, key):
+        if shared is None:
+            yield
+            return
+        async with _holding_async(shared, key):
+            yield
 
 
 _OPEN: dict[Path, MoneyLocks] = {}

@@ -1,0 +1,76 @@
+"""A shared history's address: ``postgresql://ROLE@HOST:PORT/DB`` (``[history] url`` or
+``WALLETCTL_HISTORY_URL``).
+
+A password never belongs here: libpq finds it in its own places (``PGPASSWORD``,
+``~/.pgpass``, a service file), so profiles can be shared and messages can name the server.
+A URL with one is refused without repeating it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+SCHEMES = ("postgresql", "postgres")
+# libpq parameters a URL may carry; anything else (password above all) is refused
+ALLOWED_PARAMS = frozenset({
+    "sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl", "connect_timeout",
+    "service", "passfile", "target_session_attrs", "host", "port", "user", "dbname",
+    "application_name", "keepalives", "keepalives_idle", "gssencmode",
+})
+
+
+class DbUrlError(ValueError):
+    """``str()``: the rule broken, never the URL's secret parts."""
+
+
+@dataclass(frozen=True)
+class DbUrl:
+    text: str  # as given (it holds no password: checked)
+    role: str | None
+    host: str | None
+    port: int | None
+    dbname: str | None
+
+    def display(self) -> str:
+        """The server as messages name it: ``postgresql://ROLE@HOST:PORT/DB``."""
+        role = f"{self.role}@" if self.role else ""
+        port = f":{self.port}" if self.port else ""
+        return f"postgresql://{role}{self.host or 'localhost'}{port}/{self.dbname or ''}"
+
+
+def parse_db_url(text: str) -> DbUrl:
+    value = text.strip()
+    if not value.isprintable() or not value.isascii() or len(value) > 1000:
+        raise DbUrlError("must be a printable ASCII URL of at most 1000 characters")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        raise DbUrlError("must be a URL such as postgresql://ROLE@HOST:5432/DB "
+                         "(the port a number from 1 to 65535)") from None
+    if parts.scheme not in SCHEMES:
+        raise DbUrlError("must start with postgresql:// (a PostgreSQL server; the local "
+                         "file is [history] path)")
+    if parts.password is not None:
+        raise DbUrlError("must not contain a password: put it in ~/.pgpass, PGPASSWORD or "
+                         "a service file (libpq reads them)")
+    params = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if "password" in params:
+        raise DbUrlError("must not contain a password: put it in ~/.pgpass, PGPASSWORD or "
+                         "a service file (libpq reads them)")
+    unknown = sorted(set(params) - ALLOWED_PARAMS)
+    if unknown:
+        raise DbUrlError(f"parameter {unknown[0][:40]!r} is not one walletctl passes on "
+                         f"(allowed: {', '.join(sorted(ALLOWED_PARAMS))})")
+    if parts.fragment:
+        raise DbUrlError("must not have a #fragment")
+    dbname = unquote(parts.path.lstrip("/")) or params.get("dbname")
+    if not dbname and "service" not in params:
+        raise DbUrlError("must name a database: postgresql://ROLE@HOST:5432/DB")
+    port_param = params.get("port")
+    if port is None and port_param is not None:
+        port = int(port_param) if port_param.isdigit() else None
+    return DbUrl(text=value, role=unquote(parts.username) if parts.username else
+                 params.get("user"), host=parts.hostname or params.get("host"),
+                 port=port, dbname=dbname)

@@ -1,0 +1,130 @@
+"""The shared history's schema on PostgreSQL: versioned migrations, the triggers that keep
+the audit trail append-only and one chain, and the grants an operator role needs.
+
+``walletctl history setup`` (run by the database owner) applies what is missing, in one
+transaction under a lock, so running it twice, or from two machines at once, is harmless.
+
+What the database enforces, whatever client writes:
+
+* ``events`` is append-only: UPDATE, DELETE and TRUNCATE are refused by a trigger, for the
+  owner too. Operators are granted SELECT and INSERT only. The maintenance path (pruning a
+  restored copy, say) is the owner's, visible and deliberate: ``ALTER TABLE walletctl.events
+  DISABLE TRIGGER events_append_only`` in a transaction that enables it again.
+* every event's ``operator`` is the role PostgreSQL authenticated (``session_user``), not a
+  name the client claims: an insert naming anyone else is refused.
+* events extend ONE chain: each must be the next number after the tip and name the tip's
+  hash as its predecessor, checked under the chain's lock (an advisory lock every writer
+  takes), so concurrent operators cannot fork or interleave it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_NAME = "walletctl"
+CHAIN_LOCK = 0x77616C6C  # "wall": pg_advisory_xact_lock(CHAIN_LOCK, 0) guards the tip
+SETUP_LOCK = 0x77616C6D
+
+_V1 = """
+CREATE SCHEMA IF NOT EXISTS walletctl;
+CREATE TABLE IF NOT EXISTS walletctl.schema_version (
+    version integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now(),
+    applied_by text NOT NULL DEFAULT session_user
+);
+CREATE TABLE walletctl.events (
+    seq bigint PRIMARY KEY CHECK (seq > 0),
+    kind text NOT NULL CHECK (kind IN ('begin', 'complete')),
+    entry bigint NOT NULL CHECK (entry > 0),
+    time text NOT NULL,
+    os_user text, host text, profile text, base_url text, operation text,
+    original_ref text, new_ref text, amount text, currency text, outcome text,
+    http_status integer, exit_code integer, batch_id text, batch_row integer,
+    reason text, note text, merchant_id text, store_id text,
+    operator text NOT NULL DEFAULT session_user,
+    recorded_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    prev_hash text NOT NULL UNIQUE,
+    hash text NOT NULL CHECK (hash ~ '^[0-9a-f]{64}$')
+);
+CREATE INDEX events_entry ON walletctl.events (entry, kind);
+CREATE INDEX events_ref ON walletctl.events (original_ref);
+CREATE INDEX events_new_ref ON walletctl.events (new_ref);
+
+CREATE FUNCTION walletctl.events_extend() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    tip_seq bigint;
+    tip_hash text;
+BEGIN
+    IF NEW.operator IS DISTINCT FROM session_user THEN
+        RAISE EXCEPTION 'walletctl history: an event''s operator is the role that '
+            'authenticated (%), not %', session_user, NEW.operator
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    NEW.recorded_at := clock_timestamp();
+    PERFORM pg_advisory_xact_lock(@CHAIN_LOCK@, 0);
+    SELECT seq, hash INTO tip_seq, tip_hash FROM walletctl.events ORDER BY seq DESC LIMIT 1;
+    IF NOT FOUND THEN
+        tip_seq := 0;
+        tip_hash := repeat('0', 64);
+    END IF;
+    IF NEW.seq <> tip_seq + 1 OR NEW.prev_hash <> tip_hash THEN
+        RAISE EXCEPTION 'walletctl history: event % does not extend the chain (its tip is '
+            'event %)', NEW.seq, tip_seq USING ERRCODE = 'serialization_failure';
+    END IF;
+    IF NEW.kind = 'complete' AND NOT EXISTS (
+            SELECT 1 FROM walletctl.events WHERE entry = NEW.entry AND kind = 'begin') THEN
+        RAISE EXCEPTION 'walletctl history: entry % was never begun', NEW.entry
+            USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    IF NEW.kind = 'begin' AND EXISTS (
+            SELECT 1 FROM walletctl.events WHERE entry >= NEW.entry) THEN
+        RAISE EXCEPTION 'walletctl history: entry % is not new', NEW.entry
+            USING ERRCODE = 'unique_violation';
+    END IF;
+    RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER events_extend BEFORE INSERT ON walletctl.events
+    FOR EACH ROW EXECUTE FUNCTION walletctl.events_extend();
+
+CREATE FUNCTION walletctl.events_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    RAISE EXCEPTION 'walletctl history is append-only: % refused (the owner''s maintenance '
+        'path disables trigger events_append_only, deliberately)', TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END
+$fn$;
+CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON walletctl.events
+    FOR EACH STATEMENT EXECUTE FUNCTION walletctl.events_refuse_change();
+CREATE TRIGGER events_append_only_truncate BEFORE TRUNCATE ON walletctl.events
+    FOR EACH STATEMENT EXECUTE FUNCTION walletctl.events_refuse_change();
+
+REVOKE ALL ON ALL TABLES IN SCHEMA walletctl FROM PUBLIC;
+REVOKE ALL ON SCHEMA walletctl FROM PUBLIC;
+REVOKE ALL ON FUNCTION walletctl.events_extend() FROM PUBLIC;
+REVOKE ALL ON FUNCTION walletctl.events_refuse_change() FROM PUBLIC;
+"""
+
+_V1 = _V1.replace("@CHAIN_LOCK@", str(CHAIN_LOCK))
+
+# (version, what it does, its SQL). Append only: a released migration is never edited.
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (1, "events, append-only and one chain", _V1),
+)
+LATEST = MIGRATIONS[-1][0]
+
+# What an operator role is granted, and no more: read the history, append to it.
+GRANTS = (
+    "GRANT USAGE ON SCHEMA walletctl TO {role}",
+    "GRANT SELECT, INSERT ON walletctl.events TO {role}",
+    "GRANT SELECT ON walletctl.schema_version TO {role}",
+)
+
+
+@dataclass(frozen=True)
+class SetupResult:
+    before: int  # the schema version found (0: none)
+    after: int
+    applied: tuple[str, ...]  # what each applied migration does
+    granted: tuple[str, ...]  # roles granted
+    owner: str  # the role that ran it

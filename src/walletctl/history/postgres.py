@@ -1,0 +1,193 @@
+"""A team's shared history: the same event log in a PostgreSQL database (psycopg 3).
+
+The database keeps it, not the client (see :mod:`walletctl.history.pg_schema`): operators
+can only read and append, every event's ``operator`` is the role the server authenticated,
+and the chain is extended under a lock in the database, so every operator's appends form
+one chain. The per-original locks of the money protocol are advisory locks in the same
+database, so two operators on two machines serialise on one order as two shells on one
+machine do. Passwords come from libpq (``PGPASSWORD``, ``~/.pgpass``, a service file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from walletctl.history.chain import insert_sql
+from walletctl.history.pg_schema import CHAIN_LOCK, LATEST, SCHEMA_NAME
+from walletctl.history.store import HistoryStore, StorageError
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from walletctl.config.dburl import DbUrl
+
+CONNECT_TIMEOUT = 5  # seconds, unless the URL says otherwise
+LOCK_TIMEOUT_MS = 60_000  # no write waits for ever behind a stuck writer
+
+
+def why(exc: BaseException) -> str:
+    """psycopg's message as one line (libpq's may span several; it holds no password)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]
+
+
+def connect(url: DbUrl, *, purpose: str = "walletctl") -> psycopg.Connection[Any]:
+    """A connection to the history's database, or StorageError naming the server."""
+    try:
+        import psycopg
+    except ImportError:
+        raise StorageError(
+            f"history {url.display()}: a PostgreSQL history needs psycopg "
+            "(pip install 'walletctl[postgres]')") from None
+    import time
+
+    # what other operators see while this connection holds an order (pg_stat_activity)
+    doing = "".join(c if c.isascii() and c.isprintable() else "?" for c in purpose)
+    extra: dict[str, Any] = {
+        "application_name": f"{doing[:50]} since {time.strftime('%H:%M:%SZ', time.gmtime())}"}
+    if "connect_timeout" not in url.text:
+        extra["connect_timeout"] = CONNECT_TIMEOUT
+    try:
+        return psycopg.connect(
+            url.text, autocommit=True,
+            options=f"-c search_path={SCHEMA_NAME} -c lock_timeout={LOCK_TIMEOUT_MS}",
+            **extra)
+    except psycopg.Error as exc:
+        raise StorageError(f"history {url.display()}: cannot connect: {why(exc)}") from None
+
+
+class PostgresHistory(HistoryStore):
+    """One connection to a shared history (``walletctl history setup`` made its schema)."""
+
+    shared = True
+    _insert = insert_sql("%s")
+
+    def __init__(self, url: DbUrl, *, purpose: str = "walletctl") -> None:
+        import psycopg
+
+        self.url = url
+        self.where = url.display()
+        self._db = connect(url, purpose=purpose)
+        try:
+            row = self._db.execute(
+                "SELECT session_user, (SELECT max(version) FROM walletctl.schema_version)"
+            ).fetchone()
+        except psycopg.errors.UndefinedTable:
+            self.close()
+            raise StorageError(
+                f"history {self.where}: no walletctl history in this database yet (the "
+                "database owner runs `walletctl history setup --grant ROLE` once)") from None
+        except psycopg.errors.InsufficientPrivilege:
+            self.close()
+            raise StorageError(
+                f"history {self.where}: this role may not use the history (the owner "
+                "grants it: `walletctl history setup --grant ROLE`)") from None
+        except psycopg.Error as exc:
+            self.close()
+            raise StorageError(f"history {self.where}: {why(exc)}") from None
+        assert row is not None
+        self.role = str(row[0])
+        version = int(row[1] or 0)
+        if version != LATEST:
+            self.close()
+            newer = version > LATEST
+            raise StorageError(
+                f"history {self.where}: its schema is version {version}, this walletctl "
+                f"{'is older and knows' if newer else 'needs'} version {LATEST} ("
+                + ("upgrade walletctl)" if newer else
+                   "the database owner runs `walletctl history setup` to upgrade it)"))
+        self._locks = AdvisoryLocks(self._db, self.where)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def _operator(self) -> str:
+        return self.role
+
+    def _execute(self, sql: str, args: Iterable[Any] = (), *,
+                 stream: bool = False) -> Iterator[tuple[Any, ...]]:
+        import psycopg
+
+        try:
+            if stream:  # rows as the server sends them: memory flat in the listing's size
+                yield from self._db.cursor().stream(self._sql(sql), tuple(args))
+            else:
+                yield from self._db.execute(self._sql(sql), tuple(args)).fetchall()
+        except psycopg.Error as exc:
+            raise StorageError(f"history {self.where}: {why(exc)}") from None
+
+    @contextmanager
+    def _write(self) -> Iterator[psycopg.Cursor[Any]]:
+        import psycopg
+
+        try:
+            with self._db.transaction():
+                cursor = self._db.cursor()
+                cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", (CHAIN_LOCK,))
+                yield cursor
+        except psycopg.Error as exc:
+            raise StorageError(f"history {self.where}: {why(exc)}") from None
+
+    def shared_locks(self) -> AdvisoryLocks:
+        return self._locks
+
+
+class AdvisoryLocks:
+    """The desk's per-original locks: session advisory locks in the history's database
+    (released by the server when the holder's connection ends, however it ends)."""
+
+    def __init__(self, db: psycopg.Connection[Any], where: str) -> None:
+        self._db = db
+        self._where = where
+
+    @staticmethod
+    def ids(key: str) -> tuple[int, int]:
+        digest = hashlib.sha256(key.encode()).digest()
+        high = int.from_bytes(digest[:4], "big", signed=True)
+        low = int.from_bytes(digest[4:8], "big", signed=True)
+        return (high, low) if (high, low) != (CHAIN_LOCK, 0) else (high, low + 1)
+
+    def _ask(self, sql: str, key: str) -> Any:
+        import psycopg
+
+        try:
+            row = self._db.execute(sql, self.ids(key)).fetchone()
+        except psycopg.Error as exc:
+            raise StorageError(f"history {self._where}: {why(exc)}") from None
+        return row[0] if row else None
+
+    def try_acquire(self, key: str) -> bool:
+        return bool(self._ask("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", key))
+
+    def release(self, key: str) -> None:
+        import contextlib
+
+        with contextlib.suppress(StorageError):  # a lost connection released it already
+            self._ask("SELECT pg_advisory_unlock(%s::int4, %s::int4)", key)
+
+    def holder(self, key: str) -> str | None:
+        """The role holding ``key`` and what it said it is doing (its application_name)."""
+        import psycopg
+
+        high, low = self.ids(key)
+        try:
+            row = self._db.execute(
+                "SELECT a.usename, a.application_name FROM pg_locks l "
+                "JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
+                "AND l.classid = %s::bigint::oid AND l.objid = %s::bigint::oid "
+                "AND l.database = (SELECT oid FROM pg_database "
+                "WHERE datname = current_database()) LIMIT 1",
+                (high & 0xFFFFFFFF, low & 0xFFFFFFFF)).fetchone()
+        except psycopg.Error:
+            return None
+        if row is None:
+            return None
+        role, doing = row
+        return f"{role} ({doing})" if doing else str(role)

@@ -1,0 +1,103 @@
+"""One person's history: a SQLite file (WAL mode) on the operator's own disk.
+
+Appends take SQLite's write lock (``BEGIN IMMEDIATE``) to read the chain's tip and insert, so
+concurrent processes on this machine serialise and none is lost. The file is the writer's:
+its chain shows accidental and casual edits, not a determined owner (a team's history lives
+on PostgreSQL, where the database, not the writer, keeps it).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from walletctl.history.chain import COLUMN_TYPES, COLUMNS, LATER, insert_sql
+from walletctl.history.store import HistoryStore, StorageError
+
+_COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in COLUMNS)
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    {_COLUMN_DEFS},
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_entry ON events(entry, kind);
+CREATE INDEX IF NOT EXISTS events_ref ON events(original_ref);
+"""
+_LATER_INDEXES = """
+CREATE INDEX IF NOT EXISTS events_new_ref ON events(new_ref);
+"""
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Create the table, or add the later columns to a file written before them."""
+    db.executescript(SCHEMA)
+    have = {str(row[1]) for row in db.execute("PRAGMA table_info(events)")}
+    for column in LATER:
+        if column not in have:
+            db.execute(f"ALTER TABLE events ADD COLUMN {column} TEXT")
+    db.executescript(_LATER_INDEXES)
+
+
+def create_private(path: Path) -> None:
+    """Create the file (and its directory) readable by its owner only, if missing."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+class SqliteHistory(HistoryStore):
+    """One open history file."""
+
+    _insert = insert_sql("?")
+
+    def __init__(self, path: Path, *, chained: bool = True) -> None:
+        self.path = path
+        self.where = str(path)
+        self.chained = chained
+        create_private(path)
+        # The -wal/-shm files take the database file's permissions (0600).
+        self._db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process
+        migrate(self._db)
+        from walletctl.history._wal import skip_checkpoint_on_close
+
+        skip_checkpoint_on_close(self._db, path)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _execute(self, sql: str, args: Iterable[Any] = (), *,
+                 stream: bool = False) -> Iterator[tuple[Any, ...]]:
+        try:
+            yield from self._db.execute(sql, tuple(args))  # a cursor streams either way
+        except sqlite3.Error as exc:
+            raise StorageError(f"history {self.where}: {exc}") from None
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StorageError(f"history {self.where}: {exc}") from None
+        try:
+            yield self._db
+        except sqlite3.Error as exc:
+            self._db.execute("ROLLBACK")
+            raise StorageError(f"history {self.where}: {exc}") from None
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        try:
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StorageError(f"history {self.where}: {exc}") from None
