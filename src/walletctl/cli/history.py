@@ -60,12 +60,24 @@ def parse_when(text: str, flag: str, now: datetime | None = None) -> str:
 
 
 def _profile_or_none(st: State) -> Profile | None:
-    from walletctl.errors import ConfigError
+    """The selected profile, or None when there is none to select (no profiles file yet,
+    or several and none chosen): the history then has its default place. A profiles file
+    that breaks a rule is an error, never a silent fall back to another history."""
+    import os
 
-    try:
-        return st.profile()
-    except ConfigError:  # no profiles yet: the history still has its default place
+    from walletctl.config.location import config_path
+    from walletctl.config.profiles_file import load_file
+    from walletctl.constants import Env
+
+    chosen = st.profile_name or os.environ.get(Env.PROFILE)
+    path = config_path(st.config_path)
+    if chosen is None and not path.exists():
         return None
+    if chosen is None:
+        found = load_file(path)
+        if found.default_profile is None and len(found.profiles) != 1:
+            return None
+    return st.profile()
 
 
 @history_app.callback(invoke_without_command=True)

@@ -38,6 +38,16 @@ def setup(url: DbUrl, grants: Sequence[str]) -> SetupResult:
             exists = _value(db, "SELECT to_regclass('walletctl.schema_version') IS NOT NULL")
             before = int(_value(db, "SELECT coalesce(max(version), 0) FROM "
                                     "walletctl.schema_version") or 0) if exists else 0
+            # the schema's owner once it exists, the database's before: nobody else
+            keeper, may = db.execute(
+                "SELECT r.rolname, pg_has_role(session_user, r.oid, 'USAGE') FROM pg_roles r "
+                "WHERE r.oid = COALESCE((SELECT nspowner FROM pg_namespace "
+                "WHERE nspname = 'walletctl'), (SELECT datdba FROM pg_database "
+                "WHERE datname = current_database()))").fetchone() or (None, False)
+            if not may:
+                raise StorageError(
+                    f"history {where}: setup is the owner's ({keeper}), not {owner}'s: "
+                    "operators only read and append")
             if before > LATEST:
                 raise StorageError(f"history {where}: its schema is version {before}; this "
                                    f"walletctl knows {LATEST} (upgrade walletctl)")

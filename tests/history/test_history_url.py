@@ -1,0 +1,95 @@
+"""Where a shared history is named (``[history] url``, ``WALLETCTL_HISTORY_URL``) and the
+rules that keep a password out of both: one-line errors naming the field and the rule."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from walletctl.config.dburl import DbUrlError, parse_db_url
+
+SECRET = "hunter2-xyz"
+
+
+@pytest.mark.parametrize(("url", "display"), [
+    ("postgresql://alice@db.example:5432/desk", "postgresql://alice@db.example:5432/desk"),
+    ("postgres://alice@db.example/desk?sslmode=verify-full",
+     "postgresql://alice@db.example/desk"),
+    ("postgresql://alice@[::1]:6543/desk", "postgresql://alice@::1:6543/desk"),
+])
+def test_good_urls_and_how_messages_name_them(url: str, display: str) -> None:
+    assert parse_db_url(url).display() == display
+
+
+@pytest.mark.parametrize(("url", "rule"), [
+    (f"postgresql://alice:{SECRET}@db/desk", "must not contain a password"),
+    (f"postgresql://alice@db/desk?password={SECRET}", "must not contain a password"),
+    ("mysql://alice@db/desk", "must start with postgresql://"),
+    ("postgresql://alice@db:99999/desk", "the port a number"),
+    ("postgresql://alice@db/", "must name a database"),
+    ("postgresql://alice@db/desk?options=-csearch_path%3Devil", "is not one walletctl passes"),
+    ("postgresql://alice@db/desk\n", "must be a URL such as"),
+])
+def test_bad_urls_name_the_rule_and_never_the_secret(url: str, rule: str) -> None:
+    with pytest.raises(DbUrlError) as caught:
+        parse_db_url(url.strip() if "\n" not in url else url.replace("\n", "\x00"))
+    text = str(caught.value)
+    assert SECRET not in text
+    if "must be a URL" not in rule:
+        assert rule in text
+
+
+def _cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "walletctl", *argv], capture_output=True,
+                          text=True, env=env, timeout=60, check=False)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+    env.update(HOME=str(tmp_path), WALLETCTL_CONFIG=str(tmp_path / "profiles.toml"), **extra)
+    return env
+
+
+def test_a_profile_url_with_a_password_is_a_profile_error(tmp_path: Path) -> None:
+    (tmp_path / "profiles.toml").write_text(
+        'default_profile = "desk"\n[profiles.desk]\nbase_url = "http://127.0.0.1:9"\n'
+        'merchant_id = "M"\nstore_id = "S"\nuser_id = "u"\n'
+        '[profiles.desk.auth]\nscheme = "PublicApiKey"\nkey_env = "K"\n'
+        f'[profiles.desk.history]\nurl = "postgresql://alice:{SECRET}@db/desk"\n')
+    os.chmod(tmp_path / "profiles.toml", 0o600)
+    proc = _cli(_env(tmp_path), "history")
+    assert proc.returncode == 3
+    assert "history -> url: must not contain a password" in proc.stderr
+    assert SECRET not in proc.stderr + proc.stdout
+
+
+def test_a_local_file_and_a_database_at_once_are_refused(tmp_path: Path) -> None:
+    env = _env(tmp_path, WALLETCTL_AUDIT_LOG=str(tmp_path / "h.sqlite3"),
+               WALLETCTL_HISTORY_URL="postgresql://alice@127.0.0.1:9/desk")
+    proc = _cli(env, "history", "--path")
+    assert proc.returncode == 3
+    assert "WALLETCTL_AUDIT_LOG names a local file while the history is the database" \
+        in proc.stderr
+
+
+def test_history_path_names_the_database_without_a_password(tmp_path: Path) -> None:
+    env = _env(tmp_path, WALLETCTL_HISTORY_URL="postgresql://alice@db.example:5433/desk")
+    proc = _cli(env, "history", "--path")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "postgresql://alice@db.example:5433/desk"
+
+
+def test_grant_on_a_local_file_is_a_usage_error(tmp_path: Path) -> None:
+    env = _env(tmp_path, WALLETCTL_AUDIT_LOG=str(tmp_path / "h.sqlite3"))
+    proc = _cli(env, "history", "setup", "--grant", "alice")
+    assert proc.returncode == 2
+    assert "a local history file has no roles" in proc.stderr
+    made = _cli(env, "-o", "json", "history", "setup")
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "h.sqlite3").exists()
