@@ -7,7 +7,8 @@ _walletctl_words() {
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --allow-duplicate --dry-run --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --open --dry-run --help' ;;
         'completion') echo 'bash zsh fish powershell --help' ;;
-        'history') echo 'verify --since --until --ref --op --profile --user --outcome --unknown --reconcile --last --path --help' ;;
+        'history') echo 'setup verify --since --until --ref --op --profile --user --outcome --unknown --reconcile --last --path --help' ;;
+        'history setup') echo '--grant --help' ;;
         'history verify') echo '--expect-head --help' ;;
         'keys') echo '--show-secret --save --refresh --help' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help' ;;
@@ -36,7 +37,7 @@ _walletctl_words() {
 _walletctl_groups() {
     case "$1" in
         '') echo 'account authorize capture checkout completion history keys lookup profile refund reverse sandbox smoke' ;;
-        'history') echo 'verify' ;;
+        'history') echo 'setup verify' ;;
         'profile') echo 'add check example list remove show' ;;
         'sandbox') echo 'approve cancel decline demo ledger reset serve values wait' ;;
     esac
@@ -49,6 +50,7 @@ _walletctl_takes() {  # options that take a value
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
+        'history setup') echo '--grant' ;;
         'history verify') echo '--expect-head' ;;
         'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;

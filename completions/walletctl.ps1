@@ -6,7 +6,8 @@ $walletctlWords = @{
     'capture' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--allow-duplicate','--dry-run','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
     'checkout' = @('--amount','--currency','--ref','--type','--from-file','--first-name','--last-name','--email','--mobile-phone','--house-number','--street','--city','--zip','--state','--country','--success-url','--error-url','--pending-url','--return-url','--cancel-url','--refused-url','--redirect-timeout','--language','--order-number','--open','--dry-run','--help')
     'completion' = @('bash','zsh','fish','powershell','--help')
-    'history' = @('verify','--since','--until','--ref','--op','--profile','--user','--outcome','--unknown','--reconcile','--last','--path','--help')
+    'history' = @('setup','verify','--since','--until','--ref','--op','--profile','--user','--outcome','--unknown','--reconcile','--last','--path','--help')
+    'history setup' = @('--grant','--help')
     'history verify' = @('--expect-head','--help')
     'keys' = @('--show-secret','--save','--refresh','--help')
     'lookup' = @('--batch','--open','--older-than','--state','--concurrency','--rate','--max-failures','--help')
@@ -33,7 +34,7 @@ $walletctlWords = @{
 }
 $walletctlGroups = @{
     '' = @('account','authorize','capture','checkout','completion','history','keys','lookup','profile','refund','reverse','sandbox','smoke')
-    'history' = @('verify')
+    'history' = @('setup','verify')
     'profile' = @('add','check','example','list','remove','show')
     'sandbox' = @('approve','cancel','decline','demo','ledger','reset','serve','values','wait')
 }
@@ -100,6 +101,7 @@ $walletctlValues = @{  # 'path|option' = values
     'history|--user' = ''
     'history|--outcome' = ''
     'history|--last' = ''
+    'history setup|--grant' = ''
     'history verify|--expect-head' = ''
     'lookup|--batch' = '@files'
     'lookup|--older-than' = ''

@@ -207,19 +207,24 @@ def _single(
     confirm_amount: str | None = None,
     allow_duplicate: bool = False,
 ) -> None:
-    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
-    from walletctl.errors import DeclinedError
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
+
+    st = get_state(ctx)
+    checked_reason = clean_reason(reason)
+    profile = st.profile()
+    # a shared history connects while the rest of the command loads (its first use, the
+    # desk's lock on the order, is before anything is sent)
+    store = None if dry_run else open_for(profile, purpose=f"walletctl {op} {ref}")
+    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
+    from walletctl.errors import DeclinedError
     from walletctl.models.money import format_major
     from walletctl.ops.money.followup import NOUN, Ask, Desk, follow_up, interpret
     from walletctl.render.followup import render_applied, render_result, render_waiting
 
-    st = get_state(ctx)
     ask = Ask(op=op, ref=ref, amount=amount, currency=currency, new_ref=new_ref,
-              reason=clean_reason(reason), confirm_amount=confirm_amount,
+              reason=checked_reason, confirm_amount=confirm_amount,
               allow_duplicate=allow_duplicate, dry_run=dry_run)
-    profile = st.profile()
 
     def confirm_plan(plan: FollowUpPlan) -> None:
         if op in ("refund", "reverse"):
@@ -229,12 +234,15 @@ def _single(
                     f"{plan.balance.summary()}", yes=yes, action=NOUN[op])
 
     desk = Desk(confirm=confirm_plan, ask_amount=ask_amount(), on_wait=render_waiting)
-    with make_client(st) as client:
-        store = None if dry_run else open_for(profile, purpose=f"walletctl {op} {ref}")
-        moved = follow_up(client, store, ask, desk)
-        if dry_run and moved.plan is not None:
-            print_dry_run(st, [client.prepare_followup(moved.plan.request)])
-            return
+    try:
+        with make_client(st) as client:
+            moved = follow_up(client, store, ask, desk)
+            if dry_run and moved.plan is not None:
+                print_dry_run(st, [client.prepare_followup(moved.plan.request)])
+                return
+    finally:
+        if store is not None:  # closed already once it was used; not if a check came first
+            store.close()
     if moved.earlier is not None and moved.earlier.record is not None:
         applied = moved.earlier.record
         render_applied(st.output_format, op, ref, moved.earlier.entry.id, applied)

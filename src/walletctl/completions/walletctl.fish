@@ -3,7 +3,7 @@ complete -c walletctl -f
 function __walletctl_groups
     switch $argv[1]
         case ''; echo account authorize capture checkout completion history keys lookup profile refund reverse sandbox smoke
-        case 'history'; echo verify
+        case 'history'; echo setup verify
         case 'profile'; echo add check example list remove show
         case 'sandbox'; echo approve cancel decline demo ledger reset serve values wait
     end
@@ -16,6 +16,7 @@ function __walletctl_takes
         case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
+        case 'history setup'; echo --grant
         case 'history verify'; echo --expect-head
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
@@ -153,6 +154,7 @@ complete -c walletctl -n "__walletctl_at 'checkout'" -l dry-run -d 'Print the ex
 complete -c walletctl -n "__walletctl_at 'checkout'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'completion'" -a 'bash zsh fish powershell'
 complete -c walletctl -n "__walletctl_at 'completion'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history'" -a setup -d 'Create or upgrade the historys schema (once, by the'
 complete -c walletctl -n "__walletctl_at 'history'" -a verify -d 'Check the hash chain: exit 0 when intact, 3 naming the'
 complete -c walletctl -n "__walletctl_at 'history'" -l since -r -d 'From this date/time (UTC) or duration ago (7d, 12h)'
 complete -c walletctl -n "__walletctl_at 'history'" -l until -r -d 'Before this date/time or duration ago'
@@ -166,6 +168,8 @@ complete -c walletctl -n "__walletctl_at 'history'" -l reconcile -d 'Look the li
 complete -c walletctl -n "__walletctl_at 'history'" -l last -r -d 'Only the last N entries (table default: 50)'
 complete -c walletctl -n "__walletctl_at 'history'" -l path -d 'Print the history files path and exit'
 complete -c walletctl -n "__walletctl_at 'history'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history setup'" -l grant -r -d 'An operator role to let read and append (never change); repe'
+complete -c walletctl -n "__walletctl_at 'history setup'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l expect-head -r -d 'A head hash printed by an earlier verify (12+ hex digits): f'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'keys'" -l show-secret -d 'Print the keys themselves (default: a fingerprint)'

@@ -54,6 +54,10 @@ def event_hash(prev_hash: str, seq: int, values: Sequence[Any]) -> str:
     return hashlib.sha256((prev_hash + body).encode()).hexdigest()
 
 
+_TIP = ("SELECT (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
+        "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1), (SELECT MAX(entry) FROM events)")
+
+
 class Tip:
     """The chain's tip inside one write transaction: read once, then advanced in memory
     (the transaction holds the chain's lock, so nobody else can append meanwhile).
@@ -63,11 +67,11 @@ class Tip:
         self.db = db
         self.insert = insert
         self.operator = operator
-        tip = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        self.seq, self.prev = (int(tip[0]), str(tip[1])) if tip else (0, GENESIS)
-        # every event's entry was opened by a begin event: the largest is the last begin's
-        last = db.execute("SELECT MAX(entry) FROM events").fetchone()
-        self.entry = int(last[0] or 0)
+        # one statement (a round trip saved on a database server); every event's entry was
+        # opened by a begin event, so the largest entry is the last begin's
+        seq, prev, last = db.execute(_TIP).fetchone()
+        self.seq, self.prev = (int(seq), str(prev)) if seq is not None else (0, GENESIS)
+        self.entry = int(last or 0)
         self._rows: list[list[Any]] = []
 
     def append(self, kind: str, entry: int | None, row: dict[str, Any], chained: bool) -> int:
@@ -83,9 +87,11 @@ class Tip:
 
     def write(self) -> None:
         """Insert the events appended so far (one statement for the group)."""
-        if self._rows:
+        if len(self._rows) == 1:  # a single command's event: no batching machinery
+            self.db.execute(self.insert, self._rows[0])
+        elif self._rows:
             self.db.executemany(self.insert, self._rows)
-            self._rows.clear()
+        self._rows.clear()
 
 
 def describe(kind: Any, entry: Any) -> str:

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
 FILE_NAME = "history.sqlite3"
 INTENTS_NAME = "intents.sqlite3"
-SHARED_HINT = (f"start the database server or fix {Env.HISTORY_URL} / the profile's "
-               "[history] url; the password comes from ~/.pgpass or PGPASSWORD")
 
 
 def data_dir() -> Path:
@@ -102,13 +100,13 @@ def open_history(path: Path, *, chained: bool = True, create: bool = True) -> Sq
         ) from None
 
 
-def open_shared(url: DbUrl, *, purpose: str = "walletctl") -> HistoryStore:
+def open_shared(url: DbUrl, *, purpose: str = "walletctl",
+                background: bool = False) -> HistoryStore:
+    """``background``: connect while the command goes on (see PostgresHistory); a failure
+    is raised at the history's first use, which is always before anything is sent."""
     from walletctl.history.postgres import PostgresHistory
 
-    try:
-        return PostgresHistory(url, purpose=purpose)
-    except StorageError as exc:
-        raise ConfigError(f"{exc}; nothing was sent", hint=SHARED_HINT) from None
+    return PostgresHistory(url, purpose=purpose, background=background)
 
 
 def open_location(where: Path | DbUrl, *, create: bool = True,
@@ -119,12 +117,12 @@ def open_location(where: Path | DbUrl, *, create: bool = True,
 
 
 def open_for(profile: Profile, *, purpose: str = "walletctl") -> HistoryStore:
-    """The store money-moving commands record into: the shared history, the local one, or
-    (history off) the intent store. ``purpose``: what other operators see while this one
-    holds an order (``walletctl refund ORDER-1``)."""
+    """The store money-moving commands record into: the shared history (connecting in the
+    background), the local one, or (history off) the intent store. ``purpose``: what other
+    operators see while this one holds an order (``walletctl refund ORDER-1``)."""
     where = history_location(profile)
     if isinstance(where, DbUrl):
-        return open_shared(where, purpose=purpose)
+        return open_shared(where, purpose=purpose, background=True)
     if profile.history.enabled:
         return open_history(where)
     return open_history(intents_path(), chained=False)

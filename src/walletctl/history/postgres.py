@@ -11,6 +11,7 @@ machine do. Passwords come from libpq (``PGPASSWORD``, ``~/.pgpass``, a service 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
     from walletctl.config.dburl import DbUrl
 
+SHARED_HINT = ("start the database server or fix WALLETCTL_HISTORY_URL / the profile's "
+               "[history] url; the password comes from ~/.pgpass or PGPASSWORD")
 CONNECT_TIMEOUT = 5  # seconds, unless the URL says otherwise
 LOCK_TIMEOUT_MS = 60_000  # no write waits for ever behind a stuck writer
 
@@ -56,7 +59,8 @@ def connect(url: DbUrl, *, purpose: str = "walletctl") -> psycopg.Connection[Any
             options=f"-c search_path={SCHEMA_NAME} -c lock_timeout={LOCK_TIMEOUT_MS}",
             **extra)
     except psycopg.Error as exc:
-        raise StorageError(f"history {url.display()}: cannot connect: {why(exc)}") from None
+        raise StorageError(f"history {url.display()}: cannot connect: {why(exc)}",
+                           hint=SHARED_HINT) from None
 
 
 class PostgresHistory(HistoryStore):
@@ -65,49 +69,88 @@ class PostgresHistory(HistoryStore):
     shared = True
     _insert = insert_sql("%s")
 
-    def __init__(self, url: DbUrl, *, purpose: str = "walletctl") -> None:
-        import psycopg
-
+    def __init__(self, url: DbUrl, *, purpose: str = "walletctl",
+                 background: bool = False) -> None:
+        """``background``: connect in a thread, so that the ~6 ms of a new connection
+        (SCRAM on both sides, a new server process) overlap what the command does before
+        its first use of the history (always before anything is sent); a failure is then
+        raised at that first use, with the same message."""
         self.url = url
         self.where = url.display()
-        self._db = connect(url, purpose=purpose)
+        self._conn: psycopg.Connection[Any] | None = None
+        self._failed: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._locks = AdvisoryLocks(self)
+        if background:
+            self._thread = threading.Thread(target=self._open, args=(purpose,), daemon=True,
+                                            name="walletctl-history-connect")
+            self._thread.start()
+        else:
+            self._open(purpose)
+            self.db()  # raises now
+
+    def _open(self, purpose: str) -> None:
         try:
-            row = self._db.execute(
+            self._conn = self._checked(connect(self.url, purpose=purpose))
+        except BaseException as exc:  # handed to the first use, in the main thread
+            self._failed = exc
+
+    def db(self) -> psycopg.Connection[Any]:
+        """The connection, once it is open and checked (StorageError if it cannot be)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._failed is not None:
+            raise self._failed
+        assert self._conn is not None
+        return self._conn
+
+    def _checked(self, db: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
+        import psycopg
+
+        try:
+            row = db.execute(
                 "SELECT session_user, (SELECT max(version) FROM walletctl.schema_version)"
             ).fetchone()
         except psycopg.errors.UndefinedTable:
-            self.close()
+            db.close()
             raise StorageError(
                 f"history {self.where}: no walletctl history in this database yet (the "
-                "database owner runs `walletctl history setup --grant ROLE` once)") from None
+                "database owner runs `walletctl history setup --grant ROLE` once)",
+                hint=SHARED_HINT) from None
         except psycopg.errors.InsufficientPrivilege:
-            self.close()
+            db.close()
             raise StorageError(
                 f"history {self.where}: this role may not use the history (the owner "
                 "grants it: `walletctl history setup --grant ROLE`)") from None
         except psycopg.Error as exc:
-            self.close()
-            raise StorageError(f"history {self.where}: {why(exc)}") from None
+            db.close()
+            raise StorageError(f"history {self.where}: {why(exc)}", hint=SHARED_HINT) from None
         assert row is not None
         self.role = str(row[0])
         version = int(row[1] or 0)
         if version != LATEST:
-            self.close()
+            db.close()
             newer = version > LATEST
             raise StorageError(
                 f"history {self.where}: its schema is version {version}, this walletctl "
                 f"{'is older and knows' if newer else 'needs'} version {LATEST} ("
                 + ("upgrade walletctl)" if newer else
                    "the database owner runs `walletctl history setup` to upgrade it)"))
-        self._locks = AdvisoryLocks(self._db, self.where)
+        return db
 
     def close(self) -> None:
-        self._db.close()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._conn is not None:
+            self._conn.close()
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s")
 
     def _operator(self) -> str:
+        self.db()
         return self.role
 
     def _execute(self, sql: str, args: Iterable[Any] = (), *,
@@ -116,9 +159,9 @@ class PostgresHistory(HistoryStore):
 
         try:
             if stream:  # rows as the server sends them: memory flat in the listing's size
-                yield from self._db.cursor().stream(self._sql(sql), tuple(args))
+                yield from self.db().cursor().stream(self._sql(sql), tuple(args))
             else:
-                yield from self._db.execute(self._sql(sql), tuple(args)).fetchall()
+                yield from self.db().execute(self._sql(sql), tuple(args)).fetchall()
         except psycopg.Error as exc:
             raise StorageError(f"history {self.where}: {why(exc)}") from None
 
@@ -127,8 +170,9 @@ class PostgresHistory(HistoryStore):
         import psycopg
 
         try:
-            with self._db.transaction():
-                cursor = self._db.cursor()
+            db = self.db()
+            with db.transaction():
+                cursor = db.cursor()
                 cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", (CHAIN_LOCK,))
                 yield cursor
         except psycopg.Error as exc:
@@ -142,9 +186,8 @@ class AdvisoryLocks:
     """The desk's per-original locks: session advisory locks in the history's database
     (released by the server when the holder's connection ends, however it ends)."""
 
-    def __init__(self, db: psycopg.Connection[Any], where: str) -> None:
-        self._db = db
-        self._where = where
+    def __init__(self, history: PostgresHistory) -> None:
+        self._history = history
 
     @staticmethod
     def ids(key: str) -> tuple[int, int]:
@@ -156,10 +199,11 @@ class AdvisoryLocks:
     def _ask(self, sql: str, key: str) -> Any:
         import psycopg
 
+        db = self._history.db()
         try:
-            row = self._db.execute(sql, self.ids(key)).fetchone()
+            row = db.execute(sql, self.ids(key)).fetchone()
         except psycopg.Error as exc:
-            raise StorageError(f"history {self._where}: {why(exc)}") from None
+            raise StorageError(f"history {self._history.where}: {why(exc)}") from None
         return row[0] if row else None
 
     def try_acquire(self, key: str) -> bool:
@@ -177,7 +221,7 @@ class AdvisoryLocks:
 
         high, low = self.ids(key)
         try:
-            row = self._db.execute(
+            row = self._history.db().execute(
                 "SELECT a.usename, a.application_name FROM pg_locks l "
                 "JOIN pg_stat_activity a ON a.pid = l.pid "
                 "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
@@ -185,7 +229,7 @@ class AdvisoryLocks:
                 "AND l.database = (SELECT oid FROM pg_database "
                 "WHERE datname = current_database()) LIMIT 1",
                 (high & 0xFFFFFFFF, low & 0xFFFFFFFF)).fetchone()
-        except psycopg.Error:
+        except (psycopg.Error, StorageError):
             return None
         if row is None:
             return None

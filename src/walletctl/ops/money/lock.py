@@ -144,13 +144,21 @@ def hold_original(store: HistoryStore | None, key: str, *, what: str,
                   limit: float = WAIT_LIMIT) -> Iterator[None]:
     """The money protocol's per-original lock: this machine's, then (a shared history)
     the desk's, held from the lookup to the recorded answer."""
+    from walletctl.history.store import StorageError
+
     with money_locks().hold(key, what=what, on_wait=on_wait, limit=limit):
         shared = store.shared_locks() if store is not None else None
         if shared is None:
             yield
             return
-        with _holding(shared, key, what=what, on_wait=on_wait, limit=limit):
+        try:  # the history's first use: a database that cannot be reached stops it here
+            _wait(shared, key, what=what, on_wait=on_wait, limit=limit)
+        except StorageError as exc:
+            raise StorageError(f"{exc.message}; nothing was sent", hint=exc.hint) from None
+        try:
             yield
+        finally:
+            shared.release(key)
 
 
 @asynccontextmanager
