@@ -91,10 +91,10 @@ def faults(url: str, spec: dict[str, Any]) -> None:
     httpx.post(url + "/_sandbox/faults", json=spec).raise_for_status()
 
 
-def env(home: Path) -> dict[str, str]:
+def env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
     e.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), NO_COLOR="1",
-             PYTHONPATH=str(ROOT / "src"))
+             PYTHONPATH=str(ROOT / "src"), **(extra or {}))
     return e
 
 
@@ -164,7 +164,8 @@ def _wrk_once(sb: EmbeddedSandbox, work: Path, refs: list[str], c: int, seconds:
 def batch_run(work: Path, cfg: Path, refs: list[str], concurrency: int,
               extra: list[str] | None = None, launcher: list[str] | None = None,
               reset: tuple[EmbeddedSandbox, list[str]] | None = None,
-              fresh_journal: bool = False) -> dict[str, Any]:
+              fresh_journal: bool = False,
+              extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     if reset is not None:  # a fresh ledger for every repetition
         seed(*reset)
     if reset is not None or fresh_journal:  # and a fresh journal
@@ -175,7 +176,7 @@ def batch_run(work: Path, cfg: Path, refs: list[str], concurrency: int,
     cmd = (launcher or [PY, "-m", "walletctl"]) + [
         "--config", str(cfg), "-o", "json", "capture", "--batch", str(src),
         "--concurrency", str(concurrency), *(extra or [])]
-    code, out, err, rss, cpu = run_child(cmd, env(work))
+    code, out, err, rss, cpu = run_child(cmd, env(work, extra_env))
     if code != 0:
         raise SystemExit(f"walletctl batch failed ({code}): {err[-2000:]}")
     if "--dry-run" in (extra or []):  # NDJSON: one line per row, no summary document
@@ -238,7 +239,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller N (about a minute)")
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--shared-history", action="store_true",
+                    help="only: rows/s with the history on PostgreSQL vs SQLite (c=8, c=64)")
     args = ap.parse_args()
+    if args.shared_history:
+        shared_history_rows(quick=args.quick)
+        return
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (Debian package `wrk`)")
     c = args.concurrency
@@ -347,6 +353,43 @@ def main() -> None:
     print("  ".join("-" * w for w in width))
     for r in rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, width, strict=True)))
+
+
+def shared_history_rows(*, quick: bool) -> None:
+    """Rows/s of the same batch (stub gateway, +50 ms) with the history in a local SQLite
+    file and in a PostgreSQL database over loopback, interleaved, best of N each: the
+    shared history's group commits and per-row desk locks must keep >= 0.9 of the speed."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from pg_server import shared_history
+
+    reps = 3 if quick else 5
+    n_lat = 400 if quick else 1500
+    work = Path(tempfile.mkdtemp(prefix="walletctl-bench-pg-"))
+    lines = []
+    try:
+        with shared_history(work) as (url, pg_env), stub_gateway(50) as stub_url:
+            cfg = profile(work / "stub", stub_url)
+            arms = {"sqlite": None, "postgresql": {**pg_env, "WALLETCTL_HISTORY_URL": url}}
+            for conc, n in ((8, n_lat), (64, n_lat * 8)):
+                got: dict[str, list[float]] = {arm: [] for arm in arms}
+                for rep in range(reps):
+                    for arm, extra in arms.items():
+                        refs = [f"H{arm[0]}{conc}r{rep}-{i:07d}" for i in range(n)]
+                        s = batch_run(work, cfg, refs, conc, fresh_journal=True,
+                                      extra_env=extra)
+                        got[arm].append(s["rows"] / s["elapsed_s"])
+                        print(f"[h] c={conc} {arm} rep {rep}: {got[arm][-1]:.0f} rows/s",
+                              file=sys.stderr)
+                local, shared = max(got["sqlite"]), max(got["postgresql"])
+                lines.append(f"c={conc:<3} {n} rows: SQLite history {local:6.0f} rows/s, "
+                             f"PostgreSQL history {shared:6.0f} rows/s, ratio "
+                             f"{shared / local:.2f} (target >= 0.9)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("batch with the history on PostgreSQL (loopback) vs SQLite, stub gateway +50 ms, "
+          f"best of {reps}")
+    for line in lines:
+        print("  " + line)
 
 
 if __name__ == "__main__":

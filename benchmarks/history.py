@@ -35,6 +35,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--prefill", type=int, default=10_000,
                         help="entries already in the history (its size matters)")
+    parser.add_argument("--processes", type=int, default=30,
+                        help="whole walletctl refund processes per history")
     parser.add_argument("--no-postgres", action="store_true",
                         help="skip the shared history (no PostgreSQL server here)")
     args = parser.parse_args()
@@ -65,10 +67,11 @@ def measure(args: argparse.Namespace, workdir: Path, pg_url: str | None) -> int:
     arms = ["bare", "sqlite"] + (["postgresql"] if pg_url else [])
     with EmbeddedSandbox(SandboxConfig(quiet=True, api_key=key)) as sandbox:
         refs = [f"HB-{i}" for i in range(len(arms) * (args.runs + 10))]
+        cli_refs = [f"HC-{i}" for i in range(2 * (args.processes + 2))] if pg_url else []
         now = datetime.now(UTC)
         store = sandbox.store
         with store.atomic():
-            for ref in refs:
+            for ref in refs + cli_refs:
                 store.create_transaction(
                     merchant_id="M-1", store_id="S-1", reference=ref, kind="sale",
                     type_str="ecom.sale", amount=Decimal("10.00"), currency="EUR",
@@ -120,6 +123,7 @@ def measure(args: argparse.Namespace, workdir: Path, pg_url: str | None) -> int:
             for i, ref in enumerate(refs[warm:]):
                 arm = arms[i % len(arms)]
                 times[arm].append(refund(client, ref, arm))
+        whole = commands(args, workdir, sandbox.url, key, cli_refs, pg_url) if pg_url else None
     median = {arm: statistics.median(t) * 1000 for arm, t in times.items()}
     bare = median["bare"]
     print(f"single refund, {args.runs} runs each, interleaved (in-process ops call), "
@@ -133,7 +137,39 @@ def measure(args: argparse.Namespace, workdir: Path, pg_url: str | None) -> int:
         ok = ok and cost <= target
         print(f"  protocol, {arm:<10} median {median[arm]:7.2f} ms, cost {cost:6.2f} ms "
               f"(target <= {target:.0f} ms)   ratio {median[arm] / bare:.2f}x")
+    if whole is not None:
+        local, shared = whole
+        print(f"whole `walletctl refund` processes, {args.processes} each, interleaved: "
+              f"SQLite median {local:.1f} ms, PostgreSQL median {shared:.1f} ms, "
+              f"difference {shared - local:+.1f} ms (the connection overlaps the start-up)")
     return 0 if ok else 1
+
+
+def commands(args: argparse.Namespace, workdir: Path, url: str, key: str, refs: list[str],
+             pg_url: str) -> tuple[float, float]:
+    """Median wall time of whole ``walletctl refund`` processes with each history."""
+    import subprocess
+
+    config = workdir / "profiles.toml"
+    config.write_text(f'default_profile = "bench"\n[profiles.bench]\nbase_url = "{url}"\n'
+                      'merchant_id = "M-1"\nstore_id = "S-1"\nuser_id = "u"\n'
+                      f'currency = "EUR"\n[profiles.bench.auth]\nkey = "{key}"\n')
+    config.chmod(0o600)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+    base.update(WALLETCTL_CONFIG=str(config), NO_COLOR="1")
+    envs = {"sqlite": {**base, "WALLETCTL_AUDIT_LOG": str(workdir / "cli.sqlite3")},
+            "postgresql": {**base, "WALLETCTL_HISTORY_URL": pg_url}}
+    times: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
+    for i, ref in enumerate(refs):
+        arm = ("sqlite", "postgresql")[i % 2]
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "walletctl", "-o", "json", "refund", ref,
+                        "--amount", "1.00", "--yes"], env=envs[arm], check=True,
+                       capture_output=True)
+        if i >= 4:  # the first two of each warm the caches
+            times[arm].append(time.perf_counter() - started)
+    return (statistics.median(times["sqlite"]) * 1000,
+            statistics.median(times["postgresql"]) * 1000)
 
 
 if __name__ == "__main__":

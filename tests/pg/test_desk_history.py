@@ -65,8 +65,13 @@ def test_the_database_refuses_to_change_or_fake_the_trail(team: Team) -> None:
             db.execute("INSERT INTO walletctl.events (seq, kind, entry, time, prev_hash, hash, "
                        "operator) VALUES (%(seq)s, %(kind)s, %(entry)s, %(time)s, "
                        "%(prev_hash)s, %(hash)s, 'alice')", row)
-        # and only at the chain's tip: a fork (an old predecessor) is refused
+        # and only at the chain's tip: a gap (an event numbered past the next) ...
         with pytest.raises(psycopg.errors.SerializationFailure, match="does not extend"):
+            db.execute("INSERT INTO walletctl.events (seq, kind, entry, time, prev_hash, hash) "
+                       "VALUES (%(seq)s, %(kind)s, %(entry)s, %(time)s, %(prev_hash)s, "
+                       "%(hash)s)", {**row, "seq": tip[0] + 2})
+        # ... or a fork (a second successor to an older event) is refused
+        with pytest.raises(psycopg.errors.UniqueViolation):
             db.execute("INSERT INTO walletctl.events (seq, kind, entry, time, prev_hash, hash) "
                        "VALUES (%(seq)s, %(kind)s, %(entry)s, %(time)s, %(prev)s, %(hash)s)",
                        {**row, "prev": "0" * 64})

@@ -30,11 +30,16 @@ ALL: tuple[str, ...] = COLUMNS + LATER
 _INTEGERS = ("entry", "http_status", "exit_code", "batch_row")
 
 
-def insert_sql(mark: str) -> str:
-    """The INSERT of one event with the backend's placeholder (``?`` or ``%s``); built from
-    the constant column names above only: no value ever enters SQL text."""
+def insert_sql(mark: str, rows: int = 1) -> str:
+    """The INSERT of ``rows`` events (one statement) with the backend's placeholder (``?``
+    or ``%s``); built from the constant column names above only: no value ever enters SQL
+    text."""
+    one = f"({', '.join([mark] * (len(ALL) + 3))})"
     return (f"INSERT INTO events (seq, {', '.join(ALL)}, prev_hash, hash) "  # noqa: S608
-            f"VALUES ({', '.join([mark] * (len(ALL) + 3))})")
+            f"VALUES {', '.join([one] * rows)}")
+
+
+INSERT_ROWS = 200  # events per INSERT statement (within every backend's parameter limit)
 
 
 SELECT_EVENTS = f"SELECT seq, {', '.join(ALL)}, prev_hash, hash FROM events ORDER BY seq"  # noqa: S608
@@ -63,9 +68,9 @@ class Tip:
     (the transaction holds the chain's lock, so nobody else can append meanwhile).
     ``operator``: the database's name for the writer, hashed with every event it writes."""
 
-    def __init__(self, db: Any, insert: str, operator: str | None = None) -> None:
+    def __init__(self, db: Any, mark: str, operator: str | None = None) -> None:
         self.db = db
-        self.insert = insert
+        self.mark = mark
         self.operator = operator
         # one statement (a round trip saved on a database server); every event's entry was
         # opened by a begin event, so the largest entry is the last begin's
@@ -86,11 +91,12 @@ class Tip:
         return entry
 
     def write(self) -> None:
-        """Insert the events appended so far (one statement for the group)."""
-        if len(self._rows) == 1:  # a single command's event: no batching machinery
-            self.db.execute(self.insert, self._rows[0])
-        elif self._rows:
-            self.db.executemany(self.insert, self._rows)
+        """Insert the events appended so far: one statement per INSERT_ROWS of them (a
+        database checks its chain once per statement)."""
+        for at in range(0, len(self._rows), INSERT_ROWS):
+            group = self._rows[at:at + INSERT_ROWS]
+            self.db.execute(insert_sql(self.mark, len(group)),
+                            [value for row in group for value in row])
         self._rows.clear()
 
 

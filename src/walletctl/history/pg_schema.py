@@ -50,10 +50,7 @@ CREATE INDEX events_entry ON walletctl.events (entry, kind);
 CREATE INDEX events_ref ON walletctl.events (original_ref);
 CREATE INDEX events_new_ref ON walletctl.events (new_ref);
 
-CREATE FUNCTION walletctl.events_extend() RETURNS trigger LANGUAGE plpgsql AS $fn$
-DECLARE
-    tip_seq bigint;
-    tip_hash text;
+CREATE FUNCTION walletctl.events_operator() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     IF NEW.operator IS DISTINCT FROM session_user THEN
         RAISE EXCEPTION 'walletctl history: an event''s operator is the role that '
@@ -61,31 +58,50 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege';
     END IF;
     NEW.recorded_at := clock_timestamp();
-    PERFORM pg_advisory_xact_lock(@CHAIN_LOCK@, 0);
-    SELECT seq, hash INTO tip_seq, tip_hash FROM walletctl.events ORDER BY seq DESC LIMIT 1;
-    IF NOT FOUND THEN
-        tip_seq := 0;
-        tip_hash := repeat('0', 64);
-    END IF;
-    IF NEW.seq <> tip_seq + 1 OR NEW.prev_hash <> tip_hash THEN
-        RAISE EXCEPTION 'walletctl history: event % does not extend the chain (its tip is '
-            'event %)', NEW.seq, tip_seq USING ERRCODE = 'serialization_failure';
-    END IF;
-    IF NEW.kind = 'complete' AND NOT EXISTS (
-            SELECT 1 FROM walletctl.events WHERE entry = NEW.entry AND kind = 'begin') THEN
-        RAISE EXCEPTION 'walletctl history: entry % was never begun', NEW.entry
-            USING ERRCODE = 'foreign_key_violation';
-    END IF;
-    IF NEW.kind = 'begin' AND EXISTS (
-            SELECT 1 FROM walletctl.events WHERE entry >= NEW.entry) THEN
-        RAISE EXCEPTION 'walletctl history: entry % is not new', NEW.entry
-            USING ERRCODE = 'unique_violation';
-    END IF;
     RETURN NEW;
 END
 $fn$;
-CREATE TRIGGER events_extend BEFORE INSERT ON walletctl.events
-    FOR EACH ROW EXECUTE FUNCTION walletctl.events_extend();
+CREATE TRIGGER events_operator BEFORE INSERT ON walletctl.events
+    FOR EACH ROW EXECUTE FUNCTION walletctl.events_operator();
+
+-- Once per INSERT statement (a batch writes a group of events in one), over the rows it
+-- added: each follows the event numbered before it, by that event's hash (with the
+-- primary key and UNIQUE (prev_hash): one line, no gaps, no forks); a completion's entry
+-- was begun; no entry is begun twice.
+CREATE FUNCTION walletctl.events_extend() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    bad bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(@CHAIN_LOCK@, 0);
+    SELECT n.seq INTO bad FROM new_events n
+        LEFT JOIN walletctl.events p ON p.seq = n.seq - 1
+        WHERE CASE WHEN n.seq = 1 THEN n.prev_hash <> repeat('0', 64)
+                   ELSE p.seq IS NULL OR p.hash <> n.prev_hash END
+        ORDER BY n.seq LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'walletctl history: event % does not extend the chain', bad
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+    SELECT n.entry INTO bad FROM new_events n WHERE n.kind = 'complete' AND NOT EXISTS (
+        SELECT 1 FROM walletctl.events b WHERE b.entry = n.entry AND b.kind = 'begin')
+        LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'walletctl history: entry % was never begun', bad
+            USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    SELECT n.entry INTO bad FROM new_events n WHERE n.kind = 'begin' AND EXISTS (
+        SELECT 1 FROM walletctl.events o WHERE o.entry = n.entry AND o.seq <> n.seq
+        AND o.kind = 'begin') LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'walletctl history: entry % is begun twice', bad
+            USING ERRCODE = 'unique_violation';
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER events_extend AFTER INSERT ON walletctl.events
+    REFERENCING NEW TABLE AS new_events
+    FOR EACH STATEMENT EXECUTE FUNCTION walletctl.events_extend();
 
 CREATE FUNCTION walletctl.events_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
@@ -102,6 +118,7 @@ CREATE TRIGGER events_append_only_truncate BEFORE TRUNCATE ON walletctl.events
 REVOKE ALL ON ALL TABLES IN SCHEMA walletctl FROM PUBLIC;
 REVOKE ALL ON SCHEMA walletctl FROM PUBLIC;
 REVOKE ALL ON FUNCTION walletctl.events_extend() FROM PUBLIC;
+REVOKE ALL ON FUNCTION walletctl.events_operator() FROM PUBLIC;
 REVOKE ALL ON FUNCTION walletctl.events_refuse_change() FROM PUBLIC;
 """
 

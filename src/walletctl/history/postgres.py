@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from walletctl.history.chain import insert_sql
 from walletctl.history.pg_schema import CHAIN_LOCK, LATEST, SCHEMA_NAME
 from walletctl.history.store import HistoryStore, StorageError
 
@@ -67,7 +66,7 @@ class PostgresHistory(HistoryStore):
     """One connection to a shared history (``walletctl history setup`` made its schema)."""
 
     shared = True
-    _insert = insert_sql("%s")
+    _mark = "%s"
 
     def __init__(self, url: DbUrl, *, purpose: str = "walletctl",
                  background: bool = False) -> None:
@@ -214,6 +213,33 @@ class AdvisoryLocks:
 
         with contextlib.suppress(StorageError):  # a lost connection released it already
             self._ask("SELECT pg_advisory_unlock(%s::int4, %s::int4)", key)
+
+    def try_acquire_many(self, keys: list[str]) -> list[bool]:
+        import psycopg
+
+        if not keys:
+            return []
+        high, low = zip(*map(self.ids, keys), strict=True)
+        try:
+            rows = self._history.db().execute(
+                "SELECT pg_try_advisory_lock(a, b) FROM unnest(%s::int4[], %s::int4[]) "
+                "WITH ORDINALITY AS t(a, b, n) ORDER BY n", (list(high), list(low))).fetchall()
+        except psycopg.Error as exc:
+            raise StorageError(f"history {self._history.where}: {why(exc)}") from None
+        return [bool(row[0]) for row in rows]
+
+    def release_many(self, keys: list[str]) -> None:
+        import contextlib
+
+        import psycopg
+
+        if not keys:
+            return
+        high, low = zip(*map(self.ids, keys), strict=True)
+        with contextlib.suppress(psycopg.Error, StorageError):  # a lost connection released them
+            self._history.db().execute(
+                "SELECT count(pg_advisory_unlock(a, b)) FROM unnest(%s::int4[], %s::int4[]) "
+                "AS t(a, b)", (list(high), list(low)))
 
     def holder(self, key: str) -> str | None:
         """The role holding ``key`` and what it said it is doing (its application_name)."""

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from walletctl.history.chain import COLUMN_TYPES, COLUMNS, LATER, insert_sql
+from walletctl.history.chain import COLUMN_TYPES, COLUMNS, LATER
 from walletctl.history.store import HistoryStore, StorageError
 
 _COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in COLUMNS)
@@ -57,7 +57,7 @@ def create_private(path: Path) -> None:
 class SqliteHistory(HistoryStore):
     """One open history file."""
 
-    _insert = insert_sql("?")
+    _mark = "?"
 
     def __init__(self, path: Path, *, chained: bool = True) -> None:
         self.path = path

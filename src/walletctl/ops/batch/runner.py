@@ -77,7 +77,7 @@ from walletctl.ops.batch.outcome import (
     request_problem,
 )
 from walletctl.ops.batch.steps import RowSteps
-from walletctl.ops.money.lock import MoneyLocks, hold_original_async, lock_key, money_locks
+from walletctl.ops.money.lock import DeskLocks, MoneyLocks, hold_row, lock_key, money_locks
 
 __all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "build_request",
            "request_problem"]
@@ -107,6 +107,8 @@ class BatchRunner(RowSteps):
         # hold look there, as the single command's do.
         self.history = history
         self._money_locks: MoneyLocks | None = None
+        self._desk: DeskLocks | None = None
+        self._desk_ready = False
         self.journal = journal
         self.gateway_for = gateway_for
         self.opt = options
@@ -124,6 +126,7 @@ class BatchRunner(RowSteps):
         self._unknown: dict[str, list[tuple[Decimal, str]]] = {}
         self._attempts: dict[str, int] = {}  # rows in flight only (popped when reported)
         self._templates: dict[str, RequestTemplate] = {}  # per profile name
+        self._probed: dict[str, bool] = {}
 
     async def run(self) -> RunReport:
         started = time.monotonic()
@@ -142,6 +145,8 @@ class BatchRunner(RowSteps):
         try:
             await asyncio.gather(produce(), *(work() for _ in range(self.opt.concurrency)))
         finally:
+            if self._desk is not None:
+                self._desk.close()
             self.journal.commit()
             self.report.breaker_open = self.breaker.open
             self.report.breaker_reason = self.breaker.last_failure
@@ -185,9 +190,26 @@ class BatchRunner(RowSteps):
         if self._money_locks is None:  # found once per run (the path lookup is not free)
             self._money_locks = money_locks()
         key = lock_key(prof.merchant_id, prof.store_id, row.ref)
-        shared = self.history.shared_locks() if self.history is not None else None
-        async with hold_original_async(self._money_locks, shared, key):
-            await self._row(client, row)
+        async with hold_row(self._money_locks, self._desk_locks(client), key, row.ref):
+            try:
+                await self._row(client, row)
+            finally:
+                self._probed.pop(row.ref, None)  # answered for this holding only
+
+    def _desk_locks(self, client: Gateway) -> DeskLocks | None:
+        """The desk's locks when the history is shared (made once per run); each group of
+        rows that gets its locks is probed in the history at once (see ``_concerns``)."""
+        if not self._desk_ready:
+            self._desk_ready = True
+            shared = self.history.shared_locks() if self.history is not None else None
+            if shared is not None and self.history is not None:
+                history = self.history
+                since = self._window_start(client)
+                self._desk = DeskLocks(shared, probe=lambda refs: history.touched_many(
+                    operation=self.opt.op, original_refs=refs,
+                    batch_id=self.journal.batch_id, since=since))
+                self._probed = self._desk.touched
+        return self._desk
 
     async def _row(self, client: Gateway, row: JournalRow) -> None:
         try:

@@ -36,6 +36,9 @@ class RowSteps(GatewayCalls):
     # Rows left 'unknown' this run, per original: counted as applied by later pre-flights.
     _unknown: dict[str, list[tuple[Decimal, str]]]
     _since: str | None = None
+    # original -> whether the history holds something on it, asked together with the row's
+    # desk lock (a shared history: see ops.money.lock.DeskLocks); used once
+    _probed: dict[str, bool]
 
     def _finish(self, row: JournalRow, state: State, *, txn_id: str | None = None,
                 txn_state: str | None = None, detail: str | None = None) -> None:
@@ -46,12 +49,18 @@ class RowSteps(GatewayCalls):
         intent, or a recent movement): the row takes the lookup path."""
         if self.history is None:
             return False
+        probed = self._probed.pop(row.ref, None)  # asked with the row's desk lock
+        if probed is not None:
+            return probed
+        return needs_lookup(self.history, row.ref, self.opt.op,
+                            batch_id=self.journal.batch_id, since=self._window_start(client))
+
+    def _window_start(self, client: Gateway) -> str:
         if self._since is None:  # the window's start, once per run (a few minutes' drift
             window = client.profile.history.duplicate_window  # over a long run only widens)
             start = datetime.now(UTC) - timedelta(minutes=window)
             self._since = start.strftime("%Y-%m-%dT%H:%M:%S")
-        return needs_lookup(self.history, row.ref, self.opt.op,
-                            batch_id=self.journal.batch_id, since=self._since)
+        return self._since
 
     def _resolve_earlier(self, client: Gateway, row: JournalRow,
                          records: Sequence[TransactionRecord]) -> None:
