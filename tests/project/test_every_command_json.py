@@ -81,6 +81,7 @@ def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path
         "profile remove": ["profile", "remove", "extra", "--yes"],
         "history": ["history"],
         "history verify": ["history", "verify"],
+        "history setup": ["history", "setup"],  # the local file (a database: tests/pg)
     }
     commands = _commands(sb)
     assert "lookup" in commands

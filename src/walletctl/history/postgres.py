@@ -43,7 +43,7 @@ def connect(url: DbUrl, *, purpose: str = "walletctl") -> psycopg.Connection[Any
     except ImportError:
         raise StorageError(
             f"history {url.display()}: a PostgreSQL history needs psycopg "
-            "(pip install 'walletctl[postgres]')") from None
+            "(pip install 'psycopg[binary]', or walletctl's postgres extra)") from None
     import time
 
     # what other operators see while this connection holds an order (pg_stat_activity)
