@@ -62,7 +62,7 @@ QUERIES: list[tuple[str, ...]] = [
 
 
 def _comparable(fmt: str, text: str) -> Any:
-    """The output without what differs by design: the operator's name."""
+    """The output without what differs by design: who the operator is."""
     import json
 
     if fmt == "csv":
@@ -73,6 +73,7 @@ def _comparable(fmt: str, text: str) -> Any:
         rows = json.loads(text)
     for row in rows:
         row.pop("operator", None)
+        row.pop("completed_by", None)
     return rows
 
 

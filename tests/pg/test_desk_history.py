@@ -248,3 +248,35 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_an_outcome_appended_by_another_operator_is_named_and_a_false_hash_is_found(
+        team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database lets any operator append a later outcome to any entry (a reconcile
+    does): history names who did; an event appended with a false hash breaks verify for
+    everyone, naming the role that wrote it."""
+    from walletctl.config.dburl import parse_db_url
+    from walletctl.history.postgres import PostgresHistory
+    from walletctl.history.store import Completion
+
+    ref = team.desk.sale(unique("ORD"))
+    team.bob.run("refund", ref, "--amount", "2.00", "--yes", "-p", "desk-a", expect=0)
+    monkeypatch.setenv("PGPASSFILE", team.alice.env["PGPASSFILE"])
+    with PostgresHistory(parse_db_url(team.url("alice"))) as alice:
+        alice.complete(1, Completion(time="2026-11-24T03:30:00.000Z", outcome="declined"))
+    [entry] = team.bob.run("-o", "json", "history", expect=0).json()
+    assert (entry["operator"], entry["completed_by"], entry["outcome"]) == (
+        "bob", "alice", "declined")
+    table = team.bob.run("-o", "table", "history", env={"COLUMNS": "80"}, expect=0)
+    words = table.stdout.split()
+    assert {"bob", "(outcome:", "alice)"} <= set(words), table  # wrapped at 80 columns
+    assert team.bob.run("history", "verify", expect=0).json()["intact"] is True
+    with team.cluster.connect("alice", team.db) as db:
+        tip = db.execute("SELECT seq, hash FROM walletctl.events ORDER BY seq DESC "
+                         "LIMIT 1").fetchone()
+        assert tip is not None
+        db.execute("INSERT INTO walletctl.events (seq, kind, entry, time, prev_hash, hash) "
+                   "VALUES (%s, 'complete', 1, '2026-11-24T03:31:00.000Z', %s, %s)",
+                   (tip[0] + 1, tip[1], "f" * 64))
+    broken = team.bob.run("history", "verify", expect=3)
+    assert "(written by alice)" in broken.stderr, broken

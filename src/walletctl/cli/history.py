@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.history.store import Entry, HistoryStore
 
-HELP = "List, verify and reconcile the local history (audit log) of money movements."
+HELP = ("List, verify and reconcile the history (audit log) of money movements: a local "
+        "file, or a team's shared PostgreSQL database.")
 history_app = typer.Typer(
     help=HELP, rich_markup_mode=None, add_completion=False, no_args_is_help=False
 )
@@ -94,7 +95,8 @@ def history(
         str | None, typer.Option(help="checkout, capture, refund, reverse, authorize, smoke.")
     ] = None,
     profile: Annotated[str | None, typer.Option(help="Profile the action used.")] = None,
-    user: Annotated[str | None, typer.Option(help="OS user who ran it.")] = None,
+    user: Annotated[str | None, typer.Option(
+        help="Operator: the database role (a shared history), else the OS user.")] = None,
     outcome: Annotated[
         str | None,
         typer.Option(help="approved, created (checkouts), declined, refused, unknown or error."),
@@ -110,10 +112,11 @@ def history(
         int | None, typer.Option(min=1, help="Only the last N entries (table default: 50).")
     ] = None,
     path: Annotated[
-        bool, typer.Option("--path", help="Print the history file's path and exit.")
+        bool, typer.Option(
+            "--path", help="Print where the history is (a file, or a database URL) and exit.")
     ] = False,
 ) -> None:
-    """List, verify and reconcile the local history (audit log) of money movements."""
+    """List, verify and reconcile the history (audit log) of money movements."""
     if ctx.invoked_subcommand is not None:
         return
     from walletctl.config.dburl import DbUrl

@@ -68,7 +68,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("profile", "List, show, add, remove and check merchant profiles (profiles.toml)."),
     "history": (
         "history",
-        "List, verify and reconcile the local history (audit log) of money movements.",
+        "List, verify and reconcile the history (audit log) of money movements: a local "
+        "file, or a team's shared PostgreSQL database.",
     ),
     "completion": (
         "completions",

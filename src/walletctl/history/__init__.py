@@ -1,4 +1,4 @@
-"""The local history (audit log) of money-moving actions, and the desk's rules.
+"""The history (audit log) of money-moving actions, and the desk's rules.
 
 Single commands use :func:`recording` (one context manager around plan, confirm and send);
 batches use :class:`~walletctl.history.store.HistoryStore` (the interface of both backends)

@@ -60,7 +60,17 @@ def setup(url: DbUrl, grants: Sequence[str]) -> SetupResult:
                            (version,))
                 applied.append(f"{version}: {what}")
             for role in dict.fromkeys(grants):
-                if not _value(db, "SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)):
+                if role.lower() == "public" or role.startswith("pg_"):
+                    raise StorageError(
+                        f"history {where}: --grant {role}: a built-in role would pass the "
+                        "grant to every role in it; grant each operator's own LOGIN role")
+                found = db.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s",
+                                   (role,)).fetchone()
+                if found is not None and found[0]:
+                    raise StorageError(
+                        f"history {where}: --grant {role}: a superuser can change anything, "
+                        "the history too; grant operator roles without superuser")
+                if found is None:
                     raise StorageError(
                         f"history {where}: --grant {role}: no such role (the database "
                         f"administrator creates it first: CREATE ROLE {role} LOGIN)")

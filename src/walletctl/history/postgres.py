@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 SHARED_HINT = ("start the database server or fix WALLETCTL_HISTORY_URL / the profile's "
                "[history] url; the password comes from ~/.pgpass or PGPASSWORD")
+CREDENTIALS_HINT = ("libpq reads the password from ~/.pgpass (mode 0600; HOST:PORT:DB:ROLE:"
+                 "PASSWORD), PGPASSWORD or a service file")
 CONNECT_TIMEOUT = 5  # seconds, unless the URL says otherwise
-LOCK_TIMEOUT_MS = 60_000  # no write waits for ever behind a stuck writer
+LOCK_TIMEOUT_S = 15  # an append takes milliseconds: no write waits for ever behind a stuck one
 
 
 def why(exc: BaseException) -> str:
@@ -55,11 +57,14 @@ def connect(url: DbUrl, *, purpose: str = "walletctl") -> psycopg.Connection[Any
     try:
         return psycopg.connect(
             url.text, autocommit=True,
-            options=f"-c search_path={SCHEMA_NAME} -c lock_timeout={LOCK_TIMEOUT_MS}",
+            options=f"-c search_path={SCHEMA_NAME} -c lock_timeout={LOCK_TIMEOUT_S * 1000}",
             **extra)
     except psycopg.Error as exc:
-        raise StorageError(f"history {url.display()}: cannot connect: {why(exc)}",
-                           hint=SHARED_HINT) from None
+        text = why(exc)
+        hint = (CREDENTIALS_HINT if "password" in text else
+                None if "does not exist" in text else SHARED_HINT)
+        raise StorageError(f"history {url.display()}: cannot connect: {text}",
+                           hint=hint) from None
 
 
 class PostgresHistory(HistoryStore):
@@ -115,8 +120,7 @@ class PostgresHistory(HistoryStore):
             db.close()
             raise StorageError(
                 f"history {self.where}: no walletctl history in this database yet (the "
-                "database owner runs `walletctl history setup --grant ROLE` once)",
-                hint=SHARED_HINT) from None
+                "database owner runs `walletctl history setup --grant ROLE` once)") from None
         except psycopg.errors.InsufficientPrivilege:
             db.close()
             raise StorageError(
@@ -174,6 +178,11 @@ class PostgresHistory(HistoryStore):
                 cursor = db.cursor()
                 cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", (CHAIN_LOCK,))
                 yield cursor
+        except psycopg.errors.LockNotAvailable:
+            raise StorageError(
+                f"history {self.where}: another session has held the history's chain lock "
+                f"for {LOCK_TIMEOUT_S} s (a stuck client, or a lock taken by hand: the owner "
+                "finds it in pg_locks)") from None
         except psycopg.Error as exc:
             raise StorageError(f"history {self.where}: {why(exc)}") from None
 

@@ -94,6 +94,8 @@ class Entry:
     store_id: str | None = None
     # The database role that recorded it (PostgreSQL's session_user; None in a local file)
     operator: str | None = None
+    # ... and the one that recorded its latest outcome (a reconcile may be someone else's)
+    completed_by: str | None = None
 
     @property
     def reference(self) -> str:
@@ -294,7 +296,7 @@ class HistoryStore:
                COALESCE(c.outcome, b.outcome, 'unknown'),
                COALESCE(c.http_status, b.http_status), COALESCE(c.exit_code, b.exit_code),
                b.batch_id, b.batch_row, b.reason, COALESCE(c.note, b.note), c.time,
-               b.merchant_id, b.store_id, b.operator
+               b.merchant_id, b.store_id, b.operator, c.operator
         FROM events b
         LEFT JOIN events c ON c.seq = (
             SELECT MAX(seq) FROM events WHERE kind = 'complete' AND entry = b.entry)
@@ -309,7 +311,9 @@ class HistoryStore:
             ("b.time < ?", f.until),
             ("b.operation = ?", f.operation),
             ("b.profile = ?", f.profile),
-            ("(b.os_user = ? OR b.operator = ?)", f.os_user),
+            # the authenticated role where there is one (never the client's claim), else
+            # the OS account
+            ("COALESCE(b.operator, b.os_user) = ?", f.os_user),
             ("b.original_ref = ?", f.original_ref),
         ):
             if value is not None:
@@ -403,6 +407,8 @@ class HistoryStore:
         for row in self._execute(SELECT_EVENTS, stream=True):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
             what = describe(values[0], values[1])
+            if values[-1] is not None:  # a shared history names the role that wrote it
+                what += f" (written by {values[-1]})"
             if seq != expected:
                 return count, Broken(expected, f"event {expected} is missing (deleted); "
                                                f"the next one is {what}")
@@ -410,7 +416,8 @@ class HistoryStore:
                 return count, Broken(seq, f"{what} does not follow the event before it "
                                           "(deleted or reordered)")
             if event_hash(prev, seq, list(values)) != digest:
-                return count, Broken(seq, f"{what} was changed after it was written")
+                return count, Broken(seq, f"{what} was changed after it was written, or "
+                                          "written with a hash that does not match it")
             prev = digest
             expected += 1
             count += 1

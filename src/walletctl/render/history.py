@@ -56,16 +56,23 @@ def _table(entries: Sequence[Entry], path: str) -> None:
         amount = f"{e.amount} {e.currency}" if e.amount is not None else ""
         outcome = e.outcome + (f" ({e.exit_code})" if e.exit_code else "")
         rows.append([str(e.id), e.time[:16].replace("T", " "), e.operation, ref, amount,
-                     f"[{style}]{outcome}[/]" if style else outcome,
-                     escape(e.operator or e.os_user)])
+                     f"[{style}]{outcome}[/]" if style else outcome, escape(_who(e))])
     print_table(None, headers, rows, justify={0: "right", 4: "right"}, no_wrap=(0, 4, 5),
-                drop=(6, 1))
+                drop=(1, 6))
     unknown = sum(1 for e in entries if e.outcome == "unknown")
     console.print(
         f"{len(entries)} entries"
         + (f", {unknown} unknown (resolve: walletctl history --unknown --reconcile)"
            if unknown else "")
     )
+
+
+def _who(e: Entry) -> str:
+    """The operator; and who recorded the outcome, when someone else did (a reconcile)."""
+    who = e.operator or e.os_user
+    if e.completed_by and e.completed_by != e.operator:
+        who += f" (outcome: {e.completed_by})"
+    return who
 
 
 def render_verified(fmt: str, record: dict[str, Any]) -> None:
