@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from walletctl.history.chain import COLUMN_TYPES, COLUMNS, LATER
+from walletctl.history.chain import ALL, COLUMN_TYPES, LATER
 from walletctl.history.store import HistoryStore, StorageError
 
-_COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in COLUMNS)
+_COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in ALL)  # a new file has them all
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY,
@@ -66,12 +66,29 @@ class SqliteHistory(HistoryStore):
         create_private(path)
         # The -wal/-shm files take the database file's permissions (0600).
         self._db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._first_use(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process
-        migrate(self._db)
+        self._first_use(lambda: migrate(self._db))
         from walletctl.history._wal import skip_checkpoint_on_close
 
         skip_checkpoint_on_close(self._db, path)
+
+    @staticmethod
+    def _first_use(step: Callable[[], object]) -> None:
+        """Switching to WAL and creating the schema can meet another process doing the same
+        to a new file, and SQLite may then answer "locked" without waiting: try again for
+        up to 10 s."""
+        import time
+
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                step()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def close(self) -> None:
         self._db.close()
