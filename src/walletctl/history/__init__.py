@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from walletctl.history.location import (
     history_location,
-    history_path,
     open_for,
     open_history,
     open_location,
 )
 from walletctl.history.recorder import Recording, recording
 
-__all__ = ["Recording", "history_location", "history_path", "open_for", "open_history",
+__all__ = ["Recording", "history_location", "open_for", "open_history",
            "open_location", "recording"]

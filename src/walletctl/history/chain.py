@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 GENESIS = "0" * 64
@@ -30,11 +30,10 @@ ALL: tuple[str, ...] = COLUMNS + LATER
 _INTEGERS = ("entry", "http_status", "exit_code", "batch_row")
 
 
-def insert_sql(mark: str, rows: int = 1) -> str:
-    """The INSERT of ``rows`` events (one statement) with the backend's placeholder (``?``
-    or ``%s``); built from the constant column names above only: no value ever enters SQL
-    text."""
-    one = f"({', '.join([mark] * (len(ALL) + 3))})"
+def insert_sql(rows: int = 1) -> str:
+    """The INSERT of ``rows`` events (one statement), ``?`` placeholders; built from the
+    constant column names above only: no value ever enters SQL text."""
+    one = f"({', '.join(['?'] * (len(ALL) + 3))})"
     return (f"INSERT INTO events (seq, {', '.join(ALL)}, prev_hash, hash) "  # noqa: S608
             f"VALUES {', '.join([one] * rows)}")
 
@@ -66,11 +65,13 @@ _TIP = ("SELECT (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
 class Tip:
     """The chain's tip inside one write transaction: read once, then advanced in memory
     (the transaction holds the chain's lock, so nobody else can append meanwhile).
-    ``operator``: the database's name for the writer, hashed with every event it writes."""
+    ``operator``: the database's name for the writer, hashed with every event it writes;
+    ``sql``: the backend's spelling of a statement written with ``?`` placeholders."""
 
-    def __init__(self, db: Any, mark: str, operator: str | None = None) -> None:
+    def __init__(self, db: Any, sql: Callable[[str], str],
+                 operator: str | None = None) -> None:
         self.db = db
-        self.mark = mark
+        self.sql = sql
         self.operator = operator
         # one statement (a round trip saved on a database server); every event's entry was
         # opened by a begin event, so the largest entry is the last begin's
@@ -95,7 +96,7 @@ class Tip:
         database checks its chain once per statement)."""
         for at in range(0, len(self._rows), INSERT_ROWS):
             group = self._rows[at:at + INSERT_ROWS]
-            self.db.execute(insert_sql(self.mark, len(group)),
+            self.db.execute(self.sql(insert_sql(len(group))),
                             [value for row in group for value in row])
         self._rows.clear()
 

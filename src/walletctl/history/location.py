@@ -66,14 +66,6 @@ def history_location(profile: Profile | None = None) -> Path | DbUrl:
     return data_dir() / FILE_NAME
 
 
-def history_path(profile: Profile | None = None) -> Path:
-    """The local file's path (a shared history has none: see :func:`history_location`)."""
-    found = history_location(profile)
-    if isinstance(found, DbUrl):
-        raise ConfigError(f"the history is the database {found.display()}, not a file")
-    return found
-
-
 def intents_path() -> Path:
     """The minimal intent store used when a profile turns the history off."""
     return data_dir() / INTENTS_NAME

@@ -71,7 +71,6 @@ class PostgresHistory(HistoryStore):
     """One connection to a shared history (``walletctl history setup`` made its schema)."""
 
     shared = True
-    _mark = "%s"
 
     def __init__(self, url: DbUrl, *, purpose: str = "walletctl",
                  background: bool = False) -> None:
@@ -99,11 +98,15 @@ class PostgresHistory(HistoryStore):
         except BaseException as exc:  # handed to the first use, in the main thread
             self._failed = exc
 
-    def db(self) -> psycopg.Connection[Any]:
-        """The connection, once it is open and checked (StorageError if it cannot be)."""
+    def _joined(self) -> None:
+        """Wait for the background connect, if one is under way."""
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+
+    def db(self) -> psycopg.Connection[Any]:
+        """The connection, once it is open and checked (StorageError if it cannot be)."""
+        self._joined()
         if self._failed is not None:
             raise self._failed
         assert self._conn is not None
@@ -143,9 +146,7 @@ class PostgresHistory(HistoryStore):
         return db
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._joined()
         if self._conn is not None:
             self._conn.close()
 
@@ -205,66 +206,53 @@ class AdvisoryLocks:
         return (high, low) if (high, low) != (CHAIN_LOCK, 0) else (high, low + 1)
 
     def _ask(self, sql: str, key: str) -> Any:
-        import psycopg
-
-        db = self._history.db()
-        try:
-            row = db.execute(sql, self.ids(key)).fetchone()
-        except psycopg.Error as exc:
-            raise StorageError(f"history {self._history.where}: {why(exc)}") from None
+        row = self._history._one(sql, self.ids(key))
         return row[0] if row else None
 
     def try_acquire(self, key: str) -> bool:
-        return bool(self._ask("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", key))
+        return bool(self._ask("SELECT pg_try_advisory_lock(?::int4, ?::int4)", key))
 
     def release(self, key: str) -> None:
         import contextlib
 
         with contextlib.suppress(StorageError):  # a lost connection released it already
-            self._ask("SELECT pg_advisory_unlock(%s::int4, %s::int4)", key)
+            self._ask("SELECT pg_advisory_unlock(?::int4, ?::int4)", key)
+
+    def _arrays(self, keys: list[str]) -> tuple[list[int], list[int]]:
+        high, low = zip(*map(self.ids, keys), strict=True)
+        return list(high), list(low)
 
     def try_acquire_many(self, keys: list[str]) -> list[bool]:
-        import psycopg
-
         if not keys:
             return []
-        high, low = zip(*map(self.ids, keys), strict=True)
-        try:
-            rows = self._history.db().execute(
-                "SELECT pg_try_advisory_lock(a, b) FROM unnest(%s::int4[], %s::int4[]) "
-                "WITH ORDINALITY AS t(a, b, n) ORDER BY n", (list(high), list(low))).fetchall()
-        except psycopg.Error as exc:
-            raise StorageError(f"history {self._history.where}: {why(exc)}") from None
+        rows = self._history._execute(
+            "SELECT pg_try_advisory_lock(a, b) FROM unnest(?::int4[], ?::int4[]) "
+            "WITH ORDINALITY AS t(a, b, n) ORDER BY n", self._arrays(keys))
         return [bool(row[0]) for row in rows]
 
     def release_many(self, keys: list[str]) -> None:
         import contextlib
 
-        import psycopg
-
         if not keys:
             return
-        high, low = zip(*map(self.ids, keys), strict=True)
-        with contextlib.suppress(psycopg.Error, StorageError):  # a lost connection released them
-            self._history.db().execute(
-                "SELECT count(pg_advisory_unlock(a, b)) FROM unnest(%s::int4[], %s::int4[]) "
-                "AS t(a, b)", (list(high), list(low)))
+        with contextlib.suppress(StorageError):  # a lost connection released them
+            self._history._one(
+                "SELECT count(pg_advisory_unlock(a, b)) FROM unnest(?::int4[], ?::int4[]) "
+                "AS t(a, b)", self._arrays(keys))
 
     def holder(self, key: str) -> str | None:
         """The role holding ``key`` and what it said it is doing (its application_name)."""
-        import psycopg
-
         high, low = self.ids(key)
         try:
-            row = self._history.db().execute(
+            row = self._history._one(
                 "SELECT a.usename, a.application_name FROM pg_locks l "
                 "JOIN pg_stat_activity a ON a.pid = l.pid "
                 "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
-                "AND l.classid = %s::bigint::oid AND l.objid = %s::bigint::oid "
+                "AND l.classid = ?::bigint::oid AND l.objid = ?::bigint::oid "
                 "AND l.database = (SELECT oid FROM pg_database "
                 "WHERE datname = current_database()) LIMIT 1",
-                (high & 0xFFFFFFFF, low & 0xFFFFFFFF)).fetchone()
-        except (psycopg.Error, StorageError):
+                (high & 0xFFFFFFFF, low & 0xFFFFFFFF))
+        except StorageError:
             return None
         if row is None:
             return None

@@ -57,7 +57,6 @@ def create_private(path: Path) -> None:
 class SqliteHistory(HistoryStore):
     """One open history file."""
 
-    _mark = "?"
 
     def __init__(self, path: Path, *, chained: bool = True) -> None:
         self.path = path

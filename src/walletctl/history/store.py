@@ -170,7 +170,6 @@ class HistoryStore:
     where: str = ""
     chained: bool = True
     shared: bool = False  # other machines write to it too (its locks are the desk's)
-    _mark: str = "?"  # the backend's placeholder in INSERTs (see chain.insert_sql)
 
     def close(self) -> None:
         raise NotImplementedError
@@ -232,7 +231,7 @@ class HistoryStore:
         done = list(completions)
         operator = self._operator()
         with self._write() as db:
-            tip = Tip(db, self._mark, operator)
+            tip = Tip(db, self._sql, operator)
             for entry, completion in done:
                 if not self.chained and completion.outcome != "unknown":
                     tip.write()
@@ -357,11 +356,8 @@ class HistoryStore:
         """Whether any entry of this operation on ``original_ref`` from outside the batch
         was sent (begun, whatever became of it) or began at or after ``since``: one indexed
         probe, so that a batch row with nothing of the kind keeps its one round trip."""
-        row = self._one(
-            "SELECT 1 FROM events WHERE original_ref = ? AND kind = 'begin' AND operation = ? "
-            "AND (batch_id IS NULL OR batch_id != ?) AND (outcome IS NULL OR time >= ?) "
-            "LIMIT 1", (original_ref, operation, batch_id, since))
-        return row is not None
+        return bool(self.touched_many(operation=operation, original_refs=[original_ref],
+                                      batch_id=batch_id, since=since))
 
     def touched_many(self, *, operation: str, original_refs: list[str], batch_id: str,
                      since: str) -> set[str]:

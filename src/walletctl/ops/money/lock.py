@@ -83,12 +83,6 @@ class MoneyLocks:
         with _holding(self, key, what=what, on_wait=on_wait, limit=limit):
             yield
 
-    @asynccontextmanager
-    async def hold_async(self, key: str) -> AsyncIterator[None]:
-        """The batch's form: never blocks the event loop (polls while another has it)."""
-        async with _holding_async(self, key):
-            yield
-
     def holder(self, key: str) -> str | None:
         return "another walletctl on this machine"
 
@@ -127,7 +121,7 @@ def _holding(locks: MoneyLocks | SharedLocks, key: str, *, what: str,
 
 
 @asynccontextmanager
-async def _holding_async(locks: MoneyLocks | SharedLocks, key: str) -> AsyncIterator[None]:
+async def _holding_async(locks: MoneyLocks, key: str) -> AsyncIterator[None]:
     delay = 0.002
     while not locks.try_acquire(key):
         await asyncio.sleep(delay)
@@ -226,9 +220,7 @@ class DeskLocks:
             loop = asyncio.get_running_loop()
             answer: asyncio.Future[bool] = loop.create_future()
             self._asked.append((key, original, answer))
-            if not self._scheduled:
-                self._scheduled = True
-                loop.call_soon(self._flush)
+            self._schedule()
             if await answer:
                 return
             await asyncio.sleep(delay)
@@ -236,6 +228,10 @@ class DeskLocks:
 
     def release(self, key: str) -> None:
         self._given_back.append(key)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """One flush per turn of the event loop, for whatever was asked or given back."""
         if not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
