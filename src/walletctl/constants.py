@@ -42,6 +42,8 @@ class ExitCode(IntEnum):
     AUTH = 9  # credentials refused (401/403)
     SMOKE_FAILED = 10  # a smoke scenario failed
     HELD = 11  # held back, nothing sent: a likely duplicate, or the original is busy elsewhere
+    AWAITING_APPROVAL = 12  # above the profile's approval amount: filed for a second person
+    MISMATCH = 13  # `walletctl recon`: the history and the gateway disagree
     CLOSED_PIPE = 141  # stdout was closed by the reader (`| head`): ended quietly, as on SIGPIPE
     INTERRUPTED = 130  # Ctrl-C / SIGTERM
 

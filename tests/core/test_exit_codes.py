@@ -295,5 +295,6 @@ def test_exit_codes_are_stable() -> None:
     assert {c.name: int(c) for c in ExitCode} == {
         "OK": 0, "ERROR": 1, "USAGE": 2, "CONFIG": 3, "VALIDATION": 4, "DECLINED": 5,
         "GATEWAY": 6, "NETWORK": 7, "UNKNOWN_OUTCOME": 8, "AUTH": 9, "SMOKE_FAILED": 10,
-        "HELD": 11, "INTERRUPTED": 130, "CLOSED_PIPE": 141,
+        "HELD": 11, "AWAITING_APPROVAL": 12, "MISMATCH": 13, "INTERRUPTED": 130,
+        "CLOSED_PIPE": 141,
     }, json.dumps({c.name: int(c) for c in ExitCode})
