@@ -5,7 +5,8 @@
     ├── ConfigError                CONFIG
     ├── RequestValidationError     VALIDATION   (nothing was sent)
     ├── RefusedError               DECLINED     (pre-flight: the gateway would refuse)
-    │   └── HeldError              HELD         (a likely duplicate / a busy original: not sent)
+    │   ├── HeldError              HELD         (a likely duplicate / a busy original: not sent)
+    │   └── AwaitingApprovalError  AWAITING_APPROVAL (filed for a second operator: not sent)
     ├── DeclinedError              DECLINED     (the gateway answered with a refusal state)
     ├── GatewayError               by status: 4xx DECLINED, 401/403 AUTH, 429/5xx GATEWAY
     │   └── AuthError              AUTH
@@ -178,3 +179,14 @@ class HeldError(RefusedError):
     the history as ``refused`` (nothing was sent)."""
 
     exit_code = ExitCode.HELD
+
+
+class AwaitingApprovalError(RefusedError):
+    """Above the profile's approval amount: an approval request was filed (``approval``, its
+    id) and nothing was sent. Recorded in the history as ``refused`` with that id."""
+
+    exit_code = ExitCode.AWAITING_APPROVAL
+
+    def __init__(self, message: str, *, approval: Any, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.approval = approval

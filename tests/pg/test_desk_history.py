@@ -17,6 +17,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from walletctl.history.pg_schema import LATEST
+
 from money.conftest import unique
 
 from .conftest import Team, make_team
@@ -30,7 +32,7 @@ def _refund(team: Team, ref: str) -> list[dict[str, object]]:
 
 def test_setup_is_idempotent_and_grants_reading_and_appending_only(team: Team) -> None:
     again = team.owner.run("-o", "table", "history", "setup", "--grant", "alice", expect=0)
-    assert "schema version 1 (already current)" in again.stdout, again
+    assert f"schema version {LATEST} (already current)" in again.stdout, again
     with team.cluster.connect("desk_owner", team.db) as db:
         rights = {priv: db.execute(
             "SELECT has_table_privilege('alice', 'walletctl.events', %s)", (priv,)

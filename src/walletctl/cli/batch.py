@@ -22,7 +22,7 @@ import typer
 
 from walletctl.cli.flow import check_flow_options, stop_code
 from walletctl.constants import ExitCode
-from walletctl.errors import ConfigError, UsageError, WalletctlError
+from walletctl.errors import AwaitingApprovalError, ConfigError, UsageError, WalletctlError
 from walletctl.render.batch import (
     NAMED_ON_STDERR,
     dry_run_rows,
@@ -62,6 +62,7 @@ def run_batch_command(
     full_preflight: bool = False,
     offline: bool = False,
     allow_duplicate: bool = False,
+    approval: int | None = None,
 ) -> int:
     """Plan, confirm and run a batch; returns an :class:`ExitCode` value."""
     from walletctl.cli.state import ENV, get_state
@@ -84,6 +85,10 @@ def run_batch_command(
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="walletctl-")))
         input_path, display, digest = _input(source, scratch)
+        # four eyes bind the file's content: read it once for its hash, once to plan, and
+        # refuse it if it changed in between
+        bound = _file_hash(input_path, digest) if _four_eyes_apply(profile, op, approval,
+                                                                   dry_run) else None
         bid = batch_id or default_batch_id(op, None if digest else input_path, digest)
         journal_path = journal or _default_journal(source, op, bid)
         if resume and not journal_path.exists():
@@ -135,6 +140,16 @@ def run_batch_command(
         if jr.existed and not dry_run and plan.done_before:
             print_note(f"resuming batch {bid}: {plan.done_before} row(s) already done "
                        f"(journal {journal_path})")
+        if bound is not None and plan.to_send:
+            try:
+                approval = _four_eyes(state, profile, op, jr, plan, display=display,
+                                      sha256=bound, path=input_path, approval=approval,
+                                      batch_id=bid)
+            except AwaitingApprovalError:
+                if created:  # nothing was sent: the next run (with --approval) starts afresh
+                    jr.close()
+                    _remove_journal(journal_path)
+                raise
 
         options = RunOptions(op=op, concurrency=concurrency, rate=rate,
                              max_failures=max_failures, direct=not full_preflight,
@@ -173,10 +188,53 @@ def run_batch_command(
             except OSError as exc:
                 raise UsageError(f"--results {results}: cannot write ({exc.strerror})") from None
             stack.callback(writer.close)
-        report = _run(state, profile, jr, plan, options, writer)
+        report = _run(state, profile, jr, plan, options, writer, approval=approval)
         code = int(_exit_code(report))
         render_summary(state, op, bid, journal_path, results, plan, report, code)
         return code
+
+
+# ---- four eyes -------------------------------------------------------------------------------
+def _four_eyes_apply(profile: Profile, op: str, approval: int | None, dry_run: bool) -> bool:
+    return not dry_run and (approval is not None or op in profile.history.approvals)
+
+
+def _file_hash(path: Path, digest: str | None) -> str:
+    """sha256 of the batch file (stdin: of the spooled copy, already known)."""
+    if digest is not None:
+        return digest
+    found = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 16):
+                found.update(chunk)
+    except OSError as exc:
+        raise UsageError(f"--batch {path}: cannot read ({exc.strerror})") from None
+    return found.hexdigest()
+
+
+def _four_eyes(state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, *,
+               display: str, sha256: str, path: Path, approval: int | None,
+               batch_id: str) -> int | None:
+    """File the batch for approval (exit 12), or spend ``approval`` for it (None: none
+    needed). Refused if the file changed while it was planned."""
+    from walletctl.history import open_for
+    from walletctl.ops.money.approval import batch_request, gate_batch
+
+    if display != "<stdin>" and _file_hash(path, None) != sha256:
+        raise UsageError(f"--batch {display}: the file changed while it was read; run again")
+    request = batch_request(profile, op, jr, file=display, sha256=sha256, rows=plan.to_send,
+                            totals=money_summary(plan))
+    store = open_for(profile, purpose=f"walletctl {op} --batch {batch_id}")
+    try:
+        return gate_batch(store, profile, request, approval, batch_id=batch_id)
+    except AwaitingApprovalError as exc:
+        from walletctl.render.approvals import render_filed
+
+        render_filed(state.output_format, exc.approval)
+        raise
+    finally:
+        store.close()
 
 
 # ---- input / journal paths -----------------------------------------------------------------
@@ -273,7 +331,7 @@ def _dry_run_exit(report: RunReport) -> int:
 
 # ---- the run ---------------------------------------------------------------------------------
 def _audit(state: Any, profile: Profile, options: RunOptions,
-           batch_id: str) -> BatchAudit | None:
+           batch_id: str, approval: int | None = None) -> BatchAudit | None:
     """The history recorder of a real run (None for a dry run or with the history off)."""
     from walletctl.history.location import history_url
 
@@ -284,12 +342,12 @@ def _audit(state: Any, profile: Profile, options: RunOptions,
 
     store = open_for(profile, purpose=f"walletctl {options.op} --batch {batch_id}")
     return BatchAudit(store, profile, options.op, batch_id,
-                      profile_for=_profiles(state, profile))
+                      profile_for=_profiles(state, profile), approval=approval)
 
 
 def _run(
     state: Any, profile: Profile, jr: Journal, plan: Plan, options: RunOptions,
-    writer: ResultsWriter | None,
+    writer: ResultsWriter | None, *, approval: int | None = None,
 ) -> RunReport:
     from walletctl.ops.batch.runner import BatchRunner
     from walletctl.render.console import err, print_note
@@ -297,7 +355,7 @@ def _run(
     concurrency = options.concurrency
     progress, update = progress_bar(plan, err().is_terminal and not options.predict)
     named = {"refused": 0, "unknown": 0, "pending": 0}
-    audit = _audit(state, profile, options, jr.batch_id)
+    audit = _audit(state, profile, options, jr.batch_id, approval)
 
     def on_result(result: RowResult) -> None:
         if writer is not None:

@@ -75,6 +75,14 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
         dry_run: Annotated[
             bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")
         ] = False,
+        approval: Annotated[
+            int | None,
+            typer.Option(
+                min=1,
+                help="Send under this approval id: another operator approved exactly this "
+                "request (or batch file) above the profile's approval amount.",
+            ),
+        ] = None,
         batch: Annotated[
             Path | None,
             typer.Option(
@@ -166,6 +174,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 full_preflight=full_preflight,
                 offline=offline,
                 allow_duplicate=allow_duplicate,
+                approval=approval,
             )
             raise typer.Exit(code)
         if ref is None:
@@ -187,6 +196,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
             reason=reason,
             confirm_amount=confirm_amount,
             allow_duplicate=allow_duplicate,
+            approval=approval,
         )
 
     command.__doc__ = _HELP[op]
@@ -206,6 +216,7 @@ def _single(
     reason: str | None = None,
     confirm_amount: str | None = None,
     allow_duplicate: bool = False,
+    approval: int | None = None,
 ) -> None:
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
@@ -217,14 +228,14 @@ def _single(
     # desk's lock on the order, is before anything is sent)
     store = None if dry_run else open_for(profile, purpose=f"walletctl {op} {ref}")
     from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
-    from walletctl.errors import DeclinedError
+    from walletctl.errors import AwaitingApprovalError, DeclinedError
     from walletctl.models.money import format_major
     from walletctl.ops.money.followup import NOUN, Ask, Desk, follow_up, interpret
     from walletctl.render.followup import render_applied, render_result, render_waiting
 
     ask = Ask(op=op, ref=ref, amount=amount, currency=currency, new_ref=new_ref,
               reason=checked_reason, confirm_amount=confirm_amount,
-              allow_duplicate=allow_duplicate, dry_run=dry_run)
+              allow_duplicate=allow_duplicate, dry_run=dry_run, approval=approval)
 
     def confirm_plan(plan: FollowUpPlan) -> None:
         if op in ("refund", "reverse"):
@@ -240,6 +251,11 @@ def _single(
             if dry_run and moved.plan is not None:
                 print_dry_run(st, [client.prepare_followup(moved.plan.request)])
                 return
+    except AwaitingApprovalError as exc:  # filed, not sent: its id on stdout, then exit 12
+        from walletctl.render.approvals import render_filed
+
+        render_filed(st.output_format, exc.approval)
+        raise
     finally:
         if store is not None:  # closed already once it was used; not if a check came first
             store.close()

@@ -71,6 +71,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "List, verify and reconcile the history (audit log) of money movements: a local "
         "file, or a team's shared PostgreSQL database.",
     ),
+    "approve": (
+        "approvals",
+        "Approve another operator's request to move money above the profile's approval "
+        "amount (four eyes).",
+    ),
+    "approvals": ("approvals", "List approval requests (four eyes); show one, or refuse one."),
     "completion": (
         "completions",
         "Print the shell completion script for bash, zsh, fish or powershell.",

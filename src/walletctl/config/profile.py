@@ -56,6 +56,9 @@ class AuthSettings:
 
 # Operations the history's rules ([history] require_reason / limits) can name.
 HISTORY_OPERATIONS: tuple[str, ...] = ("checkout", "capture", "refund", "reverse", "authorize")
+# ... and the ones that can need a second operator's approval ([history.approvals])
+APPROVAL_OPERATIONS: tuple[str, ...] = ("capture", "refund", "reverse")
+APPROVAL_HOURS = 24
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,10 @@ class HistorySettings:
     limits: dict[str, str] = field(default_factory=dict)
     # minutes: a movement identical to one made this recently is held as a likely duplicate
     duplicate_window: int = DUPLICATE_WINDOW
+    # [history.approvals] operation -> amount in major units: above it a second operator
+    # approves first (four eyes); an approval expires after approval_hours
+    approvals: dict[str, str] = field(default_factory=dict)
+    approval_hours: int = APPROVAL_HOURS
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from walletctl.config.profile import (
+    APPROVAL_HOURS,
+    APPROVAL_OPERATIONS,
     AUTH_SCHEMES,
     HISTORY_OPERATIONS,
     REDIRECT_KEYS,
@@ -50,7 +52,7 @@ PROFILE_KEYS: tuple[str, ...] = (
     "history",
 )
 HISTORY_KEYS: tuple[str, ...] = ("enabled", "path", "url", "require_reason", "limits",
-                                 "duplicate_window")
+                                 "duplicate_window", "approvals", "approval_hours")
 AUTH_KEYS: tuple[str, ...] = (
     "scheme",
     "key_env",
@@ -362,15 +364,12 @@ class _Parser:
                 _loc(loc, "require_reason"),
                 f"must be true, false or a list of operations ({', '.join(ops)})",
             )
-        limits: dict[str, str] = {}
-        for op, value in self.sub(table, "limits", loc).items():
-            where = _loc(loc, "limits", str(op))
-            if op not in ops:
-                self.fail(where, f"not an operation; one of {', '.join(ops)}")
-            text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-            if not isinstance(text, str) or not _is_amount(text):
-                self.fail(where, 'must be an amount in major units as a string, e.g. "100.00"')
-            limits[op] = text
+        limits = self.amounts(table, "limits", loc, ops)
+        approvals = self.amounts(table, "approvals", loc, APPROVAL_OPERATIONS)
+        hours = table.get("approval_hours", APPROVAL_HOURS)
+        if not isinstance(hours, int) or isinstance(hours, bool) or not 1 <= hours <= 720:
+            self.fail(_loc(loc, "approval_hours"),
+                      "must be a whole number of hours from 1 to 720 (30 days)")
         window = table.get("duplicate_window", DUPLICATE_WINDOW)
         if (not isinstance(window, int) or isinstance(window, bool)
                 or not 0 <= window <= 10080):
@@ -378,8 +377,22 @@ class _Parser:
                       "must be a whole number of minutes from 0 (off) to 10080 (a week)")
         return HistorySettings(
             enabled=enabled, path=path, url=url, require_reason=tuple(raw), limits=limits,
-            duplicate_window=window,
+            duplicate_window=window, approvals=approvals, approval_hours=hours,
         )
+
+    def amounts(self, table: dict[str, Any], key: str, loc: str,
+                ops: tuple[str, ...]) -> dict[str, str]:
+        """A table of operation -> amount in major units (``limits``, ``approvals``)."""
+        found: dict[str, str] = {}
+        for op, value in self.sub(table, key, loc).items():
+            where = _loc(loc, key, str(op))
+            if op not in ops:
+                self.fail(where, f"not an operation; one of {', '.join(ops)}")
+            text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+            if not isinstance(text, str) or not _is_amount(text):
+                self.fail(where, 'must be an amount in major units as a string, e.g. "100.00"')
+            found[op] = text
+        return found
 
     def db_url(self, value: Any, loc: str) -> str:
         from walletctl.config.dburl import DbUrlError, parse_db_url

@@ -23,11 +23,14 @@ COLUMNS: tuple[str, ...] = (
     "batch_id", "batch_row", "reason", "note",
 )
 # Added later, in groups, hashed after COLUMNS up to the last group with a value: the
-# intent's identity at the gateway; the database role that wrote the event (PostgreSQL).
-LATER_GROUPS: tuple[tuple[str, ...], ...] = (("merchant_id", "store_id"), ("operator",))
+# intent's identity at the gateway; the database role that wrote the event (PostgreSQL);
+# the approval (four eyes) a movement spent, or an approval step's request.
+LATER_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("merchant_id", "store_id"), ("operator",), ("approval",))
 LATER: tuple[str, ...] = tuple(c for group in LATER_GROUPS for c in group)
 ALL: tuple[str, ...] = COLUMNS + LATER
-_INTEGERS = ("entry", "http_status", "exit_code", "batch_row")
+OPERATOR_AT = ALL.index("operator")  # its position in an event's values
+_INTEGERS = ("entry", "http_status", "exit_code", "batch_row", "approval")
 
 
 def insert_sql(rows: int = 1) -> str:
@@ -85,7 +88,8 @@ class Tip:
             self.entry += 1
             entry = self.entry
         self.seq += 1
-        values = [kind, entry, *(row.get(c) for c in ALL[2:-1]), self.operator]
+        values = [kind, entry, *(row.get(c) for c in ALL[2:])]
+        values[OPERATOR_AT] = self.operator
         digest = event_hash(self.prev, self.seq, values) if chained else ""
         self._rows.append([self.seq, *values, self.prev, digest])
         self.prev = digest

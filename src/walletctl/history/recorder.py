@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING
 
 from walletctl.constants import ExitCode
 from walletctl.errors import DeclinedError, GatewayError, WalletctlError
-from walletctl.history.store import Completion, HistoryStore, Intent, StorageError
+from walletctl.history.store import (
+    Completion,
+    HistoryStore,
+    Intent,
+    StorageError,
+    WriteHook,
+)
 from walletctl.models.outcome import history_outcome, meaning_of_failure
 
 if TYPE_CHECKING:
@@ -51,7 +57,7 @@ def os_user() -> str:
             return f"uid:{os.getuid()}" if hasattr(os, "getuid") else "unknown"
 
 
-def _major(amount: Decimal | None, currency: str | None) -> str | None:
+def major_text(amount: Decimal | None, currency: str | None) -> str | None:
     """``40`` EUR as ``40.00``: the currency's decimals, as every other output shows it."""
     if amount is None:
         return None
@@ -94,15 +100,16 @@ class Recording:
         self.intent = replace(
             self.intent,
             new_ref=new_ref,
-            amount=_major(amount, currency),
+            amount=major_text(amount, currency),
             currency=currency,
         )
 
-    def sending(self) -> None:
-        """Commit the intent: from here on, a crash leaves the entry ``unknown``."""
+    def sending(self, hook: WriteHook | None = None) -> None:
+        """Commit the intent: from here on, a crash leaves the entry ``unknown``. ``hook``
+        runs in its transaction (an approval spent with it; raising records nothing)."""
         if self.store is not None and self.entry is None:
             try:
-                self.entry = self.store.begin(self.intent)
+                self.entry = self.store.begin(self.intent, hook=hook)
             except StorageError as exc:
                 raise StorageError(f"{exc.message}: the intent was not recorded; nothing "
                                    "was sent", hint=exc.hint) from None

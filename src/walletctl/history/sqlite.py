@@ -28,6 +28,21 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_entry ON events(entry, kind);
 CREATE INDEX IF NOT EXISTS events_ref ON events(original_ref);
+CREATE TABLE IF NOT EXISTS approvals (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('single', 'batch')),
+    profile TEXT, base_url TEXT,
+    merchant_id TEXT NOT NULL, store_id TEXT NOT NULL, operation TEXT NOT NULL,
+    original_ref TEXT, new_ref TEXT, amount TEXT, currency TEXT, reason TEXT,
+    batch_file TEXT, batch_sha256 TEXT, batch_rows INTEGER, batch_totals TEXT,
+    batch_detail TEXT,
+    created_at TEXT NOT NULL, expires_at TEXT NOT NULL,
+    requester TEXT NOT NULL, requester_host TEXT,
+    request_hash TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'refused', 'spent')),
+    decided_by TEXT, decided_at TEXT, decision_reason TEXT,
+    spent_at TEXT, spent_entry INTEGER, spent_batch TEXT
+);
 """
 _LATER_INDEXES = """
 CREATE INDEX IF NOT EXISTS events_new_ref ON events(new_ref);
@@ -40,7 +55,7 @@ def migrate(db: sqlite3.Connection) -> None:
     have = {str(row[1]) for row in db.execute("PRAGMA table_info(events)")}
     for column in LATER:
         if column not in have:
-            db.execute(f"ALTER TABLE events ADD COLUMN {column} TEXT")
+            db.execute(f"ALTER TABLE events ADD COLUMN {column} {COLUMN_TYPES[column]}")
     db.executescript(_LATER_INDEXES)
 
 

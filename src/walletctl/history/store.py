@@ -17,13 +17,20 @@ reasons, never keys or card data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, Protocol
 
 from walletctl.errors import ConfigError
-from walletctl.history.chain import GENESIS, SELECT_EVENTS, Tip, describe, event_hash
+from walletctl.history.chain import (
+    GENESIS,
+    OPERATOR_AT,
+    SELECT_EVENTS,
+    Tip,
+    describe,
+    event_hash,
+)
 
 Outcome = Literal["approved", "created", "declined", "refused", "unknown", "error"]
 # created: a checkout the gateway accepted, waiting for the customer (not money moved yet)
@@ -55,6 +62,7 @@ class Intent:
     note: str | None = None
     merchant_id: str | None = None  # the intent's identity at the gateway, with store_id,
     store_id: str | None = None  # operation and reference: never the profile's name or URL
+    approval: int | None = None  # the approval this movement spends (or a step acts on)
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,7 @@ class Entry:
     operator: str | None = None
     # ... and the one that recorded its latest outcome (a reconcile may be someone else's)
     completed_by: str | None = None
+    approval: int | None = None  # the approval it spent (four eyes), or acted on
 
     @property
     def reference(self) -> str:
@@ -159,6 +168,11 @@ class SharedLocks(Protocol):
     def release_many(self, keys: list[str]) -> None: ...
 
 
+# Run inside an append's transaction, before its events are written: (connection, the
+# intents' entry ids). Raising rolls the whole append back.
+WriteHook = Callable[[Any, list[int]], None]
+
+
 class HistoryStore:
     """One open history: the interface every caller uses, whichever backend is behind it.
 
@@ -201,9 +215,10 @@ class HistoryStore:
 
     # ------------------------------------------------------------------ appending
 
-    def begin(self, intent: Intent) -> int:
-        """Record an intent (committed before returning); its entry id."""
-        return self.begin_many([intent])[0]
+    def begin(self, intent: Intent, *, hook: WriteHook | None = None) -> int:
+        """Record an intent (committed before returning); its entry id. ``hook``: run in
+        the same transaction before the event is written (an approval spent with it)."""
+        return self.append_many([intent], (), hook=hook)[0]
 
     def begin_many(self, intents: Iterable[Intent]) -> list[int]:
         """Record many intents in one transaction (a batch's rows): their entry ids."""
@@ -220,7 +235,8 @@ class HistoryStore:
         return None
 
     def append_many(self, intents: Iterable[Intent],
-                    completions: Iterable[tuple[int, Completion]]) -> list[int]:
+                    completions: Iterable[tuple[int, Completion]], *,
+                    hook: WriteHook | None = None) -> list[int]:
         """Completions, then intents, in ONE transaction (the chain's tip is read once):
         the intents' entry ids. What a batch writes per group of sends.
 
@@ -248,6 +264,8 @@ class HistoryStore:
                     if key:
                         found[key] = begun
                 ids.append(begun)
+            if hook is not None:
+                hook(db, ids)
             tip.write()
             return ids
 
@@ -295,7 +313,7 @@ class HistoryStore:
                COALESCE(c.outcome, b.outcome, 'unknown'),
                COALESCE(c.http_status, b.http_status), COALESCE(c.exit_code, b.exit_code),
                b.batch_id, b.batch_row, b.reason, COALESCE(c.note, b.note), c.time,
-               b.merchant_id, b.store_id, b.operator, c.operator
+               b.merchant_id, b.store_id, b.operator, c.operator, b.approval
         FROM events b
         LEFT JOIN events c ON c.seq = (
             SELECT MAX(seq) FROM events WHERE kind = 'complete' AND entry = b.entry)
@@ -403,8 +421,8 @@ class HistoryStore:
         for row in self._execute(SELECT_EVENTS, stream=True):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
             what = describe(values[0], values[1])
-            if values[-1] is not None:  # a shared history names the role that wrote it
-                what += f" (written by {values[-1]})"
+            if values[OPERATOR_AT] is not None:  # a shared history names its writer
+                what += f" (written by {values[OPERATOR_AT]})"
             if seq != expected:
                 return count, Broken(expected, f"event {expected} is missing (deleted); "
                                                f"the next one is {what}")

@@ -159,9 +159,11 @@ def derive_reference(reference: str, op: Operation, sequence: int) -> str:
     return f"{reference[:keep]}-{digest}{suffix}"
 
 
-def next_reference(reference: str, op: Operation, records: list[TransactionRecord]) -> str:
-    """The first derived reference not already used by a record of this lookup."""
-    used = {r.client_system_transaction_id for r in records}
+def next_reference(reference: str, op: Operation, records: list[TransactionRecord],
+                   reserved: frozenset[str] = frozenset()) -> str:
+    """The first derived reference not already used by a record of this lookup, nor
+    ``reserved`` (held by approval requests still open)."""
+    used = {r.client_system_transaction_id for r in records} | reserved
     kind = KIND_OF_OP[op]
     # Follow-up records may carry the original's reference (the spec's lookup "shares" it):
     # they count too, or a second capture would reuse REF-CAP1.
@@ -247,6 +249,7 @@ def plan_from_records(
     amount: str | Decimal | None = None,
     currency: str | None = None,
     new_reference: str | None = None,
+    reserved: frozenset[str] = frozenset(),
 ) -> FollowUpPlan:
     """Refuse what the gateway would refuse given the original's ``records``, build the
     request (``currency`` already checked by :func:`checked_currency`)."""
@@ -262,7 +265,7 @@ def plan_from_records(
                 [("--amount", f"must be greater than zero (got {amount})")]
             )
     to_send = check_followup(balance, op, wanted, currency)
-    new_ref = new_reference or next_reference(reference, op, records)
+    new_ref = new_reference or next_reference(reference, op, records, reserved)
     if any(r.client_system_transaction_id == new_ref for r in records):
         raise RequestValidationError(
             [("--new-ref", f"{new_ref} is already used by a transaction of {reference}")]

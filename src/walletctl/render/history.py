@@ -118,5 +118,6 @@ def render_setup(fmt: str, done: SetUp) -> None:
     out().print(escape(f"history {done.history}: schema version {done.after} ({what})"),
                 soft_wrap=True)
     for role in done.granted:
-        out().print(escape(f"granted {role}: read and append the history (never change it)"),
+        out().print(escape(f"granted {role}: read and append the history (never change it), "
+                                 "file and decide approvals"),
                     soft_wrap=True)

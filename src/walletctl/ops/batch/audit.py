@@ -47,8 +47,10 @@ class BatchAudit:
     after its begin) the entry it already has."""
 
     def __init__(self, store: HistoryStore, profile: Profile, op: str, batch_id: str,
-                 profile_for: Callable[[str | None], Profile] | None = None) -> None:
+                 profile_for: Callable[[str | None], Profile] | None = None,
+                 approval: int | None = None) -> None:
         self.store = store
+        self.approval = approval  # the approval this batch spent (four eyes), if any
         self.profile = profile
         self.op = op
         self.batch_id = batch_id
@@ -77,7 +79,8 @@ class BatchAudit:
                       operation=self.op, original_ref=ref, new_ref=new_ref, amount=amount,
                       currency=currency, batch_id=self.batch_id, batch_row=line,
                       outcome=outcome, exit_code=exit_code, note=note,
-                      merchant_id=prof.merchant_id, store_id=prof.store_id)
+                      merchant_id=prof.merchant_id, store_id=prof.store_id,
+                      approval=self.approval if outcome is None else None)
 
     def on_send(self, items: list[tuple[JournalRow, int]]) -> None:
         """Rows about to be sent (journal already 'sent'): their entries are begun in one

@@ -4,8 +4,9 @@
     -> resolve earlier unknown intents on it (any profile or URL)   [earlier.py]
     -> plan and pre-flight (the ledger's rules)                      [ops.redirect]
     -> likely-duplicate hold                                         [duplicates.py]
-    -> the desk's policy -> confirmation
-    -> intent recorded (committed) -> send -> interpret              [models.outcome]
+    -> the desk's policy; four eyes above the approval amount        [approval.py]
+    -> confirmation
+    -> intent recorded (committed; an approval spent with it) -> send -> interpret
     -> record the outcome (one history entry per movement)
 
 The batch runner (ops/batch) goes through the same steps with the same functions; only its
@@ -32,6 +33,9 @@ from walletctl.history.recorder import Recording, recording
 from walletctl.models.ledger import KIND_OF_OP
 from walletctl.models.money import parse_major
 from walletctl.models.outcome import meaning_of_failure, meaning_of_state
+from walletctl.ops.money.approval import gate_single
+from walletctl.ops.money.approval import references as approval_references
+from walletctl.ops.money.approval import threshold as approval_amount
 from walletctl.ops.money.duplicates import likely_duplicate
 from walletctl.ops.money.earlier import Judged, resolve_earlier
 from walletctl.ops.money.lock import hold_original, lock_key
@@ -64,6 +68,7 @@ class Ask:
     confirm_amount: str | None = None
     allow_duplicate: bool = False
     dry_run: bool = False
+    approval: int | None = None  # the id of a second operator's approval (--approval)
 
 
 @dataclass(frozen=True)
@@ -101,12 +106,15 @@ def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask, desk:
             raise same.error()
         if same is not None and same.verdict == "applied":
             return Moved(earlier=same)
-        new_ref, amount = ask.new_ref, ask.amount
+        new_ref, amount, reserved = ask.new_ref, ask.amount, frozenset[str]()
         if same is not None:  # proven not applied: the same request, the same reference
             new_ref, amount = same.entry.new_ref, amount or same.entry.amount
+        elif new_ref is None and not ask.dry_run:  # four eyes: the approved reference
+            new_ref, reserved = approval_references(store, profile, ask.op, ask.ref,
+                                                    ask.approval)
         _requested(rec, new_ref, amount, currency or profile.currency)
         plan = plan_from_records(profile, ask.op, ask.ref, records, amount=amount,
-                                 currency=currency, new_reference=new_ref)
+                                 currency=currency, new_reference=new_ref, reserved=reserved)
         req = plan.request
         rec.planned(req.client_system_transaction_id, req.amount, req.currency_code)
         if same is None and not ask.allow_duplicate:  # a dry run shows the hold too
@@ -114,14 +122,20 @@ def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask, desk:
         if ask.dry_run:
             return Moved(plan=plan)
         settings = profile.history
-        check_policy(
+        # an earlier intent re-sent under its reference spends (spent) the same approval
+        approval = ask.approval if ask.approval is not None or same is None else \
+            same.entry.approval
+        above = approval_amount(profile, ask.op)
+        four_eyes = approval is not None or (above is not None and req.amount > above)
+        check_policy(  # a second operator's approval replaces the typed amount
             profile_name=profile.name, operation=ask.op, amount=req.amount,
             currency=req.currency_code, require_reason=settings.require_reason,
-            limits=settings.limits, reason=ask.reason, confirm_amount=ask.confirm_amount,
-            ask=desk.ask_amount,
+            limits={} if four_eyes else settings.limits, reason=ask.reason,
+            confirm_amount=ask.confirm_amount, ask=desk.ask_amount,
         )
+        spend = gate_single(store, profile, plan, ask.reason, approval, rec)
         desk.confirm(plan)
-        rec.sending()
+        rec.sending(hook=spend)
         return Moved(plan=plan, response=_send(client, plan, rec))
 
 

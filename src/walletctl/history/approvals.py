@@ -1,0 +1,294 @@
+"""Four eyes: approval requests kept beside the history, in the same file or database.
+
+A money command above its profile's approval amount files a *request* bound to the exact
+request it would send (:meth:`Request.digest`), and sends nothing. Another operator
+approves or refuses it; the requester then runs the same command with ``--approval ID``,
+and the approval is *spent* in the same transaction that records the intent, so it moves
+money once. Every step is also an entry of the hash-chained history.
+
+    pending --approve (another operator)--> approved --spend (the requester)--> spent
+       |                                       (until expires_at; after it: expired)
+       +--refuse (another operator)--> refused
+
+The rules are checked here for both backends; on PostgreSQL a trigger checks them again
+against the roles the server authenticated (``history/pg_schema.py``), so a client that
+skips this module (or psql) cannot approve its own request, spend another's, or reopen a
+spent one. A local file's "who" is the OS account, which is weaker: its owner can edit it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
+
+from walletctl.errors import RefusedError
+from walletctl.history.chain import Tip
+from walletctl.history.store import HistoryStore, Intent
+
+Kind = Literal["single", "batch"]
+STATES: tuple[str, ...] = ("pending", "approved", "refused", "spent", "expired")
+MAX_HOURS = 720  # an approval lives 30 days at most (a profile's approval_hours)
+
+
+class ApprovalError(RefusedError):
+    """An approval step refused (not approved, spent, expired, another request, one's own
+    request): nothing was sent. Exit 5, like every pre-flight refusal."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What an approval is asked for: the exact movement (or batch file) to be sent."""
+
+    kind: Kind
+    profile: str
+    base_url: str
+    merchant_id: str
+    store_id: str
+    operation: str
+    original_ref: str | None = None
+    new_ref: str | None = None
+    amount: str | None = None  # major units, as the history writes them
+    currency: str | None = None
+    reason: str | None = None
+    batch_file: str | None = None  # the file's name as given (for people)
+    batch_sha256: str | None = None  # the file's content: what is bound
+    batch_rows: int | None = None  # rows to send
+    batch_totals: str | None = None  # per currency, e.g. "1,250.00 EUR; 90.00 USD"
+    batch_detail: str | None = None  # JSON: the rows above the approval amount
+
+    def digest(self) -> str:
+        """sha256 of the canonical request: everything that reaches the gateway or binds a
+        file (never the profile's name or URL, which may differ between two machines)."""
+        bound = {"kind": self.kind, "merchant_id": self.merchant_id, "store_id": self.store_id,
+                 "operation": self.operation, "original_ref": self.original_ref,
+                 "new_ref": self.new_ref, "amount": self.amount, "currency": self.currency,
+                 "reason": self.reason, "batch_sha256": self.batch_sha256}
+        body = json.dumps(bound, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(body.encode()).hexdigest()
+
+    def differences(self, other: Approval) -> list[str]:
+        """The bound fields in which ``other`` (what was approved) differs from this."""
+        names = ("operation", "original_ref", "new_ref", "amount", "currency", "reason",
+                 "batch_sha256", "merchant_id", "store_id")
+        return [f"{n.replace('batch_sha256', 'file sha256')}: approved "
+                f"{getattr(other, n) or '(none)'}, now {getattr(self, n) or '(none)'}"
+                for n in names if getattr(self, n) != getattr(other, n)]
+
+
+@dataclass(frozen=True)
+class Approval(Request):
+    """One filed request and what became of it."""
+
+    id: int = 0
+    created_at: str = ""
+    expires_at: str = ""
+    requester: str = ""
+    requester_host: str | None = None
+    request_hash: str = ""
+    state: str = "pending"
+    decided_by: str | None = None
+    decided_at: str | None = None
+    decision_reason: str | None = None
+    spent_at: str | None = None
+    spent_entry: int | None = None
+    spent_batch: str | None = None
+
+    def status(self, now: str) -> str:
+        """Its state now: a pending or approved request past its expiry is ``expired``."""
+        if self.state in ("pending", "approved") and self.expires_at <= now:
+            return "expired"
+        return self.state
+
+    def what(self) -> str:
+        """One line for people: ``refund of 150.00 EUR on ORDER-1 as ORDER-1-REF1``."""
+        if self.kind == "batch":
+            return (f"{self.operation} batch {self.batch_file} ({self.batch_rows} rows, "
+                    f"{self.batch_totals})")
+        money = f" of {self.amount} {self.currency}" if self.amount else ""
+        return f"{self.operation}{money} on {self.original_ref} as {self.new_ref}"
+
+    def to_dict(self, now: str) -> dict[str, Any]:
+        found = asdict(self)
+        found["state"] = self.status(now)
+        found["batch_detail"] = json.loads(self.batch_detail) if self.batch_detail else None
+        return found
+
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Approval) if f.name != "id")
+_REQUEST_COLUMNS = tuple(f.name for f in fields(Request))
+_SELECT = f"SELECT id, {', '.join(COLUMNS)} FROM approvals"  # noqa: S608 - constant names
+
+
+def _row(row: tuple[Any, ...]) -> Approval:
+    values = dict(zip(("id", *COLUMNS), row, strict=True))
+    for name in ("id", "batch_rows", "spent_entry"):
+        if values[name] is not None:
+            values[name] = int(values[name])
+    return Approval(**values)
+
+
+def _me(store: HistoryStore) -> str:
+    """Who is acting: the authenticated database role, else this machine's OS account."""
+    from walletctl.history.recorder import os_user
+
+    return store._operator() or os_user()
+
+
+def file_request(store: HistoryStore, request: Request, *, now: str, expires_at: str,
+                 host: str) -> Approval:
+    """File a pending request (committed): the approval with its id."""
+    values = {**{n: getattr(request, n) for n in _REQUEST_COLUMNS},
+              "created_at": now, "expires_at": expires_at, "requester": _me(store),
+              "requester_host": host, "request_hash": request.digest(), "state": "pending"}
+    names = list(values)
+    with store._write() as db:
+        row = db.execute(store._sql(
+            f"INSERT INTO approvals ({', '.join(names)}) VALUES "  # noqa: S608 - names only
+            f"({', '.join('?' * len(names))}) RETURNING id"), list(values.values())).fetchone()
+    found = get(store, int(row[0]))
+    assert found is not None
+    return found
+
+
+def get(store: HistoryStore, approval: int) -> Approval | None:
+    row = store._one(f"{_SELECT} WHERE id = ?", (approval,))
+    return _row(row) if row else None
+
+
+def listing(store: HistoryStore, *, now: str, state: str | None = None,
+            since: str | None = None, merchant: tuple[str, str] | None = None
+            ) -> Iterator[Approval]:
+    """Requests, oldest first; ``state`` as :meth:`Approval.status` tells it."""
+    sql, args = _SELECT + " WHERE 1 = 1", []
+    if since is not None:
+        sql += " AND created_at >= ?"
+        args.append(since)
+    if merchant is not None:
+        sql += " AND merchant_id = ? AND store_id = ?"
+        args += list(merchant)
+    for row in store._execute(sql + " ORDER BY id", args, stream=True):
+        found = _row(row)
+        if state is None or found.status(now) == state:
+            yield found
+
+
+def reserved_refs(store: HistoryStore, *, merchant: tuple[str, str], original_ref: str,
+                  now: str) -> frozenset[str]:
+    """The new references of open (pending or approved) requests on ``original_ref``: a
+    derived reference skips them, so the approved one is still free when it is sent."""
+    return frozenset(str(row[0]) for row in store._execute(
+        "SELECT new_ref FROM approvals WHERE original_ref = ? AND merchant_id = ? "
+        "AND store_id = ? AND state IN ('pending', 'approved') AND expires_at > ? "
+        "AND new_ref IS NOT NULL", (original_ref, *merchant, now)))
+
+
+def checked(store: HistoryStore, approval: int, *, merchant: tuple[str, str]) -> Approval:
+    """The approval, if it exists and is the given merchant's (else ApprovalError)."""
+    found = get(store, approval)
+    if found is None:
+        raise ApprovalError(f"approval #{approval}: no such request in history {store.where}")
+    if (found.merchant_id, found.store_id) != merchant:
+        raise ApprovalError(
+            f"approval #{approval} is for merchant {found.merchant_id} store "
+            f"{found.store_id}, not this profile's {merchant[0]} store {merchant[1]}",
+            hint="use a profile of that merchant and store (-p NAME)")
+    return found
+
+
+def decide(store: HistoryStore, approval: int, *, approve: bool, reason: str | None,
+           now: str, step: Intent) -> Approval:
+    """Approve or refuse a pending request, as someone other than its requester; the step
+    is written to the history in the same transaction (``step``: its entry, completed)."""
+    me = _me(store)
+    verb = "approve" if approve else "refuse"
+    with store._write() as db:
+        found = _locked(store, db, approval)
+        status = found.status(now)
+        if found.requester == me:
+            raise ApprovalError(
+                f"approval #{approval}: {me} filed it and may not {verb} it (four eyes: "
+                "another operator decides)")
+        if status != "pending":
+            raise ApprovalError(f"approval #{approval} is {status}: only a pending request "
+                                f"can be {'approved' if approve else 'refused'}")
+        db.execute(store._sql(
+            "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, "
+            "decision_reason = ? WHERE id = ? AND state = 'pending'"),
+            ("approved" if approve else "refused", me, now, reason, approval))
+        tip = Tip(db, store._sql, store._operator())
+        tip.append("begin", None, vars(replace(step, approval=approval)), store.chained)
+        tip.write()
+    done = get(store, approval)
+    assert done is not None
+    return done
+
+
+def _locked(store: HistoryStore, db: Any, approval: int) -> Approval:
+    """The row, read inside the write transaction (which holds the chain's lock)."""
+    row = db.execute(store._sql(f"{_SELECT} WHERE id = ?"), (approval,)).fetchone()
+    if row is None:
+        raise ApprovalError(f"approval #{approval}: no such request in history {store.where}")
+    return _row(tuple(row))
+
+
+def spender(store: HistoryStore, approval: int, request: Request, *, now: str,
+            batch_id: str | None = None) -> Callable[[Any, list[int]], None]:
+    """A hook for :meth:`HistoryStore.append_many`: spends ``approval`` inside the
+    transaction that records the intent (``ids[0]``), or, for a batch, the one that starts
+    it. The same movement (or batch) recorded again finds it spent by itself: allowed."""
+    me = _me(store)
+
+    def spend(db: Any, ids: list[int]) -> None:
+        found = _locked(store, db, approval)
+        entry = ids[0] if ids else None
+        if found.state == "spent" and (
+                (entry is not None and found.spent_entry == entry)
+                or (batch_id is not None and found.spent_batch == batch_id)):
+            return  # this very movement or batch, recorded again (a re-run, a resume)
+        refuse_to_spend(found, request, me=me, now=now)
+        db.execute(store._sql(
+            "UPDATE approvals SET state = 'spent', spent_at = ?, spent_entry = ?, "
+            "spent_batch = ? WHERE id = ? AND state = 'approved'"),
+            (now, entry if batch_id is None else None, batch_id, approval))
+
+    return spend
+
+
+def refuse_to_spend(found: Approval, request: Request, *, me: str, now: str) -> None:
+    """Raise ApprovalError unless ``me`` may send ``request`` under ``found`` now."""
+    refuse_unless_approved(found, now)
+    which = f"approval #{found.id}"
+    if found.requester != me:
+        raise ApprovalError(f"{which} was filed by {found.requester}: only they send it; "
+                            "nothing was sent")
+    if found.request_hash != request.digest():
+        changed = "; ".join(request.differences(found)) or "the request differs"
+        raise ApprovalError(f"{which} does not match this request ({changed}); nothing "
+                            "was sent", hint="run exactly the approved command, or file a "
+                                             "new request without --approval")
+
+
+def refuse_unless_approved(found: Approval, now: str) -> None:
+    """Raise ApprovalError unless ``found`` is approved and not expired."""
+    status = found.status(now)
+    which = f"approval #{found.id}"
+    if status == "pending":
+        raise ApprovalError(f"{which} is still pending: another operator approves it first "
+                            f"(`walletctl approve {found.id}`); nothing was sent")
+    if status != "approved":
+        when = {"spent": f" (at {found.spent_at})", "expired": f" (at {found.expires_at})",
+                "refused": f" by {found.decided_by}"}.get(status, "")
+        raise ApprovalError(f"{which} is {status}{when}; nothing was sent",
+                            hint="file a new request: run the command without --approval")
+
+
+def spend_batch(store: HistoryStore, approval: int, request: Request, *, now: str,
+                batch_id: str) -> None:
+    """Spend a batch approval for ``batch_id`` before its first row is sent (a resumed run
+    of the same batch finds it spent by itself; its journal keeps each row once)."""
+    hook = spender(store, approval, request, now=now, batch_id=batch_id)
+    with store._write() as db:
+        hook(db, [])

@@ -1,0 +1,168 @@
+"""Four eyes in the money protocol: when a movement needs a second operator's approval.
+
+A profile's ``[history.approvals]`` sets per-operation amounts. Above its amount a capture,
+refund or reversal is not sent: a request bound to the exact movement is filed (exit 12,
+its id printed). With ``--approval ID`` the same command sends it, if ID was approved by
+someone else for exactly this movement, and spends it in the transaction that records the
+intent. A batch files one request for its whole file (bound to the file's sha256) and
+spends it before its first row is sent. The storage and its rules:
+:mod:`walletctl.history.approvals`.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from walletctl.constants import ExitCode
+from walletctl.errors import AwaitingApprovalError
+from walletctl.history import approvals
+from walletctl.history.approvals import Approval, Request
+from walletctl.history.recorder import major_text, now_utc
+from walletctl.history.store import WriteHook
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
+    from walletctl.history.recorder import Recording
+    from walletctl.history.store import HistoryStore
+    from walletctl.ops.batch.journal import Journal
+    from walletctl.ops.redirect import FollowUpPlan
+
+DETAIL_ROWS = 200  # rows above the amount kept with a batch request, for the approver
+
+
+def threshold(profile: Profile, op: str) -> Decimal | None:
+    """The amount above which ``op`` needs an approval on this profile (None: never)."""
+    text = profile.history.approvals.get(op)
+    return None if text is None else Decimal(text)
+
+
+def expiry(profile: Profile) -> str:
+    at = datetime.now(UTC) + timedelta(hours=profile.history.approval_hours)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _merchant(profile: Profile) -> tuple[str, str]:
+    return profile.merchant_id, profile.store_id
+
+
+def single_request(profile: Profile, plan: FollowUpPlan, reason: str | None) -> Request:
+    req = plan.request
+    return Request(kind="single", profile=profile.name, base_url=profile.base_url,
+                   merchant_id=profile.merchant_id, store_id=profile.store_id,
+                   operation=plan.op, original_ref=req.client_system_invoice_id,
+                   new_ref=req.client_system_transaction_id,
+                   amount=major_text(req.amount, req.currency_code), currency=req.currency_code,
+                   reason=reason)
+
+
+def references(store: HistoryStore | None, profile: Profile, op: str, ref: str,
+               approval: int | None) -> tuple[str | None, frozenset[str]]:
+    """Before a movement's reference is derived: the approved request's reference (sent
+    with ``--approval`` and no ``--new-ref``: the same command, the same request), and the
+    references open requests hold (skipped when deriving a new one)."""
+    if store is None:
+        return None, frozenset()
+    if approval is not None:
+        found = approvals.get(store, approval)
+        if found is not None:  # spent, refused, expired or pending: said before anything
+            approvals.refuse_unless_approved(found, now_utc())
+        same = found is not None and found.kind == "single" and found.original_ref == ref \
+            and found.operation == op and _merchant(profile) == (found.merchant_id,
+                                                                 found.store_id)
+        return (found.new_ref if same and found is not None else None), frozenset()
+    if not profile.history.approvals:
+        return None, frozenset()
+    return None, approvals.reserved_refs(store, merchant=_merchant(profile), original_ref=ref,
+                                         now=now_utc())
+
+
+def _awaiting(found: Approval, limit: Decimal, profile: Profile) -> AwaitingApprovalError:
+    return AwaitingApprovalError(
+        f"{found.what()} is above profile {profile.name}'s approval amount of {limit:f}: "
+        f"filed as approval #{found.id} for a second operator; nothing was sent",
+        approval=found,
+        hint=f"another operator runs `walletctl approve {found.id}`; then run this same "
+             f"command again with --approval {found.id} (before {found.expires_at})")
+
+
+def gate_single(store: HistoryStore | None, profile: Profile, plan: FollowUpPlan,
+                reason: str | None, approval: int | None, rec: Recording) -> WriteHook | None:
+    """Before the confirmation: ``None`` when no approval is needed or given; the hook that
+    spends ``approval`` with the intent when one is given (checked now, so that a wrong id
+    is refused before anyone is asked); else file a request and raise AwaitingApprovalError
+    (exit 12, recorded in the history with the approval's id)."""
+    from dataclasses import replace
+
+    limit = threshold(profile, plan.op)
+    needed = limit is not None and plan.request.amount > limit
+    if store is None or (approval is None and not needed):
+        return None
+    request = single_request(profile, plan, reason)
+    now = now_utc()
+    if approval is None:
+        assert limit is not None
+        found = approvals.file_request(store, request, now=now, expires_at=expiry(profile),
+                                       host=socket.gethostname())
+        rec.intent = replace(rec.intent, approval=found.id)
+        raise _awaiting(found, limit, profile)
+    found = approvals.checked(store, approval, merchant=_merchant(profile))
+    if not (found.state == "spent" and found.spent_entry is not None
+            and found.new_ref == request.new_ref):  # spent by this very movement: a re-run
+        approvals.refuse_to_spend(found, request, me=approvals._me(store), now=now)
+    rec.intent = replace(rec.intent, approval=approval)
+    return approvals.spender(store, approval, request, now=now)
+
+
+# ---- batches --------------------------------------------------------------------------------
+def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: str,
+                  rows: int, totals: str) -> Request:
+    limit = threshold(profile, op)
+    above: list[dict[str, str | int]] = []
+    count = 0
+    for row in jr.rows():
+        if limit is not None and row.amount > limit:
+            count += 1
+            if len(above) < DETAIL_ROWS:
+                above.append({"line": row.line, "ref": row.ref,
+                              "amount": f"{row.amount:f}", "currency": row.currency})
+    detail = json.dumps({"above": count, "rows": above}, separators=(",", ":"))
+    return Request(kind="batch", profile=profile.name, base_url=profile.base_url,
+                   merchant_id=profile.merchant_id, store_id=profile.store_id, operation=op,
+                   batch_file=file, batch_sha256=sha256, batch_rows=rows,
+                   batch_totals=totals, batch_detail=detail)
+
+
+def rows_above(request: Request) -> int:
+    return int(json.loads(request.batch_detail or "{}").get("above", 0))
+
+
+def gate_batch(store: HistoryStore, profile: Profile, request: Request,
+               approval: int | None, *, batch_id: str) -> int | None:
+    """A batch's approval, before its first row is sent: the approval id it runs under
+    (spent now, for ``batch_id``), None when none is needed or given; else file one
+    request for the whole file, record the filing, and raise AwaitingApprovalError."""
+    from walletctl.history.recorder import os_user
+    from walletctl.history.store import Intent
+
+    limit = threshold(profile, request.operation)
+    if approval is None and (limit is None or rows_above(request) == 0):
+        return None
+    now = now_utc()
+    if approval is None:
+        assert limit is not None
+        found = approvals.file_request(store, request, now=now, expires_at=expiry(profile),
+                                       host=socket.gethostname())
+        store.begin(Intent(
+            time=now, os_user=os_user(), host=socket.gethostname(), profile=profile.name,
+            base_url=profile.base_url, operation=request.operation, batch_id=batch_id,
+            outcome="refused", exit_code=int(ExitCode.AWAITING_APPROVAL),
+            note=f"awaiting approval #{found.id}: {found.what()}"[:300],
+            merchant_id=profile.merchant_id, store_id=profile.store_id, approval=found.id))
+        raise _awaiting(found, limit, profile)
+    approvals.checked(store, approval, merchant=_merchant(profile))
+    approvals.spend_batch(store, approval, request, now=now, batch_id=batch_id)
+    return approval

@@ -1,0 +1,149 @@
+"""Approval requests (four eyes): a filed request, the list, one request in full."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from walletctl.history.approvals import Approval
+from walletctl.render.output import emit
+
+STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
+                "spent": "dim", "expired": "magenta"}
+# the columns of -o csv (every field of -o json but the batch's row list)
+CSV_COLUMNS: tuple[str, ...] = (
+    "id", "state", "kind", "operation", "original_ref", "new_ref", "amount", "currency",
+    "reason", "batch_file", "batch_sha256", "batch_rows", "batch_totals", "requester",
+    "requester_host", "created_at", "expires_at", "decided_by", "decided_at",
+    "decision_reason", "spent_at", "spent_entry", "spent_batch", "merchant_id", "store_id",
+    "profile", "base_url", "request_hash")
+
+
+def render_filed(fmt: str, found: Approval) -> None:
+    """A money command filed ``found`` instead of sending (its error follows on stderr)."""
+    now = found.created_at  # just filed: pending
+    if fmt != "table":
+        emit(fmt, [{"status": "awaiting_approval", **_flat(found, now)}],
+             document={"status": "awaiting_approval", "approval": found.to_dict(now)},
+             columns=("status", *CSV_COLUMNS))
+        return
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+
+    out().print(escape(f"approval #{found.id} filed: {found.what()}, by {found.requester}; "
+                       f"expires {_when(found.expires_at)}"), soft_wrap=True)
+
+
+def _flat(found: Approval, now: str) -> dict[str, Any]:
+    row = found.to_dict(now)
+    row.pop("batch_detail", None)
+    return row
+
+
+def _when(stamp: str | None) -> str:
+    return (stamp or "")[:16].replace("T", " ") + (" UTC" if stamp else "")
+
+
+def render_approvals(fmt: str, found: Sequence[Approval], now: str, *, where: str) -> None:
+    emit(fmt, [_flat(a, now) for a in found], document=[a.to_dict(now) for a in found],
+         columns=CSV_COLUMNS, table=lambda: _table(found, now, where))
+
+
+def _table(found: Sequence[Approval], now: str, where: str) -> None:
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+    from walletctl.render.fit import print_table
+
+    if not found:
+        out().print(f"No approval requests in {escape(where)} match.", soft_wrap=True)
+        return
+    headers = ["#", "State", "Request", "Requester", "Decided by", "Expires (UTC)"]
+    rows: list[list[str]] = []
+    for a in found:
+        state = a.status(now)
+        style = STATE_STYLES.get(state, "")
+        rows.append([str(a.id), f"[{style}]{state}[/]", escape(a.what()), escape(a.requester),
+                     escape(a.decided_by or ""), _when(a.expires_at).removesuffix(" UTC")])
+    print_table(None, headers, rows, justify={0: "right"}, no_wrap=(0, 1), drop=(5, 4))
+    pending = sum(1 for a in found if a.status(now) == "pending")
+    out().print(f"{len(found)} requests" + (f", {pending} pending (another operator: "
+                                            "walletctl approve ID)" if pending else ""),
+                soft_wrap=True)
+
+
+def render_request(fmt: str, found: Approval, now: str) -> None:
+    """One request in full: what ``approve`` shows before asking (stdout)."""
+    if fmt != "table":
+        emit(fmt, [_flat(found, now)], document=found.to_dict(now), columns=CSV_COLUMNS)
+        return
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+
+    console = out()
+    lines = [("approval", f"#{found.id} ({found.status(now)})"),
+             ("operation", found.operation),
+             ("merchant", f"{found.merchant_id} store {found.store_id}")]
+    if found.kind == "single":
+        lines += [("original", found.original_ref or ""), ("new reference", found.new_ref or ""),
+                  ("amount", f"{found.amount} {found.currency}")]
+    else:
+        lines += [("batch file", found.batch_file or ""),
+                  ("file sha256", found.batch_sha256 or ""),
+                  ("rows to send", str(found.batch_rows)),
+                  ("totals", found.batch_totals or "")]
+    lines += [("reason", found.reason or "(none)"),
+              ("requested by", f"{found.requester} at {_when(found.created_at)}"
+                               + (f" on {found.requester_host}" if found.requester_host else "")),
+              ("expires", _when(found.expires_at)),
+              ("request sha256", found.request_hash)]
+    if found.decided_by:
+        lines.append(("decided by", f"{found.decided_by} at {_when(found.decided_at)}"
+                      + (f": {found.decision_reason}" if found.decision_reason else "")))
+    if found.spent_at:
+        lines.append(("spent", _when(found.spent_at) + (
+            f" by entry #{found.spent_entry}" if found.spent_entry else
+            f" by batch {found.spent_batch}")))
+    for label, value in lines:
+        console.print(f"{label + ':':<16}{escape(value)}", soft_wrap=True)
+    if found.kind == "batch" and found.batch_detail:
+        _batch_rows(json.loads(found.batch_detail))
+
+
+def _batch_rows(detail: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+    from walletctl.render.fit import print_table
+
+    rows = detail.get("rows", [])
+    above = int(detail.get("above", len(rows)))
+    out().print(f"rows above the approval amount: {above}")
+    if rows:
+        print_table(None, ["Line", "Reference", "Amount"],
+                    [[str(r["line"]), escape(str(r["ref"])), f"{r['amount']} {r['currency']}"]
+                     for r in rows], justify={0: "right", 2: "right"}, no_wrap=(0, 2))
+    if above > len(rows):
+        out().print(f"... and {above - len(rows)} more (the file itself is what is approved)")
+
+
+def render_decided(fmt: str, found: Approval) -> None:
+    """``approve`` / ``approvals refuse``: what was decided."""
+    now = found.decided_at or ""
+    if fmt != "table":
+        emit(fmt, [_flat(found, now)], document=found.to_dict(now), columns=CSV_COLUMNS)
+        return
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+
+    if found.state == "approved":
+        out().print(escape(f"approved #{found.id}: {found.requester}'s {found.what()}; "
+                           f"they send it with --approval {found.id} before "
+                           f"{_when(found.expires_at)}"), soft_wrap=True)
+    else:
+        out().print(escape(f"refused #{found.id}: {found.requester}'s {found.what()}"),
+                    soft_wrap=True)
