@@ -156,6 +156,16 @@ def test_held_likely_duplicate(cli: Any, make_order: Any, sandbox: Any) -> None:
     expect(cli("capture", "H-1", "--amount", "1", "--allow-duplicate"), ExitCode.OK)
 
 
+def test_awaiting_approval(cli: Any, make_order: Any, sandbox: Any) -> None:
+    with cli.config.open("a") as fh:  # four eyes above 3.00
+        fh.write('[profiles.core.history.approvals]\nrefund = "3.00"\n')
+    make_order("W-1", "5.00", kind="sale")
+    before = sandbox.ledger()["count"]
+    err = expect(cli("refund", "W-1", "--amount", "4", "--yes"), ExitCode.AWAITING_APPROVAL)
+    assert "filed as approval #1" in err and "walletctl approve 1" in err, err
+    assert sandbox.ledger()["count"] == before, "nothing may be sent"
+
+
 def test_declined_by_the_gateway(cli: Any, make_order: Any) -> None:
     make_order("A-2", "5.02")  # sandbox magic amount: the provider refuses every capture
     err = expect(cli("capture", "A-2"), ExitCode.DECLINED)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from walletctl.cli.batch_approval import applies, file_hash, four_eyes
 from walletctl.cli.flow import check_flow_options, stop_code
 from walletctl.constants import ExitCode
 from walletctl.errors import AwaitingApprovalError, ConfigError, UsageError, WalletctlError
@@ -87,8 +88,8 @@ def run_batch_command(
         input_path, display, digest = _input(source, scratch)
         # four eyes bind the file's content: read it once for its hash, once to plan, and
         # refuse it if it changed in between
-        bound = _file_hash(input_path, digest) if _four_eyes_apply(profile, op, approval,
-                                                                   dry_run) else None
+        bound = file_hash(input_path, digest) if applies(profile, op, approval,
+                                                           dry_run) else None
         bid = batch_id or default_batch_id(op, None if digest else input_path, digest)
         journal_path = journal or _default_journal(source, op, bid)
         if resume and not journal_path.exists():
@@ -142,9 +143,9 @@ def run_batch_command(
                        f"(journal {journal_path})")
         if bound is not None and plan.to_send:
             try:
-                approval = _four_eyes(state, profile, op, jr, plan, display=display,
-                                      sha256=bound, path=input_path, approval=approval,
-                                      batch_id=bid)
+                approval = four_eyes(state, profile, op, jr, plan, display=display,
+                                     sha256=bound, path=input_path, approval=approval,
+                                     batch_id=bid)
             except AwaitingApprovalError:
                 if created:  # nothing was sent: the next run (with --approval) starts afresh
                     jr.close()
@@ -192,49 +193,6 @@ def run_batch_command(
         code = int(_exit_code(report))
         render_summary(state, op, bid, journal_path, results, plan, report, code)
         return code
-
-
-# ---- four eyes -------------------------------------------------------------------------------
-def _four_eyes_apply(profile: Profile, op: str, approval: int | None, dry_run: bool) -> bool:
-    return not dry_run and (approval is not None or op in profile.history.approvals)
-
-
-def _file_hash(path: Path, digest: str | None) -> str:
-    """sha256 of the batch file (stdin: of the spooled copy, already known)."""
-    if digest is not None:
-        return digest
-    found = hashlib.sha256()
-    try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(1 << 16):
-                found.update(chunk)
-    except OSError as exc:
-        raise UsageError(f"--batch {path}: cannot read ({exc.strerror})") from None
-    return found.hexdigest()
-
-
-def _four_eyes(state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, *,
-               display: str, sha256: str, path: Path, approval: int | None,
-               batch_id: str) -> int | None:
-    """File the batch for approval (exit 12), or spend ``approval`` for it (None: none
-    needed). Refused if the file changed while it was planned."""
-    from walletctl.history import open_for
-    from walletctl.ops.money.approval import batch_request, gate_batch
-
-    if display != "<stdin>" and _file_hash(path, None) != sha256:
-        raise UsageError(f"--batch {display}: the file changed while it was read; run again")
-    request = batch_request(profile, op, jr, file=display, sha256=sha256, rows=plan.to_send,
-                            totals=money_summary(plan))
-    store = open_for(profile, purpose=f"walletctl {op} --batch {batch_id}")
-    try:
-        return gate_batch(store, profile, request, approval, batch_id=batch_id)
-    except AwaitingApprovalError as exc:
-        from walletctl.render.approvals import render_filed
-
-        render_filed(state.output_format, exc.approval)
-        raise
-    finally:
-        store.close()
 
 
 # ---- input / journal paths -----------------------------------------------------------------
