@@ -64,7 +64,8 @@ def test_four_eyes_on_a_local_history(desk: Desk, monkeypatch: pytest.MonkeyPatc
     table = desk.run("-o", "table", "approvals", "-p", "desk-a", expect=0,
                      env={"COLUMNS": "80"})
     assert all(len(line) <= 80 for line in table.stdout.splitlines()), table
-    assert "spent" in table.stdout and "second-operator" in table.stdout, table
+    assert "spent" in table.stdout, table
+    assert "second-operator" in table.stdout, table
     desk.run("history", "verify", expect=0)
 
 
@@ -74,6 +75,10 @@ def test_a_refused_request_and_an_expired_approval(desk: Desk,
     ref = desk.sale(unique("LOC"), "400.00")
     refund = ("refund", ref, "--amount", "150.00", "--yes", "-p", "desk-a")
     first = desk.run("-o", "json", *refund, expect=12).json()["approval"]["id"]
+    own = desk.run("-o", "json", "approvals", "refuse", str(first), "--reason", "no",
+                   "--yes", "-p", "desk-a", expect=5)
+    assert own.stdout == "", own
+    assert "may not refuse it" in own.stderr, own
     _approve_as(desk, monkeypatch, "second-operator", first, approve=False)
     said = desk.run(*refund, "--approval", str(first), expect=5)
     assert "is refused by second-operator" in said.stderr, said

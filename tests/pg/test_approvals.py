@@ -46,7 +46,8 @@ def test_a_refund_above_the_amount_needs_another_operator(four_eyes: Team) -> No
     filed = alice.run("-o", "json", *refund, expect=12)
     request = filed.json()["approval"]
     number = str(request["id"])
-    assert request["state"] == "pending" and request["requester"] == "alice", request
+    assert request["state"] == "pending", request
+    assert request["requester"] == "alice", request
     assert (request["amount"], request["currency"], request["original_ref"]) == (
         "150.00", "EUR", ref)
     assert f"walletctl approve {number}" in filed.stderr, filed
@@ -74,7 +75,8 @@ def test_a_refund_above_the_amount_needs_another_operator(four_eyes: Team) -> No
         at = argv.index(changed[0])
         argv[at + 1] = changed[1]
         wrong = alice.run(*argv, "--approval", number, expect=5)
-        assert "does not match" in wrong.stderr and field in wrong.stderr, wrong
+        assert "does not match" in wrong.stderr, wrong
+        assert field in wrong.stderr, wrong
     # bob approved it; only alice, who asked, sends it
     other = bob.run(*refund, "--approval", number, expect=5)
     assert "only they send it" in other.stderr, other
@@ -87,7 +89,8 @@ def test_a_refund_above_the_amount_needs_another_operator(four_eyes: Team) -> No
     assert len(_approved_refunds(team, ref)) == 2
 
     spent = bob.run("-o", "json", "approvals", "show", number, "-p", "desk-a", expect=0).json()
-    assert spent["state"] == "spent" and spent["spent_entry"], spent
+    assert spent["state"] == "spent", spent
+    assert spent["spent_entry"], spent
     history = alice.run("-o", "json", "history", "--ref", ref, expect=0).json()
     steps = [(e["operation"], e["outcome"], e["exit_code"], e["operator"], e["approval"])
              for e in history]
@@ -179,18 +182,21 @@ def test_a_batch_approval_is_bound_to_its_file(four_eyes: Team, tmp_path: Path) 
 
     shown = team.bob.run("-o", "json", "approvals", "show", number, "-p", "desk-a",
                          expect=0).json()
-    assert shown["kind"] == "batch" and shown["batch_rows"] == 3, shown
+    assert shown["kind"] == "batch", shown
+    assert shown["batch_rows"] == 3, shown
     assert shown["batch_totals"] == "280.00 EUR", shown
     assert shown["batch_detail"]["rows"] == [
         {"line": 3, "ref": refs[1], "amount": "250.00", "currency": "EUR"}], shown
     table = team.bob.run("approvals", "show", number, "-p", "desk-a", expect=0,
                          env={"COLUMNS": "80"})
-    assert shown["batch_sha256"] in table.stdout and refs[1] in table.stdout, table
+    assert shown["batch_sha256"] in table.stdout, table
+    assert refs[1] in table.stdout, table
     team.bob.run("approve", number, "--yes", "-p", "desk-a", expect=0)
 
     batch.write_text(text.replace("20.00", "90.00"))  # edited after the approval
     edited = team.alice.run(*run, "--approval", number, expect=5)
-    assert "does not match" in edited.stderr and "file sha256" in edited.stderr, edited
+    assert "does not match" in edited.stderr, edited
+    assert "file sha256" in edited.stderr, edited
     assert all(_approved_refunds(team, r) == [] for r in refs)
 
     batch.write_text(text)

@@ -17,9 +17,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from walletctl.history.pg_schema import LATEST
-
 from money.conftest import unique
+from walletctl.history.pg_schema import LATEST
 
 from .conftest import Team, make_team
 

@@ -19,6 +19,11 @@ EXEMPT = {
     "completion": "prints a shell script to save",
     "profile example": "prints a TOML file to save",
     "sandbox serve": "a server (its --print-profile prints TOML)",
+    # a second operator's commands: their -o json is parsed where there are two operators
+    # (tests/pg/test_approvals.py, tests/money/test_approvals_local.py)
+    "approve": "a second operator",
+    "approvals show": "a filed request",
+    "approvals refuse": "a second operator",
 }
 
 
@@ -82,6 +87,7 @@ def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path
         "history": ["history"],
         "history verify": ["history", "verify"],
         "history setup": ["history", "setup"],  # the local file (a database: tests/pg)
+        "approvals": ["approvals"],
     }
     commands = _commands(sb)
     assert "lookup" in commands

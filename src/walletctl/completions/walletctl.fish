@@ -2,7 +2,8 @@
 complete -c walletctl -f
 function __walletctl_groups
     switch $argv[1]
-        case ''; echo account authorize capture checkout completion history keys lookup profile refund reverse sandbox smoke
+        case ''; echo account approvals approve authorize capture checkout completion history keys lookup profile refund reverse sandbox smoke
+        case 'approvals'; echo refuse show
         case 'history'; echo setup verify
         case 'profile'; echo add check example list remove show
         case 'sandbox'; echo approve cancel decline demo ledger reset serve values wait
@@ -12,16 +13,19 @@ function __walletctl_takes
     switch $argv[1]
         case ''; echo --profile -p --config --output -o --timeout
         case 'account'; echo --event --encryption-key-id
+        case 'approvals'; echo --state --since
+        case 'approvals refuse'; echo --reason
+        case 'approve'; echo --reason
         case 'authorize'; echo --account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id
-        case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
         case 'history setup'; echo --grant
         case 'history verify'; echo --expect-head
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
-        case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
-        case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'sandbox approve'; echo --url --admin-token
         case 'sandbox cancel'; echo --url --admin-token
         case 'sandbox decline'; echo --url --admin-token
@@ -64,6 +68,8 @@ function __walletctl_profiles
     test -r $f; and string replace -rf '^\s*\[profiles\.([A-Za-z0-9_-]+)\].*' '$1' < $f
 end
 complete -c walletctl -n "__walletctl_at ''" -a account -d 'Show a payment account (Get Payment Account), card number'
+complete -c walletctl -n "__walletctl_at ''" -a approvals -d 'List approval requests (four eyes); show one, or refuse one'
+complete -c walletctl -n "__walletctl_at ''" -a approve -d 'Approve another operators request to move money above'
 complete -c walletctl -n "__walletctl_at ''" -a authorize -d 'Authorize (sale or pre-authorization) a payment account'
 complete -c walletctl -n "__walletctl_at ''" -a capture -d 'Capture an approved pre-authorisation (default: all that'
 complete -c walletctl -n "__walletctl_at ''" -a checkout -d 'Create a checkout (spec 2.1) and print the redirect URL'
@@ -90,6 +96,21 @@ complete -c walletctl -n "__walletctl_at ''" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'account'" -l event -r -F -d 'A posted event'
 complete -c walletctl -n "__walletctl_at 'account'" -l encryption-key-id -r -d 'Encryption key id the account was made with (default: from t'
 complete -c walletctl -n "__walletctl_at 'account'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'approvals'" -a refuse -d 'Refuse another operators request: it can then never be'
+complete -c walletctl -n "__walletctl_at 'approvals'" -a show -d 'Show one request in full: the exact movement (or batch'
+complete -c walletctl -n "__walletctl_at 'approvals'" -l state -r -d 'pending, approved, refused, spent or expired'
+complete -c walletctl -n "__walletctl_at 'approvals'" -l since -r -d 'Filed from this date/time (UTC) or duration ago (7d, 12h)'
+complete -c walletctl -n "__walletctl_at 'approvals'" -l every-merchant -d 'Also other merchants and stores requests'
+complete -c walletctl -n "__walletctl_at 'approvals'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'approvals refuse'" -l reason -r -d 'Why (recorded; the requester sees it)'
+complete -c walletctl -n "__walletctl_at 'approvals refuse'" -l yes -d 'Do not ask'
+complete -c walletctl -n "__walletctl_at 'approvals refuse'" -s y -d 'Do not ask'
+complete -c walletctl -n "__walletctl_at 'approvals refuse'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'approvals show'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'approve'" -l reason -r -d 'A note recorded with the approval'
+complete -c walletctl -n "__walletctl_at 'approve'" -l yes -d 'Do not ask (scripts): the request is still checked'
+complete -c walletctl -n "__walletctl_at 'approve'" -s y -d 'Do not ask (scripts): the request is still checked'
+complete -c walletctl -n "__walletctl_at 'approve'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l account -r -d 'The transactionAccountId to charge'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l event -r -F -d 'A posted event'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l amount -r -d 'Amount in major units, e'
@@ -113,6 +134,7 @@ complete -c walletctl -n "__walletctl_at 'capture'" -l yes -d 'Do not ask for co
 complete -c walletctl -n "__walletctl_at 'capture'" -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'capture'" -l allow-duplicate -d 'Send even when an identical movement on this original was ma'
 complete -c walletctl -n "__walletctl_at 'capture'" -l dry-run -d 'Print the exact request; send nothing'
+complete -c walletctl -n "__walletctl_at 'capture'" -l approval -r -d 'Send under this approval id: another operator approved exact'
 complete -c walletctl -n "__walletctl_at 'capture'" -l batch -r -F -d 'CSV or JSONL file of rows (ref, amount, currency[, new_ref])'
 complete -c walletctl -n "__walletctl_at 'capture'" -l journal -r -F -d 'Journal file (default: beside the input)'
 complete -c walletctl -n "__walletctl_at 'capture'" -l resume -d 'Continue an interrupted batch'
@@ -237,6 +259,7 @@ complete -c walletctl -n "__walletctl_at 'refund'" -l yes -d 'Do not ask for con
 complete -c walletctl -n "__walletctl_at 'refund'" -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'refund'" -l allow-duplicate -d 'Send even when an identical movement on this original was ma'
 complete -c walletctl -n "__walletctl_at 'refund'" -l dry-run -d 'Print the exact request; send nothing'
+complete -c walletctl -n "__walletctl_at 'refund'" -l approval -r -d 'Send under this approval id: another operator approved exact'
 complete -c walletctl -n "__walletctl_at 'refund'" -l batch -r -F -d 'CSV or JSONL file of rows (ref, amount, currency[, new_ref])'
 complete -c walletctl -n "__walletctl_at 'refund'" -l journal -r -F -d 'Journal file (default: beside the input)'
 complete -c walletctl -n "__walletctl_at 'refund'" -l resume -d 'Continue an interrupted batch'
@@ -258,6 +281,7 @@ complete -c walletctl -n "__walletctl_at 'reverse'" -l yes -d 'Do not ask for co
 complete -c walletctl -n "__walletctl_at 'reverse'" -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l allow-duplicate -d 'Send even when an identical movement on this original was ma'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l dry-run -d 'Print the exact request; send nothing'
+complete -c walletctl -n "__walletctl_at 'reverse'" -l approval -r -d 'Send under this approval id: another operator approved exact'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l batch -r -F -d 'CSV or JSONL file of rows (ref, amount, currency[, new_ref])'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l journal -r -F -d 'Journal file (default: beside the input)'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l resume -d 'Continue an interrupted batch'

@@ -69,9 +69,10 @@ def _table(found: Sequence[Approval], now: str, where: str) -> None:
                      escape(a.decided_by or ""), _when(a.expires_at).removesuffix(" UTC")])
     print_table(None, headers, rows, justify={0: "right"}, no_wrap=(0, 1), drop=(5, 4))
     pending = sum(1 for a in found if a.status(now) == "pending")
-    out().print(f"{len(found)} requests" + (f", {pending} pending (another operator: "
-                                            "walletctl approve ID)" if pending else ""),
-                soft_wrap=True)
+    plural = "s" if len(found) != 1 else ""
+    out().print(f"{len(found)} request{plural}" + (
+        f", {pending} pending (another operator: walletctl approve ID)" if pending else ""),
+        soft_wrap=True)
 
 
 def render_request(fmt: str, found: Approval, now: str) -> None:
