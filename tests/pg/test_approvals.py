@@ -211,3 +211,60 @@ def test_a_batch_approval_is_bound_to_its_file(four_eyes: Team, tmp_path: Path) 
     rows = [e for e in team.alice.run("-o", "json", "history", expect=0).json()
             if e["batch_id"] and e["operation"] == "refund" and e["outcome"] == "approved"]
     assert {e["approval"] for e in rows} == {int(number)}, json.dumps(rows)
+
+
+def _on_terminal(person: Operator, argv: list[str], answer: str,
+                 timeout: float = 60) -> tuple[int, str]:
+    """Run walletctl on a real pseudo-terminal; answer its question with ``answer``."""
+    import os
+    import select
+    import subprocess
+    import time
+
+    from money.conftest import WALLETCTL
+
+    master, slave = os.openpty()
+    env = {**person.desk.env, **person.env, "COLUMNS": "80", "TERM": "dumb"}
+    proc = subprocess.Popen([*WALLETCTL, *argv], stdin=slave, stdout=slave, stderr=slave,
+                            env=env, close_fds=True)
+    os.close(slave)
+    output, answered = b"", False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the terminal's other end closed: the process ended
+                    break
+                if not chunk:
+                    break
+                output += chunk
+                if not answered and b"Proceed" in output:
+                    os.write(master, answer.encode() + b"\n")
+                    answered = True
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+            raise AssertionError(f"timed out: {output.decode(errors='replace')}")
+        return proc.wait(timeout=10), output.decode(errors="replace")
+    finally:
+        os.close(master)
+
+
+def test_approving_on_a_terminal_shows_the_request_first(four_eyes: Team) -> None:
+    team = four_eyes
+    ref = team.desk.sale(unique("ORD"), "300.00")
+    number = str(team.alice.run("-o", "json", "refund", ref, "--amount", "180.00",
+                                "--reason", "ticket 88", "--yes", "-p", "desk-a",
+                                expect=12).json()["approval"]["id"])
+    code, screen = _on_terminal(team.bob, ["approve", number, "-p", "desk-a"], "n")
+    assert code == 2, screen
+    for shown in (ref, f"{ref}-REF1", "180.00 EUR", "ticket 88", "alice", "cancelled"):
+        assert shown in screen, (shown, screen)
+    assert all(len(line) <= 80 for line in screen.splitlines()), screen
+    code, screen = _on_terminal(team.bob, ["approve", number, "-p", "desk-a"], "y")
+    assert code == 0, screen
+    assert f"approved #{number}" in screen, screen
