@@ -66,7 +66,7 @@ def test_a_refund_above_the_amount_needs_another_operator(four_eyes: Team) -> No
                      expect=0).json()
     assert [a["id"] for a in listed] == [int(number)], listed
     done = bob.run("-o", "json", "approve", number, "--yes", "-p", "desk-a", expect=0).json()
-    assert (done["state"], done["decided_by"]) == ("approved", "bob"), done
+    assert (done["state"], done["decided_by"], done["approver"]) == ("approved", "bob", "bob")
 
     # only what was approved: another amount, another reason
     for changed, field in ((("--amount", "149.00"), "amount"),

@@ -113,6 +113,8 @@ class Approval(Request):
     def to_dict(self, now: str) -> dict[str, Any]:
         found = asdict(self)
         found["state"] = self.status(now)
+        # who approved it (decided_by is also who refused one)
+        found["approver"] = self.decided_by if self.state in ("approved", "spent") else None
         found["batch_detail"] = json.loads(self.batch_detail) if self.batch_detail else None
         return found
 

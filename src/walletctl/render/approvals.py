@@ -15,7 +15,7 @@ STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
 CSV_COLUMNS: tuple[str, ...] = (
     "id", "state", "kind", "operation", "original_ref", "new_ref", "amount", "currency",
     "reason", "batch_file", "batch_sha256", "batch_rows", "batch_totals", "requester",
-    "requester_host", "created_at", "expires_at", "decided_by", "decided_at",
+    "requester_host", "created_at", "expires_at", "approver", "decided_by", "decided_at",
     "decision_reason", "spent_at", "spent_entry", "spent_batch", "merchant_id", "store_id",
     "profile", "base_url", "request_hash")
 
