@@ -71,6 +71,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "List, verify and reconcile the history (audit log) of money movements: a local "
         "file, or a team's shared PostgreSQL database.",
     ),
+    "recon": (
+        "recon",
+        "Reconcile the history (and batch journals) with the gateway over a time window: "
+        "exit 13 naming each mismatch.",
+    ),
     "completion": (
         "completions",
         "Print the shell completion script for bash, zsh, fish or powershell.",
