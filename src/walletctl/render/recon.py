@@ -21,7 +21,7 @@ from typing import Any
 from walletctl.ops.recon.model import UNCONFIRMED, Finding, ReconResult, Side
 from walletctl.render.output import emit, to_json, write_csv
 
-CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry",
+CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
                "history_outcome", "history_amount", "gateway_state", "gateway_amount",
                "currency", "gateway_time", "history_count", "gateway_count", "note")
 LABELS = {"unrecorded": "not in the history", "absent": "absent", "state": "state differs",
@@ -80,7 +80,7 @@ def _csv_row(f: Finding) -> dict[str, Any]:
     g = f.gateway
     return {"kind": f.kind, "original": f.original, "reference": f.reference,
             "operation": f.operation, "source": f.source, "entry": f.entry,
-            "history_outcome": f.outcome, "history_amount": f.amount,
+            "operator": f.who, "history_outcome": f.outcome, "history_amount": f.amount,
             "gateway_state": g.state if g else None,
             "gateway_amount": f"{g.amount:f}" if g else None,
             "currency": (g.currency if g else None) or f.currency,
@@ -174,17 +174,17 @@ def _tables(result: ReconResult) -> None:
     unconfirmed = result.of(*UNCONFIRMED)
     if unconfirmed:
         print_table("History entries the gateway does not confirm",
-                    ["Entry", "Original", "Reference", "Problem", "History", "Gateway"],
+                    ["Entry", "Original", "Reference", "Problem", "History", "Gateway", "By"],
                     [[escape(_entry(f)), escape(f.original), escape(f.reference), f.kind,
-                      escape(_desk(f)), escape(_gateway(f))]
-                     for f in unconfirmed], drop=(1,))
+                      escape(_desk(f)), escape(_gateway(f)), escape(f.who or "")]
+                     for f in unconfirmed], drop=(6, 1))
     unknown = result.of("unknown")
     if unknown:
         print_table("Unknown outcomes, still open (walletctl history --unknown --reconcile)",
-                    ["Entry", "Original", "Reference", "History", "Gateway"],
+                    ["Entry", "Original", "Reference", "History", "Gateway", "By"],
                     [[escape(_entry(f)), escape(f.original), escape(f.reference),
-                      escape(_desk(f, with_outcome=False)), escape(_gateway(f))]
-                     for f in unknown], drop=(1,))
+                      escape(_desk(f, with_outcome=False)), escape(_gateway(f)),
+                      escape(f.who or "")] for f in unknown], drop=(5, 1))
     unchecked = result.of("unchecked")
     if unchecked:
         print_table("Not checked: the lookup was not answered", ["Original", "Why"],

@@ -59,7 +59,7 @@ def _finding(kind: Kind, exp: Expected, note: str,
     e = exp.entry
     return Finding(kind, exp.original, e.reference, e.operation, note, source=exp.source,
                    entry=e.id or None, outcome=e.outcome, amount=e.amount, currency=e.currency,
-                   gateway=None if record is None else seen(record))
+                   who=e.who if e.id else None, gateway=None if record is None else seen(record))
 
 
 def _agrees(outcome: str, state: str, operation: str) -> bool:

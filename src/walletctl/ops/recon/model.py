@@ -74,6 +74,7 @@ class Finding:
     outcome: str | None = None  # the history's (or journal's) outcome
     amount: str | None = None  # the history's amount, major units as text
     currency: str | None = None
+    who: str | None = None  # who made the entry (a shared history: the database role)
     gateway: Seen | None = None
 
     def sort_key(self) -> tuple[str, str, int, str]:
@@ -81,7 +82,8 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         desk = None if self.source is None else {
-            "outcome": self.outcome, "amount": self.amount, "currency": self.currency}
+            "outcome": self.outcome, "amount": self.amount, "currency": self.currency,
+            "operator": self.who}
         return {"kind": self.kind, "original": self.original, "reference": self.reference,
                 "operation": self.operation, "source": self.source, "entry": self.entry,
                 "history": desk,
