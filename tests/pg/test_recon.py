@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from money.conftest import unique
-from recon.helpers import post_followup, run_together, write_entry
+from reconcile.helpers import post_followup, run_together, write_entry
 
 from .conftest import Team
 

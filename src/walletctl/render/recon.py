@@ -143,16 +143,22 @@ def _entry(f: Finding) -> str:
 
 
 def _short_time(text: str | None) -> str:
-    return (text or "")[:16].replace("T", " ")
+    """``2026-11-22T23:44`` (one word: a column shows it whole or not at all)."""
+    return (text or "")[:16]
 
 
 def _tables(result: ReconResult) -> None:
     from rich.markup import escape
 
     from walletctl.render.console import out
-    from walletctl.render.fit import fit_phrases, print_table
+    from walletctl.render.fit import fit_phrases
+    from walletctl.render.fit import print_table as fitted
 
     console = out()
+
+    def print_table(*args: Any, **kwargs: Any) -> None:
+        if fitted(*args, **kwargs):  # the note on hidden columns: a blank line after it too
+            console.print()
     window = (f"from {_short_time(result.since)}Z" if result.since else "from the start") \
         + f" to {_short_time(result.until)}Z"
     console.print(fit_phrases([escape(f"Recon of profile {result.profile}"),
@@ -166,11 +172,11 @@ def _tables(result: ReconResult) -> None:
     unrecorded = result.of("unrecorded")
     if unrecorded:
         print_table("Money moved at the gateway with no history entry",
-                    ["Original", "Reference", "Op", "Amount", "State", "Time (as given)"],
+                    ["Original", "Reference", "Op", "Amount", "State", "Time"],
                     [[escape(f.original), escape(f.reference), str(f.operation),
                       _money(g.amount, g.currency), escape(g.state), _short_time(g.time)]
                      for f in unrecorded if (g := f.gateway) is not None],
-                    justify={3: "right"}, no_wrap=(3,), drop=(5, 0))
+                    justify={3: "right"}, no_wrap=(3, 5), drop=(5, 0))
     unconfirmed = result.of(*UNCONFIRMED)
     if unconfirmed:
         print_table("History entries the gateway does not confirm",
@@ -194,8 +200,7 @@ def _tables(result: ReconResult) -> None:
         def side(s: Side, cur: str) -> list[str]:
             return [str(s.count), _places(s.amount, cur)]
 
-        print_table("Totals per currency (follow-ups in the window; difference = gateway - "
-                    "history)",
+        print_table("Totals per currency: follow-ups in the window",
                     ["Cur", "Op", "#", "History", "#", "Gateway", "Difference"],
                     [[cur, op, *side(h, cur), *side(g, cur), _places(g.amount - h.amount, cur)]
                      for cur, op, h, g in rows],
