@@ -2,7 +2,7 @@
 complete -c walletctl -f
 function __walletctl_groups
     switch $argv[1]
-        case ''; echo account approvals approve authorize capture checkout completion history keys lookup profile refund reverse sandbox smoke
+        case ''; echo account approvals approve authorize capture checkout completion history keys lookup profile recon refund reverse sandbox smoke
         case 'approvals'; echo refuse show
         case 'history'; echo setup verify
         case 'profile'; echo add check example list remove show
@@ -24,6 +24,7 @@ function __walletctl_takes
         case 'history verify'; echo --expect-head
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
+        case 'recon'; echo --since --until --ref --refs --journal --op --concurrency --rate --max-failures
         case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'sandbox approve'; echo --url --admin-token
@@ -78,6 +79,7 @@ complete -c walletctl -n "__walletctl_at ''" -a history -d 'List, verify and rec
 complete -c walletctl -n "__walletctl_at ''" -a keys -d 'Fetch an API key and encryption key for the profile'
 complete -c walletctl -n "__walletctl_at ''" -a lookup -d 'Show the transaction and its follow-ups (spec 2.5) as a'
 complete -c walletctl -n "__walletctl_at ''" -a profile -d 'List, show, add, remove and check merchant profiles'
+complete -c walletctl -n "__walletctl_at ''" -a recon -d 'Reconcile the history (and batch journals) with the'
 complete -c walletctl -n "__walletctl_at ''" -a refund -d 'Refund a captured sale or pre-authorisation (default: all'
 complete -c walletctl -n "__walletctl_at ''" -a reverse -d 'Reverse (release) an uncaptured pre-authorisation'
 complete -c walletctl -n "__walletctl_at ''" -a sandbox -d 'Local stateful sandbox gateway (redirect wallet endpoints'
@@ -250,6 +252,16 @@ complete -c walletctl -n "__walletctl_at 'profile remove'" -l yes -d 'Do not ask
 complete -c walletctl -n "__walletctl_at 'profile remove'" -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'profile remove'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile show'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'recon'" -l since -r -d 'From this date/time (UTC unless zoned) or duration ago (7d, '
+complete -c walletctl -n "__walletctl_at 'recon'" -l until -r -d 'Before this date/time or duration ago'
+complete -c walletctl -n "__walletctl_at 'recon'" -l ref -r -d 'Only this order (repeatable); looked up even when the histor'
+complete -c walletctl -n "__walletctl_at 'recon'" -l refs -r -F -d 'More orders to look up: CSV with a ref column, one reference'
+complete -c walletctl -n "__walletctl_at 'recon'" -l journal -r -F -d 'A capture/refund/reverse --batch journal to compare too (rep'
+complete -c walletctl -n "__walletctl_at 'recon'" -l op -r -d 'Only this operation (repeatable): checkout, authorize, captu'
+complete -c walletctl -n "__walletctl_at 'recon'" -l concurrency -r -d 'Lookups in flight'
+complete -c walletctl -n "__walletctl_at 'recon'" -l rate -r -d 'Max requests per second'
+complete -c walletctl -n "__walletctl_at 'recon'" -l max-failures -r -d 'Stop after K consecutive failed lookups'
+complete -c walletctl -n "__walletctl_at 'recon'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'refund'" -l amount -r -d 'Amount in major units (default: all that remains)'
 complete -c walletctl -n "__walletctl_at 'refund'" -l currency -r -d 'Must match the originals currency'
 complete -c walletctl -n "__walletctl_at 'refund'" -l new-ref -r -d 'Reference of the new transaction (default: derived, REF-REF1'

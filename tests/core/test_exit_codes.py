@@ -222,6 +222,28 @@ def test_unknown_outcome_from_the_live_sandbox(make_cli: Any, api_key: str) -> N
         assert refs == ["R-9"], "the dropped checkout was committed: lookup must show it"
 
 
+def test_mismatch(make_cli: Any, api_key: str) -> None:
+    """``recon``: a refund posted straight to the gateway (not through walletctl) is money the
+    history does not record: exit 13, the refund named."""
+    from walletctl.sandbox.config import SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    with EmbeddedSandbox(SandboxConfig(api_key=api_key, quiet=True)) as live:
+        cli = make_cli(live.url)
+        expect(cli("checkout", "--amount", "10", "--ref", "R-13", "--type", "sale"),
+               ExitCode.OK)
+        httpx.post(f"{live.url}/_sandbox/checkouts/R-13/approve", timeout=5).raise_for_status()
+        expect(cli("recon", "--ref", "R-13"), ExitCode.OK)
+        httpx.post(f"{live.url}/api/v5/apmTransactions", timeout=5, json={
+            "merchantId": "M-1001", "storeId": "S-01", "userId": "dashboard",
+            "type": "ecom.refund", "amount": "400", "currencyCode": "EUR",
+            "clientSystemTransactionId": "R-13-DASH", "clientSystemInvoiceId": "R-13",
+            "apmDetails": {"apmProvider": "WalletV2"}},
+            headers={"Authorization": f"PublicApiKey {api_key}"}).raise_for_status()
+        err = expect(cli("recon", "--ref", "R-13"), ExitCode.MISMATCH)
+        assert "R-13-DASH not in the history" in err, err
+
+
 def test_auth(make_cli: Any, sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     cli = make_cli("http://testserver")
     monkeypatch.setenv("WALLETCTL_TEST_CORE_KEY", "wrong-key")

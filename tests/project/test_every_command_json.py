@@ -67,6 +67,7 @@ def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path
         "refund": ["refund", "J-AUTH", "--amount", "1.00", "--yes"],
         "reverse": ["reverse", "J-AUTH2", "--yes"],
         "lookup": ["lookup", "J-AUTH"],
+        "recon": ["recon"],  # before `sandbox reset` (which would make it a mismatch)
         "keys": ["keys"],
         "account": ["account", "--event", str(event)],
         "authorize": ["authorize", "--event", str(event), "--amount", "3.00", "--currency",

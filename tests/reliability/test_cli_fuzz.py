@@ -66,9 +66,10 @@ COMMANDS: dict[str, list[str]] = {
     "keys": ["--refresh", "--show-secret"],
     "profile show": [], "profile list": [], "profile check": [],
     "sandbox ledger": ["--url"], "sandbox values": [],
+    "recon": ["--since", "--until", "--ref", "--op", "--refs", "--journal", "--concurrency"],
 }
 FLAGS = {"--dry-run", "--yes", "--refresh", "--show-secret"}
-FILE_OPTIONS = {"--from-file", "--event", "--3ds"}
+FILE_OPTIONS = {"--from-file", "--event", "--3ds", "--refs", "--journal"}
 POSITIONAL = {"lookup", "capture", "refund", "reverse", "account"}
 
 PROFILE_VALUES = {

@@ -77,6 +77,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "amount (four eyes).",
     ),
     "approvals": ("approvals", "List approval requests (four eyes); show one, or refuse one."),
+    "recon": (
+        "recon",
+        "Reconcile the history (and batch journals) with the gateway over a time window: "
+        "exit 13 naming each mismatch.",
+    ),
     "completion": (
         "completions",
         "Print the shell completion script for bash, zsh, fish or powershell.",

@@ -1,0 +1,128 @@
+"""``walletctl recon``: the history (and batch journals) against lookups at the gateway.
+
+The command parses its options, calls :func:`walletctl.ops.recon.run.reconcile` and hands
+the result to :mod:`walletctl.render.recon`; the exit code is the result's own rule (0
+agree, 13 mismatch, 6/7/9 lookups not answered, 130 interrupted).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from walletctl.cli.state import get_state
+
+if TYPE_CHECKING:
+    from walletctl.ops.recon.model import ReconResult
+
+HELP = ("Reconcile the history (and batch journals) with the gateway over a time window: "
+        "exit 13 naming each mismatch.")
+_FLOW = "Lookups (the batch engine)"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("recon", help=HELP)(recon)
+
+
+def recon(
+    ctx: typer.Context,
+    since: Annotated[str | None, typer.Option(
+        help="From this date/time (UTC unless zoned) or duration ago (7d, 12h). Default: 1d; "
+             "with --ref, no lower bound.")] = None,
+    until: Annotated[str | None, typer.Option(
+        help="Before this date/time or duration ago. Default: now.")] = None,
+    ref: Annotated[list[str] | None, typer.Option(
+        "--ref", metavar="REF",
+        help="Only this order (repeatable); looked up even when the history has nothing "
+             "on it.")] = None,
+    refs: Annotated[Path | None, typer.Option(
+        "--refs", metavar="FILE",
+        help="More orders to look up: CSV with a ref column, one reference a line, or JSON "
+             "Lines (e.g. a shop's order export).")] = None,
+    journal: Annotated[list[Path] | None, typer.Option(
+        "--journal", metavar="FILE",
+        help="A capture/refund/reverse --batch journal to compare too (repeatable).")] = None,
+    op: Annotated[list[str] | None, typer.Option(
+        "--op", metavar="OP",
+        help="Only this operation (repeatable): checkout, authorize, capture, refund, "
+             "reverse. Default: all.")] = None,
+    concurrency: Annotated[int, typer.Option(
+        min=1, max=512, help="Lookups in flight.", rich_help_panel=_FLOW)] = 32,
+    rate: Annotated[float | None, typer.Option(
+        min=0.01, help="Max requests per second.", rich_help_panel=_FLOW)] = None,
+    max_failures: Annotated[int, typer.Option(
+        min=1, help="Stop after K consecutive failed lookups.", rich_help_panel=_FLOW)] = 10,
+) -> None:
+    """Reconcile the history (and batch journals) with the gateway over a time window: exit
+    13 naming each mismatch.
+
+    Reports money moved at the gateway with no history entry, entries the gateway does not
+    confirm (absent, another state or amount), entries still unknown, and totals per
+    currency. Reads only: nothing is sent but lookups, nothing is written.
+
+    Example (nightly): walletctl -p desk -o json recon --since 1d > recon.json
+    """
+    from datetime import UTC, datetime
+
+    from walletctl.cli.flow import check_flow_options
+    from walletctl.cli.history import parse_when
+    from walletctl.errors import UsageError
+    from walletctl.ops.batch.lookup import LookupOptions
+    from walletctl.ops.batch.rows import check_ref
+    from walletctl.ops.recon.model import OPERATIONS
+    from walletctl.ops.recon.run import ReconRequest, reconcile
+    from walletctl.render.recon import recon_progress, render_recon
+
+    check_flow_options(concurrency, rate, max_failures)
+    now = datetime.now(UTC)
+    to = parse_when(until, "--until", now) if until else parse_when(now.isoformat(), "--until", now)
+    frm = parse_when(since, "--since", now) if since else (
+        None if ref else parse_when("1d", "--since", now))
+    if frm is not None and frm >= to:
+        raise UsageError(f"--since: must be before --until ({frm} is not before {to})")
+    for value in ref or ():
+        try:
+            check_ref(value)
+        except ValueError as exc:
+            raise UsageError(f"--ref {value[:64]!r}: {exc}") from None
+    for name in op or ():
+        if name not in OPERATIONS:
+            raise UsageError(f"--op {name[:40]!r}: must be one of {', '.join(OPERATIONS)}")
+    request = ReconRequest(
+        until=to, since=frm, refs=tuple(dict.fromkeys(ref or ())), refs_file=refs,
+        journals=tuple(journal or ()), operations=frozenset(op or OPERATIONS),
+        lookup=LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures))
+    st = get_state(ctx)
+    profile = st.profile()
+    with recon_progress() as tick:
+        result = reconcile(profile, request, progress=tick)
+    render_recon(result, st.output_format)
+    _explain(result)
+    raise typer.Exit(result.exit_code)
+
+
+def _explain(result: ReconResult) -> None:
+    """One stderr line when the exit is not 0: the mismatches named, or why lookups were
+    not answered."""
+    import sys
+
+    from walletctl.constants import ExitCode
+    from walletctl.render.console import print_error, print_note
+    from walletctl.render.recon import mismatch_message
+
+    code = result.exit_code
+    if code == ExitCode.MISMATCH:
+        print_error(mismatch_message(result))
+    report = result.report
+    if report.fatal:
+        print_note(f"stopped: {report.fatal}")
+        if report.fatal_hint:
+            sys.stderr.write(f"hint: {report.fatal_hint}\n")
+    unchecked = result.of("unchecked")
+    if unchecked and code != ExitCode.INTERRUPTED:
+        names = ", ".join(f.original for f in unchecked[:5])
+        more = f" and {len(unchecked) - 5} more" if len(unchecked) > 5 else ""
+        print_error(f"recon: {len(unchecked)} order(s) could not be looked up ({names}{more}):"
+                    " the comparison is incomplete; run it again later")

@@ -1,0 +1,249 @@
+"""``walletctl recon``'s report: tables that fit the terminal, JSON, NDJSON or CSV.
+
+* ``json``: one document (``recon``, ``agrees``, ``exitCode``, ``unrecorded``,
+  ``unconfirmed``, ``unknown``, ``unchecked``, ``totals``, ``counts``, ``summary``);
+* ``ndjson``: one object per finding (each with ``kind``), then one object with everything
+  but the findings;
+* ``csv``: one row per finding, then one ``total`` row per currency and operation;
+* ``table``: a table per kind of finding, the totals, one line of counts.
+
+Findings come in a fixed order (original, reference, entry), so two runs over the same
+records print the same report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Any
+
+from walletctl.ops.recon.model import UNCONFIRMED, Finding, ReconResult, Side
+from walletctl.render.output import emit, to_json, write_csv
+
+CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
+               "history_outcome", "history_amount", "gateway_state", "gateway_amount",
+               "currency", "gateway_time", "history_count", "gateway_count", "note")
+LABELS = {"unrecorded": "not in the history", "absent": "absent", "state": "state differs",
+          "amount": "amount differs", "type": "another transaction", "unknown": "unknown",
+          "unchecked": "not checked"}
+
+
+def _places(amount: Decimal, currency: str) -> str:
+    from walletctl.models.money import quantize
+
+    try:
+        return f"{quantize(amount, currency):f}"
+    except (KeyError, ValueError):
+        return f"{amount:f}"
+
+
+def totals_dict(result: ReconResult) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for cur, op, hist, gw in result.totals.rows():
+        out.setdefault(cur, {})[op] = {
+            "history": {"count": hist.count, "amount": _places(hist.amount, cur)},
+            "gateway": {"count": gw.count, "amount": _places(gw.amount, cur)},
+            "difference": _places(gw.amount - hist.amount, cur)}
+    return out
+
+
+def summary_dict(result: ReconResult) -> dict[str, Any]:
+    r = result.report
+    return {"requests": r.requests, "elapsed_s": round(r.elapsed, 3),
+            "refs_per_s": round(r.references / r.elapsed, 1) if r.elapsed else 0.0,
+            "circuit_breaker_open": r.breaker_open, "stopped_by": r.fatal,
+            "interrupted": r.interrupted}
+
+
+def head_dict(result: ReconResult) -> dict[str, Any]:
+    return {"profile": result.profile, "merchantId": result.merchant_id,
+            "storeId": result.store_id, "history": result.history, "backend": result.backend,
+            "journals": result.journals, "since": result.since, "until": result.until,
+            "operations": result.operations}
+
+
+def recon_document(result: ReconResult) -> dict[str, Any]:
+    """The JSON form (documented in docs/history.md, "Reconciliation")."""
+    def listed(*kinds: str) -> list[dict[str, Any]]:
+        return [f.as_dict() for f in result.findings if f.kind in kinds]
+
+    return {"recon": head_dict(result), "agrees": result.exit_code == 0,
+            "exitCode": result.exit_code, "unrecorded": listed("unrecorded"),
+            "unconfirmed": listed(*UNCONFIRMED), "unknown": listed("unknown"),
+            "unchecked": listed("unchecked"), "totals": totals_dict(result),
+            "counts": {**result.counts.as_dict(), **result.kind_counts()},
+            "summary": summary_dict(result)}
+
+
+def _csv_row(f: Finding) -> dict[str, Any]:
+    g = f.gateway
+    return {"kind": f.kind, "original": f.original, "reference": f.reference,
+            "operation": f.operation, "source": f.source, "entry": f.entry,
+            "operator": f.who, "history_outcome": f.outcome, "history_amount": f.amount,
+            "gateway_state": g.state if g else None,
+            "gateway_amount": f"{g.amount:f}" if g else None,
+            "currency": (g.currency if g else None) or f.currency,
+            "gateway_time": g.time if g else None, "note": f.note}
+
+
+def render_recon(result: ReconResult, fmt: str) -> None:
+    if fmt == "ndjson":
+        import sys
+
+        doc = recon_document(result)
+        for f in result.findings:
+            sys.stdout.write(to_json(f.as_dict(), indent=None) + "\n")
+        rest = {k: v for k, v in doc.items()
+                if k not in ("unrecorded", "unconfirmed", "unknown", "unchecked")}
+        sys.stdout.write(to_json(rest, indent=None) + "\n")
+        sys.stdout.flush()
+        return
+    if fmt == "csv":
+        rows = [_csv_row(f) for f in result.findings]
+        for cur, op, hist, gw in result.totals.rows():
+            rows.append({"kind": "total", "operation": op, "currency": cur,
+                         "history_amount": _places(hist.amount, cur),
+                         "gateway_amount": _places(gw.amount, cur),
+                         "history_count": hist.count, "gateway_count": gw.count})
+        write_csv(rows, CSV_COLUMNS)
+        return
+    emit(fmt, [], document=recon_document(result), table=lambda: _tables(result))
+
+
+# ------------------------------------------------------------------------------- table
+
+
+def _money(amount: str | Decimal | None, currency: str | None) -> str:
+    if amount is None or not currency:
+        return ""
+    from walletctl.models.money import format_major
+
+    try:
+        return format_major(Decimal(amount), currency)
+    except (ArithmeticError, KeyError, ValueError):
+        return f"{amount} {currency}"
+
+
+def _desk(f: Finding, with_outcome: bool = True) -> str:
+    what = f"{f.operation} {f.outcome}" if with_outcome else str(f.operation)
+    return f"{what} {_money(f.amount, f.currency)}".strip()
+
+
+def _gateway(f: Finding) -> str:
+    g = f.gateway
+    return "nothing" if g is None else f"{g.state} {_money(g.amount, g.currency)}"
+
+
+def _entry(f: Finding) -> str:
+    """``#12`` (the history's entry), or ``refunds.journal:3`` (a journal's line)."""
+    if f.entry is not None:
+        return f"#{f.entry}"
+    return (f.source or "").removeprefix("journal ").replace(" line ", ":")
+
+
+def _short_time(text: str | None) -> str:
+    """``2026-11-22T23:44`` (one word: a column shows it whole or not at all)."""
+    return (text or "")[:16]
+
+
+def _tables(result: ReconResult) -> None:
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+    from walletctl.render.fit import fit_phrases
+    from walletctl.render.fit import print_table as fitted
+
+    console = out()
+
+    def print_table(*args: Any, **kwargs: Any) -> None:
+        if fitted(*args, **kwargs):  # the note on hidden columns: a blank line after it too
+            console.print()
+    window = (f"from {_short_time(result.since)}Z" if result.since else "from the start") \
+        + f" to {_short_time(result.until)}Z"
+    console.print(fit_phrases([escape(f"Recon of profile {result.profile}"),
+                               escape(f"(merchant {result.merchant_id}, store "
+                                      f"{result.store_id}),"), escape(window + ";"),
+                               escape(f"history {result.history}")]),
+                  soft_wrap=True, highlight=False)
+    for journal in result.journals:
+        console.print(escape(f"  journal {journal}"), soft_wrap=True, highlight=False)
+    console.print()
+    unrecorded = result.of("unrecorded")
+    if unrecorded:
+        print_table("Money moved at the gateway with no history entry",
+                    ["Original", "Reference", "Op", "Amount", "State", "Time"],
+                    [[escape(f.original), escape(f.reference), str(f.operation),
+                      _money(g.amount, g.currency), escape(g.state), _short_time(g.time)]
+                     for f in unrecorded if (g := f.gateway) is not None],
+                    justify={3: "right"}, no_wrap=(3, 5), drop=(5, 0))
+    unconfirmed = result.of(*UNCONFIRMED)
+    if unconfirmed:
+        print_table("History entries the gateway does not confirm",
+                    ["Entry", "Original", "Reference", "Problem", "History", "Gateway", "By"],
+                    [[escape(_entry(f)), escape(f.original), escape(f.reference), f.kind,
+                      escape(_desk(f)), escape(_gateway(f)), escape(f.who or "")]
+                     for f in unconfirmed], drop=(6, 1))
+    unknown = result.of("unknown")
+    if unknown:
+        print_table("Unknown outcomes, still open (walletctl history --unknown --reconcile)",
+                    ["Entry", "Original", "Reference", "History", "Gateway", "By"],
+                    [[escape(_entry(f)), escape(f.original), escape(f.reference),
+                      escape(_desk(f, with_outcome=False)), escape(_gateway(f)),
+                      escape(f.who or "")] for f in unknown], drop=(5, 1))
+    unchecked = result.of("unchecked")
+    if unchecked:
+        print_table("Not checked: the lookup was not answered", ["Original", "Why"],
+                    [[escape(f.original), escape(f.note)] for f in unchecked])
+    rows = result.totals.rows()
+    if rows:
+        def side(s: Side, cur: str) -> list[str]:
+            return [str(s.count), _places(s.amount, cur)]
+
+        print_table("Totals per currency: follow-ups in the window",
+                    ["Cur", "Op", "#", "History", "#", "Gateway", "Difference"],
+                    [[cur, op, *side(h, cur), *side(g, cur), _places(g.amount - h.amount, cur)]
+                     for cur, op, h, g in rows],
+                    justify={i: "right" for i in (2, 3, 4, 5, 6)}, no_wrap=(3, 5, 6))
+    console.print(fit_phrases([escape(p) for p in _counts(result)]), soft_wrap=True,
+                  highlight=False)
+    if result.exit_code == 0:
+        console.print("The history and the gateway agree.")
+
+
+def _counts(result: ReconResult) -> list[str]:
+    """The counts line, in phrases (it breaks between them)."""
+    c, k, s = result.counts, result.kind_counts(), summary_dict(result)
+    unconfirmed = sum(k[kind] for kind in UNCONFIRMED)
+    rows = f" and {c.journal_rows} journal row(s)" if result.journals else ""
+    return [f"{c.originals} order(s) looked up;",
+            f"{c.entries} history entries{rows} compared, {c.agreed} agree;",
+            f"{k['unrecorded']} not in the history,", f"{unconfirmed} not confirmed,",
+            f"{k['unknown']} unknown,", f"{k['unchecked']} not checked",
+            f"({s['requests']} requests in {s['elapsed_s']} s)"]
+
+
+def mismatch_message(result: ReconResult, shown: int = 5) -> str:
+    """One line naming the mismatches (the first ``shown`` of them)."""
+    named = [f"{f.reference} {LABELS[f.kind]}" for f in result.mismatches]
+    more = f" and {len(named) - shown} more" if len(named) > shown else ""
+    return (f"recon: {len(named)} mismatch(es) between the history and the gateway: "
+            f"{'; '.join(named[:shown])}{more}")
+
+
+@contextmanager
+def recon_progress() -> Iterator[Callable[[], None]]:
+    """A spinner with a count on stderr when it is a terminal (nothing otherwise: CI logs
+    stay quiet); yields the function to call once per order looked up."""
+    from walletctl.render.console import err
+
+    if not err().is_terminal:
+        yield lambda: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.completed} orders looked up"),
+                        TimeElapsedColumn(), console=err(), transient=True)
+    task = progress.add_task("recon", total=None)
+    with progress:
+        yield lambda: progress.advance(task)
