@@ -62,8 +62,10 @@ def run_batch_command(
     full_preflight: bool = False,
     offline: bool = False,
     allow_duplicate: bool = False,
+    confirm_profile: list[str] | None = None,
 ) -> int:
     """Plan, confirm and run a batch; returns an :class:`ExitCode` value."""
+    from walletctl.cli.production import confirm_profiles, refuse_unconfirmed
     from walletctl.cli.state import ENV, get_state
     from walletctl.ops.batch.journal import Journal, default_batch_id
     from walletctl.ops.batch.plan import plan_batch
@@ -81,6 +83,8 @@ def run_batch_command(
 
     state = get_state(ctx)
     profile = state.profile()
+    if not dry_run:  # a production profile in a pipe: refused before any file is touched
+        refuse_unconfirmed(profile, confirm_profile or (), action=f"run the {op} batch {source}")
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="walletctl-")))
         input_path, display, digest = _input(source, scratch)
@@ -139,6 +143,15 @@ def run_batch_command(
         options = RunOptions(op=op, concurrency=concurrency, rate=rate,
                              max_failures=max_failures, direct=not full_preflight,
                              predict=dry_run, allow_duplicate=allow_duplicate)
+        try:  # a production profile (the command's or a row's): its name typed, or given
+            typed = confirm_profiles(profiles.values(), confirm_profile or (),
+                                     action=f"{op} {plan.to_send} row(s) ({money_summary(plan)})",
+                                     required=not dry_run and plan.to_send > 0)
+        except UsageError:
+            if created and not dry_run:  # refused: no journal left behind
+                jr.close()
+                _remove_journal(journal_path)
+            raise
         if dry_run:
             report = None
             if not offline and plan.to_send:
@@ -151,7 +164,7 @@ def run_batch_command(
                     sys.stderr.write(f"hint: {report.fatal_hint}\n")
             return int(ExitCode.OK) if report is None else _dry_run_exit(report)
 
-        if op in ("refund", "reverse") and plan.to_send and not yes:
+        if op in ("refund", "reverse") and plan.to_send and not yes and not typed:
             summary = money_summary(plan)
             if not ENV.is_interactive():
                 raise UsageError(
@@ -175,7 +188,8 @@ def run_batch_command(
             stack.callback(writer.close)
         report = _run(state, profile, jr, plan, options, writer)
         code = int(_exit_code(report))
-        render_summary(state, op, bid, journal_path, results, plan, report, code)
+        render_summary(state, op, bid, journal_path, results, plan, report, code,
+                       production=[p.name for p in profiles.values() if p.is_production])
         return code
 
 
@@ -295,7 +309,9 @@ def _run(
     from walletctl.render.console import err, print_note
 
     concurrency = options.concurrency
-    progress, update = progress_bar(plan, err().is_terminal and not options.predict)
+    progress, update = progress_bar(plan, err().is_terminal and not options.predict,
+                                    label="PRODUCTION batch" if profile.is_production
+                                    else "batch")
     named = {"refused": 0, "unknown": 0, "pending": 0}
     audit = _audit(state, profile, options, jr.batch_id)
 
