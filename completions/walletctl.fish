@@ -15,18 +15,18 @@ function __walletctl_takes
         case 'account'; echo --event --encryption-key-id
         case 'approvals'; echo --state --since
         case 'approvals refuse'; echo --reason
-        case 'approve'; echo --reason
+        case 'approve'; echo --reason --confirm-profile
         case 'authorize'; echo --account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id
-        case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
         case 'history setup'; echo --grant
         case 'history verify'; echo --expect-head
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
-        case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
+        case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
         case 'recon'; echo --since --until --ref --refs --journal --op --concurrency --rate --max-failures
-        case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
-        case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'sandbox approve'; echo --url --admin-token
         case 'sandbox cancel'; echo --url --admin-token
         case 'sandbox decline'; echo --url --admin-token
@@ -34,7 +34,7 @@ function __walletctl_takes
         case 'sandbox reset'; echo --url --admin-token
         case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --ready-file --write-profile
         case 'sandbox wait'; echo --timeout
-        case 'smoke'; echo --scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout
+        case 'smoke'; echo --scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile
     end
 end
 function __walletctl_path  # the command path typed so far, option values skipped
@@ -112,6 +112,7 @@ complete -c walletctl -n "__walletctl_at 'approvals show'" -l help -d 'Show help
 complete -c walletctl -n "__walletctl_at 'approve'" -l reason -r -d 'A note recorded with the approval'
 complete -c walletctl -n "__walletctl_at 'approve'" -l yes -d 'Do not ask (scripts): the request is still checked'
 complete -c walletctl -n "__walletctl_at 'approve'" -s y -d 'Do not ask (scripts): the request is still checked'
+complete -c walletctl -n "__walletctl_at 'approve'" -l confirm-profile -r -a '(__walletctl_profiles)' -d 'The profiles name, required to approve against a production'
 complete -c walletctl -n "__walletctl_at 'approve'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l account -r -d 'The transactionAccountId to charge'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l event -r -F -d 'A posted event'
@@ -134,6 +135,7 @@ complete -c walletctl -n "__walletctl_at 'capture'" -l reason -r -d 'Why (record
 complete -c walletctl -n "__walletctl_at 'capture'" -l confirm-amount -r -d 'The amount, typed to confirm one above the profiles limit'
 complete -c walletctl -n "__walletctl_at 'capture'" -l yes -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'capture'" -s y -d 'Do not ask for confirmation'
+complete -c walletctl -n "__walletctl_at 'capture'" -l confirm-profile -r -a '(__walletctl_profiles)' -d 'The profiles name, confirming a batch against a production '
 complete -c walletctl -n "__walletctl_at 'capture'" -l allow-duplicate -d 'Send even when an identical movement on this original was ma'
 complete -c walletctl -n "__walletctl_at 'capture'" -l dry-run -d 'Print the exact request; send nothing'
 complete -c walletctl -n "__walletctl_at 'capture'" -l approval -r -d 'Send under this approval id: another operator approved exact'
@@ -211,7 +213,7 @@ complete -c walletctl -n "__walletctl_at 'lookup'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile'" -a add -d 'Add a profile to the profiles file (created 0600 if'
 complete -c walletctl -n "__walletctl_at 'profile'" -a check -d 'Check a profile: file, permissions, secrets, and which'
 complete -c walletctl -n "__walletctl_at 'profile'" -a example -d 'Print a commented profiles file (every setting with its'
-complete -c walletctl -n "__walletctl_at 'profile'" -a list -d 'List the profiles (name, base URL, merchant, store, auth'
+complete -c walletctl -n "__walletctl_at 'profile'" -a list -d 'List the profiles (name, base URL, merchant, store, auth,'
 complete -c walletctl -n "__walletctl_at 'profile'" -a remove -d 'Remove a profile from the profiles file (asks first on a'
 complete -c walletctl -n "__walletctl_at 'profile'" -a show -d 'Show every setting of a profile; the secrets source is'
 complete -c walletctl -n "__walletctl_at 'profile'" -l help -d 'Show help'
@@ -223,6 +225,7 @@ complete -c walletctl -n "__walletctl_at 'profile add'" -l amount-format -r -a '
 complete -c walletctl -n "__walletctl_at 'profile add'" -l currency -r -d 'Default ISO 4217 currency (asked on a terminal when missing)'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l timeout -r -d 'Request timeout in seconds'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l timezone -r -d 'IANA zone of the gateways timestamps, e'
+complete -c walletctl -n "__walletctl_at 'profile add'" -l environment -r -a 'production test' -d 'production | test (default): a production profiles confirma'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l auth-scheme -r -a 'PublicApiKey Bearer Basic header none' -d 'PublicApiKey | Bearer | Basic | header | none'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l header -r -d 'Header name for --auth-scheme header'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l username -r -d 'Basic auth user (default: --user-id)'
@@ -269,6 +272,7 @@ complete -c walletctl -n "__walletctl_at 'refund'" -l reason -r -d 'Why (recorde
 complete -c walletctl -n "__walletctl_at 'refund'" -l confirm-amount -r -d 'The amount, typed to confirm one above the profiles limit'
 complete -c walletctl -n "__walletctl_at 'refund'" -l yes -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'refund'" -s y -d 'Do not ask for confirmation'
+complete -c walletctl -n "__walletctl_at 'refund'" -l confirm-profile -r -a '(__walletctl_profiles)' -d 'The profiles name, confirming a batch against a production '
 complete -c walletctl -n "__walletctl_at 'refund'" -l allow-duplicate -d 'Send even when an identical movement on this original was ma'
 complete -c walletctl -n "__walletctl_at 'refund'" -l dry-run -d 'Print the exact request; send nothing'
 complete -c walletctl -n "__walletctl_at 'refund'" -l approval -r -d 'Send under this approval id: another operator approved exact'
@@ -291,6 +295,7 @@ complete -c walletctl -n "__walletctl_at 'reverse'" -l reason -r -d 'Why (record
 complete -c walletctl -n "__walletctl_at 'reverse'" -l confirm-amount -r -d 'The amount, typed to confirm one above the profiles limit'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l yes -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'reverse'" -s y -d 'Do not ask for confirmation'
+complete -c walletctl -n "__walletctl_at 'reverse'" -l confirm-profile -r -a '(__walletctl_profiles)' -d 'The profiles name, confirming a batch against a production '
 complete -c walletctl -n "__walletctl_at 'reverse'" -l allow-duplicate -d 'Send even when an identical movement on this original was ma'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l dry-run -d 'Print the exact request; send nothing'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l approval -r -d 'Send under this approval id: another operator approved exact'
@@ -377,4 +382,5 @@ complete -c walletctl -n "__walletctl_at 'smoke'" -l approve-url-command -r -d '
 complete -c walletctl -n "__walletctl_at 'smoke'" -l approve-timeout -r -d 'Seconds the approver command may take'
 complete -c walletctl -n "__walletctl_at 'smoke'" -l settle-timeout -r -d 'Seconds to wait for an approved checkout to leave Pending'
 complete -c walletctl -n "__walletctl_at 'smoke'" -l fail-on-skip -d 'Exit 10 when a step was skipped (e'
+complete -c walletctl -n "__walletctl_at 'smoke'" -l confirm-profile -r -a '(__walletctl_profiles)' -d 'The profiles name: a production profiles smoke run (it mov'
 complete -c walletctl -n "__walletctl_at 'smoke'" -l help -d 'Show help'

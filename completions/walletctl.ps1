@@ -5,9 +5,9 @@ $walletctlWords = @{
     'approvals' = @('refuse','show','--state','--since','--every-merchant','--help')
     'approvals refuse' = @('--reason','--yes','-y','--help')
     'approvals show' = @('--help')
-    'approve' = @('--reason','--yes','-y','--help')
+    'approve' = @('--reason','--yes','-y','--confirm-profile','--help')
     'authorize' = @('--account','--event','--amount','--currency','--ref','--type','--cryptogram','--eci','--3ds','--encryption-key-id','--yes','-y','--dry-run','--help')
-    'capture' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
+    'capture' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
     'checkout' = @('--amount','--currency','--ref','--type','--from-file','--first-name','--last-name','--email','--mobile-phone','--house-number','--street','--city','--zip','--state','--country','--success-url','--error-url','--pending-url','--return-url','--cancel-url','--refused-url','--redirect-timeout','--language','--order-number','--open','--dry-run','--help')
     'completion' = @('bash','zsh','fish','powershell','--help')
     'history' = @('setup','verify','--since','--until','--ref','--op','--profile','--user','--outcome','--unknown','--reconcile','--last','--path','--help')
@@ -16,15 +16,15 @@ $walletctlWords = @{
     'keys' = @('--show-secret','--save','--refresh','--help')
     'lookup' = @('--batch','--open','--older-than','--state','--concurrency','--rate','--max-failures','--help')
     'profile' = @('add','check','example','list','remove','show','--help')
-    'profile add' = @('--base-url','--merchant-id','--store-id','--user-id','--amount-format','--currency','--timeout','--timezone','--auth-scheme','--header','--username','--key-env','--key-file','--keyring','--service-secret-env','--service-secret-file','--redirect-base','--success-url','--error-url','--pending-url','--return-url','--cancel-url','--refused-url','--path','--default','--force','--help')
+    'profile add' = @('--base-url','--merchant-id','--store-id','--user-id','--amount-format','--currency','--timeout','--timezone','--environment','--auth-scheme','--header','--username','--key-env','--key-file','--keyring','--service-secret-env','--service-secret-file','--redirect-base','--success-url','--error-url','--pending-url','--return-url','--cancel-url','--refused-url','--path','--default','--force','--help')
     'profile check' = @('--all','--online','--help')
     'profile example' = @('reference','sandbox','production-key-env','key-file','keyring','--help')
     'profile list' = @('--help')
     'profile remove' = @('--yes','-y','--help')
     'profile show' = @('--help')
     'recon' = @('--since','--until','--ref','--refs','--journal','--op','--concurrency','--rate','--max-failures','--help')
-    'refund' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
-    'reverse' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
+    'refund' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
+    'reverse' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
     'sandbox' = @('approve','cancel','decline','demo','ledger','reset','serve','values','wait','--help')
     'sandbox approve' = @('--url','--admin-token','--help')
     'sandbox cancel' = @('--url','--admin-token','--help')
@@ -35,7 +35,7 @@ $walletctlWords = @{
     'sandbox serve' = @('--host','--port','--db','--amount-format','--api-key','--public-url','--clock-control','--quiet','-q','--allow-origin','--latency','--jitter','--error-rate','--error-status','--throttle-rate','--retry-after','--drop-rate','--error-after-rate','--seed','--admin-token','--service-secret','--ready-file','--write-profile','--print-profile','--help')
     'sandbox values' = @('--help')
     'sandbox wait' = @('--timeout','--help')
-    'smoke' = @('--scenario','-s','--list','--profile','-p','--embedded','--junit','--json','--json-file','--currency','--ref-prefix','--amount','--approve-url-command','--approve-timeout','--settle-timeout','--fail-on-skip','--help')
+    'smoke' = @('--scenario','-s','--list','--profile','-p','--embedded','--junit','--json','--json-file','--currency','--ref-prefix','--amount','--approve-url-command','--approve-timeout','--settle-timeout','--fail-on-skip','--confirm-profile','--help')
 }
 $walletctlGroups = @{
     '' = @('account','approvals','approve','authorize','capture','checkout','completion','history','keys','lookup','profile','recon','refund','reverse','sandbox','smoke')
@@ -57,6 +57,7 @@ $walletctlValues = @{  # 'path|option' = values
     'approvals|--since' = ''
     'approvals refuse|--reason' = ''
     'approve|--reason' = ''
+    'approve|--confirm-profile' = '@profiles'
     'authorize|--account' = ''
     'authorize|--event' = '@files'
     'authorize|--amount' = ''
@@ -72,6 +73,7 @@ $walletctlValues = @{  # 'path|option' = values
     'capture|--new-ref' = ''
     'capture|--reason' = ''
     'capture|--confirm-amount' = ''
+    'capture|--confirm-profile' = '@profiles'
     'capture|--approval' = ''
     'capture|--batch' = '@files'
     'capture|--journal' = '@files'
@@ -128,6 +130,7 @@ $walletctlValues = @{  # 'path|option' = values
     'profile add|--currency' = ''
     'profile add|--timeout' = ''
     'profile add|--timezone' = ''
+    'profile add|--environment' = 'production test'
     'profile add|--auth-scheme' = 'PublicApiKey Bearer Basic header none'
     'profile add|--header' = ''
     'profile add|--username' = ''
@@ -157,6 +160,7 @@ $walletctlValues = @{  # 'path|option' = values
     'refund|--new-ref' = ''
     'refund|--reason' = ''
     'refund|--confirm-amount' = ''
+    'refund|--confirm-profile' = '@profiles'
     'refund|--approval' = ''
     'refund|--batch' = '@files'
     'refund|--journal' = '@files'
@@ -170,6 +174,7 @@ $walletctlValues = @{  # 'path|option' = values
     'reverse|--new-ref' = ''
     'reverse|--reason' = ''
     'reverse|--confirm-amount' = ''
+    'reverse|--confirm-profile' = '@profiles'
     'reverse|--approval' = ''
     'reverse|--batch' = '@files'
     'reverse|--journal' = '@files'
@@ -221,6 +226,7 @@ $walletctlValues = @{  # 'path|option' = values
     'smoke|--approve-url-command' = ''
     'smoke|--approve-timeout' = ''
     'smoke|--settle-timeout' = ''
+    'smoke|--confirm-profile' = '@profiles'
 }
 Register-ArgumentCompleter -Native -CommandName walletctl -ScriptBlock {
     param($wordToComplete, $commandAst, $cursorPosition)

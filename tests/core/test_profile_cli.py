@@ -124,6 +124,7 @@ def test_list_json(cfg: Path) -> None:
         "merchant_id": "M-2",
         "store_id": "S-2",
         "auth": "Bearer",
+        "environment": "test",
     }
 
 

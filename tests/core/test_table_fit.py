@@ -30,7 +30,10 @@ def _tokens(text: str) -> list[str]:
 
 def assert_fits(narrow: str, wide: str, width: int = 80) -> None:
     for line in narrow.splitlines():
-        assert len(line.rstrip()) <= width, f"line wider than {width}: {line!r}"
+        # one word longer than the terminal (a table's title that is a long path) stands on
+        # its own line, whole: the terminal wraps it, nothing folds it mid-word
+        assert len(line.rstrip()) <= width or " " not in line.strip(), \
+            f"line wider than {width}: {line!r}"
     vocabulary = set(_tokens(wide)) | NOTE_WORDS
     broken = [t for t in _tokens(narrow) if t not in vocabulary and not SHORT_DATE.match(t)]
     assert not broken, f"words broken across lines: {broken}\n{narrow}"

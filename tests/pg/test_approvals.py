@@ -99,6 +99,9 @@ def test_a_refund_above_the_amount_needs_another_operator(four_eyes: Team) -> No
     assert ("approval", "approved", 0, "bob", n) in steps, steps  # approved
     assert ("refund", "approved", 0, "alice", n) in steps, steps  # spent and sent
     alice.run("history", "verify", expect=0)
+    # the filing and the decision moved nothing: the gateway and the history agree
+    recon = bob.run("-o", "json", "recon", "--ref", ref, "-p", "desk-a", expect=0).json()
+    assert recon["agrees"], recon
 
 
 def test_the_database_keeps_the_rules_for_any_client(four_eyes: Team) -> None:
@@ -268,3 +271,28 @@ def test_approving_on_a_terminal_shows_the_request_first(four_eyes: Team) -> Non
     code, screen = _on_terminal(team.bob, ["approve", number, "-p", "desk-a"], "y")
     assert code == 0, screen
     assert f"approved #{number}" in screen, screen
+
+
+def test_approving_against_a_production_profile_needs_its_name(four_eyes: Team) -> None:
+    team = four_eyes
+    for person in (team.alice, team.bob):
+        path = Path(person.env["WALLETCTL_CONFIG"])
+        doc = tomllib.loads(path.read_text())
+        doc["profiles"]["desk-a"]["environment"] = "production"
+        path.write_text(tomli_w.dumps(doc))
+    ref = team.desk.sale(unique("ORD"), "300.00")
+    number = str(team.alice.run("-o", "json", "refund", ref, "--amount", "110.00", "--yes",
+                                "-p", "desk-a", expect=12).json()["approval"]["id"])
+    piped = team.bob.run("approve", number, "--yes", "-p", "desk-a", expect=2)
+    assert "--confirm-profile desk-a" in piped.stderr, piped
+    wrong = team.bob.run("approve", number, "--yes", "-p", "desk-a",
+                         "--confirm-profile", "desk-b", expect=2)
+    assert "does not match" in wrong.stderr, wrong
+    pending = team.bob.run("-o", "json", "approvals", "show", number, "-p", "desk-a",
+                           expect=0).json()
+    assert pending["state"] == "pending", pending
+    team.bob.run("approve", number, "--yes", "-p", "desk-a", "--confirm-profile", "desk-a",
+                 expect=0)
+    sent = team.alice.run("-o", "table", "refund", ref, "--amount", "110.00", "--yes",
+                          "-p", "desk-a", "--approval", number, expect=0)
+    assert sent.stdout.startswith("PRODUCTION"), sent

@@ -83,14 +83,19 @@ def approve(
                       ] = None,
     yes: Annotated[bool, typer.Option(
         "--yes", "-y", help="Do not ask (scripts): the request is still checked.")] = False,
+    confirm_profile: Annotated[str | None, typer.Option(
+        help="The profile's name, required to approve against a production profile "
+        "without a terminal (on one it is typed).")] = None,
 ) -> None:
     """Approve another operator's request above the approval amount (four eyes)."""
-    _decide(ctx, approval, approve=True, reason=reason, yes=yes)
+    _decide(ctx, approval, approve=True, reason=reason, yes=yes,
+            confirm_profile=confirm_profile)
 
 
 def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | None,
-            yes: bool) -> None:
+            yes: bool, confirm_profile: str | None = None) -> None:
     from walletctl.cli.common import confirm
+    from walletctl.cli.production import production_tag
     from walletctl.history.policy import clean_reason
     from walletctl.ops.approvals import decide
     from walletctl.render.approvals import render_decided, render_request
@@ -103,10 +108,17 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
     def ask(found: Approval, now: str) -> None:
         from walletctl.cli.state import ENV
 
-        if not yes and ENV.is_interactive():
+        if ENV.is_interactive() and (not yes or (approve and profile.is_production)):
             render_request("table", found, now)
-        confirm(f"{'Approve' if approve else 'Refuse'} #{found.id}: {found.requester}'s "
-                f"{found.what()}", yes=yes, action=f"{verb} of #{found.id}")
+        if approve:  # a production profile's name, typed (it then replaces the y/N)
+            from walletctl.cli.production import confirm_production
+
+            if confirm_production(profile, confirm_profile,
+                                  action=f"approve #{found.id} ({found.what()})"):
+                return
+        confirm(f"{production_tag(profile)}{'Approve' if approve else 'Refuse'} "
+                f"#{found.id}: {found.requester}'s {found.what()}", yes=yes,
+                action=f"{verb} of #{found.id}")
 
     done = decide(profile, approval, approve=approve, reason=checked_reason, confirm=ask)
     render_decided(st.output_format, done)

@@ -64,8 +64,10 @@ def run_batch_command(
     offline: bool = False,
     allow_duplicate: bool = False,
     approval: int | None = None,
+    confirm_profile: list[str] | None = None,
 ) -> int:
     """Plan, confirm and run a batch; returns an :class:`ExitCode` value."""
+    from walletctl.cli.production import confirm_profiles, refuse_unconfirmed
     from walletctl.cli.state import ENV, get_state
     from walletctl.ops.batch.journal import Journal, default_batch_id
     from walletctl.ops.batch.plan import plan_batch
@@ -83,6 +85,8 @@ def run_batch_command(
 
     state = get_state(ctx)
     profile = state.profile()
+    if not dry_run:  # a production profile in a pipe: refused before any file is touched
+        refuse_unconfirmed(profile, confirm_profile or (), action=f"run the {op} batch {source}")
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="walletctl-")))
         input_path, display, digest = _input(source, scratch)
@@ -141,11 +145,16 @@ def run_batch_command(
         if jr.existed and not dry_run and plan.done_before:
             print_note(f"resuming batch {bid}: {plan.done_before} row(s) already done "
                        f"(journal {journal_path})")
+        def approved(spend: bool) -> int | None:
+            """File the batch for approval, check the one given, or (last) spend it."""
+            if bound is None or not plan.to_send:
+                return approval
+            return four_eyes(state, profile, op, jr, plan, display=display, sha256=bound,
+                             path=input_path, approval=approval, batch_id=bid, spend=spend)
+
         if bound is not None and plan.to_send:
             try:
-                approval = four_eyes(state, profile, op, jr, plan, display=display,
-                                     sha256=bound, path=input_path, approval=approval,
-                                     batch_id=bid)
+                approved(spend=False)
             except AwaitingApprovalError:
                 if created:  # nothing was sent: the next run (with --approval) starts afresh
                     jr.close()
@@ -155,6 +164,15 @@ def run_batch_command(
         options = RunOptions(op=op, concurrency=concurrency, rate=rate,
                              max_failures=max_failures, direct=not full_preflight,
                              predict=dry_run, allow_duplicate=allow_duplicate)
+        try:  # a production profile (the command's or a row's): its name typed, or given
+            typed = confirm_profiles(profiles.values(), confirm_profile or (),
+                                     action=f"{op} {plan.to_send} row(s) ({money_summary(plan)})",
+                                     required=not dry_run and plan.to_send > 0)
+        except UsageError:
+            if created and not dry_run:  # refused: no journal left behind
+                jr.close()
+                _remove_journal(journal_path)
+            raise
         if dry_run:
             report = None
             if not offline and plan.to_send:
@@ -167,7 +185,7 @@ def run_batch_command(
                     sys.stderr.write(f"hint: {report.fatal_hint}\n")
             return int(ExitCode.OK) if report is None else _dry_run_exit(report)
 
-        if op in ("refund", "reverse") and plan.to_send and not yes:
+        if op in ("refund", "reverse") and plan.to_send and not yes and not typed:
             summary = money_summary(plan)
             if not ENV.is_interactive():
                 raise UsageError(
@@ -180,6 +198,7 @@ def run_batch_command(
                 print_note("aborted: nothing was sent")
                 return int(ExitCode.USAGE)
 
+        approval = approved(spend=True)  # confirmed: spent before the first row is sent
         writer = None
         if results is not None:
             from walletctl.ops.batch.results import ResultsWriter
@@ -191,7 +210,8 @@ def run_batch_command(
             stack.callback(writer.close)
         report = _run(state, profile, jr, plan, options, writer, approval=approval)
         code = int(_exit_code(report))
-        render_summary(state, op, bid, journal_path, results, plan, report, code)
+        render_summary(state, op, bid, journal_path, results, plan, report, code,
+                       production=[p.name for p in profiles.values() if p.is_production])
         return code
 
 
@@ -311,7 +331,9 @@ def _run(
     from walletctl.render.console import err, print_note
 
     concurrency = options.concurrency
-    progress, update = progress_bar(plan, err().is_terminal and not options.predict)
+    progress, update = progress_bar(plan, err().is_terminal and not options.predict,
+                                    label="PRODUCTION batch" if profile.is_production
+                                    else "batch")
     named = {"refused": 0, "unknown": 0, "pending": 0}
     audit = _audit(state, profile, options, jr.batch_id, approval)
 

@@ -41,9 +41,10 @@ def file_hash(path: Path, digest: str | None) -> str:
 
 def four_eyes(state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, *,
                display: str, sha256: str, path: Path, approval: int | None,
-               batch_id: str) -> int | None:
-    """File the batch for approval (exit 12), or spend ``approval`` for it (None: none
-    needed). Refused if the file changed while it was planned."""
+               batch_id: str, spend: bool = True) -> int | None:
+    """File the batch for approval (exit 12), or check ``approval`` for it and (``spend``,
+    once every confirmation is given) spend it; None: none needed. Refused if the file
+    changed while it was planned."""
     from walletctl.history import open_for
     from walletctl.ops.money.approval import batch_request, gate_batch
 
@@ -53,7 +54,7 @@ def four_eyes(state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, *,
                             totals=money_summary(plan))
     store = open_for(profile, purpose=f"walletctl {op} --batch {batch_id}")
     try:
-        return gate_batch(store, profile, request, approval, batch_id=batch_id)
+        return gate_batch(store, profile, request, approval, batch_id=batch_id, spend=spend)
     except AwaitingApprovalError as exc:
         from walletctl.render.approvals import render_filed
 

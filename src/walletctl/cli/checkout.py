@@ -157,8 +157,10 @@ def checkout(
 
     kind = "pre-authorisation" if request.is_preauth else "sale"
     if st.output_format == "table":
+        from walletctl.cli.production import production_tag
+
         sys.stderr.write(
-            f"Checkout {request.client_system_transaction_id} created "
+            f"{production_tag(profile)}Checkout {request.client_system_transaction_id} created "
             f"({format_major(request.amount, request.currency_code)}, {kind}). "
             "Send the customer to:\n"
         )

@@ -41,6 +41,8 @@ KNOWN_VALUES = {
     "--type": "sale preauth",
     "--amount-format": "minor decimal",
     "--auth-scheme": "PublicApiKey Bearer Basic header none",
+    "--environment": "production test",
+    "--confirm-profile": PROFILES,
     "--profile": PROFILES,
     "-p": PROFILES,
 }

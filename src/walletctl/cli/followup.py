@@ -15,6 +15,7 @@ import typer
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
     from walletctl.ops.redirect import FollowUpPlan
 
 Op = Literal["capture", "refund", "reverse"]
@@ -63,6 +64,15 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
         yes: Annotated[
             bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")
         ] = False,
+        confirm_profile: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--confirm-profile", metavar="NAME",
+                help="The profile's name, confirming a batch against a production profile "
+                "without a terminal (--yes does not replace it; repeat it for each production "
+                "profile a batch's rows name). When given, it must match the profile.",
+            ),
+        ] = None,
         allow_duplicate: Annotated[
             bool,
             typer.Option(
@@ -175,6 +185,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 offline=offline,
                 allow_duplicate=allow_duplicate,
                 approval=approval,
+                confirm_profile=confirm_profile or [],
             )
             raise typer.Exit(code)
         if ref is None:
@@ -197,6 +208,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
             confirm_amount=confirm_amount,
             allow_duplicate=allow_duplicate,
             approval=approval,
+            confirm_profile=confirm_profile or [],
         )
 
     command.__doc__ = _HELP[op]
@@ -217,13 +229,18 @@ def _single(
     confirm_amount: str | None = None,
     allow_duplicate: bool = False,
     approval: int | None = None,
+    confirm_profile: list[str] | None = None,
 ) -> None:
+    from walletctl.cli.production import confirm_profiles, production_tag
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
 
     st = get_state(ctx)
     checked_reason = clean_reason(reason)
     profile = st.profile()
+    # a name given must be this profile's (a single movement asks no name: its y/N says
+    # PRODUCTION)
+    confirm_profiles([profile], confirm_profile or (), action=f"{op} {ref}", required=False)
     # a shared history connects while the rest of the command loads (its first use, the
     # desk's lock on the order, is before anything is sent)
     store = None if dry_run else open_for(profile, purpose=f"walletctl {op} {ref}")
@@ -240,8 +257,10 @@ def _single(
     def confirm_plan(plan: FollowUpPlan) -> None:
         if op in ("refund", "reverse"):
             req = plan.request
-            confirm(f"{NOUN[op].capitalize()} of {format_major(req.amount, req.currency_code)} "
-                    f"on {ref} as {req.client_system_transaction_id}\n  now: "
+            confirm(f"{production_tag(profile)}{NOUN[op].capitalize()} of "
+                    f"{format_major(req.amount, req.currency_code)} "
+                    f"on {ref} as {req.client_system_transaction_id}"
+                    f"{_where(profile)}\n  now: "
                     f"{plan.balance.summary()}", yes=yes, action=NOUN[op])
 
     desk = Desk(confirm=confirm_plan, ask_amount=ask_amount(), on_wait=render_waiting)
@@ -261,7 +280,8 @@ def _single(
             store.close()
     if moved.earlier is not None and moved.earlier.record is not None:
         applied = moved.earlier.record
-        render_applied(st.output_format, op, ref, moved.earlier.entry.id, applied)
+        render_applied(st.output_format, op, ref, moved.earlier.entry.id, applied,
+                       tag=production_tag(profile))
         if applied.state != "Approved":
             raise DeclinedError(
                 f"the earlier {NOUN[op]} {applied.client_system_transaction_id} is "
@@ -269,6 +289,12 @@ def _single(
         return
     assert moved.plan is not None
     assert moved.response is not None
-    render_result(st.output_format, op, ref, moved.plan, moved.response)
+    render_result(st.output_format, op, ref, moved.plan, moved.response,
+                  tag=production_tag(profile))
     sys.stdout.flush()
     interpret(moved.plan, moved.response)
+
+
+def _where(profile: Profile) -> str:
+    """`` (profile prod, https://gw...)`` on a production profile's confirmation line."""
+    return f" (profile {profile.name}, {profile.base_url})" if profile.is_production else ""

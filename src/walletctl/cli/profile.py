@@ -64,7 +64,7 @@ def _selected_default(pf: ProfilesFile) -> str | None:
 
 @profile_app.command("list")
 def list_profiles(ctx: typer.Context) -> None:
-    """List the profiles (name, base URL, merchant, store, auth scheme; * marks the default)."""
+    """List the profiles (name, base URL, merchant, store, auth, environment; * = default)."""
     from walletctl.config.location import config_path
     from walletctl.config.profiles_file import load_file
 
@@ -90,6 +90,7 @@ def list_profiles(ctx: typer.Context) -> None:
             "merchant_id": p.merchant_id,
             "store_id": p.store_id,
             "auth": p.auth.scheme,
+            "environment": p.environment,
         }
         for p in pf.profiles.values()
     ]
@@ -126,6 +127,7 @@ def _profile_settings(profile: Profile, default: str | None) -> dict[str, Any]:
         "currency": profile.currency,
         "timeout": profile.timeout,
         "timezone": profile.timezone,
+        "environment": profile.environment,
         "auth": {
             "scheme": auth.scheme,
             "header": auth.header,

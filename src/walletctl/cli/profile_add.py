@@ -26,6 +26,7 @@ FLAG_FOR_KEY = {
     "currency": "--currency",
     "timeout": "--timeout",
     "timezone": "--timezone",
+    "environment": "--environment",
     "auth -> scheme": "--auth-scheme",
     "auth -> header": "--header",
     "auth -> username": "--username",
@@ -146,6 +147,10 @@ def add(
     ] = None,
     timezone: Annotated[str | None, typer.Option(
         "--timezone", help="IANA zone of the gateway's timestamps, e.g. Europe/Paris.")] = None,
+    environment: Annotated[str | None, typer.Option(
+        "--environment", help="production | test (default): a production profile's "
+        "confirmations say PRODUCTION, its batches need its name typed or --confirm-profile, "
+        "sandbox commands refuse it.")] = None,
     auth_scheme: Annotated[str, typer.Option(
         "--auth-scheme", help="PublicApiKey | Bearer | Basic | header | none.",
         rich_help_panel=_AUTH)] = "PublicApiKey",
@@ -219,6 +224,8 @@ def add(
         table["timeout"] = int(timeout) if float(timeout).is_integer() else timeout
     if timezone is not None:
         table["timezone"] = timezone
+    if environment is not None:
+        table["environment"] = environment
     auth: dict[str, Any] = {"scheme": auth_scheme}
     for key, value in (("header", header), ("username", username)):
         if value is not None:
@@ -274,8 +281,12 @@ def _after_add(name: str, target: Path, notes: list[str]) -> None:
         notes.append(message)
         _print_note(message)
 
-    _note(f"saved profile {name!r} to {target} (mode 0600)")
     saved = load_file(target).profiles[name]
+    _note(f"saved {'PRODUCTION ' if saved.is_production else ''}profile {name!r} to {target} "
+          "(mode 0600)")
+    if saved.is_production:
+        _note(f"batches and smoke against {name!r} ask for its name to be typed (without a "
+              f"terminal: --confirm-profile {name}); sandbox commands refuse it")
     auth = saved.auth
     if auth.key_env:
         _note(f"the API key is read from ${auth.key_env}: "

@@ -43,7 +43,8 @@ def _check_profile(profile: Profile) -> list[_Check]:
     from walletctl.errors import ConfigError
 
     name = profile.name
-    results: list[_Check] = [_Check(name, "profile", True, "settings valid")]
+    results: list[_Check] = [_Check(name, "profile", True, "settings valid"),
+                             _environment(profile)]
     auth = profile.auth
     if auth.scheme == "none" and not auth.has_source:
         results.append(_Check(name, "secret", True, "none needed (scheme none)"))
@@ -67,6 +68,16 @@ def _check_profile(profile: Profile) -> list[_Check]:
     key_ok = all(r.ok for r in results)
     results.extend(_commands(profile, key_ok))
     return results
+
+
+def _environment(profile: Profile) -> _Check:
+    """The profile's environment, the detail exactly ``test`` or ``production``."""
+    if not profile.is_production:
+        return _Check(profile.name, "environment", True, profile.environment)
+    return _Check(profile.name, "environment", True, profile.environment,
+                  f"PRODUCTION: confirmations say so; batches and smoke need the name typed "
+                  f"(--confirm-profile {profile.name} without a terminal); sandbox commands "
+                  "and smoke --embedded refuse it")
 
 
 _NEEDED_REDIRECTS = ("success_url", "error_url", "pending_url", "return_url")
@@ -219,5 +230,5 @@ def _print_checks(results: list[_Check], fmt: OutputFormat) -> None:
             else "[bold red]FAIL[/bold red]"
         label = f"{r.profile}: {r.check}" if r.profile else r.check
         console.print(f"{status} {escape(label)}: {escape(r.detail)}", soft_wrap=True)
-        if r.warning and r.hint:
+        if r.ok and r.hint:  # a warning's, or what a production environment means
             console.print(f"     {escape('hint: ' + r.hint)}", soft_wrap=True)

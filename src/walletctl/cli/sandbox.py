@@ -240,8 +240,10 @@ def _is_http_url(url: str) -> bool:
         and url.isprintable()
 
 
-def _base_url(ctx: typer.Context, url: str | None) -> tuple[str, dict[str, str]]:
-    """The sandbox URL and, when a profile is used, its merchantId/storeId filter."""
+def _base_url(ctx: typer.Context, url: str | None,
+              command: str) -> tuple[str, dict[str, str]]:
+    """The sandbox URL and, when a profile is used, its merchantId/storeId filter (a
+    production profile is refused: these commands act on a sandbox only)."""
     if url is not None and not url.strip():  # `--url ""` must not fall back to the profile
         from walletctl.errors import UsageError
 
@@ -253,6 +255,9 @@ def _base_url(ctx: typer.Context, url: str | None) -> tuple[str, dict[str, str]]
     if url:
         return url.rstrip("/"), {}
     prof = get_state(ctx).profile()
+    from walletctl.cli.production import refuse_production
+
+    refuse_production(prof, command=f"sandbox {command}")
     return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
 
 
@@ -316,7 +321,7 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
             token: str | None) -> None:
     from urllib.parse import quote
 
-    base, params = _base_url(ctx, url)
+    base, params = _base_url(ctx, url, action)
     data = _call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
                  params=params, token=token)
     if get_state(ctx).output_format != "table" and isinstance(data, dict):
@@ -367,7 +372,7 @@ def reset_cmd(
     admin_token: AdminToken = None,
 ) -> None:
     """Delete every transaction and issued key of a running sandbox."""
-    base, _ = _base_url(ctx, url)
+    base, _ = _base_url(ctx, url, "reset")
     data = _call("POST", f"{base}/_sandbox/reset", token=admin_token)
     _emit(ctx, data, f"sandbox at {base} reset")
 
@@ -379,7 +384,7 @@ def ledger_cmd(
     admin_token: AdminToken = None,
 ) -> None:
     """List every transaction a running sandbox holds."""
-    base, _ = _base_url(ctx, url)
+    base, _ = _base_url(ctx, url, "ledger")
     data = _call("GET", f"{base}/_sandbox/ledger", token=admin_token)
     from walletctl.render.sandbox import render_ledger
 

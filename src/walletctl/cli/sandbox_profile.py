@@ -42,6 +42,7 @@ def profile_table(url: str, *, amount_format: str, api_key: str, service_secret:
         "user_id": USER_ID,
         "amount_format": amount_format,
         "currency": "EUR",
+        "environment": "test",  # a sandbox's: never production
         "auth": auth,
         "redirects": dict(REDIRECTS),
     }
@@ -81,6 +82,11 @@ def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path
     if path.exists():
         existing = load_file(path).profiles.get(name)
         if existing is not None:
+            if existing.is_production:
+                raise UsageError(
+                    f"--write-profile {name}: profile {name!r} exists and is a production "
+                    "profile; a sandbox never replaces it",
+                    hint="pick another name (the sandbox's profile is replaced on each start)")
             if not _is_loopback_url(existing.base_url):
                 raise UsageError(
                     f"--write-profile {name}: profile {name!r} exists and points to "

@@ -99,11 +99,17 @@ def smoke(
         bool, typer.Option("--fail-on-skip", help="Exit 10 when a step was skipped (e.g. no "
                            "headless approval on this gateway).")
     ] = False,
+    confirm_profile: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--confirm-profile", metavar="NAME", help="The profile's name: a "
+                     "production profile's smoke run (it moves money) needs it without a "
+                     "terminal (on one, the name is asked for).")
+    ] = None,
 ) -> None:
     """Run end-to-end smoke scenarios against a profile's gateway or an embedded sandbox.
 
     Exit status: 0 every selected scenario passed, 10 a scenario failed, 9 credentials
-    refused, 3 profile problem.
+    refused, 3 profile problem, 2 a production profile not confirmed (or with --embedded).
     """
     from walletctl.ops.smoke import scenarios as catalogue
 
@@ -130,7 +136,7 @@ def smoke(
     for path, flag in ((junit, "--junit"), (json_file, "--json-file")):
         if path is not None:
             prepare_path(path, flag)
-    report, masker = _run(state, profile, embedded, options)
+    report, masker = _run(state, profile, embedded, options, confirm_profile)
 
     if junit is not None:
         write_text(junit, to_junit(report, masker))
@@ -145,17 +151,34 @@ def smoke(
 
 
 def _run(
-    state: Any, profile_name: str | None, embedded: bool, options: SmokeOptions
+    state: Any, profile_name: str | None, embedded: bool, options: SmokeOptions,
+    confirm_profile: str | None = None,
 ) -> tuple[SmokeReport, Any]:
+    from walletctl.cli.production import confirm_production, refuse_production
     from walletctl.cli.state import ENV
     from walletctl.ops.smoke import Masker, run_smoke, smoke_profile
 
     base = None
-    if not embedded:
-        if profile_name is not None:
-            state.profile_name = profile_name
-            state._profile = None
+    if profile_name is not None:
+        state.profile_name = profile_name
+        state._profile = None
+    if embedded:
+        from walletctl.errors import ConfigError, UsageError
+
+        if confirm_profile is not None:
+            raise UsageError("--confirm-profile: not with --embedded (it tests a private "
+                             "sandbox, never a profile's gateway)")
+        if state.profile_name is not None:  # -p or $WALLETCTL_PROFILE: never a production one
+            try:
+                selected = state.profile()
+            except ConfigError:  # unusable, and unused: the embedded sandbox needs none
+                selected = None
+            if selected is not None:
+                refuse_production(selected, command="smoke --embedded")
+    else:
         base = state.profile()
+        confirm_production(base, confirm_profile,
+                           action="run smoke scenarios against it (they move money)")
     masker = Masker()
     with smoke_profile(base, embedded=embedded) as prof:
         observer = _observer()

@@ -206,7 +206,10 @@ def authorize(
         if dry_run:
             print_dry_run(state, [call])
             return
-        confirm(f"{req.type} of {format_major(value, cur)} on {acct.card_type} account "
+        from walletctl.cli.production import production_tag
+
+        confirm(f"{production_tag(profile)}{req.type} of {format_major(value, cur)} on "
+                f"{acct.card_type} account "
                 f"{acct.masked_card_number or acct_id} (ref {reference})",
                 yes=yes, action="authorization")
         rec.sending()

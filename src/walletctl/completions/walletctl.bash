@@ -6,9 +6,9 @@ _walletctl_words() {
         'approvals') echo 'refuse show --state --since --every-merchant --help' ;;
         'approvals refuse') echo '--reason --yes -y --help' ;;
         'approvals show') echo '--help' ;;
-        'approve') echo '--reason --yes -y --help' ;;
+        'approve') echo '--reason --yes -y --confirm-profile --help' ;;
         'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id --yes -y --dry-run --help' ;;
-        'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
+        'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --open --dry-run --help' ;;
         'completion') echo 'bash zsh fish powershell --help' ;;
         'history') echo 'setup verify --since --until --ref --op --profile --user --outcome --unknown --reconcile --last --path --help' ;;
@@ -17,15 +17,15 @@ _walletctl_words() {
         'keys') echo '--show-secret --save --refresh --help' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help' ;;
         'profile') echo 'add check example list remove show --help' ;;
-        'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --keyring --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path --default --force --help' ;;
+        'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --keyring --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path --default --force --help' ;;
         'profile check') echo '--all --online --help' ;;
         'profile example') echo 'reference sandbox production-key-env key-file keyring --help' ;;
         'profile list') echo '--help' ;;
         'profile remove') echo '--yes -y --help' ;;
         'profile show') echo '--help' ;;
         'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures --help' ;;
-        'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
-        'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
+        'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
+        'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'sandbox') echo 'approve cancel decline demo ledger reset serve values wait --help' ;;
         'sandbox approve') echo '--url --admin-token --help' ;;
         'sandbox cancel') echo '--url --admin-token --help' ;;
@@ -36,7 +36,7 @@ _walletctl_words() {
         'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --ready-file --write-profile --print-profile --help' ;;
         'sandbox values') echo '--help' ;;
         'sandbox wait') echo '--timeout --help' ;;
-        'smoke') echo '--scenario -s --list --profile -p --embedded --junit --json --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --fail-on-skip --help' ;;
+        'smoke') echo '--scenario -s --list --profile -p --embedded --junit --json --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --fail-on-skip --confirm-profile --help' ;;
     esac
 }
 _walletctl_groups() {
@@ -54,18 +54,18 @@ _walletctl_takes() {  # options that take a value
         'account') echo '--event --encryption-key-id' ;;
         'approvals') echo '--state --since' ;;
         'approvals refuse') echo '--reason' ;;
-        'approve') echo '--reason' ;;
+        'approve') echo '--reason --confirm-profile' ;;
         'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id' ;;
-        'capture') echo '--amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
+        'capture') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
         'history setup') echo '--grant' ;;
         'history verify') echo '--expect-head' ;;
         'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
-        'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;
+        'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;
         'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures' ;;
-        'refund') echo '--amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
-        'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
+        'refund') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
+        'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'sandbox approve') echo '--url --admin-token' ;;
         'sandbox cancel') echo '--url --admin-token' ;;
         'sandbox decline') echo '--url --admin-token' ;;
@@ -73,7 +73,7 @@ _walletctl_takes() {  # options that take a value
         'sandbox reset') echo '--url --admin-token' ;;
         'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --ready-file --write-profile' ;;
         'sandbox wait') echo '--timeout' ;;
-        'smoke') echo '--scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout' ;;
+        'smoke') echo '--scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile' ;;
     esac
 }
 _walletctl_values() {  # path, option
@@ -84,9 +84,11 @@ _walletctl_values() {  # path, option
         '|--output') echo 'table json ndjson csv' ;;
         '|-o') echo 'table json ndjson csv' ;;
         'account|--event') echo '@files' ;;
+        'approve|--confirm-profile') echo '@profiles' ;;
         'authorize|--event') echo '@files' ;;
         'authorize|--type') echo 'sale preauth' ;;
         'authorize|--3ds') echo '@files' ;;
+        'capture|--confirm-profile') echo '@profiles' ;;
         'capture|--batch') echo '@files' ;;
         'capture|--journal') echo '@files' ;;
         'capture|--results') echo '@files' ;;
@@ -95,14 +97,17 @@ _walletctl_values() {  # path, option
         'history|--profile') echo '@profiles' ;;
         'lookup|--batch') echo '@files' ;;
         'profile add|--amount-format') echo 'minor decimal' ;;
+        'profile add|--environment') echo 'production test' ;;
         'profile add|--auth-scheme') echo 'PublicApiKey Bearer Basic header none' ;;
         'profile add|--key-file') echo '@files' ;;
         'profile add|--service-secret-file') echo '@files' ;;
         'recon|--refs') echo '@files' ;;
         'recon|--journal') echo '@files' ;;
+        'refund|--confirm-profile') echo '@profiles' ;;
         'refund|--batch') echo '@files' ;;
         'refund|--journal') echo '@files' ;;
         'refund|--results') echo '@files' ;;
+        'reverse|--confirm-profile') echo '@profiles' ;;
         'reverse|--batch') echo '@files' ;;
         'reverse|--journal') echo '@files' ;;
         'reverse|--results') echo '@files' ;;
@@ -113,6 +118,7 @@ _walletctl_values() {  # path, option
         'smoke|-p') echo '@profiles' ;;
         'smoke|--junit') echo '@files' ;;
         'smoke|--json-file') echo '@files' ;;
+        'smoke|--confirm-profile') echo '@profiles' ;;
     esac
 }
 _walletctl_profiles() {

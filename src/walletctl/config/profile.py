@@ -14,6 +14,11 @@ from typing import Any, Literal
 from walletctl.constants import DEFAULT_TIMEOUT, DUPLICATE_WINDOW, PATH_KEYS
 
 AuthScheme = Literal["PublicApiKey", "Bearer", "Basic", "header", "none"]
+# What a profile's gateway is: "production" moves real money (docs/profiles.md, "Production
+# profiles"): its confirmations say so, its batches need its name typed or --confirm-profile,
+# the sandbox's admin commands and `smoke --embedded` refuse it.
+Environment = Literal["test", "production"]
+ENVIRONMENTS: tuple[str, ...] = ("test", "production")
 AUTH_SCHEMES: tuple[str, ...] = ("PublicApiKey", "Bearer", "Basic", "header", "none")
 
 # Keys of a profile's [redirects] table: defaults for checkout's redirectDetails.
@@ -96,7 +101,12 @@ class Profile:
     paths: dict[str, str] = field(default_factory=dict)
     redirects: dict[str, str] = field(default_factory=dict)
     history: HistorySettings = field(default_factory=HistorySettings)
+    environment: Environment = "test"
     source: Path | None = None  # the file it came from (for error locations)
+
+    @property
+    def is_production(self) -> bool:
+        return self.environment == "production"
 
     def path(self, key: str) -> str:
         return self.paths.get(key) or PATH_KEYS[key]

@@ -90,7 +90,8 @@ def load_file(path: Path, *, check_permissions: bool = True) -> ProfilesFile:
 def select_profile(pf: ProfilesFile, name: str | None) -> Profile:
     """Pick a profile: ``name`` > $WALLETCTL_PROFILE > default_profile > the only profile."""
     chosen = name or os.environ.get(Env.PROFILE) or pf.default_profile
-    available = ", ".join(pf.profiles) or "none"
+    available = ", ".join(key + (" (production)" if p.is_production else "")
+                          for key, p in pf.profiles.items()) or "none"
     if chosen is None:
         if len(pf.profiles) == 1:
             return next(iter(pf.profiles.values()))

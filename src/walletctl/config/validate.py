@@ -19,6 +19,7 @@ from walletctl.config.profile import (
     APPROVAL_HOURS,
     APPROVAL_OPERATIONS,
     AUTH_SCHEMES,
+    ENVIRONMENTS,
     HISTORY_OPERATIONS,
     REDIRECT_KEYS,
     AuthSettings,
@@ -46,6 +47,7 @@ PROFILE_KEYS: tuple[str, ...] = (
     "currency",
     "timeout",
     "timezone",
+    "environment",
     "auth",
     "paths",
     "redirects",
@@ -226,6 +228,10 @@ class _Parser:
         if "timezone" in table:
             timezone = self.text(table["timezone"], _loc(loc, "timezone"))
             _check_timezone(self, timezone, _loc(loc, "timezone"))
+        environment = table.get("environment", "test")
+        if environment not in ENVIRONMENTS:
+            self.fail(_loc(loc, "environment"),
+                      f"must be 'production' or 'test', not {_show(environment)}")
         auth = self.auth(self.sub(table, "auth", loc), _loc(loc, "auth"))
         paths = self.paths(self.sub(table, "paths", loc), _loc(loc, "paths"))
         redirects = self.redirects(self.sub(table, "redirects", loc), _loc(loc, "redirects"))
@@ -244,6 +250,7 @@ class _Parser:
             paths=paths,
             redirects=redirects,
             history=history,
+            environment=environment,
             source=self.path,
         )
 

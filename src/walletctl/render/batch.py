@@ -4,7 +4,7 @@ progress bar on stderr, and the summary (a table on a terminal, JSON otherwise).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,7 +91,8 @@ def dry_run_rows(
         return
     from rich.table import Table
 
-    t = Table(title=f"dry run: {op} batch {bid} (nothing sent)")
+    tag = "PRODUCTION " if profile.is_production else ""
+    t = Table(title=f"{tag}dry run: {op} batch {bid} (nothing sent)")
     for col in ("line", "ref", "new_ref", "amount", "currency", "status"):
         t.add_column(col, justify="right" if col in ("line", "amount") else "left")
     for r in shown:
@@ -107,7 +108,8 @@ def dry_run_rows(
     )
 
 
-def progress_bar(plan: Plan, on_terminal: bool, console: Any = None) -> tuple[Any, Any]:
+def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
+                 label: str = "batch") -> tuple[Any, Any]:
     if not on_terminal:
         return None, lambda result: None
     from rich.progress import (
@@ -130,7 +132,7 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None) -> tuple[An
         TimeElapsedColumn(), TimeRemainingColumn(),
         console=console or err(), transient=False,
     )
-    task = progress.add_task("batch", total=plan.rows, failed=0, unknown=0, rate=0.0)
+    task = progress.add_task(label, total=plan.rows, failed=0, unknown=0, rate=0.0)
     counts = {"refused": 0, "unknown": 0}
 
     def update(result: RowResult) -> None:
@@ -145,14 +147,19 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None) -> tuple[An
 
 def summary(
     state: Any, op: str, bid: str, journal_path: Path, results: Path | None, plan: Plan,
-    report: RunReport, exit_code: int,
+    report: RunReport, exit_code: int, *, production: Sequence[str] = (),
 ) -> None:
+    """The run's counts; ``production`` names the production profiles it used (then the
+    table starts with a PRODUCTION line and the data formats say ``"environment":
+    "production"``)."""
     from walletctl.render.console import out, print_note
     from walletctl.render.output import write_json, write_ndjson
 
     rate = report.rows / report.elapsed if report.elapsed > 0 else 0.0
     data: dict[str, Any] = {
-        "batch_id": bid, "op": op, "journal": str(journal_path),
+        "batch_id": bid, "op": op,
+        "environment": "production" if production else "test",
+        "production_profiles": list(production), "journal": str(journal_path),
         "results": str(results) if results else None,
         "rows": report.rows, **report.counts, "earlier_run": report.earlier,
         "invalid_skipped": plan.invalid,
@@ -173,7 +180,10 @@ def summary(
 
         from walletctl.models.money import format_major
 
-        t = Table(title=f"{op} batch {bid}")
+        if production:  # plain words at the start of a line: NO_COLOR, any width
+            out().print(f"PRODUCTION: {op} batch against production profile "
+                        f"{', '.join(production)}", markup=False, soft_wrap=True)
+        t = Table(title=f"{'PRODUCTION ' if production else ''}{op} batch {bid}")
         t.add_column("rows", justify="left")
         t.add_column("count", justify="right")
         t.add_column("amount", justify="right")

@@ -118,6 +118,12 @@ class _WithoutTopEdge:
             yield Segment.line()
 
 
+def _plain_len(markup: str) -> int:
+    from rich.text import Text
+
+    return Text.from_markup(markup).cell_len
+
+
 def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
     """Columns the table needs to show every cell on one line."""
     spans = [_column_span(headers, rows, i, False) for i in range(len(headers))]
@@ -146,8 +152,12 @@ def print_table(
         keep.remove(index)
         hidden.append(headers[index])
         widths = _widths(headers, rows, keep, fixed, width)
-    table = _build(title, headers, rows, keep, justify or {}, fixed, widths)
     console = out()
+    if title and widths is not None and _plain_len(title) > sum(widths) + _overhead(len(keep)):
+        # a title wider than the table (a long path) is its own line, never folded mid-word
+        console.print(title, soft_wrap=True)
+        title = None
+    table = _build(title, headers, rows, keep, justify or {}, fixed, widths)
     console.print(without_top_edge(table), width=width)
     if hidden:
         from rich.markup import escape

@@ -24,8 +24,9 @@ def render_waiting(text: str) -> None:
 
 
 def render_applied(fmt: str, op: Operation, ref: str, entry: int,
-                   record: TransactionRecord) -> None:
-    """The earlier run's unknown outcome turned out applied: nothing was sent this time."""
+                   record: TransactionRecord, *, tag: str = "") -> None:
+    """The earlier run's unknown outcome turned out applied: nothing was sent this time.
+    ``tag`` starts the sentence (``"PRODUCTION: "`` on a production profile)."""
     new = record.client_system_transaction_id
     money = format_major(record.transaction_amount, record.currency_code)
     row = {
@@ -44,7 +45,8 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int,
         from walletctl.render.console import out
 
         out().print(
-            f"{VERB[op]} {money} of {ref} as {new}: {escape(record.state)} — already applied "
+            f"{tag}{VERB[op]} {money} of {escape(ref)} as {escape(new)}: {escape(record.state)} "
+            "— already applied "
             f"by an earlier run whose outcome was unknown (history #{entry}); nothing was sent",
             soft_wrap=True,
         )
@@ -55,8 +57,9 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int,
 
 
 def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
-                  response: FollowUpResponse) -> None:
-    """The gateway's answer to the follow-up ``plan`` sent."""
+                  response: FollowUpResponse, *, tag: str = "") -> None:
+    """The gateway's answer to the follow-up ``plan`` sent; ``tag`` starts the sentence
+    (``"PRODUCTION: "`` on a production profile)."""
     req = plan.request
     money = format_major(req.amount, req.currency_code)
     row = {
@@ -85,7 +88,7 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
         # The state and provider code are gateway text: escaped, never read as Rich markup.
         # Lines break between phrases only (a narrow terminal never splits "Approved (...)").
         out().print(fit_phrases([
-            f"{VERB[op]} {money} of {escape(ref)}",
+            f"{tag}{VERB[op]} {money} of {escape(ref)}",
             f"as {escape(req.client_system_transaction_id)}:",
             f"[{color}]{escape(response.state)}[/]"
             + (f" ({escape(response.provider_state_code)})" if response.provider_state_code

@@ -141,10 +141,11 @@ def rows_above(request: Request) -> int:
 
 
 def gate_batch(store: HistoryStore, profile: Profile, request: Request,
-               approval: int | None, *, batch_id: str) -> int | None:
+               approval: int | None, *, batch_id: str, spend: bool = True) -> int | None:
     """A batch's approval, before its first row is sent: the approval id it runs under
-    (spent now, for ``batch_id``), None when none is needed or given; else file one
-    request for the whole file, record the filing, and raise AwaitingApprovalError."""
+    (checked, and spent for ``batch_id`` when ``spend``), None when none is needed or
+    given; else file one request for the whole file, record the filing, and raise
+    AwaitingApprovalError."""
     from walletctl.history.recorder import os_user
     from walletctl.history.store import Intent
 
@@ -163,6 +164,10 @@ def gate_batch(store: HistoryStore, profile: Profile, request: Request,
             note=f"awaiting approval #{found.id}: {found.what()}"[:300],
             merchant_id=profile.merchant_id, store_id=profile.store_id, approval=found.id))
         raise _awaiting(found, limit, profile)
-    approvals.checked(store, approval, merchant=_merchant(profile))
+    found = approvals.checked(store, approval, merchant=_merchant(profile))
+    if not spend:  # said before any question is asked; spent after the last one
+        if not (found.state == "spent" and found.spent_batch == batch_id):
+            approvals.refuse_to_spend(found, request, me=approvals._me(store), now=now)
+        return approval
     approvals.spend_batch(store, approval, request, now=now, batch_id=batch_id)
     return approval

@@ -40,6 +40,8 @@ class HistoryTransport(httpx.BaseTransport):
         self._store: HistoryStore | None = None
 
     def _sandbox(self, request: httpx.Request) -> bool:
+        if self._is_sandbox is None and self._profile.is_production:
+            self._is_sandbox = False  # always recorded, never probed
         if self._is_sandbox is None:
             probe = httpx.Request("GET", request.url.copy_with(path="/_sandbox/health", query=None))
             try:

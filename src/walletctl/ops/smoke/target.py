@@ -59,6 +59,10 @@ class Target:
         """Approve the customer's side of a checkout; returns a one-line detail."""
         if self.approve_command:
             return self._approve_with_command(reference, redirect_url)
+        if self.profile.is_production:  # never a sandbox's admin route on a production gateway
+            raise StepSkipped(
+                "a production profile: a person approves the checkout (no headless approval); "
+                "pass --approve-url-command CMD to supply an approver")
         path = f"/_sandbox/checkouts/{reference}/approve"
         response = self._control(
             "POST",
@@ -79,6 +83,8 @@ class Target:
         return "approved headlessly by the sandbox" + (f" (state {state})" if state else "")
 
     def is_walletctl_sandbox(self) -> bool:
+        if self._is_sandbox is None and self.profile.is_production:
+            self._is_sandbox = False  # not even probed: no /_sandbox/ request to production
         if self._is_sandbox is None:
             try:
                 probe = self._control("GET", "/_sandbox/health")
