@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import signal
 import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
@@ -47,7 +46,13 @@ def run_lookup_batch(
     max_failures: int,
 ) -> int:
     from walletctl.cli.state import get_state
-    from walletctl.ops.batch.lookup import BalanceReport, Filters, LookupOptions, iter_refs
+    from walletctl.ops.batch.lookup import (
+        BalanceReport,
+        Filters,
+        LookupOptions,
+        iter_refs,
+        stopped_by_signals,
+    )
     from walletctl.ops.batch.rows import spool_stdin
     from walletctl.render.balances import BalanceWriter
 
@@ -77,28 +82,19 @@ def run_lookup_batch(
 
             client = AsyncGatewayClient(profile, max_connections=concurrency)
             engine = BalanceReport(client, options)
-            loop = asyncio.get_running_loop()
-            installed = []
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    loop.add_signal_handler(sig, engine.stop)
-                    installed.append(sig)
-                except (NotImplementedError, RuntimeError, ValueError):
-                    pass
             progress, update = _progress(fmt)
             try:
-                if progress is not None:
-                    progress.start()
-                async for row in engine.rows(iter_refs(path)):
-                    update()
-                    if filters.keep(row):
-                        engine.report.add(row)
-                        writer.write(row)
+                with stopped_by_signals(engine.stop):
+                    if progress is not None:
+                        progress.start()
+                    async for row in engine.rows(iter_refs(path)):
+                        update()
+                        if filters.keep(row):
+                            engine.report.add(row)
+                            writer.write(row)
             finally:
                 if progress is not None:
                     progress.stop()
-                for sig in installed:
-                    loop.remove_signal_handler(sig)
                 await client.aclose()
             return engine.report
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import csv
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -204,6 +205,27 @@ class LookupOptions:
     backoff_initial: float = BACKOFF_INITIAL
     backoff_max: float = BACKOFF_MAX
     unreachable_after: int = 3
+
+
+@contextmanager
+def stopped_by_signals(stop: Callable[[], None]) -> Iterator[None]:
+    """Within the running event loop: SIGINT and SIGTERM call ``stop`` (finish the lookups
+    in flight, start no more) instead of killing the process; restored on leaving."""
+    import signal
+
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
 
 
 class BalanceReport(FlowControlled):

@@ -11,7 +11,6 @@ reads only: nothing is sent but lookups, and nothing is written to the history.
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletctl.errors import GatewayError
-from walletctl.ops.batch.lookup import BalanceReport, LookupOptions
+from walletctl.ops.batch.lookup import BalanceReport, LookupOptions, stopped_by_signals
 from walletctl.ops.recon.compare import compare_original
 from walletctl.ops.recon.model import OPERATIONS, Finding, ReconResult
 from walletctl.ops.recon.sources import (
@@ -138,36 +137,27 @@ async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: De
     keeping = _Keeping(client)
     engine = BalanceReport(keeping, request.lookup)
     result.report = engine.report
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, engine.stop)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
     originals = plan.originals()
     result.counts.originals = len(originals)
     try:
-        async for row in engine.rows((n, ref, "") for n, ref in enumerate(originals, 1)):
-            if progress is not None:
-                progress()
-            expected = plan.expected.get(row.ref, [])
-            records = keeping.found.pop(row.ref, None)
-            if records is None:
-                compared = f"; {len(expected)} recorded movement(s) not compared" \
-                    if expected else ""
-                result.findings.append(Finding(
-                    "unchecked", row.ref, row.ref, None,
-                    f"lookup not answered: {row.error or 'not looked up'}{compared}"))
-                continue
-            result.counts.entries += sum(1 for e in expected if e.entry.id)
-            result.counts.journal_rows += sum(1 for e in expected if not e.entry.id)
-            result.findings.extend(compare_original(
-                row.ref, expected, records, in_window=in_window,
-                recorded_elsewhere=partial(desk.of, row.ref),
-                operations=request.operations, totals=result.totals, counts=result.counts))
+        with stopped_by_signals(engine.stop):
+            async for row in engine.rows((n, ref, "") for n, ref in enumerate(originals, 1)):
+                if progress is not None:
+                    progress()
+                expected = plan.expected.get(row.ref, [])
+                records = keeping.found.pop(row.ref, None)
+                if records is None:
+                    compared = f"; {len(expected)} recorded movement(s) not compared" \
+                        if expected else ""
+                    result.findings.append(Finding(
+                        "unchecked", row.ref, row.ref, None,
+                        f"lookup not answered: {row.error or 'not looked up'}{compared}"))
+                    continue
+                result.counts.entries += sum(1 for e in expected if e.entry.id)
+                result.counts.journal_rows += sum(1 for e in expected if not e.entry.id)
+                result.findings.extend(compare_original(
+                    row.ref, expected, records, in_window=in_window,
+                    recorded_elsewhere=partial(desk.of, row.ref),
+                    operations=request.operations, totals=result.totals, counts=result.counts))
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
         await client.aclose()
