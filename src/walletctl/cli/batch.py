@@ -8,7 +8,6 @@ stderr (terminal only), writes the summary to stdout, and returns the exit code.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import re
 import signal
 import sys
@@ -222,11 +221,7 @@ def _input(source: Path, scratch: Path) -> tuple[Path, str, str | None]:
         from walletctl.ops.batch.rows import spool_stdin
 
         spooled = spool_stdin(sys.stdin.buffer, scratch / "stdin")
-        digest = hashlib.sha256()
-        with spooled.open("rb") as fh:
-            while chunk := fh.read(1 << 16):
-                digest.update(chunk)
-        return spooled, "<stdin>", digest.hexdigest()
+        return spooled, "<stdin>", file_hash(spooled, None)
     if not source.is_file():
         raise UsageError(f"--batch {source}: no such file")
     return source, str(source), None

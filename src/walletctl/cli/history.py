@@ -57,7 +57,9 @@ def parse_when(text: str, flag: str, now: datetime | None = None) -> str:
             f"{flag}: {text[:40]!r} is neither a duration (7d, 12h, 30m) nor a date "
             "(2026-11-01, 2026-11-01T09:30)"
         ) from None
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    from walletctl.history.recorder import utc_text
+
+    return utc_text(when)
 
 
 def _profile_or_none(st: State) -> Profile | None:

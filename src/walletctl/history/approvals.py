@@ -132,7 +132,7 @@ def _row(row: tuple[Any, ...]) -> Approval:
     return Approval(**values)
 
 
-def _me(store: HistoryStore) -> str:
+def acting_as(store: HistoryStore) -> str:
     """Who is acting: the authenticated database role, else this machine's OS account."""
     from walletctl.history.recorder import os_user
 
@@ -143,7 +143,7 @@ def file_request(store: HistoryStore, request: Request, *, now: str, expires_at:
                  host: str) -> Approval:
     """File a pending request (committed): the approval with its id."""
     values = {**{n: getattr(request, n) for n in _REQUEST_COLUMNS},
-              "created_at": now, "expires_at": expires_at, "requester": _me(store),
+              "created_at": now, "expires_at": expires_at, "requester": acting_as(store),
               "requester_host": host, "request_hash": request.digest(), "state": "pending"}
     names = list(values)
     with store._write() as db:
@@ -204,18 +204,10 @@ def decide(store: HistoryStore, approval: int, *, approve: bool, reason: str | N
            now: str, step: Intent) -> Approval:
     """Approve or refuse a pending request, as someone other than its requester; the step
     is written to the history in the same transaction (``step``: its entry, completed)."""
-    me = _me(store)
-    verb = "approve" if approve else "refuse"
+    me = acting_as(store)
     with store._write() as db:
         found = _locked(store, db, approval)
-        status = found.status(now)
-        if found.requester == me:
-            raise ApprovalError(
-                f"approval #{approval}: {me} filed it and may not {verb} it (four eyes: "
-                "another operator decides)")
-        if status != "pending":
-            raise ApprovalError(f"approval #{approval} is {status}: only a pending request "
-                                f"can be {'approved' if approve else 'refused'}")
+        refuse_to_decide(found, me=me, now=now, approve=approve)
         db.execute(store._sql(
             "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, "
             "decision_reason = ? WHERE id = ? AND state = 'pending'"),
@@ -226,6 +218,19 @@ def decide(store: HistoryStore, approval: int, *, approve: bool, reason: str | N
     done = get(store, approval)
     assert done is not None
     return done
+
+
+def refuse_to_decide(found: Approval, *, me: str, now: str, approve: bool) -> None:
+    """Raise ApprovalError unless ``me`` may approve (or refuse) ``found`` now: someone
+    other than its requester, while it is pending and not expired."""
+    verb = "approve" if approve else "refuse"
+    if found.requester == me:
+        raise ApprovalError(f"approval #{found.id}: {me} filed it and may not {verb} it "
+                            "(four eyes: another operator decides)")
+    status = found.status(now)
+    if status != "pending":
+        raise ApprovalError(f"approval #{found.id} is {status}: only a pending request "
+                            f"can be {verb}d")
 
 
 def _locked(store: HistoryStore, db: Any, approval: int) -> Approval:
@@ -241,16 +246,14 @@ def spender(store: HistoryStore, approval: int, request: Request, *, now: str,
     """A hook for :meth:`HistoryStore.append_many`: spends ``approval`` inside the
     transaction that records the intent (``ids[0]``), or, for a batch, the one that starts
     it. The same movement (or batch) recorded again finds it spent by itself: allowed."""
-    me = _me(store)
+    me = acting_as(store)
 
     def spend(db: Any, ids: list[int]) -> None:
         found = _locked(store, db, approval)
         entry = ids[0] if ids else None
-        if found.state == "spent" and (
-                (entry is not None and found.spent_entry == entry)
-                or (batch_id is not None and found.spent_batch == batch_id)):
-            return  # this very movement or batch, recorded again (a re-run, a resume)
-        refuse_to_spend(found, request, me=me, now=now)
+        refuse_to_spend(found, request, me=me, now=now, batch_id=batch_id, entry=entry)
+        if found.state == "spent":
+            return  # by this very movement or batch, recorded again (a re-run, a resume)
         db.execute(store._sql(
             "UPDATE approvals SET state = 'spent', spent_at = ?, spent_entry = ?, "
             "spent_batch = ? WHERE id = ? AND state = 'approved'"),
@@ -259,8 +262,27 @@ def spender(store: HistoryStore, approval: int, request: Request, *, now: str,
     return spend
 
 
-def refuse_to_spend(found: Approval, request: Request, *, me: str, now: str) -> None:
-    """Raise ApprovalError unless ``me`` may send ``request`` under ``found`` now."""
+def _spent_by_itself(found: Approval, request: Request, *, batch_id: str | None,
+                     entry: int | None) -> bool:
+    """Spent already by this batch, or by this movement (its entry once it is recorded,
+    its reference before)."""
+    if found.state != "spent":
+        return False
+    if batch_id is not None:
+        return found.spent_batch == batch_id
+    if found.spent_entry is None:
+        return False
+    return found.spent_entry == entry if entry is not None else \
+        found.new_ref == request.new_ref
+
+
+def refuse_to_spend(found: Approval, request: Request, *, me: str, now: str,
+                    batch_id: str | None = None, entry: int | None = None) -> None:
+    """Raise ApprovalError unless ``me`` may send ``request`` under ``found`` now: it is
+    approved and not expired, or already spent by this very movement or batch (a re-run
+    after an unknown outcome, a resumed batch)."""
+    if _spent_by_itself(found, request, batch_id=batch_id, entry=entry):
+        return
     refuse_unless_approved(found, now)
     which = f"approval #{found.id}"
     if found.requester != me:

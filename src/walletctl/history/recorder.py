@@ -38,8 +38,13 @@ if TYPE_CHECKING:
     from walletctl.config.profile import Profile
 
 
+def utc_text(when: datetime) -> str:
+    """The history's one spelling of a time: UTC, milliseconds, ``Z`` (they sort as text)."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def now_utc() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return utc_text(datetime.now(UTC))
 
 
 def os_user() -> str:

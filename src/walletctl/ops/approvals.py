@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from walletctl.errors import UsageError
 from walletctl.history import approvals
-from walletctl.history.approvals import STATES, Approval, ApprovalError
+from walletctl.history.approvals import STATES, Approval
 from walletctl.history.recorder import now_utc, os_user
 from walletctl.history.store import Intent
 
@@ -63,13 +63,8 @@ def decide(profile: Profile, approval: int, *, approve: bool, reason: str | None
         found = approvals.checked(store, approval, merchant=(profile.merchant_id,
                                                              profile.store_id))
         now = now_utc()
-        me = approvals._me(store)
-        if found.requester == me:
-            raise ApprovalError(f"approval #{approval}: {me} filed it and may not {verb} it "
-                                "(four eyes: another operator decides)")
-        if found.status(now) != "pending":
-            raise ApprovalError(f"approval #{approval} is {found.status(now)}: only a "
-                                f"pending request can be {verb}d")
+        approvals.refuse_to_decide(found, me=approvals.acting_as(store), now=now,
+                                   approve=approve)
         confirm(found, now)
         step = Intent(
             time=now_utc(), os_user=os_user(), host=socket.gethostname(), profile=profile.name,

@@ -21,7 +21,7 @@ from walletctl.constants import ExitCode
 from walletctl.errors import AwaitingApprovalError
 from walletctl.history import approvals
 from walletctl.history.approvals import Approval, Request
-from walletctl.history.recorder import major_text, now_utc
+from walletctl.history.recorder import major_text, now_utc, utc_text
 from walletctl.history.store import WriteHook
 
 if TYPE_CHECKING:
@@ -41,8 +41,7 @@ def threshold(profile: Profile, op: str) -> Decimal | None:
 
 
 def expiry(profile: Profile) -> str:
-    at = datetime.now(UTC) + timedelta(hours=profile.history.approval_hours)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return utc_text(datetime.now(UTC) + timedelta(hours=profile.history.approval_hours))
 
 
 def _merchant(profile: Profile) -> tuple[str, str]:
@@ -110,9 +109,7 @@ def gate_single(store: HistoryStore | None, profile: Profile, plan: FollowUpPlan
         rec.intent = replace(rec.intent, approval=found.id)
         raise _awaiting(found, limit, profile)
     found = approvals.checked(store, approval, merchant=_merchant(profile))
-    if not (found.state == "spent" and found.spent_entry is not None
-            and found.new_ref == request.new_ref):  # spent by this very movement: a re-run
-        approvals.refuse_to_spend(found, request, me=approvals._me(store), now=now)
+    approvals.refuse_to_spend(found, request, me=approvals.acting_as(store), now=now)
     rec.intent = replace(rec.intent, approval=approval)
     return approvals.spender(store, approval, request, now=now)
 
@@ -166,8 +163,8 @@ def gate_batch(store: HistoryStore, profile: Profile, request: Request,
         raise _awaiting(found, limit, profile)
     found = approvals.checked(store, approval, merchant=_merchant(profile))
     if not spend:  # said before any question is asked; spent after the last one
-        if not (found.state == "spent" and found.spent_batch == batch_id):
-            approvals.refuse_to_spend(found, request, me=approvals._me(store), now=now)
+        approvals.refuse_to_spend(found, request, me=approvals.acting_as(store), now=now,
+                                  batch_id=batch_id)
         return approval
     approvals.spend_batch(store, approval, request, now=now, batch_id=batch_id)
     return approval
