@@ -6,6 +6,11 @@ ORDER: a reorder window of ``4 × concurrency`` rows holds finished rows until t
 are done, and the reader waits while the window is full, so memory stays flat in the number of
 references. A reference that cannot be answered (unknown, refused, kept failing) is a row with
 an ``error``; the run goes on. Lookups are reads: retrying them is always safe.
+
+A reference listed again (the same reference on a later line) is folded into its first line:
+looked up once, one row, counted once in the totals; ``Report.duplicates`` says how many lines
+were folded. The set of references seen is the one thing kept for the whole run (about 100
+bytes a distinct reference).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
 
 ZERO = Decimal(0)
+FOLDED_SHOWN = 5  # duplicate references named on stderr (all are counted in the summary)
 AMOUNTS = ("authorised", "captured", "refunded", "reversed", "capturable", "refundable")
 COLUMNS = ("line", "ref", "kind", "state", "currency", *AMOUNTS, "first_time", "last_time",
            "error")
@@ -139,6 +145,9 @@ class Report:
     fatal_code: int | None = None
     fatal_hint: str | None = None
     interrupted: bool = False
+    duplicates: int = 0  # lines repeating an earlier line's reference: looked up and counted once
+    # the first few of them: (line, reference, the line it repeats), for a note on stderr
+    folded: list[tuple[int, str, int]] = field(default_factory=list)
 
     def add(self, row: BalanceRow) -> None:
         self.shown += 1
@@ -250,10 +259,21 @@ class BalanceReport(FlowControlled):
         done: asyncio.Queue[tuple[int, BalanceRow] | None] = asyncio.Queue()
         slots = asyncio.Semaphore(window)  # rows read but not yet handed out
 
+        seen: dict[str, int] = {}  # reference -> its first line (kept for the whole run)
+
         async def produce() -> None:
-            for seq, (line, ref, problem) in enumerate(refs):
+            seq = 0
+            for line, ref, problem in refs:
+                if ref is not None:
+                    first = seen.setdefault(ref, line)
+                    if first != line:  # the same reference again: folded, counted once
+                        self.report.duplicates += 1
+                        if len(self.report.folded) < FOLDED_SHOWN:
+                            self.report.folded.append((line, ref, first))
+                        continue
                 await slots.acquire()
                 await todo.put((seq, line, ref, problem))
+                seq += 1
                 self.report.references += 1
             for _ in range(self.opt.concurrency):
                 await todo.put(None)
