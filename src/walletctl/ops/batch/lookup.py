@@ -42,7 +42,8 @@ from walletctl.ops.batch.flow import (
     FlowControlled,
     parse_retry_after,
 )
-from walletctl.ops.batch.rows import MAX_LINE, check_ref
+from walletctl.ops.batch.lines import BoundedLines, csv_reader
+from walletctl.ops.batch.rows import check_ref
 
 if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
@@ -163,26 +164,44 @@ class Report:
 
 def iter_refs(path: Path) -> Iterator[tuple[int, str | None, str]]:
     """(line, ref or None, problem) from CSV (a ``ref`` column, or one reference a line) or
-    JSON Lines (objects with ``ref``). Streamed: one line at a time."""
+    JSON Lines (objects with ``ref``). Streamed: one bounded line at a time (ops.batch.lines:
+    an over-long line or field is a problem on its line, never held in memory)."""
     from walletctl.models.base import loads
 
     with path.open("rb") as fh:
         head = fh.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
-    with path.open("r", encoding="utf-8-sig", newline="", errors="replace") as text:
+    with path.open("rb") as raw:
+        text = BoundedLines(raw, errors="replace")
         if head[:1] == b"{":
-            for line, raw in enumerate(text, start=1):
-                if not raw.strip():
+            for line_text in text:
+                line = text.number
+                if text.too_long and text.too_long[-1] == line:
+                    yield line, None, text.problem()
+                    continue
+                if not line_text.strip():
                     continue
                 try:
-                    data = loads(raw) if len(raw) <= MAX_LINE else None
-                except ValueError:
+                    data = loads(line_text)
+                except (ValueError, RecursionError):
                     data = None
                 ref = data.get("ref") if isinstance(data, dict) else None
                 yield _checked(line, ref, "not a JSON object with a \"ref\" string")
             return
-        reader = csv.reader(text)
-        column = 0
-        for values in reader:
+        reader = csv_reader(text)
+        column = reported = 0
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                values = None
+            except csv.Error as exc:  # a field over the limit, a NUL: this line, then on
+                values = []
+                yield reader.line_num, None, f"not valid CSV ({exc})"
+            while reported < len(text.too_long):
+                yield text.too_long[reported], None, text.problem()
+                reported += 1
+            if values is None:
+                return
             if not values or not any(v.strip() for v in values):
                 continue
             if reader.line_num == 1:
@@ -332,7 +351,7 @@ class BalanceReport(FlowControlled):
                     return balance_row(line, ref, [])
                 if exc.status == 429:
                     ra = parse_retry_after(exc.retry_after)
-                    self.pause.extend(ra if ra is not None else delay)
+                    self.throttled(ra, delay, exc.retry_after_asked)
                     throttled += 1
                     if throttled < 50:
                         continue
