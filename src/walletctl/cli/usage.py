@@ -166,7 +166,7 @@ class _FiniteFloatRange(click.FloatRange):
         return _finite(self, result, value, param, ctx)
 
 
-def _finite(kind: click.ParamType, result: Any, value: Any, param: click.Parameter | None,
+def _finite(kind: click.ParamType[Any], result: Any, value: Any, param: click.Parameter | None,
             ctx: click.Context | None) -> Any:
     import math
 
