@@ -198,6 +198,9 @@ def test_a_sparse_gigabyte_of_nuls_is_read_in_bounded_memory(down: Path,
 def test_history_verify_on_a_corrupted_page_is_one_line(tmp_path: Path) -> None:
     db = tmp_path / "history.db"
     env = {**cli_env(None), "WALLETCTL_AUDIT_LOG": str(db)}
+    from walletctl.history.sqlite import SqliteHistory
+
+    SqliteHistory(db).close()  # the history's own schema
     assert run_cli(None, "history", "verify", env=env, timeout=30).code == ExitCode.OK
     con = sqlite3.connect(db)
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
