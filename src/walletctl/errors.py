@@ -101,7 +101,8 @@ class GatewayError(WalletctlError):
         retry_after: float | None = None,
     ) -> None:
         self.status = status
-        self.retry_after = retry_after  # seconds, from a 429/503 Retry-After header
+        self.retry_after = retry_after  # seconds, from a 429/503 Retry-After header (capped)
+        self.retry_after_asked: float | None = retry_after  # the same, before the cap
         self.code = code
         self.description = description
         self.detail = detail

@@ -77,13 +77,40 @@ def test_one_row_per_reference_with_balances_errors_and_totals(
     assert (full["captured"], full["refunded"], full["refundable"]) == ("10.00", "3.00", "7.00")
     assert full["first_time"] <= full["last_time"]
     assert "unknown reference" in by_ref["NOPE-1"]["error"]
-    assert by_ref["bad#ref"]["error"].startswith("ref: must be")
+    assert by_ref["bad#ref"]["error"].startswith("ref: must ")
     totals = last["totals"]["EUR"]
     assert totals["references"] == 3
     assert (totals["authorised"], totals["captured"], totals["refunded"]) == \
         ("30.00", "14.00", "3.00")
     assert last["summary"]["errors"] == 2
     assert last["summary"]["requests"] == 4  # the invalid ref is never sent
+
+
+def test_a_reference_listed_twice_is_looked_up_and_counted_once(
+    ledger_setup: tuple[Path, Path]
+) -> None:
+    """Issue 22: the batch file fed as-is (a capture file lists an order once per capture)
+    counted the order twice in the totals, silently."""
+    cfg, refs = ledger_setup
+    dup = refs.parent / "dups.csv"
+    dup.write_text("ref\nPART-1\nFULL-1\nPART-1\nOPEN-1\nFULL-1\nPART-1\n")
+    proc = cli(cfg, refs.parent, "-o", "ndjson", "lookup", "--batch", str(dup))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    rows, last = lines[:-1], lines[-1]
+    assert [(r["line"], r["ref"]) for r in rows] == [(2, "PART-1"), (3, "FULL-1"),
+                                                      (5, "OPEN-1")]
+    totals = last["totals"]["EUR"]
+    # once each: 10 + 10 + 10 authorised, 4 + 10 captured (not 18 + 20)
+    assert (totals["references"], totals["authorised"], totals["captured"],
+            totals["refunded"]) == (3, "30.00", "14.00", "3.00")
+    assert last["summary"]["duplicates_folded"] == 3
+    assert last["summary"]["requests"] == 3
+    assert "line 4: PART-1 repeats line 2" in proc.stderr
+    table = cli(cfg, refs.parent, "-o", "table", "lookup", "--batch", str(dup), columns=140)
+    assert "3 repeated references folded" in table.stdout, table.stdout
+    assert "14.00" in table.stdout
+    assert "18.00" not in table.stdout
 
 
 def test_filters_open_state_and_age(ledger_setup: tuple[Path, Path]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -116,13 +116,16 @@ def _materialise(tmp: Path, files: dict[str, tuple[str, bytes]],
     stdin = b""
     out = list(args)
     for option, (kind, content) in files.items():
-        path = tmp / f"input{option.strip('-')}.{'toml' if kind == 'toml' else 'json'}"
-        if kind in ("json", "toml"):
+        suffix = kind if kind in ("toml", "csv") else "json"
+        path = tmp / f"input{option.strip('-')}.{suffix}"
+        if kind in ("json", "toml", "csv"):
             path.write_bytes(content)
         elif kind == "fifo":
             os.mkfifo(path)
         elif kind == "dev":
             path = Path("/dev/zero")
+        elif kind == "full":
+            path = Path("/dev/full")
         elif kind == "dir":
             path = tmp
         elif kind == "stdin":
@@ -165,10 +168,52 @@ def fuzz_sandbox() -> Any:
         yield sandbox
 
 
+def _case(*args: str, files: dict[str, tuple[str, bytes]] | None = None,
+          profile: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"args": list(args), "files": files or {}, "profile": profile or {}}
+
+
+# Issue 22's reproducers, run on every CI pass before the generated cases.
+REPRODUCERS = [
+    _case("capture", "PRE-1", "--amount", "1,50"),
+    _case("refund", "SALE-1", "--amount", "-3", "--yes"),
+    _case("reverse", "caf\udce9"),
+    _case("capture", "caf\udce9", "--amount", "1"),
+    _case("lookup", "caf\udce9"),
+    _case("sandbox", "ledger", "--admin-token", "tökén"),
+    _case("capture", "--batch", "@--batch", "--journal", "@--journal",
+          files={"--batch": ("csv", b"ref,amount\nPRE-1,1\n"), "--journal": ("dir", b"")}),
+    _case("capture", "--batch", "@--batch", "--results", "@--results",
+          files={"--batch": ("csv", b"ref,amount\nPRE-1,1\n"), "--results": ("fifo", b"")}),
+    _case("capture", "--batch", "@--batch", "--results", "@--results",
+          files={"--batch": ("csv", b"ref,amount\nPRE-1,1\n"), "--results": ("full", b"")}),
+    _case("-o", "json", "lookup", "--batch", "@--batch",
+          files={"--batch": ("csv", b"ref\n" + b"x" * 140_000 + b"\n")}),
+    _case("sandbox", "wait", "http://127.0.0.1:9", "--timeout", "nan"),
+    _case("lookup", "PRE-1", profile={"timeout": "1e-9"}),
+    _case("\x1b[2Jlookup"),
+    _case("capture", "PRE-1", "--amount", "\x1b]0;x\x07"),
+]
+
+
 @settings(max_examples=int(os.environ.get("WALLETCTL_FUZZ_EXAMPLES", "150")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(case=invocation())
+@example(case=REPRODUCERS[0])
+@example(case=REPRODUCERS[1])
+@example(case=REPRODUCERS[2])
+@example(case=REPRODUCERS[3])
+@example(case=REPRODUCERS[4])
+@example(case=REPRODUCERS[5])
+@example(case=REPRODUCERS[6])
+@example(case=REPRODUCERS[7])
+@example(case=REPRODUCERS[8])
+@example(case=REPRODUCERS[9])
+@example(case=REPRODUCERS[10])
+@example(case=REPRODUCERS[11])
+@example(case=REPRODUCERS[12])
+@example(case=REPRODUCERS[13])
 def test_no_input_crashes_the_cli(case: dict[str, Any], fuzz_sandbox: Any) -> None:
     from walletctl.cli.main import app
 
@@ -190,3 +235,28 @@ def test_no_input_crashes_the_cli(case: dict[str, Any], fuzz_sandbox: Any) -> No
         assert debug or "Traceback" not in text, f"traceback without --debug\n{shown}"
         long = [line[:120] for line in text.splitlines() if len(line) > 2000]
         assert not long, f"output line over 2,000 characters: {long[0]!r}...\n{shown}"
+
+
+@pytest.mark.parametrize("case", REPRODUCERS, ids=[" ".join(c["args"])[:40] for c in REPRODUCERS])
+def test_reproducers_end_in_time_with_a_documented_code(case: dict[str, Any],
+                                                        fuzz_sandbox: Any) -> None:
+    """The same reproducers as a real process under a hard timeout: a hang fails the test
+    instead of holding the suite (the in-process runner above cannot bound time)."""
+    import subprocess
+    import sys
+
+    from walletctl.constants import ExitCode
+
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        config = _profile(tmp, fuzz_sandbox.url, case["profile"])
+        args, stdin = _materialise(tmp, case["files"], case["args"])
+        env = {**os.environ, KEY_ENV: SANDBOX_KEY, "WALLETCTL_CONFIG": str(config),
+               "COLUMNS": "80", "XDG_CACHE_HOME": str(tmp / "cache"),
+               "WALLETCTL_AUDIT_LOG": str(tmp / "history.db")}
+        proc = subprocess.run([sys.executable, "-m", "walletctl", *args], input=stdin,
+                              capture_output=True, env=env, timeout=60)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode in {int(c) for c in ExitCode} - {int(ExitCode.ERROR)}, err[-600:]
+    assert "Traceback" not in err
+    assert "\x1b" not in err

@@ -137,7 +137,7 @@ def test_unwritable_report_path_fails_before_the_run(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     result = invoke("smoke", "--embedded", "--junit", str(blocker / "smoke.xml"))
-    assert result.exit_code == ExitCode.USAGE, result.output
+    assert result.exit_code == ExitCode.VALIDATION, result.output  # an output path: exit 4
     assert "--junit: cannot create" in result.stderr
     assert "PASSED" not in result.stderr  # nothing ran
 

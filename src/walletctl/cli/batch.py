@@ -82,6 +82,12 @@ def run_batch_command(
     if offline and not dry_run:
         raise UsageError("--offline: only with --dry-run (a real run must reach the gateway)")
 
+    from walletctl.ops.outputs import check_output
+
+    # the files a run writes, before anything is read or sent: a FIFO would block, a
+    # directory or /dev/full would fail after the money moved
+    check_output(journal, "--journal", write=not dry_run)
+    check_output(results, "--results")
     state = get_state(ctx)
     profile = state.profile()
     if not dry_run:  # a production profile in a pipe: refused before any file is touched
@@ -100,6 +106,8 @@ def run_batch_command(
                 f"--resume: no journal at {journal_path}",
                 hint="pass --journal PATH (and --batch-id) of the run to resume",
             )
+        if journal is None:  # the default one, beside the input
+            check_output(journal_path, "--journal", write=not dry_run)
         if dry_run:
             journal_path = _scratch_copy(journal_path, scratch)
         try:
@@ -209,8 +217,15 @@ def run_batch_command(
             stack.callback(writer.close)
         report = _run(state, profile, jr, plan, options, writer, approval=approval)
         code = int(_exit_code(report))
+        if writer is not None:
+            writer.close()
+            if writer.failed is not None and code == ExitCode.OK:
+                code = int(ExitCode.USAGE)  # the run is done, but the file asked for is not
         render_summary(state, op, bid, journal_path, results, plan, report, code,
                        production=[p.name for p in profiles.values() if p.is_production])
+        if writer is not None and writer.failed is not None:
+            print_note(f"--results {results}: could not be written ({writer.failed}); every "
+                       f"row is in the journal {journal_path}")
         return code
 
 

@@ -91,8 +91,12 @@ def checkout(
     from walletctl.cli.common import make_client, print_dry_run, read_request_file
     from walletctl.errors import RequestValidationError
     from walletctl.models.checkout import parse_checkout_type
+    from walletctl.models.inputs import check_inputs
     from walletctl.ops.redirect import build_checkout_request
 
+    check_inputs(references={"--ref (clientSystemTransactionId)": ref},
+                 amounts={"--amount": amount},
+                 currencies={"--currency": currency})
     st = get_state(ctx)
     base = read_request_file(from_file) if from_file is not None else None
     overrides: dict[str, Any] = {

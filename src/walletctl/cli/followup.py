@@ -234,7 +234,13 @@ def _single(
     from walletctl.cli.production import confirm_profiles, production_tag
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
+    from walletctl.models.inputs import check_inputs
 
+    # REF, --new-ref, --amount and --currency by the request model's rules, before the
+    # profile, the history or the gateway is touched
+    check_inputs(references={"REF": ref, "--new-ref (clientSystemTransactionId)": new_ref},
+                 amounts={"--amount": amount},
+                 currencies={"--currency": currency})
     st = get_state(ctx)
     checked_reason = clean_reason(reason)
     profile = st.profile()

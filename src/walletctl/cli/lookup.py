@@ -68,7 +68,10 @@ def lookup(
             hint="see `walletctl lookup --help`",
         )
     from walletctl.cli.common import make_client
+    from walletctl.models.inputs import check_inputs
     from walletctl.render.records import render_records
+
+    check_inputs(references={"REF": ref})  # the request model's rule, before any lookup
 
     st = get_state(ctx)
     with make_client(st) as client:

@@ -100,7 +100,8 @@ def run_lookup_batch(
 
         report = asyncio.run(main())
     summary = {
-        "references": report.references, "shown": report.shown, "errors": report.errors,
+        "references": report.references, "duplicates_folded": report.duplicates,
+        "shown": report.shown, "errors": report.errors,
         "requests": report.requests, "elapsed_s": round(report.elapsed, 3),
         "refs_per_s": round(report.references / report.elapsed, 1) if report.elapsed else 0.0,
         "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
@@ -109,6 +110,11 @@ def run_lookup_batch(
     writer.finish(report, summary)
     from walletctl.render.console import print_note
 
+    for line, ref, first in report.folded:
+        print_note(f"line {line}: {ref} repeats line {first}: looked up and counted once")
+    if report.duplicates > len(report.folded):
+        print_note(f"... {report.duplicates - len(report.folded)} more repeated reference(s) "
+                   "folded")
     if report.fatal:
         print_note(f"stopped: {report.fatal}")
         if report.fatal_hint:

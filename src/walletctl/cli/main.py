@@ -101,6 +101,9 @@ def load_command(name: str) -> Any:
     if not (holder.registered_commands or holder.registered_groups):
         return None
     built = typer.main.get_command(holder)
+    from walletctl.cli.usage import finite_floats
+
+    finite_floats(built)  # nan / inf refused by every float option (--timeout, --rate, ...)
     commands = getattr(built, "commands", None)
     if commands is not None and name in commands:
         return commands[name]
@@ -241,6 +244,15 @@ class _BoundaryGroup(TyperGroup):
             _traceback_if_debug(ctx)
             _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
             ctx.exit(int(ExitCode.ERROR))
+        except BaseException as exc:
+            if type(exc).__name__ != "DeadlineExceeded":  # client.guard's SIGALRM deadline
+                raise
+            # the deadline fired outside the request it guards (between two steps)
+            _traceback_if_debug(ctx)
+            _report("no answer within the deadline (twice the profile's timeout)",
+                    "if it was moving money, check with `walletctl lookup REF` before trying "
+                    "again; a larger timeout (--timeout) may help")
+            ctx.exit(int(ExitCode.NETWORK))
         return None
 
 

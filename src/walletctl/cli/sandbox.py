@@ -128,6 +128,7 @@ def serve_cmd(
 
     if amount_format not in ("minor", "decimal"):
         raise UsageError("--amount-format: must be minor or decimal")
+    _check_token(admin_token)
     try:
         faults = FaultConfig(
             latency_ms=latency, jitter_ms=jitter, error_rate=error_rate,
@@ -270,6 +271,16 @@ AdminToken = Annotated[
 ]
 
 
+def _check_token(token: str | None) -> None:
+    """An HTTP header carries printable ASCII only: any other token could never be sent
+    (the value itself is a secret and is not echoed)."""
+    if token and not (token.isascii() and token.isprintable()):
+        from walletctl.errors import UsageError
+
+        raise UsageError("--admin-token: must be printable ASCII (letters, digits, "
+                         "punctuation): it is sent in the X-Sandbox-Token header")
+
+
 def _call(method: str, url: str, *, params: dict[str, str] | None = None,
           json_body: Any = None, token: str | None = None) -> Any:
     import httpx
@@ -277,6 +288,7 @@ def _call(method: str, url: str, *, params: dict[str, str] | None = None,
     from walletctl.constants import SANDBOX_TOKEN_HEADER
     from walletctl.errors import GatewayError, NetworkError, ResponseError
 
+    _check_token(token)
     headers = {SANDBOX_TOKEN_HEADER: token} if token else {}
     try:
         resp = httpx.request(method, url, params=params, json=json_body, timeout=30.0,

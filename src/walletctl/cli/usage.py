@@ -147,3 +147,42 @@ def describe_usage_error(exc: click.UsageError, fallback_path: str = "") -> tupl
     if path:
         message = f"{path}: {message}"
     return message, hint
+
+
+class _FiniteFloat(click.types.FloatParamType):
+    """A float option that refuses nan and inf (click's range check lets nan through: a
+    ``--timeout nan`` waited forever)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        return _finite(self, result, value, param, ctx)
+
+
+class _FiniteFloatRange(click.FloatRange):
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        return _finite(self, result, value, param, ctx)
+
+
+def _finite(kind: click.ParamType[Any], result: Any, value: Any, param: click.Parameter | None,
+            ctx: click.Context | None) -> Any:
+    import math
+
+    if isinstance(result, float) and not math.isfinite(result):
+        kind.fail(f"{value!r} is not a finite number", param, ctx)
+    return result
+
+
+def finite_floats(command: Any) -> None:
+    """Make every float option of ``command`` (and its subcommands) refuse nan and inf."""
+    for param in getattr(command, "params", []):
+        kind = param.type
+        if type(kind) is click.FloatRange:
+            param.type = _FiniteFloatRange(kind.min, kind.max, min_open=kind.min_open,
+                                           max_open=kind.max_open, clamp=kind.clamp)
+        elif type(kind) is click.types.FloatParamType:
+            param.type = _FiniteFloat()
+    for sub in (getattr(command, "commands", None) or {}).values():
+        finite_floats(sub)

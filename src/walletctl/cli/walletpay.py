@@ -163,6 +163,11 @@ def authorize(
             ("--ref", "required: the new transaction's clientSystemTransactionId", reference),
             ("--amount", "required: the amount in major units, e.g. 12.34", amount),
         ) if not value])
+    from walletctl.models.inputs import check_inputs
+
+    check_inputs(references={"--ref (clientSystemTransactionId)": reference},
+                 amounts={"--amount": amount},
+                 currencies={"--currency": currency})
     profile = state.profile()
     if not (currency or profile.currency):
         raise missing_options(

@@ -122,7 +122,8 @@ def nothing_sent(exc: httpx.TransportError) -> bool:
     )
 
 
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+def parse_retry_after(value: str | None, now: float | None = None, *,
+                      cap: float = MAX_RETRY_AFTER) -> float | None:
     """``Retry-After`` in seconds or HTTP-date form -> seconds (capped), or None."""
     if not value:
         return None
@@ -137,7 +138,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
         seconds = when.timestamp() - (time.time() if now is None else now)
     if seconds != seconds:  # NaN
         return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+    return min(max(seconds, 0.0), cap)
 
 
 def gateway_error(call: PreparedCall, response: Answer) -> GatewayError:
@@ -173,7 +174,7 @@ def gateway_error(call: PreparedCall, response: Answer) -> GatewayError:
         wait = "" if retry_after is None else f" {retry_after:g} s (Retry-After)"
         hint = f"the gateway is rate limiting: wait{wait} and try again"
     cls = AuthError if status in (401, 403) else GatewayError
-    return cls(
+    error = cls(
         status,
         code=code,
         description=description,
@@ -182,6 +183,10 @@ def gateway_error(call: PreparedCall, response: Answer) -> GatewayError:
         body=mask_body(body),
         retry_after=retry_after,
     )
+    # what the gateway asked for, before the cap: a batch stops on one it will not honour
+    error.retry_after_asked = parse_retry_after(response.headers.get("Retry-After"),
+                                                cap=float("inf"))
+    return error
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")

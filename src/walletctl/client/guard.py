@@ -71,10 +71,14 @@ def alarm(seconds: float) -> Iterator[None]:
         return
     armed = [True]
 
-    def fire(_signum: int, _frame: Any) -> None:
-        if armed[0]:
-            armed[0] = False
-            raise DeadlineExceeded
+    def fire(_signum: int, frame: Any) -> None:
+        if not armed[0]:
+            return
+        if _in_import(frame):  # never inside an import (a half-imported module): just after
+            signal.setitimer(signal.ITIMER_REAL, 0.005)
+            return
+        armed[0] = False
+        raise DeadlineExceeded
 
     previous = signal.signal(signal.SIGALRM, fire)
     signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
@@ -84,6 +88,14 @@ def alarm(seconds: float) -> Iterator[None]:
         armed[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+
+
+def _in_import(frame: Any) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 class BodyReader:

@@ -222,24 +222,6 @@ def checked_currency(currency: str | None) -> str | None:
         raise RequestValidationError([("--currency", str(exc))]) from None
 
 
-def check_amount_text(amount: str | Decimal | None) -> None:
-    """The amount's own rules, before anything is looked up (the currency's decimals are
-    checked by the plan): a gateway that is down never hides a typo."""
-    if amount is None or isinstance(amount, Decimal):
-        return
-    from decimal import InvalidOperation
-
-    try:
-        value = Decimal(amount.strip())
-    except (InvalidOperation, ValueError):
-        raise RequestValidationError(
-            [("--amount", f"must be a number in major units, e.g. 12.34 (got {amount[:40]!r})")]
-        ) from None
-    if not value.is_finite() or value <= 0:
-        raise RequestValidationError(
-            [("--amount", f"must be greater than zero (got {amount[:40]})")])
-
-
 def plan_from_records(
     profile: Profile,
     op: Operation,

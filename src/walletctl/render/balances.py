@@ -72,6 +72,8 @@ class BalanceWriter:
                 parts = ", ".join(f"{k} {sums[k]}" for k in AMOUNTS)
                 sys.stderr.write(f"walletctl: total {cur} ({sums['references']} refs): "
                                  f"{parts}\n")
+            if summary.get("duplicates_folded"):
+                sys.stderr.write(f"walletctl: {_folded(summary)}\n")
         else:
             self._table(totals, summary)
         self.out.flush()
@@ -133,6 +135,14 @@ class BalanceWriter:
         console.print(f"{summary['references']} reference(s) looked up, {summary['shown']} "
                       f"shown, {summary['errors']} error(s), {summary['requests']} requests "
                       f"in {summary['elapsed_s']} s")
+        if summary.get("duplicates_folded"):
+            console.print(_folded(summary), highlight=False)
+
+
+def _folded(summary: dict[str, Any]) -> str:
+    n = summary["duplicates_folded"]
+    return (f"{n} repeated reference{'s' if n != 1 else ''} folded: each reference is "
+            "looked up and counted once")
 
 
 def _places(currency: str | None) -> int:

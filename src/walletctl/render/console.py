@@ -54,15 +54,24 @@ def err() -> Console:
     return _err()
 
 
+# C0 controls (but none of them kept), DEL and C1: shown as \x1b etc., never sent raw to
+# a terminal (an argument's escape sequence would otherwise be echoed by an error)
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def escape_controls(text: str) -> str:
+    """``text`` on one line with every control character written as ``\x1b``."""
+    return " ".join(text.splitlines()).translate(_CONTROLS)
+
+
 def print_error(message: str, hint: str | None = None) -> None:
     """The one-line error format: ``walletctl: error: ...`` (+ an optional hint line)."""
-    text = message.replace("\n", " ")
-    sys.stderr.write(f"walletctl: error: {text}\n")
+    sys.stderr.write(f"walletctl: error: {escape_controls(message)}\n")
     if hint:
-        sys.stderr.write(f"hint: {hint}\n")
+        sys.stderr.write(f"hint: {escape_controls(hint)}\n")
     sys.stderr.flush()
 
 
 def print_note(message: str) -> None:
-    sys.stderr.write(f"walletctl: {message}\n")
+    sys.stderr.write(f"walletctl: {escape_controls(message)}\n")
     sys.stderr.flush()

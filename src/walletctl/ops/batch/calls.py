@@ -97,7 +97,8 @@ class GatewayCalls(FlowControlled):
         """A lookup's error status: retry (429, 5xx), stop everything (auth) or give up."""
         if exc.status == 429:
             ra = parse_retry_after(getattr(exc, "retry_after", None))
-            self.pause.extend(ra if ra is not None else self.opt.backoff_initial)
+            self.throttled(ra, self.opt.backoff_initial,
+                           getattr(exc, "retry_after_asked", None))
             return _Retry("HTTP 429", retry_after=ra, throttled=True)
         if exc.status >= 500:
             return _Retry(exc.message)

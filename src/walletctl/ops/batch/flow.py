@@ -15,6 +15,7 @@ from typing import Final, Protocol
 from walletctl.errors import WalletctlError
 
 RETRY_AFTER_CAP: Final = 60.0  # never wait longer than this on one 429
+THROTTLE_BUDGET: Final = 300.0  # seconds of 429 pauses in one run, in all: then it stops
 BACKOFF_INITIAL: Final = 0.2
 BACKOFF_MAX: Final = 5.0
 BACKOFF_JITTER: Final = 0.2
@@ -143,13 +144,17 @@ class Pause:
         self.until = 0.0
         self._clock = clock
         self._sleep = sleep
+        self.total = 0.0  # seconds of pause added by every 429 of the run (overlaps once)
 
     def extend(self, seconds: float) -> None:
-        self.until = max(self.until, self._clock() + seconds)
+        now = self._clock()
+        start = max(self.until, now)
+        self.total += max(0.0, now + seconds - start)
+        self.until = max(self.until, now + seconds)
 
     async def wait(self) -> None:
-        while (left := self.until - self._clock()) > 0:
-            await self._sleep(left)
+        while (left := self.until - self._clock()) > 0:  # in steps: a stop ends the pause
+            await self._sleep(min(left, 0.5))
 
 
 class StopReport(Protocol):
@@ -191,6 +196,28 @@ class FlowControlled:
             self.report.fatal = exc.message if message is None else message
             self.report.fatal_code = int(exc.exit_code)
             self.report.fatal_hint = exc.hint
+
+    def throttled(self, retry_after: float | None, fallback: float,
+                  asked: float | None = None) -> None:
+        """A 429: every worker pauses ``Retry-After`` (capped at :data:`RETRY_AFTER_CAP`, or
+        ``fallback``). Once the run has paused :data:`THROTTLE_BUDGET` seconds in all, it
+        stops (exit 6, the rows left resumable): a gateway that keeps throttling must not hold
+        a batch for hours, 60 s at a time."""
+        from walletctl.errors import GatewayError
+
+        later = GatewayError(429, hint="run the same command again later: the rows left are "
+                                       "resumable, nothing is sent twice")
+        if asked is not None and asked > RETRY_AFTER_CAP:  # not a wait a run can honour
+            self._fatal(later, f"the gateway answered HTTP 429 with Retry-After {asked:.0f} s, "
+                               f"more than the {RETRY_AFTER_CAP:.0f} s a run waits")
+        else:
+            self.pause.extend(retry_after if retry_after is not None else fallback)
+            if self.pause.total > THROTTLE_BUDGET:
+                self._fatal(later, f"the gateway kept answering HTTP 429 (Too Many Requests): "
+                                   f"{self.pause.total:.0f} s of Retry-After pauses in this "
+                                   f"run, more than the {THROTTLE_BUDGET:.0f} s a run waits")
+        if self.report.fatal is not None:
+            self.pause.until = 0.0  # stopping: no worker keeps sleeping on the pause
 
     def _halt_reason(self) -> str:
         if self.report.fatal:

@@ -6,6 +6,11 @@ ORDER: a reorder window of ``4 × concurrency`` rows holds finished rows until t
 are done, and the reader waits while the window is full, so memory stays flat in the number of
 references. A reference that cannot be answered (unknown, refused, kept failing) is a row with
 an ``error``; the run goes on. Lookups are reads: retrying them is always safe.
+
+A reference listed again (the same reference on a later line) is folded into its first line:
+looked up once, one row, counted once in the totals; ``Report.duplicates`` says how many lines
+were folded. The set of references seen is the one thing kept for the whole run (about 100
+bytes a distinct reference).
 """
 
 from __future__ import annotations
@@ -37,12 +42,14 @@ from walletctl.ops.batch.flow import (
     FlowControlled,
     parse_retry_after,
 )
-from walletctl.ops.batch.rows import MAX_LINE, check_ref
+from walletctl.ops.batch.lines import BoundedLines, csv_reader
+from walletctl.ops.batch.rows import check_ref
 
 if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
 
 ZERO = Decimal(0)
+FOLDED_SHOWN = 5  # duplicate references named on stderr (all are counted in the summary)
 AMOUNTS = ("authorised", "captured", "refunded", "reversed", "capturable", "refundable")
 COLUMNS = ("line", "ref", "kind", "state", "currency", *AMOUNTS, "first_time", "last_time",
            "error")
@@ -139,6 +146,9 @@ class Report:
     fatal_code: int | None = None
     fatal_hint: str | None = None
     interrupted: bool = False
+    duplicates: int = 0  # lines repeating an earlier line's reference: looked up and counted once
+    # the first few of them: (line, reference, the line it repeats), for a note on stderr
+    folded: list[tuple[int, str, int]] = field(default_factory=list)
 
     def add(self, row: BalanceRow) -> None:
         self.shown += 1
@@ -154,26 +164,44 @@ class Report:
 
 def iter_refs(path: Path) -> Iterator[tuple[int, str | None, str]]:
     """(line, ref or None, problem) from CSV (a ``ref`` column, or one reference a line) or
-    JSON Lines (objects with ``ref``). Streamed: one line at a time."""
+    JSON Lines (objects with ``ref``). Streamed: one bounded line at a time (ops.batch.lines:
+    an over-long line or field is a problem on its line, never held in memory)."""
     from walletctl.models.base import loads
 
     with path.open("rb") as fh:
         head = fh.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
-    with path.open("r", encoding="utf-8-sig", newline="", errors="replace") as text:
+    with path.open("rb") as raw:
+        text = BoundedLines(raw, errors="replace")
         if head[:1] == b"{":
-            for line, raw in enumerate(text, start=1):
-                if not raw.strip():
+            for line_text in text:
+                line = text.number
+                if text.too_long and text.too_long[-1] == line:
+                    yield line, None, text.problem()
+                    continue
+                if not line_text.strip():
                     continue
                 try:
-                    data = loads(raw) if len(raw) <= MAX_LINE else None
-                except ValueError:
+                    data = loads(line_text)
+                except (ValueError, RecursionError):
                     data = None
                 ref = data.get("ref") if isinstance(data, dict) else None
                 yield _checked(line, ref, "not a JSON object with a \"ref\" string")
             return
-        reader = csv.reader(text)
-        column = 0
-        for values in reader:
+        reader = csv_reader(text)
+        column = reported = 0
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                values = None
+            except csv.Error as exc:  # a field over the limit, a NUL: this line, then on
+                values = []
+                yield reader.line_num, None, f"not valid CSV ({exc})"
+            while reported < len(text.too_long):
+                yield text.too_long[reported], None, text.problem()
+                reported += 1
+            if values is None:
+                return
             if not values or not any(v.strip() for v in values):
                 continue
             if reader.line_num == 1:
@@ -250,10 +278,21 @@ class BalanceReport(FlowControlled):
         done: asyncio.Queue[tuple[int, BalanceRow] | None] = asyncio.Queue()
         slots = asyncio.Semaphore(window)  # rows read but not yet handed out
 
+        seen: dict[str, int] = {}  # reference -> its first line (kept for the whole run)
+
         async def produce() -> None:
-            for seq, (line, ref, problem) in enumerate(refs):
+            seq = 0
+            for line, ref, problem in refs:
+                if ref is not None:
+                    first = seen.setdefault(ref, line)
+                    if first != line:  # the same reference again: folded, counted once
+                        self.report.duplicates += 1
+                        if len(self.report.folded) < FOLDED_SHOWN:
+                            self.report.folded.append((line, ref, first))
+                        continue
                 await slots.acquire()
                 await todo.put((seq, line, ref, problem))
+                seq += 1
                 self.report.references += 1
             for _ in range(self.opt.concurrency):
                 await todo.put(None)
@@ -312,7 +351,7 @@ class BalanceReport(FlowControlled):
                     return balance_row(line, ref, [])
                 if exc.status == 429:
                     ra = parse_retry_after(exc.retry_after)
-                    self.pause.extend(ra if ra is not None else delay)
+                    self.throttled(ra, delay, exc.retry_after_asked)
                     throttled += 1
                     if throttled < 50:
                         continue

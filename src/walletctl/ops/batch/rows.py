@@ -14,9 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
+from walletctl.models.inputs import checked_reference
 from walletctl.models.money import check_currency, parse_major
+from walletctl.ops.batch.lines import BoundedLines, csv_reader
 
 Op = Literal["capture", "refund", "reverse"]
 OPS: tuple[Op, ...] = ("capture", "refund", "reverse")
@@ -24,12 +26,7 @@ InputFormat = Literal["csv", "jsonl"]
 
 COLUMNS = ("ref", "amount", "currency", "new_ref", "profile")
 REQUIRED = ("ref", "amount")
-# A reference obeys the request model's own field type (models.fields.Reference): what a
-# row accepts is exactly what the request that is built from it accepts (fullmatch: a
-# trailing newline is not "end of string").
-_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}")
 _PROFILE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-MAX_LINE = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +66,10 @@ def detect_format(path: Path | None, first_bytes: bytes) -> InputFormat:
 
 
 def check_ref(value: str, field: str = "ref") -> str:
-    if not _REF.fullmatch(value):
-        raise ValueError(
-            "must be 1-64 characters of letters, digits and ._:/- starting with a letter or "
-            "digit (no spaces, no control characters)"
-            if value
-            else "is required"
-        )
-    return value
+    """A reference by the request model's own rule (models.fields.Reference, through
+    :mod:`walletctl.models.inputs`): what a row accepts is exactly what the request that is
+    built from it accepts."""
+    return checked_reference(value)
 
 
 def validate_fields(
@@ -141,9 +134,9 @@ def validate_fields(
 
 
 def _csv_rows(
-    text: TextIO, default_currency: str | None
+    text: BoundedLines, default_currency: str | None
 ) -> Iterator[Row | Problem]:
-    reader = csv.reader(text, strict=True)
+    reader = csv_reader(text, strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -151,11 +144,14 @@ def _csv_rows(
     except csv.Error as exc:
         yield Problem(1, "(header)", f"not valid CSV ({exc})")
         return
+    if text.too_long:
+        yield Problem(1, "(header)", text.problem())
+        return
     names = [h.strip().lower().lstrip("\ufeff") for h in header]
     unknown = [n for n in names if n not in COLUMNS]
     if unknown:
         yield Problem(
-            1, f"column {unknown[0]!r}", f"unknown column (expected {', '.join(COLUMNS)})"
+            1, f"column {unknown[0][:40]!r}", f"unknown column (expected {', '.join(COLUMNS)})"
         )
         return
     missing = [c for c in REQUIRED if c not in names]
@@ -165,13 +161,19 @@ def _csv_rows(
     if len(set(names)) != len(names):
         yield Problem(1, "(header)", "a column is named twice")
         return
+    reported = 0
     while True:
         try:
             values = next(reader)
         except StopIteration:
-            return
+            values = None
         except csv.Error as exc:
             yield Problem(reader.line_num, "(row)", f"not valid CSV ({exc})")
+            return
+        while reported < len(text.too_long):  # over-long lines read as empty ones
+            yield Problem(text.too_long[reported], "(row)", text.problem())
+            reported += 1
+        if values is None:
             return
         line = reader.line_num
         if not values or all(not v.strip() for v in values):
@@ -182,14 +184,15 @@ def _csv_rows(
         yield validate_fields(line, dict(zip(names, values, strict=True)), default_currency)
 
 
-def _jsonl_rows(text: TextIO, default_currency: str | None) -> Iterator[Row | Problem]:
+def _jsonl_rows(text: BoundedLines, default_currency: str | None) -> Iterator[Row | Problem]:
     from walletctl.models.base import loads
 
-    for line, raw in enumerate(text, start=1):
-        if not raw.strip():
+    for raw in text:
+        line = text.number
+        if text.too_long and text.too_long[-1] == line:
+            yield Problem(line, "(row)", text.problem())
             continue
-        if len(raw) > MAX_LINE:
-            yield Problem(line, "(row)", f"longer than {MAX_LINE} characters")
+        if not raw.strip():
             continue
         try:
             data = loads(raw)
@@ -203,7 +206,7 @@ def _jsonl_rows(text: TextIO, default_currency: str | None) -> Iterator[Row | Pr
         unknown = [k for k in keys if k not in COLUMNS]
         if unknown:
             yield Problem(
-                line, unknown[0], f"is not a batch field (expected {', '.join(COLUMNS)})"
+                line, unknown[0][:40], f"is not a batch field (expected {', '.join(COLUMNS)})"
             )
             continue
         amount = keys.get("amount")
@@ -216,18 +219,19 @@ def _jsonl_rows(text: TextIO, default_currency: str | None) -> Iterator[Row | Pr
 def iter_rows(
     path: Path, fmt: InputFormat | None = None, *, default_currency: str | None = None
 ) -> Iterator[Row | Problem]:
-    """Stream validated rows (or problems) from ``path``; holds one row at a time."""
+    """Stream validated rows (or problems) from ``path``; holds one bounded line at a time."""
     with path.open("rb") as fh:
         head = fh.read(512)
     kind = fmt or detect_format(path, head)
-    with path.open("r", encoding="utf-8-sig", newline="", errors="strict") as text:
+    with path.open("rb") as raw:
+        text = BoundedLines(raw)
         try:
             if kind == "csv":
                 yield from _csv_rows(text, default_currency)
             else:
                 yield from _jsonl_rows(text, default_currency)
         except UnicodeDecodeError:
-            yield Problem(0, "(file)", "is not UTF-8 text")
+            yield Problem(text.number, "(file)", "is not UTF-8 text")
 
 
 def spool_stdin(stream: io.BufferedIOBase | io.RawIOBase | Any, dest: Path) -> Path:

@@ -323,7 +323,8 @@ class BatchRunner(RowSteps):
             throttled = exc.status == 429
             ra = parse_retry_after(getattr(exc, "retry_after", None)) if throttled else None
             if throttled:
-                self.pause.extend(ra if ra is not None else self.opt.backoff_initial)
+                self.throttled(ra, self.opt.backoff_initial,
+                               getattr(exc, "retry_after_asked", None))
             elif exc.status < 500:
                 self.breaker.success()
             await self._reconcile(client, row, settle=exc.status < 500, why=exc.message,

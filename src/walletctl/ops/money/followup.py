@@ -30,6 +30,7 @@ from walletctl.errors import (
 )
 from walletctl.history.policy import check_policy
 from walletctl.history.recorder import Recording, recording
+from walletctl.models.inputs import check_inputs
 from walletctl.models.ledger import KIND_OF_OP
 from walletctl.models.money import parse_major
 from walletctl.models.outcome import meaning_of_failure, meaning_of_state
@@ -41,7 +42,6 @@ from walletctl.ops.money.earlier import Judged, resolve_earlier
 from walletctl.ops.money.lock import hold_original, lock_key
 from walletctl.ops.redirect import (
     FollowUpPlan,
-    check_amount_text,
     checked_currency,
     plan_from_records,
 )
@@ -93,7 +93,9 @@ class Moved:
 def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask, desk: Desk) -> Moved:
     """Move the money once, or say why not (an exception with its exit code)."""
     profile = client.profile
-    check_amount_text(ask.amount)
+    check_inputs(references={"REF": ask.ref,
+                             "--new-ref (clientSystemTransactionId)": ask.new_ref},
+                 amounts={"--amount": ask.amount}, currencies={"--currency": ask.currency})
     currency = checked_currency(ask.currency)
     hold = (contextlib.nullcontext() if ask.dry_run else hold_original(
         store, lock_key(profile.merchant_id, profile.store_id, ask.ref), what=ask.ref,

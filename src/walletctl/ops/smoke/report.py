@@ -171,15 +171,11 @@ def to_json(report: SmokeReport, masker: Masker) -> str:
 
 
 def prepare_path(path: Path, flag: str) -> None:
-    """Create the report's directory now, so a bad path fails before the run, not after."""
-    from walletctl.errors import UsageError
+    """Check the report's path and create its directory now, so a bad path fails before the
+    run, not after (a directory, FIFO or device is refused: exit 4 naming ``flag``)."""
+    from walletctl.ops.outputs import check_output
 
-    if path.exists() and path.is_dir():
-        raise UsageError(f"{flag}: {path} is a directory")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{flag}: cannot create {path.parent}: {exc.strerror or exc}") from None
+    check_output(path, flag, create_parent=True)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -1,0 +1,90 @@
+"""A command's typed inputs checked with the request models' own field rules, first.
+
+Every command that takes a reference, an amount or a currency calls :func:`check_inputs`
+before it opens the history, looks anything up or sends anything: a gateway that is down never
+hides a typo (``capture R --amount 1,50`` is exit 4, not "could not connect"), and what a
+command accepts is exactly what the request built from it accepts (the rules live once, in
+:mod:`walletctl.models.fields`; no command keeps a pattern of its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from walletctl.errors import RequestValidationError
+
+Kind = str  # "reference" | "amount" | "currency"
+
+
+@lru_cache(maxsize=4)
+def _adapter(kind: Kind) -> Any:
+    from pydantic import TypeAdapter
+
+    from walletctl.models.fields import Currency, PositiveMoney, Reference
+
+    return TypeAdapter({"reference": Reference, "amount": PositiveMoney,
+                        "currency": Currency}[kind])
+
+
+def _rule(kind: Kind, error: Mapping[str, Any], value: str) -> str:
+    """One readable rule from pydantic's error (the value itself is never echoed raw)."""
+    ctx = error.get("ctx") or {}
+    kind_of = error.get("type")
+    if kind_of == "value_error" and "error" in ctx:
+        return str(ctx["error"]).replace("\n", " ")
+    if kind_of == "string_unicode":
+        return "is not valid text (undecodable bytes in the argument?)"
+    if kind_of == "string_too_short":
+        return "is required" if not value else f"must be at least {ctx.get('min_length')} " \
+                                               "characters"
+    if kind_of == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters (got {len(value)})"
+    if kind_of == "string_pattern_mismatch" and any(
+            ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        return "must not contain control characters (newline, tab, escape...)"
+    if kind_of == "string_pattern_mismatch":
+        return (f"must match {ctx.get('pattern')} (letters, digits and the punctuation "
+                "the pattern allows; no spaces or control characters)")
+    return str(error.get("msg", "is not valid"))
+
+
+def input_problem(kind: Kind, value: str) -> str | None:
+    """The rule ``value`` breaks as a ``kind`` input, or None when it is fine."""
+    from pydantic import ValidationError
+
+    try:
+        _adapter(kind).validate_python(value)
+    except ValidationError as exc:
+        return _rule(kind, exc.errors()[0], value)
+    return None
+
+
+def checked_reference(value: str) -> str:
+    """``value`` when it is a valid reference; ValueError naming the rule otherwise."""
+    problem = input_problem("reference", value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def check_inputs(
+    *,
+    references: Mapping[str, str | None] | None = None,
+    amounts: Mapping[str, str | None] | None = None,
+    currencies: Mapping[str, str | None] | None = None,
+) -> None:
+    """Raise one :class:`RequestValidationError` (exit 4) naming every broken input; ``None``
+    values (not given) are skipped. Keys are what the user typed: ``REF``, ``--amount``."""
+    problems: list[tuple[str, str]] = []
+    for kind, given in (("reference", references), ("amount", amounts),
+                        ("currency", currencies)):
+        for field, value in (given or {}).items():
+            if value is None:
+                continue
+            problem = input_problem(kind, value)
+            if problem is not None:
+                problems.append((field, problem))
+    if problems:
+        raise RequestValidationError(problems)
