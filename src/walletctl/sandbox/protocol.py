@@ -19,7 +19,8 @@ or stops half-way through a request, stays open for ever), and ``limit_concurren
 * **Connection cap** - at most ``max_connections`` open connections (default
   :func:`default_max_connections`, half the process's descriptor limit); a connection over
   the cap is answered 503 at once and closed, so the server never runs out of descriptors
-  and resets clients.
+  and resets clients. At most half as many refused connections drain at a time (below);
+  beyond that a refused connection is closed right after its answer.
 * **Malformed HTTP** - 400 in the gateway error shape instead of uvicorn's plain text.
 
 Every answer written here is ``{code, description, details: {message}}`` with
@@ -34,7 +35,7 @@ import asyncio
 import http
 import json
 import resource
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import h11
@@ -59,18 +60,21 @@ def default_max_connections() -> int:
     return max(16, min(_MAX_CONNECTIONS_CAP, soft // 2))
 
 
-@dataclass(frozen=True)
+@dataclass
 class ConnectionLimits:
     """The limits one server applies to each of its connections."""
 
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     max_connections: int = 0  # 0: default_max_connections()
     max_header_bytes: int = MAX_HEADER_BYTES
+    # connections answered by _refuse and still draining (at most half the cap)
+    refusing: set[Any] = field(default_factory=set, compare=False, repr=False)
 
-    @property
-    def connections(self) -> int:
+    connections: int = field(init=False)  # the cap in force
+
+    def __post_init__(self) -> None:
         fd_cap = default_max_connections()
-        return min(self.max_connections, fd_cap) if self.max_connections else fd_cap
+        self.connections = min(self.max_connections, fd_cap) if self.max_connections else fd_cap
 
 
 def error_response(status: int, message: str,
@@ -154,6 +158,10 @@ class _Bounded:
                 return
         extra = list(getattr(self.server_state, "default_headers", []))
         self.transport.write(error_response(status, message, extra))
+        if len(self.limits.refusing) >= max(4, self.limits.connections // 2):
+            self.transport.close()  # enough connections draining: no descriptor to spare
+            return
+        self.limits.refusing.add(self)
         try:
             if self.transport.can_write_eof():
                 self.transport.write_eof()
@@ -181,6 +189,7 @@ class _Bounded:
         self._arm()
 
     def _closed(self) -> None:
+        self.limits.refusing.discard(self)
         self._disarm()
         if self._linger is not None:
             self._linger.cancel()
