@@ -104,6 +104,8 @@ class GuardMiddleware:
     def __init__(self, app: Any, config: SandboxConfig) -> None:
         self.app = app
         self.config = config
+        self._hosts: frozenset[str] = frozenset()
+        self._hosts_for: tuple[Any, ...] | None = None
 
     def _location(self, value: bytes, own: tuple[bytes, ...]) -> bytes:
         """A redirect to this sandbox, rebuilt on the public URL (relative without one)."""
@@ -114,19 +116,28 @@ class GuardMiddleware:
                 return base + (value[len(origin):] or b"/")
         return value
 
-    def _refusal(self, scope: Scope, kind: str | None) -> tuple[int, str] | None:
-        headers = {bytes(k).lower(): bytes(v).decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get(b"host", "")
+    def _host_refusal(self, host: str) -> tuple[int, str] | None:
         name = host_name(host)
         if not name:
             return 403, "Host: is required (the sandbox's name, e.g. localhost:PORT)"
-        if name not in allowed_hosts(self.config) and not (
-            is_loopback(name) and is_loopback(self.config.host)
-        ):
+        config = self.config
+        key = (config.host, config.public_url, config.allowed_hosts)
+        if key != self._hosts_for:  # the names change only with the configuration
+            self._hosts, self._hosts_for = allowed_hosts(config), key
+        if name not in self._hosts and not (is_loopback(name) and is_loopback(config.host)):
             return 403, (f"Host: {host[:100]!r} is not a name of this sandbox (use localhost "
                          "or its --public-url)")
-        if kind in (None, "health"):
-            return None
+        return None
+
+    def _refusal(self, scope: Scope, kind: str | None) -> tuple[int, str] | None:
+        if kind in (None, "health"):  # gateway, documents, static: Host only
+            raw = next((v for k, v in scope["headers"] if bytes(k).lower() == b"host"), b"")
+            return self._host_refusal(bytes(raw).decode("latin-1"))
+        headers = {bytes(k).lower(): bytes(v).decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get(b"host", "")
+        refusal = self._host_refusal(host)
+        if refusal is not None:
+            return refusal
         method = scope.get("method", "GET")
         check_origin = kind in ("admin", "demo") or (kind == "page" and method != "GET")
         if check_origin:
@@ -159,12 +170,12 @@ class GuardMiddleware:
         if refusal is not None:
             await send_error(send, refusal[0], refusal[1], headers=[_NOSNIFF])
             return
-        own = _own_origins(scope)
 
         async def send_secure(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 if 300 <= int(message.get("status", 200)) < 400:
+                    own = _own_origins(scope)
                     headers = [(k, self._location(bytes(v), own))
                                if bytes(k).lower() == b"location" else (k, v)
                                for k, v in headers]
