@@ -140,8 +140,8 @@ class _Bounded:
         if self._head_in() or not self._head_bytes:
             self.transport.close()  # nothing came, or the body stalled under a running route
             return
-        self._refuse(408, f"(request): not received within {self.limits.request_timeout:g} "
-                     "seconds")
+        self._refuse(408, f"(request): not received within {self.limits.request_timeout:g} s "
+                     "(--request-timeout)")
 
     # -- answering without the app -----------------------------------------------------------
 
