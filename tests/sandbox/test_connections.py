@@ -190,6 +190,19 @@ def test_the_h11_stack_has_the_same_limits() -> None:
         assert httpx.head(sb.url + "/_sandbox/health").status_code == 200
 
 
+def test_max_connections_caps_open_connections() -> None:
+    with serve("--max-connections", "2") as served:
+        first, second = served.connect(), served.connect()
+        try:
+            resp = httpx.get(served.url + "/_sandbox/health", timeout=5)
+            assert resp.status_code == 503
+            assert resp.json()["details"]["message"].startswith(
+                "(connection): the sandbox has 2 open connections")
+        finally:
+            first.close()
+            second.close()
+
+
 def test_the_default_request_timeout_is_at_most_30_seconds() -> None:
     assert 0 < SandboxConfig().request_timeout == DEFAULT_REQUEST_TIMEOUT <= 30
     help_text = subprocess.run(
