@@ -1,25 +1,38 @@
-"""Sandbox throughput: uvloop+httptools vs asyncio+h11, in ONE run (ratios, not absolutes).
+"""Sandbox throughput, in ONE run (ratios, not absolutes). Two comparisons:
 
+    .venv/bin/python benchmarks/sandbox_bench.py --before /path/to/other/checkout/src
     .venv/bin/python benchmarks/sandbox_bench.py [--seconds 3] [--connections 32]
 
-Uses ``wrk`` when installed (with a Lua script for the POST), else a threaded httpx client.
-Measures a trivial GET (/_sandbox/health) and a checkout (one SQLite insert per request), and
-prints req/s per stack plus the fast/slow ratio. The issue measured ≈3x on a trivial endpoint.
+``--before SRC``: the cost of a change. Serves ``walletctl sandbox serve`` (a real
+subprocess) from SRC and from this checkout's ``src`` side by side, and measures checkout
+(POST, one SQLite insert) and lookup (GET of a stored reference) requests/s with ``wrk`` at
+10 and 50 connections, alternating trees, best of ``--rounds``; prints after/before ratios.
+Needs ``wrk`` (a Lua script makes each POST's reference unique). Not part of CI.
+
+Without ``--before``: uvloop+httptools vs asyncio+h11 (embedded servers) on /_sandbox/health and
+checkout; uses ``wrk`` when installed, else a threaded httpx client. The issue measured ≈3x
+on a trivial endpoint.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from itertools import count
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
@@ -53,10 +66,13 @@ init = function(args) id = id or tostring(math.random(1, 1000000000)) end
 """
 
 
-def _wrk(url: str, seconds: int, connections: int, script: str | None) -> float:
+def _wrk(url: str, seconds: int, connections: int, script: str | None,
+         headers: dict[str, str] | None = None) -> float:
     cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
     if script:
         cmd += ["-s", script]
+    for name, value in (headers or {}).items():
+        cmd += ["-H", f"{name}: {value}"]
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
     return float(match.group(1)) if match else 0.0
@@ -110,11 +126,77 @@ def measure(stack: tuple[str, str], seconds: int, connections: int) -> dict[str,
         return results
 
 
+def _post_script(directory: str) -> str:
+    body = json.dumps(make_checkout_body("REF-PLACEHOLDER"))
+    script = Path(directory) / "post.lua"
+    script.write_text(
+        f"wrk.method = 'POST'\nwrk.body = {json.dumps(body)}\n"
+        f"wrk.headers['Content-Type'] = 'application/json'\n"
+        f"wrk.headers['Authorization'] = '{AUTH_HEADERS['Authorization']}'\n" + _LUA
+    )
+    return str(script)
+
+
+@contextlib.contextmanager
+def _served(src: Path) -> Iterator[str]:
+    """``walletctl sandbox serve`` from the sources in ``src``; yields its URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+    env["PYTHONPATH"] = str(src)
+    proc = subprocess.Popen([sys.executable, "-m", "walletctl", "sandbox", "serve", "--port",
+                             "0", "-q"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split(" on ", 1)[1].strip()
+        proc.stdout.readline()  # ready
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def compare_trees(before: Path, after: Path, seconds: int, rounds: int) -> None:
+    if not shutil.which("wrk"):
+        raise SystemExit("--before needs wrk (apt-get install wrk)")
+    query = ("/api/v5/apmTransactions?merchantId=M-BENCH&storeId=S-01"
+             "&clientSystemTransactionId=LOOKUP-1")
+    best: dict[tuple[str, str, int], float] = {}
+    with tempfile.TemporaryDirectory() as tmp, _served(before) as url_b, \
+            _served(after) as url_a:
+        script = _post_script(tmp)
+        for url in (url_b, url_a):
+            resp = httpx.post(url + "/api/v5/checkout", headers=AUTH_HEADERS,
+                              json=make_checkout_body("LOOKUP-1"))
+            resp.raise_for_status()
+        for _ in range(rounds):
+            for conns in (10, 50):
+                for tree, url in (("before", url_b), ("after", url_a)):
+                    rates = {
+                        "checkout": _wrk(url + "/api/v5/checkout", seconds, conns, script),
+                        "lookup": _wrk(url + query, seconds, conns, None, AUTH_HEADERS),
+                    }
+                    for route, rate in rates.items():
+                        key = (tree, route, conns)
+                        best[key] = max(best.get(key, 0.0), rate)
+    print(f"before: {before}\nafter:  {after}\n(best of {rounds} x {seconds} s, wrk -t2)")
+    for route in ("checkout", "lookup"):
+        for conns in (10, 50):
+            b, a = best[("before", route, conns)], best[("after", route, conns)]
+            print(f"{route:8} c={conns:<3} before {b:8.0f} req/s   after {a:8.0f} req/s   "
+                  f"after/before {a / b if b else float('nan'):.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--before", type=Path, help="sources (src/) to compare this tree with")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    if args.before is not None:
+        here = Path(__file__).resolve().parents[1] / "src"
+        compare_trees(args.before.resolve(), here, args.seconds, args.rounds)
+        return
     table = {f"{loop}/{http}": measure((loop, http), args.seconds, args.connections)
              for loop, http in STACKS}
     for name, res in table.items():

@@ -32,7 +32,7 @@ function __walletctl_takes
         case 'sandbox decline'; echo --url --admin-token
         case 'sandbox ledger'; echo --url --admin-token
         case 'sandbox reset'; echo --url --admin-token
-        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --ready-file --write-profile
+        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile
         case 'sandbox wait'; echo --timeout
         case 'smoke'; echo --scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile
     end
@@ -359,6 +359,8 @@ complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l error-after-rate -r
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l seed -r -d 'Seed for reproducible faults'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l admin-token -r -d 'Token required (X-Sandbox-Token) on /_sandbox/* admin routes'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l service-secret -r -d 'Secret of the public key service (Basic userId:secret); defa'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l request-timeout -r -d 'Close a connection that has not sent a complete request this'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l max-connections -r -d 'Open connections at most; more are answered 503 (0: half the'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l ready-file -r -F -d 'Write the sandboxs URL to this file once it accepts request'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l write-profile -r -d 'Save a ready profile for this sandbox as NAME in the profile'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l print-profile -d 'Print a ready profiles file for this sandbox on stdout (serv'

@@ -17,6 +17,7 @@ import typer
 from walletctl.cli.state import get_state
 from walletctl.constants import Env, ExitCode
 from walletctl.errors import WalletctlError
+from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT
 
 HELP = (
     "Local stateful sandbox gateway (redirect wallet endpoints 1-3, hosted approval "
@@ -104,6 +105,18 @@ def serve_cmd(
                      "(Basic userId:secret); default: the --api-key when given, else "
                      "sandbox-secret.", envvar=Env.SANDBOX_SERVICE_SECRET, show_default=False),
     ] = None,
+    request_timeout: Annotated[
+        float,
+        typer.Option("--request-timeout", metavar="SECONDS",
+                     help="Close a connection that has not sent a complete request this many "
+                     "seconds after connecting or after its previous response."),
+    ] = DEFAULT_REQUEST_TIMEOUT,
+    max_connections: Annotated[
+        int,
+        typer.Option("--max-connections", min=0,
+                     help="Open connections at most; more are answered 503 (0: half the "
+                     "process's file-descriptor limit)."),
+    ] = 0,
     ready_file: Annotated[
         Path | None,
         typer.Option("--ready-file", help="Write the sandbox's URL to this file once it "
@@ -148,6 +161,8 @@ def serve_cmd(
             allow_clock_control=clock_control,
             quiet=quiet,
             allowed_origins=parse_origins(allow_origin or ()),
+            request_timeout=request_timeout,
+            max_connections=max_connections,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -33,7 +33,7 @@ _walletctl_words() {
         'sandbox demo') echo '--keep-going --help' ;;
         'sandbox ledger') echo '--url --admin-token --help' ;;
         'sandbox reset') echo '--url --admin-token --help' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --ready-file --write-profile --print-profile --help' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile --print-profile --help' ;;
         'sandbox values') echo '--help' ;;
         'sandbox wait') echo '--timeout --help' ;;
         'smoke') echo '--scenario -s --list --profile -p --embedded --junit --json --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --fail-on-skip --confirm-profile --help' ;;
@@ -71,7 +71,7 @@ _walletctl_takes() {  # options that take a value
         'sandbox decline') echo '--url --admin-token' ;;
         'sandbox ledger') echo '--url --admin-token' ;;
         'sandbox reset') echo '--url --admin-token' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --ready-file --write-profile' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile' ;;
         'sandbox wait') echo '--timeout' ;;
         'smoke') echo '--scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile' ;;
     esac

@@ -32,7 +32,7 @@ $walletctlWords = @{
     'sandbox demo' = @('--keep-going','--help')
     'sandbox ledger' = @('--url','--admin-token','--help')
     'sandbox reset' = @('--url','--admin-token','--help')
-    'sandbox serve' = @('--host','--port','--db','--amount-format','--api-key','--public-url','--clock-control','--quiet','-q','--allow-origin','--latency','--jitter','--error-rate','--error-status','--throttle-rate','--retry-after','--drop-rate','--error-after-rate','--seed','--admin-token','--service-secret','--ready-file','--write-profile','--print-profile','--help')
+    'sandbox serve' = @('--host','--port','--db','--amount-format','--api-key','--public-url','--clock-control','--quiet','-q','--allow-origin','--latency','--jitter','--error-rate','--error-status','--throttle-rate','--retry-after','--drop-rate','--error-after-rate','--seed','--admin-token','--service-secret','--request-timeout','--max-connections','--ready-file','--write-profile','--print-profile','--help')
     'sandbox values' = @('--help')
     'sandbox wait' = @('--timeout','--help')
     'smoke' = @('--scenario','-s','--list','--profile','-p','--embedded','--junit','--json','--json-file','--currency','--ref-prefix','--amount','--approve-url-command','--approve-timeout','--settle-timeout','--fail-on-skip','--confirm-profile','--help')
@@ -211,6 +211,8 @@ $walletctlValues = @{  # 'path|option' = values
     'sandbox serve|--seed' = ''
     'sandbox serve|--admin-token' = ''
     'sandbox serve|--service-secret' = ''
+    'sandbox serve|--request-timeout' = ''
+    'sandbox serve|--max-connections' = ''
     'sandbox serve|--ready-file' = '@files'
     'sandbox serve|--write-profile' = ''
     'sandbox wait|--timeout' = ''

@@ -49,6 +49,7 @@ from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.cors import CorsMiddleware
 from walletctl.sandbox.faults import FaultMiddleware
 from walletctl.sandbox.guard import GuardMiddleware
+from walletctl.sandbox.head import HeadMiddleware
 from walletctl.sandbox.limits import MAX_BODY, BodyLimitMiddleware
 from walletctl.sandbox.magic import MAGIC_HELP
 from walletctl.sandbox.openapi import body_doc as _body_doc
@@ -402,8 +403,9 @@ def create_app(config: SandboxConfig) -> FastAPI:
     install(app, ctx)
     app.add_middleware(FaultMiddleware, ctx=ctx)
     app.add_middleware(BodyLimitMiddleware)
-    app.add_middleware(GuardMiddleware, config=config)
-    app.add_middleware(CorsMiddleware, allowed_origins=config.allowed_origins)  # outermost
+    app.add_middleware(CorsMiddleware, allowed_origins=config.allowed_origins)
+    app.add_middleware(GuardMiddleware, config=config)  # Host checked on every request
+    app.add_middleware(HeadMiddleware)  # outermost: HEAD is routed as GET
 
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     return app

@@ -34,6 +34,11 @@ DEFAULT_API_KEY = "sandbox-api-key"
 DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox default
 MAX_LATENCY_MS = 10_000
 MAX_RETRY_AFTER_S = 60
+# connection limits (sandbox/protocol.py): request line + headers, and the seconds a client
+# has to send a complete request after connecting or after its previous response
+MAX_HEADER_BYTES = 64 * 1024
+DEFAULT_REQUEST_TIMEOUT = 15.0
+MAX_REQUEST_TIMEOUT = 3600.0
 
 AmountFormat = Literal["minor", "decimal"]
 
@@ -193,8 +198,17 @@ class SandboxConfig:
     admin_token: str | None = field(default=None, repr=False)
     # extra Host names accepted besides loopback, the bound address and public_url's host
     allowed_hosts: tuple[str, ...] = ()
+    # a complete request within this many seconds of connecting / of the previous response
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    # open connections at most (0: half the descriptor limit, see sandbox/protocol.py)
+    max_connections: int = 0
 
     def __post_init__(self) -> None:
+        if not 0 < self.request_timeout <= MAX_REQUEST_TIMEOUT:
+            raise ValueError(f"request_timeout: must be more than 0 and at most "
+                             f"{MAX_REQUEST_TIMEOUT:g} seconds")
+        if self.max_connections < 0:
+            raise ValueError("max_connections: must be 0 (automatic) or a positive number")
         if not self.service_secret:
             self.service_secret = (self.api_key if self.api_key != DEFAULT_API_KEY
                                    else DEFAULT_SERVICE_SECRET)

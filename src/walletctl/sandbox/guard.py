@@ -1,4 +1,4 @@
-"""Who may talk to the sandbox's admin, demo and hosted-page routes (pure ASGI middleware).
+"""Who may talk to the sandbox, and from where (pure ASGI middleware).
 
 Route classes (by path prefix):
 
@@ -6,18 +6,21 @@ Route classes (by path prefix):
   ``/_sandbox/3ds/*``, called by ``walletpay.js`` from merchant pages) and
   ``/_sandbox/health`` (readiness; reveals nothing);
 * demo API - ``/demo/merchant/api/*``;
-* hosted page - ``/pay/*``.
+* hosted page - ``/pay/*``;
+* everything else (gateway API ``/api/v5/*``, static files, documents).
 
 Rules:
 
-* Host: on those routes (and the wallet emulator), the ``Host`` header must name a loopback
-  host (``localhost``, ``127.0.0.1``, ``[::1]``), the bound address, or the host of the
-  public URL; anything else (a DNS-rebinding page) gets 403.
+* Host, on every route: the ``Host`` header must name a loopback host (``localhost``,
+  ``127.0.0.1``, ``[::1]``), the bound address, or the host of the public URL; anything else
+  (a DNS-rebinding page) gets 403.
 * Origin: admin and demo-API requests, and hosted-page form posts, that carry an ``Origin``
   other than the sandbox's own (or ``Sec-Fetch-Site: cross-site | same-site``) get 403, so a
   web page in the developer's browser cannot reset the ledger or set faults.
 * Admin token: when the sandbox has one (always on a non-loopback bind), admin routes need
   ``X-Sandbox-Token: <token>``; else 401.
+* Redirects the sandbox makes to itself (e.g. a trailing slash) point at the public URL, never
+  at the request's ``Host``.
 * HTML answers carry ``Content-Security-Policy: frame-ancestors 'none'``,
   ``X-Frame-Options: DENY`` and ``Referrer-Policy: same-origin``; every answer carries
   ``X-Content-Type-Options: nosniff``.
@@ -48,7 +51,8 @@ _NOSNIFF = (b"x-content-type-options", b"nosniff")
 
 
 def route_class(path: str) -> str | None:
-    """``admin``, ``emulator``, ``demo``, ``page`` or None (gateway API, static files)."""
+    """``admin``, ``health``, ``emulator``, ``demo``, ``page`` or None (gateway API, static
+    files, documents)."""
     if path.startswith("/_sandbox/"):
         if path == "/_sandbox/health":
             return "health"
@@ -87,22 +91,53 @@ def _origin(url: str) -> str:
     return f"{parsed.scheme}://{parsed.netloc}".lower()
 
 
+def _own_origins(scope: Scope) -> tuple[bytes, ...]:
+    """``http://HOST`` and ``https://HOST`` for the request's (already checked) Host."""
+    host = next((bytes(v) for k, v in scope["headers"] if bytes(k).lower() == b"host"), b"")
+    host = host.strip().lower()
+    return (b"http://" + host, b"https://" + host) if host else ()
+
+
 class GuardMiddleware:
     """See the module docstring."""
 
     def __init__(self, app: Any, config: SandboxConfig) -> None:
         self.app = app
         self.config = config
+        self._hosts: frozenset[str] = frozenset()
+        self._hosts_for: tuple[Any, ...] | None = None
 
-    def _refusal(self, scope: Scope, kind: str) -> tuple[int, str] | None:
-        headers = {bytes(k).lower(): bytes(v).decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get(b"host", "")
+    def _location(self, value: bytes, own: tuple[bytes, ...]) -> bytes:
+        """A redirect to this sandbox, rebuilt on the public URL (relative without one)."""
+        for origin in own:
+            if value.lower().startswith(origin) and value[len(origin):len(origin) + 1] in (
+                    b"/", b"?", b""):
+                base = (self.config.public_url or "").rstrip("/").encode("latin-1")
+                return base + (value[len(origin):] or b"/")
+        return value
+
+    def _host_refusal(self, host: str) -> tuple[int, str] | None:
         name = host_name(host)
-        if name not in allowed_hosts(self.config) and not (
-            is_loopback(name) and is_loopback(self.config.host)
-        ):
+        if not name:
+            return 403, "Host: is required (the sandbox's name, e.g. localhost:PORT)"
+        config = self.config
+        key = (config.host, config.public_url, config.allowed_hosts)
+        if key != self._hosts_for:  # the names change only with the configuration
+            self._hosts, self._hosts_for = allowed_hosts(config), key
+        if name not in self._hosts and not (is_loopback(name) and is_loopback(config.host)):
             return 403, (f"Host: {host[:100]!r} is not a name of this sandbox (use localhost "
                          "or its --public-url)")
+        return None
+
+    def _refusal(self, scope: Scope, kind: str | None) -> tuple[int, str] | None:
+        if kind in (None, "health"):  # gateway, documents, static: Host only
+            raw = next((v for k, v in scope["headers"] if bytes(k).lower() == b"host"), b"")
+            return self._host_refusal(bytes(raw).decode("latin-1"))
+        headers = {bytes(k).lower(): bytes(v).decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get(b"host", "")
+        refusal = self._host_refusal(host)
+        if refusal is not None:
+            return refusal
         method = scope.get("method", "GET")
         check_origin = kind in ("admin", "demo") or (kind == "page" and method != "GET")
         if check_origin:
@@ -131,15 +166,19 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         kind = route_class(str(scope.get("path", "")))
-        if kind is not None and kind != "health":
-            refusal = self._refusal(scope, kind)
-            if refusal is not None:
-                await send_error(send, refusal[0], refusal[1], headers=[_NOSNIFF])
-                return
+        refusal = self._refusal(scope, kind)
+        if refusal is not None:
+            await send_error(send, refusal[0], refusal[1], headers=[_NOSNIFF])
+            return
 
         async def send_secure(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
+                if 300 <= int(message.get("status", 200)) < 400:
+                    own = _own_origins(scope)
+                    headers = [(k, self._location(bytes(v), own))
+                               if bytes(k).lower() == b"location" else (k, v)
+                               for k, v in headers]
                 ctype = next((bytes(v) for k, v in headers
                               if bytes(k).lower() == b"content-type"), b"")
                 extra = [_NOSNIFF]

@@ -35,6 +35,7 @@ from fastapi import FastAPI
 from walletctl.sandbox.app import create_app, store_of
 from walletctl.sandbox.config import SandboxConfig, is_loopback
 from walletctl.sandbox.faults import install_log_filter
+from walletctl.sandbox.protocol import ConnectionLimits, h11_buffer_limit, protocol_class
 from walletctl.sandbox.store import Store
 
 
@@ -114,23 +115,34 @@ def _log_config(quiet: bool) -> dict[str, Any]:
     }
 
 
-def _uvicorn_config(app: FastAPI, host: str, port: int, quiet: bool,
+class _Config(uvicorn.Config):
+    """uvicorn's settings plus the limits read by the sandbox's protocol classes."""
+
+    sandbox_limits: ConnectionLimits | None = None
+
+
+def _uvicorn_config(app: FastAPI, config: SandboxConfig, port: int, quiet: bool,
                     stack: tuple[str, str] | None = None, *,
                     logs: bool = False) -> uvicorn.Config:
     loop, http = stack or _stack()
     install_log_filter()
-    return uvicorn.Config(
+    limits = ConnectionLimits(request_timeout=config.request_timeout,
+                              max_connections=config.max_connections)
+    settings = _Config(
         app,
-        host=host,
+        host=config.host,
         port=port,
         loop=loop,
-        http=http,
+        http=protocol_class(http),  # bounded connections: see sandbox/protocol.py
+        h11_max_incomplete_event_size=h11_buffer_limit(limits),
         lifespan="off",
         access_log=logs and not quiet,
         log_level="warning" if quiet else "info",
         log_config=_log_config(quiet) if logs else None,
         timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
     )
+    settings.sandbox_limits = limits
+    return settings
 
 
 def _outward_host(host: str) -> str:
@@ -225,7 +237,7 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
             raise
     stream.write(f"walletctl sandbox listening on {url}\n")
     stream.flush()
-    server = _Server(_uvicorn_config(app, host, real_port, quiet=config.quiet, logs=True),
+    server = _Server(_uvicorn_config(app, config, real_port, quiet=config.quiet, logs=True),
                      ready)
     try:
         server.run(sockets=[sock])
@@ -283,7 +295,8 @@ class EmbeddedSandbox:
             self.config.public_url = self.url
         self._app = create_app(self.config)
         self._server = _Server(
-            _uvicorn_config(self._app, self.host, self.port, quiet=True, stack=self.stack), None
+            _uvicorn_config(self._app, self.config, self.port, quiet=True, stack=self.stack),
+            None
         )
         server, sock = self._server, self._sock
 

@@ -1,0 +1,294 @@
+"""Bounded connections: uvicorn's HTTP protocols with a header limit, a request deadline,
+a connection cap and gateway-shaped protocol errors.
+
+uvicorn (0.54) cannot do these with its settings: httptools has no header-size setting
+(``h11_max_incomplete_event_size`` covers h11 only), ``timeout_keep_alive`` runs only
+between requests and is cancelled by every received byte (a connection that sends nothing,
+or stops half-way through a request, stays open for ever), and ``limit_concurrency`` answers
+503 only once a request's headers are in, while idle sockets keep using descriptors until
+``accept`` fails and new clients are reset. So :class:`SandboxHttpToolsProtocol` and
+:class:`SandboxH11Protocol` add, per connection:
+
+* **Header limit** - a request line plus headers over :data:`MAX_HEADER_BYTES` (64 KiB) is
+  answered 431 and the connection closed, after reading at most one more socket read
+  (256 KiB); other connections are not held up.
+* **Request deadline** - a complete request (headers and body) must arrive within
+  ``request_timeout`` seconds of the connection opening or of the previous response (default
+  :data:`DEFAULT_REQUEST_TIMEOUT`); otherwise the connection is closed (408 first when part
+  of a request came). Between requests uvicorn's keep-alive timeout (5 s) still applies.
+* **Connection cap** - at most ``max_connections`` open connections (default
+  :func:`default_max_connections`, half the process's descriptor limit); a connection over
+  the cap is answered 503 at once and closed, so the server never runs out of descriptors
+  and resets clients. At most half as many refused connections drain at a time (below);
+  beyond that a refused connection is closed right after its answer.
+* **Malformed HTTP** - 400 in the gateway error shape instead of uvicorn's plain text.
+
+Every answer written here is ``{code, description, details: {message}}`` with
+``Connection: close``; the connection then half-closes, drains what the client still sends
+for up to :data:`LINGER` seconds (so the client reads the answer instead of a reset), and
+closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import json
+import resource
+from dataclasses import dataclass, field
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, MAX_HEADER_BYTES
+from walletctl.sandbox.outcome import error_body
+
+LINGER = 1.0
+READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)
+_MAX_CONNECTIONS_CAP = 10_000
+_DESCRIPTIONS = {408: "RequestTimeout", 431: "RequestHeaderFieldsTooLarge"}
+
+
+def default_max_connections() -> int:
+    """Half the soft ``RLIMIT_NOFILE`` (the other half is left for the database, the
+    listener and connections being refused), at least 16 and at most 10 000."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return _MAX_CONNECTIONS_CAP
+    return max(16, min(_MAX_CONNECTIONS_CAP, soft // 2))
+
+
+@dataclass
+class ConnectionLimits:
+    """The limits one server applies to each of its connections."""
+
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    max_connections: int = 0  # 0: default_max_connections()
+    max_header_bytes: int = MAX_HEADER_BYTES
+    # connections answered by _refuse and still draining (at most half the cap)
+    refusing: set[Any] = field(default_factory=set, compare=False, repr=False)
+
+    connections: int = field(init=False)  # the cap in force
+
+    def __post_init__(self) -> None:
+        fd_cap = default_max_connections()
+        self.connections = min(self.max_connections, fd_cap) if self.max_connections else fd_cap
+
+
+def error_response(status: int, message: str,
+                   extra: list[tuple[bytes, bytes]] | None = None) -> bytes:
+    """A complete HTTP/1.1 answer in the gateway error shape, closing the connection."""
+    body = json.dumps(error_body(status, message, description=_DESCRIPTIONS.get(status)),
+                      separators=(",", ":")).encode()
+    phrase = http.HTTPStatus(status).phrase
+    lines = [f"HTTP/1.1 {status} {phrase}".encode()]
+    lines += [k + b": " + v for k, v in extra or []]
+    lines += [b"content-type: application/json", b"content-length: " + str(len(body)).encode(),
+              b"x-content-type-options: nosniff", b"connection: close"]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+class _Bounded:
+    """The limits, shared by both protocol classes; see the module docstring.
+
+    A subclass says whether the current request's head and whole message are in
+    (:meth:`_head_in`, :meth:`_message_in`).
+    """
+
+    limits = ConnectionLimits()
+    # provided by the uvicorn protocol class this is mixed into
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    connections: set[Any]
+    server_state: Any
+    cycle: Any
+
+    def _bounded_init(self, config: Any) -> None:
+        self.limits = getattr(config, "sandbox_limits", None) or self.limits
+        self._deadline: asyncio.TimerHandle | None = None
+        self._linger: asyncio.TimerHandle | None = None
+        self._head_bytes = 0
+        self._refused = False
+
+    def _head_in(self) -> bool:
+        raise NotImplementedError
+
+    def _message_in(self) -> bool:
+        raise NotImplementedError
+
+    # -- the deadline ----------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_bytes = 0
+        self._deadline = self.loop.call_later(self.limits.request_timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expired(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing() or self._refused:
+            return
+        working = self.cycle is not None and not self.cycle.response_complete
+        if working and self._message_in():
+            return  # a complete request is being answered
+        if self._head_in() or not self._head_bytes:
+            self.transport.close()  # nothing came, or the body stalled under a running route
+            return
+        self._refuse(408, f"(request): not received within {self.limits.request_timeout:g} s "
+                     "(--request-timeout)")
+
+    # -- answering without the app -----------------------------------------------------------
+
+    def _refuse(self, status: int, message: str) -> None:
+        self._refused = True
+        self._disarm()
+        self.connections.discard(self)
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True  # the route running (if any) sees a disconnect
+            cycle.message_event.set()
+            if cycle.response_started:  # too late for another answer
+                self.transport.close()
+                return
+        extra = list(getattr(self.server_state, "default_headers", []))
+        self.transport.write(error_response(status, message, extra))
+        if len(self.limits.refusing) >= max(4, self.limits.connections // 2):
+            self.transport.close()  # enough connections draining: no descriptor to spare
+            return
+        self.limits.refusing.add(self)
+        try:
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+        except (OSError, RuntimeError):
+            self.transport.close()
+            return
+        self._linger = self.loop.call_later(LINGER, self.transport.close)
+
+    def _after_data(self, data: bytes) -> None:
+        if self._refused or self.transport.is_closing():
+            return
+        if self._message_in():
+            self._disarm()
+        elif not self._head_in():
+            self._head_bytes += len(data)
+            if self._head_bytes > self.limits.max_header_bytes:
+                self._refuse(431, "(request): request line and headers larger than "
+                             f"{self.limits.max_header_bytes} bytes")
+
+    def _opened(self) -> None:
+        if len(self.connections) > self.limits.connections:
+            self._refuse(503, f"(connection): the sandbox has {self.limits.connections} "
+                         "open connections, its limit; try again shortly")
+            return
+        self._arm()
+
+    def _closed(self) -> None:
+        self.limits.refusing.discard(self)
+        self._disarm()
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
+
+
+class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
+    """uvicorn's httptools protocol with the sandbox's limits."""
+
+    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        self._bounded_init(config)
+        self._head_done = False
+        self._message_done = False
+
+    def _head_in(self) -> bool:
+        return self._head_done
+
+    def _message_in(self) -> bool:
+        return self._message_done
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._opened()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # draining before the close
+        super().data_received(data)
+        self._after_data(data)
+
+    def on_message_begin(self) -> None:
+        self._head_done = self._message_done = False
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._head_done = True
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._message_done = True
+        self._disarm()
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self.pipeline:
+            self._head_done = self._message_done = False
+            self._arm()
+
+    def send_400_response(self, msg: str) -> None:
+        self._refuse(400, "(request): malformed HTTP request")
+
+
+class SandboxH11Protocol(_Bounded, H11Protocol):
+    """uvicorn's h11 protocol with the sandbox's limits."""
+
+    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        self._bounded_init(config)
+
+    def _head_in(self) -> bool:
+        return self.conn.their_state is not h11.IDLE
+
+    def _message_in(self) -> bool:
+        return self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._opened()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        super().data_received(data)
+        self._after_data(data)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self._message_in():
+            self._arm()
+
+    def send_400_response(self, msg: str) -> None:
+        self._refuse(400, "(request): malformed HTTP request")
+
+
+def protocol_class(http_name: str) -> type[asyncio.Protocol]:
+    """The bounded protocol for uvicorn's ``http`` setting (``httptools`` or ``h11``)."""
+    return SandboxHttpToolsProtocol if http_name == "httptools" else SandboxH11Protocol
+
+
+def h11_buffer_limit(limits: ConnectionLimits) -> int:
+    """h11's own limit, set above ours so that ours (431, not 400) is met first."""
+    return limits.max_header_bytes + READ_SIZE + 1
