@@ -66,7 +66,8 @@ def test_set_changes_one_setting_and_keeps_everything_else(config: Path) -> None
     run(config, "profile", "set", "desk", "history.approvals.refund", "250.00")
     run(config, "profile", "set", "desk", "history.enabled", "true")
     desk = profile(config)
-    assert desk["currency"] == "EUR" and desk["timeout"] == 12.5
+    assert desk["currency"] == "EUR"
+    assert desk["timeout"] == 12.5
     assert desk["redirects"] == {"success_url": "https://shop.example/ok"}
     assert desk["history"] == {"approvals": {"refund": "250.00"}, "enabled": True}
     assert profile(config, "other") == other_before
@@ -74,7 +75,8 @@ def test_set_changes_one_setting_and_keeps_everything_else(config: Path) -> None
     assert text.startswith("# the team's profiles: ask Ana before editing\n")
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
     shown = json.loads(run(config, "-o", "json", "profile", "show", "desk").stdout)
-    assert shown["currency"] == "EUR" and shown["timeout"] == 12.5
+    assert shown["currency"] == "EUR"
+    assert shown["timeout"] == 12.5
 
 
 def test_setting_a_key_source_replaces_the_other_and_says_so(config: Path,
