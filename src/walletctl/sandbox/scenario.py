@@ -1,4 +1,4 @@
-"""The one-command demo (``walletctl sandbox demo``): real walletctl commands, real sandbox.
+r"""The one-command demo (``walletctl sandbox demo``): real walletctl commands, real sandbox.
 
 Starts an :class:`~walletctl.sandbox.server.EmbeddedSandbox`, writes a temporary 0600
 profiles file pointing at it (profile ``demo``, key from ``$WALLETCTL_DEMO_KEY``), then runs
@@ -89,7 +89,7 @@ def demo_steps(stamp: str) -> list[tuple[str, list[str]]]:
 
 
 def command_lines(args: list[str], width: int) -> str:
-    """``$ walletctl ARGS`` broken between words with `` \`` continuations to fit ``width``."""
+    r"""``$ walletctl ARGS`` broken between words with `` \`` continuations to fit ``width``."""
     words = ["$", "walletctl", *(shlex.quote(a) for a in args)]
     lines: list[str] = []
     current = ""
