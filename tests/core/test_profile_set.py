@@ -188,15 +188,19 @@ def refusing_gateway() -> Iterator[str]:
 def test_hints_carry_the_config_and_profile_the_user_gave(config: Path,
                                                           refusing_gateway: str) -> None:
     run(config, "profile", "set", "desk", "base_url", refusing_gateway)
-    given = f"walletctl --config {config} -p desk "
+    given = f" --config {config} -p desk`"
     env = {"WALLETCTL_DESK_KEY": "k-1"}
     out = run(config, "-p", "desk", "lookup", "ORDER-1", code=9, env=env)
-    assert f"(`{given}profile check`)" in out.stderr, out.stderr
+    assert f"(`walletctl profile check{given})" in out.stderr, out.stderr
     # after the command too (global options may follow it)
     out = run(config, "lookup", "ORDER-1", "-p", "desk", code=9, env=env)
-    assert f"(`{given}profile check`)" in out.stderr, out.stderr
+    assert f"(`walletctl profile check{given})" in out.stderr, out.stderr
     checked = run(config, "-p", "desk", "-o", "json", "profile", "check", env=env)
     hints = {r["check"]: r["hint"] for r in json.loads(checked.stdout)}
-    assert hints["checkout, authorize currency"] == f"`{given}profile set desk currency EUR`"
+    currency = hints["checkout, authorize currency"]
+    assert currency == f"`walletctl profile set desk currency EUR{given}"
     out = run(config, "-p", "desk", "profile", "set", "nope", "currency", "EUR", code=3)
-    assert f"`{given}profile list`" in out.stderr
+    assert f"`walletctl profile list{given}" in out.stderr
+    # a command that already names its profile keeps it; --help needs neither option
+    out = run(config, "-p", "desk", "profile", "unset", "desk", "base_url", code=2)
+    assert f"`walletctl profile set desk base_url VALUE{given}" in out.stderr

@@ -74,7 +74,7 @@ def test_seed_100_then_capture_the_batch(served_sandbox: Served, tmp_path: Path)
                  "5.00-80.00", "--ref", "seed-{n:04}", "--csv", str(target))
     summary = json.loads(out.stdout)
     assert summary["created"] == 100
-    assert f"next: `walletctl -p sbx capture --batch {target}`" in out.stderr
+    assert f"next: `walletctl capture --batch {target} -p sbx`" in out.stderr
     with target.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["ref"] for r in rows] == [f"seed-{n:04}" for n in range(1, 101)]

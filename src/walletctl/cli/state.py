@@ -78,14 +78,17 @@ class State:
         return self._profile
 
 
-def _global_words(state: State | None, command: str = "") -> list[str]:
-    """``--config F`` and ``-p P`` as typed, unless ``command`` already chooses them."""
+def _global_words(state: object, command: str = "") -> list[str]:
+    """``--config F`` and ``-p P`` as typed, unless ``command`` already chooses them (or is a
+    ``--help``, which needs neither)."""
     import shlex
 
-    if state is None:
+    if not isinstance(state, State):
         return []
     words: list[str] = []
     has = f" {command} "
+    if " --help " in has:
+        return []
     if state.typed_config is not None and " --config " not in has:
         words += ["--config", shlex.quote(str(state.typed_config))]
     if state.typed_profile and not any(f" {o} " in has or f" {o}=" in has
@@ -95,9 +98,10 @@ def _global_words(state: State | None, command: str = "") -> list[str]:
 
 
 def command_line(state: State | None, *words: str) -> str:
-    """``walletctl [--config F] [-p P] WORDS...``: a command to suggest, with the profile and
-    profiles file the user gave (so following a hint acts on the same profile)."""
-    return " ".join(["walletctl", *_global_words(state, " ".join(words)), *words])
+    """``walletctl WORDS... [--config F] [-p P]``: a command to suggest, with the profiles
+    file and profile the user gave (so following a hint acts on the same profile). They go
+    last, where walletctl also reads global options, so the command itself reads first."""
+    return " ".join(["walletctl", *words, *_global_words(state, " ".join(words))])
 
 
 def carry_options(text: str | None, state: object) -> str | None:
@@ -108,7 +112,7 @@ def carry_options(text: str | None, state: object) -> str | None:
 
     def one(match: re.Match[str]) -> str:
         rest = match.group(1)
-        return "`" + " ".join(["walletctl", *_global_words(state, rest), rest]) + "`"
+        return "`" + " ".join(["walletctl", rest, *_global_words(state, rest)]) + "`"
 
     return re.sub(r"`walletctl ([^`]*)`", one, text)
 
