@@ -5,8 +5,8 @@ function __walletctl_groups
         case ''; echo account approvals approve authorize capture checkout completion history keys lookup profile recon refund reverse sandbox smoke
         case 'approvals'; echo refuse show
         case 'history'; echo setup verify
-        case 'profile'; echo add check example list remove show
-        case 'sandbox'; echo approve cancel decline demo ledger reset serve values wait
+        case 'profile'; echo add check default example list remove set show unset
+        case 'sandbox'; echo approve cancel decline demo faults ledger reset seed serve values wait
     end
 end
 function __walletctl_takes
@@ -30,8 +30,10 @@ function __walletctl_takes
         case 'sandbox approve'; echo --url --admin-token
         case 'sandbox cancel'; echo --url --admin-token
         case 'sandbox decline'; echo --url --admin-token
+        case 'sandbox faults'; echo --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --url --admin-token
         case 'sandbox ledger'; echo --url --admin-token
         case 'sandbox reset'; echo --url --admin-token
+        case 'sandbox seed'; echo --kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token
         case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile
         case 'sandbox wait'; echo --timeout
         case 'smoke'; echo --scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile
@@ -78,7 +80,7 @@ complete -c walletctl -n "__walletctl_at ''" -a completion -d 'Print the shell c
 complete -c walletctl -n "__walletctl_at ''" -a history -d 'List, verify and reconcile the history (audit log) of'
 complete -c walletctl -n "__walletctl_at ''" -a keys -d 'Fetch an API key and encryption key for the profile'
 complete -c walletctl -n "__walletctl_at ''" -a lookup -d 'Show the transaction and its follow-ups (spec 2.5) as a'
-complete -c walletctl -n "__walletctl_at ''" -a profile -d 'List, show, add, remove and check merchant profiles'
+complete -c walletctl -n "__walletctl_at ''" -a profile -d 'List, show, add, change, remove and check merchant'
 complete -c walletctl -n "__walletctl_at ''" -a recon -d 'Reconcile the history (and batch journals) with the'
 complete -c walletctl -n "__walletctl_at ''" -a refund -d 'Refund a captured sale or pre-authorisation (default: all'
 complete -c walletctl -n "__walletctl_at ''" -a reverse -d 'Reverse (release) an uncaptured pre-authorisation'
@@ -212,10 +214,13 @@ complete -c walletctl -n "__walletctl_at 'lookup'" -l max-failures -r -d 'Stop a
 complete -c walletctl -n "__walletctl_at 'lookup'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile'" -a add -d 'Add a profile to the profiles file (created 0600 if'
 complete -c walletctl -n "__walletctl_at 'profile'" -a check -d 'Check a profile: file, permissions, secrets, and which'
+complete -c walletctl -n "__walletctl_at 'profile'" -a default -d 'Make a profile the default (default_profile in the file)'
 complete -c walletctl -n "__walletctl_at 'profile'" -a example -d 'Print a commented profiles file (every setting with its'
 complete -c walletctl -n "__walletctl_at 'profile'" -a list -d 'List the profiles (name, base URL, merchant, store, auth,'
 complete -c walletctl -n "__walletctl_at 'profile'" -a remove -d 'Remove a profile from the profiles file (asks first on a'
+complete -c walletctl -n "__walletctl_at 'profile'" -a set -d 'Set one setting of a profile (validated like loading;'
 complete -c walletctl -n "__walletctl_at 'profile'" -a show -d 'Show every setting of a profile; the secrets source is'
+complete -c walletctl -n "__walletctl_at 'profile'" -a unset -d 'Remove one setting of a profile (back to its default); a'
 complete -c walletctl -n "__walletctl_at 'profile'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l base-url -r -d 'Gateway base URL (asked on a terminal when missing)'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l merchant-id -r -d 'merchantId'
@@ -243,18 +248,21 @@ complete -c walletctl -n "__walletctl_at 'profile add'" -l cancel-url -r -d 'Can
 complete -c walletctl -n "__walletctl_at 'profile add'" -l refused-url -r -d 'Refused (default: the error URL)'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l path -r -d 'Path override KEY=/path (repeatable), e'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l default -d 'Make it the default profile'
-complete -c walletctl -n "__walletctl_at 'profile add'" -l force -d 'Replace an existing profile'
+complete -c walletctl -n "__walletctl_at 'profile add'" -l force -d 'Replace an existing profile whole: the settings not given he'
 complete -c walletctl -n "__walletctl_at 'profile add'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile check'" -l all -d 'Check every profile in the file'
 complete -c walletctl -n "__walletctl_at 'profile check'" -l online -d 'Also send one read-only request (a lookup of a reference tha'
 complete -c walletctl -n "__walletctl_at 'profile check'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'profile default'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile example'" -a 'reference sandbox production-key-env key-file keyring'
 complete -c walletctl -n "__walletctl_at 'profile example'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile list'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile remove'" -l yes -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'profile remove'" -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'profile remove'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'profile set'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile show'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'profile unset'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'recon'" -l since -r -d 'From this date/time (UTC unless zoned) or duration ago (7d, '
 complete -c walletctl -n "__walletctl_at 'recon'" -l until -r -d 'Before this date/time or duration ago'
 complete -c walletctl -n "__walletctl_at 'recon'" -l ref -r -d 'Only this order (repeatable); looked up even when the histor'
@@ -315,8 +323,10 @@ complete -c walletctl -n "__walletctl_at 'sandbox'" -a approve -d 'Approve a pen
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a cancel -d 'Cancel a pending checkout (state Cancelled)'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a decline -d 'Decline a pending checkout (state Declined)'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a demo -d 'Run a full scenario against an embedded sandbox, printing'
+complete -c walletctl -n "__walletctl_at 'sandbox'" -a faults -d 'Show, set or clear a running sandboxs faults (for'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a ledger -d 'List every transaction a running sandbox holds'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a reset -d 'Delete every transaction and issued key of a running'
+complete -c walletctl -n "__walletctl_at 'sandbox'" -a seed -d 'Create COUNT approved pre-authorisations (or sales) in a'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a serve -d 'Serve the sandbox gateway until Ctrl-C or SIGTERM (prints'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a values -d 'Show the magic test amounts and the default credentials'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a wait -d 'Wait until a sandbox answers its health route (exit 0),'
@@ -332,12 +342,36 @@ complete -c walletctl -n "__walletctl_at 'sandbox decline'" -l admin-token -r -d
 complete -c walletctl -n "__walletctl_at 'sandbox decline'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox demo'" -l keep-going -d 'Run every step even after a failure'
 complete -c walletctl -n "__walletctl_at 'sandbox demo'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l latency -r -d 'Added latency, ms'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l jitter -r -d '± jitter on the latency, ms'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l error-rate -r -d 'Rate of 5xx before commit (0-1)'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l error-status -r -d 'The 5xx status to answer'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l throttle-rate -r -d 'Rate of 429 answers (0-1)'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l retry-after -r -d 'Retry-After seconds on 429'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l drop-rate -r -d 'Rate of commit-then-drop-the-connection (0-1)'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l error-after-rate -r -d 'Rate of 5xx after commit (0-1)'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l seed -r -d 'Seed for reproducible faults'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l clear -d 'Remove every fault (then apply the options given, if any)'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l url -r -d 'Sandbox base URL (default: the selected profiles base_url)'
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l admin-token -r -d 'The sandboxs admin token (X-Sandbox-Token), needed when it '
+complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox ledger'" -l url -r -d 'Sandbox base URL (default: the selected profiles base_url)'
 complete -c walletctl -n "__walletctl_at 'sandbox ledger'" -l admin-token -r -d 'The sandboxs admin token (X-Sandbox-Token), needed when it '
 complete -c walletctl -n "__walletctl_at 'sandbox ledger'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox reset'" -l url -r -d 'Sandbox base URL (default: the selected profiles base_url)'
 complete -c walletctl -n "__walletctl_at 'sandbox reset'" -l admin-token -r -d 'The sandboxs admin token (X-Sandbox-Token), needed when it '
 complete -c walletctl -n "__walletctl_at 'sandbox reset'" -l help -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l kind -r -d 'preauth (for capture/reverse --batch) or sale (for refund --'
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l amount -r -d 'Every amount (12'
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l currency -r -d 'ISO 4217 (default: the profiles, else EUR)'
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l ref -r -d 'Reference pattern: {n} is the number from 1 (e'
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l csv -r -d 'Write ref,amount,currency here (- for stdout): the input of '
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l merchant-id -r -d 'merchantId (default: the profiles)'
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l store-id -r -d 'storeId (default: the profiles)'
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l random-seed -r -d 'Seed of the amounts drawn from a range (same seed, same amou'
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l url -r -d 'Sandbox base URL (default: the selected profiles base_url)'
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l admin-token -r -d 'The sandboxs admin token (X-Sandbox-Token), needed when it '
+complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l help -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l host -r -d 'Interface to bind (loopback by default)'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l port -r -d 'Port; 0 picks a free one'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l db -r -F -d 'SQLite file (kept across restarts); default: in memory'

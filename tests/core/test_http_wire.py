@@ -303,7 +303,7 @@ def test_no_answer_on_a_money_post_is_unknown_outcome(
     line = error_line(result.stderr)
     assert "unknown outcome" in line, line
     assert "ORDER-1-CAP1" in line, line
-    assert "`walletctl lookup ORDER-1-CAP1`" in result.stderr, result.stderr
+    assert "`walletctl lookup ORDER-1-CAP1" in result.stderr, result.stderr
     posts = [r for r in server.requests if r.startswith(b"POST")]
     assert len(posts) == 1, f"a money POST must never be retried blindly: {len(posts)} sent"
 

@@ -132,4 +132,9 @@ def test_check_names_what_each_command_needs(tmp_path: Path,
     assert rows["checkout"]["warning"] is True
     assert "--success-url" in rows["checkout"]["detail"]
     assert rows["keys"]["warning"] is True
-    assert rows["checkout currency"]["warning"] is True
+    assert rows["checkout, authorize currency"]["warning"] is True
+    assert "`walletctl profile set bare currency EUR" in rows["checkout, authorize currency"][
+        "hint"]
+    # smoke, scenario by scenario: the browser wallet's service secret is named
+    assert rows["smoke browser-wallet"]["warning"] is True
+    assert "auth.service_secret_env VAR" in rows["smoke browser-wallet"]["hint"]

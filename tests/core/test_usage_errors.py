@@ -71,9 +71,9 @@ def _run(*argv: str) -> Any:
 @pytest.mark.parametrize(("argv", "first", "hint"), [
     (["refnud"], "no such command 'refnud'", "did you mean 'walletctl refund'?"),
     (["sandbox", "servee"], "sandbox: no such command 'servee'",
-     "did you mean 'walletctl sandbox serve'?"),
+     "did you mean 'walletctl sandbox serve'"),
     (["profile", "lst"], "profile: no such command 'lst'",
-     "did you mean 'walletctl profile list'?"),
+     "did you mean 'walletctl profile list'"),
     (["lookup"], "lookup: missing REF (usage: walletctl lookup [OPTIONS] REF",
      "see `walletctl lookup --help`"),
     (["refund"], "refund: missing REF", "see `walletctl refund --help`"),

@@ -43,7 +43,7 @@ def test_bash_completion_skips_values_and_completes_them(tmp_path: Path) -> None
     assert _complete(["walletctl", "-o", ""], config) == ["table", "json", "ndjson", "csv"]
     assert _complete(["walletctl", "lookup", "R", "-o", "n"], config) == ["ndjson"]
     assert _complete(["walletctl", "checkout", "--type", ""], config) == ["sale", "preauth"]
-    assert _complete(["walletctl", "-p", "x", "sandbox", "se"], config) == ["serve"]
+    assert _complete(["walletctl", "-p", "x", "sandbox", "ser"], config) == ["serve"]
     assert _complete(["walletctl", "completion", "f"], config) == ["fish"]
 
 

@@ -76,7 +76,7 @@ def test_a_profile_without_redirects_or_service_secret_says_so(served_sandbox: S
         "profile", "add", "bare", "--base-url", served_sandbox.url, "--merchant-id", "M-1001",
         "--store-id", "S-01", "--user-id", "ops-bot", "--key-env", "BARE_KEY")
     assert "checkout needs redirect URLs" in add.stderr
-    assert "--service-secret-env" in add.stderr
+    assert "profile set bare auth.service_secret_env VAR" in add.stderr
     check = served_sandbox.run("-p", "bare", "-o", "table", "profile", "check",
                                env={"BARE_KEY": "sandbox-api-key"})
     lines = check.stdout.splitlines()
@@ -92,8 +92,8 @@ def test_a_profile_added_without_a_currency_says_so(served_sandbox: Served) -> N
         "--store-id", "S-01", "--user-id", "ops-bot", "--key-env", "NOCUR_KEY",
         "--redirect-base", "https://shop.example")
     assert ("walletctl: no default currency: checkout and authorize need --currency on each "
-            'call; add --currency EUR with --force (or currency = "EUR" under '
-            "[profiles.nocur])") in add.stderr.splitlines(), add.stderr
+            "call; `walletctl profile set nocur currency EUR`") in add.stderr.splitlines(), \
+        add.stderr
     assert "Default currency" not in add.stderr  # no prompt without a terminal
     env = {"NOCUR_KEY": "sandbox-api-key"}
     out = served_sandbox.run("-p", "nocur", "checkout", "--amount", "1.00", "--ref",

@@ -162,12 +162,12 @@ def checkout(
     kind = "pre-authorisation" if request.is_preauth else "sale"
     if st.output_format == "table":
         from walletctl.cli.production import production_tag
+        from walletctl.render.fit import fit_phrases
 
-        sys.stderr.write(
-            f"{production_tag(profile)}Checkout {request.client_system_transaction_id} created "
-            f"({format_major(request.amount, request.currency_code)}, {kind}). "
-            "Send the customer to:\n"
-        )
+        sys.stderr.write(fit_phrases([
+            f"{production_tag(profile)}Checkout {request.client_system_transaction_id} created",
+            f"({format_major(request.amount, request.currency_code)}, {kind}).",
+            "Send the customer to:"], indent="") + "\n")
         sys.stdout.write(response.redirect_url + "\n")
     else:
         from walletctl.render.output import emit

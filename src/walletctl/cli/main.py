@@ -65,7 +65,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Local stateful sandbox gateway (redirect wallet endpoints 1-3, "
         "hosted approval page, faults, magic test values) and the one-command demo.",
     ),
-    "profile": ("profile", "List, show, add, remove and check merchant profiles (profiles.toml)."),
+    "profile": (
+        "profile",
+        "List, show, add, change, remove and check merchant profiles (profiles.toml).",
+    ),
     "history": (
         "history",
         "List, verify and reconcile the history (audit log) of money movements: a local "
@@ -230,8 +233,10 @@ class _BoundaryGroup(TyperGroup):
             raise  # a closed stdout is not an error, even with --debug: run_command ends quietly
         except WalletctlError as exc:
             # --debug adds the traceback; the exit code stays the documented one.
+            from walletctl.cli.state import carry_options
+
             _traceback_if_debug(ctx)
-            _report(exc.message, exc.hint)
+            _report(exc.message, carry_options(exc.hint, ctx.find_root().obj))
             ctx.exit(int(exc.exit_code))
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM and SIGHUP (see run())
             _traceback_if_debug(ctx)
@@ -344,9 +349,14 @@ def main(
     ] = False,
 ) -> None:
     """Operate the gateway's wallets from a terminal, a batch job or CI."""
+    from click.core import ParameterSource
+
     state = get_state(ctx)
     state.profile_name = profile
     state.config_path = config
+    typed = (ParameterSource.COMMANDLINE,)
+    state.typed_profile = profile if ctx.get_parameter_source("profile") in typed else None
+    state.typed_config = config if ctx.get_parameter_source("config") in typed else None
     if output is not None:
         if output not in ("table", "json", "ndjson", "csv"):
             raise typer.BadParameter(

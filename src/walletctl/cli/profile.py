@@ -1,4 +1,4 @@
-"""``walletctl profile list|show|add|remove|check``: manage the TOML profiles file.
+"""``walletctl profile list|show|add|set|unset|default|remove|check``: the profiles file.
 
 Heavy imports (Rich tables, tomli-w, pydantic) happen inside the commands only.
 """
@@ -11,6 +11,7 @@ import typer
 
 from walletctl.cli.profile_add import add
 from walletctl.cli.profile_check import check
+from walletctl.cli.profile_edit import default_cmd, set_cmd, unset_cmd
 from walletctl.cli.state import ENV, OutputFormat, get_state
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(
         profile_app,
         name="profile",
-        help="List, show, add, remove and check merchant profiles (profiles.toml).",
+        help="List, show, add, change, remove and check merchant profiles (profiles.toml).",
     )
 
 
@@ -202,6 +203,10 @@ def show(
 # --------------------------------------------------------------------------- add
 
 profile_app.command("add")(add)
+# `profile set NAME timeout -1`: a negative VALUE is a value, not an option
+profile_app.command("set", context_settings={"ignore_unknown_options": True})(set_cmd)
+profile_app.command("unset")(unset_cmd)
+profile_app.command("default")(default_cmd)
 
 
 # --------------------------------------------------------------------------- remove

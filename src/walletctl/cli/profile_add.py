@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from walletctl.cli.state import ENV, get_state
+from walletctl.cli.state import ENV, State, command_line, get_state
 
 # Flags of `profile add` by the profile key they set (to report bad values as flag errors).
 FLAG_FOR_KEY = {
@@ -197,7 +197,9 @@ def add(
     default: Annotated[
         bool, typer.Option("--default", help="Make it the default profile.")
     ] = False,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing profile.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace an existing profile whole: the settings not given here are "
+        "reset, and named (`profile set` changes one setting).")] = False,
 ) -> None:
     """Add a profile to the profiles file (created 0600 if missing; comments are kept).
 
@@ -253,6 +255,7 @@ def add(
         table["redirects"] = _redirects(shop or None, {})
 
     target = config_path(state.config_path)
+    reset = _reset_by_force(target, name, table) if force else []
     try:
         add_profile(target, name, table, make_default=default, replace=force)
     except ConfigError as exc:
@@ -264,15 +267,45 @@ def add(
                 raise UsageError(f"{flag}: {rule}") from None
         raise
     notes: list[str] = []
-    _after_add(name, target, notes)
+    if reset:
+        notes.append(f"--force replaced the whole profile {name!r}: reset "
+                     f"{', '.join(reset)} (to change one setting and keep the others: "
+                     f"`{command_line(state, 'profile', 'set', name, 'KEY', 'VALUE')}`)")
+        _print_note(notes[-1])
+    _after_add(name, target, notes, state)
     if state.output_format != "table":
         from walletctl.render.rows import emit_rows
 
-        record = {"profile": name, "file": str(target), "saved": True, "notes": notes}
+        record = {"profile": name, "file": str(target), "saved": True, "notes": notes,
+                  "reset": reset}
         emit_rows([record], state.output_format, document=record)
 
 
-def _after_add(name: str, target: Path, notes: list[str]) -> None:
+def _flat(table: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _reset_by_force(target: Path, name: str, table: dict[str, Any]) -> list[str]:
+    """The settings of the profile being replaced that --force drops or changes (by key;
+    values are not shown: an inline key would be a secret)."""
+    from walletctl.config.profiles_file import load_file
+
+    if not target.exists():
+        return []
+    old = load_file(target).document.get("profiles", {}).get(name)
+    if not isinstance(old, dict):
+        return []
+    before, after = _flat(old), _flat(table)
+    return [key for key, value in before.items() if after.get(key, None) != value]
+
+
+def _after_add(name: str, target: Path, notes: list[str], state: State) -> None:
     """What the new profile can do, and the one step left (if any)."""
     from walletctl.config.private import file_mode
     from walletctl.config.profiles_file import load_file
@@ -299,14 +332,19 @@ def _after_add(name: str, target: Path, notes: list[str]) -> None:
         elif (mode := file_mode(auth.key_file)) is not None and mode & 0o077:
             _note(f"{auth.key_file} is {mode:04o}: it is refused until "
                   f"`chmod 600 {auth.key_file}`")
-    if not {"success_url", "error_url", "pending_url", "return_url"} <= set(saved.redirects):
-        _note("checkout needs redirect URLs: add --redirect-base URL (or --success-url, "
-              "--error-url, --pending-url, --return-url) with --force, or pass them to checkout")
+    def cmd(*words: str) -> str:
+        return "`" + command_line(state, "profile", *words) + "`"
+
+    missing = [k for k in REDIRECT_SUFFIXES if k not in saved.redirects]
+    if missing:
+        _note("checkout needs redirect URLs (or pass them to checkout): "
+              + cmd("set", name, f"redirects.{missing[0]}", "https://your-shop/...")
+              + (f", and the same for {', '.join(missing[1:])}" if missing[1:] else ""))
     if saved.currency is None:
-        _note("no default currency: checkout and authorize need --currency on each call; add "
-              "--currency EUR with --force (or currency = \"EUR\" under "
-              f"[profiles.{name}])")
+        _note("no default currency: checkout and authorize need --currency on each call; "
+              + cmd("set", name, "currency", "EUR"))
     if not (auth.service_secret_env or auth.service_secret_file or auth.service_secret):
-        _note("`walletctl keys` sends the API key as the public key service's secret; if the "
-              "service has its own, add --service-secret-env VAR")
-    _note(f"`walletctl profile check {name}` lists what each command needs")
+        _note("`walletctl keys` (and smoke's browser-wallet scenario) send the API key as the "
+              "public key service's secret; if the service has its own: "
+              + cmd("set", name, "auth.service_secret_env", "VAR"))
+    _note(f"{cmd('check', name)} lists what each command needs")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from walletctl.cli.state import OutputFormat, get_state
+from walletctl.cli.state import OutputFormat, State, command_line, get_state
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -34,7 +34,7 @@ class _Check:
         return cls(profile, check, False, exc.message, exc.hint)
 
 
-def _check_profile(profile: Profile) -> list[_Check]:
+def _check_profile(profile: Profile, state: State | None = None) -> list[_Check]:
     from walletctl.config.secrets import (
         auth_header,
         resolve_secret_with_source,
@@ -66,7 +66,7 @@ def _check_profile(profile: Profile) -> list[_Check]:
         except ConfigError as exc:
             results.append(_Check.failed(name, "service secret", exc))
     key_ok = all(r.ok for r in results)
-    results.extend(_commands(profile, key_ok))
+    results.extend(_commands(profile, key_ok, state))
     return results
 
 
@@ -81,39 +81,61 @@ def _environment(profile: Profile) -> _Check:
 
 
 _NEEDED_REDIRECTS = ("success_url", "error_url", "pending_url", "return_url")
+_SMOKE_REDIRECT = "smoke redirect-sale, preauth-capture-refund, preauth-reversal, refusals"
 
 
-def _commands(profile: Profile, key_ok: bool) -> list[_Check]:
-    """Which commands the profile can run, and what the others need."""
+def _commands(profile: Profile, key_ok: bool, state: State | None = None) -> list[_Check]:
+    """Per command (and per smoke scenario): can it run, and if not, the `profile set` line
+    that adds what it misses."""
     name = profile.name
-    out: list[_Check] = []
+
+    def set_line(key: str, value: str) -> str:
+        return f"`{command_line(state, 'profile', 'set', name, key, value)}`"
+
     if not key_ok:
         return [_Check(name, "commands", False, "none can run until the secret above is found")]
-    out.append(_Check(name, "capture, refund, reverse, lookup, account, authorize, smoke",
-                      True, "have what they need"))
+    out = [_Check(name, "capture, refund, reverse, lookup, account", True,
+                  "have what they need")]
     missing = [k for k in _NEEDED_REDIRECTS if k not in profile.redirects]
     if missing:
         out.append(_Check(
             name, "checkout", True,
             "needs --" + ", --".join(k.replace("_", "-") for k in missing)
             + " on each call: the profile has no [redirects] " + ", ".join(missing),
-            f"walletctl profile add {name} --force ... --redirect-base https://your-shop "
-            "(or add them under [redirects])", warning=True))
+            "; ".join(set_line(f"redirects.{k}", f"https://your-shop/{k.split('_')[0]}")
+                      for k in missing), warning=True))
     else:
         out.append(_Check(name, "checkout", True, "redirect URLs from [redirects]"))
+    currency_hint = set_line("currency", "EUR")
     if profile.currency is None:
-        out.append(_Check(name, "checkout currency", True,
+        out.append(_Check(name, "checkout, authorize currency", True,
                           "no default currency: pass --currency on each checkout and authorize",
-                          f"add currency = \"EUR\" to [profiles.{name}]", warning=True))
+                          currency_hint, warning=True))
     auth = profile.auth
-    if auth.service_secret_env or auth.service_secret_file or auth.service_secret:
+    service = bool(auth.service_secret_env or auth.service_secret_file or auth.service_secret)
+    service_hint = set_line("auth.service_secret_env", "VAR")
+    if service:
         out.append(_Check(name, "keys", True, "service secret configured"))
     elif auth.scheme != "none":
         out.append(_Check(
             name, "keys", True,
             "sends the API key as the public key service's secret (no service secret set); "
-            "a service with its own secret answers 401",
-            "set service_secret_env in the profile's [auth] table", warning=True))
+            "a service with its own secret answers 401", service_hint, warning=True))
+    approval = ("a walletctl sandbox approves headlessly; another gateway needs "
+                "--approve-url-command CMD")
+    if profile.is_production:
+        approval = "a production gateway needs --approve-url-command CMD (else skipped)"
+    out.append(_Check(name, _SMOKE_REDIRECT, True,
+                      f"have the key; currency {profile.currency or 'EUR (no default set)'}; "
+                      f"approval: {approval}"))
+    if service or auth.scheme == "none":
+        out.append(_Check(name, "smoke browser-wallet", True, "service secret configured"))
+    else:
+        out.append(_Check(
+            name, "smoke browser-wallet", True,
+            "its first step (public keys) sends the API key as the service secret: a gateway "
+            "(or `sandbox serve --service-secret`) with its own secret answers 401",
+            service_hint, warning=True))
     return out
 
 
@@ -167,6 +189,11 @@ def check(
     results: list[_Check] = []
 
     def finish() -> None:
+        from dataclasses import replace
+
+        from walletctl.cli.state import carry_options
+
+        results[:] = [replace(r, hint=carry_options(r.hint, state)) for r in results]
         _print_checks(results, state.output_format)
         failed = [r for r in results if not r.ok]
         online_failed = [r for r in failed if r.check == "online"]
@@ -207,7 +234,7 @@ def check(
             results.append(_Check.failed(None, "profile", exc))
             return finish()
     for profile in selected:
-        checks = _check_profile(profile)
+        checks = _check_profile(profile, state)
         results.extend(checks)
         if online and all(r.ok for r in checks):
             results.append(_online(profile))

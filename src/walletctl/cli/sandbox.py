@@ -39,6 +39,9 @@ class DemoFailed(WalletctlError):
 
 def register(app: typer.Typer) -> None:
     """Add ``walletctl sandbox ...`` to ``app``."""
+    from walletctl.cli import sandbox_admin
+
+    sandbox_admin.register(sandbox_app)
     app.add_typer(sandbox_app, name="sandbox", help=HELP)
 
 
@@ -141,7 +144,9 @@ def serve_cmd(
 
     if amount_format not in ("minor", "decimal"):
         raise UsageError("--amount-format: must be minor or decimal")
-    _check_token(admin_token)
+    from walletctl.ops.sandbox_admin import check_token
+
+    check_token(admin_token)
     try:
         faults = FaultConfig(
             latency_ms=latency, jitter_ms=jitter, error_rate=error_rate,
@@ -244,180 +249,6 @@ def wait_cmd(
     render_ready(wait_ready(url, timeout=timeout), get_state(ctx).output_format)
 
 
-# -- headless control ----------------------------------------------------------------------
-
-_URL_HELP = "Sandbox base URL (default: the selected profile's base_url)."
-
-
-def _is_http_url(url: str) -> bool:
-    import re
-
-    return len(url) <= 2048 and re.fullmatch(r"https?://[^\s/?#]+[^\s]*", url) is not None \
-        and url.isprintable()
-
-
-def _base_url(ctx: typer.Context, url: str | None,
-              command: str) -> tuple[str, dict[str, str]]:
-    """The sandbox URL and, when a profile is used, its merchantId/storeId filter (a
-    production profile is refused: these commands act on a sandbox only)."""
-    if url is not None and not url.strip():  # `--url ""` must not fall back to the profile
-        from walletctl.errors import UsageError
-
-        raise UsageError("--url: must not be empty (omit it to use the profile's gateway)")
-    if url is not None and not _is_http_url(url):
-        from walletctl.errors import UsageError
-
-        raise UsageError("--url: must be an http(s) URL such as http://127.0.0.1:8765")
-    if url:
-        return url.rstrip("/"), {}
-    prof = get_state(ctx).profile()
-    from walletctl.cli.production import refuse_production
-
-    refuse_production(prof, command=f"sandbox {command}")
-    return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
-
-
-_ADMIN_HELP = ("The sandbox's admin token (X-Sandbox-Token), needed when it serves on a "
-               "non-loopback host.")
-AdminToken = Annotated[
-    str | None,
-    typer.Option("--admin-token", help=_ADMIN_HELP, envvar=Env.SANDBOX_TOKEN,
-                 show_default=False),
-]
-
-
-def _check_token(token: str | None) -> None:
-    """An HTTP header carries printable ASCII only: any other token could never be sent
-    (the value itself is a secret and is not echoed)."""
-    if token and not (token.isascii() and token.isprintable()):
-        from walletctl.errors import UsageError
-
-        raise UsageError("--admin-token: must be printable ASCII (letters, digits, "
-                         "punctuation): it is sent in the X-Sandbox-Token header")
-
-
-def _call(method: str, url: str, *, params: dict[str, str] | None = None,
-          json_body: Any = None, token: str | None = None) -> Any:
-    import httpx
-
-    from walletctl.constants import SANDBOX_TOKEN_HEADER
-    from walletctl.errors import GatewayError, NetworkError, ResponseError
-
-    _check_token(token)
-    headers = {SANDBOX_TOKEN_HEADER: token} if token else {}
-    try:
-        resp = httpx.request(method, url, params=params, json=json_body, timeout=30.0,
-                             headers=headers)
-    except httpx.ConnectError:
-        raise NetworkError(f"cannot connect to the sandbox at {url}",
-                           hint="start it with `walletctl sandbox serve`") from None
-    except httpx.HTTPError as exc:
-        raise NetworkError(f"sandbox request failed: {type(exc).__name__}") from None
-    try:
-        data = resp.json()
-    except ValueError:
-        data = None
-    if resp.status_code >= 400:
-        err = data if isinstance(data, dict) else {}
-        details = err.get("details") if isinstance(err.get("details"), dict) else {}
-        raise GatewayError(resp.status_code, code=err.get("code"),
-                           description=err.get("description"),
-                           detail=(details or {}).get("message"), body=data)
-    if data is None:
-        raise ResponseError(f"the sandbox answered HTTP {resp.status_code} without JSON")
-    return data
-
-
-def _emit(ctx: typer.Context, data: Any, line: str) -> None:
-    from walletctl.render.sandbox import render_record
-
-    render_record(data, get_state(ctx).output_format, line)
-
-
-def _amount_format(ctx: typer.Context, url: str | None, base: str) -> str:
-    """The sandbox's wire amount format: the profile's, or (with --url) its health route's."""
-    if not url:
-        return get_state(ctx).profile().amount_format
-    try:
-        return str(_call("GET", f"{base}/_sandbox/health").get("amountFormat") or "minor")
-    except WalletctlError:
-        return "minor"
-
-
-def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
-            token: str | None) -> None:
-    from urllib.parse import quote
-
-    base, params = _base_url(ctx, url, action)
-    data = _call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
-                 params=params, token=token)
-    if get_state(ctx).output_format != "table" and isinstance(data, dict):
-        from walletctl.render.sandbox import decision_with_major_amount
-
-        data = decision_with_major_amount(data, _amount_format(ctx, url, base))
-    _emit(ctx, data, f"{data.get('reference', ref)}: {data.get('state')} "
-                     f"({data.get('providerStateCode')}) -> {data.get('redirectUrl')}")
-
-
-@sandbox_app.command("approve")
-def approve_cmd(
-    ctx: typer.Context,
-    ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
-    admin_token: AdminToken = None,
-) -> None:
-    """Approve a pending checkout, as the customer would on the hosted page."""
-    _decide(ctx, ref, "approve", url, admin_token)
-
-
-@sandbox_app.command("decline")
-def decline_cmd(
-    ctx: typer.Context,
-    ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
-    admin_token: AdminToken = None,
-) -> None:
-    """Decline a pending checkout (state Declined)."""
-    _decide(ctx, ref, "decline", url, admin_token)
-
-
-@sandbox_app.command("cancel")
-def cancel_cmd(
-    ctx: typer.Context,
-    ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
-    admin_token: AdminToken = None,
-) -> None:
-    """Cancel a pending checkout (state Cancelled)."""
-    _decide(ctx, ref, "cancel", url, admin_token)
-
-
-@sandbox_app.command("reset")
-def reset_cmd(
-    ctx: typer.Context,
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
-    admin_token: AdminToken = None,
-) -> None:
-    """Delete every transaction and issued key of a running sandbox."""
-    base, _ = _base_url(ctx, url, "reset")
-    data = _call("POST", f"{base}/_sandbox/reset", token=admin_token)
-    _emit(ctx, data, f"sandbox at {base} reset")
-
-
-@sandbox_app.command("ledger")
-def ledger_cmd(
-    ctx: typer.Context,
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
-    admin_token: AdminToken = None,
-) -> None:
-    """List every transaction a running sandbox holds."""
-    base, _ = _base_url(ctx, url, "ledger")
-    data = _call("GET", f"{base}/_sandbox/ledger", token=admin_token)
-    from walletctl.render.sandbox import render_ledger
-
-    render_ledger(data if isinstance(data, dict) else {}, get_state(ctx).output_format, base)
-
-
 @sandbox_app.command("values")
 def values_cmd(ctx: typer.Context) -> None:
     """Show the magic test amounts and the default credentials."""
@@ -445,11 +276,12 @@ def demo_cmd(
     capture the rest -> refund part -> another pre-authorisation, approve, reverse ->
     lookup as a table. Then the sandbox stops.
     """
+    from walletctl.render.fit import terminal_width
     from walletctl.sandbox.scenario import run_demo
 
     output = get_state(ctx).output
     if output is None or output == "table":
-        failed = run_demo(sys.stdout, keep_going=keep_going)
+        failed = run_demo(sys.stdout, keep_going=keep_going, width=terminal_width())
     else:  # the transcript as data: {"transcript": [lines], "failed": step or null}
         import io
 

@@ -147,7 +147,7 @@ def smoke(
         typer.echo(text, nl=False)
     else:
         _print_summary(report, masker.text)
-    _finish(report, junit, json_file)
+    _finish(report, junit, json_file, state)
 
 
 def _run(
@@ -161,6 +161,7 @@ def _run(
     base = None
     if profile_name is not None:
         state.profile_name = profile_name
+        state.typed_profile = profile_name  # carried into hints like the global -p
         state._profile = None
     if embedded:
         from walletctl.errors import ConfigError, UsageError
@@ -357,7 +358,9 @@ def _print_summary(report: SmokeReport, mask: Any) -> None:
     typer.echo("\n".join(lines))
 
 
-def _finish(report: SmokeReport, junit: Path | None, json_file: Path | None) -> None:
+def _finish(report: SmokeReport, junit: Path | None, json_file: Path | None,
+            state: Any = None) -> None:
+    from walletctl.cli.state import carry_options
     from walletctl.constants import ExitCode
     from walletctl.render.console import print_error, print_note
 
@@ -371,11 +374,12 @@ def _finish(report: SmokeReport, junit: Path | None, json_file: Path | None) -> 
             if code == ExitCode.AUTH
             else None
         )
-        print_error(f"smoke run aborted: {report.aborted}", hint)
+        print_error(f"smoke run aborted: {report.aborted}", carry_options(hint, state))
     elif code != ExitCode.OK:
         failed = [s.name for s in report.scenarios if s.status == "failed"]
         if failed:
-            print_error(f"smoke failed: {', '.join(failed)}")
+            print_error(f"smoke failed: {', '.join(failed)}", carry_options(
+                "`walletctl profile check` lists what each scenario needs", state))
         else:
             print_error("smoke failed: steps were skipped (--fail-on-skip)")
     if code != ExitCode.OK:

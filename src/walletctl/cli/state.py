@@ -52,6 +52,10 @@ class State:
     verbose: bool = False
     debug: bool = False
     timeout: float | None = None
+    # What the user typed on the command line (not from the environment): carried into the
+    # commands that hints and notes suggest (see :func:`command_line`).
+    typed_profile: str | None = None
+    typed_config: Path | None = None
     _profile: Profile | None = field(default=None, repr=False)
 
     @property
@@ -72,6 +76,45 @@ class State:
                 prof = replace(prof, timeout=self.timeout)
             self._profile = prof
         return self._profile
+
+
+def _global_words(state: object, command: str = "") -> list[str]:
+    """``--config F`` and ``-p P`` as typed, unless ``command`` already chooses them (or is a
+    ``--help``, which needs neither)."""
+    import shlex
+
+    if not isinstance(state, State):
+        return []
+    words: list[str] = []
+    has = f" {command} "
+    if " --help " in has:
+        return []
+    if state.typed_config is not None and " --config " not in has:
+        words += ["--config", shlex.quote(str(state.typed_config))]
+    if state.typed_profile and not any(f" {o} " in has or f" {o}=" in has
+                                       for o in ("-p", "--profile")):
+        words += ["-p", shlex.quote(state.typed_profile)]
+    return words
+
+
+def command_line(state: State | None, *words: str) -> str:
+    """``walletctl WORDS... [--config F] [-p P]``: a command to suggest, with the profiles
+    file and profile the user gave (so following a hint acts on the same profile). They go
+    last, where walletctl also reads global options, so the command itself reads first."""
+    return " ".join(["walletctl", *words, *_global_words(state, " ".join(words))])
+
+
+def carry_options(text: str | None, state: object) -> str | None:
+    """Every `` `walletctl ...` `` in a hint or note, with the user's --config / -p added."""
+    if not text or not isinstance(state, State) or "`walletctl " not in text:
+        return text
+    import re
+
+    def one(match: re.Match[str]) -> str:
+        rest = match.group(1)
+        return "`" + " ".join(["walletctl", rest, *_global_words(state, rest)]) + "`"
+
+    return re.sub(r"`walletctl ([^`]*)`", one, text)
 
 
 def get_state(ctx: typer.Context) -> State:

@@ -16,23 +16,28 @@ _walletctl_words() {
         'history verify') echo '--expect-head --help' ;;
         'keys') echo '--show-secret --save --refresh --help' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help' ;;
-        'profile') echo 'add check example list remove show --help' ;;
+        'profile') echo 'add check default example list remove set show unset --help' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --keyring --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path --default --force --help' ;;
         'profile check') echo '--all --online --help' ;;
+        'profile default') echo '--help' ;;
         'profile example') echo 'reference sandbox production-key-env key-file keyring --help' ;;
         'profile list') echo '--help' ;;
         'profile remove') echo '--yes -y --help' ;;
+        'profile set') echo '--help' ;;
         'profile show') echo '--help' ;;
+        'profile unset') echo '--help' ;;
         'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures --help' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
-        'sandbox') echo 'approve cancel decline demo ledger reset serve values wait --help' ;;
+        'sandbox') echo 'approve cancel decline demo faults ledger reset seed serve values wait --help' ;;
         'sandbox approve') echo '--url --admin-token --help' ;;
         'sandbox cancel') echo '--url --admin-token --help' ;;
         'sandbox decline') echo '--url --admin-token --help' ;;
         'sandbox demo') echo '--keep-going --help' ;;
+        'sandbox faults') echo '--latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --clear --url --admin-token --help' ;;
         'sandbox ledger') echo '--url --admin-token --help' ;;
         'sandbox reset') echo '--url --admin-token --help' ;;
+        'sandbox seed') echo '--kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token --help' ;;
         'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile --print-profile --help' ;;
         'sandbox values') echo '--help' ;;
         'sandbox wait') echo '--timeout --help' ;;
@@ -44,8 +49,8 @@ _walletctl_groups() {
         '') echo 'account approvals approve authorize capture checkout completion history keys lookup profile recon refund reverse sandbox smoke' ;;
         'approvals') echo 'refuse show' ;;
         'history') echo 'setup verify' ;;
-        'profile') echo 'add check example list remove show' ;;
-        'sandbox') echo 'approve cancel decline demo ledger reset serve values wait' ;;
+        'profile') echo 'add check default example list remove set show unset' ;;
+        'sandbox') echo 'approve cancel decline demo faults ledger reset seed serve values wait' ;;
     esac
 }
 _walletctl_takes() {  # options that take a value
@@ -69,8 +74,10 @@ _walletctl_takes() {  # options that take a value
         'sandbox approve') echo '--url --admin-token' ;;
         'sandbox cancel') echo '--url --admin-token' ;;
         'sandbox decline') echo '--url --admin-token' ;;
+        'sandbox faults') echo '--latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --url --admin-token' ;;
         'sandbox ledger') echo '--url --admin-token' ;;
         'sandbox reset') echo '--url --admin-token' ;;
+        'sandbox seed') echo '--kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token' ;;
         'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile' ;;
         'sandbox wait') echo '--timeout' ;;
         'smoke') echo '--scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile' ;;

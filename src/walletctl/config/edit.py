@@ -157,3 +157,127 @@ def remove_profile(path: Path, name: str) -> SaveResult:
             if len(profiles) == 1:
                 _set_default(document, next(iter(profiles)))
         return SaveResult(_write(path, document))
+
+
+@dataclass(frozen=True)
+class EditResult:
+    file: ProfilesFile
+    changed: bool
+    dropped: tuple[str, ...] = ()  # other sources of the same secret, removed by this edit
+
+
+def _profile_table(document: Any, path: Path, name: str) -> Any:
+    profiles = document.get("profiles", {})
+    if name not in profiles:
+        raise ConfigError(
+            f"unknown profile {name!r} in {path}; available: {', '.join(profiles) or 'none'}",
+            hint="see `walletctl profile list`",
+        )
+    return profiles[name]
+
+
+def _as_usage_error(exc: ConfigError, name: str, key: str) -> UsageError | ConfigError:
+    """A rule broken by the edited key -> ``KEY: rule`` (a usage error: the value typed)."""
+    prefix = f"profiles.{name} -> "
+    location = exc.location or ""
+    if location.startswith(prefix):
+        where = location.removeprefix(prefix).replace(" -> ", ".")
+        rule = exc.message.removeprefix(f"{location}: ")
+        return UsageError(f"{where}: {rule}", hint=None if where == key else exc.hint)
+    return exc
+
+
+def _edit(path: Path, name: str, key: str, change: Any) -> EditResult:
+    """Apply ``change(profile_table)`` -> (changed, dropped) under the lock; validate; write."""
+    from walletctl.config.validate import parse_document
+
+    path = Path(path).expanduser()
+    if not path.exists():
+        from walletctl.config.profiles_file import load_file
+
+        load_file(path)  # raises the "no profiles file" error
+    with directory_lock(path):
+        document = _read(path)
+        changed, dropped = change(_profile_table(document, path, name))
+        if not changed:
+            from walletctl.config.profiles_file import load_file
+
+            return EditResult(load_file(path), False)
+        try:
+            parse_document(document.unwrap(), path)  # refuse before touching anything
+        except ConfigError as exc:
+            raise _as_usage_error(exc, name, key) from None
+        return EditResult(_write(path, document), True, tuple(dropped))
+
+
+def set_value(path: Path, name: str, key: str, value: Any) -> EditResult:
+    """Set the dotted ``key`` of profile ``name`` (sub-tables made as needed). Setting one
+    source of a secret drops the profile's other sources of it (see ``settings``)."""
+    import tomlkit
+
+    from walletctl.config.settings import KEY_SOURCES, SERVICE_SOURCES, split_key
+
+    table_name, leaf = split_key(key)
+
+    def change(profile: Any) -> tuple[bool, list[str]]:
+        table = profile
+        for part in filter(None, table_name.split(".")):
+            if part not in table:
+                table[part] = tomlkit.table()
+            table = table[part]
+        dropped: list[str] = []
+        for group in (KEY_SOURCES, SERVICE_SOURCES):
+            if key in group and value is not False:
+                for other in group:
+                    other_leaf = other.partition(".")[2]
+                    if other != key and other_leaf in table:
+                        del table[other_leaf]
+                        dropped.append(other)
+        if leaf in table and table[leaf].unwrap() == value and not dropped:
+            return False, []
+        table[leaf] = value
+        return True, dropped
+
+    return _edit(path, name, key, change)
+
+
+def unset_value(path: Path, name: str, key: str) -> EditResult:
+    """Remove the dotted ``key`` of profile ``name`` (a table left empty goes too)."""
+    from walletctl.config.settings import split_key
+
+    table_name, leaf = split_key(key)
+
+    def change(profile: Any) -> tuple[bool, list[str]]:
+        chain = [profile]
+        for part in filter(None, table_name.split(".")):
+            if part not in chain[-1]:
+                return False, []
+            chain.append(chain[-1][part])
+        if leaf not in chain[-1]:
+            return False, []
+        del chain[-1][leaf]
+        parts = list(filter(None, table_name.split(".")))
+        while parts and not chain[-1]:  # drop tables left empty, innermost first
+            chain.pop()
+            del chain[-1][parts.pop()]
+        return True, []
+
+    return _edit(path, name, key, change)
+
+
+def set_default(path: Path, name: str) -> EditResult:
+    """Make ``name`` the default profile (``default_profile``)."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        from walletctl.config.profiles_file import load_file
+
+        load_file(path)
+    with directory_lock(path):
+        document = _read(path)
+        _profile_table(document, path, name)
+        if document.get("default_profile") == name:
+            from walletctl.config.profiles_file import load_file
+
+            return EditResult(load_file(path), False)
+        _set_default(document, name)
+        return EditResult(_write(path, document), True)

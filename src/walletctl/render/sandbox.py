@@ -136,3 +136,48 @@ def render_values(magic: dict[str, str], output: str, *, api_key: str,
             f"\nCredentials: Authorization: PublicApiKey {api_key} (any merchant); "
             f"public key service Basic <userId>:{service_secret}.\n"
             f"Faults: X-Sandbox-Fault: {faults}\n")
+
+
+_FAULT_UNITS = {"latency_ms": " ms", "jitter_ms": " ms", "retry_after": " s"}
+
+
+def render_faults(data: dict[str, Any], output: str, url: str) -> None:
+    """``sandbox faults``: the faults in force, one setting per line (defaults left out)."""
+    if output != "table":
+        render_record(data, output, "")
+        return
+    from walletctl.ops.sandbox_admin import FAULT_FIELDS
+
+    rates = ("error_rate", "throttle_rate", "drop_rate", "error_after_rate")
+    active = any(data.get(k) for k in (*rates, "latency_ms", "jitter_ms"))
+    if not active:
+        sys.stdout.write(f"no faults at {url}: /api/v5 requests are answered normally\n")
+        return
+    lines = [f"faults at {url} (on /api/v5 requests):"]
+    for key in FAULT_FIELDS:
+        value = data.get(key)
+        if value in (None, 0, 0.0):
+            continue
+        lines.append(f"  {key:<16} {value}{_FAULT_UNITS.get(key, '')}")
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def render_seed(result: Any, output: str, url: str, *, next_step: str) -> None:
+    """``sandbox seed``: what was created, where the CSV is, and the batch to run next."""
+    from walletctl.models.money import format_major
+    from walletctl.render.console import print_note
+
+    record = {"created": result.created, "kind": result.kind, "currency": result.currency,
+              "total": f"{result.total:f}", "first": result.first, "last": result.last,
+              "csv": result.csv, "url": url}
+    what = "pre-authorisations" if result.kind == "preauth" else "sales"
+    line = (f"{result.created} approved {what} ({format_major(result.total, result.currency)}"
+            f", {result.first} .. {result.last}) in the sandbox at {url}")
+    if result.csv == "-":  # stdout holds the CSV
+        print_note(line)
+        return
+    if output != "table":
+        render_record(record, output, "")
+    else:
+        sys.stdout.write(line + "\n")
+    print_note(f"next: `{next_step}`")

@@ -23,7 +23,8 @@ pending / error URL. Single use; expires after ``redirectUrlTimeout`` seconds.
 Sandbox control (never faulted; Host/Origin-guarded and, when the sandbox has an admin token,
 ``X-Sandbox-Token`` required: see :mod:`walletctl.sandbox.guard`):
 ``POST /_sandbox/reset``, ``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``,
-``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/clock``
+``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/seed`` (many
+approved checkouts at once: :mod:`walletctl.sandbox.seed`), ``POST /_sandbox/clock``
 (when enabled), ``GET /_sandbox/health``, ``GET /_sandbox/values``.
 """
 
@@ -381,6 +382,13 @@ def create_app(config: SandboxConfig) -> FastAPI:
             raise SandboxError(400, str(exc)) from None
         ctx.reset_rngs()
         return JSONResponse(ctx.faults.to_json())
+
+    @app.post("/_sandbox/seed", tags=["sandbox"])
+    async def seed_route(request: Request) -> JSONResponse:
+        from walletctl.sandbox import seed
+
+        req, amounts = seed.parse(wire.parse_object(await request.body()))
+        return JSONResponse(seed.seed(ctx, req, amounts))
 
     @app.post("/_sandbox/clock", tags=["sandbox"])
     async def clock(request: Request) -> dict[str, Any]:

@@ -1,10 +1,15 @@
-"""The one-command demo (``walletctl sandbox demo``): real walletctl commands, real sandbox.
+r"""The one-command demo (``walletctl sandbox demo``): real walletctl commands, real sandbox.
 
 Starts an :class:`~walletctl.sandbox.server.EmbeddedSandbox`, writes a temporary 0600
 profiles file pointing at it (profile ``demo``, key from ``$WALLETCTL_DEMO_KEY``), then runs
 each step as ``python -m walletctl ...`` in a subprocess, echoing the command line like a
 shell transcript followed by its real output. Returns the label of the first failing step
 (``None`` when all passed).
+
+Everything fits ``width`` columns (the terminal's; 80 by default): the steps run with
+``COLUMNS`` set to it, so their tables fit like any other, and the demo's own lines (the
+comment, each command line) break between words, a command line with a shell ``\``
+continuation, so the transcript can still be pasted.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import TextIO
@@ -82,8 +88,33 @@ def demo_steps(stamp: str) -> list[tuple[str, list[str]]]:
     ]
 
 
-def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None) -> str | None:
-    """Run the demo, writing the transcript to ``out``; the first failed step's label."""
+def command_lines(args: list[str], width: int) -> str:
+    r"""``$ walletctl ARGS`` broken between words with `` \`` continuations to fit ``width``."""
+    words = ["$", "walletctl", *(shlex.quote(a) for a in args)]
+    lines: list[str] = []
+    current = ""
+    for word in words:
+        candidate = f"{current} {word}" if current else word
+        if current and len(candidate) + 2 > width:  # room for " \"
+            lines.append(current + " \\")
+            current = "    " + word
+        else:
+            current = candidate
+    lines.append(current)
+    return "\n".join(lines) + "\n"
+
+
+def comment_lines(text: str, width: int) -> str:
+    """A ``# ...`` comment wrapped between words to ``width`` columns."""
+    return "\n".join(textwrap.wrap(text, width=max(width, 20), initial_indent="# ",
+                                   subsequent_indent="# ", break_long_words=False,
+                                   break_on_hyphens=False)) + "\n"
+
+
+def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None,
+             width: int = 80) -> str | None:
+    """Run the demo, writing the transcript to ``out`` in ``width`` columns; the first failed
+    step's label."""
     failed: str | None = None
     with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb, \
             tempfile.TemporaryDirectory(prefix="walletctl-demo-") as tmp:
@@ -98,14 +129,15 @@ def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None
         env[Env.CONFIG] = str(path)
         env[DEMO_KEY_ENV] = DEFAULT_API_KEY
         env[Env.AUDIT_LOG] = str(Path(tmp) / "history.sqlite3")  # not the user's own history
-        env.setdefault("COLUMNS", "150")
-        out.write(f"# embedded sandbox at {sb.url}; profile '{DEMO_PROFILE}' and its history "
-                  f"in a temporary directory (WALLETCTL_CONFIG, WALLETCTL_AUDIT_LOG), key from "
-                  f"${DEMO_KEY_ENV}\n")
+        env["COLUMNS"] = str(width)  # the steps' tables fit the demo's terminal
+        out.write(comment_lines(
+            f"embedded sandbox at {sb.url}; profile '{DEMO_PROFILE}' and its history in a "
+            f"temporary directory (WALLETCTL_CONFIG, WALLETCTL_AUDIT_LOG), key from "
+            f"${DEMO_KEY_ENV}", width))
         out.flush()
-        stamp = time.strftime("%Y%m%d-%H%M%S")
+        stamp = time.strftime("%H%M%S")  # a fresh sandbox each run: short references suffice
         for label, args in demo_steps(stamp):
-            out.write(f"\n$ walletctl {shlex.join(args)}\n")
+            out.write("\n" + command_lines(args, width))
             out.flush()
             try:
                 proc = subprocess.run(
@@ -120,7 +152,7 @@ def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None
             if stderr:
                 out.write(stderr)
             if code != 0:
-                out.write(f"# step '{label}' failed (exit code {code})\n")
+                out.write(comment_lines(f"step '{label}' failed (exit code {code})", width))
                 failed = failed or label
                 if not keep_going:
                     break
