@@ -146,7 +146,7 @@ def test_checkout_missing_file_is_usage(cli: Any, tmp_path: Path) -> None:
      (["--amount", "1", "--ref", "R-1", "--state", "Bavaria"], "state"),
      (["--amount", "1", "--ref", "R-1", "--mobile-phone", "+49 170"], "cardholderMobilePhone"),
      (["--amount", "1", "--ref", "R-1", "--redirect-timeout", "901"], "redirectUrlTimeout"),
-     (["--amount", "1", "--ref", "R-1", "--currency", "EURO"], "currencyCode")],
+     (["--amount", "1", "--ref", "R-1", "--currency", "EURO"], "--currency")],
 )
 def test_checkout_invalid_flags_name_the_field(cli: Any, sandbox: Any, args: list[str],
                                                field: str) -> None:
