@@ -94,7 +94,7 @@ complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbo
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l verbose -s v -d 'Trace requests and responses (masked)'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l timeout -x -d 'Request timeout in seconds (overrides the profile)'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l debug -d 'Show tracebacks of internal errors'
-complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l version -d 'Show the version'
+complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l version -d 'Show the versions of walletctl, Python and its libraries'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'account'" -l event -r -F -d 'A posted event.detail JSON file (- for stdin)'
 complete -c walletctl -n "__walletctl_at 'account'" -l encryption-key-id -x -d 'Encryption key id the account was made with (default: fro...'
