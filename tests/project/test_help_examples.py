@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 from importlib.metadata import version
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ def test_every_example_is_accepted_by_the_command(command: str, line: str) -> No
     for stop in ("<", ">", "|", "&&"):
         words = words[: words.index(stop)] if stop in words else words
     assert words[0] == "walletctl"
-    root = typer.main.get_command(app)
+    root: Any = typer.main.get_command(app)
     ctx = root.make_context("walletctl", words[1:])
     rest = [*ctx.protected_args, *ctx.args]
     assert rest[0] == command, f"{line}: runs {rest[0]!r}, not {command!r}"
