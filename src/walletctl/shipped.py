@@ -27,15 +27,16 @@ def in_checkout() -> bool:
 
 def folder(name: Folder) -> Path:
     """The directory holding the shipped ``name`` files: the installed package's copy, else
-    the checkout's top-level folder."""
+    the checkout's top-level folder (a broken installation: one error line, exit 1)."""
     inside = PACKAGE / name
     if inside.is_dir():
         return inside
     if in_checkout() and (CHECKOUT / name).is_dir():
         return CHECKOUT / name
-    raise FileNotFoundError(
-        f"walletctl's {name}/ is missing from this installation ({inside}): reinstall walletctl"
-    )
+    from walletctl.errors import WalletctlError
+
+    raise WalletctlError(f"this installation of walletctl has no {name}/ ({inside})",
+                         hint="reinstall walletctl from its wheel or sdist")
 
 
 def read(name: Folder, filename: str) -> str:
