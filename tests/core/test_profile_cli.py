@@ -548,7 +548,7 @@ def test_failures_never_contain_a_secret(cfg: Path) -> None:
 
 
 def test_sample_configs_pass_profile_check_with_their_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    sample = Path(__file__).resolve().parents[2] / "src" / "walletctl" / "config" / "examples"
+    sample = Path(__file__).resolve().parents[2] / "sample-configs"
     sample = sample / "production-key-env.toml"
     monkeypatch.setenv("PROD_WALLET_API_KEY", ENV_SECRET)
     monkeypatch.setenv("PROD_WALLET_SERVICE_SECRET", SERVICE_SECRET)

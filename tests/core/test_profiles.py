@@ -568,7 +568,7 @@ def test_config_import_stays_light() -> None:
 
 
 def test_every_sample_config_loads() -> None:
-    files = sorted((REPO / "src" / "walletctl" / "config" / "examples").glob("*.toml"))
+    files = sorted((REPO / "sample-configs").glob("*.toml"))
     assert len(files) >= 4, files
     seen: set[str] = set()
     for path in files:

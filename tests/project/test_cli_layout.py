@@ -28,32 +28,37 @@ def test_unknown_command_is_none() -> None:
     assert load_command("no-such-command") is None
 
 
-@pytest.mark.parametrize("folder", ["src/walletctl/completions", "completions"])
 @pytest.mark.parametrize("filename", sorted(render_all()))
-def test_shipped_completions_are_current(filename: str, folder: str) -> None:
-    """The package's scripts (what `walletctl completion SHELL` prints once installed) and
-    the repository's top-level completions/ (what a reader of the repository finds) are both
-    exactly what the generator renders now."""
-    shipped = ROOT / folder / filename
+def test_shipped_completions_are_current(filename: str) -> None:
+    """completions/ (the one copy: the wheel carries it, `walletctl completion SHELL` prints
+    it) is exactly what the generator renders from the command tree now."""
+    shipped = ROOT / "completions" / filename
     assert shipped.exists(), (
-        f"{folder}/{filename} missing: run python -m walletctl.cli.completions"
-    )
+        f"completions/{filename} missing: run python -m walletctl.cli.completions")
     assert shipped.read_text(encoding="utf-8") == render_all()[filename], (
-        f"{folder}/{filename} is stale: run `python -m walletctl.cli.completions`"
+        f"completions/{filename} is stale: run `python -m walletctl.cli.completions`"
     )
 
 
-@pytest.mark.parametrize("name", sorted(
-    p.name for p in (ROOT / "src" / "walletctl" / "config" / "examples").glob("*.toml")))
-def test_top_level_sample_configs_are_the_shipped_examples(name: str) -> None:
-    """sample-configs/ at the top of the repository holds the same files `walletctl profile
-    example KIND` prints from the package (one content, checked here, never edited apart)."""
-    shipped = ROOT / "src" / "walletctl" / "config" / "examples" / name
-    top = ROOT / "sample-configs" / name
-    assert top.exists(), f"sample-configs/{name} missing: copy it from {shipped}"
-    assert top.read_text(encoding="utf-8") == shipped.read_text(encoding="utf-8"), (
-        f"sample-configs/{name} differs from src/walletctl/config/examples/{name}: the "
-        "package's copy is the one `profile example` prints; copy it over")
+def test_no_copies_inside_the_package() -> None:
+    """The top-level folders are the only copy; the build puts them into the wheel."""
+    for copy in ("src/walletctl/completions", "src/walletctl/sample-configs",
+                 "src/walletctl/config/examples", "src/walletctl/man"):
+        assert not (ROOT / copy).exists(), f"{copy}: the copy lives at the top of the repository"
+
+
+def test_profile_example_prints_each_sample_config() -> None:
+    import subprocess
+    import sys
+
+    from walletctl.cli.command_tree import ARGUMENT_VALUES
+
+    kinds = ARGUMENT_VALUES["profile example"].split()
+    assert sorted(kinds) == sorted(p.stem for p in (ROOT / "sample-configs").glob("*.toml"))
+    for kind in kinds:
+        proc = subprocess.run([sys.executable, "-m", "walletctl", "profile", "example", kind],
+                              capture_output=True, text=True, timeout=60, check=True)
+        assert proc.stdout == (ROOT / "sample-configs" / f"{kind}.toml").read_text("utf-8")
 
 
 def test_bash_completion_completes_commands_and_options(tmp_path: Path) -> None:
@@ -62,7 +67,7 @@ def test_bash_completion_completes_commands_and_options(tmp_path: Path) -> None:
 
     if shutil.which("bash") is None:
         pytest.skip("bash not installed")
-    script = ROOT / "src" / "walletctl" / "completions" / "walletctl.bash"
+    script = ROOT / "completions" / "walletctl.bash"
     probe = (
         f"source {script}; "
         'COMP_WORDS=(walletctl -p prod ca); COMP_CWORD=3; _walletctl; echo "${COMPREPLY[*]}"; '

@@ -51,6 +51,6 @@ def test_pip_installs_name_a_path_or_a_vcs_url() -> None:
                     f"{path.relative_to(ROOT)}: {line.strip()}")
 
 
-def test_the_sample_profiles_ship_in_the_package() -> None:
-    examples = ROOT / "src" / "walletctl" / "config" / "examples"
+def test_the_sample_profiles_stand_at_the_top_of_the_repository() -> None:
+    examples = ROOT / "sample-configs"
     assert (examples / "reference.toml").exists()

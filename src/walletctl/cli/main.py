@@ -18,7 +18,6 @@ from typer.core import TyperGroup
 if TYPE_CHECKING:
     from click import Context as ClickContext
 
-from walletctl import __version__
 from walletctl.cli.state import get_state
 from walletctl.constants import MAX_TIMEOUT, Env, ExitCode
 
@@ -108,9 +107,13 @@ def load_command(name: str) -> Any:
 
     finite_floats(built)  # nan / inf refused by every float option (--timeout, --rate, ...)
     commands = getattr(built, "commands", None)
-    if commands is not None and name in commands:
-        return commands[name]
-    return built if built.name == name else None
+    command = commands.get(name) if commands is not None else built
+    if command is None or command.name != name:
+        return None
+    from walletctl.cli.examples import epilog
+
+    command.epilog = epilog(name) or command.epilog  # the money commands' --help examples
+    return command
 
 
 # Global options that may also be written after the command (`walletctl lookup REF -o json`):
@@ -304,7 +307,9 @@ def _finite_timeout(value: float | None) -> float | None:
 
 def _version(value: bool) -> None:
     if value:
-        print(f"walletctl {__version__}")
+        from walletctl.cli.version import version_text
+
+        sys.stdout.write(version_text())
         raise typer.Exit()
 
 
@@ -345,7 +350,8 @@ def main(
     ] = False,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+        typer.Option("--version", callback=_version, is_eager=True,
+                     help="Show the versions of walletctl, Python and its libraries."),
     ] = False,
 ) -> None:
     """Operate the gateway's wallets from a terminal, a batch job or CI."""

@@ -266,12 +266,11 @@ def example(
 ) -> None:
     """Print a commented profiles file (every setting with its default and meaning)."""
     import sys
-    from importlib.resources import files
 
+    from walletctl import shipped
     from walletctl.errors import UsageError
 
     if kind not in _EXAMPLES:
         raise UsageError(f"profile example: no example {kind!r}",
                          hint="one of: " + ", ".join(_EXAMPLES))
-    resource = files("walletctl.config").joinpath("examples", f"{kind}.toml")
-    sys.stdout.write(resource.read_text("utf-8"))
+    sys.stdout.write(shipped.read("sample-configs", f"{kind}.toml"))
