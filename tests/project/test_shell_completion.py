@@ -145,7 +145,7 @@ def check_walletctl(tmux: Tmux, session: str, tabs: int) -> None:
     assert "notes.txt" not in screen, f"file names offered as -p values:\n{screen}"
     complete(tmux, session, "walletctl ref", "walletctl refund", tabs=tabs)
     # option values are skipped when finding the command; global options after it complete
-    complete(tmux, session, "walletctl -p sandbox sandbox se", "sandbox serve", tabs=tabs)
+    complete(tmux, session, "walletctl -p sandbox sandbox ser", "sandbox serve", tabs=tabs)
     complete(tmux, session, "walletctl lookup R-1 -o nd", "-o ndjson", tabs=tabs)
     complete(tmux, session, "walletctl profile show ", "sandbox", "prod-eu", tabs=tabs)
     complete(tmux, session, "walletctl --config no", "--config notes.txt", tabs=tabs)
