@@ -16,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major
 
 Op = Literal["capture", "refund", "reverse"]
@@ -24,10 +25,6 @@ InputFormat = Literal["csv", "jsonl"]
 
 COLUMNS = ("ref", "amount", "currency", "new_ref", "profile")
 REQUIRED = ("ref", "amount")
-# A reference obeys the request model's own field type (models.fields.Reference): what a
-# row accepts is exactly what the request that is built from it accepts (fullmatch: a
-# trailing newline is not "end of string").
-_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}")
 _PROFILE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_LINE = 64 * 1024
 
@@ -68,15 +65,12 @@ def detect_format(path: Path | None, first_bytes: bytes) -> InputFormat:
     return "jsonl" if stripped[:1] == b"{" else "csv"
 
 
-def check_ref(value: str, field: str = "ref") -> str:
-    if not _REF.fullmatch(value):
-        raise ValueError(
-            "must be 1-64 characters of letters, digits and ._:/- starting with a letter or "
-            "digit (no spaces, no control characters)"
-            if value
-            else "is required"
-        )
-    return value
+def check_ref(value: str) -> str:
+    """A reference obeys the request model's own rule (models.fields.check_reference): what
+    a row accepts is exactly what the request that is built from it accepts."""
+    if not value:
+        raise ValueError("is required")
+    return check_reference(value)
 
 
 def validate_fields(
@@ -126,7 +120,7 @@ def validate_fields(
         if not isinstance(new_ref, str):
             return Problem(line, "new_ref", "must be a string")
         try:
-            check_ref(new_ref, "new_ref")
+            check_ref(new_ref)
         except ValueError as exc:
             return Problem(line, "new_ref", str(exc))
         if new_ref == ref:
