@@ -288,7 +288,8 @@ def test_rows_accept_what_the_request_model_accepts(tmp_path: Path, ref: str) ->
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"ref": ref, "amount": "1.00"}) + "\n", encoding="utf-8")
     (item,) = list(iter_rows(src, default_currency="EUR"))
-    assert isinstance(item, Row) and item.ref == ref, item
+    assert isinstance(item, Row), item
+    assert item.ref == ref
     req = build_request(PROFILE, "capture", JournalRow(
         "k", 2, ref, "cap-1", Decimal(1), "EUR", None, "planned", 0, None, None, None))
     assert req.client_system_invoice_id == ref

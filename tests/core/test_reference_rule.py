@@ -11,7 +11,7 @@ references from a ``--ref-prefix``.
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
@@ -21,7 +21,8 @@ from walletctl.models.fields import REFERENCE_RULE, check_reference
 from walletctl.models.followup import FollowUpRequest
 from walletctl.models.records import TransactionRecord
 
-REFUSED_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Zs", "Zl", "Zp")
+REFUSED_CATEGORIES: tuple[Literal["Cc", "Cf", "Cs", "Co", "Zs", "Zl", "Zp"], ...] = (
+    "Cc", "Cf", "Cs", "Co", "Zs", "Zl", "Zp")
 _inner = st.one_of(st.characters(exclude_categories=REFUSED_CATEGORIES), st.just(" "))
 _edge = st.characters(exclude_categories=REFUSED_CATEGORIES)
 

@@ -123,8 +123,10 @@ def authorize(
     ] = None,
     eci: Annotated[str | None, typer.Option(help="ECI indicator of the device token.")] = None,
     three_ds: Annotated[
-        Path | None, typer.Option("--3ds", help="3DS result JSON {threeDSServerTransId, "
-                                                "authenticationValue, eci} ('-' for stdin).")
+        Path | None, typer.Option("--3ds", "--three-ds", help="3DS result JSON "
+                                  "{threeDSServerTransId, authenticationValue, eci} ('-' for "
+                                  "stdin), e.g. the output of `walletctl sandbox 3ds`; supplies "
+                                  "the account when it names one.")
     ] = None,
     encryption_key_id: Annotated[
         str | None, typer.Option("--encryption-key-id", help=_KEY_ID_HELP)
@@ -155,11 +157,19 @@ def authorize(
     detail = read_event(event) if event is not None else None
     if detail is not None and account_id and account_id != detail.transaction_account_id:
         raise UsageError("--account differs from the event's transactionAccountId")
+    tds = read_three_ds(three_ds) if three_ds is not None else None
     acct_id = account_id or (detail.transaction_account_id if detail else None)
+    if tds is not None and tds.account_id is not None:
+        if acct_id and acct_id != tds.account_id:
+            raise UsageError("--3ds was run for another account than "
+                             + ("--account" if account_id else "the event's"),
+                             hint="run `walletctl sandbox 3ds` for the account you charge")
+        acct_id = tds.account_id
     reference = ref or (detail.client_system_transaction_id if detail else None)
     if not (acct_id and reference and amount):
         raise missing_options("authorize", [(flag, rule) for flag, rule, value in (
-            ("--account", "required: the transactionAccountId, or --event FILE", acct_id),
+            ("--account", "required: the transactionAccountId, or --event FILE or --3ds FILE "
+                          "naming it", acct_id),
             ("--ref", "required: the new transaction's clientSystemTransactionId", reference),
             ("--amount", "required: the amount in major units, e.g. 12.34", amount),
         ) if not value])
@@ -180,7 +190,6 @@ def authorize(
     if value <= 0:
         raise RequestValidationError([("--amount", "must be greater than zero")])
     key_id = resolve_key_id(profile, encryption_key_id)
-    tds = read_three_ds(three_ds) if three_ds is not None else None
     from contextlib import nullcontext
 
     from walletctl.history import open_for, recording
@@ -200,7 +209,7 @@ def authorize(
             key_id=key_id,
             cryptogram=cryptogram or (detail.cryptogram if detail else None),
             eci=eci or (detail.eci_indicator if detail else None),
-            three_ds=tds,
+            three_ds=tds.three_ds if tds is not None else None,
         )
         call = prepare_authorization(client, req)
         if dry_run:

@@ -267,7 +267,7 @@ def build_authorization(
             raise RequestValidationError(
                 [("threeDSecure", "is required for a Card (PAN_ONLY) payment account")],
                 hint="run the 3DS step and pass its result with --3ds FILE (sandbox: "
-                "POST /_sandbox/3ds/challenge)",
+                "`walletctl sandbox 3ds ACCOUNT | walletctl authorize --3ds - ...`)",
             )
         cryptogram = eci = None
     try:
@@ -288,14 +288,32 @@ def build_authorization(
         raise
 
 
-def read_three_ds(path: Path) -> ThreeDSecure:
-    """``--3ds FILE|-``: JSON ``{threeDSServerTransId, authenticationValue, eci}``."""
+@dataclass(frozen=True)
+class ThreeDSInput:
+    """``--3ds``: the 3DS result, and the account it was run for when the file names it
+    (``walletctl sandbox 3ds`` does)."""
+
+    three_ds: ThreeDSecure
+    account_id: str | None = None
+
+
+def read_three_ds(path: Path) -> ThreeDSInput:
+    """``--3ds FILE|-``: JSON ``{threeDSServerTransId, authenticationValue, eci}``, as the
+    sandbox's challenge answers (``transStatus`` is read past) or as ``walletctl sandbox
+    3ds`` prints it (``transactionAccountId`` too)."""
     from walletctl.ops.inputs import read_document
 
     data: Any = read_document(path, "--3ds")
-    if isinstance(data, dict):  # the sandbox's challenge answer carries transStatus too
-        data = {k: v for k, v in data.items() if str(k).lower() != "transstatus"}
-    return ThreeDSecure.from_wire(data)
+    account_id = None
+    if isinstance(data, dict):
+        account = next((v for k, v in data.items()
+                        if str(k).lower() == "transactionaccountid"), None)
+        if account is not None and not isinstance(account, str):
+            raise RequestValidationError([("--3ds: transactionAccountId", "must be a string")])
+        account_id = account or None
+        data = {k: v for k, v in data.items()
+                if str(k).lower() not in ("transstatus", "transactionaccountid")}
+    return ThreeDSInput(ThreeDSecure.from_wire(data), account_id)
 
 
 def prepare_authorization(client: GatewayClient, req: AuthorizationRequest) -> PreparedCall:
