@@ -94,7 +94,8 @@ def test_references_the_wallet_takes_are_captured_refunded_reversed_and_looked_u
         first = cli("capture", ref, "--amount", "5.00", "--yes")
         assert first["state"] == "Approved", first
         derived = first["clientSystemTransactionId"]
-        assert derived.startswith(ref[:40]) and derived.endswith("-CAP1"), derived
+        assert derived.startswith(ref[:40]), derived
+        assert derived.endswith("-CAP1"), derived
         assert len(derived) <= 64
         second = cli("capture", ref, "--amount", "4.00", "--yes",
                      "--new-ref", _new_ref(ref, "cap"))
@@ -209,9 +210,9 @@ def test_a_reference_outside_the_rule_is_refused_at_the_first_step(
 # -- 3DS from the CLI ---------------------------------------------------------------------------
 
 
-def _walletctl(config: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _walletctl(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "walletctl", "--config", str(config), *args],
-                          capture_output=True, text=True, input=stdin, timeout=60,
+                          capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONIOENCODING": "utf-8"}, check=False)
 
 

@@ -7,7 +7,7 @@ _walletctl_words() {
         'approvals refuse') echo '--reason --yes -y --help' ;;
         'approvals show') echo '--help' ;;
         'approve') echo '--reason --yes -y --confirm-profile --help' ;;
-        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id --yes -y --dry-run --help' ;;
+        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id --yes -y --dry-run --help' ;;
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --open --dry-run --help' ;;
         'completion') echo 'bash zsh fish powershell --help' ;;
@@ -26,7 +26,8 @@ _walletctl_words() {
         'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures --help' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help' ;;
-        'sandbox') echo 'approve cancel decline demo ledger reset serve values wait --help' ;;
+        'sandbox') echo '3ds approve cancel decline demo ledger reset serve values wait --help' ;;
+        'sandbox 3ds') echo '--result --url --merchant-id --store-id --help' ;;
         'sandbox approve') echo '--url --admin-token --help' ;;
         'sandbox cancel') echo '--url --admin-token --help' ;;
         'sandbox decline') echo '--url --admin-token --help' ;;
@@ -45,7 +46,7 @@ _walletctl_groups() {
         'approvals') echo 'refuse show' ;;
         'history') echo 'setup verify' ;;
         'profile') echo 'add check example list remove show' ;;
-        'sandbox') echo 'approve cancel decline demo ledger reset serve values wait' ;;
+        'sandbox') echo '3ds approve cancel decline demo ledger reset serve values wait' ;;
     esac
 }
 _walletctl_takes() {  # options that take a value
@@ -55,7 +56,7 @@ _walletctl_takes() {  # options that take a value
         'approvals') echo '--state --since' ;;
         'approvals refuse') echo '--reason' ;;
         'approve') echo '--reason --confirm-profile' ;;
-        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id' ;;
+        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id' ;;
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
@@ -66,6 +67,7 @@ _walletctl_takes() {  # options that take a value
         'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
+        'sandbox 3ds') echo '--result --url --merchant-id --store-id' ;;
         'sandbox approve') echo '--url --admin-token' ;;
         'sandbox cancel') echo '--url --admin-token' ;;
         'sandbox decline') echo '--url --admin-token' ;;
@@ -88,6 +90,7 @@ _walletctl_values() {  # path, option
         'authorize|--event') echo '@files' ;;
         'authorize|--type') echo 'sale preauth' ;;
         'authorize|--3ds') echo '@files' ;;
+        'authorize|--three-ds') echo '@files' ;;
         'capture|--confirm-profile') echo '@profiles' ;;
         'capture|--batch') echo '@files' ;;
         'capture|--journal') echo '@files' ;;

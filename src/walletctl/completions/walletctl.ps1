@@ -6,7 +6,7 @@ $walletctlWords = @{
     'approvals refuse' = @('--reason','--yes','-y','--help')
     'approvals show' = @('--help')
     'approve' = @('--reason','--yes','-y','--confirm-profile','--help')
-    'authorize' = @('--account','--event','--amount','--currency','--ref','--type','--cryptogram','--eci','--3ds','--encryption-key-id','--yes','-y','--dry-run','--help')
+    'authorize' = @('--account','--event','--amount','--currency','--ref','--type','--cryptogram','--eci','--3ds','--three-ds','--encryption-key-id','--yes','-y','--dry-run','--help')
     'capture' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
     'checkout' = @('--amount','--currency','--ref','--type','--from-file','--first-name','--last-name','--email','--mobile-phone','--house-number','--street','--city','--zip','--state','--country','--success-url','--error-url','--pending-url','--return-url','--cancel-url','--refused-url','--redirect-timeout','--language','--order-number','--open','--dry-run','--help')
     'completion' = @('bash','zsh','fish','powershell','--help')
@@ -25,7 +25,8 @@ $walletctlWords = @{
     'recon' = @('--since','--until','--ref','--refs','--journal','--op','--concurrency','--rate','--max-failures','--help')
     'refund' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
     'reverse' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help')
-    'sandbox' = @('approve','cancel','decline','demo','ledger','reset','serve','values','wait','--help')
+    'sandbox' = @('3ds','approve','cancel','decline','demo','ledger','reset','serve','values','wait','--help')
+    'sandbox 3ds' = @('--result','--url','--merchant-id','--store-id','--help')
     'sandbox approve' = @('--url','--admin-token','--help')
     'sandbox cancel' = @('--url','--admin-token','--help')
     'sandbox decline' = @('--url','--admin-token','--help')
@@ -42,7 +43,7 @@ $walletctlGroups = @{
     'approvals' = @('refuse','show')
     'history' = @('setup','verify')
     'profile' = @('add','check','example','list','remove','show')
-    'sandbox' = @('approve','cancel','decline','demo','ledger','reset','serve','values','wait')
+    'sandbox' = @('3ds','approve','cancel','decline','demo','ledger','reset','serve','values','wait')
 }
 $walletctlValues = @{  # 'path|option' = values
     '|--profile' = '@profiles'
@@ -67,6 +68,7 @@ $walletctlValues = @{  # 'path|option' = values
     'authorize|--cryptogram' = ''
     'authorize|--eci' = ''
     'authorize|--3ds' = '@files'
+    'authorize|--three-ds' = '@files'
     'authorize|--encryption-key-id' = ''
     'capture|--amount' = ''
     'capture|--currency' = ''
@@ -183,6 +185,10 @@ $walletctlValues = @{  # 'path|option' = values
     'reverse|--results' = '@files'
     'reverse|--max-failures' = ''
     'reverse|--batch-id' = ''
+    'sandbox 3ds|--result' = ''
+    'sandbox 3ds|--url' = ''
+    'sandbox 3ds|--merchant-id' = ''
+    'sandbox 3ds|--store-id' = ''
     'sandbox approve|--url' = ''
     'sandbox approve|--admin-token' = ''
     'sandbox cancel|--url' = ''
