@@ -71,11 +71,10 @@ def keys(
         from walletctl.render.console import print_note
 
         print_note(f"warning: {result.cache_error}")
-    if result.saved:
+    if result.saved_key_loses_to:  # saved, yet not what the next command sends (still exit 0)
         from walletctl.render.console import print_note
 
-        print_note("saved; a key_env/key_file in the profile still takes precedence over a "
-                   "saved API key")
+        print_note(_loses_to(state.profile().name, result.saved_key_loses_to))
 
 
 def account(
@@ -246,6 +245,15 @@ def authorize(
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _loses_to(profile: str, source: str) -> str:
+    """The one line ``keys --save`` prints when the profile's own key still wins."""
+    setting = ("key" if source == "inline key" else "key_env" if source.startswith("env ")
+               else "key_file" if source.startswith("file ") else "keyring")
+    return (f"warning: the saved API key is not used: profile {profile}'s {source} "
+            f"(auth.{setting}) wins; remove {setting} from [profiles.{profile}.auth] to use "
+            "the saved one")
 
 
 def _account_id(arg: str | None, event: Path | None, read_event: Any) -> str:

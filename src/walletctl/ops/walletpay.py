@@ -56,6 +56,9 @@ class KeysResult:
     cache_path: Path | None = None
     saved: tuple[str, ...] = ()
     cache_error: str | None = None  # the keys were fetched, but could not be cached
+    # --save: the profile's own source of the API key that still wins over the saved one
+    # (``inline key``, ``env NAME``, ``file PATH``), None when the saved key is the one used
+    saved_key_loses_to: str | None = None
 
 
 def cache_dir() -> Path:
@@ -159,7 +162,22 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
             "encryption key -> " + save_secret(profile, "encryption_key", keys.encryption_key),
         )
     return KeysResult(keys=keys, source=source, cache_path=path, saved=saved,
-                      cache_error=cache_error)
+                      cache_error=cache_error,
+                      saved_key_loses_to=_winning_source(profile) if save else None)
+
+
+def _winning_source(profile: Profile) -> str | None:
+    """After ``--save``: the profile's source of the API key that is used instead of the
+    saved one (the resolution order: key_env, key_file, keyring, inline key, saved file)."""
+    from walletctl.config.secrets import resolve_secret_with_source
+    from walletctl.errors import ConfigError
+
+    try:
+        _, source = resolve_secret_with_source(profile)
+    except ConfigError:
+        return None
+    saved_here = "keyring " if profile.auth.keyring else "saved file "
+    return None if source.startswith(saved_here) else source
 
 
 # -- event.detail ------------------------------------------------------------------------------
