@@ -343,7 +343,7 @@ def test_keys_save_on_a_profile_with_an_inline_key_says_which_key_wins(
         "walletctl: warning: the saved API key is not used: profile sandbox's inline key "
         "(auth.key) wins; remove key from [profiles.sandbox.auth] to use the saved one")
     doc = tomlkit.parse(path.read_text())
-    del doc["profiles"]["sandbox"]["auth"]["key"]  # type: ignore[index, union-attr]
+    del doc["profiles"]["sandbox"]["auth"]["key"]
     path.write_text(tomlkit.dumps(doc))
     again = cli("keys", "--save", "--refresh")
     assert again.stderr.strip() == "", again.stderr  # the saved key is the one used now
