@@ -99,7 +99,8 @@ def reference_problem(value: str) -> str | None:
 def _odd_character(value: str) -> str | None:
     for position, char in enumerate(value, start=1):
         if char != " " and unicodedata.category(char) in _NOT_IN_REFERENCE:
-            name = unicodedata.name(char, "") if unicodedata.category(char) != "Cs" else ""
+            name = unicodedata.name(char, "") if unicodedata.category(char) != "Cs" else \
+                "(a lone surrogate: undecodable bytes?)"
             return (f"has U+{ord(char):04X}{f' {name}' if name else ''} at character "
                     f"{position}")
     return _edge_space(value)
