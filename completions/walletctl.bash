@@ -6,7 +6,7 @@ _walletctl_groups() {  # PATH: its subcommands
         'approvals') echo 'refuse show' ;;
         'history') echo 'setup verify' ;;
         'profile') echo 'add check default example list remove set show unset' ;;
-        'sandbox') echo 'approve cancel decline demo faults ledger reset seed serve values wait' ;;
+        'sandbox') echo '3ds approve cancel decline demo faults ledger reset seed serve values wait' ;;
     esac
 }
 _walletctl_options() {  # PATH: its options
@@ -17,7 +17,7 @@ _walletctl_options() {  # PATH: its options
         'approvals refuse') echo '--reason --yes -y --help -h' ;;
         'approvals show') echo '--help -h' ;;
         'approve') echo '--reason --yes -y --confirm-profile --help -h' ;;
-        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id --yes -y --dry-run --help -h' ;;
+        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id --yes -y --dry-run --help -h' ;;
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help -h' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --open --dry-run --help -h' ;;
         'completion') echo '--help -h' ;;
@@ -40,6 +40,7 @@ _walletctl_options() {  # PATH: its options
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help -h' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help -h' ;;
         'sandbox') echo '--help -h' ;;
+        'sandbox 3ds') echo '--result --url --merchant-id --store-id --help -h' ;;
         'sandbox approve') echo '--url --admin-token --help -h' ;;
         'sandbox cancel') echo '--url --admin-token --help -h' ;;
         'sandbox decline') echo '--url --admin-token --help -h' ;;
@@ -61,7 +62,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'approvals') echo '--state --since' ;;
         'approvals refuse') echo '--reason' ;;
         'approve') echo '--reason --confirm-profile' ;;
-        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id' ;;
+        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id' ;;
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
@@ -72,6 +73,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
+        'sandbox 3ds') echo '--result --url --merchant-id --store-id' ;;
         'sandbox approve') echo '--url --admin-token' ;;
         'sandbox cancel') echo '--url --admin-token' ;;
         'sandbox decline') echo '--url --admin-token' ;;
@@ -96,6 +98,7 @@ _walletctl_values() {  # PATH OPTION: the option's values
         'authorize|--event') echo '@files' ;;
         'authorize|--type') echo 'sale preauth' ;;
         'authorize|--3ds') echo '@files' ;;
+        'authorize|--three-ds') echo '@files' ;;
         'capture|--confirm-profile') echo '@profiles' ;;
         'capture|--batch') echo '@files' ;;
         'capture|--journal') echo '@files' ;;

@@ -7,7 +7,7 @@ function __walletctl_groups
         case 'approvals'; echo refuse show
         case 'history'; echo setup verify
         case 'profile'; echo add check default example list remove set show unset
-        case 'sandbox'; echo approve cancel decline demo faults ledger reset seed serve values wait
+        case 'sandbox'; echo 3ds approve cancel decline demo faults ledger reset seed serve values wait
     end
 end
 function __walletctl_takes
@@ -17,7 +17,7 @@ function __walletctl_takes
         case 'approvals'; echo --state --since
         case 'approvals refuse'; echo --reason
         case 'approve'; echo --reason --confirm-profile
-        case 'authorize'; echo --account --event --amount --currency --ref --type --cryptogram --eci --3ds --encryption-key-id
+        case 'authorize'; echo --account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id
         case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
@@ -28,6 +28,7 @@ function __walletctl_takes
         case 'recon'; echo --since --until --ref --refs --journal --op --concurrency --rate --max-failures
         case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
+        case 'sandbox 3ds'; echo --result --url --merchant-id --store-id
         case 'sandbox approve'; echo --url --admin-token
         case 'sandbox cancel'; echo --url --admin-token
         case 'sandbox decline'; echo --url --admin-token
@@ -123,7 +124,7 @@ complete -c walletctl -n "__walletctl_at 'authorize'" -l ref -x -d 'clientSystem
 complete -c walletctl -n "__walletctl_at 'authorize'" -l type -x -a 'sale preauth' -d 'sale | preauth'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l cryptogram -x -d 'Device-token cryptogram (prefer --event: flags are visibl...'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l eci -x -d 'ECI indicator of the device token'
-complete -c walletctl -n "__walletctl_at 'authorize'" -l 3ds -r -F -d '3DS result JSON {threeDSServerTransId, authenticationValu...'
+complete -c walletctl -n "__walletctl_at 'authorize'" -l 3ds -l three-ds -r -F -d '3DS result JSON {threeDSServerTransId, authenticationValu...'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l encryption-key-id -x -d 'Encryption key id the account was made with (default: fro...'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l yes -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l dry-run -d 'Print the exact request; send nothing'
@@ -316,6 +317,7 @@ complete -c walletctl -n "__walletctl_at 'reverse'" -l batch-id -x -d 'Batch id 
 complete -c walletctl -n "__walletctl_at 'reverse'" -l full-preflight -d 'Look every rows original up before sending (two round tr...'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l offline -d 'With --dry-run: validate only, no read-only pre-flight lo...'
 complete -c walletctl -n "__walletctl_at 'reverse'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'sandbox'" -a 3ds -d 'Run the sandboxs 3DS challenge for a Card account; print...'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a approve -d 'Approve a pending checkout, as the customer would on the...'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a cancel -d 'Cancel a pending checkout (state Cancelled)'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a decline -d 'Decline a pending checkout (state Declined)'
@@ -328,6 +330,11 @@ complete -c walletctl -n "__walletctl_at 'sandbox'" -a serve -d 'Serve the sandb
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a values -d 'Show the magic test amounts and the default credentials'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a wait -d 'Wait until a sandbox answers its health route (exit 0), o...'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l result -x -d 'pass (transStatus Y: the authorization is approved) or fa...'
+complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l url -x -d 'Sandbox base URL (default: the selected profiles base_url)'
+complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l merchant-id -x -d 'The accounts merchant (default: the profiles)'
+complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l store-id -x -d 'The accounts store (default: the profiles)'
+complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l url -x -d 'Sandbox base URL (default: the selected profiles base_url)'
 complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l admin-token -x -d 'The sandboxs admin token (X-Sandbox-Token), needed when...'
 complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l help -s h -d 'Show help'

@@ -7,7 +7,7 @@ $walletctlWords = @{
     'approvals refuse' = @('--reason','--yes','-y','--help','-h')
     'approvals show' = @('--help','-h')
     'approve' = @('--reason','--yes','-y','--confirm-profile','--help','-h')
-    'authorize' = @('--account','--event','--amount','--currency','--ref','--type','--cryptogram','--eci','--3ds','--encryption-key-id','--yes','-y','--dry-run','--help','-h')
+    'authorize' = @('--account','--event','--amount','--currency','--ref','--type','--cryptogram','--eci','--3ds','--three-ds','--encryption-key-id','--yes','-y','--dry-run','--help','-h')
     'capture' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help','-h')
     'checkout' = @('--amount','--currency','--ref','--type','--from-file','--first-name','--last-name','--email','--mobile-phone','--house-number','--street','--city','--zip','--state','--country','--success-url','--error-url','--pending-url','--return-url','--cancel-url','--refused-url','--redirect-timeout','--language','--order-number','--open','--dry-run','--help','-h')
     'completion' = @('bash','zsh','fish','powershell','--help','-h')
@@ -29,7 +29,8 @@ $walletctlWords = @{
     'recon' = @('--since','--until','--ref','--refs','--journal','--op','--concurrency','--rate','--max-failures','--help','-h')
     'refund' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help','-h')
     'reverse' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help','-h')
-    'sandbox' = @('approve','cancel','decline','demo','faults','ledger','reset','seed','serve','values','wait','--help','-h')
+    'sandbox' = @('3ds','approve','cancel','decline','demo','faults','ledger','reset','seed','serve','values','wait','--help','-h')
+    'sandbox 3ds' = @('--result','--url','--merchant-id','--store-id','--help','-h')
     'sandbox approve' = @('--url','--admin-token','--help','-h')
     'sandbox cancel' = @('--url','--admin-token','--help','-h')
     'sandbox decline' = @('--url','--admin-token','--help','-h')
@@ -48,7 +49,7 @@ $walletctlGroups = @{
     'approvals' = @('refuse','show')
     'history' = @('setup','verify')
     'profile' = @('add','check','default','example','list','remove','set','show','unset')
-    'sandbox' = @('approve','cancel','decline','demo','faults','ledger','reset','seed','serve','values','wait')
+    'sandbox' = @('3ds','approve','cancel','decline','demo','faults','ledger','reset','seed','serve','values','wait')
 }
 $walletctlValues = @{  # 'path|option' = values
     '|--profile' = '@profiles'
@@ -73,6 +74,7 @@ $walletctlValues = @{  # 'path|option' = values
     'authorize|--cryptogram' = ''
     'authorize|--eci' = ''
     'authorize|--3ds' = '@files'
+    'authorize|--three-ds' = '@files'
     'authorize|--encryption-key-id' = ''
     'capture|--amount' = ''
     'capture|--currency' = ''
@@ -189,6 +191,10 @@ $walletctlValues = @{  # 'path|option' = values
     'reverse|--results' = '@files'
     'reverse|--max-failures' = ''
     'reverse|--batch-id' = ''
+    'sandbox 3ds|--result' = ''
+    'sandbox 3ds|--url' = ''
+    'sandbox 3ds|--merchant-id' = ''
+    'sandbox 3ds|--store-id' = ''
     'sandbox approve|--url' = ''
     'sandbox approve|--admin-token' = ''
     'sandbox cancel|--url' = ''

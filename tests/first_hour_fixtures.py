@@ -77,9 +77,11 @@ def served_sandbox(tmp_path: Path) -> Iterator[Served]:
             proc.communicate()
 
 
-def wallet_event(sb: Served, profile: str, ref: str, directory: Path) -> Path:
-    """A browser-wallet ``event.detail`` file for a Token payment account, made the way the
-    client script would (keys from ``walletctl keys``, the emulated wallet's token)."""
+def wallet_event(sb: Served, profile: str, ref: str, directory: Path,
+                 card: str | None = None) -> Path:
+    """A browser-wallet ``event.detail`` file for a Token payment account (or the test
+    ``card`` named), made the way the client script would (keys from ``walletctl keys``, the
+    emulated wallet's token)."""
     import json
 
     import httpx
@@ -88,9 +90,9 @@ def wallet_event(sb: Served, profile: str, ref: str, directory: Path) -> Path:
     api_key = keys["apiKey"]
     cards = httpx.get(sb.url + "/_sandbox/wallet/cards", timeout=10).json()
     cards = cards.get("cards", cards) if isinstance(cards, dict) else cards
-    token = next(c for c in cards if "token" in json.dumps(c).lower())
+    card_id = card or next(c for c in cards if "token" in json.dumps(c).lower())["id"]
     pmd = httpx.post(sb.url + "/_sandbox/wallet/token", timeout=10, json={
-        "cardId": token["id"], "gatewayMerchantId": "M-1001", "publicKeyApi": api_key}).json()
+        "cardId": card_id, "gatewayMerchantId": "M-1001", "publicKeyApi": api_key}).json()
     created = httpx.post(sb.url + "/api/v5/paymentAccounts", timeout=10,
                          headers={"Authorization": f"PublicApiKey {api_key}"},
                          json={"merchantId": "M-1001", "storeId": "S-01",

@@ -54,7 +54,7 @@ def ledger_setup(sandbox: EmbeddedSandbox, tmp_path_factory: pytest.TempPathFact
     assert cli(cfg, home, "-o", "json", "refund", "--batch", str(refunds),
                "--yes").returncode == 0
     refs = home / "refs.csv"
-    refs.write_text("ref\nOPEN-1\nPART-1\nFULL-1\nNOPE-1\nbad#ref\n")
+    refs.write_text("ref\nOPEN-1\nPART-1\nFULL-1\nNOPE-1\nbad\tref\n")
     return cfg, refs
 
 
@@ -77,7 +77,7 @@ def test_one_row_per_reference_with_balances_errors_and_totals(
     assert (full["captured"], full["refunded"], full["refundable"]) == ("10.00", "3.00", "7.00")
     assert full["first_time"] <= full["last_time"]
     assert "unknown reference" in by_ref["NOPE-1"]["error"]
-    assert by_ref["bad#ref"]["error"].startswith("ref: must ")
+    assert by_ref["bad\\tref"]["error"].startswith("ref: has U+0009 at character 4; a reference")
     totals = last["totals"]["EUR"]
     assert totals["references"] == 3
     assert (totals["authorised"], totals["captured"], totals["refunded"]) == \

@@ -172,8 +172,13 @@ def test_bad_checkout_type() -> None:
 def test_reference_length_and_charset() -> None:
     assert_names(problems_of(checkout_body(clientSystemTransactionId="x" * 65)),
                  "clientSystemTransactionId")
-    assert_names(problems_of(checkout_body(clientSystemTransactionId="has space")),
+    assert_names(problems_of(checkout_body(clientSystemTransactionId="has\ttab")),
                  "clientSystemTransactionId")
+    assert_names(problems_of(checkout_body(clientSystemTransactionId="trailing space ")),
+                 "clientSystemTransactionId")
+    # issue 21: the one reference rule takes spaces inside, '#' and any script
+    req = CheckoutRequest.from_wire(checkout_body(clientSystemTransactionId="pre order #ä 1"))
+    assert req.client_system_transaction_id == "pre order #ä 1"
 
 
 # ------------------------------------------------------------------------- checkoutDetails

@@ -21,12 +21,19 @@ from walletctl.history.postgres import PostgresHistory
 from walletctl.history.sqlite import SqliteHistory
 from walletctl.history.store import Completion, HistoryStore, Intent
 
+# Issue 21: references may hold spaces, '#' and any script (models.fields)
+ODD_REFS = {2: "Bestellung ä #2", 6: "注文 6"}
+
+
+def _ref(i: int) -> str:
+    return ODD_REFS.get(i, f"ORD-{i}")
+
 
 def _intent(i: int) -> Intent:
     return Intent(time=f"2026-11-{1 + i:02d}T10:00:00.000Z", os_user="ana", host="desk-1",
                   profile="prod" if i % 2 else "test", base_url="https://gw.example",
-                  operation="capture" if i % 3 == 0 else "refund", original_ref=f"ORD-{i}",
-                  new_ref=f"ORD-{i}-R1", amount=f"{i}.50", currency="EUR",
+                  operation="capture" if i % 3 == 0 else "refund", original_ref=_ref(i),
+                  new_ref=f"{_ref(i)[:60]}-R1", amount=f"{i}.50", currency="EUR",
                   reason="customer request" if i % 2 else None, merchant_id="M-1",
                   store_id="S-1")
 
@@ -53,6 +60,7 @@ QUERIES: list[tuple[str, ...]] = [
     ("-o", "json", "history", "--profile", "prod", "--since", "2026-11-04"),
     ("-o", "json", "history", "--until", "2026-11-05T00:00"),
     ("-o", "json", "history", "--ref", "ORD-3-R1"),
+    ("-o", "json", "history", "--ref", "Bestellung ä #2"),
     ("-o", "json", "history", "--outcome", "declined"),
     ("-o", "json", "history", "--unknown"),
     ("-o", "json", "history", "--last", "2"),
@@ -106,6 +114,9 @@ def test_every_listing_reads_the_same_on_both_backends(both: dict[str, dict[str,
         local, shared = (_comparable(fmt, seen[n].stdout) for n in ("sqlite", "postgresql"))
         assert local == shared, argv
         assert local, argv
+        if argv[2:] == ("history",):  # the references come back as written, on both backends
+            text = seen["postgresql"].stdout
+            assert all(ref in text for ref in ODD_REFS.values()), (argv, text[:800])
     table = {name: _cli(env, "-o", "table", "history").stdout for name, env in both.items()}
     assert "ana" in table["sqlite"]
     assert "alice" in table["postgresql"]

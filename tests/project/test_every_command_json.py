@@ -61,6 +61,7 @@ def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path
     for ref in ("J-SALE", "J-AUTH", "J-AUTH2"):
         sb.run("sandbox", "approve", ref)
     event = wallet_event(sb, "sbx", "J-WP", tmp_path)
+    pan = json.loads(wallet_event(sb, "sbx", "J-3DS", tmp_path, card="visa-pan").read_text())
     argv = {
         "checkout": ["checkout", "--amount", "5.00", "--ref", "J-NEW"],
         "capture": ["capture", "J-AUTH", "--amount", "2.00"],
@@ -73,6 +74,7 @@ def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path
         "authorize": ["authorize", "--event", str(event), "--amount", "3.00", "--currency",
                       "EUR", "--ref", "J-WP", "--type", "sale", "--yes"],
         "sandbox wait": ["sandbox", "wait", sb.url],
+        "sandbox 3ds": ["sandbox", "3ds", pan["transactionAccountId"]],
         "sandbox approve": ["sandbox", "approve", "J-NEW"],
         "sandbox decline": ["sandbox", "decline", "J-DEC"],
         "sandbox cancel": ["sandbox", "cancel", "J-CAN"],

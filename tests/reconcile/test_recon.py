@@ -162,7 +162,7 @@ def test_a_batch_journal_is_compared_too(desk: Desk) -> None:  # noqa: F811
     not_a_journal = desk.tmp / "other.sqlite3"
     sqlite3.connect(not_a_journal).execute("CREATE TABLE t (x)").connection.close()
     export = desk.tmp / "bad-refs.csv"
-    export.write_text("ref\nORDER-1\nORDER 2\n")
+    export.write_text("ref\nORDER-1\nORDER\u200b2\n")  # a zero-width space: not a reference
     cases = [
         (["--since", "last tuesday"], "--since"),
         (["--since", "1d", "--until", "2d"], "--since"),
@@ -171,7 +171,7 @@ def test_a_batch_journal_is_compared_too(desk: Desk) -> None:  # noqa: F811
         (["--refs", str(export)], f"--refs {export} line 3"),
         (["--journal", str(rows)], "--journal"),
         (["--journal", str(not_a_journal)], "--journal"),
-        (["--ref", "has space"], "--ref"),
+        (["--ref", "has\ttab"], "--ref"),
         (["--op", "chargeback"], "--op"),
     ]
     results = run_together(desk, *(["-p", "desk-a", "recon", *argv] for argv, _ in cases),

@@ -123,9 +123,9 @@ def test_unknown_scenario_and_bad_prefix_are_usage_errors() -> None:
     result = invoke("smoke", "--embedded", "-s", "nope")
     assert result.exit_code == ExitCode.USAGE
     assert "unknown scenario 'nope'" in result.stderr
-    result = invoke("smoke", "--embedded", "--ref-prefix", "bad prefix!")
+    result = invoke("smoke", "--embedded", "--ref-prefix", "bad prefix ")
     assert result.exit_code == ExitCode.USAGE
-    assert "--ref-prefix" in result.stderr
+    assert "--ref-prefix: ends with a space; a reference must be" in result.stderr
     result = invoke("smoke", "--embedded", "--approve-url-command", "no-such-approver-xyz")
     assert result.exit_code == ExitCode.USAGE
     assert "'no-such-approver-xyz' was not found" in result.stderr

@@ -207,7 +207,7 @@ def test_references_are_unique_per_run_prefixed_and_recorded() -> None:
 
 def test_too_long_reference_is_a_config_error() -> None:
     ctx = RunContext(run_id="x" * 60, masker=Masker())
-    with pytest.raises(ConfigError, match="longer than 64"):
+    with pytest.raises(ConfigError, match="is 72 characters long; a reference must be 1-64"):
         ctx.reference(scenario("a", ok()), "tag")
 
 

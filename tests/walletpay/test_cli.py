@@ -321,3 +321,35 @@ def test_authorizations_are_recorded_in_the_history_without_card_data(
     raw = b"".join(p.read_bytes() for p in Path(os.environ["WALLETCTL_AUDIT_LOG"]).parent.iterdir())
     for secret in cli.secrets:
         assert secret.encode() not in raw, "a secret or card datum reached the history"
+
+
+def test_keys_save_on_a_profile_with_an_inline_key_says_which_key_wins(
+        tmp_path: Path, client: Any) -> None:
+    """Issue 21: `sandbox serve --write-profile` writes the key inline, and an inline key wins
+    over a saved one: --save says so on stderr (one line, exit 0) and how to change it."""
+    import tomlkit
+
+    from walletctl.cli.sandbox_profile import profile_table, profile_text
+
+    ENV.transport = client._transport
+    path = tmp_path / "profiles.toml"
+    path.write_text(profile_text("sandbox", profile_table(
+        "http://testserver", amount_format="minor", api_key=STATIC_KEY,
+        service_secret=SERVICE_SECRET, default_key=STATIC_KEY)))
+    path.chmod(0o600)
+    cli = Cli(path, client)
+    result = cli("keys", "--save")
+    assert result.stderr.strip() == (
+        "walletctl: warning: the saved API key is not used: profile sandbox's inline key "
+        "(auth.key) wins; remove key from [profiles.sandbox.auth] to use the saved one")
+    doc = tomlkit.parse(path.read_text())
+    del doc["profiles"]["sandbox"]["auth"]["key"]
+    path.write_text(tomlkit.dumps(doc))
+    again = cli("keys", "--save", "--refresh")
+    assert again.stderr.strip() == "", again.stderr  # the saved key is the one used now
+
+
+def test_keys_save_names_the_env_key_that_wins(cli: Cli) -> None:
+    result = cli("keys", "--save")
+    assert f"profile sandbox's env {KEY_ENV} (auth.key_env) wins" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -1,7 +1,8 @@
 """``walletctl sandbox``: run the local sandbox gateway, drive it headlessly, run the demo.
 
 Commands: ``serve``, ``reset``, ``approve`` / ``decline`` / ``cancel`` REF, ``ledger``,
-``values``, ``demo``. Nothing heavy is imported at module import (``--help`` stays fast).
+``values``, ``demo``; ``3ds`` ACCOUNT (:mod:`walletctl.cli.sandbox_3ds`). Nothing heavy is
+imported at module import (``--help`` stays fast).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def register(app: typer.Typer) -> None:
     from walletctl.cli import sandbox_admin
 
     sandbox_admin.register(sandbox_app)
+    from walletctl.cli import sandbox_3ds  # noqa: F401 - adds `sandbox 3ds` to sandbox_app
+
     app.add_typer(sandbox_app, name="sandbox", help=HELP)
 
 

@@ -71,11 +71,10 @@ def keys(
         from walletctl.render.console import print_note
 
         print_note(f"warning: {result.cache_error}")
-    if result.saved:
+    if result.saved_key_loses_to:  # saved, yet not what the next command sends (still exit 0)
         from walletctl.render.console import print_note
 
-        print_note("saved; a key_env/key_file in the profile still takes precedence over a "
-                   "saved API key")
+        print_note(_loses_to(state.profile().name, result.saved_key_loses_to))
 
 
 def account(
@@ -123,8 +122,10 @@ def authorize(
     ] = None,
     eci: Annotated[str | None, typer.Option(help="ECI indicator of the device token.")] = None,
     three_ds: Annotated[
-        Path | None, typer.Option("--3ds", help="3DS result JSON {threeDSServerTransId, "
-                                                "authenticationValue, eci} ('-' for stdin).")
+        Path | None, typer.Option("--3ds", "--three-ds", help="3DS result JSON "
+                                  "{threeDSServerTransId, authenticationValue, eci} ('-' for "
+                                  "stdin), e.g. the output of `walletctl sandbox 3ds`; supplies "
+                                  "the account when it names one.")
     ] = None,
     encryption_key_id: Annotated[
         str | None, typer.Option("--encryption-key-id", help=_KEY_ID_HELP)
@@ -155,11 +156,19 @@ def authorize(
     detail = read_event(event) if event is not None else None
     if detail is not None and account_id and account_id != detail.transaction_account_id:
         raise UsageError("--account differs from the event's transactionAccountId")
+    tds = read_three_ds(three_ds) if three_ds is not None else None
     acct_id = account_id or (detail.transaction_account_id if detail else None)
+    if tds is not None and tds.account_id is not None:
+        if acct_id and acct_id != tds.account_id:
+            raise UsageError("--3ds was run for another account than "
+                             + ("--account" if account_id else "the event's"),
+                             hint="run `walletctl sandbox 3ds` for the account you charge")
+        acct_id = tds.account_id
     reference = ref or (detail.client_system_transaction_id if detail else None)
     if not (acct_id and reference and amount):
         raise missing_options("authorize", [(flag, rule) for flag, rule, value in (
-            ("--account", "required: the transactionAccountId, or --event FILE", acct_id),
+            ("--account", "required: the transactionAccountId, or --event FILE or --3ds FILE "
+                          "naming it", acct_id),
             ("--ref", "required: the new transaction's clientSystemTransactionId", reference),
             ("--amount", "required: the amount in major units, e.g. 12.34", amount),
         ) if not value])
@@ -185,7 +194,6 @@ def authorize(
     if value <= 0:
         raise RequestValidationError([("--amount", "must be greater than zero")])
     key_id = resolve_key_id(profile, encryption_key_id)
-    tds = read_three_ds(three_ds) if three_ds is not None else None
     from contextlib import nullcontext
 
     from walletctl.history import open_for, recording
@@ -205,7 +213,7 @@ def authorize(
             key_id=key_id,
             cryptogram=cryptogram or (detail.cryptogram if detail else None),
             eci=eci or (detail.eci_indicator if detail else None),
-            three_ds=tds,
+            three_ds=tds.three_ds if tds is not None else None,
         )
         call = prepare_authorization(client, req)
         if dry_run:
@@ -242,6 +250,15 @@ def authorize(
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _loses_to(profile: str, source: str) -> str:
+    """The one line ``keys --save`` prints when the profile's own key still wins."""
+    setting = ("key" if source == "inline key" else "key_env" if source.startswith("env ")
+               else "key_file" if source.startswith("file ") else "keyring")
+    return (f"warning: the saved API key is not used: profile {profile}'s {source} "
+            f"(auth.{setting}) wins; remove {setting} from [profiles.{profile}.auth] to use "
+            "the saved one")
 
 
 def _account_id(arg: str | None, event: Path | None, read_event: Any) -> str:

@@ -28,7 +28,7 @@ import aiohttp
 from yarl import URL
 
 from walletctl.client.answers import Answer, Outgoing, PreparedCall, parse_model, reason_of
-from walletctl.client.checks import check_identifier, check_records
+from walletctl.client.checks import check_records, check_reference_field
 from walletctl.client.gateway import Trace, _Base, lookup_params
 from walletctl.client.guard import (
     BadEncoding,
@@ -211,7 +211,7 @@ class AsyncGatewayClient(_Base):
         return result
 
     async def lookup(self, reference: str) -> list[TransactionRecord]:
-        check_identifier(reference, "REF")
+        check_reference_field(reference, "REF")
         call = self.prepare(
             "GET",
             "apm_transactions",

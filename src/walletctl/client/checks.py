@@ -82,8 +82,20 @@ def check_records(records: list[TransactionRecord]) -> list[TransactionRecord]:
     return records
 
 
-def check_identifier(value: str, field: str, max_length: int = 64) -> str:
-    """A reference or id typed by the user, before it goes into a URL (nothing sent yet)."""
+def check_reference_field(value: str, field: str) -> str:
+    """A merchant reference typed by the user (the one rule of models.fields), before it
+    goes into a request or URL: a :class:`RequestValidationError` naming ``field``."""
+    from walletctl.models.fields import check_reference
+
+    try:
+        return check_reference(value)
+    except ValueError as exc:
+        raise RequestValidationError([(field, str(exc))]) from None
+
+
+def check_identifier(value: str, field: str, max_length: int = 255) -> str:
+    """An id typed by the user (not a merchant reference: see :func:`check_reference_field`),
+    before it goes into a URL (nothing sent yet)."""
     rule = None
     if not value.strip():
         rule = "must not be empty"

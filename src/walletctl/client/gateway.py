@@ -32,7 +32,7 @@ from walletctl.client.answers import (
 )
 from walletctl.client.answers import PreparedCall as PreparedCall  # re-exported
 from walletctl.client.answers import parse_retry_after as parse_retry_after
-from walletctl.client.checks import check_echo, check_identifier, check_records
+from walletctl.client.checks import check_echo, check_records, check_reference_field
 from walletctl.client.guard import (
     BadEncoding,
     BodyReader,
@@ -347,7 +347,7 @@ class GatewayClient(_Base):
         return result
 
     def prepare_lookup(self, reference: str) -> PreparedCall:
-        check_identifier(reference, "REF")
+        check_reference_field(reference, "REF")
         return self.prepare(
             "GET",
             "apm_transactions",

@@ -1,8 +1,10 @@
-"""Reusable field checks (ISO codes, phone format, URLs) shared by the request models."""
+"""Reusable field checks (ISO codes, phone format, URLs, merchant references) shared by the
+request models, the CLI's inputs and the sandbox."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from decimal import Decimal
 from functools import lru_cache
 from typing import Annotated
@@ -71,6 +73,56 @@ def check_url(value: str) -> str:
     return value
 
 
+# -- the merchant reference rule (stated once: every command, batch reader and sandbox route
+# that takes a clientSystemTransactionId/clientSystemInvoiceId uses check_reference) ---------
+
+REFERENCE_MAX = 64
+REFERENCE_RULE = ("1-64 printable characters, no tabs, line breaks or control characters, "
+                  "not starting or ending with a space")
+# Cc control, Cf format (zero-width...), Cs surrogate, Co private use; Zs/Zl/Zp separators
+# other than the plain space U+0020 (no-break space, line/paragraph separators...)
+_NOT_IN_REFERENCE = frozenset({"Cc", "Cf", "Cs", "Co", "Zs", "Zl", "Zp"})
+
+
+def reference_problem(value: str) -> str | None:
+    """Why ``value`` is not a merchant reference (``None``: it is one). Lengths count
+    Unicode code points, as the rule says (not bytes, not UTF-16 units)."""
+    if not value:
+        return "is empty"
+    if len(value) > REFERENCE_MAX:
+        return f"is {len(value)} characters long"
+    if not (value.isascii() and value.isprintable()):  # printable ASCII: only the ends to see
+        return _odd_character(value)
+    return _edge_space(value)
+
+
+def _odd_character(value: str) -> str | None:
+    for position, char in enumerate(value, start=1):
+        if char != " " and unicodedata.category(char) in _NOT_IN_REFERENCE:
+            name = unicodedata.name(char, "") if unicodedata.category(char) != "Cs" else \
+                "(a lone surrogate: undecodable bytes?)"
+            return (f"has U+{ord(char):04X}{f' {name}' if name else ''} at character "
+                    f"{position}")
+    return _edge_space(value)
+
+
+def _edge_space(value: str) -> str | None:
+    if value[0] == " ":
+        return "starts with a space"
+    if value[-1] == " ":
+        return "ends with a space"
+    return None
+
+
+def check_reference(value: str) -> str:
+    """``value`` when it is a merchant reference, else ValueError naming what is wrong and
+    the rule (:data:`REFERENCE_RULE`). Never echoes the value (it may hold anything)."""
+    problem = reference_problem(value) if isinstance(value, str) else "is not text"
+    if problem is not None:
+        raise ValueError(f"{problem}; a reference must be {REFERENCE_RULE}")
+    return value
+
+
 def _money(value: object) -> Decimal:
     return to_decimal(value)
 
@@ -102,7 +154,9 @@ Url = Annotated[str, Field(max_length=2048), AfterValidator(check_url)]
 Text = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_non_blank)]
 Reference = Annotated[
     str,
-    Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"),
+    AfterValidator(check_reference),
+    Field(description=f"Merchant reference: {REFERENCE_RULE}",
+          json_schema_extra={"minLength": 1, "maxLength": REFERENCE_MAX}),
 ]
 Money = Annotated[Decimal, BeforeValidator(_money), AfterValidator(_non_negative)]
 PositiveMoney = Annotated[Decimal, BeforeValidator(_money), AfterValidator(_positive)]

@@ -41,12 +41,6 @@ def _rule(kind: Kind, error: Mapping[str, Any], value: str) -> str:
                                                "characters"
     if kind_of == "string_too_long":
         return f"must be at most {ctx.get('max_length')} characters (got {len(value)})"
-    if kind_of == "string_pattern_mismatch" and any(
-            ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
-        return "must not contain control characters (newline, tab, escape...)"
-    if kind_of == "string_pattern_mismatch":
-        return (f"must match {ctx.get('pattern')} (letters, digits and the punctuation "
-                "the pattern allows; no spaces or control characters)")
     return str(error.get("msg", "is not valid"))
 
 
@@ -59,14 +53,6 @@ def input_problem(kind: Kind, value: str) -> str | None:
     except ValidationError as exc:
         return _rule(kind, exc.errors()[0], value)
     return None
-
-
-def checked_reference(value: str) -> str:
-    """``value`` when it is a valid reference; ValueError naming the rule otherwise."""
-    problem = input_problem("reference", value)
-    if problem is not None:
-        raise ValueError(problem)
-    return value
 
 
 def check_inputs(

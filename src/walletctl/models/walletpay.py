@@ -14,6 +14,7 @@ from pydantic import Field, SecretStr, field_validator
 from walletctl.constants import WALLETPAY_METHOD
 from walletctl.errors import RequestValidationError
 from walletctl.models.base import ResponseModel, WireModel
+from walletctl.models.fields import Reference
 from walletctl.models.money import check_currency
 
 AuthorizationType = Literal["ecom.sale", "ecom.preauthorization"]
@@ -68,7 +69,7 @@ class AuthorizationRequest(WireModel):
     type: AuthorizationType
     amount: Decimal
     currency_code: str
-    client_system_transaction_id: str = Field(min_length=1, max_length=64)
+    client_system_transaction_id: Reference
     transaction_account_id: str = Field(min_length=1)
     encryption_key_id: str | None = None
     cryptogram: str | None = None

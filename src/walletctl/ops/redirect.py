@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from walletctl.constants import APM_PROVIDER
 from walletctl.errors import RequestValidationError
 from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+from walletctl.models.fields import REFERENCE_MAX
 from walletctl.models.followup import OPERATION_TYPES, FollowUpRequest, FollowUpResponse, Operation
 from walletctl.models.ledger import (
     KIND_OF_OP,
@@ -38,7 +39,6 @@ REDIRECT_KEYS = {
     "refused_url": "refusedUrl",
 }
 _OP_TAGS = {"capture": "CAP", "refund": "REF", "reverse": "REV"}
-MAX_REFERENCE = 64
 
 
 def set_path(data: dict[str, Any], path: str, value: Any) -> None:
@@ -150,12 +150,15 @@ class FollowUpPlan:
 
 
 def derive_reference(reference: str, op: Operation, sequence: int) -> str:
-    """``ORDER-1`` + capture #2 -> ``ORDER-1-CAP2`` (shortened with a hash when too long)."""
+    """``ORDER-1`` + capture #2 -> ``ORDER-1-CAP2`` (shortened with a hash when too long).
+
+    Within the reference rule for every valid ``reference``: it keeps the original's first
+    character, ends in the tag, and counts code points (a cut never splits a character)."""
     suffix = f"-{_OP_TAGS[op]}{sequence}"
-    if len(reference) + len(suffix) <= MAX_REFERENCE:
+    if len(reference) + len(suffix) <= REFERENCE_MAX:
         return reference + suffix
-    digest = hashlib.sha256(reference.encode()).hexdigest()[:10]
-    keep = MAX_REFERENCE - len(suffix) - len(digest) - 1
+    digest = hashlib.sha256(reference.encode("utf-8")).hexdigest()[:10]
+    keep = REFERENCE_MAX - len(suffix) - len(digest) - 1
     return f"{reference[:keep]}-{digest}{suffix}"
 
 

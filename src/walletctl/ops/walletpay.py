@@ -56,6 +56,9 @@ class KeysResult:
     cache_path: Path | None = None
     saved: tuple[str, ...] = ()
     cache_error: str | None = None  # the keys were fetched, but could not be cached
+    # --save: the profile's own source of the API key that still wins over the saved one
+    # (``inline key``, ``env NAME``, ``file PATH``), None when the saved key is the one used
+    saved_key_loses_to: str | None = None
 
 
 def cache_dir() -> Path:
@@ -159,7 +162,22 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
             "encryption key -> " + save_secret(profile, "encryption_key", keys.encryption_key),
         )
     return KeysResult(keys=keys, source=source, cache_path=path, saved=saved,
-                      cache_error=cache_error)
+                      cache_error=cache_error,
+                      saved_key_loses_to=_winning_source(profile) if save else None)
+
+
+def _winning_source(profile: Profile) -> str | None:
+    """After ``--save``: the profile's source of the API key that is used instead of the
+    saved one (the resolution order: key_env, key_file, keyring, inline key, saved file)."""
+    from walletctl.config.secrets import resolve_secret_with_source
+    from walletctl.errors import ConfigError
+
+    try:
+        _, source = resolve_secret_with_source(profile)
+    except ConfigError:
+        return None
+    saved_here = "keyring " if profile.auth.keyring else "saved file "
+    return None if source.startswith(saved_here) else source
 
 
 # -- event.detail ------------------------------------------------------------------------------
@@ -267,7 +285,7 @@ def build_authorization(
             raise RequestValidationError(
                 [("threeDSecure", "is required for a Card (PAN_ONLY) payment account")],
                 hint="run the 3DS step and pass its result with --3ds FILE (sandbox: "
-                "POST /_sandbox/3ds/challenge)",
+                "`walletctl sandbox 3ds ACCOUNT | walletctl authorize --3ds - ...`)",
             )
         cryptogram = eci = None
     try:
@@ -288,14 +306,32 @@ def build_authorization(
         raise
 
 
-def read_three_ds(path: Path) -> ThreeDSecure:
-    """``--3ds FILE|-``: JSON ``{threeDSServerTransId, authenticationValue, eci}``."""
+@dataclass(frozen=True)
+class ThreeDSInput:
+    """``--3ds``: the 3DS result, and the account it was run for when the file names it
+    (``walletctl sandbox 3ds`` does)."""
+
+    three_ds: ThreeDSecure
+    account_id: str | None = None
+
+
+def read_three_ds(path: Path) -> ThreeDSInput:
+    """``--3ds FILE|-``: JSON ``{threeDSServerTransId, authenticationValue, eci}``, as the
+    sandbox's challenge answers (``transStatus`` is read past) or as ``walletctl sandbox
+    3ds`` prints it (``transactionAccountId`` too)."""
     from walletctl.ops.inputs import read_document
 
     data: Any = read_document(path, "--3ds")
-    if isinstance(data, dict):  # the sandbox's challenge answer carries transStatus too
-        data = {k: v for k, v in data.items() if str(k).lower() != "transstatus"}
-    return ThreeDSecure.from_wire(data)
+    account_id = None
+    if isinstance(data, dict):
+        account = next((v for k, v in data.items()
+                        if str(k).lower() == "transactionaccountid"), None)
+        if account is not None and not isinstance(account, str):
+            raise RequestValidationError([("--3ds: transactionAccountId", "must be a string")])
+        account_id = account or None
+        data = {k: v for k, v in data.items()
+                if str(k).lower() not in ("transstatus", "transactionaccountid")}
+    return ThreeDSInput(ThreeDSecure.from_wire(data), account_id)
 
 
 def prepare_authorization(client: GatewayClient, req: AuthorizationRequest) -> PreparedCall:

@@ -45,6 +45,17 @@ def render_record(data: dict[str, Any], output: str, line: str) -> None:
         write_json(data)
 
 
+def render_three_ds(data: dict[str, Any], output: str) -> None:
+    """``sandbox 3ds``: people get one line without the authentication value (it is what
+    authorizes the payment); JSON/NDJSON/CSV carry it for ``authorize --3ds``."""
+    passed = data.get("transStatus") == "Y"
+    line = (f"3DS {'passed' if passed else 'failed'} for {data.get('transactionAccountId')}: "
+            f"transStatus {data.get('transStatus')}, eci {data.get('eci')}, threeDSServerTransId "
+            f"{data.get('threeDSServerTransId')} (for authorize: -o json | walletctl authorize "
+            "--3ds -)")
+    render_record(data, output, line)
+
+
 def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested objects as dotted columns (``record.transactionAmount``) for CSV."""
     row: dict[str, Any] = {}

@@ -43,6 +43,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from walletctl import __version__
 from walletctl.errors import RequestValidationError
 from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+from walletctl.models.fields import check_reference
 from walletctl.models.followup import FollowUpRequest
 from walletctl.sandbox import engine, pages, records, wire
 from walletctl.sandbox.config import FaultConfig, SandboxConfig, is_loopback
@@ -241,6 +242,10 @@ def create_app(config: SandboxConfig) -> FastAPI:
             values[name] = value
         if missing:
             raise SandboxError(400, "; ".join(missing))
+        try:  # the rule the checkout applied: a reference it refuses cannot exist
+            check_reference(values["clientSystemTransactionId"])
+        except ValueError as exc:
+            raise SandboxError(400, f"clientSystemTransactionId: {exc}") from None
         auth_or_raise(request, values["merchantId"], values["storeId"])
         now = ctx.now()
         with store.atomic():

@@ -16,6 +16,7 @@ from fastapi import Request
 from walletctl.constants import WALLETPAY_METHOD
 from walletctl.errors import RequestValidationError
 from walletctl.models.base import dumps
+from walletctl.models.fields import check_reference
 from walletctl.models.money import AmountFormat, to_wire
 from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import crypto, wire
@@ -73,6 +74,18 @@ def _require_str(body: dict[str, Any], name: str, max_len: int = 128) -> str:
     if len(value) > max_len:
         raise ApiError(400, "InvalidField", f"{name}: at most {max_len} characters")
     return value
+
+
+def _reference(body: dict[str, Any]) -> str:
+    """``clientSystemTransactionId`` by the one reference rule (what the authorization and
+    every follow-up accept: refused here, before a payment account exists, not later)."""
+    value = _get(body, "clientSystemTransactionId")
+    if not isinstance(value, str) or not value:
+        raise ApiError(400, "MissingField", "clientSystemTransactionId: is required (string)")
+    try:
+        return check_reference(value)
+    except ValueError as exc:
+        raise ApiError(400, "InvalidField", f"clientSystemTransactionId: {exc}") from None
 
 
 def _api_key(request: Request, ctx: SandboxContext, merchant_id: str | None,
@@ -139,7 +152,7 @@ def _iso_z(value: datetime) -> str:
 def create_account(st: WalletPayState, api_key: str, body: dict[str, Any]) -> dict[str, Any]:
     merchant_id = _require_str(body, "merchantId")
     store_id = _require_str(body, "storeId")
-    reference = _require_str(body, "clientSystemTransactionId", 64)
+    reference = _reference(body)
     token = _extract_token(_get(body, "paymentData"))
     pair = st.key_for_api_key(api_key)
     try:

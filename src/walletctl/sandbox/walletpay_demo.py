@@ -17,7 +17,6 @@ The gateway is called in process (the route bodies of :mod:`walletctl.sandbox.wa
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -25,6 +24,7 @@ from typing import Any
 
 from fastapi import Request
 
+from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major, to_wire
 from walletctl.sandbox.walletpay_api import (
     _fmt,
@@ -53,7 +53,6 @@ OFFERS = {"SAVE2": Decimal("2.00")}
 _DETAIL_KEYS = ("clientSystemTransactionId", "transactionAccountId", "transactionMethod",
                 "eciIndicator", "email", "billingAddress", "shippingAddress", "code",
                 "description", "details")
-_REF = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 __all__ = ["DEMO_RESULTS_MAX", "DemoSession", "demo_quote", "demo_result", "demo_session"]
 
 
@@ -105,8 +104,10 @@ async def demo_session(request: Request, st: WalletPayState) -> dict[str, Any]:
             raise ApiError(400, "InvalidField", f"{name}: the demo merchant is {fixed} only "
                                                 "(use the public key service for others)")
     reference = q.get("ref") or "demo-" + secrets.token_hex(6)
-    if not _REF.match(reference):
-        raise ApiError(400, "InvalidField", "ref: 1-64 letters, digits or . _ : -")
+    try:
+        check_reference(reference)
+    except ValueError as exc:
+        raise ApiError(400, "InvalidField", f"ref: {exc}") from None
     currency = (q.get("currency") or "EUR").upper()
     try:
         check_currency(currency)

@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from walletctl.models.inputs import checked_reference
+from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major
 from walletctl.ops.batch.lines import BoundedLines, csv_reader
 
@@ -65,11 +65,12 @@ def detect_format(path: Path | None, first_bytes: bytes) -> InputFormat:
     return "jsonl" if stripped[:1] == b"{" else "csv"
 
 
-def check_ref(value: str, field: str = "ref") -> str:
-    """A reference by the request model's own rule (models.fields.Reference, through
-    :mod:`walletctl.models.inputs`): what a row accepts is exactly what the request that is
-    built from it accepts."""
-    return checked_reference(value)
+def check_ref(value: str) -> str:
+    """A reference obeys the request model's own rule (models.fields.check_reference): what
+    a row accepts is exactly what the request that is built from it accepts."""
+    if not value:
+        raise ValueError("is required")
+    return check_reference(value)
 
 
 def validate_fields(
@@ -119,7 +120,7 @@ def validate_fields(
         if not isinstance(new_ref, str):
             return Problem(line, "new_ref", "must be a string")
         try:
-            check_ref(new_ref, "new_ref")
+            check_ref(new_ref)
         except ValueError as exc:
             return Problem(line, "new_ref", str(exc))
         if new_ref == ref:

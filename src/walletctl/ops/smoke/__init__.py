@@ -187,14 +187,20 @@ def _check_command(command: str) -> None:
         raise UsageError(f"--approve-url-command: {argv[0]!r} was not found or is not executable")
 
 
+MAX_PREFIX_LENGTH = 24
+
+
 def _check_prefix(prefix: str) -> str:
-    import re
-
+    """A prefix is itself a reference (the rule of models.fields), at most
+    :data:`MAX_PREFIX_LENGTH` characters: every reference minted from it stays within the
+    rule (``PREFIX-RUNID-SCENARIO-TAG``)."""
     from walletctl.errors import UsageError
+    from walletctl.models.fields import check_reference
 
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,23}", prefix):
-        raise UsageError(
-            "--ref-prefix: must be 1-24 characters: letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
-    return prefix
+    if len(prefix) > MAX_PREFIX_LENGTH:
+        raise UsageError(f"--ref-prefix: must be at most {MAX_PREFIX_LENGTH} characters "
+                         f"(got {len(prefix)}): the run's references add up to 40 more")
+    try:
+        return check_reference(prefix)
+    except ValueError as exc:
+        raise UsageError(f"--ref-prefix: {exc}") from None

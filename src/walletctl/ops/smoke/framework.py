@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 StepStatus = Literal["pending", "running", "passed", "failed", "error", "skipped"]
 ScenarioStatus = Literal["passed", "failed", "skipped"]
 
-MAX_REFERENCE_LENGTH = 64  # models.fields.Reference
 
 
 class StepFailed(Exception):
@@ -210,14 +209,14 @@ class RunContext:
     params: dict[str, Any] = field(default_factory=dict)  # run settings (e.g. "amounts")
 
     def reference(self, scenario: Scenario, tag: str) -> str:
+        from walletctl.models.fields import check_reference
+
         ref = f"{self.ref_prefix}-{self.run_id}-{scenario.code}-{tag}"
-        if len(ref) > MAX_REFERENCE_LENGTH:
-            raise ConfigError(
-                f"reference {ref!r} is longer than {MAX_REFERENCE_LENGTH} characters",
-                location="--ref-prefix",
-                hint="use a shorter prefix",
-            )
-        return ref
+        try:
+            return check_reference(ref)
+        except ValueError as exc:
+            raise ConfigError(f"reference {ref[:80]!r}: {exc}", location="--ref-prefix",
+                              hint="use a shorter prefix") from None
 
 
 class ScenarioRun:

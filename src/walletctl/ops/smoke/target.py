@@ -63,7 +63,9 @@ class Target:
             raise StepSkipped(
                 "a production profile: a person approves the checkout (no headless approval); "
                 "pass --approve-url-command CMD to supply an approver")
-        path = f"/_sandbox/checkouts/{reference}/approve"
+        from urllib.parse import quote
+
+        path = f"/_sandbox/checkouts/{quote(reference, safe='')}/approve"  # '#', spaces...
         response = self._control(
             "POST",
             path,
