@@ -41,11 +41,12 @@ def down(tmp_path: Path) -> Path:
     ["refund", "ORDER-1", "--amount", "-3", "--yes"],
     ["capture", "ORDER-1", "--currency", "EURO"],
     ["reverse", "caf\udce9"],
-    ["refund", "ORDER 1", "--yes"],
-    ["capture", "ORDER-1", "--new-ref", "NEW#1"],
-    ["lookup", "ORDER 1"],
+    ["refund", "ORDER\t1", "--yes"],
+    ["capture", "ORDER-1", "--new-ref", "NEW-1 "],
+    ["lookup", " ORDER-1"],
     ["checkout", "--amount", "1,5", "--ref", "R-1"],
-    ["authorize", "--account", "A-1", "--ref", "R 1", "--amount", "1"],
+    ["authorize", "--account", "A-1", "--encryption-key-id", "K-1", "--ref", "R\u200b1",
+     "--amount", "1"],
 ])
 def test_bad_input_is_exit_4_even_when_the_gateway_is_down(down: Path, args: list[str]) -> None:
     result = run_cli(down, *args, timeout=30)  # "caf\udce9" is sent as the bytes caf\xe9
