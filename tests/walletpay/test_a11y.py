@@ -131,14 +131,14 @@ def test_screenshots(browser: Any, sandbox: Any, artifacts: Path, width: int) ->
         page.select_option("#walletpay-shipping-option", "overnight")
         page.wait_for_function("wpSheet('#walletpay-total').textContent"
                                " === '24.84 EUR'")
-        page.screenshot(path=str(artifacts / f"sheet-{width}.png"))
+        page.screenshot(path=str(artifacts / f"demo-sheet-{width}.png"))
         page.click("#walletpay-pay")
         page.wait_for_function("document.querySelector('#result').dataset.outcome !== ''")
         page.screenshot(path=str(artifacts / f"paid-{width}.png"), full_page=True)
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     finally:
         context.close()
-    for name in ("demo", "sheet", "paid"):
+    for name in ("demo", "demo-sheet", "paid"):
         assert (artifacts / f"{name}-{width}.png").stat().st_size > 1000
 
 

@@ -163,7 +163,8 @@ def test_a_missing_argument_never_echoes_the_key(page: Any, shop: str) -> None:
     }""")
     api_key, message, events = messages
     assert api_key.startswith("pk_")
-    assert api_key not in message and api_key not in events
+    assert api_key not in message
+    assert api_key not in events
     assert message.startswith("runWalletPay: ")
     with_profile = page.evaluate("""(key) => {
       try { runWalletPay('M-1001', 'S-01', 'order-1', ['PAN_ONLY', 'CRYPTOGRAM_3DS'], ['VISA'],
