@@ -79,10 +79,10 @@ TEMPLATE = """<!doctype html>
       ref: "rp-" + Math.random().toString(36).slice(2, 10), currency: "EUR", amount: "12.34",
       key: "__KEY__", button: false, optional: window.FULL}, over || {});
     window.outcome = null;
-    runWalletPay(a.mid, a.sid, a.ref, ["PAN_ONLY", "CRYPTOGRAM_3DS"],
+    window.lastPromise = runWalletPay(a.mid, a.sid, a.ref, ["PAN_ONLY", "CRYPTOGRAM_3DS"],
                  ["AMEX", "DISCOVER", "JCB", "MASTERCARD", "VISA"], "DE", a.currency, "FINAL",
-                 a.amount, "test", a.key, a.button, "", "Every-section shop", a.optional)
-      .then((detail) => { window.outcome = {ok: true, detail}; },
+                 a.amount, "test", a.key, a.button, "", "Every-section shop", a.optional);
+    window.lastPromise.then((detail) => { window.outcome = {ok: true, detail}; },
             (e) => { window.outcome = {ok: false, name: e.name, code: e.code,
                                        message: e.message, detail: e.detail}; });
     return null;

@@ -94,10 +94,8 @@ def test_promise_rejects_with_codes(page: Any, shop: str) -> None:
     assert (thrown["name"], thrown["code"], thrown["parameter"]) == (
         "WalletPayError", "DEVELOPER_ERROR", "amount")
     # a newer call replaces a pending one
-    page.evaluate("run(); window.first = window.outcome = null;")
-    page.evaluate("""() => { const p = runWalletPay('M-1001', 'S-01', 'rp-x', ['PAN_ONLY',
-        'CRYPTOGRAM_3DS'], ['VISA'], 'DE', 'EUR', 'FINAL', '1.00', 'test', '__k__', false, '',
-        'Shop', {}); p.catch(() => null); window.pending = p; }""")
+    page.evaluate("run(); window.pending = window.lastPromise; null")
+    wait_event(page, "handleWalletPayReady")  # ready settles nothing; the next call does
     page.evaluate("run()")
     code = page.evaluate("window.pending.then(() => 'resolved', (e) => e.code)")
     assert code == "SUPERSEDED"
