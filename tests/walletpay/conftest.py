@@ -21,6 +21,7 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from walletctl.sandbox.config import SandboxConfig
+from walletpay.sheet_access import open_context
 
 MERCHANT = "M-1001"
 STORE = "S-01"
@@ -166,16 +167,12 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-# The raw event.detail, as a merchant's own listener receives it (the demo page's log and
-# window.demoEvents never hold the cryptogram).
-CAPTURE_DETAIL = ("document.addEventListener('handlePaymentResult', "
-                  "(e) => { window.capturedDetail = e.detail; });")
+
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context()
-    context.add_init_script(CAPTURE_DETAIL)
+    context = open_context(browser)
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -6,6 +6,8 @@
 * ``GET /checkout?ref=...&amount=...``: the checkout page. It loads
   ``<gateway>/walletpay.js`` and calls ``runWalletPay`` with the public API key this merchant's
   server got from the public key service (``POST /api/v5/publicKeys``, server to server).
+* any path of :attr:`pages` (tests add their own pages; ``__GATEWAY__`` and ``__KEY__`` in the
+  HTML become the gateway URL and the public API key).
 * ``POST /result``: the page posts ``event.detail`` here (same origin as the page). The
   server keeps it in :attr:`results` (the cryptogram stays on this server).
 """
@@ -80,6 +82,8 @@ class MerchantSite:
         self.merchant_id, self.store_id = merchant_id, store_id
         self.results: list[dict[str, Any]] = []
         self.public_key_override: str | None = None
+        # extra pages: path -> HTML with __GATEWAY__ and __KEY__ placeholders
+        self.pages: dict[str, str] = {}
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,6 +99,11 @@ class MerchantSite:
 
             def do_GET(self) -> None:
                 url = urlsplit(self.path)
+                if url.path in site.pages:
+                    text = site.pages[url.path].replace("__GATEWAY__", site.gateway)
+                    text = text.replace("__KEY__", site.keys["apiKey"])
+                    self._send(200, text.encode(), "text/html; charset=utf-8")
+                    return
                 if url.path != "/checkout":
                     self._send(404, b"not found", "text/plain")
                     return

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from walletpay.sheet_access import open_context
+
 pytestmark = pytest.mark.browser
 
 BUTTON_LOCALES = ("en ar bg ca cs da de el es et fi fr hr id it ja ko ms nl no pl pt ru sk sl sr "
@@ -38,7 +40,7 @@ def test_axe_demo_page_and_open_sheet(page: Any, sandbox: Any) -> None:
     assert _axe(page) == []
     page.click("#merchant-pay-button")
     page.wait_for_selector("#walletpay-sheet")
-    page.wait_for_function("document.querySelector('.walletpay-sheet-box')"
+    page.wait_for_function("wpSheet('.walletpay-sheet-box')"
                            ".getAttribute('aria-busy') === 'false'")
     assert _axe(page) == []
     # with an error showing and Pay blocked
@@ -50,7 +52,7 @@ def test_axe_demo_page_and_open_sheet(page: Any, sandbox: Any) -> None:
 
 
 def _focused(page: Any) -> str:
-    value: str = page.evaluate("document.activeElement.id || document.activeElement.tagName")
+    value: str = page.evaluate("wpActive().id || wpActive().tagName")
     return value
 
 
@@ -59,8 +61,8 @@ def test_dialog_focus_trap_escape_and_return(page: Any, sandbox: Any) -> None:
     page.focus("#merchant-pay-button")
     page.keyboard.press("Enter")
     page.wait_for_selector("#walletpay-sheet")
-    assert page.evaluate("document.querySelector('#walletpay-sheet').contains("
-                         "document.activeElement)")
+    assert page.evaluate("wpSheet('#walletpay-sheet').contains("
+                         "wpActive())")
     assert page.get_attribute("#walletpay-sheet", "role") == "dialog"
     assert page.get_attribute("#walletpay-sheet", "aria-modal") == "true"
     assert page.get_attribute("#walletpay-sheet", "lang") == "en"  # the sheet's text is English
@@ -71,13 +73,13 @@ def test_dialog_focus_trap_escape_and_return(page: Any, sandbox: Any) -> None:
     seen = set()
     for _ in range(30):  # Tab around: focus never leaves the dialog
         page.keyboard.press("Tab")
-        assert page.evaluate("document.querySelector('#walletpay-sheet').contains("
-                             "document.activeElement)"), _focused(page)
+        assert page.evaluate("wpSheet('#walletpay-sheet').contains("
+                             "wpActive())"), _focused(page)
         seen.add(_focused(page))
     assert {"walletpay-pay", "walletpay-cancel"} <= seen
     page.keyboard.press("Shift+Tab")
-    assert page.evaluate("document.querySelector('#walletpay-sheet').contains("
-                         "document.activeElement)")
+    assert page.evaluate("wpSheet('#walletpay-sheet').contains("
+                         "wpActive())")
     page.keyboard.press("Escape")
     page.wait_for_selector("#walletpay-sheet", state="detached")
     assert _focused(page) == "merchant-pay-button"
@@ -117,7 +119,7 @@ def test_keyboard_only_payment(page: Any, sandbox: Any) -> None:
 
 @pytest.mark.parametrize("width", [360, 1280])
 def test_screenshots(browser: Any, sandbox: Any, artifacts: Path, width: int) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 800},
+    context = open_context(browser, viewport={"width": width, "height": 800},
                                   is_mobile=width < 400, device_scale_factor=1)
     try:
         page = context.new_page()
@@ -127,16 +129,16 @@ def test_screenshots(browser: Any, sandbox: Any, artifacts: Path, width: int) ->
         page.click("#merchant-pay-button")
         page.wait_for_selector("#walletpay-sheet")
         page.select_option("#walletpay-shipping-option", "overnight")
-        page.wait_for_function("document.querySelector('#walletpay-total').textContent"
+        page.wait_for_function("wpSheet('#walletpay-total').textContent"
                                " === '24.84 EUR'")
-        page.screenshot(path=str(artifacts / f"sheet-{width}.png"))
+        page.screenshot(path=str(artifacts / f"demo-sheet-{width}.png"))
         page.click("#walletpay-pay")
         page.wait_for_function("document.querySelector('#result').dataset.outcome !== ''")
         page.screenshot(path=str(artifacts / f"paid-{width}.png"), full_page=True)
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     finally:
         context.close()
-    for name in ("demo", "sheet", "paid"):
+    for name in ("demo", "demo-sheet", "paid"):
         assert (artifacts / f"{name}-{width}.png").stat().st_size > 1000
 
 

@@ -116,7 +116,7 @@ BAD_CALLS = [
     ("allowedCardNetworks", "['VISA', 'INTERAC']", "allowedCardNetworks[1]: must be one of"),
     ("allowedMethods", "['PAN_ONLY']", "allowedMethods: must be"),
     ("amount", "'12,50'", "amount: must be a decimal string"),
-    ("profile", "'live'", "profile: must be one of test, prod"),
+    ("profile", "'live'", "profile: must be test or prod"),
     ("merchantNo", "'short'", "merchantNo: must be a string of 12 to 18 characters"),
     ("optionalParams", "{buttonColor: 'red'}", "optionalParams.buttonColor: must be one of"),
     ("optionalParams", "{callbackIntents: ['SHIPPING_OPTION']}",
@@ -197,7 +197,7 @@ def test_shipping_option_and_offer_update_the_total(page: Any, sandbox: Any) -> 
 
     def total_is(text: str) -> None:
         page.wait_for_function(
-            f"document.querySelector('#walletpay-total').textContent === '{text}'")
+            f"wpSheet('#walletpay-total').textContent === '{text}'")
 
     total_is("10.00 EUR")
     page.select_option("#walletpay-shipping-option", "express")

@@ -134,15 +134,15 @@ def test_unserviceable_address_blocks_pay_until_fixed(page: Any, sandbox: Any) -
     page.fill("#walletpay-ship-postal", "9999")
     page.dispatch_event("#walletpay-ship-postal", "change")
     page.wait_for_selector("#walletpay-sheet-error[data-reason=SHIPPING_ADDRESS_UNSERVICEABLE]")
-    page.wait_for_function("document.querySelector('#walletpay-pay').disabled")
+    page.wait_for_function("wpSheet('#walletpay-pay').disabled")
     page.click("#walletpay-pay", force=True)  # a disabled button does nothing
-    page.evaluate("document.querySelector('#walletpay-pay').dispatchEvent(new Event('click'))")
+    page.evaluate("wpSheet('#walletpay-pay').dispatchEvent(new Event('click'))")
     assert page.is_visible("#walletpay-sheet")
     assert page.evaluate("window.demoAuthorizeCalls") == 0
     page.fill("#walletpay-ship-postal", "1011")  # the payer fixes the address
     page.dispatch_event("#walletpay-ship-postal", "change")
     page.wait_for_selector("#walletpay-sheet-error", state="hidden")
-    page.wait_for_function("!document.querySelector('#walletpay-pay').disabled")
+    page.wait_for_function("!wpSheet('#walletpay-pay').disabled")
     page.click("#walletpay-pay")
     page.wait_for_function("document.querySelector('#result').dataset.outcome !== ''")
     assert page.get_attribute("#result", "data-outcome") == "Approved"
@@ -157,4 +157,4 @@ def test_offer_error_does_not_block_pay(page: Any, sandbox: Any) -> None:
     page.fill("#walletpay-offer-code", "BOGUS")
     page.click("#walletpay-offer-apply")
     page.wait_for_selector("#walletpay-sheet-error[data-reason=OFFER_INVALID]")
-    page.wait_for_function("!document.querySelector('#walletpay-pay').disabled")
+    page.wait_for_function("!wpSheet('#walletpay-pay').disabled")

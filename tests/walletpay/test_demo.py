@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from walletpay.sheet_access import open_context
+
 pytestmark = pytest.mark.browser
 
 
@@ -22,7 +24,7 @@ def _open(page: Any, sandbox: Any, query: str) -> None:
 
 
 def _total_is(page: Any, text: str) -> None:
-    page.wait_for_function(f"document.querySelector('#walletpay-total').textContent === '{text}'")
+    page.wait_for_function(f"wpSheet('#walletpay-total').textContent === '{text}'")
 
 
 def _outcome(page: Any) -> str:
@@ -60,10 +62,10 @@ def test_pay_pressed_while_the_total_changes_does_not_charge_the_old_total(
     _total_is(page, "12.34 EUR")
     # the option change and the press happen before the shop's new total arrives
     page.evaluate("""() => {
-      const sel = document.querySelector('#walletpay-shipping-option');
+      const sel = wpSheet('#walletpay-shipping-option');
       sel.value = 'express';
       sel.dispatchEvent(new Event('change'));
-      document.querySelector('#walletpay-pay').click();
+      wpSheet('#walletpay-pay').click();
     }""")
     page.wait_for_selector("#walletpay-sheet-notice:not([hidden])")
     assert "17.34 EUR" in page.inner_text("#walletpay-sheet-notice")
@@ -79,7 +81,7 @@ def test_an_order_cannot_be_paid_twice(page: Any, sandbox: Any) -> None:
     page.click("#walletpay-pay")
     assert _outcome(page) == "Approved"
     assert page.is_hidden("#merchant-wallet-button")
-    page.evaluate("startWalletPay()")
+    page.evaluate("startWalletPay().catch((e) => e.code)")
     assert page.locator("#walletpay-sheet").count() == 0
     last = page.evaluate("window.demoEvents")[-1]
     assert last["name"] == "handlePaymentError"
@@ -92,7 +94,7 @@ def test_an_order_cannot_be_paid_twice(page: Any, sandbox: Any) -> None:
 
 @pytest.mark.parametrize("width", [320, 360, 375])
 def test_fits_a_phone_without_sideways_scrolling(browser: Any, sandbox: Any, width: int) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 740}, is_mobile=True,
+    context = open_context(browser, viewport={"width": width, "height": 740}, is_mobile=True,
                                   has_touch=True, device_scale_factor=2)
     try:
         page = context.new_page()
@@ -102,7 +104,7 @@ def test_fits_a_phone_without_sideways_scrolling(browser: Any, sandbox: Any, wid
         box = page.locator(".walletpay-sheet-box").bounding_box()
         assert box["x"] >= 0, box
         assert box["x"] + box["width"] <= width, box
-        overflowing = page.evaluate("""() => [...document.querySelectorAll('#walletpay-sheet *')]
+        overflowing = page.evaluate("""() => [...wpSheet('#walletpay-sheet').querySelectorAll('*')]
             .filter((el) => el.getBoundingClientRect().right > innerWidth + 0.5)
             .map((el) => el.id || el.tagName)""")
         assert overflowing == []

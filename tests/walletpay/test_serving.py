@@ -13,7 +13,7 @@ import pytest
 
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
-from walletctl.sandbox.walletpay_static import STATIC
+from walletctl.sandbox.walletpay_static import client_script_source
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def _get(sb: EmbeddedSandbox, method: str = "GET", path: str = "/walletpay.js",
 
 
 def test_gzip_when_accepted_identity_otherwise(sb: EmbeddedSandbox) -> None:
-    source = (STATIC / "walletpay.js").read_bytes()
+    source = client_script_source()
     plain = _get(sb)
     assert plain.status_code == 200
     assert plain.content == source

@@ -38,7 +38,8 @@ Sandbox-only helpers (no auth; loopback tool):
   outcome?: "success" | "failure"}`` -> ``{threeDSServerTransId, authenticationValue, eci,
   transStatus}``; pass the first three as ``threeDSecure`` on the authorization.
 
-Browser side: ``GET|HEAD /walletpay.js`` (the client script; ETag, gzip, caching:
+Browser side: ``GET|HEAD /walletpay.js`` (the client script) and ``/walletpay.d.ts`` (its
+TypeScript declaration; both with ETag, gzip, caching:
 :mod:`walletctl.sandbox.walletpay_static`), ``GET /demo/merchant`` (demo merchant page) and
 its merchant server under ``/demo/merchant/api/`` (:mod:`walletctl.sandbox.walletpay_demo`).
 
@@ -90,7 +91,7 @@ from walletctl.sandbox.walletpay_state import (
     error_response,
     mask,
 )
-from walletctl.sandbox.walletpay_static import Asset, serve
+from walletctl.sandbox.walletpay_static import SCRIPT_DIR, Asset, serve
 
 __all__ = ["CARDS_BY_ID", "TEST_CARDS", "Account", "ApiError", "KeyPair", "TestCard", "ThreeDS",
            "WalletPayState", "card_network", "error_body", "install", "mask"]
@@ -162,7 +163,8 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         """Simulated 3DS challenge for a Card (PAN_ONLY) payment account."""
         return challenge(st, await _json_body(request))
 
-    script = Asset.load("walletpay.js", "application/javascript; charset=utf-8")
+    script = Asset.load(SCRIPT_DIR, "application/javascript; charset=utf-8")
+    declaration = Asset.load("walletpay.d.ts", "application/typescript; charset=utf-8")
     page = Asset.load("demo_merchant.html", "text/html; charset=utf-8")
     page_script = Asset.load("demo_merchant.js", "application/javascript; charset=utf-8")
     app.state.walletpay_script_version = script.version
@@ -174,6 +176,10 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     async def client_script(request: Request) -> Any:
         """The client script (GET/HEAD; ETag, gzip; any origin may load it)."""
         return serve(script, request, cors=True)
+
+    async def client_types(request: Request) -> Any:
+        """TypeScript declaration of the client script (GET/HEAD; ETag, gzip)."""
+        return serve(declaration, request, cors=True)
 
     async def demo_page(request: Request) -> Any:
         return serve(page, request)
@@ -207,6 +213,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         ("/_sandbox/wallet/rootKey", "GET", wallet_root_key, False),
         ("/_sandbox/3ds/challenge", "POST", three_ds_challenge, False),
         ("/walletpay.js", ("GET", "HEAD"), client_script, False),
+        ("/walletpay.d.ts", ("GET", "HEAD"), client_types, False),
         ("/demo/merchant", ("GET", "HEAD"), demo_page, False),
         ("/demo/merchant.js", ("GET", "HEAD"), demo_script, False),
         ("/demo/merchant/api/session", "GET", demo_session_route, False),

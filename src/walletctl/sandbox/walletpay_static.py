@@ -1,4 +1,7 @@
-"""The browser wallet's static files (``/walletpay.js``, the demo page and its script).
+"""The browser wallet's static files (``/walletpay.js``, its TypeScript declaration, the demo).
+
+``/walletpay.js`` is written as several files (``static/walletpay/NN-*.js``, one closure split
+by responsibility) and served as their concatenation in name order: one script URL.
 
 Each file is read once: GET and HEAD, a strong ``ETag`` (``If-None-Match`` -> 304), gzip when
 the client accepts it (``Vary: Accept-Encoding``), and caching: ``max-age=300`` then
@@ -16,6 +19,7 @@ from fastapi import Request
 from fastapi.responses import Response
 
 STATIC = Path(__file__).parent / "static"
+SCRIPT_DIR = "walletpay"
 SHORT_CACHE = "public, max-age=300"
 LONG_CACHE = "public, max-age=31536000, immutable"
 
@@ -33,9 +37,16 @@ class Asset:
 
     @classmethod
     def load(cls, name: str, media_type: str) -> Asset:
-        body = (STATIC / name).read_bytes()
+        """``static/<name>``; a directory is served as its ``*.js`` files joined in name order."""
+        body = client_script_source() if name == SCRIPT_DIR else (STATIC / name).read_bytes()
         return cls(body=body, gzipped=gzip.compress(body, compresslevel=9, mtime=0),
                    media_type=media_type, version=hashlib.sha256(body).hexdigest()[:16])
+
+
+def client_script_source() -> bytes:
+    """The bytes of ``/walletpay.js``: ``static/walletpay/*.js`` concatenated in name order."""
+    parts = sorted((STATIC / SCRIPT_DIR).glob("*.js"))
+    return b"".join(part.read_bytes() for part in parts)
 
 
 def _accepts_gzip(header: str) -> bool:
