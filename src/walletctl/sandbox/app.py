@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import urllib.parse
 from datetime import datetime, timedelta
-from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError as FastAPIValidationError
@@ -41,22 +40,25 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from walletctl import __version__
 from walletctl.errors import RequestValidationError
-from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
-from walletctl.models.followup import FollowUpRequest
-from walletctl.sandbox import engine, pages, records, wire
+from walletctl.models.base import WireModel
+from walletctl.models.checkout import CheckoutResponse
+from walletctl.sandbox import auth, engine, pages, records, wire
 from walletctl.sandbox.config import FaultConfig, SandboxConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.cors import CorsMiddleware
 from walletctl.sandbox.faults import FaultMiddleware
 from walletctl.sandbox.guard import GuardMiddleware
-from walletctl.sandbox.limits import MAX_BODY, BodyLimitMiddleware
+from walletctl.sandbox.limits import BodyLimitMiddleware
 from walletctl.sandbox.magic import MAGIC_HELP
 from walletctl.sandbox.openapi import body_doc as _body_doc
 from walletctl.sandbox.openapi import errors_doc as _errors_doc
 from walletctl.sandbox.openapi import openapi_document
 from walletctl.sandbox.outcome import Outcome, SandboxError, error_body
+from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, CheckoutBody, ClockBody, FollowUpBody
 from walletctl.sandbox.store import Store
 from walletctl.sandbox.store_rows import TxRow
+
+M = TypeVar("M", bound=WireModel)
 
 
 def _json(outcome: Outcome) -> JSONResponse:
@@ -65,29 +67,6 @@ def _json(outcome: Outcome) -> JSONResponse:
 
 def _error(status: int, message: str, **kw: Any) -> JSONResponse:
     return JSONResponse(error_body(status, message, **kw), status_code=status)
-
-
-async def _read_json(request: Request, fmt: str) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise SandboxError(413, f"(request): body larger than {MAX_BODY} bytes")
-    data = wire.parse_object(raw)
-    wire.check_numbers(data, fmt)
-    return data
-
-
-# M fields of spec 2.1 / 2.3 that the shared models leave optional (alternate spellings
-# after "|": the samples name the follow-up's provider ``apmProviderName``).
-CHECKOUT_REQUIRED = ("checkoutDetails.paymentMethod", "redirectDetails.cancelUrl",
-                     "redirectDetails.refusedUrl")
-FOLLOWUP_REQUIRED = ("apmDetails.apmProvider|apmDetails.apmProviderName",)
-
-
-def _raw_field(data: dict[str, Any], name: str) -> str | None:
-    for key, value in data.items():
-        if key.lower() == name.lower() and isinstance(value, str):
-            return value
-    return None
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -139,13 +118,14 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         return _error(500, "internal sandbox error")
 
-    def auth_or_raise(request: Request, merchant_id: str | None, store_id: str | None) -> None:
-        problem = ctx.check_api_key(request.headers.get("authorization"), merchant_id, store_id)
-        if problem is not None:
-            status, _code, message = problem
-            raise SandboxError(status, message)
+    def server_key(request: Request, route: str) -> None:
+        auth.require_server(auth.authenticate(ctx, request.headers.get("authorization")), route)
 
-    def parse(model: Any, data: dict[str, Any]) -> Any:
+    async def read(request: Request, model: type[M]) -> M:
+        """The route's one reading of its body: strict JSON, then its model."""
+        return parse(model, wire.read_body(await request.body(), fmt))
+
+    def parse(model: type[M], data: dict[str, Any]) -> M:
         try:
             return model.from_wire(data, fmt)
         except RequestValidationError as exc:
@@ -170,15 +150,12 @@ def create_app(config: SandboxConfig) -> FastAPI:
         tags=["gateway"],
     )
     async def checkout(request: Request) -> JSONResponse:
-        auth_or_raise(request, None, None)
-        data = await _read_json(request, fmt)
-        auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
-        req: CheckoutRequest = parse(CheckoutRequest, data)
-        wire.require(data, *CHECKOUT_REQUIRED)  # raw body: the model fills some of them in
-        row = engine.create_checkout(store, req, ctx.now())
+        server_key(request, "POST /api/v5/checkout")
+        req = await read(request, CheckoutBody)
+        row, replayed = engine.create_checkout(store, req, ctx.now())
         base = (config.public_url or str(request.base_url)).rstrip("/")
         body = CheckoutResponse(redirect_url=f"{base}/pay/{row.token}").to_wire(fmt)
-        return JSONResponse(body)
+        return JSONResponse(body, headers={"X-Sandbox-Replayed": "true"} if replayed else None)
 
     # -- endpoint 2: follow-ups ------------------------------------------------------------
 
@@ -197,11 +174,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
         tags=["gateway"],
     )
     async def followup(request: Request) -> JSONResponse:
-        auth_or_raise(request, None, None)
-        data = await _read_json(request, fmt)
-        auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
-        req: FollowUpRequest = parse(FollowUpRequest, data)
-        wire.require(data, *FOLLOWUP_REQUIRED)  # raw body: the model fills some of them in
+        server_key(request, "POST /api/v5/apmTransactions")
+        req = await read(request, FollowUpBody)
         return _json(engine.apply_followup(store, req, ctx.now(), fmt))
 
     # -- endpoint 3: lookup ----------------------------------------------------------------
@@ -228,7 +202,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         tags=["gateway"],
     )
     async def lookup(request: Request) -> Response:
-        auth_or_raise(request, None, None)
+        server_key(request, "GET /api/v5/apmTransactions")
         params = {k.lower(): v for k, v in request.query_params.items()}
         values: dict[str, str] = {}
         missing = []
@@ -239,7 +213,6 @@ def create_app(config: SandboxConfig) -> FastAPI:
             values[name] = value
         if missing:
             raise SandboxError(400, "; ".join(missing))
-        auth_or_raise(request, values["merchantId"], values["storeId"])
         now = ctx.now()
         with store.atomic():
             rows = store.lookup(values["merchantId"], values["storeId"],
@@ -321,6 +294,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def reset() -> dict[str, Any]:
         store.reset()
         ctx.reset_rngs()
+        ctx.clock_offset = timedelta(0)
         wallet = getattr(app.state, "walletpay", None)
         if wallet is not None:  # browser-wallet keys, accounts and 3DS results
             wallet.reset()
@@ -386,15 +360,14 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if not config.allow_clock_control:
             raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
         raw = await request.body()
-        data = wire.parse_json(raw) if raw.strip() else {}
-        try:
-            seconds = data.get("advanceSeconds", 0) if isinstance(data, dict) else None
-            if isinstance(seconds, bool) or not isinstance(seconds, int | float | Decimal | str):
-                raise ValueError
-            delta = timedelta(seconds=float(seconds))
-        except (ValueError, TypeError, OverflowError, RecursionError):
-            raise SandboxError(400, "advanceSeconds: must be a number of seconds") from None
-        ctx.clock_offset += delta
+        body = parse(ClockBody, wire.read_body(raw, fmt) if raw.strip() else {})
+        offset = ctx.clock_offset + timedelta(seconds=float(body.advance_seconds))
+        if abs(offset.total_seconds()) > CLOCK_MAX_SECONDS:
+            raise SandboxError(400, f"advanceSeconds: the sandbox clock moves at most "
+                               f"{CLOCK_MAX_SECONDS} seconds (ten years) from real time "
+                               f"either way; it is {int(ctx.clock_offset.total_seconds())} "
+                               "seconds off now (POST /_sandbox/reset sets it back)")
+        ctx.clock_offset = offset
         return {"now": ctx.now().isoformat()}
 
     from walletctl.sandbox.walletpay import install

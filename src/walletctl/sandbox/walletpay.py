@@ -60,20 +60,26 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from walletctl.sandbox.auth import require_scope
 from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.requests import (
+    AuthorizationBody,
+    ChallengeBody,
+    PaymentAccountBody,
+    PublicKeysBody,
+    WalletTokenBody,
+)
 from walletctl.sandbox.walletpay_api import (
-    _api_key,
     _check_basic,
-    _get,
-    _json_body,
-    _require_str,
     authorize,
     challenge,
     check_key,
     create_account,
+    credential,
     get_account,
     issue_keys,
     mint_token,
+    read_body,
 )
 from walletctl.sandbox.walletpay_demo import demo_quote, demo_result, demo_session
 from walletctl.sandbox.walletpay_state import (
@@ -118,14 +124,15 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     async def public_keys(request: Request) -> Any:
         """Public key service: a fresh API key and encryption key (Basic userId:secret)."""
         _check_basic(request, ctx)
-        body = await _json_body(request)
-        return issue_keys(st, _require_str(body, "merchantId"), _require_str(body, "storeId"))
+        body = await read_body(request, PublicKeysBody)
+        return issue_keys(st, body.merchant_id, body.store_id)
 
     async def payment_accounts(request: Request) -> Any:
         """Create Payment Account: verify + decrypt the wallet token, return the account id."""
-        body = await _json_body(request)
-        api_key = _api_key(request, ctx, _get(body, "merchantId"), _get(body, "storeId"))
-        return create_account(st, api_key, body)
+        cred = credential(request, ctx)
+        body = await read_body(request, PaymentAccountBody)
+        require_scope(cred, body.merchant_id, body.store_id)
+        return create_account(st, cred.key, body)
 
     async def payment_account(request: Request) -> Any:
         """Get Payment Account (masked)."""
@@ -135,16 +142,17 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
                             ("encryptionKeyId", q.get("encryptionKeyId"))):
             if not value:
                 raise ApiError(400, "MissingField", f"{name}: query parameter is required")
-        _api_key(request, ctx, merchant_id, store_id)
+        require_scope(credential(request, ctx), str(merchant_id), str(store_id))
         account = get_account(st, request.path_params["account_id"], str(merchant_id),
                               str(store_id), q.get("encryptionKeyId"))
         return account.public()
 
     async def transactions(request: Request) -> Any:
         """Authorization (ecom.sale / ecom.preauthorization) on a payment account."""
-        body = await _json_body(request)
-        _api_key(request, ctx, _get(body, "merchantId"), _get(body, "storeId"))
-        return authorize(st, body)
+        cred = credential(request, ctx)
+        req = await read_body(request, AuthorizationBody)
+        require_scope(cred, req.merchant_id, req.store_id)
+        return authorize(st, req)
 
     async def wallet_cards(request: Request) -> Any:
         """The emulated wallet's test cards (sandbox only)."""
@@ -152,7 +160,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def wallet_token(request: Request) -> Any:
         """Emulated wallet provider: mint a signed, encrypted ECv2-shaped token."""
-        return mint_token(st, await _json_body(request))
+        return mint_token(st, await read_body(request, WalletTokenBody))
 
     async def wallet_root_key(request: Request) -> Any:
         """The wallet root public key the gateway trusts (base64 SPKI)."""
@@ -160,7 +168,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def three_ds_challenge(request: Request) -> Any:
         """Simulated 3DS challenge for a Card (PAN_ONLY) payment account."""
-        return challenge(st, await _json_body(request))
+        return challenge(st, await read_body(request, ChallengeBody))
 
     script = Asset.load("walletpay.js", "application/javascript; charset=utf-8")
     page = Asset.load("demo_merchant.html", "text/html; charset=utf-8")
