@@ -82,7 +82,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         title="walletctl sandbox gateway",
         version=__version__,
         description=__doc__,
-        docs_url="/docs",
+        docs_url=None,  # walletctl.sandbox.docs_page serves /docs without a CDN
         redoc_url=None,
     )
     app.state.ctx = ctx
@@ -235,7 +235,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
             return None
         return max(0, int((row.expires_at - now).total_seconds()))
 
-    @app.get("/pay/{token}", response_class=HTMLResponse, include_in_schema=False)
+    @app.get("/pay/{token}", response_class=HTMLResponse, tags=["hosted page"],
+             summary="The hosted approval page (HTML)")
     async def pay_page(token: str) -> Response:
         now = ctx.now()
         with store.atomic():
@@ -253,7 +254,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
                                 status_code=410)
         return HTMLResponse(pages.approval_page(row, token, _expires_in(row, now)))
 
-    @app.post("/pay/{token}", include_in_schema=False)
+    @app.post("/pay/{token}", tags=["hosted page"],
+              summary="The customer's decision (form field action) -> 303 to the shop")
     async def pay_decide(token: str, request: Request) -> Response:
         raw = (await request.body())[:4096].decode("utf-8", "replace")
         form = urllib.parse.parse_qs(raw)
@@ -370,9 +372,11 @@ def create_app(config: SandboxConfig) -> FastAPI:
         ctx.clock_offset = offset
         return {"now": ctx.now().isoformat()}
 
+    from walletctl.sandbox import docs_page
     from walletctl.sandbox.walletpay import install
 
     install(app, ctx)
+    docs_page.install(app)
     app.add_middleware(FaultMiddleware, ctx=ctx)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(GuardMiddleware, config=config)

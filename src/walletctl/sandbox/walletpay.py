@@ -55,6 +55,7 @@ and results are in memory.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -202,6 +203,8 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         with st.lock:
             return {"results": list(st.demo_results)}
 
+    # every route is in /openapi.json (walletctl.sandbox.openapi adds the bodies, queries and
+    # non-JSON answers FastAPI cannot see)
     routes: list[tuple[str, str | tuple[str, ...], Any, bool]] = [
         ("/api/v5/publicKeys", "POST", public_keys, True),
         ("/api/v5/publicKeys/current", "GET", key_check, True),
@@ -222,7 +225,11 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         ("/demo/merchant/api/result", "POST", demo_result_route, False),
         ("/demo/merchant/api/results", "GET", demo_results, False),
     ]
-    for path, method, handler, in_schema in routes:
+    for path, method, handler, _in_schema in routes:
         verbs = [method] if isinstance(method, str) else list(method)
-        app.add_api_route(path, guarded(handler), methods=verbs, include_in_schema=in_schema,
-                          summary=(handler.__doc__ or "").strip().split("\n")[0] or None)
+        for verb in verbs:  # one operation per verb: each needs its own operationId
+            app.add_api_route(path, guarded(handler), methods=[verb], include_in_schema=True,
+                              operation_id=re.sub(r"\W+", "_", f"{verb} {path}").strip("_").lower(),
+                              tags=["sandbox" if path.startswith("/_sandbox")
+                                    else "browser wallet"],
+                              summary=(handler.__doc__ or "").strip().split("\n")[0] or None)
