@@ -305,8 +305,9 @@ def create_app(config: SandboxConfig) -> FastAPI:
     @app.post("/_sandbox/checkouts/{ref:path}/{action}", tags=["sandbox"])
     async def control_decide(ref: str, action: str, request: Request) -> JSONResponse:
         if action not in ("approve", "decline", "cancel", "pending"):
-            # the field and the rule, never the caller's text echoed back
-            raise SandboxError(404, "action: must be approve, decline, cancel or pending")
+            # the field and the rule, never the caller's text echoed back (400 like the
+            # hosted page's form: the route exists, the value is not one of its four)
+            raise SandboxError(400, "action: must be approve, decline, cancel or pending")
         merchant = request.query_params.get("merchantId")
         store_id = request.query_params.get("storeId")
         now = ctx.now()

@@ -12,9 +12,10 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from walletctl.models.base import WireModel
+from walletctl.models.base import MONEY_KEYS, WireModel
 from walletctl.models.checkout import CheckoutResponse
 from walletctl.sandbox import outcome, requests
+from walletctl.sandbox.wire import MAX_DIGITS
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 
@@ -75,6 +76,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = schema
     schemas["Error"] = _ERROR_SCHEMA
+    _money_types(schemas)
     doc["components"].setdefault("securitySchemes", {}).update({
         "PublicApiKey": {
             "type": "apiKey", "in": "header", "name": "Authorization",
@@ -102,8 +104,11 @@ def _declare_path_parameters(doc: dict[str, Any]) -> None:
             have = {(p.get("name"), p.get("in")) for p in params if isinstance(p, dict)}
             for name in names:
                 if (name, "path") not in have:
+                    schema: dict[str, Any] = {"type": "string"}
+                    if name == "action":
+                        schema["enum"] = ["approve", "decline", "cancel", "pending"]
                     params.append({"name": name, "in": "path", "required": True,
-                                   "schema": {"type": "string"}})
+                                   "schema": schema})
 
 
 # request body schema of each JSON route (component name -> the route's model)
@@ -163,6 +168,25 @@ _PAY_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
     "properties": {"action": {"type": "string",
                               "enum": ["approve", "decline", "cancel", "pending"]}}}}},
     "required": True}
+
+
+_AMOUNT_IN = {"anyOf": [
+    {"type": "string", "pattern": f"^[0-9]{{1,{MAX_DIGITS}}}(\\.[0-9]{{1,{MAX_DIGITS}}})?$"},
+    {"type": "number"}],
+    "description": f"ASCII digits, optional decimal point, at most {MAX_DIGITS} digits, in the "
+                   "sandbox's amount format (minor units: no decimal point)"}
+_AMOUNT_OUT = {"type": "number", "description": "a JSON number written from the exact "
+                                                "decimal (minor units or decimal, as served)"}
+
+
+def _money_types(schemas: dict[str, Any]) -> None:
+    """Amounts as the server reads and writes them (pydantic would say string/number)."""
+    for name, schema in schemas.items():
+        for prop, sub in (schema.get("properties") or {}).items():
+            if prop.lower() in MONEY_KEYS and isinstance(sub, dict):
+                is_record = name == "TransactionRecord"
+                schema["properties"][prop] = {"title": sub.get("title", prop),
+                                              **(_AMOUNT_OUT if is_record else _AMOUNT_IN)}
 
 
 def _describe_operations(doc: dict[str, Any]) -> None:
