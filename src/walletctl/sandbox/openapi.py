@@ -14,6 +14,7 @@ from fastapi.openapi.utils import get_openapi
 
 from walletctl.models.base import MONEY_KEYS, WireModel
 from walletctl.models.checkout import CheckoutResponse
+from walletctl.models.money import MAX_DIGITS as MAJOR_DIGITS
 from walletctl.sandbox import outcome, requests
 from walletctl.sandbox.wire import MAX_DIGITS
 
@@ -171,10 +172,11 @@ _PAY_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
 
 
 _AMOUNT_IN = {"anyOf": [
-    {"type": "string", "pattern": f"^[0-9]{{1,{MAX_DIGITS}}}(\\.[0-9]{{1,{MAX_DIGITS}}})?$"},
+    {"type": "string", "pattern": f"^[0-9]{{1,{MAJOR_DIGITS}}}(\\.[0-9]{{1,3}})?$"},
     {"type": "number"}],
-    "description": f"ASCII digits, optional decimal point, at most {MAX_DIGITS} digits, in the "
-                   "sandbox's amount format (minor units: no decimal point)"}
+    "description": f"ASCII digits, optional decimal point, at most {MAJOR_DIGITS} digits before "
+                   f"it ({MAX_DIGITS} in all), in the sandbox's amount format (minor units: no "
+                   "decimal point)"}
 _AMOUNT_OUT = {"type": "number", "description": "a JSON number written from the exact "
                                                 "decimal (minor units or decimal, as served)"}
 
