@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -266,3 +267,20 @@ def test_an_identical_checkout_retried_gets_its_stored_answer(http: httpx.Client
                       headers=SERVER)
     assert "RETRY-1" in error(other, 409)
     assert len(ledger(http)) == 1
+
+
+def test_docs_page_loads_nothing_from_the_internet(http: httpx.Client) -> None:
+    page = http.get("/docs")
+    assert page.status_code == 200
+    assert "text/html" in page.headers["content-type"]
+    urls = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert urls
+    assert all(u.startswith("/docs/assets/") for u in urls), urls
+    assert "http://" not in page.text
+    assert "https://" not in page.text
+    for url in urls:
+        asset = http.get(url)
+        assert asset.status_code == 200, url
+        assert len(asset.content) > 500, url
+    assert "/openapi.json" in page.text
+    error(http.get("/docs/assets/..%2Fapp.py"), 404)
