@@ -72,8 +72,9 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         **REQUEST_MODELS, "CheckoutResponse": CheckoutResponse,
         "FollowUpResponse": FollowUpResponse, "TransactionRecord": TransactionRecord}
     for name, model in named.items():
-        mode = "validation" if name in REQUEST_MODELS else "serialization"
-        schema = model.model_json_schema(by_alias=True, ref_template=_SCHEMA_REF, mode=mode)
+        schema = model.model_json_schema(
+            by_alias=True, ref_template=_SCHEMA_REF,
+            mode="validation" if name in REQUEST_MODELS else "serialization")
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = schema
     schemas["Error"] = _ERROR_SCHEMA
