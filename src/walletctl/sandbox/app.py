@@ -4,12 +4,13 @@ Routes (all answers are JSON unless stated; errors are ``{code, description,
 details: {message}}`` on every route; bodies are read strictly by :mod:`walletctl.sandbox.wire`
 and limited while reading by :mod:`walletctl.sandbox.limits`):
 
-Gateway (``Authorization: PublicApiKey <key>``; the static key, default
-``sandbox-api-key``, works for any merchant; keys issued by the public key service work for
-their merchant/store until they expire):
+Gateway (``Authorization: PublicApiKey <server key>``, default ``sandbox-api-key``, any
+merchant; a per-transaction key from the public key service is refused here with 403: see
+:mod:`walletctl.sandbox.auth`). Each route reads its body once (:mod:`walletctl.sandbox.requests`):
 
 * ``POST /api/v5/checkout`` — spec 2.1 -> ``{redirectUrl}`` (2.2); creates a ``Pending``
-  transaction. 400 validation, 401/403 auth, 409 reused ``clientSystemTransactionId``.
+  transaction. 400 validation, 401/403 auth, 409 reused ``clientSystemTransactionId`` with
+  another body (the identical checkout again: the stored answer is replayed).
 * ``POST /api/v5/apmTransactions`` — spec 2.3 -> 2.4; capture / refund / reversal.
   404 unknown ``clientSystemInvoiceId``, 409 reused reference with a different body
   (identical body: the stored answer is replayed), 422 business rule.
@@ -24,7 +25,8 @@ Sandbox control (never faulted; Host/Origin-guarded and, when the sandbox has an
 ``X-Sandbox-Token`` required: see :mod:`walletctl.sandbox.guard`):
 ``POST /_sandbox/reset``, ``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``,
 ``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/clock``
-(when enabled), ``GET /_sandbox/health``, ``GET /_sandbox/values``.
+(when enabled; bounded), ``GET /_sandbox/health``, ``GET /_sandbox/values``. ``/docs``:
+Swagger UI without a CDN (:mod:`walletctl.sandbox.docs_page`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Browser wallet (WalletPay) routes of the sandbox: gateway side, emulated wallet, demo merchant.
 
-Gateway API (``Authorization: PublicApiKey <key>`` unless stated):
+Gateway API (``Authorization: PublicApiKey <key>`` unless stated: the server key, or the
+per-transaction key of the body's / query's merchant and store, :mod:`walletctl.sandbox.auth`;
+bodies read once through :mod:`walletctl.sandbox.requests`):
 
 * ``POST /api/v5/publicKeys`` (Basic ``userId:<service secret>``) ``{merchantId, storeId}`` ->
   ``{apiKey, encryptionKey, encryptionKeyId, expiresAt}``. Every call makes a fresh API key and
