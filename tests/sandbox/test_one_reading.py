@@ -284,3 +284,28 @@ def test_docs_page_loads_nothing_from_the_internet(http: httpx.Client) -> None:
         assert len(asset.content) > 500, url
     assert "/openapi.json" in page.text
     error(http.get("/docs/assets/..%2Fapp.py"), 404)
+
+
+def test_query_and_service_routes_take_wire_names_only(http: httpx.Client) -> None:
+    keys = transaction_key(http)
+    approved_preauth(http, "B-Q")
+    snake = {"merchant_id": M_B, "store_id": S_B, "clientSystemTransactionId": "B-Q"}
+    # lookups: the transaction key never reads; the server key needs the wire names
+    assert "server key" in error(http.get("/api/v5/apmTransactions", params=snake,
+                                          headers=keys["auth"]), 403)
+    assert "merchantId: is required" in error(
+        http.get("/api/v5/apmTransactions", params=snake, headers=SERVER), 400)
+    # browser-wallet reads: another merchant's id is 403, a Python name is no id at all
+    other = {"merchantId": M_B, "storeId": S_B, "encryptionKeyId": keys["encryptionKeyId"]}
+    for path in ("/api/v5/paymentAccounts/ta_x", "/api/v5/publicKeys/current"):
+        assert "not issued" in error(http.get(path, params=other, headers=keys["auth"]), 403)
+        error(http.get(path, params={**snake, "encryptionKeyId": "ek"},
+                       headers=keys["auth"]), 400)
+    # the public key service and the 3DS step: Python names are not ids either
+    assert "merchant_id: is not a field" in error(http.post(
+        "/api/v5/publicKeys", json={"merchant_id": M_B, "store_id": S_B}, headers=BASIC), 400)
+    assert "MerchantId: given twice" in error(http.post(
+        "/api/v5/publicKeys", json={"merchantId": M_A, "MerchantId": M_B, "storeId": S_A},
+        headers=BASIC), 400)
+    assert "merchantId: is required" in error(http.post("/_sandbox/3ds/challenge", json={
+        "transactionAccountId": "ta_x", "merchant_id": M_B, "store_id": S_B}), 400)
