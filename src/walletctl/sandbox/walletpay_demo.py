@@ -17,14 +17,15 @@ The gateway is called in process (the route bodies of :mod:`walletctl.sandbox.wa
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from fastapi import Request
+from pydantic import TypeAdapter, ValidationError
 
+from walletctl.models.fields import Reference
 from walletctl.models.money import check_currency, parse_major
 from walletctl.sandbox.requests import (
     AuthorizationBody,
@@ -55,7 +56,7 @@ MAX_SESSIONS = 500
 SHIPPING = {"standard": Decimal("0.00"), "express": Decimal("5.00"),
             "overnight": Decimal("12.50")}
 OFFERS = {"SAVE2": Decimal("2.00")}
-_REF = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+_REF: TypeAdapter[str] = TypeAdapter(Reference)  # the gateway's reference rule
 __all__ = ["DEMO_RESULTS_MAX", "DemoSession", "demo_quote", "demo_result", "demo_session"]
 
 
@@ -107,8 +108,11 @@ async def demo_session(request: Request, st: WalletPayState) -> dict[str, Any]:
             raise ApiError(400, "InvalidField", f"{name}: the demo merchant is {fixed} only "
                                                 "(use the public key service for others)")
     reference = q.get("ref") or "demo-" + secrets.token_hex(6)
-    if not _REF.match(reference):
-        raise ApiError(400, "InvalidField", "ref: 1-64 letters, digits or . _ : -")
+    try:
+        _REF.validate_python(reference)
+    except ValidationError:
+        raise ApiError(400, "InvalidField", "ref: not a valid clientSystemTransactionId "
+                                            "(the gateway's reference rule)") from None
     currency = (q.get("currency") or "EUR").upper()
     try:
         check_currency(currency)
@@ -246,6 +250,9 @@ def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
             eci_indicator=detail.eci_indicator if three_ds is None else None,
             three_d_secure=three_ds)
         result = authorize(st, req)
+    except ValidationError:  # a demo order the gateway's rules refuse: nothing charged
+        return error_body(400, "ValidationError", "the demo order is not a valid "
+                          "authorization"), "authorization-error"
     except ApiError as exc:
         return error_body(exc.status, exc.code, exc.message), "authorization-error"
     return result, str(result.get("state"))
