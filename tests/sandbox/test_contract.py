@@ -103,7 +103,7 @@ def test_amount_as_float_like_json_number_is_never_a_float(sandbox_client: Any) 
 
 def test_reused_checkout_reference_is_409(sandbox_client: Any) -> None:
     checkout(sandbox_client, "ORD-DUP")
-    resp = sandbox_client.post(CHECKOUT, json=make_checkout_body("ORD-DUP"))
+    resp = sandbox_client.post(CHECKOUT, json=make_checkout_body("ORD-DUP", amount="999"))
     assert resp.status_code == 409
     assert "ORD-DUP" in message(resp)
     assert len(ledger(sandbox_client)) == 1
@@ -142,13 +142,17 @@ def test_auth_is_required(sandbox_app: Any, header: str | None, status: int) -> 
             assert "wrong-key" not in resp.text
 
 
-def test_issued_keys_work_for_their_merchant_only(sandbox_app: Any,
-                                                  sandbox_clock: FakeClock) -> None:
+def test_issued_keys_do_not_authorise_redirect_checkouts(sandbox_app: Any,
+                                                         sandbox_clock: FakeClock) -> None:
+    """A per-transaction key (public key service) is for the browser wallet only: a redirect
+    checkout needs the server key, even for the key's own merchant; an expired key is 401."""
     store = store_of(sandbox_app)
     store.issue_api_key(key="issued-1", merchant_id=MERCHANT_ID, store_id=STORE_ID,
                         expires_at=sandbox_clock() + timedelta(minutes=5), now=sandbox_clock())
     with client_class()(sandbox_app, headers={"Authorization": "PublicApiKey issued-1"}) as c:
-        assert c.post(CHECKOUT, json=make_checkout_body("ORD-K1")).status_code == 200
+        own = c.post(CHECKOUT, json=make_checkout_body("ORD-K1"))
+        assert own.status_code == 403, own.text
+        assert "server key" in message(own)
         other = c.post(CHECKOUT, json=make_checkout_body("ORD-K2", merchantId="M-OTHER"))
         assert other.status_code == 403, other.text
         sandbox_clock.advance(301)
@@ -278,7 +282,7 @@ def test_headless_decisions(sandbox_client: Any) -> None:
     checkout(sandbox_client, "ORD-H2")
     assert decide(sandbox_client, "ORD-H2", "cancel").json()["state"] == "Cancelled"
     assert decide(sandbox_client, "ORD-NONE").status_code == 404
-    assert decide(sandbox_client, "ORD-H2", "explode").status_code == 404
+    assert decide(sandbox_client, "ORD-H2", "explode").status_code == 400  # like the page
 
 
 def test_headless_approval_consumes_the_link(sandbox_client: Any) -> None:

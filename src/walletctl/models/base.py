@@ -3,6 +3,9 @@
 * Requests are sent with the spec's table spelling (camelCase aliases).
 * Keys are read case-insensitively (the spec's samples mix ``PaymentMethod``,
   ``apmdetails``, ``totaltaxAmount``); documented variant names map via ``_variants``.
+* :meth:`WireModel.from_wire` accepts the wire names only (any letter case, plus the
+  variants), never the Python field names: ``merchant_id`` in a body is not ``merchantId``
+  (it is an unknown key). Python code builds models by field name as usual.
 * Money fields hold ``Decimal`` major units; :func:`decode_money` / :func:`encode_money`
   convert the whole payload tree from / to the profile's wire format.
 """
@@ -79,7 +82,6 @@ class WireModel(BaseModel):
             for name, field in cls.model_fields.items():
                 alias = field.alias or name
                 found[alias.lower()] = alias
-                found[name.lower()] = alias
             found.update(cls._variants)
             _KEY_MAPS[cls] = found
         return found
@@ -118,7 +120,8 @@ class WireModel(BaseModel):
         if problems:
             raise RequestValidationError(problems)
         try:
-            return cls.model_validate(data)
+            # wire names only: by_name=False refuses ``merchant_id`` for ``merchantId``
+            return cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
             raise RequestValidationError(validation_problems(exc)) from None
 

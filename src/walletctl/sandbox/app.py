@@ -4,12 +4,13 @@ Routes (all answers are JSON unless stated; errors are ``{code, description,
 details: {message}}`` on every route; bodies are read strictly by :mod:`walletctl.sandbox.wire`
 and limited while reading by :mod:`walletctl.sandbox.limits`):
 
-Gateway (``Authorization: PublicApiKey <key>``; the static key, default
-``sandbox-api-key``, works for any merchant; keys issued by the public key service work for
-their merchant/store until they expire):
+Gateway (``Authorization: PublicApiKey <server key>``, default ``sandbox-api-key``, any
+merchant; a per-transaction key from the public key service is refused here with 403: see
+:mod:`walletctl.sandbox.auth`). Each route reads its body once (:mod:`walletctl.sandbox.requests`):
 
 * ``POST /api/v5/checkout`` — spec 2.1 -> ``{redirectUrl}`` (2.2); creates a ``Pending``
-  transaction. 400 validation, 401/403 auth, 409 reused ``clientSystemTransactionId``.
+  transaction. 400 validation, 401/403 auth, 409 reused ``clientSystemTransactionId`` with
+  another body (the identical checkout again: the stored answer is replayed).
 * ``POST /api/v5/apmTransactions`` — spec 2.3 -> 2.4; capture / refund / reversal.
   404 unknown ``clientSystemInvoiceId``, 409 reused reference with a different body
   (identical body: the stored answer is replayed), 422 business rule.
@@ -25,15 +26,15 @@ Sandbox control (never faulted; Host/Origin-guarded and, when the sandbox has an
 ``POST /_sandbox/reset``, ``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``,
 ``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/seed`` (many
 approved checkouts at once: :mod:`walletctl.sandbox.seed`), ``POST /_sandbox/clock``
-(when enabled), ``GET /_sandbox/health``, ``GET /_sandbox/values``.
+(when enabled; bounded), ``GET /_sandbox/health``, ``GET /_sandbox/values``. ``/docs``:
+Swagger UI without a CDN (:mod:`walletctl.sandbox.docs_page`).
 """
 
 from __future__ import annotations
 
 import urllib.parse
 from datetime import datetime, timedelta
-from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError as FastAPIValidationError
@@ -42,24 +43,27 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from walletctl import __version__
 from walletctl.errors import RequestValidationError
-from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+from walletctl.models.base import WireModel
+from walletctl.models.checkout import CheckoutResponse
 from walletctl.models.fields import check_reference
-from walletctl.models.followup import FollowUpRequest
-from walletctl.sandbox import engine, pages, records, wire
+from walletctl.sandbox import auth, engine, pages, records, wire
 from walletctl.sandbox.config import FaultConfig, SandboxConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.cors import CorsMiddleware
 from walletctl.sandbox.faults import FaultMiddleware
 from walletctl.sandbox.guard import GuardMiddleware
 from walletctl.sandbox.head import HeadMiddleware
-from walletctl.sandbox.limits import MAX_BODY, BodyLimitMiddleware
+from walletctl.sandbox.limits import BodyLimitMiddleware
 from walletctl.sandbox.magic import MAGIC_HELP
 from walletctl.sandbox.openapi import body_doc as _body_doc
 from walletctl.sandbox.openapi import errors_doc as _errors_doc
 from walletctl.sandbox.openapi import openapi_document
 from walletctl.sandbox.outcome import Outcome, SandboxError, error_body
+from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, CheckoutBody, ClockBody, FollowUpBody
 from walletctl.sandbox.store import Store
 from walletctl.sandbox.store_rows import TxRow
+
+M = TypeVar("M", bound=WireModel)
 
 
 def _json(outcome: Outcome) -> JSONResponse:
@@ -68,29 +72,6 @@ def _json(outcome: Outcome) -> JSONResponse:
 
 def _error(status: int, message: str, **kw: Any) -> JSONResponse:
     return JSONResponse(error_body(status, message, **kw), status_code=status)
-
-
-async def _read_json(request: Request, fmt: str) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise SandboxError(413, f"(request): body larger than {MAX_BODY} bytes")
-    data = wire.parse_object(raw)
-    wire.check_numbers(data, fmt)
-    return data
-
-
-# M fields of spec 2.1 / 2.3 that the shared models leave optional (alternate spellings
-# after "|": the samples name the follow-up's provider ``apmProviderName``).
-CHECKOUT_REQUIRED = ("checkoutDetails.paymentMethod", "redirectDetails.cancelUrl",
-                     "redirectDetails.refusedUrl")
-FOLLOWUP_REQUIRED = ("apmDetails.apmProvider|apmDetails.apmProviderName",)
-
-
-def _raw_field(data: dict[str, Any], name: str) -> str | None:
-    for key, value in data.items():
-        if key.lower() == name.lower() and isinstance(value, str):
-            return value
-    return None
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -106,7 +87,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         title="walletctl sandbox gateway",
         version=__version__,
         description=__doc__,
-        docs_url="/docs",
+        docs_url=None,  # walletctl.sandbox.docs_page serves /docs without a CDN
         redoc_url=None,
     )
     app.state.ctx = ctx
@@ -142,13 +123,14 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         return _error(500, "internal sandbox error")
 
-    def auth_or_raise(request: Request, merchant_id: str | None, store_id: str | None) -> None:
-        problem = ctx.check_api_key(request.headers.get("authorization"), merchant_id, store_id)
-        if problem is not None:
-            status, _code, message = problem
-            raise SandboxError(status, message)
+    def server_key(request: Request, route: str) -> None:
+        auth.require_server(auth.authenticate(ctx, request.headers.get("authorization")), route)
 
-    def parse(model: Any, data: dict[str, Any]) -> Any:
+    async def read(request: Request, model: type[M]) -> M:
+        """The route's one reading of its body: strict JSON, then its model."""
+        return parse(model, wire.read_body(await request.body(), fmt))
+
+    def parse(model: type[M], data: dict[str, Any]) -> M:
         try:
             return model.from_wire(data, fmt)
         except RequestValidationError as exc:
@@ -173,15 +155,12 @@ def create_app(config: SandboxConfig) -> FastAPI:
         tags=["gateway"],
     )
     async def checkout(request: Request) -> JSONResponse:
-        auth_or_raise(request, None, None)
-        data = await _read_json(request, fmt)
-        auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
-        req: CheckoutRequest = parse(CheckoutRequest, data)
-        wire.require(data, *CHECKOUT_REQUIRED)  # raw body: the model fills some of them in
-        row = engine.create_checkout(store, req, ctx.now())
+        server_key(request, "POST /api/v5/checkout")
+        req = await read(request, CheckoutBody)
+        row, replayed = engine.create_checkout(store, req, ctx.now())
         base = (config.public_url or str(request.base_url)).rstrip("/")
         body = CheckoutResponse(redirect_url=f"{base}/pay/{row.token}").to_wire(fmt)
-        return JSONResponse(body)
+        return JSONResponse(body, headers={"X-Sandbox-Replayed": "true"} if replayed else None)
 
     # -- endpoint 2: follow-ups ------------------------------------------------------------
 
@@ -200,11 +179,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
         tags=["gateway"],
     )
     async def followup(request: Request) -> JSONResponse:
-        auth_or_raise(request, None, None)
-        data = await _read_json(request, fmt)
-        auth_or_raise(request, _raw_field(data, "merchantId"), _raw_field(data, "storeId"))
-        req: FollowUpRequest = parse(FollowUpRequest, data)
-        wire.require(data, *FOLLOWUP_REQUIRED)  # raw body: the model fills some of them in
+        server_key(request, "POST /api/v5/apmTransactions")
+        req = await read(request, FollowUpBody)
         return _json(engine.apply_followup(store, req, ctx.now(), fmt))
 
     # -- endpoint 3: lookup ----------------------------------------------------------------
@@ -231,7 +207,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         tags=["gateway"],
     )
     async def lookup(request: Request) -> Response:
-        auth_or_raise(request, None, None)
+        server_key(request, "GET /api/v5/apmTransactions")
         params = {k.lower(): v for k, v in request.query_params.items()}
         values: dict[str, str] = {}
         missing = []
@@ -246,7 +222,6 @@ def create_app(config: SandboxConfig) -> FastAPI:
             check_reference(values["clientSystemTransactionId"])
         except ValueError as exc:
             raise SandboxError(400, f"clientSystemTransactionId: {exc}") from None
-        auth_or_raise(request, values["merchantId"], values["storeId"])
         now = ctx.now()
         with store.atomic():
             rows = store.lookup(values["merchantId"], values["storeId"],
@@ -269,7 +244,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
             return None
         return max(0, int((row.expires_at - now).total_seconds()))
 
-    @app.get("/pay/{token}", response_class=HTMLResponse, include_in_schema=False)
+    @app.get("/pay/{token}", response_class=HTMLResponse, tags=["hosted page"],
+             summary="The hosted approval page (HTML)")
     async def pay_page(token: str) -> Response:
         now = ctx.now()
         with store.atomic():
@@ -287,7 +263,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
                                 status_code=410)
         return HTMLResponse(pages.approval_page(row, token, _expires_in(row, now)))
 
-    @app.post("/pay/{token}", include_in_schema=False)
+    @app.post("/pay/{token}", tags=["hosted page"],
+              summary="The customer's decision (form field action) -> 303 to the shop")
     async def pay_decide(token: str, request: Request) -> Response:
         raw = (await request.body())[:4096].decode("utf-8", "replace")
         form = urllib.parse.parse_qs(raw)
@@ -328,6 +305,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def reset() -> dict[str, Any]:
         store.reset()
         ctx.reset_rngs()
+        ctx.clock_offset = timedelta(0)
         wallet = getattr(app.state, "walletpay", None)
         if wallet is not None:  # browser-wallet keys, accounts and 3DS results
             wallet.reset()
@@ -336,8 +314,9 @@ def create_app(config: SandboxConfig) -> FastAPI:
     @app.post("/_sandbox/checkouts/{ref:path}/{action}", tags=["sandbox"])
     async def control_decide(ref: str, action: str, request: Request) -> JSONResponse:
         if action not in ("approve", "decline", "cancel", "pending"):
-            # the field and the rule, never the caller's text echoed back
-            raise SandboxError(404, "action: must be approve, decline, cancel or pending")
+            # the field and the rule, never the caller's text echoed back (400 like the
+            # hosted page's form: the route exists, the value is not one of its four)
+            raise SandboxError(400, "action: must be approve, decline, cancel or pending")
         merchant = request.query_params.get("merchantId")
         store_id = request.query_params.get("storeId")
         now = ctx.now()
@@ -400,20 +379,21 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if not config.allow_clock_control:
             raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
         raw = await request.body()
-        data = wire.parse_json(raw) if raw.strip() else {}
-        try:
-            seconds = data.get("advanceSeconds", 0) if isinstance(data, dict) else None
-            if isinstance(seconds, bool) or not isinstance(seconds, int | float | Decimal | str):
-                raise ValueError
-            delta = timedelta(seconds=float(seconds))
-        except (ValueError, TypeError, OverflowError, RecursionError):
-            raise SandboxError(400, "advanceSeconds: must be a number of seconds") from None
-        ctx.clock_offset += delta
+        body = parse(ClockBody, wire.read_body(raw, fmt) if raw.strip() else {})
+        offset = ctx.clock_offset + timedelta(seconds=float(body.advance_seconds))
+        if abs(offset.total_seconds()) > CLOCK_MAX_SECONDS:
+            raise SandboxError(400, f"advanceSeconds: the sandbox clock moves at most "
+                               f"{CLOCK_MAX_SECONDS} seconds (ten years) from real time "
+                               f"either way; it is {int(ctx.clock_offset.total_seconds())} "
+                               "seconds off now (POST /_sandbox/reset sets it back)")
+        ctx.clock_offset = offset
         return {"now": ctx.now().isoformat()}
 
+    from walletctl.sandbox import docs_page
     from walletctl.sandbox.walletpay import install
 
     install(app, ctx)
+    docs_page.install(app)
     app.add_middleware(FaultMiddleware, ctx=ctx)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(CorsMiddleware, allowed_origins=config.allowed_origins)

@@ -6,8 +6,7 @@
                 ``/_sandbox/clock`` offset), an aware UTC datetime: use it for every
                 timestamp and expiry decision;
 ``ctx.amount_format``  ``"minor"`` or ``"decimal"``: how amounts go on the wire;
-``ctx.check_api_key(header_value, merchant_id, store_id)`` -> ``None`` or an error tuple
-                ``(status, code, message)``: the ``PublicApiKey`` rule used by every route.
+Credentials (which key may call which route): :mod:`walletctl.sandbox.auth`.
 """
 
 from __future__ import annotations
@@ -54,26 +53,3 @@ class SandboxContext:
     def reset_rngs(self) -> None:
         with self._rng_lock:
             self._rngs.clear()
-
-    def check_api_key(
-        self, header: str | None, merchant_id: str | None, store_id: str | None
-    ) -> tuple[int, str, str] | None:
-        """``None`` when ``header`` carries an accepted ``PublicApiKey``; else the error."""
-        if not header:
-            return (401, "Unauthorized", "Authorization header is required: PublicApiKey <key>")
-        scheme, _, key = header.strip().partition(" ")
-        key = key.strip()
-        if scheme.lower() != "publicapikey" or not key:
-            return (401, "Unauthorized", "Authorization must use the PublicApiKey scheme")
-        if key == self.config.api_key:
-            return None
-        info = self.store.api_key_info(key)
-        if info is None:
-            return (401, "Unauthorized", "the API key is not valid")
-        if merchant_id is None or store_id is None:
-            return None  # the route checks again once it knows the merchant
-        if info.merchant_id != merchant_id or info.store_id != store_id:
-            return (403, "Forbidden", "the API key was not issued for this merchant and store")
-        if not self.store.is_valid_api_key(key, merchant_id, store_id, self.now()):
-            return (401, "Unauthorized", "the API key has expired")
-        return None

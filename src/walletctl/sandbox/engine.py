@@ -63,11 +63,15 @@ def balance_of(store: Store, original: TxRow) -> Balance:
 # -- checkout ------------------------------------------------------------------------------
 
 
-def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> TxRow:
-    """Store a ``Pending`` checkout with a fresh single-use page token.
+def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> tuple[TxRow, bool]:
+    """Store a ``Pending`` checkout with a fresh single-use page token -> ``(row, replayed)``.
 
-    Raises :class:`SandboxError` 409 when the reference is already used.
+    The same checkout sent again (a client retrying after a lost answer: the identical
+    request, any key case) gets the stored checkout back (``replayed``: same page token, so the
+    same ``redirectUrl``), like a follow-up. Raises :class:`SandboxError` 409 when the
+    reference is used by anything else.
     """
+    digest = request_hash(req)
     timeout = req.checkout_details.redirect_url_timeout or 0
     addresses = req.address_details
     billing = (
@@ -99,8 +103,12 @@ def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> TxRow:
             checkout=req.model_dump(mode="json", by_alias=True, exclude_none=True),
             token=secrets.token_urlsafe(24),
             expires_at=now + timedelta(seconds=timeout) if timeout else None,
-        )
+            request_hash=digest,
+        ), False
     except DuplicateReferenceError:
+        found = store.get(req.merchant_id, req.store_id, req.client_system_transaction_id)
+        if found is not None and found.token and found.request_hash == digest:
+            return found, True
         raise SandboxError(
             409,
             f"clientSystemTransactionId {req.client_system_transaction_id} is already used "

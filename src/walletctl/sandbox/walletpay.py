@@ -1,6 +1,8 @@
 """Browser wallet (WalletPay) routes of the sandbox: gateway side, emulated wallet, demo merchant.
 
-Gateway API (``Authorization: PublicApiKey <key>`` unless stated):
+Gateway API (``Authorization: PublicApiKey <key>`` unless stated: the server key, or the
+per-transaction key of the body's / query's merchant and store, :mod:`walletctl.sandbox.auth`;
+bodies read once through :mod:`walletctl.sandbox.requests`):
 
 * ``POST /api/v5/publicKeys`` (Basic ``userId:<service secret>``) ``{merchantId, storeId}`` ->
   ``{apiKey, encryptionKey, encryptionKeyId, expiresAt}``. Every call makes a fresh API key and
@@ -56,25 +58,32 @@ and results are in memory.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from walletctl.sandbox.auth import require_scope
 from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.requests import (
+    AuthorizationBody,
+    ChallengeBody,
+    PaymentAccountBody,
+    PublicKeysBody,
+    WalletTokenBody,
+)
 from walletctl.sandbox.walletpay_api import (
-    _api_key,
     _check_basic,
-    _get,
-    _json_body,
-    _require_str,
     authorize,
     challenge,
     check_key,
     create_account,
+    credential,
     get_account,
     issue_keys,
     mint_token,
+    read_body,
 )
 from walletctl.sandbox.walletpay_demo import demo_quote, demo_result, demo_session
 from walletctl.sandbox.walletpay_state import (
@@ -119,14 +128,15 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     async def public_keys(request: Request) -> Any:
         """Public key service: a fresh API key and encryption key (Basic userId:secret)."""
         _check_basic(request, ctx)
-        body = await _json_body(request)
-        return issue_keys(st, _require_str(body, "merchantId"), _require_str(body, "storeId"))
+        body = await read_body(request, PublicKeysBody)
+        return issue_keys(st, body.merchant_id, body.store_id)
 
     async def payment_accounts(request: Request) -> Any:
         """Create Payment Account: verify + decrypt the wallet token, return the account id."""
-        body = await _json_body(request)
-        api_key = _api_key(request, ctx, _get(body, "merchantId"), _get(body, "storeId"))
-        return create_account(st, api_key, body)
+        cred = credential(request, ctx)
+        body = await read_body(request, PaymentAccountBody)
+        require_scope(cred, body.merchant_id, body.store_id)
+        return create_account(st, cred.key, body)
 
     async def payment_account(request: Request) -> Any:
         """Get Payment Account (masked)."""
@@ -136,16 +146,17 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
                             ("encryptionKeyId", q.get("encryptionKeyId"))):
             if not value:
                 raise ApiError(400, "MissingField", f"{name}: query parameter is required")
-        _api_key(request, ctx, merchant_id, store_id)
+        require_scope(credential(request, ctx), str(merchant_id), str(store_id))
         account = get_account(st, request.path_params["account_id"], str(merchant_id),
                               str(store_id), q.get("encryptionKeyId"))
         return account.public()
 
     async def transactions(request: Request) -> Any:
         """Authorization (ecom.sale / ecom.preauthorization) on a payment account."""
-        body = await _json_body(request)
-        _api_key(request, ctx, _get(body, "merchantId"), _get(body, "storeId"))
-        return authorize(st, body)
+        cred = credential(request, ctx)
+        req = await read_body(request, AuthorizationBody)
+        require_scope(cred, req.merchant_id, req.store_id)
+        return authorize(st, req)
 
     async def wallet_cards(request: Request) -> Any:
         """The emulated wallet's test cards (sandbox only)."""
@@ -153,7 +164,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def wallet_token(request: Request) -> Any:
         """Emulated wallet provider: mint a signed, encrypted ECv2-shaped token."""
-        return mint_token(st, await _json_body(request))
+        return mint_token(st, await read_body(request, WalletTokenBody))
 
     async def wallet_root_key(request: Request) -> Any:
         """The wallet root public key the gateway trusts (base64 SPKI)."""
@@ -161,7 +172,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def three_ds_challenge(request: Request) -> Any:
         """Simulated 3DS challenge for a Card (PAN_ONLY) payment account."""
-        return challenge(st, await _json_body(request))
+        return challenge(st, await read_body(request, ChallengeBody))
 
     script = Asset.load(SCRIPT_DIR, "application/javascript; charset=utf-8")
     declaration = Asset.load("walletpay.d.ts", "application/typescript; charset=utf-8")
@@ -200,6 +211,8 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         with st.lock:
             return {"results": list(st.demo_results)}
 
+    # every route is in /openapi.json (walletctl.sandbox.openapi adds the bodies, queries and
+    # non-JSON answers FastAPI cannot see)
     routes: list[tuple[str, str | tuple[str, ...], Any, bool]] = [
         ("/api/v5/publicKeys", "POST", public_keys, True),
         ("/api/v5/publicKeys/current", "GET", key_check, True),
@@ -221,7 +234,11 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         ("/demo/merchant/api/result", "POST", demo_result_route, False),
         ("/demo/merchant/api/results", "GET", demo_results, False),
     ]
-    for path, method, handler, in_schema in routes:
+    for path, method, handler, _in_schema in routes:
         verbs = [method] if isinstance(method, str) else list(method)
-        app.add_api_route(path, guarded(handler), methods=verbs, include_in_schema=in_schema,
-                          summary=(handler.__doc__ or "").strip().split("\n")[0] or None)
+        for verb in verbs:  # one operation per verb: each needs its own operationId
+            app.add_api_route(path, guarded(handler), methods=[verb], include_in_schema=True,
+                              operation_id=re.sub(r"\W+", "_", f"{verb} {path}").strip("_").lower(),
+                              tags=["sandbox" if path.startswith("/_sandbox")
+                                    else "browser wallet"],
+                              summary=(handler.__doc__ or "").strip().split("\n")[0] or None)

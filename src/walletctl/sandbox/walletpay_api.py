@@ -9,20 +9,19 @@ import os
 import secrets
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
 
 from walletctl.constants import WALLETPAY_METHOD
 from walletctl.errors import RequestValidationError
-from walletctl.models.base import dumps
-from walletctl.models.fields import check_reference
+from walletctl.models.base import WireModel, dumps
 from walletctl.models.money import AmountFormat, to_wire
 from walletctl.models.walletpay import AuthorizationRequest
-from walletctl.sandbox import crypto, wire
+from walletctl.sandbox import auth, crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
-from walletctl.sandbox.outcome import SandboxError
+from walletctl.sandbox.requests import ChallengeBody, PaymentAccountBody, WalletTokenBody
 from walletctl.sandbox.store_rows import DuplicateReferenceError, TxRow
 from walletctl.sandbox.walletpay_state import (
     API_KEY_TTL,
@@ -38,6 +37,8 @@ from walletctl.sandbox.walletpay_state import (
     mask,
 )
 
+M = TypeVar("M", bound=WireModel)
+
 # -- helpers ---------------------------------------------------------------------------------
 
 
@@ -50,51 +51,28 @@ def _state(request: Request) -> WalletPayState:
     return state
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
+async def read_body(request: Request, model: type[M]) -> M:
+    """A browser-wallet route's one reading of its body: strict JSON, then its model."""
+    data = wire.read_body(await request.body(), _fmt(request.app.state.ctx),
+                          where="request body")
     try:
-        body = wire.parse_object(raw, where="request body")
-        wire.check_numbers(body, _fmt(request.app.state.ctx))
-    except SandboxError as exc:
-        raise ApiError(exc.status, "InvalidJson", exc.message) from None
-    return body
+        return model.from_wire(data, _fmt(request.app.state.ctx))
+    except RequestValidationError as exc:
+        raise ApiError(400, "ValidationError", "; ".join(
+            f"{name}: {rule}" for name, rule in exc.problems[:5])) from None
 
 
-def _get(body: dict[str, Any], name: str) -> Any:
-    for key, value in body.items():
-        if isinstance(key, str) and key.lower() == name.lower():
-            return value
-    return None
+def credential(request: Request, ctx: SandboxContext) -> auth.Credential:
+    """The ``PublicApiKey`` of a browser-wallet call (401 first, before the body is read);
+    the route then calls :func:`walletctl.sandbox.auth.require_scope` with its model's
+    merchant and store."""
+    return auth.authenticate(ctx, request.headers.get("authorization"))
 
 
-def _require_str(body: dict[str, Any], name: str, max_len: int = 128) -> str:
-    value = _get(body, name)
-    if not isinstance(value, str) or not value.strip():
-        raise ApiError(400, "MissingField", f"{name}: is required (non-empty string)")
-    if len(value) > max_len:
-        raise ApiError(400, "InvalidField", f"{name}: at most {max_len} characters")
-    return value
-
-
-def _reference(body: dict[str, Any]) -> str:
-    """``clientSystemTransactionId`` by the one reference rule (what the authorization and
-    every follow-up accept: refused here, before a payment account exists, not later)."""
-    value = _get(body, "clientSystemTransactionId")
-    if not isinstance(value, str) or not value:
-        raise ApiError(400, "MissingField", "clientSystemTransactionId: is required (string)")
-    try:
-        return check_reference(value)
-    except ValueError as exc:
-        raise ApiError(400, "InvalidField", f"clientSystemTransactionId: {exc}") from None
-
-
-def _api_key(request: Request, ctx: SandboxContext, merchant_id: str | None,
-             store_id: str | None) -> str:
-    header = request.headers.get("authorization")
-    problem = ctx.check_api_key(header, merchant_id, store_id)
-    if problem is not None:
-        raise ApiError(*problem)
-    return (header or "").strip().partition(" ")[2].strip()
+def _same(given: str, expected: str) -> bool:
+    """Constant-time comparison of any text (``secrets.compare_digest`` refuses non-ASCII)."""
+    return secrets.compare_digest(given.encode("utf-8", "surrogatepass"),
+                                  expected.encode("utf-8", "surrogatepass"))
 
 
 def _check_basic(request: Request, ctx: SandboxContext) -> None:
@@ -107,15 +85,21 @@ def _check_basic(request: Request, ctx: SandboxContext) -> None:
         user, sep, secret = base64.b64decode(value.strip(), validate=True).decode().partition(":")
     except (ValueError, UnicodeDecodeError):
         raise ApiError(401, "Unauthorized", "malformed Basic credentials") from None
-    if not sep or not user or not secrets.compare_digest(secret, ctx.config.service_secret):
+    if not sep or not user or not _same(secret, ctx.config.service_secret):
         raise ApiError(401, "Unauthorized", "service user or secret is not valid")
 
 
-def _extract_token(payment_data: Any) -> Any:
+def _get(data: dict[str, Any], name: str) -> Any:
+    for key, value in data.items():
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def _extract_token(payment_data: dict[str, Any] | str) -> Any:
+    """The wallet's token inside ``paymentData`` (the wallet's own document, read as given)."""
     if isinstance(payment_data, str):
         return payment_data
-    if not isinstance(payment_data, dict):
-        raise ApiError(400, "MissingField", "paymentData: is required (object)")
     if _get(payment_data, "protocolVersion") is not None:
         return payment_data
     pmd = _get(payment_data, "paymentMethodData")
@@ -149,12 +133,11 @@ def _iso_z(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def create_account(st: WalletPayState, api_key: str, body: dict[str, Any]) -> dict[str, Any]:
-    merchant_id = _require_str(body, "merchantId")
-    store_id = _require_str(body, "storeId")
-    reference = _reference(body)
-    token = _extract_token(_get(body, "paymentData"))
-    pair = st.key_for_api_key(api_key)
+def create_account(st: WalletPayState, key: str, body: PaymentAccountBody) -> dict[str, Any]:
+    merchant_id, store_id = body.merchant_id, body.store_id
+    reference = body.client_system_transaction_id
+    token = _extract_token(body.payment_data)
+    pair = st.key_for_api_key(key)
     try:
         payload = crypto.open_token(token, pair.private, st.signer.root.public_key(), st.replay,
                                     now=st.now_ms())
@@ -226,7 +209,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
         if not req.cryptogram or not req.eci_indicator:
             raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
                                                 "Token (CRYPTOGRAM_3DS) payment account")
-        if not secrets.compare_digest(req.cryptogram, account.cryptogram or "") or \
+        if not _same(req.cryptogram, account.cryptogram or "") or \
                 req.eci_indicator != account.eci:
             raise ApiError(422, "CryptogramMismatch",
                            "cryptogram: does not match the payment account (or wrong ECI)")
@@ -239,7 +222,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
                                                         "(PAN_ONLY) payment account")
         found = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
         three_ds = ThreeDS.from_row(found) if found is not None else None
-        if three_ds is None or three_ds.account_id != account.id or not secrets.compare_digest(
+        if three_ds is None or three_ds.account_id != account.id or not _same(
                 three_ds.authentication_value, req.three_d_secure.authentication_value) or \
                 three_ds.eci != req.three_d_secure.eci:
             raise ApiError(422, "ThreeDSecureInvalid",
@@ -272,14 +255,9 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
     return row
 
 
-def authorize(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
+def authorize(st: WalletPayState, req: AuthorizationRequest) -> dict[str, Any]:
     ctx = st.ctx
     fmt = _fmt(ctx)
-    try:
-        req = AuthorizationRequest.from_wire(body, fmt)
-    except RequestValidationError as exc:
-        field_name, rule = exc.problems[0]
-        raise ApiError(400, "ValidationError", f"{field_name}: {rule}") from None
     # One store transaction: the single-use checks and the used flags cannot race.
     with ctx.store.atomic():
         account = get_account(st, req.transaction_account_id, req.merchant_id, req.store_id,
@@ -294,26 +272,28 @@ def authorize(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def mint_token(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
-    card_id = _require_str(body, "cardId")
-    card = CARDS_BY_ID.get(card_id)
+def mint_token(st: WalletPayState, body: WalletTokenBody) -> dict[str, Any]:
+    card = CARDS_BY_ID.get(body.card_id)
     if card is None:
         raise ApiError(400, "InvalidField", f"cardId: must be one of {', '.join(CARDS_BY_ID)}")
-    merchant_id = _require_str(body, "gatewayMerchantId")
-    enc = _get(body, "encryptionKey")
+    merchant_id = body.gateway_merchant_id
+    enc = body.encryption_key
     if enc:
         try:
             recipient = crypto.load_public_key(enc, "encryptionKey")
         except TokenError as exc:
             raise ApiError(400, "InvalidField", exc.message) from None
     else:
-        api_key = _require_str(body, "publicKeyApi", 256)
-        if api_key != st.ctx.config.api_key and st.ctx.store.api_key_info(api_key) is None:
+        key = body.public_key_api
+        if not key or not key.strip():
+            raise ApiError(400, "MissingField", "publicKeyApi: is required (non-empty string) "
+                                                "unless encryptionKey is given")
+        if key != st.ctx.config.api_key and st.ctx.store.api_key_info(key) is None:
             raise ApiError(401, "Unauthorized", "publicKeyApi: is not a key issued by the gateway")
-        recipient = st.key_for_api_key(api_key).private.public_key()
-    ttl = _get(body, "messageExpirySeconds")
-    seconds = int(ttl) if isinstance(ttl, int | Decimal) and not isinstance(ttl, bool) \
-        else TOKEN_TTL_SECONDS
+        recipient = st.key_for_api_key(key).private.public_key()
+    seconds = body.message_expiry_seconds
+    if seconds is None:
+        seconds = TOKEN_TTL_SECONDS
     details: dict[str, Any] = {"authMethod": card.auth_method, "pan": card.pan,
                                "expirationMonth": card.expiry_month,
                                "expirationYear": card.expiry_year}
@@ -336,17 +316,12 @@ def mint_token(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
     }}
 
 
-def challenge(st: WalletPayState, body: dict[str, Any]) -> dict[str, Any]:
-    account_id = _require_str(body, "transactionAccountId")
-    account = get_account(st, account_id, _require_str(body, "merchantId"),
-                          _require_str(body, "storeId"), None)
+def challenge(st: WalletPayState, body: ChallengeBody) -> dict[str, Any]:
+    account = get_account(st, body.transaction_account_id, body.merchant_id, body.store_id, None)
     if account.card_type != "Card":
         raise ApiError(422, "ThreeDSecureNotNeeded",
                        "transactionAccountId: a Token account carries a cryptogram, not 3DS")
-    outcome = _get(body, "outcome") or "success"
-    if outcome not in ("success", "failure"):
-        raise ApiError(400, "InvalidField", "outcome: must be success or failure")
-    ok = outcome == "success"
+    ok = body.outcome == "success"
     result = ThreeDS(trans_id=secrets.token_hex(16), account_id=account.id,
                      authentication_value=base64.b64encode(os.urandom(20)).decode(),
                      eci=("05" if account.network != "MASTERCARD" else "02") if ok else "07",
@@ -371,6 +346,7 @@ def check_key(request: Request, st: WalletPayState) -> dict[str, Any]:
     for name, value in (("merchantId", merchant_id), ("storeId", store_id)):
         if not value:
             raise ApiError(400, "MissingField", f"{name}: query parameter is required")
-    api_key = _api_key(request, st.ctx, merchant_id, store_id)
-    st.key_for_api_key(api_key)
+    cred = credential(request, st.ctx)
+    auth.require_scope(cred, str(merchant_id), str(store_id))
+    st.key_for_api_key(cred.key)
     return {"merchantId": merchant_id, "storeId": store_id, "status": "valid"}

@@ -23,17 +23,24 @@ from decimal import Decimal
 from typing import Any
 
 from fastapi import Request
+from pydantic import ValidationError
 
 from walletctl.models.fields import check_reference
-from walletctl.models.money import check_currency, parse_major, to_wire
+from walletctl.models.money import check_currency, parse_major
+from walletctl.sandbox.requests import (
+    AuthorizationBody,
+    ChallengeBody,
+    DemoQuoteBody,
+    DemoResultBody,
+    EventDetail,
+    ThreeDSecureBody,
+)
 from walletctl.sandbox.walletpay_api import (
-    _fmt,
-    _get,
-    _json_body,
     authorize,
     challenge,
     get_account,
     issue_keys,
+    read_body,
 )
 from walletctl.sandbox.walletpay_state import (
     DEMO_RESULTS_MAX,
@@ -49,10 +56,6 @@ MAX_SESSIONS = 500
 SHIPPING = {"standard": Decimal("0.00"), "express": Decimal("5.00"),
             "overnight": Decimal("12.50")}
 OFFERS = {"SAVE2": Decimal("2.00")}
-# what event.detail may carry (2.8); anything else posted is dropped, never stored
-_DETAIL_KEYS = ("clientSystemTransactionId", "transactionAccountId", "transactionMethod",
-                "eciIndicator", "email", "billingAddress", "shippingAddress", "code",
-                "description", "details")
 __all__ = ["DEMO_RESULTS_MAX", "DemoSession", "demo_quote", "demo_result", "demo_session"]
 
 
@@ -90,8 +93,8 @@ class DemoSession:
                 else []}
 
 
-def _session(st: WalletPayState, reference: Any) -> DemoSession:
-    session = st.demo_sessions.get(str(reference)) if isinstance(reference, str) else None
+def _session(st: WalletPayState, reference: str) -> DemoSession:
+    session = st.demo_sessions.get(reference)
     if session is None:
         raise ApiError(404, "DemoOrderNotFound", "reference: no such demo order (reload the page)")
     return session
@@ -140,12 +143,10 @@ async def demo_session(request: Request, st: WalletPayState) -> dict[str, Any]:
 
 async def demo_quote(request: Request, st: WalletPayState) -> dict[str, Any]:
     """The shop's price for the payer's current choices; remembered on the order."""
-    body = await _json_body(request)
-    session = _session(st, _get(body, "reference"))
+    body = await read_body(request, DemoQuoteBody)
+    session = _session(st, body.reference)
     error: dict[str, str] | None = None
-    option = _get(body, "shippingOptionId")
-    address = _get(body, "shippingAddress")
-    code = _get(body, "offerCode")
+    option, address, code = body.shipping_option_id, body.shipping_address, body.offer_code
     with st.lock:
         if session.paid:
             raise ApiError(409, "DemoOrderPaid", "reference: this order is already paid")
@@ -154,25 +155,21 @@ async def demo_quote(request: Request, st: WalletPayState) -> dict[str, Any]:
                 error = {"reason": "SHIPPING_OPTION_INVALID", "intent": "SHIPPING_OPTION",
                          "message": "This shipping option is not available."}
             else:
-                session.shipping = str(option)
-        if isinstance(code, str) and code.strip():
+                session.shipping = option
+        if code is not None and code.strip():
             if code.strip().upper() in OFFERS:
                 session.offer = code.strip().upper()
             else:
                 error = {"reason": "OFFER_INVALID", "intent": "OFFER",
                          "message": f"Unknown offer code {code.strip()[:32]}."}
-        if isinstance(address, dict) and _get(address, "countryCode") == "NL" and \
-                str(_get(address, "postalCode") or "").startswith("9"):
+        if address is not None and address.country_code == "NL" and \
+                (address.postal_code or "").startswith("9"):
             error = {"reason": "SHIPPING_ADDRESS_UNSERVICEABLE", "intent": "SHIPPING_ADDRESS",
                      "message": "We do not ship to the Frisian islands."}
         quote = session.quote()
     if error is not None:
         quote["error"] = error
     return quote
-
-
-def _redacted(detail: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k in _DETAIL_KEYS if (v := _get(detail, k)) is not None}
 
 
 def _record(st: WalletPayState, record: dict[str, Any]) -> dict[str, Any]:
@@ -182,28 +179,26 @@ def _record(st: WalletPayState, record: dict[str, Any]) -> dict[str, Any]:
 
 
 async def demo_result(request: Request, st: WalletPayState) -> dict[str, Any]:
-    body = await _json_body(request)
-    detail = _get(body, "detail")
-    if not isinstance(detail, dict):
-        raise ApiError(400, "MissingField", "detail: is required (the event.detail object)")
-    record: dict[str, Any] = {"detail": _redacted(detail)}
-    reference = _get(detail, "clientSystemTransactionId") or _get(body, "reference")
-    session = st.demo_sessions.get(str(reference))
-    account_id = _get(detail, "transactionAccountId")
-    if session is None or not isinstance(account_id, str) or not account_id:
-        record["outcome"] = "error" if _get(detail, "code") else "unknown-session"
+    body = await read_body(request, DemoResultBody)
+    detail = body.detail
+    record: dict[str, Any] = {"detail": detail.redacted()}
+    reference = detail.client_system_transaction_id or body.reference
+    session = st.demo_sessions.get(reference) if reference else None
+    account_id = detail.transaction_account_id
+    if session is None or not account_id:
+        record["outcome"] = "error" if detail.code else "unknown-session"
         return _record(st, record)
     record.update(encryptionKeyId=session.key_id, merchantId=session.merchant_id,
                   storeId=session.store_id)
-    cryptogram = _get(detail, "cryptogram")  # kept here, for the transaction request only
+    cryptogram = detail.cryptogram  # kept here, for the transaction request only
     record["stored"] = {"cryptogram": cryptogram is not None,
-                        "eciIndicator": _get(detail, "eciIndicator")}
+                        "eciIndicator": detail.eci_indicator}
     with st.lock:
         if session.paid:
             raise ApiError(409, "DemoOrderPaid", f"reference: order {session.reference} "
                                                  "is already paid")
         total = session.total()
-        approved = _get(body, "approvedTotal")
+        approved = body.approved_total
         if session.authorize:
             session.paid = True
     try:
@@ -232,26 +227,30 @@ async def demo_result(request: Request, st: WalletPayState) -> dict[str, Any]:
 
 
 def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
-            detail: dict[str, Any], cryptogram: Any, total: Decimal) -> tuple[Any, str]:
-    tx: dict[str, Any] = {
-        "merchantId": session.merchant_id, "storeId": session.store_id, "userId": DEMO_USER,
-        "type": "ecom.sale" if session.kind == "sale" else "ecom.preauthorization",
-        "amount": to_wire(total, session.currency, _fmt(st.ctx)),
-        "currencyCode": session.currency, "clientSystemTransactionId": session.reference,
-        "transactionAccountId": account["transactionAccountId"],
-        "encryptionKeyId": session.key_id,
-    }
+            detail: EventDetail, cryptogram: str | None, total: Decimal) -> tuple[Any, str]:
+    account_id = str(account["transactionAccountId"])
     try:
-        if account.get("cardType") == "Token":
-            tx["cryptogram"] = cryptogram
-            tx["eciIndicator"] = _get(detail, "eciIndicator")
-        else:
-            three = challenge(st, {"transactionAccountId": tx["transactionAccountId"],
-                                   "merchantId": session.merchant_id,
-                                   "storeId": session.store_id})
-            tx["threeDSecure"] = {k: three[k] for k in
-                                  ("threeDSServerTransId", "authenticationValue", "eci")}
-        result = authorize(st, tx)
+        three_ds = None
+        if account.get("cardType") != "Token":
+            three = challenge(st, ChallengeBody(transaction_account_id=account_id,
+                                                merchant_id=session.merchant_id,
+                                                store_id=session.store_id))
+            three_ds = ThreeDSecureBody(three_ds_server_trans_id=three["threeDSServerTransId"],
+                                        authentication_value=three["authenticationValue"],
+                                        eci=three["eci"])
+        req = AuthorizationBody(
+            merchant_id=session.merchant_id, store_id=session.store_id, user_id=DEMO_USER,
+            type="ecom.sale" if session.kind == "sale" else "ecom.preauthorization",
+            amount=total, currency_code=session.currency,
+            client_system_transaction_id=session.reference, transaction_account_id=account_id,
+            encryption_key_id=session.key_id,
+            cryptogram=cryptogram if three_ds is None else None,
+            eci_indicator=detail.eci_indicator if three_ds is None else None,
+            three_d_secure=three_ds)
+        result = authorize(st, req)
+    except ValidationError:  # a demo order the gateway's rules refuse: nothing charged
+        return error_body(400, "ValidationError", "the demo order is not a valid "
+                          "authorization"), "authorization-error"
     except ApiError as exc:
         return error_body(exc.status, exc.code, exc.message), "authorization-error"
     return result, str(result.get("state"))

@@ -37,6 +37,18 @@ DEMO_RESULTS_MAX = 100
 # generic description; any other reason (CryptogramUsed, ...) is the error's description.
 _GENERIC = frozenset({"InvalidJson", "MissingField", "InvalidField", "ValidationError",
                       "Unauthorized"})
+# The browser-wallet routes' own error descriptions and their status (docs/sandbox.md,
+# "Browser-wallet reasons", lists the same; tests/sandbox/test_docs_agree.py compares them).
+WALLET_REASONS: dict[str, int] = {
+    "PaymentDataMalformed": 400, "ThreeDSecureRequired": 400,
+    "EncryptionKeyMismatch": 403,
+    "PaymentAccountNotFound": 404, "DemoOrderNotFound": 404,
+    "DuplicateReference": 409, "DemoOrderExists": 409, "DemoOrderPaid": 409,
+    "PaymentDataTampered": 422, "PaymentDataExpired": 422, "PaymentDataReplayed": 422,
+    "PaymentDataWrongKey": 422, "PaymentDataMerchantMismatch": 422, "CardExpired": 422,
+    "CryptogramMismatch": 422, "CryptogramUsed": 422, "ThreeDSecureInvalid": 422,
+    "ThreeDSecureUsed": 422, "ThreeDSecureNotNeeded": 422,
+}
 
 
 @dataclass(frozen=True)

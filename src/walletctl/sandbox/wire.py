@@ -1,13 +1,15 @@
 """Strict reading of request bodies, shared by every JSON route of the sandbox.
 
 * :func:`parse_json` - UTF-8 only, JSON only (no ``NaN``/``Infinity``), no key given twice
-  with the same spelling, nesting at most :data:`MAX_DEPTH` levels, numbers as ``Decimal``.
+  with the same spelling, nesting at most :data:`MAX_DEPTH` levels, numbers as ``Decimal``,
+  no lone surrogate (``"\udcff"``) in any key or string: such text cannot be stored, compared
+  or answered.
+* :func:`read_body` - a JSON route's one reading: :func:`parse_object` + :func:`check_numbers`;
+  the route then validates the result with its model (:mod:`walletctl.sandbox.requests`).
 * :func:`check_numbers` - every money field is ASCII digits with an optional decimal point,
   at most :data:`MAX_DIGITS` digits, no exponent; a minor-units sandbox refuses a decimal
   point; a decimal sandbox refuses more fraction digits than the currency has; JSON booleans
   are never numbers (money and integer fields).
-* :func:`require` - mandatory fields (dotted, case-insensitive paths with alternate
-  spellings) that the models leave optional.
 
 Every problem raises :class:`~walletctl.sandbox.outcome.SandboxError` (400) naming the field.
 """
@@ -68,6 +70,32 @@ def _depth_ok(data: Any) -> bool:
     return True
 
 
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _surrogate_at(data: Any) -> str | None:
+    """The path of the first key or string holding a lone surrogate, else None."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if not _is_text(node):
+                return path or "(request)"
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if not _is_text(key):
+                    return f"{path}.(key)" if path else "(key)"
+                stack.append((value, f"{path}.{key}" if path else key))
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
+    return None
+
+
 def parse_json(raw: bytes, *, where: str = "(request)") -> Any:
     """Decode a request body strictly; raise SandboxError(400) naming the rule."""
     try:
@@ -88,6 +116,9 @@ def parse_json(raw: bytes, *, where: str = "(request)") -> Any:
         raise SandboxError(400, f"{where}: the body is not valid JSON") from None
     if not _depth_ok(data):
         raise SandboxError(400, f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
+    if "\\u" in text and (bad := _surrogate_at(data)) is not None:
+        raise SandboxError(400, f"{bad}: contains a lone UTF-16 surrogate escape (\\ud800-"
+                           "\\udfff without its pair), which is not text")
     return data
 
 
@@ -98,6 +129,13 @@ def parse_object(raw: bytes, *, where: str = "(request)") -> dict[str, Any]:
     data = parse_json(raw, where=where)
     if not isinstance(data, dict):
         raise SandboxError(400, f"{where}: the body must be a JSON object")
+    return data
+
+
+def read_body(raw: bytes, fmt: str, *, where: str = "(request)") -> dict[str, Any]:
+    """The one reading of a JSON route's body: a strict JSON object with strict amounts."""
+    data = parse_object(raw, where=where)
+    check_numbers(data, fmt)
     return data
 
 
@@ -172,25 +210,6 @@ def check_numbers(data: Any, fmt: str) -> None:
         elif isinstance(node, list):
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node)
                          if isinstance(v, dict | list))
-
-
-def require(data: dict[str, Any], *paths: str) -> None:
-    """Each ``paths`` item is ``a.b.c`` or ``a.b.c|a.b.d`` (alternate spellings); refuse the
-    body when none of an item's spellings holds a non-empty value."""
-    missing: list[str] = []
-    for item in paths:
-        found = False
-        for path in item.split("|"):
-            node: Any = data
-            for part in path.split("."):
-                node = _get(node, part)
-            if node is not None and node != "":
-                found = True
-                break
-        if not found:
-            missing.append(f"{item.split('|')[0]}: is required")
-    if missing:
-        raise SandboxError(400, "; ".join(missing))
 
 
 _MARK = f"\u0001amount{secrets.token_hex(8)}:"

@@ -1,0 +1,96 @@
+"""The sandbox's one auth model: which credential may call which route.
+
+Credentials (``Authorization`` header):
+
+* **server key** - ``PublicApiKey <static key>`` (``--api-key``, default ``sandbox-api-key``):
+  the merchant server's credential. Any merchant and store, every gateway route.
+* **transaction key** - ``PublicApiKey <key>`` issued by the public key service for one
+  merchant and store, valid for :data:`~walletctl.sandbox.walletpay_state.API_KEY_TTL`. It is
+  handed to the browser (``publicKeyApi`` of ``runWalletPay``, readable in page source), so
+  it authorises only the browser-wallet calls of that payment, for its own merchant and
+  store: the key pre-check, Create and Get Payment Account and the authorization.
+* **service secret** - ``Basic <userId>:<secret>``: the public key service only.
+
+:data:`ROUTES` is the table (docs/sandbox.md and docs/gateway-api.md carry the same one).
+Every check runs on the parsed request: the route reads its body once through its model, then
+calls :func:`require_scope` with the model's ``merchantId`` / ``storeId``.
+
+Refusals: no / malformed / unknown key -> 401; an **expired** transaction key -> 401 on every
+route (checked first: it is no credential at all); a transaction key on a route it does not
+authorise -> 403; a transaction key for another merchant or store -> 403.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.outcome import SandboxError
+
+Kind = Literal["server", "transaction"]
+
+# route -> the credentials it accepts ("server" = server key only; "browser" = server key, or
+# a transaction key of the body's / query's merchant and store; "service" = Basic secret;
+# "none" = no credential, Host/Origin-guarded: see walletctl.sandbox.guard)
+ROUTES: Final[dict[str, str]] = {
+    "POST /api/v5/checkout": "server",
+    "POST /api/v5/apmTransactions": "server",
+    "GET /api/v5/apmTransactions": "server",
+    "POST /api/v5/publicKeys": "service",
+    "GET /api/v5/publicKeys/current": "browser",
+    "POST /api/v5/paymentAccounts": "browser",
+    "GET /api/v5/paymentAccounts/{id}": "browser",
+    "POST /api/v5/transactions": "browser",
+}
+
+
+@dataclass(frozen=True)
+class Credential:
+    """An accepted ``PublicApiKey``: the server key, or a live transaction key."""
+
+    kind: Kind
+    key: str
+    merchant_id: str | None = None
+    store_id: str | None = None
+
+
+def _unauthorized(message: str) -> SandboxError:
+    return SandboxError(401, message, description="AuthenticationError")
+
+
+def authenticate(ctx: SandboxContext, header: str | None) -> Credential:
+    """The credential in ``header``; 401 when missing, malformed, unknown or expired."""
+    if not header:
+        raise _unauthorized("Authorization header is required: PublicApiKey <key>")
+    scheme, _, key = header.strip().partition(" ")
+    key = key.strip()
+    if scheme.lower() != "publicapikey" or not key:
+        raise _unauthorized("Authorization must use the PublicApiKey scheme")
+    if hmac.compare_digest(key.encode("utf-8", "replace"),
+                           ctx.config.api_key.encode("utf-8", "replace")):
+        return Credential("server", key)
+    info = ctx.store.api_key_info(key)
+    if info is None:
+        raise _unauthorized("the API key is not valid")
+    if info.expires_at is not None and ctx.now() >= info.expires_at:
+        raise _unauthorized("the API key has expired (ask the public key service for a new one)")
+    return Credential("transaction", key, info.merchant_id, info.store_id)
+
+
+def require_server(cred: Credential, route: str) -> None:
+    """403 unless ``cred`` is the merchant's server key (``route`` names the call)."""
+    if cred.kind != "server":
+        raise SandboxError(
+            403, f"Authorization: a per-transaction key from the public key service only "
+            f"authorises the browser-wallet calls of its payment; {route} needs the "
+            "merchant's server key", description="AuthorizationError")
+
+
+def require_scope(cred: Credential, merchant_id: str, store_id: str) -> None:
+    """403 when a transaction key is used for another merchant or store."""
+    if cred.kind == "transaction" and (cred.merchant_id != merchant_id
+                                       or cred.store_id != store_id):
+        raise SandboxError(403, "the API key was not issued for this merchant and store",
+                           description="AuthorizationError")
