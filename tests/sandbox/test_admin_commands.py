@@ -119,7 +119,7 @@ def test_the_seed_route_refuses_bad_bodies_in_the_error_shape(served_sandbox: Se
             "transactions": [{"reference": "R-1", "amount": "10.00"}]}
     for change, field in (({"kind": "refund"}, "kind"),
                           ({"transactions": []}, "transactions"),
-                          ({"transactions": [{"reference": "R 1", "amount": "1.00"}]},
+                          ({"transactions": [{"reference": "R\t1", "amount": "1.00"}]},
                            "transactions.0.reference"),
                           ({"transactions": [{"reference": "R-1", "amount": "1.001"}]},
                            "transactions.0.amount"),

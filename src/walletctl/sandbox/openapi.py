@@ -162,6 +162,7 @@ _SECURITY: dict[tuple[str, str], str] = {
 _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/pay/{token}": "text/html",
     "/walletpay.js": "application/javascript",
+    "/walletpay.d.ts": "application/typescript",
     "/demo/merchant": "text/html",
     "/demo/merchant.js": "application/javascript",
 }
