@@ -109,8 +109,12 @@ class SqliteHistory(HistoryStore):
 
     def _execute(self, sql: str, args: Iterable[Any] = (), *,
                  stream: bool = False) -> Iterator[tuple[Any, ...]]:
+        # A cursor streams either way. A plain loop, not ``yield from``: a listing abandoned
+        # mid-way (its reader closed the pipe) is closed after the connection, and ``yield
+        # from`` would then close the cursor on a closed database and fail at exit.
         try:
-            yield from self._db.execute(sql, tuple(args))  # a cursor streams either way
+            for row in self._db.execute(sql, tuple(args)):  # noqa: UP028
+                yield row
         except sqlite3.Error as exc:
             raise StorageError(f"history {self.where}: {exc}") from None
 
