@@ -139,8 +139,10 @@ def _commands(profile: Profile, key_ok: bool, state: State | None = None) -> lis
     return out
 
 
-def _online(profile: Profile) -> _Check:
-    """One read-only request: a lookup of a reference that cannot exist (404 = accepted)."""
+def _online(profile: Profile) -> tuple[_Check, WalletctlError | None]:
+    """One read-only request: a lookup of a reference that cannot exist (404 = accepted).
+    A failure comes with its error, whose exit code the check then ends with (7 when the
+    gateway cannot be reached, 6 when it answers 5xx, 9 when it refuses the credentials)."""
     import secrets
 
     from walletctl.cli.state import ENV
@@ -154,11 +156,11 @@ def _online(profile: Profile) -> _Check:
     except GatewayError as exc:
         if exc.status == 404:
             return _Check(profile.name, "online", True,
-                          f"credentials accepted (lookup of {ref}: HTTP 404, as expected)")
-        return _Check.failed(profile.name, "online", exc)
+                          f"credentials accepted (lookup of {ref}: HTTP 404, as expected)"), None
+        return _Check.failed(profile.name, "online", exc), exc
     except WalletctlError as exc:
-        return _Check.failed(profile.name, "online", exc)
-    return _Check(profile.name, "online", True, f"credentials accepted (lookup of {ref})")
+        return _Check.failed(profile.name, "online", exc), exc
+    return _Check(profile.name, "online", True, f"credentials accepted (lookup of {ref})"), None
 
 
 def check(
@@ -177,7 +179,8 @@ def check(
     """Check a profile: file, permissions, secrets, and which commands it can run.
 
     Prints one line per check (ok / warn / FAIL); exits with the config exit code when one
-    fails (9 when --online finds the credentials refused). Nothing is sent unless --online.
+    fails (with --online: 9 credentials refused, 7 gateway unreachable, 6 gateway failing).
+    Nothing is sent unless --online.
     """
     from walletctl.config.location import config_path
     from walletctl.config.profile import display_path
@@ -187,6 +190,7 @@ def check(
     state = get_state(ctx)
     path = config_path(state.config_path)
     results: list[_Check] = []
+    online_errors: list[WalletctlError] = []
 
     def finish() -> None:
         from dataclasses import replace
@@ -203,7 +207,9 @@ def check(
             first = online_failed[0]
             if "HTTP 401" in first.detail or "HTTP 403" in first.detail:
                 raise AuthError(401, description="credentials refused", hint=first.hint)
-            raise WalletctlError(f"profile check failed: {first.detail}", hint=first.hint)
+            error = WalletctlError(f"profile check failed: {first.detail}", hint=first.hint)
+            error.exit_code = online_errors[0].exit_code  # 7 unreachable, 6 gateway, ...
+            raise error
         if failed:
             raise ConfigError(
                 f"profile check failed: {len(failed)} problem(s)",
@@ -237,7 +243,10 @@ def check(
         checks = _check_profile(profile, state)
         results.extend(checks)
         if online and all(r.ok for r in checks):
-            results.append(_online(profile))
+            result, error = _online(profile)
+            results.append(result)
+            if error is not None:
+                online_errors.append(error)
     return finish()
 
 
