@@ -97,7 +97,7 @@ def find_duplicate(
             continue
         if e.amount is None or Decimal(e.amount) != amount or (when is not None and when < since):
             continue
-        who[e.reference] = (f"{e.operator} (profile {e.profile})", when)
+        who[e.reference] = (f"{e.who} (profile {e.profile})", when)
         found.append((when, e.reference, amount))
     for r in records:
         ref = r.client_system_transaction_id

@@ -60,7 +60,7 @@ class Judged:
     def error(self) -> ConflictError:
         e = self.entry
         return ConflictError(
-            f"{self.note} (history #{e.id}, {e.operator}, profile {e.profile}); "
+            f"{self.note} (history #{e.id}, {e.who}, profile {e.profile}); "
             "nothing was sent",
             reference=e.reference,
             hint=f"compare with `walletctl lookup {e.original_ref or e.reference}` and settle "
