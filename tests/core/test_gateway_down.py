@@ -4,6 +4,7 @@ real subprocess against a port nobody listens on."""
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import subprocess
 from pathlib import Path
@@ -51,3 +52,33 @@ def test_profile_check_online_with_the_gateway_down_exits_network(
     lines = proc.stderr.splitlines()
     assert lines[0].startswith("walletctl: error: profile check failed: could not connect"), lines
     assert len(lines) <= 2, lines  # the error, and its hint
+
+
+def test_the_hint_for_a_stopped_sandbox_starts_one_the_profile_reaches(
+        down: tuple[dict[str, str], int]) -> None:
+    env, port = down
+    stopped = _run(env, "-p", "shop", "sandbox", "approve", "ORDER-DOWN-1")
+    assert stopped.returncode == ExitCode.NETWORK, (stopped.returncode, stopped.stderr)
+    hint = stopped.stderr.splitlines()[-1]
+    assert f"--port {port}" in hint, hint
+    argv = shlex.split(hint.split("`")[1])
+    assert argv[:3] == ["walletctl", "sandbox", "serve"], argv
+    server = subprocess.Popen([*WALLETCTL, *argv[1:], "--quiet"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL)
+    try:  # the hinted command, as typed: the profile's URL now answers
+        ready = _run(env, "sandbox", "wait", f"http://127.0.0.1:{port}", "--timeout", "30")
+        assert ready.returncode == ExitCode.OK, ready.stderr
+        again = _run(env, "-p", "shop", "sandbox", "approve", "ORDER-DOWN-1")
+        assert again.returncode not in (ExitCode.NETWORK, ExitCode.ERROR), again.stderr
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_sandbox_wait_hints_the_port_it_waits_on(down: tuple[dict[str, str], int]) -> None:
+    env, port = down
+    proc = _run(env, "sandbox", "wait", f"http://127.0.0.1:{port}", "--timeout", "0.2")
+    assert proc.returncode != ExitCode.OK
+    assert f"`walletctl sandbox serve --port {port} --ready-file PATH`" in proc.stderr, \
+        proc.stderr

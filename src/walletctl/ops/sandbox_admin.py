@@ -32,6 +32,27 @@ def check_token(token: str | None) -> None:
                          "punctuation): it is sent in the X-Sandbox-Token header")
 
 
+def serve_command(url: str, *extra: str) -> str:
+    """The ``walletctl sandbox serve`` line that starts a sandbox where ``url`` points: its
+    port (a sandbox otherwise picks a free one, which the profile's URL would not reach) and
+    its host unless the loopback default."""
+    from urllib.parse import urlsplit
+
+    words = ["walletctl", "sandbox", "serve"]
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # not a URL a sandbox could serve: no address to give
+        host = port = None
+    if host is not None:
+        if port is None:
+            port = 443 if parts.scheme == "https" else 80
+        if host not in ("127.0.0.1", "localhost"):
+            words += ["--host", host]
+        words += ["--port", str(port)]
+    return "`" + " ".join([*words, *extra]) + "`"
+
+
 def admin_call(method: str, url: str, *, params: dict[str, str] | None = None,
                json_body: Any = None, token: str | None = None) -> Any:
     """One request to a sandbox admin route; its JSON answer, or the gateway error raised."""
@@ -47,7 +68,7 @@ def admin_call(method: str, url: str, *, params: dict[str, str] | None = None,
                              headers=headers)
     except httpx.ConnectError:
         raise NetworkError(f"cannot connect to the sandbox at {url}",
-                           hint="start it with `walletctl sandbox serve`") from None
+                           hint=f"start it with {serve_command(url)}") from None
     except httpx.HTTPError as exc:
         raise NetworkError(f"sandbox request failed: {type(exc).__name__}") from None
     try:

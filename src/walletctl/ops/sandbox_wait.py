@@ -53,10 +53,12 @@ def wait_ready(url: str, *, timeout: float = 30.0) -> Ready:
         except ValueError:
             last = f"{HEALTH_PATH} did not answer JSON"
         if time.monotonic() + pause > deadline:
+            from walletctl.ops.sandbox_admin import serve_command
+
             raise SandboxNotReady(
                 f"the sandbox at {base} was not ready after {timeout:g} s "
                 f"({attempts} attempts; last: {last})",
-                hint="start it with `walletctl sandbox serve --ready-file PATH`, or raise "
+                hint=f"start it with {serve_command(base, '--ready-file', 'PATH')}, or raise "
                      "--timeout")
         time.sleep(pause)
         pause = min(pause * 2, 0.5)
