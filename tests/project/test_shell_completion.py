@@ -201,6 +201,8 @@ def test_zsh_with_compinit(tmux: Tmux, account: Account) -> None:
     assert "command not found" not in screen, screen
     complete(tmux, "zsh", "walletctl capture --dr", "capture --dry-run")
     complete(tmux, "zsh", "walletctl checkout --type ", "sale", "preauth")
+    # a description's apostrophe is quoted for zsh, not dropped
+    complete(tmux, "zsh", "walletctl approvals ", "Refuse another operator's request")
 
 
 def test_fish(tmux: Tmux, account: Account) -> None:
@@ -214,6 +216,8 @@ def test_fish(tmux: Tmux, account: Account) -> None:
     check_walletctl(tmux, "fish", tabs=1)
     screen = complete(tmux, "fish", "walletctl checkout --type ", "sale", "preauth")
     assert "notes.txt" not in screen, screen
+    # a description's apostrophe is quoted for fish, not dropped
+    complete(tmux, "fish", "walletctl approvals ", "Refuse another operator's request")
 
 
 def test_powershell(account: Account) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -155,31 +154,18 @@ def checkout(
             f"`walletctl lookup {ref_}`"
         )
         return
+    from walletctl.cli.production import production_tag
+    from walletctl.render.checkout import WAITING, render_checkout
+
+    render_checkout(st.output_format, request, created, tag=production_tag(profile))
     response = created.response
     assert response is not None
-    from walletctl.models.money import format_major, quantize
+    if open_browser and created.replayed and created.state != WAITING:
+        from walletctl.render.console import print_note
 
-    kind = "pre-authorisation" if request.is_preauth else "sale"
-    if st.output_format == "table":
-        from walletctl.cli.production import production_tag
-        from walletctl.render.fit import fit_phrases
-
-        sys.stderr.write(fit_phrases([
-            f"{production_tag(profile)}Checkout {request.client_system_transaction_id} created",
-            f"({format_major(request.amount, request.currency_code)}, {kind}).",
-            "Send the customer to:"], indent="") + "\n")
-        sys.stdout.write(response.redirect_url + "\n")
-    else:
-        from walletctl.render.output import emit
-
-        row = {
-            "clientSystemTransactionId": request.client_system_transaction_id,
-            "type": request.type,
-            "amount": format(quantize(request.amount, request.currency_code), "f"),
-            "currencyCode": request.currency_code,
-            "redirectUrl": response.redirect_url,
-        }
-        emit(st.output_format, [row], document=row)
+        print_note("not opening the redirectUrl: the checkout already existed and no longer "
+                   "waits for the customer")
+        return
     if open_browser:
         if not response.redirect_url.lower().startswith(("http://", "https://")):
             # the URL comes from the gateway: never hand file:, javascript: ... to a browser

@@ -27,9 +27,16 @@ SHELLS = {
 Tree = dict[str, Node]
 
 
-def _q(text: str) -> str:
-    """Text safe inside single quotes of every shell here (and zsh's _arguments brackets)."""
-    return text.replace("'", "").replace("[", "(").replace("]", ")").replace("\\", "/")
+def _zsh_q(text: str) -> str:
+    """Text for inside a zsh single-quoted word (and _arguments' [description] brackets):
+    a quote closes the word, adds an escaped quote and reopens it (``'\\''``)."""
+    text = text.replace("[", "(").replace("]", ")").replace("\\", "/")
+    return text.replace("'", "'\\''")
+
+
+def _fish_q(text: str) -> str:
+    """Text for inside a fish single-quoted word: fish escapes ``\\`` and ``'`` there."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _arg_values(node: Node) -> str:
@@ -143,7 +150,7 @@ def _zsh_specs(options: list[Option]) -> list[str]:
             spec = f"{repeat}{exclusive}{name}"
             if opt.takes_value:  # --long=: "--long=VALUE" or "--long VALUE"; -s+: "-sV", "-s V"
                 spec += "=" if name.startswith("--") else "+"
-            spec += f"[{_q(opt.help)}]"
+            spec += f"[{_zsh_q(opt.help)}]"
             if opt.takes_value:
                 spec += _zsh_action(opt.values, message)
             specs.append(f"'{spec}'")
@@ -187,7 +194,7 @@ def zsh(tree: Tree) -> str:
         if node.children:
             lines += ["        '(-): :->command' \\", "        '(-)*:: :->args' && ret=0",
                       "    case $state in", "        command)", "            local -a commands=("]
-            lines += [f"                '{name}:{_q(desc)}'" for name, desc in node.children]
+            lines += [f"                '{name}:{_zsh_q(desc)}'" for name, desc in node.children]
             title = f"walletctl {path} command".replace("  ", " ")
             lines += ["            )",
                       f"            _describe -t commands '{title}' commands && ret=0 ;;",
@@ -297,7 +304,7 @@ def fish(tree: Tree) -> str:
             cond = "-n \"not __walletctl_at_any " + " ".join(f"'{p}'" for p in owners) + '"'
         for child, desc in node.children:
             lines.append(f"complete -c walletctl -n \"__walletctl_at '{path}'\" -a {child}"
-                         f" -d '{_q(desc)}'")
+                         f" -d '{_fish_q(desc)}'")
         values = _arg_values(node)
         if values == PROFILES:
             lines.append(f"complete -c walletctl {cond} -a '(__walletctl_profiles)'")
@@ -307,7 +314,7 @@ def fish(tree: Tree) -> str:
             flags = " ".join(f"-l {o[2:]}" if o.startswith("--") else f"-s {o[1:]}"
                              for o in opt.opts)
             extra = _fish_values(opt.values) if opt.takes_value else ""
-            lines.append(f"complete -c walletctl {cond} {flags}{extra} -d '{_q(opt.help)}'")
+            lines.append(f"complete -c walletctl {cond} {flags}{extra} -d '{_fish_q(opt.help)}'")
     lines.append("")
     return "\n".join(lines)
 

@@ -268,6 +268,10 @@ class GatewayClient(_Base):
         self._http.close()
 
     def send(self, call: PreparedCall) -> Any:
+        return self._exchange(call)[0]
+
+    def _exchange(self, call: PreparedCall) -> tuple[Any, Answer]:
+        """The handled answer's data, and the answer itself (its headers)."""
         self._trace_request(call)
         started = time.perf_counter()
         limit = overall_deadline(self.profile.timeout)
@@ -291,7 +295,7 @@ class GatewayClient(_Base):
                     response.close()
             answer = self._answer(call, response, body)
             self._trace_response(answer, time.perf_counter() - started)
-            return self._handle(call, answer)
+            return self._handle(call, answer), answer
         except httpx.TransportError as exc:
             raise self._map_transport_error(call, exc) from None
         except (DeadlineExceeded, BodyTooLarge, BadEncoding) as exc:
@@ -319,12 +323,15 @@ class GatewayClient(_Base):
         )
 
     def checkout(self, req: CheckoutRequest) -> CheckoutResponse:
-        data = self.send(self.prepare_checkout(req))
+        data, answer = self._exchange(self.prepare_checkout(req))
         from walletctl.models.checkout import CheckoutResponse
 
         result: CheckoutResponse = parse_model(
             CheckoutResponse, data, self.profile, "checkout", req.client_system_transaction_id
         )
+        # the sandbox replays an identical checkout's stored answer and says so
+        if answer.headers.get("X-Sandbox-Replayed", "").lower() == "true":
+            result.mark_replayed()
         return result
 
     def prepare_followup(self, req: FollowUpRequest) -> PreparedCall:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, ClassVar, Final, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from walletctl.constants import APM_PROVIDER
 from walletctl.models.base import ResponseModel, WireModel
@@ -290,6 +290,16 @@ class CheckoutRequest(WireModel):
 
 class CheckoutResponse(ResponseModel):
     redirect_url: str
+    # not on the wire's body: set from the answer's X-Sandbox-Replayed header
+    _replayed: bool = PrivateAttr(default=False)
+
+    @property
+    def replayed(self) -> bool:
+        """The gateway replayed an identical earlier checkout's answer: nothing was created."""
+        return self._replayed
+
+    def mark_replayed(self) -> None:
+        self._replayed = True
 
 
 def parse_checkout_type(value: str) -> str:

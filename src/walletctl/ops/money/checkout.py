@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 class Created:
     response: CheckoutResponse | None = None
     earlier: Judged | None = None  # an earlier run's checkout was created: nothing sent
+    # the gateway replayed an identical checkout's stored answer: it already existed
+    replayed: bool = False
+    state: str | None = None  # a replayed checkout's state now (None: lookup failed)
 
 
 def create_checkout(client: GatewayClient, store: HistoryStore | None,
@@ -41,7 +44,23 @@ def create_checkout(client: GatewayClient, store: HistoryStore | None,
         rec.planned(None, request.amount, request.currency_code)
         rec.sending()
         response = client.checkout(request)
+        if response.replayed:
+            state = _state_now(client, ref)
+            rec.answered("Pending", outcome="created", note="checkout already existed "
+                         f"(answer replayed); state {state or 'unknown'}")
+            return Created(response=response, replayed=True, state=state)
         # created, not approved: the customer has yet to approve it behind the redirect URL
         rec.answered("Pending", outcome="created",
                      note="checkout created; waiting for the customer")
         return Created(response=response)
+
+
+def _state_now(client: GatewayClient, ref: str) -> str | None:
+    """A replayed checkout's latest state by one lookup; None when it cannot be told."""
+    from walletctl.errors import WalletctlError
+
+    try:
+        records = lookup_or_none(client, ref)
+    except WalletctlError:  # the checkout stands; only its state is not known
+        return None
+    return records[-1].state if records else None

@@ -1,0 +1,57 @@
+"""The result of ``walletctl checkout``: on a terminal a sentence on stderr and the redirect
+URL alone on stdout (for ``$(...)``); one row in the data formats. A checkout the gateway
+replayed (an identical one already existed) says so instead of "created", with its state
+now, and prints its URL only while it still waits for the customer."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from walletctl.models.money import format_major, quantize
+
+if TYPE_CHECKING:
+    from walletctl.models.checkout import CheckoutRequest
+    from walletctl.ops.money.checkout import Created
+
+WAITING = "Pending"  # the one state whose redirect URL still leads somewhere
+
+
+def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
+                    tag: str = "") -> None:
+    """``tag`` starts the sentence (``"PRODUCTION: "`` on a production profile)."""
+    response = created.response
+    assert response is not None
+    ref = request.client_system_transaction_id
+    if fmt != "table":
+        from walletctl.render.output import emit
+
+        row: dict[str, Any] = {
+            "clientSystemTransactionId": ref,
+            "type": request.type,
+            "amount": format(quantize(request.amount, request.currency_code), "f"),
+            "currencyCode": request.currency_code,
+            "redirectUrl": response.redirect_url,
+        }
+        if created.replayed:
+            row |= {"replayed": True, "state": created.state}
+        emit(fmt, [row], document=row)
+        return
+    from walletctl.render.fit import fit_phrases
+
+    kind = "pre-authorisation" if request.is_preauth else "sale"
+    money = format_major(request.amount, request.currency_code)
+    if not created.replayed:
+        sys.stderr.write(fit_phrases([f"{tag}Checkout {ref} created", f"({money}, {kind}).",
+                                      "Send the customer to:"], indent="") + "\n")
+        sys.stdout.write(response.redirect_url + "\n")
+        return
+    state = created.state or "unknown (the lookup failed)"
+    phrases = [f"{tag}Checkout {ref} already existed", f"({money}, {kind}):",
+               "the gateway replayed its answer; nothing new was created.", f"State: {state}."]
+    if created.state == WAITING:
+        sys.stderr.write(fit_phrases([*phrases, "It still waits for the customer at:"],
+                                     indent="") + "\n")
+        sys.stdout.write(response.redirect_url + "\n")
+        return
+    sys.stderr.write(fit_phrases([*phrases, f"See `walletctl lookup {ref}`."], indent="") + "\n")
