@@ -102,6 +102,8 @@ def test_head_is_answered_wherever_get_is(sandbox: EmbeddedSandbox, path: str) -
     skip = {"date", "content-length", "etag", "last-modified"}  # may differ between answers
     assert {k for k in head.headers if k not in skip} == \
         {k for k in get.headers if k not in skip}, path
+    names = [k.lower() for k, _ in get.headers.multi_items() if k.lower() != "set-cookie"]
+    assert len(names) == len(set(names)), (path, "a header sent twice", names)
     if "content-length" in get.headers and path == "/_sandbox/health":
         assert head.headers["content-length"] == get.headers["content-length"]
 

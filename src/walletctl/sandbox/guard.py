@@ -181,7 +181,8 @@ class GuardMiddleware:
                                for k, v in headers]
                 ctype = next((bytes(v) for k, v in headers
                               if bytes(k).lower() == b"content-type"), b"")
-                extra = [_NOSNIFF]
+                extra = [] if any(bytes(k).lower() == _NOSNIFF[0] for k, _ in headers) \
+                    else [_NOSNIFF]  # once, even when the route set it itself
                 if ctype.lower().startswith(b"text/html"):
                     extra += _HTML_HEADERS
                 message = {**message, "headers": headers + extra}
