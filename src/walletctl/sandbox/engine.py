@@ -45,8 +45,13 @@ _OK_CODE: Final = {
 
 def request_hash(model: Any) -> str:
     """A digest of a parsed request: same body (any key case) -> same hash."""
-    canon = json.dumps(model.model_dump(mode="json", by_alias=True), sort_keys=True,
-                       separators=(",", ":"))
+    return dump_hash(model.model_dump(mode="json", by_alias=True))
+
+
+def dump_hash(dumped: dict[str, Any]) -> str:
+    """The digest of a request already dumped to its wire names (one dump serves the stored
+    copy and the replay check: the checkout route is the sandbox's hottest write)."""
+    canon = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
@@ -71,7 +76,8 @@ def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> tuple[
     same ``redirectUrl``), like a follow-up. Raises :class:`SandboxError` 409 when the
     reference is used by anything else.
     """
-    digest = request_hash(req)
+    stored = req.model_dump(mode="json", by_alias=True, exclude_none=True)
+    digest = dump_hash(stored)  # an explicit null and an absent field are the same request
     timeout = req.checkout_details.redirect_url_timeout or 0
     addresses = req.address_details
     billing = (
@@ -100,7 +106,7 @@ def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> tuple[
             now=now,
             billing=billing,
             shipping=shipping,
-            checkout=req.model_dump(mode="json", by_alias=True, exclude_none=True),
+            checkout=stored,
             token=secrets.token_urlsafe(24),
             expires_at=now + timedelta(seconds=timeout) if timeout else None,
             request_hash=digest,
