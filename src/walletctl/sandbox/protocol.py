@@ -90,7 +90,7 @@ def error_response(status: int, message: str,
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
-class _Bounded:
+class _Bounded(asyncio.Protocol):
     """The limits, shared by both protocol classes; see the module docstring.
 
     A subclass says whether the current request's head and whole message are in
@@ -181,19 +181,32 @@ class _Bounded:
                 self._refuse(431, "(request): request line and headers larger than "
                              f"{self.limits.max_header_bytes} bytes")
 
-    def _opened(self) -> None:
+    # -- the transport's hooks (before/after uvicorn's own, next in the MRO) ------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
         if len(self.connections) > self.limits.connections:
             self._refuse(503, f"(connection): the sandbox has {self.limits.connections} "
                          "open connections, its limit; try again shortly")
             return
         self._arm()
 
-    def _closed(self) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self.limits.refusing.discard(self)
         self._disarm()
         if self._linger is not None:
             self._linger.cancel()
             self._linger = None
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # draining before the close
+        super().data_received(data)
+        self._after_data(data)
+
+    def send_400_response(self, msg: str) -> None:
+        self._refuse(400, "(request): malformed HTTP request")
 
 
 class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
@@ -210,20 +223,6 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
 
     def _message_in(self) -> bool:
         return self._message_done
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._opened()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._closed()
-        super().connection_lost(exc)
-
-    def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return  # draining before the close
-        super().data_received(data)
-        self._after_data(data)
 
     def on_message_begin(self) -> None:
         self._head_done = self._message_done = False
@@ -244,9 +243,6 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
             self._head_done = self._message_done = False
             self._arm()
 
-    def send_400_response(self, msg: str) -> None:
-        self._refuse(400, "(request): malformed HTTP request")
-
 
 class SandboxH11Protocol(_Bounded, H11Protocol):
     """uvicorn's h11 protocol with the sandbox's limits."""
@@ -261,27 +257,10 @@ class SandboxH11Protocol(_Bounded, H11Protocol):
     def _message_in(self) -> bool:
         return self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._opened()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._closed()
-        super().connection_lost(exc)
-
-    def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return
-        super().data_received(data)
-        self._after_data(data)
-
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing() and not self._message_in():
             self._arm()
-
-    def send_400_response(self, msg: str) -> None:
-        self._refuse(400, "(request): malformed HTTP request")
 
 
 def protocol_class(http_name: str) -> type[asyncio.Protocol]:
