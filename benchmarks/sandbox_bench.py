@@ -107,16 +107,9 @@ def measure(stack: tuple[str, str], seconds: int, connections: int) -> dict[str,
             tempfile.TemporaryDirectory() as tmp:
         results: dict[str, float] = {}
         if shutil.which("wrk"):
-            body = json.dumps(make_checkout_body("REF-PLACEHOLDER"))
-            script = Path(tmp) / "post.lua"
-            script.write_text(
-                f"wrk.method = 'POST'\nwrk.body = {json.dumps(body)}\n"
-                f"wrk.headers['Content-Type'] = 'application/json'\n"
-                f"wrk.headers['Authorization'] = '{AUTH_HEADERS['Authorization']}'\n" + _LUA
-            )
             results["health"] = _wrk(sb.url + "/_sandbox/health", seconds, connections, None)
             results["checkout"] = _wrk(sb.url + "/api/v5/checkout", seconds, connections,
-                                       str(script))
+                                       _post_script(tmp))
         else:
             results["health"] = _python_load(sb.url + "/_sandbox/health", seconds,
                                              connections, False)

@@ -145,12 +145,8 @@ def remove_profile(path: Path, name: str) -> SaveResult:
         load_file(path)  # raises the "no profiles file" error
     with directory_lock(path):
         document = _read(path)
-        profiles = document.get("profiles", {})
-        if name not in profiles:
-            raise ConfigError(
-                f"unknown profile {name!r} in {path}; available: {', '.join(profiles) or 'none'}",
-                hint="see `walletctl profile list`",
-            )
+        _profile_table(document, path, name)  # an unknown name: the error listing the others
+        profiles = document["profiles"]
         del profiles[name]
         if document.get("default_profile") == name:
             del document["default_profile"]
