@@ -28,19 +28,12 @@ def _adapter(kind: Kind) -> Any:
                         "currency": Currency}[kind])
 
 
-def _rule(kind: Kind, error: Mapping[str, Any], value: str) -> str:
+def _rule(error: Mapping[str, Any]) -> str:
     """One readable rule from pydantic's error (the value itself is never echoed raw)."""
     ctx = error.get("ctx") or {}
     kind_of = error.get("type")
     if kind_of == "value_error" and "error" in ctx:
         return str(ctx["error"]).replace("\n", " ")
-    if kind_of == "string_unicode":
-        return "is not valid text (undecodable bytes in the argument?)"
-    if kind_of == "string_too_short":
-        return "is required" if not value else f"must be at least {ctx.get('min_length')} " \
-                                               "characters"
-    if kind_of == "string_too_long":
-        return f"must be at most {ctx.get('max_length')} characters (got {len(value)})"
     return str(error.get("msg", "is not valid"))
 
 
@@ -51,7 +44,7 @@ def input_problem(kind: Kind, value: str) -> str | None:
     try:
         _adapter(kind).validate_python(value)
     except ValidationError as exc:
-        return _rule(kind, exc.errors()[0], value)
+        return _rule(exc.errors()[0])
     return None
 
 
