@@ -20,7 +20,7 @@ import argparse
 import contextlib
 import json
 import os
-import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import wrk_run  # this directory's (the script's) shared wrk runner
 
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
@@ -54,28 +55,35 @@ def make_checkout_body(ref: str) -> dict[str, Any]:
                             "refusedUrl": "https://shop.example/e"},
     }
 
+# Every POST names a reference no run has used: wrk's Lua random numbers are the same in
+# every wrk process (unseeded), so the run's prefix comes from here (``init(args)``), each
+# thread gets its own number in ``setup`` and each request the next count. A reused
+# reference would be answered 409 (or replayed) and measure that path instead of a checkout.
 _LUA = """
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("id", threads) end
+init = function(args) prefix = args[1] end
 counter = 0
 request = function()
   counter = counter + 1
-  local body = string.gsub(wrk.body, "REF%-PLACEHOLDER", "B-" .. id .. "-" .. counter)
+  local ref = prefix .. "-" .. id .. "-" .. counter
+  local body = string.gsub(wrk.body, "REF%-PLACEHOLDER", ref)
   return wrk.format("POST", "/api/v5/checkout", nil, body)
 end
-setup = function(thread) thread:set("id", tostring(math.random(1, 1000000000))) end
-init = function(args) id = id or tostring(math.random(1, 1000000000)) end
 """
+_RUNS = count(1)
+
+
+def _run_prefix() -> str:
+    """A reference prefix no other wrk run of this process, or of an earlier one, used."""
+    return f"B{os.getpid()}x{next(_RUNS)}x{secrets.token_hex(3)}"
 
 
 def _wrk(url: str, seconds: int, connections: int, script: str | None,
          headers: dict[str, str] | None = None) -> float:
-    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
-    if script:
-        cmd += ["-s", script]
-    for name, value in (headers or {}).items():
-        cmd += ["-H", f"{name}: {value}"]
-    out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
-    match = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    return float(match.group(1)) if match else 0.0
+    """wrk's rate of 2xx answers (wrk_run refuses a run with error answers)."""
+    return wrk_run.rate(url, seconds=seconds, connections=connections, script=script,
+                        headers=headers, script_args=(_run_prefix(),) if script else ())
 
 
 def _python_load(url: str, seconds: int, connections: int, post: bool) -> float:
