@@ -82,6 +82,31 @@ def test_a_missing_host_is_refused(sandbox: EmbeddedSandbox) -> None:
     assert b'"Host: is required' in answer
 
 
+AUTH_LINE = "".join(f"{name}: {value}\r\n" for name, value in AUTH_HEADERS.items())
+LOOKUP_NONE = ("/api/v5/apmTransactions?merchantId=M-1&storeId=S-1"
+               "&clientSystemTransactionId=none")
+
+
+@pytest.mark.parametrize(("path", "status"), [(LOOKUP_NONE, 404), ("/_sandbox/ledger", 200)])
+@pytest.mark.parametrize("second", ["evil.example", "localhost"])
+def test_two_host_headers_are_a_400(sandbox: EmbeddedSandbox, path: str, status: int,
+                                    second: str) -> None:
+    """RFC 9112 3.2: one Host per request; the check and the work never see different ones
+    (the first Host checked, a later one used), and the same Host is accepted after."""
+    for _ in range(2):  # the second time, the first Host is one already accepted
+        with socket.create_connection(("127.0.0.1", sandbox.port), timeout=5) as sock:
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost:{sandbox.port}\r\n"
+                         f"Host: {second}\r\n{AUTH_LINE}Connection: close\r\n\r\n".encode())
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+        assert b'"Host: is given more than once' in answer
+    resp = httpx.get(sandbox.url + path,
+                     headers={**AUTH_HEADERS, "host": f"localhost:{sandbox.port}"})
+    assert resp.status_code == status, resp.text
+
+
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]", PUBLIC_HOST])
 def test_own_names_are_accepted_on_the_gateway(sandbox: EmbeddedSandbox, host: str) -> None:
     resp = httpx.get(sandbox.url + "/api/v5/apmTransactions", headers={

@@ -48,6 +48,7 @@ _HTML_HEADERS = [
     (b"referrer-policy", b"same-origin"),
 ]
 _NOSNIFF = (b"x-content-type-options", b"nosniff")
+_ACCEPTED_MAX = 1024
 
 
 def route_class(path: str) -> str | None:
@@ -91,6 +92,18 @@ def _origin(url: str) -> str:
     return f"{parsed.scheme}://{parsed.netloc}".lower()
 
 
+def _host_header(headers: list[tuple[bytes, bytes]]) -> bytes | None:
+    """The request's Host value (``b""`` when missing), or None when it is given twice."""
+    found: bytes | None = b""
+    seen = False
+    for key, value in headers:
+        if key.lower() == b"host":
+            if seen:
+                return None
+            found, seen = bytes(value), True
+    return found
+
+
 def _own_origins(scope: Scope) -> tuple[bytes, ...]:
     """``http://HOST`` and ``https://HOST`` for the request's (already checked) Host."""
     host = next((bytes(v) for k, v in scope["headers"] if bytes(k).lower() == b"host"), b"")
@@ -106,6 +119,7 @@ class GuardMiddleware:
         self.config = config
         self._hosts: frozenset[str] = frozenset()
         self._hosts_for: tuple[Any, ...] | None = None
+        self._accepted: set[bytes] = set()  # Host values already found to name this sandbox
 
     def _location(self, value: bytes, own: tuple[bytes, ...]) -> bytes:
         """A redirect to this sandbox, rebuilt on the public URL (relative without one)."""
@@ -116,28 +130,36 @@ class GuardMiddleware:
                 return base + (value[len(origin):] or b"/")
         return value
 
-    def _host_refusal(self, host: str) -> tuple[int, str] | None:
-        name = host_name(host)
-        if not name:
-            return 403, "Host: is required (the sandbox's name, e.g. localhost:PORT)"
+    def _host_refusal(self, raw: bytes | None) -> tuple[int, str] | None:
+        """The Host rule; ``raw`` is the header's value (None: sent more than once)."""
+        if raw is None:  # RFC 9112 3.2: more than one Host is a 400
+            return 400, "Host: is given more than once (one Host header per request)"
         config = self.config
         key = (config.host, config.public_url, config.allowed_hosts)
         if key != self._hosts_for:  # the names change only with the configuration
             self._hosts, self._hosts_for = allowed_hosts(config), key
+            self._accepted.clear()
+        if raw in self._accepted:  # the common case: the Host of every earlier request
+            return None
+        host = raw.decode("latin-1")
+        name = host_name(host)
+        if not name:
+            return 403, "Host: is required (the sandbox's name, e.g. localhost:PORT)"
         if name not in self._hosts and not (is_loopback(name) and is_loopback(config.host)):
             return 403, (f"Host: {host[:100]!r} is not a name of this sandbox (use localhost "
                          "or its --public-url)")
+        if len(self._accepted) >= _ACCEPTED_MAX:  # names with any port: keep it bounded
+            self._accepted.clear()
+        self._accepted.add(raw)
         return None
 
     def _refusal(self, scope: Scope, kind: str | None) -> tuple[int, str] | None:
-        if kind in (None, "health"):  # gateway, documents, static: Host only
-            raw = next((v for k, v in scope["headers"] if bytes(k).lower() == b"host"), b"")
-            return self._host_refusal(bytes(raw).decode("latin-1"))
+        raw = _host_header(scope["headers"])
+        refusal = self._host_refusal(raw)
+        if refusal is not None or kind in (None, "health"):
+            return refusal  # gateway, documents, static: Host only
+        host = (raw or b"").decode("latin-1")
         headers = {bytes(k).lower(): bytes(v).decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get(b"host", "")
-        refusal = self._host_refusal(host)
-        if refusal is not None:
-            return refusal
         method = scope.get("method", "GET")
         check_origin = kind in ("admin", "demo") or (kind == "page" and method != "GET")
         if check_origin:
@@ -179,10 +201,14 @@ class GuardMiddleware:
                     headers = [(k, self._location(bytes(v), own))
                                if bytes(k).lower() == b"location" else (k, v)
                                for k, v in headers]
-                ctype = next((bytes(v) for k, v in headers
-                              if bytes(k).lower() == b"content-type"), b"")
-                extra = [] if any(bytes(k).lower() == _NOSNIFF[0] for k, _ in headers) \
-                    else [_NOSNIFF]  # once, even when the route set it itself
+                ctype, nosniff = b"", False  # one pass over the answer's headers
+                for name, value in headers:
+                    name = bytes(name).lower()
+                    if name == b"content-type":
+                        ctype = bytes(value)
+                    elif name == _NOSNIFF[0]:
+                        nosniff = True
+                extra = [] if nosniff else [_NOSNIFF]  # once, even when the route set it
                 if ctype.lower().startswith(b"text/html"):
                     extra += _HTML_HEADERS
                 message = {**message, "headers": headers + extra}
