@@ -141,6 +141,22 @@ def test_validation(cli: Any, sandbox: Any) -> None:
     assert sandbox.ledger()["count"] == 0
 
 
+@pytest.mark.parametrize("bad", [" ORDER-1", "ORDER\t1", "x" * 65, "ORDER\u200b1"])
+def test_one_reference_rule_and_one_exit_across_commands(cli: Any, sandbox: Any,
+                                                        bad: str) -> None:
+    """A reference the rule refuses is the same refusal (exit 4, the same rule text, nothing
+    sent) whichever command is given it: read-only or moving money."""
+    rules = set()
+    for args in (["lookup", bad], ["recon", "--ref", bad], ["refund", bad, "--amount", "1"],
+                 ["capture", bad], ["checkout", "--amount", "1", "--ref", bad]):
+        err = expect(cli(*args), ExitCode.VALIDATION)
+        line = err.splitlines()[0]
+        assert line.startswith("walletctl: error: invalid request: "), line
+        rules.add(line.removeprefix("walletctl: error: invalid request: ").partition(": ")[2])
+    assert len(rules) == 1, rules
+    assert sandbox.ledger()["count"] == 0
+
+
 def test_declined_preflight(cli: Any, make_order: Any) -> None:
     make_order("A-1", "5.00")
     expect(cli("capture", "A-1", "--amount", "6"), ExitCode.DECLINED)

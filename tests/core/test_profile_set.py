@@ -204,3 +204,33 @@ def test_hints_carry_the_config_and_profile_the_user_gave(config: Path,
     # a command that already names its profile keeps it; --help needs neither option
     out = run(config, "-p", "desk", "profile", "unset", "desk", "base_url", code=2)
     assert f"`walletctl profile set desk base_url VALUE{given}" in out.stderr
+
+
+def test_checkouts_missing_redirects_hint_is_a_command_that_works(tmp_path: Path) -> None:
+    """A profile made without redirects: checkout names what is missing and hints at
+    `profile set`; each command the hint names, run as printed, makes the checkout go through
+    (and keeps the profile's other settings, which `profile add --force` would not)."""
+    import re
+    import shlex
+
+    from walletctl.sandbox.config import SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    config = tmp_path / "profiles.toml"
+    env = {"SHOP_KEY": "sandbox-api-key"}
+    with EmbeddedSandbox(SandboxConfig(quiet=True)) as sandbox:
+        run(config, "profile", "add", "shop", "--base-url", sandbox.url, "--merchant-id", "M-1",
+            "--store-id", "S-1", "--user-id", "ops", "--currency", "EUR",
+            "--key-env", "SHOP_KEY", env=env)
+        missing = run(config, "checkout", "--amount", "1", "--ref", "HINT-1", code=2, env=env)
+        hint = next(line for line in missing.stderr.splitlines() if line.startswith("hint:"))
+        command = shlex.split(re.search(r"`([^`]+)`", hint).group(1))  # type: ignore[union-attr]
+        assert command[:4] == ["walletctl", "profile", "set", "shop"], hint
+        keys = [command[4], *re.findall(r"redirects\.\w+", hint.partition("(and ")[2])]
+        assert sorted(keys) == ["redirects.error_url", "redirects.pending_url",
+                                "redirects.return_url", "redirects.success_url"], hint
+        for key in keys:
+            run(config, "profile", "set", "shop", key, "https://shop.example/" + key, env=env)
+        assert profile(config, "shop")["auth"] == {"scheme": "PublicApiKey", "key_env": "SHOP_KEY"}
+        done = run(config, "-o", "json", "checkout", "--amount", "1", "--ref", "HINT-1", env=env)
+        assert json.loads(done.stdout)["redirectUrl"].startswith(sandbox.url + "/pay/")

@@ -217,8 +217,10 @@ def _require(st: State, from_file: Path | None, base: dict[str, Any] | None,
                             f"required: profile {name!r} has no [redirects] for them"
                             if len(urls) > 1 else
                             f"required: profile {name!r} has no [redirects] {urls[0]}"))
-            hints.append(f"pass the URLs, or give the profile its shop's: `walletctl profile "
-                         f"add {name} --force ... --redirect-base https://your-shop`")
+            hints.append(f"pass the URLs, or store the shop's in the profile (its other "
+                         f"settings kept): `walletctl profile set {name} redirects.{urls[0]} "
+                         f"https://your-shop/...`" + (" (and " + ", ".join(
+                             f"redirects.{key}" for key in urls[1:]) + ")" if urls[1:] else ""))
     hint = "; ".join(hints) or None
     if missing and base is None:
         raise missing_options("checkout", [(", ".join(flags), rule)

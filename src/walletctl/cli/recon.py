@@ -69,8 +69,8 @@ def recon(
     from walletctl.cli.flow import check_flow_options
     from walletctl.cli.history import parse_when
     from walletctl.errors import UsageError
+    from walletctl.models.inputs import check_inputs
     from walletctl.ops.batch.lookup import LookupOptions
-    from walletctl.ops.batch.rows import check_ref
     from walletctl.ops.recon.model import OPERATIONS
     from walletctl.ops.recon.run import ReconRequest, reconcile
     from walletctl.render.recon import recon_progress, render_recon
@@ -82,11 +82,8 @@ def recon(
         None if ref else parse_when("1d", "--since", now))
     if frm is not None and frm >= to:
         raise UsageError(f"--since: must be before --until ({frm} is not before {to})")
-    for value in ref or ():
-        try:
-            check_ref(value)
-        except ValueError as exc:
-            raise UsageError(f"--ref {value[:64]!r}: {exc}") from None
+    for value in ref or ():  # the rule lookup and the money commands apply: exit 4
+        check_inputs(references={"--ref": value})
     for name in op or ():
         if name not in OPERATIONS:
             raise UsageError(f"--op {name[:40]!r}: must be one of {', '.join(OPERATIONS)}")
