@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # Shared sandbox fixtures (live_sandbox, sandbox_app, ...), see tests/sandbox_fixtures.py.
 # pytester: the tests of walletctl's own pytest plugin (tests/testing).
@@ -18,6 +19,13 @@ pytest_plugins = [
 ]
 
 TEST_API_KEY = "sandbox-api-key"
+
+# Property tests (hypothesis, schemathesis) are deterministic by default, so a run fails or
+# passes the same way on every machine and CI never fails on an example nobody can replay;
+# HYPOTHESIS_PROFILE=explore draws new examples each run (docs/testing.md: how to hunt).
+settings.register_profile("deterministic", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 @pytest.fixture(autouse=True)
