@@ -143,16 +143,10 @@ def checkout(
     with client:
         created = create_checkout(
             client, open_for(profile, purpose=f"walletctl checkout {ref_}"), request)
-    if created.earlier is not None:
-        from walletctl.render.console import print_note
+    if created.earlier is not None or created.found is not None:
+        from walletctl.render.checkout import render_existing
 
-        state_ = created.earlier.record.state if created.earlier.record else "unknown"
-        print_note(
-            f"checkout {ref_} was already created by an earlier run whose outcome was "
-            f"unknown (history #{created.earlier.entry.id}; state {state_}); "
-            f"nothing was sent. Its redirect URL was not received: see "
-            f"`walletctl lookup {ref_}`"
-        )
+        render_existing(st.output_format, ref_, created)
         return
     from walletctl.cli.production import production_tag
     from walletctl.render.checkout import WAITING, render_checkout

@@ -284,10 +284,11 @@ def _single(
     finally:
         if store is not None:  # closed already once it was used; not if a check came first
             store.close()
-    if moved.earlier is not None and moved.earlier.record is not None:
-        applied = moved.earlier.record
-        render_applied(st.output_format, op, ref, moved.earlier.entry.id, applied,
-                       tag=production_tag(profile))
+    earlier = moved.earlier
+    applied = moved.found or (earlier.record if earlier is not None else None)
+    if applied is not None:
+        render_applied(st.output_format, op, ref, earlier.entry.id if earlier else None,
+                       applied, tag=production_tag(profile))
         if applied.state != "Approved":
             raise DeclinedError(
                 f"the earlier {NOUN[op]} {applied.client_system_transaction_id} is "

@@ -55,3 +55,30 @@ def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
         sys.stdout.write(response.redirect_url + "\n")
         return
     sys.stderr.write(fit_phrases([*phrases, f"See `walletctl lookup {ref}`."], indent="") + "\n")
+
+
+def render_existing(fmt: str, ref: str, created: Created) -> None:
+    """The checkout was there before this command: an earlier run's whose outcome was
+    unknown, or one the gateway's 409 and lookup showed to be this very checkout. The data
+    formats get a row too (no ``redirectUrl``: it was not received)."""
+    from walletctl.render.console import print_note
+
+    record = created.found or (created.earlier.record if created.earlier else None)
+    state = record.state if record is not None else "unknown"
+    if fmt != "table":
+        from walletctl.render.output import emit
+
+        row: dict[str, Any] = {
+            "clientSystemTransactionId": ref, "alreadyCreated": True, "state": state,
+            "redirectUrl": None,
+            "historyEntry": created.earlier.entry.id if created.earlier else None}
+        if record is not None:
+            row |= {"type": record.type, "amount": format(record.transaction_amount, "f"),
+                    "currencyCode": record.currency_code}
+        emit(fmt, [row], document=row)
+    how = (f"by an earlier run whose outcome was unknown (history #{created.earlier.entry.id}"
+           f"; state {state}); nothing was sent" if created.earlier is not None else
+           f"(state {state}): the gateway answered 409 (reference used) and a lookup shows "
+           "this very checkout; nothing new was created")
+    print_note(f"checkout {ref} was already created {how}. Its redirect URL was not "
+               f"received: see `walletctl lookup {ref}`")

@@ -23,10 +23,12 @@ def render_waiting(text: str) -> None:
     print_note(text)
 
 
-def render_applied(fmt: str, op: Operation, ref: str, entry: int,
+def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
                    record: TransactionRecord, *, tag: str = "") -> None:
-    """The earlier run's unknown outcome turned out applied: nothing was sent this time.
-    ``tag`` starts the sentence (``"PRODUCTION: "`` on a production profile)."""
+    """The movement was already there: an earlier run's unknown outcome turned out applied
+    (``entry``: its history entry; nothing was sent this time), or the gateway answered 409
+    and a lookup showed this very movement (``entry`` None). ``tag`` starts the sentence
+    (``"PRODUCTION: "`` on a production profile)."""
     new = record.client_system_transaction_id
     money = format_major(record.transaction_amount, record.currency_code)
     row = {
@@ -46,8 +48,10 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int,
 
         out().print(
             f"{tag}{VERB[op]} {money} of {escape(ref)} as {escape(new)}: {escape(record.state)} "
-            "— already applied "
-            f"by an earlier run whose outcome was unknown (history #{entry}); nothing was sent",
+            "— already applied " + (
+                f"by an earlier run whose outcome was unknown (history #{entry}); nothing "
+                "was sent" if entry is not None else "(the gateway answered 409: its "
+                "reference is used, by this very movement); nothing new was applied"),
             soft_wrap=True,
         )
     else:

@@ -7,14 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from walletctl.errors import GatewayError
 from walletctl.history.recorder import recording
-from walletctl.ops.money.earlier import Judged, lookup_or_none, settle, unresolved_for
+from walletctl.models.outcome import Intended
+from walletctl.ops.money.earlier import Judged, lookup_or_none, settle, taken, unresolved_for
 from walletctl.ops.money.lock import hold_original, lock_key
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
     from walletctl.history.store import HistoryStore
     from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+    from walletctl.models.records import TransactionRecord
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class Created:
     # the gateway replayed an identical checkout's stored answer: it already existed
     replayed: bool = False
     state: str | None = None  # a replayed checkout's state now (None: lookup failed)
+    # the gateway answered 409 and its lookup shows this very checkout: nothing new created
+    found: TransactionRecord | None = None
 
 
 def create_checkout(client: GatewayClient, store: HistoryStore | None,
@@ -43,7 +48,13 @@ def create_checkout(client: GatewayClient, store: HistoryStore | None,
                 return Created(earlier=applied[-1])
         rec.planned(None, request.amount, request.currency_code)
         rec.sending()
-        response = client.checkout(request)
+        try:
+            response = client.checkout(request)
+        except GatewayError as exc:
+            if exc.status != 409:
+                raise
+            intended = Intended(ref, "checkout", request.amount, request.currency_code)
+            return Created(found=taken(client, intended, ref, rec))
         if response.replayed:
             state = _state_now(client, ref)
             rec.answered("Pending", outcome="created", note="checkout already existed "

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Literal
 
-from walletctl.errors import ConflictError
+from walletctl.errors import ConflictError, DeclinedError, UnknownOutcomeError, WalletctlError
 from walletctl.history.recorder import now_utc
 from walletctl.history.store import Completion, Entry, HistoryStore
 from walletctl.models.outcome import (
     Intended,
     conflict_note,
+    describe_record,
     find_record,
     history_outcome,
     record_conflicts,
@@ -34,6 +35,7 @@ from walletctl.models.outcome import (
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import Profile
+    from walletctl.history.recorder import Recording
     from walletctl.models.records import TransactionRecord
 
 Verdict = Literal["applied", "absent", "conflict", "unknown"]
@@ -78,15 +80,64 @@ def intended_of(entry: Entry) -> Intended:
     return Intended(entry.reference, entry.operation, _decimal(entry.amount), entry.currency)
 
 
+def verdict_of(intended: Intended, records: list[TransactionRecord],
+               ) -> tuple[Verdict, TransactionRecord | None, list[str]]:
+    """The one rule: what ``records`` (a lookup of the original) prove about an intent."""
+    found = find_record(records, intended.reference)
+    if found is None:
+        return ("unknown" if intended.operation == "authorize" else "absent"), None, []
+    conflicts = record_conflicts(found, intended)
+    return ("conflict" if conflicts else "applied"), found, conflicts
+
+
 def judge(entry: Entry, records: list[TransactionRecord]) -> Judged:
     """What ``records`` (a lookup of the entry's original) prove about the entry."""
-    found = find_record(records, entry.reference)
-    if found is None:
-        return Judged(entry, "unknown" if entry.operation == "authorize" else "absent")
-    conflicts = record_conflicts(found, intended_of(entry))
-    if conflicts:
-        return Judged(entry, "conflict", found, conflicts)
-    return Judged(entry, "applied", found)
+    verdict, found, conflicts = verdict_of(intended_of(entry), records)
+    return Judged(entry, verdict, found, conflicts)
+
+
+def taken(client: GatewayClient, intended: Intended, original_ref: str,
+          rec: Recording) -> TransactionRecord:
+    """The gateway answered 409 (``intended.reference`` is already used): one lookup of that
+    reference (it may belong to another original) says by what, judged by
+    :func:`verdict_of` (the rule of re-runs, batches and recon); the outcome is recorded in
+    ``rec``:
+
+    * this very intent (an earlier attempt whose answer was lost, or another operator's
+      identical movement) -> its record is returned and its state recorded: nothing new
+      was applied, nothing is left unknown;
+    * another transaction holds the reference -> :class:`DeclinedError` (exit 5), recorded
+      ``declined``: nothing was applied under it, so it never blocks later movements nor
+      shows in recon;
+    * not there, or the lookup fails -> :class:`UnknownOutcomeError` (exit 8): the same
+      command run again, or ``history --unknown --reconcile``, looks it up.
+    """
+    ref = intended.reference
+    try:
+        verdict, record, conflicts = verdict_of(intended, lookup_or_none(client, ref))
+    except WalletctlError:
+        verdict, record, conflicts = "unknown", None, []
+    if verdict == "applied" and record is not None:
+        rec.answered(record.state, http_status=409,
+                     outcome=history_outcome(record.state, intended.operation),
+                     note=f"409, already there: {ref} found at the gateway, state "
+                          f"{record.state}; nothing new was applied")
+        return record
+    if verdict == "conflict" and record is not None:
+        rec.answered(record.state, http_status=409, outcome="declined")
+        raise DeclinedError(
+            f"the gateway refused {intended.describe()}: the reference is already used by "
+            f"{describe_record(record)}, which is not this {intended.operation} "
+            f"({'; '.join(conflicts)}); nothing was applied under it",
+            hint=f"a new {intended.operation} needs a reference of its own (see `walletctl "
+                 f"lookup {ref}`); {original_ref} is unchanged")
+    seen = f"a lookup of {ref} does not show it" if verdict == "absent" else "no lookup answer"
+    err = UnknownOutcomeError(ref, f"the gateway answered HTTP 409: {ref} is already used; "
+                                   f"{seen}")
+    err.hint = (f"the outcome is recorded unknown: run the same command again (it looks {ref} "
+                "up first and records what it finds; nothing is sent twice) or "
+                "`walletctl history --unknown --reconcile`")
+    raise err
 
 
 def record_judgement(store: HistoryStore, judged: Judged, how: str) -> None:

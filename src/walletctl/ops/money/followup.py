@@ -33,12 +33,12 @@ from walletctl.history.recorder import Recording, recording
 from walletctl.models.inputs import check_inputs
 from walletctl.models.ledger import KIND_OF_OP
 from walletctl.models.money import parse_major
-from walletctl.models.outcome import meaning_of_failure, meaning_of_state
+from walletctl.models.outcome import Intended, meaning_of_failure, meaning_of_state
 from walletctl.ops.money.approval import gate_single
 from walletctl.ops.money.approval import references as approval_references
 from walletctl.ops.money.approval import threshold as approval_amount
 from walletctl.ops.money.duplicates import likely_duplicate
-from walletctl.ops.money.earlier import Judged, resolve_earlier
+from walletctl.ops.money.earlier import Judged, resolve_earlier, taken
 from walletctl.ops.money.lock import hold_original, lock_key
 from walletctl.ops.redirect import (
     FollowUpPlan,
@@ -83,11 +83,14 @@ class Desk:
 @dataclass(frozen=True)
 class Moved:
     """What happened: ``response`` to a request sent now, or ``earlier``: this command's
-    earlier intent was applied and nothing was sent; ``plan`` alone: a dry run."""
+    earlier intent was applied and nothing was sent, or ``found``: the gateway answered 409
+    and showed this very movement already there; ``plan`` alone: a dry run."""
 
     plan: FollowUpPlan | None = None
     response: FollowUpResponse | None = None
     earlier: Judged | None = None
+    # the gateway answered 409 and its lookup shows this very movement: nothing new applied
+    found: TransactionRecord | None = None
 
 
 def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask, desk: Desk) -> Moved:
@@ -138,7 +141,12 @@ def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask, desk:
         spend = gate_single(store, profile, plan, ask.reason, approval, rec)
         desk.confirm(plan)
         rec.sending(hook=spend)
-        return Moved(plan=plan, response=_send(client, plan, rec))
+        answer = _send(client, plan, rec)
+        from walletctl.models.records import TransactionRecord
+
+        if isinstance(answer, TransactionRecord):
+            return Moved(plan=plan, found=answer)
+        return Moved(plan=plan, response=answer)
 
 
 def _repeated(judged: list[Judged], ask: Ask) -> Judged | None:
@@ -183,7 +191,8 @@ def _hold_duplicate(store: HistoryStore | None, client: GatewayClient, plan: Fol
         raise dup.error(now)
 
 
-def _send(client: GatewayClient, plan: FollowUpPlan, rec: Recording) -> FollowUpResponse:
+def _send(client: GatewayClient, plan: FollowUpPlan,
+          rec: Recording) -> FollowUpResponse | TransactionRecord:
     """Send; an answer that does not prove "not applied" leaves the intent unknown in the
     history, for the next run (or ``history --unknown --reconcile``) to look up. Unlike a
     batch row, a single command does not look up and re-send by itself: the operator
@@ -194,12 +203,11 @@ def _send(client: GatewayClient, plan: FollowUpPlan, rec: Recording) -> FollowUp
         response = client.followup(req)
     except WalletctlError as exc:
         if isinstance(exc, GatewayError) and exc.status == 409:
-            # the reference is already used: by this very request earlier (a gateway without
-            # replay), or by another transaction. Unknown until looked up, like a lost answer.
-            err = UnknownOutcomeError(new, f"the gateway answered HTTP 409: {new} is "
-                                           "already used")
-            _unknown_hint(err, new)
-            raise err from None
+            # the reference is already used: by another transaction (refused), or by this
+            # very movement earlier (a gateway without replay): one lookup tells, as in a
+            # batch and a checkout (earlier.taken)
+            intended = Intended(new, plan.op, req.amount, req.currency_code)
+            return taken(client, intended, req.client_system_invoice_id, rec)
         _unknown_hint(exc, new)
         raise
     rec.answered(response.state)
