@@ -181,7 +181,7 @@ def test_checkout_needs_redirect_urls(make_cli: Any, sandbox: Any) -> None:
     assert result.exit_code == ExitCode.USAGE, result.stderr
     assert ("missing options --success-url, --error-url, --pending-url, --return-url "
             "(required: profile 'core' has no [redirects] for them)") in result.stderr
-    assert "--redirect-base" in result.stderr, result.stderr
+    assert "walletctl profile set core redirects.success_url" in result.stderr, result.stderr
     result = cli("-o", "json", "checkout", "--amount", "1", "--ref", "R-1", "--success-url",
                  "https://a.example/s", "--error-url", "https://a.example/e", "--pending-url",
                  "https://a.example/p", "--return-url", "https://a.example/r", "--dry-run")
