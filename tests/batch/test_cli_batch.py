@@ -247,13 +247,13 @@ def test_progress_bar_counts_rows_on_a_terminal() -> None:
 
     from rich.console import Console
 
-    from walletctl.cli import batch as cli_batch
     from walletctl.ops.batch.plan import Plan
     from walletctl.ops.batch.runner import RowResult
+    from walletctl.render.batch import progress_bar
 
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=160)
-    original = cli_batch._progress
+    original = progress_bar
 
     progress, update = original(Plan(rows=3), True, console)
     with progress:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from walletctl.config import secrets, store
+from walletctl.config import secret_store, secrets, store
 from walletctl.config.profile import AuthSettings, Profile, display_path
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
@@ -592,13 +592,13 @@ def test_every_sample_config_loads() -> None:
 
 @pytest.fixture
 def fake_keyring(monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str, str], str]:
-    """An in-memory keyring module behind the secrets module's lazy import."""
+    """An in-memory keyring module behind the secret store's lazy import."""
     entries: dict[tuple[str, str], str] = {}
     module = SimpleNamespace(
         get_password=lambda service, user: entries.get((service, user)),
         set_password=lambda service, user, value: entries.__setitem__((service, user), value),
     )
-    monkeypatch.setattr(secrets, "_keyring", lambda: module)
+    monkeypatch.setattr(secret_store, "_keyring", lambda: module)
     return entries
 
 
@@ -638,7 +638,7 @@ def test_resolution_order(
 
 def test_saved_secret_is_the_last_resort(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prof = make_profile(tmp_path, key_env="WALLETCTL_SANDBOX_KEY")
-    where = secrets.save_secret(prof, "key", SECRET)
+    where = secret_store.save_secret(prof, "key", SECRET)
     assert where == f"file {display_path(tmp_path / 'sandbox.key')} (0600)"
     assert secrets.resolve_secret_with_source(prof)[1].startswith("saved file")
     monkeypatch.setenv("WALLETCTL_SANDBOX_KEY", "from-env")
@@ -734,7 +734,7 @@ def test_keyring_without_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ConfigError, match="no keyring backend is available"):
         secrets.resolve_secret(make_profile(tmp_path, keyring=True))
     with pytest.raises(ConfigError, match="no keyring backend is available"):
-        secrets.save_secret(make_profile(tmp_path, keyring=True), "key", SECRET)
+        secret_store.save_secret(make_profile(tmp_path, keyring=True), "key", SECRET)
 
 
 def test_keyring_failure_falls_through_to_inline(
@@ -748,8 +748,8 @@ def test_keyring_failure_falls_through_to_inline(
 
 def test_save_secret_to_keyring(tmp_path: Path, fake_keyring: dict[tuple[str, str], str]) -> None:
     prof = make_profile(tmp_path, keyring=True)
-    assert secrets.save_secret(prof, "key", SECRET) == "keyring walletctl/sandbox"
-    assert secrets.save_secret(prof, "encryption_key", "enc") == (
+    assert secret_store.save_secret(prof, "key", SECRET) == "keyring walletctl/sandbox"
+    assert secret_store.save_secret(prof, "encryption_key", "enc") == (
         "keyring walletctl/sandbox.encryption_key"
     )
     assert fake_keyring == {
@@ -766,7 +766,7 @@ def test_save_secret_to_keyring(tmp_path: Path, fake_keyring: dict[tuple[str, st
 @posix_only
 def test_save_secret_to_file(tmp_path: Path) -> None:
     prof = make_profile(tmp_path, key_env="UNSET_VAR")
-    where = secrets.save_secret(prof, "encryption_key", SECRET)
+    where = secret_store.save_secret(prof, "encryption_key", SECRET)
     path = tmp_path / "sandbox.encryption_key.key"
     assert where == f"file {display_path(path)} (0600)"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -774,16 +774,16 @@ def test_save_secret_to_file(tmp_path: Path) -> None:
     assert loaded is not None
     assert loaded.get_secret_value() == SECRET
     assert secrets.load_saved_secret(prof, "other") is None
-    secrets.save_secret(prof, "encryption_key", "replaced")  # replaces
+    secret_store.save_secret(prof, "encryption_key", "replaced")  # replaces
     assert path.read_text() == "replaced\n"
 
 
 def test_save_secret_rejects_bad_names_and_values(tmp_path: Path) -> None:
     prof = make_profile(tmp_path)
     with pytest.raises(ValueError, match="bad secret name"):
-        secrets.save_secret(prof, "../x", SECRET)
+        secret_store.save_secret(prof, "../x", SECRET)
     with pytest.raises(ValueError, match="control characters"):
-        secrets.save_secret(prof, "key", "a\nb")
+        secret_store.save_secret(prof, "key", "a\nb")
 
 
 # --------------------------------------------------------------------------- auth headers

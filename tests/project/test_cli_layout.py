@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from walletctl.cli.completions import render_all
-from walletctl.cli.main import COMMANDS, load_command
+from walletctl.cli.registry import COMMANDS, load_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ def test_static_help_line_matches_the_command(name: str) -> None:
     )
     real = (command.help or "").strip().split("\n\n")[0].replace("\n", " ")
     assert COMMANDS[name][1] == real, (
-        f"COMMANDS[{name!r}] help line is stale: update walletctl/cli/main.py to {real!r}"
+        f"COMMANDS[{name!r}] help line is stale: update walletctl/cli/registry.py to {real!r}"
     )
 
 

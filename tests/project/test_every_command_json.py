@@ -31,7 +31,7 @@ def _commands(sb: Served) -> list[str]:
     """The commands `walletctl --help` lists, each group expanded to its subcommands."""
     import click
 
-    from walletctl.cli.main import load_command
+    from walletctl.cli.registry import load_command
 
     out = sb.run("--help", columns=200).stdout
     names = re.findall(r"^  ([a-z][a-z-]*)  ", out.split("Commands:")[-1], re.M)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from walletctl.cli.main import app, load_command
+from walletctl.cli.main import app
+from walletctl.cli.registry import load_command
 from walletctl.ops.smoke.scenarios import SCENARIOS, Amounts
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ci.md"

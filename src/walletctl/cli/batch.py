@@ -1,45 +1,33 @@
 """``capture|refund|reverse --batch``: the CLI side of batch follow-ups.
 
 Not a command module: ``cli/followup.py`` calls :func:`run_batch_command` with its parsed
-options. This module turns options into an ``ops.batch`` plan and run, shows progress on
-stderr (terminal only), writes the summary to stdout, and returns the exit code.
+options. This module turns options into an ``ops.batch`` plan, confirms it, has
+:mod:`walletctl.cli.batch_run` run it (progress on stderr, terminal only), writes the summary to
+stdout, and returns the exit code.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-import signal
 import sys
 import tempfile
-from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from walletctl.cli.batch_approval import applies, file_hash, four_eyes
+from walletctl.cli.batch_run import load_row_profile, profile_loader, run_batch
 from walletctl.cli.flow import check_flow_options, stop_code
 from walletctl.constants import ExitCode
 from walletctl.errors import AwaitingApprovalError, ConfigError, UsageError, WalletctlError
-from walletctl.render.batch import (
-    NAMED_ON_STDERR,
-    dry_run_rows,
-    money_summary,
-    progress_bar,
-)
+from walletctl.render.batch import dry_run_rows, money_summary
 from walletctl.render.batch import summary as render_summary
-
-_progress = progress_bar  # the progress bar (tests drive it through this module)
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.ops.batch.audit import BatchAudit
-    from walletctl.ops.batch.journal import Journal
-    from walletctl.ops.batch.plan import Plan
-    from walletctl.ops.batch.results import ResultsWriter
-    from walletctl.ops.batch.runner import Gateway, RowResult, RunOptions, RunReport
+    from walletctl.ops.batch.runner import RunReport
 
 _BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
 
@@ -121,7 +109,7 @@ def run_batch_command(
             if name == profile.name:
                 return None
             try:
-                _load_profile(state, name)
+                load_row_profile(state, name)
             except ConfigError as exc:
                 return exc.message
             return None
@@ -131,7 +119,7 @@ def run_batch_command(
         def check_request(row: Row) -> Problem | None:
             name = row.profile or profile.name
             if name not in profiles:
-                profiles[name] = _load_profile(state, name)
+                profiles[name] = load_row_profile(state, name)
             return request_problem(profiles[name], op, row)
 
         try:
@@ -183,9 +171,9 @@ def run_batch_command(
         if dry_run:
             report = None
             if not offline and plan.to_send:
-                report = _run(state, profile, jr, plan, options, None)
+                report = run_batch(state, profile, jr, plan, options, None)
             dry_run_rows(state, profile, op, jr, plan, bid, results, report,
-                         profile_for=_profiles(state, profile))
+                         profile_for=profile_loader(state, profile))
             if report is not None and report.fatal:
                 print_note(f"pre-flight stopped: {report.fatal}")
                 if report.fatal_hint:
@@ -215,7 +203,7 @@ def run_batch_command(
             except OSError as exc:
                 raise UsageError(f"--results {results}: cannot write ({exc.strerror})") from None
             stack.callback(writer.close)
-        report = _run(state, profile, jr, plan, options, writer, approval=approval)
+        report = run_batch(state, profile, jr, plan, options, writer, approval=approval)
         code = int(_exit_code(report))
         if writer is not None:
             writer.close()
@@ -270,30 +258,6 @@ def _remove_journal(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
-def _profiles(state: Any, profile: Profile) -> Callable[[str | None], Profile]:
-    """A row's profile by name (its ``profile`` column; none: the command's), loaded once."""
-    loaded = {profile.name: profile}
-
-    def profile_for(name: str | None) -> Profile:
-        key = name or profile.name
-        if key not in loaded:
-            loaded[key] = _load_profile(state, key)
-        return loaded[key]
-
-    return profile_for
-
-
-def _load_profile(state: Any, name: str) -> Profile:
-    from walletctl.config.profiles_file import load_profile
-
-    prof = load_profile(name, state.config_path)
-    if state.timeout is not None:
-        from dataclasses import replace
-
-        prof = replace(prof, timeout=state.timeout)
-    return prof
-
-
 def _print_problems_if_many(exc: BaseException | None) -> None:
     from walletctl.ops.batch.plan import BatchValidationError
 
@@ -315,130 +279,6 @@ def _dry_run_exit(report: RunReport) -> int:
     refusals are listed, not an error)."""
     stopped = stop_code(report)
     return int(ExitCode.OK) if stopped is None else stopped
-
-
-# ---- the run ---------------------------------------------------------------------------------
-def _audit(state: Any, profile: Profile, options: RunOptions,
-           batch_id: str, approval: int | None = None) -> BatchAudit | None:
-    """The history recorder of a real run (None for a dry run or with the history off)."""
-    from walletctl.history.location import history_url
-
-    if options.predict or (not profile.history.enabled and history_url(profile) is None):
-        return None
-    from walletctl.history import open_for
-    from walletctl.ops.batch.audit import BatchAudit
-
-    store = open_for(profile, purpose=f"walletctl {options.op} --batch {batch_id}")
-    return BatchAudit(store, profile, options.op, batch_id,
-                      profile_for=_profiles(state, profile), approval=approval)
-
-
-def _run(
-    state: Any, profile: Profile, jr: Journal, plan: Plan, options: RunOptions,
-    writer: ResultsWriter | None, *, approval: int | None = None,
-) -> RunReport:
-    from walletctl.ops.batch.runner import BatchRunner
-    from walletctl.render.console import err, print_note
-
-    concurrency = options.concurrency
-    progress, update = progress_bar(plan, err().is_terminal and not options.predict,
-                                    label="PRODUCTION batch" if profile.is_production
-                                    else "batch")
-    named = {"refused": 0, "unknown": 0, "pending": 0}
-    audit = _audit(state, profile, options, jr.batch_id, approval)
-
-    def on_result(result: RowResult) -> None:
-        if writer is not None:
-            writer.write(result.as_dict())
-        update(result)
-        # A row left pending after its retries says why (a halted run's rows all share
-        # the one reason the summary gives).
-        if result.status in named and not options.predict and not (
-                result.status == "pending"
-                and (result.detail or "").startswith(BatchRunner.NOT_DONE)):
-            named[result.status] += 1
-            if named[result.status] <= NAMED_ON_STDERR:
-                print_note(f"line {result.line}: {result.ref}: {result.status}: "
-                           f"{result.detail or result.txn_state or ''}")
-
-    async def main() -> RunReport:
-        from walletctl.client.aio import AsyncGatewayClient
-
-        clients: dict[str, AsyncGatewayClient] = {}
-        profile_for = _profiles(state, profile)
-
-        def gateway_for(name: str | None) -> Gateway:
-            key = name or profile.name
-            if key not in clients:
-                clients[key] = AsyncGatewayClient(profile_for(key), max_connections=concurrency)
-            return clients[key]
-
-        record, on_send = on_result, None
-        if audit is not None:
-            def record(result: RowResult) -> None:
-                audit.on_result(result)
-                on_result(result)
-
-            on_send = audit.on_send
-        runner = BatchRunner(jr, gateway_for, options, on_result=record, on_send=on_send,
-                             history=None if audit is None else audit.store)
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        signals = 0
-
-        def on_signal() -> None:
-            nonlocal signals
-            signals += 1
-            if signals == 1:
-                print_note("stopping: finishing requests in flight (Ctrl-C again to abort "
-                           "now; the journal stays resumable)")
-                runner.stop()
-            elif task is not None:
-                task.cancel()
-
-        installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            try:
-                loop.add_signal_handler(sig, on_signal)
-                installed.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-        try:
-            return await runner.run()
-        except asyncio.CancelledError:
-            runner.report.interrupted = True
-            return runner.report
-        finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
-                if signals:
-                    # Already stopping on a signal: one more (Ctrl-C pressed again while the
-                    # summary is written) must not kill the process before it exits 130.
-                    signal.signal(sig, signal.SIG_IGN)
-            for client in clients.values():
-                await client.aclose()
-
-    try:
-        if progress is not None:
-            with progress:
-                report = asyncio.run(main())
-        else:
-            report = asyncio.run(main())
-    finally:
-        jr.commit()
-        if audit is not None:
-            audit.close()
-    if report.interrupted and report.rows < plan.rows:
-        _count_from_journal(report, jr)
-    return report
-
-
-def _count_from_journal(report: RunReport, jr: Journal) -> None:
-    """An aborted run (Ctrl-C twice) never reported the rows it had not reached, nor the ones
-    in flight: the journal has them all ('sent' rows may have been applied: unknown)."""
-    counts = jr.counts()
-    report.counts.update(confirmed=counts["confirmed"], refused=counts["refused"],
-                         unknown=counts["sent"] + counts["unknown"], pending=counts["planned"])
 
 
 # ---- summary and exit code -------------------------------------------------------------------

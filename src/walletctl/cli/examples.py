@@ -1,6 +1,6 @@
 """Examples shown at the end of the money commands' ``--help`` (and in the man page).
 
-Set on the commands when they are loaded (cli/main.py ``load_command``), so they stay beside
+Set on the commands when they are loaded (cli/registry.py ``load_command``), so they stay beside
 each other here; tests/project/test_help_examples.py parses every example with the real
 command and checks the help fits 80 columns.
 """

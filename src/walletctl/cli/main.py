@@ -1,12 +1,12 @@
 """The walletctl Typer app and its single error boundary.
 
-Every command module under ``walletctl.cli`` exposes ``register(app)``; heavy libraries are
-imported inside the command bodies so ``walletctl --help`` stays fast.
+Every command module under ``walletctl.cli`` exposes ``register(app)``; the commands and their
+modules are listed in :mod:`walletctl.cli.registry` and imported only when they run. Heavy
+libraries are imported inside the command bodies so ``walletctl --help`` stays fast.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 if TYPE_CHECKING:
     from click import Context as ClickContext
 
+from walletctl.cli.registry import COMMANDS, load_command
 from walletctl.cli.state import get_state
 from walletctl.constants import MAX_TIMEOUT, Env, ExitCode
 
@@ -27,94 +28,6 @@ _PASS_THROUGH: tuple[type[BaseException], ...] = (
     typer.Abort,
     *(c for c in typer.BadParameter.__mro__ if c.__name__ in ("ClickException", "TyperException")),
 )
-
-# Every command, in --help order: name -> (module under walletctl.cli, one-line help).
-# Modules are imported only when their command runs, so `walletctl --help`/`--version` stay
-# cheap; tests/project/test_cli_layout.py keeps these help lines equal to the real ones.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "checkout": (
-        "checkout",
-        "Create a checkout (spec 2.1) and print the redirect URL for the customer.",
-    ),
-    "capture": ("followup", "Capture an approved pre-authorisation (default: all that remains)."),
-    "refund": (
-        "followup",
-        "Refund a captured sale or pre-authorisation (default: all still refundable).",
-    ),
-    "reverse": ("followup", "Reverse (release) an uncaptured pre-authorisation."),
-    "lookup": (
-        "lookup",
-        "Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV.",
-    ),
-    "keys": (
-        "walletpay",
-        "Fetch an API key and encryption key for the profile (public key service).",
-    ),
-    "account": ("walletpay", "Show a payment account (Get Payment Account), card number masked."),
-    "authorize": (
-        "walletpay",
-        "Authorize (sale or pre-authorization) a payment account from the browser wallet.",
-    ),
-    "smoke": (
-        "smoke",
-        "Run end-to-end smoke scenarios against a profile's gateway or an embedded sandbox.",
-    ),
-    "sandbox": (
-        "sandbox",
-        "Local stateful sandbox gateway (redirect wallet endpoints 1-3, "
-        "hosted approval page, faults, magic test values) and the one-command demo.",
-    ),
-    "profile": (
-        "profile",
-        "List, show, add, change, remove and check merchant profiles (profiles.toml).",
-    ),
-    "history": (
-        "history",
-        "List, verify and reconcile the history (audit log) of money movements: a local "
-        "file, or a team's shared PostgreSQL database.",
-    ),
-    "approve": (
-        "approvals",
-        "Approve another operator's request to move money above the profile's approval "
-        "amount (four eyes).",
-    ),
-    "approvals": ("approvals", "List approval requests (four eyes); show one, or refuse one."),
-    "recon": (
-        "recon",
-        "Reconcile the history (and batch journals) with the gateway over a time window: "
-        "exit 13 naming each mismatch.",
-    ),
-    "completion": (
-        "completions",
-        "Print the shell completion script for bash, zsh, fish or powershell.",
-    ),
-}
-COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
-
-
-def load_command(name: str) -> Any:
-    """Import the module of ``name`` and build its click command (None when unknown)."""
-    entry = COMMANDS.get(name)
-    if entry is None:
-        return None
-    module = importlib.import_module(f"walletctl.cli.{entry[0]}")
-    holder = typer.Typer(rich_markup_mode=None, add_completion=False)
-    module.register(holder)
-    if not (holder.registered_commands or holder.registered_groups):
-        return None
-    built = typer.main.get_command(holder)
-    from walletctl.cli.usage import finite_floats
-
-    finite_floats(built)  # nan / inf refused by every float option (--timeout, --rate, ...)
-    commands = getattr(built, "commands", None)
-    command = commands.get(name) if commands is not None else built
-    if command is None or command.name != name:
-        return None
-    from walletctl.cli.examples import epilog
-
-    command.epilog = epilog(name) or command.epilog  # the money commands' --help examples
-    return command
-
 
 # Global options that may also be written after the command (`walletctl lookup REF -o json`):
 # option -> takes a value. They are moved in front of the command unless that command

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from walletctl.cli.sandbox import sandbox_app
-from walletctl.cli.sandbox_admin import _URL_HELP, _base_url, _call
+from walletctl.cli.sandbox_common import URL_HELP, base_url, call
 from walletctl.cli.state import get_state
 
 RESULTS = {"pass": "success", "fail": "failure"}
@@ -28,7 +28,7 @@ def three_ds_cmd(
     result: Annotated[str, typer.Option(
         "--result", help="pass (transStatus Y: the authorization is approved) or fail "
                          "(N: declined, AuthenticationFailed).")] = "pass",
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=URL_HELP)] = None,
     merchant_id: Annotated[str | None, typer.Option(
         "--merchant-id", help="The account's merchant (default: the profile's).")] = None,
     store_id: Annotated[str | None, typer.Option(
@@ -43,13 +43,13 @@ def three_ds_cmd(
     if outcome is None:
         raise UsageError(f"--result: must be pass or fail (got {result[:20]!r})")
     check_identifier(account, "ACCOUNT", max_length=255)
-    base, ids = _base_url(ctx, url, "3ds")
+    base, ids = base_url(ctx, url, "3ds")
     merchant = merchant_id or ids.get("merchantId")
     store = store_id or ids.get("storeId")
     if not (merchant and store):  # --url: the account's merchant is still the profile's
         profile = get_state(ctx).profile()
         merchant, store = merchant or profile.merchant_id, store or profile.store_id
-    data = _call("POST", f"{base}/_sandbox/3ds/challenge", json_body={
+    data = call("POST", f"{base}/_sandbox/3ds/challenge", json_body={
         "transactionAccountId": account, "merchantId": merchant, "storeId": store,
         "outcome": outcome})
     if not isinstance(data, dict):

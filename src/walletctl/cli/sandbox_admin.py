@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from walletctl.cli.sandbox_common import URL_HELP, base_url, call
 from walletctl.cli.state import command_line, get_state
 from walletctl.constants import Env
 from walletctl.errors import WalletctlError
@@ -26,37 +27,6 @@ def register(app: typer.Typer) -> None:
 
 # -- headless control ----------------------------------------------------------------------
 
-_URL_HELP = "Sandbox base URL (default: the selected profile's base_url)."
-
-
-def _is_http_url(url: str) -> bool:
-    import re
-
-    return len(url) <= 2048 and re.fullmatch(r"https?://[^\s/?#]+[^\s]*", url) is not None \
-        and url.isprintable()
-
-
-def _base_url(ctx: typer.Context, url: str | None,
-              command: str) -> tuple[str, dict[str, str]]:
-    """The sandbox URL and, when a profile is used, its merchantId/storeId filter (a
-    production profile is refused: these commands act on a sandbox only)."""
-    if url is not None and not url.strip():  # `--url ""` must not fall back to the profile
-        from walletctl.errors import UsageError
-
-        raise UsageError("--url: must not be empty (omit it to use the profile's gateway)")
-    if url is not None and not _is_http_url(url):
-        from walletctl.errors import UsageError
-
-        raise UsageError("--url: must be an http(s) URL such as http://127.0.0.1:8765")
-    if url:
-        return url.rstrip("/"), {}
-    prof = get_state(ctx).profile()
-    from walletctl.cli.production import refuse_production
-
-    refuse_production(prof, command=f"sandbox {command}")
-    return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
-
-
 _ADMIN_HELP = ("The sandbox's admin token (X-Sandbox-Token), needed when it serves on a "
                "non-loopback host.")
 AdminToken = Annotated[
@@ -64,13 +34,6 @@ AdminToken = Annotated[
     typer.Option("--admin-token", help=_ADMIN_HELP, envvar=Env.SANDBOX_TOKEN,
                  show_default=False),
 ]
-
-
-def _call(method: str, url: str, *, params: dict[str, str] | None = None,
-          json_body: Any = None, token: str | None = None) -> Any:
-    from walletctl.ops.sandbox_admin import admin_call
-
-    return admin_call(method, url, params=params, json_body=json_body, token=token)
 
 
 def _emit(ctx: typer.Context, data: Any, line: str) -> None:
@@ -84,7 +47,7 @@ def _amount_format(ctx: typer.Context, url: str | None, base: str) -> str:
     if not url:
         return get_state(ctx).profile().amount_format
     try:
-        return str(_call("GET", f"{base}/_sandbox/health").get("amountFormat") or "minor")
+        return str(call("GET", f"{base}/_sandbox/health").get("amountFormat") or "minor")
     except WalletctlError:
         return "minor"
 
@@ -93,8 +56,8 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
             token: str | None) -> None:
     from urllib.parse import quote
 
-    base, params = _base_url(ctx, url, action)
-    data = _call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
+    base, params = base_url(ctx, url, action)
+    data = call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
                  params=params, token=token)
     if get_state(ctx).output_format != "table" and isinstance(data, dict):
         from walletctl.render.sandbox import decision_with_major_amount
@@ -107,7 +70,7 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
 def approve_cmd(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=URL_HELP)] = None,
     admin_token: AdminToken = None,
 ) -> None:
     """Approve a pending checkout, as the customer would on the hosted page."""
@@ -117,7 +80,7 @@ def approve_cmd(
 def decline_cmd(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=URL_HELP)] = None,
     admin_token: AdminToken = None,
 ) -> None:
     """Decline a pending checkout (state Declined)."""
@@ -127,7 +90,7 @@ def decline_cmd(
 def cancel_cmd(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")],
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=URL_HELP)] = None,
     admin_token: AdminToken = None,
 ) -> None:
     """Cancel a pending checkout (state Cancelled)."""
@@ -136,23 +99,23 @@ def cancel_cmd(
 
 def reset_cmd(
     ctx: typer.Context,
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=URL_HELP)] = None,
     admin_token: AdminToken = None,
 ) -> None:
     """Delete every transaction and issued key of a running sandbox."""
-    base, _ = _base_url(ctx, url, "reset")
-    data = _call("POST", f"{base}/_sandbox/reset", token=admin_token)
+    base, _ = base_url(ctx, url, "reset")
+    data = call("POST", f"{base}/_sandbox/reset", token=admin_token)
     _emit(ctx, data, f"sandbox at {base} reset")
 
 
 def ledger_cmd(
     ctx: typer.Context,
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=URL_HELP)] = None,
     admin_token: AdminToken = None,
 ) -> None:
     """List every transaction a running sandbox holds."""
-    base, _ = _base_url(ctx, url, "ledger")
-    data = _call("GET", f"{base}/_sandbox/ledger", token=admin_token)
+    base, _ = base_url(ctx, url, "ledger")
+    data = call("GET", f"{base}/_sandbox/ledger", token=admin_token)
     from walletctl.render.sandbox import render_ledger
 
     render_ledger(data if isinstance(data, dict) else {}, get_state(ctx).output_format, base)
@@ -197,7 +160,7 @@ def faults_cmd(
         "--seed", help="Seed for reproducible faults.", rich_help_panel=_FAULT_PANEL)] = None,
     clear: Annotated[bool, typer.Option(
         "--clear", help="Remove every fault (then apply the options given, if any).")] = False,
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=URL_HELP)] = None,
     admin_token: AdminToken = None,
 ) -> None:
     """Show, set or clear a running sandbox's faults (for /api/v5 routes; loopback only).
@@ -208,7 +171,7 @@ def faults_cmd(
     from walletctl.ops.sandbox_admin import update_faults
     from walletctl.render.sandbox import render_faults
 
-    base, _ = _base_url(ctx, url, "faults")
+    base, _ = base_url(ctx, url, "faults")
     given = {"latency_ms": latency, "jitter_ms": jitter, "error_rate": error_rate,
              "error_status": error_status, "throttle_rate": throttle_rate,
              "retry_after": retry_after, "drop_rate": drop_rate,
@@ -246,7 +209,7 @@ def seed_cmd(
     random_seed: Annotated[int | None, typer.Option(
         "--random-seed", help="Seed of the amounts drawn from a range (same seed, same "
         "amounts).")] = None,
-    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=URL_HELP)] = None,
     admin_token: AdminToken = None,
 ) -> None:
     """Create COUNT approved pre-authorisations (or sales) in a running sandbox at once, and
@@ -265,7 +228,7 @@ def seed_cmd(
     if kind not in ("preauth", "sale"):
         raise UsageError("--kind: must be preauth or sale")
     check_pattern(ref)
-    base, params = _base_url(ctx, url, "seed")
+    base, params = base_url(ctx, url, "seed")
     state = get_state(ctx)
     profile = None if url else state.profile()
     merchant = merchant_id or params.get("merchantId")

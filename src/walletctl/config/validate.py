@@ -4,7 +4,9 @@ Loading is strict: an unknown key, a value of the wrong type or an invalid value
 its location (``profiles.prod -> auth -> kee_env: unknown key``) so a typo never silently falls
 back to a default. Values that could be secrets are never echoed in messages.
 
-Reading the file is :mod:`walletctl.config.profiles_file`; both it and the in-place editor
+The checks of single values (text, URLs, file paths, ...) are :mod:`walletctl.config.values`;
+this module holds the document's rules. Reading the file is
+:mod:`walletctl.config.profiles_file`; both it and the in-place editor
 (:mod:`walletctl.config.edit`) run :func:`parse_document` before anything is used or written.
 """
 
@@ -12,8 +14,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, NoReturn
-from urllib.parse import urlsplit
+from typing import Any
 
 from walletctl.config.profile import (
     APPROVAL_HOURS,
@@ -25,10 +26,16 @@ from walletctl.config.profile import (
     AuthSettings,
     HistorySettings,
     Profile,
-    display_path,
+)
+from walletctl.config.values import (
+    ALNUM,
+    ValueChecker,
+    at,
+    kind,
+    show,
+    valid_header_name,
 )
 from walletctl.constants import DEFAULT_TIMEOUT, DUPLICATE_WINDOW, MAX_TIMEOUT, PATH_KEYS
-from walletctl.errors import ConfigError
 
 __all__ = [
     "AUTH_KEYS",
@@ -69,103 +76,14 @@ AUTH_KEYS: tuple[str, ...] = (
 )
 AMOUNT_FORMATS: tuple[str, ...] = ("minor", "decimal")
 
-# Character classes checked without `re` (compiling patterns costs start-up time).
-_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-_TOKEN = _ALNUM | frozenset("!#$%&'*+.^_`|~-")  # RFC 9110 token characters
-
 
 def valid_profile_name(name: str) -> bool:
     """Letters, digits, '-' and '_', at most 64, starting with a letter or digit."""
-    return 0 < len(name) <= 64 and name[0] in _ALNUM and all(c in _ALNUM or c in "-_" for c in name)
+    return 0 < len(name) <= 64 and name[0] in ALNUM and all(c in ALNUM or c in "-_" for c in name)
 
 
-def _valid_env_name(name: str) -> bool:
-    return bool(name) and not name[0].isdigit() and all(c in _ALNUM or c == "_" for c in name)
-
-
-def _valid_header_name(name: str) -> bool:
-    return bool(name) and all(c in _TOKEN for c in name)
-
-
-_SEP = " -> "
-
-
-def _loc(*parts: str) -> str:
-    return _SEP.join(p for p in parts if p)
-
-
-class _Parser:
+class _Parser(ValueChecker):
     """Validates one TOML document; every failure is a ConfigError with its location."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.base_dir = path.parent
-
-    def fail(self, location: str, message: str, hint: str | None = None) -> NoReturn:
-        where = f"in {display_path(self.path)}"
-        raise ConfigError(message, location=location, hint=f"{hint} ({where})" if hint else where)
-
-    # -- generic value checks
-
-    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], location: str) -> None:
-        for key in table:
-            if key not in allowed:
-                import difflib
-
-                close = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = (
-                    f"did you mean '{close[0]}'?"
-                    if close
-                    else "allowed keys: " + ", ".join(allowed)
-                )
-                self.fail(_loc(location, str(key)), "unknown key", hint)
-
-    def table(self, value: Any, location: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            self.fail(location, f"must be a table, not {_kind(value)}")
-        return value
-
-    def sub(self, table: dict[str, Any], key: str, location: str) -> dict[str, Any]:
-        """The optional sub-table ``key`` of ``table`` (empty when absent)."""
-        return self.table(table.get(key, {}), _loc(location, key))
-
-    def text(self, value: Any, location: str, max_length: int = 1024) -> str:
-        if not isinstance(value, str):
-            self.fail(location, f"must be a string, not {_kind(value)}")
-        if not value.strip():
-            self.fail(location, "must not be empty")
-        if len(value) > max_length:
-            self.fail(location, f"must be at most {max_length} characters (got {len(value)})")
-        if any(ord(c) < 32 or ord(c) == 127 for c in value):
-            self.fail(location, "must not contain control characters")
-        return value
-
-    def url(self, value: Any, location: str) -> str:
-        text = self.text(value, location)
-        try:
-            parts = urlsplit(text)
-            parts.port  # noqa: B018 - raises ValueError on a bad port
-        except ValueError:
-            self.fail(location, "must be an http(s) URL such as https://gateway.example")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            self.fail(location, "must be an http(s) URL such as https://gateway.example")
-        if parts.username is not None or parts.password is not None:
-            # Never echo it: the user part may be a credential.
-            self.fail(location, "must not contain credentials", "put them in the [auth] table")
-        if " " in text:
-            self.fail(location, "must not contain spaces")
-        return text
-
-    def env_name(self, value: Any, location: str) -> str:
-        text = self.text(value, location)
-        if not _valid_env_name(text):
-            # Not echoed: a pasted secret in the wrong key must not reach the terminal.
-            self.fail(location, "must be an environment variable name such as WALLETCTL_KEY")
-        return text
-
-    def file_path(self, value: Any, location: str) -> Path:
-        p = Path(self.text(value, location)).expanduser()
-        return p if p.is_absolute() else self.base_dir / p
 
     # -- the document
 
@@ -199,49 +117,49 @@ class _Parser:
         self.check_keys(table, PROFILE_KEYS, loc)
         for key in REQUIRED_PROFILE_KEYS:
             if key not in table:
-                self.fail(_loc(loc, key), "missing (required)")
+                self.fail(at(loc, key), "missing (required)")
         amount_format = table.get("amount_format", "minor")
         if amount_format not in AMOUNT_FORMATS:
             self.fail(
-                _loc(loc, "amount_format"),
-                f"must be 'minor' or 'decimal', not {_show(amount_format)}",
+                at(loc, "amount_format"),
+                f"must be 'minor' or 'decimal', not {show(amount_format)}",
             )
         currency = None
         if "currency" in table:
-            raw = self.text(table["currency"], _loc(loc, "currency"))
+            raw = self.text(table["currency"], at(loc, "currency"))
             from walletctl.models.money import check_currency
 
             try:
                 currency = check_currency(raw)
             except ValueError as exc:
-                self.fail(_loc(loc, "currency"), str(exc))
+                self.fail(at(loc, "currency"), str(exc))
         timeout = DEFAULT_TIMEOUT
         if "timeout" in table:
             value = table["timeout"]
             if isinstance(value, bool) or not isinstance(value, int | float):
-                self.fail(_loc(loc, "timeout"), f"must be a number of seconds, not {_kind(value)}")
+                self.fail(at(loc, "timeout"), f"must be a number of seconds, not {kind(value)}")
             if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
-                self.fail(_loc(loc, "timeout"),
+                self.fail(at(loc, "timeout"),
                           f"must be greater than 0 and at most {MAX_TIMEOUT:g} seconds")
             timeout = float(value)
         timezone = None
         if "timezone" in table:
-            timezone = self.text(table["timezone"], _loc(loc, "timezone"))
-            _check_timezone(self, timezone, _loc(loc, "timezone"))
+            timezone = self.text(table["timezone"], at(loc, "timezone"))
+            _check_timezone(self, timezone, at(loc, "timezone"))
         environment = table.get("environment", "test")
         if environment not in ENVIRONMENTS:
-            self.fail(_loc(loc, "environment"),
-                      f"must be 'production' or 'test', not {_show(environment)}")
-        auth = self.auth(self.sub(table, "auth", loc), _loc(loc, "auth"))
-        paths = self.paths(self.sub(table, "paths", loc), _loc(loc, "paths"))
-        redirects = self.redirects(self.sub(table, "redirects", loc), _loc(loc, "redirects"))
-        history = self.history(self.sub(table, "history", loc), _loc(loc, "history"))
+            self.fail(at(loc, "environment"),
+                      f"must be 'production' or 'test', not {show(environment)}")
+        auth = self.auth(self.sub(table, "auth", loc), at(loc, "auth"))
+        paths = self.paths(self.sub(table, "paths", loc), at(loc, "paths"))
+        redirects = self.redirects(self.sub(table, "redirects", loc), at(loc, "redirects"))
+        history = self.history(self.sub(table, "history", loc), at(loc, "history"))
         return Profile(
             name=name,
-            base_url=self.url(table["base_url"], _loc(loc, "base_url")),
-            merchant_id=self.text(table["merchant_id"], _loc(loc, "merchant_id"), 255),
-            store_id=self.text(table["store_id"], _loc(loc, "store_id"), 255),
-            user_id=self.text(table["user_id"], _loc(loc, "user_id"), 255),
+            base_url=self.url(table["base_url"], at(loc, "base_url")),
+            merchant_id=self.text(table["merchant_id"], at(loc, "merchant_id"), 255),
+            store_id=self.text(table["store_id"], at(loc, "store_id"), 255),
+            user_id=self.text(table["user_id"], at(loc, "user_id"), 255),
             amount_format=amount_format,
             currency=currency,
             timeout=timeout,
@@ -258,61 +176,61 @@ class _Parser:
         self.check_keys(table, AUTH_KEYS, loc)
         scheme = "PublicApiKey"
         if "scheme" in table:
-            raw = self.text(table["scheme"], _loc(loc, "scheme"))
+            raw = self.text(table["scheme"], at(loc, "scheme"))
             match = [s for s in AUTH_SCHEMES if s.lower() == raw.lower()]
             if not match:
                 self.fail(
-                    _loc(loc, "scheme"),
+                    at(loc, "scheme"),
                     f"must be one of {', '.join(AUTH_SCHEMES)}",
                 )
             scheme = match[0]
         key_env = (
-            self.env_name(table["key_env"], _loc(loc, "key_env")) if "key_env" in table else None
+            self.env_name(table["key_env"], at(loc, "key_env")) if "key_env" in table else None
         )
         key_file = (
-            self.file_path(table["key_file"], _loc(loc, "key_file"))
+            self.file_path(table["key_file"], at(loc, "key_file"))
             if "key_file" in table
             else None
         )
         keyring = table.get("keyring", False)
         if not isinstance(keyring, bool):
-            self.fail(_loc(loc, "keyring"), f"must be true or false, not {_kind(keyring)}")
+            self.fail(at(loc, "keyring"), f"must be true or false, not {kind(keyring)}")
         key = None
         if "key" in table:
             key = table["key"]
             if not isinstance(key, str):
-                self.fail(_loc(loc, "key"), f"must be a string, not {_kind(key)}")
+                self.fail(at(loc, "key"), f"must be a string, not {kind(key)}")
             if not key.strip():
-                self.fail(_loc(loc, "key"), "must not be empty")
+                self.fail(at(loc, "key"), "must not be empty")
         header = None
         if "header" in table:
-            header = self.text(table["header"], _loc(loc, "header"))
-            if not _valid_header_name(header):
-                self.fail(_loc(loc, "header"), "must be an HTTP header name such as X-Api-Key")
+            header = self.text(table["header"], at(loc, "header"))
+            if not valid_header_name(header):
+                self.fail(at(loc, "header"), "must be an HTTP header name such as X-Api-Key")
             if scheme != "header":
                 self.fail(
-                    _loc(loc, "header"),
+                    at(loc, "header"),
                     'is only used with scheme = "header"',
                     f'remove it, or set scheme = "header" (scheme is now {scheme!r})',
                 )
         elif scheme == "header":
             self.fail(
-                _loc(loc, "header"),
+                at(loc, "header"),
                 'missing (required when scheme = "header")',
                 'add header = "X-Api-Key" (the name of the header carrying the key)',
             )
         username = None
         if "username" in table:
-            username = self.text(table["username"], _loc(loc, "username"))
+            username = self.text(table["username"], at(loc, "username"))
             if ":" in username:
-                self.fail(_loc(loc, "username"), "must not contain ':' (Basic auth)")
+                self.fail(at(loc, "username"), "must not contain ':' (Basic auth)")
         service_env = (
-            self.env_name(table["service_secret_env"], _loc(loc, "service_secret_env"))
+            self.env_name(table["service_secret_env"], at(loc, "service_secret_env"))
             if "service_secret_env" in table
             else None
         )
         service_file = (
-            self.file_path(table["service_secret_file"], _loc(loc, "service_secret_file"))
+            self.file_path(table["service_secret_file"], at(loc, "service_secret_file"))
             if "service_secret_file" in table
             else None
         )
@@ -320,7 +238,7 @@ class _Parser:
         if "service_secret" in table:
             service_inline = table["service_secret"]
             if not isinstance(service_inline, str) or not service_inline.strip():
-                self.fail(_loc(loc, "service_secret"), "must be a non-empty string")
+                self.fail(at(loc, "service_secret"), "must be a non-empty string")
         return AuthSettings(
             service_secret=service_inline,
             scheme=scheme,  # type: ignore[arg-type]  # checked against AUTH_SCHEMES above
@@ -338,10 +256,10 @@ class _Parser:
         self.check_keys(table, tuple(PATH_KEYS), loc)
         out: dict[str, str] = {}
         for key, value in table.items():
-            text = self.text(value, _loc(loc, key))
+            text = self.text(value, at(loc, key))
             if not text.startswith("/") or " " in text or "?" in text or "#" in text:
                 self.fail(
-                    _loc(loc, key),
+                    at(loc, key),
                     f"must be a URL path starting with '/', such as {PATH_KEYS[key]}",
                 )
             out[key] = text
@@ -349,18 +267,18 @@ class _Parser:
 
     def redirects(self, table: dict[str, Any], loc: str) -> dict[str, str]:
         self.check_keys(table, REDIRECT_KEYS, loc)
-        return {key: self.url(value, _loc(loc, key)) for key, value in table.items()}
+        return {key: self.url(value, at(loc, key)) for key, value in table.items()}
 
 
     def history(self, table: dict[str, Any], loc: str) -> HistorySettings:
         self.check_keys(table, HISTORY_KEYS, loc)
         enabled = table.get("enabled", True)
         if not isinstance(enabled, bool):
-            self.fail(_loc(loc, "enabled"), f"must be true or false, not {_kind(enabled)}")
-        path = self.file_path(table["path"], _loc(loc, "path")) if "path" in table else None
-        url = self.db_url(table["url"], _loc(loc, "url")) if "url" in table else None
+            self.fail(at(loc, "enabled"), f"must be true or false, not {kind(enabled)}")
+        path = self.file_path(table["path"], at(loc, "path")) if "path" in table else None
+        url = self.db_url(table["url"], at(loc, "url")) if "url" in table else None
         if url is not None and (path is not None or enabled is False):
-            self.fail(_loc(loc, "url"), "a shared history is the whole history: remove "
+            self.fail(at(loc, "url"), "a shared history is the whole history: remove "
                       + ("path" if path is not None else "enabled = false") + " or url")
         ops = HISTORY_OPERATIONS
         raw = table.get("require_reason", [])
@@ -368,19 +286,19 @@ class _Parser:
             raw = list(ops) if raw else []
         if not isinstance(raw, list) or any(op not in ops for op in raw):
             self.fail(
-                _loc(loc, "require_reason"),
+                at(loc, "require_reason"),
                 f"must be true, false or a list of operations ({', '.join(ops)})",
             )
         limits = self.amounts(table, "limits", loc, ops)
         approvals = self.amounts(table, "approvals", loc, APPROVAL_OPERATIONS)
         hours = table.get("approval_hours", APPROVAL_HOURS)
         if not isinstance(hours, int) or isinstance(hours, bool) or not 1 <= hours <= 720:
-            self.fail(_loc(loc, "approval_hours"),
+            self.fail(at(loc, "approval_hours"),
                       "must be a whole number of hours from 1 to 720 (30 days)")
         window = table.get("duplicate_window", DUPLICATE_WINDOW)
         if (not isinstance(window, int) or isinstance(window, bool)
                 or not 0 <= window <= 10080):
-            self.fail(_loc(loc, "duplicate_window"),
+            self.fail(at(loc, "duplicate_window"),
                       "must be a whole number of minutes from 0 (off) to 10080 (a week)")
         return HistorySettings(
             enabled=enabled, path=path, url=url, require_reason=tuple(raw), limits=limits,
@@ -392,7 +310,7 @@ class _Parser:
         """A table of operation -> amount in major units (``limits``, ``approvals``)."""
         found: dict[str, str] = {}
         for op, value in self.sub(table, key, loc).items():
-            where = _loc(loc, key, str(op))
+            where = at(loc, key, str(op))
             if op not in ops:
                 self.fail(where, f"not an operation; one of {', '.join(ops)}")
             text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
@@ -400,16 +318,6 @@ class _Parser:
                 self.fail(where, 'must be an amount in major units as a string, e.g. "100.00"')
             found[op] = text
         return found
-
-    def db_url(self, value: Any, loc: str) -> str:
-        from walletctl.config.dburl import DbUrlError, parse_db_url
-
-        if not isinstance(value, str):
-            self.fail(loc, f"must be a postgresql:// URL as a string, not {_kind(value)}")
-        try:
-            return parse_db_url(value).text
-        except DbUrlError as exc:
-            self.fail(loc, str(exc))
 
 
 def _is_amount(text: str) -> bool:
@@ -428,29 +336,6 @@ def _check_timezone(parser: _Parser, name: str, location: str) -> None:
         parser.fail(
             location, f"unknown time zone {name!r}", "use an IANA name such as Europe/Paris"
         )
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "an array"
-    return "a date/time" if hasattr(value, "isoformat") else type(value).__name__
-
-
-def _show(value: Any) -> str:
-    """A short rendering of a non-secret value for messages."""
-    if isinstance(value, str):
-        return repr(value[:40])
-    return _kind(value)
 
 
 def parse_document(document: dict[str, Any], path: Path) -> tuple[str | None, dict[str, Profile]]:

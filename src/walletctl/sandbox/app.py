@@ -33,7 +33,7 @@ Swagger UI without a CDN (:mod:`walletctl.sandbox.docs_page`).
 from __future__ import annotations
 
 import urllib.parse
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
@@ -46,20 +46,19 @@ from walletctl.errors import RequestValidationError
 from walletctl.models.base import WireModel
 from walletctl.models.checkout import CheckoutResponse
 from walletctl.models.fields import check_reference
-from walletctl.sandbox import auth, engine, pages, records, wire
-from walletctl.sandbox.config import FaultConfig, SandboxConfig, is_loopback
+from walletctl.sandbox import auth, control, engine, pages, records, wire
+from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.cors import CorsMiddleware
 from walletctl.sandbox.faults import FaultMiddleware
 from walletctl.sandbox.guard import GuardMiddleware
 from walletctl.sandbox.head import HeadMiddleware
 from walletctl.sandbox.limits import BodyLimitMiddleware
-from walletctl.sandbox.magic import MAGIC_HELP
 from walletctl.sandbox.openapi import body_doc as _body_doc
 from walletctl.sandbox.openapi import errors_doc as _errors_doc
 from walletctl.sandbox.openapi import openapi_document
 from walletctl.sandbox.outcome import Outcome, SandboxError, error_body
-from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, CheckoutBody, ClockBody, FollowUpBody
+from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store
 from walletctl.sandbox.store_rows import TxRow
 
@@ -288,106 +287,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
             row, which = engine.decide(store, row, action, now)
         return RedirectResponse(engine.redirect_url(row, which), status_code=303)
 
-    # -- sandbox control -----------------------------------------------------------------------
-
-    @app.get("/_sandbox/health", tags=["sandbox"])
-    async def health() -> dict[str, Any]:
-        return {"status": "ok", "amountFormat": fmt, "version": __version__}
-
-    @app.get("/_sandbox/values", tags=["sandbox"])
-    async def values() -> dict[str, Any]:
-        return {
-            "magicAmounts": MAGIC_HELP,
-            "apiKey": "static key from --api-key (default sandbox-api-key)",
-        }
-
-    @app.post("/_sandbox/reset", tags=["sandbox"])
-    async def reset() -> dict[str, Any]:
-        store.reset()
-        ctx.reset_rngs()
-        ctx.clock_offset = timedelta(0)
-        wallet = getattr(app.state, "walletpay", None)
-        if wallet is not None:  # browser-wallet keys, accounts and 3DS results
-            wallet.reset()
-        return {"reset": True}
-
-    @app.post("/_sandbox/checkouts/{ref:path}/{action}", tags=["sandbox"])
-    async def control_decide(ref: str, action: str, request: Request) -> JSONResponse:
-        if action not in ("approve", "decline", "cancel", "pending"):
-            # the field and the rule, never the caller's text echoed back (400 like the
-            # hosted page's form: the route exists, the value is not one of its four)
-            raise SandboxError(400, "action: must be approve, decline, cancel or pending")
-        merchant = request.query_params.get("merchantId")
-        store_id = request.query_params.get("storeId")
-        now = ctx.now()
-        with store.atomic():
-            rows = [
-                r for r in store.find_by_reference(ref)
-                if r.is_original
-                and (merchant is None or r.merchant_id == merchant)
-                and (store_id is None or r.store_id == store_id)
-            ]
-            if not rows:
-                raise SandboxError(404, f"{ref}: no checkout with this reference")
-            if len(rows) > 1:
-                raise SandboxError(409, f"{ref}: several merchants use this reference; add "
-                                   "?merchantId=...&storeId=...")
-            row, which = engine.decide(store, rows[0], action, now)
-        if row.state == "Expired":
-            raise SandboxError(409, f"checkout {ref} has expired", description="InvalidState")
-        return JSONResponse({
-            "reference": row.reference,
-            "state": row.state,
-            "providerStateCode": row.provider_state_code,
-            "redirectUrl": engine.redirect_url(row, which),
-            "record": records.record_body(row, fmt),
-        })
-
-    @app.get("/_sandbox/ledger", tags=["sandbox"])
-    async def ledger() -> dict[str, Any]:
-        rows = store.ledger()
-        return {"count": len(rows), "transactions": [r.ledger_json() for r in rows]}
-
-    @app.get("/_sandbox/faults", tags=["sandbox"])
-    async def get_faults() -> dict[str, Any]:
-        return ctx.faults.to_json()
-
-    @app.post("/_sandbox/faults", tags=["sandbox"])
-    async def set_faults(request: Request) -> JSONResponse:
-        if not is_loopback(config.host):
-            raise SandboxError(403, "fault injection is only allowed on a loopback host")
-        raw = await request.body()
-        data = wire.parse_json(raw) if raw.strip() else {}
-        if not isinstance(data, dict):
-            raise SandboxError(400, "(request): the body must be a JSON object")
-        try:
-            ctx.faults = FaultConfig.from_mapping(data)
-        except (ValueError, TypeError) as exc:
-            raise SandboxError(400, str(exc)) from None
-        ctx.reset_rngs()
-        return JSONResponse(ctx.faults.to_json())
-
-    @app.post("/_sandbox/seed", tags=["sandbox"])
-    async def seed_route(request: Request) -> JSONResponse:
-        from walletctl.sandbox import seed
-
-        req, amounts = seed.parse(wire.parse_object(await request.body()))
-        return JSONResponse(seed.seed(ctx, req, amounts))
-
-    @app.post("/_sandbox/clock", tags=["sandbox"])
-    async def clock(request: Request) -> dict[str, Any]:
-        if not config.allow_clock_control:
-            raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
-        raw = await request.body()
-        body = parse(ClockBody, wire.read_body(raw, fmt) if raw.strip() else {})
-        offset = ctx.clock_offset + timedelta(seconds=float(body.advance_seconds))
-        if abs(offset.total_seconds()) > CLOCK_MAX_SECONDS:
-            raise SandboxError(400, f"advanceSeconds: the sandbox clock moves at most "
-                               f"{CLOCK_MAX_SECONDS} seconds (ten years) from real time "
-                               f"either way; it is {int(ctx.clock_offset.total_seconds())} "
-                               "seconds off now (POST /_sandbox/reset sets it back)")
-        ctx.clock_offset = offset
-        return {"now": ctx.now().isoformat()}
+    control.install(app, ctx, parse)  # the /_sandbox/* routes, after the hosted page
 
     from walletctl.sandbox import docs_page
     from walletctl.sandbox.walletpay import install
