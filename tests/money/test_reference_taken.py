@@ -43,7 +43,7 @@ def test_a_checkout_whose_409_is_this_very_checkout_is_reported_created(desk: De
     desk.proxy.status_after_forward(409, method="POST", path_prefix=CHECKOUTS)
     done = desk.run("-p", "desk-a", "-o", "json", "checkout", "--amount", "12.50", "--ref",
                     ref, expect=0).json()
-    assert done["alreadyCreated"] is True and done["redirectUrl"] is None, done
+    assert (done["alreadyCreated"], done["redirectUrl"]) == (True, None), done
     assert (done["amount"], done["currencyCode"], done["state"]) == ("12.50", "EUR", "Pending")
     assert len(desk.proxy.posts(CHECKOUTS)) == 1, "sent once"
     [entry] = _entries(desk, ref)
@@ -71,7 +71,7 @@ def test_a_follow_up_whose_409_is_this_very_capture_is_reported_applied(desk: De
     desk.proxy.status_after_forward(409)  # applied at the gateway, the client told 409
     done = desk.run("-p", "desk-a", "-o", "json", "capture", order, "--amount", "15",
                     "--yes", expect=0).json()
-    assert done["alreadyApplied"] is True and done["state"] == "Approved", done
+    assert (done["alreadyApplied"], done["state"]) == (True, "Approved"), done
     captures = desk.followups(order, "capture")
     assert [c["transactionAmount"] for c in captures] == [1500], "applied once"
     [entry] = [e for e in _entries(desk, order) if e["operation"] == "capture"]
