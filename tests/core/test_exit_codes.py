@@ -148,7 +148,8 @@ def test_one_reference_rule_and_one_exit_across_commands(cli: Any, sandbox: Any,
     sent) whichever command is given it: read-only or moving money."""
     rules = set()
     for args in (["lookup", bad], ["recon", "--ref", bad], ["refund", bad, "--amount", "1"],
-                 ["capture", bad], ["checkout", "--amount", "1", "--ref", bad]):
+                 ["capture", bad], ["checkout", "--amount", "1", "--ref", bad],
+                 ["sandbox", "approve", bad], ["sandbox", "decline", bad]):
         err = expect(cli(*args), ExitCode.VALIDATION)
         line = err.splitlines()[0]
         assert line.startswith("walletctl: error: invalid request: "), line

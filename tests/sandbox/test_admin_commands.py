@@ -104,7 +104,10 @@ def test_seed_refuses_bad_options_before_anything_is_created(
                           (("--amount", "9-3"), "--amount: must be greater than 0"),
                           (("--kind", "refund"), "--kind: must be preauth or sale"),
                           (("--ref", "seed"), "--ref: must contain {n}"),
-                          (("--ref", "bad ref {n}"), "--ref: references are 1-64")):
+                          (("--ref", " lead {n}"), "--ref: the pattern gives ' lead 1', which "
+                                                   "starts with a space"),
+                          (("--ref", "tab\t{n}"), "--ref: the pattern gives 'tab\\t1', which "
+                                                  "has U+0009")):
         out = served_sandbox.run("-p", "sbx", "sandbox", "seed", "5", "--csv",
                                  str(tmp_path / "s.csv"), *argv, check=2)
         assert out.stderr.startswith(f"walletctl: error: {message}"), out.stderr

@@ -56,6 +56,9 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
             token: str | None) -> None:
     from urllib.parse import quote
 
+    from walletctl.models.inputs import check_inputs
+
+    check_inputs(references={"REF": ref})  # the rule every command applies: exit 4
     base, params = base_url(ctx, url, action)
     data = call("POST", f"{base}/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
                  params=params, token=token)

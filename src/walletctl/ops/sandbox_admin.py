@@ -151,7 +151,7 @@ def parse_amounts(text: str, currency: str) -> tuple[Decimal, Decimal]:
 
 def check_pattern(pattern: str) -> None:
     """The reference pattern formats with n and run into a valid reference."""
-    import re
+    from walletctl.models.fields import check_reference
 
     if "{n" not in pattern:
         raise UsageError("--ref: must contain {n} (the transaction's number), e.g. seed-{n:04}")
@@ -160,9 +160,10 @@ def check_pattern(pattern: str) -> None:
     except (ValueError, KeyError, IndexError, AttributeError) as exc:
         raise UsageError(f"--ref: not a usable pattern ({type(exc).__name__}); placeholders "
                          "are {n} (e.g. {n:04}) and {run}") from None
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}", sample):
-        raise UsageError("--ref: references are 1-64 letters, digits and ._:/- starting with a "
-                         f"letter or digit (the pattern gives {sample[:70]!r})")
+    try:  # the one reference rule (models.fields), not a second version of it
+        check_reference(sample)
+    except ValueError as exc:
+        raise UsageError(f"--ref: the pattern gives {sample[:70]!r}, which {exc}") from None
 
 
 def _amounts(plan: SeedPlan) -> Iterator[Decimal]:
