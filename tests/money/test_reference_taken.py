@@ -77,3 +77,19 @@ def test_a_follow_up_whose_409_is_this_very_capture_is_reported_applied(desk: De
     [entry] = [e for e in _entries(desk, order) if e["operation"] == "capture"]
     assert (entry["outcome"], entry["http_status"]) == ("approved", 409), entry
     desk.run("-p", "desk-a", "recon", "--ref", order, expect=0)
+
+
+def test_an_unknown_checkout_reconciled_reads_as_one(desk: Desk) -> None:
+    """A checkout's answer lost: recorded unknown (exit 8), then ``history --unknown
+    --reconcile`` settles it; its line names the reference once (a checkout has no new
+    reference to point at) and recon agrees afterwards."""
+    ref = unique("DROP")
+    desk.proxy.drop_after_forward(method="POST", path_prefix=CHECKOUTS)
+    desk.run("-p", "desk-a", "checkout", "--amount", "9.99", "--ref", ref, expect=8)
+    desk.run("-p", "desk-a", "recon", "--ref", ref, expect=13)
+    lines = desk.run("-p", "desk-a", "-o", "table", "history", "--unknown", "--reconcile",
+                     env={"COLUMNS": "80"}, expect=0).stdout
+    [line] = [ln for ln in lines.splitlines() if ref in ln]
+    assert f"checkout {ref}: created" in line, lines
+    assert "None" not in lines, lines
+    desk.run("-p", "desk-a", "recon", "--ref", ref, expect=0)

@@ -177,7 +177,6 @@ def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
     from walletctl.config.profiles_file import load_profile
     from walletctl.errors import ConfigError, UnknownOutcomeError
     from walletctl.ops.money.earlier import reconcile
-    from walletctl.render.output import emit
 
     clients: dict[str, GatewayClient | str] = {}
 
@@ -224,25 +223,9 @@ def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
         for c in clients.values():
             if not isinstance(c, str):
                 c.close()
-    rows = [
-        {"id": r.entry.id, "operation": r.entry.operation, "originalRef": r.entry.original_ref,
-         "newRef": r.entry.new_ref, "outcome": r.outcome, "note": r.note}
-        for r in results
-    ]
+    from walletctl.render.history import render_reconciled
 
-    def table() -> None:
-        from rich.markup import escape
-
-        from walletctl.render.console import out
-
-        if not rows:
-            out().print("No unknown entries to reconcile.")
-        for row in rows:
-            out().print(escape(
-                f"#{row['id']} {row['operation']} {row['originalRef']} → {row['newRef']}: "
-                f"{row['outcome']} ({row['note']})"), soft_wrap=True)
-
-    emit(st.output_format, rows, table=table)
+    render_reconciled(st.output_format, results)
     left = sum(1 for r in results if r.outcome == "unknown")
     if left:
         raise UnknownOutcomeError(f"{left} of {len(results)} entries", "could not be looked up")

@@ -11,6 +11,7 @@ from walletctl.render.output import emit, write_ndjson
 
 if TYPE_CHECKING:
     from walletctl.ops.history_setup import SetUp
+    from walletctl.ops.money.earlier import Reconciled
 
 OUTCOME_STYLES = {
     "approved": "green",
@@ -121,3 +122,27 @@ def render_setup(fmt: str, done: SetUp) -> None:
         out().print(escape(f"granted {role}: read and append the history (never change it), "
                                  "file and decide approvals"),
                     soft_wrap=True)
+
+
+def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
+    """``history --unknown --reconcile``: one line per entry looked up (a checkout has no
+    new reference: its line names the original alone)."""
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+
+    rows = [
+        {"id": r.entry.id, "operation": r.entry.operation, "originalRef": r.entry.original_ref,
+         "newRef": r.entry.new_ref, "outcome": r.outcome, "note": r.note}
+        for r in results
+    ]
+
+    def table() -> None:
+        if not rows:
+            out().print("No unknown entries to reconcile.")
+        for row in rows:
+            refs = " → ".join(str(ref) for ref in (row["originalRef"], row["newRef"]) if ref)
+            out().print(escape(f"#{row['id']} {row['operation']} {refs}: {row['outcome']} "
+                               f"({row['note']})"), soft_wrap=True)
+
+    emit(fmt, rows, table=table)
