@@ -1,17 +1,22 @@
-"""Sandbox throughput, in ONE run (ratios, not absolutes). Two comparisons:
+"""Sandbox throughput, in ONE run (ratios, not absolutes: the machines are shared and noisy).
+
+Usage:
 
     .venv/bin/python benchmarks/sandbox_bench.py --before /path/to/other/checkout/src
     .venv/bin/python benchmarks/sandbox_bench.py [--seconds 3] [--connections 32]
 
 ``--before SRC``: the cost of a change. Serves ``walletctl sandbox serve`` (a real
-subprocess) from SRC and from this checkout's ``src`` side by side, and measures checkout
-(POST, one SQLite insert) and lookup (GET of a stored reference) requests/s with ``wrk`` at
-10 and 50 connections, alternating trees, best of ``--rounds``; prints after/before ratios.
-Needs ``wrk`` (a Lua script makes each POST's reference unique). Not part of CI.
+subprocess) from SRC (another checkout's ``src``, e.g. ``git worktree add /tmp/before
+REV``) and from this checkout's ``src`` side by side, and measures checkout (POST, one
+SQLite insert; every POST names a reference never used before) and lookup (GET of a stored
+reference) requests/s with ``wrk`` at 10 and 50 connections, alternating trees, best of
+``--rounds``; prints after/before ratios. About 50 s with the defaults. Needs ``wrk``; a
+run with any error answer is refused (benchmarks/wrk_run.py), so a ratio is never built on
+409s. Not part of CI: run it on a quiet machine.
 
-Without ``--before``: uvloop+httptools vs asyncio+h11 (embedded servers) on /_sandbox/health and
-checkout; uses ``wrk`` when installed, else a threaded httpx client. The issue measured ≈3x
-on a trivial endpoint.
+Without ``--before``: uvloop+httptools vs asyncio+h11 (embedded servers) on
+``/_sandbox/health`` and checkout; uses ``wrk`` when installed, else a threaded httpx client
+(slower, so the ratio is only indicative). About 15 s.
 """
 
 from __future__ import annotations
@@ -188,15 +193,27 @@ def compare_trees(before: Path, after: Path, seconds: int, rounds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=int, default=3)
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--before", type=Path, help="sources (src/) to compare this tree with")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=int, default=3,
+                        help="length of each wrk run (default: %(default)s)")
+    parser.add_argument("--connections", type=int, default=32,
+                        help="wrk connections without --before (default: %(default)s)")
+    parser.add_argument("--before", type=Path, metavar="SRC",
+                        help="another checkout's src/ directory to compare this tree with")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="runs per tree with --before, the best kept (default: "
+                             "%(default)s)")
     args = parser.parse_args()
     if args.before is not None:
+        before = args.before.resolve()
+        if not (before / "walletctl" / "__init__.py").is_file():
+            parser.error(f"--before {args.before}: no walletctl package there (give the "
+                         "src/ directory of another checkout)")
         here = Path(__file__).resolve().parents[1] / "src"
-        compare_trees(args.before.resolve(), here, args.seconds, args.rounds)
+        if before == here:
+            parser.error("--before: this checkout's own src/ (compare with another one)")
+        compare_trees(before, here, args.seconds, args.rounds)
         return
     table = {f"{loop}/{http}": measure((loop, http), args.seconds, args.connections)
              for loop, http in STACKS}
