@@ -1,0 +1,123 @@
+"""Headers and query strings are read as strictly as JSON bodies, over raw HTTP on a real
+port: a singleton header given twice is a 400 naming it, a head over 64 KiB is a 431
+however it arrives (both uvicorn stacks), and lookup query parameters have one reading."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from sandbox_fixtures import AUTH_HEADERS
+from walletctl.sandbox.config import SandboxConfig
+from walletctl.sandbox.server import EmbeddedSandbox
+
+SHAPE = {"code", "description", "details"}
+AUTH = "".join(f"{name}: {value}\r\n" for name, value in AUTH_HEADERS.items())
+LOOKUP = "/api/v5/apmTransactions?merchantId=M-1&storeId=S-1&clientSystemTransactionId=none"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[EmbeddedSandbox]:
+    with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb:
+        yield sb
+
+
+def exchange(port: int, raw: bytes) -> bytes:
+    """Send ``raw`` in one ``sendall``; everything the server answers until it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        with contextlib.suppress(OSError):
+            sock.sendall(raw)
+        chunks = []
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+def message_of(answer: bytes, status: int) -> str:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(f"HTTP/1.1 {status} ".encode()), answer[:300]
+    data = json.loads(body)
+    assert set(data) == SHAPE, data
+    message: str = data["details"]["message"]
+    return message
+
+
+def get(port: int, target: str, extra: str = "", auth: str = AUTH) -> bytes:
+    return exchange(port, (f"GET {target} HTTP/1.1\r\nHost: localhost:{port}\r\n{auth}{extra}"
+                           "Connection: close\r\n\r\n").encode())
+
+
+# -- singleton headers ------------------------------------------------------------------------
+
+KEY_LINE = AUTH_HEADERS["Authorization"]
+
+
+@pytest.mark.parametrize("order", ["valid first", "valid second"])
+def test_two_authorization_headers_are_a_400_in_either_order(sandbox: EmbeddedSandbox,
+                                                             order: str) -> None:
+    lines = [f"Authorization: {KEY_LINE}\r\n", "Authorization: PublicApiKey nope\r\n"]
+    if order == "valid second":
+        lines.reverse()
+    answer = get(sandbox.port, LOOKUP, "".join(lines), auth="")
+    assert message_of(answer, 400).startswith("Authorization: is given more than once")
+
+
+@pytest.mark.parametrize(("path", "line"), [
+    (LOOKUP, "Content-Type: application/json"),
+    (LOOKUP, "Content-Length: 0"),
+    (LOOKUP, "X-Sandbox-Fault: latency=0"),
+    ("/_sandbox/ledger", "Origin: http://localhost:{port}"),
+    ("/_sandbox/ledger", "X-Sandbox-Token: x"),
+    ("/_sandbox/ledger", "Sec-Fetch-Site: same-origin"),
+    ("/_sandbox/health", "Host: localhost"),
+])
+def test_every_singleton_header_given_twice_is_a_400_naming_it(
+        sandbox: EmbeddedSandbox, path: str, line: str) -> None:
+    line = line.format(port=sandbox.port)
+    name = line.split(":", 1)[0]
+    once = get(sandbox.port, path, "" if name == "Host" else line + "\r\n")
+    assert status_of(once) in (200, 404), once[:300]  # once is fine
+    twice = get(sandbox.port, path, f"{line}\r\n{line.lower()}\r\n")
+    ours = f"{name}: is given more than once (one {name} header per request)"
+    # the HTTP parser (llhttp) already refuses two Content-Lengths itself
+    also = "(request): malformed HTTP request" if name == "Content-Length" else ours
+    assert message_of(twice, 400) in (ours, also)
+
+
+# -- the header-size limit, however the head arrives -------------------------------------------
+
+@pytest.fixture(scope="module", params=["default", "h11"])
+def stack(request: pytest.FixtureRequest) -> Iterator[EmbeddedSandbox]:
+    kwargs: dict[str, Any] = {} if request.param == "default" else {
+        "stack": ("asyncio", "h11")}
+    with EmbeddedSandbox(SandboxConfig(quiet=True), **kwargs) as sb:
+        yield sb
+
+
+def test_a_66_kb_header_in_one_read_is_a_431(stack: EmbeddedSandbox) -> None:
+    answer = get(stack.port, LOOKUP, "X-Pad: " + "a" * 66_000 + "\r\n")
+    assert "larger than 65536 bytes" in message_of(answer, 431)
+    assert b"connection: close" in answer.partition(b"\r\n\r\n")[0].lower()
+    assert b'"description":"RequestHeaderFieldsTooLarge"' in answer
+
+
+def test_a_66_kb_url_is_a_431_not_malformed(stack: EmbeddedSandbox) -> None:
+    answer = get(stack.port, LOOKUP + "&pad=" + "a" * 66_000)
+    assert "larger than 65536 bytes" in message_of(answer, 431)
+
+
+def test_a_60_kb_header_is_accepted(stack: EmbeddedSandbox) -> None:
+    answer = get(stack.port, LOOKUP, "X-Pad: " + "a" * 60_000 + "\r\n")
+    assert status_of(answer) == 404, answer[:300]  # past the guard: an unknown reference
+    assert httpx.get(stack.url + "/_sandbox/health").status_code == 200
