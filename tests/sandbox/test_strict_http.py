@@ -121,3 +121,53 @@ def test_a_60_kb_header_is_accepted(stack: EmbeddedSandbox) -> None:
     answer = get(stack.port, LOOKUP, "X-Pad: " + "a" * 60_000 + "\r\n")
     assert status_of(answer) == 404, answer[:300]  # past the guard: an unknown reference
     assert httpx.get(stack.url + "/_sandbox/health").status_code == 200
+
+
+# -- lookup query strings -----------------------------------------------------------------------
+
+QUERY_ROUTES = [
+    "/api/v5/apmTransactions?storeId=S-1&clientSystemTransactionId=none",
+    "/api/v5/publicKeys/current?storeId=S-1",
+    "/api/v5/paymentAccounts/PA-1?storeId=S-1&encryptionKeyId=K-1",
+]
+
+
+@pytest.mark.parametrize("route", QUERY_ROUTES)
+@pytest.mark.parametrize("merchant", [
+    "merchantId=M-1&merchantId=M-2", "merchantId=M-1&MerchantId=M-1",
+    "MERCHANTID=M-1&merchantid=M-2",
+])
+def test_a_query_parameter_given_twice_is_a_400_naming_it(sandbox: EmbeddedSandbox,
+                                                         route: str, merchant: str) -> None:
+    answer = get(sandbox.port, f"{route}&{merchant}")
+    assert message_of(answer, 400).startswith("merchantId: is given more than once")
+
+
+@pytest.mark.parametrize("route", QUERY_ROUTES)
+def test_a_query_value_that_is_not_utf8_is_a_400_naming_it(sandbox: EmbeddedSandbox,
+                                                          route: str) -> None:
+    answer = get(sandbox.port, f"{route}&merchantId=M%FF1")
+    assert message_of(answer, 400).startswith("merchantId: is not UTF-8 text")
+
+
+def test_a_lookup_reference_that_is_not_utf8_is_not_a_404(sandbox: EmbeddedSandbox) -> None:
+    answer = get(sandbox.port, "/api/v5/apmTransactions?merchantId=M-1&storeId=S-1"
+                 "&clientSystemTransactionId=P%FF")
+    assert message_of(answer, 400).startswith("clientSystemTransactionId: is not UTF-8 text")
+
+
+@pytest.mark.parametrize("route", QUERY_ROUTES)
+def test_a_missing_parameter_reads_the_same_on_every_route(sandbox: EmbeddedSandbox,
+                                                           route: str) -> None:
+    answer = get(sandbox.port, route + "&unknown=ignored")
+    assert message_of(answer, 400) == "merchantId: is required (query parameter)"
+
+
+def test_spellings_and_unknown_parameters(sandbox: EmbeddedSandbox) -> None:
+    answer = get(sandbox.port, "/api/v5/apmTransactions?MERCHANTID=M-1&storeid=S-1"
+                 "&clientSystemTransactionId=none&extra=1&extra=2")
+    assert message_of(answer, 404).startswith("clientSystemTransactionId none: no transaction")
+    # a non-ASCII name never matches (the Kelvin sign lower-cases to "k")
+    answer = get(sandbox.port, "/api/v5/apmTransactions?merchantId=M-1&storeId=S-1"
+                 "&clientSystemTransactionId=none&%E2%84%AAey=1")
+    assert status_of(answer) == 404

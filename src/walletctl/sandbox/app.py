@@ -58,9 +58,12 @@ from walletctl.sandbox.openapi import body_doc as _body_doc
 from walletctl.sandbox.openapi import errors_doc as _errors_doc
 from walletctl.sandbox.openapi import openapi_document
 from walletctl.sandbox.outcome import Outcome, SandboxError, error_body
+from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store
 from walletctl.sandbox.store_rows import TxRow
+
+_LOOKUP_PARAMS = ("merchantId", "storeId", "clientSystemTransactionId")
 
 M = TypeVar("M", bound=WireModel)
 
@@ -190,7 +193,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         openapi_extra={
             "parameters": [
                 {"name": n, "in": "query", "required": True, "schema": {"type": "string"}}
-                for n in ("merchantId", "storeId", "clientSystemTransactionId")
+                for n in _LOOKUP_PARAMS
             ],
             "security": [{"PublicApiKey": []}],
         },
@@ -207,16 +210,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
     )
     async def lookup(request: Request) -> Response:
         server_key(request, "GET /api/v5/apmTransactions")
-        params = {k.lower(): v for k, v in request.query_params.items()}
-        values: dict[str, str] = {}
-        missing = []
-        for name in ("merchantId", "storeId", "clientSystemTransactionId"):
-            value = params.get(name.lower(), "")
-            if not value.strip():
-                missing.append(f"{name}: is required (query parameter)")
-            values[name] = value
-        if missing:
-            raise SandboxError(400, "; ".join(missing))
+        values = read_query(request.scope["query_string"], _LOOKUP_PARAMS, _LOOKUP_PARAMS)
         try:  # the rule the checkout applied: a reference it refuses cannot exist
             check_reference(values["clientSystemTransactionId"])
         except ValueError as exc:
