@@ -171,3 +171,21 @@ def test_spellings_and_unknown_parameters(sandbox: EmbeddedSandbox) -> None:
     answer = get(sandbox.port, "/api/v5/apmTransactions?merchantId=M-1&storeId=S-1"
                  "&clientSystemTransactionId=none&%E2%84%AAey=1")
     assert status_of(answer) == 404
+
+
+# -- JSON key folding: ASCII letters only ---------------------------------------------------------
+
+@pytest.mark.parametrize("key", ["chec\u212aoutDetails"])
+def test_a_key_folding_to_a_wire_name_only_by_unicode_rules_is_unknown(
+        sandbox: EmbeddedSandbox, checkout_body: Any, key: str) -> None:
+    """``"\\u212a".lower() == "k"`` (the Kelvin sign): such a key is not ``checkoutDetails``."""
+    body = checkout_body("KELVIN-1")
+    body[key] = body.pop("checkoutDetails")
+    resp = httpx.post(sandbox.url + "/api/v5/checkout", content=json.dumps(body),
+                      headers={**AUTH_HEADERS, "content-type": "application/json"})
+    assert resp.status_code == 400, resp.text
+    assert key in resp.json()["details"]["message"]
+    body["cHeCkOuTdEtAiLs"] = body.pop(key)  # ASCII case still folds
+    resp = httpx.post(sandbox.url + "/api/v5/checkout", content=json.dumps(body),
+                      headers={**AUTH_HEADERS, "content-type": "application/json"})
+    assert resp.status_code == 200, resp.text

@@ -14,6 +14,7 @@ from __future__ import annotations
 import urllib.parse
 from collections.abc import Iterable
 
+from walletctl.models.base import fold_key
 from walletctl.sandbox.outcome import SandboxError
 
 __all__ = ["read_query"]
@@ -37,7 +38,7 @@ def read_query(query: bytes, names: Iterable[str],
             continue
         raw_name, _, raw_value = part.partition(b"=")
         name = _unquote(raw_name).decode("utf-8", "replace")
-        wire = wanted.get(name.lower()) if name.isascii() else None
+        wire = wanted.get(fold_key(name))  # ASCII letters only: never the Kelvin sign
         if wire is None:
             continue  # a parameter the route does not read
         if wire in found:
