@@ -189,3 +189,20 @@ def test_a_key_folding_to_a_wire_name_only_by_unicode_rules_is_unknown(
     resp = httpx.post(sandbox.url + "/api/v5/checkout", content=json.dumps(body),
                       headers={**AUTH_HEADERS, "content-type": "application/json"})
     assert resp.status_code == 200, resp.text
+
+
+# -- a JSON body's charset -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("ctype", "status"), [
+    ("application/json; charset=utf-16", 415), ('application/json; charset="latin-1"', 415),
+    ("application/json;charset=", 415), ("application/json; charset=UTF-8", 400),
+    ('application/json; charset="utf-8"', 400), ("application/json", 400),
+])
+def test_a_json_charset_other_than_utf8_is_a_415(sandbox: EmbeddedSandbox, ctype: str,
+                                                 status: int) -> None:
+    resp = httpx.post(sandbox.url + "/api/v5/checkout", content=b'{"merchantId": 1}',
+                      headers={**AUTH_HEADERS, "content-type": ctype})
+    assert resp.status_code == status, resp.text  # 400: read, and refused as a checkout
+    message = resp.json()["details"]["message"]
+    if status == 415:
+        assert message.startswith("Content-Type: charset must be utf-8"), message
