@@ -206,3 +206,27 @@ def test_a_json_charset_other_than_utf8_is_a_415(sandbox: EmbeddedSandbox, ctype
     message = resp.json()["details"]["message"]
     if status == 415:
         assert message.startswith("Content-Type: charset must be utf-8"), message
+
+
+# -- fault settings: one spelling, errors name the key as given ------------------------------------
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"drop-rate": 0.1, "drop_rate": 0.2}, "drop-rate: is given more than once (also as "
+                                           "'drop_rate'; one spelling, once)"),
+    ({"status": 503, "error-status": 502}, "status: is given more than once"),
+    ({"error-rate": 7}, "error-rate: must be a rate between 0 and 1"),
+    ({"Retry-After": 99}, "Retry-After: must be between 0 and 60 seconds"),
+    ({"latency": "soon"}, "latency: must be a number"),
+])
+def test_fault_settings_have_one_spelling_and_are_named_as_given(
+        sandbox: EmbeddedSandbox, body: dict[str, Any], message: str) -> None:
+    resp = httpx.post(sandbox.url + "/_sandbox/faults", json=body)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["details"]["message"].startswith(message)
+    assert httpx.get(sandbox.url + "/_sandbox/faults").json()["drop_rate"] == 0.0  # unchanged
+
+
+def test_a_fault_header_setting_given_twice_is_a_400(sandbox: EmbeddedSandbox) -> None:
+    answer = get(sandbox.port, LOOKUP, "X-Sandbox-Fault: latency=0;latency=5000\r\n")
+    assert message_of(answer, 400) == ("X-Sandbox-Fault: latency: is given more than once "
+                                       "(also as 'latency'; one spelling, once)")
