@@ -230,3 +230,23 @@ def test_a_fault_header_setting_given_twice_is_a_400(sandbox: EmbeddedSandbox) -
     answer = get(sandbox.port, LOOKUP, "X-Sandbox-Fault: latency=0;latency=5000\r\n")
     assert message_of(answer, 400) == ("X-Sandbox-Fault: latency: is given more than once "
                                        "(also as 'latency'; one spelling, once)")
+
+
+# -- the hosted page's form: one decision ----------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["action=approve&action=decline", "action=decline&action=approve",
+                                  "action=approve&action=approve"])
+def test_a_hosted_page_form_with_two_actions_is_a_400_page(
+        sandbox: EmbeddedSandbox, checkout_body: Any, form: str) -> None:
+    ref = "TWO-" + "-".join(part.split("=")[1] for part in form.split("&"))
+    created = httpx.post(sandbox.url + "/api/v5/checkout", json=checkout_body(ref),
+                         headers=AUTH_HEADERS)
+    assert created.status_code == 200, created.text
+    link = created.json()["redirectUrl"]
+    form_type = {"content-type": "application/x-www-form-urlencoded"}
+    resp = httpx.post(link, content=form, headers=form_type)
+    assert resp.status_code == 400
+    assert resp.headers["content-type"].startswith("text/html")
+    assert "action: is given more than once" in resp.text
+    assert httpx.get(link).status_code == 200  # still pending: nothing was decided
+    assert httpx.post(link, content="action=approve", headers=form_type).status_code == 303

@@ -260,8 +260,11 @@ def create_app(config: SandboxConfig) -> FastAPI:
               summary="The customer's decision (form field action) -> 303 to the shop")
     async def pay_decide(token: str, request: Request) -> Response:
         raw = (await request.body())[:4096].decode("utf-8", "replace")
-        form = urllib.parse.parse_qs(raw)
-        action = (form.get("action") or [""])[0]
+        actions = urllib.parse.parse_qs(raw, keep_blank_values=True).get("action") or [""]
+        if len(actions) > 1:  # one decision: never the first (or last) of two applied
+            return HTMLResponse(pages.message_page("Bad request", "action: is given more than "
+                                                   "once (one decision per form)"), 400)
+        action = actions[0]
         now = ctx.now()
         if action not in engine.ACTIONS:
             return HTMLResponse(pages.message_page("Bad request", "action: must be approve, "
