@@ -250,3 +250,17 @@ def test_a_hosted_page_form_with_two_actions_is_a_400_page(
     assert "action: is given more than once" in resp.text
     assert httpx.get(link).status_code == 200  # still pending: nothing was decided
     assert httpx.post(link, content="action=approve", headers=form_type).status_code == 303
+
+
+@pytest.mark.parametrize("target", [
+    "/demo/merchant/api/session?ref=DEMO-Q&ref=DEMO-R",
+    "/demo/merchant/api/session?amount=1.00&Amount=2.00",
+    "/_sandbox/checkouts/NOPE/approve?merchantId=M-1&MERCHANTID=M-2",
+])
+def test_demo_and_admin_query_parameters_are_read_once(sandbox: EmbeddedSandbox,
+                                                       target: str) -> None:
+    method = "POST" if "/approve" in target else "GET"
+    answer = exchange(sandbox.port, (f"{method} {target} HTTP/1.1\r\nHost: localhost:"
+                                     f"{sandbox.port}\r\nContent-Length: 0\r\n"
+                                     "Connection: close\r\n\r\n").encode())
+    assert "is given more than once (query parameter" in message_of(answer, 400)
