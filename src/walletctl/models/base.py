@@ -40,6 +40,19 @@ MONEY_KEYS = frozenset(
 )
 
 _KEY_MAPS: dict[type[BaseModel], dict[str, str]] = {}
+
+
+def fold_key(key: object) -> str:
+    """A JSON key in lower case for case-insensitive matching, folding ASCII letters only.
+
+    ``str.lower`` also folds e.g. the Kelvin sign (U+212A) to ``k``, so
+    ``"chec\u212aoutDetails"`` would read as ``checkoutDetails``; a key with any non-ASCII
+    character is returned as it is, and so never matches a (pure ASCII) wire name.
+    """
+    if isinstance(key, str):
+        return key.lower() if key.isascii() else key
+    return str(key)
+
 _NAME = r"[A-Za-z][A-Za-z0-9_]*(?:\[\d+\])*"
 _FIELD_PREFIX = re.compile(rf"^{_NAME}(?:\.{_NAME})*$")  # e.g. itemDetails[0].totalAmount
 
@@ -94,7 +107,7 @@ class WireModel(BaseModel):
         key_map = cls._key_map()
         out: dict[str, Any] = {}
         for key, value in data.items():
-            canon = key_map.get(key.lower(), key) if isinstance(key, str) else key
+            canon = key_map.get(fold_key(key), key) if isinstance(key, str) else key
             if canon in out:
                 if cls._refuse_duplicates:
                     raise ValueError(f"{key}: given twice (keys are read case-insensitively)")
@@ -136,7 +149,7 @@ class ResponseModel(WireModel):
 
 def _currency_of(data: dict[str, Any]) -> str | None:
     for key, value in data.items():
-        if isinstance(key, str) and key.lower() == "currencycode" and isinstance(value, str):
+        if fold_key(key) == "currencycode" and isinstance(value, str):
             return value.upper()
     return None
 
@@ -146,7 +159,7 @@ def _walk_money(obj: Any, convert: Any, path: str, problems: list[tuple[str, str
         out: dict[Any, Any] = {}
         for key, value in obj.items():
             sub = f"{path}.{key}" if path else str(key)
-            is_money = isinstance(key, str) and key.lower() in MONEY_KEYS
+            is_money = isinstance(key, str) and fold_key(key) in MONEY_KEYS
             if is_money and value is not None and not isinstance(value, dict | list):
                 try:
                     out[key] = convert(value)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from walletctl.errors import RequestValidationError, ResponseError
-from walletctl.models.base import ResponseModel, decode_money
+from walletctl.models.base import ResponseModel, decode_money, fold_key
 from walletctl.models.fields import Currency
 from walletctl.models.money import AmountFormat
 
@@ -117,7 +117,7 @@ def parse_records(data: Any, fmt: AmountFormat) -> list[TransactionRecord]:
         if not isinstance(item, dict):
             raise ResponseError(f"lookup response record [{n}] is not an object")
         currency = next(
-            (v for k, v in item.items() if k.lower() == "currencycode" and isinstance(v, str)),
+            (v for k, v in item.items() if fold_key(k) == "currencycode" and isinstance(v, str)),
             None,
         )
         problems: list[tuple[str, str]] = []

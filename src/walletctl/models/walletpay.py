@@ -13,7 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 
 from walletctl.constants import WALLETPAY_METHOD
 from walletctl.errors import RequestValidationError
-from walletctl.models.base import ResponseModel, WireModel
+from walletctl.models.base import ResponseModel, WireModel, fold_key
 from walletctl.models.fields import Reference
 from walletctl.models.money import check_currency
 
@@ -145,7 +145,7 @@ def parse_event_detail(data: Any) -> PaymentResult | GatewayErrorObject:
     """Read a posted ``event.detail``: the success object, or the gateway error object."""
     if not isinstance(data, dict):
         raise RequestValidationError([("event.detail", "must be a JSON object")])
-    keys = {str(k).lower() for k in data}
+    keys = {fold_key(k) for k in data}
     if "transactionaccountid" in keys:
         return PaymentResult.from_wire(data)
     if "code" in keys:

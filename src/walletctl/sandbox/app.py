@@ -58,9 +58,12 @@ from walletctl.sandbox.openapi import body_doc as _body_doc
 from walletctl.sandbox.openapi import errors_doc as _errors_doc
 from walletctl.sandbox.openapi import openapi_document
 from walletctl.sandbox.outcome import Outcome, SandboxError, error_body
+from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store
 from walletctl.sandbox.store_rows import TxRow
+
+_LOOKUP_PARAMS = ("merchantId", "storeId", "clientSystemTransactionId")
 
 M = TypeVar("M", bound=WireModel)
 
@@ -190,7 +193,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         openapi_extra={
             "parameters": [
                 {"name": n, "in": "query", "required": True, "schema": {"type": "string"}}
-                for n in ("merchantId", "storeId", "clientSystemTransactionId")
+                for n in _LOOKUP_PARAMS
             ],
             "security": [{"PublicApiKey": []}],
         },
@@ -207,16 +210,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
     )
     async def lookup(request: Request) -> Response:
         server_key(request, "GET /api/v5/apmTransactions")
-        params = {k.lower(): v for k, v in request.query_params.items()}
-        values: dict[str, str] = {}
-        missing = []
-        for name in ("merchantId", "storeId", "clientSystemTransactionId"):
-            value = params.get(name.lower(), "")
-            if not value.strip():
-                missing.append(f"{name}: is required (query parameter)")
-            values[name] = value
-        if missing:
-            raise SandboxError(400, "; ".join(missing))
+        values = read_query(request.scope["query_string"], _LOOKUP_PARAMS, _LOOKUP_PARAMS)
         try:  # the rule the checkout applied: a reference it refuses cannot exist
             check_reference(values["clientSystemTransactionId"])
         except ValueError as exc:
@@ -266,8 +260,11 @@ def create_app(config: SandboxConfig) -> FastAPI:
               summary="The customer's decision (form field action) -> 303 to the shop")
     async def pay_decide(token: str, request: Request) -> Response:
         raw = (await request.body())[:4096].decode("utf-8", "replace")
-        form = urllib.parse.parse_qs(raw)
-        action = (form.get("action") or [""])[0]
+        actions = urllib.parse.parse_qs(raw, keep_blank_values=True).get("action") or [""]
+        if len(actions) > 1:  # one decision: never the first (or last) of two applied
+            return HTMLResponse(pages.message_page("Bad request", "action: is given more than "
+                                                   "once (one decision per form)"), 400)
+        action = actions[0]
         now = ctx.now()
         if action not in engine.ACTIONS:
             return HTMLResponse(pages.message_page("Bad request", "action: must be approve, "

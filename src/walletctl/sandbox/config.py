@@ -24,7 +24,7 @@ Fault grammar (server flags, ``POST /_sandbox/faults`` JSON, and the per-request
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -117,25 +117,43 @@ class FaultConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], base: FaultConfig | None = None) -> FaultConfig:
-        """Build from JSON / flag values (snake_case or the header's dashed names).
+        """Build from JSON values (the header's dashed names, or snake_case).
 
-        Raises ValueError naming the field and the rule.
+        Raises ValueError naming the field as the caller spelled it and the rule; two
+        spellings of one setting (``drop-rate`` and ``drop_rate``) are refused.
         """
+        return cls.from_pairs(data.items(), base)
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[Any, Any]],
+                   base: FaultConfig | None = None) -> FaultConfig:
+        """:meth:`from_mapping` over ``(name, value)`` pairs, which may repeat a name."""
         values: dict[str, Any] = {}
+        spelled: dict[str, str] = {}  # setting -> the key the caller used for it
         names = {f.name for f in fields(cls)}
-        for raw_key, raw in data.items():
+        for raw_key, raw in pairs:
             key = str(raw_key).strip().lower()
             name = _KEYS.get(key) or (key.replace("-", "_") if key.replace("-", "_") in names
                                       else None)
             if name is None:
                 raise ValueError(f"{raw_key}: unknown fault setting")
-            values[name] = _coerce(name, raw)
-        return replace(base or cls(), **values)
+            if name in spelled:
+                raise ValueError(f"{spelled[name]}: is given more than once (also as "
+                                 f"{str(raw_key)!r}; one spelling, once)")
+            spelled[name] = str(raw_key)
+            values[name] = _coerce(name, raw, spelled[name])
+        try:
+            return replace(base or cls(), **values)
+        except ValueError as exc:  # __post_init__ names the field: name it as it was given
+            field_name, sep, rule = str(exc).partition(": ")
+            if sep and field_name in spelled:
+                raise ValueError(f"{spelled[field_name]}: {rule}") from None
+            raise
 
     @classmethod
     def parse_header(cls, text: str) -> FaultConfig:
         """Parse ``latency=50;error-rate=0.2;...`` (the ``X-Sandbox-Fault`` grammar)."""
-        pairs: dict[str, str] = {}
+        pairs: list[tuple[str, str]] = []
         for part in text.replace(",", ";").split(";"):
             part = part.strip()
             if not part:
@@ -143,30 +161,31 @@ class FaultConfig:
             key, sep, value = part.partition("=")
             if not sep:
                 raise ValueError(f"{part}: expected name=value")
-            pairs[key.strip()] = value.strip()
-        return cls.from_mapping(pairs)
+            pairs.append((key.strip(), value.strip()))
+        return cls.from_pairs(pairs)
 
 
-def _coerce(name: str, raw: Any) -> Any:
+def _coerce(name: str, raw: Any, label: str) -> Any:
+    """``raw`` as setting ``name``'s type; errors name it ``label`` (as the caller spelled it)."""
     if isinstance(raw, bool):
-        raise ValueError(f"{name}: must be a number")
+        raise ValueError(f"{label}: must be a number")
     if name == "seed":
         if raw is None:
             return None
         try:
             return int(str(raw))
         except ValueError:
-            raise ValueError(f"{name}: must be an integer") from None
+            raise ValueError(f"{label}: must be an integer") from None
     try:
         number = Decimal(str(raw))
     except InvalidOperation:
-        raise ValueError(f"{name}: must be a number") from None
+        raise ValueError(f"{label}: must be a number") from None
     if not number.is_finite():
-        raise ValueError(f"{name}: must be a finite number")
+        raise ValueError(f"{label}: must be a finite number")
     if name.endswith("_rate"):
         return float(number)
     if number != number.to_integral_value():
-        raise ValueError(f"{name}: must be a whole number")
+        raise ValueError(f"{label}: must be a whole number")
     return int(number)
 
 

@@ -23,6 +23,7 @@ from walletctl.sandbox.config import FaultConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.magic import MAGIC_HELP
 from walletctl.sandbox.outcome import SandboxError
+from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
 
 
@@ -60,8 +61,8 @@ def install(app: FastAPI, ctx: SandboxContext,
             # the field and the rule, never the caller's text echoed back (400 like the
             # hosted page's form: the route exists, the value is not one of its four)
             raise SandboxError(400, "action: must be approve, decline, cancel or pending")
-        merchant = request.query_params.get("merchantId")
-        store_id = request.query_params.get("storeId")
+        scope = read_query(request.scope["query_string"], ("merchantId", "storeId"))
+        merchant, store_id = scope.get("merchantId"), scope.get("storeId")
         now = ctx.now()
         with store.atomic():
             rows = [

@@ -11,6 +11,14 @@ Route classes (by path prefix):
 
 Rules:
 
+* Size, on every route: a request target plus header names and values over
+  ``MAX_HEADER_BYTES`` (64 KiB) is a 431 and the connection closes (the connection protocol,
+  :mod:`walletctl.sandbox.protocol`, refuses heads still arriving past the limit; this check
+  catches a head that arrived whole in one socket read).
+* One of each: a request carrying ``Host``, ``Authorization``, ``Content-Type``,
+  ``Content-Length``, ``Origin``, ``X-Sandbox-Token``, ``X-Sandbox-Fault`` or
+  ``Sec-Fetch-Site`` more than once is a 400 naming the field (RFC 9112 3.2 for Host; for the
+  others, so that no two readers can pick different copies).
 * Host, on every route: the ``Host`` header must name a loopback host (``localhost``,
   ``127.0.0.1``, ``[::1]``), the bound address, or the host of the public URL; anything else
   (a DNS-rebinding page) gets 403.
@@ -33,7 +41,7 @@ import urllib.parse
 from typing import Any
 
 from walletctl.constants import SANDBOX_TOKEN_HEADER
-from walletctl.sandbox.config import SandboxConfig, is_loopback
+from walletctl.sandbox.config import MAX_HEADER_BYTES, SandboxConfig, is_loopback
 from walletctl.sandbox.limits import send_error
 
 Scope = dict[str, Any]
@@ -92,16 +100,54 @@ def _origin(url: str) -> str:
     return f"{parsed.scheme}://{parsed.netloc}".lower()
 
 
-def _host_header(headers: list[tuple[bytes, bytes]]) -> bytes | None:
-    """The request's Host value (``b""`` when missing), or None when it is given twice."""
-    found: bytes | None = b""
-    seen = False
+# Fields a request may carry once (RFC 9110 5.3: a list-less field given twice has no one
+# meaning, and two readers could pick different ones): lower-case name -> (bit, name).
+_SINGLETONS: dict[bytes, tuple[int, str]] = {
+    b"host": (1, "Host"), b"authorization": (2, "Authorization"),
+    b"content-type": (4, "Content-Type"), b"content-length": (8, "Content-Length"),
+    b"origin": (16, "Origin"), _TOKEN: (32, SANDBOX_TOKEN_HEADER),
+    b"x-sandbox-fault": (64, "X-Sandbox-Fault"), b"sec-fetch-site": (128, "Sec-Fetch-Site"),
+}
+_HOST, _ORIGIN, _TOKEN_BIT, _SITE = 1, 16, 32, 128
+
+
+class _Head:
+    """What the guard reads from a request's headers, in one pass (:func:`_read_head`)."""
+
+    __slots__ = ("host", "origin", "site", "size", "token", "twice")
+
+    def __init__(self) -> None:
+        self.host = b""
+        self.origin: bytes | None = None
+        self.site = b""
+        self.token = b""
+        self.twice: str | None = None  # a singleton field given more than once
+        self.size = 0  # bytes of header names and values
+
+
+def _read_head(headers: list[tuple[bytes, bytes]]) -> _Head:
+    head = _Head()
+    seen = size = 0
     for key, value in headers:
-        if key.lower() == b"host":
-            if seen:
-                return None
-            found, seen = bytes(value), True
-    return found
+        size += len(key) + len(value)
+        entry = _SINGLETONS.get(key.lower())
+        if entry is None:
+            continue
+        bit, name = entry
+        if seen & bit:
+            head.twice = head.twice or name
+            continue
+        seen |= bit
+        if bit == _HOST:
+            head.host = bytes(value)
+        elif bit == _ORIGIN:
+            head.origin = bytes(value)
+        elif bit == _TOKEN_BIT:
+            head.token = bytes(value)
+        elif bit == _SITE:
+            head.site = bytes(value)
+    head.size = size
+    return head
 
 
 def _own_origins(scope: Scope) -> tuple[bytes, ...]:
@@ -114,9 +160,11 @@ def _own_origins(scope: Scope) -> tuple[bytes, ...]:
 class GuardMiddleware:
     """See the module docstring."""
 
-    def __init__(self, app: Any, config: SandboxConfig) -> None:
+    def __init__(self, app: Any, config: SandboxConfig,
+                 max_header_bytes: int = MAX_HEADER_BYTES) -> None:
         self.app = app
         self.config = config
+        self.max_header_bytes = max_header_bytes
         self._hosts: frozenset[str] = frozenset()
         self._hosts_for: tuple[Any, ...] | None = None
         self._accepted: set[bytes] = set()  # Host values already found to name this sandbox
@@ -130,10 +178,8 @@ class GuardMiddleware:
                 return base + (value[len(origin):] or b"/")
         return value
 
-    def _host_refusal(self, raw: bytes | None) -> tuple[int, str] | None:
-        """The Host rule; ``raw`` is the header's value (None: sent more than once)."""
-        if raw is None:  # RFC 9112 3.2: more than one Host is a 400
-            return 400, "Host: is given more than once (one Host header per request)"
+    def _host_refusal(self, raw: bytes) -> tuple[int, str] | None:
+        """The Host rule; ``raw`` is the header's value."""
         config = self.config
         key = (config.host, config.public_url, config.allowed_hosts)
         if key != self._hosts_for:  # the names change only with the configuration
@@ -154,33 +200,37 @@ class GuardMiddleware:
         return None
 
     def _refusal(self, scope: Scope, kind: str | None) -> tuple[int, str] | None:
-        raw = _host_header(scope["headers"])
-        refusal = self._host_refusal(raw)
+        head = _read_head(scope["headers"])
+        size = head.size + len(scope.get("raw_path") or b"") + len(scope["query_string"])
+        if size > self.max_header_bytes:  # a complete head; the protocol bounds partial ones
+            return 431, (f"(request): request line and headers larger than "
+                         f"{self.max_header_bytes} bytes")
+        if head.twice is not None:  # RFC 9112 3.2 for Host; one reading for the others
+            return 400, (f"{head.twice}: is given more than once (one {head.twice} header "
+                         "per request)")
+        refusal = self._host_refusal(head.host)
         if refusal is not None or kind in (None, "health"):
             return refusal  # gateway, documents, static: Host only
-        host = (raw or b"").decode("latin-1")
-        headers = {bytes(k).lower(): bytes(v).decode("latin-1") for k, v in scope["headers"]}
+        host = head.host.decode("latin-1")
         method = scope.get("method", "GET")
         check_origin = kind in ("admin", "demo") or (kind == "page" and method != "GET")
         if check_origin:
-            origin = headers.get(b"origin")
+            origin = None if head.origin is None else head.origin.decode("latin-1")
             own = {f"http://{host}".lower(), f"https://{host}".lower()}
             if self.config.public_url:
                 own.add(_origin(self.config.public_url))
             if origin is not None and origin.lower() not in own:
                 return 403, (f"Origin: {origin[:100]!r} is not this sandbox's origin (admin, "
                              "demo and hosted-page routes refuse cross-site requests)")
-            site = headers.get(b"sec-fetch-site", "").lower()
+            site = head.site.decode("latin-1").lower()
             if site in ("cross-site", "same-site"):
                 return 403, (f"Sec-Fetch-Site: {site} (admin, demo and hosted-page routes "
                              "refuse cross-site requests)")
         token = self.config.admin_token
-        if kind == "admin" and token:
-            given = headers.get(_TOKEN, "")
-            if not hmac.compare_digest(given.encode(), token.encode()):
-                return 401, (f"{SANDBOX_TOKEN_HEADER}: the sandbox's admin token is required "
-                             "(printed by `walletctl sandbox serve`; --admin-token or "
-                             "$WALLETCTL_SANDBOX_TOKEN)")
+        if kind == "admin" and token and not hmac.compare_digest(head.token, token.encode()):
+            return 401, (f"{SANDBOX_TOKEN_HEADER}: the sandbox's admin token is required "
+                         "(printed by `walletctl sandbox serve`; --admin-token or "
+                         "$WALLETCTL_SANDBOX_TOKEN)")
         return None
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
@@ -190,7 +240,8 @@ class GuardMiddleware:
         kind = route_class(str(scope.get("path", "")))
         refusal = self._refusal(scope, kind)
         if refusal is not None:
-            await send_error(send, refusal[0], refusal[1], headers=[_NOSNIFF])
+            await send_error(send, refusal[0], refusal[1], headers=[_NOSNIFF],
+                             close=refusal[0] == 431)
             return
 
         async def send_secure(message: Message) -> None:

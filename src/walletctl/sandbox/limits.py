@@ -6,7 +6,8 @@
   sent, and closes the connection after the 413.
 * A non-empty body must be JSON (``application/json`` or ``*/*+json``) on every route except
   the hosted page's form (``POST /pay/{token}``: ``application/x-www-form-urlencoded``);
-  anything else is 415 before the route runs.
+  anything else is 415 before the route runs. A JSON body's ``charset`` parameter, when
+  given, must be ``utf-8`` (415 otherwise: the body is read as UTF-8, never re-decoded).
 
 The body read here is replayed to the route, so routes keep using ``await request.body()``.
 """
@@ -47,6 +48,18 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 def media_type(value: str | None) -> str:
     return (value or "").split(";", 1)[0].strip().lower()
+
+
+def json_charset(value: str | None) -> str | None:
+    """The ``charset`` of a JSON ``Content-Type`` when it is not UTF-8 (None: absent or
+    ``utf-8``, any case, quoted or not)."""
+    for param in (value or "").split(";")[1:]:
+        name, _, given = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = given.strip().strip('"').strip().lower()
+            if charset != "utf-8":
+                return charset[:40] or "(empty)"
+    return None
 
 
 def _type_ok(path: str, value: str | None) -> tuple[bool, str]:
@@ -100,6 +113,12 @@ class BodyLimitMiddleware:
             ok, wanted = _type_ok(str(scope.get("path", "")), _header(scope, b"content-type"))
             if not ok:
                 await send_error(send, 415, f"Content-Type: must be {wanted}")
+                return
+            charset = None if wanted != "application/json" else json_charset(
+                _header(scope, b"content-type"))
+            if charset is not None:
+                await send_error(send, 415, f"Content-Type: charset must be utf-8 (JSON bodies "
+                                 f"are read as UTF-8), not {charset!r}")
                 return
         sent = False
 

@@ -50,6 +50,7 @@ _ERRORS: Final[dict[int, tuple[str, str]]] = {
     415: ("GEN-415", "UnsupportedMediaType"),
     422: ("TRX-422", "BusinessRuleViolation"),
     429: ("GEN-429", "TooManyRequests"),
+    431: ("GEN-431", "RequestHeaderFieldsTooLarge"),
     500: ("GEN-500", "InternalError"),
     502: ("GEN-502", "BadGateway"),
     503: ("GEN-503", "ServiceUnavailable"),

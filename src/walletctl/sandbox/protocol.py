@@ -9,9 +9,10 @@ or stops half-way through a request, stays open for ever), and ``limit_concurren
 ``accept`` fails and new clients are reset. So :class:`SandboxHttpToolsProtocol` and
 :class:`SandboxH11Protocol` add, per connection:
 
-* **Header limit** - a request line plus headers over :data:`MAX_HEADER_BYTES` (64 KiB) is
-  answered 431 and the connection closed, after reading at most one more socket read
-  (256 KiB); other connections are not held up.
+* **Header limit** - a request line plus headers over :data:`MAX_HEADER_BYTES` (64 KiB)
+  still arriving is answered 431 and the connection closed, after reading at most one more
+  socket read (256 KiB); other connections are not held up. (A head that arrives whole in
+  one read is measured by the guard middleware, :mod:`walletctl.sandbox.guard`.)
 * **Request deadline** - a complete request (headers and body) must arrive within
   ``request_timeout`` seconds of the connection opening or of the previous response (default
   :data:`DEFAULT_REQUEST_TIMEOUT`); otherwise the connection is closed (408 first when part
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import h11
+import httptools
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -178,8 +180,7 @@ class _Bounded(asyncio.Protocol):
         elif not self._head_in():
             self._head_bytes += len(data)
             if self._head_bytes > self.limits.max_header_bytes:
-                self._refuse(431, "(request): request line and headers larger than "
-                             f"{self.limits.max_header_bytes} bytes")
+                self._too_large()
 
     # -- the transport's hooks (before/after uvicorn's own, next in the MRO) ------------------
 
@@ -205,7 +206,16 @@ class _Bounded(asyncio.Protocol):
         super().data_received(data)
         self._after_data(data)
 
+    def _too_large(self) -> None:
+        self._refuse(431, "(request): request line and headers larger than "
+                     f"{self.limits.max_header_bytes} bytes")
+
     def send_400_response(self, msg: str) -> None:
+        if self._refused:
+            return
+        if getattr(self, "_url_too_long", False):
+            self._too_large()
+            return
         self._refuse(400, "(request): malformed HTTP request")
 
 
@@ -226,7 +236,16 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         self._head_done = self._message_done = False
+        self._url_too_long = False
         super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > self.limits.max_header_bytes:
+            # httptools cannot parse a URL over 64 KiB (its offsets are 16-bit): a 431, not
+            # "malformed" (the parser error this raises is answered by send_400_response)
+            self._url_too_long = True
+            raise httptools.HttpParserError("request target too long")
 
     def on_headers_complete(self) -> None:
         self._head_done = True

@@ -66,6 +66,7 @@ from fastapi.responses import JSONResponse, Response
 
 from walletctl.sandbox.auth import require_scope
 from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import (
     AuthorizationBody,
     ChallengeBody,
@@ -140,15 +141,12 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def payment_account(request: Request) -> Any:
         """Get Payment Account (masked)."""
-        q = request.query_params
-        merchant_id, store_id = q.get("merchantId"), q.get("storeId")
-        for name, value in (("merchantId", merchant_id), ("storeId", store_id),
-                            ("encryptionKeyId", q.get("encryptionKeyId"))):
-            if not value:
-                raise ApiError(400, "MissingField", f"{name}: query parameter is required")
-        require_scope(credential(request, ctx), str(merchant_id), str(store_id))
-        account = get_account(st, request.path_params["account_id"], str(merchant_id),
-                              str(store_id), q.get("encryptionKeyId"))
+        names = ("merchantId", "storeId", "encryptionKeyId")
+        q = read_query(request.scope["query_string"], names, names)
+        merchant_id, store_id = q["merchantId"], q["storeId"]
+        require_scope(credential(request, ctx), merchant_id, store_id)
+        account = get_account(st, request.path_params["account_id"], merchant_id, store_id,
+                              q["encryptionKeyId"])
         return account.public()
 
     async def transactions(request: Request) -> Any:

@@ -21,6 +21,7 @@ from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import auth, crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
+from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import ChallengeBody, PaymentAccountBody, WalletTokenBody
 from walletctl.sandbox.store_rows import DuplicateReferenceError, TxRow
 from walletctl.sandbox.walletpay_state import (
@@ -341,12 +342,10 @@ def check_key(request: Request, st: WalletPayState) -> dict[str, Any]:
     Answers what the payment would: 401 for an unknown or expired key, 403 for a key of
     another merchant or store, 401 when no encryption key is bound to it.
     """
-    q = request.query_params
-    merchant_id, store_id = q.get("merchantId"), q.get("storeId")
-    for name, value in (("merchantId", merchant_id), ("storeId", store_id)):
-        if not value:
-            raise ApiError(400, "MissingField", f"{name}: query parameter is required")
+    names = ("merchantId", "storeId")
+    q = read_query(request.scope["query_string"], names, names)
+    merchant_id, store_id = q["merchantId"], q["storeId"]
     cred = credential(request, st.ctx)
-    auth.require_scope(cred, str(merchant_id), str(store_id))
+    auth.require_scope(cred, merchant_id, store_id)
     st.key_for_api_key(cred.key)
     return {"merchantId": merchant_id, "storeId": store_id, "status": "valid"}

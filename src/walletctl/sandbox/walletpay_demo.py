@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major
+from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import (
     AuthorizationBody,
     ChallengeBody,
@@ -100,8 +101,12 @@ def _session(st: WalletPayState, reference: str) -> DemoSession:
     return session
 
 
+_SESSION_PARAMS = ("merchantId", "storeId", "ref", "currency", "amount", "type", "authorize",
+                   "scenario")
+
+
 async def demo_session(request: Request, st: WalletPayState) -> dict[str, Any]:
-    q = request.query_params
+    q = read_query(request.scope["query_string"], _SESSION_PARAMS)
     for name, fixed in (("merchantId", DEMO_MERCHANT), ("storeId", DEMO_STORE)):
         if q.get(name) not in (None, "", fixed):
             raise ApiError(400, "InvalidField", f"{name}: the demo merchant is {fixed} only "

@@ -22,7 +22,7 @@ import secrets
 from decimal import Decimal
 from typing import Any
 
-from walletctl.models.base import MONEY_KEYS
+from walletctl.models.base import MONEY_KEYS, fold_key
 from walletctl.models.money import exponent
 from walletctl.sandbox.outcome import SandboxError
 
@@ -142,7 +142,7 @@ def read_body(raw: bytes, fmt: str, *, where: str = "(request)") -> dict[str, An
 def _get(data: Any, name: str) -> Any:
     if isinstance(data, dict):
         for key, value in data.items():
-            if isinstance(key, str) and key.lower() == name.lower():
+            if fold_key(key) == name.lower():
                 return value
     return None
 
@@ -200,7 +200,7 @@ def check_numbers(data: Any, fmt: str) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 sub = f"{path}.{key}" if path else str(key)
-                low = key.lower()
+                low = fold_key(key)
                 if low in MONEY_KEYS and value is not None and not isinstance(value, dict | list):
                     check_amount(value, sub, cur, fmt)
                 elif low in INT_KEYS and isinstance(value, bool):
