@@ -70,18 +70,15 @@ def test_two_desks_with_their_own_history_files_still_move_money_once(desk: Desk
     assert "not made through this history" in held.stderr
 
 
-def test_a_409_after_forward_is_unknown_and_the_rerun_reports_it(desk: Desk) -> None:
+def test_a_409_after_forward_is_looked_up_and_reported_applied(desk: Desk) -> None:
     """A gateway that answers 409 (reference already used) to the request it has just
-    applied: not a refusal (exit 8, recorded unknown); the re-run finds it and sends nothing."""
+    applied: not a refusal; one lookup of the reference shows this very refund, so it is
+    reported already applied (exit 0) and recorded so, one entry, sent once."""
     order = desk.sale(unique("C409"), "50.00")
-    argv = ("-p", "desk-a", "refund", order, "--amount", "5", "--yes")
+    argv = ("-p", "desk-a", "-o", "json", "refund", order, "--amount", "5", "--yes")
     desk.proxy.status_after_forward(409)
-    first = desk.run(*argv, expect=8)
-    assert "409" in first.stderr, first
-    assert [e["outcome"] for e in desk.history()] == ["unknown"], first
-    desk.proxy.clear()
-    posts = len(desk.proxy.posts())
-    again = desk.run(*argv, expect=0)
-    assert "already applied" in again.stdout + again.stderr or "alreadyApplied" in again.stdout
-    assert len(desk.proxy.posts()) == posts, again
+    first = desk.run(*argv, expect=0)
+    assert first.json()["alreadyApplied"] is True, first
+    assert [(e["outcome"], e["http_status"]) for e in desk.history()] == [("approved", 409)]
+    assert len(desk.proxy.posts()) == 1, first
     assert len(desk.followups(order, "refund")) == 1

@@ -171,11 +171,13 @@ def test_a_batch_journal_is_compared_too(desk: Desk) -> None:  # noqa: F811
         (["--refs", str(export)], f"--refs {export} line 3"),
         (["--journal", str(rows)], "--journal"),
         (["--journal", str(not_a_journal)], "--journal"),
-        (["--ref", "has\ttab"], "--ref"),
         (["--op", "chargeback"], "--op"),
     ]
     results = run_together(desk, *(["-p", "desk-a", "recon", *argv] for argv, _ in cases),
                            expect=2)
+    # a reference the rule refuses: exit 4 with the rule, as lookup and the money commands
+    bad_ref = desk.run("-p", "desk-a", "recon", "--ref", "has\ttab", expect=4)
+    assert bad_ref.stderr.startswith("walletctl: error: invalid request: --ref: has U+0009")
     for (_, named), bad in zip(cases, results, strict=True):
         assert bad.stdout == "", bad
         first = bad.stderr.strip().splitlines()[0]
