@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import hmac
 import urllib.parse
-from typing import Any
+from typing import Any, NamedTuple
 
 from walletctl.constants import SANDBOX_TOKEN_HEADER
 from walletctl.sandbox.config import MAX_HEADER_BYTES, SandboxConfig, is_loopback
@@ -101,58 +101,42 @@ def _origin(url: str) -> str:
 
 
 # Fields a request may carry once (RFC 9110 5.3: a list-less field given twice has no one
-# meaning, and two readers could pick different ones): lower-case name -> (bit, name).
-_SINGLETONS: dict[bytes, tuple[int, str]] = {
-    b"host": (1, "Host"), b"authorization": (2, "Authorization"),
-    b"content-type": (4, "Content-Type"), b"content-length": (8, "Content-Length"),
-    b"origin": (16, "Origin"), _TOKEN: (32, SANDBOX_TOKEN_HEADER),
-    b"x-sandbox-fault": (64, "X-Sandbox-Fault"), b"sec-fetch-site": (128, "Sec-Fetch-Site"),
+# meaning, and two readers could pick different ones): lower-case name -> display name.
+_SINGLETONS: dict[bytes, str] = {
+    b"host": "Host", b"authorization": "Authorization", b"content-type": "Content-Type",
+    b"content-length": "Content-Length", b"origin": "Origin", _TOKEN: SANDBOX_TOKEN_HEADER,
+    b"x-sandbox-fault": "X-Sandbox-Fault", b"sec-fetch-site": "Sec-Fetch-Site",
 }
-_HOST, _ORIGIN, _TOKEN_BIT, _SITE = 1, 16, 32, 128
 
 
-class _Head:
+class _Head(NamedTuple):
     """What the guard reads from a request's headers, in one pass (:func:`_read_head`)."""
 
-    __slots__ = ("host", "origin", "site", "size", "token", "twice")
+    values: dict[bytes, bytes]  # each singleton field given, by lower-case name
+    twice: str | None  # a singleton field given more than once
+    size: int  # bytes of header names and values
 
-    def __init__(self) -> None:
-        self.host = b""
-        self.origin: bytes | None = None
-        self.site = b""
-        self.token = b""
-        self.twice: str | None = None  # a singleton field given more than once
-        self.size = 0  # bytes of header names and values
+    def get(self, name: bytes) -> bytes:
+        return self.values.get(name, b"")
 
 
 def _read_head(headers: list[tuple[bytes, bytes]]) -> _Head:
-    head = _Head()
-    seen = size = 0
+    values: dict[bytes, bytes] = {}
+    twice: str | None = None
+    size = 0
     for key, value in headers:
         size += len(key) + len(value)
-        entry = _SINGLETONS.get(key.lower())
-        if entry is None:
-            continue
-        bit, name = entry
-        if seen & bit:
-            head.twice = head.twice or name
-            continue
-        seen |= bit
-        if bit == _HOST:
-            head.host = bytes(value)
-        elif bit == _ORIGIN:
-            head.origin = bytes(value)
-        elif bit == _TOKEN_BIT:
-            head.token = bytes(value)
-        elif bit == _SITE:
-            head.site = bytes(value)
-    head.size = size
-    return head
+        name = key.lower()
+        if name in _SINGLETONS:
+            if name in values:
+                twice = twice or _SINGLETONS[name]
+            else:
+                values[name] = bytes(value)
+    return _Head(values, twice, size)
 
 
-def _own_origins(scope: Scope) -> tuple[bytes, ...]:
+def _own_origins(host: bytes) -> tuple[bytes, ...]:
     """``http://HOST`` and ``https://HOST`` for the request's (already checked) Host."""
-    host = next((bytes(v) for k, v in scope["headers"] if bytes(k).lower() == b"host"), b"")
     host = host.strip().lower()
     return (b"http://" + host, b"https://" + host) if host else ()
 
@@ -199,8 +183,7 @@ class GuardMiddleware:
         self._accepted.add(raw)
         return None
 
-    def _refusal(self, scope: Scope, kind: str | None) -> tuple[int, str] | None:
-        head = _read_head(scope["headers"])
+    def _refusal(self, scope: Scope, kind: str | None, head: _Head) -> tuple[int, str] | None:
         size = head.size + len(scope.get("raw_path") or b"") + len(scope["query_string"])
         if size > self.max_header_bytes:  # a complete head; the protocol bounds partial ones
             return 431, (f"(request): request line and headers larger than "
@@ -208,26 +191,28 @@ class GuardMiddleware:
         if head.twice is not None:  # RFC 9112 3.2 for Host; one reading for the others
             return 400, (f"{head.twice}: is given more than once (one {head.twice} header "
                          "per request)")
-        refusal = self._host_refusal(head.host)
+        refusal = self._host_refusal(head.get(b"host"))
         if refusal is not None or kind in (None, "health"):
             return refusal  # gateway, documents, static: Host only
-        host = head.host.decode("latin-1")
+        host = head.get(b"host").decode("latin-1")
         method = scope.get("method", "GET")
         check_origin = kind in ("admin", "demo") or (kind == "page" and method != "GET")
         if check_origin:
-            origin = None if head.origin is None else head.origin.decode("latin-1")
+            given = head.values.get(b"origin")
+            origin = None if given is None else given.decode("latin-1")
             own = {f"http://{host}".lower(), f"https://{host}".lower()}
             if self.config.public_url:
                 own.add(_origin(self.config.public_url))
             if origin is not None and origin.lower() not in own:
                 return 403, (f"Origin: {origin[:100]!r} is not this sandbox's origin (admin, "
                              "demo and hosted-page routes refuse cross-site requests)")
-            site = head.site.decode("latin-1").lower()
+            site = head.get(b"sec-fetch-site").decode("latin-1").lower()
             if site in ("cross-site", "same-site"):
                 return 403, (f"Sec-Fetch-Site: {site} (admin, demo and hosted-page routes "
                              "refuse cross-site requests)")
         token = self.config.admin_token
-        if kind == "admin" and token and not hmac.compare_digest(head.token, token.encode()):
+        if kind == "admin" and token and not hmac.compare_digest(head.get(_TOKEN),
+                                                                token.encode()):
             return 401, (f"{SANDBOX_TOKEN_HEADER}: the sandbox's admin token is required "
                          "(printed by `walletctl sandbox serve`; --admin-token or "
                          "$WALLETCTL_SANDBOX_TOKEN)")
@@ -238,7 +223,8 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         kind = route_class(str(scope.get("path", "")))
-        refusal = self._refusal(scope, kind)
+        head = _read_head(scope["headers"])
+        refusal = self._refusal(scope, kind, head)
         if refusal is not None:
             await send_error(send, refusal[0], refusal[1], headers=[_NOSNIFF],
                              close=refusal[0] == 431)
@@ -248,7 +234,7 @@ class GuardMiddleware:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 if 300 <= int(message.get("status", 200)) < 400:
-                    own = _own_origins(scope)
+                    own = _own_origins(head.get(b"host"))
                     headers = [(k, self._location(bytes(v), own))
                                if bytes(k).lower() == b"location" else (k, v)
                                for k, v in headers]

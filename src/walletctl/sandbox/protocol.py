@@ -113,6 +113,7 @@ class _Bounded(asyncio.Protocol):
         self._linger: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._refused = False
+        self._url_too_long = False  # set by the httptools protocol's on_url
 
     def _head_in(self) -> bool:
         raise NotImplementedError
@@ -213,7 +214,7 @@ class _Bounded(asyncio.Protocol):
     def send_400_response(self, msg: str) -> None:
         if self._refused:
             return
-        if getattr(self, "_url_too_long", False):
+        if self._url_too_long:
             self._too_large()
             return
         self._refuse(400, "(request): malformed HTTP request")
