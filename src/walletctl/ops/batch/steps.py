@@ -13,14 +13,12 @@ from walletctl.errors import RefusedError
 from walletctl.models.outcome import (
     Intended,
     conflict_note,
-    find_record,
     meaning_of_state,
-    record_conflicts,
 )
 from walletctl.ops.batch.calls import GatewayCalls
 from walletctl.ops.batch.journal import PREFLIGHT, Journal, JournalRow, State
 from walletctl.ops.money.duplicates import likely_duplicate
-from walletctl.ops.money.earlier import needs_lookup, resolve_earlier
+from walletctl.ops.money.earlier import needs_lookup, resolve_earlier, verdict_of
 
 if TYPE_CHECKING:
     from walletctl.history.store import HistoryStore
@@ -110,12 +108,11 @@ class RowSteps(GatewayCalls):
         """If the gateway already holds our reference, journal its outcome (no re-send) —
         only when the record IS this row's request; another transaction under the reference
         is a conflict, left unknown."""
-        rec = find_record(list(records), row.new_ref)
+        intended = Intended(row.new_ref, self.opt.op, row.amount, row.currency)
+        verdict, rec, conflicts = verdict_of(intended, list(records))  # the one rule
         if rec is None:
             return False
-        intended = Intended(row.new_ref, self.opt.op, row.amount, row.currency)
-        conflicts = record_conflicts(rec, intended)
-        if conflicts:
+        if verdict == "conflict":
             self.report.note("conflict")
             self._finish(row, "unknown", txn_id=rec.id, txn_state=rec.state,
                          detail=conflict_note(intended, rec, conflicts))
