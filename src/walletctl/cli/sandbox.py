@@ -1,7 +1,16 @@
-"""``walletctl sandbox``: run the local sandbox gateway, drive it headlessly, run the demo.
+"""``walletctl sandbox``: run the local sandbox gateway, drive a running one, run the demo.
 
-Commands: ``serve``, ``reset``, ``approve`` / ``decline`` / ``cancel`` REF, ``ledger``,
-``values``, ``demo``; ``3ds`` ACCOUNT (:mod:`walletctl.cli.sandbox_3ds`). Nothing heavy is
+* The local sandbox: ``serve``, ``wait``, ``values``, ``demo``.
+* A running sandbox, through its admin routes (``/_sandbox/*``, with the admin token when it
+  has one; :mod:`walletctl.ops.sandbox_admin`): ``approve`` / ``decline`` / ``cancel`` REF,
+  ``reset``, ``ledger``, ``faults``, ``seed``, and ``3ds`` ACCOUNT (the simulated 3DS
+  challenge of a Card account, as the cardholder would pass or fail it; its ``-o json``
+  answer is what ``walletctl authorize --3ds FILE|-`` reads). That sandbox is the one at
+  ``--url``, else the selected profile's gateway (a production profile is refused: these
+  commands act on a sandbox only).
+
+Each command parses its options, calls one function of :mod:`walletctl.ops` (``serve``: the
+sandbox's server) and hands the result to :mod:`walletctl.render.sandbox`. Nothing heavy is
 imported at module import (``--help`` stays fast).
 """
 
@@ -15,9 +24,9 @@ from typing import Annotated, Any
 
 import typer
 
-from walletctl.cli.state import get_state
+from walletctl.cli.state import command_line, get_state
 from walletctl.constants import Env, ExitCode
-from walletctl.errors import WalletctlError
+from walletctl.errors import UsageError, WalletctlError
 from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT
 
 HELP = (
@@ -40,12 +49,10 @@ class DemoFailed(WalletctlError):
 
 def register(app: typer.Typer) -> None:
     """Add ``walletctl sandbox ...`` to ``app``."""
-    from walletctl.cli import sandbox_admin
-
-    sandbox_admin.register(sandbox_app)
-    from walletctl.cli import sandbox_3ds  # noqa: F401 - adds `sandbox 3ds` to sandbox_app
-
     app.add_typer(sandbox_app, name="sandbox", help=HELP)
+
+
+# -- the local sandbox -----------------------------------------------------------------------
 
 
 @sandbox_app.command("serve")
@@ -141,14 +148,12 @@ def serve_cmd(
     ] = False,
 ) -> None:
     """Serve the sandbox gateway until Ctrl-C or SIGTERM (prints its URL, then a ready line)."""
-    from walletctl.errors import UsageError
+    from walletctl.client.admin import check_token
     from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig
     from walletctl.sandbox.cors import parse_origins
 
     if amount_format not in ("minor", "decimal"):
         raise UsageError("--amount-format: must be minor or decimal")
-    from walletctl.ops.sandbox_admin import check_token
-
     check_token(admin_token)
     try:
         faults = FaultConfig(
@@ -199,9 +204,8 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
     """The ``on_listen`` hook of --write-profile / --print-profile (None when neither)."""
     if name is None and not print_it:
         return None
-    from walletctl.cli.sandbox_profile import profile_table, profile_text, write_profile
     from walletctl.config.validate import valid_profile_name
-    from walletctl.errors import UsageError
+    from walletctl.ops.sandbox_profile import profile_table, profile_text, write_profile
     from walletctl.render.console import print_note
     from walletctl.sandbox.config import DEFAULT_API_KEY
 
@@ -225,8 +229,6 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
 
 def _check_ready_file(path: Path) -> None:
     """Refuse an unusable --ready-file before anything is served."""
-    from walletctl.errors import UsageError
-
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise UsageError(f"--ready-file {path}: is a directory")
@@ -263,9 +265,6 @@ def values_cmd(ctx: typer.Context) -> None:
                   service_secret=DEFAULT_SERVICE_SECRET)
 
 
-# -- the demo ------------------------------------------------------------------------------
-
-
 @sandbox_app.command("demo")
 def demo_cmd(
     ctx: typer.Context,
@@ -297,3 +296,272 @@ def demo_cmd(
     if failed:
         raise DemoFailed(f"demo step failed: {failed}")
 
+
+# -- a running sandbox: its URL, and the options every such command takes ------------------
+
+URL_HELP = "Sandbox base URL (default: the selected profile's base_url)."
+SandboxURL = Annotated[str | None, typer.Option("--url", help=URL_HELP)]
+_ADMIN_HELP = ("The sandbox's admin token (X-Sandbox-Token), needed when it serves on a "
+               "non-loopback host.")
+AdminToken = Annotated[
+    str | None,
+    typer.Option("--admin-token", help=_ADMIN_HELP, envvar=Env.SANDBOX_TOKEN,
+                 show_default=False),
+]
+Reference = Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")]
+
+
+def _is_http_url(url: str) -> bool:
+    import re
+
+    return len(url) <= 2048 and re.fullmatch(r"https?://[^\s/?#]+[^\s]*", url) is not None \
+        and url.isprintable()
+
+
+def _sandbox_url(ctx: typer.Context, url: str | None,
+                 command: str) -> tuple[str, dict[str, str]]:
+    """The sandbox URL and, when a profile is used, its merchantId/storeId filter (a
+    production profile is refused: these commands act on a sandbox only)."""
+    if url is not None and not url.strip():  # `--url ""` must not fall back to the profile
+        raise UsageError("--url: must not be empty (omit it to use the profile's gateway)")
+    if url is not None and not _is_http_url(url):
+        raise UsageError("--url: must be an http(s) URL such as http://127.0.0.1:8765")
+    if url:
+        return url.rstrip("/"), {}
+    prof = get_state(ctx).profile()
+    from walletctl.cli.production import refuse_production
+
+    refuse_production(prof, command=f"sandbox {command}")
+    return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
+
+
+# -- deciding a checkout, reset, ledger ------------------------------------------------------
+
+
+def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
+            token: str | None) -> None:
+    from walletctl.models.inputs import check_inputs
+    from walletctl.ops.sandbox_admin import amount_format, decide
+    from walletctl.render.sandbox import render_decision
+
+    check_inputs(references={"REF": ref})  # the rule every command applies: exit 4
+    base, params = _sandbox_url(ctx, url, action)
+    data = decide(base, ref, action, params=params, token=token)
+    state = get_state(ctx)
+    wire_format = None  # the record's amounts: the profile's format, or (--url) the sandbox's
+    if state.output_format != "table":
+        wire_format = amount_format(base) if url else state.profile().amount_format
+    render_decision(data, state.output_format, ref, wire_format)
+
+
+@sandbox_app.command("approve")
+def approve_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
+                admin_token: AdminToken = None) -> None:
+    """Approve a pending checkout, as the customer would on the hosted page."""
+    _decide(ctx, ref, "approve", url, admin_token)
+
+
+@sandbox_app.command("decline")
+def decline_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
+                admin_token: AdminToken = None) -> None:
+    """Decline a pending checkout (state Declined)."""
+    _decide(ctx, ref, "decline", url, admin_token)
+
+
+@sandbox_app.command("cancel")
+def cancel_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
+               admin_token: AdminToken = None) -> None:
+    """Cancel a pending checkout (state Cancelled)."""
+    _decide(ctx, ref, "cancel", url, admin_token)
+
+
+@sandbox_app.command("reset")
+def reset_cmd(ctx: typer.Context, url: SandboxURL = None,
+              admin_token: AdminToken = None) -> None:
+    """Delete every transaction and issued key of a running sandbox."""
+    from walletctl.ops.sandbox_admin import reset
+    from walletctl.render.sandbox import render_record
+
+    base, _ = _sandbox_url(ctx, url, "reset")
+    render_record(reset(base, token=admin_token), get_state(ctx).output_format,
+                  f"sandbox at {base} reset")
+
+
+@sandbox_app.command("ledger")
+def ledger_cmd(ctx: typer.Context, url: SandboxURL = None,
+               admin_token: AdminToken = None) -> None:
+    """List every transaction a running sandbox holds."""
+    from walletctl.ops.sandbox_admin import ledger
+    from walletctl.render.sandbox import render_ledger
+
+    base, _ = _sandbox_url(ctx, url, "ledger")
+    render_ledger(ledger(base, token=admin_token), get_state(ctx).output_format, base)
+
+
+# -- faults ----------------------------------------------------------------------------------
+
+_FAULT_PANEL = "Faults to set (the others stay as they are; --clear first resets them all)"
+
+
+@sandbox_app.command("faults")
+def faults_cmd(
+    ctx: typer.Context,
+    latency: Annotated[int | None, typer.Option(
+        "--latency", help="Added latency, ms.", min=0, max=10_000,
+        rich_help_panel=_FAULT_PANEL)] = None,
+    jitter: Annotated[int | None, typer.Option(
+        "--jitter", help="± jitter on the latency, ms.", min=0, max=10_000,
+        rich_help_panel=_FAULT_PANEL)] = None,
+    error_rate: Annotated[float | None, typer.Option(
+        "--error-rate", help="Rate of 5xx before commit (0-1).", min=0.0, max=1.0,
+        rich_help_panel=_FAULT_PANEL)] = None,
+    error_status: Annotated[int | None, typer.Option(
+        "--error-status", help="The 5xx status to answer.", min=500, max=599,
+        rich_help_panel=_FAULT_PANEL)
+    ] = None,
+    throttle_rate: Annotated[float | None, typer.Option(
+        "--throttle-rate", help="Rate of 429 answers (0-1).", min=0.0, max=1.0,
+        rich_help_panel=_FAULT_PANEL)
+    ] = None,
+    retry_after: Annotated[int | None, typer.Option(
+        "--retry-after", help="Retry-After seconds on 429.", min=0, max=60,
+        rich_help_panel=_FAULT_PANEL)
+    ] = None,
+    drop_rate: Annotated[float | None, typer.Option(
+        "--drop-rate", help="Rate of commit-then-drop-the-connection (0-1).",
+        min=0.0, max=1.0,
+        rich_help_panel=_FAULT_PANEL)] = None,
+    error_after_rate: Annotated[float | None, typer.Option(
+        "--error-after-rate", help="Rate of 5xx after commit (0-1).", min=0.0, max=1.0,
+        rich_help_panel=_FAULT_PANEL)] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Seed for reproducible faults.", rich_help_panel=_FAULT_PANEL)] = None,
+    clear: Annotated[bool, typer.Option(
+        "--clear", help="Remove every fault (then apply the options given, if any).")] = False,
+    url: SandboxURL = None,
+    admin_token: AdminToken = None,
+) -> None:
+    """Show, set or clear a running sandbox's faults (for /api/v5 routes; loopback only).
+
+    Without options it shows them; each option sets one fault and keeps the others;
+    --clear removes them all.
+    """
+    from walletctl.ops.sandbox_admin import update_faults
+    from walletctl.render.sandbox import render_faults
+
+    base, _ = _sandbox_url(ctx, url, "faults")
+    given = {"latency_ms": latency, "jitter_ms": jitter, "error_rate": error_rate,
+             "error_status": error_status, "throttle_rate": throttle_rate,
+             "retry_after": retry_after, "drop_rate": drop_rate,
+             "error_after_rate": error_after_rate, "seed": seed}
+    changes = {key: value for key, value in given.items() if value is not None}
+    data = update_faults(base, changes, clear=clear, token=admin_token)
+    render_faults(data, get_state(ctx).output_format, base)
+
+
+# -- seed ------------------------------------------------------------------------------------
+
+
+@sandbox_app.command("seed")
+def seed_cmd(
+    ctx: typer.Context,
+    count: Annotated[int, typer.Argument(help="How many transactions (1-100000).",
+                                         min=1, max=100_000)],
+    kind: Annotated[str, typer.Option(
+        "--kind", help="preauth (for capture/reverse --batch) or sale (for refund --batch).")
+    ] = "preauth",
+    amount: Annotated[str, typer.Option(
+        "--amount", help="Every amount (12.50) or a range (5.00-50.00; drawn at random, never "
+        "a magic value ending in 01-05).")] = "1.00-100.00",
+    currency: Annotated[str | None, typer.Option(
+        "--currency", help="ISO 4217 (default: the profile's, else EUR).")] = None,
+    ref: Annotated[str, typer.Option(
+        "--ref", help="Reference pattern: {n} is the number from 1 (e.g. seed-{n:04}), {run} "
+        "six hex characters new on each run.")] = "seed-{run}-{n:05}",
+    csv_path: Annotated[str, typer.Option(
+        "--csv", help="Write ref,amount,currency here (- for stdout): the input of "
+        "`walletctl capture --batch`.")] = "seed.csv",
+    merchant_id: Annotated[str | None, typer.Option(
+        "--merchant-id", help="merchantId (default: the profile's).")] = None,
+    store_id: Annotated[str | None, typer.Option(
+        "--store-id", help="storeId (default: the profile's).")] = None,
+    random_seed: Annotated[int | None, typer.Option(
+        "--random-seed", help="Seed of the amounts drawn from a range (same seed, same "
+        "amounts).")] = None,
+    url: SandboxURL = None,
+    admin_token: AdminToken = None,
+) -> None:
+    """Create COUNT approved pre-authorisations (or sales) in a running sandbox at once, and
+    write them as a CSV ready for `walletctl capture --batch` (refund --batch for sales)."""
+    from walletctl.models.money import check_currency
+    from walletctl.ops.sandbox_admin import (
+        SeedPlan,
+        check_pattern,
+        new_run_id,
+        parse_amounts,
+    )
+    from walletctl.ops.sandbox_admin import seed as seed_transactions
+    from walletctl.render.sandbox import render_seed
+
+    if kind not in ("preauth", "sale"):
+        raise UsageError("--kind: must be preauth or sale")
+    check_pattern(ref)
+    base, params = _sandbox_url(ctx, url, "seed")
+    state = get_state(ctx)
+    profile = None if url else state.profile()
+    merchant = merchant_id or params.get("merchantId")
+    shop = store_id or params.get("storeId")
+    if not merchant or not shop:
+        raise UsageError("--merchant-id and --store-id: required with --url (or select a "
+                         "profile instead of --url)")
+    try:
+        code = check_currency((currency or (profile and profile.currency) or "EUR").upper())
+    except ValueError as exc:
+        raise UsageError(f"--currency: {exc}") from None
+    low, high = parse_amounts(amount, code)
+    plan = SeedPlan(count=count, kind=kind, currency=code, merchant_id=merchant,
+                    store_id=shop, low=low, high=high, pattern=ref, run=new_run_id(),
+                    random_seed=random_seed)
+    result = seed_transactions(base, plan, csv_path, token=admin_token)
+    op = "capture" if kind == "preauth" else "refund"
+    render_seed(result, state.output_format, base,
+                next_step=command_line(state, op, "--batch", csv_path))
+
+
+# -- 3DS ------------------------------------------------------------------------------------
+
+RESULTS = {"pass": "success", "fail": "failure"}
+
+
+@sandbox_app.command("3ds")
+def three_ds_cmd(
+    ctx: typer.Context,
+    account: Annotated[str, typer.Argument(
+        help="The Card (PAN_ONLY) account's transactionAccountId.")],
+    result: Annotated[str, typer.Option(
+        "--result", help="pass (transStatus Y: the authorization is approved) or fail "
+                         "(N: declined, AuthenticationFailed).")] = "pass",
+    url: SandboxURL = None,
+    merchant_id: Annotated[str | None, typer.Option(
+        "--merchant-id", help="The account's merchant (default: the profile's).")] = None,
+    store_id: Annotated[str | None, typer.Option(
+        "--store-id", help="The account's store (default: the profile's).")] = None,
+) -> None:
+    """Run the sandbox's 3DS challenge for a Card account; print the result for authorize."""
+    from walletctl.client.checks import check_identifier
+    from walletctl.ops.sandbox_admin import three_ds_challenge
+    from walletctl.render.sandbox import render_three_ds
+
+    outcome = RESULTS.get(result.strip().lower())
+    if outcome is None:
+        raise UsageError(f"--result: must be pass or fail (got {result[:20]!r})")
+    check_identifier(account, "ACCOUNT", max_length=255)
+    base, ids = _sandbox_url(ctx, url, "3ds")
+    merchant = merchant_id or ids.get("merchantId")
+    store = store_id or ids.get("storeId")
+    if not (merchant and store):  # --url: the account's merchant is still the profile's
+        profile = get_state(ctx).profile()
+        merchant, store = merchant or profile.merchant_id, store or profile.store_id
+    answer = three_ds_challenge(base, account, merchant_id=merchant, store_id=store,
+                                outcome=outcome)
+    render_three_ds(answer, get_state(ctx).output_format)

@@ -1,5 +1,7 @@
-"""Talking to a running sandbox's admin routes (``/_sandbox/*``): one call, its faults, and
-seeding approved test transactions (``walletctl sandbox faults|seed`` and friends).
+"""What can be done to a running sandbox through its admin routes (``/_sandbox/*``, over
+:class:`walletctl.client.admin.SandboxAdmin`): decide a checkout, reset, read the ledger,
+faults and clock, the 3DS challenge, and seeding approved test transactions. Used by the
+``walletctl sandbox`` commands and the pytest plugin (:mod:`walletctl.testing`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from walletctl.errors import UsageError
+from walletctl.errors import UsageError, WalletctlError
+
+if TYPE_CHECKING:
+    from walletctl.client.admin import SandboxAdmin
 
 SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up to 10,000)
 # The fault settings of POST /_sandbox/faults (JSON names), in display order.
@@ -22,85 +27,101 @@ FAULT_FIELDS = ("latency_ms", "jitter_ms", "error_rate", "error_status", "thrott
                 "retry_after", "drop_rate", "error_after_rate", "seed")
 
 
-def check_token(token: str | None) -> None:
-    """An HTTP header carries printable ASCII only: any other token could never be sent
-    (the value itself is a secret and is not echoed)."""
-    if token and not (token.isascii() and token.isprintable()):
-        from walletctl.errors import UsageError
+def _admin(base: str, token: str | None = None) -> SandboxAdmin:
+    from walletctl.client.admin import SandboxAdmin
 
-        raise UsageError("--admin-token: must be printable ASCII (letters, digits, "
-                         "punctuation): it is sent in the X-Sandbox-Token header")
+    return SandboxAdmin(base, token=token)
 
 
-def serve_command(url: str, *extra: str) -> str:
-    """The ``walletctl sandbox serve`` line that starts a sandbox where ``url`` points: its
-    port (a sandbox otherwise picks a free one, which the profile's URL would not reach) and
-    its host unless the loopback default."""
-    from urllib.parse import urlsplit
+# --------------------------------------------------------------------------- one route each
 
-    words = ["walletctl", "sandbox", "serve"]
+
+def health(base: str, *, token: str | None = None) -> dict[str, Any]:
+    with _admin(base, token) as admin:
+        return admin.health()
+
+
+def amount_format(base: str) -> str:
+    """The sandbox's wire amount format, from its health route (minor when it cannot say)."""
     try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError:  # not a URL a sandbox could serve: no address to give
-        host = port = None
-    if host is not None:
-        if port is None:
-            port = 443 if parts.scheme == "https" else 80
-        if host not in ("127.0.0.1", "localhost"):
-            words += ["--host", host]
-        words += ["--port", str(port)]
-    return "`" + " ".join([*words, *extra]) + "`"
+        return str(health(base).get("amountFormat") or "minor")
+    except WalletctlError:
+        return "minor"
 
 
-def admin_call(method: str, url: str, *, params: dict[str, str] | None = None,
-               json_body: Any = None, token: str | None = None) -> Any:
-    """One request to a sandbox admin route; its JSON answer, or the gateway error raised."""
-    import httpx
+def decide(base: str, reference: str, action: str, *, params: dict[str, str] | None = None,
+           token: str | None = None) -> dict[str, Any]:
+    """Approve, decline or cancel a pending checkout as its customer would."""
+    with _admin(base, token) as admin:
+        return admin.decide(reference, action, params)
 
-    from walletctl.constants import SANDBOX_TOKEN_HEADER
-    from walletctl.errors import GatewayError, NetworkError, ResponseError
 
-    check_token(token)
-    headers = {SANDBOX_TOKEN_HEADER: token} if token else {}
-    try:
-        resp = httpx.request(method, url, params=params, json=json_body, timeout=30.0,
-                             headers=headers)
-    except httpx.ConnectError:
-        raise NetworkError(f"cannot connect to the sandbox at {url}",
-                           hint=f"start it with {serve_command(url)}") from None
-    except httpx.HTTPError as exc:
-        raise NetworkError(f"sandbox request failed: {type(exc).__name__}") from None
-    try:
-        data = resp.json()
-    except ValueError:
-        data = None
-    if resp.status_code >= 400:
-        err = data if isinstance(data, dict) else {}
-        details = err.get("details") if isinstance(err.get("details"), dict) else {}
-        raise GatewayError(resp.status_code, code=err.get("code"),
-                           description=err.get("description"),
-                           detail=(details or {}).get("message"), body=data)
-    if data is None:
-        raise ResponseError(f"the sandbox answered HTTP {resp.status_code} without JSON")
-    return data
+def reset(base: str, *, token: str | None = None) -> dict[str, Any]:
+    """Forget every transaction and issued key."""
+    with _admin(base, token) as admin:
+        return admin.reset()
+
+
+def ledger(base: str, *, token: str | None = None) -> dict[str, Any]:
+    """Every transaction the sandbox holds (``transactions``), oldest first."""
+    with _admin(base, token) as admin:
+        return admin.ledger()
+
+
+def advance_clock(base: str, seconds: float, *, token: str | None = None) -> dict[str, Any]:
+    """Move the sandbox's clock (``--clock-control`` sandboxes only); its new ``now``."""
+    with _admin(base, token) as admin:
+        return admin.advance_clock(seconds)
+
+
+def three_ds_challenge(base: str, account: str, *, merchant_id: str, store_id: str,
+                       outcome: str) -> dict[str, Any]:
+    """The sandbox's 3DS challenge for a Card account, passed (``success``) or failed."""
+    with _admin(base) as admin:
+        data = admin.three_ds_challenge({"transactionAccountId": account,
+                                         "merchantId": merchant_id, "storeId": store_id,
+                                         "outcome": outcome})
+    return {"transactionAccountId": account,
+            **{k: data.get(k) for k in ("threeDSServerTransId", "authenticationValue", "eci",
+                                        "transStatus")}}
+
+
+def failure_line(exc: WalletctlError, base: str) -> str:
+    """One line for a failed admin call naming its request (what the pytest plugin raises):
+    ``POST /_sandbox/reset: HTTP 401 ...`` or ``...: cannot reach the sandbox at URL (...)``."""
+    from walletctl.client.admin import SandboxRefused, SandboxUnreachable
+
+    if isinstance(exc, SandboxUnreachable):
+        return f"{exc.request}: cannot reach the sandbox at {base} ({exc.cause})"
+    if isinstance(exc, SandboxRefused):
+        return f"{exc.request}: HTTP {exc.status} {exc.detail or exc.description or ''}".strip()
+    return exc.message
 
 
 # --------------------------------------------------------------------------- faults
+
+
+def current_faults(base: str, *, token: str | None = None) -> dict[str, Any]:
+    with _admin(base, token) as admin:
+        return admin.faults()
+
+
+def set_faults(base: str, settings: dict[str, Any], *, token: str | None = None) -> dict[str, Any]:
+    """Replace the sandbox's faults with ``settings``; the faults now in force."""
+    with _admin(base, token) as admin:
+        return admin.set_faults(settings)
 
 
 def update_faults(base: str, changes: dict[str, Any], *, clear: bool,
                   token: str | None) -> dict[str, Any]:
     """The sandbox's faults after ``changes`` (on top of the current ones, or of none with
     ``clear``); no change and no clear only reads them."""
-    url = f"{base}/_sandbox/faults"
-    if not changes and not clear:
-        current: dict[str, Any] = admin_call("GET", url, token=token)
-        return current
-    merged = {} if clear else dict(admin_call("GET", url, token=token))
-    merged.update(changes)
-    updated: dict[str, Any] = admin_call("POST", url, json_body=merged, token=token)
-    return updated
+    with _admin(base, token) as admin:
+        if not changes and not clear:
+            return admin.faults()
+        merged = {} if clear else admin.faults()
+        merged.update(changes)
+        return admin.set_faults(merged)
 
 
 # --------------------------------------------------------------------------- seed
@@ -199,13 +220,14 @@ def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> SeedRe
         raise UsageError("--ref: the pattern gives the same reference twice (use {n})")
     fh = sys.stdout if target == "-" else _open(target)
     try:
-        for start in range(0, len(rows), SEED_CHUNK):
-            chunk = rows[start:start + SEED_CHUNK]
-            admin_call("POST", f"{base}/_sandbox/seed", token=token, json_body={
-                "merchantId": plan.merchant_id, "storeId": plan.store_id,
-                "currency": plan.currency, "kind": plan.kind,
-                "transactions": [{"reference": r, "amount": f"{a:f}"} for r, a in chunk],
-            })
+        with _admin(base, token) as admin:
+            for start in range(0, len(rows), SEED_CHUNK):
+                chunk = rows[start:start + SEED_CHUNK]
+                admin.seed({
+                    "merchantId": plan.merchant_id, "storeId": plan.store_id,
+                    "currency": plan.currency, "kind": plan.kind,
+                    "transactions": [{"reference": r, "amount": f"{a:f}"} for r, a in chunk],
+                })
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(("ref", "amount", "currency"))
         writer.writerows((ref, f"{amount:f}", plan.currency) for ref, amount in rows)

@@ -9,11 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import httpx
-
+from walletctl.client.admin import HEALTH, SandboxAdmin, SandboxUnreachable, serve_command
 from walletctl.errors import NetworkError
-
-HEALTH_PATH = "/_sandbox/health"
 
 
 class SandboxNotReady(NetworkError):
@@ -38,27 +35,26 @@ def wait_ready(url: str, *, timeout: float = 30.0) -> Ready:
     start = time.monotonic()
     deadline = start + timeout
     pause, attempts, last = 0.05, 0, "no answer yet"
-    while True:
-        attempts += 1
-        left = deadline - time.monotonic()
-        try:
-            resp = httpx.get(base + HEALTH_PATH, timeout=max(0.1, min(2.0, left)))
-            data = resp.json() if resp.status_code == 200 else None
-            if isinstance(data, dict) and data.get("status") == "ok":
-                return Ready(base, time.monotonic() - start, attempts,
-                             str(data.get("version", "")), str(data.get("amountFormat", "")))
-            last = f"{HEALTH_PATH} answered HTTP {resp.status_code}"
-        except httpx.HTTPError as exc:
-            last = f"{type(exc).__name__}"
-        except ValueError:
-            last = f"{HEALTH_PATH} did not answer JSON"
-        if time.monotonic() + pause > deadline:
-            from walletctl.ops.sandbox_admin import serve_command
-
-            raise SandboxNotReady(
-                f"the sandbox at {base} was not ready after {timeout:g} s "
-                f"({attempts} attempts; last: {last})",
-                hint=f"start it with {serve_command(base, '--ready-file', 'PATH')}, or raise "
-                     "--timeout")
-        time.sleep(pause)
-        pause = min(pause * 2, 0.5)
+    with SandboxAdmin(base) as admin:
+        while True:
+            attempts += 1
+            left = deadline - time.monotonic()
+            try:
+                resp = admin.send("GET", HEALTH, timeout=max(0.1, min(2.0, left)))
+                data = resp.json() if resp.status_code == 200 else None
+                if isinstance(data, dict) and data.get("status") == "ok":
+                    return Ready(base, time.monotonic() - start, attempts,
+                                 str(data.get("version", "")), str(data.get("amountFormat", "")))
+                last = f"{HEALTH} answered HTTP {resp.status_code}"
+            except SandboxUnreachable as exc:
+                last = exc.cause
+            except ValueError:
+                last = f"{HEALTH} did not answer JSON"
+            if time.monotonic() + pause > deadline:
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+    raise SandboxNotReady(
+        f"the sandbox at {base} was not ready after {timeout:g} s "
+        f"({attempts} attempts; last: {last})",
+        hint=f"start it with {serve_command(base, '--ready-file', 'PATH')}, or raise --timeout")

@@ -67,7 +67,18 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return row
 
 
-def decision_with_major_amount(data: dict[str, Any], amount_format: str) -> dict[str, Any]:
+def render_decision(data: dict[str, Any], output: str, ref: str,
+                    amount_format: str | None) -> None:
+    """``sandbox approve|decline|cancel``: one line for people; for scripts the answer with
+    its transaction record as ``lookup`` shows it (``amount_format``: the record's)."""
+    line = (f"{data.get('reference', ref)}: {data.get('state')} "
+            f"({data.get('providerStateCode')}) -> {data.get('redirectUrl')}")
+    if output != "table" and amount_format is not None:
+        data = _with_major_amount(data, amount_format)
+    render_record(data, output, line)
+
+
+def _with_major_amount(data: dict[str, Any], amount_format: str) -> dict[str, Any]:
     """The sandbox's answer with its transaction record as ``lookup`` shows it (major units)."""
     record = data.get("record")
     if not isinstance(record, dict):

@@ -111,8 +111,7 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
     if url:
         handle = WalletSandbox(base_url=url.rstrip("/"), external=True, **ids)
         _wait_ready(handle.base_url, _seconds(get("wait")))
-        health = handle._control("GET", "/_sandbox/health")
-        handle.amount_format = str(health.get("amountFormat", "minor"))
+        handle.amount_format = str(handle.health().get("amountFormat", "minor"))
         handle._baseline_faults = handle.current_faults()
         yield handle
         return

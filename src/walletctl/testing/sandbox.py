@@ -1,22 +1,24 @@
 """The handle that the ``wallet_sandbox`` fixture gives a test: :class:`WalletSandbox`.
 
-It speaks to a running sandbox over HTTP only (its ``/_sandbox/*`` control routes), so the
-same object drives an embedded sandbox started by the plugin and an external one started by
-CI (``walletctl sandbox serve``). Nothing here imports the sandbox's server code.
+It speaks to a running sandbox over HTTP only (its ``/_sandbox/*`` control routes, through
+:mod:`walletctl.ops.sandbox_admin`, the functions behind ``walletctl sandbox approve|ledger|
+faults...``), so the same object drives an embedded sandbox started by the plugin and an
+external one started by CI (``walletctl sandbox serve``). Nothing here imports the sandbox's
+server code.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, ClassVar, Final
-from urllib.parse import quote
+from typing import Any, ClassVar, Final, TypeVar
 
-import httpx
+from walletctl.errors import WalletctlError
+from walletctl.ops import sandbox_admin as admin
 
-from walletctl.constants import SANDBOX_TOKEN_HEADER
+T = TypeVar("T")
 
 
 class Magic:
@@ -78,51 +80,31 @@ class WalletSandbox:
         """``Authorization: PublicApiKey <api_key>``, for raw HTTP calls to ``/api/v5``."""
         return {"Authorization": f"PublicApiKey {self.api_key}"}
 
-    def _control(self, method: str, path: str, *, json_body: Any = None,
-                 params: dict[str, str] | None = None) -> Any:
-        headers = {SANDBOX_TOKEN_HEADER: self.admin_token} if self.admin_token else {}
+    def _control(self, route: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """One admin call; a failure raises :class:`SandboxControlError` naming the request."""
         try:
-            resp = httpx.request(method, self.base_url + path, json=json_body, params=params,
-                                 headers=headers, timeout=30.0)
-        except httpx.HTTPError as exc:
-            raise SandboxControlError(
-                f"{method} {path}: cannot reach the sandbox at {self.base_url} "
-                f"({type(exc).__name__})") from None
-        try:
-            data = resp.json()
-        except ValueError:
-            data = None
-        if resp.status_code >= 400:
-            detail = ""
-            if isinstance(data, dict):
-                details = data.get("details")
-                message = details.get("message") if isinstance(details, dict) else None
-                detail = str(message or data.get("description") or "")
-            raise SandboxControlError(f"{method} {path}: HTTP {resp.status_code} {detail}".strip())
-        return data
+            return route(self.base_url, *args, token=self.admin_token, **kwargs)
+        except WalletctlError as exc:
+            raise SandboxControlError(admin.failure_line(exc, self.base_url)) from None
 
     # -- state -----------------------------------------------------------------------------
 
     def reset(self) -> None:
         """Forget every transaction, key and payment account; restore faults and clock."""
-        self._control("POST", "/_sandbox/reset")
+        self._control(admin.reset)
         if self._baseline_faults is not None:
-            self._control("POST", "/_sandbox/faults", json_body=self._baseline_faults)
+            self._control(admin.set_faults, self._baseline_faults)
         if self._clock_offset:
-            self._control("POST", "/_sandbox/clock",
-                          json_body={"advanceSeconds": -self._clock_offset})
+            self._control(admin.advance_clock, -self._clock_offset)
             self._clock_offset = 0.0
 
     def ledger(self) -> list[dict[str, Any]]:
         """Every transaction the sandbox holds (originals and follow-ups), oldest first."""
-        data = self._control("GET", "/_sandbox/ledger")
-        return list(data.get("transactions", [])) if isinstance(data, dict) else []
+        return list(self._control(admin.ledger).get("transactions", []))
 
     def _decide(self, ref: str, action: str) -> dict[str, Any]:
-        data = self._control(
-            "POST", f"/_sandbox/checkouts/{quote(ref, safe='')}/{action}",
-            params={"merchantId": self.merchant_id, "storeId": self.store_id})
-        return dict(data)
+        return self._control(admin.decide, ref, action,
+                             params={"merchantId": self.merchant_id, "storeId": self.store_id})
 
     def approve(self, ref: str) -> dict[str, Any]:
         """Approve a pending checkout, as the customer would on the hosted page."""
@@ -141,13 +123,16 @@ class WalletSandbox:
 
         Rewound when the test ends. Returns the sandbox's new time (ISO 8601).
         """
-        data = self._control("POST", "/_sandbox/clock", json_body={"advanceSeconds": seconds})
+        data = self._control(admin.advance_clock, seconds)
         self._clock_offset += float(seconds)
-        return str(data.get("now", "")) if isinstance(data, dict) else ""
+        return str(data.get("now", ""))
 
     def current_faults(self) -> dict[str, Any]:
-        data = self._control("GET", "/_sandbox/faults")
-        return dict(data) if isinstance(data, dict) else {}
+        return self._control(admin.current_faults)
+
+    def health(self) -> dict[str, Any]:
+        """The sandbox's health route (``status``, ``version``, ``amountFormat``)."""
+        return self._control(admin.health)
 
     @contextlib.contextmanager
     def faults(self, **settings: Any) -> Iterator[dict[str, Any]]:
@@ -160,8 +145,8 @@ class WalletSandbox:
         """
         previous = self.current_faults()
         wanted = {key.replace("_", "-"): value for key, value in settings.items()}
-        applied = self._control("POST", "/_sandbox/faults", json_body=wanted)
+        applied = self._control(admin.set_faults, wanted)
         try:
-            yield dict(applied) if isinstance(applied, dict) else {}
+            yield applied
         finally:
-            self._control("POST", "/_sandbox/faults", json_body=previous)
+            self._control(admin.set_faults, previous)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from walletctl.client.admin import HEALTH
 from walletctl.history.recorder import now_utc, os_user, outcome_of_state
 from walletctl.history.store import Completion, HistoryStore, Intent
 
@@ -43,7 +44,7 @@ class HistoryTransport(httpx.BaseTransport):
         if self._is_sandbox is None and self._profile.is_production:
             self._is_sandbox = False  # always recorded, never probed
         if self._is_sandbox is None:
-            probe = httpx.Request("GET", request.url.copy_with(path="/_sandbox/health", query=None))
+            probe = httpx.Request("GET", request.url.copy_with(path=HEALTH, query=None))
             try:
                 answer = self._inner.handle_request(probe)
                 answer.read()

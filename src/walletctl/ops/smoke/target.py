@@ -1,7 +1,8 @@
 """What a smoke run talks to: a profile's gateway (real sandbox or walletctl's embedded one).
 
-:class:`Target` bundles the gateway client (whose transport records every exchange), a plain
-HTTP client for the walletctl sandbox's control routes, and the redirect approver:
+:class:`Target` bundles the gateway client (whose transport records every exchange), the
+client of the walletctl sandbox's admin routes (:class:`~walletctl.client.admin.SandboxAdmin`,
+over the same recording transport), and the redirect approver:
 
 1. ``--approve-url-command CMD`` when given: ``CMD <redirectUrl>`` is run (also with
    ``WALLETCTL_SMOKE_REDIRECT_URL`` / ``WALLETCTL_SMOKE_REFERENCE`` in its environment);
@@ -25,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from walletctl.client.admin import SandboxAdmin, SandboxRefused, SandboxUnreachable
 from walletctl.config.profile import AuthSettings, Profile
-from walletctl.errors import ConfigError, UsageError
+from walletctl.errors import ConfigError, ResponseError, UsageError
 from walletctl.ops.smoke.framework import StepFailed, StepSkipped
 from walletctl.ops.smoke.masking import Masker
 from walletctl.ops.smoke.transport import ExchangeLog, RecordingTransport
@@ -45,7 +47,7 @@ EMBEDDED_MERCHANT = ("SMOKE-MERCHANT", "SMOKE-STORE", "smoke-bot")
 class Target:
     profile: Profile
     client: GatewayClient
-    http: httpx.Client  # control routes of a walletctl sandbox (same recording transport)
+    admin: SandboxAdmin  # admin routes of a walletctl sandbox (same recording transport)
     masker: Masker
     currency: str
     approve_command: str | None = None
@@ -63,45 +65,33 @@ class Target:
             raise StepSkipped(
                 "a production profile: a person approves the checkout (no headless approval); "
                 "pass --approve-url-command CMD to supply an approver")
-        from urllib.parse import quote
-
-        path = f"/_sandbox/checkouts/{quote(reference, safe='')}/approve"  # '#', spaces...
-        response = self._control(
-            "POST",
-            path,
-            params={"merchantId": self.profile.merchant_id, "storeId": self.profile.store_id},
-        )
-        if response.status_code == 404 and not self.is_walletctl_sandbox():
-            raise StepSkipped(
-                "this gateway has no headless approval (not a walletctl sandbox): a person or "
-                "a browser must approve; pass --approve-url-command CMD to supply an approver"
-            )
-        if response.status_code >= 400:
+        ids = {"merchantId": self.profile.merchant_id, "storeId": self.profile.store_id}
+        try:
+            data = self.admin.decide(reference, "approve", ids)
+        except SandboxRefused as exc:
+            if exc.status == 404 and not self.is_walletctl_sandbox():
+                raise StepSkipped(
+                    "this gateway has no headless approval (not a walletctl sandbox): a person "
+                    "or a browser must approve; pass --approve-url-command CMD to supply an "
+                    "approver"
+                ) from None
             raise StepFailed(
-                f"headless approval of {reference} answered HTTP {response.status_code}: "
-                f"{_error_text(response)}"
-            )
-        state = _field(response, "state")
+                f"headless approval of {reference} answered HTTP {exc.status}: "
+                f"{_error_text(exc)}"
+            ) from None
+        except SandboxUnreachable as exc:
+            raise StepFailed(f"{exc.request}: no answer ({exc.cause})") from None
+        except ResponseError as exc:
+            raise StepFailed(f"headless approval of {reference}: {exc.message}") from None
+        state = data.get("state")
         return "approved headlessly by the sandbox" + (f" (state {state})" if state else "")
 
     def is_walletctl_sandbox(self) -> bool:
         if self._is_sandbox is None and self.profile.is_production:
             self._is_sandbox = False  # not even probed: no /_sandbox/ request to production
         if self._is_sandbox is None:
-            try:
-                probe = self._control("GET", "/_sandbox/health")
-                self._is_sandbox = probe.status_code == 200
-            except StepFailed:
-                self._is_sandbox = False
+            self._is_sandbox = self.admin.answers_health()
         return self._is_sandbox
-
-    def _control(
-        self, method: str, path: str, *, params: dict[str, str] | None = None
-    ) -> httpx.Response:
-        try:
-            return self.http.request(method, path, params=params)
-        except httpx.TransportError as exc:
-            raise StepFailed(f"{method} {path}: no answer ({type(exc).__name__})") from None
 
     def _approve_with_command(self, reference: str, redirect_url: str) -> str:
         assert self.approve_command is not None
@@ -147,7 +137,7 @@ class Target:
 
     def close(self) -> None:
         self.client.close()
-        self.http.close()
+        self.admin.close()
 
 
 def original_record(
@@ -159,25 +149,14 @@ def original_record(
     return None
 
 
-def _field(response: httpx.Response, name: str) -> str | None:
-    try:
-        data: Any = response.json()
-    except ValueError:
-        return None
-    value = data.get(name) if isinstance(data, dict) else None
-    return str(value) if value is not None else None
-
-
-def _error_text(response: httpx.Response) -> str:
-    try:
-        data: Any = response.json()
-    except ValueError:
-        return response.text[:200] or "(empty body)"
-    if isinstance(data, dict):
-        details = data.get("details")
-        message = details.get("message") if isinstance(details, dict) else None
-        return str(message or data.get("description") or data)[:200]
-    return str(data)[:200]
+def _error_text(refused: SandboxRefused) -> str:
+    """The sandbox's ``details.message`` or description, else what it answered."""
+    body: Any = refused.body
+    if isinstance(body, str):  # not JSON: the start of its text
+        return body[:200] or "(empty body)"
+    if isinstance(body, dict):
+        return str(refused.detail or refused.description or body)[:200]
+    return str(body)[:200]
 
 
 def known_secrets(profile: Profile) -> list[str]:
@@ -238,18 +217,11 @@ def open_target(
         inner = HistoryTransport(inner, profile, history_run)
     recording = RecordingTransport(inner, log)
     client = GatewayClient(profile, transport=recording, trace=trace)
-    headers: dict[str, str] = {"Accept": "application/json"}
-    http = httpx.Client(
-        base_url=profile.base_url.rstrip("/"),
-        transport=recording,
-        timeout=profile_timeout(profile),
-        headers=headers,
-        follow_redirects=False,
-    )
+    admin = SandboxAdmin(profile.base_url, transport=recording, timeout=profile_timeout(profile))
     target = Target(
         profile=profile,
         client=client,
-        http=http,
+        admin=admin,
         masker=masker,
         currency=cur,
         approve_command=approve_command,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+from walletctl.client.admin import THREE_DS_CHALLENGE, WALLET_TOKEN
 from walletctl.ops.smoke.framework import (
     RunContext,
     ScenarioRun,
@@ -79,9 +80,10 @@ def wallet_tokens(run: ScenarioRun) -> str:
     keys = run.state["keys"]
     tokens: dict[str, Any] = {}
     for kind, (card, _) in CREDENTIALS.items():
-        response = target.http.post(
-            "/_sandbox/wallet/token",
-            json={
+        response = target.admin.send(
+            "POST",
+            WALLET_TOKEN,
+            json_body={
                 "cardId": card,
                 "gatewayMerchantId": target.profile.merchant_id,
                 "publicKeyApi": keys.api_key.get_secret_value(),
@@ -183,9 +185,10 @@ def _authorize(run: ScenarioRun, kind: str) -> str:
     amount = amounts.wallet_sale if kind == "sale" else amounts.wallet_preauth
     three_ds = None
     if account.card_type == "Card":
-        response = target.http.post(
-            "/_sandbox/3ds/challenge",
-            json={
+        response = target.admin.send(
+            "POST",
+            THREE_DS_CHALLENGE,
+            json_body={
                 "transactionAccountId": info["id"],
                 "merchantId": target.profile.merchant_id,
                 "storeId": target.profile.store_id,

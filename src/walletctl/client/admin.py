@@ -1,0 +1,214 @@
+"""The one HTTP client of a walletctl sandbox's admin routes (``/_sandbox/*``).
+
+Every caller reaches those routes through :class:`SandboxAdmin`: the ``walletctl sandbox``
+commands and the pytest plugin (both through :mod:`walletctl.ops.sandbox_admin`), ``sandbox
+wait`` and smoke (whose exchanges go through its recording transport). It owns the route
+paths, the admin token header (``X-Sandbox-Token``, printable ASCII only, sent only when
+there is a token), the timeout (30 s unless the caller's profile sets one) and what a failed
+call raises:
+
+* no answer: :class:`SandboxUnreachable` (a :class:`~walletctl.errors.NetworkError`, exit 7;
+  when nothing listens, a hint with the ``walletctl sandbox serve`` line for that address);
+* an error status: :class:`SandboxRefused` (a :class:`~walletctl.errors.GatewayError`)
+  with the sandbox's description and ``details.message`` (``body``: its JSON, else the
+  start of its text);
+* a success without a JSON object: :class:`~walletctl.errors.ResponseError`.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+from walletctl.client._httpx import httpx
+from walletctl.constants import SANDBOX_TOKEN_HEADER
+from walletctl.errors import GatewayError, NetworkError, ResponseError, UsageError
+
+HEALTH = "/_sandbox/health"
+RESET = "/_sandbox/reset"
+LEDGER = "/_sandbox/ledger"
+FAULTS = "/_sandbox/faults"
+SEED = "/_sandbox/seed"
+CLOCK = "/_sandbox/clock"
+THREE_DS_CHALLENGE = "/_sandbox/3ds/challenge"
+WALLET_TOKEN = "/_sandbox/wallet/token"  # noqa: S105 - a route, not a secret
+DECISIONS = ("approve", "decline", "cancel")
+TIMEOUT = 30.0  # seconds, each admin call
+
+
+def decision_path(reference: str, action: str) -> str:
+    """``/_sandbox/checkouts/{ref}/{action}``, the reference quoted whole ('#', '/', spaces)."""
+    return f"/_sandbox/checkouts/{quote(reference, safe='')}/{action}"
+
+
+def check_token(token: str | None) -> None:
+    """An HTTP header carries printable ASCII only: any other token could never be sent
+    (the value itself is a secret and is not echoed)."""
+    if token and not (token.isascii() and token.isprintable()):
+        raise UsageError("--admin-token: must be printable ASCII (letters, digits, "
+                         "punctuation): it is sent in the X-Sandbox-Token header")
+
+
+def serve_command(url: str, *extra: str) -> str:
+    """The ``walletctl sandbox serve`` line that starts a sandbox where ``url`` points: its
+    port (a sandbox otherwise picks a free one, which the profile's URL would not reach) and
+    its host unless the loopback default."""
+    from urllib.parse import urlsplit
+
+    words = ["walletctl", "sandbox", "serve"]
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # not a URL a sandbox could serve: no address to give
+        host = port = None
+    if host is not None:
+        if port is None:
+            port = 443 if parts.scheme == "https" else 80
+        if host not in ("127.0.0.1", "localhost"):
+            words += ["--host", host]
+        words += ["--port", str(port)]
+    return "`" + " ".join([*words, *extra]) + "`"
+
+
+class SandboxUnreachable(NetworkError):
+    """No answer from the sandbox (``request``: ``METHOD /path``; ``cause``: the transport
+    error's name)."""
+
+    def __init__(self, message: str, *, request: str, cause: str,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.request = request
+        self.cause = cause
+
+
+class SandboxRefused(GatewayError):
+    """The sandbox answered an error status (``request``: ``METHOD /path``)."""
+
+    def __init__(self, status: int, *, request: str, code: str | None = None,
+                 description: str | None = None, detail: str | None = None,
+                 body: Any = None) -> None:
+        super().__init__(status, code=code, description=description, detail=detail, body=body)
+        self.request = request
+
+
+class SandboxAdmin:
+    """A running sandbox's admin routes at ``base_url``.
+
+    ``transport`` (smoke's recording one) and ``timeout`` (a profile's) replace httpx's
+    default transport and the 30 s default; without a transport the proxy variables apply as
+    for any httpx client. Use it as a context manager, or :meth:`close` it.
+    """
+
+    def __init__(self, base_url: str, *, token: str | None = None,
+                 transport: httpx.BaseTransport | None = None,
+                 timeout: float | httpx.Timeout = TIMEOUT) -> None:
+        check_token(token)
+        self.base_url = base_url.rstrip("/")
+        headers = {"Accept": "application/json"}
+        if token:
+            headers[SANDBOX_TOKEN_HEADER] = token
+        try:
+            self._http = httpx.Client(base_url=self.base_url, transport=transport,
+                                      timeout=timeout, headers=headers, follow_redirects=False)
+        except httpx.InvalidURL as exc:
+            raise UsageError(f"not a sandbox URL: {self.base_url[:200]!r} ({exc})") from None
+
+    def __enter__(self) -> SandboxAdmin:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- one exchange ----------------------------------------------------------------------
+
+    def send(self, method: str, path: str, *, params: dict[str, str] | None = None,
+             json_body: Any = None, timeout: float | None = None) -> httpx.Response:
+        """One request and its answer, whatever its status (no answer raises
+        :class:`SandboxUnreachable`)."""
+        url = self.base_url + path
+        request = f"{method} {path}"
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        try:
+            return self._http.request(method, path, params=params, json=json_body, **extra)
+        except httpx.ConnectError:
+            raise SandboxUnreachable(f"cannot connect to the sandbox at {url}", request=request,
+                                     cause="ConnectError",
+                                     hint=f"start it with {serve_command(url)}") from None
+        except httpx.HTTPError as exc:
+            name = type(exc).__name__
+            raise SandboxUnreachable(f"sandbox request failed: {name}", request=request,
+                                     cause=name) from None
+
+    def call(self, method: str, path: str, *, params: dict[str, str] | None = None,
+             json_body: Any = None) -> Any:
+        """One request; its JSON answer, or the refusal raised (see the module's text)."""
+        resp = self.send(method, path, params=params, json_body=json_body)
+        try:
+            data = resp.json()
+        except ValueError:
+            data = None
+        if resp.status_code >= 400:
+            err = data if isinstance(data, dict) else {}
+            details = err.get("details") if isinstance(err.get("details"), dict) else {}
+            raise SandboxRefused(resp.status_code, request=f"{method} {path}",
+                                 code=err.get("code"), description=err.get("description"),
+                                 detail=(details or {}).get("message"),
+                                 body=data if data is not None else resp.text[:200])
+        if data is None:
+            raise ResponseError(f"the sandbox answered HTTP {resp.status_code} without JSON")
+        return data
+
+    # -- the routes ------------------------------------------------------------------------
+
+    def answers_health(self) -> bool:
+        """Whether this is a walletctl sandbox (its health route answers 200)."""
+        try:
+            return self.send("GET", HEALTH).status_code == 200
+        except SandboxUnreachable:
+            return False
+
+    def health(self) -> dict[str, Any]:
+        return _object(self.call("GET", HEALTH), "health route")
+
+    def decide(self, reference: str, action: str,
+               params: dict[str, str] | None = None) -> dict[str, Any]:
+        """Approve, decline or cancel a pending checkout (``params``: its merchantId and
+        storeId, when known)."""
+        if action not in DECISIONS:
+            raise ValueError(f"not a decision: {action!r}")
+        return _object(self.call("POST", decision_path(reference, action), params=params),
+                       f"checkout {action}")
+
+    def reset(self) -> dict[str, Any]:
+        return _object(self.call("POST", RESET), "reset")
+
+    def ledger(self) -> dict[str, Any]:
+        return _object(self.call("GET", LEDGER), "ledger")
+
+    def faults(self) -> dict[str, Any]:
+        return _object(self.call("GET", FAULTS), "faults route")
+
+    def set_faults(self, settings: dict[str, Any]) -> dict[str, Any]:
+        return _object(self.call("POST", FAULTS, json_body=settings), "faults route")
+
+    def seed(self, body: dict[str, Any]) -> dict[str, Any]:
+        return _object(self.call("POST", SEED, json_body=body), "seed route")
+
+    def advance_clock(self, seconds: float) -> dict[str, Any]:
+        return _object(self.call("POST", CLOCK, json_body={"advanceSeconds": seconds}),
+                       "clock")
+
+    def three_ds_challenge(self, body: dict[str, Any]) -> dict[str, Any]:
+        return _object(self.call("POST", THREE_DS_CHALLENGE, json_body=body), "3DS challenge")
+
+
+def _object(data: Any, what: str) -> dict[str, Any]:
+    """A route's answer, which is a JSON object (anything else is refused)."""
+    if not isinstance(data, dict):
+        raise ResponseError(f"the sandbox's {what} answered no JSON object")
+    return data
