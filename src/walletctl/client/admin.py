@@ -207,6 +207,23 @@ class SandboxAdmin:
         return _object(self.call("POST", THREE_DS_CHALLENGE, json_body=body), "3DS challenge")
 
 
+def is_walletctl_sandbox(base_url: str, transport: httpx.BaseTransport) -> bool:
+    """Whether the gateway at ``base_url`` is a walletctl sandbox (its health route answers
+    200), asked over ``transport``, which stays open: it is the caller's."""
+    with SandboxAdmin(base_url, transport=_Borrowed(transport)) as admin:
+        return admin.answers_health()
+
+
+class _Borrowed(httpx.BaseTransport):
+    """Another's transport: requests go through it, closing it is left to its owner."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._inner.handle_request(request)
+
+
 def _object(data: Any, what: str) -> dict[str, Any]:
     """A route's answer, which is a JSON object (anything else is refused)."""
     if not isinstance(data, dict):

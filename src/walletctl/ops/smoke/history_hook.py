@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from walletctl.client.admin import HEALTH
+from walletctl.client.admin import is_walletctl_sandbox
 from walletctl.history.recorder import now_utc, os_user, outcome_of_state
 from walletctl.history.store import Completion, HistoryStore, Intent
 
@@ -44,14 +44,8 @@ class HistoryTransport(httpx.BaseTransport):
         if self._is_sandbox is None and self._profile.is_production:
             self._is_sandbox = False  # always recorded, never probed
         if self._is_sandbox is None:
-            probe = httpx.Request("GET", request.url.copy_with(path=HEALTH, query=None))
-            try:
-                answer = self._inner.handle_request(probe)
-                answer.read()
-                self._is_sandbox = answer.status_code == 200
-                answer.close()
-            except httpx.HTTPError:
-                self._is_sandbox = False
+            origin = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}"
+            self._is_sandbox = is_walletctl_sandbox(origin, self._inner)
         return self._is_sandbox
 
     def _intent(self, request: httpx.Request) -> Intent | None:
