@@ -494,12 +494,7 @@ def seed_cmd(
     """Create COUNT approved pre-authorisations (or sales) in a running sandbox at once, and
     write them as a CSV ready for `walletctl capture --batch` (refund --batch for sales)."""
     from walletctl.models.money import check_currency
-    from walletctl.ops.sandbox_admin import (
-        SeedPlan,
-        check_pattern,
-        new_run_id,
-        parse_amounts,
-    )
+    from walletctl.ops.sandbox_admin import SeedPlan, check_pattern, parse_amounts
     from walletctl.ops.sandbox_admin import seed as seed_transactions
     from walletctl.render.sandbox import render_seed
 
@@ -520,8 +515,7 @@ def seed_cmd(
         raise UsageError(f"--currency: {exc}") from None
     low, high = parse_amounts(amount, code)
     plan = SeedPlan(count=count, kind=kind, currency=code, merchant_id=merchant,
-                    store_id=shop, low=low, high=high, pattern=ref, run=new_run_id(),
-                    random_seed=random_seed)
+                    store_id=shop, low=low, high=high, pattern=ref, random_seed=random_seed)
     result = seed_transactions(base, plan, csv_path, token=admin_token)
     op = "capture" if kind == "preauth" else "refund"
     render_seed(result, state.output_format, base,

@@ -11,33 +11,22 @@ import random
 import secrets
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from walletctl.client.admin import SandboxAdmin, SandboxRefused, SandboxUnreachable
 from walletctl.errors import UsageError, WalletctlError
 
-if TYPE_CHECKING:
-    from walletctl.client.admin import SandboxAdmin
-
 SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up to 10,000)
-# The fault settings of POST /_sandbox/faults (JSON names), in display order.
-FAULT_FIELDS = ("latency_ms", "jitter_ms", "error_rate", "error_status", "throttle_rate",
-                "retry_after", "drop_rate", "error_after_rate", "seed")
-
-
-def _admin(base: str, token: str | None = None) -> SandboxAdmin:
-    from walletctl.client.admin import SandboxAdmin
-
-    return SandboxAdmin(base, token=token)
 
 
 # --------------------------------------------------------------------------- one route each
 
 
 def health(base: str, *, token: str | None = None) -> dict[str, Any]:
-    with _admin(base, token) as admin:
+    with SandboxAdmin(base, token=token) as admin:
         return admin.health()
 
 
@@ -52,32 +41,32 @@ def amount_format(base: str) -> str:
 def decide(base: str, reference: str, action: str, *, params: dict[str, str] | None = None,
            token: str | None = None) -> dict[str, Any]:
     """Approve, decline or cancel a pending checkout as its customer would."""
-    with _admin(base, token) as admin:
+    with SandboxAdmin(base, token=token) as admin:
         return admin.decide(reference, action, params)
 
 
 def reset(base: str, *, token: str | None = None) -> dict[str, Any]:
     """Forget every transaction and issued key."""
-    with _admin(base, token) as admin:
+    with SandboxAdmin(base, token=token) as admin:
         return admin.reset()
 
 
 def ledger(base: str, *, token: str | None = None) -> dict[str, Any]:
     """Every transaction the sandbox holds (``transactions``), oldest first."""
-    with _admin(base, token) as admin:
+    with SandboxAdmin(base, token=token) as admin:
         return admin.ledger()
 
 
 def advance_clock(base: str, seconds: float, *, token: str | None = None) -> dict[str, Any]:
     """Move the sandbox's clock (``--clock-control`` sandboxes only); its new ``now``."""
-    with _admin(base, token) as admin:
+    with SandboxAdmin(base, token=token) as admin:
         return admin.advance_clock(seconds)
 
 
 def three_ds_challenge(base: str, account: str, *, merchant_id: str, store_id: str,
                        outcome: str) -> dict[str, Any]:
     """The sandbox's 3DS challenge for a Card account, passed (``success``) or failed."""
-    with _admin(base) as admin:
+    with SandboxAdmin(base) as admin:
         data = admin.three_ds_challenge({"transactionAccountId": account,
                                          "merchantId": merchant_id, "storeId": store_id,
                                          "outcome": outcome})
@@ -89,8 +78,6 @@ def three_ds_challenge(base: str, account: str, *, merchant_id: str, store_id: s
 def failure_line(exc: WalletctlError, base: str) -> str:
     """One line for a failed admin call naming its request (what the pytest plugin raises):
     ``POST /_sandbox/reset: HTTP 401 ...`` or ``...: cannot reach the sandbox at URL (...)``."""
-    from walletctl.client.admin import SandboxRefused, SandboxUnreachable
-
     if isinstance(exc, SandboxUnreachable):
         return f"{exc.request}: cannot reach the sandbox at {base} ({exc.cause})"
     if isinstance(exc, SandboxRefused):
@@ -102,13 +89,13 @@ def failure_line(exc: WalletctlError, base: str) -> str:
 
 
 def current_faults(base: str, *, token: str | None = None) -> dict[str, Any]:
-    with _admin(base, token) as admin:
+    with SandboxAdmin(base, token=token) as admin:
         return admin.faults()
 
 
 def set_faults(base: str, settings: dict[str, Any], *, token: str | None = None) -> dict[str, Any]:
     """Replace the sandbox's faults with ``settings``; the faults now in force."""
-    with _admin(base, token) as admin:
+    with SandboxAdmin(base, token=token) as admin:
         return admin.set_faults(settings)
 
 
@@ -116,7 +103,7 @@ def update_faults(base: str, changes: dict[str, Any], *, clear: bool,
                   token: str | None) -> dict[str, Any]:
     """The sandbox's faults after ``changes`` (on top of the current ones, or of none with
     ``clear``); no change and no clear only reads them."""
-    with _admin(base, token) as admin:
+    with SandboxAdmin(base, token=token) as admin:
         if not changes and not clear:
             return admin.faults()
         merged = {} if clear else admin.faults()
@@ -137,8 +124,8 @@ class SeedPlan:
     low: Decimal
     high: Decimal
     pattern: str  # str.format pattern with {n} (and optionally {run})
-    run: str
     random_seed: int | None = None
+    run: str = field(default_factory=lambda: secrets.token_hex(3))  # {run}: new on each run
 
 
 @dataclass(frozen=True)
@@ -220,7 +207,7 @@ def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> SeedRe
         raise UsageError("--ref: the pattern gives the same reference twice (use {n})")
     fh = sys.stdout if target == "-" else _open(target)
     try:
-        with _admin(base, token) as admin:
+        with SandboxAdmin(base, token=token) as admin:
             for start in range(0, len(rows), SEED_CHUNK):
                 chunk = rows[start:start + SEED_CHUNK]
                 admin.seed({
@@ -245,7 +232,3 @@ def _open(target: str) -> Any:
         return Path(target).open("w", encoding="utf-8", newline="")
     except OSError as exc:
         raise UsageError(f"--csv {target}: cannot write it ({exc.strerror or exc})") from None
-
-
-def new_run_id() -> str:
-    return secrets.token_hex(3)

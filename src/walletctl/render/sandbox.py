@@ -160,6 +160,9 @@ def render_values(magic: dict[str, str], output: str, *, api_key: str,
             f"Faults: X-Sandbox-Fault: {faults}\n")
 
 
+# The sandbox's fault settings (the JSON names of its faults route), in display order.
+FAULT_FIELDS = ("latency_ms", "jitter_ms", "error_rate", "error_status", "throttle_rate",
+                "retry_after", "drop_rate", "error_after_rate", "seed")
 _FAULT_UNITS = {"latency_ms": " ms", "jitter_ms": " ms", "retry_after": " s"}
 
 
@@ -168,8 +171,6 @@ def render_faults(data: dict[str, Any], output: str, url: str) -> None:
     if output != "table":
         render_record(data, output, "")
         return
-    from walletctl.ops.sandbox_admin import FAULT_FIELDS
-
     rates = ("error_rate", "throttle_rate", "drop_rate", "error_after_rate")
     active = any(data.get(k) for k in (*rates, "latency_ms", "jitter_ms"))
     if not active:
