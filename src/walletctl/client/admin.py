@@ -12,7 +12,8 @@ call raises:
 * an error status: :class:`SandboxRefused` (a :class:`~walletctl.errors.GatewayError`)
   with the sandbox's description and ``details.message`` (``body``: its JSON, else the
   start of its text);
-* a success without a JSON object: :class:`~walletctl.errors.ResponseError`.
+* a success without a JSON object (every admin route answers one):
+  :class:`~walletctl.errors.ResponseError`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ SEED = "/_sandbox/seed"
 CLOCK = "/_sandbox/clock"
 THREE_DS_CHALLENGE = "/_sandbox/3ds/challenge"
 WALLET_TOKEN = "/_sandbox/wallet/token"  # noqa: S105 - a route, not a secret
-DECISIONS = ("approve", "decline", "cancel")
 TIMEOUT = 30.0  # seconds, each admin call
 
 
@@ -145,8 +145,8 @@ class SandboxAdmin:
                                      cause=name) from None
 
     def call(self, method: str, path: str, *, params: dict[str, str] | None = None,
-             json_body: Any = None) -> Any:
-        """One request; its JSON answer, or the refusal raised (see the module's text)."""
+             json_body: Any = None) -> dict[str, Any]:
+        """One request; its JSON object, or the refusal raised (see the module's text)."""
         resp = self.send(method, path, params=params, json_body=json_body)
         try:
             data = resp.json()
@@ -161,6 +161,8 @@ class SandboxAdmin:
                                  body=data if data is not None else resp.text[:200])
         if data is None:
             raise ResponseError(f"the sandbox answered HTTP {resp.status_code} without JSON")
+        if not isinstance(data, dict):
+            raise ResponseError(f"{method} {path}: the sandbox answered no JSON object")
         return data
 
     # -- the routes ------------------------------------------------------------------------
@@ -173,38 +175,34 @@ class SandboxAdmin:
             return False
 
     def health(self) -> dict[str, Any]:
-        return _object(self.call("GET", HEALTH), "health route")
+        return self.call("GET", HEALTH)
 
     def decide(self, reference: str, action: str,
                params: dict[str, str] | None = None) -> dict[str, Any]:
         """Approve, decline or cancel a pending checkout (``params``: its merchantId and
         storeId, when known)."""
-        if action not in DECISIONS:
-            raise ValueError(f"not a decision: {action!r}")
-        return _object(self.call("POST", decision_path(reference, action), params=params),
-                       f"checkout {action}")
+        return self.call("POST", decision_path(reference, action), params=params)
 
     def reset(self) -> dict[str, Any]:
-        return _object(self.call("POST", RESET), "reset")
+        return self.call("POST", RESET)
 
     def ledger(self) -> dict[str, Any]:
-        return _object(self.call("GET", LEDGER), "ledger")
+        return self.call("GET", LEDGER)
 
     def faults(self) -> dict[str, Any]:
-        return _object(self.call("GET", FAULTS), "faults route")
+        return self.call("GET", FAULTS)
 
     def set_faults(self, settings: dict[str, Any]) -> dict[str, Any]:
-        return _object(self.call("POST", FAULTS, json_body=settings), "faults route")
+        return self.call("POST", FAULTS, json_body=settings)
 
     def seed(self, body: dict[str, Any]) -> dict[str, Any]:
-        return _object(self.call("POST", SEED, json_body=body), "seed route")
+        return self.call("POST", SEED, json_body=body)
 
     def advance_clock(self, seconds: float) -> dict[str, Any]:
-        return _object(self.call("POST", CLOCK, json_body={"advanceSeconds": seconds}),
-                       "clock")
+        return self.call("POST", CLOCK, json_body={"advanceSeconds": seconds})
 
     def three_ds_challenge(self, body: dict[str, Any]) -> dict[str, Any]:
-        return _object(self.call("POST", THREE_DS_CHALLENGE, json_body=body), "3DS challenge")
+        return self.call("POST", THREE_DS_CHALLENGE, json_body=body)
 
 
 def is_walletctl_sandbox(base_url: str, transport: httpx.BaseTransport) -> bool:
@@ -222,10 +220,3 @@ class _Borrowed(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         return self._inner.handle_request(request)
-
-
-def _object(data: Any, what: str) -> dict[str, Any]:
-    """A route's answer, which is a JSON object (anything else is refused)."""
-    if not isinstance(data, dict):
-        raise ResponseError(f"the sandbox's {what} answered no JSON object")
-    return data
