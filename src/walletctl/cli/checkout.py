@@ -79,6 +79,14 @@ def checkout(
     order_number: Annotated[
         str | None, typer.Option(help="providerDiscretionaryData (your order number).")
     ] = None,
+    reason: Annotated[
+        str | None,
+        typer.Option(help="Why (recorded in the history; a profile can require it)."),
+    ] = None,
+    confirm_amount: Annotated[
+        str | None,
+        typer.Option(help="The amount, typed to confirm one above the profile's limit."),
+    ] = None,
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the redirect URL in a browser.")
     ] = False,
@@ -89,6 +97,7 @@ def checkout(
     """Create a checkout (spec 2.1) and print the redirect URL for the customer."""
     from walletctl.cli.common import make_client, print_dry_run, read_request_file
     from walletctl.errors import RequestValidationError
+    from walletctl.history.policy import clean_reason
     from walletctl.models.checkout import parse_checkout_type
     from walletctl.models.inputs import check_inputs
     from walletctl.ops.redirect import build_checkout_request
@@ -96,6 +105,7 @@ def checkout(
     check_inputs(references={"--ref (clientSystemTransactionId)": ref},
                  amounts={"--amount": amount},
                  currencies={"--currency": currency})
+    checked_reason = clean_reason(reason)
     st = get_state(ctx)
     base = read_request_file(from_file) if from_file is not None else None
     overrides: dict[str, Any] = {
@@ -136,24 +146,30 @@ def checkout(
     if dry_run:
         print_dry_run(st, [call])
         return
+    from walletctl.cli.common import ask_amount
     from walletctl.history import open_for
-    from walletctl.ops.money.checkout import create_checkout
+    from walletctl.ops.money.movements import Checkout
+    from walletctl.ops.money.pipeline import Ask, Desk, move
+    from walletctl.render.followup import render_waiting
 
     ref_ = request.client_system_transaction_id
+    ask = Ask(op="checkout", ref=ref_, reason=checked_reason, confirm_amount=confirm_amount)
+    desk: Desk[Any] = Desk(confirm=lambda _plan: None, ask_amount=ask_amount(),
+                           on_wait=render_waiting)
     with client:
-        created = create_checkout(
-            client, open_for(profile, purpose=f"walletctl checkout {ref_}"), request)
-    if created.earlier is not None or created.found is not None:
+        moved = move(client, open_for(profile, purpose=f"walletctl checkout {ref_}"),
+                     Checkout(request), ask, desk)
+    if moved.answer is None:
         from walletctl.render.checkout import render_existing
 
-        render_existing(st.output_format, ref_, created)
+        render_existing(st.output_format, ref_, moved)
         return
     from walletctl.cli.production import production_tag
     from walletctl.render.checkout import WAITING, render_checkout
 
+    created = moved.answer
     render_checkout(st.output_format, request, created, tag=production_tag(profile))
     response = created.response
-    assert response is not None
     if open_browser and created.replayed and created.state != WAITING:
         from walletctl.render.console import print_note
 
@@ -181,8 +197,7 @@ def _require(st: State, from_file: Path | None, base: dict[str, Any] | None,
     options are; with ``--from-file`` it is the file that lacks it (exit 4, a request that
     breaks a rule).
     """
-    from walletctl.cli.common import missing_options
-    from walletctl.errors import ConfigError, RequestValidationError
+    from walletctl.errors import ConfigError, RequestValidationError, missing_options
     from walletctl.ops.redirect import REDIRECT_KEYS, get_path
 
     def absent(key: str) -> bool:

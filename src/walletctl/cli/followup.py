@@ -253,7 +253,8 @@ def _single(
     from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
     from walletctl.errors import AwaitingApprovalError, DeclinedError
     from walletctl.models.money import format_major
-    from walletctl.ops.money.followup import NOUN, Ask, Desk, follow_up, interpret
+    from walletctl.ops.money.movements import NOUN, follow_up, interpret_followup
+    from walletctl.ops.money.pipeline import Ask, Desk
     from walletctl.render.followup import render_applied, render_result, render_waiting
 
     ask = Ask(op=op, ref=ref, amount=amount, currency=currency, new_ref=new_ref,
@@ -269,7 +270,8 @@ def _single(
                     f"{_where(profile)}\n  now: "
                     f"{plan.balance.summary()}", yes=yes, action=NOUN[op])
 
-    desk = Desk(confirm=confirm_plan, ask_amount=ask_amount(), on_wait=render_waiting)
+    desk: Desk[FollowUpPlan] = Desk(confirm=confirm_plan, ask_amount=ask_amount(),
+                                    on_wait=render_waiting)
     try:
         with make_client(st) as client:
             moved = follow_up(client, store, ask, desk)
@@ -295,11 +297,11 @@ def _single(
                 f"{applied.state} at the gateway", hint=f"see `walletctl lookup {ref}`")
         return
     assert moved.plan is not None
-    assert moved.response is not None
-    render_result(st.output_format, op, ref, moved.plan, moved.response,
+    assert moved.answer is not None
+    render_result(st.output_format, op, ref, moved.plan, moved.answer,
                   tag=production_tag(profile))
     sys.stdout.flush()
-    interpret(moved.plan, moved.response)
+    interpret_followup(moved.plan, moved.answer)
 
 
 def _where(profile: Profile) -> str:
