@@ -1,7 +1,7 @@
-"""Redirect-wallet operations: checkout, capture/refund/reverse (with pre-flight), lookup.
-
-One function per operation; no Typer, no printing. The CLI, ``smoke`` and the demo share them.
-"""
+"""The redirect wallet's requests: a checkout built from the profile, a request file and
+flags; a capture/refund/reversal planned against the original's records (the pre-flight) with
+its derived reference. No Typer, no printing, no sending: the money pipeline sends
+(:mod:`walletctl.ops.money.pipeline`); ``smoke`` and the demo share these."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import APM_PROVIDER
 from walletctl.errors import RequestValidationError
-from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+from walletctl.models.checkout import CheckoutRequest
 from walletctl.models.fields import REFERENCE_MAX
-from walletctl.models.followup import OPERATION_TYPES, FollowUpRequest, FollowUpResponse, Operation
+from walletctl.models.followup import OPERATION_TYPES, FollowUpRequest, Operation
 from walletctl.models.ledger import (
     KIND_OF_OP,
     Balance,
@@ -127,14 +127,6 @@ def _refuse_floats(value: Any, path: str) -> None:
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _refuse_floats(v, f"{path}[{i}]")
-
-
-def checkout(client: GatewayClient, request: CheckoutRequest) -> CheckoutResponse:
-    return client.checkout(request)
-
-
-def lookup(client: GatewayClient, reference: str) -> list[TransactionRecord]:
-    return client.lookup(reference)
 
 
 @dataclass(frozen=True)
@@ -257,7 +249,3 @@ def plan_from_records(
         )
     request = make_followup_request(profile, op, reference, new_ref, to_send, balance.currency)
     return FollowUpPlan(op=op, request=request, balance=balance, records=records)
-
-
-def send_followup(client: GatewayClient, plan: FollowUpPlan) -> FollowUpResponse:
-    return client.followup(plan.request)
