@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from walletctl.cli.options import ConfirmAmount, Reason
 from walletctl.cli.state import State, get_state
 
 if TYPE_CHECKING:
@@ -79,14 +80,8 @@ def checkout(
     order_number: Annotated[
         str | None, typer.Option(help="providerDiscretionaryData (your order number).")
     ] = None,
-    reason: Annotated[
-        str | None,
-        typer.Option(help="Why (recorded in the history; a profile can require it)."),
-    ] = None,
-    confirm_amount: Annotated[
-        str | None,
-        typer.Option(help="The amount, typed to confirm one above the profile's limit."),
-    ] = None,
+    reason: Reason = None,
+    confirm_amount: ConfirmAmount = None,
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the redirect URL in a browser.")
     ] = False,

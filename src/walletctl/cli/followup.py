@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from walletctl.cli.options import ConfirmAmount, Reason
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
@@ -53,14 +54,8 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
             str | None, typer.Option(help="Must match the original's currency.")
         ] = None,
         new_ref: str | None = typer.Option(None, help=_NEW_REF_HELP[op]),  # per operation
-        reason: Annotated[
-            str | None,
-            typer.Option(help="Why (recorded in the history; a profile can require it)."),
-        ] = None,
-        confirm_amount: Annotated[
-            str | None,
-            typer.Option(help="The amount, typed to confirm one above the profile's limit."),
-        ] = None,
+        reason: Reason = None,
+        confirm_amount: ConfirmAmount = None,
         yes: Annotated[
             bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")
         ] = False,

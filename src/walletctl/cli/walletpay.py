@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from walletctl.cli.options import ConfirmAmount, Reason
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
@@ -111,14 +112,8 @@ def authorize(
     encryption_key_id: Annotated[
         str | None, typer.Option("--encryption-key-id", help=_KEY_ID_HELP)
     ] = None,
-    reason: Annotated[
-        str | None,
-        typer.Option(help="Why (recorded in the history; a profile can require it)."),
-    ] = None,
-    confirm_amount: Annotated[
-        str | None,
-        typer.Option(help="The amount, typed to confirm one above the profile's limit."),
-    ] = None,
+    reason: Reason = None,
+    confirm_amount: ConfirmAmount = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")

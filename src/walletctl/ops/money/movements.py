@@ -55,22 +55,41 @@ def _unknown_hint(exc: WalletctlError, ref: str) -> None:
                     "done if applied, re-sends it under the same reference if not")
 
 
-def _own_earlier(client: GatewayClient, store: HistoryStore | None, op: str, ref: str,
-                 dry_run: bool) -> tuple[list[TransactionRecord], list[Judged]]:
-    """A movement under its own reference (checkout, authorization): earlier unknown intents
-    under it, looked up only when there is something to resolve."""
-    pending = [] if dry_run else unresolved_for(store, client.profile, op, ref)
-    if not pending:
-        return [], []
-    return [], settle(store, pending, lookup_or_none(client, ref))
+class UnderItsOwnReference:
+    """A movement under a reference of its own (checkout, authorization): that reference is
+    its identity. Earlier unknown intents under it are looked up only when there are some;
+    any conflict stops it, an applied one is reported; nothing else is held as a likely
+    duplicate (a second one under the reference is the earlier intent, or the gateway's
+    replay or 409)."""
 
+    op: str
 
-def _own_repeated(judged: list[Judged]) -> Judged | None:
-    """Any conflict stops the movement; else the newest earlier intent found applied."""
-    conflict = next((j for j in judged if j.verdict == "conflict"), None)
-    if conflict is not None:
-        return conflict
-    return next((j for j in reversed(judged) if j.verdict == "applied"), None)
+    def own_reference(self) -> str:
+        raise NotImplementedError
+
+    def earlier(self, client: GatewayClient, store: HistoryStore | None,
+                dry_run: bool) -> tuple[list[TransactionRecord], list[Judged]]:
+        pending = [] if dry_run else unresolved_for(store, client.profile, self.op,
+                                                    self.own_reference())
+        if not pending:
+            return [], []
+        return [], settle(store, pending, lookup_or_none(client, self.own_reference()))
+
+    def repeated(self, judged: list[Judged]) -> Judged | None:
+        conflict = next((j for j in judged if j.verdict == "conflict"), None)
+        if conflict is not None:
+            return conflict
+        return next((j for j in reversed(judged) if j.verdict == "applied"), None)
+
+    def hold_duplicate(self, store: HistoryStore | None, client: GatewayClient, plan: object,
+                       records: list[TransactionRecord]) -> None:
+        return None
+
+    def taken(self, client: GatewayClient, amount: Decimal, currency: str,
+              rec: Recording) -> TransactionRecord:
+        """The gateway answered 409: what one lookup of the reference shows."""
+        intended = Intended(self.own_reference(), self.op, amount, currency)
+        return taken(client, intended, self.own_reference(), rec)
 
 
 # ---- capture, refund, reversal --------------------------------------------------------------
@@ -194,19 +213,12 @@ class Created:
 
 
 @dataclass(frozen=True)
-class Checkout:
+class Checkout(UnderItsOwnReference):
     request: CheckoutRequest
+    op = "checkout"
 
-    @property
-    def ref(self) -> str:
+    def own_reference(self) -> str:
         return self.request.client_system_transaction_id
-
-    def earlier(self, client: GatewayClient, store: HistoryStore | None,
-                dry_run: bool) -> tuple[list[TransactionRecord], list[Judged]]:
-        return _own_earlier(client, store, "checkout", self.ref, dry_run)
-
-    def repeated(self, judged: list[Judged]) -> Judged | None:
-        return _own_repeated(judged)
 
     def plan(self, client: GatewayClient, store: HistoryStore | None,
              records: list[TransactionRecord], same: Judged | None,
@@ -214,12 +226,7 @@ class Checkout:
         return self.request  # built and checked by the command (request file, flags)
 
     def planned(self, plan: CheckoutRequest) -> Planned:
-        return Planned("checkout", self.ref, None, plan.amount, plan.currency_code)
-
-    def hold_duplicate(self, store: HistoryStore | None, client: GatewayClient,
-                       plan: CheckoutRequest, records: list[TransactionRecord]) -> None:
-        """None: a checkout's own reference is its identity (a second one under it is the
-        earlier intent resolved above, or the gateway's replay or 409)."""
+        return Planned("checkout", self.own_reference(), None, plan.amount, plan.currency_code)
 
     def send(self, client: GatewayClient, plan: CheckoutRequest,
              rec: Recording) -> Created | TransactionRecord:
@@ -228,10 +235,9 @@ class Checkout:
         except GatewayError as exc:
             if exc.status != 409:
                 raise
-            intended = Intended(self.ref, "checkout", plan.amount, plan.currency_code)
-            return taken(client, intended, self.ref, rec)
+            return self.taken(client, plan.amount, plan.currency_code, rec)
         if response.replayed:
-            state = _state_now(client, self.ref)
+            state = _state_now(client, self.own_reference())
             rec.answered("Pending", outcome="created", note="checkout already existed "
                          f"(answer replayed); state {state or 'unknown'}")
             return Created(response, replayed=True, state=state)
@@ -259,7 +265,7 @@ class AuthorizationPlan:
 
 
 @dataclass(frozen=True)
-class Authorization:
+class Authorization(UnderItsOwnReference):
     """``ecom.sale`` / ``ecom.preauthorization`` of a payment account under ``reference``."""
 
     account_id: str
@@ -271,13 +277,7 @@ class Authorization:
     cryptogram: str | None = None
     eci: str | None = None
     three_ds: ThreeDSecure | None = None
-
-    def earlier(self, client: GatewayClient, store: HistoryStore | None,
-                dry_run: bool) -> tuple[list[TransactionRecord], list[Judged]]:
-        return _own_earlier(client, store, "authorize", self.reference, dry_run)
-
-    def repeated(self, judged: list[Judged]) -> Judged | None:
-        return _own_repeated(judged)
+    op = "authorize"
 
     def plan(self, client: GatewayClient, store: HistoryStore | None,
              records: list[TransactionRecord], same: Judged | None,
@@ -299,10 +299,6 @@ class Authorization:
     def planned(self, plan: AuthorizationPlan) -> Planned:
         return Planned("authorize", self.reference, self.reference, self.amount, self.currency)
 
-    def hold_duplicate(self, store: HistoryStore | None, client: GatewayClient,
-                       plan: AuthorizationPlan, records: list[TransactionRecord]) -> None:
-        """None: the authorization's own reference is its identity, as a checkout's."""
-
     def send(self, client: GatewayClient, plan: AuthorizationPlan,
              rec: Recording) -> AuthorizationResponse | TransactionRecord:
         from walletctl.ops.walletpay import send_authorization
@@ -312,10 +308,12 @@ class Authorization:
         except GatewayError as exc:
             if exc.status != 409:
                 raise
-            intended = Intended(self.reference, "authorize", self.amount, self.currency)
-            return taken(client, intended, self.reference, rec)
+            return self.taken(client, self.amount, self.currency, rec)
         rec.answered(response.state)
         return response
+
+    def own_reference(self) -> str:
+        return self.reference
 
 
 def interpret_authorization(reference: str, response: AuthorizationResponse) -> None:
