@@ -47,8 +47,8 @@ def keys(
 ) -> None:
     """Fetch an API key and encryption key for the profile (public key service)."""
     from walletctl.cli.common import make_client
+    from walletctl.masking import mask_secret
     from walletctl.ops.walletpay import get_keys
-    from walletctl.render.mask import mask_secret
 
     state = get_state(ctx)
     with make_client(state) as client:
@@ -276,7 +276,7 @@ def _account_id(arg: str | None, event: Path | None, read_event: Any) -> str:
 
 
 def _account_row(acct: PaymentAccount) -> dict[str, Any]:
-    from walletctl.render.mask import mask_body
+    from walletctl.masking import mask_body
 
     row: dict[str, Any] = {
         "transactionAccountId": acct.transaction_account_id,
