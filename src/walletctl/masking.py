@@ -5,7 +5,8 @@ dry runs, render masks what commands show, smoke masks its reports, all with thi
 
 * A secret is never shown, not even partly: :func:`mask_secret` replaces it by a short
   fingerprint (``****(sha256:1a2b3c4d)``) so two values can be told apart without revealing
-  either.
+  either. Card data (a PAN, a CVV) is too small a space for a fingerprint to hide it: its
+  value is replaced by :data:`MASK` alone.
 * Digit runs that look like card numbers keep their first 6 and last 4 digits.
 * :class:`Masker` is the smoke reports' net: known values and sensitive keys become
   :data:`MASK` wherever they appear, in data or in free text.
@@ -146,6 +147,8 @@ def mask_body(obj: Any) -> Any:
 
 
 def _shown_secret(key: str, value: Any) -> str:
+    if key.lower() in CARD_DATA_KEYS:
+        return MASK
     return mask_secret(value) if isinstance(value, str) else "****(structured secret)"
 
 
