@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 
 
 def render_keys(fmt: str, profile: str, result: KeysResult, *, show_secret: bool) -> None:
+    from walletctl.masking import mask_secret
     from walletctl.render.console import print_note
-    from walletctl.render.mask import mask_secret
 
     k = result.keys
     api_key = k.api_key.get_secret_value()
@@ -75,7 +75,7 @@ def _loses_to(profile: str, source: str) -> str:
 
 
 def _account_row(acct: PaymentAccount) -> dict[str, Any]:
-    from walletctl.render.mask import mask_body
+    from walletctl.masking import mask_body
 
     row: dict[str, Any] = {
         "transactionAccountId": acct.transaction_account_id,
@@ -116,7 +116,19 @@ def _emit(fmt: str, row: dict[str, Any], title: str) -> None:
         for key, value in row.items():
             if value is None:
                 continue
-            t.add_row(key, "\n".join(value) if isinstance(value, list) else str(value))
+            t.add_row(key, _cell(value))
         out().print(t)
 
     emit(fmt, [row], document=row, table=table)
+
+
+def _cell(value: Any) -> str:
+    """A table cell: a list one item a line, an object (an extra field the gateway sent) as
+    compact JSON, anything else as text."""
+    import json
+
+    if isinstance(value, list):
+        return "\n".join(_cell(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return str(value)

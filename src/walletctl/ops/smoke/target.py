@@ -27,8 +27,8 @@ import httpx
 
 from walletctl.config.profile import AuthSettings, Profile
 from walletctl.errors import ConfigError, UsageError
+from walletctl.masking import Masker
 from walletctl.ops.smoke.framework import StepFailed, StepSkipped
-from walletctl.ops.smoke.masking import Masker
 from walletctl.ops.smoke.transport import ExchangeLog, RecordingTransport
 
 if TYPE_CHECKING:
