@@ -4,7 +4,7 @@
 
 Each run refunds 1.00 EUR of its own approved sale on a real-port sandbox (in this process).
 Runs alternate between the *bare* calls (the pre-flight lookup, the plan, the POST) and the
-*protocol* ``walletctl refund`` goes through (``ops.money.followup.follow_up``: the
+*protocol* ``walletctl refund`` goes through (``ops.money.pipeline.move``: the
 per-original lock, earlier intents resolved from the history, the likely-duplicate hold
 against the gateway's records and the history, the intent committed before the POST and
 completed after), so machine noise hits both alike. The protocol runs twice over: with the
@@ -58,7 +58,8 @@ def measure(args: argparse.Namespace, workdir: Path, pg_url: str | None) -> int:
     from walletctl.config.profile import AuthSettings, Profile
     from walletctl.history import open_history
     from walletctl.history.location import open_shared
-    from walletctl.ops.money.followup import Ask, Desk, follow_up
+    from walletctl.ops.money.movements import follow_up
+    from walletctl.ops.money.pipeline import Ask, Desk
     from walletctl.ops.redirect import plan_followup
     from walletctl.sandbox.config import SandboxConfig
     from walletctl.sandbox.server import EmbeddedSandbox
@@ -107,8 +108,8 @@ def measure(args: argparse.Namespace, workdir: Path, pg_url: str | None) -> int:
                 moved = follow_up(client, opened(arm),
                                   Ask(op="refund", ref=ref, amount="1.00", reason="benchmark"),
                                   Desk(confirm=lambda _plan: None))
-                assert moved.response is not None
-                response = moved.response
+                assert moved.answer is not None
+                response = moved.answer
             else:
                 plan = plan_followup(client, "refund", ref, amount="1.00")
                 response = client.followup(plan.request)

@@ -17,9 +17,9 @@ _walletctl_options() {  # PATH: its options
         'approvals refuse') echo '--reason --yes -y --help -h' ;;
         'approvals show') echo '--help -h' ;;
         'approve') echo '--reason --yes -y --confirm-profile --help -h' ;;
-        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id --yes -y --dry-run --help -h' ;;
+        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id --reason --confirm-amount --yes -y --dry-run --help -h' ;;
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help -h' ;;
-        'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --open --dry-run --help -h' ;;
+        'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount --open --dry-run --help -h' ;;
         'completion') echo '--help -h' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --unknown --reconcile --last --path --help -h' ;;
         'history setup') echo '--grant --help -h' ;;
@@ -62,9 +62,9 @@ _walletctl_takes() {  # PATH: its options that take a value
         'approvals') echo '--state --since' ;;
         'approvals refuse') echo '--reason' ;;
         'approve') echo '--reason --confirm-profile' ;;
-        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id' ;;
+        'authorize') echo '--account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id --reason --confirm-amount' ;;
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
-        'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number' ;;
+        'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
         'history setup') echo '--grant' ;;
         'history verify') echo '--expect-head' ;;

@@ -17,9 +17,9 @@ function __walletctl_takes
         case 'approvals'; echo --state --since
         case 'approvals refuse'; echo --reason
         case 'approve'; echo --reason --confirm-profile
-        case 'authorize'; echo --account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id
+        case 'authorize'; echo --account --event --amount --currency --ref --type --cryptogram --eci --3ds --three-ds --encryption-key-id --reason --confirm-amount
         case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
-        case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number
+        case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
         case 'history setup'; echo --grant
         case 'history verify'; echo --expect-head
@@ -126,6 +126,8 @@ complete -c walletctl -n "__walletctl_at 'authorize'" -l cryptogram -x -d 'Devic
 complete -c walletctl -n "__walletctl_at 'authorize'" -l eci -x -d 'ECI indicator of the device token'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l 3ds -l three-ds -r -F -d '3DS result JSON {threeDSServerTransId, authenticationValu...'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l encryption-key-id -x -d 'Encryption key id the account was made with (default: fro...'
+complete -c walletctl -n "__walletctl_at 'authorize'" -l reason -x -d 'Why (recorded in the history; a profile can require it)'
+complete -c walletctl -n "__walletctl_at 'authorize'" -l confirm-amount -x -d 'The amount, typed to confirm one above the profile\'s limit'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l yes -s y -d 'Do not ask for confirmation'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l dry-run -d 'Print the exact request; send nothing'
 complete -c walletctl -n "__walletctl_at 'authorize'" -l help -s h -d 'Show help'
@@ -175,6 +177,8 @@ complete -c walletctl -n "__walletctl_at 'checkout'" -l refused-url -x -d ''
 complete -c walletctl -n "__walletctl_at 'checkout'" -l redirect-timeout -x -d 'Seconds the redirect link lives (0-900, 0 = never)'
 complete -c walletctl -n "__walletctl_at 'checkout'" -l language -x -d 'Checkout page language'
 complete -c walletctl -n "__walletctl_at 'checkout'" -l order-number -x -d 'providerDiscretionaryData (your order number)'
+complete -c walletctl -n "__walletctl_at 'checkout'" -l reason -x -d 'Why (recorded in the history; a profile can require it)'
+complete -c walletctl -n "__walletctl_at 'checkout'" -l confirm-amount -x -d 'The amount, typed to confirm one above the profile\'s limit'
 complete -c walletctl -n "__walletctl_at 'checkout'" -l open -d 'Open the redirect URL in a browser'
 complete -c walletctl -n "__walletctl_at 'checkout'" -l dry-run -d 'Print the exact request; send nothing'
 complete -c walletctl -n "__walletctl_at 'checkout'" -l help -s h -d 'Show help'

@@ -23,6 +23,7 @@ Messages never contain secrets: callers pass masked values only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from walletctl.constants import ExitCode
@@ -49,6 +50,19 @@ def _short(text: str) -> str:
 
 class UsageError(WalletctlError):
     exit_code = ExitCode.USAGE
+
+
+def missing_options(command: str, missing: Sequence[tuple[str, str]], *,
+                    hint: str | None = None) -> UsageError:
+    """A required value given nowhere, in the voice of Click's own missing option (exit 2):
+    ``checkout: missing option --amount (the amount in major units, e.g. --amount 12.34)``.
+
+    ``missing`` holds (flag, or flags joined by ", "; why it is required) pairs.
+    """
+    what = "option" if len(missing) == 1 and "," not in missing[0][0] else "options"
+    listed = "; ".join(f"{flag} ({rule})" for flag, rule in missing)
+    return UsageError(f"{command}: missing {what} {listed}",
+                      hint=hint or f"see `walletctl {command} --help`")
 
 
 class ConfigError(WalletctlError):

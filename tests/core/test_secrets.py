@@ -10,7 +10,7 @@ import pytest
 
 from walletctl.cli.state import ENV
 from walletctl.constants import ExitCode
-from walletctl.render.mask import fingerprint
+from walletctl.masking import fingerprint
 
 
 def leaks(text: str, secret: str) -> list[str]:

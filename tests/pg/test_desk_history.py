@@ -130,7 +130,8 @@ DRIVER = textwrap.dedent('''
     from walletctl.cli.common import make_client
     from walletctl.cli.state import State
     from walletctl.history import open_for
-    from walletctl.ops.money.followup import Ask, Desk, follow_up
+    from walletctl.ops.money.movements import follow_up
+    from walletctl.ops.money.pipeline import Ask, Desk
 
     refs = sys.argv[1].split(",")
     count, offset = int(sys.argv[2]), int(sys.argv[3])
@@ -143,7 +144,7 @@ DRIVER = textwrap.dedent('''
             moved = follow_up(client, store, Ask(op="refund", ref=ref, amount="1.00",
                                                  allow_duplicate=True),
                               Desk(confirm=lambda plan: None))
-            assert moved.response is not None and moved.response.state == "Approved"
+            assert moved.answer is not None and moved.answer.state == "Approved"
             done += 1
     print(done)
 ''')

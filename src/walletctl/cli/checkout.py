@@ -7,24 +7,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.state import State, get_state
+from walletctl.cli.options import ConfirmAmount, Reason
+from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
-    from walletctl.config.profile import Profile
+    from walletctl.ops.money.movements import Created
 
 _BILLING = "Billing address"
 _CARDHOLDER = "Cardholder"
 _REDIRECTS = "Redirect URLs (default: the profile's [redirects])"
-# What a checkout cannot do without: by flag, the request key and what it is. The currency
-# and the redirect URLs may also come from the profile.
-_REQUIRED = {
-    "--amount": ("amount", "required: the amount in major units, e.g. 12.34"),
-    "--ref": ("clientSystemTransactionId",
-              "required: your unique reference, the clientSystemTransactionId"),
-}
-_REDIRECTS_REQUIRED = ("success_url", "error_url", "pending_url", "return_url")
-
-
 def register(app: typer.Typer) -> None:
     app.command("checkout", no_args_is_help=False)(checkout)
 
@@ -79,6 +70,8 @@ def checkout(
     order_number: Annotated[
         str | None, typer.Option(help="providerDiscretionaryData (your order number).")
     ] = None,
+    reason: Reason = None,
+    confirm_amount: ConfirmAmount = None,
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the redirect URL in a browser.")
     ] = False,
@@ -89,13 +82,15 @@ def checkout(
     """Create a checkout (spec 2.1) and print the redirect URL for the customer."""
     from walletctl.cli.common import make_client, print_dry_run, read_request_file
     from walletctl.errors import RequestValidationError
+    from walletctl.history.policy import clean_reason
     from walletctl.models.checkout import parse_checkout_type
     from walletctl.models.inputs import check_inputs
-    from walletctl.ops.redirect import build_checkout_request
+    from walletctl.ops.redirect import checkout_request
 
     check_inputs(references={"--ref (clientSystemTransactionId)": ref},
                  amounts={"--amount": amount},
                  currencies={"--currency": currency})
+    checked_reason = clean_reason(reason)
     st = get_state(ctx)
     base = read_request_file(from_file) if from_file is not None else None
     overrides: dict[str, Any] = {
@@ -129,100 +124,52 @@ def checkout(
             raise RequestValidationError([("--type", str(exc))]) from None
     elif base is None or not any(k.lower() == "type" for k in base):
         overrides["type"] = "ecom.sale"
-    profile = _require(st, from_file, base, overrides)
-    request = build_checkout_request(profile, base, overrides)
+    profile, request = checkout_request(st.profile, base, overrides, from_file=from_file)
     client = make_client(st)
     call = client.prepare_checkout(request)
     if dry_run:
         print_dry_run(st, [call])
         return
+    from walletctl.cli.common import ask_amount
     from walletctl.history import open_for
-    from walletctl.ops.money.checkout import create_checkout
+    from walletctl.ops.money.movements import Checkout
+    from walletctl.ops.money.pipeline import Ask, Desk, move
+    from walletctl.render.followup import render_waiting
 
     ref_ = request.client_system_transaction_id
+    ask = Ask(op="checkout", ref=ref_, reason=checked_reason, confirm_amount=confirm_amount)
+    desk: Desk[Any] = Desk(confirm=lambda _plan: None, ask_amount=ask_amount(),
+                           on_wait=render_waiting)
     with client:
-        created = create_checkout(
-            client, open_for(profile, purpose=f"walletctl checkout {ref_}"), request)
-    if created.earlier is not None or created.found is not None:
+        moved = move(client, open_for(profile, purpose=f"walletctl checkout {ref_}"),
+                     Checkout(request), ask, desk)
+    if moved.answer is None:
         from walletctl.render.checkout import render_existing
 
-        render_existing(st.output_format, ref_, created)
+        render_existing(st.output_format, ref_, moved)
         return
     from walletctl.cli.production import production_tag
-    from walletctl.render.checkout import WAITING, render_checkout
+    from walletctl.render.checkout import render_checkout
 
+    created = moved.answer
     render_checkout(st.output_format, request, created, tag=production_tag(profile))
-    response = created.response
-    assert response is not None
-    if open_browser and created.replayed and created.state != WAITING:
-        from walletctl.render.console import print_note
+    if open_browser:
+        _open_in_browser(created)
 
+
+def _open_in_browser(created: Created) -> None:
+    """``--open``: the redirect URL in a browser, while it still leads somewhere."""
+    from walletctl.render.checkout import WAITING
+    from walletctl.render.console import print_note
+
+    url = created.response.redirect_url
+    if created.replayed and created.state != WAITING:
         print_note("not opening the redirectUrl: the checkout already existed and no longer "
                    "waits for the customer")
-        return
-    if open_browser:
-        if not response.redirect_url.lower().startswith(("http://", "https://")):
-            # the URL comes from the gateway: never hand file:, javascript: ... to a browser
-            from walletctl.render.console import print_note
-
-            print_note("not opening the redirectUrl: it is not an http(s) URL")
-            return
+    elif not url.lower().startswith(("http://", "https://")):
+        # the URL comes from the gateway: never hand file:, javascript: ... to a browser
+        print_note("not opening the redirectUrl: it is not an http(s) URL")
+    else:
         import webbrowser
 
-        webbrowser.open(response.redirect_url)
-
-
-def _require(st: State, from_file: Path | None, base: dict[str, Any] | None,
-             overrides: dict[str, Any]) -> Profile:
-    """The selected profile, once every required value is given by a flag, the request file
-    or (currency, redirect URLs) the profile.
-
-    A value given nowhere is a usage error (exit 2) naming the flag, as Click's own required
-    options are; with ``--from-file`` it is the file that lacks it (exit 4, a request that
-    breaks a rule).
-    """
-    from walletctl.cli.common import missing_options
-    from walletctl.errors import ConfigError, RequestValidationError
-    from walletctl.ops.redirect import REDIRECT_KEYS, get_path
-
-    def absent(key: str) -> bool:
-        return overrides.get(key) is None and (base is None or get_path(base, key) is None)
-
-    # (flags, their request keys, the rule)
-    missing = [([flag], [key], rule) for flag, (key, rule) in _REQUIRED.items() if absent(key)]
-    profile: Profile | None = None
-    try:
-        profile = st.profile()
-    except ConfigError:
-        if not missing:  # the usage error first, as Click reports it before any profile
-            raise
-    hints: list[str] = []
-    if profile is not None:
-        name = profile.name
-        if not profile.currency and absent("currencyCode"):
-            missing.append((["--currency"], ["currencyCode"],
-                            f"required: profile {name!r} has no default currency"))
-            hints.append(f'pass --currency EUR, or set currency = "EUR" under [profiles.{name}]')
-        urls = [key for key in _REDIRECTS_REQUIRED if key not in profile.redirects
-                and absent(f"redirectDetails.{REDIRECT_KEYS[key]}")]
-        if urls:
-            missing.append((["--" + key.replace("_", "-") for key in urls],
-                            [f"redirectDetails.{REDIRECT_KEYS[key]}" for key in urls],
-                            f"required: profile {name!r} has no [redirects] for them"
-                            if len(urls) > 1 else
-                            f"required: profile {name!r} has no [redirects] {urls[0]}"))
-            hints.append(f"pass the URLs, or store the shop's in the profile (its other "
-                         f"settings kept): `walletctl profile set {name} redirects.{urls[0]} "
-                         f"https://your-shop/...`" + (" (and " + ", ".join(
-                             f"redirects.{key}" for key in urls[1:]) + ")" if urls[1:] else ""))
-    hint = "; ".join(hints) or None
-    if missing and base is None:
-        raise missing_options("checkout", [(", ".join(flags), rule)
-                                           for flags, _, rule in missing], hint=hint)
-    if missing:
-        raise RequestValidationError(
-            [(key, f"is required: give it in --from-file {from_file} or pass {flag}")
-             for flags, keys, _ in missing for flag, key in zip(flags, keys, strict=True)],
-            hint=hint)
-    assert profile is not None  # loaded, or its ConfigError was raised
-    return profile
+        webbrowser.open(url)

@@ -6,7 +6,7 @@ Imported lazily from command bodies (it pulls in httpx via the client).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,19 +56,6 @@ def print_dry_run(state: State, calls: list[PreparedCall]) -> None:
         if d["body"] is not None:
             sys.stdout.write("\n" + to_json(d["body"]) + "\n")
     sys.stderr.write("walletctl: dry run: nothing was sent\n")
-
-
-def missing_options(command: str, missing: Sequence[tuple[str, str]], *,
-                    hint: str | None = None) -> UsageError:
-    """A required value given nowhere, in the voice of Click's own missing option (exit 2):
-    ``checkout: missing option --amount (the amount in major units, e.g. --amount 12.34)``.
-
-    ``missing`` holds (flag, or flags joined by ", "; why it is required) pairs.
-    """
-    what = "option" if len(missing) == 1 and "," not in missing[0][0] else "options"
-    listed = "; ".join(f"{flag} ({rule})" for flag, rule in missing)
-    return UsageError(f"{command}: missing {what} {listed}",
-                      hint=hint or f"see `walletctl {command} --help`")
 
 
 def confirm(summary: str, *, yes: bool, action: str) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from walletctl.cli.options import ConfirmAmount, Reason
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
@@ -53,14 +54,8 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
             str | None, typer.Option(help="Must match the original's currency.")
         ] = None,
         new_ref: str | None = typer.Option(None, help=_NEW_REF_HELP[op]),  # per operation
-        reason: Annotated[
-            str | None,
-            typer.Option(help="Why (recorded in the history; a profile can require it)."),
-        ] = None,
-        confirm_amount: Annotated[
-            str | None,
-            typer.Option(help="The amount, typed to confirm one above the profile's limit."),
-        ] = None,
+        reason: Reason = None,
+        confirm_amount: ConfirmAmount = None,
         yes: Annotated[
             bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")
         ] = False,
@@ -253,7 +248,8 @@ def _single(
     from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
     from walletctl.errors import AwaitingApprovalError, DeclinedError
     from walletctl.models.money import format_major
-    from walletctl.ops.money.followup import NOUN, Ask, Desk, follow_up, interpret
+    from walletctl.ops.money.movements import NOUN, follow_up, interpret_followup
+    from walletctl.ops.money.pipeline import Ask, Desk
     from walletctl.render.followup import render_applied, render_result, render_waiting
 
     ask = Ask(op=op, ref=ref, amount=amount, currency=currency, new_ref=new_ref,
@@ -269,7 +265,8 @@ def _single(
                     f"{_where(profile)}\n  now: "
                     f"{plan.balance.summary()}", yes=yes, action=NOUN[op])
 
-    desk = Desk(confirm=confirm_plan, ask_amount=ask_amount(), on_wait=render_waiting)
+    desk: Desk[FollowUpPlan] = Desk(confirm=confirm_plan, ask_amount=ask_amount(),
+                                    on_wait=render_waiting)
     try:
         with make_client(st) as client:
             moved = follow_up(client, store, ask, desk)
@@ -295,11 +292,11 @@ def _single(
                 f"{applied.state} at the gateway", hint=f"see `walletctl lookup {ref}`")
         return
     assert moved.plan is not None
-    assert moved.response is not None
-    render_result(st.output_format, op, ref, moved.plan, moved.response,
+    assert moved.answer is not None
+    render_result(st.output_format, op, ref, moved.plan, moved.answer,
                   tag=production_tag(profile))
     sys.stdout.flush()
-    interpret(moved.plan, moved.response)
+    interpret_followup(moved.plan, moved.answer)
 
 
 def _where(profile: Profile) -> str:

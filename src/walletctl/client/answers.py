@@ -19,8 +19,8 @@ from walletctl.client._httpx import httpx
 from walletctl.client.guard import clean, credential_parts
 from walletctl.config.profile import Profile
 from walletctl.errors import AuthError, GatewayError, RequestValidationError, ResponseError
+from walletctl.masking import mask_body, mask_headers
 from walletctl.models.base import loads
-from walletctl.render.mask import mask_body, mask_headers
 
 MAX_RETRY_AFTER = 60.0
 

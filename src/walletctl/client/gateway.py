@@ -52,9 +52,9 @@ from walletctl.errors import (
     ResponseError,
     UnknownOutcomeError,
 )
+from walletctl.masking import mask_body, mask_headers
 from walletctl.models.base import dumps
 from walletctl.models.records import TransactionRecord, parse_records
-from walletctl.render.mask import mask_body, mask_headers
 
 if TYPE_CHECKING:  # imported where used: `walletctl lookup` never needs the request models
     from walletctl.models.checkout import CheckoutRequest, CheckoutResponse

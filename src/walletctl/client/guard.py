@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from walletctl.masking import is_secret_key, mask_known
+
 MAX_WIRE_BYTES = 4 * 1024 * 1024  # compressed (as received)
 MAX_BODY_BYTES = 16 * 1024 * 1024  # decoded
 MAX_TEXT = 4096  # one gateway string after escaping: a 2,048-char URL fits, a 1 MB line not
@@ -32,12 +34,6 @@ MAX_TEXT = 4096  # one gateway string after escaping: a 2,048-char URL fits, a 1
 # Control characters, DEL, C1, bidi embeddings/overrides/isolates, LS/PS, BOM/zero-width.
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _BREAKS = re.compile(r"[\t\n\r]+")  # line breaks and tabs read as one space
-_SENSITIVE = frozenset(
-    {"apikey", "publicapikey", "publickeyapi", "encryptionkey", "privatekey", "secret",
-     "password", "key", "cryptogram", "onlinepaymentcryptogram", "authenticationvalue",
-     "pan", "cardnumber", "dpan", "signature", "signedmessage", "signedkey",
-     "encryptedmessage", "paymentdata"}
-)
 
 
 def overall_deadline(timeout: float) -> float:
@@ -167,12 +163,7 @@ def _escape(match: re.Match[str]) -> str:
 
 def clean_text(text: str, secrets: tuple[str, ...] = ()) -> str:
     """Gateway text made safe for a terminal and free of the request's credentials."""
-    for secret in secrets:
-        if secret and len(secret) >= 4 and secret in text:
-            from walletctl.render.mask import mask_secret
-
-            text = text.replace(secret, mask_secret(secret))
-    text = _UNSAFE.sub(_escape, _BREAKS.sub(" ", text))
+    text = _UNSAFE.sub(_escape, _BREAKS.sub(" ", mask_known(text, secrets)))
     if len(text) > MAX_TEXT:
         text = text[: MAX_TEXT - 15] + "...(truncated)"
     return text
@@ -181,8 +172,9 @@ def clean_text(text: str, secrets: tuple[str, ...] = ()) -> str:
 def clean(obj: Any, secrets: tuple[str, ...] = (), *, sensitive: bool = False) -> Any:
     """A copy of a JSON value with every string (and key) passed through :func:`clean_text`.
 
-    Values under secret-bearing keys (``apiKey``, ``encryptionKey``...) keep the credentials
-    they legitimately carry (the models hold them as ``SecretStr``, masked on output).
+    Values under secret keys (:data:`walletctl.masking.SECRET_KEYS`: ``apiKey``,
+    ``encryptionKey``...) keep the credentials they legitimately carry, whole (the models
+    hold them as ``SecretStr``, masked on output).
     """
     if isinstance(obj, str):
         if sensitive:
@@ -193,7 +185,7 @@ def clean(obj: Any, secrets: tuple[str, ...] = (), *, sensitive: bool = False) -
         for key, value in obj.items():
             name = clean_text(key, secrets) if isinstance(key, str) else key
             out[name] = clean(
-                value, secrets, sensitive=sensitive or str(key).lower() in _SENSITIVE
+                value, secrets, sensitive=sensitive or is_secret_key(key)
             )
         return out
     if isinstance(obj, list):

@@ -211,7 +211,7 @@ def auth_header(profile: Profile) -> tuple[str, str] | None:
     ``PublicApiKey`` -> ``Authorization: PublicApiKey <key>`` (the spec's scheme);
     ``Bearer`` -> ``Authorization: Bearer <key>``; ``Basic`` -> ``Authorization: Basic
     base64(<username or user_id>:<key>)``; ``header`` -> ``<auth.header>: <key>``.
-    The value holds the secret: mask it before showing it anywhere (render.mask).
+    The value holds the secret: mask it before showing it anywhere (walletctl.masking).
     """
     auth = profile.auth
     if auth.scheme == "none":

@@ -1,7 +1,7 @@
-"""Redirect-wallet operations: checkout, capture/refund/reverse (with pre-flight), lookup.
-
-One function per operation; no Typer, no printing. The CLI, ``smoke`` and the demo share them.
-"""
+"""The redirect wallet's requests: a checkout built from the profile, a request file and
+flags; a capture/refund/reversal planned against the original's records (the pre-flight) with
+its derived reference. No Typer, no printing, no sending: the money pipeline sends
+(:mod:`walletctl.ops.money.pipeline`); ``smoke`` and the demo share these."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import APM_PROVIDER
-from walletctl.errors import RequestValidationError
-from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+from walletctl.errors import ConfigError, RequestValidationError, missing_options
+from walletctl.models.checkout import CheckoutRequest
 from walletctl.models.fields import REFERENCE_MAX
-from walletctl.models.followup import OPERATION_TYPES, FollowUpRequest, FollowUpResponse, Operation
+from walletctl.models.followup import OPERATION_TYPES, FollowUpRequest, Operation
 from walletctl.models.ledger import (
     KIND_OF_OP,
     Balance,
@@ -27,6 +27,9 @@ from walletctl.models.money import check_currency, parse_major
 from walletctl.models.records import TransactionRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
     from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import Profile
 
@@ -108,6 +111,74 @@ def build_checkout_request(
     return CheckoutRequest.from_wire(data)
 
 
+
+# What a checkout cannot do without: by flag, the request key and what it is. The currency
+# and the redirect URLs may also come from the profile.
+_REQUIRED = {
+    "--amount": ("amount", "required: the amount in major units, e.g. 12.34"),
+    "--ref": ("clientSystemTransactionId",
+              "required: your unique reference, the clientSystemTransactionId"),
+}
+_REDIRECTS_REQUIRED = ("success_url", "error_url", "pending_url", "return_url")
+
+
+def checkout_request(load_profile: Callable[[], Profile], base: dict[str, Any] | None,
+                     overrides: dict[str, Any], *,
+                     from_file: Path | None = None) -> tuple[Profile, CheckoutRequest]:
+    """The selected profile and the checkout request the flags (``overrides``), the request
+    file (``base``) and the profile's defaults make, once every required value is given.
+
+    A value given nowhere is a usage error (exit 2) naming the flag, as Click's own required
+    options are; with ``--from-file`` it is the file that lacks it (exit 4, a request that
+    breaks a rule)."""
+    def absent(key: str) -> bool:
+        return overrides.get(key) is None and (base is None or get_path(base, key) is None)
+
+    # (flags, their request keys, the rule)
+    missing = [([flag], [key], rule) for flag, (key, rule) in _REQUIRED.items() if absent(key)]
+    try:
+        profile = load_profile()
+    except ConfigError:
+        if not missing:  # the usage error first, as Click reports it before any profile
+            raise
+        profile = None
+    hints = [] if profile is None else _missing_from_profile(profile, absent, missing)
+    hint = "; ".join(hints) or None
+    if missing and base is None:
+        raise missing_options("checkout", [(", ".join(flags), rule)
+                                           for flags, _, rule in missing], hint=hint)
+    if missing:
+        raise RequestValidationError(
+            [(key, f"is required: give it in --from-file {from_file} or pass {flag}")
+             for flags, keys, _ in missing for flag, key in zip(flags, keys, strict=True)],
+            hint=hint)
+    assert profile is not None  # loaded, or its ConfigError was raised
+    return profile, build_checkout_request(profile, base, overrides)
+
+
+def _missing_from_profile(profile: Profile, absent: Callable[[str], bool],
+                          missing: list[tuple[list[str], list[str], str]]) -> list[str]:
+    """What neither the flags, the file nor ``profile`` give (the currency, the redirect
+    URLs), added to ``missing``; the hints that say where to set them."""
+    name, hints = profile.name, []
+    if not profile.currency and absent("currencyCode"):
+        missing.append((["--currency"], ["currencyCode"],
+                        f"required: profile {name!r} has no default currency"))
+        hints.append(f'pass --currency EUR, or set currency = "EUR" under [profiles.{name}]')
+    urls = [key for key in _REDIRECTS_REQUIRED if key not in profile.redirects
+            and absent(f"redirectDetails.{REDIRECT_KEYS[key]}")]
+    if urls:
+        missing.append((["--" + key.replace("_", "-") for key in urls],
+                        [f"redirectDetails.{REDIRECT_KEYS[key]}" for key in urls],
+                        f"required: profile {name!r} has no [redirects] for them"
+                        if len(urls) > 1 else
+                        f"required: profile {name!r} has no [redirects] {urls[0]}"))
+        hints.append(f"pass the URLs, or store the shop's in the profile (its other "
+                     f"settings kept): `walletctl profile set {name} redirects.{urls[0]} "
+                     f"https://your-shop/...`" + (" (and " + ", ".join(
+                         f"redirects.{key}" for key in urls[1:]) + ")" if urls[1:] else ""))
+    return hints
+
 def _deep_copy(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {k: _deep_copy(v) for k, v in value.items()}
@@ -127,14 +198,6 @@ def _refuse_floats(value: Any, path: str) -> None:
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _refuse_floats(v, f"{path}[{i}]")
-
-
-def checkout(client: GatewayClient, request: CheckoutRequest) -> CheckoutResponse:
-    return client.checkout(request)
-
-
-def lookup(client: GatewayClient, reference: str) -> list[TransactionRecord]:
-    return client.lookup(reference)
 
 
 @dataclass(frozen=True)
@@ -257,7 +320,3 @@ def plan_from_records(
         )
     request = make_followup_request(profile, op, reference, new_ref, to_send, balance.currency)
     return FollowUpPlan(op=op, request=request, balance=balance, records=records)
-
-
-def send_followup(client: GatewayClient, plan: FollowUpPlan) -> FollowUpResponse:
-    return client.followup(plan.request)

@@ -40,8 +40,11 @@ from walletctl.models.walletpay import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from walletctl.client.gateway import GatewayClient, PreparedCall
     from walletctl.config.profile import Profile
+    from walletctl.ops.money.movements import Authorization
 
 CACHE_MARGIN = timedelta(seconds=60)
 
@@ -354,3 +357,93 @@ def send_authorization(
     except RequestValidationError as exc:
         field, rule = exc.problems[0]
         raise ResponseError(f"unexpected authorization response: {field}: {rule}") from None
+
+
+@dataclass(frozen=True)
+class AuthorizeInput:
+    """``walletctl authorize``'s options, as typed."""
+
+    account_id: str | None = None
+    event: Path | None = None
+    three_ds: Path | None = None
+    amount: str | None = None
+    currency: str | None = None
+    ref: str | None = None
+    kind: str = "sale"
+    cryptogram: str | None = None
+    eci: str | None = None
+    encryption_key_id: str | None = None
+
+
+def authorization_from(load_profile: Callable[[], Profile],
+                       given: AuthorizeInput) -> Authorization:
+    """The authorization the options describe, the event file and the 3DS result read and
+    checked against each other; what is missing or breaks a rule is refused before the
+    history, the lock or the gateway is touched (the profile is loaded after the options
+    are checked: a usage error comes first, as Click's own)."""
+    from walletctl.errors import missing_options
+    from walletctl.models.inputs import check_inputs
+    from walletctl.ops.money.movements import Authorization
+
+    detail, tds, account_id = _sources(given)
+    reference = given.ref or (detail.client_system_transaction_id if detail else None)
+    if not (account_id and reference and given.amount):
+        raise missing_options("authorize", [(flag, rule) for flag, rule, value in (
+            ("--account", "required: the transactionAccountId, or --event FILE or --3ds FILE "
+                          "naming it", account_id),
+            ("--ref", "required: the new transaction's clientSystemTransactionId", reference),
+            ("--amount", "required: the amount in major units, e.g. 12.34", given.amount),
+        ) if not value])
+    check_inputs(references={"--ref (clientSystemTransactionId)": reference},
+                 amounts={"--amount": given.amount}, currencies={"--currency": given.currency})
+    profile = load_profile()
+    amount, currency = _money(profile, given.amount, given.currency)
+    return Authorization(
+        account_id=account_id, key_id=resolve_key_id(profile, given.encryption_key_id),
+        reference=reference, amount=amount, currency=currency, kind=given.kind,
+        cryptogram=given.cryptogram or (detail.cryptogram if detail else None),
+        eci=given.eci or (detail.eci_indicator if detail else None),
+        three_ds=tds.three_ds if tds is not None else None)
+
+
+def _sources(given: AuthorizeInput) -> tuple[PaymentResult | None, ThreeDSInput | None,
+                                             str | None]:
+    """The event and the 3DS result read, and the account they and ``--account`` agree on."""
+    if given.event is not None and str(given.event) == str(given.three_ds) == "-":
+        raise UsageError("--event - and --3ds - cannot both read stdin")
+    detail = read_event(given.event) if given.event is not None else None
+    if detail is not None and given.account_id and \
+            given.account_id != detail.transaction_account_id:
+        raise UsageError("--account differs from the event's transactionAccountId")
+    tds = read_three_ds(given.three_ds) if given.three_ds is not None else None
+    account_id = given.account_id or (detail.transaction_account_id if detail else None)
+    if tds is not None and tds.account_id is not None:
+        if account_id and account_id != tds.account_id:
+            raise UsageError("--3ds was run for another account than "
+                             + ("--account" if given.account_id else "the event's"),
+                             hint="run `walletctl sandbox 3ds` for the account you charge")
+        account_id = tds.account_id
+    return detail, tds, account_id
+
+
+def _money(profile: Profile, amount: str, currency: str | None) -> tuple[Decimal, str]:
+    """``--amount`` in ``--currency`` (default: the profile's), greater than zero."""
+    from walletctl.errors import missing_options
+    from walletctl.models.money import check_currency, parse_major
+
+    if not (currency or profile.currency):
+        raise missing_options(
+            "authorize", [("--currency", f"required: profile {profile.name!r} has no default "
+                                         "currency")],
+            hint=f'pass --currency EUR, or set currency = "EUR" under [profiles.{profile.name}]')
+    try:
+        code = check_currency(currency or profile.currency or "")
+    except ValueError as exc:
+        raise RequestValidationError([("--currency", str(exc))]) from None
+    try:
+        value = parse_major(amount, code)
+    except ValueError as exc:
+        raise RequestValidationError([("--amount", str(exc))]) from None
+    if value <= 0:
+        raise RequestValidationError([("--amount", "must be greater than zero")])
+    return value, code

@@ -12,7 +12,8 @@ from walletctl.models.money import format_major, quantize
 
 if TYPE_CHECKING:
     from walletctl.models.checkout import CheckoutRequest
-    from walletctl.ops.money.checkout import Created
+    from walletctl.ops.money.movements import Created
+    from walletctl.ops.money.pipeline import Moved
 
 WAITING = "Pending"  # the one state whose redirect URL still leads somewhere
 
@@ -21,7 +22,6 @@ def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
                     tag: str = "") -> None:
     """``tag`` starts the sentence (``"PRODUCTION: "`` on a production profile)."""
     response = created.response
-    assert response is not None
     ref = request.client_system_transaction_id
     if fmt != "table":
         from walletctl.render.output import emit
@@ -57,13 +57,13 @@ def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
     sys.stderr.write(fit_phrases([*phrases, f"See `walletctl lookup {ref}`."], indent="") + "\n")
 
 
-def render_existing(fmt: str, ref: str, created: Created) -> None:
+def render_existing(fmt: str, ref: str, moved: Moved[Any, Any]) -> None:
     """The checkout was there before this command: an earlier run's whose outcome was
     unknown, or one the gateway's 409 and lookup showed to be this very checkout. The data
     formats get a row too (no ``redirectUrl``: it was not received)."""
     from walletctl.render.console import print_note
 
-    record = created.found or (created.earlier.record if created.earlier else None)
+    record = moved.found or (moved.earlier.record if moved.earlier else None)
     state = record.state if record is not None else "unknown"
     if fmt != "table":
         from walletctl.render.output import emit
@@ -71,13 +71,13 @@ def render_existing(fmt: str, ref: str, created: Created) -> None:
         row: dict[str, Any] = {
             "clientSystemTransactionId": ref, "alreadyCreated": True, "state": state,
             "redirectUrl": None,
-            "historyEntry": created.earlier.entry.id if created.earlier else None}
+            "historyEntry": moved.earlier.entry.id if moved.earlier else None}
         if record is not None:
             row |= {"type": record.type, "amount": format(record.transaction_amount, "f"),
                     "currencyCode": record.currency_code}
         emit(fmt, [row], document=row)
-    how = (f"by an earlier run whose outcome was unknown (history #{created.earlier.entry.id}"
-           f"; state {state}); nothing was sent" if created.earlier is not None else
+    how = (f"by an earlier run whose outcome was unknown (history #{moved.earlier.entry.id}"
+           f"; state {state}); nothing was sent" if moved.earlier is not None else
            f"(state {state}): the gateway answered 409 (reference used) and a lookup shows "
            "this very checkout; nothing new was created")
     print_note(f"checkout {ref} was already created {how}. Its redirect URL was not "

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from walletctl.history.recorder import Recording
     from walletctl.history.store import HistoryStore
     from walletctl.ops.batch.journal import Journal
-    from walletctl.ops.redirect import FollowUpPlan
+    from walletctl.ops.money.pipeline import Planned
 
 DETAIL_ROWS = 200  # rows above the amount kept with a batch request, for the approver
 
@@ -48,14 +48,13 @@ def _merchant(profile: Profile) -> tuple[str, str]:
     return profile.merchant_id, profile.store_id
 
 
-def single_request(profile: Profile, plan: FollowUpPlan, reason: str | None) -> Request:
-    req = plan.request
+def single_request(profile: Profile, planned: Planned, reason: str | None) -> Request:
     return Request(kind="single", profile=profile.name, base_url=profile.base_url,
                    merchant_id=profile.merchant_id, store_id=profile.store_id,
-                   operation=plan.op, original_ref=req.client_system_invoice_id,
-                   new_ref=req.client_system_transaction_id,
-                   amount=major_text(req.amount, req.currency_code), currency=req.currency_code,
-                   reason=reason)
+                   operation=planned.op, original_ref=planned.original,
+                   new_ref=planned.reference,
+                   amount=major_text(planned.amount, planned.currency),
+                   currency=planned.currency, reason=reason)
 
 
 def references(store: HistoryStore | None, profile: Profile, op: str, ref: str,
@@ -88,7 +87,7 @@ def _awaiting(found: Approval, limit: Decimal, profile: Profile) -> AwaitingAppr
              f"command again with --approval {found.id} (before {found.expires_at})")
 
 
-def gate_single(store: HistoryStore | None, profile: Profile, plan: FollowUpPlan,
+def gate_single(store: HistoryStore | None, profile: Profile, planned: Planned,
                 reason: str | None, approval: int | None, rec: Recording) -> WriteHook | None:
     """Before the confirmation: ``None`` when no approval is needed or given; the hook that
     spends ``approval`` with the intent when one is given (checked now, so that a wrong id
@@ -96,11 +95,11 @@ def gate_single(store: HistoryStore | None, profile: Profile, plan: FollowUpPlan
     (exit 12, recorded in the history with the approval's id)."""
     from dataclasses import replace
 
-    limit = threshold(profile, plan.op)
-    needed = limit is not None and plan.request.amount > limit
+    limit = threshold(profile, planned.op)
+    needed = limit is not None and planned.amount > limit
     if store is None or (approval is None and not needed):
         return None
-    request = single_request(profile, plan, reason)
+    request = single_request(profile, planned, reason)
     now = now_utc()
     if approval is None:
         assert limit is not None

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from walletctl.masking import Masker
 from walletctl.ops.smoke.framework import (
     Reference,
     RunContext,
@@ -31,7 +32,6 @@ from walletctl.ops.smoke.framework import (
     new_run_id,
     run_scenarios,
 )
-from walletctl.ops.smoke.masking import Masker
 
 if TYPE_CHECKING:
     import httpx

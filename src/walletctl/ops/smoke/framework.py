@@ -35,7 +35,7 @@ from walletctl.errors import (
 )
 
 if TYPE_CHECKING:
-    from walletctl.ops.smoke.masking import Masker
+    from walletctl.masking import Masker
     from walletctl.ops.smoke.transport import Exchange, ExchangeLog
 
 StepStatus = Literal["pending", "running", "passed", "failed", "error", "skipped"]

@@ -25,8 +25,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from walletctl.masking import Masker
 from walletctl.ops.smoke.framework import ScenarioResult, SmokeReport, StepResult
-from walletctl.ops.smoke.masking import Masker
 
 REPORT_VERSION = 1
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

@@ -145,7 +145,7 @@ def followup_step(
     """A follow-up through walletctl's own path: lookup + pre-flight, then send; Approved."""
 
     def action(run: ScenarioRun) -> str:
-        from walletctl.ops.redirect import plan_followup, send_followup
+        from walletctl.ops.redirect import plan_followup
 
         target = _target(run)
         original = run.state["original"]
@@ -159,7 +159,7 @@ def followup_step(
             currency=target.currency,
             new_reference=new_ref,
         )
-        response = send_followup(target.client, plan)
+        response = target.client.followup(plan.request)
         check_equal(response.state, APPROVED, f"state of the {NOUNS[op]} {new_ref}")
         if response.client_system_transaction_id is not None:
             check_equal(

@@ -29,8 +29,8 @@ import httpx
 from walletctl.client.admin import SandboxAdmin, SandboxRefused, SandboxUnreachable
 from walletctl.config.profile import AuthSettings, Profile
 from walletctl.errors import ConfigError, ResponseError, UsageError
+from walletctl.masking import Masker
 from walletctl.ops.smoke.framework import StepFailed, StepSkipped
-from walletctl.ops.smoke.masking import Masker
 from walletctl.ops.smoke.transport import ExchangeLog, RecordingTransport
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from walletctl.ops.smoke.masking import Masker
+from walletctl.masking import Masker
 
 BODY_LIMIT = 600
 

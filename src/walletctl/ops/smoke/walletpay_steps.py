@@ -232,7 +232,7 @@ def authorize_preauth(run: ScenarioRun) -> str:
 
 
 def capture(run: ScenarioRun) -> str:
-    from walletctl.ops.redirect import plan_followup, send_followup
+    from walletctl.ops.redirect import plan_followup
 
     target = _target(run)
     original = run.state["accounts"]["preauth"]["ref"]
@@ -245,7 +245,7 @@ def capture(run: ScenarioRun) -> str:
         currency=target.currency,
         new_reference=new_ref,
     )
-    response = send_followup(target.client, plan)
+    response = target.client.followup(plan.request)
     check_equal(response.state, APPROVED, f"state of the capture {new_ref}")
     return f"capture of {_money(run, plan.request.amount)}: {response.state}"
 

@@ -1,0 +1,333 @@
+"""What each operation brings to the money pipeline (:func:`.pipeline.move`): how its earlier
+intents are found, its plan and pre-flight, its request, and the meaning of its answer.
+
+* :class:`FollowUp`      — capture, refund, reversal of an original (the ledger's rules)
+* :class:`Checkout`      — a redirect-wallet checkout under its own reference
+* :class:`Authorization` — a browser-wallet sale or pre-authorisation of a payment account
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from walletctl.errors import DeclinedError, GatewayError, UnknownOutcomeError, WalletctlError
+from walletctl.models.ledger import KIND_OF_OP
+from walletctl.models.money import parse_major
+from walletctl.models.outcome import Intended, meaning_of_failure, meaning_of_state
+from walletctl.ops.money.approval import references as approval_references
+from walletctl.ops.money.duplicates import likely_duplicate
+from walletctl.ops.money.earlier import (
+    Judged,
+    lookup_or_none,
+    resolve_earlier,
+    settle,
+    taken,
+    unresolved_for,
+)
+from walletctl.ops.money.pipeline import Ask, Desk, Moved, Planned, move
+
+if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient, PreparedCall
+    from walletctl.history.recorder import Recording
+    from walletctl.history.store import HistoryStore
+    from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
+    from walletctl.models.followup import FollowUpResponse
+    from walletctl.models.records import TransactionRecord
+    from walletctl.models.walletpay import (
+        AuthorizationRequest,
+        AuthorizationResponse,
+        PaymentAccount,
+        ThreeDSecure,
+    )
+    from walletctl.ops.redirect import FollowUpPlan
+
+NOUN = KIND_OF_OP  # capture, refund, reversal: what the command calls its movement
+
+
+def _unknown_hint(exc: WalletctlError, ref: str) -> None:
+    if meaning_of_failure(exc) == "unknown":
+        exc.hint = (f"the outcome is recorded unknown: check with `walletctl lookup {ref}`, "
+                    f"or run the same command again: it looks {ref} up first, reports it "
+                    "done if applied, re-sends it under the same reference if not")
+
+
+class UnderItsOwnReference:
+    """A movement under a reference of its own (checkout, authorization): that reference is
+    its identity. Earlier unknown intents under it are looked up only when there are some;
+    any conflict stops it, an applied one is reported; nothing else is held as a likely
+    duplicate (a second one under the reference is the earlier intent, or the gateway's
+    replay or 409)."""
+
+    op: str
+
+    def own_reference(self) -> str:
+        raise NotImplementedError
+
+    def earlier(self, client: GatewayClient, store: HistoryStore | None,
+                dry_run: bool) -> tuple[list[TransactionRecord], list[Judged]]:
+        pending = [] if dry_run else unresolved_for(store, client.profile, self.op,
+                                                    self.own_reference())
+        if not pending:
+            return [], []
+        return [], settle(store, pending, lookup_or_none(client, self.own_reference()))
+
+    def repeated(self, judged: list[Judged]) -> Judged | None:
+        conflict = next((j for j in judged if j.verdict == "conflict"), None)
+        if conflict is not None:
+            return conflict
+        return next((j for j in reversed(judged) if j.verdict == "applied"), None)
+
+    def hold_duplicate(self, store: HistoryStore | None, client: GatewayClient, plan: object,
+                       records: list[TransactionRecord]) -> None:
+        return None
+
+    def taken(self, client: GatewayClient, amount: Decimal, currency: str,
+              rec: Recording) -> TransactionRecord:
+        """The gateway answered 409: what one lookup of the reference shows."""
+        intended = Intended(self.own_reference(), self.op, amount, currency)
+        return taken(client, intended, self.own_reference(), rec)
+
+
+# ---- capture, refund, reversal --------------------------------------------------------------
+@dataclass(frozen=True)
+class FollowUp:
+    ask: Ask
+
+    def earlier(self, client: GatewayClient, store: HistoryStore | None,
+                dry_run: bool) -> tuple[list[TransactionRecord], list[Judged]]:
+        records = client.lookup(self.ask.ref)
+        judged = [] if dry_run else resolve_earlier(store, client.profile, self.ask.op,
+                                                    self.ask.ref, records)
+        return records, judged
+
+    def repeated(self, judged: list[Judged]) -> Judged | None:
+        """The newest earlier intent this command repeats (same new reference if one is
+        given, same amount if one is given), now judged applied, absent or in conflict."""
+        ask = self.ask
+        for j in reversed(judged):
+            e = j.entry
+            if j.verdict not in ("applied", "absent", "conflict"):
+                continue
+            if ask.new_ref is not None and e.new_ref != ask.new_ref:
+                continue
+            if ask.amount is not None and e.amount is not None and e.currency:
+                try:
+                    if parse_major(ask.amount, e.currency) != Decimal(e.amount):
+                        continue
+                except (ValueError, ArithmeticError):
+                    continue
+            return j
+        return None
+
+    def plan(self, client: GatewayClient, store: HistoryStore | None,
+             records: list[TransactionRecord], same: Judged | None,
+             rec: Recording) -> FollowUpPlan:
+        from walletctl.ops.redirect import checked_currency, plan_from_records
+
+        ask, profile = self.ask, client.profile
+        currency = checked_currency(ask.currency)
+        new_ref, amount, reserved = ask.new_ref, ask.amount, frozenset[str]()
+        if same is not None:  # proven not applied: the same request, the same reference
+            new_ref, amount = same.entry.new_ref, amount or same.entry.amount
+        elif new_ref is None and not ask.dry_run:  # four eyes: the approved reference
+            new_ref, reserved = approval_references(store, profile, ask.op, ask.ref,
+                                                    ask.approval)
+        asked_currency = currency or profile.currency
+        if amount is not None and asked_currency is not None:
+            # what was asked, before the pre-flight (a bad amount is refused by the plan)
+            with contextlib.suppress(ValueError, ArithmeticError):
+                rec.planned(new_ref, parse_major(amount, asked_currency), asked_currency)
+        return plan_from_records(profile, ask.op,  # type: ignore[arg-type]
+                                 ask.ref, records, amount=amount, currency=currency,
+                                 new_reference=new_ref, reserved=reserved)
+
+    def planned(self, plan: FollowUpPlan) -> Planned:
+        req = plan.request
+        return Planned(plan.op, req.client_system_invoice_id, req.client_system_transaction_id,
+                       req.amount, req.currency_code)
+
+    def hold_duplicate(self, store: HistoryStore | None, client: GatewayClient,
+                       plan: FollowUpPlan, records: list[TransactionRecord]) -> None:
+        req = plan.request
+        now = datetime.now(UTC)
+        dup = likely_duplicate(store, client.profile, operation=plan.op,
+                               original_ref=req.client_system_invoice_id, amount=req.amount,
+                               currency=req.currency_code, records=records, now=now,
+                               itself=frozenset({req.client_system_transaction_id}))
+        if dup is not None:
+            raise dup.error(now)
+
+    def send(self, client: GatewayClient, plan: FollowUpPlan,
+             rec: Recording) -> FollowUpResponse | TransactionRecord:
+        """An answer that does not prove "not applied" leaves the intent unknown in the
+        history, for the next run (or ``history --unknown --reconcile``) to look up. Unlike
+        a batch row, a single command does not look up and re-send by itself: the operator
+        decides, and the re-run resolves it before anything else is sent."""
+        req = plan.request
+        new = req.client_system_transaction_id
+        try:
+            response = client.followup(req)
+        except WalletctlError as exc:
+            if isinstance(exc, GatewayError) and exc.status == 409:
+                # the reference is already used: by another transaction (refused), or by
+                # this very movement earlier: one lookup tells (earlier.taken)
+                intended = Intended(new, plan.op, req.amount, req.currency_code)
+                return taken(client, intended, req.client_system_invoice_id, rec)
+            _unknown_hint(exc, new)
+            raise
+        rec.answered(response.state)
+        return response
+
+
+def interpret_followup(plan: FollowUpPlan, response: FollowUpResponse) -> None:
+    """The answer's meaning for the command's exit (after it was rendered): raise for
+    anything but Approved: a stated refusal, or an unknown state (looked up by the next
+    run, never taken as refused)."""
+    new = plan.request.client_system_transaction_id
+    meaning = meaning_of_state(response.state)
+    if meaning == "unknown":
+        raise UnknownOutcomeError(new, f"the gateway answered state {response.state!r}: "
+                                       "not known to be done or refused")
+    if meaning == "declined":
+        raise DeclinedError(
+            f"the gateway answered {response.state}"
+            + (f" ({response.provider_state_code})" if response.provider_state_code else "")
+            + f" for the {NOUN[plan.op]} {new}",
+            hint=f"see `walletctl lookup {plan.request.client_system_invoice_id}`",
+        )
+
+
+# ---- checkout -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Created:
+    """A checkout's answer: created now, or replayed (an identical checkout already
+    existed; ``state`` is its state now, None when the lookup failed)."""
+
+    response: CheckoutResponse
+    replayed: bool = False
+    state: str | None = None
+
+
+@dataclass(frozen=True)
+class Checkout(UnderItsOwnReference):
+    request: CheckoutRequest
+    op = "checkout"
+
+    def own_reference(self) -> str:
+        return self.request.client_system_transaction_id
+
+    def plan(self, client: GatewayClient, store: HistoryStore | None,
+             records: list[TransactionRecord], same: Judged | None,
+             rec: Recording) -> CheckoutRequest:
+        return self.request  # built and checked by the command (request file, flags)
+
+    def planned(self, plan: CheckoutRequest) -> Planned:
+        return Planned("checkout", self.own_reference(), None, plan.amount, plan.currency_code)
+
+    def send(self, client: GatewayClient, plan: CheckoutRequest,
+             rec: Recording) -> Created | TransactionRecord:
+        try:
+            response = client.checkout(plan)
+        except GatewayError as exc:
+            if exc.status != 409:
+                raise
+            return self.taken(client, plan.amount, plan.currency_code, rec)
+        if response.replayed:
+            state = _state_now(client, self.own_reference())
+            rec.answered("Pending", outcome="created", note="checkout already existed "
+                         f"(answer replayed); state {state or 'unknown'}")
+            return Created(response, replayed=True, state=state)
+        # created, not approved: the customer has yet to approve it behind the redirect URL
+        rec.answered("Pending", outcome="created",
+                     note="checkout created; waiting for the customer")
+        return Created(response)
+
+
+def _state_now(client: GatewayClient, ref: str) -> str | None:
+    """A replayed checkout's latest state by one lookup; None when it cannot be told."""
+    try:
+        records = lookup_or_none(client, ref)
+    except WalletctlError:  # the checkout stands; only its state is not known
+        return None
+    return records[-1].state if records else None
+
+
+# ---- authorization (browser wallet) ---------------------------------------------------------
+@dataclass(frozen=True)
+class AuthorizationPlan:
+    account: PaymentAccount
+    request: AuthorizationRequest
+    call: PreparedCall
+
+
+@dataclass(frozen=True)
+class Authorization(UnderItsOwnReference):
+    """``ecom.sale`` / ``ecom.preauthorization`` of a payment account under ``reference``."""
+
+    account_id: str
+    key_id: str
+    reference: str
+    amount: Decimal
+    currency: str
+    kind: str = "sale"
+    cryptogram: str | None = None
+    eci: str | None = None
+    three_ds: ThreeDSecure | None = None
+    op = "authorize"
+
+    def plan(self, client: GatewayClient, store: HistoryStore | None,
+             records: list[TransactionRecord], same: Judged | None,
+             rec: Recording) -> AuthorizationPlan:
+        from walletctl.ops.walletpay import (
+            build_authorization,
+            get_account,
+            prepare_authorization,
+        )
+
+        rec.planned(self.reference, self.amount, self.currency)
+        account = get_account(client, self.account_id, self.key_id)
+        request = build_authorization(
+            client.profile, account, amount=self.amount, currency=self.currency,
+            reference=self.reference, kind=self.kind, key_id=self.key_id,
+            cryptogram=self.cryptogram, eci=self.eci, three_ds=self.three_ds)
+        return AuthorizationPlan(account, request, prepare_authorization(client, request))
+
+    def planned(self, plan: AuthorizationPlan) -> Planned:
+        return Planned("authorize", self.reference, self.reference, self.amount, self.currency)
+
+    def send(self, client: GatewayClient, plan: AuthorizationPlan,
+             rec: Recording) -> AuthorizationResponse | TransactionRecord:
+        from walletctl.ops.walletpay import send_authorization
+
+        try:
+            response = send_authorization(client, plan.call, plan.request)
+        except GatewayError as exc:
+            if exc.status != 409:
+                raise
+            return self.taken(client, self.amount, self.currency, rec)
+        rec.answered(response.state)
+        return response
+
+    def own_reference(self) -> str:
+        return self.reference
+
+
+def interpret_authorization(reference: str, response: AuthorizationResponse) -> None:
+    """Raise for anything but Approved (after the answer was rendered): Pending is an
+    outcome still to look up (exit 8), any other state a refusal (exit 5)."""
+    if response.state == "Pending":  # accepted, not done
+        raise UnknownOutcomeError(reference, "the gateway answered Pending: not done yet")
+    if response.state != "Approved":
+        raise DeclinedError(
+            f"authorization {reference} was not approved: {response.state}"
+            + (f" ({response.provider_state_code})" if response.provider_state_code else ""))
+
+
+def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask,
+              desk: Desk[FollowUpPlan]) -> Moved[FollowUpPlan, FollowUpResponse]:
+    """One capture, refund or reversal through the pipeline."""
+    return move(client, store, FollowUp(ask), ask, desk)

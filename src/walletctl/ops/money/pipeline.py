@@ -1,0 +1,185 @@
+"""The money pipeline: one function runs the steps of every single movement — checkout,
+capture, refund, reverse and authorize — in this order (docs/money.md):
+
+    lock the movement's reference (this machine, then the desk's shared history)
+    -> look up and resolve earlier unknown intents on it (any profile or URL)   [earlier.py]
+    -> plan and pre-flight                                          [the operation's own]
+    -> likely-duplicate hold                                              [duplicates.py]
+    -> the desk's policy (require_reason, limits); four eyes above the approval amount
+    -> confirmation
+    -> intent recorded (committed; an approval spent with it) -> send -> interpret
+    -> record the outcome (one history entry per movement)
+
+An operation supplies only what is its own (:class:`Movement`: how its earlier intents are
+found, its plan, its request and the meaning of its answer: :mod:`.movements`). A batch row
+is scheduled by ops/batch and goes through the same step functions (the lock, the earlier
+verdict, the duplicate hold, :func:`desk_rules` for the whole file, the approval), with
+group commit and retries of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+from walletctl.history.policy import check_policy
+from walletctl.history.recorder import Recording, recording
+from walletctl.ops.money.approval import gate_single
+from walletctl.ops.money.approval import threshold as approval_amount
+from walletctl.ops.money.earlier import Judged
+from walletctl.ops.money.lock import hold_original, lock_key
+
+if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.config.profile import Profile
+    from walletctl.history.store import HistoryStore, WriteHook
+    from walletctl.models.records import TransactionRecord
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What the operator asked for (already parsed by the command)."""
+
+    op: str  # checkout | capture | refund | reverse | authorize
+    ref: str  # the reference the movement is locked and looked up on
+    amount: str | None = None
+    currency: str | None = None
+    new_ref: str | None = None
+    reason: str | None = None
+    confirm_amount: str | None = None
+    allow_duplicate: bool = False
+    dry_run: bool = False
+    approval: int | None = None  # the id of a second operator's approval (--approval)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What every operation's plan says of itself: the movement the desk's rules judge."""
+
+    op: str
+    original: str  # the original's reference (a checkout's and an authorization's own)
+    new_ref: str | None  # the new transaction's (None: a checkout, which is the original)
+    amount: Decimal
+    currency: str
+
+    @property
+    def reference(self) -> str:
+        return self.new_ref or self.original
+
+
+PlanT = TypeVar("PlanT")
+AnswerT = TypeVar("AnswerT")
+AnswerT_co = TypeVar("AnswerT_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class Desk(Generic[PlanT]):
+    """The command's conversation with the operator (the CLI passes its prompts):
+    ``confirm`` sees the operation's plan (it asks y/N, or raises to send nothing)."""
+
+    confirm: Callable[[PlanT], None]
+    ask_amount: Callable[[str], str] | None = None
+    on_wait: Callable[[str], None] | None = None
+
+
+class Movement(Protocol[PlanT, AnswerT_co]):
+    """What one operation supplies to :func:`move`."""
+
+    def earlier(self, client: GatewayClient, store: HistoryStore | None,
+                dry_run: bool) -> tuple[list[TransactionRecord], list[Judged]]:
+        """The records the plan needs (looked up once) and the earlier unknown intents on
+        the reference, judged against them and recorded."""
+        ...
+
+    def repeated(self, judged: list[Judged]) -> Judged | None:
+        """The earlier intent this command repeats (applied, absent or in conflict)."""
+        ...
+
+    def plan(self, client: GatewayClient, store: HistoryStore | None,
+             records: list[TransactionRecord], same: Judged | None, rec: Recording) -> PlanT:
+        """Pre-flight and the exact request; raises what the gateway would refuse (what was
+        asked is recorded in ``rec`` first, so that a refusal carries it)."""
+        ...
+
+    def planned(self, plan: PlanT) -> Planned:
+        ...
+
+    def hold_duplicate(self, store: HistoryStore | None, client: GatewayClient, plan: PlanT,
+                       records: list[TransactionRecord]) -> None:
+        """Raise when an identical movement was made minutes ago (likely a duplicate)."""
+        ...
+
+    def send(self, client: GatewayClient, plan: PlanT,
+             rec: Recording) -> AnswerT_co | TransactionRecord:
+        """Send; record the answer in ``rec``. A 409 whose lookup shows this very movement
+        returns its record (nothing new was applied)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Moved(Generic[PlanT, AnswerT]):
+    """What happened: ``answer`` to a request sent now, or ``earlier``: this command's
+    earlier intent was applied and nothing was sent, or ``found``: the gateway answered 409
+    and showed this very movement already there; ``plan`` alone: a dry run."""
+
+    plan: PlanT | None = None
+    answer: AnswerT | None = None
+    earlier: Judged | None = None
+    found: TransactionRecord | None = None
+
+
+def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[PlanT, AnswerT],
+         ask: Ask, desk: Desk[PlanT]) -> Moved[PlanT, AnswerT]:
+    """Move the money once, or say why not (an exception with its exit code)."""
+    from walletctl.models.records import TransactionRecord
+
+    profile = client.profile
+    hold = (contextlib.nullcontext() if ask.dry_run else hold_original(
+        store, lock_key(profile.merchant_id, profile.store_id, ask.ref), what=ask.ref,
+        on_wait=desk.on_wait))
+    with hold, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
+        records, judged = movement.earlier(client, store, ask.dry_run)
+        same = movement.repeated(judged)
+        if same is not None and same.verdict == "conflict":  # reported once, then recorded
+            raise same.error()
+        if same is not None and same.verdict == "applied":
+            return Moved(earlier=same)
+        plan = movement.plan(client, store, records, same, rec)
+        planned = movement.planned(plan)
+        rec.planned(planned.new_ref, planned.amount, planned.currency)
+        if same is None and not ask.allow_duplicate:  # a dry run shows the hold too
+            movement.hold_duplicate(store, client, plan, records)
+        if ask.dry_run:
+            return Moved(plan=plan)
+        # an earlier intent re-sent under its reference spends (spent) the same approval
+        approval = ask.approval if ask.approval is not None or same is None else \
+            same.entry.approval
+        spend = desk_rules(store, profile, planned, ask, desk, rec, approval)
+        desk.confirm(plan)
+        rec.sending(hook=spend)
+        answer = movement.send(client, plan, rec)
+        if isinstance(answer, TransactionRecord):
+            return Moved(plan=plan, found=answer)
+        return Moved(plan=plan, answer=answer)
+
+
+def desk_rules(store: HistoryStore | None, profile: Profile, planned: Planned, ask: Ask,
+               desk: Desk[PlanT], rec: Recording, approval: int | None) -> WriteHook | None:
+    """The desk's rules for one movement, before its confirmation: a reason where the
+    profile requires one; above the profile's limit a reason and the amount typed; above
+    the approval amount a second operator's approval (filed, exit 12; or checked now and
+    spent with the intent: the hook returned). A second operator's approval replaces the
+    typed amount."""
+    above = approval_amount(profile, planned.op)
+    four_eyes = approval is not None or (above is not None and planned.amount > above)
+    settings = profile.history
+    check_policy(
+        profile_name=profile.name, operation=planned.op, amount=planned.amount,
+        currency=planned.currency, require_reason=settings.require_reason,
+        limits={} if four_eyes else settings.limits, reason=ask.reason,
+        confirm_amount=ask.confirm_amount, ask=desk.ask_amount,
+    )
+    return gate_single(store, profile, planned, ask.reason, approval, rec)

@@ -1,0 +1,195 @@
+"""Every rule of the desk on every movement, from outside: real ``walletctl`` processes, the
+sandbox served on a real port, profiles made and changed only with ``walletctl profile``
+commands, and the gateway's own records read over raw HTTP.
+
+Operations: checkout, capture, refund, reverse, authorize (browser wallet, a PAN_ONLY account
+after ``walletctl sandbox 3ds``) and a refund batch's row. Rules: ``require_reason``, a limit
+(``history.limits``), an approval amount (``history.approvals``) and the likely-duplicate
+hold. Where a rule refuses, nothing reaches the gateway; where it is met, the movement is
+made once.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .conftest import Desk, Result, unique
+
+Move = Callable[..., Result]
+OPERATIONS = ["checkout", "capture", "refund", "reverse", "authorize", "batch"]
+SERVICE = "Basic " + base64.b64encode(b"ops-bot:sandbox-secret").decode()
+
+
+class Matrix:
+    """One movement of each kind on ``desk-a``, and what the gateway holds afterwards."""
+
+    def __init__(self, desk: Desk, tmp: Path) -> None:
+        self.desk, self.tmp = desk, tmp
+        self._keys: dict[str, str] | None = None
+
+    def setting(self, key: str, value: str) -> None:
+        self.desk.run("profile", "set", "desk-a", key, value, expect=0)
+
+    # -- the movement's subject, made straight at the gateway --------------------------------
+    def subject(self, op: str, amount: str = "40.00") -> str:
+        """What ``op`` moves money on; a reversal releases the whole ``amount``."""
+        d = self.desk
+        if op == "reverse":
+            return d.preauth(unique("REV"), amount)
+        if op == "capture":
+            return d.preauth(unique("CAP"), "40.00")
+        if op in ("refund", "batch"):
+            return d.sale(unique("SAL"), "40.00")
+        if op == "checkout":
+            return unique("CHK")
+        return self._three_ds(unique("AUT"))
+
+    def _three_ds(self, ref: str) -> str:
+        """A PAN_ONLY payment account for ``ref`` and its 3DS result in a file (named by
+        the reference), as a merchant's page and ``walletctl sandbox 3ds`` make them."""
+        url = self.desk.sandbox_url
+        if self._keys is None:
+            resp = httpx.post(f"{url}/api/v5/publicKeys", headers={"Authorization": SERVICE},
+                              json={"merchantId": self.desk.merchant_id,
+                                    "storeId": self.desk.store_id}, timeout=10)
+            assert resp.status_code == 200, resp.text
+            self._keys = resp.json()
+        keys = self._keys
+        token = httpx.post(f"{url}/_sandbox/wallet/token", timeout=10, json={
+            "cardId": "visa-pan", "gatewayMerchantId": self.desk.merchant_id,
+            "publicKeyApi": keys["apiKey"]})
+        assert token.status_code == 200, token.text
+        account = httpx.post(f"{url}/api/v5/paymentAccounts", timeout=10, headers={
+            "Authorization": f"PublicApiKey {keys['apiKey']}"}, json={
+            "merchantId": self.desk.merchant_id, "storeId": self.desk.store_id,
+            "clientSystemTransactionId": ref, "paymentData": {
+                "apiVersion": 2, "apiVersionMinor": 0,
+                "paymentMethodData": token.json()["paymentMethodData"]}})
+        assert account.status_code == 200, account.text
+        three = self.desk.run("-p", "desk-a", "-o", "json", "sandbox", "3ds",
+                              account.json()["transactionAccountId"], expect=0)
+        (self.tmp / f"{ref}.3ds.json").write_text(three.stdout)
+        return ref
+
+    # -- the movement, as an operator types it ------------------------------------------------
+    def move(self, op: str, ref: str, amount: str, *extra: str,
+             expect: int | tuple[int, ...]) -> Result:
+        d = self.desk
+        base = ("-p", "desk-a", "-o", "json")
+        if op == "checkout":
+            return d.run(*base, "checkout", "--ref", ref, "--amount", amount, *extra,
+                         expect=expect)
+        if op == "authorize":
+            assert self._keys is not None
+            return d.run(*base, "authorize", "--3ds", str(self.tmp / f"{ref}.3ds.json"),
+                         "--ref", ref, "--amount", amount, "--yes",
+                         "--encryption-key-id", self._keys["encryptionKeyId"], *extra,
+                         expect=expect)
+        if op == "batch":
+            rows = self.tmp / f"{unique('rows')}.csv"
+            rows.write_text(f"ref,amount,currency\n{ref},{amount},EUR\n")
+            return d.run(*base, "refund", "--batch", str(rows), "--yes", *extra,
+                         expect=expect)
+        return d.run(*base, op, ref, "--amount", amount, "--yes", *extra, expect=expect)
+
+    def moved(self, op: str, ref: str) -> int:
+        """How many movements of ``op`` the gateway holds on ``ref``."""
+        d = self.desk
+        if op in ("checkout", "authorize"):
+            return sum(1 for r in d.records(ref) if r["clientSystemTransactionId"] == ref)
+        return len(d.followups(ref, "refund" if op == "batch" else op))
+
+
+@pytest.fixture
+def matrix(desk: Desk, tmp_path: Path) -> Matrix:
+    return Matrix(desk, tmp_path)
+
+
+def _history_op(op: str) -> str:
+    return "refund" if op == "batch" else op
+
+
+@pytest.mark.parametrize("op", OPERATIONS)
+def test_require_reason(matrix: Matrix, op: str) -> None:
+    matrix.setting("history.require_reason", _history_op(op))
+    ref = matrix.subject(op, "5.00")
+    refused = matrix.move(op, ref, "5.00", expect=5)
+    assert "a reason is required" in refused.stderr, refused
+    assert "nothing was sent" in refused.stderr, refused
+    assert matrix.moved(op, ref) == 0
+    matrix.move(op, ref, "5.00", "--reason", "customer asked", expect=0)
+    assert matrix.moved(op, ref) == 1
+    reasons = [e.get("reason") for e in matrix.desk.history()
+               if e["operation"] == _history_op(op) and ref in (e.get("reference"),
+                                                               e.get("original_ref"))]
+    assert "customer asked" in reasons, reasons
+
+
+@pytest.mark.parametrize("op", OPERATIONS)
+def test_limit(matrix: Matrix, op: str) -> None:
+    matrix.setting(f"history.limits.{_history_op(op)}", "10.00")
+    ref = matrix.subject(op, "20.00")
+    no_reason = matrix.move(op, ref, "20.00", expect=5)
+    assert "above its limit of 10.00" in no_reason.stderr, no_reason
+    unconfirmed = matrix.move(op, ref, "20.00", "--reason", "big one", expect=5)
+    assert "--confirm-amount" in unconfirmed.stderr, unconfirmed
+    wrong = matrix.move(op, ref, "20.00", "--reason", "big one", "--confirm-amount", "2.00",
+                        expect=5)
+    assert "nothing was sent" in wrong.stderr, wrong
+    assert matrix.moved(op, ref) == 0
+    matrix.move(op, ref, "20.00", "--reason", "big one", "--confirm-amount", "20.00",
+                expect=0)
+    assert matrix.moved(op, ref) == 1
+
+
+@pytest.mark.parametrize("op", ["capture", "refund", "reverse", "batch"])
+def test_approval_amount(matrix: Matrix, op: str) -> None:
+    matrix.setting(f"history.approvals.{_history_op(op)}", "10.00")
+    ref = matrix.subject(op, "20.00")
+    filed = matrix.move(op, ref, "20.00", expect=12)
+    assert "approval" in filed.stderr, filed
+    assert matrix.moved(op, ref) == 0
+    small = matrix.subject(op, "5.00")
+    matrix.move(op, small, "5.00", expect=0)  # below the amount: no second person needed
+    assert matrix.moved(op, small) == 1
+
+
+@pytest.mark.parametrize("op", ["checkout", "authorize"])
+def test_approval_amount_names_only_follow_ups(matrix: Matrix, op: str) -> None:
+    """Four eyes guards money leaving an order (capture, refund, reversal); the setting for
+    a checkout or an authorization does not exist, and saying it is a usage error."""
+    refused = matrix.desk.run("profile", "set", "desk-a", f"history.approvals.{op}", "10.00",
+                              expect=2)
+    assert "not a profile setting" in refused.stderr, refused
+
+
+@pytest.mark.parametrize("op", ["capture", "refund", "batch"])
+def test_duplicate_hold(matrix: Matrix, op: str) -> None:
+    """(A reversal releases the whole pre-authorisation: a second one is refused by the
+    ledger's own rule before the hold is asked.)"""
+    ref = matrix.subject(op)
+    matrix.move(op, ref, "5.00", expect=0)
+    held = matrix.move(op, ref, "5.00", expect=11)
+    assert "duplicate" in (held.stderr + held.stdout).lower(), held
+    assert matrix.moved(op, ref) == 1
+    matrix.move(op, ref, "5.00", "--allow-duplicate", expect=0)
+    assert matrix.moved(op, ref) == 2
+
+
+@pytest.mark.parametrize("op", ["checkout", "authorize"])
+def test_same_reference_moves_once(matrix: Matrix, op: str) -> None:
+    """A checkout's or an authorization's reference is its identity: the same command again
+    moves nothing new. A checkout is replayed (exit 0, "replayed"); an authorization's 3DS
+    result is spent with it, so the gateway refuses the second one (exit 5)."""
+    ref = matrix.subject(op)
+    matrix.move(op, ref, "5.00", expect=0)
+    again = matrix.move(op, ref, "5.00", expect=0 if op == "checkout" else 5)
+    if op == "checkout":
+        assert json.loads(again.stdout).get("replayed") is True, again
+    assert matrix.moved(op, ref) == 1
