@@ -26,7 +26,7 @@ service, instead of starting one; also ``$WALLETCTL_SANDBOX_URL``),
 ``--wallet-sandbox-amount-format`` (embedded sandbox only).
 
 This module imports only pytest and the standard library at import time; the sandbox server
-is imported when a fixture first needs it.
+is imported when a fixture first needs it (through :mod:`walletctl.ops.local_sandbox`).
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
 
     Prefer ``wallet_sandbox``, which resets it before every test.
     """
+    from walletctl.ops.local_sandbox import default_service_secret
     from walletctl.testing.sandbox import WalletSandbox
 
     def get(name: str) -> str:
@@ -103,7 +104,7 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
     ids: dict[str, Any] = {
         "api_key": get("api-key"), "merchant_id": get("merchant-id"),
         "store_id": get("store-id"), "user_id": get("user-id"),
-        "service_secret": _setting(pytestconfig, "service-secret") or _default_secret(
+        "service_secret": _setting(pytestconfig, "service-secret") or default_service_secret(
             get("api-key")),
         "admin_token": _setting(pytestconfig, "token"),
     }
@@ -116,26 +117,16 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
         yield handle
         return
 
-    from walletctl.sandbox.config import SandboxConfig
-    from walletctl.sandbox.server import EmbeddedSandbox
+    from walletctl.ops.local_sandbox import embedded
 
     fmt = get("amount-format")
     if fmt not in ("minor", "decimal"):
         raise pytest.UsageError(f"wallet_sandbox_amount_format: must be minor or decimal, "
                                 f"not {fmt!r}")
-    config = SandboxConfig(quiet=True, allow_clock_control=True, amount_format=fmt,  # type: ignore[arg-type]
-                           api_key=ids["api_key"])
-    with EmbeddedSandbox(config) as sandbox:
-        handle = WalletSandbox(base_url=sandbox.url, amount_format=fmt, **ids)
+    with embedded(api_key=ids["api_key"], amount_format=fmt, clock_control=True) as url:
+        handle = WalletSandbox(base_url=url, amount_format=fmt, **ids)
         handle._baseline_faults = handle.current_faults()
         yield handle
-
-
-def _default_secret(api_key: str) -> str:
-    """What ``walletctl sandbox serve`` uses when no --service-secret is given."""
-    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
-
-    return api_key if api_key != DEFAULT_API_KEY else DEFAULT_SERVICE_SECRET
 
 
 def _seconds(text: str) -> float:
@@ -188,7 +179,7 @@ def wallet_profile(wallet_sandbox: WalletSandbox, tmp_path: Path,
     """A profile named ``wallet-sandbox`` for ``wallet_sandbox``, selected through the
     environment (so in-process CliRunner calls and subprocesses both use it)."""
     from walletctl.constants import Env
-    from walletctl.sandbox.scenario import profile_toml
+    from walletctl.ops.local_sandbox import profile_toml
 
     path = tmp_path / "walletctl-profiles.toml"
     text = profile_toml(wallet_sandbox.base_url, name=PROFILE_NAME, key_env=KEY_ENV,

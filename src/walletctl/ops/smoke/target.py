@@ -263,20 +263,11 @@ def embedded_profile(url: str, api_key: str, amount_format: str = "minor") -> Pr
 @contextmanager
 def embedded_sandbox(*, amount_format: str = "minor") -> Iterator[Profile]:
     """Start a private sandbox on a free loopback port for the duration; yield its profile."""
-    try:
-        from walletctl.sandbox.config import SandboxConfig
-        from walletctl.sandbox.server import EmbeddedSandbox
-    except ImportError as exc:  # pragma: no cover - the sandbox ships with walletctl
-        raise ConfigError(f"the embedded sandbox is not available ({exc})") from None
+    from walletctl.ops.local_sandbox import embedded
+
     secret = "smoke-" + _secrets.token_urlsafe(18)
-    config = SandboxConfig(
-        amount_format="decimal" if amount_format == "decimal" else "minor",
-        api_key=secret,
-        service_secret=secret,
-        quiet=True,
-    )
-    with EmbeddedSandbox(config) as sandbox:
-        yield embedded_profile(sandbox.url, secret, amount_format)
+    with embedded(api_key=secret, service_secret=secret, amount_format=amount_format) as url:
+        yield embedded_profile(url, secret, amount_format)
 
 
 def environment_transport(base_url: str) -> httpx.HTTPTransport:
