@@ -200,7 +200,7 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
     if name is None and not print_it:
         return None
     from walletctl.cli.sandbox_profile import profile_table, profile_text, write_profile
-    from walletctl.config.validate import valid_profile_name
+    from walletctl.config.profile import valid_profile_name
     from walletctl.errors import UsageError
     from walletctl.render.console import print_note
     from walletctl.sandbox.config import DEFAULT_API_KEY
