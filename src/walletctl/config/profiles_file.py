@@ -15,7 +15,7 @@ readable or writable by group or others (``chmod 600``); the same holds for a ``
 (checked by ``config.secrets``). Files written by walletctl are created 0600 in a 0700 directory,
 through a temporary file and an atomic rename, so a crash never leaves half a file.
 
-Editing in place (``profile add/remove/set/unset/use``) keeps every comment and the layout: the
+Editing in place (``profile add/remove/set/unset/default``) keeps every comment and the layout: the
 file is parsed with tomlkit (a style-preserving TOML library), the one profile table is added,
 replaced or removed, and the result is validated with the same rules as loading
 (:func:`walletctl.config.profile.parse_document`) before it replaces the file atomically.
