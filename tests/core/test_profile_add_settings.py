@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from walletctl.cli.main import app
 from walletctl.cli.state import ENV
-from walletctl.config import store
+from walletctl.config import profiles_file
 from walletctl.constants import ExitCode
 
 
@@ -33,7 +33,7 @@ def test_every_setting_has_a_flag(tmp_path: Path) -> None:
                   "https://shop.example/refused", "--path", "checkout=/api/v6/checkout",
                   "--default")
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
-    p = store.load_file(config).profiles["full"]
+    p = profiles_file.load_file(config).profiles["full"]
     assert (p.amount_format, p.currency, p.timeout, p.timezone) == (
         "decimal", "GBP", 12.5, "Europe/London")
     assert (p.auth.scheme, p.auth.username) == ("Basic", "svc")
@@ -55,7 +55,7 @@ def test_a_terminal_is_asked_for_missing_ids_never_for_a_secret(tmp_path: Path) 
     prompts = result.stderr  # type: ignore[attr-defined]
     assert "Gateway base URL" in prompts
     assert "key" not in prompts.split("saved profile")[0].lower().replace("--key-env", "")
-    p = store.load_file(config).profiles["asked"]
+    p = profiles_file.load_file(config).profiles["asked"]
     assert (p.base_url, p.merchant_id, p.store_id, p.user_id) == (
         "https://gw.example", "M-1", "S-1", "ops")
     assert p.redirects["success_url"] == "https://shop.example/ok"
@@ -73,18 +73,18 @@ def test_a_terminal_is_asked_for_the_currency_until_it_is_a_code(tmp_path: Path)
     assert prompts.count("Default currency, e.g. EUR (--currency;") == 2, prompts
     assert "Error: must be an ISO 4217 three-letter currency code" in prompts, prompts
     assert "no default currency" not in prompts
-    assert store.load_file(config).profiles["asked"].currency == "GBP"
+    assert profiles_file.load_file(config).profiles["asked"].currency == "GBP"
     # Enter: no default currency, and the note says what that means
     result = _run(config, "profile", "add", "none", *ids, input="\n")
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
-    assert store.load_file(config).profiles["none"].currency is None
+    assert profiles_file.load_file(config).profiles["none"].currency is None
     assert ("walletctl: no default currency: checkout and authorize need --currency on each "
             "call") in result.stderr  # type: ignore[attr-defined]
     # given as a flag: never asked
     result = _run(config, "profile", "add", "flag", *ids, "--currency", "chf", input="")
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     assert "Default currency" not in result.stderr  # type: ignore[attr-defined]
-    assert store.load_file(config).profiles["flag"].currency == "CHF"
+    assert profiles_file.load_file(config).profiles["flag"].currency == "CHF"
 
 
 def test_a_bad_flag_value_names_the_flag(tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_serve_prints_a_ready_profile(tmp_path: Path) -> None:
     path = tmp_path / "printed.toml"
     path.write_text("".join(lines))
     path.chmod(0o600)
-    profile = store.load_file(path).profiles["sandbox"]
+    profile = profiles_file.load_file(path).profiles["sandbox"]
     assert profile.base_url.startswith("http://127.0.0.1:")
     assert profile.auth.service_secret == "sandbox-secret"
     assert set(profile.redirects) >= {"success_url", "error_url", "pending_url", "return_url"}

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from walletctl.cli.main import app
 from walletctl.cli.state import ENV
-from walletctl.config import store
+from walletctl.config import profiles_file
 from walletctl.constants import ExitCode
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
@@ -265,7 +265,7 @@ def test_add_creates_a_private_file(isolated: Path) -> None:
     path = isolated / ".config" / "walletctl" / "profiles.toml"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    pf = store.load_file(path)
+    pf = profiles_file.load_file(path)
     assert pf.default_profile == "shop"
     p = pf.profiles["shop"]
     assert (p.currency, p.timeout, p.amount_format) == ("JPY", 12.0, "decimal")
@@ -291,7 +291,7 @@ def test_add_creates_a_private_file(isolated: Path) -> None:
 def test_add_auth_options(isolated: Path, flags: list[str], check: Any) -> None:
     result = run(*ADD, *flags)
     assert result.exit_code == ExitCode.OK, result.output
-    auth = store.load_profile("shop", None).auth
+    auth = profiles_file.load_profile("shop", None).auth
     assert check(auth), auth
 
 
@@ -345,7 +345,7 @@ def test_add_existing_needs_force(cfg: Path) -> None:
     assert "--force" in refused.stderr
     replaced = run(*args, "--force", "--default")
     assert replaced.exit_code == ExitCode.OK, replaced.output
-    pf = store.load_file(cfg)
+    pf = profiles_file.load_file(cfg)
     assert pf.profiles["prod"].merchant_id == "M-9"
     assert pf.default_profile == "prod"
     assert pf.profiles["inline"].auth.key == INLINE_SECRET  # others kept as they were
@@ -378,7 +378,7 @@ def test_add_refuses_to_touch_an_insecure_file(cfg: Path) -> None:
 def test_remove_with_yes(cfg: Path) -> None:
     result = run("profile", "remove", "sandbox", "--yes")
     assert result.exit_code == ExitCode.OK, result.output
-    pf = store.load_file(cfg)
+    pf = profiles_file.load_file(cfg)
     assert list(pf.profiles) == ["prod", "inline"]
     assert pf.default_profile is None  # the default went with it
     assert "removed profile 'sandbox'" in result.stderr
@@ -396,11 +396,11 @@ def test_remove_asks_on_a_terminal(cfg: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(ENV, "stdin_isatty", True)
     kept = run("profile", "remove", "prod", input="n\n")
     assert kept.exit_code == ExitCode.OK, kept.output
-    assert "prod" in store.load_file(cfg).profiles
+    assert "prod" in profiles_file.load_file(cfg).profiles
     assert "nothing removed" in kept.stderr
     gone = run("profile", "remove", "prod", input="y\n")
     assert gone.exit_code == ExitCode.OK, gone.output
-    assert "prod" not in store.load_file(cfg).profiles
+    assert "prod" not in profiles_file.load_file(cfg).profiles
 
 
 def test_remove_unknown(cfg: Path) -> None:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from walletctl.config import store
+from walletctl.config import profiles_file
 
 HAND_WRITTEN = """\
 # Our gateway profiles -- ask ops before changing the prod one.
@@ -44,7 +44,7 @@ def test_add_then_remove_keeps_the_file_byte_for_byte(tmp_path: Path) -> None:
     text = config.read_text()
     assert text.startswith(HAND_WRITTEN), text  # every comment, in place
     assert "[profiles.shop.redirects]" in text
-    assert store.load_file(config).profiles["shop"].redirects["success_url"].endswith("/ok")
+    assert profiles_file.load_file(config).profiles["shop"].redirects["success_url"].endswith("/ok")
     removed = _walletctl(config, "profile", "remove", "shop", "--yes")
     assert removed.returncode == 0, removed.stderr
     assert config.read_text().rstrip("\n") == HAND_WRITTEN.rstrip("\n")
@@ -71,7 +71,7 @@ def test_concurrent_adds_all_land_and_leave_no_lock_file(tmp_path: Path) -> None
                               stdin=subprocess.DEVNULL) for i in range(4)]
     for proc in procs:
         assert proc.wait(timeout=60) == 0
-    assert sorted(store.load_file(config).profiles) == ["p0", "p1", "p2", "p3"]
+    assert sorted(profiles_file.load_file(config).profiles) == ["p0", "p1", "p2", "p3"]
     assert [p.name for p in config.parent.iterdir()] == ["profiles.toml"]
 
 

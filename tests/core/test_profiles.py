@@ -16,8 +16,14 @@ from typing import Any
 
 import pytest
 
-from walletctl.config import secret_store, secrets, store
-from walletctl.config.profile import AuthSettings, Profile, display_path
+from walletctl.config import profiles_file, secrets
+from walletctl.config.profile import (
+    AuthSettings,
+    Profile,
+    ProfilesFile,
+    display_path,
+    valid_profile_name,
+)
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
 
@@ -55,8 +61,8 @@ def write(path: Path, text: str, mode: int = 0o600) -> Path:
     return path
 
 
-def load_text(tmp_path: Path, text: str, mode: int = 0o600) -> store.ProfilesFile:
-    return store.load_file(write(tmp_path / "profiles.toml", text, mode))
+def load_text(tmp_path: Path, text: str, mode: int = 0o600) -> ProfilesFile:
+    return profiles_file.load_file(write(tmp_path / "profiles.toml", text, mode))
 
 
 def config_error(tmp_path: Path, text: str, mode: int = 0o600) -> ConfigError:
@@ -81,20 +87,21 @@ def make_profile(tmp_path: Path, **auth: Any) -> Profile:
 
 
 def test_default_config_path_is_in_the_user_config_dir(isolated: Path) -> None:
-    assert store.default_config_path() == isolated / ".config" / "walletctl" / "profiles.toml"
+    expected = isolated / ".config" / "walletctl" / "profiles.toml"
+    assert profiles_file.default_config_path() == expected
 
 
 def test_config_path_order_explicit_then_env_then_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert store.config_path(None) == store.default_config_path()
+    assert profiles_file.config_path(None) == profiles_file.default_config_path()
     monkeypatch.setenv("WALLETCTL_CONFIG", str(tmp_path / "env.toml"))
-    assert store.config_path(None) == tmp_path / "env.toml"
-    assert store.config_path(tmp_path / "flag.toml") == tmp_path / "flag.toml"
+    assert profiles_file.config_path(None) == tmp_path / "env.toml"
+    assert profiles_file.config_path(tmp_path / "flag.toml") == tmp_path / "flag.toml"
 
 
 def test_config_path_expands_home(isolated: Path) -> None:
-    assert store.config_path(Path("~/p.toml")) == isolated / "p.toml"
+    assert profiles_file.config_path(Path("~/p.toml")) == isolated / "p.toml"
 
 
 # --------------------------------------------------------------------------- loading: valid
@@ -325,12 +332,12 @@ def test_non_utf8_file(tmp_path: Path) -> None:
     path = tmp_path / "profiles.toml"
     path.write_bytes(b"\xff\xfe[profiles]")
     with pytest.raises(ConfigError, match="is not UTF-8 text"):
-        store.load_file(path)
+        profiles_file.load_file(path)
 
 
 def test_missing_file_hints_at_profile_add(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        store.load_file(tmp_path / "nope.toml")
+        profiles_file.load_file(tmp_path / "nope.toml")
     assert "no profiles file at" in info.value.message
     assert info.value.hint is not None
     assert "walletctl profile add" in info.value.hint
@@ -338,14 +345,14 @@ def test_missing_file_hints_at_profile_add(tmp_path: Path) -> None:
 
 def test_directory_instead_of_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is a directory"):
-        store.load_file(tmp_path)
+        profiles_file.load_file(tmp_path)
 
 
 def test_empty_file_has_no_profiles(tmp_path: Path) -> None:
     pf = load_text(tmp_path, "")
     assert pf.profiles == {}
     with pytest.raises(ConfigError, match="no profiles in"):
-        store.select_profile(pf, None)
+        profiles_file.select_profile(pf, None)
 
 
 # --------------------------------------------------------------------------- selection
@@ -355,19 +362,19 @@ TWO = BASE + BASE.replace("profiles.p]", "profiles.q]")
 
 def test_selection_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pf = load_text(tmp_path, 'default_profile = "p"\n' + TWO)
-    assert store.select_profile(pf, None).name == "p"  # default_profile
+    assert profiles_file.select_profile(pf, None).name == "p"  # default_profile
     monkeypatch.setenv("WALLETCTL_PROFILE", "q")
-    assert store.select_profile(pf, None).name == "q"  # env beats default
-    assert store.select_profile(pf, "p").name == "p"  # explicit name beats env
+    assert profiles_file.select_profile(pf, None).name == "q"  # env beats default
+    assert profiles_file.select_profile(pf, "p").name == "p"  # explicit name beats env
 
 
 def test_only_profile_is_selected(tmp_path: Path) -> None:
-    assert store.select_profile(load_text(tmp_path, BASE), None).name == "p"
+    assert profiles_file.select_profile(load_text(tmp_path, BASE), None).name == "p"
 
 
 def test_several_profiles_and_no_default(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        store.select_profile(load_text(tmp_path, TWO), None)
+        profiles_file.select_profile(load_text(tmp_path, TWO), None)
     assert "no profile selected" in info.value.message
     assert "(p, q)" in info.value.message
     assert info.value.hint is not None
@@ -376,7 +383,7 @@ def test_several_profiles_and_no_default(tmp_path: Path) -> None:
 
 def test_unknown_profile_lists_available(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        store.select_profile(load_text(tmp_path, TWO), "prod")
+        profiles_file.select_profile(load_text(tmp_path, TWO), "prod")
     assert "unknown profile 'prod'" in info.value.message
     assert "available: p, q" in info.value.message
 
@@ -387,8 +394,8 @@ def test_load_profile_uses_env_config_and_profile(
     path = write(tmp_path / "elsewhere.toml", TWO)
     monkeypatch.setenv("WALLETCTL_CONFIG", str(path))
     monkeypatch.setenv("WALLETCTL_PROFILE", "q")
-    assert store.load_profile(None, None).name == "q"
-    assert store.load_profile("p", None).name == "p"
+    assert profiles_file.load_profile(None, None).name == "q"
+    assert profiles_file.load_profile("p", None).name == "p"
 
 
 def test_load_profile_explicit_path_beats_env(
@@ -396,12 +403,12 @@ def test_load_profile_explicit_path_beats_env(
 ) -> None:
     monkeypatch.setenv("WALLETCTL_CONFIG", str(tmp_path / "missing.toml"))
     path = write(tmp_path / "flag.toml", BASE)
-    assert store.load_profile(None, path).source == path
+    assert profiles_file.load_profile(None, path).source == path
 
 
 def test_load_profile_default_location(isolated: Path) -> None:
     write(isolated / ".config" / "walletctl" / "profiles.toml", BASE)
-    assert store.load_profile().name == "p"
+    assert profiles_file.load_profile().name == "p"
 
 
 # --------------------------------------------------------------------------- permissions
@@ -434,7 +441,8 @@ def test_open_file_without_secret_is_fine(tmp_path: Path) -> None:
 
 @posix_only
 def test_permission_check_can_be_deferred(tmp_path: Path) -> None:
-    pf = store.load_file(write(tmp_path / "profiles.toml", INLINE, 0o644), check_permissions=False)
+    path = write(tmp_path / "profiles.toml", INLINE, 0o644)
+    pf = profiles_file.load_file(path, check_permissions=False)
     assert pf.holds_inline_secret
 
 
@@ -461,11 +469,11 @@ def test_open_key_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_save_creates_0600_file_in_0700_dir(tmp_path: Path) -> None:
     path = tmp_path / "new" / "dir" / "profiles.toml"
     doc = tomllib.loads(INLINE)
-    saved = store.save_file(path, doc)
+    saved = profiles_file.save_file(path, doc)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert saved.profiles["p"].auth.key == SECRET
-    again = store.load_file(path)  # readable back (0600 + inline key is fine)
+    again = profiles_file.load_file(path)  # readable back (0600 + inline key is fine)
     assert again.document == doc
     assert [p.name for p in path.parent.iterdir()] == ["profiles.toml"]  # no temp left
 
@@ -473,7 +481,7 @@ def test_save_creates_0600_file_in_0700_dir(tmp_path: Path) -> None:
 @posix_only
 def test_save_replaces_an_open_file_with_a_private_one(tmp_path: Path) -> None:
     path = write(tmp_path / "profiles.toml", BASE, 0o644)
-    store.save_file(path, tomllib.loads(INLINE))
+    profiles_file.save_file(path, tomllib.loads(INLINE))
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
@@ -481,7 +489,7 @@ def test_save_refuses_an_invalid_document_and_keeps_the_file(tmp_path: Path) -> 
     path = write(tmp_path / "profiles.toml", BASE)
     before = path.read_bytes()
     with pytest.raises(ConfigError, match=r"profiles\.p -> amount_format"):
-        store.save_file(path, tomllib.loads(BASE + 'amount_format = "cents"\n'))
+        profiles_file.save_file(path, tomllib.loads(BASE + 'amount_format = "cents"\n'))
     assert path.read_bytes() == before
 
 
@@ -496,7 +504,7 @@ def test_save_is_atomic_when_the_rename_fails(
 
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
-        store.save_file(path, tomllib.loads(TWO))
+        profiles_file.save_file(path, tomllib.loads(TWO))
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "profiles.toml"]
 
@@ -504,29 +512,29 @@ def test_save_is_atomic_when_the_rename_fails(
 def test_add_profile_first_becomes_default(tmp_path: Path) -> None:
     path = tmp_path / "profiles.toml"
     table = tomllib.loads(BASE)["profiles"]["p"]
-    res = store.add_profile(path, "a", dict(table))
+    res = profiles_file.add_profile(path, "a", dict(table))
     assert res.file.default_profile == "a"
     assert res.backup is None
-    res = store.add_profile(path, "b", dict(table))
+    res = profiles_file.add_profile(path, "b", dict(table))
     assert res.file.default_profile == "a"
-    res = store.add_profile(path, "c", dict(table), make_default=True)
+    res = profiles_file.add_profile(path, "c", dict(table), make_default=True)
     assert res.file.default_profile == "c"
-    assert list(store.load_file(path).profiles) == ["a", "b", "c"]
+    assert list(profiles_file.load_file(path).profiles) == ["a", "b", "c"]
 
 
 def test_add_profile_refuses_duplicates_unless_replace(tmp_path: Path) -> None:
     path = tmp_path / "profiles.toml"
     table = tomllib.loads(BASE)["profiles"]["p"]
-    store.add_profile(path, "a", dict(table))
+    profiles_file.add_profile(path, "a", dict(table))
     with pytest.raises(UsageError, match="already exists"):
-        store.add_profile(path, "a", dict(table))
-    store.add_profile(path, "a", {**table, "store_id": "S-9"}, replace=True)
-    assert store.load_file(path).profiles["a"].store_id == "S-9"
+        profiles_file.add_profile(path, "a", dict(table))
+    profiles_file.add_profile(path, "a", {**table, "store_id": "S-9"}, replace=True)
+    assert profiles_file.load_file(path).profiles["a"].store_id == "S-9"
 
 
 def test_add_profile_refuses_bad_names(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="bad profile name"):
-        store.add_profile(tmp_path / "p.toml", "../evil", {})
+        profiles_file.add_profile(tmp_path / "p.toml", "../evil", {})
     assert not (tmp_path / "p.toml").exists()
 
 
@@ -534,34 +542,34 @@ def test_editing_a_commented_file_keeps_every_comment(tmp_path: Path) -> None:
     text = "# my notes\n" + BASE.replace('"M-1"', '"M-1"  # the merchant id from onboarding')
     path = write(tmp_path / "profiles.toml", text)
     table = tomllib.loads(BASE)["profiles"]["p"]
-    res = store.add_profile(path, "b", dict(table))
+    res = profiles_file.add_profile(path, "b", dict(table))
     assert res.backup is None
     after = path.read_text()
     assert after.startswith(text)  # the original text untouched, the new table appended
-    store.remove_profile(path, "b")
+    profiles_file.remove_profile(path, "b")
     assert path.read_text().rstrip() == text.rstrip()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "profiles.toml"]  # no .lock
 
 
 def test_remove_profile_moves_the_default(tmp_path: Path) -> None:
     path = write(tmp_path / "profiles.toml", 'default_profile = "p"\n' + TWO)
-    res = store.remove_profile(path, "p")
+    res = profiles_file.remove_profile(path, "p")
     assert list(res.file.profiles) == ["q"]
     assert res.file.default_profile == "q"
     with pytest.raises(ConfigError, match="unknown profile 'p'"):
-        store.remove_profile(path, "p")
+        profiles_file.remove_profile(path, "p")
 
 
 def test_config_import_stays_light() -> None:
     code = (
-        "import sys, walletctl.config.store, walletctl.config.profile;"
+        "import sys, walletctl.config.profiles_file, walletctl.config.profile;"
         "bad = [m for m in ('pydantic', 'rich', 'httpx', 'tomli_w', 'keyring')"
         " if m in sys.modules]; print(','.join(bad))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
-    assert out == "", f"heavy modules imported by config.store: {out}"
+    assert out == "", f"heavy modules imported by config.profiles_file: {out}"
 
 
 # --------------------------------------------------------------------------- sample configs
@@ -572,9 +580,9 @@ def test_every_sample_config_loads() -> None:
     assert len(files) >= 4, files
     seen: set[str] = set()
     for path in files:
-        pf = store.load_file(path)
+        pf = profiles_file.load_file(path)
         assert pf.profiles, f"{path.name} has no profile"
-        store.select_profile(pf, None)  # each file selects a profile without flags
+        profiles_file.select_profile(pf, None)  # each file selects a profile without flags
         for p in pf.profiles.values():
             if p.auth.key_env:
                 seen.add("key_env")
@@ -598,7 +606,7 @@ def fake_keyring(monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str, str], str]:
         get_password=lambda service, user: entries.get((service, user)),
         set_password=lambda service, user, value: entries.__setitem__((service, user), value),
     )
-    monkeypatch.setattr(secret_store, "_keyring", lambda: module)
+    monkeypatch.setattr(secrets, "_keyring", lambda: module)
     return entries
 
 
@@ -638,7 +646,7 @@ def test_resolution_order(
 
 def test_saved_secret_is_the_last_resort(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prof = make_profile(tmp_path, key_env="WALLETCTL_SANDBOX_KEY")
-    where = secret_store.save_secret(prof, "key", SECRET)
+    where = secrets.save_secret(prof, "key", SECRET)
     assert where == f"file {display_path(tmp_path / 'sandbox.key')} (0600)"
     assert secrets.resolve_secret_with_source(prof)[1].startswith("saved file")
     monkeypatch.setenv("WALLETCTL_SANDBOX_KEY", "from-env")
@@ -734,7 +742,7 @@ def test_keyring_without_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ConfigError, match="no keyring backend is available"):
         secrets.resolve_secret(make_profile(tmp_path, keyring=True))
     with pytest.raises(ConfigError, match="no keyring backend is available"):
-        secret_store.save_secret(make_profile(tmp_path, keyring=True), "key", SECRET)
+        secrets.save_secret(make_profile(tmp_path, keyring=True), "key", SECRET)
 
 
 def test_keyring_failure_falls_through_to_inline(
@@ -748,8 +756,8 @@ def test_keyring_failure_falls_through_to_inline(
 
 def test_save_secret_to_keyring(tmp_path: Path, fake_keyring: dict[tuple[str, str], str]) -> None:
     prof = make_profile(tmp_path, keyring=True)
-    assert secret_store.save_secret(prof, "key", SECRET) == "keyring walletctl/sandbox"
-    assert secret_store.save_secret(prof, "encryption_key", "enc") == (
+    assert secrets.save_secret(prof, "key", SECRET) == "keyring walletctl/sandbox"
+    assert secrets.save_secret(prof, "encryption_key", "enc") == (
         "keyring walletctl/sandbox.encryption_key"
     )
     assert fake_keyring == {
@@ -766,7 +774,7 @@ def test_save_secret_to_keyring(tmp_path: Path, fake_keyring: dict[tuple[str, st
 @posix_only
 def test_save_secret_to_file(tmp_path: Path) -> None:
     prof = make_profile(tmp_path, key_env="UNSET_VAR")
-    where = secret_store.save_secret(prof, "encryption_key", SECRET)
+    where = secrets.save_secret(prof, "encryption_key", SECRET)
     path = tmp_path / "sandbox.encryption_key.key"
     assert where == f"file {display_path(path)} (0600)"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -774,16 +782,16 @@ def test_save_secret_to_file(tmp_path: Path) -> None:
     assert loaded is not None
     assert loaded.get_secret_value() == SECRET
     assert secrets.load_saved_secret(prof, "other") is None
-    secret_store.save_secret(prof, "encryption_key", "replaced")  # replaces
+    secrets.save_secret(prof, "encryption_key", "replaced")  # replaces
     assert path.read_text() == "replaced\n"
 
 
 def test_save_secret_rejects_bad_names_and_values(tmp_path: Path) -> None:
     prof = make_profile(tmp_path)
     with pytest.raises(ValueError, match="bad secret name"):
-        secret_store.save_secret(prof, "../x", SECRET)
+        secrets.save_secret(prof, "../x", SECRET)
     with pytest.raises(ValueError, match="control characters"):
-        secret_store.save_secret(prof, "key", "a\nb")
+        secrets.save_secret(prof, "key", "a\nb")
 
 
 # --------------------------------------------------------------------------- auth headers
@@ -908,9 +916,9 @@ def test_save_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
     link = tmp_path / "profiles.toml"
     link.symlink_to(target)
     table = tomllib.loads(BASE)["profiles"]["p"]
-    store.add_profile(link, "b", dict(table))
+    profiles_file.add_profile(link, "b", dict(table))
     assert link.is_symlink()
-    assert list(store.load_file(target).profiles) == ["p", "b"]
+    assert list(profiles_file.load_file(target).profiles) == ["p", "b"]
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
 
 
@@ -921,13 +929,13 @@ def test_concurrent_adds_lose_nothing(tmp_path: Path) -> None:
     table = tomllib.loads(BASE)["profiles"]["p"]
     names = [f"p{i}" for i in range(12)]
     with ThreadPoolExecutor(max_workers=6) as pool:
-        list(pool.map(lambda n: store.add_profile(path, n, dict(table)), names))
-    assert sorted(store.load_file(path).profiles) == sorted(names)
+        list(pool.map(lambda n: profiles_file.add_profile(path, n, dict(table)), names))
+    assert sorted(profiles_file.load_file(path).profiles) == sorted(names)
 
 
 def test_remove_from_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no profiles file"):
-        store.remove_profile(tmp_path / "cfg" / "profiles.toml", "p")
+        profiles_file.remove_profile(tmp_path / "cfg" / "profiles.toml", "p")
     assert not (tmp_path / "cfg").exists()
 
 
@@ -948,7 +956,7 @@ def test_remove_from_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     ],
 )
 def test_profile_names(name: str, ok: bool) -> None:
-    assert store.valid_profile_name(name) is ok
+    assert valid_profile_name(name) is ok
 
 
 @pytest.mark.parametrize(

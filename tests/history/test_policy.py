@@ -43,7 +43,7 @@ def test_the_amount_typed_at_the_prompt_must_match() -> None:
     ("colour = true", "colour: unknown key"),
 ])
 def test_bad_history_settings_name_the_key(tmp_path: Path, table: str, message: str) -> None:
-    from walletctl.config.store import load_profile
+    from walletctl.config.profiles_file import load_profile
 
     path = tmp_path / "profiles.toml"
     path.write_text('[profiles.p]\nbase_url = "https://gw.example"\nmerchant_id = "M"\n'

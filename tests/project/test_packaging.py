@@ -148,12 +148,12 @@ def test_the_installed_walletctl_prints_the_shipped_files(built: Built) -> None:
 def test_every_shipped_sample_config_loads(built: Built) -> None:
     code = (
         "from walletctl import shipped\n"
-        "from walletctl.config import store\n"
+        "from walletctl.config import profiles_file\n"
         "folder = shipped.folder('sample-configs')\n"
         "assert str(folder).startswith(PREFIX), folder\n"
         "for path in sorted(folder.glob('*.toml')):\n"
-        "    pf = store.load_file(path)\n"
-        "    store.select_profile(pf, None)\n"
+        "    pf = profiles_file.load_file(path)\n"
+        "    profiles_file.select_profile(pf, None)\n"
         "    print(path.name, len(pf.profiles))\n"
     ).replace("PREFIX", repr(str(built.venv)))
     proc = built.run(str(built.venv / "bin" / "python"), "-c", code)

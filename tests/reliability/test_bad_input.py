@@ -156,7 +156,7 @@ def test_debug_adds_a_traceback_and_keeps_the_exit_code(
 
 
 def test_nested_config_directories_are_created_private(tmp_path: Path, monkeypatch: Any) -> None:
-    from walletctl.config.store import write_private
+    from walletctl.config.profiles_file import write_private
 
     target = tmp_path / "a" / "b" / "c" / "profiles.toml"
     write_private(target, b"x = 1\n")

@@ -7,7 +7,7 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from walletctl.config.store import load_profile
+from walletctl.config.profiles_file import load_profile
 from walletctl.constants import ExitCode
 from walletctl.ops.smoke import Masker, SmokeOptions, SmokeReport, run_smoke
 from walletctl.ops.smoke.report import to_json, to_junit

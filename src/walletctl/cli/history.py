@@ -68,8 +68,7 @@ def _profile_or_none(st: State) -> Profile | None:
     that breaks a rule is an error, never a silent fall back to another history."""
     import os
 
-    from walletctl.config.location import config_path
-    from walletctl.config.profiles_file import load_file
+    from walletctl.config.profiles_file import config_path, load_file
     from walletctl.constants import Env
 
     chosen = st.profile_name or os.environ.get(Env.PROFILE)

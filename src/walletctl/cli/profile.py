@@ -66,8 +66,7 @@ def _selected_default(pf: ProfilesFile) -> str | None:
 @profile_app.command("list")
 def list_profiles(ctx: typer.Context) -> None:
     """List the profiles (name, base URL, merchant, store, auth, environment; * = default)."""
-    from walletctl.config.location import config_path
-    from walletctl.config.profiles_file import load_file
+    from walletctl.config.profiles_file import config_path, load_file
 
     state = get_state(ctx)
     path = config_path(state.config_path)
@@ -170,8 +169,7 @@ def show(
     ] = None,
 ) -> None:
     """Show every setting of a profile; the secret's source is described, never the secret."""
-    from walletctl.config.location import config_path
-    from walletctl.config.profiles_file import load_file, select_profile
+    from walletctl.config.profiles_file import config_path, load_file, select_profile
 
     state = get_state(ctx)
     pf = load_file(config_path(state.config_path))
@@ -219,9 +217,7 @@ def remove(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Remove a profile from the profiles file (asks first on a terminal)."""
-    from walletctl.config.edit import remove_profile
-    from walletctl.config.location import config_path
-    from walletctl.config.profiles_file import load_file
+    from walletctl.config.profiles_file import config_path, load_file, remove_profile
     from walletctl.errors import ConfigError, UsageError
 
     state = get_state(ctx)

@@ -206,8 +206,7 @@ def add(
     With no --key-env/--key-file/--keyring the key is read from $WALLETCTL_<NAME>_KEY.
     Inline keys are not taken from flags (they would land in your shell history).
     """
-    from walletctl.config.edit import add_profile
-    from walletctl.config.location import config_path
+    from walletctl.config.profiles_file import add_profile, config_path
     from walletctl.errors import ConfigError, UsageError
 
     state = get_state(ctx)
@@ -307,8 +306,7 @@ def _reset_by_force(target: Path, name: str, table: dict[str, Any]) -> list[str]
 
 def _after_add(name: str, target: Path, notes: list[str], state: State) -> None:
     """What the new profile can do, and the one step left (if any)."""
-    from walletctl.config.private import file_mode
-    from walletctl.config.profiles_file import load_file
+    from walletctl.config.profiles_file import file_mode, load_file
 
     def _note(message: str) -> None:
         notes.append(message)

@@ -182,9 +182,8 @@ def check(
     fails (with --online: 9 credentials refused, 7 gateway unreachable, 6 gateway failing).
     Nothing is sent unless --online.
     """
-    from walletctl.config.location import config_path
     from walletctl.config.profile import display_path
-    from walletctl.config.profiles_file import load_file, select_profile
+    from walletctl.config.profiles_file import config_path, load_file, select_profile
     from walletctl.errors import ConfigError
 
     state = get_state(ctx)

@@ -39,9 +39,7 @@ def set_cmd(
     Secrets are never taken inline: set a source (auth.key_env VAR, auth.key_file PATH,
     auth.keyring true); setting one source of a secret removes the profile's other ones.
     """
-    from walletctl.config.edit import set_value
-    from walletctl.config.location import config_path
-    from walletctl.config.settings import parse_value, split_key
+    from walletctl.config.profiles_file import config_path, parse_value, set_value, split_key
 
     state = get_state(ctx)
     path = config_path(state.config_path)
@@ -64,10 +62,8 @@ def unset_cmd(
     key: Annotated[str, typer.Argument(help=_KEY_HELP)],
 ) -> None:
     """Remove one setting of a profile (back to its default); a required one is refused."""
-    from walletctl.config.edit import unset_value
-    from walletctl.config.location import config_path
-    from walletctl.config.settings import split_key
-    from walletctl.config.validate import REQUIRED_PROFILE_KEYS
+    from walletctl.config.profile import REQUIRED_PROFILE_KEYS
+    from walletctl.config.profiles_file import config_path, split_key, unset_value
 
     state = get_state(ctx)
     path = config_path(state.config_path)
@@ -91,8 +87,7 @@ def default_cmd(
     name: Annotated[str, typer.Argument(help="Profile to use when none is selected.")],
 ) -> None:
     """Make a profile the default (default_profile in the file)."""
-    from walletctl.config.edit import set_default
-    from walletctl.config.location import config_path
+    from walletctl.config.profiles_file import config_path, set_default
 
     state = get_state(ctx)
     path = config_path(state.config_path)

@@ -204,7 +204,8 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
     """The ``on_listen`` hook of --write-profile / --print-profile (None when neither)."""
     if name is None and not print_it:
         return None
-    from walletctl.config.validate import valid_profile_name
+    from walletctl.config.profile import valid_profile_name
+    from walletctl.errors import UsageError
     from walletctl.ops.sandbox_profile import profile_table, profile_text, write_profile
     from walletctl.render.console import print_note
     from walletctl.sandbox.config import DEFAULT_API_KEY

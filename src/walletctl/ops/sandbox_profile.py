@@ -52,7 +52,7 @@ def profile_text(name: str, table: dict[str, Any]) -> str:
     """The profile as a TOML profiles file of its own (what --print-profile prints)."""
     import tomlkit
 
-    from walletctl.config.edit import toml_table
+    from walletctl.config.profiles_file import toml_table
 
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"walletctl profile for the sandbox at {table['base_url']}"))
@@ -72,9 +72,7 @@ def _is_loopback_url(url: str) -> bool:
 
 def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path:
     """Add (or update a sandbox's) profile ``name`` in the selected profiles file."""
-    from walletctl.config.edit import add_profile
-    from walletctl.config.location import config_path
-    from walletctl.config.profiles_file import load_file
+    from walletctl.config.profiles_file import add_profile, config_path, load_file
     from walletctl.errors import UsageError
 
     path = config_path(config)

@@ -158,7 +158,7 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
                     exc.strerror or type(exc).__name__)
     saved: tuple[str, ...] = ()
     if save:
-        from walletctl.config.secret_store import save_secret
+        from walletctl.config.secrets import save_secret
 
         saved = (
             "API key -> " + save_secret(profile, "key", keys.api_key),

@@ -57,11 +57,10 @@ from walletctl.sandbox.limits import BodyLimitMiddleware
 from walletctl.sandbox.openapi import body_doc as _body_doc
 from walletctl.sandbox.openapi import errors_doc as _errors_doc
 from walletctl.sandbox.openapi import openapi_document
-from walletctl.sandbox.outcome import Outcome, SandboxError, error_body
 from walletctl.sandbox.query import read_query
+from walletctl.sandbox.replies import Outcome, SandboxError, error_body
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
-from walletctl.sandbox.store import Store
-from walletctl.sandbox.store_rows import TxRow
+from walletctl.sandbox.store import Store, TxRow
 
 _LOOKUP_PARAMS = ("merchantId", "storeId", "clientSystemTransactionId")
 

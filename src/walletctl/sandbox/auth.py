@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from walletctl.sandbox.context import SandboxContext
-from walletctl.sandbox.outcome import SandboxError
+from walletctl.sandbox.replies import SandboxError
 
 Kind = Literal["server", "transaction"]
 

@@ -22,8 +22,8 @@ from walletctl.sandbox import engine, records, wire
 from walletctl.sandbox.config import FaultConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.magic import MAGIC_HELP
-from walletctl.sandbox.outcome import SandboxError
 from walletctl.sandbox.query import read_query
+from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
 
 

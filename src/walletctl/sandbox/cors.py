@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from walletctl.sandbox.outcome import error_body
+from walletctl.sandbox.replies import error_body
 
 CORS_ROUTES: dict[str, tuple[str, ...]] = {
     "/walletpay.js": ("GET", "HEAD"),

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, Response
 
-from walletctl.sandbox.outcome import SandboxError
+from walletctl.sandbox.replies import SandboxError
 
 ASSETS = {
     "swagger-ui-bundle.js": "application/javascript; charset=utf-8",

@@ -4,7 +4,7 @@ Business rules come from :mod:`walletctl.models.ledger` (the same rule set as th
 pre-flight and batch), so the sandbox and walletctl can never disagree.
 
 The provider's outcome is chosen by the checkout amount (:mod:`walletctl.sandbox.magic`).
-Answers and errors: :mod:`walletctl.sandbox.outcome`; records: :mod:`walletctl.sandbox.records`.
+Answers and errors: :mod:`walletctl.sandbox.replies`; records: :mod:`walletctl.sandbox.records`.
 
 States: ``Pending`` (checkout created), ``Approved``, ``Errored``, ``Declined``,
 ``Cancelled``, ``Expired``. Follow-up records: ``Approved`` with ``CapturedByProvider`` /
@@ -24,9 +24,8 @@ from walletctl.errors import RefusedError
 from walletctl.models.ledger import Balance, Entry, check_followup
 from walletctl.models.money import AmountFormat
 from walletctl.sandbox.magic import magic_of, minor_units
-from walletctl.sandbox.outcome import Outcome, SandboxError, error_body
-from walletctl.sandbox.store import Store
-from walletctl.sandbox.store_rows import DuplicateReferenceError, TxRow
+from walletctl.sandbox.replies import Outcome, SandboxError, error_body
+from walletctl.sandbox.store import DuplicateReferenceError, Store, TxRow
 
 if TYPE_CHECKING:
     from walletctl.models.checkout import CheckoutRequest

@@ -20,7 +20,7 @@ from typing import Any
 
 from walletctl.sandbox.config import MAX_LATENCY_MS, FaultConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
-from walletctl.sandbox.outcome import error_body
+from walletctl.sandbox.replies import error_body
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

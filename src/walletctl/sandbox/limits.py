@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from walletctl.sandbox.outcome import error_body
+from walletctl.sandbox.replies import error_body
 
 MAX_BODY = 1_000_000
 FORM_PREFIX = "/pay/"

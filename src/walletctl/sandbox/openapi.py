@@ -15,7 +15,7 @@ from fastapi.openapi.utils import get_openapi
 from walletctl.models.base import MONEY_KEYS, WireModel
 from walletctl.models.checkout import CheckoutResponse
 from walletctl.models.money import MAX_DIGITS as MAJOR_DIGITS
-from walletctl.sandbox import outcome, requests
+from walletctl.sandbox import replies, requests
 from walletctl.sandbox.wire import MAX_DIGITS
 
 _SCHEMA_REF = "#/components/schemas/{model}"
@@ -38,7 +38,7 @@ _ERROR_SCHEMA = {
 def errors_doc(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {
         s: {
-            "description": outcome.error_body(s, "")["description"],
+            "description": replies.error_body(s, "")["description"],
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
         }
         for s in statuses

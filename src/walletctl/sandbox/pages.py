@@ -6,7 +6,7 @@ from html import escape
 from typing import Any
 
 from walletctl.models.money import format_major
-from walletctl.sandbox.store_rows import TxRow
+from walletctl.sandbox.store import TxRow
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#222}

@@ -45,7 +45,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, MAX_HEADER_BYTES
-from walletctl.sandbox.outcome import error_body
+from walletctl.sandbox.replies import error_body
 
 LINGER = 1.0
 READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)

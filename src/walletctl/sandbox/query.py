@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Iterable
 
 from walletctl.models.base import fold_key
-from walletctl.sandbox.outcome import SandboxError
+from walletctl.sandbox.replies import SandboxError
 
 __all__ = ["read_query"]
 

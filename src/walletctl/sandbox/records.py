@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from walletctl.models.money import AmountFormat
-from walletctl.sandbox.store_rows import TxRow
+from walletctl.sandbox.store import TxRow
 
 __all__ = ["PAYER_FIELDS", "RECORD_TYPES", "record_body"]
 

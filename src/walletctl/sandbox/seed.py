@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from walletctl.models.fields import Currency, Reference, Text
 from walletctl.sandbox.context import SandboxContext
-from walletctl.sandbox.outcome import SandboxError
+from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.store import DuplicateReferenceError
 
 MAX_SEED = 10_000

@@ -1,51 +1,714 @@
-"""The sandbox ledger: every transaction the sandbox knows, in SQLite (:class:`Store`).
+"""The sandbox's SQLite store (:class:`Store`): the ledger of every transaction the sandbox
+knows, the API keys the public key service issued, and the browser wallet's ``walletpay_*``
+tables.
 
-One table of transactions (originals and follow-ups), one table of API keys issued by the
-public key service, and the browser wallet's ``walletpay_*`` tables. Every public method runs
-in ONE short ``BEGIN IMMEDIATE`` ... ``COMMIT`` transaction; :meth:`Store.atomic` groups
-several calls into one (it is re-entrant: a method called inside ``atomic()`` joins the outer
-transaction).
+Every public method runs in ONE short ``BEGIN IMMEDIATE`` ... ``COMMIT`` transaction;
+:meth:`Store.atomic` groups several calls into one (it is re-entrant: a method called inside
+``atomic()`` joins the outer transaction). One SQLite connection guarded by a re-entrant lock
+makes the store thread-safe.
 
 Persistence: ``Store(path)`` opens (or creates) a file DB in WAL mode, so a restarted
 sandbox with the same ``--db`` keeps everything; ``Store(None)`` is a private in-memory DB.
 
+Values: :class:`TxRow` (one transaction, amounts in Decimal MAJOR units), :class:`ApiKeyRow`
+and the browser-wallet rows are what the methods return; times are stored as UTC ISO 8601
+text, dicts as compact sorted JSON.
+
 Public API (used by the app and by the browser-wallet module ``sandbox/walletpay.py``)
 ----------------------------------------------------------------------------------------
-:class:`Store` is assembled from one part per group of tables; each module documents its
-methods:
+``store.reset()`` deletes every transaction and API key (not the browser-wallet state);
+``store.atomic()``, ``store.close()``.
 
-* :mod:`walletctl.sandbox.store_transactions` - ``create_transaction`` (every argument
-  explained there), ``get``, ``get_by_id``, ``lookup``, ``followups``, ``find_by_reference``,
-  ``find_by_token``, ``update``, ``ledger``, ``count``;
-* :mod:`walletctl.sandbox.store_api_keys` - ``issue_api_key``, ``is_valid_api_key``,
-  ``api_key_info``;
-* :mod:`walletctl.sandbox.store_walletpay` - browser-wallet keys, payment accounts, 3DS
-  results, token messageIds, ``reset_walletpay``;
-* :mod:`walletctl.sandbox.store_db` - the connection, ``atomic()``, ``close()``;
-* :mod:`walletctl.sandbox.store_rows` - the row types they return (``TxRow``, ...), kinds and
-  states, :class:`DuplicateReferenceError`.
+The ``transactions`` table: originals and follow-ups, the ledger itself.
 
-``store.reset()`` (here) deletes every transaction and API key (not the browser-wallet state).
+``store.create_transaction(*, merchant_id, store_id, reference, kind, type_str, amount,
+currency, state, method, now, provider_state_code=None, invoice_reference=None,
+billing=None, shipping=None, payer=None, checkout=None, token=None, expires_at=None,
+provider_transaction_id=None, request_hash=None, response=None, response_status=None)
+-> TxRow``
+    Store one transaction. ``kind`` is ``sale | preauth | capture | refund | reversal``;
+    ``type_str`` the wire type shown on lookup records (e.g. ``ecom.sale``);
+    ``amount`` a ``Decimal`` in MAJOR units; ``state`` one of :data:`STATES`;
+    ``method`` ``WalletV2`` or ``WalletPay``; ``billing`` / ``shipping`` are dicts with the
+    spec's camelCase address keys (2.5); ``payer`` holds the ``apmPayer*`` fields of 2.5
+    (``None`` = null payer fields, as on ``Errored`` records). Raises
+    :class:`DuplicateReferenceError` when ``(merchant_id, store_id, reference)`` exists.
+
+    A WalletPay authorization stored with ``kind="preauth"`` / ``"sale"``,
+    ``state="Approved"`` appears in ``GET /api/v5/apmTransactions`` and accepts
+    capture / refund / reversal through ``POST /api/v5/apmTransactions`` with the same
+    rules as a redirect-wallet checkout. Use :func:`walletctl.sandbox.engine.apply_followup`
+    to run a follow-up from your own routes.
+
+``store.get(merchant_id, store_id, reference) -> TxRow | None``
+``store.lookup(merchant_id, store_id, reference) -> list[TxRow]``
+    The record with that reference plus every record whose invoice reference is it.
+``store.followups(merchant_id, store_id, reference) -> list[TxRow]``
+``store.find_by_reference(reference) -> list[TxRow]``  (any merchant; control routes)
+``store.find_by_token(token) -> TxRow | None``          (hosted approval page)
+``store.update(tx_id, *, now, **columns) -> TxRow``      (state changes)
+``store.ledger() -> list[TxRow]``                        (everything, oldest first)
+
+The ``api_keys`` table: keys issued by the public key service.
+
+``store.issue_api_key(*, key, merchant_id, store_id, expires_at, now, **extra)``
+``store.is_valid_api_key(key, merchant_id, store_id, now) -> bool``
+``store.api_key_info(key) -> ApiKeyRow | None``
+
+The browser-wallet tables (``walletpay_*``), for ``sandbox/walletpay.py``
+(:meth:`Store.reset` leaves them alone, :meth:`Store.reset_walletpay` clears them):
+
+``store.add_walletpay_key(*, key_id, private_pem, merchant_id, store_id, now, keep=False)
+-> str``
+    Store an encryption / signing key pair (PEM private key) unless ``key_id`` exists; return
+    the stored PEM (so the sandbox-level keys are "load or create"). ``keep=True`` rows (the
+    static key's encryption key, the wallet's signing keys) survive ``reset_walletpay()``.
+``store.walletpay_key(key_id) -> WalletPayKeyRow | None``
+``store.add_walletpay_account(*, account_id, merchant_id, store_id, key_id, data, now)``
+``store.walletpay_account(account_id) -> WalletPayRow | None``
+``store.add_three_ds(*, trans_id, account_id, data, now)``
+``store.three_ds(trans_id) -> WalletPayRow | None``
+``store.mark_walletpay_used(kind, item_id) -> bool``   (``account`` | ``three_ds``; False if
+    already used or unknown: single use holds across threads and restarts)
+``store.claim_message_id(message_id, expires_ms, now_ms) -> bool``  (token replay guard)
+``store.reset_walletpay()``
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Final
 
-from walletctl.sandbox.store_api_keys import API_KEYS_SCHEMA, ApiKeysTable
-from walletctl.sandbox.store_rows import DuplicateReferenceError
-from walletctl.sandbox.store_transactions import TRANSACTIONS_SCHEMA, TransactionsTable
-from walletctl.sandbox.store_walletpay import WALLETPAY_SCHEMA, WalletPayTables
+__all__ = ["ApiKeyRow", "DuplicateReferenceError", "Store", "TxRow", "WalletPayKeyRow",
+           "WalletPayRow"]
 
-__all__ = ["DuplicateReferenceError", "Store"]
+# Kinds and states of stored transactions.
+KINDS: Final = ("sale", "preauth", "capture", "refund", "reversal")
+ORIGINAL_KINDS: Final = ("sale", "preauth")
+STATES: Final = ("Pending", "Approved", "Errored", "Declined", "Cancelled", "Expired")
 
 
-class Store(TransactionsTable, ApiKeysTable, WalletPayTables):
-    """SQLite-backed ledger; thread-safe (one connection guarded by a re-entrant lock)."""
+class DuplicateReferenceError(Exception):
+    """``(merchant_id, store_id, reference)`` is already stored."""
 
-    SCHEMA: ClassVar[str] = TRANSACTIONS_SCHEMA + API_KEYS_SCHEMA + WALLETPAY_SCHEMA
+    def __init__(self, reference: str) -> None:
+        super().__init__(f"clientSystemTransactionId {reference!r} is already used")
+        self.reference = reference
+
+
+@dataclass(frozen=True)
+class TxRow:
+    """One stored transaction (original or follow-up). Amounts are Decimal MAJOR units."""
+
+    id: str
+    merchant_id: str
+    store_id: str
+    reference: str
+    invoice_reference: str | None
+    kind: str
+    type_str: str
+    amount: Decimal
+    currency: str
+    state: str
+    provider_state_code: str | None
+    method: str
+    created_at: datetime
+    updated_at: datetime
+    billing: dict[str, Any] | None = None
+    shipping: dict[str, Any] | None = None
+    payer: dict[str, Any] | None = None
+    checkout: dict[str, Any] | None = None
+    token: str | None = None
+    token_used: bool = False
+    expires_at: datetime | None = None
+    provider_transaction_id: str | None = None
+    request_hash: str | None = None
+    response: dict[str, Any] | None = field(default=None, repr=False)
+    response_status: int | None = None
+
+    @property
+    def is_original(self) -> bool:
+        return self.kind in ORIGINAL_KINDS
+
+    def ledger_json(self) -> dict[str, Any]:
+        """The ``GET /_sandbox/ledger`` view of this row (amount as a decimal string)."""
+        return {
+            "id": self.id,
+            "merchantId": self.merchant_id,
+            "storeId": self.store_id,
+            "reference": self.reference,
+            "invoiceReference": self.invoice_reference,
+            "kind": self.kind,
+            "type": self.type_str,
+            "amount": f"{self.amount:f}",
+            "currency": self.currency,
+            "state": self.state,
+            "providerStateCode": self.provider_state_code,
+            "method": self.method,
+            "createdAt": iso_utc(self.created_at),
+            "updatedAt": iso_utc(self.updated_at),
+        }
+
+
+@dataclass(frozen=True)
+class ApiKeyRow:
+    key: str
+    merchant_id: str
+    store_id: str
+    expires_at: datetime | None
+    created_at: datetime
+    extra: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class WalletPayKeyRow:
+    """A browser-wallet key pair; ``private_pem`` is a sandbox test key (never print it)."""
+
+    key_id: str
+    private_pem: str = field(repr=False)
+    merchant_id: str | None
+    store_id: str | None
+
+
+@dataclass(frozen=True)
+class WalletPayRow:
+    """A payment account or a 3DS result: its owner ids, JSON ``data`` and the used flag."""
+
+    id: str
+    parent_id: str  # the account's key id / the 3DS result's account id
+    data: dict[str, Any] = field(repr=False)
+    used: bool
+    merchant_id: str | None = None
+    store_id: str | None = None
+
+
+def iso_utc(value: datetime) -> str:
+    """How times are stored: ISO 8601 in UTC."""
+    return value.astimezone(UTC).isoformat()
+
+
+def parse_dt(value: str | None) -> datetime | None:
+    """A stored time back (naive text is read as UTC)."""
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def dump_json(value: Any) -> str | None:
+    """How dicts are stored: compact JSON with sorted keys (None stays NULL)."""
+    if value is None:
+        return None
+    return json.dumps(value, default=str, separators=(",", ":"), sort_keys=True)
+
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS transactions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    merchant_id TEXT NOT NULL,
+    store_id TEXT NOT NULL,
+    reference TEXT NOT NULL,
+    invoice_reference TEXT,
+    kind TEXT NOT NULL,
+    type_str TEXT NOT NULL,
+    amount TEXT NOT NULL,
+    currency TEXT NOT NULL,
+    state TEXT NOT NULL,
+    provider_state_code TEXT,
+    method TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    billing TEXT,
+    shipping TEXT,
+    payer TEXT,
+    checkout TEXT,
+    token TEXT UNIQUE,
+    token_used INTEGER NOT NULL DEFAULT 0,
+    expires_at TEXT,
+    provider_transaction_id TEXT,
+    request_hash TEXT,
+    response TEXT,
+    response_status INTEGER,
+    UNIQUE (merchant_id, store_id, reference)
+);
+CREATE INDEX IF NOT EXISTS tx_invoice ON transactions (merchant_id, store_id, invoice_reference);
+CREATE INDEX IF NOT EXISTS tx_reference ON transactions (reference);
+
+CREATE TABLE IF NOT EXISTS api_keys (
+    key TEXT PRIMARY KEY,
+    merchant_id TEXT NOT NULL,
+    store_id TEXT NOT NULL,
+    expires_at TEXT,
+    created_at TEXT NOT NULL,
+    extra TEXT
+);
+
+CREATE TABLE IF NOT EXISTS walletpay_keys (
+    key_id TEXT PRIMARY KEY,
+    private_pem TEXT NOT NULL,
+    merchant_id TEXT,
+    store_id TEXT,
+    keep INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS walletpay_accounts (
+    id TEXT PRIMARY KEY,
+    merchant_id TEXT NOT NULL,
+    store_id TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    data TEXT NOT NULL,
+    used INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS walletpay_three_ds (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL,
+    data TEXT NOT NULL,
+    used INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS walletpay_messages (
+    message_id TEXT PRIMARY KEY,
+    expires_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS walletpay_messages_expiry ON walletpay_messages (expires_ms);
+"""
+# Columns of ``transactions`` stored as JSON, and the ones :meth:`Store.update` may change.
+_JSON_COLUMNS: Final = ("billing", "shipping", "payer", "checkout", "response")
+_UPDATABLE: Final = frozenset(
+    {
+        "state",
+        "provider_state_code",
+        "billing",
+        "shipping",
+        "payer",
+        "checkout",
+        "token_used",
+        "expires_at",
+        "provider_transaction_id",
+        "request_hash",
+        "response",
+        "response_status",
+    }
+)
+# Tables of :meth:`Store.mark_walletpay_used` (never user input in SQL).
+_WALLETPAY_USABLE: Final = {"account": "walletpay_accounts", "three_ds": "walletpay_three_ds"}
+# Seen token messageIds are forgotten this long after they expired (the expiry check
+# refuses them first anyway; the margin covers a sandbox clock moved backwards).
+_MESSAGE_MARGIN_MS: Final = 86_400_000
+
+
+class Store:
+    """The sandbox's SQLite store; thread-safe (one connection guarded by a re-entrant lock)."""
+
+    def __init__(self, db_path: str | None = None) -> None:
+        self.db_path = db_path
+        self._lock = threading.RLock()
+        self._depth = 0
+        target = db_path if db_path else ":memory:"
+        self._conn = sqlite3.connect(
+            target, check_same_thread=False, isolation_level=None, timeout=10.0
+        )
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA busy_timeout = 10000")
+        if db_path:
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` (nested calls join the outer one)."""
+        with self._lock:
+            outer = self._depth == 0
+            if outer:
+                self._conn.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield self._conn
+            except BaseException:
+                self._depth -= 1
+                if outer:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._depth -= 1
+            if outer:
+                self._conn.execute("COMMIT")
 
     def reset(self) -> None:
         with self.atomic() as conn:
             conn.execute("DELETE FROM transactions")
             conn.execute("DELETE FROM api_keys")
+
+    # ------------------------------------------------------------------- transactions
+
+    def create_transaction(
+        self,
+        *,
+        merchant_id: str,
+        store_id: str,
+        reference: str,
+        kind: str,
+        type_str: str,
+        amount: Decimal,
+        currency: str,
+        state: str,
+        method: str,
+        now: datetime,
+        provider_state_code: str | None = None,
+        invoice_reference: str | None = None,
+        billing: dict[str, Any] | None = None,
+        shipping: dict[str, Any] | None = None,
+        payer: dict[str, Any] | None = None,
+        checkout: dict[str, Any] | None = None,
+        token: str | None = None,
+        expires_at: datetime | None = None,
+        provider_transaction_id: str | None = None,
+        request_hash: str | None = None,
+        response: dict[str, Any] | None = None,
+        response_status: int | None = None,
+        tx_id: str | None = None,
+    ) -> TxRow:
+        """Store one transaction; see the module docstring."""
+        if kind not in KINDS:
+            raise ValueError(f"kind: must be one of {', '.join(KINDS)}")
+        if state not in STATES:
+            raise ValueError(f"state: must be one of {', '.join(STATES)}")
+        if not isinstance(amount, Decimal):
+            raise TypeError("amount: must be a Decimal")
+        tx_id = tx_id or str(uuid.uuid4())
+        stamp = iso_utc(now)
+        with self.atomic() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO transactions (id, merchant_id, store_id, reference, "
+                    "invoice_reference, kind, type_str, amount, currency, state, "
+                    "provider_state_code, method, created_at, updated_at, billing, shipping, "
+                    "payer, checkout, token, expires_at, provider_transaction_id, request_hash, "
+                    "response, response_status) VALUES "
+                    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        tx_id, merchant_id, store_id, reference, invoice_reference, kind,
+                        type_str, f"{amount:f}", currency, state, provider_state_code, method,
+                        stamp, stamp, dump_json(billing), dump_json(shipping), dump_json(payer),
+                        dump_json(checkout), token, iso_utc(expires_at) if expires_at else None,
+                        provider_transaction_id, request_hash, dump_json(response),
+                        response_status,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                if "reference" in str(exc) or "transactions.merchant_id" in str(exc):
+                    raise DuplicateReferenceError(reference) from None
+                raise
+            row = self._get_by_id(conn, tx_id)
+        assert row is not None
+        return row
+
+    def update(self, tx_id: str, *, now: datetime, **columns: Any) -> TxRow:
+        """Change columns of one row (state, provider_state_code, token_used, ...)."""
+        bad = set(columns) - _UPDATABLE
+        if bad:
+            raise ValueError(f"cannot update {', '.join(sorted(bad))}")
+        sets = ["updated_at = ?"]
+        values: list[Any] = [iso_utc(now)]
+        for name, value in columns.items():
+            sets.append(f"{name} = ?")
+            if name in _JSON_COLUMNS:
+                value = dump_json(value)
+            elif name == "expires_at" and value is not None:
+                value = iso_utc(value)
+            elif name == "token_used":
+                value = int(bool(value))
+            values.append(value)
+        values.append(tx_id)
+        with self.atomic() as conn:
+            conn.execute(f"UPDATE transactions SET {', '.join(sets)} WHERE id = ?", values)  # noqa: S608
+            row = self._get_by_id(conn, tx_id)
+        if row is None:
+            raise KeyError(tx_id)
+        return row
+
+    def get(self, merchant_id: str, store_id: str, reference: str) -> TxRow | None:
+        with self.atomic() as conn:
+            cur = conn.execute(
+                "SELECT * FROM transactions WHERE merchant_id = ? AND store_id = ? "
+                "AND reference = ?",
+                (merchant_id, store_id, reference),
+            )
+            found = cur.fetchone()
+        return _row(found) if found else None
+
+    def get_by_id(self, tx_id: str) -> TxRow | None:
+        with self.atomic() as conn:
+            return self._get_by_id(conn, tx_id)
+
+    def lookup(self, merchant_id: str, store_id: str, reference: str) -> list[TxRow]:
+        """The record with ``reference`` and every record whose invoice reference is it."""
+        with self.atomic() as conn:
+            # Two indexed searches: an OR here made SQLite scan all of the merchant's rows,
+            # so lookups slowed down as the ledger grew.
+            cur = conn.execute(
+                "SELECT * FROM transactions WHERE merchant_id = ?1 AND store_id = ?2 "
+                "AND reference = ?3 "
+                "UNION ALL SELECT * FROM transactions WHERE merchant_id = ?1 AND store_id = ?2 "
+                "AND invoice_reference = ?3 AND reference <> ?3 ORDER BY seq",
+                (merchant_id, store_id, reference),
+            )
+            return [_row(r) for r in cur.fetchall()]
+
+    def followups(self, merchant_id: str, store_id: str, reference: str) -> list[TxRow]:
+        with self.atomic() as conn:
+            cur = conn.execute(
+                "SELECT * FROM transactions WHERE merchant_id = ? AND store_id = ? "
+                "AND invoice_reference = ? ORDER BY seq",
+                (merchant_id, store_id, reference),
+            )
+            return [_row(r) for r in cur.fetchall()]
+
+    def find_by_reference(self, reference: str) -> list[TxRow]:
+        with self.atomic() as conn:
+            cur = conn.execute(
+                "SELECT * FROM transactions WHERE reference = ? ORDER BY seq", (reference,)
+            )
+            return [_row(r) for r in cur.fetchall()]
+
+    def find_by_token(self, token: str) -> TxRow | None:
+        with self.atomic() as conn:
+            found = conn.execute("SELECT * FROM transactions WHERE token = ?", (token,)).fetchone()
+        return _row(found) if found else None
+
+    def ledger(self) -> list[TxRow]:
+        with self.atomic() as conn:
+            return [_row(r) for r in conn.execute("SELECT * FROM transactions ORDER BY seq")]
+
+    def count(self) -> int:
+        with self.atomic() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM transactions").fetchone()[0])
+
+    @staticmethod
+    def _get_by_id(conn: sqlite3.Connection, tx_id: str) -> TxRow | None:
+        found = conn.execute("SELECT * FROM transactions WHERE id = ?", (tx_id,)).fetchone()
+        return _row(found) if found else None
+
+    # ------------------------------------------------------------------- api_keys
+
+    def issue_api_key(
+        self,
+        *,
+        key: str,
+        merchant_id: str,
+        store_id: str,
+        expires_at: datetime | None,
+        now: datetime,
+        **extra: Any,
+    ) -> ApiKeyRow:
+        """Record a key issued by the public key service (``extra``: e.g. encryption key id)."""
+        with self.atomic() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO api_keys (key, merchant_id, store_id, expires_at, "
+                "created_at, extra) VALUES (?,?,?,?,?,?)",
+                (
+                    key, merchant_id, store_id, iso_utc(expires_at) if expires_at else None,
+                    iso_utc(now), dump_json(extra) or "{}",
+                ),
+            )
+        info = self.api_key_info(key)
+        assert info is not None
+        return info
+
+    def api_key_info(self, key: str) -> ApiKeyRow | None:
+        with self.atomic() as conn:
+            found = conn.execute("SELECT * FROM api_keys WHERE key = ?", (key,)).fetchone()
+        if found is None:
+            return None
+        created = parse_dt(found["created_at"])
+        assert created is not None
+        return ApiKeyRow(
+            key=found["key"],
+            merchant_id=found["merchant_id"],
+            store_id=found["store_id"],
+            expires_at=parse_dt(found["expires_at"]),
+            created_at=created,
+            extra=json.loads(found["extra"] or "{}"),
+        )
+
+    def is_valid_api_key(self, key: str, merchant_id: str, store_id: str, now: datetime) -> bool:
+        """An issued key, for this merchant and store, not expired at ``now``."""
+        info = self.api_key_info(key)
+        if info is None or info.merchant_id != merchant_id or info.store_id != store_id:
+            return False
+        return info.expires_at is None or now < info.expires_at
+
+    # ------------------------------------------------------------------- walletpay_*
+
+    def add_walletpay_key(
+        self,
+        *,
+        key_id: str,
+        private_pem: str,
+        merchant_id: str | None,
+        store_id: str | None,
+        now: datetime,
+        keep: bool = False,
+    ) -> str:
+        """Store a key pair unless ``key_id`` exists; return the stored PEM."""
+        with self.atomic() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO walletpay_keys (key_id, private_pem, merchant_id, "
+                "store_id, keep, created_at) VALUES (?,?,?,?,?,?)",
+                (key_id, private_pem, merchant_id, store_id, int(keep), iso_utc(now)),
+            )
+            found = conn.execute(
+                "SELECT private_pem FROM walletpay_keys WHERE key_id = ?", (key_id,)
+            ).fetchone()
+        return str(found["private_pem"])
+
+    def walletpay_key(self, key_id: str) -> WalletPayKeyRow | None:
+        with self.atomic() as conn:
+            found = conn.execute(
+                "SELECT * FROM walletpay_keys WHERE key_id = ?", (key_id,)
+            ).fetchone()
+        if found is None:
+            return None
+        return WalletPayKeyRow(
+            key_id=found["key_id"], private_pem=found["private_pem"],
+            merchant_id=found["merchant_id"], store_id=found["store_id"],
+        )
+
+    def add_walletpay_account(
+        self,
+        *,
+        account_id: str,
+        merchant_id: str,
+        store_id: str,
+        key_id: str,
+        data: dict[str, Any],
+        now: datetime,
+    ) -> None:
+        """Store a payment account (``data``: card type, network, PAN, cryptogram, ...)."""
+        with self.atomic() as conn:
+            conn.execute(
+                "INSERT INTO walletpay_accounts (id, merchant_id, store_id, key_id, data, "
+                "created_at) VALUES (?,?,?,?,?,?)",
+                (account_id, merchant_id, store_id, key_id, dump_json(data), iso_utc(now)),
+            )
+
+    def walletpay_account(self, account_id: str) -> WalletPayRow | None:
+        with self.atomic() as conn:
+            found = conn.execute(
+                "SELECT * FROM walletpay_accounts WHERE id = ?", (account_id,)
+            ).fetchone()
+        if found is None:
+            return None
+        return WalletPayRow(
+            id=found["id"], parent_id=found["key_id"], data=json.loads(found["data"]),
+            used=bool(found["used"]), merchant_id=found["merchant_id"],
+            store_id=found["store_id"],
+        )
+
+    def add_three_ds(
+        self, *, trans_id: str, account_id: str, data: dict[str, Any], now: datetime
+    ) -> None:
+        """Store a 3DS result for a payment account (``data``: value, ECI, status)."""
+        with self.atomic() as conn:
+            conn.execute(
+                "INSERT INTO walletpay_three_ds (id, account_id, data, created_at) "
+                "VALUES (?,?,?,?)",
+                (trans_id, account_id, dump_json(data), iso_utc(now)),
+            )
+
+    def three_ds(self, trans_id: str) -> WalletPayRow | None:
+        with self.atomic() as conn:
+            found = conn.execute(
+                "SELECT * FROM walletpay_three_ds WHERE id = ?", (trans_id,)
+            ).fetchone()
+        if found is None:
+            return None
+        return WalletPayRow(
+            id=found["id"], parent_id=found["account_id"], data=json.loads(found["data"]),
+            used=bool(found["used"]),
+        )
+
+    def mark_walletpay_used(self, kind: str, item_id: str) -> bool:
+        """Set the used flag of an account's cryptogram / a 3DS result; False if it was set."""
+        table = _WALLETPAY_USABLE.get(kind)
+        if table is None:
+            raise ValueError(f"kind: must be one of {', '.join(_WALLETPAY_USABLE)}")
+        with self.atomic() as conn:
+            cur = conn.execute(
+                f"UPDATE {table} SET used = 1 WHERE id = ? AND used = 0",  # noqa: S608
+                (item_id,),
+            )
+            return cur.rowcount == 1
+
+    def claim_message_id(self, message_id: str, expires_ms: int, now_ms: int) -> bool:
+        """True the first time a token's ``messageId`` is seen, False on a replay."""
+        with self.atomic() as conn:
+            conn.execute(
+                "DELETE FROM walletpay_messages WHERE expires_ms < ?",
+                (now_ms - _MESSAGE_MARGIN_MS,),
+            )
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO walletpay_messages (message_id, expires_ms) VALUES (?,?)",
+                (message_id, expires_ms),
+            )
+            return cur.rowcount == 1
+
+    def reset_walletpay(self) -> None:
+        """Forget issued keys, payment accounts, 3DS results and seen messageIds."""
+        with self.atomic() as conn:
+            conn.execute("DELETE FROM walletpay_keys WHERE keep = 0")
+            conn.execute("DELETE FROM walletpay_accounts")
+            conn.execute("DELETE FROM walletpay_three_ds")
+            conn.execute("DELETE FROM walletpay_messages")
+
+
+def _row(r: sqlite3.Row) -> TxRow:
+    def js(name: str) -> Any:
+        raw = r[name]
+        return json.loads(raw) if raw is not None else None
+
+    created = parse_dt(r["created_at"])
+    updated = parse_dt(r["updated_at"])
+    assert created is not None
+    assert updated is not None
+    return TxRow(
+        id=r["id"],
+        merchant_id=r["merchant_id"],
+        store_id=r["store_id"],
+        reference=r["reference"],
+        invoice_reference=r["invoice_reference"],
+        kind=r["kind"],
+        type_str=r["type_str"],
+        amount=Decimal(r["amount"]),
+        currency=r["currency"],
+        state=r["state"],
+        provider_state_code=r["provider_state_code"],
+        method=r["method"],
+        created_at=created,
+        updated_at=updated,
+        billing=js("billing"),
+        shipping=js("shipping"),
+        payer=js("payer"),
+        checkout=js("checkout"),
+        token=r["token"],
+        token_used=bool(r["token_used"]),
+        expires_at=parse_dt(r["expires_at"]),
+        provider_transaction_id=r["provider_transaction_id"],
+        request_hash=r["request_hash"],
+        response=js("response"),
+        response_status=r["response_status"],
+    )

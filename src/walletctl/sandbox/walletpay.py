@@ -51,7 +51,7 @@ Modules: state and test cards in :mod:`walletctl.sandbox.walletpay_state`, route
 State: issued encryption key pairs (PEM), the static key's encryption key, the wallet's
 signing keys, payment accounts (with their single-use cryptogram flag), 3DS results and the
 seen token ``messageId`` values live in the sandbox store (``walletpay_*`` tables of
-:mod:`walletctl.sandbox.store_walletpay`), so ``serve --db PATH`` keeps them across restarts;
+:mod:`walletctl.sandbox.store`), so ``serve --db PATH`` keeps them across restarts;
 ``/_sandbox/reset`` clears all but the sandbox-level keys. Only the demo merchant's sessions
 and results are in memory.
 """
@@ -75,9 +75,9 @@ from walletctl.sandbox.requests import (
     WalletTokenBody,
 )
 from walletctl.sandbox.walletpay_api import (
-    _check_basic,
     authorize,
     challenge,
+    check_basic,
     check_key,
     create_account,
     credential,
@@ -87,24 +87,10 @@ from walletctl.sandbox.walletpay_api import (
     read_body,
 )
 from walletctl.sandbox.walletpay_demo import demo_quote, demo_result, demo_session
-from walletctl.sandbox.walletpay_state import (
-    CARDS_BY_ID,
-    TEST_CARDS,
-    Account,
-    ApiError,
-    KeyPair,
-    TestCard,
-    ThreeDS,
-    WalletPayState,
-    card_network,
-    error_body,
-    error_response,
-    mask,
-)
+from walletctl.sandbox.walletpay_state import TEST_CARDS, ApiError, WalletPayState, error_response
 from walletctl.sandbox.walletpay_static import SCRIPT_DIR, Asset, serve
 
-__all__ = ["CARDS_BY_ID", "TEST_CARDS", "Account", "ApiError", "KeyPair", "TestCard", "ThreeDS",
-           "WalletPayState", "card_network", "error_body", "install", "mask"]
+__all__ = ["install"]
 
 
 def install(app: FastAPI, ctx: SandboxContext) -> None:
@@ -128,7 +114,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def public_keys(request: Request) -> Any:
         """Public key service: a fresh API key and encryption key (Basic userId:secret)."""
-        _check_basic(request, ctx)
+        check_basic(request, ctx)
         body = await read_body(request, PublicKeysBody)
         return issue_keys(st, body.merchant_id, body.store_id)
 

@@ -23,7 +23,7 @@ from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
 from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import ChallengeBody, PaymentAccountBody, WalletTokenBody
-from walletctl.sandbox.store_rows import DuplicateReferenceError, TxRow
+from walletctl.sandbox.store import DuplicateReferenceError, TxRow
 from walletctl.sandbox.walletpay_state import (
     API_KEY_TTL,
     CARDS_BY_ID,
@@ -76,7 +76,7 @@ def _same(given: str, expected: str) -> bool:
                                   expected.encode("utf-8", "surrogatepass"))
 
 
-def _check_basic(request: Request, ctx: SandboxContext) -> None:
+def check_basic(request: Request, ctx: SandboxContext) -> None:
     header = request.headers.get("authorization") or ""
     scheme, _, value = header.strip().partition(" ")
     if scheme.lower() != "basic" or not value:

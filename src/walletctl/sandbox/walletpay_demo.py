@@ -18,7 +18,6 @@ The gateway is called in process (the route bodies of :mod:`walletctl.sandbox.wa
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -44,9 +43,11 @@ from walletctl.sandbox.walletpay_api import (
     read_body,
 )
 from walletctl.sandbox.walletpay_state import (
-    DEMO_RESULTS_MAX,
     DEMO_USER,
+    OFFERS,
+    SHIPPING,
     ApiError,
+    DemoSession,
     WalletPayState,
     error_body,
 )
@@ -54,44 +55,7 @@ from walletctl.sandbox.walletpay_state import (
 DEMO_MERCHANT = "M-1001"
 DEMO_STORE = "S-01"
 MAX_SESSIONS = 500
-SHIPPING = {"standard": Decimal("0.00"), "express": Decimal("5.00"),
-            "overnight": Decimal("12.50")}
-OFFERS = {"SAVE2": Decimal("2.00")}
-__all__ = ["DEMO_RESULTS_MAX", "DemoSession", "demo_quote", "demo_result", "demo_session"]
-
-
-@dataclass
-class DemoSession:
-    reference: str
-    merchant_id: str
-    store_id: str
-    api_key: str = field(repr=False)
-    key_id: str
-    kind: str = "sale"
-    amount: Decimal = Decimal("12.34")  # the order's subtotal
-    currency: str = "EUR"
-    authorize: bool = True
-    shipping: str | None = None  # the shipping option of the last quote (None: no shipping)
-    offer: str | None = None
-    paid: bool = False
-
-    def total(self) -> Decimal:
-        value = self.amount + SHIPPING.get(self.shipping or "", Decimal(0))
-        return value - OFFERS.get(self.offer or "", Decimal(0))
-
-    def quote(self) -> dict[str, Any]:
-        items = [{"label": "Subtotal", "type": "SUBTOTAL", "price": f"{self.amount:.2f}"}]
-        if self.shipping is not None:
-            items.append({"label": "Shipping", "type": "LINE_ITEM",
-                          "price": f"{SHIPPING[self.shipping]:.2f}"})
-        if self.offer is not None:
-            items.append({"label": "Offer " + self.offer, "type": "LINE_ITEM",
-                          "price": f"{-OFFERS[self.offer]:.2f}"})
-        return {"totalPrice": f"{self.total():.2f}", "currencyCode": self.currency,
-                "displayItems": items, "shippingOptionId": self.shipping,
-                "offers": [{"redemptionCode": self.offer,
-                            "description": f"{OFFERS[self.offer]:.2f} off"}] if self.offer
-                else []}
+__all__ = ["demo_quote", "demo_result", "demo_session"]
 
 
 def _session(st: WalletPayState, reference: str) -> DemoSession:

@@ -1,7 +1,8 @@
-"""Browser wallet state of the sandbox: test cards, keys, payment accounts, 3DS results.
+"""Browser wallet state of the sandbox: test cards, keys, payment accounts, 3DS results, and
+the demo merchant's orders.
 
 See :mod:`walletctl.sandbox.walletpay` for the routes; everything here but the demo merchant
-lives in the sandbox store (``walletpay_*`` tables: :mod:`walletctl.sandbox.store_walletpay`).
+lives in the sandbox store (``walletpay_*`` tables: :mod:`walletctl.sandbox.store`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from decimal import Decimal
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 from fastapi.responses import JSONResponse
@@ -18,11 +20,8 @@ from fastapi.responses import JSONResponse
 from walletctl.sandbox import crypto
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import WalletSigner
-from walletctl.sandbox.outcome import error_body as engine_error_body
-from walletctl.sandbox.store_rows import WalletPayRow
-
-if TYPE_CHECKING:
-    from walletctl.sandbox.walletpay_demo import DemoSession
+from walletctl.sandbox.replies import error_body as engine_error_body
+from walletctl.sandbox.store import WalletPayRow
 
 API_KEY_TTL = timedelta(minutes=30)
 TOKEN_TTL_SECONDS = 300
@@ -32,6 +31,10 @@ ROOT_KEY_ID = "wallet_root"
 INTERMEDIATE_KEY_ID = "wallet_intermediate"
 DEMO_USER = "demo-merchant"
 DEMO_RESULTS_MAX = 100
+# the demo shop's prices (its orders are :class:`DemoSession`)
+SHIPPING = {"standard": Decimal("0.00"), "express": Decimal("5.00"),
+            "overnight": Decimal("12.50")}
+OFFERS = {"SAVE2": Decimal("2.00")}
 
 # Reasons that are plain validation / authentication failures: they take the gateway's
 # generic description; any other reason (CryptogramUsed, ...) is the error's description.
@@ -208,6 +211,39 @@ class ThreeDS:
                    authentication_value=d["authenticationValue"], eci=d["eci"],
                    status=d["transStatus"], used=row.used)
 
+
+@dataclass
+class DemoSession:
+    reference: str
+    merchant_id: str
+    store_id: str
+    api_key: str = field(repr=False)
+    key_id: str
+    kind: str = "sale"
+    amount: Decimal = Decimal("12.34")  # the order's subtotal
+    currency: str = "EUR"
+    authorize: bool = True
+    shipping: str | None = None  # the shipping option of the last quote (None: no shipping)
+    offer: str | None = None
+    paid: bool = False
+
+    def total(self) -> Decimal:
+        value = self.amount + SHIPPING.get(self.shipping or "", Decimal(0))
+        return value - OFFERS.get(self.offer or "", Decimal(0))
+
+    def quote(self) -> dict[str, Any]:
+        items = [{"label": "Subtotal", "type": "SUBTOTAL", "price": f"{self.amount:.2f}"}]
+        if self.shipping is not None:
+            items.append({"label": "Shipping", "type": "LINE_ITEM",
+                          "price": f"{SHIPPING[self.shipping]:.2f}"})
+        if self.offer is not None:
+            items.append({"label": "Offer " + self.offer, "type": "LINE_ITEM",
+                          "price": f"{-OFFERS[self.offer]:.2f}"})
+        return {"totalPrice": f"{self.total():.2f}", "currencyCode": self.currency,
+                "displayItems": items, "shippingOptionId": self.shipping,
+                "offers": [{"redemptionCode": self.offer,
+                            "description": f"{OFFERS[self.offer]:.2f} off"}] if self.offer
+                else []}
 
 
 class _StoredReplayGuard(crypto.ReplayGuard):

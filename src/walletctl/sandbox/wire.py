@@ -11,7 +11,7 @@
   point; a decimal sandbox refuses more fraction digits than the currency has; JSON booleans
   are never numbers (money and integer fields).
 
-Every problem raises :class:`~walletctl.sandbox.outcome.SandboxError` (400) naming the field.
+Every problem raises :class:`~walletctl.sandbox.replies.SandboxError` (400) naming the field.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from walletctl.models.base import MONEY_KEYS, fold_key
 from walletctl.models.money import exponent
-from walletctl.sandbox.outcome import SandboxError
+from walletctl.sandbox.replies import SandboxError
 
 MAX_DEPTH = 32
 MAX_DIGITS = 18  # minor units of any amount fit a signed 64-bit integer
