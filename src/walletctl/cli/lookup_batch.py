@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from walletctl.cli.flow import check_flow_options, stop_code
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
+from walletctl.ops.batch.flow import check_flow_options, stop_code
 
 if TYPE_CHECKING:
     from walletctl.ops.batch.lookup import Report

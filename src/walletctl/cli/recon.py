@@ -66,10 +66,10 @@ def recon(
     """
     from datetime import UTC, datetime
 
-    from walletctl.cli.flow import check_flow_options
     from walletctl.cli.history import parse_when
     from walletctl.errors import UsageError
     from walletctl.models.inputs import check_inputs
+    from walletctl.ops.batch.flow import check_flow_options
     from walletctl.ops.batch.lookup import LookupOptions
     from walletctl.ops.recon.model import OPERATIONS
     from walletctl.ops.recon.run import ReconRequest, reconcile
