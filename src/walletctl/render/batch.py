@@ -181,17 +181,16 @@ def summary(output_format: str, result: BatchResult) -> None:
     "production"``)."""
     from walletctl.render.output import write_json, write_ndjson
 
-    report, plan, production = result.report, result.plan, result.production
-    op, bid, journal_path, results = result.op, result.batch_id, result.journal, result.results
+    report, production, results = result.report, result.production, result.results
     assert report is not None
     rate = report.rows / report.elapsed if report.elapsed > 0 else 0.0
     data: dict[str, Any] = {
-        "batch_id": bid, "op": op,
+        "batch_id": result.batch_id, "op": result.op,
         "environment": "production" if production else "test",
-        "production_profiles": list(production), "journal": str(journal_path),
+        "production_profiles": list(production), "journal": str(result.journal),
         "results": str(results) if results else None,
         "rows": report.rows, **report.counts, "earlier_run": report.earlier,
-        "invalid_skipped": plan.invalid,
+        "invalid_skipped": result.plan.invalid,
         "confirmed_totals": {c: f"{v:f}" for c, v in sorted(report.confirmed_totals.items())},
         "requests": report.requests, "events": dict(sorted(report.events.items())),
         "elapsed_s": round(report.elapsed, 3),
@@ -199,35 +198,47 @@ def summary(output_format: str, result: BatchResult) -> None:
         "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
         "exit_code": result.code,
     }
-    left = report.counts.get("pending", 0) + report.counts.get("unknown", 0)
     if output_format == "ndjson":  # one line, like every NDJSON document
         write_ndjson([data])
     elif output_format != "table":
         write_json(data)
     else:
-        from rich.table import Table
+        _summary_table(result, data, rate)
+    _summary_notes(result)
 
-        from walletctl.models.money import format_major
 
-        if production:  # plain words at the start of a line: NO_COLOR, any width
-            out().print(f"PRODUCTION: {op} batch against production profile "
-                        f"{', '.join(production)}", markup=False, soft_wrap=True)
-        t = Table(title=f"{'PRODUCTION ' if production else ''}{op} batch {bid}")
-        t.add_column("rows", justify="left")
-        t.add_column("count", justify="right")
-        t.add_column("amount", justify="right")
-        totals = ", ".join(format_major(Decimal(v), c)
-                           for c, v in data["confirmed_totals"].items())
-        t.add_row("confirmed", str(report.counts["confirmed"]), totals)
-        t.add_row("done by an earlier run (included above)", str(report.earlier), "")
-        t.add_row("refused", str(report.counts["refused"]), "")
-        t.add_row("unknown (reconcile)", str(report.counts["unknown"]), "")
-        t.add_row("not sent", str(report.counts["pending"]), "")
-        if plan.invalid:
-            t.add_row("invalid, skipped", str(plan.invalid), "")
-        out().print(t)
-        out().print(f"{report.requests} requests in {report.elapsed:.1f} s "
-                    f"({rate:.0f} rows/s) · journal {journal_path}")
+def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> None:
+    from rich.table import Table
+
+    from walletctl.models.money import format_major
+
+    report, op, production = result.report, result.op, result.production
+    assert report is not None
+    if production:  # plain words at the start of a line: NO_COLOR, any width
+        out().print(f"PRODUCTION: {op} batch against production profile "
+                    f"{', '.join(production)}", markup=False, soft_wrap=True)
+    t = Table(title=f"{'PRODUCTION ' if production else ''}{op} batch {result.batch_id}")
+    t.add_column("rows", justify="left")
+    t.add_column("count", justify="right")
+    t.add_column("amount", justify="right")
+    totals = ", ".join(format_major(Decimal(v), c) for c, v in data["confirmed_totals"].items())
+    t.add_row("confirmed", str(report.counts["confirmed"]), totals)
+    t.add_row("done by an earlier run (included above)", str(report.earlier), "")
+    t.add_row("refused", str(report.counts["refused"]), "")
+    t.add_row("unknown (reconcile)", str(report.counts["unknown"]), "")
+    t.add_row("not sent", str(report.counts["pending"]), "")
+    if result.plan.invalid:
+        t.add_row("invalid, skipped", str(result.plan.invalid), "")
+    out().print(t)
+    out().print(f"{report.requests} requests in {report.elapsed:.1f} s "
+                f"({rate:.0f} rows/s) · journal {result.journal}")
+
+
+def _summary_notes(result: BatchResult) -> None:
+    """On stderr: why the run stopped, the rows not named, what to do with the rows left."""
+    report, results = result.report, result.results
+    assert report is not None
+    left = report.counts.get("pending", 0) + report.counts.get("unknown", 0)
     if report.breaker_open:
         print_note(f"circuit breaker open after {report.breaker_threshold} consecutive gateway "
                    f"failures ({report.breaker_reason}); {left} row(s) left")
