@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, nullcontext
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import out, print_note
+from walletctl.render.console import out, print_hint, print_note
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -31,7 +31,7 @@ def render_batch(output_format: str, result: BatchResult) -> int:
         report = result.report
         if report is not None and report.fatal:
             print_note(f"pre-flight stopped: {report.fatal}")
-            _hint(report.fatal_hint)
+            print_hint(report.fatal_hint)
     else:
         assert result.report is not None
         summary(output_format, result)
@@ -51,11 +51,6 @@ def render_invalid_rows(exc: BatchValidationError) -> None:
         sys.stderr.write(f"walletctl: {where}: {rule}\n")
     if exc.total > len(shown):
         sys.stderr.write(f"walletctl: ... and {exc.total - len(shown)} more\n")
-
-
-def _hint(hint: str | None) -> None:
-    if hint:
-        sys.stderr.write(f"hint: {hint}\n")
 
 
 def _dry_run(output_format: str, result: BatchResult) -> None:
@@ -244,7 +239,7 @@ def _summary_notes(result: BatchResult) -> None:
                    f"failures ({report.breaker_reason}); {left} row(s) left")
     if report.fatal:
         print_note(f"stopped: {report.fatal}")
-        _hint(report.fatal_hint)
+        print_hint(report.fatal_hint)
     unnamed = max(0, report.counts.get("refused", 0) - NAMED_ON_STDERR) + max(
         0, report.counts.get("unknown", 0) - NAMED_ON_STDERR)
     if unnamed:
