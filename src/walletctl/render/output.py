@@ -111,3 +111,8 @@ def render_dry_run(output_format: str, described: list[dict[str, Any]]) -> None:
         if d["body"] is not None:
             sys.stdout.write("\n" + to_json(d["body"]) + "\n")
     sys.stderr.write("walletctl: dry run: nothing was sent\n")
+
+
+def write_text(text: str) -> None:
+    """A document as it is (a shipped file, a script) on stdout."""
+    sys.stdout.write(text)
