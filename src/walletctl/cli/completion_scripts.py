@@ -304,14 +304,20 @@ def fish(tree: Tree) -> str:
     return "\n".join(lines)
 
 
+def _fish_condition(tree: Tree, path: str, node: Node) -> str:
+    """Where a path's completions apply: at that path; the global options (path '') after
+    any command that does not spell them itself."""
+    if path:
+        return f"-n \"__walletctl_at '{path}'\""
+    spelled = {o for opt in node.options if opt.opts[0] != "--help" for o in opt.opts}
+    owners = [p for p, n in tree.items()
+              if p and spelled.intersection(o for opt in n.options for o in opt.opts)]
+    return "-n \"not __walletctl_at_any " + " ".join(f"'{p}'" for p in owners) + '"'
+
+
 def _fish_node(tree: Tree, path: str, node: Node) -> list[str]:
     """The ``complete`` lines of one command path: its subcommands, arguments, options."""
-    cond = f"-n \"__walletctl_at '{path}'\""
-    if not path:  # global options: accepted after any command that does not spell them
-        spelled = {o for opt in node.options if opt.opts[0] != "--help" for o in opt.opts}
-        owners = [p for p, n in tree.items()
-                  if p and spelled.intersection(o for opt in n.options for o in opt.opts)]
-        cond = "-n \"not __walletctl_at_any " + " ".join(f"'{p}'" for p in owners) + '"'
+    cond = _fish_condition(tree, path, node)
     lines = [f"complete -c walletctl -n \"__walletctl_at '{path}'\" -a {child}"
              f" -d '{_fish_q(desc)}'" for child, desc in node.children]
     values = _arg_values(node)
