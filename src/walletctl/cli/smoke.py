@@ -102,9 +102,8 @@ def smoke(
     from walletctl.render.smoke_views import render_scenarios, render_smoke
 
     state = get_state(ctx)
-    as_json = json_ or state.output == "json"
     if list_:
-        render_scenarios(catalogue.describe(), "json" if json_ else state.output_format)
+        render_scenarios(catalogue.describe(), state.output_format, json_flag=json_)
         return
     from walletctl.ops.smoke import SmokeOptions, validate_options
 
@@ -131,7 +130,7 @@ def smoke(
     text = to_json(report, masker)
     if json_file is not None:
         write_text(json_file, text)
-    code = render_smoke(report, text if as_json else None, masker.text,
+    code = render_smoke(report, text, masker.text, chosen=state.output, json_flag=json_,
                         written=((junit, "JUnit report"), (json_file, "JSON report")),
                         hint=lambda text: carry_options(text, state))
     if code:

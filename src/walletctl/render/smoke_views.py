@@ -147,8 +147,10 @@ def _scenario_rows(sc: ScenarioResult, *, live: bool) -> list[tuple[Any, ...]]:
 # --------------------------------------------------------------------------- output
 
 
-def render_scenarios(items: list[dict[str, Any]], fmt: str) -> None:
-    """``smoke --list``: the scenarios and what each checks."""
+def render_scenarios(items: list[dict[str, Any]], fmt: str, *, json_flag: bool) -> None:
+    """``smoke --list``: the scenarios and what each checks (``--json``: as JSON)."""
+    if json_flag:
+        fmt = "json"
     if fmt != "table":
         from walletctl.render.rows import emit_rows
 
@@ -161,14 +163,16 @@ def render_scenarios(items: list[dict[str, Any]], fmt: str) -> None:
         console.print(f"{item['name']:<{width}}  {item['description']}", markup=False)
 
 
-def render_smoke(report: SmokeReport, as_json: str | None, mask: Callable[[str], str], *,
+def render_smoke(report: SmokeReport, document: str, mask: Callable[[str], str], *,
+                 chosen: str | None, json_flag: bool,
                  written: Iterable[tuple[Path | None, str]],
                  hint: Callable[[str | None], str | None]) -> int:
-    """The run's report (``as_json``: its JSON document, else a summary), the report files
-    ``written`` named, and why it failed; returns the exit code. ``hint`` completes a hint's
+    """The run's report: its JSON ``document`` with ``--json`` or ``-o json`` (``chosen``:
+    the -o given), else a summary (a pipe too: a CI log reads it); the report files
+    ``written`` named, and why it failed. Returns the exit code. ``hint`` completes a hint's
     `walletctl` commands with the user's global options."""
-    if as_json is not None:
-        sys.stdout.write(as_json)
+    if json_flag or chosen == "json":
+        sys.stdout.write(document)
     else:
         _summary(report, mask)
     return _finish(report, written, hint)
