@@ -190,6 +190,7 @@ def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
         profiles = RowProfiles(profile, desk.load_profile)
         result = BatchResult(op=ask.op, batch_id=bid, journal=journal_path, results=ask.results,
                              plan=Plan(), profile=profile, dry_run=ask.dry_run)
+        approval: int | None = None
         try:  # before the first row is sent: a journal this run created goes on failure
             approval, typed = _prepare(ask, desk, jr, source, profiles, bound, result, reason)
             if not ask.dry_run:
@@ -197,15 +198,14 @@ def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
                 approval = _approved(ask, profile, jr, result.plan, source, bound, bid,
                                      spend=True)
         except _Aborted:
-            _drop_new_journal(ask, jr)
             result.aborted, result.code = True, int(ExitCode.USAGE)
-            yield result
-            return
         except BaseException:
             _drop_new_journal(ask, jr)
             raise
         result.production = profiles.production()
-        if ask.dry_run:
+        if result.aborted:
+            _drop_new_journal(ask, jr)
+        elif ask.dry_run:
             _dry_run(ask, desk, jr, result, profiles)
         else:
             _run(ask, desk, jr, result, profiles, stack, approval=approval, reason=reason)
