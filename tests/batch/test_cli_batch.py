@@ -12,9 +12,9 @@ import pytest
 from batch_helpers import ledger, seed_preauths, write_profile
 from typer.testing import CliRunner
 
-from walletctl.cli.batch import _exit_code
 from walletctl.cli.main import app
 from walletctl.constants import ExitCode
+from walletctl.ops.batch.job import exit_code as _exit_code
 from walletctl.ops.batch.runner import RunReport
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox

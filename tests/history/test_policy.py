@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from walletctl.errors import ConfigError
-from walletctl.history.policy import PolicyRefusal, check_policy
+from walletctl.history.policy import PolicyRefusal, check_batch_policy, check_policy
 
 
 def _check(typed: str | None, *, reason: str | None = "why") -> list[str]:
@@ -22,6 +22,30 @@ def _check(typed: str | None, *, reason: str | None = "why") -> list[str]:
                  currency="EUR", require_reason=(), limits={"refund": "100"}, reason=reason,
                  confirm_amount=None, ask=ask)
     return asked
+
+
+def _check_batch(typed: str, limits: dict[str, str] | None = None) -> list[str]:
+    asked: list[str] = []
+
+    def ask(question: str) -> str:
+        asked.append(question)
+        return typed
+
+    check_batch_policy(profile_name="desk", operation="refund", reason_required=False,
+                       above={"EUR": (2, Decimal("270.00"))},
+                       limits=limits or {"desk": "100.00"}, reason="recall",
+                       confirm_amount=None, ask=ask)
+    return asked
+
+
+def test_a_batch_total_typed_at_the_prompt_must_match() -> None:
+    assert _check_batch("270") == ["2 rows of refund above profile desk's limit of 100.00 EUR "
+                                   "total 270.00 EUR. Type the total to confirm"]
+    for wrong in ("150.00", "", "٢٧٠"):
+        with pytest.raises(PolicyRefusal, match=r"the confirmed total .* is not 270\.00 EUR"):
+            _check_batch(wrong)
+    two = _check_batch("270.00", {"desk": "100.00", "other": "50.00"})
+    assert "above the limits of profiles desk (100.00 EUR), other (50.00 EUR)" in two[0]
 
 
 def test_the_amount_typed_at_the_prompt_must_match() -> None:

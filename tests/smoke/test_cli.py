@@ -163,8 +163,8 @@ def test_unreachable_gateway_fails_every_scenario_with_exit_10(
 def test_live_table_folds_finished_and_pending_scenarios() -> None:
     from rich.console import Console
 
-    from walletctl.cli.smoke import _results_table
     from walletctl.ops.smoke import ScenarioResult, StepResult
+    from walletctl.render.smoke_views import _results_table
 
     done = ScenarioResult("alpha", "", [StepResult("alpha", n, "passed", 0.5) for n in "abc"])
     running = ScenarioResult("beta", "", [StepResult("beta", "one", "failed", 0.1, "boom"),

@@ -98,7 +98,7 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
     from walletctl.cli.production import production_tag
     from walletctl.history.policy import clean_reason
     from walletctl.ops.approvals import decide
-    from walletctl.render.approvals import render_decided, render_request
+    from walletctl.render.approvals import render_decided, render_to_confirm
 
     st = get_state(ctx)
     checked_reason = clean_reason(reason)
@@ -109,7 +109,7 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
         from walletctl.cli.state import ENV
 
         if ENV.is_interactive() and (not yes or (approve and profile.is_production)):
-            render_request("table", found, now)
+            render_to_confirm(found, now)
         if approve:  # a production profile's name, typed (it then replaces the y/N)
             from walletctl.cli.production import confirm_production
 

@@ -5,7 +5,6 @@ Imported lazily from command bodies (it pulls in httpx via the client).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,45 +16,20 @@ if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient, PreparedCall
 
 
-def _trace(line: str) -> None:
-    sys.stderr.write(line + "\n")
-
-
 def make_client(state: State) -> GatewayClient:
     from walletctl.client.gateway import GatewayClient
+    from walletctl.render.console import print_stderr
 
     return GatewayClient(
-        state.profile(), transport=ENV.transport, trace=_trace if state.verbose else None
+        state.profile(), transport=ENV.transport, trace=print_stderr if state.verbose else None
     )
 
 
 def print_dry_run(state: State, calls: list[PreparedCall]) -> None:
     """The exact request(s) that would be sent, secrets masked; nothing is sent."""
-    from walletctl.render.output import to_json
+    from walletctl.render.output import render_dry_run
 
-    described = [c.describe() for c in calls]
-    if state.output_format == "ndjson":  # one line per request
-        for d in described:
-            sys.stdout.write(to_json({"dryRun": True, "request": d}, indent=None) + "\n")
-        return
-    if state.output_format == "json":
-        doc: Any = described[0] if len(described) == 1 else described
-        sys.stdout.write(
-            to_json(
-                {"dryRun": True, "requests": described}
-                if len(described) > 1
-                else {"dryRun": True, "request": doc}
-            )
-            + "\n"
-        )
-        return
-    for d in described:
-        sys.stdout.write(f"{d['method']} {d['url']}\n")
-        for name, value in d["headers"].items():
-            sys.stdout.write(f"{name}: {value}\n")
-        if d["body"] is not None:
-            sys.stdout.write("\n" + to_json(d["body"]) + "\n")
-    sys.stderr.write("walletctl: dry run: nothing was sent\n")
+    render_dry_run(state.output_format, [c.describe() for c in calls])
 
 
 def confirm(summary: str, *, yes: bool, action: str) -> None:
@@ -69,11 +43,13 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
         )
     import typer
 
-    sys.stderr.write(summary + "\n")
+    from walletctl.render.console import print_stderr
+
+    print_stderr(summary)
     try:
         answer = typer.confirm(f"Proceed with the {action}?", default=False, err=True)
     except typer.Abort:  # end of input (Ctrl-D) at the prompt: a "no", not a crash (exit 1)
-        sys.stderr.write("\n")
+        print_stderr()
         answer = False
     if not answer:
         raise UsageError(f"{action} cancelled: nothing was sent")
@@ -87,10 +63,12 @@ def ask_amount() -> Callable[[str], str] | None:
     def ask(question: str) -> str:
         import typer
 
+        from walletctl.render.console import print_stderr
+
         try:
             return str(typer.prompt(question, err=True))
         except typer.Abort:  # Ctrl-D: nothing typed
-            sys.stderr.write("\n")
+            print_stderr()
             return ""
 
     return ask

@@ -242,6 +242,48 @@ def _fish_values(values: str) -> str:
     return " -x"  # a free-text value: nothing offered, no file names either
 
 
+_FISH_FUNCTIONS = [  # the end of __walletctl_takes; the path typed so far; the profiles
+    "    end",
+    "end",
+    "function __walletctl_path  # the command path typed so far, option values skipped",
+    "    set -l path ''",
+    "    set -l skip 0",
+    "    for w in (commandline -opc)[2..-1]",
+    "        if test $skip = 1; set skip 0; continue; end",
+    "        switch $w",
+    "            case '-*=*'; continue",
+    "            case '-*'",
+    "                if contains -- $w (string split ' ' -- (__walletctl_takes $path)) "
+    "(string split ' ' -- (__walletctl_takes ''))",
+    "                    set skip 1",
+    "                end",
+    "                continue",
+    "        end",
+    "        if contains -- $w (string split ' ' -- (__walletctl_groups $path))",
+    "            set path (string trim -- \"$path $w\")",
+    "        end",
+    "    end",
+    "    echo $path",
+    "end",
+    "function __walletctl_at",
+    "    test \"$(__walletctl_path)\" = \"$argv[1]\"",
+    "end",
+    "function __walletctl_at_any",
+    "    contains -- \"$(__walletctl_path)\" $argv",
+    "end",
+    "function __walletctl_profiles",
+    "    set -l f $WALLETCTL_CONFIG",
+    "    if test -z \"$f\"",
+    "        set -l base $XDG_CONFIG_HOME",
+    "        test -z \"$base\"; and set base $HOME/.config",
+    "        set f $base/walletctl/profiles.toml",
+    "    end",
+    "    test -r $f; and string replace -rf '^\\s*\\[profiles\\.([A-Za-z0-9_-]+)\\].*' '$1' "
+    "< $f",
+    "end",
+]
+
+
 def fish(tree: Tree) -> str:
     lines = [f"# {HEADER.format('fish')}",
              "# Install: mkdir -p ~/.config/fish/completions && walletctl completion fish >"
@@ -255,68 +297,40 @@ def fish(tree: Tree) -> str:
     for path, node in tree.items():
         if node.takes:
             lines.append(f"        case '{path}'; echo {' '.join(node.takes)}")
-    lines += [
-        "    end",
-        "end",
-        "function __walletctl_path  # the command path typed so far, option values skipped",
-        "    set -l path ''",
-        "    set -l skip 0",
-        "    for w in (commandline -opc)[2..-1]",
-        "        if test $skip = 1; set skip 0; continue; end",
-        "        switch $w",
-        "            case '-*=*'; continue",
-        "            case '-*'",
-        "                if contains -- $w (string split ' ' -- (__walletctl_takes $path)) "
-        "(string split ' ' -- (__walletctl_takes ''))",
-        "                    set skip 1",
-        "                end",
-        "                continue",
-        "        end",
-        "        if contains -- $w (string split ' ' -- (__walletctl_groups $path))",
-        "            set path (string trim -- \"$path $w\")",
-        "        end",
-        "    end",
-        "    echo $path",
-        "end",
-        "function __walletctl_at",
-        "    test \"$(__walletctl_path)\" = \"$argv[1]\"",
-        "end",
-        "function __walletctl_at_any",
-        "    contains -- \"$(__walletctl_path)\" $argv",
-        "end",
-        "function __walletctl_profiles",
-        "    set -l f $WALLETCTL_CONFIG",
-        "    if test -z \"$f\"",
-        "        set -l base $XDG_CONFIG_HOME",
-        "        test -z \"$base\"; and set base $HOME/.config",
-        "        set f $base/walletctl/profiles.toml",
-        "    end",
-        "    test -r $f; and string replace -rf '^\\s*\\[profiles\\.([A-Za-z0-9_-]+)\\].*' '$1' "
-        "< $f",
-        "end",
-    ]
+    lines += _FISH_FUNCTIONS
     for path, node in tree.items():
-        cond = f"-n \"__walletctl_at '{path}'\""
-        if not path:  # global options: accepted after any command that does not spell them
-            spelled = {o for opt in node.options if opt.opts[0] != "--help" for o in opt.opts}
-            owners = [p for p, n in tree.items()
-                      if p and spelled.intersection(o for opt in n.options for o in opt.opts)]
-            cond = "-n \"not __walletctl_at_any " + " ".join(f"'{p}'" for p in owners) + '"'
-        for child, desc in node.children:
-            lines.append(f"complete -c walletctl -n \"__walletctl_at '{path}'\" -a {child}"
-                         f" -d '{_fish_q(desc)}'")
-        values = _arg_values(node)
-        if values == PROFILES:
-            lines.append(f"complete -c walletctl {cond} -a '(__walletctl_profiles)'")
-        elif values:
-            lines.append(f"complete -c walletctl {cond} -a '{values}'")
-        for opt in node.options:
-            flags = " ".join(f"-l {o[2:]}" if o.startswith("--") else f"-s {o[1:]}"
-                             for o in opt.opts)
-            extra = _fish_values(opt.values) if opt.takes_value else ""
-            lines.append(f"complete -c walletctl {cond} {flags}{extra} -d '{_fish_q(opt.help)}'")
+        lines += _fish_node(tree, path, node)
     lines.append("")
     return "\n".join(lines)
+
+
+def _fish_condition(tree: Tree, path: str, node: Node) -> str:
+    """Where a path's completions apply: at that path; the global options (path '') after
+    any command that does not spell them itself."""
+    if path:
+        return f"-n \"__walletctl_at '{path}'\""
+    spelled = {o for opt in node.options if opt.opts[0] != "--help" for o in opt.opts}
+    owners = [p for p, n in tree.items()
+              if p and spelled.intersection(o for opt in n.options for o in opt.opts)]
+    return "-n \"not __walletctl_at_any " + " ".join(f"'{p}'" for p in owners) + '"'
+
+
+def _fish_node(tree: Tree, path: str, node: Node) -> list[str]:
+    """The ``complete`` lines of one command path: its subcommands, arguments, options."""
+    cond = _fish_condition(tree, path, node)
+    lines = [f"complete -c walletctl -n \"__walletctl_at '{path}'\" -a {child}"
+             f" -d '{_fish_q(desc)}'" for child, desc in node.children]
+    values = _arg_values(node)
+    if values == PROFILES:
+        lines.append(f"complete -c walletctl {cond} -a '(__walletctl_profiles)'")
+    elif values:
+        lines.append(f"complete -c walletctl {cond} -a '{values}'")
+    for opt in node.options:
+        flags = " ".join(f"-l {o[2:]}" if o.startswith("--") else f"-s {o[1:]}"
+                         for o in opt.opts)
+        extra = _fish_values(opt.values) if opt.takes_value else ""
+        lines.append(f"complete -c walletctl {cond} {flags}{extra} -d '{_fish_q(opt.help)}'")
+    return lines
 
 
 # --------------------------------------------------------------------------- PowerShell

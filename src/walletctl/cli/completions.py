@@ -69,7 +69,9 @@ def register(app: typer_t.Typer) -> None:
         if shell not in SHELLS:
             raise UsageError(f"completion: unknown shell {shell!r}",
                              hint="one of: " + ", ".join(SHELLS))
-        sys.stdout.write(shipped_script(shell))
+        from walletctl.render.output import write_text
+
+        write_text(shipped_script(shell))
 
 
 def main(argv: list[str]) -> int:
@@ -89,11 +91,13 @@ def main(argv: list[str]) -> int:
         parser.error("not running from a source checkout: name a DIRECTORY")
     target: Path = args.directory or shipped.CHECKOUT / "completions"
     target.mkdir(parents=True, exist_ok=True)
+    from walletctl.render.output import write_text
+
     for name, text in render_all().items():
         (target / name).write_text(text, encoding="utf-8")
-        print(f"wrote {target / name}")
+        write_text(f"wrote {target / name}\n")
     if args.directory is None:
-        print(f"wrote {manpage.write()}")
+        write_text(f"wrote {manpage.write()}\n")
     return 0
 
 

@@ -181,6 +181,8 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 allow_duplicate=allow_duplicate,
                 approval=approval,
                 confirm_profile=confirm_profile or [],
+                reason=reason,
+                confirm_amount=confirm_amount,
             )
             raise typer.Exit(code)
         if ref is None:

@@ -11,7 +11,7 @@ import contextlib
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,7 +20,7 @@ from walletctl.cli.state import State, get_state
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import Profile
-    from walletctl.history.store import Entry, HistoryStore
+    from walletctl.history.store import Entry, Filters, HistoryStore
 
 HELP = ("List, verify and reconcile the history (audit log) of money movements: a local "
         "file, or a team's shared PostgreSQL database.")
@@ -33,7 +33,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(history_app, name="history", help=HELP)
 
 
-TABLE_ROWS = 50  # entries a table shows without --last
 _DURATION = re.compile(r"(\d{1,6})([smhdw])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -120,32 +119,21 @@ def history(
     """List, verify and reconcile the history (audit log) of money movements."""
     if ctx.invoked_subcommand is not None:
         return
+    from dataclasses import replace
+
     from walletctl.config.dburl import DbUrl
-    from walletctl.errors import UsageError
     from walletctl.history import history_location, open_location
-    from walletctl.history.store import OUTCOMES, Filters
+    from walletctl.render.history import render_entries, render_listing, render_location
 
     st = get_state(ctx)
     where = history_location(_profile_or_none(st))
     named = where.display() if isinstance(where, DbUrl) else str(where)
     if path:
-        typer.echo(named)
+        render_location(named)
         return
-    if unknown:
-        if outcome not in (None, "unknown"):
-            raise UsageError("--unknown and --outcome name different outcomes")
-        outcome = "unknown"
-    if outcome is not None and outcome not in OUTCOMES:
-        raise UsageError(f"--outcome: must be one of {', '.join(OUTCOMES)}")
-    if reconcile and outcome != "unknown":
-        raise UsageError("--reconcile works on unknown entries: add --unknown")
-    filters = Filters(
-        since=parse_when(since, "--since") if since else None,
-        until=parse_when(until, "--until") if until else None,
-        ref=ref, operation=op, profile=profile, os_user=user, outcome=outcome, limit=last,
-    )
-    from walletctl.render.history import render_entries
-
+    filters = _filters(since=since, until=until, ref=ref, operation=op, profile=profile,
+                       os_user=user, outcome="unknown" if unknown else outcome, limit=last,
+                       reconcile=reconcile, clash=unknown and outcome not in (None, "unknown"))
     if isinstance(where, Path) and not where.exists():
         render_entries([], st.output_format, path=named)
         return
@@ -154,21 +142,28 @@ def history(
         if reconcile:
             _reconcile(st, store, list(store.entries(filters)))
             return
-        if st.output_format == "table" and last is None:  # a screenful; files get them all
-            from dataclasses import replace
-
-            total = store.count(filters)
-            render_entries(store.entries(replace(filters, limit=TABLE_ROWS)), "table",
-                           path=named)
-            if total > TABLE_ROWS:
-                from walletctl.render.console import print_note
-
-                print_note(f"showing the last {TABLE_ROWS} of {total} entries: --last N, "
-                           "filters, or -o csv for all")
-            return
-        render_entries(store.entries(filters), st.output_format, path=named)
+        render_listing(st.output_format,
+                       lambda limit: store.entries(replace(filters, limit=limit or last)),
+                       lambda: store.count(filters), path=named, last=last)
     finally:
         store.close()
+
+
+def _filters(*, since: str | None, until: str | None, outcome: str | None, reconcile: bool,
+             clash: bool, **given: Any) -> Filters:
+    """The listing's filters from the options (checked: usage errors, exit 2)."""
+    from walletctl.errors import UsageError
+    from walletctl.history.store import OUTCOMES, Filters
+
+    if clash:
+        raise UsageError("--unknown and --outcome name different outcomes")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise UsageError(f"--outcome: must be one of {', '.join(OUTCOMES)}")
+    if reconcile and outcome != "unknown":
+        raise UsageError("--reconcile works on unknown entries: add --unknown")
+    return Filters(since=parse_when(since, "--since") if since else None,
+                   until=parse_when(until, "--until") if until else None,
+                   outcome=outcome, **given)
 
 
 def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:

@@ -11,13 +11,13 @@ import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
-from walletctl.cli.flow import check_flow_options, stop_code
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
+from walletctl.ops.batch.flow import check_flow_options, stop_code
 
 if TYPE_CHECKING:
     from walletctl.ops.batch.lookup import Report
@@ -54,7 +54,7 @@ def run_lookup_batch(
         stopped_by_signals,
     )
     from walletctl.ops.batch.rows import spool_stdin
-    from walletctl.render.balances import BalanceWriter
+    from walletctl.render.balances import BalanceWriter, finish_report, lookup_progress
 
     check_flow_options(concurrency, rate, max_failures)
     filters = Filters(
@@ -82,7 +82,7 @@ def run_lookup_batch(
 
             client = AsyncGatewayClient(profile, max_connections=concurrency)
             engine = BalanceReport(client, options)
-            progress, update = _progress(fmt)
+            progress, update = lookup_progress(fmt)
             try:
                 with stopped_by_signals(engine.stop):
                     if progress is not None:
@@ -99,46 +99,10 @@ def run_lookup_batch(
             return engine.report
 
         report = asyncio.run(main())
-    summary = {
-        "references": report.references, "duplicates_folded": report.duplicates,
-        "shown": report.shown, "errors": report.errors,
-        "requests": report.requests, "elapsed_s": round(report.elapsed, 3),
-        "refs_per_s": round(report.references / report.elapsed, 1) if report.elapsed else 0.0,
-        "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
-        "interrupted": report.interrupted,
-    }
-    writer.finish(report, summary)
-    from walletctl.render.console import print_note
-
-    for line, ref, first in report.folded:
-        print_note(f"line {line}: {ref} repeats line {first}: looked up and counted once")
-    if report.duplicates > len(report.folded):
-        print_note(f"... {report.duplicates - len(report.folded)} more repeated reference(s) "
-                   "folded")
-    if report.fatal:
-        print_note(f"stopped: {report.fatal}")
-        if report.fatal_hint:
-            sys.stderr.write(f"hint: {report.fatal_hint}\n")
+    finish_report(writer, report)
     stopped = stop_code(report)
     if stopped is not None:
         return stopped
     if report.errors:  # the report is complete, but some references have no balance
         return int(ExitCode.DECLINED)
     return int(ExitCode.OK)
-
-
-def _progress(fmt: str) -> tuple[Any, Any]:
-    from walletctl.render.console import err
-
-    if not err().is_terminal:
-        return None, lambda: None
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    progress = Progress(SpinnerColumn(), TextColumn("{task.completed} references looked up"),
-                        TimeElapsedColumn(), console=err(), transient=fmt == "table")
-    task = progress.add_task("lookup", total=None)
-
-    def update() -> None:
-        progress.advance(task)
-
-    return progress, update

@@ -55,23 +55,39 @@ def _own_options(command: Any) -> set[str]:
 
 def hoist_global_options(args: list[str], group: Any, ctx: ClickContext) -> list[str]:
     """Move global options given after the command name in front of it."""
-    position = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
-    # Only when the first bare word is a command (a value of a leading option is not).
-    while position is not None and position > 0 and GLOBAL_OPTIONS.get(args[position - 1]):
-        position = next(
-            (i for i in range(position + 1, len(args)) if not args[i].startswith("-")), None
-        )
+    position = _command_position(args)
     if position is None or args[position] not in COMMANDS:
         return args
     command = group.get_command(ctx, args[position])
     if command is None:
         return args
-    own = _own_options(command)
     rest = args[position + 1 :]
+    hoisted, kept = _split_globals(rest, _command_options(command, rest))
+    return args[:position] + hoisted + [args[position]] + kept
+
+
+def _command_position(args: list[str]) -> int | None:
+    """Where the first bare word is, when it is a command (a leading option's value is not)."""
+    position = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    while position is not None and position > 0 and GLOBAL_OPTIONS.get(args[position - 1]):
+        position = next(
+            (i for i in range(position + 1, len(args)) if not args[i].startswith("-")), None
+        )
+    return position
+
+
+def _command_options(command: Any, rest: list[str]) -> set[str]:
+    """The options of ``command`` (and of its subcommand named in ``rest``): never hoisted."""
+    own = _own_options(command)
     sub_name = next((a for a in rest if not a.startswith("-")), None)
     sub = getattr(command, "commands", {}).get(sub_name) if sub_name else None
     if sub is not None:
         own |= _own_options(sub)
+    return own
+
+
+def _split_globals(rest: list[str], own: set[str]) -> tuple[list[str], list[str]]:
+    """(the global options in ``rest``, with their values; the words left for the command)."""
     hoisted: list[str] = []
     kept: list[str] = []
     i = 0
@@ -93,7 +109,7 @@ def hoist_global_options(args: list[str], group: Any, ctx: ClickContext) -> list
         else:
             hoisted.append(word)
         i += 1
-    return args[:position] + hoisted + [args[position]] + kept
+    return hoisted, kept
 
 
 class _BoundaryGroup(TyperGroup):
@@ -221,8 +237,9 @@ def _finite_timeout(value: float | None) -> float | None:
 def _version(value: bool) -> None:
     if value:
         from walletctl.cli.version import version_text
+        from walletctl.render.output import write_text
 
-        sys.stdout.write(version_text())
+        write_text(version_text())
         raise typer.Exit()
 
 

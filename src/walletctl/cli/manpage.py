@@ -181,5 +181,7 @@ def write() -> Path:
 
 
 if __name__ == "__main__":
-    print(f"wrote {write()}")
+    from walletctl.render.output import write_text
+
+    write_text(f"wrote {write()}\n")
     sys.exit(0)

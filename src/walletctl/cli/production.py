@@ -14,7 +14,6 @@ Every refusal is a :class:`~walletctl.errors.UsageError` (exit 2, like a refund 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -132,10 +131,12 @@ def _terminal_prompt() -> Callable[[str], str] | None:
     def ask(question: str) -> str:
         import typer
 
+        from walletctl.render.console import print_stderr
+
         try:
             return str(typer.prompt(question, default="", show_default=False, err=True))
         except typer.Abort:  # Ctrl-D: nothing typed
-            sys.stderr.write("\n")
+            print_stderr()
             return ""
 
     return ask

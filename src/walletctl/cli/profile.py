@@ -12,7 +12,7 @@ import typer
 from walletctl.cli.profile_add import add
 from walletctl.cli.profile_check import check
 from walletctl.cli.profile_edit import default_cmd, set_cmd, unset_cmd
-from walletctl.cli.state import ENV, OutputFormat, get_state
+from walletctl.cli.state import ENV, get_state
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile, ProfilesFile
@@ -36,18 +36,6 @@ def register(app: typer.Typer) -> None:
 # --------------------------------------------------------------------------- output helpers
 
 
-def _emit_rows(rows: list[dict[str, Any]], fmt: OutputFormat, title: str) -> None:
-    from walletctl.render.rows import emit_rows
-
-    emit_rows(rows, fmt, title)
-
-
-def _cell(value: Any) -> str:
-    from walletctl.render.rows import cell
-
-    return cell(value)
-
-
 def _note(message: str) -> None:
     from walletctl.render.console import print_note
 
@@ -67,18 +55,12 @@ def _selected_default(pf: ProfilesFile) -> str | None:
 def list_profiles(ctx: typer.Context) -> None:
     """List the profiles (name, base URL, merchant, store, auth, environment; * = default)."""
     from walletctl.config.profiles_file import config_path, load_file
+    from walletctl.render.profiles import render_profile_list
 
     state = get_state(ctx)
     path = config_path(state.config_path)
-    fmt = state.output_format
     if not path.exists():
-        if fmt in ("json", "ndjson", "csv"):
-            _emit_rows([], fmt, "")
-        _note(f"no profiles yet ({path} does not exist)")
-        _note(
-            "create one with `walletctl profile add NAME --base-url URL --merchant-id ID "
-            "--store-id ID --user-id USER`"
-        )
+        render_profile_list(state.output_format, None, path)
         return
     pf = load_file(path)
     default = _selected_default(pf)
@@ -94,12 +76,7 @@ def list_profiles(ctx: typer.Context) -> None:
         }
         for p in pf.profiles.values()
     ]
-    if not rows and fmt == "table":
-        _note(f"no profiles in {path}")
-        return
-    from walletctl.render.rows import emit_rows
-
-    emit_rows(rows, fmt, str(path), drop_order=("auth", "store_id", "merchant_id"))
+    render_profile_list(state.output_format, rows, path)
 
 
 # --------------------------------------------------------------------------- show
@@ -141,26 +118,6 @@ def _profile_settings(profile: Profile, default: str | None) -> dict[str, Any]:
     }
 
 
-def _flatten(settings: dict[str, Any], *, empty: str = "-") -> list[tuple[str, str]]:
-    """(setting, value) rows; an unset value reads ``empty`` (a CSV cell stays empty)."""
-    rows: list[tuple[str, str]] = []
-    overridden = set(settings.get("paths_overridden", ()))
-    for key, value in settings.items():
-        if key == "paths_overridden":
-            continue
-        if isinstance(value, dict):
-            for sub, subval in value.items():
-                text = empty if subval is None else _cell(subval)
-                if key == "paths" and sub not in overridden:
-                    text += " (default)"
-                rows.append((f"{key}.{sub}", text))
-        elif isinstance(value, bool):
-            rows.append((key, "yes" if value else "no"))
-        else:
-            rows.append((key, empty if value is None else _cell(value)))
-    return rows
-
-
 @profile_app.command("show")
 def show(
     ctx: typer.Context,
@@ -170,32 +127,13 @@ def show(
 ) -> None:
     """Show every setting of a profile; the secret's source is described, never the secret."""
     from walletctl.config.profiles_file import config_path, load_file, select_profile
+    from walletctl.render.profiles import render_profile
 
     state = get_state(ctx)
     pf = load_file(config_path(state.config_path))
     profile = select_profile(pf, name or state.profile_name)
     settings = _profile_settings(profile, _selected_default(pf))
-    fmt = state.output_format
-    if fmt in ("json", "ndjson"):
-        import json
-        import sys
-
-        sys.stdout.write(json.dumps(settings, indent=2 if fmt == "json" else None) + "\n")
-    elif fmt == "csv":
-        _emit_rows([{"setting": k, "value": v} for k, v in _flatten(settings, empty="")],
-                   "csv", "")
-    else:
-        from rich.markup import escape
-
-        from walletctl.render.console import out
-
-        # Setting and value per line, never folded: a long path stays one word (copyable).
-        rows = _flatten(settings)
-        width = max(len(key) for key, _ in rows)
-        console = out()
-        console.print(f"profile {escape(profile.name)}", soft_wrap=True)
-        for key, value in rows:
-            console.print(f"  [bold]{key:<{width}}[/bold]  {escape(value)}", soft_wrap=True)
+    render_profile(state.output_format, profile.name, settings)
 
 
 # --------------------------------------------------------------------------- add
@@ -238,12 +176,10 @@ def remove(
             return
     result = remove_profile(path, name)
     _note(f"removed profile {name!r} from {path}")
-    if state.output_format != "table":
-        record = {"profile": name, "file": str(path), "removed": True,
-                  "default_profile": result.file.default_profile}
-        from walletctl.render.rows import emit_rows
+    from walletctl.render.profiles import render_saved
 
-        emit_rows([record], state.output_format, document=record)
+    render_saved(state.output_format, {"profile": name, "file": str(path), "removed": True,
+                                       "default_profile": result.file.default_profile})
 
 
 # --------------------------------------------------------------------------- check, example
@@ -261,12 +197,11 @@ def example(
     )] = "reference",
 ) -> None:
     """Print a commented profiles file (every setting with its default and meaning)."""
-    import sys
-
     from walletctl import shipped
     from walletctl.errors import UsageError
+    from walletctl.render.output import write_text
 
     if kind not in _EXAMPLES:
         raise UsageError(f"profile example: no example {kind!r}",
                          hint="one of: " + ", ".join(_EXAMPLES))
-    sys.stdout.write(shipped.read("sample-configs", f"{kind}.toml"))
+    write_text(shipped.read("sample-configs", f"{kind}.toml"))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from walletctl.cli.state import OutputFormat, State, command_line, get_state
+from walletctl.cli.state import State, command_line, get_state
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -84,6 +84,34 @@ _NEEDED_REDIRECTS = ("success_url", "error_url", "pending_url", "return_url")
 _SMOKE_REDIRECT = "smoke redirect-sale, preauth-capture-refund, preauth-reversal, refusals"
 
 
+def _keys(profile: Profile, hint: str) -> list[_Check]:
+    """``walletctl keys``: the public key service's secret, or the API key in its place."""
+    if _service_secret(profile):
+        return [_Check(profile.name, "keys", True, "service secret configured")]
+    if profile.auth.scheme == "none":
+        return []
+    return [_Check(profile.name, "keys", True,
+                   "sends the API key as the public key service's secret (no service secret "
+                   "set); a service with its own secret answers 401", hint, warning=True)]
+
+
+def _service_secret(profile: Profile) -> bool:
+    auth = profile.auth
+    return bool(auth.service_secret_env or auth.service_secret_file or auth.service_secret)
+
+
+def _browser_wallet(profile: Profile, hint: str) -> list[_Check]:
+    """smoke's browser-wallet scenario: its first step asks the public key service."""
+    name = profile.name
+    if _service_secret(profile) or profile.auth.scheme == "none":
+        return [_Check(name, "smoke browser-wallet", True, "service secret configured")]
+    return [_Check(
+        name, "smoke browser-wallet", True,
+        "its first step (public keys) sends the API key as the service secret: a gateway "
+        "(or `sandbox serve --service-secret`) with its own secret answers 401",
+        hint, warning=True)]
+
+
 def _commands(profile: Profile, key_ok: bool, state: State | None = None) -> list[_Check]:
     """Per command (and per smoke scenario): can it run, and if not, the `profile set` line
     that adds what it misses."""
@@ -111,16 +139,7 @@ def _commands(profile: Profile, key_ok: bool, state: State | None = None) -> lis
         out.append(_Check(name, "checkout, authorize currency", True,
                           "no default currency: pass --currency on each checkout and authorize",
                           currency_hint, warning=True))
-    auth = profile.auth
-    service = bool(auth.service_secret_env or auth.service_secret_file or auth.service_secret)
-    service_hint = set_line("auth.service_secret_env", "VAR")
-    if service:
-        out.append(_Check(name, "keys", True, "service secret configured"))
-    elif auth.scheme != "none":
-        out.append(_Check(
-            name, "keys", True,
-            "sends the API key as the public key service's secret (no service secret set); "
-            "a service with its own secret answers 401", service_hint, warning=True))
+    out.extend(_keys(profile, set_line("auth.service_secret_env", "VAR")))
     approval = ("a walletctl sandbox approves headlessly; another gateway needs "
                 "--approve-url-command CMD")
     if profile.is_production:
@@ -128,14 +147,7 @@ def _commands(profile: Profile, key_ok: bool, state: State | None = None) -> lis
     out.append(_Check(name, _SMOKE_REDIRECT, True,
                       f"have the key; currency {profile.currency or 'EUR (no default set)'}; "
                       f"approval: {approval}"))
-    if service or auth.scheme == "none":
-        out.append(_Check(name, "smoke browser-wallet", True, "service secret configured"))
-    else:
-        out.append(_Check(
-            name, "smoke browser-wallet", True,
-            "its first step (public keys) sends the API key as the service secret: a gateway "
-            "(or `sandbox serve --service-secret`) with its own secret answers 401",
-            service_hint, warning=True))
+    out.extend(_browser_wallet(profile, set_line("auth.service_secret_env", "VAR")))
     return out
 
 
@@ -195,9 +207,10 @@ def check(
         from dataclasses import replace
 
         from walletctl.cli.state import carry_options
+        from walletctl.render.profiles import render_checks
 
         results[:] = [replace(r, hint=carry_options(r.hint, state)) for r in results]
-        _print_checks(results, state.output_format)
+        render_checks(state.output_format, [asdict(r) for r in results])
         failed = [r for r in results if not r.ok]
         online_failed = [r for r in failed if r.check == "online"]
         if online_failed and len(failed) == len(online_failed):
@@ -247,23 +260,3 @@ def check(
             if error is not None:
                 online_errors.append(error)
     return finish()
-
-
-def _print_checks(results: list[_Check], fmt: OutputFormat) -> None:
-    if fmt != "table":
-        from walletctl.render.rows import emit_rows
-
-        emit_rows([asdict(r) for r in results], fmt)
-        return
-    from rich.markup import escape
-
-    from walletctl.render.console import out
-
-    console = out()
-    for r in results:
-        status = ("[yellow]warn[/yellow]" if r.warning else "[green]ok  [/green]") if r.ok \
-            else "[bold red]FAIL[/bold red]"
-        label = f"{r.profile}: {r.check}" if r.profile else r.check
-        console.print(f"{status} {escape(label)}: {escape(r.detail)}", soft_wrap=True)
-        if r.ok and r.hint:  # a warning's, or what a production environment means
-            console.print(f"     {escape('hint: ' + r.hint)}", soft_wrap=True)

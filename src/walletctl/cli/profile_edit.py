@@ -18,12 +18,10 @@ _KEY_HELP = ("Dotted setting, e.g. currency, timeout, auth.key_env, redirects.su
 
 def _report(state: State, record: dict[str, Any], line: str) -> None:
     from walletctl.render.console import print_note
+    from walletctl.render.profiles import render_saved
 
     print_note(line)
-    if state.output_format != "table":
-        from walletctl.render.rows import emit_rows
-
-        emit_rows([record], state.output_format, document=record)
+    render_saved(state.output_format, record)
 
 
 def set_cmd(

@@ -66,10 +66,10 @@ def recon(
     """
     from datetime import UTC, datetime
 
-    from walletctl.cli.flow import check_flow_options
     from walletctl.cli.history import parse_when
     from walletctl.errors import UsageError
     from walletctl.models.inputs import check_inputs
+    from walletctl.ops.batch.flow import check_flow_options
     from walletctl.ops.batch.lookup import LookupOptions
     from walletctl.ops.recon.model import OPERATIONS
     from walletctl.ops.recon.run import ReconRequest, reconcile
@@ -103,10 +103,8 @@ def recon(
 def _explain(result: ReconResult) -> None:
     """One stderr line when the exit is not 0: the mismatches named, or why lookups were
     not answered."""
-    import sys
-
     from walletctl.constants import ExitCode
-    from walletctl.render.console import print_error, print_note
+    from walletctl.render.console import print_error, print_hint, print_note
     from walletctl.render.recon import mismatch_message
 
     code = result.exit_code
@@ -115,8 +113,7 @@ def _explain(result: ReconResult) -> None:
     report = result.report
     if report.fatal:
         print_note(f"stopped: {report.fatal}")
-        if report.fatal_hint:
-            sys.stderr.write(f"hint: {report.fatal_hint}\n")
+        print_hint(report.fatal_hint)
     unchecked = result.of("unchecked")
     if unchecked and code != ExitCode.INTERRUPTED:
         names = ", ".join(f.original for f in unchecked[:5])

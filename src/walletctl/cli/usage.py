@@ -111,42 +111,53 @@ def _guess_path(command: click.Command, args: list[str]) -> str:
 
 def describe_usage_error(exc: click.UsageError, fallback_path: str = "") -> tuple[str, str]:
     """(message, hint) for one of Click's usage errors."""
-    import re
-
     ctx = exc.ctx
     path = _command_path(ctx) if ctx is not None else fallback_path
     where = f"walletctl {path}".strip()
-    hint = f"see `{where} --help`"
-    if isinstance(exc, click.exceptions.NoSuchCommand):
-        message = f"no such command {exc.command_name!r}"
-        group = ctx.command if ctx is not None else None
-        names = group.list_commands(ctx) if isinstance(group, click.Group) and ctx else []
-        close = get_close_matches(exc.command_name, names, n=3, cutoff=0.6)
-        if close:
-            hint = "did you mean " + " or ".join(f"'{where} {c}'" for c in close) + "?"
-        else:
-            hint = f"commands: {', '.join(names)} (see `{where} --help`)"
-    elif isinstance(exc, click.exceptions.NoSuchOption):
-        message = f"no such option {exc.option_name!r}"
-        if exc.possibilities:
-            hint = "did you mean " + " or ".join(f"'{p}'" for p in exc.possibilities) + "?"
-    elif isinstance(exc, click.MissingParameter) and exc.param is not None:
-        param = exc.param
-        if isinstance(param, click.Argument):
-            name = (param.metavar or param.name or "ARGUMENT").upper()
-            usage = ctx.command.collect_usage_pieces(ctx) if ctx is not None else []
-            message = f"missing {name} (usage: {where} {' '.join(usage)})"
-        else:
-            opts = "/".join(param.opts) if hasattr(param, "opts") else str(param.name)
-            message = f"missing option {opts}"
-    else:
-        message = _sentence(exc.format_message())
-        message = re.sub(r"'(-{1,2}[\w-]+)'", r"\1", message)
+    message, hint = _described(exc, ctx, where)
     if len(message) > 500:  # click repeats a bad value: a 100k-character one stays one line
         message = message[:480] + "...(truncated)"
     if path:
         message = f"{path}: {message}"
     return message, hint
+
+
+def _described(exc: click.UsageError, ctx: click.Context | None,
+               where: str) -> tuple[str, str]:
+    import re
+
+    hint = f"see `{where} --help`"
+    if isinstance(exc, click.exceptions.NoSuchCommand):
+        return _no_such_command(exc, ctx, where)
+    if isinstance(exc, click.exceptions.NoSuchOption):
+        if exc.possibilities:
+            hint = "did you mean " + " or ".join(f"'{p}'" for p in exc.possibilities) + "?"
+        return f"no such option {exc.option_name!r}", hint
+    if isinstance(exc, click.MissingParameter) and exc.param is not None:
+        return _missing(exc.param, ctx, where), hint
+    message = _sentence(exc.format_message())
+    return re.sub(r"'(-{1,2}[\w-]+)'", r"\1", message), hint
+
+
+def _no_such_command(exc: click.exceptions.NoSuchCommand, ctx: click.Context | None,
+                     where: str) -> tuple[str, str]:
+    group = ctx.command if ctx is not None else None
+    names = group.list_commands(ctx) if isinstance(group, click.Group) and ctx else []
+    close = get_close_matches(exc.command_name, names, n=3, cutoff=0.6)
+    if close:
+        hint = "did you mean " + " or ".join(f"'{where} {c}'" for c in close) + "?"
+    else:
+        hint = f"commands: {', '.join(names)} (see `{where} --help`)"
+    return f"no such command {exc.command_name!r}", hint
+
+
+def _missing(param: click.Parameter, ctx: click.Context | None, where: str) -> str:
+    if isinstance(param, click.Argument):
+        name = (param.metavar or param.name or "ARGUMENT").upper()
+        usage = ctx.command.collect_usage_pieces(ctx) if ctx is not None else []
+        return f"missing {name} (usage: {where} {' '.join(usage)})"
+    opts = "/".join(param.opts) if hasattr(param, "opts") else str(param.name)
+    return f"missing option {opts}"
 
 
 class _FiniteFloat(click.types.FloatParamType):

@@ -6,6 +6,9 @@
   a typed confirmation of the amount (asked on a terminal, or ``--confirm-amount 150.00``
   without one; ``--yes`` does not replace it).
 
+A batch follows the same rules (:func:`check_batch_policy`) before any row is sent: the
+amount typed is the total of its rows above the limit.
+
 A breach raises :class:`PolicyRefusal` (a pre-flight refusal, exit 5), which the history
 records as ``refused``.
 """
@@ -89,3 +92,82 @@ def check_policy(
             f"{operation} refused: the confirmed amount {typed.strip()[:40]!r} is not {money}; "
             "nothing was sent"
         )
+
+
+def check_batch_policy(
+    *,
+    profile_name: str,
+    operation: str,
+    reason_required: bool,
+    above: dict[str, tuple[int, Decimal]],
+    limits: dict[str, str],
+    reason: str | None,
+    confirm_amount: str | None,
+    ask: Callable[[str], str] | None,
+) -> None:
+    """:func:`check_policy` for a batch, before any of its rows is sent.
+
+    ``reason_required`` (the operation is in the ``require_reason`` of ``profile_name``, a
+    profile of the batch) needs ``reason``. Rows above their profile's limit (``above``:
+    currency -> (rows, total); ``limits``: profile -> its limit, for the profiles of those
+    rows) need ``reason`` and the TOTAL of those rows typed to confirm (asked on a terminal,
+    ``confirm_amount`` without one). One total confirms one currency: rows above the limit
+    in several currencies are refused (split the file by currency)."""
+    if reason_required and reason is None:
+        raise PolicyRefusal(
+            f"{operation} refused by profile {profile_name}: a reason is required; nothing "
+            "was sent",
+            hint='add --reason "why" (it is recorded in the history of every row)',
+        )
+    if not above:
+        return
+    count = sum(rows for rows, _total in above.values())
+    if len(above) > 1:
+        totals = ", ".join(f"{total:f} {cur}" for cur, (_rows, total) in sorted(above.items()))
+        raise PolicyRefusal(
+            f"{operation} batch refused: {count} rows above {_limit_words(limits, None)} in "
+            f"{len(above)} currencies ({totals}); nothing was sent",
+            hint="one --confirm-amount confirms one total: split the file by currency",
+        )
+    ((currency, (_rows, amount)),) = above.items()
+    stated = (f"{count} row{'s' if count != 1 else ''} of {operation} above "
+              f"{_limit_words(limits, currency)} total {amount:f} {currency}")
+    if reason is None:
+        raise PolicyRefusal(
+            f"{operation} batch refused: {stated}; a reason is required; nothing was sent",
+            hint='add --reason "why" and confirm the total',
+        )
+    typed = confirm_amount
+    if typed is None and ask is not None:
+        typed = ask(f"{stated}. Type the total to confirm")
+    if typed is None:
+        raise PolicyRefusal(
+            f"{operation} batch refused: {stated}; the total must be typed to confirm; "
+            "nothing was sent",
+            hint=f"without a terminal, pass --confirm-amount {amount:f}",
+        )
+    if not typed_amount_is(typed, amount):
+        raise PolicyRefusal(
+            f"{operation} batch refused: the confirmed total {typed.strip()[:40]!r} is not "
+            f"{amount:f} {currency}; nothing was sent"
+        )
+
+
+def _limit_words(limits: dict[str, str], currency: str | None) -> str:
+    """``profile X's limit of 100.00 EUR``, or ``the limits of profiles X (100.00), Y (50.00)``."""
+    unit = f" {currency}" if currency else ""
+    if len(limits) == 1:
+        ((name, limit),) = limits.items()
+        return f"profile {name}'s limit of {limit}{unit}"
+    listed = ", ".join(f"{name} ({limit}{unit})" for name, limit in sorted(limits.items()))
+    return f"the limits of profiles {listed}"
+
+
+def typed_amount_is(typed: str, amount: Decimal) -> bool:
+    """Whether the text an operator typed is ``amount`` (ASCII digits only: Decimal() would
+    also read other scripts' digits)."""
+    text = typed.strip()
+    try:
+        return text.isascii() and Decimal(text) == amount
+    except (InvalidOperation, ValueError):
+        return False

@@ -75,6 +75,11 @@ def _table(found: Sequence[Approval], now: str, where: str) -> None:
         soft_wrap=True)
 
 
+def render_to_confirm(found: Approval, now: str) -> None:
+    """The request in full (a table, on the terminal) before the approver is asked."""
+    render_request("table", found, now)
+
+
 def render_request(fmt: str, found: Approval, now: str) -> None:
     """One request in full: what ``approve`` shows before asking (stdout)."""
     if fmt != "table":

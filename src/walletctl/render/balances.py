@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import sys
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -152,3 +153,45 @@ def _places(currency: str | None) -> int:
         return exponent(currency or "")
     except (KeyError, ValueError):
         return 2
+
+
+def lookup_progress(fmt: str) -> tuple[Any, Callable[[], None]]:
+    """A spinner counting the references looked up (stderr, a terminal only)."""
+    from walletctl.render.console import err
+
+    if not err().is_terminal:
+        return None, lambda: None
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.completed} references looked up"),
+                        TimeElapsedColumn(), console=err(), transient=fmt == "table")
+    task = progress.add_task("lookup", total=None)
+
+    def update() -> None:
+        progress.advance(task)
+
+    return progress, update
+
+
+def finish_report(writer: BalanceWriter, report: Report) -> None:
+    """The totals and summary after the rows; on stderr, the references folded and why the
+    run stopped."""
+    from walletctl.render.console import print_hint, print_note
+
+    summary = {
+        "references": report.references, "duplicates_folded": report.duplicates,
+        "shown": report.shown, "errors": report.errors,
+        "requests": report.requests, "elapsed_s": round(report.elapsed, 3),
+        "refs_per_s": round(report.references / report.elapsed, 1) if report.elapsed else 0.0,
+        "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
+        "interrupted": report.interrupted,
+    }
+    writer.finish(report, summary)
+    for line, ref, first in report.folded:
+        print_note(f"line {line}: {ref} repeats line {first}: looked up and counted once")
+    if report.duplicates > len(report.folded):
+        print_note(f"... {report.duplicates - len(report.folded)} more repeated reference(s) "
+                   "folded")
+    if report.fatal:
+        print_note(f"stopped: {report.fatal}")
+        print_hint(report.fatal_hint)

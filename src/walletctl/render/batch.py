@@ -1,98 +1,87 @@
 """Rendering of batch runs (``capture|refund|reverse --batch``): the dry run's rows, the
-progress bar on stderr, and the summary (a table on a terminal, JSON otherwise)."""
+progress bar and the rows named on stderr, and the summary (a table on a terminal, JSON
+otherwise)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from decimal import Decimal
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from walletctl.render.console import out, print_hint, print_note
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.ops.batch.journal import Journal, JournalRow
-    from walletctl.ops.batch.plan import Plan
-    from walletctl.ops.batch.runner import RowResult, RunReport
+    from walletctl.ops.batch.job import BatchResult
+    from walletctl.ops.batch.outcome import RowResult
+    from walletctl.ops.batch.plan import BatchValidationError, Plan
 
 DRY_RUN_TABLE_ROWS = 20
 NAMED_ON_STDERR = 5  # refused / unknown rows named on stderr (all of them go to --results)
+MAX_SHOWN = 20  # invalid rows listed on stderr
 
 
-def money_summary(plan: Plan) -> str:
-    from walletctl.models.money import format_major
+def render_batch(output_format: str, result: BatchResult) -> int:
+    """The batch's output (a dry run's rows, or the run's summary); returns its exit code."""
+    if result.aborted:
+        print_note("aborted: nothing was sent")
+    elif result.dry_run:
+        _dry_run(output_format, result)
+        report = result.report
+        if report is not None and report.fatal:
+            print_note(f"pre-flight stopped: {report.fatal}")
+            print_hint(report.fatal_hint)
+    else:
+        assert result.report is not None
+        summary(output_format, result)
+        if result.results_failed is not None:
+            print_note(f"--results {result.results}: could not be written "
+                       f"({result.results_failed}); every row is in the journal "
+                       f"{result.journal}")
+    return result.code
 
-    return ", ".join(format_major(v, c) for c, v in sorted(plan.totals.items())) or "nothing"
 
-
-def dry_status(row: JournalRow, checked: bool) -> str:
-    """done-earlier | would-send | would-refuse | unchecked (the lookup did not answer)."""
-    from walletctl.ops.batch.journal import FINAL_STATES
-
-    if row.state == "refused" and row.attempts == 0:  # refused by this check, never sent
-        return "would-refuse"
-    if row.state in FINAL_STATES:
-        return "done-earlier"
-    if not checked or row.detail == "would-send":
-        return "would-send"
-    return "unchecked"
-
-
-def dry_run_rows(
-    state: Any, profile: Profile, op: str, jr: Journal, plan: Plan, bid: str,
-    results: Path | None, report: RunReport | None = None,
-    profile_for: Callable[[str | None], Profile] | None = None,
-) -> None:
-    """Each row as the real run would send it: its body is built with the row's own profile
-    (``profile`` column), as the runner does."""
-    from walletctl.models.base import dumps
-    from walletctl.ops.batch.results import ResultsWriter
-    from walletctl.ops.batch.runner import build_request
-    from walletctl.render.console import out, print_note
-
-    table = state.output_format == "table"
-    writer = ResultsWriter(results) if results is not None else None
-    shown: list[dict[str, Any]] = []
-    stdout = sys.stdout
-    tally: dict[str, int] = {}
-    try:
-        for row in jr.rows():
-            status = dry_status(row, report is not None)
-            tally[status] = tally.get(status, 0) + 1
-            prof = profile if profile_for is None else profile_for(row.profile)
-            body = build_request(prof, op, row).to_wire(prof.amount_format)  # type: ignore[arg-type]
-            record = {"line": row.line, "op": op, "ref": row.ref, "new_ref": row.new_ref,
-                      "amount": f"{row.amount:f}", "currency": row.currency, "status": status}
-            if status in ("would-refuse", "unchecked"):
-                # an unchecked row's journal detail is an earlier run's: say this run's reason
-                record["reason"] = row.detail if status == "would-refuse" else (
-                    f"not checked: {report.fatal}" if report is not None and report.fatal
-                    else "not checked: the lookup of its original got no answer")
-                if tally[status] <= NAMED_ON_STDERR:
-                    print_note(f"line {row.line}: {row.ref}: {status}: {record['reason']}")
-            if writer is not None:
-                writer.write(record)
-            if table:
-                if len(shown) < DRY_RUN_TABLE_ROWS:
-                    shown.append(record)
-            else:
-                stdout.write(dumps({**record, "request": body}) + "\n")
-    finally:
-        if writer is not None:
-            writer.close()
-    summary = {
-        "batch_id": bid, "op": op, "dry_run": True, "rows": plan.rows,
-        "would_send": tally.get("would-send", 0), "would_refuse": tally.get("would-refuse", 0),
-        "unchecked": tally.get("unchecked", 0), "done_earlier": tally.get("done-earlier", 0),
-        "invalid_skipped": plan.invalid,
-        "totals": {c: f"{v:f}" for c, v in sorted(plan.totals.items())},
-    }
-    if not table:
+def render_invalid_rows(exc: BatchValidationError) -> None:
+    """More than the error line shows (3): up to MAX_SHOWN of them, one per line."""
+    if exc.total <= 3:
         return
+    shown = exc.problems[:MAX_SHOWN]
+    for where, rule in shown:
+        sys.stderr.write(f"walletctl: {where}: {rule}\n")
+    if exc.total > len(shown):
+        sys.stderr.write(f"walletctl: ... and {exc.total - len(shown)} more\n")
+
+
+def _dry_run(output_format: str, result: BatchResult) -> None:
+    """Each row as the real run would send it: NDJSON (with its request) or a table of the
+    first rows and a line of counts."""
+    from walletctl.models.base import dumps
+
+    table = output_format == "table"
+    shown: list[dict[str, Any]] = []
+    tally: dict[str, int] = {}
+    for row in result.dry_rows:
+        status = row.record["status"]
+        tally[status] = tally.get(status, 0) + 1
+        if "reason" in row.record and tally[status] <= NAMED_ON_STDERR:
+            print_note(f"line {row.record['line']}: {row.record['ref']}: {status}: "
+                       f"{row.record['reason']}")
+        if not table:
+            sys.stdout.write(dumps({**row.record, "request": row.request}) + "\n")
+        elif len(shown) < DRY_RUN_TABLE_ROWS:
+            shown.append(row.record)
+    if table:
+        _dry_run_table(result, shown, tally)
+
+
+def _dry_run_table(result: BatchResult, shown: list[dict[str, Any]],
+                   tally: dict[str, int]) -> None:
     from rich.table import Table
 
-    tag = "PRODUCTION " if profile.is_production else ""
-    t = Table(title=f"{tag}dry run: {op} batch {bid} (nothing sent)")
+    plan = result.plan
+    tag = "PRODUCTION " if result.profile.is_production else ""
+    t = Table(title=f"{tag}dry run: {result.op} batch {result.batch_id} (nothing sent)")
     for col in ("line", "ref", "new_ref", "amount", "currency", "status"):
         t.add_column(col, justify="right" if col in ("line", "amount") else "left")
     for r in shown:
@@ -101,11 +90,47 @@ def dry_run_rows(
     console.print(t)
     if plan.rows > len(shown):
         console.print(f"... {plan.rows - len(shown)} more row(s)")
-    refuse = f"; would refuse {summary['would_refuse']}" if summary["would_refuse"] else ""
+    refuse = tally.get("would-refuse", 0)
+    refused = f"; would refuse {refuse}" if refuse else ""
     console.print(
-        f"would send {summary['would_send']} row(s) ({money_summary(plan)}){refuse}; "
-        f"{summary['done_earlier']} done earlier; {plan.invalid} invalid skipped"
+        f"would send {tally.get('would-send', 0)} row(s) ({plan.money()}){refused}; "
+        f"{tally.get('done-earlier', 0)} done earlier; {plan.invalid} invalid skipped"
     )
+
+
+class BatchWatch:
+    """A run as the operator sees it: the progress bar (stderr, a terminal, a real run), and
+    the first refused / unknown / pending rows named on stderr."""
+
+    def __init__(self, profile: Profile, plan: Plan, predict: bool) -> None:
+        from walletctl.render.console import err
+
+        self.predict = predict
+        self.progress, self.update = progress_bar(
+            plan, err().is_terminal and not predict,
+            label="PRODUCTION batch" if profile.is_production else "batch")
+        self.named = {"refused": 0, "unknown": 0, "pending": 0}
+
+    def live(self) -> AbstractContextManager[object]:
+        return self.progress if self.progress is not None else nullcontext()
+
+    def on_result(self, result: RowResult) -> None:
+        from walletctl.ops.batch.runner import BatchRunner
+
+        self.update(result)
+        # A row left pending after its retries says why (a halted run's rows all share
+        # the one reason the summary gives).
+        if result.status in self.named and not self.predict and not (
+                result.status == "pending"
+                and (result.detail or "").startswith(BatchRunner.NOT_DONE)):
+            self.named[result.status] += 1
+            if self.named[result.status] <= NAMED_ON_STDERR:
+                print_note(f"line {result.line}: {result.ref}: {result.status}: "
+                           f"{result.detail or result.txn_state or ''}")
+
+    def stopping(self) -> None:
+        print_note("stopping: finishing requests in flight (Ctrl-C again to abort now; the "
+                   "journal stays resumable)")
 
 
 def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
@@ -145,67 +170,76 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
     return progress, update
 
 
-def summary(
-    state: Any, op: str, bid: str, journal_path: Path, results: Path | None, plan: Plan,
-    report: RunReport, exit_code: int, *, production: Sequence[str] = (),
-) -> None:
-    """The run's counts; ``production`` names the production profiles it used (then the
-    table starts with a PRODUCTION line and the data formats say ``"environment":
+def summary(output_format: str, result: BatchResult) -> None:
+    """The run's counts; ``result.production`` names the production profiles it used (then
+    the table starts with a PRODUCTION line and the data formats say ``"environment":
     "production"``)."""
-    from walletctl.render.console import out, print_note
     from walletctl.render.output import write_json, write_ndjson
 
+    report, production, results = result.report, result.production, result.results
+    assert report is not None
     rate = report.rows / report.elapsed if report.elapsed > 0 else 0.0
     data: dict[str, Any] = {
-        "batch_id": bid, "op": op,
+        "batch_id": result.batch_id, "op": result.op,
         "environment": "production" if production else "test",
-        "production_profiles": list(production), "journal": str(journal_path),
+        "production_profiles": list(production), "journal": str(result.journal),
         "results": str(results) if results else None,
         "rows": report.rows, **report.counts, "earlier_run": report.earlier,
-        "invalid_skipped": plan.invalid,
+        "invalid_skipped": result.plan.invalid,
         "confirmed_totals": {c: f"{v:f}" for c, v in sorted(report.confirmed_totals.items())},
         "requests": report.requests, "events": dict(sorted(report.events.items())),
         "elapsed_s": round(report.elapsed, 3),
         "rows_per_s": round(rate, 1), "interrupted": report.interrupted,
         "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
-        "exit_code": exit_code,
+        "exit_code": result.code,
     }
-    left = report.counts.get("pending", 0) + report.counts.get("unknown", 0)
-    if state.output_format == "ndjson":  # one line, like every NDJSON document
+    if output_format == "ndjson":  # one line, like every NDJSON document
         write_ndjson([data])
-    elif state.output_format != "table":
+    elif output_format != "table":
         write_json(data)
     else:
-        from rich.table import Table
+        _summary_table(result, data, rate)
+    _summary_notes(result)
 
-        from walletctl.models.money import format_major
 
-        if production:  # plain words at the start of a line: NO_COLOR, any width
-            out().print(f"PRODUCTION: {op} batch against production profile "
-                        f"{', '.join(production)}", markup=False, soft_wrap=True)
-        t = Table(title=f"{'PRODUCTION ' if production else ''}{op} batch {bid}")
-        t.add_column("rows", justify="left")
-        t.add_column("count", justify="right")
-        t.add_column("amount", justify="right")
-        totals = ", ".join(format_major(Decimal(v), c)
-                           for c, v in data["confirmed_totals"].items())
-        t.add_row("confirmed", str(report.counts["confirmed"]), totals)
-        t.add_row("done by an earlier run (included above)", str(report.earlier), "")
-        t.add_row("refused", str(report.counts["refused"]), "")
-        t.add_row("unknown (reconcile)", str(report.counts["unknown"]), "")
-        t.add_row("not sent", str(report.counts["pending"]), "")
-        if plan.invalid:
-            t.add_row("invalid, skipped", str(plan.invalid), "")
-        out().print(t)
-        out().print(f"{report.requests} requests in {report.elapsed:.1f} s "
-                    f"({rate:.0f} rows/s) · journal {journal_path}")
+def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> None:
+    from rich.table import Table
+
+    from walletctl.models.money import format_major
+
+    report, op, production = result.report, result.op, result.production
+    assert report is not None
+    if production:  # plain words at the start of a line: NO_COLOR, any width
+        out().print(f"PRODUCTION: {op} batch against production profile "
+                    f"{', '.join(production)}", markup=False, soft_wrap=True)
+    t = Table(title=f"{'PRODUCTION ' if production else ''}{op} batch {result.batch_id}")
+    t.add_column("rows", justify="left")
+    t.add_column("count", justify="right")
+    t.add_column("amount", justify="right")
+    totals = ", ".join(format_major(Decimal(v), c) for c, v in data["confirmed_totals"].items())
+    t.add_row("confirmed", str(report.counts["confirmed"]), totals)
+    t.add_row("done by an earlier run (included above)", str(report.earlier), "")
+    t.add_row("refused", str(report.counts["refused"]), "")
+    t.add_row("unknown (reconcile)", str(report.counts["unknown"]), "")
+    t.add_row("not sent", str(report.counts["pending"]), "")
+    if result.plan.invalid:
+        t.add_row("invalid, skipped", str(result.plan.invalid), "")
+    out().print(t)
+    out().print(f"{report.requests} requests in {report.elapsed:.1f} s "
+                f"({rate:.0f} rows/s) · journal {result.journal}")
+
+
+def _summary_notes(result: BatchResult) -> None:
+    """On stderr: why the run stopped, the rows not named, what to do with the rows left."""
+    report, results = result.report, result.results
+    assert report is not None
+    left = report.counts.get("pending", 0) + report.counts.get("unknown", 0)
     if report.breaker_open:
         print_note(f"circuit breaker open after {report.breaker_threshold} consecutive gateway "
                    f"failures ({report.breaker_reason}); {left} row(s) left")
     if report.fatal:
         print_note(f"stopped: {report.fatal}")
-        if report.fatal_hint:
-            sys.stderr.write(f"hint: {report.fatal_hint}\n")
+        print_hint(report.fatal_hint)
     unnamed = max(0, report.counts.get("refused", 0) - NAMED_ON_STDERR) + max(
         0, report.counts.get("unknown", 0) - NAMED_ON_STDERR)
     if unnamed:

@@ -75,3 +75,15 @@ def print_error(message: str, hint: str | None = None) -> None:
 def print_note(message: str) -> None:
     sys.stderr.write(f"walletctl: {escape_controls(message)}\n")
     sys.stderr.flush()
+
+
+def print_hint(hint: str | None) -> None:
+    """``hint: ...`` on stderr (after a note that says what stopped)."""
+    if hint:
+        sys.stderr.write(f"hint: {hint}\n")
+
+
+def print_stderr(text: str = "") -> None:
+    """A line on stderr as it is (a request trace, a confirmation's summary; empty: the line
+    end a prompt left open when it was ended with Ctrl-D)."""
+    sys.stderr.write(text + "\n")

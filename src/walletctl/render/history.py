@@ -3,7 +3,8 @@ the result of ``history verify``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
@@ -25,6 +26,30 @@ OUTCOME_STYLES = {
 
 def entry_dict(entry: Entry) -> dict[str, Any]:
     return entry.to_dict()
+
+
+TABLE_ROWS = 50  # entries a table shows without --last
+
+
+def render_listing(fmt: str, entries: Callable[[int | None], Iterable[Entry]],
+                   count: Callable[[], int], *, path: str, last: int | None) -> None:
+    """``history``: the entries the filters select (``entries(limit)``; ``count()``: how
+    many); a table without --last shows a screenful, the other formats get them all."""
+    if fmt != "table" or last is not None:
+        render_entries(entries(None), fmt, path=path)
+        return
+    total = count()
+    render_entries(entries(TABLE_ROWS), "table", path=path)
+    if total > TABLE_ROWS:
+        from walletctl.render.console import print_note
+
+        print_note(f"showing the last {TABLE_ROWS} of {total} entries: --last N, "
+                   "filters, or -o csv for all")
+
+
+def render_location(path: str) -> None:
+    """``history --path``: where the history is."""
+    sys.stdout.write(path + "\n")
 
 
 def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:

@@ -91,3 +91,28 @@ def emit(
         table()
     else:
         write_json(rows if document is None else document)
+
+
+def render_dry_run(output_format: str, described: list[dict[str, Any]]) -> None:
+    """The exact request(s) that would be sent (secrets already masked); nothing is sent."""
+    if output_format == "ndjson":  # one line per request
+        for d in described:
+            sys.stdout.write(to_json({"dryRun": True, "request": d}, indent=None) + "\n")
+        return
+    if output_format == "json":
+        doc = ({"dryRun": True, "requests": described} if len(described) > 1
+               else {"dryRun": True, "request": described[0]})
+        sys.stdout.write(to_json(doc) + "\n")
+        return
+    for d in described:
+        sys.stdout.write(f"{d['method']} {d['url']}\n")
+        for name, value in d["headers"].items():
+            sys.stdout.write(f"{name}: {value}\n")
+        if d["body"] is not None:
+            sys.stdout.write("\n" + to_json(d["body"]) + "\n")
+    sys.stderr.write("walletctl: dry run: nothing was sent\n")
+
+
+def write_text(text: str) -> None:
+    """A document as it is (a shipped file, a script) on stdout."""
+    sys.stdout.write(text)

@@ -48,9 +48,10 @@ class BatchAudit:
 
     def __init__(self, store: HistoryStore, profile: Profile, op: str, batch_id: str,
                  profile_for: Callable[[str | None], Profile] | None = None,
-                 approval: int | None = None) -> None:
+                 approval: int | None = None, reason: str | None = None) -> None:
         self.store = store
         self.approval = approval  # the approval this batch spent (four eyes), if any
+        self.reason = reason  # the batch's --reason, in every row's entry
         self.profile = profile
         self.op = op
         self.batch_id = batch_id
@@ -77,7 +78,8 @@ class BatchAudit:
         return Intent(time=now_utc(), os_user=self._user, host=self._host,
                       profile=prof.name, base_url=prof.base_url,
                       operation=self.op, original_ref=ref, new_ref=new_ref, amount=amount,
-                      currency=currency, batch_id=self.batch_id, batch_row=line,
+                      currency=currency, reason=self.reason, batch_id=self.batch_id,
+                      batch_row=line,
                       outcome=outcome, exit_code=exit_code, note=note,
                       merchant_id=prof.merchant_id, store_id=prof.store_id,
                       approval=self.approval if outcome is None else None)

@@ -1,4 +1,6 @@
-"""Flow control for the batch runner: token bucket, Retry-After, circuit breaker, backoff.
+"""Flow control for the batch runner: token bucket, Retry-After, circuit breaker, backoff;
+the flow options both batch front ends take and how a run that stopped early exits
+(``capture|refund|reverse --batch``, ``lookup --batch``, ``recon``).
 
 Clocks are injectable so the unit tests need no sleeping.
 """
@@ -12,7 +14,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
-from walletctl.errors import WalletctlError
+from walletctl.constants import ExitCode
+from walletctl.errors import UsageError, WalletctlError
 
 RETRY_AFTER_CAP: Final = 60.0  # never wait longer than this on one 429
 THROTTLE_BUDGET: Final = 300.0  # seconds of 429 pauses in one run, in all: then it stops
@@ -20,6 +23,36 @@ BACKOFF_INITIAL: Final = 0.2
 BACKOFF_MAX: Final = 5.0
 BACKOFF_JITTER: Final = 0.2
 MAX_ATTEMPTS: Final = 8  # per row, for sends and for lookups
+MAX_CONCURRENCY: Final = 512
+
+
+class Stoppable(Protocol):
+    """The part of a run's report that says whether, and why, it stopped early."""
+
+    interrupted: bool
+    fatal_code: int | None
+    breaker_open: bool
+
+
+def check_flow_options(concurrency: int, rate: float | None, max_failures: int) -> None:
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise UsageError(f"--concurrency: must be between 1 and {MAX_CONCURRENCY}")
+    if rate is not None and not rate > 0:
+        raise UsageError("--rate: must be greater than 0 (requests per second)")
+    if max_failures < 1:
+        raise UsageError("--max-failures: must be at least 1")
+
+
+def stop_code(report: Stoppable) -> int | None:
+    """The exit code of a run that stopped early (Ctrl-C, a fatal answer, the circuit
+    breaker), or None when it ran to the end."""
+    if report.interrupted:
+        return int(ExitCode.INTERRUPTED)
+    if report.fatal_code is not None:
+        return report.fatal_code
+    if report.breaker_open:
+        return int(ExitCode.GATEWAY)
+    return None
 
 
 def parse_retry_after(

@@ -49,6 +49,12 @@ class Plan:
         if len(self.problems) < MAX_PROBLEMS_KEPT:
             self.problems.append(problem)
 
+    def money(self) -> str:
+        """The rows to send in words: ``12.00 EUR, 3.50 USD`` (``nothing``)."""
+        from walletctl.models.money import format_major
+
+        return ", ".join(format_major(v, c) for c, v in sorted(self.totals.items())) or "nothing"
+
 
 def plan_batch(
     source: Path,

@@ -1,0 +1,578 @@
+"""``capture|refund|reverse --batch``, from the parsed options to the run's result.
+
+    options and output files checked -> the input read (stdin spooled) -> the journal
+    opened (a dry run: a scratch copy of it) -> pass 1: the plan (nothing sent)
+    -> the desk's rules: --reason, the limits          [history.policy.check_batch_policy]
+    -> four eyes: one approval binds the whole file     [ops.money.approval]
+    -> production profiles' names typed, the refund/reverse y/N -> the approval spent
+    -> pass 2: the rows sent                            [driver.py]  -> the exit code
+
+A journal this run created is removed when the run stops before its first row is sent: it
+held nothing but the plan. The command's conversation with the operator (prompts, notes,
+progress) is the CLI's :class:`BatchDesk`; the result is :class:`BatchResult`, rendered
+while :func:`batch` holds it open (a dry run's rows are read from its journal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from walletctl.constants import ExitCode
+from walletctl.errors import ConfigError, UsageError
+from walletctl.ops.batch.flow import check_flow_options, stop_code
+from walletctl.ops.batch.plan import Plan
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
+    from walletctl.ops.batch.driver import Watch
+    from walletctl.ops.batch.journal import Journal, JournalRow
+    from walletctl.ops.batch.outcome import RunOptions, RunReport
+    from walletctl.ops.batch.results import ResultsWriter
+    from walletctl.ops.batch.rows import Op, Problem, Row
+
+BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
+STDIN = "<stdin>"
+
+
+@dataclass(frozen=True)
+class BatchAsk:
+    """What the operator asked for (already parsed by the command)."""
+
+    op: Op
+    source: Path  # '-': stdin
+    journal: Path | None = None
+    resume: bool = False
+    concurrency: int = 8
+    rate: float | None = None
+    results: Path | None = None
+    skip_invalid: bool = False
+    max_failures: int = 10
+    batch_id: str | None = None
+    dry_run: bool = False
+    yes: bool = False
+    full_preflight: bool = False
+    offline: bool = False
+    allow_duplicate: bool = False
+    approval: int | None = None
+    confirm_profile: tuple[str, ...] = ()
+    reason: str | None = None
+    confirm_amount: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchDesk:
+    """The command's conversation with the operator (the CLI passes its prompts and notes).
+
+    ``profile``: the command's profile (refused at once when it is a production one with
+    no terminal and no name given); ``load_profile``: a profile a row names;
+    ``confirm_profiles(profiles, action, required)``: production profiles' names typed or
+    given (True: typed at a prompt, which replaces the y/N); ``confirm_send(op, rows,
+    money)``: a refund's or reversal's y/N (False: aborted); ``watch(profile, plan,
+    predict)``: the run's progress and notes."""
+
+    profile: Callable[[], Profile]
+    load_profile: Callable[[str], Profile]
+    confirm_profiles: Callable[[Iterable[Profile], str, bool], bool]
+    confirm_send: Callable[[str, int, str], bool]
+    note: Callable[[str], None]
+    watch: Callable[[Profile, Plan, bool], Watch]
+    ask_amount: Callable[[str], str] | None = None
+
+
+@dataclass(frozen=True)
+class DryRow:
+    """A dry run's row: its record (as ``--results`` has it) and the request it would send."""
+
+    record: dict[str, Any]
+    request: dict[str, Any]
+
+
+@dataclass
+class BatchResult:
+    """What a batch did (or, a dry run, would do)."""
+
+    op: Op
+    batch_id: str
+    journal: Path
+    results: Path | None
+    plan: Plan
+    profile: Profile
+    production: list[str] = field(default_factory=list)  # production profiles it used
+    report: RunReport | None = None  # None: nothing was checked or sent
+    code: int = int(ExitCode.OK)
+    dry_run: bool = False
+    dry_rows: Iterator[DryRow] = field(default_factory=lambda: iter(()))
+    results_failed: str | None = None  # --results could not be written (why)
+    aborted: bool = False  # the operator said no: nothing was sent
+
+
+class _Aborted(Exception):
+    """The operator answered no to the y/N: nothing was sent."""
+
+
+@dataclass
+class _Source:
+    path: Path  # to read
+    display: str  # for messages
+    digest: str | None  # sha256 of spooled stdin
+
+
+class RowProfiles:
+    """The profiles of a batch: the command's, and those its rows name (loaded once)."""
+
+    def __init__(self, profile: Profile, load: Callable[[str], Profile]) -> None:
+        self.profile = profile
+        self._load = load
+        self.loaded: dict[str, Profile] = {profile.name: profile}
+
+    def __call__(self, name: str | None) -> Profile:
+        key = name or self.profile.name
+        if key not in self.loaded:
+            self.loaded[key] = self._load(key)
+        return self.loaded[key]
+
+    def problem(self, name: str) -> str | None:
+        """Why a row's ``profile`` cannot be used (None: it can)."""
+        try:
+            self(name)
+        except ConfigError as exc:
+            return exc.message
+        return None
+
+    def production(self) -> list[str]:
+        return [p.name for p in self.loaded.values() if p.is_production]
+
+
+def profile_loader(config_path: Path | None, timeout: float | None) -> Callable[[str], Profile]:
+    """A row's profile by name, from the profiles file, with the command line's --timeout."""
+
+    def load(name: str) -> Profile:
+        from dataclasses import replace
+
+        from walletctl.config.profiles_file import load_profile
+
+        prof = load_profile(name, config_path)
+        return prof if timeout is None else replace(prof, timeout=timeout)
+
+    return load
+
+
+# ---- the run -------------------------------------------------------------------------------
+@contextmanager
+def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
+    """Plan, check, confirm and run (or dry-run) a batch; the result is valid inside."""
+    from walletctl.history.policy import clean_reason
+    from walletctl.ops.batch.journal import default_batch_id
+
+    _check(ask)
+    reason = clean_reason(ask.reason)
+    profile = desk.profile()
+    with ExitStack() as stack:
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="walletctl-")))
+        source = _input(ask.source, scratch)
+        # four eyes bind the file's content: read it once for its hash, once to plan, and
+        # refuse it if it changed in between
+        bound = file_hash(source.path, source.digest) if _four_eyes(profile, ask) else None
+        bid = ask.batch_id or default_batch_id(
+            ask.op, None if source.digest else source.path, source.digest)
+        journal_path = _journal_path(ask, bid)
+        jr = _open_journal(ask, journal_path, bid, source.display, scratch)
+        stack.callback(jr.close)
+        profiles = RowProfiles(profile, desk.load_profile)
+        result = BatchResult(op=ask.op, batch_id=bid, journal=journal_path, results=ask.results,
+                             plan=Plan(), profile=profile, dry_run=ask.dry_run)
+        approval: int | None = None
+        try:  # before the first row is sent: a journal this run created goes on failure
+            approval, typed = _prepare(ask, desk, jr, source, profiles, bound, result, reason)
+            if not ask.dry_run:
+                _confirm_send(ask, desk, result.plan, typed)
+                approval = _approved(ask, profile, jr, result.plan, source, bound, bid,
+                                     spend=True)
+        except _Aborted:
+            result.aborted, result.code = True, int(ExitCode.USAGE)
+        except BaseException:
+            _drop_new_journal(ask, jr)
+            raise
+        result.production = profiles.production()
+        if result.aborted:
+            _drop_new_journal(ask, jr)
+        elif ask.dry_run:
+            _dry_run(ask, desk, jr, result, profiles)
+        else:
+            _run(ask, desk, jr, result, profiles, stack, approval=approval, reason=reason)
+        yield result
+
+
+def _check(ask: BatchAsk) -> None:
+    """The options, and the files a run writes, before anything is read or sent: a FIFO
+    would block, a directory or /dev/full would fail after the money moved."""
+    from walletctl.ops.batch.rows import OPS
+    from walletctl.ops.outputs import check_output
+
+    if ask.op not in OPS:
+        raise UsageError(f"operation must be one of {', '.join(OPS)}")
+    check_flow_options(ask.concurrency, ask.rate, ask.max_failures)
+    if ask.batch_id is not None and not BATCH_ID.match(ask.batch_id):
+        raise UsageError("--batch-id: must be 4-64 letters, digits, '-' or '_'")
+    if ask.offline and not ask.dry_run:
+        raise UsageError("--offline: only with --dry-run (a real run must reach the gateway)")
+    check_output(ask.journal, "--journal", write=not ask.dry_run)
+    check_output(ask.results, "--results")
+
+
+def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
+             profiles: RowProfiles, bound: str | None, result: BatchResult,
+             reason: str | None) -> tuple[int | None, bool]:
+    """Pass 1 and every check before the confirmation: (the approval the batch runs under,
+    whether a production profile's name was typed)."""
+    from walletctl.ops.batch.plan import plan_batch
+
+    result.plan = plan = plan_batch(
+        source.path, jr, default_currency=profiles.profile.currency,
+        skip_invalid=ask.skip_invalid, check_profile=profiles.problem,
+        display_name=source.display, check_request=_request_check(ask.op, profiles))
+    _notes(ask, desk, jr, plan)
+    approval = ask.approval
+    if not ask.dry_run and plan.to_send:
+        _desk_rules(ask, desk, jr, profiles, reason,
+                    four_eyes=_under_four_eyes(ask, profiles.profile, jr, bound))
+        approval = _approved(ask, profiles.profile, jr, plan, source, bound, jr.batch_id,
+                             spend=False)
+    # a production profile (the command's or a row's): its name typed, or given
+    typed = desk.confirm_profiles(profiles.loaded.values(),
+                                  f"{ask.op} {plan.to_send} row(s) ({plan.money()})",
+                                  not ask.dry_run and plan.to_send > 0)
+    return approval, typed
+
+
+def _request_check(op: Op, profiles: RowProfiles) -> Callable[[Row], Problem | None]:
+    from walletctl.ops.batch.outcome import request_problem
+
+    def check(row: Row) -> Problem | None:
+        return request_problem(profiles(row.profile), op, row)
+
+    return check
+
+
+def _notes(ask: BatchAsk, desk: BatchDesk, jr: Journal, plan: Plan) -> None:
+    if ask.skip_invalid:
+        for problem in plan.problems:
+            desk.note(f"skipped invalid {problem}")
+        if plan.invalid > len(plan.problems):
+            desk.note(f"... {plan.invalid - len(plan.problems)} more invalid rows skipped")
+    if jr.existed and not ask.dry_run and plan.done_before:
+        desk.note(f"resuming batch {jr.batch_id}: {plan.done_before} row(s) already done "
+                  f"(journal {jr.path})")
+
+
+def _confirm_send(ask: BatchAsk, desk: BatchDesk, plan: Plan, typed: bool) -> None:
+    """A refund's or reversal's y/N (not when a production name was just typed)."""
+    if ask.op in ("refund", "reverse") and plan.to_send and not ask.yes and not typed \
+            and not desk.confirm_send(ask.op, plan.to_send, plan.money()):
+        raise _Aborted
+
+
+# ---- the desk's rules ----------------------------------------------------------------------
+def _desk_rules(ask: BatchAsk, desk: BatchDesk, jr: Journal, profiles: RowProfiles,
+                reason: str | None, *, four_eyes: bool) -> None:
+    """``require_reason`` and the limits of every profile the rows to send use (under four
+    eyes the approval replaces the limits, as for a single command); a refusal is recorded
+    in the history as a single command's is."""
+    from walletctl.history.policy import PolicyRefusal, check_batch_policy
+
+    requiring = next((p.name for p in _used(jr, profiles)
+                      if ask.op in p.history.require_reason), None)
+    above, limits = ({}, {}) if four_eyes else _above_limits(ask.op, jr, profiles)
+    try:
+        check_batch_policy(
+            profile_name=requiring or profiles.profile.name, operation=ask.op,
+            reason_required=requiring is not None, above=above, limits=limits, reason=reason,
+            confirm_amount=ask.confirm_amount, ask=desk.ask_amount)
+    except PolicyRefusal as exc:
+        _record_refusal(ask, profiles.profile, jr.batch_id, reason, exc)
+
+
+def _to_send(jr: Journal) -> Iterator[JournalRow]:
+    from walletctl.ops.batch.journal import FINAL_STATES
+
+    return (row for row in jr.rows() if row.state not in FINAL_STATES)
+
+
+def _used(jr: Journal, profiles: RowProfiles) -> list[Profile]:
+    """The command's profile, then those the rows to send name."""
+    names = {row.profile for row in _to_send(jr)} - {None, profiles.profile.name}
+    return [profiles.profile, *(profiles(name) for name in sorted(n for n in names if n))]
+
+
+def _under_four_eyes(ask: BatchAsk, profile: Profile, jr: Journal, bound: str | None) -> bool:
+    """The batch runs under an approval: one given, or one it files (rows above the
+    profile's approval amount)."""
+    from walletctl.ops.money.approval import threshold
+
+    if bound is None:
+        return False
+    limit = threshold(profile, ask.op)
+    return ask.approval is not None or (
+        limit is not None and any(row.amount > limit for row in jr.rows()))
+
+
+def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
+                  ) -> tuple[dict[str, tuple[int, Decimal]], dict[str, str]]:
+    """The rows to send above their profile's limit: per currency (rows, total), and the
+    limits of the profiles they use."""
+    above: dict[str, tuple[int, Decimal]] = {}
+    limits: dict[str, str] = {}
+    for row in _to_send(jr):
+        prof = profiles(row.profile)
+        limit = prof.history.limits.get(op)
+        if limit is None or row.amount <= Decimal(limit):
+            continue
+        rows, total = above.get(row.currency, (0, Decimal(0)))
+        above[row.currency] = (rows + 1, total + row.amount)
+        limits[prof.name] = limit
+    return above, limits
+
+
+def _record_refusal(ask: BatchAsk, profile: Profile, batch_id: str, reason: str | None,
+                    refusal: Exception) -> NoReturn:
+    """Raise the batch's refusal through the recorder: one history entry, ``refused``."""
+    from walletctl.history import open_for
+    from walletctl.history.recorder import recording
+
+    store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")
+    with recording(store, profile, ask.op, None, reason=reason, batch_id=batch_id):
+        raise refusal
+
+
+# ---- four eyes -----------------------------------------------------------------------------
+def _four_eyes(profile: Profile, ask: BatchAsk) -> bool:
+    return not ask.dry_run and (ask.approval is not None
+                                or ask.op in profile.history.approvals)
+
+
+def file_hash(path: Path, digest: str | None) -> str:
+    """sha256 of the batch file (stdin: of the spooled copy, already known)."""
+    if digest is not None:
+        return digest
+    found = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 16):
+                found.update(chunk)
+    except OSError as exc:
+        raise UsageError(f"--batch {path}: cannot read ({exc.strerror})") from None
+    return found.hexdigest()
+
+
+def _approved(ask: BatchAsk, profile: Profile, jr: Journal, plan: Plan, source: _Source,
+              bound: str | None, batch_id: str, *, spend: bool) -> int | None:
+    """File the batch for approval (exit 12), or check the one given and (``spend``, once
+    every confirmation is given) spend it; None: none needed. Refused if the file changed
+    while it was planned."""
+    if bound is None or not plan.to_send:
+        return ask.approval
+    from walletctl.history import open_for
+    from walletctl.ops.money.approval import batch_request, gate_batch
+
+    if source.display != STDIN and file_hash(source.path, None) != bound:
+        raise UsageError(f"--batch {source.display}: the file changed while it was read; "
+                         "run again")
+    request = batch_request(profile, ask.op, jr, file=source.display, sha256=bound,
+                            rows=plan.to_send, totals=plan.money())
+    store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")
+    try:
+        return gate_batch(store, profile, request, ask.approval, batch_id=batch_id,
+                          spend=spend)
+    finally:
+        store.close()
+
+
+# ---- input and journal ---------------------------------------------------------------------
+def _input(source: Path, scratch: Path) -> _Source:
+    if str(source) == "-":
+        from walletctl.ops.batch.rows import spool_stdin
+
+        spooled = spool_stdin(sys.stdin.buffer, scratch / "stdin")
+        return _Source(spooled, STDIN, file_hash(spooled, None))
+    if not source.is_file():
+        raise UsageError(f"--batch {source}: no such file")
+    return _Source(source, str(source), None)
+
+
+def _journal_path(ask: BatchAsk, batch_id: str) -> Path:
+    """--journal, or beside the input (``orders.csv`` -> ``orders.csv.capture.journal``;
+    stdin: in the current directory)."""
+    from walletctl.ops.outputs import check_output
+
+    path = ask.journal
+    if path is None:
+        path = (Path.cwd() / f"walletctl-{ask.op}-{batch_id}.journal" if str(ask.source) == "-"
+                else ask.source.with_name(f"{ask.source.name}.{ask.op}.journal"))
+    if ask.resume and not path.exists():
+        raise UsageError(f"--resume: no journal at {path}",
+                         hint="pass --journal PATH (and --batch-id) of the run to resume")
+    if ask.journal is None:
+        check_output(path, "--journal", write=not ask.dry_run)
+    return path
+
+
+def _open_journal(ask: BatchAsk, path: Path, batch_id: str, display: str,
+                  scratch: Path) -> Journal:
+    """The journal; a dry run plans into a copy (the real journal is never touched)."""
+    from walletctl.ops.batch.journal import Journal
+
+    if ask.dry_run:
+        path = _scratch_copy(path, scratch)
+    try:
+        return Journal(path, batch_id=batch_id, op=ask.op, source=display)
+    except OSError as exc:
+        raise UsageError(f"--journal {path}: cannot open ({exc.strerror})") from None
+
+
+def _scratch_copy(journal_path: Path, scratch: Path) -> Path:
+    import sqlite3
+
+    copy = scratch / "dry-run.journal"
+    if journal_path.exists():
+        src = sqlite3.connect(str(journal_path))
+        dst = sqlite3.connect(str(copy))
+        try:
+            src.backup(dst)
+        finally:
+            src.close()
+            dst.close()
+    return copy
+
+
+def _drop_new_journal(ask: BatchAsk, jr: Journal) -> None:
+    """Nothing was sent: a journal this run created (holding only the plan) is removed."""
+    if jr.existed or ask.dry_run:
+        return
+    jr.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(jr.path) + suffix).unlink(missing_ok=True)
+
+
+# ---- pass 2 --------------------------------------------------------------------------------
+def _options(ask: BatchAsk) -> RunOptions:
+    from walletctl.ops.batch.outcome import RunOptions
+
+    return RunOptions(op=ask.op, concurrency=ask.concurrency,
+                      rate=ask.rate, max_failures=ask.max_failures,
+                      direct=not ask.full_preflight, predict=ask.dry_run,
+                      allow_duplicate=ask.allow_duplicate)
+
+
+def _run(ask: BatchAsk, desk: BatchDesk, jr: Journal, result: BatchResult,
+         profiles: RowProfiles, stack: ExitStack, *, approval: int | None,
+         reason: str | None) -> None:
+    from walletctl.ops.batch.driver import audit_for, drive
+
+    writer = _results_writer(ask.results, stack)
+    options = _options(ask)
+    audit = audit_for(profiles.profile, options, jr.batch_id, profiles, approval=approval,
+                      reason=reason)
+    report = drive(jr, result.plan, options, profile_for=profiles,
+                   watch=desk.watch(profiles.profile, result.plan, False), writer=writer,
+                   audit=audit)
+    result.report, result.code = report, int(exit_code(report))
+    if writer is not None:
+        writer.close()
+        result.results_failed = writer.failed
+        if writer.failed is not None and result.code == ExitCode.OK:
+            result.code = int(ExitCode.USAGE)  # the run is done, but the file asked for is not
+
+
+def _results_writer(path: Path | None, stack: ExitStack) -> ResultsWriter | None:
+    if path is None:
+        return None
+    from walletctl.ops.batch.results import ResultsWriter
+
+    try:
+        writer = ResultsWriter(path)
+    except OSError as exc:
+        raise UsageError(f"--results {path}: cannot write ({exc.strerror})") from None
+    stack.callback(writer.close)
+    return writer
+
+
+def exit_code(report: RunReport) -> ExitCode:
+    """A real run's exit code: how it stopped, else its worst row."""
+    stopped = stop_code(report)
+    if stopped is not None:
+        return ExitCode(stopped)
+    if report.counts.get("unknown", 0):
+        return ExitCode.UNKNOWN_OUTCOME
+    if report.counts.get("pending", 0):
+        return ExitCode.GATEWAY
+    if report.events.get("held", 0):  # likely duplicates held back: --allow-duplicate
+        return ExitCode.HELD
+    if report.counts.get("refused", 0):
+        return ExitCode.DECLINED
+    return ExitCode.OK
+
+
+# ---- dry run -------------------------------------------------------------------------------
+def _dry_run(ask: BatchAsk, desk: BatchDesk, jr: Journal, result: BatchResult,
+             profiles: RowProfiles) -> None:
+    """Checked (the default): the real run's read-only pre-flight; it exits as the real run
+    would stop (9/7 when the gateway refuses the credentials or cannot be reached, 6 when
+    lookups kept failing, else 0: predicted refusals are listed, not an error)."""
+    from walletctl.ops.batch.driver import drive
+
+    if not ask.offline and result.plan.to_send:
+        result.report = drive(jr, result.plan, _options(ask), profile_for=profiles,
+                              watch=desk.watch(profiles.profile, result.plan, True))
+        result.code = stop_code(result.report) or int(ExitCode.OK)
+    result.dry_rows = _dry_rows(ask, jr, result.report, profiles)
+
+
+def dry_status(row: JournalRow, checked: bool) -> str:
+    """done-earlier | would-send | would-refuse | unchecked (the lookup did not answer)."""
+    from walletctl.ops.batch.journal import FINAL_STATES
+
+    if row.state == "refused" and row.attempts == 0:  # refused by this check, never sent
+        return "would-refuse"
+    if row.state in FINAL_STATES:
+        return "done-earlier"
+    if not checked or row.detail == "would-send":
+        return "would-send"
+    return "unchecked"
+
+
+def _dry_rows(ask: BatchAsk, jr: Journal, report: RunReport | None,
+              profiles: RowProfiles) -> Iterator[DryRow]:
+    """Each row as the real run would send it: its body built with the row's own profile
+    (``profile`` column), as the runner does; written to --results as it is read."""
+    from walletctl.ops.batch.outcome import build_request
+    from walletctl.ops.batch.results import ResultsWriter
+
+    writer = ResultsWriter(ask.results) if ask.results is not None else None
+    try:
+        for row in jr.rows():
+            status = dry_status(row, report is not None)
+            prof = profiles(row.profile)
+            body = build_request(prof, ask.op, row).to_wire(prof.amount_format)
+            record: dict[str, Any] = {
+                "line": row.line, "op": ask.op, "ref": row.ref, "new_ref": row.new_ref,
+                "amount": f"{row.amount:f}", "currency": row.currency, "status": status}
+            if status in ("would-refuse", "unchecked"):
+                # an unchecked row's journal detail is an earlier run's: say this run's reason
+                record["reason"] = row.detail if status == "would-refuse" else (
+                    f"not checked: {report.fatal}" if report is not None and report.fatal
+                    else "not checked: the lookup of its original got no answer")
+            if writer is not None:
+                writer.write(record)
+            yield DryRow(record, body)
+    finally:
+        if writer is not None:
+            writer.close()

@@ -1,0 +1,113 @@
+"""Rendering of the ``profile`` commands' results."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from walletctl.render.console import print_note
+from walletctl.render.rows import cell, emit_rows
+
+if TYPE_CHECKING:
+    from walletctl.ops.new_profile import Added
+
+
+def render_saved(output_format: str, record: dict[str, Any]) -> None:
+    """A change to the profiles file: in a data format, its record on stdout (a table says
+    it in its notes)."""
+    if output_format != "table":
+        emit_rows([record], output_format, document=record)
+
+
+def render_profile_list(output_format: str, rows: list[dict[str, Any]] | None,
+                        path: Path) -> None:
+    """``profile list`` (``rows`` None: there is no profiles file yet)."""
+    if rows is None:
+        if output_format != "table":
+            emit_rows([], output_format, "")
+        print_note(f"no profiles yet ({path} does not exist)")
+        print_note("create one with `walletctl profile add NAME --base-url URL --merchant-id "
+                   "ID --store-id ID --user-id USER`")
+        return
+    if not rows and output_format == "table":
+        print_note(f"no profiles in {path}")
+        return
+    emit_rows(rows, output_format, str(path), drop_order=("auth", "store_id", "merchant_id"))
+
+
+def render_profile(output_format: str, name: str, settings: dict[str, Any]) -> None:
+    """``profile show``: JSON as it is, CSV a (setting, value) row each, else a line each."""
+    if output_format in ("json", "ndjson"):
+        indent = 2 if output_format == "json" else None
+        sys.stdout.write(json.dumps(settings, indent=indent) + "\n")
+    elif output_format == "csv":
+        emit_rows([{"setting": k, "value": v} for k, v in _flatten(settings, empty="")],
+                  "csv", "")
+    else:
+        from rich.markup import escape
+
+        from walletctl.render.console import out
+
+        # Setting and value per line, never folded: a long path stays one word (copyable).
+        rows = _flatten(settings)
+        width = max(len(key) for key, _ in rows)
+        console = out()
+        console.print(f"profile {escape(name)}", soft_wrap=True)
+        for key, value in rows:
+            console.print(f"  [bold]{key:<{width}}[/bold]  {escape(value)}", soft_wrap=True)
+
+
+def _flatten(settings: dict[str, Any], *, empty: str = "-") -> list[tuple[str, str]]:
+    """(setting, value) rows; an unset value reads ``empty`` (a CSV cell stays empty)."""
+    rows: list[tuple[str, str]] = []
+    overridden = set(settings.get("paths_overridden", ()))
+    for key, value in settings.items():
+        if key == "paths_overridden":
+            continue
+        if isinstance(value, dict):
+            rows.extend(_sub_rows(key, value, overridden, empty))
+        elif isinstance(value, bool):
+            rows.append((key, "yes" if value else "no"))
+        else:
+            rows.append((key, empty if value is None else cell(value)))
+    return rows
+
+
+def _sub_rows(key: str, table: dict[str, Any], overridden: set[str],
+              empty: str) -> list[tuple[str, str]]:
+    rows = []
+    for sub, value in table.items():
+        text = empty if value is None else cell(value)
+        if key == "paths" and sub not in overridden:
+            text += " (default)"
+        rows.append((f"{key}.{sub}", text))
+    return rows
+
+
+def render_added(output_format: str, added: Added) -> None:
+    """``profile add``: its notes on stderr; in a data format, the record on stdout."""
+    for note in added.notes:
+        print_note(note)
+    render_saved(output_format, {"profile": added.name, "file": str(added.file),
+                                 "saved": True, "notes": added.notes, "reset": added.reset})
+
+
+def render_checks(output_format: str, results: list[dict[str, Any]]) -> None:
+    """``profile check``: one line per check (ok / warn / FAIL, and a hint), or the records."""
+    if output_format != "table":
+        emit_rows(results, output_format)
+        return
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+
+    console = out()
+    for r in results:
+        status = ("[yellow]warn[/yellow]" if r["warning"] else "[green]ok  [/green]") \
+            if r["ok"] else "[bold red]FAIL[/bold red]"
+        label = f"{r['profile']}: {r['check']}" if r["profile"] else r["check"]
+        console.print(f"{status} {escape(label)}: {escape(r['detail'])}", soft_wrap=True)
+        if r["ok"] and r["hint"]:  # a warning's, or what a production environment means
+            console.print(f"     {escape('hint: ' + r['hint'])}", soft_wrap=True)

@@ -1,0 +1,225 @@
+"""Rendering of ``walletctl smoke``: the run's progress on stderr (a live table on a
+terminal, one line per step otherwise), the scenario list, the summary and why a run failed."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from walletctl.render.console import err, out, print_error, print_note
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    from walletctl.ops.smoke import ScenarioResult, SmokeReport, StepResult
+
+_STATUS_STYLE = {
+    "pending": ("·", "dim", "pending"),
+    "running": ("…", "cyan", "running"),
+    "passed": ("✓", "green", "passed"),
+    "failed": ("✗", "bold red", "FAILED"),
+    "error": ("!", "bold red", "ERROR"),
+    "skipped": ("-", "yellow", "skipped"),
+}
+
+
+# --------------------------------------------------------------------------- progress views
+
+
+def smoke_observer() -> Any:
+    """The run's progress on stderr: a live table on a terminal, a line per step else."""
+    from walletctl.ops.smoke import SmokeObserver
+
+    console = err()
+
+    class LineView(SmokeObserver):
+        """One line per finished step (CI logs)."""
+
+        def step_finished(self, result: StepResult) -> None:
+            _icon, _, word = _STATUS_STYLE[result.status]
+            took = f" ({result.duration:.2f} s)" if result.status != "skipped" else ""
+            note = result.message or result.detail or ""
+            sys.stderr.write(
+                f"{word.upper():8} {result.scenario} / {result.name}{took}"
+                + (f": {_one_line(note)}" if note else "") + "\n"
+            )
+            sys.stderr.flush()
+
+        def close(self) -> None:
+            return None
+
+    class LiveView(SmokeObserver):
+        """A live table on the terminal: scenario, step, status, duration."""
+
+        def __init__(self, con: Console) -> None:
+            self.console = con
+            self.results: list[ScenarioResult] = []
+            self.live: Live | None = None
+
+        def plan(self, results: Any) -> None:
+            from rich.live import Live
+
+            self.results = list(results)
+            self.live = Live(self._table(), console=self.console, refresh_per_second=10,
+                             transient=False)
+            self.live.start()
+
+        def step_started(self, result: StepResult) -> None:
+            self._refresh()
+
+        def step_finished(self, result: StepResult) -> None:
+            self._refresh()
+
+        def _refresh(self) -> None:
+            if self.live is not None:
+                self.live.update(self._table(), refresh=True)
+
+        def _table(self) -> Table:
+            return _results_table(self.results, live=True)
+
+        def close(self) -> None:
+            if self.live is not None:
+                self.live.stop()
+                self.live = None
+
+    if console.is_terminal:
+        return LiveView(console)
+    return LineView()
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    line = text.replace("\n", " ")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _results_table(results: list[ScenarioResult], *, live: bool) -> Table:
+    """Steps of each scenario; in the live view a finished passing scenario (or one not yet
+    started) folds into one row, so the table stays the height of a terminal."""
+    from rich.table import Table
+
+    table = Table(title="walletctl smoke" if live else None, show_lines=False, expand=False)
+    table.add_column("scenario")
+    table.add_column("step")
+    table.add_column("status")
+    table.add_column("time", justify="right")
+    table.add_column("detail", overflow="fold", max_width=70)
+    for sc in results:
+        for row in _scenario_rows(sc, live=live):
+            table.add_row(*row)
+    return table
+
+
+def _scenario_rows(sc: ScenarioResult, *, live: bool) -> list[tuple[Any, ...]]:
+    """A scenario's rows: one per step, or (live) one when it is all pending or passed."""
+    from rich.text import Text
+
+    states = {step.status for step in sc.steps}
+    if live and states <= {"pending"}:
+        icon, style, word = _STATUS_STYLE["pending"]
+        return [(sc.name, f"{len(sc.steps)} steps", Text(f"{icon} {word}", style=style), "",
+                 "")]
+    if live and states == {"passed"}:
+        icon, style, word = _STATUS_STYLE["passed"]
+        total = sum(step.duration for step in sc.steps)
+        return [(sc.name, f"{len(sc.steps)}/{len(sc.steps)} steps",
+                 Text(f"{icon} {word}", style=style), f"{total:.2f}s",
+                 Text(_one_line(sc.steps[-1].detail or "", 140), style="dim"))]
+    rows: list[tuple[Any, ...]] = []
+    for index, step in enumerate(sc.steps):
+        icon, style, word = _STATUS_STYLE[step.status]
+        took = f"{step.duration:.2f}s" if step.status not in ("pending", "skipped") else ""
+        note = step.message or step.detail or ""
+        rows.append((
+            sc.name if index == 0 else "",
+            step.name,
+            Text(f"{icon} {word}", style=style),
+            took,
+            Text(_one_line(note, 140), style="red" if step.status in ("failed", "error")
+                 else "dim"),
+        ))
+    return rows
+
+
+# --------------------------------------------------------------------------- output
+
+
+def render_scenarios(items: list[dict[str, Any]], fmt: str, *, json_flag: bool) -> None:
+    """``smoke --list``: the scenarios and what each checks (``--json``: as JSON)."""
+    if json_flag:
+        fmt = "json"
+    if fmt != "table":
+        from walletctl.render.rows import emit_rows
+
+        emit_rows(items, fmt)
+        return
+
+    width = max(len(i["name"]) for i in items)
+    console = out()
+    for item in items:
+        console.print(f"{item['name']:<{width}}  {item['description']}", markup=False)
+
+
+def render_smoke(report: SmokeReport, document: str, mask: Callable[[str], str], *,
+                 chosen: str | None, json_flag: bool,
+                 written: Iterable[tuple[Path | None, str]],
+                 hint: Callable[[str | None], str | None]) -> int:
+    """The run's report: its JSON ``document`` with ``--json`` or ``-o json`` (``chosen``:
+    the -o given), else a summary (a pipe too: a CI log reads it); the report files
+    ``written`` named, and why it failed. Returns the exit code. ``hint`` completes a hint's
+    `walletctl` commands with the user's global options."""
+    if json_flag or chosen == "json":
+        sys.stdout.write(document)
+    else:
+        _summary(report, mask)
+    return _finish(report, written, hint)
+
+
+def _summary(report: SmokeReport, mask: Callable[[str], str]) -> None:
+    console = out()
+    if console.is_terminal and not err().is_terminal:
+        console.print(_results_table(report.scenarios, live=False))
+    passed = sum(1 for s in report.scenarios if s.status == "passed")
+    failed = sum(1 for s in report.scenarios if s.status == "failed")
+    skipped = sum(1 for s in report.scenarios if s.status == "skipped")
+    lines = [
+        f"run {report.run_id}: {passed} passed, {failed} failed, {skipped} skipped "
+        f"({len(report.scenarios)} scenarios, {report.duration:.2f} s) against "
+        f"{mask(report.target.get('base_url', '?'))}"
+    ]
+    if report.references and report.target.get("profile") == "(embedded sandbox)":
+        # Its sandbox has stopped: the references cannot be looked up any more.
+        lines.append(f"{len(report.references)} references in the embedded sandbox "
+                     "(stopped with the run; --json-file keeps them)")
+    elif report.references:
+        lines.append("references (walletctl lookup REF):")
+        lines.extend(f"  {r.reference}  {r.scenario}: {r.label}" for r in report.references)
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _finish(report: SmokeReport, written: Iterable[tuple[Path | None, str]],
+            hint: Callable[[str | None], str | None]) -> int:
+    from walletctl.constants import ExitCode
+
+    for path, what in written:
+        if path is not None:
+            print_note(f"{what} written to {path}")
+    code = report.exit_code
+    if report.aborted is not None:
+        why = (
+            "check the profile's credentials (`walletctl profile check`)"
+            if code == ExitCode.AUTH
+            else None
+        )
+        print_error(f"smoke run aborted: {report.aborted}", hint(why))
+    elif code != ExitCode.OK:
+        failed = [s.name for s in report.scenarios if s.status == "failed"]
+        if failed:
+            print_error(f"smoke failed: {', '.join(failed)}", hint(
+                "`walletctl profile check` lists what each scenario needs"))
+        else:
+            print_error("smoke failed: steps were skipped (--fail-on-skip)")
+    return int(code)
