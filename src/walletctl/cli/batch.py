@@ -70,7 +70,7 @@ def run_batch_command(
     if offline and not dry_run:
         raise UsageError("--offline: only with --dry-run (a real run must reach the gateway)")
 
-    from walletctl.ops.outputs import check_output
+    from walletctl.ops.user_files import check_output
 
     # the files a run writes, before anything is read or sent: a FIFO would block, a
     # directory or /dev/full would fail after the money moved
