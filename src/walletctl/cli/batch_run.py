@@ -51,7 +51,7 @@ def load_row_profile(state: Any, name: str) -> Profile:
 def _audit(state: Any, profile: Profile, options: RunOptions,
            batch_id: str, approval: int | None = None) -> BatchAudit | None:
     """The history recorder of a real run (None for a dry run or with the history off)."""
-    from walletctl.history.location import history_url
+    from walletctl.history import history_url
 
     if options.predict or (not profile.history.enabled and history_url(profile) is None):
         return None
