@@ -25,9 +25,7 @@ from urllib.parse import urlencode
 import aiohttp
 from yarl import URL
 
-from walletctl.client.answers import Answer, Outgoing, PreparedCall, reason_of
-from walletctl.client.gateway import FollowUpCall, Trace, _Base
-from walletctl.client.guard import (
+from walletctl.client.answer_guard import (
     BadEncoding,
     BodyReader,
     BodyTooLarge,
@@ -35,6 +33,8 @@ from walletctl.client.guard import (
     clean_text,
     overall_deadline,
 )
+from walletctl.client.answers import Answer, Outgoing, PreparedCall, reason_of
+from walletctl.client.gateway import FollowUpCall, Trace, _Base
 from walletctl.models.records import TransactionRecord
 
 if TYPE_CHECKING:

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from walletctl import __version__
 from walletctl.client._httpx import httpx
-from walletctl.client.answers import MAX_RETRY_AFTER as MAX_RETRY_AFTER
+from walletctl.client.answer_guard import (
+    BadEncoding,
+    BodyReader,
+    BodyTooLarge,
+    DeadlineExceeded,
+    alarm,
+    clean_text,
+    credential_parts,
+    overall_deadline,
+)
 from walletctl.client.answers import (
     Answer,
     Outgoing,
@@ -33,18 +42,7 @@ from walletctl.client.answers import (
     reason_of,
 )
 from walletctl.client.answers import PreparedCall as PreparedCall  # re-exported
-from walletctl.client.answers import parse_retry_after as parse_retry_after
 from walletctl.client.checks import check_echo, check_records, check_reference_field
-from walletctl.client.guard import (
-    BadEncoding,
-    BodyReader,
-    BodyTooLarge,
-    DeadlineExceeded,
-    alarm,
-    clean_text,
-    credential_parts,
-    overall_deadline,
-)
 from walletctl.config.profile import Profile
 from walletctl.errors import (
     NetworkError,
