@@ -56,8 +56,7 @@ def measure(args: argparse.Namespace, workdir: Path, pg_url: str | None) -> int:
     from walletctl.client.gateway import GatewayClient
     from walletctl.config.dburl import parse_db_url
     from walletctl.config.profile import AuthSettings, Profile
-    from walletctl.history import open_history
-    from walletctl.history.location import open_shared
+    from walletctl.history import open_history, open_shared
     from walletctl.ops.money.movements import follow_up
     from walletctl.ops.money.pipeline import Ask, Desk
     from walletctl.ops.redirect import plan_followup

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from walletctl.client.aio import FollowUpCall
+from walletctl.client.gateway import FollowUpCall
 from walletctl.config.profile import Profile
 from walletctl.errors import AuthError, GatewayError, NotConnectedError, UnknownOutcomeError
 from walletctl.models.base import loads

@@ -139,7 +139,7 @@ def test_the_clients_dry_run_and_error_body_mask_every_secret_key() -> None:
 def test_the_guard_keeps_secret_values_whole_and_scrubs_credentials_elsewhere() -> None:
     """The guard sanitises answers (models then hold secrets as SecretStr): a value under a
     secret key is kept whole; the request's credential is scrubbed from every other string."""
-    from walletctl.client.guard import clean
+    from walletctl.client.answer_guard import clean
 
     credential = "tk-CRED-9xY8wV7u"
     data = clean({**SECRETS, "message": f"bad key {credential}", "cvv": credential},

@@ -150,7 +150,7 @@ def test_mask_body_and_text() -> None:
 
 
 def test_scrub_masks_a_known_secret_anywhere() -> None:
-    from walletctl.client.guard import clean
+    from walletctl.client.answer_guard import clean
 
     out = clean({"a": ["x tok-9999 y"], "b": 1}, ("tok-9999",))
     assert "tok-9999" not in json.dumps(out), out

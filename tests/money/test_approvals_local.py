@@ -29,7 +29,7 @@ def _approve_as(desk: Desk, monkeypatch: pytest.MonkeyPatch, person: str, number
     """``walletctl approve NUMBER`` by another OS account (the ops call the command makes)."""
     from walletctl.config.profiles_file import load_profile
     from walletctl.history import recorder
-    from walletctl.ops.approvals import decide
+    from walletctl.ops.approval_requests import decide
 
     monkeypatch.setenv("WALLETCTL_AUDIT_LOG", desk.env["WALLETCTL_AUDIT_LOG"])
     monkeypatch.setattr(recorder, "os_user", lambda: person)

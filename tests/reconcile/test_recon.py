@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from money.conftest import Desk, desk, unique  # noqa: F401 - the fixture too
-from walletctl.history.location import open_history
+from walletctl.history import open_history
 
 from .helpers import post_followup, run_together, write_entry
 

@@ -78,9 +78,9 @@ def read_request_file(path: Path) -> dict[str, Any]:
     """A JSON or TOML request file (by extension; JSON numbers become Decimal).
 
     Special files are refused, size and nesting are bounded, duplicate keys are refused
-    (``walletctl.ops.inputs``).
+    (``walletctl.ops.user_files``).
     """
-    from walletctl.ops.inputs import read_document
+    from walletctl.ops.user_files import read_document
 
     where = str(path)
     data = read_document(path, "--from-file", toml=path.suffix.lower() == ".toml")

@@ -182,7 +182,7 @@ class _BoundaryGroup(TyperGroup):
             _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
             ctx.exit(int(ExitCode.ERROR))
         except BaseException as exc:
-            if type(exc).__name__ != "DeadlineExceeded":  # client.guard's SIGALRM deadline
+            if type(exc).__name__ != "DeadlineExceeded":  # client.answer_guard's SIGALRM deadline
                 raise
             # the deadline fired outside the request it guards (between two steps)
             _traceback_if_debug(ctx)

@@ -19,18 +19,13 @@ import asyncio
 import os
 import ssl
 import time
-from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Self
 from urllib.parse import urlencode
 
 import aiohttp
 from yarl import URL
 
-from walletctl.client.answers import Answer, Outgoing, PreparedCall, parse_model, reason_of
-from walletctl.client.checks import check_records, check_reference_field
-from walletctl.client.gateway import Trace, _Base, lookup_params
-from walletctl.client.guard import (
+from walletctl.client.answer_guard import (
     BadEncoding,
     BodyReader,
     BodyTooLarge,
@@ -38,25 +33,13 @@ from walletctl.client.guard import (
     clean_text,
     overall_deadline,
 )
-from walletctl.models.base import dumps
-from walletctl.models.records import TransactionRecord, parse_records
+from walletctl.client.answers import Answer, Outgoing, PreparedCall, reason_of
+from walletctl.client.gateway import FollowUpCall, Trace, _Base
+from walletctl.models.records import TransactionRecord
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
-
-@dataclass(frozen=True, slots=True)
-class FollowUpCall:
-    """A follow-up's body, already encoded (a batch builds it from a template), with what
-    its answer is checked against (the same checks as :meth:`AsyncGatewayClient.followup`)."""
-
-    body: bytes
-    reference: str  # clientSystemTransactionId (the new reference)
-    invoice: str  # clientSystemInvoiceId (the original's reference)
-    amount: Decimal
-    currency: str
-    type: str  # the wire type, e.g. ecom.capture
-    operation: str  # capture / refund / reverse
 
 
 MAX_HEADER_LINE = 64 * 1024
@@ -190,32 +173,12 @@ class AsyncGatewayClient(_Base):
         return await self.send(self.prepare(method, path_key, **kwargs))
 
     async def followup(self, req: FollowUpRequest) -> FollowUpResponse:
-        body = dumps(req.to_wire(self.profile.amount_format)).encode()
-        return await self.followup_call(FollowUpCall(
-            body, req.client_system_transaction_id, req.client_system_invoice_id, req.amount,
-            req.currency_code, req.type, req.operation))
+        return await self.followup_call(FollowUpCall.of(req, self.profile.amount_format))
 
     async def followup_call(self, call: FollowUpCall) -> FollowUpResponse:
         """Send an encoded follow-up (a batch's rows, from a template); its answer is checked
         against what was sent, as for the single command."""
-        from walletctl.client.checks import check_echo
-        from walletctl.models.followup import FollowUpResponse
-
-        prepared = self.prepare("POST", "apm_transactions", content=call.body,
-                                reference=call.reference, moves_money=True)
-        data = await self.send(prepared)
-        check_echo(data, reference=call.reference, invoice=call.invoice, amount=call.amount,
-                   currency=call.currency, operation=call.type, fmt=self.profile.amount_format)
-        result: FollowUpResponse = parse_model(FollowUpResponse, data, self.profile,
-                                               call.operation, call.reference)
-        return result
+        return self._followup_answer(call, await self.send(self._post_followup(call)))
 
     async def lookup(self, reference: str) -> list[TransactionRecord]:
-        check_reference_field(reference, "REF")
-        call = self.prepare(
-            "GET",
-            "apm_transactions",
-            params=lookup_params(self.profile, reference),
-            reference=reference,
-        )
-        return check_records(parse_records(await self.send(call), self.profile.amount_format))
+        return self._records(await self.send(self.prepare_lookup(reference)))

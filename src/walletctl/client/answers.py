@@ -16,7 +16,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from walletctl.client._httpx import httpx
-from walletctl.client.guard import clean, credential_parts
+from walletctl.client.answer_guard import clean, credential_parts
 from walletctl.config.profile import Profile
 from walletctl.errors import AuthError, GatewayError, RequestValidationError, ResponseError
 from walletctl.masking import mask_body, mask_headers
@@ -79,7 +79,7 @@ class PreparedCall:
 
 
 class Answer:
-    """A read, decoded and sanitised answer (see :mod:`walletctl.client.guard`)."""
+    """A read, decoded and sanitised answer (see :mod:`walletctl.client.answer_guard`)."""
 
     def __init__(
         self, status: int, headers: Mapping[str, str], body: bytes, secrets: tuple[str, ...]

@@ -16,11 +16,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from walletctl import __version__
 from walletctl.client._httpx import httpx
-from walletctl.client.answers import MAX_RETRY_AFTER as MAX_RETRY_AFTER
+from walletctl.client.answer_guard import (
+    BadEncoding,
+    BodyReader,
+    BodyTooLarge,
+    DeadlineExceeded,
+    alarm,
+    clean_text,
+    credential_parts,
+    overall_deadline,
+)
 from walletctl.client.answers import (
     Answer,
     Outgoing,
@@ -31,18 +42,7 @@ from walletctl.client.answers import (
     reason_of,
 )
 from walletctl.client.answers import PreparedCall as PreparedCall  # re-exported
-from walletctl.client.answers import parse_retry_after as parse_retry_after
 from walletctl.client.checks import check_echo, check_records, check_reference_field
-from walletctl.client.guard import (
-    BadEncoding,
-    BodyReader,
-    BodyTooLarge,
-    DeadlineExceeded,
-    alarm,
-    clean_text,
-    credential_parts,
-    overall_deadline,
-)
 from walletctl.config.profile import Profile
 from walletctl.errors import (
     NetworkError,
@@ -59,8 +59,29 @@ from walletctl.models.records import TransactionRecord, parse_records
 if TYPE_CHECKING:  # imported where used: `walletctl lookup` never needs the request models
     from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
+    from walletctl.models.money import AmountFormat
 
 Trace = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUpCall:
+    """A follow-up's body, already encoded (a batch builds it from a template), with what
+    its answer is checked against (the same checks for a batch's row and a single command)."""
+
+    body: bytes
+    reference: str  # clientSystemTransactionId (the new reference)
+    invoice: str  # clientSystemInvoiceId (the original's reference)
+    amount: Decimal
+    currency: str
+    type: str  # the wire type, e.g. ecom.capture
+    operation: str  # capture / refund / reverse
+
+    @classmethod
+    def of(cls, req: FollowUpRequest, fmt: AmountFormat) -> FollowUpCall:
+        return cls(dumps(req.to_wire(fmt)).encode(), req.client_system_transaction_id,
+                   req.client_system_invoice_id, req.amount, req.currency_code, req.type,
+                   req.operation)
 
 
 def profile_timeout(profile: Profile) -> httpx.Timeout:
@@ -243,6 +264,33 @@ class _Base:
             ) from None
         return answer.data
 
+    # -- the spec's endpoints, for both clients --------------------------------------------
+    def prepare_followup(self, req: FollowUpRequest) -> PreparedCall:
+        return self._post_followup(FollowUpCall.of(req, self.profile.amount_format))
+
+    def _post_followup(self, call: FollowUpCall) -> PreparedCall:
+        return self.prepare("POST", "apm_transactions", content=call.body,
+                            reference=call.reference, moves_money=True)
+
+    def _followup_answer(self, call: FollowUpCall, data: Any) -> FollowUpResponse:
+        """The follow-up's answer, checked against what was sent."""
+        from walletctl.models.followup import FollowUpResponse
+
+        check_echo(data, reference=call.reference, invoice=call.invoice, amount=call.amount,
+                   currency=call.currency, operation=call.type, fmt=self.profile.amount_format)
+        result: FollowUpResponse = parse_model(FollowUpResponse, data, self.profile,
+                                               call.operation, call.reference)
+        return result
+
+    def prepare_lookup(self, reference: str) -> PreparedCall:
+        check_reference_field(reference, "REF")
+        params = {"merchantId": self.profile.merchant_id, "storeId": self.profile.store_id,
+                  "clientSystemTransactionId": reference}
+        return self.prepare("GET", "apm_transactions", params=params, reference=reference)
+
+    def _records(self, data: Any) -> list[TransactionRecord]:
+        return check_records(parse_records(data, self.profile.amount_format))
+
 
 class GatewayClient(_Base):
     """Synchronous client (one command, one or two requests)."""
@@ -334,49 +382,12 @@ class GatewayClient(_Base):
             result.mark_replayed()
         return result
 
-    def prepare_followup(self, req: FollowUpRequest) -> PreparedCall:
-        return self.prepare(
-            "POST",
-            "apm_transactions",
-            json=req.to_wire(self.profile.amount_format),
-            reference=req.client_system_transaction_id,
-            moves_money=True,
-        )
-
     def followup(self, req: FollowUpRequest) -> FollowUpResponse:
-        data = self.send(self.prepare_followup(req))
-        from walletctl.models.followup import FollowUpResponse
-
-        _check_followup(self.profile, req, data)
-        result: FollowUpResponse = parse_model(
-            FollowUpResponse, data, self.profile, req.operation, req.client_system_transaction_id
-        )
-        return result
-
-    def prepare_lookup(self, reference: str) -> PreparedCall:
-        check_reference_field(reference, "REF")
-        return self.prepare(
-            "GET",
-            "apm_transactions",
-            params=lookup_params(self.profile, reference),
-            reference=reference,
-        )
+        call = FollowUpCall.of(req, self.profile.amount_format)
+        return self._followup_answer(call, self.send(self._post_followup(call)))
 
     def lookup(self, reference: str) -> list[TransactionRecord]:
-        data = self.send(self.prepare_lookup(reference))
-        return check_records(parse_records(data, self.profile.amount_format))
-
-
-def _check_followup(profile: Profile, req: FollowUpRequest, data: Any) -> None:
-    check_echo(
-        data,
-        reference=req.client_system_transaction_id,
-        invoice=req.client_system_invoice_id,
-        amount=req.amount,
-        currency=req.currency_code,
-        operation=req.type,
-        fmt=profile.amount_format,
-    )
+        return self._records(self.send(self.prepare_lookup(reference)))
 
 
 def _httpx_request(call: PreparedCall) -> httpx.Request:
@@ -384,11 +395,3 @@ def _httpx_request(call: PreparedCall) -> httpx.Request:
     if isinstance(r, httpx.Request):
         return r
     return httpx.Request(r.method, r.url, headers=r.headers, content=r.content)
-
-
-def lookup_params(profile: Profile, reference: str) -> dict[str, str]:
-    return {
-        "merchantId": profile.merchant_id,
-        "storeId": profile.store_id,
-        "clientSystemTransactionId": reference,
-    }

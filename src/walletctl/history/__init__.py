@@ -1,20 +1,130 @@
-"""The history (audit log) of money-moving actions, and the desk's rules.
+"""The history (audit log) of money-moving actions: where it lives and how it is opened
+(one-line errors, never a traceback).
 
 Single commands use :func:`recording` (one context manager around plan, confirm and send);
 batches use :class:`~walletctl.history.store.HistoryStore` (the interface of both backends)
-directly (``begin_many`` /
-``complete_many``, one transaction per chunk of rows). ``docs/history.md`` describes both.
+directly (``begin_many`` / ``complete_many``, one transaction per chunk of rows).
+``docs/history.md`` describes both.
+
+A team's shared history is a PostgreSQL database (``WALLETCTL_HISTORY_URL``, else the
+profile's ``[history] url``); one person's is a SQLite file (``WALLETCTL_AUDIT_LOG``, else
+the profile's ``[history] path``, else the data directory). A file named by the
+environment and a database named anywhere at once is refused: nobody's entries may land in
+a local file while the desk believes them shared.
 """
 
 from __future__ import annotations
 
-from walletctl.history.location import (
-    history_location,
-    open_for,
-    open_history,
-    open_location,
-)
+import os
+import sqlite3
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from walletctl.config.dburl import DbUrl, DbUrlError, parse_db_url
+from walletctl.constants import Env
+from walletctl.errors import ConfigError
 from walletctl.history.recorder import Recording, recording
+from walletctl.history.sqlite import SqliteHistory
+from walletctl.history.store import HistoryStore, StorageError
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
 
 __all__ = ["Recording", "history_location", "open_for", "open_history",
            "open_location", "recording"]
+
+FILE_NAME = "history.sqlite3"
+INTENTS_NAME = "intents.sqlite3"
+
+
+def data_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("walletctl", appauthor=False))
+
+
+def history_url(profile: Profile | None = None) -> DbUrl | None:
+    """The shared history's database, if one is named (the environment first)."""
+    env = os.environ.get(Env.HISTORY_URL)
+    if env:
+        try:
+            return parse_db_url(env)
+        except DbUrlError as exc:
+            raise ConfigError(f"{Env.HISTORY_URL}: {exc}") from None
+    if profile is not None and profile.history.url is not None:
+        return parse_db_url(profile.history.url)  # checked when the profile was loaded
+    return None
+
+
+def history_location(profile: Profile | None = None) -> Path | DbUrl:
+    """The database (shared), or the file: ``WALLETCTL_AUDIT_LOG``, the profile's
+    ``[history] path``, the data directory."""
+    url = history_url(profile)
+    env = os.environ.get(Env.AUDIT_LOG)
+    if url is not None:
+        if env:
+            raise ConfigError(
+                f"{Env.AUDIT_LOG} names a local file while the history is the database "
+                f"{url.display()}: unset one of them",
+                hint=f"unset {Env.AUDIT_LOG} to record to the team's history")
+        return url
+    if env:
+        return Path(env).expanduser().absolute()
+    if profile is not None and profile.history.path is not None:
+        return profile.history.path
+    return data_dir() / FILE_NAME
+
+
+def intents_path() -> Path:
+    """The minimal intent store used when a profile turns the history off."""
+    return data_dir() / INTENTS_NAME
+
+
+def open_history(path: Path, *, chained: bool = True, create: bool = True) -> SqliteHistory:
+    where = str(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if not create:
+            raise ConfigError(f"history: {where} does not exist (nothing recorded yet)") from None
+    except OSError as exc:
+        raise ConfigError(f"history: cannot read {where}: {exc.strerror}") from None
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"history: {where} is not a regular file")
+    try:
+        return SqliteHistory(path, chained=chained)
+    except (OSError, StorageError, sqlite3.Error) as exc:
+        raise ConfigError(
+            f"history: cannot open {where}: {exc}",
+            hint=f"set {Env.AUDIT_LOG} or the profile's [history] path to a writable file",
+        ) from None
+
+
+def open_shared(url: DbUrl, *, purpose: str = "walletctl",
+                background: bool = False) -> HistoryStore:
+    """``background``: connect while the command goes on (see PostgresHistory); a failure
+    is raised at the history's first use, which is always before anything is sent."""
+    from walletctl.history.postgres import PostgresHistory
+
+    return PostgresHistory(url, purpose=purpose, background=background)
+
+
+def open_location(where: Path | DbUrl, *, create: bool = True,
+                  purpose: str = "walletctl") -> HistoryStore:
+    if isinstance(where, DbUrl):
+        return open_shared(where, purpose=purpose)
+    return open_history(where, create=create)
+
+
+def open_for(profile: Profile, *, purpose: str = "walletctl") -> HistoryStore:
+    """The store money-moving commands record into: the shared history (connecting in the
+    background), the local one, or (history off) the intent store. ``purpose``: what other
+    operators see while this one holds an order (``walletctl refund ORDER-1``)."""
+    where = history_location(profile)
+    if isinstance(where, DbUrl):
+        return open_shared(where, purpose=purpose, background=True)
+    if profile.history.enabled:
+        return open_history(where)
+    return open_history(intents_path(), chained=False)

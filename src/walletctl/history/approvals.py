@@ -30,7 +30,6 @@ from walletctl.history.store import HistoryStore, Intent
 
 Kind = Literal["single", "batch"]
 STATES: tuple[str, ...] = ("pending", "approved", "refused", "spent", "expired")
-MAX_HOURS = 720  # an approval lives 30 days at most (a profile's approval_hours)
 
 
 class ApprovalError(RefusedError):

@@ -25,13 +25,6 @@ def _alpha3() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
-def _alpha2() -> frozenset[str]:
-    import pycountry
-
-    return frozenset(c.alpha_2 for c in pycountry.countries)
-
-
-@lru_cache(maxsize=1)
 def _subdivisions() -> frozenset[str]:
     import pycountry
 
@@ -42,13 +35,6 @@ def check_alpha3(value: str) -> str:
     upper = value.upper()
     if len(value) != 3 or upper not in _alpha3():
         raise ValueError(f"{value!r} is not an ISO 3166 alpha-3 country code (e.g. DEU, USA)")
-    return upper
-
-
-def check_alpha2(value: str) -> str:
-    upper = value.upper()
-    if len(value) != 2 or upper not in _alpha2():
-        raise ValueError(f"{value!r} is not an ISO 3166-1 alpha-2 country code (e.g. DE, US)")
     return upper
 
 
@@ -147,7 +133,6 @@ def _non_blank(value: str) -> str:
 
 Currency = Annotated[str, AfterValidator(check_currency)]
 CountryAlpha3 = Annotated[str, AfterValidator(check_alpha3)]
-CountryAlpha2 = Annotated[str, AfterValidator(check_alpha2)]
 Subdivision = Annotated[str, AfterValidator(check_subdivision)]
 MobilePhone = Annotated[str, AfterValidator(check_mobile_phone)]
 Url = Annotated[str, Field(max_length=2048), AfterValidator(check_url)]

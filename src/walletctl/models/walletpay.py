@@ -27,11 +27,6 @@ AUTH_TYPES: dict[str, AuthorizationType] = {
 CardType = Literal["Card", "Token"]
 
 
-class PublicKeysRequest(WireModel):
-    merchant_id: str = Field(min_length=1)
-    store_id: str = Field(min_length=1)
-
-
 class PublicKeys(ResponseModel):
     """The public key service's answer. Both keys are secrets: never printed unmasked."""
 

@@ -188,7 +188,7 @@ def _winning_source(profile: Profile) -> str | None:
 
 def read_event(path: Path) -> PaymentResult:
     """A posted ``event.detail`` (file or ``-``); a gateway error object is refused."""
-    from walletctl.ops.inputs import read_document
+    from walletctl.ops.user_files import read_document
 
     data = read_document(path, "--event")
     detail = parse_event_detail(data)
@@ -322,7 +322,7 @@ def read_three_ds(path: Path) -> ThreeDSInput:
     """``--3ds FILE|-``: JSON ``{threeDSServerTransId, authenticationValue, eci}``, as the
     sandbox's challenge answers (``transStatus`` is read past) or as ``walletctl sandbox
     3ds`` prints it (``transactionAccountId`` too)."""
-    from walletctl.ops.inputs import read_document
+    from walletctl.ops.user_files import read_document
 
     data: Any = read_document(path, "--3ds")
     account_id = None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from walletctl.ops.batch.flow import BACKOFF_JITTER
 
 if TYPE_CHECKING:
-    from walletctl.client.aio import FollowUpCall
+    from walletctl.client.gateway import FollowUpCall
     from walletctl.config.profile import Profile
     from walletctl.models.followup import FollowUpResponse
     from walletctl.models.records import TransactionRecord

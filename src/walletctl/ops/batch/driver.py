@@ -39,7 +39,7 @@ def audit_for(profile: Profile, options: RunOptions, batch_id: str,
               profile_for: Callable[[str | None], Profile], *, approval: int | None = None,
               reason: str | None = None) -> BatchAudit | None:
     """The history recorder of a real run (None for a dry run or with the history off)."""
-    from walletctl.history.location import history_url
+    from walletctl.history import history_url
 
     if options.predict or (not profile.history.enabled and history_url(profile) is None):
         return None

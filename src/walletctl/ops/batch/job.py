@@ -216,7 +216,7 @@ def _check(ask: BatchAsk) -> None:
     """The options, and the files a run writes, before anything is read or sent: a FIFO
     would block, a directory or /dev/full would fail after the money moved."""
     from walletctl.ops.batch.rows import OPS
-    from walletctl.ops.outputs import check_output
+    from walletctl.ops.user_files import check_output
 
     if ask.op not in OPS:
         raise UsageError(f"operation must be one of {', '.join(OPS)}")
@@ -411,7 +411,7 @@ def _input(source: Path, scratch: Path) -> _Source:
 def _journal_path(ask: BatchAsk, batch_id: str) -> Path:
     """--journal, or beside the input (``orders.csv`` -> ``orders.csv.capture.journal``;
     stdin: in the current directory)."""
-    from walletctl.ops.outputs import check_output
+    from walletctl.ops.user_files import check_output
 
     path = ask.journal
     if path is None:

@@ -19,7 +19,7 @@ from walletctl.ops.batch.journal import JournalRow
 from walletctl.ops.batch.rows import Op, Problem, Row
 
 if TYPE_CHECKING:
-    from walletctl.client.aio import FollowUpCall
+    from walletctl.client.gateway import FollowUpCall
     from walletctl.config.profile import Profile
     from walletctl.models.followup import FollowUpRequest
 
@@ -163,7 +163,7 @@ class RequestTemplate:
         self._head = dumps(head)[:-1] + ',"amount":'
         self._tail = ',"apmDetails":' + dumps({"apmProvider": APM_PROVIDER}) + "}"
         # imported once here, not per row (client.aio brings aiohttp: only a real run needs it)
-        from walletctl.client.aio import FollowUpCall
+        from walletctl.client.gateway import FollowUpCall
         from walletctl.models.money import to_wire
 
         self._call, self._to_wire = FollowUpCall, to_wire

@@ -83,7 +83,7 @@ __all__ = ["BatchRunner", "Gateway", "RowResult", "RunOptions", "RunReport", "bu
            "request_problem"]
 
 if TYPE_CHECKING:
-    from walletctl.client.aio import FollowUpCall
+    from walletctl.client.gateway import FollowUpCall
     from walletctl.config.profile import Profile
     from walletctl.history.store import HistoryStore
 

@@ -28,9 +28,8 @@ Kind = Literal["unrecorded", "absent", "state", "amount", "type", "unknown", "un
 UNCONFIRMED: tuple[Kind, ...] = ("absent", "state", "amount", "type")
 MISMATCHES: tuple[Kind, ...] = ("unrecorded", *UNCONFIRMED, "unknown")
 KINDS: tuple[Kind, ...] = (*MISMATCHES, "unchecked")
-# The operations recon compares (the history's names); totals count the follow-ups only.
+# The operations recon compares (the history's names).
 OPERATIONS: tuple[str, ...] = ("checkout", "authorize", "capture", "refund", "reverse")
-FOLLOWUPS: tuple[str, ...] = ("capture", "refund", "reverse")
 
 
 @dataclass(frozen=True)

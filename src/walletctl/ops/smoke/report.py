@@ -173,7 +173,7 @@ def to_json(report: SmokeReport, masker: Masker) -> str:
 def prepare_path(path: Path, flag: str) -> None:
     """Check the report's path and create its directory now, so a bad path fails before the
     run, not after (a directory, FIFO or device is refused: exit 4 naming ``flag``)."""
-    from walletctl.ops.outputs import check_output
+    from walletctl.ops.user_files import check_output
 
     check_output(path, flag, create_parent=True)
 

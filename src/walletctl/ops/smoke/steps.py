@@ -26,25 +26,19 @@ from walletctl.ops.smoke.framework import (
 if TYPE_CHECKING:
     from walletctl.models.ledger import Balance
     from walletctl.models.records import TransactionRecord
+    from walletctl.ops.redirect import FollowUpPlan
     from walletctl.ops.smoke.target import Target
 
 APPROVED = "Approved"
 NOUNS = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
+# checkout's redirectDetails where the profile's [redirects] has none (its keys)
 DEFAULT_REDIRECTS = {
-    "returnUrl": "https://shop.example/smoke/return",
-    "successUrl": "https://shop.example/smoke/ok",
-    "pendingUrl": "https://shop.example/smoke/pending",
-    "errorUrl": "https://shop.example/smoke/error",
-    "cancelUrl": "https://shop.example/smoke/cancel",
-    "refusedUrl": "https://shop.example/smoke/refused",
-}
-_PROFILE_REDIRECTS = {
-    "returnUrl": "return_url",
-    "successUrl": "success_url",
-    "pendingUrl": "pending_url",
-    "errorUrl": "error_url",
-    "cancelUrl": "cancel_url",
-    "refusedUrl": "refused_url",
+    "return_url": "https://shop.example/smoke/return",
+    "success_url": "https://shop.example/smoke/ok",
+    "pending_url": "https://shop.example/smoke/pending",
+    "error_url": "https://shop.example/smoke/error",
+    "cancel_url": "https://shop.example/smoke/cancel",
+    "refused_url": "https://shop.example/smoke/refused",
 }
 
 
@@ -65,21 +59,30 @@ def _money(run: ScenarioRun, amount: Decimal) -> str:
     return format_major(amount, _target(run).currency)
 
 
+def _plan_followup(run: ScenarioRun, op: str, original: str, amount: Decimal | None,
+                   new_ref: str) -> FollowUpPlan:
+    """walletctl's own follow-up path: lookup + pre-flight (raises RefusedError)."""
+    from walletctl.ops.redirect import plan_followup
+
+    target = _target(run)
+    return plan_followup(target.client, op, original, amount=amount,  # type: ignore[arg-type]
+                         currency=target.currency, new_reference=new_ref)
+
+
 def checkout_step(tag: str, kind: str, amount_of: Callable[[Amounts], Decimal]) -> Step:
     """POST checkout (``kind`` sale|preauth) under a fresh reference; keep the redirect URL."""
 
     def action(run: ScenarioRun) -> str:
+        from pydantic.alias_generators import to_camel
+
         from walletctl.models.checkout import parse_checkout_type
         from walletctl.ops.redirect import build_checkout_request
 
         target = _target(run)
         amount = amount_of(_amounts(run))
         ref = run.ref(tag, f"{kind} checkout")
-        redirects = {
-            alias: url
-            for alias, url in DEFAULT_REDIRECTS.items()
-            if _PROFILE_REDIRECTS[alias] not in target.profile.redirects
-        }
+        redirects = {to_camel(key): url for key, url in DEFAULT_REDIRECTS.items()
+                     if key not in target.profile.redirects}
         request = build_checkout_request(
             target.profile,
             {"redirectDetails": redirects} if redirects else None,
@@ -145,20 +148,11 @@ def followup_step(
     """A follow-up through walletctl's own path: lookup + pre-flight, then send; Approved."""
 
     def action(run: ScenarioRun) -> str:
-        from walletctl.ops.redirect import plan_followup
-
         target = _target(run)
         original = run.state["original"]
         new_ref = run.ref(tag, f"{NOUNS[op]} of {original}")
         amount = amount_of(_amounts(run)) if amount_of else None
-        plan = plan_followup(
-            target.client,
-            op,  # type: ignore[arg-type]
-            original,
-            amount=amount,
-            currency=target.currency,
-            new_reference=new_ref,
-        )
+        plan = _plan_followup(run, op, original, amount, new_ref)
         response = target.client.followup(plan.request)
         check_equal(response.state, APPROVED, f"state of the {NOUNS[op]} {new_ref}")
         if response.client_system_transaction_id is not None:
@@ -230,7 +224,7 @@ def refusal_step(
     """Both walletctl's pre-flight AND the gateway itself must refuse this follow-up."""
 
     def action(run: ScenarioRun) -> str:
-        from walletctl.ops.redirect import make_followup_request, plan_followup
+        from walletctl.ops.redirect import make_followup_request
 
         target = _target(run)
         original = run.state["original"]
@@ -238,14 +232,7 @@ def refusal_step(
         amount = amount_of(_amounts(run), balance)
         new_ref = run.ref(tag, f"refused {NOUNS[op]} of {original}")
         try:
-            plan_followup(
-                target.client,
-                op,  # type: ignore[arg-type]
-                original,
-                amount=amount,
-                currency=target.currency,
-                new_reference=new_ref,
-            )
+            _plan_followup(run, op, original, amount, new_ref)
         except RefusedError:
             pass  # walletctl would not send it: good; now prove the gateway refuses it too
         else:

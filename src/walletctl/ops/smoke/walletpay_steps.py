@@ -24,7 +24,7 @@ from walletctl.ops.smoke.framework import (
     check,
     check_equal,
 )
-from walletctl.ops.smoke.steps import _amounts, _money, _target
+from walletctl.ops.smoke.steps import _amounts, _money, _plan_followup, _target
 
 if TYPE_CHECKING:
     pass
@@ -232,19 +232,10 @@ def authorize_preauth(run: ScenarioRun) -> str:
 
 
 def capture(run: ScenarioRun) -> str:
-    from walletctl.ops.redirect import plan_followup
-
     target = _target(run)
     original = run.state["accounts"]["preauth"]["ref"]
     new_ref = run.ref("wcap", f"capture of {original}")
-    plan = plan_followup(
-        target.client,
-        "capture",
-        original,
-        amount=_amounts(run).wallet_preauth,
-        currency=target.currency,
-        new_reference=new_ref,
-    )
+    plan = _plan_followup(run, "capture", original, _amounts(run).wallet_preauth, new_ref)
     response = target.client.followup(plan.request)
     check_equal(response.state, APPROVED, f"state of the capture {new_ref}")
     return f"capture of {_money(run, plan.request.amount)}: {response.state}"
