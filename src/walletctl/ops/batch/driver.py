@@ -139,6 +139,12 @@ class _Signals:
         for sig in self.installed:
             self.loop.remove_signal_handler(sig)
             if self.count:
+                # Already stopping on a signal: one more (Ctrl-C pressed again while the
+                # clients close or the summary is written) must not cancel or kill the
+                # process before it exits 130 (asyncio.run's own SIGINT handler would
+                # cancel the closing clients).
+                signal.signal(sig, signal.SIG_IGN)
+            if self.count:
                 signal.signal(sig, signal.SIG_IGN)
 
 
