@@ -51,7 +51,7 @@ def test_a_batch_total_typed_at_the_prompt_must_match() -> None:
 def test_the_amount_typed_at_the_prompt_must_match() -> None:
     assert "Type the amount to confirm" in _check("150")[0]
     assert _check(" 150.00 ")
-    for wrong in ("15", "", "150.01", "NaN", "1e400", "١٥٠"):
+    for wrong in ("15", "", "150.01", "NaN", "1e400", "١٥٠", "1.5e2", "+1.5E2", "0x96"):
         with pytest.raises(PolicyRefusal, match=r"is not 150\.00 EUR"):
             _check(wrong)
     with pytest.raises(PolicyRefusal, match="a reason is required"):

@@ -121,3 +121,47 @@ def test_an_approved_batch_needs_no_typed_total(desk: Desk, tmp_path: Path,
     _approve_as(desk, monkeypatch, "second-operator", number)
     desk.run(*run, "--approval", str(number), expect=0)  # the approval replaces the limit
     assert _refunds(desk, refs) == [1, 1]
+
+
+def _rules_of(desk: Desk, profile: str, **history: Any) -> None:
+    path = Path(desk.env["WALLETCTL_CONFIG"])
+    doc = tomllib.loads(path.read_text())
+    doc["profiles"][profile].setdefault("history", {}).update(history)
+    path.write_text(tomli_w.dumps(doc))
+
+
+def _row_of(path: Path, ref: str, amount: str, profile: str) -> Path:
+    path.write_text(f'{{"ref": "{ref}", "amount": "{amount}", "currency": "EUR", '
+                    f'"profile": "{profile}"}}\n')
+    return path
+
+
+def test_a_row_of_another_profile_needs_that_profiles_approval(desk: Desk,
+                                                               tmp_path: Path) -> None:
+    """A row whose ``profile`` column names a four-eyes profile is not sent without a
+    second operator's approval, whichever profile the command runs under."""
+    _rules_of(desk, "desk-b", approvals={"refund": "10.00"})
+    ref = desk.sale(unique("BP"), "50.00")
+    batch = _row_of(tmp_path / "rows.jsonl", ref, "25.00", "desk-b")
+    filed = desk.run("-o", "json", "refund", "--batch", str(batch), "--yes", "-p", "desk-a",
+                     expect=12)
+    assert filed.json()["approval"]["id"] >= 1, filed
+    assert _refunds(desk, [ref]) == [0]
+    small = desk.sale(unique("BP"), "50.00")  # below the amount: sent
+    batch = _row_of(tmp_path / "small.jsonl", small, "5.00", "desk-b")
+    desk.run("refund", "--batch", str(batch), "--yes", "-p", "desk-a", expect=0)
+    assert _refunds(desk, [small]) == [1]
+
+
+def test_the_commands_limit_holds_for_a_row_of_another_profile(desk: Desk,
+                                                               tmp_path: Path) -> None:
+    """Each row is judged by the command's profile and its own, the stricter of the two."""
+    _rules(desk, limits={"refund": "10.00"})
+    ref = desk.sale(unique("BO"), "50.00")
+    batch = _row_of(tmp_path / "rows.jsonl", ref, "25.00", "desk-b")
+    run = ("refund", "--batch", str(batch), "--yes", "-p", "desk-a")
+    refused = desk.run(*run, expect=5)
+    assert "limit of 10.00 EUR total 25.00 EUR" in refused.stderr, refused
+    assert _refunds(desk, [ref]) == [0]
+    desk.run(*run, "--reason", "recall", "--confirm-amount", "25.00", expect=0)
+    assert _refunds(desk, [ref]) == [1]

@@ -35,6 +35,10 @@ class Matrix:
 
     def setting(self, key: str, value: str) -> None:
         self.desk.run("profile", "set", "desk-a", key, value, expect=0)
+        shown = self.desk.run("-o", "json", "profile", "show", "desk-a", expect=0).json()
+        table, _, leaf = key.removeprefix("history.").rpartition(".")
+        found = shown["history"][table] if table else shown["history"]
+        assert value in str(found[leaf]), shown["history"]  # the rule is shown where set
 
     # -- the movement's subject, made straight at the gateway --------------------------------
     def subject(self, op: str, amount: str = "40.00") -> str:

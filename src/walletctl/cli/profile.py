@@ -115,6 +115,22 @@ def _profile_settings(profile: Profile, default: str | None) -> dict[str, Any]:
         "paths": {key: profile.path(key) for key in PATH_KEYS},
         "paths_overridden": sorted(profile.paths),
         "redirects": {key: profile.redirects.get(key) for key in REDIRECT_KEYS},
+        "history": _history_settings(profile),
+    }
+
+
+def _history_settings(profile: Profile) -> dict[str, Any]:
+    """The history's place and the desk's rules (``profile set NAME history.KEY``)."""
+    history = profile.history
+    return {
+        "enabled": history.enabled,
+        "path": str(history.path) if history.path else None,
+        "url": history.url,  # never holds a password (refused when loaded)
+        "require_reason": ", ".join(history.require_reason) or None,
+        "limits": dict(history.limits),
+        "approvals": dict(history.approvals),
+        "approval_hours": history.approval_hours,
+        "duplicate_window": history.duplicate_window,
     }
 
 

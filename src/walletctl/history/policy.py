@@ -16,7 +16,7 @@ records as ``refused``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from walletctl.errors import RefusedError, RequestValidationError
 
@@ -54,7 +54,8 @@ def check_policy(
     ask: Callable[[str], str] | None,
 ) -> None:
     """Refuse what the profile's rules forbid. ``ask`` prompts on a terminal (None: none)."""
-    money = f"{amount:f} {currency}"
+    shown = _shown(amount, currency)
+    money = f"{shown} {currency}"
     where = f"profile {profile_name}"
     if operation in require_reason and reason is None:
         raise PolicyRefusal(
@@ -80,18 +81,23 @@ def check_policy(
         raise PolicyRefusal(
             f"{operation} of {money} refused by {where}: above its limit of {limit} {currency} "
             "the amount must be typed to confirm; nothing was sent",
-            hint=f"without a terminal, pass --confirm-amount {amount:f}",
+            hint=f"without a terminal, pass --confirm-amount {shown}",
         )
-    text = typed.strip()
-    try:  # ASCII only: Decimal() would also read other scripts' digits
-        same = text.isascii() and Decimal(text) == amount
-    except (InvalidOperation, ValueError):
-        same = False
-    if not same:
+    if not typed_amount_is(typed, amount):
         raise PolicyRefusal(
-            f"{operation} refused: the confirmed amount {typed.strip()[:40]!r} is not {money}; "
-            "nothing was sent"
+            f"{operation} of {money} refused by {where}: above its limit of {limit} {currency} "
+            f"the confirmed amount {typed.strip()[:40]!r} is not {money}; nothing was sent"
         )
+
+
+def _shown(amount: Decimal, currency: str) -> str:
+    """``20`` EUR as ``20.00``: the currency's decimals, as every other output shows it."""
+    from walletctl.models.money import quantize
+
+    try:
+        return f"{quantize(amount, currency):f}"
+    except ValueError:  # more decimals than the currency has: refused elsewhere, shown as is
+        return f"{amount:f}"
 
 
 def check_batch_policy(
@@ -164,10 +170,11 @@ def _limit_words(limits: dict[str, str], currency: str | None) -> str:
 
 
 def typed_amount_is(typed: str, amount: Decimal) -> bool:
-    """Whether the text an operator typed is ``amount`` (ASCII digits only: Decimal() would
-    also read other scripts' digits)."""
-    text = typed.strip()
+    """Whether the text an operator typed is ``amount``, read by the rule ``--amount`` is
+    read by (ASCII digits, a point; no exponent, no other scripts' digits)."""
+    from walletctl.models.money import to_decimal
+
     try:
-        return text.isascii() and Decimal(text) == amount
-    except (InvalidOperation, ValueError):
+        return to_decimal(typed.strip()) == amount
+    except ValueError:
         return False

@@ -79,7 +79,11 @@ def _sub_rows(key: str, table: dict[str, Any], overridden: set[str],
               empty: str) -> list[tuple[str, str]]:
     rows = []
     for sub, value in table.items():
-        text = empty if value is None else cell(value)
+        if isinstance(value, dict):  # history.limits, history.approvals: one row a key
+            rows.extend(_sub_rows(f"{key}.{sub}", value, overridden, empty))
+            continue
+        text = (empty if value is None else ("yes" if value else "no")
+                if isinstance(value, bool) else cell(value))
         if key == "paths" and sub not in overridden:
             text += " (default)"
         rows.append((f"{key}.{sub}", text))

@@ -151,6 +151,20 @@ class RowProfiles:
     def production(self) -> list[str]:
         return [p.name for p in self.loaded.values() if p.is_production]
 
+    def judging(self, name: str | None) -> tuple[Profile, ...]:
+        """The profiles whose desk rules judge a row: the command's and the row's own (the
+        stricter rule of the two applies)."""
+        own = self(name)
+        return (self.profile,) if own is self.profile else (self.profile, own)
+
+    def strictest(self, name: str | None,
+                  amount_of: Callable[[Profile], Decimal | None]) -> tuple[Decimal, str] | None:
+        """The lowest amount (and whose) ``amount_of`` gives among a row's judging
+        profiles; None: none of them sets one."""
+        found = [(amount, p.name) for p in self.judging(name)
+                 if (amount := amount_of(p)) is not None]
+        return min(found) if found else None
+
 
 def profile_loader(config_path: Path | None, timeout: float | None) -> Callable[[str], Profile]:
     """A row's profile by name, from the profiles file, with the command line's --timeout."""
@@ -181,7 +195,7 @@ def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
         source = _input(ask.source, scratch)
         # four eyes bind the file's content: read it once for its hash, once to plan, and
         # refuse it if it changed in between
-        bound = file_hash(source.path, source.digest) if _four_eyes(profile, ask) else None
+        bound = None if ask.dry_run else file_hash(source.path, source.digest)
         bid = ask.batch_id or default_batch_id(
             ask.op, None if source.digest else source.path, source.digest)
         journal_path = _journal_path(ask, bid)
@@ -195,7 +209,7 @@ def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
             approval, typed = _prepare(ask, desk, jr, source, profiles, bound, result, reason)
             if not ask.dry_run:
                 _confirm_send(ask, desk, result.plan, typed)
-                approval = _approved(ask, profile, jr, result.plan, source, bound, bid,
+                approval = _approved(ask, profiles, jr, result.plan, source, bound, bid,
                                      spend=True)
         except _Aborted:
             result.aborted, result.code = True, int(ExitCode.USAGE)
@@ -244,8 +258,8 @@ def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
     approval = ask.approval
     if not ask.dry_run and plan.to_send:
         _desk_rules(ask, desk, jr, profiles, reason,
-                    four_eyes=_under_four_eyes(ask, profiles.profile, jr, bound))
-        approval = _approved(ask, profiles.profile, jr, plan, source, bound, jr.batch_id,
+                    four_eyes=_under_four_eyes(ask, profiles, jr, bound))
+        approval = _approved(ask, profiles, jr, plan, source, bound, jr.batch_id,
                              spend=False)
     # a production profile (the command's or a row's): its name typed, or given
     typed = desk.confirm_profiles(profiles.loaded.values(),
@@ -313,32 +327,63 @@ def _used(jr: Journal, profiles: RowProfiles) -> list[Profile]:
     return [profiles.profile, *(profiles(name) for name in sorted(n for n in names if n))]
 
 
-def _under_four_eyes(ask: BatchAsk, profile: Profile, jr: Journal, bound: str | None) -> bool:
-    """The batch runs under an approval: one given, or one it files (rows above the
-    profile's approval amount)."""
+def _approval_amount(op: str) -> Callable[[Profile], Decimal | None]:
     from walletctl.ops.money.approval import threshold
 
+    return lambda prof: threshold(prof, op)
+
+
+def _limit(op: str) -> Callable[[Profile], Decimal | None]:
+    def limit(prof: Profile) -> Decimal | None:
+        text = prof.history.limits.get(op)
+        return None if text is None else Decimal(text)
+
+    return limit
+
+
+def _under_four_eyes(ask: BatchAsk, profiles: RowProfiles, jr: Journal,
+                     bound: str | None) -> bool:
+    """The batch runs under an approval: one given, or one it files (a row above the
+    approval amount of the command's profile or of its own)."""
     if bound is None:
         return False
-    limit = threshold(profile, ask.op)
-    return ask.approval is not None or (
-        limit is not None and any(row.amount > limit for row in jr.rows()))
+    if ask.approval is not None:
+        return True
+    amounts = _row_amounts(profiles, _approval_amount(ask.op))
+    return bool(amounts) and any(
+        (found := amounts.get(row.profile)) is not None and row.amount > found
+        for row in jr.rows())
+
+
+def _row_amounts(profiles: RowProfiles, amount_of: Callable[[Profile], Decimal | None],
+                 ) -> dict[str | None, Decimal]:
+    """By a row's ``profile`` (None: the command's), the lowest amount ``amount_of`` gives
+    among the profiles that judge it; {} when no profile of the batch sets one."""
+    names: list[str | None] = [None, *profiles.loaded]
+    found = {name: profiles.strictest(name, amount_of) for name in names}
+    return {name: amount for name, hit in found.items() if hit is not None
+            for amount in (hit[0],)}
 
 
 def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
                   ) -> tuple[dict[str, tuple[int, Decimal]], dict[str, str]]:
-    """The rows to send above their profile's limit: per currency (rows, total), and the
-    limits of the profiles they use."""
+    """The file's rows above their limit (the command's profile's or their own, the lower):
+    per currency (rows, total), and the limits that apply. Every row of the file counts, so
+    a resumed run asks for the same total as the first."""
     above: dict[str, tuple[int, Decimal]] = {}
     limits: dict[str, str] = {}
-    for row in _to_send(jr):
-        prof = profiles(row.profile)
-        limit = prof.history.limits.get(op)
-        if limit is None or row.amount <= Decimal(limit):
+    limit_of = _limit(op)
+    strictest = {name: profiles.strictest(name, limit_of) for name in [None, *profiles.loaded]}
+    if not any(strictest.values()):
+        return above, limits
+    for row in jr.rows():
+        found = strictest.get(row.profile)
+        if found is None or row.amount <= found[0]:
             continue
         rows, total = above.get(row.currency, (0, Decimal(0)))
         above[row.currency] = (rows + 1, total + row.amount)
-        limits[prof.name] = limit
+        limit, name = found
+        limits[name] = f"{limit:f}"
     return above, limits
 
 
@@ -354,11 +399,6 @@ def _record_refusal(ask: BatchAsk, profile: Profile, batch_id: str, reason: str 
 
 
 # ---- four eyes -----------------------------------------------------------------------------
-def _four_eyes(profile: Profile, ask: BatchAsk) -> bool:
-    return not ask.dry_run and (ask.approval is not None
-                                or ask.op in profile.history.approvals)
-
-
 def file_hash(path: Path, digest: str | None) -> str:
     """sha256 of the batch file (stdin: of the spooled copy, already known)."""
     if digest is not None:
@@ -373,25 +413,34 @@ def file_hash(path: Path, digest: str | None) -> str:
     return found.hexdigest()
 
 
-def _approved(ask: BatchAsk, profile: Profile, jr: Journal, plan: Plan, source: _Source,
-              bound: str | None, batch_id: str, *, spend: bool) -> int | None:
+def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
+              source: _Source, bound: str | None, batch_id: str, *,
+              spend: bool) -> int | None:
     """File the batch for approval (exit 12), or check the one given and (``spend``, once
-    every confirmation is given) spend it; None: none needed. Refused if the file changed
-    while it was planned."""
+    every confirmation is given) spend it; None: none needed. A row needs one above the
+    approval amount of the command's profile or of its own (the lower). Refused if the file
+    changed while it was planned."""
     if bound is None or not plan.to_send:
         return ask.approval
+    amounts = _row_amounts(profiles, _approval_amount(ask.op))
+    lowest = min(amounts.values(), default=None)
+    if ask.approval is None and lowest is None:
+        return None
     from walletctl.history import open_for
     from walletctl.ops.money.approval import batch_request, gate_batch
 
     if source.display != STDIN and file_hash(source.path, None) != bound:
         raise UsageError(f"--batch {source.display}: the file changed while it was read; "
                          "run again")
-    request = batch_request(profile, ask.op, jr, file=source.display, sha256=bound,
-                            rows=plan.to_send, totals=plan.money())
+    profile = profiles.profile
+    request = batch_request(
+        profile, ask.op, jr, file=source.display, sha256=bound, rows=plan.to_send,
+        totals=plan.money(),
+        amount_of=lambda row: amounts.get(row.profile))
     store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")
     try:
         return gate_batch(store, profile, request, ask.approval, batch_id=batch_id,
-                          spend=spend)
+                          limit=lowest, spend=spend)
     finally:
         store.close()
 

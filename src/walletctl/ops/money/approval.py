@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.history.recorder import Recording
     from walletctl.history.store import HistoryStore
-    from walletctl.ops.batch.journal import Journal
+    from walletctl.ops.batch.journal import Journal, JournalRow
     from walletctl.ops.money.pipeline import Planned
 
 DETAIL_ROWS = 200  # rows above the amount kept with a batch request, for the approver
@@ -115,11 +116,14 @@ def gate_single(store: HistoryStore | None, profile: Profile, planned: Planned,
 
 # ---- batches --------------------------------------------------------------------------------
 def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: str,
-                  rows: int, totals: str) -> Request:
-    limit = threshold(profile, op)
+                  rows: int, totals: str,
+                  amount_of: Callable[[JournalRow], Decimal | None]) -> Request:
+    """One request for a whole file; ``amount_of`` gives the approval amount that applies to
+    a row (the lowest of its profiles'), so the approver sees every row above it."""
     above: list[dict[str, str | int]] = []
     count = 0
     for row in jr.rows():
+        limit = amount_of(row)
         if limit is not None and row.amount > limit:
             count += 1
             if len(above) < DETAIL_ROWS:
@@ -137,15 +141,16 @@ def rows_above(request: Request) -> int:
 
 
 def gate_batch(store: HistoryStore, profile: Profile, request: Request,
-               approval: int | None, *, batch_id: str, spend: bool = True) -> int | None:
+               approval: int | None, *, batch_id: str, limit: Decimal | None,
+               spend: bool = True) -> int | None:
     """A batch's approval, before its first row is sent: the approval id it runs under
     (checked, and spent for ``batch_id`` when ``spend``), None when none is needed or
     given; else file one request for the whole file, record the filing, and raise
-    AwaitingApprovalError."""
+    AwaitingApprovalError (``limit``: the lowest approval amount the file's rows are under,
+    for its message)."""
     from walletctl.history.recorder import os_user
     from walletctl.history.store import Intent
 
-    limit = threshold(profile, request.operation)
     if approval is None and (limit is None or rows_above(request) == 0):
         return None
     now = now_utc()
