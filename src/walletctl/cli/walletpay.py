@@ -19,7 +19,7 @@ from walletctl.cli.options import ConfirmAmount, Reason
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
-    from walletctl.ops.money.movements import AuthorizationPlan
+    from walletctl.ops.walletpay import AuthorizationPlan
 
 _EVENT_HELP = "A posted event.detail JSON file ('-' for stdin)."
 _KEY_ID_HELP = ("Encryption key id the account was made with (default: from the cached "
@@ -125,9 +125,8 @@ def authorize(
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.money import format_major
-    from walletctl.ops.money.movements import interpret_authorization
     from walletctl.ops.money.pipeline import Ask, Desk, move
-    from walletctl.ops.walletpay import AuthorizeInput, authorization_from
+    from walletctl.ops.walletpay import AuthorizeInput, authorization_from, interpret_authorization
     from walletctl.render.followup import render_waiting
     from walletctl.render.walletpay import render_authorization
 

@@ -127,3 +127,18 @@ def conflict_note(intended: Intended, record: TransactionRecord, conflicts: list
     """How a conflict is named, everywhere: both transactions, and what differs."""
     return (f"conflict: intended {intended.describe()}, the gateway shows "
             f"{describe_record(record)} ({'; '.join(conflicts)})")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What every operation's plan says of itself: the movement the desk's rules judge."""
+
+    op: str
+    original: str  # the original's reference (a checkout's and an authorization's own)
+    new_ref: str | None  # the new transaction's (None: a checkout, which is the original)
+    amount: Decimal
+    currency: str
+
+    @property
+    def reference(self) -> str:
+        return self.new_ref or self.original

@@ -52,7 +52,7 @@ def set_up(profile: Profile | None, grants: Sequence[str]) -> SetUp:
         return SetUp(history=str(where), backend="sqlite", before=1 if existed else 0,
                      after=1, applied=() if existed else ("1: events",), granted=(),
                      owner=None)
-    from walletctl.history.pg_schema import setup
+    from walletctl.history.postgres import setup
 
     done = setup(where, grants)
     return SetUp(history=where.display(), backend="postgresql", before=done.before,

@@ -21,12 +21,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from walletctl.errors import (
+    DeclinedError,
     GatewayError,
     RefusedError,
     RequestValidationError,
     ResponseError,
+    UnknownOutcomeError,
     UsageError,
 )
+from walletctl.models.outcome import Planned
 from walletctl.models.walletpay import (
     AUTH_TYPES,
     AuthorizationRequest,
@@ -38,13 +41,17 @@ from walletctl.models.walletpay import (
     ThreeDSecure,
     parse_event_detail,
 )
+from walletctl.ops.money.movements import UnderItsOwnReference
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from walletctl.client.gateway import GatewayClient, PreparedCall
     from walletctl.config.profile import Profile
-    from walletctl.ops.money.movements import Authorization
+    from walletctl.history.recorder import Recording
+    from walletctl.history.store import HistoryStore
+    from walletctl.models.records import TransactionRecord
+    from walletctl.ops.money.earlier import Judged
 
 CACHE_MARGIN = timedelta(seconds=60)
 
@@ -383,8 +390,6 @@ def authorization_from(load_profile: Callable[[], Profile],
     are checked: a usage error comes first, as Click's own)."""
     from walletctl.errors import missing_options
     from walletctl.models.inputs import check_inputs
-    from walletctl.ops.money.movements import Authorization
-
     detail, tds, account_id = _sources(given)
     reference = given.ref or (detail.client_system_transaction_id if detail else None)
     if not (account_id and reference and given.amount):
@@ -447,3 +452,66 @@ def _money(profile: Profile, amount: str, currency: str | None) -> tuple[Decimal
     if value <= 0:
         raise RequestValidationError([("--amount", "must be greater than zero")])
     return value, code
+
+
+# -- the authorization through the money pipeline ----------------------------------------------
+@dataclass(frozen=True)
+class AuthorizationPlan:
+    account: PaymentAccount
+    request: AuthorizationRequest
+    call: PreparedCall
+
+
+@dataclass(frozen=True)
+class Authorization(UnderItsOwnReference):
+    """``ecom.sale`` / ``ecom.preauthorization`` of a payment account under ``reference``."""
+
+    account_id: str
+    key_id: str
+    reference: str
+    amount: Decimal
+    currency: str
+    kind: str = "sale"
+    cryptogram: str | None = None
+    eci: str | None = None
+    three_ds: ThreeDSecure | None = None
+    op = "authorize"
+
+    def plan(self, client: GatewayClient, store: HistoryStore | None,
+             records: list[TransactionRecord], same: Judged | None,
+             rec: Recording) -> AuthorizationPlan:
+        rec.planned(self.reference, self.amount, self.currency)
+        account = get_account(client, self.account_id, self.key_id)
+        request = build_authorization(
+            client.profile, account, amount=self.amount, currency=self.currency,
+            reference=self.reference, kind=self.kind, key_id=self.key_id,
+            cryptogram=self.cryptogram, eci=self.eci, three_ds=self.three_ds)
+        return AuthorizationPlan(account, request, prepare_authorization(client, request))
+
+    def planned(self, plan: AuthorizationPlan) -> Planned:
+        return Planned("authorize", self.reference, self.reference, self.amount, self.currency)
+
+    def send(self, client: GatewayClient, plan: AuthorizationPlan,
+             rec: Recording) -> AuthorizationResponse | TransactionRecord:
+        try:
+            response = send_authorization(client, plan.call, plan.request)
+        except GatewayError as exc:
+            if exc.status != 409:
+                raise
+            return self.taken(client, self.amount, self.currency, rec)
+        rec.answered(response.state)
+        return response
+
+    def own_reference(self) -> str:
+        return self.reference
+
+
+def interpret_authorization(reference: str, response: AuthorizationResponse) -> None:
+    """Raise for anything but Approved (after the answer was rendered): Pending is an
+    outcome still to look up (exit 8), any other state a refusal (exit 5)."""
+    if response.state == "Pending":  # accepted, not done
+        raise UnknownOutcomeError(reference, "the gateway answered Pending: not done yet")
+    if response.state != "Approved":
+        raise DeclinedError(
+            f"authorization {reference} was not approved: {response.state}"
+            + (f" ({response.provider_state_code})" if response.provider_state_code else ""))

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from walletctl.models.walletpay import AuthorizationResponse, PaymentAccount
-    from walletctl.ops.money.movements import Authorization, AuthorizationPlan
     from walletctl.ops.money.pipeline import Moved
-    from walletctl.ops.walletpay import KeysResult
+    from walletctl.ops.walletpay import Authorization, AuthorizationPlan, KeysResult
 
 
 def render_keys(fmt: str, profile: str, result: KeysResult, *, show_secret: bool) -> None:

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.history.recorder import Recording
     from walletctl.history.store import HistoryStore
+    from walletctl.models.outcome import Planned
     from walletctl.ops.batch.journal import Journal, JournalRow
-    from walletctl.ops.money.pipeline import Planned
 
 DETAIL_ROWS = 200  # rows above the amount kept with a batch request, for the approver
 

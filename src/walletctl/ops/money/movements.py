@@ -3,7 +3,9 @@ intents are found, its plan and pre-flight, its request, and the meaning of its 
 
 * :class:`FollowUp`      — capture, refund, reversal of an original (the ledger's rules)
 * :class:`Checkout`      — a redirect-wallet checkout under its own reference
-* :class:`Authorization` — a browser-wallet sale or pre-authorisation of a payment account
+
+A browser-wallet authorization brings its own (``ops/walletpay.py``'s ``Authorization``, an
+:class:`UnderItsOwnReference` as a checkout is).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 from walletctl.errors import DeclinedError, GatewayError, UnknownOutcomeError, WalletctlError
 from walletctl.models.ledger import KIND_OF_OP
 from walletctl.models.money import parse_major
-from walletctl.models.outcome import Intended, meaning_of_failure, meaning_of_state
+from walletctl.models.outcome import Intended, Planned, meaning_of_failure, meaning_of_state
 from walletctl.ops.money.approval import references as approval_references
 from walletctl.ops.money.duplicates import likely_duplicate
 from walletctl.ops.money.earlier import (
@@ -28,21 +30,15 @@ from walletctl.ops.money.earlier import (
     taken,
     unresolved_for,
 )
-from walletctl.ops.money.pipeline import Ask, Desk, Moved, Planned, move
+from walletctl.ops.money.pipeline import Ask, Desk, Moved, move
 
 if TYPE_CHECKING:
-    from walletctl.client.gateway import GatewayClient, PreparedCall
+    from walletctl.client.gateway import GatewayClient
     from walletctl.history.recorder import Recording
     from walletctl.history.store import HistoryStore
     from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
     from walletctl.models.followup import FollowUpResponse
     from walletctl.models.records import TransactionRecord
-    from walletctl.models.walletpay import (
-        AuthorizationRequest,
-        AuthorizationResponse,
-        PaymentAccount,
-        ThreeDSecure,
-    )
     from walletctl.ops.redirect import FollowUpPlan
 
 NOUN = KIND_OF_OP  # capture, refund, reversal: what the command calls its movement
@@ -254,77 +250,6 @@ def _state_now(client: GatewayClient, ref: str) -> str | None:
     except WalletctlError:  # the checkout stands; only its state is not known
         return None
     return records[-1].state if records else None
-
-
-# ---- authorization (browser wallet) ---------------------------------------------------------
-@dataclass(frozen=True)
-class AuthorizationPlan:
-    account: PaymentAccount
-    request: AuthorizationRequest
-    call: PreparedCall
-
-
-@dataclass(frozen=True)
-class Authorization(UnderItsOwnReference):
-    """``ecom.sale`` / ``ecom.preauthorization`` of a payment account under ``reference``."""
-
-    account_id: str
-    key_id: str
-    reference: str
-    amount: Decimal
-    currency: str
-    kind: str = "sale"
-    cryptogram: str | None = None
-    eci: str | None = None
-    three_ds: ThreeDSecure | None = None
-    op = "authorize"
-
-    def plan(self, client: GatewayClient, store: HistoryStore | None,
-             records: list[TransactionRecord], same: Judged | None,
-             rec: Recording) -> AuthorizationPlan:
-        from walletctl.ops.walletpay import (
-            build_authorization,
-            get_account,
-            prepare_authorization,
-        )
-
-        rec.planned(self.reference, self.amount, self.currency)
-        account = get_account(client, self.account_id, self.key_id)
-        request = build_authorization(
-            client.profile, account, amount=self.amount, currency=self.currency,
-            reference=self.reference, kind=self.kind, key_id=self.key_id,
-            cryptogram=self.cryptogram, eci=self.eci, three_ds=self.three_ds)
-        return AuthorizationPlan(account, request, prepare_authorization(client, request))
-
-    def planned(self, plan: AuthorizationPlan) -> Planned:
-        return Planned("authorize", self.reference, self.reference, self.amount, self.currency)
-
-    def send(self, client: GatewayClient, plan: AuthorizationPlan,
-             rec: Recording) -> AuthorizationResponse | TransactionRecord:
-        from walletctl.ops.walletpay import send_authorization
-
-        try:
-            response = send_authorization(client, plan.call, plan.request)
-        except GatewayError as exc:
-            if exc.status != 409:
-                raise
-            return self.taken(client, self.amount, self.currency, rec)
-        rec.answered(response.state)
-        return response
-
-    def own_reference(self) -> str:
-        return self.reference
-
-
-def interpret_authorization(reference: str, response: AuthorizationResponse) -> None:
-    """Raise for anything but Approved (after the answer was rendered): Pending is an
-    outcome still to look up (exit 8), any other state a refusal (exit 5)."""
-    if response.state == "Pending":  # accepted, not done
-        raise UnknownOutcomeError(reference, "the gateway answered Pending: not done yet")
-    if response.state != "Approved":
-        raise DeclinedError(
-            f"authorization {reference} was not approved: {response.state}"
-            + (f" ({response.provider_state_code})" if response.provider_state_code else ""))
 
 
 def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask,

@@ -22,11 +22,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from walletctl.history.policy import check_policy
 from walletctl.history.recorder import Recording, recording
+from walletctl.models.outcome import Planned
 from walletctl.ops.money.approval import gate_single
 from walletctl.ops.money.approval import threshold as approval_amount
 from walletctl.ops.money.earlier import Judged
@@ -53,21 +53,6 @@ class Ask:
     allow_duplicate: bool = False
     dry_run: bool = False
     approval: int | None = None  # the id of a second operator's approval (--approval)
-
-
-@dataclass(frozen=True)
-class Planned:
-    """What every operation's plan says of itself: the movement the desk's rules judge."""
-
-    op: str
-    original: str  # the original's reference (a checkout's and an authorization's own)
-    new_ref: str | None  # the new transaction's (None: a checkout, which is the original)
-    amount: Decimal
-    currency: str
-
-    @property
-    def reference(self) -> str:
-        return self.new_ref or self.original
 
 
 PlanT = TypeVar("PlanT")
