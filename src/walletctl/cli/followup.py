@@ -6,7 +6,6 @@ numbers); the new reference is derived deterministically (``REF-CAP1``) unless `
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -297,7 +296,6 @@ def _single(
     assert moved.answer is not None
     render_result(st.output_format, op, ref, moved.plan, moved.answer,
                   tag=production_tag(profile))
-    sys.stdout.flush()
     interpret_followup(moved.plan, moved.answer)
 
 

@@ -208,6 +208,7 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
     from walletctl.errors import UsageError
     from walletctl.ops.sandbox_profile import profile_table, profile_text, write_profile
     from walletctl.render.console import print_note
+    from walletctl.render.output import write_text
     from walletctl.sandbox.config import DEFAULT_API_KEY
 
     if name is not None and not valid_profile_name(name):
@@ -218,8 +219,7 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
         table = profile_table(url, amount_format=config.amount_format, api_key=config.api_key,
                               service_secret=config.service_secret, default_key=DEFAULT_API_KEY)
         if print_it:
-            sys.stdout.write(profile_text(name or "sandbox", table))
-            sys.stdout.flush()
+            write_text(profile_text(name or "sandbox", table))
         if name is not None:
             path = write_profile(state.config_path, name, table)
             print_note(f"profile {name!r} for {url} saved to {path}: "

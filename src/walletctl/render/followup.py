@@ -4,6 +4,7 @@ formats; and the same for an earlier run's operation found already applied."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from walletctl.models.money import format_major
@@ -106,3 +107,4 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
         from walletctl.render.output import emit
 
         emit(fmt, [row], document=row)
+    sys.stdout.flush()  # the answer first, then the exit's error line (a refusal) on stderr

@@ -114,5 +114,7 @@ def render_dry_run(output_format: str, described: list[dict[str, Any]]) -> None:
 
 
 def write_text(text: str) -> None:
-    """A document as it is (a shipped file, a script) on stdout."""
+    """A document as it is (a shipped file, a script, a profile) on stdout, flushed: what
+    comes after it (a note, an error) follows it."""
     sys.stdout.write(text)
+    sys.stdout.flush()
