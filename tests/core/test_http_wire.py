@@ -512,3 +512,21 @@ def test_followups_sharing_the_original_reference_count(
     body = json.loads(only(httpserver, "POST").get_data())
     assert body["clientSystemTransactionId"] == "ORDER-1-CAP2", "CAP1 is taken by the capture"
     assert body["amount"] == "600", "4.00 of 10.00 is already captured"
+
+
+def test_lookup_masks_a_secret_the_gateway_echoes_in_a_record(
+    httpserver: HTTPServer, base_url: str, make_cli: Any, api_key: str
+) -> None:
+    """Fields beyond the spec are shown, but a secret or card number under a secret name
+    (the key echoed back, a PAN) never is, in any format."""
+    echoed = {**record("ORDER-9", "ecom.sale", 1000), "apiKey": api_key,
+              "cardNumber": "4111111111111111", "note": "kept"}
+    httpserver.expect_request("/api/v5/apmTransactions", method="GET").respond_with_json(
+        [echoed])
+    for fmt in ("json", "ndjson", "csv", "table"):
+        result = make_cli(base_url)("-o", fmt, "lookup", "ORDER-9")
+        assert result.exit_code == ExitCode.OK, result.stderr
+        assert api_key not in result.stdout + result.stderr, fmt
+        assert "4111111111111111" not in result.stdout + result.stderr, fmt
+    rows = json.loads(make_cli(base_url)("-o", "json", "lookup", "ORDER-9").stdout)
+    assert rows[0]["note"] == "kept", rows

@@ -33,8 +33,12 @@ CSV_COLUMNS = (
 
 
 def record_dict(record: TransactionRecord) -> dict[str, Any]:
-    """The record in the spec's spelling; ``transactionAmount`` as a major-unit string."""
-    data = record.model_dump(mode="json", by_alias=True)
+    """The record in the spec's spelling; ``transactionAmount`` as a major-unit string. Fields
+    the gateway added beyond the spec are kept, masked like any body (a gateway that echoes a
+    key or a card number under a secret name never gets it shown)."""
+    from walletctl.masking import mask_body
+
+    data: dict[str, Any] = mask_body(record.model_dump(mode="json", by_alias=True))
     data["transactionAmount"] = format(record.transaction_amount, "f")
     return data
 
