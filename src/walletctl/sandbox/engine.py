@@ -18,7 +18,7 @@ import json
 import secrets
 import uuid
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from walletctl.errors import RefusedError
 from walletctl.models.ledger import Balance, Entry, check_followup
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from walletctl.models.checkout import CheckoutRequest
     from walletctl.models.followup import FollowUpRequest
 
-Action = Literal["approve", "decline", "cancel", "pending"]
 ACTIONS: Final = ("approve", "decline", "cancel", "pending")
 
 _KIND_OF_OP: Final = {"capture": "capture", "refund": "refund", "reverse": "reversal"}

@@ -162,7 +162,6 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     declaration = Asset.load("walletpay.d.ts", "application/typescript; charset=utf-8")
     page = Asset.load("demo_merchant.html", "text/html; charset=utf-8")
     page_script = Asset.load("demo_merchant.js", "application/javascript; charset=utf-8")
-    app.state.walletpay_script_version = script.version
 
     async def key_check(request: Request) -> Any:
         """Key pre-check of the client script: is the PublicApiKey usable for merchant/store?"""
