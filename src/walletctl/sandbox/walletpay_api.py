@@ -16,7 +16,7 @@ from fastapi import Request
 from walletctl.constants import WALLETPAY_METHOD
 from walletctl.errors import RequestValidationError
 from walletctl.models.base import WireModel, dumps
-from walletctl.models.money import AmountFormat, to_wire
+from walletctl.models.money import to_wire
 from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import auth, crypto, wire
 from walletctl.sandbox.context import SandboxContext
@@ -43,21 +43,13 @@ M = TypeVar("M", bound=WireModel)
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _fmt(ctx: SandboxContext) -> AmountFormat:
-    return "minor" if ctx.amount_format == "minor" else "decimal"
-
-
-def _state(request: Request) -> WalletPayState:
-    state: WalletPayState = request.app.state.walletpay
-    return state
-
-
 async def read_body(request: Request, model: type[M]) -> M:
     """A browser-wallet route's one reading of its body: strict JSON, then its model."""
-    data = wire.read_body(await request.body(), _fmt(request.app.state.ctx),
-                          where="request body")
+    ctx: SandboxContext = request.app.state.ctx
+    fmt = ctx.config.amount_format
+    data = wire.read_body(await request.body(), fmt, where="request body")
     try:
-        return model.from_wire(data, _fmt(request.app.state.ctx))
+        return model.from_wire(data, fmt)
     except RequestValidationError as exc:
         raise ApiError(400, "ValidationError", "; ".join(
             f"{name}: {rule}" for name, rule in exc.problems[:5])) from None
@@ -258,7 +250,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
 
 def authorize(st: WalletPayState, req: AuthorizationRequest) -> dict[str, Any]:
     ctx = st.ctx
-    fmt = _fmt(ctx)
+    fmt = ctx.config.amount_format
     # One store transaction: the single-use checks and the used flags cannot race.
     with ctx.store.atomic():
         account = get_account(st, req.transaction_account_id, req.merchant_id, req.store_id,
