@@ -57,7 +57,7 @@ def install(app: FastAPI, ctx: SandboxContext,
 
     @app.post("/_sandbox/checkouts/{ref:path}/{action}", tags=["sandbox"])
     async def control_decide(ref: str, action: str, request: Request) -> JSONResponse:
-        if action not in ("approve", "decline", "cancel", "pending"):
+        if action not in engine.ACTIONS:
             # the field and the rule, never the caller's text echoed back (400 like the
             # hosted page's form: the route exists, the value is not one of its four)
             raise SandboxError(400, "action: must be approve, decline, cancel or pending")

@@ -182,11 +182,10 @@ def redirect_url(row: TxRow, which: str) -> str:
 def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow, str]:
     """Apply the customer's decision to a checkout; return it and the redirect key.
 
-    Raises :class:`SandboxError` 409 when the checkout is no longer ``Pending``
+    ``action`` is one of :data:`ACTIONS` (both callers check it first, each answering in its
+    own form). Raises :class:`SandboxError` 409 when the checkout is no longer ``Pending``
     (or just expired).
     """
-    if action not in ACTIONS:
-        raise SandboxError(400, f"action: must be one of {', '.join(ACTIONS)}")
     with store.atomic():
         fresh = store.get_by_id(row.id)
         if fresh is None:
