@@ -18,12 +18,12 @@ import json
 import logging
 from typing import Any
 
+from starlette.types import Message, Scope
+
 from walletctl.sandbox.config import MAX_LATENCY_MS, FaultConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.replies import error_body
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
 FAULT_HEADER = b"x-sandbox-fault"
 _DROP_LOG = "ASGI callable returned without completing response."
 
