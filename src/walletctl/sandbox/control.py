@@ -105,7 +105,7 @@ def install(app: FastAPI, ctx: SandboxContext,
         if not isinstance(data, dict):
             raise SandboxError(400, "(request): the body must be a JSON object")
         try:
-            ctx.faults = FaultConfig.from_mapping(data)
+            ctx.faults = FaultConfig.from_pairs(data.items())
         except (ValueError, TypeError) as exc:
             raise SandboxError(400, str(exc)) from None
         ctx.reset_rngs()
