@@ -56,7 +56,7 @@ from walletctl.sandbox.head import HeadMiddleware
 from walletctl.sandbox.limits import BodyLimitMiddleware
 from walletctl.sandbox.openapi import body_doc, errors_doc, openapi_document
 from walletctl.sandbox.query import read_query
-from walletctl.sandbox.replies import Outcome, SandboxError, error_body
+from walletctl.sandbox.replies import Outcome, SandboxError, error_body, invalid_body
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store, TxRow
 
@@ -71,10 +71,6 @@ def _json(outcome: Outcome) -> JSONResponse:
 
 def _error(status: int, message: str, **kw: Any) -> JSONResponse:
     return JSONResponse(error_body(status, message, **kw), status_code=status)
-
-
-def _validation_message(exc: RequestValidationError) -> str:
-    return "; ".join(f"{field}: {rule}" for field, rule in exc.problems[:5])
 
 
 def create_app(config: SandboxConfig) -> FastAPI:
@@ -133,7 +129,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         try:
             return model.from_wire(data, fmt)
         except RequestValidationError as exc:
-            raise SandboxError(400, _validation_message(exc)) from None
+            raise invalid_body(exc) from None
         except (ValueError, TypeError, RecursionError):
             raise SandboxError(400, "(request): the body could not be read") from None
 

@@ -22,6 +22,7 @@ from walletctl.sandbox import auth, crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
 from walletctl.sandbox.query import read_query
+from walletctl.sandbox.replies import invalid_body
 from walletctl.sandbox.requests import ChallengeBody, PaymentAccountBody, WalletTokenBody
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow
 from walletctl.sandbox.walletpay_state import (
@@ -51,8 +52,7 @@ async def read_body(request: Request, model: type[M]) -> M:
     try:
         return model.from_wire(data, fmt)
     except RequestValidationError as exc:
-        raise ApiError(400, "ValidationError", "; ".join(
-            f"{name}: {rule}" for name, rule in exc.problems[:5])) from None
+        raise invalid_body(exc) from None
 
 
 def credential(request: Request, ctx: SandboxContext) -> auth.Credential:
