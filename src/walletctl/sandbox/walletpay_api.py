@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import os
 import secrets
-from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -119,11 +118,7 @@ def issue_keys(st: WalletPayState, merchant_id: str, store_id: str) -> dict[str,
         ctx.store.issue_api_key(key=api_key, merchant_id=merchant_id, store_id=store_id,
                                 expires_at=expires, now=now, encryptionKeyId=key_id)
     return {"apiKey": api_key, "encryptionKey": crypto.public_key_b64(pair.private),
-            "encryptionKeyId": key_id, "expiresAt": _iso_z(expires)}
-
-
-def _iso_z(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+            "encryptionKeyId": key_id, "expiresAt": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 def create_account(st: WalletPayState, key: str, body: PaymentAccountBody) -> dict[str, Any]:
