@@ -54,11 +54,9 @@ from walletctl.sandbox.faults import FaultMiddleware
 from walletctl.sandbox.guard import GuardMiddleware
 from walletctl.sandbox.head import HeadMiddleware
 from walletctl.sandbox.limits import BodyLimitMiddleware
-from walletctl.sandbox.openapi import body_doc as _body_doc
-from walletctl.sandbox.openapi import errors_doc as _errors_doc
-from walletctl.sandbox.openapi import openapi_document
+from walletctl.sandbox.openapi import body_doc, errors_doc, openapi_document
 from walletctl.sandbox.query import read_query
-from walletctl.sandbox.replies import Outcome, SandboxError, error_body
+from walletctl.sandbox.replies import Outcome, SandboxError, error_body, invalid_body
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store, TxRow
 
@@ -73,10 +71,6 @@ def _json(outcome: Outcome) -> JSONResponse:
 
 def _error(status: int, message: str, **kw: Any) -> JSONResponse:
     return JSONResponse(error_body(status, message, **kw), status_code=status)
-
-
-def _validation_message(exc: RequestValidationError) -> str:
-    return "; ".join(f"{field}: {rule}" for field, rule in exc.problems[:5])
 
 
 def create_app(config: SandboxConfig) -> FastAPI:
@@ -135,7 +129,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         try:
             return model.from_wire(data, fmt)
         except RequestValidationError as exc:
-            raise SandboxError(400, _validation_message(exc)) from None
+            raise invalid_body(exc) from None
         except (ValueError, TypeError, RecursionError):
             raise SandboxError(400, "(request): the body could not be read") from None
 
@@ -144,14 +138,14 @@ def create_app(config: SandboxConfig) -> FastAPI:
     @app.post(
         "/api/v5/checkout",
         summary="Create a redirect-wallet checkout (spec 2.1 -> 2.2)",
-        openapi_extra=_body_doc("CheckoutRequest"),
+        openapi_extra=body_doc("CheckoutRequest"),
         responses={
             200: {
                 "description": "Checkout created",
                 "content": {"application/json": {"schema": {
                     "$ref": "#/components/schemas/CheckoutResponse"}}},
             },
-            **_errors_doc(400, 401, 403, 409, 429, 503),
+            **errors_doc(400, 401, 403, 409, 429, 503),
         },
         tags=["gateway"],
     )
@@ -168,14 +162,14 @@ def create_app(config: SandboxConfig) -> FastAPI:
     @app.post(
         "/api/v5/apmTransactions",
         summary="Capture, refund or reverse (spec 2.3 -> 2.4)",
-        openapi_extra=_body_doc("FollowUpRequest"),
+        openapi_extra=body_doc("FollowUpRequest"),
         responses={
             200: {
                 "description": "Follow-up applied",
                 "content": {"application/json": {"schema": {
                     "$ref": "#/components/schemas/FollowUpResponse"}}},
             },
-            **_errors_doc(400, 401, 403, 404, 409, 422, 429, 503),
+            **errors_doc(400, 401, 403, 404, 409, 422, 429, 503),
         },
         tags=["gateway"],
     )
@@ -203,7 +197,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
                     "type": "array",
                     "items": {"$ref": "#/components/schemas/TransactionRecord"}}}},
             },
-            **_errors_doc(400, 401, 403, 404, 429, 503),
+            **errors_doc(400, 401, 403, 404, 429, 503),
         },
         tags=["gateway"],
     )
@@ -231,6 +225,21 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     # -- hosted approval page ----------------------------------------------------------------
 
+    def decidable(row: TxRow | None, now: datetime) -> TxRow | Response:
+        """The link's checkout (expired if due) while it awaits a decision, else the page or
+        redirect answered instead."""
+        if row is None:
+            return HTMLResponse(pages.message_page("Unknown link", "This payment link does not "
+                                                   "exist."), status_code=404)
+        row = engine.expire_if_due(store, row, now)
+        if row.state == "Expired":
+            return RedirectResponse(engine.redirect_url(row, "errorUrl"), status_code=303)
+        if row.token_used or row.state != "Pending":
+            return HTMLResponse(pages.message_page("Link already used", "This payment link "
+                                                   "works once and has been used."),
+                                status_code=410)
+        return row
+
     def _expires_in(row: TxRow, now: datetime) -> int | None:
         if row.expires_at is None:
             return None
@@ -241,19 +250,10 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def pay_page(token: str) -> Response:
         now = ctx.now()
         with store.atomic():
-            row = store.find_by_token(token)
-            if row is not None:
-                row = engine.expire_if_due(store, row, now)
-        if row is None:
-            return HTMLResponse(pages.message_page("Unknown link", "This payment link does not "
-                                                   "exist."), status_code=404)
-        if row.state == "Expired":
-            return RedirectResponse(engine.redirect_url(row, "errorUrl"), status_code=303)
-        if row.token_used or row.state != "Pending":
-            return HTMLResponse(pages.message_page("Link already used", "This payment link "
-                                                   "works once and has been used."),
-                                status_code=410)
-        return HTMLResponse(pages.approval_page(row, token, _expires_in(row, now)))
+            found = decidable(store.find_by_token(token), now)
+        if isinstance(found, Response):
+            return found
+        return HTMLResponse(pages.approval_page(found, token, _expires_in(found, now)))
 
     @app.post("/pay/{token}", tags=["hosted page"],
               summary="The customer's decision (form field action) -> 303 to the shop")
@@ -269,18 +269,10 @@ def create_app(config: SandboxConfig) -> FastAPI:
             return HTMLResponse(pages.message_page("Bad request", "action: must be approve, "
                                                    "decline, cancel or pending"), 400)
         with store.atomic():
-            row = store.find_by_token(token)
-            if row is None:
-                return HTMLResponse(pages.message_page("Unknown link", "This payment link "
-                                                       "does not exist."), status_code=404)
-            row = engine.expire_if_due(store, row, now)
-            if row.state == "Expired":
-                return RedirectResponse(engine.redirect_url(row, "errorUrl"), status_code=303)
-            if row.token_used or row.state != "Pending":
-                return HTMLResponse(pages.message_page("Link already used", "This payment "
-                                                       "link works once and has been used."),
-                                    status_code=410)
-            row, which = engine.decide(store, row, action, now)
+            found = decidable(store.find_by_token(token), now)
+            if isinstance(found, Response):
+                return found
+            row, which = engine.decide(store, found, action, now)
         return RedirectResponse(engine.redirect_url(row, which), status_code=303)
 
     control.install(app, ctx, parse)  # the /_sandbox/* routes, after the hosted page

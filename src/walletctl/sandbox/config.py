@@ -24,11 +24,13 @@ Fault grammar (server flags, ``POST /_sandbox/faults`` JSON, and the per-request
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any
+
+from walletctl.models.money import AmountFormat
 
 DEFAULT_API_KEY = "sandbox-api-key"
 DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox default
@@ -39,8 +41,6 @@ MAX_RETRY_AFTER_S = 60
 MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0
-
-AmountFormat = Literal["minor", "decimal"]
 
 
 def utc_now() -> datetime:
@@ -116,18 +116,13 @@ class FaultConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], base: FaultConfig | None = None) -> FaultConfig:
-        """Build from JSON values (the header's dashed names, or snake_case).
+    def from_pairs(cls, pairs: Iterable[tuple[Any, Any]]) -> FaultConfig:
+        """Build from ``(name, value)`` pairs (the header's dashed names, or snake_case).
 
-        Raises ValueError naming the field as the caller spelled it and the rule; two
-        spellings of one setting (``drop-rate`` and ``drop_rate``) are refused.
+        Raises ValueError naming the field as the caller spelled it and the rule; a name
+        given twice, or two spellings of one setting (``drop-rate`` and ``drop_rate``), are
+        refused.
         """
-        return cls.from_pairs(data.items(), base)
-
-    @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[Any, Any]],
-                   base: FaultConfig | None = None) -> FaultConfig:
-        """:meth:`from_mapping` over ``(name, value)`` pairs, which may repeat a name."""
         values: dict[str, Any] = {}
         spelled: dict[str, str] = {}  # setting -> the key the caller used for it
         names = {f.name for f in fields(cls)}
@@ -143,7 +138,7 @@ class FaultConfig:
             spelled[name] = str(raw_key)
             values[name] = _coerce(name, raw, spelled[name])
         try:
-            return replace(base or cls(), **values)
+            return cls(**values)
         except ValueError as exc:  # __post_init__ names the field: name it as it was given
             field_name, sep, rule = str(exc).partition(": ")
             if sep and field_name in spelled:

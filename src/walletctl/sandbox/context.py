@@ -2,10 +2,9 @@
 
 ``ctx.config``  the :class:`SandboxConfig`;
 ``ctx.store``   the :class:`~walletctl.sandbox.store.Store` (the ledger; see its docstring);
-``ctx.now()``   (also ``ctx.clock()``) the current time from the injected clock (+ any
+``ctx.now()``   the current time from the injected clock (+ any
                 ``/_sandbox/clock`` offset), an aware UTC datetime: use it for every
                 timestamp and expiry decision;
-``ctx.amount_format``  ``"minor"`` or ``"decimal"``: how amounts go on the wire;
 Credentials (which key may call which route): :mod:`walletctl.sandbox.auth`.
 """
 
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -30,17 +28,8 @@ class SandboxContext:
     _rngs: dict[int | None, random.Random] = field(default_factory=dict, repr=False)
     _rng_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    @property
-    def amount_format(self) -> str:
-        return self.config.amount_format
-
     def now(self) -> datetime:
         return self.config.clock() + self.clock_offset
-
-    @property
-    def clock(self) -> Callable[[], datetime]:
-        """The sandbox clock as a callable (same as :meth:`now`)."""
-        return self.now
 
     def rng(self, seed: int | None) -> random.Random:
         """One RNG per seed, kept across requests so a seeded run is reproducible."""

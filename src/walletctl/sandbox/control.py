@@ -57,7 +57,7 @@ def install(app: FastAPI, ctx: SandboxContext,
 
     @app.post("/_sandbox/checkouts/{ref:path}/{action}", tags=["sandbox"])
     async def control_decide(ref: str, action: str, request: Request) -> JSONResponse:
-        if action not in ("approve", "decline", "cancel", "pending"):
+        if action not in engine.ACTIONS:
             # the field and the rule, never the caller's text echoed back (400 like the
             # hosted page's form: the route exists, the value is not one of its four)
             raise SandboxError(400, "action: must be approve, decline, cancel or pending")
@@ -105,7 +105,7 @@ def install(app: FastAPI, ctx: SandboxContext,
         if not isinstance(data, dict):
             raise SandboxError(400, "(request): the body must be a JSON object")
         try:
-            ctx.faults = FaultConfig.from_mapping(data)
+            ctx.faults = FaultConfig.from_pairs(data.items())
         except (ValueError, TypeError) as exc:
             raise SandboxError(400, str(exc)) from None
         ctx.reset_rngs()

@@ -18,7 +18,7 @@ import json
 import secrets
 import uuid
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from walletctl.errors import RefusedError
 from walletctl.models.ledger import Balance, Entry, check_followup
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from walletctl.models.checkout import CheckoutRequest
     from walletctl.models.followup import FollowUpRequest
 
-Action = Literal["approve", "decline", "cancel", "pending"]
 ACTIONS: Final = ("approve", "decline", "cancel", "pending")
 
 _KIND_OF_OP: Final = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
@@ -183,11 +182,10 @@ def redirect_url(row: TxRow, which: str) -> str:
 def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow, str]:
     """Apply the customer's decision to a checkout; return it and the redirect key.
 
-    Raises :class:`SandboxError` 409 when the checkout is no longer ``Pending``
+    ``action`` is one of :data:`ACTIONS` (both callers check it first, each answering in its
+    own form). Raises :class:`SandboxError` 409 when the checkout is no longer ``Pending``
     (or just expired).
     """
-    if action not in ACTIONS:
-        raise SandboxError(400, f"action: must be one of {', '.join(ACTIONS)}")
     with store.atomic():
         fresh = store.get_by_id(row.id)
         if fresh is None:

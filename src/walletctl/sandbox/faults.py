@@ -14,16 +14,15 @@ connection is closed, so an HTTP client sees a protocol/read error, never a stat
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any
 
+from starlette.types import Message, Scope
+
 from walletctl.sandbox.config import MAX_LATENCY_MS, FaultConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
-from walletctl.sandbox.replies import error_body
+from walletctl.sandbox.limits import send_error
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
 FAULT_HEADER = b"x-sandbox-fault"
 _DROP_LOG = "ASGI callable returned without completing response."
 
@@ -46,14 +45,6 @@ def install_log_filter() -> None:
         logger.addFilter(_QuietDrop())
 
 
-async def _send_json(send: Any, status: int, body: Any, headers: dict[str, str]) -> None:
-    payload = json.dumps(body, separators=(",", ":")).encode()
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
-    raw += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": payload, "more_body": False})
-
-
 class FaultMiddleware:
     def __init__(self, app: Any, ctx: SandboxContext) -> None:
         self.app = app
@@ -69,7 +60,7 @@ class FaultMiddleware:
             try:
                 faults = FaultConfig.parse_header(header.decode("latin-1"))
             except ValueError as exc:
-                await _send_json(send, 400, error_body(400, f"X-Sandbox-Fault: {exc}"), {})
+                await send_error(send, 400, f"X-Sandbox-Fault: {exc}")
                 return
         if not faults.active:
             await self.app(scope, receive, send)
@@ -81,19 +72,17 @@ class FaultMiddleware:
         if delay_ms:
             await asyncio.sleep(delay_ms / 1000)
         if r_throttle < faults.throttle_rate:
-            await _send_json(
-                send, 429,
-                error_body(429, f"rate limit exceeded (sandbox fault); retry after "
-                                f"{faults.retry_after} s"),
-                {"Retry-After": str(faults.retry_after), "X-Sandbox-Fault-Applied": "throttle"},
+            await send_error(
+                send, 429, f"rate limit exceeded (sandbox fault); retry after "
+                f"{faults.retry_after} s",
+                headers=[(b"retry-after", str(faults.retry_after).encode()),
+                         (b"x-sandbox-fault-applied", b"throttle")],
             )
             return
         if r_error < faults.error_rate:
-            await _send_json(
-                send, faults.error_status,
-                error_body(faults.error_status, "injected failure before commit (sandbox fault)"),
-                {"X-Sandbox-Fault-Applied": "error"},
-            )
+            await send_error(send, faults.error_status,
+                             "injected failure before commit (sandbox fault)",
+                             headers=[(b"x-sandbox-fault-applied", b"error")])
             return
         drop = r_drop < faults.drop_rate
         after = not drop and r_after < faults.error_after_rate
@@ -119,11 +108,9 @@ class FaultMiddleware:
 
         await self.app(scope, receive, capture)  # the route commits its work here
         if after:
-            await _send_json(
-                send, faults.error_status,
-                error_body(faults.error_status, "injected failure after commit (sandbox fault)"),
-                {"X-Sandbox-Fault-Applied": "error-after"},
-            )
+            await send_error(send, faults.error_status,
+                             "injected failure after commit (sandbox fault)",
+                             headers=[(b"x-sandbox-fault-applied", b"error-after")])
             return
         start = next((m for m in captured if m["type"] == "http.response.start"), None)
         body = b"".join(m.get("body", b"") for m in captured if m["type"] == "http.response.body")

@@ -40,12 +40,11 @@ import hmac
 import urllib.parse
 from typing import Any, NamedTuple
 
+from starlette.types import Message, Scope
+
 from walletctl.constants import SANDBOX_TOKEN_HEADER
 from walletctl.sandbox.config import MAX_HEADER_BYTES, SandboxConfig, is_loopback
 from walletctl.sandbox.limits import send_error
-
-Scope = dict[str, Any]
-Message = dict[str, Any]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "testserver"})
 _TOKEN = SANDBOX_TOKEN_HEADER.lower().encode()

@@ -6,19 +6,16 @@ answered with the same status and headers (``Content-Length`` included) and no b
 
 from __future__ import annotations
 
-from typing import Any
-
-Scope = dict[str, Any]
-Message = dict[str, Any]
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class HeadMiddleware:
     """See the module docstring."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "HEAD":
             await self.app(scope, receive, send)
             return

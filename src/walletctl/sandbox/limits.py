@@ -17,14 +17,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from starlette.types import Message, Scope
+
 from walletctl.sandbox.replies import error_body
 
 MAX_BODY = 1_000_000
 FORM_PREFIX = "/pay/"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
 
 
 async def send_error(send: Any, status: int, message: str, *, close: bool = False,

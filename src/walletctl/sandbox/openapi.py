@@ -16,6 +16,7 @@ from walletctl.models.base import MONEY_KEYS, WireModel
 from walletctl.models.checkout import CheckoutResponse
 from walletctl.models.money import MAX_DIGITS as MAJOR_DIGITS
 from walletctl.sandbox import replies, requests
+from walletctl.sandbox.engine import ACTIONS
 from walletctl.sandbox.wire import MAX_DIGITS
 
 _SCHEMA_REF = "#/components/schemas/{model}"
@@ -108,7 +109,7 @@ def _declare_path_parameters(doc: dict[str, Any]) -> None:
                 if (name, "path") not in have:
                     schema: dict[str, Any] = {"type": "string"}
                     if name == "action":
-                        schema["enum"] = ["approve", "decline", "cancel", "pending"]
+                        schema["enum"] = list(ACTIONS)
                     params.append({"name": name, "in": "path", "required": True,
                                    "schema": schema})
 
@@ -169,7 +170,7 @@ _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
 _PAY_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
     "type": "object", "required": ["action"],
     "properties": {"action": {"type": "string",
-                              "enum": ["approve", "decline", "cancel", "pending"]}}}}},
+                              "enum": list(ACTIONS)}}}}},
     "required": True}
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["Outcome", "SandboxError", "error_body"]
+from walletctl.errors import RequestValidationError
+
+__all__ = ["Outcome", "SandboxError", "error_body", "invalid_body"]
 
 
 @dataclass
@@ -36,6 +38,11 @@ class SandboxError(Exception):
     def outcome(self) -> Outcome:
         return Outcome(self.status, error_body(self.status, self.message, code=self.code,
                                                description=self.description))
+
+
+def invalid_body(exc: RequestValidationError) -> SandboxError:
+    """The 400 for a body its route's model refused: the first five fields and rules."""
+    return SandboxError(400, "; ".join(f"{field}: {rule}" for field, rule in exc.problems[:5]))
 
 
 _ERRORS: Final[dict[int, tuple[str, str]]] = {

@@ -183,6 +183,21 @@ def expose(config: SandboxConfig, host: str, port: int) -> list[str]:
     return lines
 
 
+def _listen(config: SandboxConfig, host: str, port: int) -> tuple[socket.socket, str, list[str]]:
+    """Bind ``host:port`` for ``config``: the socket, its URL and :func:`expose`'s warning
+    lines. ``config`` gets the host, and the socket's URL as public URL when it has none."""
+    if config.faults.active and not is_loopback(host):
+        raise ValueError("faults: fault injection is only allowed on a loopback host")
+    config.host = host
+    sock = _bind(host, port)
+    real_port = sock.getsockname()[1]
+    url = url_for(host, real_port)
+    lines = expose(config, host, real_port)
+    if config.public_url is None:
+        config.public_url = url
+    return sock, url, lines
+
+
 def _write_ready_file(path: Path, url: str) -> None:
     """Write ``url`` to ``path`` atomically (a watcher never reads half a line)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -202,17 +217,10 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     port cannot be bound.
     """
     stream = out or sys.stdout
-    config.host = host
-    if config.faults.active and not is_loopback(host):
-        raise ValueError("faults: fault injection is only allowed on a loopback host")
-    sock = _bind(host, port)
-    real_port = sock.getsockname()[1]
-    url = url_for(host, real_port)
-    for line in expose(config, host, real_port):
+    sock, url, warnings = _listen(config, host, port)
+    for line in warnings:
         sys.stderr.write(line + "\n")
     sys.stderr.flush()
-    if config.public_url is None:
-        config.public_url = url
     try:
         app = create_app(config)
     except BaseException:
@@ -237,7 +245,8 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
             raise
     stream.write(f"walletctl sandbox listening on {url}\n")
     stream.flush()
-    server = _Server(_uvicorn_config(app, config, real_port, quiet=config.quiet, logs=True),
+    server = _Server(_uvicorn_config(app, config, sock.getsockname()[1], quiet=config.quiet,
+                                     logs=True),
                      ready)
     try:
         server.run(sockets=[sock])
@@ -284,15 +293,9 @@ class EmbeddedSandbox:
         return store_of(self.app)
 
     def start(self) -> EmbeddedSandbox:
-        if self.config.faults.active and not is_loopback(self.host):
-            raise ValueError("faults: fault injection is only allowed on a loopback host")
-        self.config.host = self.host
-        self._sock = _bind(self.host, self.port)
+        # a non-loopback host gets a public URL and an admin token, its warnings unprinted
+        self._sock, self.url, _ = _listen(self.config, self.host, self.port)
         self.port = self._sock.getsockname()[1]
-        self.url = url_for(self.host, self.port)
-        expose(self.config, self.host, self.port)  # non-loopback: public URL + admin token
-        if self.config.public_url is None:
-            self.config.public_url = self.url
         self._app = create_app(self.config)
         self._server = _Server(
             _uvicorn_config(self._app, self.config, self.port, quiet=True, stack=self.stack),

@@ -14,64 +14,14 @@ Values: :class:`TxRow` (one transaction, amounts in Decimal MAJOR units), :class
 and the browser-wallet rows are what the methods return; times are stored as UTC ISO 8601
 text, dicts as compact sorted JSON.
 
-Public API (used by the app and by the browser-wallet module ``sandbox/walletpay.py``)
-----------------------------------------------------------------------------------------
-``store.reset()`` deletes every transaction and API key (not the browser-wallet state);
-``store.atomic()``, ``store.close()``.
+Tables: ``transactions`` (originals and follow-ups: the ledger itself), ``api_keys`` (keys
+issued by the public key service) and the browser wallet's ``walletpay_*`` tables, which
+:meth:`Store.reset` leaves alone and :meth:`Store.reset_walletpay` clears.
 
-The ``transactions`` table: originals and follow-ups, the ledger itself.
-
-``store.create_transaction(*, merchant_id, store_id, reference, kind, type_str, amount,
-currency, state, method, now, provider_state_code=None, invoice_reference=None,
-billing=None, shipping=None, payer=None, checkout=None, token=None, expires_at=None,
-provider_transaction_id=None, request_hash=None, response=None, response_status=None)
--> TxRow``
-    Store one transaction. ``kind`` is ``sale | preauth | capture | refund | reversal``;
-    ``type_str`` the wire type shown on lookup records (e.g. ``ecom.sale``);
-    ``amount`` a ``Decimal`` in MAJOR units; ``state`` one of :data:`STATES`;
-    ``method`` ``WalletV2`` or ``WalletPay``; ``billing`` / ``shipping`` are dicts with the
-    spec's camelCase address keys (2.5); ``payer`` holds the ``apmPayer*`` fields of 2.5
-    (``None`` = null payer fields, as on ``Errored`` records). Raises
-    :class:`DuplicateReferenceError` when ``(merchant_id, store_id, reference)`` exists.
-
-    A WalletPay authorization stored with ``kind="preauth"`` / ``"sale"``,
-    ``state="Approved"`` appears in ``GET /api/v5/apmTransactions`` and accepts
-    capture / refund / reversal through ``POST /api/v5/apmTransactions`` with the same
-    rules as a redirect-wallet checkout. Use :func:`walletctl.sandbox.engine.apply_followup`
-    to run a follow-up from your own routes.
-
-``store.get(merchant_id, store_id, reference) -> TxRow | None``
-``store.lookup(merchant_id, store_id, reference) -> list[TxRow]``
-    The record with that reference plus every record whose invoice reference is it.
-``store.followups(merchant_id, store_id, reference) -> list[TxRow]``
-``store.find_by_reference(reference) -> list[TxRow]``  (any merchant; control routes)
-``store.find_by_token(token) -> TxRow | None``          (hosted approval page)
-``store.update(tx_id, *, now, **columns) -> TxRow``      (state changes)
-``store.ledger() -> list[TxRow]``                        (everything, oldest first)
-
-The ``api_keys`` table: keys issued by the public key service.
-
-``store.issue_api_key(*, key, merchant_id, store_id, expires_at, now, **extra)``
-``store.is_valid_api_key(key, merchant_id, store_id, now) -> bool``
-``store.api_key_info(key) -> ApiKeyRow | None``
-
-The browser-wallet tables (``walletpay_*``), for ``sandbox/walletpay.py``
-(:meth:`Store.reset` leaves them alone, :meth:`Store.reset_walletpay` clears them):
-
-``store.add_walletpay_key(*, key_id, private_pem, merchant_id, store_id, now, keep=False)
--> str``
-    Store an encryption / signing key pair (PEM private key) unless ``key_id`` exists; return
-    the stored PEM (so the sandbox-level keys are "load or create"). ``keep=True`` rows (the
-    static key's encryption key, the wallet's signing keys) survive ``reset_walletpay()``.
-``store.walletpay_key(key_id) -> WalletPayKeyRow | None``
-``store.add_walletpay_account(*, account_id, merchant_id, store_id, key_id, data, now)``
-``store.walletpay_account(account_id) -> WalletPayRow | None``
-``store.add_three_ds(*, trans_id, account_id, data, now)``
-``store.three_ds(trans_id) -> WalletPayRow | None``
-``store.mark_walletpay_used(kind, item_id) -> bool``   (``account`` | ``three_ds``; False if
-    already used or unknown: single use holds across threads and restarts)
-``store.claim_message_id(message_id, expires_ms, now_ms) -> bool``  (token replay guard)
-``store.reset_walletpay()``
+A WalletPay authorization stored with ``kind="preauth"`` / ``"sale"``, ``state="Approved"``
+appears in ``GET /api/v5/apmTransactions`` and accepts capture / refund / reversal through
+``POST /api/v5/apmTransactions`` with the same rules as a redirect-wallet checkout. Use
+:func:`walletctl.sandbox.engine.apply_followup` to run a follow-up from your own routes.
 """
 
 from __future__ import annotations
@@ -349,6 +299,7 @@ class Store:
                 self._conn.execute("COMMIT")
 
     def reset(self) -> None:
+        """Delete every transaction and API key (not the browser-wallet state)."""
         with self.atomic() as conn:
             conn.execute("DELETE FROM transactions")
             conn.execute("DELETE FROM api_keys")
@@ -382,7 +333,13 @@ class Store:
         response_status: int | None = None,
         tx_id: str | None = None,
     ) -> TxRow:
-        """Store one transaction; see the module docstring."""
+        """Store one transaction. ``kind`` is ``sale | preauth | capture | refund | reversal``;
+        ``type_str`` the wire type shown on lookup records (e.g. ``ecom.sale``); ``amount`` a
+        ``Decimal`` in MAJOR units; ``state`` one of :data:`STATES`; ``method`` ``WalletV2`` or
+        ``WalletPay``; ``billing`` / ``shipping`` are dicts with the spec's camelCase address
+        keys (2.5); ``payer`` holds the ``apmPayer*`` fields of 2.5 (``None`` = null payer
+        fields, as on ``Errored`` records). Raises :class:`DuplicateReferenceError` when
+        ``(merchant_id, store_id, reference)`` exists."""
         if kind not in KINDS:
             raise ValueError(f"kind: must be one of {', '.join(KINDS)}")
         if state not in STATES:
@@ -479,6 +436,7 @@ class Store:
             return [_row(r) for r in cur.fetchall()]
 
     def find_by_reference(self, reference: str) -> list[TxRow]:
+        """Any merchant's (the control routes)."""
         with self.atomic() as conn:
             cur = conn.execute(
                 "SELECT * FROM transactions WHERE reference = ? ORDER BY seq", (reference,)
@@ -491,6 +449,7 @@ class Store:
         return _row(found) if found else None
 
     def ledger(self) -> list[TxRow]:
+        """Everything, oldest first."""
         with self.atomic() as conn:
             return [_row(r) for r in conn.execute("SELECT * FROM transactions ORDER BY seq")]
 
@@ -564,7 +523,9 @@ class Store:
         now: datetime,
         keep: bool = False,
     ) -> str:
-        """Store a key pair unless ``key_id`` exists; return the stored PEM."""
+        """Store a key pair (PEM private key) unless ``key_id`` exists; return the stored PEM
+        (so the sandbox-level keys are "load or create"). ``keep=True`` rows (the static key's
+        encryption key, the wallet's signing keys) survive :meth:`reset_walletpay`."""
         with self.atomic() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO walletpay_keys (key_id, private_pem, merchant_id, "
@@ -643,7 +604,9 @@ class Store:
         )
 
     def mark_walletpay_used(self, kind: str, item_id: str) -> bool:
-        """Set the used flag of an account's cryptogram / a 3DS result; False if it was set."""
+        """Set the used flag of an account's cryptogram (``account``) / a 3DS result
+        (``three_ds``); False if it was set or is unknown: single use holds across threads
+        and restarts."""
         table = _WALLETPAY_USABLE.get(kind)
         if table is None:
             raise ValueError(f"kind: must be one of {', '.join(_WALLETPAY_USABLE)}")

@@ -87,7 +87,7 @@ from walletctl.sandbox.walletpay_api import (
     read_body,
 )
 from walletctl.sandbox.walletpay_demo import demo_quote, demo_result, demo_session
-from walletctl.sandbox.walletpay_state import TEST_CARDS, ApiError, WalletPayState, error_response
+from walletctl.sandbox.walletpay_state import TEST_CARDS, WalletPayState
 from walletctl.sandbox.walletpay_static import SCRIPT_DIR, Asset, serve
 
 __all__ = ["install"]
@@ -98,12 +98,10 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     st = WalletPayState(ctx)
     app.state.walletpay = st
 
-    def guarded(handler: Any) -> Any:
+    def json_route(handler: Any) -> Any:
+        """``handler`` as a route: a dict it returns is answered as JSON."""
         async def wrapper(request: Request) -> Response:
-            try:
-                result = await handler(request)
-            except ApiError as exc:
-                return error_response(exc)
+            result = await handler(request)
             if isinstance(result, Response):
                 return result
             return JSONResponse(result)
@@ -162,7 +160,6 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     declaration = Asset.load("walletpay.d.ts", "application/typescript; charset=utf-8")
     page = Asset.load("demo_merchant.html", "text/html; charset=utf-8")
     page_script = Asset.load("demo_merchant.js", "application/javascript; charset=utf-8")
-    app.state.walletpay_script_version = script.version
 
     async def key_check(request: Request) -> Any:
         """Key pre-check of the client script: is the PublicApiKey usable for merchant/store?"""
@@ -197,31 +194,31 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     # every route is in /openapi.json (walletctl.sandbox.openapi adds the bodies, queries and
     # non-JSON answers FastAPI cannot see)
-    routes: list[tuple[str, str | tuple[str, ...], Any, bool]] = [
-        ("/api/v5/publicKeys", "POST", public_keys, True),
-        ("/api/v5/publicKeys/current", "GET", key_check, True),
-        ("/api/v5/paymentAccounts", "POST", payment_accounts, True),
-        ("/api/v5/paymentAccounts/{account_id}", "GET", payment_account, True),
-        ("/api/v5/transactions", "POST", transactions, True),
-        ("/wallet/cards", "GET", wallet_cards, False),
-        ("/wallet/token", "POST", wallet_token, False),
-        ("/_sandbox/wallet/cards", "GET", wallet_cards, False),
-        ("/_sandbox/wallet/token", "POST", wallet_token, False),
-        ("/_sandbox/wallet/rootKey", "GET", wallet_root_key, False),
-        ("/_sandbox/3ds/challenge", "POST", three_ds_challenge, False),
-        ("/walletpay.js", ("GET", "HEAD"), client_script, False),
-        ("/walletpay.d.ts", ("GET", "HEAD"), client_types, False),
-        ("/demo/merchant", ("GET", "HEAD"), demo_page, False),
-        ("/demo/merchant.js", ("GET", "HEAD"), demo_script, False),
-        ("/demo/merchant/api/session", "GET", demo_session_route, False),
-        ("/demo/merchant/api/quote", "POST", demo_quote_route, False),
-        ("/demo/merchant/api/result", "POST", demo_result_route, False),
-        ("/demo/merchant/api/results", "GET", demo_results, False),
+    routes: list[tuple[str, str | tuple[str, ...], Any]] = [
+        ("/api/v5/publicKeys", "POST", public_keys),
+        ("/api/v5/publicKeys/current", "GET", key_check),
+        ("/api/v5/paymentAccounts", "POST", payment_accounts),
+        ("/api/v5/paymentAccounts/{account_id}", "GET", payment_account),
+        ("/api/v5/transactions", "POST", transactions),
+        ("/wallet/cards", "GET", wallet_cards),
+        ("/wallet/token", "POST", wallet_token),
+        ("/_sandbox/wallet/cards", "GET", wallet_cards),
+        ("/_sandbox/wallet/token", "POST", wallet_token),
+        ("/_sandbox/wallet/rootKey", "GET", wallet_root_key),
+        ("/_sandbox/3ds/challenge", "POST", three_ds_challenge),
+        ("/walletpay.js", ("GET", "HEAD"), client_script),
+        ("/walletpay.d.ts", ("GET", "HEAD"), client_types),
+        ("/demo/merchant", ("GET", "HEAD"), demo_page),
+        ("/demo/merchant.js", ("GET", "HEAD"), demo_script),
+        ("/demo/merchant/api/session", "GET", demo_session_route),
+        ("/demo/merchant/api/quote", "POST", demo_quote_route),
+        ("/demo/merchant/api/result", "POST", demo_result_route),
+        ("/demo/merchant/api/results", "GET", demo_results),
     ]
-    for path, method, handler, _in_schema in routes:
+    for path, method, handler in routes:
         verbs = [method] if isinstance(method, str) else list(method)
         for verb in verbs:  # one operation per verb: each needs its own operationId
-            app.add_api_route(path, guarded(handler), methods=[verb], include_in_schema=True,
+            app.add_api_route(path, json_route(handler), methods=[verb],
                               operation_id=re.sub(r"\W+", "_", f"{verb} {path}").strip("_").lower(),
                               tags=["sandbox" if path.startswith("/_sandbox")
                                     else "browser wallet"],

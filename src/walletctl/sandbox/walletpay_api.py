@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import os
 import secrets
-from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -16,12 +15,13 @@ from fastapi import Request
 from walletctl.constants import WALLETPAY_METHOD
 from walletctl.errors import RequestValidationError
 from walletctl.models.base import WireModel, dumps
-from walletctl.models.money import AmountFormat, to_wire
+from walletctl.models.money import to_wire
 from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import auth, crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
 from walletctl.sandbox.query import read_query
+from walletctl.sandbox.replies import invalid_body
 from walletctl.sandbox.requests import ChallengeBody, PaymentAccountBody, WalletTokenBody
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow
 from walletctl.sandbox.walletpay_state import (
@@ -43,24 +43,15 @@ M = TypeVar("M", bound=WireModel)
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _fmt(ctx: SandboxContext) -> AmountFormat:
-    return "minor" if ctx.amount_format == "minor" else "decimal"
-
-
-def _state(request: Request) -> WalletPayState:
-    state: WalletPayState = request.app.state.walletpay
-    return state
-
-
 async def read_body(request: Request, model: type[M]) -> M:
     """A browser-wallet route's one reading of its body: strict JSON, then its model."""
-    data = wire.read_body(await request.body(), _fmt(request.app.state.ctx),
-                          where="request body")
+    ctx: SandboxContext = request.app.state.ctx
+    fmt = ctx.config.amount_format
+    data = wire.read_body(await request.body(), fmt, where="request body")
     try:
-        return model.from_wire(data, _fmt(request.app.state.ctx))
+        return model.from_wire(data, fmt)
     except RequestValidationError as exc:
-        raise ApiError(400, "ValidationError", "; ".join(
-            f"{name}: {rule}" for name, rule in exc.problems[:5])) from None
+        raise invalid_body(exc) from None
 
 
 def credential(request: Request, ctx: SandboxContext) -> auth.Credential:
@@ -127,11 +118,7 @@ def issue_keys(st: WalletPayState, merchant_id: str, store_id: str) -> dict[str,
         ctx.store.issue_api_key(key=api_key, merchant_id=merchant_id, store_id=store_id,
                                 expires_at=expires, now=now, encryptionKeyId=key_id)
     return {"apiKey": api_key, "encryptionKey": crypto.public_key_b64(pair.private),
-            "encryptionKeyId": key_id, "expiresAt": _iso_z(expires)}
-
-
-def _iso_z(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+            "encryptionKeyId": key_id, "expiresAt": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 def create_account(st: WalletPayState, key: str, body: PaymentAccountBody) -> dict[str, Any]:
@@ -258,7 +245,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
 
 def authorize(st: WalletPayState, req: AuthorizationRequest) -> dict[str, Any]:
     ctx = st.ctx
-    fmt = _fmt(ctx)
+    fmt = ctx.config.amount_format
     # One store transaction: the single-use checks and the used flags cannot race.
     with ctx.store.atomic():
         account = get_account(st, req.transaction_account_id, req.merchant_id, req.store_id,

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major
 from walletctl.sandbox.query import read_query
+from walletctl.sandbox.replies import error_body
 from walletctl.sandbox.requests import (
     AuthorizationBody,
     ChallengeBody,
@@ -49,7 +50,6 @@ from walletctl.sandbox.walletpay_state import (
     ApiError,
     DemoSession,
     WalletPayState,
-    error_body,
 )
 
 DEMO_MERCHANT = "M-1001"
@@ -174,8 +174,7 @@ async def demo_result(request: Request, st: WalletPayState) -> dict[str, Any]:
         account = get_account(st, account_id, session.merchant_id, session.store_id,
                               session.key_id).public()
     except ApiError as exc:
-        record.update(outcome="account-error", account=error_body(exc.status, exc.code,
-                                                                  exc.message))
+        record.update(outcome="account-error", account=exc.outcome().body)
         return _record(st, record)
     record["account"] = account
     if not session.authorize:
@@ -218,8 +217,8 @@ def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
             three_d_secure=three_ds)
         result = authorize(st, req)
     except ValidationError:  # a demo order the gateway's rules refuse: nothing charged
-        return error_body(400, "ValidationError", "the demo order is not a valid "
-                          "authorization"), "authorization-error"
+        return error_body(400, "the demo order is not a valid authorization"), \
+            "authorization-error"
     except ApiError as exc:
-        return error_body(exc.status, exc.code, exc.message), "authorization-error"
+        return exc.outcome().body, "authorization-error"
     return result, str(result.get("state"))

@@ -15,12 +15,11 @@ from decimal import Decimal
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
-from fastapi.responses import JSONResponse
 
 from walletctl.sandbox import crypto
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import WalletSigner
-from walletctl.sandbox.replies import error_body as engine_error_body
+from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.store import WalletPayRow
 
 API_KEY_TTL = timedelta(minutes=30)
@@ -93,23 +92,12 @@ TEST_CARDS: tuple[TestCard, ...] = (
 CARDS_BY_ID = {c.id: c for c in TEST_CARDS}
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
+class ApiError(SandboxError):
+    """A browser-wallet route's error, in the same vocabulary as endpoints 1-3 (code by
+    status, e.g. ``TRX-422``; description names the reason, e.g. ``CryptogramUsed``)."""
 
-
-def error_body(status: int, code: str, message: str) -> dict[str, Any]:
-    """The gateway error object, in the same vocabulary as endpoints 1-3 (code by status,
-    e.g. ``TRX-422``; description names the reason, e.g. ``CryptogramUsed``)."""
-    return engine_error_body(status, message,
-                             description=None if code in _GENERIC else code)
-
-
-def error_response(exc: ApiError) -> JSONResponse:
-    return JSONResponse(error_body(exc.status, exc.code, exc.message), status_code=exc.status)
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(status, message, description=None if reason in _GENERIC else reason)
 
 
 def card_network(pan: str) -> str:
