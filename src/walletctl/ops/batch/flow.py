@@ -24,14 +24,6 @@ MAX_ATTEMPTS: Final = 8  # per row, for sends and for lookups
 MAX_CONCURRENCY: Final = 512
 
 
-class Stoppable(Protocol):
-    """The part of a run's report that says whether, and why, it stopped early."""
-
-    interrupted: bool
-    fatal_code: int | None
-    breaker_open: bool
-
-
 def check_flow_options(concurrency: int, rate: float | None, max_failures: int) -> None:
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise UsageError(f"--concurrency: must be between 1 and {MAX_CONCURRENCY}")
@@ -41,7 +33,7 @@ def check_flow_options(concurrency: int, rate: float | None, max_failures: int) 
         raise UsageError("--max-failures: must be at least 1")
 
 
-def stop_code(report: Stoppable) -> int | None:
+def stop_code(report: StopReport) -> int | None:
     """The exit code of a run that stopped early (Ctrl-C, a fatal answer, the circuit
     breaker), or None when it ran to the end."""
     if report.interrupted:
@@ -155,7 +147,10 @@ class Pause:
 
 
 class StopReport(Protocol):
+    """The part of a run's report that says whether, and why, it stopped early."""
+
     interrupted: bool
+    breaker_open: bool
     fatal: str | None
     fatal_code: int | None
     fatal_hint: str | None
