@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from batch_fakes import PROFILE
 
+from walletctl.client.answers import parse_retry_after
 from walletctl.errors import UsageError
-from walletctl.ops.batch.flow import CircuitBreaker, TokenBucket, parse_retry_after
+from walletctl.ops.batch.flow import CircuitBreaker, TokenBucket
 from walletctl.ops.batch.journal import Journal, default_batch_id, derive_reference
 from walletctl.ops.batch.plan import BatchValidationError, plan_batch
 from walletctl.ops.batch.rows import Problem, Row, iter_rows
@@ -208,11 +209,12 @@ def test_journal_of_another_batch_is_refused(tmp_path: Path) -> None:
 
 # ---- flow control ----------------------------------------------------------------------------
 def test_retry_after_seconds_and_http_date() -> None:
-    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    when = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    now = when.timestamp()
     assert parse_retry_after("3", now=now) == 3.0
     assert parse_retry_after(" 1.5 ", now=now) == 1.5
-    assert parse_retry_after(2, now=now) == 2.0
-    assert parse_retry_after(format_datetime(now + timedelta(seconds=7), usegmt=True),
+    assert parse_retry_after("2", now=now) == 2.0
+    assert parse_retry_after(format_datetime(when + timedelta(seconds=7), usegmt=True),
                              now=now) == 7.0
     assert parse_retry_after("Thu, 01 Jan 2026 11:00:00 GMT", now=now) == 0.0  # in the past
     assert parse_retry_after("-5", now=now) == 0.0

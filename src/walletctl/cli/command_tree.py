@@ -58,7 +58,6 @@ class Node:
     """One command (path "" is walletctl itself, "profile add" a subcommand)."""
 
     path: str
-    short_help: str
     children: list[tuple[str, str]] = field(default_factory=list)  # (name, one-line help)
     options: list[Option] = field(default_factory=list)
     arguments: list[Argument] = field(default_factory=list)
@@ -123,7 +122,7 @@ def command_tree() -> dict[str, Node]:
     tree: dict[str, Node] = {}
 
     def walk(cmd: Any, path: str, ctx: Any) -> None:
-        node = Node(path=path, short_help=first_sentence(cmd.help), command=cmd)
+        node = Node(path=path, command=cmd)
         for param in cmd.params:
             if getattr(param, "hidden", False):
                 continue

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,7 +52,7 @@ def run_lookup_batch(
         iter_refs,
         stopped_by_signals,
     )
-    from walletctl.ops.batch.rows import spool_stdin
+    from walletctl.ops.batch.rows import batch_input
     from walletctl.render.balances import BalanceWriter, finish_report, lookup_progress
 
     check_flow_options(concurrency, rate, max_failures)
@@ -67,13 +66,7 @@ def run_lookup_batch(
     profile = st.profile()
     fmt = st.output_format
     with tempfile.TemporaryDirectory(prefix="walletctl-") as scratch:
-        if str(source) == "-":
-            path = spool_stdin(sys.stdin.buffer, Path(scratch) / "stdin")
-            name = "<stdin>"
-        elif not source.is_file():
-            raise UsageError(f"--batch {source}: no such file")
-        else:
-            path, name = source, str(source)
+        path, name = batch_input(source, Path(scratch))
         writer = BalanceWriter(fmt, title=f"Balances of the references in {name}")
         options = LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures)
 

@@ -73,7 +73,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Print the shell completion script for bash, zsh, fish or powershell.",
     ),
 }
-COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 
 def load_command(name: str) -> Any:

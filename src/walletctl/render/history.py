@@ -24,10 +24,6 @@ OUTCOME_STYLES = {
 }
 
 
-def entry_dict(entry: Entry) -> dict[str, Any]:
-    return entry.to_dict()
-
-
 TABLE_ROWS = 50  # entries a table shows without --last
 
 
@@ -54,10 +50,10 @@ def render_location(path: str) -> None:
 
 def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:
     if fmt == "ndjson":  # streamed: memory flat in the size of the history
-        write_ndjson(entry_dict(e) for e in entries)
+        write_ndjson(e.to_dict() for e in entries)
         return
     listed = list(entries)
-    rows = [entry_dict(e) for e in listed]
+    rows = [e.to_dict() for e in listed]
     emit(fmt, rows, columns=ENTRY_FIELDS, table=lambda: _table(listed, path))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,34 +61,22 @@ def render_profile(output_format: str, name: str, settings: dict[str, Any]) -> N
 
 
 def _flatten(settings: dict[str, Any], *, empty: str = "-") -> list[tuple[str, str]]:
-    """(setting, value) rows; an unset value reads ``empty`` (a CSV cell stays empty)."""
-    rows: list[tuple[str, str]] = []
+    """(setting, value) rows, a nested table's keys dotted (``history.limits.capture``); an
+    unset value reads ``empty`` (a CSV cell stays empty)."""
     overridden = set(settings.get("paths_overridden", ()))
-    for key, value in settings.items():
-        if key == "paths_overridden":
-            continue
-        if isinstance(value, dict):
-            rows.extend(_sub_rows(key, value, overridden, empty))
-        elif isinstance(value, bool):
-            rows.append((key, "yes" if value else "no"))
-        else:
-            rows.append((key, empty if value is None else cell(value)))
-    return rows
 
+    def rows(prefix: str, table: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        for key, value in table.items():
+            if isinstance(value, dict):
+                yield from rows(f"{prefix}{key}.", value)
+                continue
+            text = (empty if value is None else ("yes" if value else "no")
+                    if isinstance(value, bool) else cell(value))
+            if prefix == "paths." and key not in overridden:
+                text += " (default)"
+            yield f"{prefix}{key}", text
 
-def _sub_rows(key: str, table: dict[str, Any], overridden: set[str],
-              empty: str) -> list[tuple[str, str]]:
-    rows = []
-    for sub, value in table.items():
-        if isinstance(value, dict):  # history.limits, history.approvals: one row a key
-            rows.extend(_sub_rows(f"{key}.{sub}", value, overridden, empty))
-            continue
-        text = (empty if value is None else ("yes" if value else "no")
-                if isinstance(value, bool) else cell(value))
-        if key == "paths" and sub not in overridden:
-            text += " (default)"
-        rows.append((f"{key}.{sub}", text))
-    return rows
+    return list(rows("", {k: v for k, v in settings.items() if k != "paths_overridden"}))
 
 
 def render_added(output_format: str, added: Added) -> None:

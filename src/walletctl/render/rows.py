@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from walletctl.render.output import to_json, write_csv
+from walletctl.render.output import emit, write_csv
 
 
 def cell(value: Any) -> str:
@@ -33,20 +33,20 @@ def _csv_value(value: Any) -> Any:
 def emit_rows(rows: Sequence[dict[str, Any]], fmt: str, title: str = "", *,
               drop_order: Sequence[str] = (), document: Any = None) -> None:
     """Write ``rows``; ``document`` (default: the rows) is the JSON form."""
-    if fmt == "json":
-        sys.stdout.write(to_json(list(rows) if document is None else document) + "\n")
-    elif fmt == "ndjson":
-        sys.stdout.writelines(to_json(row, indent=None) + "\n" for row in rows)
-    elif fmt == "csv":
+    if fmt == "csv":
         if rows:
             write_csv([{k: _csv_value(v) for k, v in row.items()} for row in rows])
-    else:
+        return
+
+    def table() -> None:
+        from rich.markup import escape
+
         from walletctl.render.fit import print_table
 
         columns = list(rows[0]) if rows else []
-        from rich.markup import escape
-
         print_table(escape(title), [escape(c.replace("_", " ")) for c in columns],
                     [[escape(cell(v)) for v in row.values()] for row in rows],
                     drop=[columns.index(c) for c in drop_order if c in columns])
-    sys.stdout.flush()
+        sys.stdout.flush()
+
+    emit(fmt, rows, document=document, table=table)

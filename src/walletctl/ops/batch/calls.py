@@ -20,7 +20,7 @@ from walletctl.errors import (
     UnknownOutcomeError,
 )
 from walletctl.ops.batch.control import Gateway, _GaveUp, _Refused, _Retry, _Stopped, retrying
-from walletctl.ops.batch.flow import FlowControlled, parse_retry_after
+from walletctl.ops.batch.flow import FlowControlled
 from walletctl.ops.batch.outcome import RunOptions, RunReport
 
 if TYPE_CHECKING:
@@ -96,10 +96,8 @@ class GatewayCalls(FlowControlled):
     def _classify(self, exc: GatewayError, what: str) -> Exception:
         """A lookup's error status: retry (429, 5xx), stop everything (auth) or give up."""
         if exc.status == 429:
-            ra = parse_retry_after(getattr(exc, "retry_after", None))
-            self.throttled(ra, self.opt.backoff_initial,
-                           getattr(exc, "retry_after_asked", None))
-            return _Retry("HTTP 429", retry_after=ra, throttled=True)
+            self.throttled(exc.retry_after, self.opt.backoff_initial, exc.retry_after_asked)
+            return _Retry("HTTP 429", retry_after=exc.retry_after, throttled=True)
         if exc.status >= 500:
             return _Retry(exc.message)
         self.breaker.success()

@@ -144,8 +144,6 @@ class _Signals:
                 # process before it exits 130 (asyncio.run's own SIGINT handler would
                 # cancel the closing clients).
                 signal.signal(sig, signal.SIG_IGN)
-            if self.count:
-                signal.signal(sig, signal.SIG_IGN)
 
 
 def _count_from_journal(report: RunReport, jr: Journal) -> None:

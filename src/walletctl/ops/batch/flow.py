@@ -8,30 +8,20 @@ Clocks are injectable so the unit tests need no sleeping.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Final, Protocol
 
+from walletctl.client.answers import MAX_RETRY_AFTER
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError, WalletctlError
 
-RETRY_AFTER_CAP: Final = 60.0  # never wait longer than this on one 429
 THROTTLE_BUDGET: Final = 300.0  # seconds of 429 pauses in one run, in all: then it stops
 BACKOFF_INITIAL: Final = 0.2
 BACKOFF_MAX: Final = 5.0
 BACKOFF_JITTER: Final = 0.2
 MAX_ATTEMPTS: Final = 8  # per row, for sends and for lookups
 MAX_CONCURRENCY: Final = 512
-
-
-class Stoppable(Protocol):
-    """The part of a run's report that says whether, and why, it stopped early."""
-
-    interrupted: bool
-    fatal_code: int | None
-    breaker_open: bool
 
 
 def check_flow_options(concurrency: int, rate: float | None, max_failures: int) -> None:
@@ -43,7 +33,7 @@ def check_flow_options(concurrency: int, rate: float | None, max_failures: int) 
         raise UsageError("--max-failures: must be at least 1")
 
 
-def stop_code(report: Stoppable) -> int | None:
+def stop_code(report: StopReport) -> int | None:
     """The exit code of a run that stopped early (Ctrl-C, a fatal answer, the circuit
     breaker), or None when it ran to the end."""
     if report.interrupted:
@@ -53,40 +43,6 @@ def stop_code(report: Stoppable) -> int | None:
     if report.breaker_open:
         return int(ExitCode.GATEWAY)
     return None
-
-
-def parse_retry_after(
-    value: str | float | int | None,
-    *,
-    now: datetime | None = None,
-    cap: float = RETRY_AFTER_CAP,
-) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value: delta-seconds or an HTTP-date.
-
-    Returns None when absent or unreadable; negative/past values give 0; values over ``cap``
-    give ``cap`` (a misbehaving server must not park the batch for hours).
-    """
-    if value is None:
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        text = str(value).strip()
-        if not text:
-            return None
-        try:
-            seconds = float(text)
-        except ValueError:
-            try:
-                when = email.utils.parsedate_to_datetime(text)
-            except (TypeError, ValueError, IndexError):
-                return None
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=UTC)
-            seconds = (when - (now or datetime.now(UTC))).total_seconds()
-    if seconds != seconds:  # NaN
-        return None
-    return max(0.0, min(seconds, cap))
 
 
 class TokenBucket:
@@ -191,7 +147,10 @@ class Pause:
 
 
 class StopReport(Protocol):
+    """The part of a run's report that says whether, and why, it stopped early."""
+
     interrupted: bool
+    breaker_open: bool
     fatal: str | None
     fatal_code: int | None
     fatal_hint: str | None
@@ -232,7 +191,7 @@ class FlowControlled:
 
     def throttled(self, retry_after: float | None, fallback: float,
                   asked: float | None = None) -> None:
-        """A 429: every worker pauses ``Retry-After`` (capped at :data:`RETRY_AFTER_CAP`, or
+        """A 429: every worker pauses ``Retry-After`` (capped at :data:`MAX_RETRY_AFTER`, or
         ``fallback``). Once the run has paused :data:`THROTTLE_BUDGET` seconds in all, it
         stops (exit 6, the rows left resumable): a gateway that keeps throttling must not hold
         a batch for hours, 60 s at a time."""
@@ -240,9 +199,9 @@ class FlowControlled:
 
         later = GatewayError(429, hint="run the same command again later: the rows left are "
                                        "resumable, nothing is sent twice")
-        if asked is not None and asked > RETRY_AFTER_CAP:  # not a wait a run can honour
+        if asked is not None and asked > MAX_RETRY_AFTER:  # not a wait a run can honour
             self._fatal(later, f"the gateway answered HTTP 429 with Retry-After {asked:.0f} s, "
-                               f"more than the {RETRY_AFTER_CAP:.0f} s a run waits")
+                               f"more than the {MAX_RETRY_AFTER:.0f} s a run waits")
         else:
             self.pause.extend(retry_after if retry_after is not None else fallback)
             if self.pause.total > THROTTLE_BUDGET:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -30,6 +29,7 @@ from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
 from walletctl.ops.batch.flow import check_flow_options, stop_code
 from walletctl.ops.batch.plan import Plan
+from walletctl.ops.batch.rows import STDIN
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from walletctl.ops.batch.rows import Op, Problem, Row
 
 BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
-STDIN = "<stdin>"
 
 
 @dataclass(frozen=True)
@@ -447,14 +446,10 @@ def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
 
 # ---- input and journal ---------------------------------------------------------------------
 def _input(source: Path, scratch: Path) -> _Source:
-    if str(source) == "-":
-        from walletctl.ops.batch.rows import spool_stdin
+    from walletctl.ops.batch.rows import batch_input
 
-        spooled = spool_stdin(sys.stdin.buffer, scratch / "stdin")
-        return _Source(spooled, STDIN, file_hash(spooled, None))
-    if not source.is_file():
-        raise UsageError(f"--batch {source}: no such file")
-    return _Source(source, str(source), None)
+    path, display = batch_input(source, scratch)
+    return _Source(path, display, file_hash(path, None) if display == STDIN else None)
 
 
 def _journal_path(ask: BatchAsk, batch_id: str) -> Path:

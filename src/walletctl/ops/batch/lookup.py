@@ -40,7 +40,6 @@ from walletctl.ops.batch.flow import (
     BACKOFF_MAX,
     MAX_ATTEMPTS,
     FlowControlled,
-    parse_retry_after,
 )
 from walletctl.ops.batch.lines import BoundedLines, csv_reader
 from walletctl.ops.batch.rows import check_ref
@@ -350,8 +349,7 @@ class BalanceReport(FlowControlled):
                     self.breaker.success()
                     return balance_row(line, ref, [])
                 if exc.status == 429:
-                    ra = parse_retry_after(exc.retry_after)
-                    self.throttled(ra, delay, exc.retry_after_asked)
+                    self.throttled(exc.retry_after, delay, exc.retry_after_asked)
                     throttled += 1
                     if throttled < 50:
                         continue

@@ -1,4 +1,4 @@
-"""Per-row results, streamed to a file as rows finish: NDJSON (default) or CSV."""
+"""Per-row results, streamed to a file as rows finish: CSV for a ``.csv`` path, else NDJSON."""
 
 from __future__ import annotations
 
@@ -6,18 +6,12 @@ import contextlib
 import csv
 import json
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
-ResultsFormat = Literal["ndjson", "csv"]
 FIELDS = (
     "line", "op", "ref", "new_ref", "amount", "currency", "status", "transaction_id", "state",
     "attempts", "earlier_run", "detail",
 )
-
-
-def results_format(path: Path) -> ResultsFormat:
-    """From the extension: ``.csv`` -> CSV; ``.ndjson`` / ``.jsonl`` / anything else -> NDJSON."""
-    return "csv" if path.suffix.lower() == ".csv" else "ndjson"
 
 
 class ResultsWriter:
@@ -25,20 +19,15 @@ class ResultsWriter:
     never stops the run, whose money is already moving: the writer stops writing,
     :attr:`failed` says why and after how many rows, and the journal still has every row."""
 
-    def __init__(self, path: Path, fmt: ResultsFormat | None = None) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.fmt = fmt or results_format(path)
         self._fh: IO[str] | None = path.open("w", encoding="utf-8", newline="")
         self._csv: Any = None
         self._n = 0
         self.failed: str | None = None
-        if self.fmt == "csv":
+        if path.suffix.lower() == ".csv":
             self._csv = csv.DictWriter(self._fh, fieldnames=FIELDS, extrasaction="ignore")
             self._guarded(self._csv.writeheader)
-
-    @property
-    def written(self) -> int:
-        return self._n
 
     def _guarded(self, action: Any, *args: Any) -> None:
         if self._fh is None:

@@ -8,14 +8,15 @@ major units, the currency (or the profile's default), and optionally the new ref
 from __future__ import annotations
 
 import csv
-import io
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
+from walletctl.errors import UsageError
 from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major
 from walletctl.ops.batch.lines import BoundedLines, csv_reader
@@ -26,6 +27,7 @@ InputFormat = Literal["csv", "jsonl"]
 
 COLUMNS = ("ref", "amount", "currency", "new_ref", "profile")
 REQUIRED = ("ref", "amount")
+STDIN = "<stdin>"  # the name of spooled stdin in messages
 _PROFILE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
@@ -235,9 +237,15 @@ def iter_rows(
             yield Problem(text.number, "(file)", "is not UTF-8 text")
 
 
-def spool_stdin(stream: io.BufferedIOBase | io.RawIOBase | Any, dest: Path) -> Path:
-    """Copy stdin to ``dest`` (validation reads the input twice; stdin can be read once)."""
-    with dest.open("wb") as out:
-        while chunk := stream.read(1 << 16):
-            out.write(chunk)
-    return dest
+def batch_input(source: Path, scratch: Path) -> tuple[Path, str]:
+    """``--batch FILE|-``: the file to read and its name for messages. Stdin is copied into
+    ``scratch`` (validation reads the input twice; stdin can be read once)."""
+    if str(source) == "-":
+        spooled = scratch / "stdin"
+        with spooled.open("wb") as out:
+            while chunk := sys.stdin.buffer.read(1 << 16):
+                out.write(chunk)
+        return spooled, STDIN
+    if not source.is_file():
+        raise UsageError(f"--batch {source}: no such file")
+    return source, str(source)

@@ -60,7 +60,6 @@ from walletctl.ops.batch.control import (
     _Retry,
     _Stopped,
 )
-from walletctl.ops.batch.flow import parse_retry_after
 from walletctl.ops.batch.journal import (
     FINAL_STATES,
     NOT_FOUND,
@@ -321,10 +320,9 @@ class BatchRunner(RowSteps):
             # 429, 5xx, 409, ...: the request may have been read: unknown until looked up
             self.journal.finish(row.key, "unknown", detail=exc.message)
             throttled = exc.status == 429
-            ra = parse_retry_after(getattr(exc, "retry_after", None)) if throttled else None
+            ra = exc.retry_after if throttled else None
             if throttled:
-                self.throttled(ra, self.opt.backoff_initial,
-                               getattr(exc, "retry_after_asked", None))
+                self.throttled(ra, self.opt.backoff_initial, exc.retry_after_asked)
             elif exc.status < 500:
                 self.breaker.success()
             await self._reconcile(client, row, settle=exc.status < 500, why=exc.message,
