@@ -350,18 +350,18 @@ def _under_four_eyes(ask: BatchAsk, profiles: RowProfiles, jr: Journal,
         return True
     amounts = _row_amounts(profiles, _approval_amount(ask.op))
     return bool(amounts) and any(
-        (found := amounts.get(row.profile)) is not None and row.amount > found
+        (found := amounts.get(row.profile)) is not None and row.amount > found[0]
         for row in jr.rows())
 
 
 def _row_amounts(profiles: RowProfiles, amount_of: Callable[[Profile], Decimal | None],
-                 ) -> dict[str | None, Decimal]:
+                 ) -> dict[str | None, tuple[Decimal, str]]:
     """By a row's ``profile`` (None: the command's), the lowest amount ``amount_of`` gives
-    among the profiles that judge it; {} when no profile of the batch sets one."""
+    among the profiles that judge it, and whose it is; {} when no profile of the batch sets
+    one."""
     names: list[str | None] = [None, *profiles.loaded]
     found = {name: profiles.strictest(name, amount_of) for name in names}
-    return {name: amount for name, hit in found.items() if hit is not None
-            for amount in (hit[0],)}
+    return {name: hit for name, hit in found.items() if hit is not None}
 
 
 def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
@@ -371,9 +371,8 @@ def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
     a resumed run asks for the same total as the first."""
     above: dict[str, tuple[int, Decimal]] = {}
     limits: dict[str, str] = {}
-    limit_of = _limit(op)
-    strictest = {name: profiles.strictest(name, limit_of) for name in [None, *profiles.loaded]}
-    if not any(strictest.values()):
+    strictest = _row_amounts(profiles, _limit(op))
+    if not strictest:
         return above, limits
     for row in jr.rows():
         found = strictest.get(row.profile)
@@ -422,7 +421,7 @@ def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
     if bound is None or not plan.to_send:
         return ask.approval
     amounts = _row_amounts(profiles, _approval_amount(ask.op))
-    lowest = min(amounts.values(), default=None)
+    lowest = min((amount for amount, _whose in amounts.values()), default=None)
     if ask.approval is None and lowest is None:
         return None
     from walletctl.history import open_for
@@ -435,7 +434,7 @@ def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
     request = batch_request(
         profile, ask.op, jr, file=source.display, sha256=bound, rows=plan.to_send,
         totals=plan.money(),
-        amount_of=lambda row: amounts.get(row.profile))
+        amount_of=lambda row: None if (hit := amounts.get(row.profile)) is None else hit[0])
     store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")
     try:
         return gate_batch(store, profile, request, ask.approval, batch_id=batch_id,
