@@ -4,7 +4,7 @@ a HOME, profiles file, data directory, runtime directory (so this machine's mone
 NOT shared between them) and ~/.pgpass of their own, and their own database role.
 
 ``team`` -> :class:`Team` with ``owner`` (``desk_owner``, who ran ``walletctl history setup
---grant alice --grant bob``), ``alice`` and ``bob``; each an :class:`Operator` whose ``run``
+--grant alice --grant bob``, as operators and as approvers), ``alice`` and ``bob``; each an :class:`Operator` whose ``run``
 is ``python -m walletctl`` with that person's environment.
 """
 
@@ -75,6 +75,8 @@ def make_team(shop: Desk, cluster: PgCluster, db: str, tmp: Path) -> Team:
     owner, alice, bob = (person(shop, cluster, db, role, tmp / role)
                          for role in ("desk_owner", "alice", "bob"))
     owner.run("history", "setup", "--grant", "alice", "--grant", "bob", expect=0)
+    owner.run("history", "setup", "--grant", "alice", "--grant", "bob", "--role", "approver",
+              expect=0)
     return Team(shop, cluster, db, owner, alice, bob)
 
 

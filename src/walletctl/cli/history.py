@@ -285,15 +285,68 @@ def setup(
     ctx: typer.Context,
     grant: Annotated[list[str] | None, typer.Option(
         "--grant", metavar="ROLE",
-        help="An operator role to let read and append (never change); repeatable.")] = None,
+        help="A database role to let in as --role; repeatable.")] = None,
+    role: Annotated[str, typer.Option(
+        "--role", metavar="KIND",
+        help="What the --grant roles may do: operator (move money, file requests), approver "
+             "(decide others' requests) or auditor (read only).")] = "operator",
 ) -> None:
     """Create or upgrade the history's schema (once, by the database's owner).
 
     Example: WALLETCTL_HISTORY_URL=postgresql://desk_owner@db:5432/desk walletctl history
-    setup --grant alice --grant bob
+    setup --grant alice --grant bob; walletctl history setup --grant carol --role approver
     """
     from walletctl.ops.history_setup import set_up
     from walletctl.render.history import render_setup
 
     st = get_state(ctx)
-    render_setup(st.output_format, set_up(_profile_or_none(st), grant or []))
+    render_setup(st.output_format, set_up(_profile_or_none(st), grant or [], role))
+
+
+policy_app = typer.Typer(
+    help="The desk's rules (approval amounts, limits, required reasons), kept in the history "
+         "and changed only by its owner.", rich_markup_mode=None, add_completion=False,
+    no_args_is_help=True)
+history_app.add_typer(policy_app, name="policy")
+
+
+@policy_app.command("show")
+def policy_show(ctx: typer.Context) -> None:
+    """List the desk's rules kept in the history (who set each, and when)."""
+    from walletctl.ops.history_setup import show_policy
+    from walletctl.render.history import render_rulebook
+
+    st = get_state(ctx)
+    render_rulebook(st.output_format, show_policy(_profile_or_none(st)))
+
+
+@policy_app.command("set")
+def policy_set(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="approvals.OP[.CUR], limits.OP[.CUR], "
+                                            "require_reason, duplicate_window, approval_hours")],
+    value: Annotated[str, typer.Argument(help="An amount, true or a list of operations, or "
+                                              "a number of minutes or hours.")],
+) -> None:
+    """Set one of the desk's rules (the owner only); recorded in the history's chain.
+
+    Example: walletctl history policy set approvals.refund 100.00
+    """
+    from walletctl.ops.history_setup import change_policy
+    from walletctl.render.history import render_rulebook
+
+    st = get_state(ctx)
+    render_rulebook(st.output_format, change_policy(_profile_or_none(st), key, value))
+
+
+@policy_app.command("unset")
+def policy_unset(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="The rule to remove.")],
+) -> None:
+    """Remove one of the desk's rules (the owner only); recorded in the history's chain."""
+    from walletctl.ops.history_setup import change_policy
+    from walletctl.render.history import render_rulebook
+
+    st = get_state(ctx)
+    render_rulebook(st.output_format, change_policy(_profile_or_none(st), key, None))

@@ -28,6 +28,7 @@ from walletctl.errors import RefusedError
 from walletctl.history.chain import Tip
 from walletctl.history.store import HistoryStore, Intent
 
+DETAIL_ROWS = 200  # bound rows shown with a batch request
 Kind = Literal["single", "batch"]
 STATES: tuple[str, ...] = ("pending", "approved", "refused", "spent", "expired")
 
@@ -56,25 +57,30 @@ class Request:
     batch_sha256: str | None = None  # the file's content: what is bound
     batch_rows: int | None = None  # rows to send
     batch_totals: str | None = None  # per currency, e.g. "1,250.00 EUR; 90.00 USD"
-    batch_detail: str | None = None  # JSON: the rows above the approval amount
+    batch_detail: str | None = None  # JSON: the rows above the approval amount (shown)
+    # a batch's rows above the approval amount, bound one by one: (line, ref, amount,
+    # currency); kept in approval_rows, and a run sends no row above the amount outside them
+    bound_rows: tuple[tuple[int, str, str, str], ...] = ()
 
     def digest(self) -> str:
         """sha256 of the canonical request: everything that reaches the gateway or binds a
-        file (never the profile's name or URL, which may differ between two machines)."""
-        bound = {"kind": self.kind, "merchant_id": self.merchant_id, "store_id": self.store_id,
-                 "operation": self.operation, "original_ref": self.original_ref,
-                 "new_ref": self.new_ref, "amount": self.amount, "currency": self.currency,
-                 "reason": self.reason, "batch_sha256": self.batch_sha256}
-        body = json.dumps(bound, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        file (never the profile's name or URL, which may differ between two machines). The
+        store computes it from the stored fields (PostgreSQL: the database, the same way:
+        ``json_build_array(...)::text``), never a client."""
+        bound = [getattr(self, name) for name in BOUND]
+        body = json.dumps(bound, ensure_ascii=False)
         return hashlib.sha256(body.encode()).hexdigest()
 
     def differences(self, other: Approval) -> list[str]:
         """The bound fields in which ``other`` (what was approved) differs from this."""
-        names = ("operation", "original_ref", "new_ref", "amount", "currency", "reason",
-                 "batch_sha256", "merchant_id", "store_id")
         return [f"{n.replace('batch_sha256', 'file sha256')}: approved "
                 f"{getattr(other, n) or '(none)'}, now {getattr(self, n) or '(none)'}"
-                for n in names if getattr(self, n) != getattr(other, n)]
+                for n in BOUND[1:] if getattr(self, n) != getattr(other, n)]
+
+
+# What an approval binds, in the order hashed (the database hashes the same list).
+BOUND: tuple[str, ...] = ("kind", "merchant_id", "store_id", "operation", "original_ref",
+                          "new_ref", "amount", "currency", "reason", "batch_sha256")
 
 
 @dataclass(frozen=True)
@@ -118,8 +124,9 @@ class Approval(Request):
         return found
 
 
-COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Approval) if f.name != "id")
-_REQUEST_COLUMNS = tuple(f.name for f in fields(Request))
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Approval)
+                                 if f.name not in ("id", "bound_rows"))
+_REQUEST_COLUMNS = tuple(f.name for f in fields(Request) if f.name != "bound_rows")
 _SELECT = f"SELECT id, {', '.join(COLUMNS)} FROM approvals"  # noqa: S608 - constant names
 
 
@@ -149,6 +156,12 @@ def file_request(store: HistoryStore, request: Request, *, now: str, expires_at:
         row = db.execute(store._sql(
             f"INSERT INTO approvals ({', '.join(names)}) VALUES "  # noqa: S608 - names only
             f"({', '.join('?' * len(names))}) RETURNING id"), list(values.values())).fetchone()
+        for at in range(0, len(request.bound_rows), 500):
+            chunk = request.bound_rows[at:at + 500]
+            db.execute(store._sql(
+                "INSERT INTO approval_rows (approval, line, ref, amount, currency) VALUES "  # noqa: S608 - placeholders only
+                + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))),
+                [v for bound in chunk for v in (int(row[0]), *bound)])
     found = get(store, int(row[0]))
     assert found is not None
     return found
@@ -156,7 +169,27 @@ def file_request(store: HistoryStore, request: Request, *, now: str, expires_at:
 
 def get(store: HistoryStore, approval: int) -> Approval | None:
     row = store._one(f"{_SELECT} WHERE id = ?", (approval,))
-    return _row(row) if row else None
+    return _shown(store, _row(row)) if row else None
+
+
+def get_in(store: HistoryStore, db: Any, approval: int) -> Approval | None:
+    """The approval, read inside a write transaction."""
+    row = db.execute(store._sql(f"{_SELECT} WHERE id = ?"), (approval,)).fetchone()
+    return _row(tuple(row)) if row else None
+
+
+def _shown(store: HistoryStore, found: Approval) -> Approval:
+    """A batch approval with the rows it binds as its detail (what the approver is shown is
+    what a run can send: the bound rows, not a text the requester wrote)."""
+    if found.kind != "batch":
+        return found
+    count = store._one("SELECT count(*) FROM approval_rows WHERE approval = ?", (found.id,))
+    rows = [{"line": int(line), "ref": ref, "amount": amount, "currency": currency}
+            for line, ref, amount, currency in store._execute(
+                "SELECT line, ref, amount, currency FROM approval_rows WHERE approval = ? "
+                "ORDER BY line LIMIT ?", (found.id, DETAIL_ROWS))]
+    detail = {"above": int(count[0]) if count else 0, "rows": rows}
+    return replace(found, batch_detail=json.dumps(detail, separators=(",", ":")))
 
 
 def listing(store: HistoryStore, *, now: str, state: str | None = None,
@@ -170,10 +203,10 @@ def listing(store: HistoryStore, *, now: str, state: str | None = None,
     if merchant is not None:
         sql += " AND merchant_id = ? AND store_id = ?"
         args += list(merchant)
-    for row in store._execute(sql + " ORDER BY id", args, stream=True):
-        found = _row(row)
+    listed = [_row(row) for row in store._execute(sql + " ORDER BY id", args)]
+    for found in listed:
         if state is None or found.status(now) == state:
-            yield found
+            yield _shown(store, found)
 
 
 def reserved_refs(store: HistoryStore, *, merchant: tuple[str, str], original_ref: str,
@@ -234,10 +267,10 @@ def refuse_to_decide(found: Approval, *, me: str, now: str, approve: bool) -> No
 
 def _locked(store: HistoryStore, db: Any, approval: int) -> Approval:
     """The row, read inside the write transaction (which holds the chain's lock)."""
-    row = db.execute(store._sql(f"{_SELECT} WHERE id = ?"), (approval,)).fetchone()
-    if row is None:
+    found = get_in(store, db, approval)
+    if found is None:
         raise ApprovalError(f"approval #{approval}: no such request in history {store.where}")
-    return _row(tuple(row))
+    return found
 
 
 def spender(store: HistoryStore, approval: int, request: Request, *, now: str,
@@ -287,8 +320,8 @@ def refuse_to_spend(found: Approval, request: Request, *, me: str, now: str,
     if found.requester != me:
         raise ApprovalError(f"{which} was filed by {found.requester}: only they send it; "
                             "nothing was sent")
-    if found.request_hash != request.digest():
-        changed = "; ".join(request.differences(found)) or "the request differs"
+    changed = "; ".join(request.differences(found))
+    if changed:
         raise ApprovalError(f"{which} does not match this request ({changed}); nothing "
                             "was sent", hint="run exactly the approved command, or file a "
                                              "new request without --approval")

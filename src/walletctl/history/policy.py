@@ -41,6 +41,16 @@ def clean_reason(reason: str | None) -> str | None:
     return text
 
 
+def amount_rule(mapping: dict[str, str], op: str, currency: str | None) -> Decimal | None:
+    """The amount ``mapping`` (``op`` or ``op.CUR`` -> amount) sets for ``op`` in
+    ``currency`` (the currency's own key first); ``currency`` None: the lowest of any."""
+    if currency is None:
+        found = [Decimal(v) for k, v in mapping.items() if k.split(".")[0] == op]
+        return min(found, default=None)
+    text = mapping.get(f"{op}.{currency}", mapping.get(op))
+    return None if text is None else Decimal(text)
+
+
 def check_policy(
     *,
     profile_name: str,
@@ -62,9 +72,10 @@ def check_policy(
             f"{operation} refused by {where}: a reason is required; nothing was sent",
             hint='add --reason "why" (it is recorded in the history)',
         )
-    limit = limits.get(operation)
-    if limit is None or amount <= Decimal(limit):
+    found = amount_rule(limits, operation, currency)
+    if found is None or amount <= found:
         return
+    limit = f"{found:f}"
     if reason is None:
         raise PolicyRefusal(
             f"{operation} of {money} refused by {where}: above its limit of {limit} {currency} "

@@ -25,7 +25,7 @@ from walletctl.history.pg_schema import (
     SCHEMA_NAME,
     SETUP_LOCK,
 )
-from walletctl.history.store import HistoryStore, StorageError
+from walletctl.history.store import HistoryStore, Intent, StorageError
 
 if TYPE_CHECKING:
     import psycopg
@@ -193,7 +193,23 @@ class PostgresHistory(HistoryStore):
                 f"for {LOCK_TIMEOUT_S} s (a stuck client, or a lock taken by hand: the owner "
                 "finds it in pg_locks)") from None
         except psycopg.Error as exc:
-            raise StorageError(f"history {self.where}: {why(exc)}") from None
+            text = why(exc).split(" CONTEXT: ")[0]
+            if text.startswith("walletctl policy: "):  # the database refused the movement
+                from walletctl.history.policy import PolicyRefusal
+
+                raise PolicyRefusal(
+                    f"history {self.where}: {text.removeprefix('walletctl policy: ')} (the "
+                    "desk's policy, kept by the database); nothing was sent",
+                    hint="`walletctl history policy show` lists the rules") from None
+            raise StorageError(f"history {self.where}: {text}") from None
+
+    def may_change_rulebook(self) -> bool:
+        row = self._one("SELECT has_table_privilege(session_user, 'walletctl.policy', "
+                        "'INSERT')")
+        return bool(row and row[0])
+
+    def _check_rulebook(self, db: Any, begun: list[tuple[Intent, int]]) -> None:
+        """The database checks the rulebook itself (its trigger events_rulebook)."""
 
     def shared_locks(self) -> AdvisoryLocks:
         return self._locks
@@ -283,7 +299,9 @@ def _value(db: psycopg.Connection[Any], query: str, args: Sequence[Any] = ()) ->
     return row[0] if row else None
 
 
-def setup(url: DbUrl, grants: Sequence[str]) -> SetupResult:
+def setup(url: DbUrl, grants: Sequence[str], kind: str = "operator") -> SetupResult:
+    """Apply the missing migrations; grant each role of ``grants`` what ``kind``
+    (operator, approver or auditor) may do. A role may hold several kinds."""
     import psycopg
     from psycopg import sql
 
@@ -336,8 +354,10 @@ def setup(url: DbUrl, grants: Sequence[str]) -> SetupResult:
                     raise StorageError(
                         f"history {where}: --grant {role}: that is the owner running setup; "
                         "grant operator roles, which may only read and append")
-                for grant in GRANTS:
+                for grant in GRANTS[kind]:
                     db.execute(sql.SQL(grant).format(role=sql.Identifier(role)))
+                db.execute("INSERT INTO walletctl.roles (role, kind) VALUES (%s, %s) "
+                           "ON CONFLICT DO NOTHING", (role, kind))
     except psycopg.errors.InsufficientPrivilege as exc:
         raise StorageError(
             f"history {where}: {why(exc)} (run setup as the database's owner)") from None

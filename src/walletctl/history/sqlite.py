@@ -56,6 +56,15 @@ CREATE TABLE IF NOT EXISTS approvals (
     decided_by TEXT, decided_at TEXT, decision_reason TEXT,
     spent_at TEXT, spent_entry INTEGER, spent_batch TEXT
 );
+CREATE TABLE IF NOT EXISTS approval_rows (
+    approval INTEGER NOT NULL REFERENCES approvals (id),
+    line INTEGER NOT NULL, ref TEXT NOT NULL, amount TEXT NOT NULL, currency TEXT NOT NULL,
+    PRIMARY KEY (approval, line)
+);
+CREATE INDEX IF NOT EXISTS approval_rows_ref ON approval_rows(approval, ref);
+CREATE TABLE IF NOT EXISTS policy (
+    key TEXT PRIMARY KEY, value TEXT NOT NULL, set_by TEXT, set_at TEXT
+);
 """
 _LATER_INDEXES = """
 CREATE INDEX IF NOT EXISTS events_new_ref ON events(new_ref);

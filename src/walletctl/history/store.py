@@ -100,6 +100,10 @@ class HistoryStore:
         """A write transaction under the chain's lock, yielding the connection."""
         raise NotImplementedError
 
+    def may_change_rulebook(self) -> bool:
+        """Whether this connection may change the desk's policy (a local file: its owner)."""
+        return True
+
     def shared_locks(self) -> SharedLocks | None:
         """The desk's per-original locks, when this history is shared (else None)."""
         return None
@@ -157,19 +161,59 @@ class HistoryStore:
                     continue
                 tip.append("complete", entry, vars(completion), self.chained)
             ids: list[int] = []
+            new: list[tuple[Intent, int]] = []  # the movements begun by this write
             found = self._begun(todo)  # identity -> entry, for the whole group at once
             for intent in todo:
                 key = _identity(intent)
                 begun = found.get(key) if key else None
                 if begun is None:
                     begun = tip.append("begin", None, vars(intent), self.chained)
+                    new.append((intent, begun))
                     if key:
                         found[key] = begun
                 ids.append(begun)
             if hook is not None:
                 hook(db, ids)
+            self._check_rulebook(db, new)
             tip.write()
             return ids
+
+    def _check_rulebook(self, db: Any, begun: list[tuple[Intent, int]]) -> None:
+        """Refuse (PolicyRefusal, the whole write rolled back) a movement the desk's
+        rulebook forbids. The store checks it here; a database that checks it itself (its
+        trigger, on PostgreSQL) overrides this with nothing."""
+        from walletctl.history.rulebook import MONEY_OPS, movement_problem
+
+        moving = [(i, e) for i, e in begun if i.outcome is None and i.operation in MONEY_OPS]
+        if not moving:
+            return
+        book = {str(k): str(v) for k, v in db.execute("SELECT key, value FROM policy")}
+        if not book:
+            return
+        from walletctl.history.approvals import get_in
+        from walletctl.history.policy import PolicyRefusal
+
+        used: dict[tuple[Any, ...], int] = {}
+        for intent, entry in moving:
+            approval = None if intent.approval is None else get_in(self, db, intent.approval)
+            covered = 0
+            bound = (intent.approval, intent.original_ref, intent.amount, intent.currency)
+            if approval is not None and approval.kind == "batch":
+                if bound not in used:
+                    used[bound] = int(db.execute(
+                        "SELECT count(*) FROM events WHERE kind = 'begin' AND approval = ? "
+                        "AND original_ref = ? AND amount = ? AND currency = ?",
+                        bound).fetchone()[0])
+                used[bound] += 1
+                covered = int(db.execute(
+                    "SELECT count(*) FROM approval_rows WHERE approval = ? AND ref = ? "
+                    "AND amount = ? AND currency = ?", bound).fetchone()[0])
+            problem = movement_problem(book, intent, entry, approval, used.get(bound, 0),
+                                       covered)
+            if problem is not None:
+                raise PolicyRefusal(f"history {self.where}: {problem} (the desk's policy, "
+                                    "kept in the history); nothing was sent",
+                                    hint="`walletctl history policy show` lists the rules")
 
     def _begun(self, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
         """The entries already begun to send these intents' movements, by identity: one

@@ -1,8 +1,10 @@
-"""``walletctl history setup``: make the history ready (and, on PostgreSQL, let operators in).
+"""The history owner's side: ``walletctl history setup`` (make the history ready and, on
+PostgreSQL, let each role in as an operator, approver or auditor) and ``walletctl history
+policy`` (the desk's rulebook, kept in the history: :mod:`walletctl.history.rulebook`).
 
-On PostgreSQL the database owner runs it once per schema version: it creates or upgrades the
-schema and grants each ``--grant`` role reading and appending, no more. On a local file it
-creates the file (a file has no roles to grant).
+On PostgreSQL the database owner runs setup once per schema version: it creates or upgrades
+the schema and grants each ``--grant`` role what its kind may do, no more. On a local file it
+creates the file (a file has no roles to grant). Only the owner changes the rulebook.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from walletctl.config.dburl import DbUrl
-from walletctl.errors import UsageError
+from walletctl.errors import RefusedError, UsageError
+from walletctl.history.rulebook import Rule
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
+    from walletctl.history.store import HistoryStore
 
 # A role name as `CREATE ROLE` takes it unquoted (it is quoted anyway when granted).
 ROLE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.-]{0,62}")
@@ -31,11 +35,15 @@ class SetUp:
     applied: tuple[str, ...]
     granted: tuple[str, ...]
     owner: str | None  # the role that ran it (PostgreSQL)
+    kind: str = "operator"  # what the granted roles may do
 
 
-def set_up(profile: Profile | None, grants: Sequence[str]) -> SetUp:
+def set_up(profile: Profile | None, grants: Sequence[str], kind: str = "operator") -> SetUp:
     from walletctl.history import history_location
+    from walletctl.history.pg_schema import ROLE_KINDS
 
+    if kind not in ROLE_KINDS:
+        raise UsageError(f"--role: must be one of {', '.join(ROLE_KINDS)}, not {kind[:40]!r}")
     for role in grants:
         if not ROLE.fullmatch(role):
             raise UsageError(f"--grant: {role[:40]!r} is not a role name (letters, digits, "
@@ -54,7 +62,54 @@ def set_up(profile: Profile | None, grants: Sequence[str]) -> SetUp:
                      owner=None)
     from walletctl.history.postgres import setup
 
-    done = setup(where, grants)
+    done = setup(where, grants, kind)
     return SetUp(history=where.display(), backend="postgresql", before=done.before,
                  after=done.after, applied=done.applied, granted=done.granted,
-                 owner=done.owner)
+                 owner=done.owner, kind=kind)
+
+
+# ---- the desk's rulebook ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rulebook:
+    history: str  # where it is kept
+    rules: tuple[Rule, ...]
+    changed: tuple[str, str | None, str | None] | None = None  # (key, old, new) when set
+
+
+def _store(profile: Profile | None, doing: str) -> HistoryStore:
+    from walletctl.history import history_location, open_location
+
+    return open_location(history_location(profile), purpose=f"walletctl history {doing}")
+
+
+def show_policy(profile: Profile | None) -> Rulebook:
+    from walletctl.history.rulebook import read
+
+    with _store(profile, "policy show") as store:
+        return Rulebook(store.where, tuple(read(store).values()))
+
+
+def change_policy(profile: Profile | None, key: str, value: str | None) -> Rulebook:
+    """Set (``value``) or unset (None) one rule, as the history's owner, with its entry in
+    the chain."""
+    import socket
+
+    from walletctl.history.recorder import now_utc, os_user
+    from walletctl.history.rulebook import change, checked_value, read
+    from walletctl.history.store import Intent
+
+    if value is not None:
+        checked_value(key, value)  # a usage error before any connection
+    with _store(profile, f"policy {'set' if value is not None else 'unset'} {key}") as store:
+        if not store.may_change_rulebook():
+            raise RefusedError(
+                f"history {store.where}: only the history's owner changes the desk's policy; "
+                "nothing was changed",
+                hint="the database owner runs `walletctl history policy set` (operators, "
+                     "approvers and auditors read it: `walletctl history policy show`)")
+        step = Intent(time=now_utc(), os_user=os_user(), host=socket.gethostname(),
+                      profile=profile.name if profile else "", base_url=(
+                          profile.base_url if profile else ""),
+                      operation="policy", outcome="approved", exit_code=0)
+        old, new = change(store, key, value, step=step)
+        return Rulebook(store.where, tuple(read(store).values()), (key, old, new))

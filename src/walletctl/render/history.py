@@ -11,7 +11,7 @@ from walletctl.history.store import ENTRY_FIELDS, Entry
 from walletctl.render.output import emit, write_ndjson
 
 if TYPE_CHECKING:
-    from walletctl.ops.history_setup import SetUp
+    from walletctl.ops.history_setup import Rulebook, SetUp
     from walletctl.ops.money.earlier import Reconciled
 
 OUTCOME_STYLES = {
@@ -139,10 +139,41 @@ def render_setup(fmt: str, done: SetUp) -> None:
             f"upgraded from {done.before}" if done.applied else "already current")
     out().print(escape(f"history {done.history}: schema version {done.after} ({what})"),
                 soft_wrap=True)
+    may = {"operator": "move money and file approval requests",
+           "approver": "decide other people's approval requests",
+           "auditor": "read the history, its approvals and policy (no writes)"}[done.kind]
     for role in done.granted:
-        out().print(escape(f"granted {role}: read and append the history (never change it), "
-                                 "file and decide approvals"),
-                    soft_wrap=True)
+        out().print(escape(f"granted {role} as {done.kind}: {may}"), soft_wrap=True)
+
+
+def render_rulebook(fmt: str, book: Rulebook) -> None:
+    """``history policy``: the desk's rules (and the change just made)."""
+    rows = [{"key": r.key, "value": r.value, "setBy": r.set_by, "setAt": r.set_at}
+            for r in book.rules]
+    if fmt != "table":
+        from walletctl.render.rows import emit_rows
+
+        document: dict[str, Any] = {"history": book.history, "rules": rows}
+        if book.changed is not None:
+            key, old, new = book.changed
+            document["changed"] = {"key": key, "old": old, "new": new}
+        emit_rows(rows, fmt, document=document)
+        return
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+    from walletctl.render.fit import print_table
+
+    if book.changed is not None:
+        key, old, new = book.changed
+        said = "unchanged" if old == new else f"{old or '(unset)'} -> {new or '(unset)'}"
+        out().print(escape(f"{key}: {said}"), soft_wrap=True)
+    if not rows:
+        out().print(escape(f"history {book.history}: no desk policy set (each profile's own "
+                           "[history] rules apply)"), soft_wrap=True)
+        return
+    print_table(f"Desk policy ({book.history})", ["Rule", "Value", "Set by", "Set at (UTC)"],
+                [[r.key, r.value, r.set_by or "", r.set_at or ""] for r in book.rules])
 
 
 def render_reconciled(fmt: str, results: list[Reconciled]) -> None:

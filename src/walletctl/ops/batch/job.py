@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
+from walletctl.history.policy import amount_rule
 from walletctl.ops.batch.flow import check_flow_options, stop_code
 from walletctl.ops.batch.plan import Plan
 from walletctl.ops.batch.rows import STDIN
@@ -188,7 +189,7 @@ def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
 
     _check(ask)
     reason = clean_reason(ask.reason)
-    profile = desk.profile()
+    profile, load_profile = _under_rulebook(ask, desk)
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="walletctl-")))
         source = _input(ask.source, scratch)
@@ -200,7 +201,7 @@ def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
         journal_path = _journal_path(ask, bid)
         jr = _open_journal(ask, journal_path, bid, source.display, scratch)
         stack.callback(jr.close)
-        profiles = RowProfiles(profile, desk.load_profile)
+        profiles = RowProfiles(profile, load_profile)
         result = BatchResult(op=ask.op, batch_id=bid, journal=journal_path, results=ask.results,
                              plan=Plan(), profile=profile, dry_run=ask.dry_run)
         approval: int | None = None
@@ -223,6 +224,21 @@ def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
         else:
             _run(ask, desk, jr, result, profiles, stack, approval=approval, reason=reason)
         yield result
+
+
+def _under_rulebook(ask: BatchAsk, desk: BatchDesk) -> tuple[Profile, Callable[[str], Profile]]:
+    """The command's profile, and how a row's is loaded, under the desk's rulebook (kept in
+    the history, read once per run; a dry run reads no history)."""
+    profile = desk.profile()
+    if ask.dry_run:
+        return profile, desk.load_profile
+    from walletctl.history import open_for
+    from walletctl.history.rulebook import read, under_rulebook
+
+    with open_for(profile, purpose=f"walletctl {ask.op} --batch") as store:
+        book = read(store)
+    return under_rulebook(book, profile), lambda name: under_rulebook(
+        book, desk.load_profile(name))
 
 
 def _check(ask: BatchAsk) -> None:
@@ -333,9 +349,8 @@ def _approval_amount(op: str) -> Callable[[Profile], Decimal | None]:
 
 
 def _limit(op: str) -> Callable[[Profile], Decimal | None]:
-    def limit(prof: Profile) -> Decimal | None:
-        text = prof.history.limits.get(op)
-        return None if text is None else Decimal(text)
+    def limit(prof: Profile) -> Decimal | None:  # any currency's lowest: the stricter
+        return amount_rule(prof.history.limits, op, None)
 
     return limit
 

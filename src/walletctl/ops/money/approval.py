@@ -11,7 +11,6 @@ spends it before its first row is sent. The storage and its rules:
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -22,6 +21,7 @@ from walletctl.constants import ExitCode
 from walletctl.errors import AwaitingApprovalError
 from walletctl.history import approvals
 from walletctl.history.approvals import Approval, Request
+from walletctl.history.policy import amount_rule
 from walletctl.history.recorder import major_text, now_utc, utc_text
 from walletctl.history.store import WriteHook
 
@@ -32,13 +32,10 @@ if TYPE_CHECKING:
     from walletctl.models.outcome import Planned
     from walletctl.ops.batch.journal import Journal, JournalRow
 
-DETAIL_ROWS = 200  # rows above the amount kept with a batch request, for the approver
-
-
-def threshold(profile: Profile, op: str) -> Decimal | None:
-    """The amount above which ``op`` needs an approval on this profile (None: never)."""
-    text = profile.history.approvals.get(op)
-    return None if text is None else Decimal(text)
+def threshold(profile: Profile, op: str, currency: str | None = None) -> Decimal | None:
+    """The amount above which ``op`` in ``currency`` needs an approval on this profile
+    (None: never; ``currency`` None: the lowest of any currency's)."""
+    return amount_rule(profile.history.approvals, op, currency)
 
 
 def expiry(profile: Profile) -> str:
@@ -96,7 +93,7 @@ def gate_single(store: HistoryStore | None, profile: Profile, planned: Planned,
     (exit 12, recorded in the history with the approval's id)."""
     from dataclasses import replace
 
-    limit = threshold(profile, planned.op)
+    limit = threshold(profile, planned.op, planned.currency)
     needed = limit is not None and planned.amount > limit
     if store is None or (approval is None and not needed):
         return None
@@ -119,25 +116,18 @@ def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: 
                   rows: int, totals: str,
                   amount_of: Callable[[JournalRow], Decimal | None]) -> Request:
     """One request for a whole file; ``amount_of`` gives the approval amount that applies to
-    a row (the lowest of its profiles'), so the approver sees every row above it."""
-    above: list[dict[str, str | int]] = []
-    count = 0
-    for row in jr.rows():
-        limit = amount_of(row)
-        if limit is not None and row.amount > limit:
-            count += 1
-            if len(above) < DETAIL_ROWS:
-                above.append({"line": row.line, "ref": row.ref,
-                              "amount": f"{row.amount:f}", "currency": row.currency})
-    detail = json.dumps({"above": count, "rows": above}, separators=(",", ":"))
+    a row (the lowest of its profiles'). Every row above it is bound (line, reference,
+    amount, currency): a run under the approval sends no other row above the amount."""
+    bound = tuple((row.line, row.ref, f"{row.amount:f}", row.currency) for row in jr.rows()
+                  if (limit := amount_of(row)) is not None and row.amount > limit)
     return Request(kind="batch", profile=profile.name, base_url=profile.base_url,
                    merchant_id=profile.merchant_id, store_id=profile.store_id, operation=op,
                    batch_file=file, batch_sha256=sha256, batch_rows=rows,
-                   batch_totals=totals, batch_detail=detail)
+                   batch_totals=totals, bound_rows=bound)
 
 
 def rows_above(request: Request) -> int:
-    return int(json.loads(request.batch_detail or "{}").get("above", 0))
+    return len(request.bound_rows)
 
 
 def gate_batch(store: HistoryStore, profile: Profile, request: Request,

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from walletctl.history.policy import check_policy
 from walletctl.history.recorder import Recording, recording
+from walletctl.history.rulebook import read as read_rulebook
+from walletctl.history.rulebook import under_rulebook
 from walletctl.models.outcome import Planned
 from walletctl.ops.money.approval import gate_single
 from walletctl.ops.money.approval import threshold as approval_amount
@@ -126,6 +128,9 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
         store, lock_key(profile.merchant_id, profile.store_id, ask.ref), what=ask.ref,
         on_wait=desk.on_wait))
     with hold, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
+        # the desk's rulebook (kept in the history) over the profile's own rules
+        book = {} if store is None else read_rulebook(store)
+        profile = client.profile = under_rulebook(book, profile)
         records, judged = movement.earlier(client, store, ask.dry_run)
         same = movement.repeated(judged)
         if same is not None and same.verdict == "conflict":  # reported once, then recorded
@@ -158,7 +163,7 @@ def desk_rules(store: HistoryStore | None, profile: Profile, planned: Planned, a
     the approval amount a second operator's approval (filed, exit 12; or checked now and
     spent with the intent: the hook returned). A second operator's approval replaces the
     typed amount."""
-    above = approval_amount(profile, planned.op)
+    above = approval_amount(profile, planned.op, planned.currency)
     four_eyes = approval is not None or (above is not None and planned.amount > above)
     settings = profile.history
     check_policy(

@@ -1,0 +1,225 @@
+"""The desk's rulebook: its policy kept in the history store (the team's database, or the
+local file), changed only by the store's owner, each change an entry of the chain.
+
+Keys (values are text):
+
+* ``approvals.<op>`` / ``approvals.<op>.<CUR>``: above this amount a second person approves
+  the movement first (four eyes);
+* ``limits.<op>`` / ``limits.<op>.<CUR>``: above this amount the movement needs a reason
+  (and, at the terminal, the amount typed to confirm it);
+* ``require_reason``: ``true`` (every operation) or a comma-separated list of operations;
+* ``duplicate_window``: minutes a movement identical to a recent one is held;
+* ``approval_hours``: how long an approval request lives.
+
+``<op>`` is one of :data:`MONEY_OPS`; a currency-specific key wins over the plain one for
+that currency. A profile's own ``[history]`` rules apply on top and may only tighten these
+(:func:`under_rulebook`): a profile that would loosen one is refused, naming the key.
+
+On PostgreSQL the database itself checks every movement against this rulebook when its
+intent is recorded (``history/pg_schema.py``); on a local file the store does the same
+checks in :func:`movement_problem` (a file's owner can edit the file: see docs/history.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+from walletctl.errors import UsageError
+from walletctl.history.policy import PolicyRefusal, amount_rule
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
+    from walletctl.history.store import HistoryStore, Intent
+
+MONEY_OPS: tuple[str, ...] = ("checkout", "capture", "refund", "reverse", "authorize")
+KEY_RULE = ("approvals.<op>[.<CUR>] or limits.<op>[.<CUR>] (op: "
+            + ", ".join(MONEY_OPS) + "), require_reason, duplicate_window or approval_hours")
+_AMOUNT_KEY = re.compile(r"(approvals|limits)\.(" + "|".join(MONEY_OPS) + r")(\.[A-Z]{3})?")
+_AMOUNT = re.compile(r"[0-9]{1,12}(\.[0-9]{1,4})?")
+BOUNDS = {"duplicate_window": (0, 1440), "approval_hours": (1, 720)}  # minutes, hours
+
+
+def checked_value(key: str, value: str) -> str:
+    """``value`` for ``key`` in its one spelling, or UsageError naming the key and rule."""
+    text = value.strip()
+    if _AMOUNT_KEY.fullmatch(key):
+        if not _AMOUNT.fullmatch(text) or Decimal(text) <= 0:
+            raise UsageError(f"{key}: must be an amount above 0 in major units, digits and "
+                             f"at most one point (e.g. 100.00), not {value[:40]!r}")
+        return f"{Decimal(text):f}"
+    if key == "require_reason":
+        ops = [op.strip() for op in text.split(",")]
+        if text == "true":
+            return text
+        if not all(op in MONEY_OPS for op in ops):
+            raise UsageError(f"require_reason: must be true or a comma-separated list of "
+                             f"{', '.join(MONEY_OPS)}, not {value[:40]!r}")
+        return ",".join(dict.fromkeys(ops))
+    if key in BOUNDS:
+        low, high = BOUNDS[key]
+        if not text.isascii() or not text.isdigit() or not low <= int(text) <= high:
+            raise UsageError(f"{key}: must be a whole number from {low} to {high}, "
+                             f"not {value[:40]!r}")
+        return str(int(text))
+    raise UsageError(f"policy key {key[:60]!r}: must be {KEY_RULE}")
+
+
+@dataclass(frozen=True)
+class Rule:
+    key: str
+    value: str
+    set_by: str | None
+    set_at: str | None
+
+
+def read(store: HistoryStore) -> dict[str, Rule]:
+    """The rulebook as kept in ``store`` (read once per store; {} when nothing is set)."""
+    cached: dict[str, Rule] | None = getattr(store, "_rulebook", None)
+    if cached is None:
+        cached = {str(k): Rule(str(k), str(v), by, str(at) if at is not None else None)
+                  for k, v, by, at in store._execute(
+                      "SELECT key, value, set_by, set_at FROM policy ORDER BY key")}
+        store._rulebook = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def change(store: HistoryStore, key: str, value: str | None, *, step: Intent) -> tuple[
+        str | None, str | None]:
+    """Set (``value``) or unset (None) ``key``, with its entry in the chain (``step``, its
+    note filled in here), in one transaction: (old, new)."""
+    from walletctl.history.chain import Tip
+
+    new = None if value is None else checked_value(key, value)
+    if value is None and not (_AMOUNT_KEY.fullmatch(key) or key == "require_reason"
+                              or key in BOUNDS):
+        checked_value(key, "")  # names the rule for an unknown key
+    with store._write() as db:
+        row = db.execute(store._sql("SELECT value FROM policy WHERE key = ?"),
+                         (key,)).fetchone()
+        old = None if row is None else str(row[0])
+        if old == new:
+            return old, new
+        if new is None:
+            db.execute(store._sql("DELETE FROM policy WHERE key = ?"), (key,))
+        elif old is None:
+            db.execute(store._sql("INSERT INTO policy (key, value, set_by, set_at) "
+                                  "VALUES (?, ?, ?, ?)"),
+                       (key, new, step.os_user if store._operator() is None
+                        else store._operator(), step.time))
+        else:
+            db.execute(store._sql("UPDATE policy SET value = ?, set_by = ?, set_at = ? "
+                                  "WHERE key = ?"),
+                       (new, store._operator() or step.os_user, step.time, key))
+        tip = Tip(db, store._sql, store._operator())
+        note = f"policy {key}: {old or '(unset)'} -> {new or '(unset)'}"
+        tip.append("begin", None, vars(replace(step, original_ref=key, note=note[:300])),
+                   store.chained)
+        tip.write()
+    store._rulebook = None  # type: ignore[attr-defined]
+    return old, new
+
+
+# ---- a profile under the rulebook -----------------------------------------------------------
+def under_rulebook(book: dict[str, Rule], profile: Profile) -> Profile:
+    """``profile`` with the desk's rulebook (:func:`read`) in its ``[history]`` rules: the
+    stricter of the two for each rule. A profile that sets a looser value is refused."""
+    if not book:
+        return profile
+    from walletctl.config.profile import HistorySettings
+
+    own = profile.history
+    defaults = HistorySettings()
+    mappings: dict[str, dict[str, str]] = {"approvals": dict(own.approvals),
+                                           "limits": dict(own.limits)}
+    for key, rule in book.items():
+        kind, _, scoped = key.partition(".")
+        if kind not in mappings:
+            continue
+        mine = own.approvals if kind == "approvals" else own.limits
+        op = scoped.split(".")[0]
+        if op in mine and Decimal(mine[op]) > Decimal(rule.value):
+            _loosens(profile, f"{kind}.{op} = {mine[op]}", key, rule)
+        merged = mappings[kind]
+        if scoped not in merged or Decimal(merged[scoped]) > Decimal(rule.value):
+            merged[scoped] = rule.value
+    reasons = set(own.require_reason)
+    if "require_reason" in book:
+        value = book["require_reason"].value
+        reasons |= set(MONEY_OPS if value == "true" else value.split(","))
+    window, hours = own.duplicate_window, own.approval_hours
+    if "duplicate_window" in book:
+        rule = book["duplicate_window"]
+        if window != defaults.duplicate_window and window < int(rule.value):
+            _loosens(profile, f"duplicate_window = {window}", "duplicate_window", rule)
+        window = max(window, int(rule.value)) if window != defaults.duplicate_window \
+            else int(rule.value)
+    if "approval_hours" in book:
+        rule = book["approval_hours"]
+        if hours != defaults.approval_hours and hours > int(rule.value):
+            _loosens(profile, f"approval_hours = {hours}", "approval_hours", rule)
+        hours = min(hours, int(rule.value))
+    settings = replace(own, approvals=mappings["approvals"], limits=mappings["limits"],
+                       require_reason=tuple(op for op in MONEY_OPS if op in reasons),
+                       duplicate_window=window, approval_hours=hours)
+    return replace(profile, history=settings)
+
+
+def _loosens(profile: Profile, mine: str, key: str, rule: Rule) -> None:
+    by = f", set by {rule.set_by}" if rule.set_by else ""
+    raise PolicyRefusal(
+        f"profile {profile.name}: [history] {mine} would loosen the desk's policy "
+        f"({key} = {rule.value}{by}); a profile may only tighten it; nothing was sent",
+        hint=f"remove it from the profile, or set it to {rule.value} or stricter "
+             "(`walletctl history policy show` lists the desk's rules)")
+
+
+# ---- the store's own check (a local file: the database does it on PostgreSQL) ----------------
+def movement_problem(book: dict[str, str], intent: Intent, entry: int,
+                     approval: Any | None, rows_used: int, rows_covered: int) -> str | None:
+    """Why ``intent`` (a movement about to be sent, numbered ``entry``) breaks the rulebook
+    ``book`` (key -> value), or None. ``approval``: the approval it names (its row), with,
+    for a batch, how many rows of this reference and amount it covers and has used."""
+    op = intent.operation
+    try:
+        amount = Decimal(intent.amount or "")
+    except InvalidOperation:
+        return f"{op}: a movement's amount is required"
+    what = f"{op} of {intent.amount} {intent.currency} on {intent.original_ref}"
+    reason = (intent.reason or "").strip()
+    required = book.get("require_reason")
+    if required is not None and (required == "true" or op in required.split(",")) \
+            and not reason:
+        return f"{what} needs a reason (desk policy require_reason)"
+    limits = {k[len("limits."):]: v for k, v in book.items() if k.startswith("limits.")}
+    limit = amount_rule(limits, op, intent.currency)
+    if limit is not None and amount > limit and not reason:
+        return f"{what} is above the desk's limit of {limit:f} and needs a reason"
+    amounts = {k[len("approvals."):]: v for k, v in book.items()
+               if k.startswith("approvals.")}
+    above = amount_rule(amounts, op, intent.currency)
+    if above is None or amount <= above:
+        return None
+    needs = f"{what} is above the desk's approval amount of {above:f}"
+    if approval is None:
+        return f"{needs} and names no approval"
+    if approval.state != "spent" or (approval.merchant_id, approval.store_id,
+                                     approval.operation) != (intent.merchant_id,
+                                                             intent.store_id, op):
+        return f"{needs}: approval #{approval.id} was not spent for it"
+    if approval.kind == "single":
+        if approval.spent_entry != entry or (
+                approval.original_ref, approval.new_ref, approval.currency,
+                approval.reason) != (intent.original_ref, intent.new_ref, intent.currency,
+                                     intent.reason) or Decimal(approval.amount or "0") != amount:
+            return f"{needs}: approval #{approval.id} approved another movement"
+        return None
+    if approval.spent_batch != intent.batch_id:
+        return f"{needs}: approval #{approval.id} was spent by another batch"
+    if approval.expires_at <= intent.time:
+        return f"{needs}: approval #{approval.id} expired at {approval.expires_at}"
+    if rows_used > rows_covered:
+        return f"{needs}: approval #{approval.id} does not cover this row"
+    return None
