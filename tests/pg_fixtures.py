@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # psycopg is imported only when a test uses the fixtures
 NOT_INSTALLED = "PostgreSQL server (initdb, pg_ctl) not installed: apt-get install postgresql"
 SUPERUSER = "walletctl_admin"
 OWNER = "desk_owner"
-OPERATORS = ("alice", "bob")
+OPERATORS = ("alice", "bob", "carol")  # carol: an auditor, in the tests that grant her
 DESK = "desk"
 HOST = "127.0.0.1"
 PG_FIXTURES = ("pg_cluster", "pg_desk", "pg_private")

@@ -451,7 +451,7 @@ CREATE FUNCTION walletctl.events_rulebook() RETURNS trigger LANGUAGE plpgsql AS 
 DECLARE
     n record;
     a record;
-    amount numeric;
+    moved numeric;
     rule text;
     what text;
     covered bigint;
@@ -479,7 +479,7 @@ BEGIN
             RAISE EXCEPTION 'walletctl policy: entry % has no amount', n.entry
                 USING ERRCODE = 'check_violation';
         END IF;
-        amount := n.amount::numeric;
+        moved := n.amount::numeric;
         what := format('%s of %s %s on %s', n.operation, n.amount, n.currency,
                        n.original_ref);
         rule := (SELECT value FROM walletctl.policy WHERE key = 'require_reason');
@@ -492,7 +492,7 @@ BEGIN
             (SELECT value FROM walletctl.policy
              WHERE key = 'limits.' || n.operation || '.' || n.currency),
             (SELECT value FROM walletctl.policy WHERE key = 'limits.' || n.operation));
-        IF rule IS NOT NULL AND amount > rule::numeric AND coalesce(btrim(n.reason), '') = ''
+        IF rule IS NOT NULL AND moved > rule::numeric AND coalesce(btrim(n.reason), '') = ''
                 THEN
             RAISE EXCEPTION 'walletctl policy: % is above the desk''s limit of % and needs '
                 'a reason', what, rule USING ERRCODE = 'check_violation';
@@ -501,7 +501,7 @@ BEGIN
             (SELECT value FROM walletctl.policy
              WHERE key = 'approvals.' || n.operation || '.' || n.currency),
             (SELECT value FROM walletctl.policy WHERE key = 'approvals.' || n.operation));
-        CONTINUE WHEN rule IS NULL OR amount <= rule::numeric;
+        CONTINUE WHEN rule IS NULL OR moved <= rule::numeric;
         what := format('%s is above the desk''s approval amount of %s', what, rule);
         SELECT * INTO a FROM walletctl.approvals WHERE id = n.approval;
         IF NOT FOUND THEN
@@ -518,7 +518,7 @@ BEGIN
                     OR (a.original_ref, a.new_ref, a.currency, a.reason)
                        IS DISTINCT FROM (n.original_ref, n.new_ref, n.currency, n.reason)
                     OR a.amount !~ '^[0-9]{1,15}(\.[0-9]{1,4})?$'
-                    OR a.amount::numeric <> amount THEN
+                    OR a.amount::numeric <> moved THEN
                 RAISE EXCEPTION 'walletctl policy: %: approval #% approved another movement '
                     '(% of % % on %)', what, a.id, a.operation, a.amount, a.currency,
                     a.original_ref USING ERRCODE = 'check_violation';
@@ -535,7 +535,7 @@ BEGIN
         END IF;
         SELECT count(*) INTO covered FROM walletctl.approval_rows r
             WHERE r.approval = a.id AND r.ref = n.original_ref
-            AND r.amount::numeric = amount AND r.currency = n.currency;
+            AND r.amount::numeric = moved AND r.currency = n.currency;
         SELECT count(*) INTO used FROM walletctl.events e
             WHERE e.original_ref = n.original_ref AND e.kind = 'begin' AND e.approval = a.id
             AND e.amount = n.amount AND e.currency = n.currency AND e.seq <= n.seq;

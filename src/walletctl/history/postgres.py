@@ -36,6 +36,8 @@ SHARED_HINT = ("start the database server or fix WALLETCTL_HISTORY_URL / the pro
                "[history] url; the password comes from ~/.pgpass or PGPASSWORD")
 CREDENTIALS_HINT = ("libpq reads the password from ~/.pgpass (mode 0600; HOST:PORT:DB:ROLE:"
                  "PASSWORD), PGPASSWORD or a service file")
+KINDS_HINT = ("each role does what the owner granted it: `walletctl history setup --grant ROLE "
+              "--role operator|approver|auditor`")
 CONNECT_TIMEOUT = 5  # seconds, unless the URL says otherwise
 LOCK_TIMEOUT_S = 15  # an append takes milliseconds: no write waits for ever behind a stuck one
 
@@ -201,7 +203,9 @@ class PostgresHistory(HistoryStore):
                     f"history {self.where}: {text.removeprefix('walletctl policy: ')} (the "
                     "desk's policy, kept by the database); nothing was sent",
                     hint="`walletctl history policy show` lists the rules") from None
-            raise StorageError(f"history {self.where}: {text}") from None
+            raise StorageError(f"history {self.where}: {text}", hint=(
+                KINDS_HINT if isinstance(exc, psycopg.errors.InsufficientPrivilege)
+                else None)) from None
 
     def may_change_rulebook(self) -> bool:
         row = self._one("SELECT has_table_privilege(session_user, 'walletctl.policy', "
