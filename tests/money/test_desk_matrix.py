@@ -27,13 +27,21 @@ SERVICE = "Basic " + base64.b64encode(b"ops-bot:sandbox-secret").decode()
 
 
 class Matrix:
-    """One movement of each kind on ``desk-a``, and what the gateway holds afterwards."""
+    """One movement of each kind on ``desk-a``, and what the gateway holds afterwards. The
+    rules come from the profile, or (``rulebook``) from the desk's policy kept in the
+    history (the local file here; tests/pg/test_rulebook.py has the team's database)."""
 
-    def __init__(self, desk: Desk, tmp: Path) -> None:
-        self.desk, self.tmp = desk, tmp
+    def __init__(self, desk: Desk, tmp: Path, source: str = "profile") -> None:
+        self.desk, self.tmp, self.source = desk, tmp, source
         self._keys: dict[str, str] | None = None
 
     def setting(self, key: str, value: str) -> None:
+        if self.source == "rulebook":
+            rule = key.removeprefix("history.")
+            self.desk.run("history", "policy", "set", rule, value, expect=0)
+            shown = self.desk.run("-o", "json", "history", "policy", "show", expect=0).json()
+            assert {r["key"]: r["value"] for r in shown["rules"]}[rule] == value, shown
+            return
         self.desk.run("profile", "set", "desk-a", key, value, expect=0)
         shown = self.desk.run("-o", "json", "profile", "show", "desk-a", expect=0).json()
         table, _, leaf = key.removeprefix("history.").rpartition(".")
@@ -110,9 +118,9 @@ class Matrix:
         return len(d.followups(ref, "refund" if op == "batch" else op))
 
 
-@pytest.fixture
-def matrix(desk: Desk, tmp_path: Path) -> Matrix:
-    return Matrix(desk, tmp_path)
+@pytest.fixture(params=["profile", "rulebook"])
+def matrix(desk: Desk, tmp_path: Path, request: pytest.FixtureRequest) -> Matrix:
+    return Matrix(desk, tmp_path, request.param)
 
 
 def _history_op(op: str) -> str:

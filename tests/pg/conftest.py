@@ -4,8 +4,8 @@ a HOME, profiles file, data directory, runtime directory (so this machine's mone
 NOT shared between them) and ~/.pgpass of their own, and their own database role.
 
 ``team`` -> :class:`Team` with ``owner`` (``desk_owner``, who ran ``walletctl history setup
---grant alice --grant bob``, as operators and as approvers), ``alice`` and ``bob``; each an :class:`Operator` whose ``run``
-is ``python -m walletctl`` with that person's environment.
+--grant alice --grant bob``, as operators and as approvers), ``alice`` and ``bob``; each an
+:class:`Operator` whose ``run`` is ``python -m walletctl`` with that person's environment.
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ def _policy(team: Team, *pairs: str) -> None:
 
 
 def _approved(team: Team, ref: str, op: str = "refund") -> list[str]:
-    return [f'{Decimal(r["transactionAmount"]).scaleb(-2):.2f}' for r in team.desk.followups(ref, op)
-            if r.get("state") == "Approved"]
+    return [f'{Decimal(r["transactionAmount"]).scaleb(-2):.2f}'
+            for r in team.desk.followups(ref, op) if r.get("state") == "Approved"]
 
 
 def _append(team: Team, role: str, row: dict[str, Any], *,
@@ -126,7 +126,8 @@ def test_the_approver_sees_what_can_be_spent(team: Team) -> None:
     sent = team.alice.run("refund", ref, "--amount", "450", "--new-ref", ref + "-R1",
                           "--reason", "parcel lost", "--yes", "--approval", str(number[0]),
                           "-p", "desk-a", expect=5)
-    assert "does not match" in sent.stderr and "amount" in sent.stderr, sent
+    assert "does not match" in sent.stderr, sent
+    assert "amount" in sent.stderr, sent
 
     def spend(db: psycopg.Connection[Any], entry: int) -> None:
         db.execute("UPDATE walletctl.approvals SET state = 'spent', spent_at = 'x', "
@@ -200,7 +201,8 @@ def test_roles_an_auditor_reads_and_writes_nothing(team: Team, carol: Operator) 
     number = str(team.alice.run("-o", "json", "refund", ref, "--amount", "150.00", "--yes",
                                 "-p", "desk-a", expect=12).json()["approval"]["id"])
     refused = carol.run("approve", number, "--yes", "-p", "desk-a")
-    assert refused.code != 0 and "Traceback" not in refused.stderr, refused
+    assert refused.code != 0, refused
+    assert "Traceback" not in refused.stderr, refused
     for argv in (("history",), ("history", "verify"), ("approvals",),
                  ("history", "policy", "show")):
         carol.run(*argv, "-p", "desk-a", expect=0)
@@ -220,7 +222,8 @@ def test_roles_an_auditor_reads_and_writes_nothing(team: Team, carol: Operator) 
     # an operator who is not an approver decides nothing either
     team.owner.run("history", "setup", "--grant", "carol", "--role", "operator", expect=0)
     decided = carol.run("approve", number, "--yes", "-p", "desk-a")
-    assert decided.code == 3 and "permission denied" in decided.stderr, decided
+    assert decided.code == 3, decided
+    assert "permission denied" in decided.stderr, decided
     assert "--role operator|approver|auditor" in decided.stderr, decided
 
 
@@ -234,13 +237,13 @@ def test_policy_changes_only_by_the_owner_each_in_the_chain(team: Team) -> None:
     assert "only the history's owner" in mine.stderr, mine
     bad = team.owner.run("history", "policy", "set", "limits.refund", "1e3", expect=2)
     assert "limits.refund: must be an amount" in bad.stderr, bad
-    with team.cluster.connect("alice", team.db) as db:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            db.execute("DELETE FROM walletctl.policy")
+    with team.cluster.connect("alice", team.db) as db, \
+            pytest.raises(psycopg.errors.InsufficientPrivilege):
+        db.execute("DELETE FROM walletctl.policy")
     # the owner by psql, without the chain entry: refused at commit
-    with team.cluster.connect("desk_owner", team.db) as db:
-        with pytest.raises(psycopg.Error, match="written with its entry"):
-            db.execute("UPDATE walletctl.policy SET value = '100000'")
+    with team.cluster.connect("desk_owner", team.db) as db, \
+            pytest.raises(psycopg.Error, match="written with its entry"):
+        db.execute("UPDATE walletctl.policy SET value = '100000'")
     steps = [e for e in team.owner.run("-o", "json", "history", expect=0).json()
              if e["operation"] == "policy"]
     assert [(s["operator"], s["note"]) for s in steps] == [
@@ -276,4 +279,5 @@ def test_the_request_hash_is_the_databases(team: Team) -> None:
             (request.kind, request.merchant_id, request.store_id, request.operation,
              request.original_ref, request.new_ref, request.amount, request.currency,
              request.reason, GENESIS)).fetchone()
-    assert row is not None and row[0] == request.digest(), json.dumps(row)
+    assert row is not None
+    assert row[0] == request.digest(), json.dumps(row)

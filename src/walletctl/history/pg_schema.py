@@ -311,8 +311,8 @@ INSERT INTO walletctl.roles (role, kind)
     AND g.privilege_type = 'INSERT' AND g.grantee <> current_user;
 
 CREATE TABLE walletctl.policy (
-    key text PRIMARY KEY CHECK (key ~ ('^((approvals|limits)\.(@OPS@)(\.[A-Z]{3})?'
-                                      '|require_reason|duplicate_window|approval_hours)$')),
+    key text PRIMARY KEY CHECK (key ~ ('^((approvals\.(capture|refund|reverse)'
+        '|limits\.(@OPS@))(\.[A-Z]{3})?|require_reason|duplicate_window|approval_hours)$')),
     value text NOT NULL CHECK (CASE
         WHEN key ~ '^(approvals|limits)\.' THEN value ~ '^[0-9]{1,12}(\.[0-9]{1,4})?$'
             AND value::numeric > 0

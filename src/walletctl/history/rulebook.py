@@ -4,7 +4,7 @@ local file), changed only by the store's owner, each change an entry of the chai
 Keys (values are text):
 
 * ``approvals.<op>`` / ``approvals.<op>.<CUR>``: above this amount a second person approves
-  the movement first (four eyes);
+  the movement first (four eyes; capture, refund and reverse: money leaving an order);
 * ``limits.<op>`` / ``limits.<op>.<CUR>``: above this amount the movement needs a reason
   (and, at the terminal, the amount typed to confirm it);
 * ``require_reason``: ``true`` (every operation) or a comma-separated list of operations;
@@ -35,9 +35,12 @@ if TYPE_CHECKING:
     from walletctl.history.store import HistoryStore, Intent
 
 MONEY_OPS: tuple[str, ...] = ("checkout", "capture", "refund", "reverse", "authorize")
-KEY_RULE = ("approvals.<op>[.<CUR>] or limits.<op>[.<CUR>] (op: "
-            + ", ".join(MONEY_OPS) + "), require_reason, duplicate_window or approval_hours")
-_AMOUNT_KEY = re.compile(r"(approvals|limits)\.(" + "|".join(MONEY_OPS) + r")(\.[A-Z]{3})?")
+FOUR_EYES_OPS: tuple[str, ...] = ("capture", "refund", "reverse")  # money leaving an order
+KEY_RULE = ("approvals.<op>[.<CUR>] (op: " + ", ".join(FOUR_EYES_OPS) + "), limits.<op>[.<CUR>]"
+            " (op: " + ", ".join(MONEY_OPS) + "), require_reason, duplicate_window or "
+            "approval_hours")
+_AMOUNT_KEY = re.compile(r"(approvals\.(" + "|".join(FOUR_EYES_OPS) + r")|limits\.("
+                         + "|".join(MONEY_OPS) + r"))(\.[A-Z]{3})?")
 _AMOUNT = re.compile(r"[0-9]{1,12}(\.[0-9]{1,4})?")
 BOUNDS = {"duplicate_window": (0, 1440), "approval_hours": (1, 720)}  # minutes, hours
 
@@ -145,6 +148,12 @@ def under_rulebook(book: dict[str, Rule], profile: Profile) -> Profile:
         merged = mappings[kind]
         if scoped not in merged or Decimal(merged[scoped]) > Decimal(rule.value):
             merged[scoped] = rule.value
+    for kind, merged in mappings.items():  # a currency's own rule: no looser than the
+        mine = own.approvals if kind == "approvals" else own.limits  # profile's for all
+        for scoped in [k for k in merged if "." in k and k.split(".")[0] in mine]:
+            op = scoped.split(".")[0]
+            if Decimal(mine[op]) < Decimal(merged[scoped]):
+                merged[scoped] = mine[op]
     reasons = set(own.require_reason)
     if "require_reason" in book:
         value = book["require_reason"].value

@@ -1,0 +1,67 @@
+"""The desk's rulebook in a local history file: kept in the file, changed with its entry in
+the chain, and checked by the store for any client of it (a file's owner can still edit
+the file itself: docs/history.md says so)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from walletctl.errors import UsageError
+from walletctl.history.policy import PolicyRefusal
+from walletctl.history.rulebook import change, read, under_rulebook
+from walletctl.history.sqlite import SqliteHistory
+from walletctl.history.store import Intent
+
+STEP = Intent(time="2026-11-25T10:00:00.000Z", os_user="me", host="h", profile="p",
+              base_url="u", operation="policy", outcome="approved", exit_code=0)
+
+
+def _refund(amount: str, **extra: object) -> Intent:
+    return Intent(time="2026-11-25T10:00:01.000Z", os_user="me", host="h", profile="p",
+                  base_url="u", operation="refund", original_ref="O-1", new_ref="O-1-R1",
+                  amount=amount, currency="EUR", merchant_id="M", store_id="S",
+                  **extra)  # type: ignore[arg-type]
+
+
+def test_the_store_refuses_what_the_rulebook_forbids(tmp_path: Path) -> None:
+    with SqliteHistory(tmp_path / "h.sqlite3") as store:
+        assert change(store, "approvals.refund.EUR", "100", step=STEP) == (None, "100")
+        assert change(store, "require_reason", "refund,capture", step=STEP)[1] == \
+            "refund,capture"
+        with pytest.raises(PolicyRefusal, match="needs a reason"):
+            store.begin(_refund("5.00"))
+        with pytest.raises(PolicyRefusal, match="approval amount of 100 and names no"):
+            store.begin(_refund("450.00", reason="parcel lost"))
+        with pytest.raises(PolicyRefusal, match="names no approval"):
+            store.begin(_refund("450.00", reason="x", approval=7))
+        entry = store.begin(_refund("100.00", reason="at the amount"))
+        assert [e.operation for e in store.entries()] == ["policy", "policy", "refund"]
+        assert store.verify()[1] is None
+        assert entry == 3
+        with pytest.raises(UsageError, match=r"limits\.refund: must be an amount"):
+            change(store, "limits.refund", "-1", step=STEP)
+        with pytest.raises(UsageError, match=r"policy key 'approvals\.checkout'"):
+            change(store, "approvals.checkout", "1", step=STEP)
+        assert change(store, "require_reason", None, step=STEP) == ("refund,capture", None)
+        assert set(read(store)) == {"approvals.refund.EUR"}
+
+
+def test_a_profile_only_tightens(tmp_path: Path) -> None:
+    from walletctl.config.profile import HistorySettings, Profile
+
+    profile = Profile(name="p", base_url="http://x", merchant_id="M", store_id="S",
+                      user_id="u", history=HistorySettings(approvals={"refund": "50"},
+                                                           limits={"refund": "500"}))
+    with SqliteHistory(tmp_path / "h.sqlite3") as store:
+        change(store, "approvals.refund", "100", step=STEP)
+        change(store, "limits.refund.EUR", "1000", step=STEP)
+        change(store, "approval_hours", "4", step=STEP)
+        merged = under_rulebook(read(store), profile).history
+        assert merged.approvals == {"refund": "50"}  # the profile's is stricter
+        assert merged.limits == {"refund": "500", "refund.EUR": "500"}
+        assert merged.approval_hours == 4
+        change(store, "approvals.refund", "20", step=STEP)
+        with pytest.raises(PolicyRefusal, match=r"approvals.refund = 50 would loosen"):
+            under_rulebook(read(store), profile)
