@@ -96,6 +96,7 @@ def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path
         "history verify": ["history", "verify"],
         "history setup": ["history", "setup"],  # the local file (a database: tests/pg)
         "approvals": ["approvals"],
+        "history policy": ["history", "policy", "set", "limits.capture", "1000"],  # the last
     }
     commands = _commands(sb)
     assert "lookup" in commands
