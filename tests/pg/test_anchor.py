@@ -100,7 +100,10 @@ def test_a_dropped_tail_is_caught_by_an_auditors_anchor(team: Team, tmp_path: Pa
                          (auditor.role,)).fetchone()
     assert row == (False,)
 
-    _maintain(team, lambda db: db.execute("DELETE FROM walletctl.events WHERE seq > 6"))
+    def drop_tail(db: psycopg.Connection[Any]) -> None:
+        db.execute("DELETE FROM walletctl.events WHERE seq > 6")
+
+    _maintain(team, drop_tail)
     alone = team.bob.run("history", "verify", expect=0).json()
     assert (alone["intact"], alone["events"]) == (True, 6)  # the database alone cannot tell
     cut = auditor.run("history", "verify", "--anchor", str(anchors), expect=3)
