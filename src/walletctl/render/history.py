@@ -104,7 +104,7 @@ def render_anchor(anchor: Anchor) -> None:
     sys.stdout.write(json.dumps(anchor.to_dict(), ensure_ascii=False) + "\n")
 
 
-def verified_record(found: Verified) -> dict[str, Any]:
+def _verified_record(found: Verified) -> dict[str, Any]:
     """``history verify -o json``: the verdict, the head, and every problem found."""
     head = found.head
     return {"history": found.history, "backend": found.backend,
@@ -118,10 +118,10 @@ def verified_record(found: Verified) -> dict[str, Any]:
                                for f in found.failures],
             "spentWithoutDecision": None if found.spent_undecided is None
             else list(found.spent_undecided),
-            "problems": problems(found)}
+            "problems": _problems(found)}
 
 
-def problems(found: Verified) -> list[str]:
+def _problems(found: Verified) -> list[str]:
     """One line per problem, the first broken link first."""
     where = f"history {found.history}"
     ends = found.head.event if found.head else 0
@@ -159,7 +159,7 @@ def render_verified(fmt: str, found: Verified) -> None:
     """``history verify``'s result: the record in the data formats; as text, the verdict and
     the head hash to keep, when the history passes; a problem is an error on stderr (the
     first one; -o json lists them all)."""
-    record = verified_record(found)
+    record = _verified_record(found)
     if fmt != "table":
         from walletctl.render.rows import emit_rows
 
