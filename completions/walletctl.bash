@@ -4,7 +4,7 @@ _walletctl_groups() {  # PATH: its subcommands
     case "$1" in
         '') echo 'account approvals approve authorize capture checkout completion history keys lookup profile recon refund reverse sandbox smoke' ;;
         'approvals') echo 'refuse show' ;;
-        'history') echo 'policy setup verify' ;;
+        'history') echo 'anchor policy setup verify' ;;
         'history policy') echo 'set show unset' ;;
         'profile') echo 'add check default example list remove set show unset' ;;
         'sandbox') echo '3ds approve cancel decline demo faults ledger reset seed serve values wait' ;;
@@ -23,12 +23,13 @@ _walletctl_options() {  # PATH: its options
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount --open --dry-run --help -h' ;;
         'completion') echo '--help -h' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --unknown --reconcile --last --path --help -h' ;;
+        'history anchor') echo '--help -h' ;;
         'history policy') echo '--help -h' ;;
         'history policy set') echo '--help -h' ;;
         'history policy show') echo '--help -h' ;;
         'history policy unset') echo '--help -h' ;;
         'history setup') echo '--grant --role --help -h' ;;
-        'history verify') echo '--expect-head --help -h' ;;
+        'history verify') echo '--anchor --expect-head --help -h' ;;
         'keys') echo '--show-secret --save --refresh --help -h' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help -h' ;;
         'profile') echo '--help -h' ;;
@@ -72,7 +73,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
         'history setup') echo '--grant --role' ;;
-        'history verify') echo '--expect-head' ;;
+        'history verify') echo '--anchor --expect-head' ;;
         'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;
         'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures' ;;
@@ -111,6 +112,7 @@ _walletctl_values() {  # PATH OPTION: the option's values
         'checkout|--type') echo 'sale preauth' ;;
         'checkout|--from-file') echo '@files' ;;
         'history|--profile') echo '@profiles' ;;
+        'history verify|--anchor') echo '@files' ;;
         'lookup|--batch') echo '@files' ;;
         'profile add|--amount-format') echo 'minor decimal' ;;
         'profile add|--environment') echo 'production test' ;;

@@ -5,7 +5,7 @@ function __walletctl_groups
     switch $argv[1]
         case ''; echo account approvals approve authorize capture checkout completion history keys lookup profile recon refund reverse sandbox smoke
         case 'approvals'; echo refuse show
-        case 'history'; echo policy setup verify
+        case 'history'; echo anchor policy setup verify
         case 'history policy'; echo set show unset
         case 'profile'; echo add check default example list remove set show unset
         case 'sandbox'; echo 3ds approve cancel decline demo faults ledger reset seed serve values wait
@@ -23,7 +23,7 @@ function __walletctl_takes
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
         case 'history setup'; echo --grant --role
-        case 'history verify'; echo --expect-head
+        case 'history verify'; echo --anchor --expect-head
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
         case 'recon'; echo --since --until --ref --refs --journal --op --concurrency --rate --max-failures
@@ -185,6 +185,7 @@ complete -c walletctl -n "__walletctl_at 'checkout'" -l dry-run -d 'Print the ex
 complete -c walletctl -n "__walletctl_at 'checkout'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'completion'" -a 'bash zsh fish powershell'
 complete -c walletctl -n "__walletctl_at 'completion'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history'" -a anchor -d 'Print the chain\'s head as one JSON line to keep outside t...'
 complete -c walletctl -n "__walletctl_at 'history'" -a policy -d 'The desk\'s rules (approval amounts, limits, required reas...'
 complete -c walletctl -n "__walletctl_at 'history'" -a setup -d 'Create or upgrade the history\'s schema (once, by the data...'
 complete -c walletctl -n "__walletctl_at 'history'" -a verify -d 'Check the hash chain: exit 0 when intact, 3 naming the fi...'
@@ -200,6 +201,7 @@ complete -c walletctl -n "__walletctl_at 'history'" -l reconcile -d 'Look the li
 complete -c walletctl -n "__walletctl_at 'history'" -l last -x -d 'Only the last N entries (table default: 50)'
 complete -c walletctl -n "__walletctl_at 'history'" -l path -d 'Print where the history is (a file, or a database URL) an...'
 complete -c walletctl -n "__walletctl_at 'history'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history anchor'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'history policy'" -a set -d 'Set one of the desk\'s rules (the owner only); recorded in...'
 complete -c walletctl -n "__walletctl_at 'history policy'" -a show -d 'List the desk\'s rules kept in the history (who set each,...'
 complete -c walletctl -n "__walletctl_at 'history policy'" -a unset -d 'Remove one of the desk\'s rules (the owner only); recorded...'
@@ -210,6 +212,7 @@ complete -c walletctl -n "__walletctl_at 'history policy unset'" -l help -s h -d
 complete -c walletctl -n "__walletctl_at 'history setup'" -l grant -x -d 'A database role to let in as --role; repeatable'
 complete -c walletctl -n "__walletctl_at 'history setup'" -l role -x -d 'What the --grant roles may do: operator (move money, file...'
 complete -c walletctl -n "__walletctl_at 'history setup'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history verify'" -l anchor -r -F -d 'A file of lines `walletctl history anchor` printed (kept...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l expect-head -x -d 'A head hash printed by an earlier verify (12+ hex digits)...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'keys'" -l show-secret -d 'Print the keys themselves (default: a fingerprint)'

@@ -89,7 +89,8 @@ def test_verify_command_exit_codes(tmp_path: Path) -> None:
     assert json.loads(piped.stdout) == {
         "history": str(path), "backend": "sqlite", "file": str(path), "intact": True,
         "events": 12, "brokenAt": None, "headEvent": 12,
-        "headHash": json.loads(piped.stdout)["headHash"]}
+        "headHash": json.loads(piped.stdout)["headHash"], "anchors": 0, "anchorFailures": [],
+        "spentWithoutDecision": [], "problems": []}
     with sqlite3.connect(path) as db:
         db.execute("UPDATE events SET amount = '1.00' WHERE seq = 5")
     bad = _cli(path, "history", "verify")
@@ -98,6 +99,8 @@ def test_verify_command_exit_codes(tmp_path: Path) -> None:
     assert "entry #3" in bad.stderr
     assert json.loads(bad.stdout)["intact"] is False
     assert json.loads(bad.stdout)["brokenAt"] == 5
+    assert json.loads(bad.stdout)["problems"] == [bad.stderr.splitlines()[0].removeprefix(
+        "walletctl: error: ")]
     assert _cli(path, "-o", "table", "history", "verify").stdout == ""  # the error says it
 
 

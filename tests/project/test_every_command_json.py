@@ -94,6 +94,7 @@ def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path
         "profile remove": ["profile", "remove", "extra", "--yes"],
         "history": ["history"],
         "history verify": ["history", "verify"],
+        "history anchor": ["history", "anchor"],
         "history setup": ["history", "setup"],  # the local file (a database: tests/pg)
         "approvals": ["approvals"],
         "history policy": ["history", "policy", "set", "limits.capture", "1000"],  # the last

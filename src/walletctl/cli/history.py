@@ -2,7 +2,7 @@
 
 ``history`` lists entries (filters, -o json|ndjson|csv), ``--path`` prints where it lives,
 ``--unknown --reconcile`` looks unknown outcomes up at the gateway, ``verify`` checks the
-hash chain.
+hash chain (and the heads ``anchor`` printed, kept outside the history).
 """
 
 from __future__ import annotations
@@ -228,56 +228,39 @@ def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
 @history_app.command("verify")
 def verify(
     ctx: typer.Context,
+    anchor: Annotated[Path | None, typer.Option(
+        "--anchor", metavar="FILE",
+        help="A file of lines `walletctl history anchor` printed (kept outside the history): "
+             "fail unless every line's event is still here with the same hash (detects "
+             "deleted newest entries and a recomputed chain).")] = None,
     expect_head: Annotated[str | None, typer.Option(
         "--expect-head", metavar="HASH",
         help="A head hash printed by an earlier verify (12+ hex digits): fail unless that "
              "event is still in the history (detects deleted newest entries).")] = None,
 ) -> None:
-    """Check the hash chain: exit 0 when intact, 3 naming the first broken entry."""
-    import re
-
-    from walletctl.config.dburl import DbUrl
+    """Check the hash chain: exit 0 when intact, 3 naming the first problem."""
     from walletctl.constants import ExitCode
-    from walletctl.errors import UsageError
-    from walletctl.history import history_location, open_location
-    from walletctl.render.console import print_error
-
-    if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{12,64}", expect_head):
-        raise UsageError("--expect-head: must be 12 to 64 hex digits of a head hash that "
-                         "`walletctl history verify` printed")
-    st = get_state(ctx)
-    found = history_location(_profile_or_none(st))
-    shared = isinstance(found, DbUrl)
-    where = found.display() if isinstance(found, DbUrl) else str(found)
-    store = open_location(found, create=False, purpose="walletctl history verify")
-    try:
-        count, broken = store.verify()
-        head = store.head()
-        missing = expect_head is not None and broken is None and not store.holds(expect_head)
-    finally:
-        store.close()
-    record = {"history": where, "backend": "postgresql" if shared else "sqlite",
-              "file": None if shared else where, "intact": broken is None and not missing,
-              "events": count, "brokenAt": None if broken is None else broken.seq,
-              "headEvent": head[0] if head else None,
-              "headHash": head[1] if head else None}
+    from walletctl.ops.history_verify import verify as run_verify
     from walletctl.render.history import render_verified
 
-    render_verified(st.output_format, record)  # like every command: JSON when piped
-    if broken is not None:
-        print_error(
-            f"history {where} is broken at event {broken.seq}: {broken.problem} "
-            f"({count} events before it are intact)",
-            "keep it as evidence; it no longer proves what happened",
-        )
+    st = get_state(ctx)
+    found = run_verify(_profile_or_none(st), anchors_file=anchor, expect_head=expect_head)
+    render_verified(st.output_format, found)  # like every command: JSON when piped
+    if not found.intact:
         raise typer.Exit(int(ExitCode.CONFIG))  # a history that fails its check
-    if missing:
-        print_error(
-            f"history {where}: the event with head hash {expect_head} is gone: newer "
-            f"entries were deleted (the chain now ends at event {head[0] if head else 0})",
-            "keep it as evidence; it no longer proves what happened",
-        )
-        raise typer.Exit(int(ExitCode.CONFIG))
+
+
+@history_app.command("anchor")
+def anchor(ctx: typer.Context) -> None:
+    """Print the chain's head as one JSON line to keep outside the history.
+
+    Example (nightly): walletctl history verify --anchor anchors.jsonl && walletctl history
+    anchor >> anchors.jsonl
+    """
+    from walletctl.ops.history_verify import make_anchor
+    from walletctl.render.history import render_anchor
+
+    render_anchor(make_anchor(_profile_or_none(get_state(ctx))))
 
 
 @history_app.command("setup")

@@ -167,6 +167,10 @@ class PostgresHistory(HistoryStore):
         self.db()
         return self.role
 
+    def _may_read(self, table: str) -> bool:
+        row = self._one("SELECT has_table_privilege(?, 'SELECT')", (f"{SCHEMA_NAME}.{table}",))
+        return bool(row and row[0])
+
     def _execute(self, sql: str, args: Iterable[Any] = (), *,
                  stream: bool = False) -> Iterator[tuple[Any, ...]]:
         import psycopg

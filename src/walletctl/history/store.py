@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from walletctl.errors import ConfigError
@@ -43,8 +44,18 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
 )
 
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",
-           "Filters", "HistoryStore", "Intent", "Outcome", "SharedLocks", "StorageError",
-           "WriteHook"]
+           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "SharedLocks",
+           "StorageError", "WriteHook"]
+
+
+@dataclass(frozen=True)
+class Head:
+    """The chain's newest event: its number, its entry, its hash and its recorded time."""
+
+    event: int
+    entry: int
+    hash: str
+    time: str
 
 
 class StorageError(ConfigError):
@@ -346,18 +357,45 @@ class HistoryStore:
         return [e for e in found if e.outcome in MAY_HAVE_MOVED
                 and (e.merchant_id, e.store_id) == (merchant_id, store_id)]
 
-    def head(self) -> tuple[int, str] | None:
-        """The newest event: (its number, its hash). Printed by ``history verify`` so that
-        an operator can keep it elsewhere: deleting the newest events leaves a chain that is
-        intact in itself, and only a head kept outside the history shows the cut."""
-        row = self._one("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
-        return (int(row[0]), str(row[1])) if row else None
+    def head(self) -> Head | None:
+        """The newest event (None: no event yet). ``history anchor`` prints it, so that a
+        team can keep it elsewhere: deleting the newest events, or recomputing the whole
+        chain, leaves a chain intact in itself, and only a head kept outside shows it."""
+        row = self._one("SELECT seq, entry, hash, time FROM events ORDER BY seq DESC LIMIT 1")
+        return Head(int(row[0]), int(row[1]), str(row[2]), str(row[3])) if row else None
 
     def holds(self, head_hash: str) -> bool:
         """Whether an event with this hash (or hash prefix, 12+ characters) is still here."""
         found = self._one("SELECT 1 FROM events WHERE substr(hash, 1, ?) = ? LIMIT 1",
                           (len(head_hash), head_hash.lower()))
         return found is not None
+
+    def hashes(self, events: Iterable[int]) -> dict[int, str]:
+        """The hash of each of these numbered events that is still here (one query per
+        500 numbers: an anchors file a nightly job has appended to for years)."""
+        wanted = sorted(set(events))
+        found: dict[int, str] = {}
+        for at in range(0, len(wanted), 500):
+            chunk = wanted[at:at + 500]
+            marks = ", ".join("?" * len(chunk))
+            found.update((int(seq), str(digest)) for seq, digest in self._execute(
+                f"SELECT seq, hash FROM events WHERE seq IN ({marks})", chunk))  # noqa: S608 - placeholders only
+        return found
+
+    def _may_read(self, table: str) -> bool:
+        """Whether this connection may read ``table`` (a backend with roles says)."""
+        return True
+
+    def spent_undecided(self) -> list[int] | None:
+        """Approvals spent with no approving decision in the chain (the decision's event
+        was deleted, or the row was edited), by id; None when this role may not read the
+        approvals (an auditor granted the events only)."""
+        if not self._may_read("approvals"):
+            return None
+        return [int(row[0]) for row in self._execute(
+            "SELECT a.id FROM approvals a WHERE a.state = 'spent' AND NOT EXISTS ("
+            "SELECT 1 FROM events e WHERE e.approval = a.id AND e.kind = 'begin' "
+            "AND e.operation = 'approval' AND e.outcome = 'approved') ORDER BY a.id")]
 
     def verify(self) -> tuple[int, Broken | None]:
         """Walk the chain: (events checked, the first broken one or None)."""

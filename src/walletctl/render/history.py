@@ -1,8 +1,9 @@
 """History entries as a Rich table, JSON, NDJSON or CSV (every field but the table's few);
-the result of ``history verify``."""
+the result of ``history verify``; ``history anchor``'s line."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ from walletctl.render.output import emit, write_ndjson
 
 if TYPE_CHECKING:
     from walletctl.ops.history_setup import Rulebook, SetUp
+    from walletctl.ops.history_verify import Anchor, Verified
     from walletctl.ops.money.earlier import Reconciled
 
 OUTCOME_STYLES = {
@@ -97,24 +99,94 @@ def _who(e: Entry) -> str:
     return who
 
 
-def render_verified(fmt: str, record: dict[str, Any]) -> None:
+def render_anchor(anchor: Anchor) -> None:
+    """``history anchor``: one JSON line, whatever the format (it is the record to keep)."""
+    sys.stdout.write(json.dumps(anchor.to_dict(), ensure_ascii=False) + "\n")
+
+
+def _verified_record(found: Verified) -> dict[str, Any]:
+    """``history verify -o json``: the verdict, the head, and every problem found."""
+    head = found.head
+    return {"history": found.history, "backend": found.backend,
+            "file": None if found.backend == "postgresql" else found.history,
+            "intact": found.intact, "events": found.events,
+            "brokenAt": None if found.broken is None else found.broken.seq,
+            "headEvent": head.event if head else None, "headHash": head.hash if head else None,
+            "anchors": found.anchors,
+            "anchorFailures": [{"line": f.anchor.line, "event": f.anchor.event,
+                                "hash": f.anchor.hash, "found": f.found}
+                               for f in found.failures],
+            "spentWithoutDecision": None if found.spent_undecided is None
+            else list(found.spent_undecided),
+            "problems": _problems(found)}
+
+
+def _problems(found: Verified) -> list[str]:
+    """One line per problem, the first broken link first."""
+    where = f"history {found.history}"
+    ends = found.head.event if found.head else 0
+    lines: list[str] = []
+    if found.broken is not None:
+        lines.append(f"{where} is broken at event {found.broken.seq}: {found.broken.problem} "
+                     f"({found.events} events before it are intact)")
+    if found.failures:
+        first = found.failures[0]
+        a = first.anchor
+        kept = f"anchor line {a.line} ({a.time})"
+        if first.found is not None:
+            text = (f"{where}: event {a.event} no longer has the hash of {kept}: the chain "
+                    f"was rewritten at or before event {a.event}")
+        elif a.event > ends:
+            text = (f"{where}: event {a.event} of {kept} is gone: newer entries were deleted "
+                    f"(the chain now ends at event {ends})")
+        else:
+            text = f"{where}: event {a.event} of {kept} is gone (deleted)"
+        more = len(found.failures) - 1
+        lines.append(text + (f"; {more} more of {found.anchors} anchor lines fail" if more
+                             else ""))
+    if found.head_gone:
+        lines.append(f"{where}: the event with head hash {found.expect_head} is gone: newer "
+                     f"entries were deleted (the chain now ends at event {ends})")
+    if found.spent_undecided:
+        ids = found.spent_undecided
+        others = f" (and {len(ids) - 1} more: -o json lists them)" if len(ids) > 1 else ""
+        lines.append(f"{where}: approval #{ids[0]} was spent, but no decision approving it is "
+                     f"in the chain{others}")
+    return lines
+
+
+def render_verified(fmt: str, found: Verified) -> None:
     """``history verify``'s result: the record in the data formats; as text, the verdict and
-    the head hash to keep, when the chain is intact (a broken one is an error on stderr)."""
+    the head hash to keep, when the history passes; a problem is an error on stderr (the
+    first one; -o json lists them all)."""
+    record = _verified_record(found)
     if fmt != "table":
         from walletctl.render.rows import emit_rows
 
         emit_rows([record], fmt, document=record)
-        return
-    if not record["intact"]:
-        return
+    elif found.intact:
+        _verdict(record)
+    if not found.intact:
+        from walletctl.render.console import print_error
+
+        found_lines = record["problems"]
+        more = f" (+{len(found_lines) - 1} more: -o json lists them)" if len(found_lines) > 1 \
+            else ""
+        print_error(found_lines[0] + more,
+                    "keep it as evidence; it no longer proves what happened")
+
+
+def _verdict(record: dict[str, Any]) -> None:
     from rich.markup import escape
 
     from walletctl.render.console import out
 
     head = record["headHash"]
     tip = f"; head: event {record['headEvent']}, hash {head[:16]}" if head else ""
+    count = record["anchors"]
+    anchored = f"; {count} anchor line{'s' if count > 1 else ''} matched" if count else ""
     out().print(f"history {escape(record['history'])}: intact, {record['events']} events, "
-                f"hash chain verified{tip}", soft_wrap=True)
+                f"hash chain verified{tip}{anchored}", soft_wrap=True)
     if head:
         out().print("keep the head hash elsewhere (a ticket, a log): "
                     f"`walletctl history verify --expect-head {head[:16]}` later "
