@@ -1,6 +1,8 @@
 """Every rule of the desk on every movement, from outside: real ``walletctl`` processes, the
 sandbox served on a real port, profiles made and changed only with ``walletctl profile``
-commands, and the gateway's own records read over raw HTTP.
+commands, and the gateway's own records read over raw HTTP. Each rule is set in the
+profile, or in the desk's policy kept in the history (``history policy set``): a local file,
+and a PostgreSQL database whose owner sets it while alice, an operator, moves the money.
 
 Operations: checkout, capture, refund, reverse, authorize (browser wallet, a PAN_ONLY account
 after ``walletctl sandbox 3ds``) and a refund batch's row. Rules: ``require_reason``, a limit
@@ -33,12 +35,13 @@ class Matrix:
 
     def __init__(self, desk: Desk, tmp: Path, source: str = "profile") -> None:
         self.desk, self.tmp, self.source = desk, tmp, source
+        self.owner: dict[str, str] = {}  # the history owner's environment (rulebook-pg)
         self._keys: dict[str, str] | None = None
 
     def setting(self, key: str, value: str) -> None:
-        if self.source == "rulebook":
+        if self.source.startswith("rulebook"):
             rule = key.removeprefix("history.")
-            self.desk.run("history", "policy", "set", rule, value, expect=0)
+            self.desk.run("history", "policy", "set", rule, value, env=self.owner, expect=0)
             shown = self.desk.run("-o", "json", "history", "policy", "show", expect=0).json()
             assert {r["key"]: r["value"] for r in shown["rules"]}[rule] == value, shown
             return
@@ -118,9 +121,22 @@ class Matrix:
         return len(d.followups(ref, "refund" if op == "batch" else op))
 
 
-@pytest.fixture(params=["profile", "rulebook"])
+@pytest.fixture(params=["profile", "rulebook", "rulebook-pg"])
 def matrix(desk: Desk, tmp_path: Path, request: pytest.FixtureRequest) -> Matrix:
-    return Matrix(desk, tmp_path, request.param)
+    """``rulebook-pg``: the desk's history is a PostgreSQL database; its owner sets the
+    rules, and the movements are alice's (an operator, through her ~/.pgpass)."""
+    found = Matrix(desk, tmp_path, request.param)
+    if request.param == "rulebook-pg":
+        pg = request.getfixturevalue("pg_desk")
+
+        def role(name: str) -> dict[str, str]:
+            return {**pg.cluster.env_for(name, tmp_path / name),
+                    "WALLETCTL_HISTORY_URL": pg.url(name), "WALLETCTL_AUDIT_LOG": ""}
+
+        found.owner = role("desk_owner")
+        desk.run("history", "setup", "--grant", "alice", env=found.owner, expect=0)
+        desk.env.update(role("alice"))
+    return found
 
 
 def _history_op(op: str) -> str:
