@@ -65,3 +65,34 @@ def test_a_profile_only_tightens(tmp_path: Path) -> None:
         change(store, "approvals.refund", "20", step=STEP)
         with pytest.raises(PolicyRefusal, match=r"approvals.refund = 50 would loosen"):
             under_rulebook(read(store), profile)
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80])
+def test_policy_commands_from_outside_fit_the_terminal(tmp_path: Path, columns: int) -> None:
+    """``history policy set/show/unset`` as a user types them, on a file of their own."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WALLETCTL_AUDIT_LOG": str(tmp_path / "h.sqlite3"),
+           "WALLETCTL_CONFIG": str(tmp_path / "none.toml"), "COLUMNS": str(columns)}
+
+    def run(*argv: str, code: int = 0) -> str:
+        done = subprocess.run([sys.executable, "-m", "walletctl", "-o", "table", *argv],
+                              capture_output=True, text=True, env=env, check=False)
+        assert done.returncode == code, done
+        assert "Traceback" not in done.stderr, done
+        return done.stdout
+
+    run("history", "policy", "set", "approvals.refund.EUR", "250.00")
+    run("history", "policy", "set", "duplicate_window", "15")
+    shown = run("history", "policy", "show")
+    assert "approvals.refund.EUR" in shown, shown
+    assert "250.00" in shown, shown
+    assert max(map(len, shown.splitlines())) <= columns, shown
+    listed = run("history")
+    assert "duplicate_window:" in listed, listed  # the change itself, wrapped in its cell
+    assert "(unset) -> 15" in listed, listed
+    assert max(map(len, listed.splitlines())) <= columns, listed
+    run("history", "policy", "unset", "nope", code=2)
+    assert "no desk policy" not in run("history", "policy", "unset", "duplicate_window")

@@ -75,6 +75,8 @@ def _table(entries: Sequence[Entry], path: str) -> None:
         style = OUTCOME_STYLES.get(e.outcome, "")
         # The reference the action used, and the operator's reason on a second, dim line.
         ref = escape(e.new_ref or e.original_ref or "")
+        if e.operation == "policy" and e.note:  # the change itself: key: old -> new
+            ref = escape(e.note.removeprefix("policy "))
         if e.reason:
             ref += f"\n[dim]{escape(e.reason)}[/]"
         amount = f"{e.amount} {e.currency}" if e.amount is not None else ""
@@ -244,8 +246,10 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
         out().print(escape(f"history {book.history}: no desk policy set (each profile's own "
                            "[history] rules apply)"), soft_wrap=True)
         return
-    print_table(f"Desk policy ({book.history})", ["Rule", "Value", "Set by", "Set at (UTC)"],
-                [[r.key, r.value, r.set_by or "", r.set_at or ""] for r in book.rules])
+    out().print(escape(f"The desk's policy in history {book.history}:"))
+    print_table(None, ["Rule", "Value", "Set by", "Set at (UTC)"],
+                [[r.key, r.value, r.set_by or "", (r.set_at or "")[:16].replace("T", " ")]
+                 for r in book.rules], no_wrap=(0, 1), drop=(3, 2))
 
 
 def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
