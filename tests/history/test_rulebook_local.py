@@ -93,7 +93,7 @@ def test_policy_commands_from_outside_fit_the_terminal(tmp_path: Path, columns: 
     listed = run("history")
     if columns >= 60:  # (at 40 the listing's reference column is a few letters wide)
         assert "duplicate_window:" in listed, listed  # the change itself, in its cell
-        assert "(unset) -> 15" in listed, listed
+        assert "-> 15" in listed, listed
     assert max(map(len, listed.splitlines())) <= columns, listed
     run("history", "policy", "unset", "nope", code=2)
     assert "no desk policy" not in run("history", "policy", "unset", "duplicate_window")
