@@ -41,8 +41,8 @@ def test_setup_is_idempotent_and_grants_reading_and_appending_only(team: Team) -
     # an operator cannot set it up, and a role that does not exist is named
     denied = team.alice.run("history", "setup", expect=3)
     assert "owner" in denied.stderr, denied
-    nobody = team.owner.run("history", "setup", "--grant", "carol", expect=3)
-    assert "--grant carol: no such role" in nobody.stderr, nobody
+    nobody = team.owner.run("history", "setup", "--grant", "dave", expect=3)
+    assert "--grant dave: no such role" in nobody.stderr, nobody
     assert len(nobody.stderr.strip().splitlines()) <= 2, nobody
 
 
