@@ -242,3 +242,30 @@ def test_a_listing_read_slowly_outlives_the_statement_timeout(
         assert store._one("SHOW statement_timeout") == (f"{STATEMENT_TIMEOUT_S}s",)
     finally:
         store.close()
+
+
+def test_a_freeze_inside_a_write_after_a_read_in_it_is_still_bounded(
+        team: Team, db_proxy: FreezingProxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read inside a write (the store looks up what an entry already records) keeps the
+    write's deadline: a server frozen after it does not hang the rest of the write."""
+    from walletctl.history.postgres import PostgresHistory
+    from walletctl.history.store import StorageError
+
+    monkeypatch.setenv("PGPASSWORD", team.cluster.password("alice"))
+    store = PostgresHistory(parse_db_url(
+        f"postgresql://alice@127.0.0.1:{db_proxy.port}/{team.db}"))
+    store._deadline.seconds = 2  # the test's own, short deadline
+
+    def write_through_a_freeze() -> None:
+        with store._write() as db:
+            assert store._one("SELECT 1") == (1,)
+            db_proxy.freeze()
+            db.execute("SELECT 2")
+
+    began = time.monotonic()
+    try:
+        with pytest.raises(StorageError, match="no answer from the database server"):
+            write_through_a_freeze()
+    finally:
+        store.close()
+    assert time.monotonic() - began < 10

@@ -113,19 +113,23 @@ class Watchdog:
         threading.Thread(target=Watchdog._run, args=(weakref.ref(self),), daemon=True,
                          name="walletctl-history-deadline").start()
 
-    def arm(self) -> None:
-        self._until = time.monotonic() + self.seconds
+    def arm(self) -> float | None:
+        """Start a wait; returns the enclosing one's deadline (a read inside a write)."""
+        outer = self._until
+        until = time.monotonic() + self.seconds
+        self._until = until if outer is None else min(outer, until)
+        return outer
 
-    def disarm(self) -> None:
-        self._until = None
+    def disarm(self, outer: float | None) -> None:
+        self._until = outer
 
     @contextmanager
     def bound(self) -> Iterator[None]:
-        self.arm()
+        outer = self.arm()
         try:
             yield
         finally:
-            self.disarm()
+            self.disarm(outer)
 
     def close(self) -> None:
         with self._lock:
@@ -175,6 +179,7 @@ class PostgresHistory(HistoryStore):
         self._thread: threading.Thread | None = None
         self._locks = AdvisoryLocks(self)
         self._deadline = Watchdog(DEADLINE_S)
+        self._timed = True  # statement_timeout is on (connect sets it)
         if background:
             self._thread = threading.Thread(target=self._open, args=(purpose,), daemon=True,
                                             name="walletctl-history-connect")
@@ -269,31 +274,41 @@ class PostgresHistory(HistoryStore):
             db = self.db()
             if not stream:
                 with bound.bound():
+                    self._statement_timeout(db, on=True)
                     rows = db.execute(self._sql(sql), tuple(args)).fetchall()
                 yield from rows
                 return
             # rows as the server sends them (memory flat in the listing's size), at the
             # reader's pace: not the statement's time, but each wait for a row, is bounded
             with bound.bound():
-                db.execute("SET statement_timeout = 0")
+                self._statement_timeout(db, on=False)
             rows_at = cast("Generator[tuple[Any, ...]]",
                            db.cursor().stream(self._sql(sql), tuple(args)))
             try:
                 while True:
-                    bound.arm()
+                    outer = bound.arm()
                     try:
                         row = next(rows_at, None)
                     finally:
-                        bound.disarm()
+                        bound.disarm(outer)
                     if row is None:
                         return
                     yield row
             finally:
                 with bound.bound(), contextlib.suppress(psycopg.Error):
                     rows_at.close()  # stopped early: psycopg cancels the rest
-                    db.execute("RESET statement_timeout")
         except psycopg.Error as exc:
             raise StorageError(f"history {self.where}: {self._why(exc)}") from None
+
+    def _statement_timeout(self, db: psycopg.Connection[Any], *, on: bool) -> None:
+        """The session's statement_timeout: on for every statement, off while a listing
+        is read at its reader's pace; set only when it changes (a round trip), and never
+        inside a write (its rollback would undo the SET)."""
+        from psycopg.pq import TransactionStatus
+
+        if self._timed != on and db.info.transaction_status == TransactionStatus.IDLE:
+            db.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000 if on else 0}")
+            self._timed = on
 
     @contextmanager
     def _write(self) -> Iterator[psycopg.Cursor[Any]]:
@@ -301,10 +316,12 @@ class PostgresHistory(HistoryStore):
 
         try:
             db = self.db()
-            with self._deadline.bound(), db.transaction():  # the whole write, commit too
-                cursor = db.cursor()
-                cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", (CHAIN_LOCK,))
-                yield cursor
+            with self._deadline.bound():  # the whole write, its commit too
+                self._statement_timeout(db, on=True)  # outside: a rollback keeps it
+                with db.transaction():
+                    cursor = db.cursor()
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", (CHAIN_LOCK,))
+                    yield cursor
         except psycopg.errors.LockNotAvailable:
             raise StorageError(
                 f"history {self.where}: another session has held the history's chain lock "
