@@ -93,3 +93,48 @@ def test_grant_on_a_local_file_is_a_usage_error(tmp_path: Path) -> None:
     made = _cli(env, "-o", "json", "history", "setup")
     assert made.returncode == 0, made.stderr
     assert (tmp_path / "h.sqlite3").exists()
+
+
+def test_libpq_waits_default_and_bounded_by_the_url() -> None:
+    defaults = parse_db_url("postgresql://alice@db/desk").libpq_waits()
+    assert defaults == {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10,
+                        "keepalives_interval": 5, "keepalives_count": 3,
+                        "tcp_user_timeout": 15000}
+    tuned = parse_db_url("postgresql://alice@db/desk?connect_timeout=60&keepalives=1&"
+                         "keepalives_idle=1&keepalives_interval=60&keepalives_count=20&"
+                         "tcp_user_timeout=1000").libpq_waits()
+    assert tuned == {"connect_timeout": 60, "keepalives": 1, "keepalives_idle": 1,
+                     "keepalives_interval": 60, "keepalives_count": 20,
+                     "tcp_user_timeout": 1000}
+
+
+@pytest.mark.parametrize(("param", "rule"), [
+    ("connect_timeout=0", "connect_timeout='0': must be a whole number from 2 to 60 s"),
+    ("connect_timeout=61", "connect_timeout='61': must be a whole number from 2 to 60 s"),
+    ("keepalives=0", "keepalives='0': must be 1"),
+    ("keepalives_idle=301", "keepalives_idle='301': must be a whole number from 1 to 300 s"),
+    ("keepalives_interval=0", "keepalives_interval='0': must be a whole number from 1 to 60"),
+    ("keepalives_count=21", "keepalives_count='21': must be a whole number from 1 to 20"),
+    ("tcp_user_timeout=0", "tcp_user_timeout='0': must be a whole number from 1000 to "
+                           "120000 ms"),
+    ("tcp_user_timeout=-5", "tcp_user_timeout='-5': must be a whole number"),
+    ("keepalives_idle=1e3", "keepalives_idle='1e3': must be a whole number"),
+    ("connect_timeout=", "connect_timeout='': must be a whole number"),
+])
+def test_libpq_waits_out_of_bounds_are_one_line_naming_the_parameter(param: str,
+                                                                     rule: str) -> None:
+    with pytest.raises(DbUrlError) as caught:
+        parse_db_url(f"postgresql://alice@db/desk?sslmode=require&{param}")
+    text = str(caught.value)
+    assert text.startswith(f"parameter {rule}"), text
+    assert "\n" not in text
+
+
+def test_an_unbounded_wait_in_the_url_is_refused_before_connecting(tmp_path: Path) -> None:
+    env = _env(tmp_path, WALLETCTL_HISTORY_URL="postgresql://alice@127.0.0.1:9/desk"
+                                                "?tcp_user_timeout=0")
+    proc = _cli(env, "history")
+    assert proc.returncode == 3, proc.stderr
+    first = proc.stderr.strip().splitlines()[0]
+    assert "tcp_user_timeout='0': must be a whole number from 1000 to 120000 ms" in first
+    assert "cannot connect" not in proc.stderr

@@ -12,11 +12,22 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 SCHEMES = ("postgresql", "postgres")
+# libpq's waits: (default, lowest, highest, unit). walletctl always passes every one, so a
+# wait is never libpq's "for ever" (0, or none given); a URL may tune each within bounds.
+# The keepalives_* go to the server too (tcp_keepalives_*): each end drops a dead peer.
+WAITS: dict[str, tuple[int, int, int, str]] = {
+    "connect_timeout": (5, 2, 60, " s"),
+    "keepalives": (1, 1, 1, ""),  # on: a URL may only say so
+    "keepalives_idle": (10, 1, 300, " s"),
+    "keepalives_interval": (5, 1, 60, " s"),
+    "keepalives_count": (3, 1, 20, ""),
+    "tcp_user_timeout": (15000, 1000, 120000, " ms"),  # sent data unacknowledged this long
+}
 # libpq parameters a URL may carry; anything else (password above all) is refused
 ALLOWED_PARAMS = frozenset({
-    "sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl", "connect_timeout",
-    "service", "passfile", "target_session_attrs", "host", "port", "user", "dbname",
-    "application_name", "keepalives", "keepalives_idle", "gssencmode",
+    "sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl", "service", "passfile",
+    "target_session_attrs", "host", "port", "user", "dbname", "application_name",
+    "gssencmode", *WAITS,
 })
 
 
@@ -31,6 +42,11 @@ class DbUrl:
     host: str | None
     port: int | None
     dbname: str | None
+    waits: tuple[tuple[str, int], ...] = ()  # the WAITS the URL sets (checked)
+
+    def libpq_waits(self) -> dict[str, int]:
+        """Every one of libpq's waits: the URL's, else walletctl's default."""
+        return {**{name: rule[0] for name, rule in WAITS.items()}, **dict(self.waits)}
 
     def display(self) -> str:
         """The server as messages name it: ``postgresql://ROLE@HOST:PORT/DB``."""
@@ -63,6 +79,7 @@ def parse_db_url(text: str) -> DbUrl:
     if unknown:
         raise DbUrlError(f"parameter {unknown[0][:40]!r} is not one walletctl passes on "
                          f"(allowed: {', '.join(sorted(ALLOWED_PARAMS))})")
+    waits = tuple((name, _bounded(name, params[name])) for name in WAITS if name in params)
     if parts.fragment:
         raise DbUrlError("must not have a #fragment")
     dbname = unquote(parts.path.lstrip("/")) or params.get("dbname")
@@ -73,4 +90,15 @@ def parse_db_url(text: str) -> DbUrl:
         port = int(port_param) if port_param.isdigit() else None
     return DbUrl(text=value, role=unquote(parts.username) if parts.username else
                  params.get("user"), host=parts.hostname or params.get("host"),
-                 port=port, dbname=dbname)
+                 port=port, dbname=dbname, waits=waits)
+
+
+def _bounded(name: str, value: str) -> int:
+    _default, low, high, unit = WAITS[name]
+    number = int(value) if value.isdigit() and len(value) < 10 else None
+    if number is None or not low <= number <= high:
+        rule = f"must be {low}" if low == high else (
+            f"must be a whole number from {low} to {high}{unit}")
+        raise DbUrlError(f"parameter {name}={value[:20]!r}: {rule} (walletctl's waits are "
+                         "bounded: see docs/history.md, Bounded waits)")
+    return number

@@ -10,12 +10,16 @@ machine do. Passwords come from libpq (``PGPASSWORD``, ``~/.pgpass``, a service 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import socket
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from walletctl.history.pg_schema import (
     CHAIN_LOCK,
@@ -38,8 +42,13 @@ CREDENTIALS_HINT = ("libpq reads the password from ~/.pgpass (mode 0600; HOST:PO
                  "PASSWORD), PGPASSWORD or a service file")
 KINDS_HINT = ("each role does what the owner granted it: `walletctl history setup --grant ROLE "
               "--role operator|approver|auditor`")
-CONNECT_TIMEOUT = 5  # seconds, unless the URL says otherwise
-LOCK_TIMEOUT_S = 15  # an append takes milliseconds: no write waits for ever behind a stuck one
+# Bounded waits (docs/history.md): the server's own, sent as -c options on every
+# connection; libpq's (connect_timeout, keepalives, tcp_user_timeout) are the URL's WAITS.
+IDLE_IN_TRANSACTION_S = 5  # a client stalled inside a write: its session (and locks) end
+LOCK_TIMEOUT_S = 8  # an append takes milliseconds; longer than the above, so a write
+#                     waiting behind a stalled writer outlives it
+STATEMENT_TIMEOUT_S = 10  # any one statement (a listing read row by row is exempt)
+DEADLINE_S = STATEMENT_TIMEOUT_S + 5  # the client's own: no answer at all, the socket is cut
 
 
 def why(exc: BaseException) -> str:
@@ -56,25 +65,100 @@ def connect(url: DbUrl, *, purpose: str = "walletctl") -> psycopg.Connection[Any
         raise StorageError(
             f"history {url.display()}: a PostgreSQL history needs psycopg "
             "(pip install 'psycopg[binary]', or walletctl's postgres extra)") from None
-    import time
 
     # what other operators see while this connection holds an order (pg_stat_activity)
     doing = "".join(c if c.isascii() and c.isprintable() else "?" for c in purpose)
-    extra: dict[str, Any] = {
-        "application_name": f"{doing[:50]} since {time.strftime('%H:%M:%SZ', time.gmtime())}"}
-    if "connect_timeout" not in url.text:
-        extra["connect_timeout"] = CONNECT_TIMEOUT
+    waits: dict[str, Any] = url.libpq_waits()
+    server = {  # the server's side of the same bounds (milliseconds, keepalives in seconds)
+        "search_path": SCHEMA_NAME, "lock_timeout": LOCK_TIMEOUT_S * 1000,
+        "statement_timeout": STATEMENT_TIMEOUT_S * 1000,
+        "idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_S * 1000,
+        **{f"tcp_{name}": waits[name] for name in
+           ("keepalives_idle", "keepalives_interval", "keepalives_count")}}
     try:
         return psycopg.connect(
-            url.text, autocommit=True,
-            options=f"-c search_path={SCHEMA_NAME} -c lock_timeout={LOCK_TIMEOUT_S * 1000}",
-            **extra)
+            url.text, autocommit=True, **waits,
+            options=" ".join(f"-c {name}={value}" for name, value in server.items()),
+            application_name=f"{doing[:50]} since {time.strftime('%H:%M:%SZ', time.gmtime())}")
     except psycopg.Error as exc:
         text = why(exc)
         hint = (CREDENTIALS_HINT if "password" in text else
                 None if "does not exist" in text else SHARED_HINT)
         raise StorageError(f"history {url.display()}: cannot connect: {text}",
                            hint=hint) from None
+
+
+class Watchdog:
+    """The client's own bound on each wait for the server. A frozen server, or a proxy
+    that stops forwarding while the kernel still acknowledges, answers nothing: no timeout
+    of the server's fires and TCP sees nothing wrong. Armed around each wait, it shuts the
+    connection's socket down once ``seconds`` pass, so libpq returns an error at once (a
+    StorageError, exit 3, or the outcome's warning) and the server, seeing the close, ends
+    the session and its locks. Arming is an attribute write; a thread looks 4 times a
+    second while the connection is open."""
+
+    TICK = 0.25
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self._until: float | None = None
+        self._db: psycopg.Connection[Any] | None = None
+        self._lock = threading.Lock()  # a cut and the connection's close never overlap
+
+    def watch(self, db: psycopg.Connection[Any]) -> None:
+        import weakref
+
+        self._db = db
+        threading.Thread(target=Watchdog._run, args=(weakref.ref(self),), daemon=True,
+                         name="walletctl-history-deadline").start()
+
+    def arm(self) -> float | None:
+        """Start a wait; returns the enclosing one's deadline (a read inside a write)."""
+        outer = self._until
+        until = time.monotonic() + self.seconds
+        self._until = until if outer is None else min(outer, until)
+        return outer
+
+    def disarm(self, outer: float | None) -> None:
+        self._until = outer
+
+    @contextmanager
+    def bound(self) -> Iterator[None]:
+        outer = self.arm()
+        try:
+            yield
+        finally:
+            self.disarm(outer)
+
+    def close(self) -> None:
+        with self._lock:
+            db, self._db = self._db, None
+            if db is not None:
+                db.close()
+
+    @staticmethod
+    def _run(ref: Callable[[], Watchdog | None]) -> None:
+        """Until the connection is closed (or forgotten: the thread keeps no hold on it)."""
+        while (dog := ref()) is not None and dog._db is not None and not dog._expired():
+            del dog
+            time.sleep(Watchdog.TICK)
+
+    def _expired(self) -> bool:
+        """Cut the connection if the armed deadline has passed (True: cut, stop)."""
+        import psycopg
+
+        until = self._until
+        if until is None or time.monotonic() < until:
+            return False
+        with self._lock:
+            if self._db is None or self._until != until:
+                return False
+            self.fired = True
+            with contextlib.suppress(OSError, psycopg.Error), socket.socket(
+                    fileno=os.dup(self._db.fileno())) as duplicate:
+                duplicate.shutdown(socket.SHUT_RDWR)  # the connection's socket too
+            return True
 
 
 class PostgresHistory(HistoryStore):
@@ -94,6 +178,8 @@ class PostgresHistory(HistoryStore):
         self._failed: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._locks = AdvisoryLocks(self)
+        self._deadline = Watchdog(DEADLINE_S)
+        self._timed = True  # statement_timeout is on (connect sets it)
         if background:
             self._thread = threading.Thread(target=self._open, args=(purpose,), daemon=True,
                                             name="walletctl-history-connect")
@@ -104,7 +190,9 @@ class PostgresHistory(HistoryStore):
 
     def _open(self, purpose: str) -> None:
         try:
-            self._conn = self._checked(connect(self.url, purpose=purpose))
+            db = connect(self.url, purpose=purpose)
+            self._deadline.watch(db)
+            self._conn = self._checked(db)
         except BaseException as exc:  # handed to the first use, in the main thread
             self._failed = exc
 
@@ -126,27 +214,28 @@ class PostgresHistory(HistoryStore):
         import psycopg
 
         try:
-            row = db.execute(
-                "SELECT session_user, (SELECT max(version) FROM walletctl.schema_version)"
-            ).fetchone()
+            with self._deadline.bound():
+                row = db.execute("SELECT session_user, (SELECT max(version) FROM "
+                                 "walletctl.schema_version)").fetchone()
         except psycopg.errors.UndefinedTable:
-            db.close()
+            self._deadline.close()
             raise StorageError(
                 f"history {self.where}: no walletctl history in this database yet (the "
                 "database owner runs `walletctl history setup --grant ROLE` once)") from None
         except psycopg.errors.InsufficientPrivilege:
-            db.close()
+            self._deadline.close()
             raise StorageError(
                 f"history {self.where}: this role may not use the history (the owner "
                 "grants it: `walletctl history setup --grant ROLE`)") from None
         except psycopg.Error as exc:
-            db.close()
-            raise StorageError(f"history {self.where}: {why(exc)}", hint=SHARED_HINT) from None
+            self._deadline.close()
+            raise StorageError(f"history {self.where}: {self._why(exc)}",
+                               hint=SHARED_HINT) from None
         assert row is not None
         self.role = str(row[0])
         version = int(row[1] or 0)
         if version != LATEST:
-            db.close()
+            self._deadline.close()
             newer = version > LATEST
             raise StorageError(
                 f"history {self.where}: its schema is version {version}, this walletctl "
@@ -157,8 +246,13 @@ class PostgresHistory(HistoryStore):
 
     def close(self) -> None:
         self._joined()
-        if self._conn is not None:
-            self._conn.close()
+        self._deadline.close()
+
+    def _why(self, exc: BaseException) -> str:
+        if self._deadline.fired:
+            return (f"no answer from the database server within {DEADLINE_S} s (the "
+                    "connection was closed)")
+        return why(exc)
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s")
@@ -175,13 +269,46 @@ class PostgresHistory(HistoryStore):
                  stream: bool = False) -> Iterator[tuple[Any, ...]]:
         import psycopg
 
+        bound = self._deadline
         try:
-            if stream:  # rows as the server sends them: memory flat in the listing's size
-                yield from self.db().cursor().stream(self._sql(sql), tuple(args))
-            else:
-                yield from self.db().execute(self._sql(sql), tuple(args)).fetchall()
+            db = self.db()
+            if not stream:
+                with bound.bound():
+                    self._statement_timeout(db, on=True)
+                    rows = db.execute(self._sql(sql), tuple(args)).fetchall()
+                yield from rows
+                return
+            # rows as the server sends them (memory flat in the listing's size), at the
+            # reader's pace: not the statement's time, but each wait for a row, is bounded
+            with bound.bound():
+                self._statement_timeout(db, on=False)
+            rows_at = cast("Generator[tuple[Any, ...]]",
+                           db.cursor().stream(self._sql(sql), tuple(args)))
+            try:
+                while True:
+                    outer = bound.arm()
+                    try:
+                        row = next(rows_at, None)
+                    finally:
+                        bound.disarm(outer)
+                    if row is None:
+                        return
+                    yield row
+            finally:
+                with bound.bound(), contextlib.suppress(psycopg.Error):
+                    rows_at.close()  # stopped early: psycopg cancels the rest
         except psycopg.Error as exc:
-            raise StorageError(f"history {self.where}: {why(exc)}") from None
+            raise StorageError(f"history {self.where}: {self._why(exc)}") from None
+
+    def _statement_timeout(self, db: psycopg.Connection[Any], *, on: bool) -> None:
+        """The session's statement_timeout: on for every statement, off while a listing
+        is read at its reader's pace; set only when it changes (a round trip), and never
+        inside a write (its rollback would undo the SET)."""
+        from psycopg.pq import TransactionStatus
+
+        if self._timed != on and db.info.transaction_status == TransactionStatus.IDLE:
+            db.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000 if on else 0}")
+            self._timed = on
 
     @contextmanager
     def _write(self) -> Iterator[psycopg.Cursor[Any]]:
@@ -189,17 +316,19 @@ class PostgresHistory(HistoryStore):
 
         try:
             db = self.db()
-            with db.transaction():
-                cursor = db.cursor()
-                cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", (CHAIN_LOCK,))
-                yield cursor
+            with self._deadline.bound():  # the whole write, its commit too
+                self._statement_timeout(db, on=True)  # outside: a rollback keeps it
+                with db.transaction():
+                    cursor = db.cursor()
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", (CHAIN_LOCK,))
+                    yield cursor
         except psycopg.errors.LockNotAvailable:
             raise StorageError(
                 f"history {self.where}: another session has held the history's chain lock "
                 f"for {LOCK_TIMEOUT_S} s (a stuck client, or a lock taken by hand: the owner "
                 "finds it in pg_locks)") from None
         except psycopg.Error as exc:
-            text = why(exc).split(" CONTEXT: ")[0]
+            text = self._why(exc).split(" CONTEXT: ")[0]
             if text.startswith("walletctl policy: "):  # the database refused the movement
                 from walletctl.history.policy import PolicyRefusal
 
