@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 from fastapi import Request
 
 from walletctl.constants import WALLETPAY_METHOD
-from walletctl.errors import RequestValidationError
 from walletctl.models.base import WireModel, dumps
 from walletctl.models.money import to_wire
 from walletctl.models.walletpay import AuthorizationRequest
@@ -21,7 +20,6 @@ from walletctl.sandbox import auth, crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
 from walletctl.sandbox.query import read_query
-from walletctl.sandbox.replies import invalid_body
 from walletctl.sandbox.requests import ChallengeBody, PaymentAccountBody, WalletTokenBody
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow
 from walletctl.sandbox.walletpay_state import (
@@ -44,21 +42,8 @@ M = TypeVar("M", bound=WireModel)
 
 
 async def read_body(request: Request, model: type[M]) -> M:
-    """A browser-wallet route's one reading of its body: strict JSON, then its model."""
-    ctx: SandboxContext = request.app.state.ctx
-    fmt = ctx.config.amount_format
-    data = wire.read_body(await request.body(), fmt, where="request body")
-    try:
-        return model.from_wire(data, fmt)
-    except RequestValidationError as exc:
-        raise invalid_body(exc) from None
-
-
-def credential(request: Request, ctx: SandboxContext) -> auth.Credential:
-    """The ``PublicApiKey`` of a browser-wallet call (401 first, before the body is read);
-    the route then calls :func:`walletctl.sandbox.auth.require_scope` with its model's
-    merchant and store."""
-    return auth.authenticate(ctx, request.headers.get("authorization"))
+    """A browser-wallet route's one reading of its body (errors say ``request body``)."""
+    return await wire.read_model(request, model, where="request body")
 
 
 def _same(given: str, expected: str) -> bool:
@@ -332,7 +317,7 @@ def check_key(request: Request, st: WalletPayState) -> dict[str, Any]:
     names = ("merchantId", "storeId")
     q = read_query(request.scope["query_string"], names, names)
     merchant_id, store_id = q["merchantId"], q["storeId"]
-    cred = credential(request, st.ctx)
+    cred = auth.authenticate(st.ctx, request)
     auth.require_scope(cred, merchant_id, store_id)
     st.key_for_api_key(cred.key)
     return {"merchantId": merchant_id, "storeId": store_id, "status": "valid"}
