@@ -26,11 +26,12 @@ FORM_PREFIX = "/pay/"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-
 async def send_error(send: Any, status: int, message: str, *, close: bool = False,
-                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
+                     headers: list[tuple[bytes, bytes]] | None = None,
+                     description: str | None = None) -> None:
     """Send a gateway error object (``{code, description, details: {message}}``)."""
-    body = json.dumps(error_body(status, message), separators=(",", ":")).encode()
+    body = json.dumps(error_body(status, message, description=description),
+                      separators=(",", ":")).encode()
     head = [(b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()), *(headers or [])]
     if close:

@@ -21,7 +21,7 @@ from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
 from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import ChallengeBody, PaymentAccountBody, WalletTokenBody
-from walletctl.sandbox.store import DuplicateReferenceError, TxRow
+from walletctl.sandbox.store import DuplicateReferenceError, TxRow, WalletPayRow
 from walletctl.sandbox.walletpay_state import (
     API_KEY_TTL,
     CARDS_BY_ID,
@@ -30,7 +30,6 @@ from walletctl.sandbox.walletpay_state import (
     Account,
     ApiError,
     KeyPair,
-    ThreeDS,
     WalletPayState,
     card_network,
     mask,
@@ -177,7 +176,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
     """The checks and the ledger record of :func:`authorize` (inside its store transaction)."""
     ctx = st.ctx
     state, provider_code = "Approved", None
-    three_ds: ThreeDS | None = None
+    three_ds: WalletPayRow | None = None  # data: authenticationValue, eci, transStatus
     if account.card_type == "Token":
         if not req.cryptogram or not req.eci_indicator:
             raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
@@ -193,16 +192,16 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
         if req.three_d_secure is None:
             raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
                                                         "(PAN_ONLY) payment account")
-        found = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
-        three_ds = ThreeDS.from_row(found) if found is not None else None
-        if three_ds is None or three_ds.account_id != account.id or not _same(
-                three_ds.authentication_value, req.three_d_secure.authentication_value) or \
-                three_ds.eci != req.three_d_secure.eci:
+        three_ds = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
+        if three_ds is None or three_ds.parent_id != account.id or not _same(
+                three_ds.data["authenticationValue"],
+                req.three_d_secure.authentication_value) or \
+                three_ds.data["eci"] != req.three_d_secure.eci:
             raise ApiError(422, "ThreeDSecureInvalid",
                            "threeDSecure: does not match a 3DS result for this payment account")
         if three_ds.used:
             raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
-        if three_ds.status != "Y":
+        if three_ds.data["transStatus"] != "Y":
             state, provider_code = "Declined", "AuthenticationFailed"
     if account.decline and state == "Approved":
         state, provider_code = "Declined", "DeclinedByIssuer"
@@ -224,7 +223,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
     if account.card_type == "Token" and state == "Approved":
         ctx.store.mark_walletpay_used("account", account.id)
     if three_ds is not None:
-        ctx.store.mark_walletpay_used("three_ds", three_ds.trans_id)
+        ctx.store.mark_walletpay_used("three_ds", three_ds.id)
     return row
 
 
@@ -295,15 +294,13 @@ def challenge(st: WalletPayState, body: ChallengeBody) -> dict[str, Any]:
         raise ApiError(422, "ThreeDSecureNotNeeded",
                        "transactionAccountId: a Token account carries a cryptogram, not 3DS")
     ok = body.outcome == "success"
-    result = ThreeDS(trans_id=secrets.token_hex(16), account_id=account.id,
-                     authentication_value=base64.b64encode(os.urandom(20)).decode(),
-                     eci=("05" if account.network != "MASTERCARD" else "02") if ok else "07",
-                     status="Y" if ok else "N")
-    st.ctx.store.add_three_ds(trans_id=result.trans_id, account_id=account.id,
-                              data=result.data(), now=st.ctx.now())
-    return {"threeDSServerTransId": result.trans_id,
-            "authenticationValue": result.authentication_value, "eci": result.eci,
-            "transStatus": result.status}
+    trans_id = secrets.token_hex(16)
+    data = {"authenticationValue": base64.b64encode(os.urandom(20)).decode(),
+            "eci": ("05" if account.network != "MASTERCARD" else "02") if ok else "07",
+            "transStatus": "Y" if ok else "N"}
+    st.ctx.store.add_three_ds(trans_id=trans_id, account_id=account.id, data=data,
+                              now=st.ctx.now())
+    return {"threeDSServerTransId": trans_id, **data}
 
 
 
