@@ -140,12 +140,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
                                 values["clientSystemTransactionId"])
             rows = [engine.expire_if_due(store, r, now) for r in rows]
         if not rows:
-            raise SandboxError(
-                404,
-                f"clientSystemTransactionId {values['clientSystemTransactionId']}: no transaction "
-                f"with this reference for merchant {values['merchantId']}, store "
-                f"{values['storeId']}",
-            )
+            raise engine.not_found("clientSystemTransactionId", values["merchantId"],
+                                   values["storeId"], values["clientSystemTransactionId"])
         return Response(wire.amounts_as_numbers([records.record_body(r, fmt) for r in rows]),
                         media_type="application/json")
 
@@ -166,11 +162,6 @@ def create_app(config: SandboxConfig) -> FastAPI:
                                 status_code=410)
         return row
 
-    def _expires_in(row: TxRow, now: datetime) -> int | None:
-        if row.expires_at is None:
-            return None
-        return max(0, int((row.expires_at - now).total_seconds()))
-
     @app.get("/pay/{token}", response_class=HTMLResponse, tags=["hosted page"],
              summary="The hosted approval page (HTML)")
     async def pay_page(token: str) -> Response:
@@ -179,7 +170,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
             found = decidable(store.find_by_token(token), now)
         if isinstance(found, Response):
             return found
-        return HTMLResponse(pages.approval_page(found, token, _expires_in(found, now)))
+        return HTMLResponse(pages.approval_page(found, token, now))
 
     @app.post("/pay/{token}", tags=["hosted page"],
               summary="The customer's decision (form field action) -> 303 to the shop")

@@ -217,6 +217,12 @@ def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow,
         ), "successUrl"
 
 
+def not_found(field: str, merchant_id: str, store_id: str, reference: str) -> SandboxError:
+    """The 404 for a reference the merchant and store do not have."""
+    return SandboxError(404, f"{field} {reference}: no transaction with this reference for "
+                        f"merchant {merchant_id}, store {store_id}")
+
+
 # -- follow-ups ----------------------------------------------------------------------------
 
 
@@ -249,11 +255,8 @@ def apply_followup(
             )
         original = store.get(req.merchant_id, req.store_id, req.client_system_invoice_id)
         if original is None:
-            raise SandboxError(
-                404,
-                f"clientSystemInvoiceId {req.client_system_invoice_id}: no transaction with "
-                f"this reference for merchant {req.merchant_id}, store {req.store_id}",
-            )
+            raise not_found("clientSystemInvoiceId", req.merchant_id, req.store_id,
+                            req.client_system_invoice_id)
         original = expire_if_due(store, original, now)
         try:
             balance = balance_of(store, original)

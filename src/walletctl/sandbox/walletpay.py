@@ -66,6 +66,7 @@ from fastapi.responses import JSONResponse, Response
 
 from walletctl.sandbox.auth import authenticate, require_scope
 from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.crypto import public_key_b64
 from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import (
     AuthorizationBody,
@@ -149,7 +150,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def wallet_root_key(request: Request) -> Any:
         """The wallet root public key the gateway trusts (base64 SPKI)."""
-        return {"rootKey": st.signer.root_public_b64(), "protocolVersion": "ECv2"}
+        return {"rootKey": public_key_b64(st.signer.root), "protocolVersion": "ECv2"}
 
     async def three_ds_challenge(request: Request) -> Any:
         """Simulated 3DS challenge for a Card (PAN_ONLY) payment account."""
