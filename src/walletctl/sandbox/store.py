@@ -234,22 +234,10 @@ CREATE INDEX IF NOT EXISTS walletpay_messages_expiry ON walletpay_messages (expi
 """
 # Columns of ``transactions`` stored as JSON, and the ones :meth:`Store.update` may change.
 _JSON_COLUMNS: Final = ("billing", "shipping", "payer", "checkout", "response")
-_UPDATABLE: Final = frozenset(
-    {
-        "state",
-        "provider_state_code",
-        "billing",
-        "shipping",
-        "payer",
-        "checkout",
-        "token_used",
-        "expires_at",
-        "provider_transaction_id",
-        "request_hash",
-        "response",
-        "response_status",
-    }
-)
+_UPDATABLE: Final = frozenset({
+    *_JSON_COLUMNS, "state", "provider_state_code", "token_used", "expires_at",
+    "provider_transaction_id", "request_hash", "response_status",
+})
 # Tables of :meth:`Store.mark_walletpay_used` (never user input in SQL).
 _WALLETPAY_USABLE: Final = {"account": "walletpay_accounts", "three_ds": "walletpay_three_ds"}
 # Seen token messageIds are forgotten this long after they expired (the expiry check
