@@ -185,15 +185,13 @@ def redirect_url(row: TxRow, which: str) -> str:
 def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow, str]:
     """Apply the customer's decision to a checkout; return it and the redirect key.
 
-    ``action`` is one of :data:`ACTIONS` (both callers check it first, each answering in its
-    own form). Raises :class:`SandboxError` 409 when the checkout is no longer ``Pending``
-    (or just expired).
+    ``row`` is a checkout as read inside the caller's ``store.atomic()``; ``action`` is one
+    of :data:`ACTIONS` (both callers check it first, each answering in its own form). Raises
+    :class:`SandboxError` 409 when the checkout is no longer ``Pending`` (or just expired):
+    only a checkout is ever ``Pending``, never a follow-up.
     """
     with store.atomic():
-        fresh = store.get_by_id(row.id)
-        if fresh is None:
-            raise SandboxError(404, f"no checkout {row.reference}")
-        row = expire_if_due(store, fresh, now)
+        row = expire_if_due(store, row, now)
         if row.state == "Expired":
             return row, "errorUrl"
         if row.state != "Pending":
@@ -201,9 +199,6 @@ def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow,
                 409, f"checkout {row.reference} is {row.state}: it was already decided",
                 code="TRX-409", description="InvalidState",
             )
-        if row.kind not in ("sale", "preauth"):
-            raise SandboxError(409, f"{row.reference} is a {row.kind}, not a checkout",
-                               description="InvalidState")
         outcome = _DECISIONS.get(action) if action != "approve" else _MAGIC_DECISIONS.get(
             magic_of(row.amount, row.currency) or "")
         if outcome is not None:

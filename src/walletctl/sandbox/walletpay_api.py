@@ -263,9 +263,8 @@ def mint_token(st: WalletPayState, body: WalletTokenBody) -> dict[str, Any]:
         if key != st.ctx.config.api_key and st.ctx.store.api_key_info(key) is None:
             raise ApiError(401, "Unauthorized", "publicKeyApi: is not a key issued by the gateway")
         recipient = st.key_for_api_key(key).private.public_key()
-    seconds = body.message_expiry_seconds
-    if seconds is None:
-        seconds = TOKEN_TTL_SECONDS
+    seconds = TOKEN_TTL_SECONDS if body.message_expiry_seconds is None \
+        else body.message_expiry_seconds
     details: dict[str, Any] = {"authMethod": card.auth_method, "pan": card.pan,
                                "expirationMonth": card.expiry_month,
                                "expirationYear": card.expiry_year}
