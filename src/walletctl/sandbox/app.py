@@ -34,16 +34,12 @@ from __future__ import annotations
 
 import urllib.parse
 from datetime import datetime
-from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError as FastAPIValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from walletctl import __version__
-from walletctl.errors import RequestValidationError
-from walletctl.models.base import WireModel
 from walletctl.models.checkout import CheckoutResponse
 from walletctl.models.fields import check_reference
 from walletctl.sandbox import auth, control, engine, pages, records, wire
@@ -54,23 +50,16 @@ from walletctl.sandbox.faults import FaultMiddleware
 from walletctl.sandbox.guard import GuardMiddleware
 from walletctl.sandbox.head import HeadMiddleware
 from walletctl.sandbox.limits import BodyLimitMiddleware
-from walletctl.sandbox.openapi import body_doc, errors_doc, openapi_document
+from walletctl.sandbox.openapi import openapi_document
 from walletctl.sandbox.query import read_query
-from walletctl.sandbox.replies import Outcome, SandboxError, error_body, invalid_body
+from walletctl.sandbox.replies import Outcome, SandboxError, error_body
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store, TxRow
 
 _LOOKUP_PARAMS = ("merchantId", "storeId", "clientSystemTransactionId")
 
-M = TypeVar("M", bound=WireModel)
-
-
 def _json(outcome: Outcome) -> JSONResponse:
     return JSONResponse(outcome.body, status_code=outcome.status, headers=outcome.headers)
-
-
-def _error(status: int, message: str, **kw: Any) -> JSONResponse:
-    return JSONResponse(error_body(status, message, **kw), status_code=status)
 
 
 def create_app(config: SandboxConfig) -> FastAPI:
@@ -93,14 +82,6 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def _sandbox_error(request: Request, exc: SandboxError) -> JSONResponse:
         return _json(exc.outcome())
 
-    @app.exception_handler(FastAPIValidationError)
-    async def _fastapi_validation(request: Request, exc: FastAPIValidationError) -> JSONResponse:
-        problems = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body", "query"))
-            problems.append(f"{loc or '(request)'}: {err.get('msg', 'is invalid')}")
-        return _error(400, "; ".join(problems[:5]) or "(request): is invalid")
-
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         message = str(exc.detail) if exc.detail else "error"
@@ -116,42 +97,18 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        return _error(500, "internal sandbox error")
+        return JSONResponse(error_body(500, "internal sandbox error"), status_code=500)
 
     def server_key(request: Request, route: str) -> None:
-        auth.require_server(auth.authenticate(ctx, request.headers.get("authorization")), route)
-
-    async def read(request: Request, model: type[M]) -> M:
-        """The route's one reading of its body: strict JSON, then its model."""
-        return parse(model, wire.read_body(await request.body(), fmt))
-
-    def parse(model: type[M], data: dict[str, Any]) -> M:
-        try:
-            return model.from_wire(data, fmt)
-        except RequestValidationError as exc:
-            raise invalid_body(exc) from None
-        except (ValueError, TypeError, RecursionError):
-            raise SandboxError(400, "(request): the body could not be read") from None
+        auth.require_server(auth.authenticate(ctx, request), route)
 
     # -- endpoint 1: checkout --------------------------------------------------------------
 
-    @app.post(
-        "/api/v5/checkout",
-        summary="Create a redirect-wallet checkout (spec 2.1 -> 2.2)",
-        openapi_extra=body_doc("CheckoutRequest"),
-        responses={
-            200: {
-                "description": "Checkout created",
-                "content": {"application/json": {"schema": {
-                    "$ref": "#/components/schemas/CheckoutResponse"}}},
-            },
-            **errors_doc(400, 401, 403, 409, 429, 503),
-        },
-        tags=["gateway"],
-    )
+    @app.post("/api/v5/checkout", tags=["gateway"],
+              summary="Create a redirect-wallet checkout (spec 2.1 -> 2.2)")
     async def checkout(request: Request) -> JSONResponse:
         server_key(request, "POST /api/v5/checkout")
-        req = await read(request, CheckoutBody)
+        req = await wire.read_model(request, CheckoutBody)
         row, replayed = engine.create_checkout(store, req, ctx.now())
         base = (config.public_url or str(request.base_url)).rstrip("/")
         body = CheckoutResponse(redirect_url=f"{base}/pay/{row.token}").to_wire(fmt)
@@ -159,48 +116,17 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     # -- endpoint 2: follow-ups ------------------------------------------------------------
 
-    @app.post(
-        "/api/v5/apmTransactions",
-        summary="Capture, refund or reverse (spec 2.3 -> 2.4)",
-        openapi_extra=body_doc("FollowUpRequest"),
-        responses={
-            200: {
-                "description": "Follow-up applied",
-                "content": {"application/json": {"schema": {
-                    "$ref": "#/components/schemas/FollowUpResponse"}}},
-            },
-            **errors_doc(400, 401, 403, 404, 409, 422, 429, 503),
-        },
-        tags=["gateway"],
-    )
+    @app.post("/api/v5/apmTransactions", tags=["gateway"],
+              summary="Capture, refund or reverse (spec 2.3 -> 2.4)")
     async def followup(request: Request) -> JSONResponse:
         server_key(request, "POST /api/v5/apmTransactions")
-        req = await read(request, FollowUpBody)
+        req = await wire.read_model(request, FollowUpBody)
         return _json(engine.apply_followup(store, req, ctx.now(), fmt))
 
     # -- endpoint 3: lookup ----------------------------------------------------------------
 
-    @app.get(
-        "/api/v5/apmTransactions",
-        summary="Transaction details of a reference and its follow-ups (spec 2.5)",
-        openapi_extra={
-            "parameters": [
-                {"name": n, "in": "query", "required": True, "schema": {"type": "string"}}
-                for n in _LOOKUP_PARAMS
-            ],
-            "security": [{"PublicApiKey": []}],
-        },
-        responses={
-            200: {
-                "description": "Records",
-                "content": {"application/json": {"schema": {
-                    "type": "array",
-                    "items": {"$ref": "#/components/schemas/TransactionRecord"}}}},
-            },
-            **errors_doc(400, 401, 403, 404, 429, 503),
-        },
-        tags=["gateway"],
-    )
+    @app.get("/api/v5/apmTransactions", tags=["gateway"],
+             summary="Transaction details of a reference and its follow-ups (spec 2.5)")
     async def lookup(request: Request) -> Response:
         server_key(request, "GET /api/v5/apmTransactions")
         values = read_query(request.scope["query_string"], _LOOKUP_PARAMS, _LOOKUP_PARAMS)
@@ -214,12 +140,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
                                 values["clientSystemTransactionId"])
             rows = [engine.expire_if_due(store, r, now) for r in rows]
         if not rows:
-            raise SandboxError(
-                404,
-                f"clientSystemTransactionId {values['clientSystemTransactionId']}: no transaction "
-                f"with this reference for merchant {values['merchantId']}, store "
-                f"{values['storeId']}",
-            )
+            raise engine.not_found("clientSystemTransactionId", values["merchantId"],
+                                   values["storeId"], values["clientSystemTransactionId"])
         return Response(wire.amounts_as_numbers([records.record_body(r, fmt) for r in rows]),
                         media_type="application/json")
 
@@ -240,11 +162,6 @@ def create_app(config: SandboxConfig) -> FastAPI:
                                 status_code=410)
         return row
 
-    def _expires_in(row: TxRow, now: datetime) -> int | None:
-        if row.expires_at is None:
-            return None
-        return max(0, int((row.expires_at - now).total_seconds()))
-
     @app.get("/pay/{token}", response_class=HTMLResponse, tags=["hosted page"],
              summary="The hosted approval page (HTML)")
     async def pay_page(token: str) -> Response:
@@ -253,7 +170,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
             found = decidable(store.find_by_token(token), now)
         if isinstance(found, Response):
             return found
-        return HTMLResponse(pages.approval_page(found, token, _expires_in(found, now)))
+        return HTMLResponse(pages.approval_page(found, token, now))
 
     @app.post("/pay/{token}", tags=["hosted page"],
               summary="The customer's decision (form field action) -> 303 to the shop")
@@ -275,7 +192,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
             row, which = engine.decide(store, found, action, now)
         return RedirectResponse(engine.redirect_url(row, which), status_code=303)
 
-    control.install(app, ctx, parse)  # the /_sandbox/* routes, after the hosted page
+    control.install(app, ctx)  # the /_sandbox/* routes, after the hosted page
 
     from walletctl.sandbox import docs_page
     from walletctl.sandbox.walletpay import install

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.replies import SandboxError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 Kind = Literal["server", "transaction"]
 
@@ -60,8 +63,10 @@ def _unauthorized(message: str) -> SandboxError:
     return SandboxError(401, message, description="AuthenticationError")
 
 
-def authenticate(ctx: SandboxContext, header: str | None) -> Credential:
-    """The credential in ``header``; 401 when missing, malformed, unknown or expired."""
+def authenticate(ctx: SandboxContext, request: Request) -> Credential:
+    """The credential in the ``Authorization`` header; 401 when missing, malformed, unknown
+    or expired. (The route then calls :func:`require_server` or :func:`require_scope`.)"""
+    header = request.headers.get("authorization")
     if not header:
         raise _unauthorized("Authorization header is required: PublicApiKey <key>")
     scheme, _, key = header.strip().partition(" ")

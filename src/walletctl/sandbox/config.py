@@ -57,20 +57,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-_KEYS = {
-    "latency": "latency_ms",
-    "latency-ms": "latency_ms",
-    "jitter": "jitter_ms",
-    "jitter-ms": "jitter_ms",
-    "error-rate": "error_rate",
-    "status": "error_status",
-    "error-status": "error_status",
-    "throttle-rate": "throttle_rate",
-    "retry-after": "retry_after",
-    "drop-rate": "drop_rate",
-    "error-after-rate": "error_after_rate",
-    "seed": "seed",
-}
+# short names of settings; any other is its field name, dashed or snake_case
+_ALIASES = {"latency": "latency_ms", "jitter": "jitter_ms", "status": "error_status"}
 
 
 @dataclass(frozen=True)
@@ -103,14 +91,9 @@ class FaultConfig:
 
     @property
     def active(self) -> bool:
-        return bool(
-            self.latency_ms
-            or self.jitter_ms
-            or self.error_rate
-            or self.throttle_rate
-            or self.drop_rate
-            or self.error_after_rate
-        )
+        return any(getattr(self, name) for name in (
+            "latency_ms", "jitter_ms", "error_rate", "throttle_rate", "drop_rate",
+            "error_after_rate"))
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -128,7 +111,7 @@ class FaultConfig:
         names = {f.name for f in fields(cls)}
         for raw_key, raw in pairs:
             key = str(raw_key).strip().lower()
-            name = _KEYS.get(key) or (key.replace("-", "_") if key.replace("-", "_") in names
+            name = _ALIASES.get(key) or (key.replace("-", "_") if key.replace("-", "_") in names
                                       else None)
             if name is None:
                 raise ValueError(f"{raw_key}: unknown fault setting")

@@ -10,7 +10,6 @@ gateway and hosted-page routes and before the browser wallet's
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -27,10 +26,8 @@ from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
 
 
-def install(app: FastAPI, ctx: SandboxContext,
-            parse: Callable[[type[ClockBody], dict[str, Any]], ClockBody]) -> None:
-    """Add the ``/_sandbox/*`` control routes to ``app``; ``parse`` reads a body's model as
-    the app's other routes do (a bad body: 400 naming the field)."""
+def install(app: FastAPI, ctx: SandboxContext) -> None:
+    """Add the ``/_sandbox/*`` control routes to ``app``."""
     config, store = ctx.config, ctx.store
     fmt = config.amount_format
 
@@ -123,7 +120,7 @@ def install(app: FastAPI, ctx: SandboxContext,
         if not config.allow_clock_control:
             raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
         raw = await request.body()
-        body = parse(ClockBody, wire.read_body(raw, fmt) if raw.strip() else {})
+        body = wire.parse_model(ClockBody, wire.read_body(raw, fmt) if raw.strip() else {}, fmt)
         offset = ctx.clock_offset + timedelta(seconds=float(body.advance_seconds))
         if abs(offset.total_seconds()) > CLOCK_MAX_SECONDS:
             raise SandboxError(400, f"advanceSeconds: the sandbox clock moves at most "

@@ -12,13 +12,12 @@ from another origin gets 403 with a gateway error object.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from walletctl.sandbox.replies import error_body
+from walletctl.sandbox.limits import send_error
 
 CORS_ROUTES: dict[str, tuple[str, ...]] = {
     "/walletpay.js": ("GET", "HEAD"),
@@ -56,10 +55,6 @@ def parse_origins(values: Iterable[str]) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(parse_origin(v) for v in items))
 
 
-def _error(status: int, message: str) -> bytes:
-    return json.dumps(error_body(status, message, description="OriginNotAllowed")).encode()
-
-
 class CorsMiddleware:
     """Pure ASGI middleware (outermost, so fault-injected answers carry the headers too)."""
 
@@ -85,18 +80,19 @@ class CorsMiddleware:
             if allow is None or requested.upper() not in methods:
                 why = (f"Origin: {origin} is not allowed (sandbox serve --allow-origin)"
                        if allow is None else f"{requested}: method not allowed on this route")
-                await _send(send, 403, _error(403, why), [])
+                await send_error(send, 403, why, description="OriginNotAllowed")
                 return
-            await _send(send, 204, b"", [
+            await send({"type": "http.response.start", "status": 204, "headers": [
                 (b"access-control-allow-origin", allow.encode("latin-1")),
                 (b"access-control-allow-methods", ", ".join(methods).encode()),
                 (b"access-control-allow-headers", ALLOW_HEADERS.encode()),
                 (b"access-control-max-age", MAX_AGE.encode()),
-                (b"vary", b"Origin")])
+                (b"vary", b"Origin"), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
             return
         if allow is None:
-            await _send(send, 403, _error(
-                403, f"Origin: {origin} is not allowed (sandbox serve --allow-origin)"), [])
+            await send_error(send, 403, f"Origin: {origin} is not allowed (sandbox serve "
+                             "--allow-origin)", description="OriginNotAllowed")
             return
 
         async def send_with_cors(message: Message) -> None:
@@ -108,11 +104,3 @@ class CorsMiddleware:
 
         await self.app(scope, receive, send_with_cors)
 
-
-async def _send(send: Send, status: int, body: bytes,
-                headers: list[tuple[bytes, bytes]]) -> None:
-    if body:
-        headers = [*headers, (b"content-type", b"application/json")]
-    headers = [*headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

@@ -54,6 +54,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from walletctl.models.base import dumps
+
 PROTOCOL_VERSION = "ECv2"
 SENDER_ID = "WalletPay"
 GATEWAY_NAME = "walletctl-sandbox"
@@ -174,9 +176,6 @@ class WalletSigner:
     intermediate: ec.EllipticCurvePrivateKey = field(default_factory=new_private_key)
     intermediate_expiration_ms: int = field(default_factory=lambda: now_ms() + 365 * 86400_000)
 
-    def root_public_b64(self) -> str:
-        return public_key_b64(self.root)
-
     def seal(
         self,
         payload: dict[str, Any],
@@ -191,18 +190,13 @@ class WalletSigner:
         )
         shared = eph.exchange(ec.ECDH(), recipient)
         enc_key, mac_key = _derive(eph_pub, shared)
-        ciphertext = _ctr(enc_key, json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+        ciphertext = _ctr(enc_key, dumps(payload).encode("utf-8"))
         tag = hmac.new(mac_key, ciphertext, hashlib.sha256).digest()
-        signed_message = json.dumps(
-            {"encryptedMessage": b64e(ciphertext), "ephemeralPublicKey": b64e(eph_pub),
-             "tag": b64e(tag)},
-            separators=(",", ":"),
-        )
+        signed_message = dumps({"encryptedMessage": b64e(ciphertext),
+                                "ephemeralPublicKey": b64e(eph_pub), "tag": b64e(tag)})
         expiry = intermediate_expiration_ms or self.intermediate_expiration_ms
-        signed_key = json.dumps(
-            {"keyValue": public_key_b64(self.intermediate), "keyExpiration": str(expiry)},
-            separators=(",", ":"),
-        )
+        signed_key = dumps({"keyValue": public_key_b64(self.intermediate),
+                            "keyExpiration": str(expiry)})
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "signature": _sign(
@@ -252,11 +246,6 @@ def _json_object(text: Any, what: str) -> dict[str, Any]:
     return value
 
 
-def parse_token(token: Any) -> dict[str, Any]:
-    """Accept the token as an object or as its JSON string (tokenizationData.token)."""
-    return _json_object(token, "paymentData token")
-
-
 def open_token(
     token: Any,
     recipient: ec.EllipticCurvePrivateKey,
@@ -267,7 +256,7 @@ def open_token(
 ) -> dict[str, Any]:
     """Verify and decrypt a token; return its payload. Raise :class:`TokenError` otherwise."""
     now = now_ms() if now is None else now
-    tok = parse_token(token)
+    tok = _json_object(token, "paymentData token")  # the object, or its JSON string
     if tok.get("protocolVersion") != PROTOCOL_VERSION:
         raise TokenError("malformed", f"protocolVersion must be {PROTOCOL_VERSION}")
     signed_message = tok.get("signedMessage")

@@ -34,6 +34,21 @@ if TYPE_CHECKING:
 ACTIONS: Final = ("approve", "decline", "cancel", "pending")
 
 _KIND_OF_OP: Final = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
+# what a decision other than an approval the provider accepts changes, and where it redirects
+_DECISIONS: Final[dict[str, tuple[dict[str, Any], str]]] = {
+    "pending": ({}, "pendingUrl"),
+    "cancel": ({"state": "Cancelled", "provider_state_code": "CancelledByCustomer"},
+               "cancelUrl"),
+    "decline": ({"state": "Declined", "provider_state_code": "RefusedByCustomer"},
+                "refusedUrl"),
+}
+_MAGIC_DECISIONS: Final[dict[str, tuple[dict[str, Any], str]]] = {  # approvals, by magic
+    "decline": ({"state": "Declined", "provider_state_code": "DeclinedByProvider"},
+                "refusedUrl"),
+    "pending": ({"provider_state_code": "PendingAtProvider"}, "pendingUrl"),
+    "errored": ({"state": "Errored", "provider_state_code": "ErrorAtProvider", "payer": None},
+                "errorUrl"),
+}
 _OK_CODE: Final = {
     "capture": "CapturedByProvider",
     "refund": "RefundedByProvider",
@@ -41,14 +56,10 @@ _OK_CODE: Final = {
 }
 
 
-def request_hash(model: Any) -> str:
-    """A digest of a parsed request: same body (any key case) -> same hash."""
-    return dump_hash(model.model_dump(mode="json", by_alias=True))
-
-
-def dump_hash(dumped: dict[str, Any]) -> str:
-    """The digest of a request already dumped to its wire names (one dump serves the stored
-    copy and the replay check: the checkout route is the sandbox's hottest write)."""
+def request_hash(dumped: dict[str, Any]) -> str:
+    """The digest of a parsed request dumped to its wire names: same body (any key case) ->
+    same hash (one dump serves the stored copy and the replay check: the checkout route is
+    the sandbox's hottest write)."""
     canon = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
 
@@ -75,21 +86,13 @@ def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> tuple[
     reference is used by anything else.
     """
     stored = req.model_dump(mode="json", by_alias=True, exclude_none=True)
-    digest = dump_hash(stored)  # an explicit null and an absent field are the same request
+    digest = request_hash(stored)  # an explicit null and an absent field are the same request
     timeout = req.checkout_details.redirect_url_timeout or 0
-    addresses = req.address_details
-    billing = (
-        addresses.billing_address.model_dump(mode="json", by_alias=True, exclude_none=True)
-        if addresses and addresses.billing_address
-        else None
-    )
-    shipping = (
-        addresses.shipping_address.model_dump(mode="json", by_alias=True, exclude_none=True)
-        if addresses and addresses.shipping_address
-        else None
-    )
+    addresses = stored.get("addressDetails") or {}
+    billing = addresses.get("billingAddress")
+    shipping = addresses.get("shippingAddress")
     if shipping is not None:
-        shipping.pop("deliveryMethod", None)
+        shipping = {k: v for k, v in shipping.items() if k != "deliveryMethod"}
     try:
         return store.create_transaction(
             merchant_id=req.merchant_id,
@@ -182,15 +185,13 @@ def redirect_url(row: TxRow, which: str) -> str:
 def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow, str]:
     """Apply the customer's decision to a checkout; return it and the redirect key.
 
-    ``action`` is one of :data:`ACTIONS` (both callers check it first, each answering in its
-    own form). Raises :class:`SandboxError` 409 when the checkout is no longer ``Pending``
-    (or just expired).
+    ``row`` is a checkout as read inside the caller's ``store.atomic()``; ``action`` is one
+    of :data:`ACTIONS` (both callers check it first, each answering in its own form). Raises
+    :class:`SandboxError` 409 when the checkout is no longer ``Pending`` (or just expired):
+    only a checkout is ever ``Pending``, never a follow-up.
     """
     with store.atomic():
-        fresh = store.get_by_id(row.id)
-        if fresh is None:
-            raise SandboxError(404, f"no checkout {row.reference}")
-        row = expire_if_due(store, fresh, now)
+        row = expire_if_due(store, row, now)
         if row.state == "Expired":
             return row, "errorUrl"
         if row.state != "Pending":
@@ -198,37 +199,23 @@ def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow,
                 409, f"checkout {row.reference} is {row.state}: it was already decided",
                 code="TRX-409", description="InvalidState",
             )
-        if row.kind not in ("sale", "preauth"):
-            raise SandboxError(409, f"{row.reference} is a {row.kind}, not a checkout",
-                               description="InvalidState")
-        if action == "pending":
-            return store.update(row.id, now=now, token_used=True), "pendingUrl"
-        if action == "cancel":
-            return store.update(row.id, now=now, state="Cancelled",
-                                provider_state_code="CancelledByCustomer",
-                                token_used=True), "cancelUrl"
-        if action == "decline":
-            return store.update(row.id, now=now, state="Declined",
-                                provider_state_code="RefusedByCustomer",
-                                token_used=True), "refusedUrl"
-        magic = magic_of(row.amount, row.currency)
-        if magic == "decline":
-            return store.update(row.id, now=now, state="Declined",
-                                provider_state_code="DeclinedByProvider",
-                                token_used=True), "refusedUrl"
-        if magic == "pending":
-            return store.update(row.id, now=now, provider_state_code="PendingAtProvider",
-                                token_used=True), "pendingUrl"
-        if magic == "errored":
-            return store.update(row.id, now=now, state="Errored",
-                                provider_state_code="ErrorAtProvider", payer=None,
-                                token_used=True), "errorUrl"
+        outcome = _DECISIONS.get(action) if action != "approve" else _MAGIC_DECISIONS.get(
+            magic_of(row.amount, row.currency) or "")
+        if outcome is not None:
+            columns, which = outcome
+            return store.update(row.id, now=now, token_used=True, **columns), which
         payer = payer_fields(row)
         code = "AuthorizedByProvider" if row.kind == "preauth" else "CapturedByProvider"
         return store.update(
             row.id, now=now, state="Approved", provider_state_code=code, payer=payer,
             provider_transaction_id=payer["apmProviderTransactionId"], token_used=True,
         ), "successUrl"
+
+
+def not_found(field: str, merchant_id: str, store_id: str, reference: str) -> SandboxError:
+    """The 404 for a reference the merchant and store do not have."""
+    return SandboxError(404, f"{field} {reference}: no transaction with this reference for "
+                        f"merchant {merchant_id}, store {store_id}")
 
 
 # -- follow-ups ----------------------------------------------------------------------------
@@ -248,7 +235,7 @@ def apply_followup(
     * magic amounts 02/05 -> an ``Errored`` record is stored and 422 answered;
     * otherwise an ``Approved`` follow-up record is stored and the 2.4 response answered.
     """
-    digest = request_hash(req)
+    digest = request_hash(req.model_dump(mode="json", by_alias=True))
     op = req.operation
     with store.atomic():
         existing = store.get(req.merchant_id, req.store_id, req.client_system_transaction_id)
@@ -263,11 +250,8 @@ def apply_followup(
             )
         original = store.get(req.merchant_id, req.store_id, req.client_system_invoice_id)
         if original is None:
-            raise SandboxError(
-                404,
-                f"clientSystemInvoiceId {req.client_system_invoice_id}: no transaction with "
-                f"this reference for merchant {req.merchant_id}, store {req.store_id}",
-            )
+            raise not_found("clientSystemInvoiceId", req.merchant_id, req.store_id,
+                            req.client_system_invoice_id)
         original = expire_if_due(store, original, now)
         try:
             balance = balance_of(store, original)
@@ -293,8 +277,14 @@ def apply_followup(
         else:
             status = 200
             state, code, payer = "Approved", _OK_CODE[op], original.payer
-            body = followup_response_body(tx_id, state, code, original.currency,
-                                          req.client_system_transaction_id, method, fmt)
+            from walletctl.models.followup import ApmResponseDetails, FollowUpResponse
+
+            body = FollowUpResponse(  # the 2.4 response, serialised by the shared model
+                id=tx_id, state=state, provider_state_code=code, currency_code=original.currency,
+                client_system_transaction_id=req.client_system_transaction_id,
+                apm_details=ApmResponseDetails(apm_provider_name=method,
+                                               apm_payment_method="ecom"),
+            ).to_wire(fmt)
         store.create_transaction(
             merchant_id=req.merchant_id,
             store_id=req.store_id,
@@ -318,20 +308,3 @@ def apply_followup(
         )
     return Outcome(status, body)
 
-
-def followup_response_body(
-    tx_id: str, state: str, code: str, currency: str, reference: str, method: str,
-    fmt: AmountFormat,
-) -> dict[str, Any]:
-    """The 2.4 response, serialised by the shared model."""
-    from walletctl.models.followup import ApmResponseDetails, FollowUpResponse
-
-    resp = FollowUpResponse(
-        id=tx_id,
-        state=state,
-        provider_state_code=code,
-        currency_code=currency,
-        client_system_transaction_id=reference,
-        apm_details=ApmResponseDetails(apm_provider_name=method, apm_payment_method="ecom"),
-    )
-    return resp.to_wire(fmt)

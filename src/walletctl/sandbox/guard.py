@@ -193,13 +193,10 @@ class GuardMiddleware:
         refusal = self._host_refusal(head.get(b"host"))
         if refusal is not None or kind in (None, "health"):
             return refusal  # gateway, documents, static: Host only
-        host = head.get(b"host").decode("latin-1")
-        method = scope.get("method", "GET")
-        check_origin = kind in ("admin", "demo") or (kind == "page" and method != "GET")
-        if check_origin:
+        if kind in ("admin", "demo") or (kind == "page" and scope.get("method") != "GET"):
             given = head.values.get(b"origin")
             origin = None if given is None else given.decode("latin-1")
-            own = {f"http://{host}".lower(), f"https://{host}".lower()}
+            own = {o.decode("latin-1") for o in _own_origins(head.get(b"host"))}
             if self.config.public_url:
                 own.add(_origin(self.config.public_url))
             if origin is not None and origin.lower() not in own:

@@ -26,11 +26,12 @@ FORM_PREFIX = "/pay/"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-
 async def send_error(send: Any, status: int, message: str, *, close: bool = False,
-                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
+                     headers: list[tuple[bytes, bytes]] | None = None,
+                     description: str | None = None) -> None:
     """Send a gateway error object (``{code, description, details: {message}}``)."""
-    body = json.dumps(error_body(status, message), separators=(",", ":")).encode()
+    body = json.dumps(error_body(status, message, description=description),
+                      separators=(",", ":")).encode()
     head = [(b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()), *(headers or [])]
     if close:
@@ -110,12 +111,12 @@ class BodyLimitMiddleware:
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
         if body and scope.get("method", "GET") in _BODY_METHODS:
-            ok, wanted = _type_ok(str(scope.get("path", "")), _header(scope, b"content-type"))
+            ctype = _header(scope, b"content-type")
+            ok, wanted = _type_ok(str(scope.get("path", "")), ctype)
             if not ok:
                 await send_error(send, 415, f"Content-Type: must be {wanted}")
                 return
-            charset = None if wanted != "application/json" else json_charset(
-                _header(scope, b"content-type"))
+            charset = None if wanted != "application/json" else json_charset(ctype)
             if charset is not None:
                 await send_error(send, 415, f"Content-Type: charset must be utf-8 (JSON bodies "
                                  f"are read as UTF-8), not {charset!r}")

@@ -36,25 +36,13 @@ _ERROR_SCHEMA = {
 }
 
 
-def errors_doc(*statuses: int) -> dict[int | str, dict[str, Any]]:
+def errors_doc(*statuses: int) -> dict[str, dict[str, Any]]:
     return {
-        s: {
+        str(s): {
             "description": replies.error_body(s, "")["description"],
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
         }
         for s in statuses
-    }
-
-
-def body_doc(model: str) -> dict[str, Any]:
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": f"#/components/schemas/{model}"}}
-            },
-        },
-        "security": [{"PublicApiKey": []}],
     }
 
 
@@ -145,6 +133,8 @@ _BODIES: dict[tuple[str, str], str | dict[str, Any]] = {
 }
 _OPTIONAL_BODY = {("post", "/_sandbox/clock"), ("post", "/_sandbox/faults")}
 _QUERIES: dict[tuple[str, str], tuple[tuple[str, bool], ...]] = {
+    ("get", "/api/v5/apmTransactions"): (
+        ("merchantId", True), ("storeId", True), ("clientSystemTransactionId", True)),
     ("get", "/api/v5/publicKeys/current"): (("merchantId", True), ("storeId", True)),
     ("get", "/api/v5/paymentAccounts/{account_id}"): (
         ("merchantId", True), ("storeId", True), ("encryptionKeyId", True)),
@@ -154,11 +144,23 @@ _QUERIES: dict[tuple[str, str], tuple[tuple[str, bool], ...]] = {
     ("post", "/_sandbox/checkouts/{ref}/{action}"): (("merchantId", False), ("storeId", False)),
 }
 _SECURITY: dict[tuple[str, str], str] = {
+    ("post", "/api/v5/checkout"): "PublicApiKey",
+    ("post", "/api/v5/apmTransactions"): "PublicApiKey",
+    ("get", "/api/v5/apmTransactions"): "PublicApiKey",
     ("post", "/api/v5/publicKeys"): "ServiceSecret",
     ("get", "/api/v5/publicKeys/current"): "PublicApiKey",
     ("post", "/api/v5/paymentAccounts"): "PublicApiKey",
     ("get", "/api/v5/paymentAccounts/{account_id}"): "PublicApiKey",
     ("post", "/api/v5/transactions"): "PublicApiKey",
+}
+# the 200 answer of the gateway's own routes (which may also answer 503: a fault)
+_GATEWAY_ANSWERS: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
+    ("post", "/api/v5/checkout"): (
+        "Checkout created", {"$ref": _SCHEMA_REF.format(model="CheckoutResponse")}),
+    ("post", "/api/v5/apmTransactions"): (
+        "Follow-up applied", {"$ref": _SCHEMA_REF.format(model="FollowUpResponse")}),
+    ("get", "/api/v5/apmTransactions"): ("Records", {
+        "type": "array", "items": {"$ref": _SCHEMA_REF.format(model="TransactionRecord")}}),
 }
 _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/pay/{token}": "text/html",
@@ -229,7 +231,12 @@ def _describe_operations(doc: dict[str, Any]) -> None:
                         for s in (400, 404, 410)} if path == "/pay/{token}" else {}),
                 }
             else:
-                op.setdefault("responses", {}).update(
-                    {k: v for k, v in errors_doc(400, 401, 403, 404, 405, 409, 413, 415,
-                                                 422, 429).items()
-                     if str(k) not in op.get("responses", {})})
+                answers = op.setdefault("responses", {})
+                if key in _GATEWAY_ANSWERS:
+                    what, schema = _GATEWAY_ANSWERS[key]
+                    answers["200"] = {"description": what,
+                                      "content": {"application/json": {"schema": schema}}}
+                    answers.update(errors_doc(503))
+                answers.update({k: v for k, v in errors_doc(400, 401, 403, 404, 405, 409, 413,
+                                                             415, 422, 429).items()
+                                if k not in answers})

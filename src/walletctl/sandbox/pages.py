@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from html import escape
 from typing import Any
 
@@ -26,7 +27,7 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def approval_page(row: TxRow, token: str, expires_in: int | None) -> str:
+def approval_page(row: TxRow, token: str, now: datetime) -> str:
     co: dict[str, Any] = row.checkout or {}
     kind = "pre-authorisation" if row.kind == "preauth" else "sale"
     cart = co.get("shoppingCartDetails") or {}
@@ -47,8 +48,9 @@ def approval_page(row: TxRow, token: str, expires_in: int | None) -> str:
         else "<p class=\"note\">No cart details were sent.</p>"
     )
     expiry = (
-        f"<p class=\"note\">This link expires in {expires_in} s and works once.</p>"
-        if expires_in is not None
+        "<p class=\"note\">This link expires in "
+        f"{max(0, int((row.expires_at - now).total_seconds()))} s and works once.</p>"
+        if row.expires_at is not None
         else "<p class=\"note\">This link works once.</p>"
     )
     buttons = "".join(

@@ -11,30 +11,7 @@ from typing import Any, Final
 from walletctl.models.money import AmountFormat
 from walletctl.sandbox.store import TxRow
 
-__all__ = ["PAYER_FIELDS", "RECORD_TYPES", "record_body"]
-
-PAYER_FIELDS: Final = (
-    "apmPayerAccountNumber",
-    "apmPayerEmailAddress",
-    "apmProviderTransactionId",
-    "apmPayerShippingName",
-    "apmPayerShippingStreet1",
-    "apmPayerShippingCityName",
-    "apmPayerShippingPostalCode",
-    "apmPayerShippingCountry",
-    "apmPayerShippingPhone",
-    "apmPayerID",
-    "apmPayerFirstname",
-    "apmPayerLastname",
-    "apmPayerBillingName",
-    "apmPayerBillingStreet1",
-    "apmPayerBillingCityName",
-    "apmPayerBillingCountry",
-    "apmPayerBillingPhone",
-    "apmPayerBillingPostalCode",
-    "apmPayerCountryCode",
-    "apmPayerStateOrProvince",
-)
+__all__ = ["RECORD_TYPES", "record_body"]
 
 # How records spell their type (the spec's sample shows ``ecom.preAuthorisation``).
 RECORD_TYPES: Final = {
@@ -44,7 +21,6 @@ RECORD_TYPES: Final = {
     "refund": "ecom.refund",
     "reversal": "ecom.reversalPreauthorization",
 }
-
 
 
 def record_body(row: TxRow, fmt: AmountFormat) -> dict[str, Any]:
@@ -79,8 +55,8 @@ def record_body(row: TxRow, fmt: AmountFormat) -> dict[str, Any]:
     )
     body = rec.to_wire(fmt)
     apm = body.setdefault("apmDetails", {})
-    for name in PAYER_FIELDS:
-        apm.setdefault(name, None)
+    for field in ApmRecordDetails.model_fields.values():  # every payer field, null or not
+        apm.setdefault(str(field.alias), None)
     return body
 
 

@@ -122,10 +122,7 @@ def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(profile_toml(sb.url))
-        env = dict(os.environ)
-        for name in list(env):
-            if name.startswith("WALLETCTL_"):
-                env.pop(name)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
         env[Env.CONFIG] = str(path)
         env[DEMO_KEY_ENV] = DEFAULT_API_KEY
         env[Env.AUDIT_LOG] = str(Path(tmp) / "history.sqlite3")  # not the user's own history
@@ -145,12 +142,10 @@ def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None
                     env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                     timeout=STEP_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
                 )
-                code, stdout, stderr = proc.returncode, proc.stdout, ""
+                code, output = proc.returncode, proc.stdout
             except subprocess.TimeoutExpired:
-                code, stdout, stderr = -1, "", f"timed out after {STEP_TIMEOUT:.0f} s\n"
-            out.write(stdout)
-            if stderr:
-                out.write(stderr)
+                code, output = -1, f"timed out after {STEP_TIMEOUT:.0f} s\n"
+            out.write(output)
             if code != 0:
                 out.write(comment_lines(f"step '{label}' failed (exit code {code})", width))
                 failed = failed or label

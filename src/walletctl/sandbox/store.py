@@ -234,22 +234,10 @@ CREATE INDEX IF NOT EXISTS walletpay_messages_expiry ON walletpay_messages (expi
 """
 # Columns of ``transactions`` stored as JSON, and the ones :meth:`Store.update` may change.
 _JSON_COLUMNS: Final = ("billing", "shipping", "payer", "checkout", "response")
-_UPDATABLE: Final = frozenset(
-    {
-        "state",
-        "provider_state_code",
-        "billing",
-        "shipping",
-        "payer",
-        "checkout",
-        "token_used",
-        "expires_at",
-        "provider_transaction_id",
-        "request_hash",
-        "response",
-        "response_status",
-    }
-)
+_UPDATABLE: Final = frozenset({
+    *_JSON_COLUMNS, "state", "provider_state_code", "token_used", "expires_at",
+    "provider_transaction_id", "request_hash", "response_status",
+})
 # Tables of :meth:`Store.mark_walletpay_used` (never user input in SQL).
 _WALLETPAY_USABLE: Final = {"account": "walletpay_accounts", "three_ds": "walletpay_three_ds"}
 # Seen token messageIds are forgotten this long after they expired (the expiry check
@@ -297,6 +285,22 @@ class Store:
             self._depth -= 1
             if outer:
                 self._conn.execute("COMMIT")
+
+    def _one(self, sql: str, *params: Any) -> sqlite3.Row | None:
+        """The first row of one query (in its own transaction, or the caller's)."""
+        with self.atomic() as conn:
+            found: sqlite3.Row | None = conn.execute(sql, params).fetchone()
+        return found
+
+    def _execute(self, sql: str, *params: Any) -> int:
+        """Run one statement; the number of rows it changed."""
+        with self.atomic() as conn:
+            return conn.execute(sql, params).rowcount
+
+    def _rows(self, sql: str, *params: Any) -> list[TxRow]:
+        """Every ``transactions`` row one query selects."""
+        with self.atomic() as conn:
+            return [_row(r) for r in conn.execute(sql, params).fetchall()]
 
     def reset(self) -> None:
         """Delete every transaction and API key (not the browser-wallet state)."""
@@ -370,7 +374,7 @@ class Store:
                 if "reference" in str(exc) or "transactions.merchant_id" in str(exc):
                     raise DuplicateReferenceError(reference) from None
                 raise
-            row = self._get_by_id(conn, tx_id)
+            row = self.get_by_id(tx_id)
         assert row is not None
         return row
 
@@ -393,74 +397,58 @@ class Store:
         values.append(tx_id)
         with self.atomic() as conn:
             conn.execute(f"UPDATE transactions SET {', '.join(sets)} WHERE id = ?", values)  # noqa: S608
-            row = self._get_by_id(conn, tx_id)
+            row = self.get_by_id(tx_id)
         if row is None:
             raise KeyError(tx_id)
         return row
 
-    def get(self, merchant_id: str, store_id: str, reference: str) -> TxRow | None:
-        with self.atomic() as conn:
-            cur = conn.execute(
-                "SELECT * FROM transactions WHERE merchant_id = ? AND store_id = ? "
-                "AND reference = ?",
-                (merchant_id, store_id, reference),
-            )
-            found = cur.fetchone()
+    def _tx(self, where: str, *params: Any) -> TxRow | None:
+        """The ``transactions`` row matching ``where`` (a fixed condition, never user input)."""
+        found = self._one(f"SELECT * FROM transactions WHERE {where}", *params)  # noqa: S608
         return _row(found) if found else None
 
+    def get(self, merchant_id: str, store_id: str, reference: str) -> TxRow | None:
+        return self._tx("merchant_id = ? AND store_id = ? AND reference = ?",
+                        merchant_id, store_id, reference)
+
     def get_by_id(self, tx_id: str) -> TxRow | None:
-        with self.atomic() as conn:
-            return self._get_by_id(conn, tx_id)
+        return self._tx("id = ?", tx_id)
 
     def lookup(self, merchant_id: str, store_id: str, reference: str) -> list[TxRow]:
         """The record with ``reference`` and every record whose invoice reference is it."""
-        with self.atomic() as conn:
-            # Two indexed searches: an OR here made SQLite scan all of the merchant's rows,
-            # so lookups slowed down as the ledger grew.
-            cur = conn.execute(
-                "SELECT * FROM transactions WHERE merchant_id = ?1 AND store_id = ?2 "
-                "AND reference = ?3 "
-                "UNION ALL SELECT * FROM transactions WHERE merchant_id = ?1 AND store_id = ?2 "
-                "AND invoice_reference = ?3 AND reference <> ?3 ORDER BY seq",
-                (merchant_id, store_id, reference),
-            )
-            return [_row(r) for r in cur.fetchall()]
+        # Two indexed searches: an OR here made SQLite scan all of the merchant's rows,
+        # so lookups slowed down as the ledger grew.
+        return self._rows(
+            "SELECT * FROM transactions WHERE merchant_id = ?1 AND store_id = ?2 "
+            "AND reference = ?3 "
+            "UNION ALL SELECT * FROM transactions WHERE merchant_id = ?1 AND store_id = ?2 "
+            "AND invoice_reference = ?3 AND reference <> ?3 ORDER BY seq",
+            merchant_id, store_id, reference,
+        )
 
     def followups(self, merchant_id: str, store_id: str, reference: str) -> list[TxRow]:
-        with self.atomic() as conn:
-            cur = conn.execute(
-                "SELECT * FROM transactions WHERE merchant_id = ? AND store_id = ? "
-                "AND invoice_reference = ? ORDER BY seq",
-                (merchant_id, store_id, reference),
-            )
-            return [_row(r) for r in cur.fetchall()]
+        return self._rows(
+            "SELECT * FROM transactions WHERE merchant_id = ? AND store_id = ? "
+            "AND invoice_reference = ? ORDER BY seq",
+            merchant_id, store_id, reference,
+        )
 
     def find_by_reference(self, reference: str) -> list[TxRow]:
         """Any merchant's (the control routes)."""
-        with self.atomic() as conn:
-            cur = conn.execute(
-                "SELECT * FROM transactions WHERE reference = ? ORDER BY seq", (reference,)
-            )
-            return [_row(r) for r in cur.fetchall()]
+        return self._rows("SELECT * FROM transactions WHERE reference = ? ORDER BY seq",
+                          reference)
 
     def find_by_token(self, token: str) -> TxRow | None:
-        with self.atomic() as conn:
-            found = conn.execute("SELECT * FROM transactions WHERE token = ?", (token,)).fetchone()
-        return _row(found) if found else None
+        return self._tx("token = ?", token)
 
     def ledger(self) -> list[TxRow]:
         """Everything, oldest first."""
-        with self.atomic() as conn:
-            return [_row(r) for r in conn.execute("SELECT * FROM transactions ORDER BY seq")]
+        return self._rows("SELECT * FROM transactions ORDER BY seq")
 
     def count(self) -> int:
-        with self.atomic() as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM transactions").fetchone()[0])
-
-    @staticmethod
-    def _get_by_id(conn: sqlite3.Connection, tx_id: str) -> TxRow | None:
-        found = conn.execute("SELECT * FROM transactions WHERE id = ?", (tx_id,)).fetchone()
-        return _row(found) if found else None
+        found = self._one("SELECT COUNT(*) FROM transactions")
+        assert found is not None
+        return int(found[0])
 
     # ------------------------------------------------------------------- api_keys
 
@@ -475,22 +463,18 @@ class Store:
         **extra: Any,
     ) -> ApiKeyRow:
         """Record a key issued by the public key service (``extra``: e.g. encryption key id)."""
-        with self.atomic() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO api_keys (key, merchant_id, store_id, expires_at, "
-                "created_at, extra) VALUES (?,?,?,?,?,?)",
-                (
-                    key, merchant_id, store_id, iso_utc(expires_at) if expires_at else None,
-                    iso_utc(now), dump_json(extra) or "{}",
-                ),
-            )
+        self._execute(
+            "INSERT OR REPLACE INTO api_keys (key, merchant_id, store_id, expires_at, "
+            "created_at, extra) VALUES (?,?,?,?,?,?)",
+            key, merchant_id, store_id, iso_utc(expires_at) if expires_at else None,
+            iso_utc(now), dump_json(extra) or "{}",
+        )
         info = self.api_key_info(key)
         assert info is not None
         return info
 
     def api_key_info(self, key: str) -> ApiKeyRow | None:
-        with self.atomic() as conn:
-            found = conn.execute("SELECT * FROM api_keys WHERE key = ?", (key,)).fetchone()
+        found = self._one("SELECT * FROM api_keys WHERE key = ?", key)
         if found is None:
             return None
         created = parse_dt(found["created_at"])
@@ -538,10 +522,7 @@ class Store:
         return str(found["private_pem"])
 
     def walletpay_key(self, key_id: str) -> WalletPayKeyRow | None:
-        with self.atomic() as conn:
-            found = conn.execute(
-                "SELECT * FROM walletpay_keys WHERE key_id = ?", (key_id,)
-            ).fetchone()
+        found = self._one("SELECT * FROM walletpay_keys WHERE key_id = ?", key_id)
         if found is None:
             return None
         return WalletPayKeyRow(
@@ -560,18 +541,14 @@ class Store:
         now: datetime,
     ) -> None:
         """Store a payment account (``data``: card type, network, PAN, cryptogram, ...)."""
-        with self.atomic() as conn:
-            conn.execute(
-                "INSERT INTO walletpay_accounts (id, merchant_id, store_id, key_id, data, "
-                "created_at) VALUES (?,?,?,?,?,?)",
-                (account_id, merchant_id, store_id, key_id, dump_json(data), iso_utc(now)),
-            )
+        self._execute(
+            "INSERT INTO walletpay_accounts (id, merchant_id, store_id, key_id, data, "
+            "created_at) VALUES (?,?,?,?,?,?)",
+            account_id, merchant_id, store_id, key_id, dump_json(data), iso_utc(now),
+        )
 
     def walletpay_account(self, account_id: str) -> WalletPayRow | None:
-        with self.atomic() as conn:
-            found = conn.execute(
-                "SELECT * FROM walletpay_accounts WHERE id = ?", (account_id,)
-            ).fetchone()
+        found = self._one("SELECT * FROM walletpay_accounts WHERE id = ?", account_id)
         if found is None:
             return None
         return WalletPayRow(
@@ -584,18 +561,13 @@ class Store:
         self, *, trans_id: str, account_id: str, data: dict[str, Any], now: datetime
     ) -> None:
         """Store a 3DS result for a payment account (``data``: value, ECI, status)."""
-        with self.atomic() as conn:
-            conn.execute(
-                "INSERT INTO walletpay_three_ds (id, account_id, data, created_at) "
-                "VALUES (?,?,?,?)",
-                (trans_id, account_id, dump_json(data), iso_utc(now)),
-            )
+        self._execute(
+            "INSERT INTO walletpay_three_ds (id, account_id, data, created_at) VALUES (?,?,?,?)",
+            trans_id, account_id, dump_json(data), iso_utc(now),
+        )
 
     def three_ds(self, trans_id: str) -> WalletPayRow | None:
-        with self.atomic() as conn:
-            found = conn.execute(
-                "SELECT * FROM walletpay_three_ds WHERE id = ?", (trans_id,)
-            ).fetchone()
+        found = self._one("SELECT * FROM walletpay_three_ds WHERE id = ?", trans_id)
         if found is None:
             return None
         return WalletPayRow(
@@ -610,12 +582,8 @@ class Store:
         table = _WALLETPAY_USABLE.get(kind)
         if table is None:
             raise ValueError(f"kind: must be one of {', '.join(_WALLETPAY_USABLE)}")
-        with self.atomic() as conn:
-            cur = conn.execute(
-                f"UPDATE {table} SET used = 1 WHERE id = ? AND used = 0",  # noqa: S608
-                (item_id,),
-            )
-            return cur.rowcount == 1
+        sql = f"UPDATE {table} SET used = 1 WHERE id = ? AND used = 0"  # noqa: S608
+        return self._execute(sql, item_id) == 1
 
     def claim_message_id(self, message_id: str, expires_ms: int, now_ms: int) -> bool:
         """True the first time a token's ``messageId`` is seen, False on a replay."""
@@ -640,38 +608,11 @@ class Store:
 
 
 def _row(r: sqlite3.Row) -> TxRow:
-    def js(name: str) -> Any:
-        raw = r[name]
-        return json.loads(raw) if raw is not None else None
-
-    created = parse_dt(r["created_at"])
-    updated = parse_dt(r["updated_at"])
-    assert created is not None
-    assert updated is not None
-    return TxRow(
-        id=r["id"],
-        merchant_id=r["merchant_id"],
-        store_id=r["store_id"],
-        reference=r["reference"],
-        invoice_reference=r["invoice_reference"],
-        kind=r["kind"],
-        type_str=r["type_str"],
-        amount=Decimal(r["amount"]),
-        currency=r["currency"],
-        state=r["state"],
-        provider_state_code=r["provider_state_code"],
-        method=r["method"],
-        created_at=created,
-        updated_at=updated,
-        billing=js("billing"),
-        shipping=js("shipping"),
-        payer=js("payer"),
-        checkout=js("checkout"),
-        token=r["token"],
-        token_used=bool(r["token_used"]),
-        expires_at=parse_dt(r["expires_at"]),
-        provider_transaction_id=r["provider_transaction_id"],
-        request_hash=r["request_hash"],
-        response=js("response"),
-        response_status=r["response_status"],
-    )
+    data = dict(zip(r.keys(), r, strict=True))
+    del data["seq"]
+    for name in _JSON_COLUMNS:
+        data[name] = json.loads(data[name]) if data[name] is not None else None
+    for name in ("created_at", "updated_at", "expires_at"):
+        data[name] = parse_dt(data[name])
+    return TxRow(**{**data, "amount": Decimal(data["amount"]),
+                    "token_used": bool(data["token_used"])})

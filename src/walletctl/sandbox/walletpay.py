@@ -64,8 +64,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from walletctl.sandbox.auth import require_scope
+from walletctl.sandbox.auth import authenticate, require_scope
 from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.crypto import public_key_b64
 from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import (
     AuthorizationBody,
@@ -80,7 +81,6 @@ from walletctl.sandbox.walletpay_api import (
     check_basic,
     check_key,
     create_account,
-    credential,
     get_account,
     issue_keys,
     mint_token,
@@ -118,7 +118,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def payment_accounts(request: Request) -> Any:
         """Create Payment Account: verify + decrypt the wallet token, return the account id."""
-        cred = credential(request, ctx)
+        cred = authenticate(ctx, request)  # 401 first, before the body is read
         body = await read_body(request, PaymentAccountBody)
         require_scope(cred, body.merchant_id, body.store_id)
         return create_account(st, cred.key, body)
@@ -128,14 +128,14 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         names = ("merchantId", "storeId", "encryptionKeyId")
         q = read_query(request.scope["query_string"], names, names)
         merchant_id, store_id = q["merchantId"], q["storeId"]
-        require_scope(credential(request, ctx), merchant_id, store_id)
+        require_scope(authenticate(ctx, request), merchant_id, store_id)
         account = get_account(st, request.path_params["account_id"], merchant_id, store_id,
                               q["encryptionKeyId"])
         return account.public()
 
     async def transactions(request: Request) -> Any:
         """Authorization (ecom.sale / ecom.preauthorization) on a payment account."""
-        cred = credential(request, ctx)
+        cred = authenticate(ctx, request)
         req = await read_body(request, AuthorizationBody)
         require_scope(cred, req.merchant_id, req.store_id)
         return authorize(st, req)
@@ -150,7 +150,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def wallet_root_key(request: Request) -> Any:
         """The wallet root public key the gateway trusts (base64 SPKI)."""
-        return {"rootKey": st.signer.root_public_b64(), "protocolVersion": "ECv2"}
+        return {"rootKey": public_key_b64(st.signer.root), "protocolVersion": "ECv2"}
 
     async def three_ds_challenge(request: Request) -> Any:
         """Simulated 3DS challenge for a Card (PAN_ONLY) payment account."""

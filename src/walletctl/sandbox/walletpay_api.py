@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 from fastapi import Request
 
 from walletctl.constants import WALLETPAY_METHOD
-from walletctl.errors import RequestValidationError
 from walletctl.models.base import WireModel, dumps
 from walletctl.models.money import to_wire
 from walletctl.models.walletpay import AuthorizationRequest
@@ -21,9 +20,8 @@ from walletctl.sandbox import auth, crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
 from walletctl.sandbox.query import read_query
-from walletctl.sandbox.replies import invalid_body
 from walletctl.sandbox.requests import ChallengeBody, PaymentAccountBody, WalletTokenBody
-from walletctl.sandbox.store import DuplicateReferenceError, TxRow
+from walletctl.sandbox.store import DuplicateReferenceError, TxRow, WalletPayRow
 from walletctl.sandbox.walletpay_state import (
     API_KEY_TTL,
     CARDS_BY_ID,
@@ -32,7 +30,6 @@ from walletctl.sandbox.walletpay_state import (
     Account,
     ApiError,
     KeyPair,
-    ThreeDS,
     WalletPayState,
     card_network,
     mask,
@@ -44,21 +41,8 @@ M = TypeVar("M", bound=WireModel)
 
 
 async def read_body(request: Request, model: type[M]) -> M:
-    """A browser-wallet route's one reading of its body: strict JSON, then its model."""
-    ctx: SandboxContext = request.app.state.ctx
-    fmt = ctx.config.amount_format
-    data = wire.read_body(await request.body(), fmt, where="request body")
-    try:
-        return model.from_wire(data, fmt)
-    except RequestValidationError as exc:
-        raise invalid_body(exc) from None
-
-
-def credential(request: Request, ctx: SandboxContext) -> auth.Credential:
-    """The ``PublicApiKey`` of a browser-wallet call (401 first, before the body is read);
-    the route then calls :func:`walletctl.sandbox.auth.require_scope` with its model's
-    merchant and store."""
-    return auth.authenticate(ctx, request.headers.get("authorization"))
+    """A browser-wallet route's one reading of its body (errors say ``request body``)."""
+    return await wire.read_model(request, model, where="request body")
 
 
 def _same(given: str, expected: str) -> bool:
@@ -192,7 +176,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
     """The checks and the ledger record of :func:`authorize` (inside its store transaction)."""
     ctx = st.ctx
     state, provider_code = "Approved", None
-    three_ds: ThreeDS | None = None
+    three_ds: WalletPayRow | None = None  # data: authenticationValue, eci, transStatus
     if account.card_type == "Token":
         if not req.cryptogram or not req.eci_indicator:
             raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
@@ -208,16 +192,16 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
         if req.three_d_secure is None:
             raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
                                                         "(PAN_ONLY) payment account")
-        found = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
-        three_ds = ThreeDS.from_row(found) if found is not None else None
-        if three_ds is None or three_ds.account_id != account.id or not _same(
-                three_ds.authentication_value, req.three_d_secure.authentication_value) or \
-                three_ds.eci != req.three_d_secure.eci:
+        three_ds = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
+        if three_ds is None or three_ds.parent_id != account.id or not _same(
+                three_ds.data["authenticationValue"],
+                req.three_d_secure.authentication_value) or \
+                three_ds.data["eci"] != req.three_d_secure.eci:
             raise ApiError(422, "ThreeDSecureInvalid",
                            "threeDSecure: does not match a 3DS result for this payment account")
         if three_ds.used:
             raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
-        if three_ds.status != "Y":
+        if three_ds.data["transStatus"] != "Y":
             state, provider_code = "Declined", "AuthenticationFailed"
     if account.decline and state == "Approved":
         state, provider_code = "Declined", "DeclinedByIssuer"
@@ -239,7 +223,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
     if account.card_type == "Token" and state == "Approved":
         ctx.store.mark_walletpay_used("account", account.id)
     if three_ds is not None:
-        ctx.store.mark_walletpay_used("three_ds", three_ds.trans_id)
+        ctx.store.mark_walletpay_used("three_ds", three_ds.id)
     return row
 
 
@@ -279,9 +263,8 @@ def mint_token(st: WalletPayState, body: WalletTokenBody) -> dict[str, Any]:
         if key != st.ctx.config.api_key and st.ctx.store.api_key_info(key) is None:
             raise ApiError(401, "Unauthorized", "publicKeyApi: is not a key issued by the gateway")
         recipient = st.key_for_api_key(key).private.public_key()
-    seconds = body.message_expiry_seconds
-    if seconds is None:
-        seconds = TOKEN_TTL_SECONDS
+    seconds = TOKEN_TTL_SECONDS if body.message_expiry_seconds is None \
+        else body.message_expiry_seconds
     details: dict[str, Any] = {"authMethod": card.auth_method, "pan": card.pan,
                                "expirationMonth": card.expiry_month,
                                "expirationYear": card.expiry_year}
@@ -310,15 +293,13 @@ def challenge(st: WalletPayState, body: ChallengeBody) -> dict[str, Any]:
         raise ApiError(422, "ThreeDSecureNotNeeded",
                        "transactionAccountId: a Token account carries a cryptogram, not 3DS")
     ok = body.outcome == "success"
-    result = ThreeDS(trans_id=secrets.token_hex(16), account_id=account.id,
-                     authentication_value=base64.b64encode(os.urandom(20)).decode(),
-                     eci=("05" if account.network != "MASTERCARD" else "02") if ok else "07",
-                     status="Y" if ok else "N")
-    st.ctx.store.add_three_ds(trans_id=result.trans_id, account_id=account.id,
-                              data=result.data(), now=st.ctx.now())
-    return {"threeDSServerTransId": result.trans_id,
-            "authenticationValue": result.authentication_value, "eci": result.eci,
-            "transStatus": result.status}
+    trans_id = secrets.token_hex(16)
+    data = {"authenticationValue": base64.b64encode(os.urandom(20)).decode(),
+            "eci": ("05" if account.network != "MASTERCARD" else "02") if ok else "07",
+            "transStatus": "Y" if ok else "N"}
+    st.ctx.store.add_three_ds(trans_id=trans_id, account_id=account.id, data=data,
+                              now=st.ctx.now())
+    return {"threeDSServerTransId": trans_id, **data}
 
 
 
@@ -332,7 +313,7 @@ def check_key(request: Request, st: WalletPayState) -> dict[str, Any]:
     names = ("merchantId", "storeId")
     q = read_query(request.scope["query_string"], names, names)
     merchant_id, store_id = q["merchantId"], q["storeId"]
-    cred = credential(request, st.ctx)
+    cred = auth.authenticate(st.ctx, request)
     auth.require_scope(cred, merchant_id, store_id)
     st.key_for_api_key(cred.key)
     return {"merchantId": merchant_id, "storeId": store_id, "status": "valid"}

@@ -58,13 +58,6 @@ MAX_SESSIONS = 500
 __all__ = ["demo_quote", "demo_result", "demo_session"]
 
 
-def _session(st: WalletPayState, reference: str) -> DemoSession:
-    session = st.demo_sessions.get(reference)
-    if session is None:
-        raise ApiError(404, "DemoOrderNotFound", "reference: no such demo order (reload the page)")
-    return session
-
-
 _SESSION_PARAMS = ("merchantId", "storeId", "ref", "currency", "amount", "type", "authorize",
                    "scenario")
 
@@ -113,7 +106,9 @@ async def demo_session(request: Request, st: WalletPayState) -> dict[str, Any]:
 async def demo_quote(request: Request, st: WalletPayState) -> dict[str, Any]:
     """The shop's price for the payer's current choices; remembered on the order."""
     body = await read_body(request, DemoQuoteBody)
-    session = _session(st, body.reference)
+    session = st.demo_sessions.get(body.reference)
+    if session is None:
+        raise ApiError(404, "DemoOrderNotFound", "reference: no such demo order (reload the page)")
     error: dict[str, str] | None = None
     option, address, code = body.shipping_option_id, body.shipping_address, body.offer_code
     with st.lock:

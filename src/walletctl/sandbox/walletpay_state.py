@@ -180,27 +180,6 @@ class Account:
 
 
 @dataclass
-class ThreeDS:
-    trans_id: str
-    account_id: str
-    authentication_value: str = field(repr=False)
-    eci: str
-    status: str  # Y | N
-    used: bool = False
-
-    def data(self) -> dict[str, Any]:
-        return {"authenticationValue": self.authentication_value, "eci": self.eci,
-                "transStatus": self.status}
-
-    @classmethod
-    def from_row(cls, row: WalletPayRow) -> ThreeDS:
-        d = row.data
-        return cls(trans_id=row.id, account_id=row.parent_id,
-                   authentication_value=d["authenticationValue"], eci=d["eci"],
-                   status=d["transStatus"], used=row.used)
-
-
-@dataclass
 class DemoSession:
     reference: str
     merchant_id: str

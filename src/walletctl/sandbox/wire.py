@@ -5,7 +5,8 @@
   no lone surrogate (``"\udcff"``) in any key or string: such text cannot be stored, compared
   or answered.
 * :func:`read_body` - a JSON route's one reading: :func:`parse_object` + :func:`check_numbers`;
-  the route then validates the result with its model (:mod:`walletctl.sandbox.requests`).
+  :func:`read_model` then validates the result with the route's model
+  (:mod:`walletctl.sandbox.requests`).
 * :func:`check_numbers` - every money field is ASCII digits with an optional decimal point,
   at most :data:`MAX_DIGITS` digits, no exponent; a minor-units sandbox refuses a decimal
   point; a decimal sandbox refuses more fraction digits than the currency has; JSON booleans
@@ -20,11 +21,17 @@ import json
 import re
 import secrets
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from walletctl.models.base import MONEY_KEYS, fold_key
+from walletctl.errors import RequestValidationError
+from walletctl.models.base import MONEY_KEYS, WireModel, fold_key
 from walletctl.models.money import exponent
-from walletctl.sandbox.replies import SandboxError
+from walletctl.sandbox.replies import SandboxError, invalid_body
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+M = TypeVar("M", bound=WireModel)
 
 MAX_DEPTH = 32
 MAX_DIGITS = 18  # minor units of any amount fit a signed 64-bit integer
@@ -137,6 +144,22 @@ def read_body(raw: bytes, fmt: str, *, where: str = "(request)") -> dict[str, An
     data = parse_object(raw, where=where)
     check_numbers(data, fmt)
     return data
+
+
+async def read_model(request: Request, model: type[M], *, where: str = "(request)") -> M:
+    """A JSON route's one reading of its body: :func:`read_body`, then the route's model."""
+    fmt = request.app.state.ctx.config.amount_format
+    return parse_model(model, read_body(await request.body(), fmt, where=where), fmt)
+
+
+def parse_model(model: type[M], data: dict[str, Any], fmt: str) -> M:
+    """``data`` as ``model``; a 400 naming the fields and rules it breaks."""
+    try:
+        return model.from_wire(data, fmt)  # type: ignore[arg-type]
+    except RequestValidationError as exc:
+        raise invalid_body(exc) from None
+    except (ValueError, TypeError, RecursionError):
+        raise SandboxError(400, "(request): the body could not be read") from None
 
 
 def _get(data: Any, name: str) -> Any:
