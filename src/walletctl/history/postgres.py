@@ -446,6 +446,7 @@ def setup(url: DbUrl, grants: Sequence[str], kind: str = "operator") -> SetupRes
     db = connect(url, purpose="walletctl history setup")
     try:
         with db.transaction():
+            db.execute("SET LOCAL statement_timeout = 0")  # a migration may take long
             db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SETUP_LOCK,))
             owner = str(_value(db, "SELECT session_user"))
             exists = _value(db, "SELECT to_regclass('walletctl.schema_version') IS NOT NULL")
