@@ -89,12 +89,6 @@ def profile_timeout(profile: Profile) -> httpx.Timeout:
     return httpx.Timeout(profile.timeout, connect=min(profile.timeout, 10.0))
 
 
-def _auth_header(profile: Profile) -> tuple[str, str] | None:
-    from walletctl.config.secrets import auth_header
-
-    return auth_header(profile)
-
-
 class _Base:
     def __init__(
         self,
@@ -112,7 +106,9 @@ class _Base:
     # -- building --------------------------------------------------------------------------
     def _auth(self) -> tuple[str, str] | None:
         if self._auth_value == "resolve":
-            self._auth_value = _auth_header(self.profile)
+            from walletctl.config.secrets import auth_header
+
+            self._auth_value = auth_header(self.profile)
         return self._auth_value
 
     def prepare(
@@ -218,17 +214,14 @@ class _Base:
 
     def _map_guard_error(self, call: PreparedCall, exc: BaseException) -> Exception:
         """Deadline passed, answer too large or undecodable: the answer was not read."""
-        url = call.where()
         if isinstance(exc, DeadlineExceeded):
             limit = overall_deadline(self.profile.timeout)
-            reason = f"no complete answer within {limit:g} s (twice the timeout)"
-        else:
-            reason = clean_text(str(exc))
+            return self._no_answer(call, f"no complete answer within {limit:g} s (twice the "
+                                         "timeout)")
+        reason = clean_text(str(exc))
         if call.moves_money:
             return UnknownOutcomeError(call.reference or "the request", reason)
-        if isinstance(exc, DeadlineExceeded):
-            return NetworkError(f"no answer from {url} ({reason})", hint="safe to run again")
-        return ResponseError(f"unreadable answer from {url}: {reason}")
+        return ResponseError(f"unreadable answer from {call.where()}: {reason}")
 
     def _secrets(self, call: PreparedCall) -> tuple[str, ...]:
         """What to scrub from an answer: the request's own credentials, and the profile's

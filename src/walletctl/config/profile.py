@@ -17,9 +17,10 @@ runs them. Reading, saving and editing the file: :mod:`walletctl.config.profiles
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from walletctl.constants import DEFAULT_TIMEOUT, DUPLICATE_WINDOW, MAX_TIMEOUT, PATH_KEYS
@@ -174,6 +175,8 @@ def display_path(path: Path) -> str:
 
 # --------------------------------------------------------------------------- single values
 
+_T = TypeVar("_T")
+
 
 # Character classes checked without `re` (compiling patterns costs start-up time).
 ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
@@ -228,6 +231,11 @@ class ValueChecker:
             self.fail(location, f"must be a table, not {kind(value)}")
         return value
 
+    def optional(self, table: dict[str, Any], key: str, location: str,
+                 check: Callable[[Any, str], _T]) -> _T | None:
+        """``check`` of the value at ``key`` when ``table`` has it, else None."""
+        return check(table[key], at(location, key)) if key in table else None
+
     def sub(self, table: dict[str, Any], key: str, location: str) -> dict[str, Any]:
         """The optional sub-table ``key`` of ``table`` (empty when absent)."""
         return self.table(table.get(key, {}), at(location, key))
@@ -281,19 +289,16 @@ class ValueChecker:
             self.fail(loc, str(exc))
 
 
+_KINDS: tuple[tuple[type, str], ...] = ((bool, "a boolean"), (int, "an integer"),
+                                        (float, "a float"), (str, "a string"),
+                                        (dict, "a table"), (list, "an array"))
+
+
 def kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "an array"
+    """What a TOML value is, for messages (``an integer``, ``a table``...)."""
+    for cls, name in _KINDS:
+        if isinstance(value, cls):
+            return name
     return "a date/time" if hasattr(value, "isoformat") else type(value).__name__
 
 
@@ -445,14 +450,8 @@ class _Parser(ValueChecker):
                     f"must be one of {', '.join(AUTH_SCHEMES)}",
                 )
             scheme = match[0]
-        key_env = (
-            self.env_name(table["key_env"], at(loc, "key_env")) if "key_env" in table else None
-        )
-        key_file = (
-            self.file_path(table["key_file"], at(loc, "key_file"))
-            if "key_file" in table
-            else None
-        )
+        key_env = self.optional(table, "key_env", loc, self.env_name)
+        key_file = self.optional(table, "key_file", loc, self.file_path)
         keyring = table.get("keyring", False)
         if not isinstance(keyring, bool):
             self.fail(at(loc, "keyring"), f"must be true or false, not {kind(keyring)}")
@@ -485,16 +484,8 @@ class _Parser(ValueChecker):
             username = self.text(table["username"], at(loc, "username"))
             if ":" in username:
                 self.fail(at(loc, "username"), "must not contain ':' (Basic auth)")
-        service_env = (
-            self.env_name(table["service_secret_env"], at(loc, "service_secret_env"))
-            if "service_secret_env" in table
-            else None
-        )
-        service_file = (
-            self.file_path(table["service_secret_file"], at(loc, "service_secret_file"))
-            if "service_secret_file" in table
-            else None
-        )
+        service_env = self.optional(table, "service_secret_env", loc, self.env_name)
+        service_file = self.optional(table, "service_secret_file", loc, self.file_path)
         service_inline = None
         if "service_secret" in table:
             service_inline = table["service_secret"]
@@ -536,8 +527,8 @@ class _Parser(ValueChecker):
         enabled = table.get("enabled", True)
         if not isinstance(enabled, bool):
             self.fail(at(loc, "enabled"), f"must be true or false, not {kind(enabled)}")
-        path = self.file_path(table["path"], at(loc, "path")) if "path" in table else None
-        url = self.db_url(table["url"], at(loc, "url")) if "url" in table else None
+        path = self.optional(table, "path", loc, self.file_path)
+        url = self.optional(table, "url", loc, self.db_url)
         if url is not None and (path is not None or enabled is False):
             self.fail(at(loc, "url"), "a shared history is the whole history: remove "
                       + ("path" if path is not None else "enabled = false") + " or url")

@@ -245,17 +245,7 @@ def save_file(path: Path, document: dict[str, Any]) -> ProfilesFile:
     """
     import tomli_w
 
-    path = Path(path).expanduser()
-    default, profiles = parse_document(document, path)
-    data = (HEADER + tomli_w.dumps(document)).encode("utf-8")
-    write_private(path, data)
-    return ProfilesFile(
-        path=path,
-        default_profile=default,
-        profiles=profiles,
-        document=document,
-        mode=None if os.name == "nt" else 0o600,
-    )
+    return _save(Path(path).expanduser(), document, HEADER + tomli_w.dumps(document))
 
 
 # --------------------------------------------------------------------------- editing in place
@@ -299,11 +289,17 @@ def _read(path: Path) -> Any:
 
 
 def _write(path: Path, document: Any) -> ProfilesFile:
+    """Write a tomlkit document (comments and layout as they are)."""
     import tomlkit
 
-    plain = document.unwrap()
-    default, profiles = parse_document(plain, path)  # never write what we would refuse to read
-    write_private(path, tomlkit.dumps(document).encode("utf-8"))
+    return _save(path, document.unwrap(), tomlkit.dumps(document))
+
+
+def _save(path: Path, plain: dict[str, Any], text: str) -> ProfilesFile:
+    """Write ``text``, the file of ``plain``, once it passes the loader's rules (never write
+    what we would refuse to read); returns the saved file, parsed."""
+    default, profiles = parse_document(plain, path)
+    write_private(path, text.encode("utf-8"))
     return ProfilesFile(path=path, default_profile=default, profiles=profiles, document=plain,
                         mode=None if os.name == "nt" else 0o600)
 
@@ -349,8 +345,7 @@ def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: b
         profiles[name] = toml_table(table)
         if make_default or len(profiles) == 1:
             _set_default(document, name)
-        parse_document(document.unwrap(), path)  # refuse before touching anything
-        return SaveResult(_write(path, document))
+        return SaveResult(_write(path, document))  # nothing written when it is invalid
 
 
 def _set_default(document: Any, name: str) -> None:
@@ -416,11 +411,10 @@ def _edit(path: Path, name: str, key: str, change: Any) -> EditResult:
         changed, dropped = change(_profile_table(document, path, name))
         if not changed:
             return EditResult(load_file(path), False)
-        try:
-            parse_document(document.unwrap(), path)  # refuse before touching anything
+        try:  # nothing is written when the result is invalid
+            return EditResult(_write(path, document), True, tuple(dropped))
         except ConfigError as exc:
             raise _as_usage_error(exc, name, key) from None
-        return EditResult(_write(path, document), True, tuple(dropped))
 
 
 def set_value(path: Path, name: str, key: str, value: Any) -> EditResult:

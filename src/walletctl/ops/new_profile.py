@@ -21,22 +21,12 @@ if TYPE_CHECKING:
 
 # Flags of `profile add` by the profile key they set (to report bad values as flag errors).
 FLAG_FOR_KEY = {
-    "base_url": "--base-url",
-    "merchant_id": "--merchant-id",
-    "store_id": "--store-id",
-    "user_id": "--user-id",
-    "amount_format": "--amount-format",
-    "currency": "--currency",
-    "timeout": "--timeout",
-    "timezone": "--timezone",
-    "environment": "--environment",
+    **{k: f"--{k.replace('_', '-')}" for k in (
+        "base_url", "merchant_id", "store_id", "user_id", "amount_format", "currency", "timeout",
+        "timezone", "environment")},
     "auth -> scheme": "--auth-scheme",
-    "auth -> header": "--header",
-    "auth -> username": "--username",
-    "auth -> key_env": "--key-env",
-    "auth -> key_file": "--key-file",
-    "auth -> service_secret_env": "--service-secret-env",
-    "auth -> service_secret_file": "--service-secret-file",
+    **{f"auth -> {k}": f"--{k.replace('_', '-')}" for k in (
+        "header", "username", "key_env", "key_file", "service_secret_env", "service_secret_file")},
     **{f"redirects -> {k}": f"--{k.replace('_', '-')}" for k in (
         "success_url", "error_url", "pending_url", "return_url", "cancel_url", "refused_url")},
     **{f"paths -> {k}": "--path" for k in (

@@ -124,19 +124,8 @@ def run_smoke(
         exchanges=log,
         params={"amounts": amounts},
     )
-    with open_target(
-        profile,
-        masker,
-        log,
-        currency=options.currency,
-        transport=transport,
-        trace=trace,
-        approve_command=options.approve_command,
-        approve_timeout=options.approve_timeout,
-        settle_timeout=options.settle_timeout,
-        embedded=embedded,
-        history_run=ctx.run_id,
-    ) as target:
+    with open_target(profile, masker, log, options, transport=transport, trace=trace,
+                     embedded=embedded, history_run=ctx.run_id) as target:
         ctx.target = target
         info = {
             "profile": "(embedded sandbox)" if embedded else profile.name,

@@ -116,11 +116,12 @@ def approve_step() -> Step:
 
 
 def _original(run: ScenarioRun, records: list[TransactionRecord]) -> TransactionRecord:
+    from walletctl.ops.smoke.target import original_record
+
     ref = run.state["original"]
-    for rec in records:
-        if rec.client_system_transaction_id == ref:
-            return rec
-    raise StepFailed(f"lookup of {ref} returned no record with that reference")
+    if (rec := original_record(records, ref)) is None:
+        raise StepFailed(f"lookup of {ref} returned no record with that reference")
+    return rec
 
 
 def lookup_approved_step(kind: str) -> Step:

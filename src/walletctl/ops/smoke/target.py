@@ -36,6 +36,7 @@ from walletctl.ops.smoke.transport import ExchangeLog, RecordingTransport
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
     from walletctl.models.records import TransactionRecord
+    from walletctl.ops.smoke import SmokeOptions
 
 ENV_REDIRECT_URL = "WALLETCTL_SMOKE_REDIRECT_URL"
 ENV_REFERENCE = "WALLETCTL_SMOKE_REFERENCE"
@@ -143,10 +144,7 @@ class Target:
 def original_record(
     records: list[TransactionRecord], reference: str
 ) -> TransactionRecord | None:
-    for rec in records:
-        if rec.client_system_transaction_id == reference:
-            return rec
-    return None
+    return next((r for r in records if r.client_system_transaction_id == reference), None)
 
 
 def _error_text(refused: SandboxRefused) -> str:
@@ -190,24 +188,22 @@ def open_target(
     profile: Profile,
     masker: Masker,
     log: ExchangeLog,
+    options: SmokeOptions,
     *,
-    currency: str | None = None,
     transport: httpx.BaseTransport | None = None,
     trace: Callable[[str], None] | None = None,
-    approve_command: str | None = None,
-    approve_timeout: float = 300.0,
-    settle_timeout: float = 10.0,
     embedded: bool = False,
     history_run: str | None = None,
 ) -> Iterator[Target]:
-    """A :class:`Target` for ``profile`` whose HTTP exchanges go to ``log`` (masked)."""
+    """A :class:`Target` for ``profile`` (the run's ``options``: its currency and approver)
+    whose HTTP exchanges go to ``log`` (masked)."""
     from walletctl.client.gateway import GatewayClient, profile_timeout
     from walletctl.models.money import check_currency
 
     for secret in known_secrets(profile):
         masker.add(secret)
     try:
-        cur = check_currency(currency or profile.currency or "EUR")
+        cur = check_currency(options.currency or profile.currency or "EUR")
     except ValueError as exc:
         raise UsageError(f"--currency: {exc}") from None
     inner = transport or environment_transport(profile.base_url)
@@ -224,9 +220,9 @@ def open_target(
         admin=admin,
         masker=masker,
         currency=cur,
-        approve_command=approve_command,
-        approve_timeout=approve_timeout,
-        settle_timeout=settle_timeout,
+        approve_command=options.approve_command,
+        approve_timeout=options.approve_timeout,
+        settle_timeout=options.settle_timeout,
         embedded=embedded,
         _is_sandbox=True if embedded else None,
     )
