@@ -190,11 +190,6 @@ class _Base:
                 self.trace(f"< ({answer.size} bytes, not JSON)")
 
     # -- mapping ---------------------------------------------------------------------------
-    def _map_transport_error(self, call: PreparedCall, exc: httpx.TransportError) -> Exception:
-        if nothing_sent(exc):
-            return self._not_connected(call, reason_of(exc))
-        return self._no_answer(call, reason_of(exc))
-
     @staticmethod
     def _not_connected(call: PreparedCall, reason: str) -> Exception:
         """The connection was never made: nothing reached the gateway."""
@@ -338,7 +333,8 @@ class GatewayClient(_Base):
             self._trace_response(answer, time.perf_counter() - started)
             return self._handle(call, answer), answer
         except httpx.TransportError as exc:
-            raise self._map_transport_error(call, exc) from None
+            raise (self._not_connected if nothing_sent(exc) else self._no_answer)(
+                call, reason_of(exc)) from None
         except (DeadlineExceeded, BodyTooLarge, BadEncoding) as exc:
             raise self._map_guard_error(call, exc) from None
         except KeyboardInterrupt:

@@ -156,19 +156,12 @@ class ProfilesFile:
             for p in self.profiles.values()
         )
 
-    def names(self) -> list[str]:
-        return list(self.profiles)
-
 
 def display_path(path: Path) -> str:
     """``path`` with the home directory shown as ``~`` (for messages people read)."""
     try:
-        home = Path.home()
-    except RuntimeError:
-        return str(path)
-    try:
-        rel = path.relative_to(home)
-    except ValueError:
+        rel = path.relative_to(Path.home())
+    except (RuntimeError, ValueError):  # no home directory, or not below it
         return str(path)
     return "~" if str(rel) == "." else f"~/{rel.as_posix()}"
 
@@ -343,6 +336,9 @@ AUTH_KEYS: tuple[str, ...] = (
 AMOUNT_FORMATS: tuple[str, ...] = ("minor", "decimal")
 
 
+NAME_RULE = "use letters, digits, '-' and '_' (at most 64, starting with a letter or digit)"
+
+
 def valid_profile_name(name: str) -> bool:
     """Letters, digits, '-' and '_', at most 64, starting with a letter or digit."""
     return 0 < len(name) <= 64 and name[0] in ALNUM and all(c in ALNUM or c in "-_" for c in name)
@@ -360,12 +356,7 @@ class _Parser(ValueChecker):
         for name, table in raw_profiles.items():
             location = f"profiles.{name}"
             if not valid_profile_name(name):
-                self.fail(
-                    location,
-                    "bad profile name",
-                    "use letters, digits, '-' and '_' (at most 64, starting with a letter "
-                    "or digit)",
-                )
+                self.fail(location, "bad profile name", NAME_RULE)
             profiles[name] = self.profile(name, self.table(table, location))
         default = doc.get("default_profile")
         if default is not None:
@@ -390,15 +381,7 @@ class _Parser(ValueChecker):
                 at(loc, "amount_format"),
                 f"must be 'minor' or 'decimal', not {show(amount_format)}",
             )
-        currency = None
-        if "currency" in table:
-            raw = self.text(table["currency"], at(loc, "currency"))
-            from walletctl.models.money import check_currency
-
-            try:
-                currency = check_currency(raw)
-            except ValueError as exc:
-                self.fail(at(loc, "currency"), str(exc))
+        currency = self.optional(table, "currency", loc, self.currency)
         timeout = DEFAULT_TIMEOUT
         if "timeout" in table:
             value = table["timeout"]
@@ -408,10 +391,7 @@ class _Parser(ValueChecker):
                 self.fail(at(loc, "timeout"),
                           f"must be greater than 0 and at most {MAX_TIMEOUT:g} seconds")
             timeout = float(value)
-        timezone = None
-        if "timezone" in table:
-            timezone = self.text(table["timezone"], at(loc, "timezone"))
-            _check_timezone(self, timezone, at(loc, "timezone"))
+        timezone = self.optional(table, "timezone", loc, self.timezone)
         environment = table.get("environment", "test")
         if environment not in ENVIRONMENTS:
             self.fail(at(loc, "environment"),
@@ -437,6 +417,25 @@ class _Parser(ValueChecker):
             environment=environment,
             source=self.path,
         )
+
+    def currency(self, value: Any, location: str) -> str:
+        from walletctl.models.money import check_currency
+
+        try:
+            return check_currency(self.text(value, location))
+        except ValueError as exc:
+            self.fail(location, str(exc))
+
+    def timezone(self, value: Any, location: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        name = self.text(value, location)
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            self.fail(location, f"unknown time zone {name!r}",
+                      "use an IANA name such as Europe/Paris")
+        return name
 
     def auth(self, table: dict[str, Any], loc: str) -> AuthSettings:
         self.check_keys(table, AUTH_KEYS, loc)
@@ -577,17 +576,6 @@ def _is_amount(text: str) -> bool:
     return 0 < len(text) <= 20 and whole.isascii() and whole.isdigit() and (
         frac == "" or (frac.isascii() and frac.isdigit())
     )
-
-
-def _check_timezone(parser: _Parser, name: str, location: str) -> None:
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        parser.fail(
-            location, f"unknown time zone {name!r}", "use an IANA name such as Europe/Paris"
-        )
 
 
 def parse_document(document: dict[str, Any], path: Path) -> tuple[str | None, dict[str, Profile]]:

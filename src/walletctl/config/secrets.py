@@ -377,6 +377,16 @@ def _describe_file(path: Path) -> str:
     return f"{shown} ({mode:04o}{', too open' if mode & 0o077 else ''})"
 
 
+def _env_and_file(env: str | None, path: Path | None) -> list[str]:
+    """An environment variable's and a file's part of a description (when configured)."""
+    parts: list[str] = []
+    if env:
+        parts.append(f"env {env} ({'set' if os.environ.get(env, '').strip() else 'not set'})")
+    if path:
+        parts.append(f"file {_describe_file(path)}")
+    return parts
+
+
 def describe_secret_source(profile: Profile) -> str:
     """Where the secret would come from, in resolution order; never the secret itself.
 
@@ -385,12 +395,7 @@ def describe_secret_source(profile: Profile) -> str:
     The keyring is not queried (that could prompt to unlock it).
     """
     auth = profile.auth
-    parts: list[str] = []
-    if auth.key_env:
-        state = "set" if os.environ.get(auth.key_env, "").strip() else "not set"
-        parts.append(f"env {auth.key_env} ({state})")
-    if auth.key_file:
-        parts.append(f"file {_describe_file(auth.key_file)}")
+    parts = _env_and_file(auth.key_env, auth.key_file)
     if auth.keyring:
         parts.append(f"keyring {KEYRING_SERVICE}/{keyring_user(profile)}")
     if auth.key is not None:
@@ -408,12 +413,7 @@ def describe_secret_source(profile: Profile) -> str:
 def describe_service_secret_source(profile: Profile) -> str:
     """Where the public key service's Basic secret comes from (never the secret)."""
     auth = profile.auth
-    parts: list[str] = []
-    if auth.service_secret_env:
-        state = "set" if os.environ.get(auth.service_secret_env, "").strip() else "not set"
-        parts.append(f"env {auth.service_secret_env} ({state})")
-    if auth.service_secret_file:
-        parts.append(f"file {_describe_file(auth.service_secret_file)}")
+    parts = _env_and_file(auth.service_secret_env, auth.service_secret_file)
     if auth.service_secret is not None:
         parts.append("inline")
     if not parts:

@@ -155,6 +155,14 @@ def _places(currency: str | None) -> int:
         return 2
 
 
+def run_summary(report: Report) -> dict[str, Any]:
+    """How the lookups went: requests, time, rate, and what stopped them (if anything)."""
+    return {"requests": report.requests, "elapsed_s": round(report.elapsed, 3),
+            "refs_per_s": round(report.references / report.elapsed, 1) if report.elapsed
+            else 0.0, "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
+            "interrupted": report.interrupted}
+
+
 def lookup_progress(fmt: str) -> tuple[Any, Callable[[], None]]:
     """A spinner counting the references looked up (stderr, a terminal only)."""
     from walletctl.render.console import err
@@ -180,11 +188,7 @@ def finish_report(writer: BalanceWriter, report: Report) -> None:
 
     summary = {
         "references": report.references, "duplicates_folded": report.duplicates,
-        "shown": report.shown, "errors": report.errors,
-        "requests": report.requests, "elapsed_s": round(report.elapsed, 3),
-        "refs_per_s": round(report.references / report.elapsed, 1) if report.elapsed else 0.0,
-        "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
-        "interrupted": report.interrupted,
+        "shown": report.shown, "errors": report.errors, **run_summary(report),
     }
     writer.finish(report, summary)
     for line, ref, first in report.folded:

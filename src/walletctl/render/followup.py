@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletctl.models.money import format_major
+from walletctl.render.output import emit
 
 if TYPE_CHECKING:
     from walletctl.models.followup import FollowUpResponse, Operation
@@ -42,7 +43,8 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
         "alreadyApplied": True,
         "historyEntry": entry,
     }
-    if fmt == "table":
+
+    def table() -> None:
         from rich.markup import escape
 
         from walletctl.render.console import out
@@ -55,10 +57,8 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
                 "reference is used, by this very movement); nothing new was applied"),
             soft_wrap=True,
         )
-    else:
-        from walletctl.render.output import emit
 
-        emit(fmt, [row], document=row)
+    emit(fmt, [row], document=row, table=table)
 
 
 def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
@@ -77,19 +77,14 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
         "providerStateCode": response.provider_state_code,
         "id": response.id,
     }
-    if fmt == "table":
+
+    def table() -> None:
         from rich.markup import escape
 
         from walletctl.render.console import out
         from walletctl.render.fit import fit_phrases
 
-        color = (
-            "green"
-            if response.state == "Approved"
-            else "yellow"
-            if response.state == "Pending"
-            else "red"
-        )
+        color = {"Approved": "green", "Pending": "yellow"}.get(response.state, "red")
         # The state and provider code are gateway text: escaped, never read as Rich markup.
         # Lines break between phrases only (a narrow terminal never splits "Approved (...)").
         out().print(fit_phrases([
@@ -103,8 +98,6 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
             left = plan.remaining_after
             what = "capturable" if op == "capture" else "refundable"
             out().print(f"Remaining {what}: {format_major(left, req.currency_code)}")
-    else:
-        from walletctl.render.output import emit
 
-        emit(fmt, [row], document=row)
+    emit(fmt, [row], document=row, table=table)
     sys.stdout.flush()  # the answer first, then the exit's error line (a refusal) on stderr

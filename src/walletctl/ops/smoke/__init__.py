@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from walletctl.masking import Masker
 from walletctl.ops.smoke.framework import (
-    Reference,
     RunContext,
     Scenario,
     ScenarioResult,
@@ -24,7 +23,6 @@ from walletctl.ops.smoke.framework import (
     SmokeObserver,
     SmokeReport,
     Step,
-    StepFailed,
     StepResult,
     StepSkipped,
     check,
@@ -41,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Masker",
-    "Reference",
     "RunContext",
     "Scenario",
     "ScenarioResult",
@@ -50,7 +47,6 @@ __all__ = [
     "SmokeOptions",
     "SmokeReport",
     "Step",
-    "StepFailed",
     "StepResult",
     "StepSkipped",
     "check",

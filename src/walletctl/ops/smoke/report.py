@@ -157,14 +157,6 @@ def to_json(report: SmokeReport, masker: Masker) -> str:
     return json.dumps(to_data(report, masker), indent=2, default=str) + "\n"
 
 
-def prepare_path(path: Path, flag: str) -> None:
-    """Check the report's path and create its directory now, so a bad path fails before the
-    run, not after (a directory, FIFO or device is refused: exit 4 naming ``flag``)."""
-    from walletctl.ops.user_files import check_output
-
-    check_output(path, flag, create_parent=True)
-
-
 def write_text(path: Path, text: str) -> None:
     """Write a report file (parent directories are created: CI paths like reports/smoke.xml)."""
     from walletctl.errors import UsageError
