@@ -127,15 +127,10 @@ class _Base:
     ) -> PreparedCall:
         url = self.profile.url(path_key) + path_suffix
         hdrs = {"Accept": "application/json", "User-Agent": f"walletctl/{__version__}"}
-        secret_headers: tuple[str, ...] = ()
-        if isinstance(auth, tuple):
-            hdrs[auth[0]] = auth[1]
-            secret_headers = (auth[0],)
-        elif auth:
-            pair = self._auth()
-            if pair is not None:
-                hdrs[pair[0]] = pair[1]
-                secret_headers = (pair[0],)
+        pair = auth if isinstance(auth, tuple) else self._auth() if auth else None
+        if pair is not None:
+            hdrs[pair[0]] = pair[1]
+        secret_headers = () if pair is None else (pair[0],)
         if headers:
             hdrs.update(headers)
         if json is not None:

@@ -174,11 +174,7 @@ def lookup_progress(fmt: str) -> tuple[Any, Callable[[], None]]:
     progress = Progress(SpinnerColumn(), TextColumn("{task.completed} references looked up"),
                         TimeElapsedColumn(), console=err(), transient=fmt == "table")
     task = progress.add_task("lookup", total=None)
-
-    def update() -> None:
-        progress.advance(task)
-
-    return progress, update
+    return progress, lambda: progress.advance(task)
 
 
 def finish_report(writer: BalanceWriter, report: Report) -> None:

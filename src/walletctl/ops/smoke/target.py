@@ -51,16 +51,13 @@ class Target:
     admin: SandboxAdmin  # admin routes of a walletctl sandbox (same recording transport)
     masker: Masker
     currency: str
-    approve_command: str | None = None
-    approve_timeout: float = 300.0
-    settle_timeout: float = 10.0
-    embedded: bool = False
+    options: SmokeOptions  # the approver and the timeouts
     _is_sandbox: bool | None = field(default=None, repr=False)
 
     # -- approval -------------------------------------------------------------------------
     def approve(self, reference: str, redirect_url: str) -> str:
         """Approve the customer's side of a checkout; returns a one-line detail."""
-        if self.approve_command:
+        if self.options.approve_command:
             return self._approve_with_command(reference, redirect_url)
         if self.profile.is_production:  # never a sandbox's admin route on a production gateway
             raise StepSkipped(
@@ -95,8 +92,8 @@ class Target:
         return self._is_sandbox
 
     def _approve_with_command(self, reference: str, redirect_url: str) -> str:
-        assert self.approve_command is not None
-        argv = [*shlex.split(self.approve_command), redirect_url]
+        assert self.options.approve_command is not None
+        argv = [*shlex.split(self.options.approve_command), redirect_url]
         env = {**os.environ, ENV_REDIRECT_URL: redirect_url, ENV_REFERENCE: reference}
         try:
             done = subprocess.run(
@@ -104,7 +101,7 @@ class Target:
                 env=env,
                 capture_output=True,
                 text=True,
-                timeout=self.approve_timeout,
+                timeout=self.options.approve_timeout,
                 check=False,
             )
         except FileNotFoundError:
@@ -113,7 +110,7 @@ class Target:
             ) from None
         except subprocess.TimeoutExpired:
             raise StepFailed(
-                f"the approver command did not finish within {self.approve_timeout:g} s"
+                f"the approver command did not finish within {self.options.approve_timeout:g} s"
             ) from None
         if done.returncode != 0:
             tail = (done.stderr or done.stdout or "").strip().splitlines()[-3:]
@@ -126,7 +123,7 @@ class Target:
     # -- lookups --------------------------------------------------------------------------
     def settled_records(self, reference: str) -> list[TransactionRecord]:
         """Look ``reference`` up, polling while its original is still ``Pending``."""
-        deadline = time.monotonic() + self.settle_timeout
+        deadline = time.monotonic() + self.options.settle_timeout
         delay = 0.2
         while True:
             records = self.client.lookup(reference)
@@ -220,10 +217,7 @@ def open_target(
         admin=admin,
         masker=masker,
         currency=cur,
-        approve_command=options.approve_command,
-        approve_timeout=options.approve_timeout,
-        settle_timeout=options.settle_timeout,
-        embedded=embedded,
+        options=options,
         _is_sandbox=True if embedded else None,
     )
     try:
