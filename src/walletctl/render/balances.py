@@ -18,6 +18,8 @@ from decimal import Decimal
 from typing import Any
 
 from walletctl.ops.batch.lookup import AMOUNTS, COLUMNS, BalanceRow, Report
+from walletctl.render.console import err, out, print_hint, print_note
+from walletctl.render.fit import without_top_edge
 from walletctl.render.output import csv_safe, to_json
 
 TABLE_ROWS = 200
@@ -85,8 +87,6 @@ class BalanceWriter:
         from rich.table import Table
 
         from walletctl.models.money import format_major
-        from walletctl.render.console import out
-        from walletctl.render.fit import without_top_edge
 
         console = out()
         width = console.width
@@ -165,8 +165,6 @@ def run_summary(report: Report) -> dict[str, Any]:
 
 def lookup_progress(fmt: str) -> tuple[Any, Callable[[], None]]:
     """A spinner counting the references looked up (stderr, a terminal only)."""
-    from walletctl.render.console import err
-
     if not err().is_terminal:
         return None, lambda: None
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -180,8 +178,6 @@ def lookup_progress(fmt: str) -> tuple[Any, Callable[[], None]]:
 def finish_report(writer: BalanceWriter, report: Report) -> None:
     """The totals and summary after the rows; on stderr, the references folded and why the
     run stopped."""
-    from walletctl.render.console import print_hint, print_note
-
     summary = {
         "references": report.references, "duplicates_folded": report.duplicates,
         "shown": report.shown, "errors": report.errors, **run_summary(report),

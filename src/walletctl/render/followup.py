@@ -8,6 +8,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletctl.models.money import format_major
+from walletctl.render.console import out, print_note
+from walletctl.render.fit import fit_phrases
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
@@ -18,11 +20,7 @@ if TYPE_CHECKING:
 VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
 
 
-def render_waiting(text: str) -> None:
-    """Waiting behind another walletctl on the same original (stderr)."""
-    from walletctl.render.console import print_note
-
-    print_note(text)
+render_waiting = print_note  # waiting behind another walletctl on the same original (stderr)
 
 
 def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
@@ -46,8 +44,6 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
 
     def table() -> None:
         from rich.markup import escape
-
-        from walletctl.render.console import out
 
         out().print(
             f"{tag}{VERB[op]} {money} of {escape(ref)} as {escape(new)}: {escape(record.state)} "
@@ -80,9 +76,6 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
 
     def table() -> None:
         from rich.markup import escape
-
-        from walletctl.render.console import out
-        from walletctl.render.fit import fit_phrases
 
         color = {"Approved": "green", "Pending": "yellow"}.get(response.state, "red")
         # The state and provider code are gateway text: escaped, never read as Rich markup.

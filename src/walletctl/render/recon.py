@@ -21,6 +21,9 @@ from typing import Any
 from walletctl.ops.recon.compare import money_text
 from walletctl.ops.recon.model import UNCONFIRMED, Finding, ReconResult, Side
 from walletctl.render.balances import run_summary
+from walletctl.render.console import err, out
+from walletctl.render.fit import fit_phrases
+from walletctl.render.fit import print_table as fitted
 from walletctl.render.output import emit, to_json, write_csv
 
 CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
@@ -133,10 +136,6 @@ def _short_time(text: str | None) -> str:
 def _tables(result: ReconResult) -> None:
     from rich.markup import escape
 
-    from walletctl.render.console import out
-    from walletctl.render.fit import fit_phrases
-    from walletctl.render.fit import print_table as fitted
-
     console = out()
 
     def print_table(*args: Any, **kwargs: Any) -> None:
@@ -218,8 +217,6 @@ def mismatch_message(result: ReconResult, shown: int = 5) -> str:
 def recon_progress() -> Iterator[Callable[[], None]]:
     """A spinner with a count on stderr when it is a terminal (nothing otherwise: CI logs
     stay quiet); yields the function to call once per order looked up."""
-    from walletctl.render.console import err
-
     if not err().is_terminal:
         yield lambda: None
         return

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from walletctl.render.console import print_note
+from walletctl.render.fit import print_table
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
@@ -87,7 +89,6 @@ def render_ledger(data: dict[str, Any], output: str, url: str) -> None:
         from rich.markup import escape
 
         from walletctl.models.money import format_major
-        from walletctl.render.fit import print_table
 
         headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
                    "Store"]
@@ -169,7 +170,6 @@ def render_faults(data: dict[str, Any], output: str, url: str) -> None:
 def render_seed(result: Any, output: str, url: str, *, next_step: str) -> None:
     """``sandbox seed``: what was created, where the CSV is, and the batch to run next."""
     from walletctl.models.money import format_major
-    from walletctl.render.console import print_note
 
     record = {"created": result.created, "kind": result.kind, "currency": result.currency,
               "total": f"{result.total:f}", "first": result.first, "last": result.last,

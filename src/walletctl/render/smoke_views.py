@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import err, out, print_error, print_note
+from walletctl.render.rows import emit_rows
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -145,8 +146,6 @@ def render_scenarios(items: list[dict[str, Any]], fmt: str, *, json_flag: bool) 
     if json_flag:
         fmt = "json"
     if fmt != "table":
-        from walletctl.render.rows import emit_rows
-
         emit_rows(items, fmt)
         return
 

@@ -245,6 +245,8 @@ def refusal_step(
             target.profile, op, original, new_ref, amount, target.currency  # type: ignore[arg-type]
         )
         run.state.setdefault("refused", set()).add(new_ref)
+        refused = (f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by "
+                   "the gateway")
         try:
             response = target.client.followup(request)
         except GatewayError as exc:
@@ -255,18 +257,12 @@ def refusal_step(
                 f"expected the gateway to refuse the {NOUNS[op]} with HTTP 422, got: {exc.message}",
             )
             code = f", code {exc.code}" if exc.code else ""
-            return (
-                f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by the "
-                f"gateway (HTTP {exc.status}{code})"
-            )
+            return f"{refused} (HTTP {exc.status}{code})"
         check(
             response.state != APPROVED,
             f"the gateway ACCEPTED a {NOUNS[op]} of {_money(run, amount)} on {original} "
             f"({balance.summary()}): {new_ref} is {response.state}",
         )
-        return (
-            f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by the "
-            f"gateway (state {response.state})"
-        )
+        return f"{refused} (state {response.state})"
 
     return Step(name, action, f"{NOUNS[op]} that must be refused")
