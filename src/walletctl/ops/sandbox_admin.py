@@ -29,6 +29,7 @@ from walletctl.client.admin import (
     SandboxUnreachable,
 )
 from walletctl.errors import UsageError, WalletctlError
+from walletctl.models.money import exponent, parse_major
 
 SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up to 10,000)
 
@@ -152,8 +153,6 @@ class SeedResult:
 
 def parse_amounts(text: str, currency: str) -> tuple[Decimal, Decimal]:
     """``12.50`` (every one) or ``5.00-50.00`` (a range) -> (low, high), checked."""
-    from walletctl.models.money import exponent, parse_major
-
     low_text, dash, high_text = text.strip().partition("-")
     try:
         low = parse_major(low_text.strip(), currency)
@@ -187,8 +186,6 @@ def check_pattern(pattern: str) -> None:
 
 def _amounts(plan: SeedPlan) -> Iterator[Decimal]:
     """Amounts in [low, high]; a range never ends in a magic value (01-05 minor units)."""
-    from walletctl.models.money import exponent
-
     exp = exponent(plan.currency)
     low = int(plan.low.scaleb(exp))
     high = int(plan.high.scaleb(exp))

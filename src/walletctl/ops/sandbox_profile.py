@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from walletctl.constants import Env
+from walletctl.errors import UsageError
 
 MERCHANT_ID = "M-1001"
 STORE_ID = "S-01"
@@ -73,7 +74,6 @@ def _is_loopback_url(url: str) -> bool:
 def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path:
     """Add (or update a sandbox's) profile ``name`` in the selected profiles file."""
     from walletctl.config.profiles_file import add_profile, config_path, load_file
-    from walletctl.errors import UsageError
 
     path = config_path(config)
     replace = False

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.lookup import AMOUNTS, COLUMNS, BalanceRow, Report
 from walletctl.render.console import err, out, print_hint, print_note
 from walletctl.render.fit import without_top_edge
@@ -86,8 +87,6 @@ class BalanceWriter:
         from rich.markup import escape
         from rich.table import Table
 
-        from walletctl.models.money import format_major
-
         console = out()
         width = console.width
         names = ["authorised", "captured", "refunded", "reversed", "capturable", "refundable",
@@ -147,8 +146,6 @@ def _folded(summary: dict[str, Any]) -> str:
 
 
 def _places(currency: str | None) -> int:
-    from walletctl.models.money import exponent
-
     try:
         return exponent(currency or "")
     except (KeyError, ValueError):

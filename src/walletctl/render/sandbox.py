@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from walletctl.models.money import format_major
 from walletctl.render.console import print_note
 from walletctl.render.fit import print_table
 from walletctl.render.output import emit
@@ -88,8 +90,6 @@ def render_ledger(data: dict[str, Any], output: str, url: str) -> None:
     def table() -> None:
         from rich.markup import escape
 
-        from walletctl.models.money import format_major
-
         headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
                    "Store"]
         rows = []
@@ -97,8 +97,6 @@ def render_ledger(data: dict[str, Any], output: str, url: str) -> None:
             amount = str(t.get("amount") or "")
             currency = str(t.get("currency") or "")
             try:
-                from decimal import Decimal
-
                 shown = format_major(Decimal(amount), currency)
             except Exception:
                 shown = f"{amount} {currency}".strip()
@@ -169,8 +167,6 @@ def render_faults(data: dict[str, Any], output: str, url: str) -> None:
 
 def render_seed(result: Any, output: str, url: str, *, next_step: str) -> None:
     """``sandbox seed``: what was created, where the CSV is, and the batch to run next."""
-    from walletctl.models.money import format_major
-
     record = {"created": result.created, "kind": result.kind, "currency": result.currency,
               "total": f"{result.total:f}", "first": result.first, "last": result.last,
               "csv": result.csv, "url": url}

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from walletctl.errors import ConfigError, UsageError
 from walletctl.masking import Masker
 from walletctl.ops.smoke.framework import (
     RunContext,
@@ -83,8 +84,6 @@ def smoke_profile(profile: Profile | None, *, embedded: bool) -> Iterator[Profil
             yield sandbox_profile
         return
     if profile is None:
-        from walletctl.errors import ConfigError
-
         raise ConfigError("no profile selected", hint="pass --profile NAME or --embedded")
     yield profile
 
@@ -160,8 +159,6 @@ def _check_command(command: str) -> None:
     import shlex
     import shutil
 
-    from walletctl.errors import UsageError
-
     try:
         argv = shlex.split(command)
     except ValueError as exc:
@@ -179,7 +176,6 @@ def _check_prefix(prefix: str) -> str:
     """A prefix is itself a reference (the rule of models.fields), at most
     :data:`MAX_PREFIX_LENGTH` characters: every reference minted from it stays within the
     rule (``PREFIX-RUNID-SCENARIO-TAG``)."""
-    from walletctl.errors import UsageError
     from walletctl.models.fields import check_reference
 
     if len(prefix) > MAX_PREFIX_LENGTH:

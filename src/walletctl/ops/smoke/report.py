@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from walletctl.errors import UsageError
 from walletctl.masking import Masker
 from walletctl.ops.smoke.framework import ScenarioResult, SmokeReport, StepResult
 
@@ -159,8 +160,6 @@ def to_json(report: SmokeReport, masker: Masker) -> str:
 
 def write_text(path: Path, text: str) -> None:
     """Write a report file (parent directories are created: CI paths like reports/smoke.xml)."""
-    from walletctl.errors import UsageError
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

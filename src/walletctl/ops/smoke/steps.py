@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from walletctl.errors import GatewayError, RefusedError
+from walletctl.models.ledger import Balance, balance_from_records, kind_of
 from walletctl.models.money import format_major
 from walletctl.ops.smoke.amounts import Amounts
 from walletctl.ops.smoke.framework import (
@@ -24,7 +25,6 @@ from walletctl.ops.smoke.framework import (
 )
 
 if TYPE_CHECKING:
-    from walletctl.models.ledger import Balance
     from walletctl.models.records import TransactionRecord
     from walletctl.ops.redirect import FollowUpPlan
     from walletctl.ops.smoke.target import Target
@@ -128,8 +128,6 @@ def lookup_approved_step(kind: str) -> Step:
     """Lookup: the original is Approved with the checkout's amount and currency."""
 
     def action(run: ScenarioRun) -> str:
-        from walletctl.models.ledger import kind_of
-
         target = _target(run)
         ref = run.state["original"]
         records = target.settled_records(ref)
@@ -167,8 +165,6 @@ def followup_step(
 
 
 def _balance(run: ScenarioRun) -> tuple[Balance, list[TransactionRecord]]:
-    from walletctl.models.ledger import balance_from_records
-
     target = _target(run)
     ref = run.state["original"]
     records = target.client.lookup(ref)
