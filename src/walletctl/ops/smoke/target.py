@@ -20,7 +20,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -156,6 +156,7 @@ def _error_text(refused: SandboxRefused) -> str:
 
 def known_secrets(profile: Profile) -> list[str]:
     """The profile's secrets (resolved now: a missing one is a ConfigError before any step)."""
+    from walletctl.client.answer_guard import credential_parts
     from walletctl.config.secrets import auth_header, service_basic_auth
 
     found: list[str] = []
@@ -167,14 +168,8 @@ def known_secrets(profile: Profile) -> list[str]:
         service = service_basic_auth(profile)
     except ConfigError:
         service = None  # only the browser-wallet scenario needs it; it reports it then
-    if service is not None:
-        import base64
-
-        found.append(service[1])
-        token = service[1].split(" ", 1)[-1]
-        found.append(token)
-        with suppress(ValueError):
-            found.append(base64.b64decode(token).decode().split(":", 1)[-1])
+    if service is not None:  # the header, its token and the password in it
+        found.extend(credential_parts(service[1]))
     if profile.auth.key:
         found.append(profile.auth.key)
     return found
