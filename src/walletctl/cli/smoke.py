@@ -118,11 +118,12 @@ def smoke(
         fail_on_skip=fail_on_skip,
     )
     validate_options(options)  # bad options fail before a sandbox starts or a request is sent
-    from walletctl.ops.smoke.report import prepare_path, to_json, to_junit, write_text
+    from walletctl.ops.smoke.report import to_json, to_junit, write_text
+    from walletctl.ops.user_files import check_output
 
     for path, flag in ((junit, "--junit"), (json_file, "--json-file")):
         if path is not None:
-            prepare_path(path, flag)
+            check_output(path, flag, create_parent=True)  # fails before the run, not after
     report, masker = _run(state, profile, embedded, options, confirm_profile)
 
     if junit is not None:

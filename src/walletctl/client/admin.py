@@ -174,35 +174,11 @@ class SandboxAdmin:
         except SandboxUnreachable:
             return False
 
-    def health(self) -> dict[str, Any]:
-        return self.call("GET", HEALTH)
-
     def decide(self, reference: str, action: str,
                params: dict[str, str] | None = None) -> dict[str, Any]:
         """Approve, decline or cancel a pending checkout (``params``: its merchantId and
         storeId, when known)."""
         return self.call("POST", decision_path(reference, action), params=params)
-
-    def reset(self) -> dict[str, Any]:
-        return self.call("POST", RESET)
-
-    def ledger(self) -> dict[str, Any]:
-        return self.call("GET", LEDGER)
-
-    def faults(self) -> dict[str, Any]:
-        return self.call("GET", FAULTS)
-
-    def set_faults(self, settings: dict[str, Any]) -> dict[str, Any]:
-        return self.call("POST", FAULTS, json_body=settings)
-
-    def seed(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self.call("POST", SEED, json_body=body)
-
-    def advance_clock(self, seconds: float) -> dict[str, Any]:
-        return self.call("POST", CLOCK, json_body={"advanceSeconds": seconds})
-
-    def three_ds_challenge(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self.call("POST", THREE_DS_CHALLENGE, json_body=body)
 
 
 def is_walletctl_sandbox(base_url: str, transport: httpx.BaseTransport) -> bool:

@@ -169,9 +169,6 @@ class AsyncGatewayClient(_Base):
         self._trace_response(answer, time.perf_counter() - started)
         return self._handle(call, answer)
 
-    async def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
-        return await self.send(self.prepare(method, path_key, **kwargs))
-
     async def followup(self, req: FollowUpRequest) -> FollowUpResponse:
         return await self.followup_call(FollowUpCall.of(req, self.profile.amount_format))
 

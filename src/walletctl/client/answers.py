@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -36,21 +36,15 @@ class Outgoing:
     content: bytes | None
 
 
+@dataclass(eq=False, repr=False)  # a repr could show its credentials
 class PreparedCall:
     """One request ready to send (also what --dry-run prints)."""
 
-    def __init__(
-        self,
-        request: httpx.Request | Outgoing,
-        *,
-        reference: str | None,
-        moves_money: bool,
-        secret_headers: tuple[str, ...],
-    ) -> None:
-        self.request = request
-        self.reference = reference
-        self.moves_money = moves_money
-        self.secret_headers = secret_headers
+    request: httpx.Request | Outgoing
+    _: KW_ONLY
+    reference: str | None
+    moves_money: bool
+    secret_headers: tuple[str, ...]
 
     def where(self) -> str:
         """``METHOD url`` without the query string (for error messages)."""

@@ -20,7 +20,7 @@ def _folded(data: Any) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-def echo_mismatches(
+def check_echo(
     data: Any,
     *,
     reference: str,
@@ -29,8 +29,9 @@ def echo_mismatches(
     operation: str,
     fmt: AmountFormat,
     invoice: str | None = None,
-) -> list[str]:
-    """What an answer's echoed fields contradict in the request (absent fields are fine)."""
+) -> None:
+    """Raise :class:`UnknownOutcomeError` when the answer's echoed fields contradict the
+    request (absent fields are fine)."""
     got = _folded(data)
     found: list[str] = []
 
@@ -56,17 +57,9 @@ def echo_mismatches(
         else:
             if value != amount:
                 found.append(f"amount {value}, not {amount}")
-    return found
-
-
-def check_echo(data: Any, **request: Any) -> None:
-    """Raise :class:`UnknownOutcomeError` when the answer contradicts the request."""
-    problems = echo_mismatches(data, **request)
-    if problems:
+    if found:
         raise UnknownOutcomeError(
-            request["reference"],
-            "the gateway's answer does not match the request: " + "; ".join(problems[:3]),
-        )
+            reference, "the gateway's answer does not match the request: " + "; ".join(found[:3]))
 
 
 def check_records(records: list[TransactionRecord]) -> list[TransactionRecord]:

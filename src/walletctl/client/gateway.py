@@ -89,12 +89,6 @@ def profile_timeout(profile: Profile) -> httpx.Timeout:
     return httpx.Timeout(profile.timeout, connect=min(profile.timeout, 10.0))
 
 
-def _auth_header(profile: Profile) -> tuple[str, str] | None:
-    from walletctl.config.secrets import auth_header
-
-    return auth_header(profile)
-
-
 class _Base:
     def __init__(
         self,
@@ -112,7 +106,9 @@ class _Base:
     # -- building --------------------------------------------------------------------------
     def _auth(self) -> tuple[str, str] | None:
         if self._auth_value == "resolve":
-            self._auth_value = _auth_header(self.profile)
+            from walletctl.config.secrets import auth_header
+
+            self._auth_value = auth_header(self.profile)
         return self._auth_value
 
     def prepare(
@@ -131,15 +127,10 @@ class _Base:
     ) -> PreparedCall:
         url = self.profile.url(path_key) + path_suffix
         hdrs = {"Accept": "application/json", "User-Agent": f"walletctl/{__version__}"}
-        secret_headers: tuple[str, ...] = ()
-        if isinstance(auth, tuple):
-            hdrs[auth[0]] = auth[1]
-            secret_headers = (auth[0],)
-        elif auth:
-            pair = self._auth()
-            if pair is not None:
-                hdrs[pair[0]] = pair[1]
-                secret_headers = (pair[0],)
+        pair = auth if isinstance(auth, tuple) else self._auth() if auth else None
+        if pair is not None:
+            hdrs[pair[0]] = pair[1]
+        secret_headers = () if pair is None else (pair[0],)
         if headers:
             hdrs.update(headers)
         if json is not None:
@@ -194,11 +185,6 @@ class _Base:
                 self.trace(f"< ({answer.size} bytes, not JSON)")
 
     # -- mapping ---------------------------------------------------------------------------
-    def _map_transport_error(self, call: PreparedCall, exc: httpx.TransportError) -> Exception:
-        if nothing_sent(exc):
-            return self._not_connected(call, reason_of(exc))
-        return self._no_answer(call, reason_of(exc))
-
     @staticmethod
     def _not_connected(call: PreparedCall, reason: str) -> Exception:
         """The connection was never made: nothing reached the gateway."""
@@ -218,17 +204,14 @@ class _Base:
 
     def _map_guard_error(self, call: PreparedCall, exc: BaseException) -> Exception:
         """Deadline passed, answer too large or undecodable: the answer was not read."""
-        url = call.where()
         if isinstance(exc, DeadlineExceeded):
             limit = overall_deadline(self.profile.timeout)
-            reason = f"no complete answer within {limit:g} s (twice the timeout)"
-        else:
-            reason = clean_text(str(exc))
+            return self._no_answer(call, f"no complete answer within {limit:g} s (twice the "
+                                         "timeout)")
+        reason = clean_text(str(exc))
         if call.moves_money:
             return UnknownOutcomeError(call.reference or "the request", reason)
-        if isinstance(exc, DeadlineExceeded):
-            return NetworkError(f"no answer from {url} ({reason})", hint="safe to run again")
-        return ResponseError(f"unreadable answer from {url}: {reason}")
+        return ResponseError(f"unreadable answer from {call.where()}: {reason}")
 
     def _secrets(self, call: PreparedCall) -> tuple[str, ...]:
         """What to scrub from an answer: the request's own credentials, and the profile's
@@ -345,7 +328,8 @@ class GatewayClient(_Base):
             self._trace_response(answer, time.perf_counter() - started)
             return self._handle(call, answer), answer
         except httpx.TransportError as exc:
-            raise self._map_transport_error(call, exc) from None
+            raise (self._not_connected if nothing_sent(exc) else self._no_answer)(
+                call, reason_of(exc)) from None
         except (DeadlineExceeded, BodyTooLarge, BadEncoding) as exc:
             raise self._map_guard_error(call, exc) from None
         except KeyboardInterrupt:

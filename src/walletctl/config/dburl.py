@@ -68,11 +68,8 @@ def parse_db_url(text: str) -> DbUrl:
     if parts.scheme not in SCHEMES:
         raise DbUrlError("must start with postgresql:// (a PostgreSQL server; the local "
                          "file is [history] path)")
-    if parts.password is not None:
-        raise DbUrlError("must not contain a password: put it in ~/.pgpass, PGPASSWORD or "
-                         "a service file (libpq reads them)")
     params = dict(parse_qsl(parts.query, keep_blank_values=True))
-    if "password" in params:
+    if parts.password is not None or "password" in params:
         raise DbUrlError("must not contain a password: put it in ~/.pgpass, PGPASSWORD or "
                          "a service file (libpq reads them)")
     unknown = sorted(set(params) - ALLOWED_PARAMS)

@@ -17,9 +17,10 @@ runs them. Reading, saving and editing the file: :mod:`walletctl.config.profiles
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from walletctl.constants import DEFAULT_TIMEOUT, DUPLICATE_WINDOW, MAX_TIMEOUT, PATH_KEYS
@@ -155,24 +156,19 @@ class ProfilesFile:
             for p in self.profiles.values()
         )
 
-    def names(self) -> list[str]:
-        return list(self.profiles)
-
 
 def display_path(path: Path) -> str:
     """``path`` with the home directory shown as ``~`` (for messages people read)."""
     try:
-        home = Path.home()
-    except RuntimeError:
-        return str(path)
-    try:
-        rel = path.relative_to(home)
-    except ValueError:
+        rel = path.relative_to(Path.home())
+    except (RuntimeError, ValueError):  # no home directory, or not below it
         return str(path)
     return "~" if str(rel) == "." else f"~/{rel.as_posix()}"
 
 
 # --------------------------------------------------------------------------- single values
+
+_T = TypeVar("_T")
 
 
 # Character classes checked without `re` (compiling patterns costs start-up time).
@@ -228,6 +224,11 @@ class ValueChecker:
             self.fail(location, f"must be a table, not {kind(value)}")
         return value
 
+    def optional(self, table: dict[str, Any], key: str, location: str,
+                 check: Callable[[Any, str], _T]) -> _T | None:
+        """``check`` of the value at ``key`` when ``table`` has it, else None."""
+        return check(table[key], at(location, key)) if key in table else None
+
     def sub(self, table: dict[str, Any], key: str, location: str) -> dict[str, Any]:
         """The optional sub-table ``key`` of ``table`` (empty when absent)."""
         return self.table(table.get(key, {}), at(location, key))
@@ -281,19 +282,16 @@ class ValueChecker:
             self.fail(loc, str(exc))
 
 
+_KINDS: tuple[tuple[type, str], ...] = ((bool, "a boolean"), (int, "an integer"),
+                                        (float, "a float"), (str, "a string"),
+                                        (dict, "a table"), (list, "an array"))
+
+
 def kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "an array"
+    """What a TOML value is, for messages (``an integer``, ``a table``...)."""
+    for cls, name in _KINDS:
+        if isinstance(value, cls):
+            return name
     return "a date/time" if hasattr(value, "isoformat") else type(value).__name__
 
 
@@ -338,6 +336,9 @@ AUTH_KEYS: tuple[str, ...] = (
 AMOUNT_FORMATS: tuple[str, ...] = ("minor", "decimal")
 
 
+NAME_RULE = "use letters, digits, '-' and '_' (at most 64, starting with a letter or digit)"
+
+
 def valid_profile_name(name: str) -> bool:
     """Letters, digits, '-' and '_', at most 64, starting with a letter or digit."""
     return 0 < len(name) <= 64 and name[0] in ALNUM and all(c in ALNUM or c in "-_" for c in name)
@@ -355,12 +356,7 @@ class _Parser(ValueChecker):
         for name, table in raw_profiles.items():
             location = f"profiles.{name}"
             if not valid_profile_name(name):
-                self.fail(
-                    location,
-                    "bad profile name",
-                    "use letters, digits, '-' and '_' (at most 64, starting with a letter "
-                    "or digit)",
-                )
+                self.fail(location, "bad profile name", NAME_RULE)
             profiles[name] = self.profile(name, self.table(table, location))
         default = doc.get("default_profile")
         if default is not None:
@@ -385,15 +381,7 @@ class _Parser(ValueChecker):
                 at(loc, "amount_format"),
                 f"must be 'minor' or 'decimal', not {show(amount_format)}",
             )
-        currency = None
-        if "currency" in table:
-            raw = self.text(table["currency"], at(loc, "currency"))
-            from walletctl.models.money import check_currency
-
-            try:
-                currency = check_currency(raw)
-            except ValueError as exc:
-                self.fail(at(loc, "currency"), str(exc))
+        currency = self.optional(table, "currency", loc, self.currency)
         timeout = DEFAULT_TIMEOUT
         if "timeout" in table:
             value = table["timeout"]
@@ -403,10 +391,7 @@ class _Parser(ValueChecker):
                 self.fail(at(loc, "timeout"),
                           f"must be greater than 0 and at most {MAX_TIMEOUT:g} seconds")
             timeout = float(value)
-        timezone = None
-        if "timezone" in table:
-            timezone = self.text(table["timezone"], at(loc, "timezone"))
-            _check_timezone(self, timezone, at(loc, "timezone"))
+        timezone = self.optional(table, "timezone", loc, self.timezone)
         environment = table.get("environment", "test")
         if environment not in ENVIRONMENTS:
             self.fail(at(loc, "environment"),
@@ -433,6 +418,25 @@ class _Parser(ValueChecker):
             source=self.path,
         )
 
+    def currency(self, value: Any, location: str) -> str:
+        from walletctl.models.money import check_currency
+
+        try:
+            return check_currency(self.text(value, location))
+        except ValueError as exc:
+            self.fail(location, str(exc))
+
+    def timezone(self, value: Any, location: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        name = self.text(value, location)
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            self.fail(location, f"unknown time zone {name!r}",
+                      "use an IANA name such as Europe/Paris")
+        return name
+
     def auth(self, table: dict[str, Any], loc: str) -> AuthSettings:
         self.check_keys(table, AUTH_KEYS, loc)
         scheme = "PublicApiKey"
@@ -445,14 +449,8 @@ class _Parser(ValueChecker):
                     f"must be one of {', '.join(AUTH_SCHEMES)}",
                 )
             scheme = match[0]
-        key_env = (
-            self.env_name(table["key_env"], at(loc, "key_env")) if "key_env" in table else None
-        )
-        key_file = (
-            self.file_path(table["key_file"], at(loc, "key_file"))
-            if "key_file" in table
-            else None
-        )
+        key_env = self.optional(table, "key_env", loc, self.env_name)
+        key_file = self.optional(table, "key_file", loc, self.file_path)
         keyring = table.get("keyring", False)
         if not isinstance(keyring, bool):
             self.fail(at(loc, "keyring"), f"must be true or false, not {kind(keyring)}")
@@ -485,16 +483,8 @@ class _Parser(ValueChecker):
             username = self.text(table["username"], at(loc, "username"))
             if ":" in username:
                 self.fail(at(loc, "username"), "must not contain ':' (Basic auth)")
-        service_env = (
-            self.env_name(table["service_secret_env"], at(loc, "service_secret_env"))
-            if "service_secret_env" in table
-            else None
-        )
-        service_file = (
-            self.file_path(table["service_secret_file"], at(loc, "service_secret_file"))
-            if "service_secret_file" in table
-            else None
-        )
+        service_env = self.optional(table, "service_secret_env", loc, self.env_name)
+        service_file = self.optional(table, "service_secret_file", loc, self.file_path)
         service_inline = None
         if "service_secret" in table:
             service_inline = table["service_secret"]
@@ -536,8 +526,8 @@ class _Parser(ValueChecker):
         enabled = table.get("enabled", True)
         if not isinstance(enabled, bool):
             self.fail(at(loc, "enabled"), f"must be true or false, not {kind(enabled)}")
-        path = self.file_path(table["path"], at(loc, "path")) if "path" in table else None
-        url = self.db_url(table["url"], at(loc, "url")) if "url" in table else None
+        path = self.optional(table, "path", loc, self.file_path)
+        url = self.optional(table, "url", loc, self.db_url)
         if url is not None and (path is not None or enabled is False):
             self.fail(at(loc, "url"), "a shared history is the whole history: remove "
                       + ("path" if path is not None else "enabled = false") + " or url")
@@ -586,17 +576,6 @@ def _is_amount(text: str) -> bool:
     return 0 < len(text) <= 20 and whole.isascii() and whole.isdigit() and (
         frac == "" or (frac.isascii() and frac.isdigit())
     )
-
-
-def _check_timezone(parser: _Parser, name: str, location: str) -> None:
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        parser.fail(
-            location, f"unknown time zone {name!r}", "use an IANA name such as Europe/Paris"
-        )
 
 
 def parse_document(document: dict[str, Any], path: Path) -> tuple[str | None, dict[str, Profile]]:

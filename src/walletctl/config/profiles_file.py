@@ -42,6 +42,7 @@ from walletctl.config.profile import (
     AUTH_KEYS,
     HISTORY_KEYS,
     HISTORY_OPERATIONS,
+    NAME_RULE,
     PROFILE_KEYS,
     REDIRECT_KEYS,
     Profile,
@@ -87,18 +88,13 @@ def file_mode(path: Path) -> int | None:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def _too_open(mode: int | None) -> bool:
-    return mode is not None and bool(mode & 0o077)
-
-
 def check_private(path: Path, mode: int | None = None, *, location: str | None = None) -> None:
     """Refuse a file holding a secret that group or others may read or write (as ssh does)."""
     if mode is None:
         mode = file_mode(path)
-    if _too_open(mode):
+    if mode is not None and mode & 0o077:
         import shlex
 
-        assert mode is not None
         raise ConfigError(
             f"permissions {mode:04o} for '{path}' are too open; it holds a secret",
             location=location,
@@ -245,17 +241,7 @@ def save_file(path: Path, document: dict[str, Any]) -> ProfilesFile:
     """
     import tomli_w
 
-    path = Path(path).expanduser()
-    default, profiles = parse_document(document, path)
-    data = (HEADER + tomli_w.dumps(document)).encode("utf-8")
-    write_private(path, data)
-    return ProfilesFile(
-        path=path,
-        default_profile=default,
-        profiles=profiles,
-        document=document,
-        mode=None if os.name == "nt" else 0o600,
-    )
+    return _save(Path(path).expanduser(), document, HEADER + tomli_w.dumps(document))
 
 
 # --------------------------------------------------------------------------- editing in place
@@ -299,11 +285,17 @@ def _read(path: Path) -> Any:
 
 
 def _write(path: Path, document: Any) -> ProfilesFile:
+    """Write a tomlkit document (comments and layout as they are)."""
     import tomlkit
 
-    plain = document.unwrap()
-    default, profiles = parse_document(plain, path)  # never write what we would refuse to read
-    write_private(path, tomlkit.dumps(document).encode("utf-8"))
+    return _save(path, document.unwrap(), tomlkit.dumps(document))
+
+
+def _save(path: Path, plain: dict[str, Any], text: str) -> ProfilesFile:
+    """Write ``text``, the file of ``plain``, once it passes the loader's rules (never write
+    what we would refuse to read); returns the saved file, parsed."""
+    default, profiles = parse_document(plain, path)
+    write_private(path, text.encode("utf-8"))
     return ProfilesFile(path=path, default_profile=default, profiles=profiles, document=plain,
                         mode=None if os.name == "nt" else 0o600)
 
@@ -333,10 +325,7 @@ def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: b
 
     path = Path(path).expanduser()
     if not valid_profile_name(name):
-        raise UsageError(
-            f"bad profile name {name!r}: use letters, digits, '-' and '_' "
-            "(at most 64, starting with a letter or digit)"
-        )
+        raise UsageError(f"bad profile name {name!r}: {NAME_RULE}")
     with directory_lock(path):
         document = _read(path)
         if "profiles" not in document:
@@ -349,8 +338,7 @@ def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: b
         profiles[name] = toml_table(table)
         if make_default or len(profiles) == 1:
             _set_default(document, name)
-        parse_document(document.unwrap(), path)  # refuse before touching anything
-        return SaveResult(_write(path, document))
+        return SaveResult(_write(path, document))  # nothing written when it is invalid
 
 
 def _set_default(document: Any, name: str) -> None:
@@ -361,13 +349,20 @@ def _set_default(document: Any, name: str) -> None:
         document.add("default_profile", name)
 
 
-def remove_profile(path: Path, name: str) -> SaveResult:
-    """Remove profile ``name``; a default_profile pointing at it is moved or dropped."""
-    path = Path(path).expanduser()
+@contextmanager
+def _existing(path: Path) -> Iterator[Any]:
+    """The existing file as a tomlkit document, under the lock (none: the "no profiles
+    file" error)."""
     if not path.exists():
         load_file(path)  # raises the "no profiles file" error
     with directory_lock(path):
-        document = _read(path)
+        yield _read(path)
+
+
+def remove_profile(path: Path, name: str) -> SaveResult:
+    """Remove profile ``name``; a default_profile pointing at it is moved or dropped."""
+    path = Path(path).expanduser()
+    with _existing(path) as document:
         _profile_table(document, path, name)  # an unknown name: the error listing the others
         profiles = document["profiles"]
         del profiles[name]
@@ -409,18 +404,14 @@ def _as_usage_error(exc: ConfigError, name: str, key: str) -> UsageError | Confi
 def _edit(path: Path, name: str, key: str, change: Any) -> EditResult:
     """Apply ``change(profile_table)`` -> (changed, dropped) under the lock; validate; write."""
     path = Path(path).expanduser()
-    if not path.exists():
-        load_file(path)  # raises the "no profiles file" error
-    with directory_lock(path):
-        document = _read(path)
+    with _existing(path) as document:
         changed, dropped = change(_profile_table(document, path, name))
         if not changed:
             return EditResult(load_file(path), False)
-        try:
-            parse_document(document.unwrap(), path)  # refuse before touching anything
+        try:  # nothing is written when the result is invalid
+            return EditResult(_write(path, document), True, tuple(dropped))
         except ConfigError as exc:
             raise _as_usage_error(exc, name, key) from None
-        return EditResult(_write(path, document), True, tuple(dropped))
 
 
 def set_value(path: Path, name: str, key: str, value: Any) -> EditResult:
@@ -477,10 +468,7 @@ def unset_value(path: Path, name: str, key: str) -> EditResult:
 def set_default(path: Path, name: str) -> EditResult:
     """Make ``name`` the default profile (``default_profile``)."""
     path = Path(path).expanduser()
-    if not path.exists():
-        load_file(path)
-    with directory_lock(path):
-        document = _read(path)
+    with _existing(path) as document:
         _profile_table(document, path, name)
         if document.get("default_profile") == name:
             return EditResult(load_file(path), False)
@@ -542,13 +530,8 @@ def split_key(key: str) -> tuple[str, str]:
 
 def all_keys() -> list[str]:
     """Every settable dotted key, for help and suggestions."""
-    keys: list[str] = []
-    for table, names in TABLES.items():
-        for name in names:
-            full = f"{table}.{name}" if table else name
-            if full not in TABLES:
-                keys.append(full)
-    return keys
+    every = (f"{table}.{name}".lstrip(".") for table, names in TABLES.items() for name in names)
+    return [key for key in every if key not in TABLES]
 
 
 def parse_value(key: str, text: str) -> Any:

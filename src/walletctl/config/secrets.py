@@ -41,22 +41,6 @@ from walletctl.errors import ConfigError
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-__all__ = [
-    "KEYRING_SERVICE",
-    "auth_header",
-    "check_name",
-    "describe_secret_source",
-    "describe_service_secret_source",
-    "keyring_get",
-    "keyring_user",
-    "load_saved_secret",
-    "resolve_secret",
-    "resolve_secret_with_source",
-    "save_secret",
-    "saved_secret_path",
-    "service_basic_auth",
-]
-
 KEYRING_SERVICE = "walletctl"
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
@@ -199,30 +183,20 @@ def resolve_secret_with_source(profile: Profile) -> tuple[SecretStr, str]:
     auth = profile.auth
     loc = f"{profile.location} -> auth"
     misses: list[_Miss] = []
-    if auth.key_env:
-        got = _from_env(auth.key_env, f"{loc} -> key_env")
-        if isinstance(got, str):
-            return _secret(got), f"env {auth.key_env}"
-        misses.append(got)
-    if auth.key_file:
-        got = _from_file(auth.key_file, f"{loc} -> key_file")
-        if isinstance(got, str):
-            return _secret(got), f"file {display_path(auth.key_file)}"
-        misses.append(got)
+    if auth.key_env and (got := _kept(misses, _from_env(auth.key_env, f"{loc} -> key_env"))):
+        return _secret(got), f"env {auth.key_env}"
+    if auth.key_file and (got := _kept(misses, _from_file(auth.key_file, f"{loc} -> key_file"))):
+        return _secret(got), f"file {display_path(auth.key_file)}"
     if auth.keyring:
-        got = _from_keyring(profile, "key", f"{loc} -> keyring")
-        if isinstance(got, str):
+        got = _kept(misses, _from_keyring(profile, "key", f"{loc} -> keyring"))
+        if got is not None:
             return _secret(got), f"keyring {KEYRING_SERVICE}/{keyring_user(profile)}"
-        misses.append(got)
     if auth.key is not None:
         return _secret(_from_inline(profile, f"{loc} -> key")), "inline key"
-    if not auth.keyring:
-        saved = saved_secret_path(profile, "key")
-        if saved.exists():
-            got = _from_file(saved, f"{loc} (saved secret)")
-            if isinstance(got, str):
-                return _secret(got), f"saved file {display_path(saved)}"
-            misses.append(got)
+    saved = saved_secret_path(profile, "key")
+    if not auth.keyring and saved.exists() and (
+            got := _kept(misses, _from_file(saved, f"{loc} (saved secret)"))):
+        return _secret(got), f"saved file {display_path(saved)}"
     if not misses:
         raise ConfigError(
             "no secret configured",
@@ -230,10 +204,24 @@ def resolve_secret_with_source(profile: Profile) -> tuple[SecretStr, str]:
             hint="set key_env, key_file or keyring = true in the [auth] table "
             '(or scheme = "none" for a gateway without auth)',
         )
+    raise _none_found(misses, loc, "secret")
+
+
+def _kept(misses: list[_Miss], got: str | _Miss) -> str | None:
+    """``got`` when a source gave a value (never empty: an empty one is a miss); else None,
+    its miss kept in ``misses``."""
+    if isinstance(got, str):
+        return got
+    misses.append(got)
+    return None
+
+
+def _none_found(misses: list[_Miss], loc: str, what: str) -> ConfigError:
+    """The error naming every configured source of ``what`` and why it gave nothing."""
     if len(misses) == 1:
-        raise ConfigError(misses[0].reason, location=misses[0].location, hint=misses[0].hint)
+        return ConfigError(misses[0].reason, location=misses[0].location, hint=misses[0].hint)
     tried = "; ".join(f"{m.location.removeprefix(loc + ' -> ')}: {m.reason}" for m in misses)
-    raise ConfigError(f"no secret found ({tried})", location=loc, hint=misses[0].hint)
+    return ConfigError(f"no {what} found ({tried})", location=loc, hint=misses[0].hint)
 
 
 # --------------------------------------------------------------------------- headers
@@ -262,10 +250,8 @@ def auth_header(profile: Profile) -> tuple[str, str] | None:
     if auth.scheme == "none":
         return None
     secret = resolve_secret(profile).get_secret_value()
-    if auth.scheme == "PublicApiKey":
-        return ("Authorization", f"PublicApiKey {secret}")
-    if auth.scheme == "Bearer":
-        return ("Authorization", f"Bearer {secret}")
+    if auth.scheme in ("PublicApiKey", "Bearer"):
+        return ("Authorization", f"{auth.scheme} {secret}")
     if auth.scheme == "Basic":
         user = auth.username or profile.user_id
         return ("Authorization", _basic(user, secret, f"{profile.location} -> user_id"))
@@ -291,29 +277,19 @@ def service_basic_auth(profile: Profile) -> tuple[str, str] | None:
     loc = f"{profile.location} -> auth"
     user = auth.username or profile.user_id
     misses: list[_Miss] = []
-    if auth.service_secret_env:
-        got = _from_env(auth.service_secret_env, f"{loc} -> service_secret_env")
-        if isinstance(got, str):
-            return ("Authorization", _basic(user, got, f"{profile.location} -> user_id"))
-        misses.append(got)
-    if auth.service_secret_file:
-        got = _from_file(auth.service_secret_file, f"{loc} -> service_secret_file")
-        if isinstance(got, str):
-            return ("Authorization", _basic(user, got, f"{profile.location} -> user_id"))
-        misses.append(got)
-    if auth.service_secret is not None:
+    secret = (_kept(misses, _from_env(auth.service_secret_env, f"{loc} -> service_secret_env"))
+              if auth.service_secret_env else None)
+    if secret is None and auth.service_secret_file:
+        secret = _kept(misses, _from_file(auth.service_secret_file,
+                                          f"{loc} -> service_secret_file"))
+    if secret is None and auth.service_secret is not None:
         secret = _clean(auth.service_secret, f"{loc} -> service_secret")
-        return ("Authorization", _basic(user, secret, f"{profile.location} -> user_id"))
-    if misses:
-        tried = "; ".join(f"{m.location.removeprefix(loc + ' -> ')}: {m.reason}" for m in misses)
-        raise ConfigError(
-            misses[0].reason if len(misses) == 1 else f"no service secret found ({tried})",
-            location=misses[0].location if len(misses) == 1 else loc,
-            hint=misses[0].hint,
-        )
-    if auth.scheme == "none" and not auth.has_source:
-        return None
-    secret = resolve_secret(profile).get_secret_value()
+    if secret is None and misses:
+        raise _none_found(misses, loc, "service secret")
+    if secret is None:
+        if auth.scheme == "none" and not auth.has_source:
+            return None
+        secret = resolve_secret(profile).get_secret_value()
     return ("Authorization", _basic(user, secret, f"{profile.location} -> user_id"))
 
 
@@ -401,6 +377,16 @@ def _describe_file(path: Path) -> str:
     return f"{shown} ({mode:04o}{', too open' if mode & 0o077 else ''})"
 
 
+def _env_and_file(env: str | None, path: Path | None) -> list[str]:
+    """An environment variable's and a file's part of a description (when configured)."""
+    parts: list[str] = []
+    if env:
+        parts.append(f"env {env} ({'set' if os.environ.get(env, '').strip() else 'not set'})")
+    if path:
+        parts.append(f"file {_describe_file(path)}")
+    return parts
+
+
 def describe_secret_source(profile: Profile) -> str:
     """Where the secret would come from, in resolution order; never the secret itself.
 
@@ -409,12 +395,7 @@ def describe_secret_source(profile: Profile) -> str:
     The keyring is not queried (that could prompt to unlock it).
     """
     auth = profile.auth
-    parts: list[str] = []
-    if auth.key_env:
-        state = "set" if os.environ.get(auth.key_env, "").strip() else "not set"
-        parts.append(f"env {auth.key_env} ({state})")
-    if auth.key_file:
-        parts.append(f"file {_describe_file(auth.key_file)}")
+    parts = _env_and_file(auth.key_env, auth.key_file)
     if auth.keyring:
         parts.append(f"keyring {KEYRING_SERVICE}/{keyring_user(profile)}")
     if auth.key is not None:
@@ -432,12 +413,7 @@ def describe_secret_source(profile: Profile) -> str:
 def describe_service_secret_source(profile: Profile) -> str:
     """Where the public key service's Basic secret comes from (never the secret)."""
     auth = profile.auth
-    parts: list[str] = []
-    if auth.service_secret_env:
-        state = "set" if os.environ.get(auth.service_secret_env, "").strip() else "not set"
-        parts.append(f"env {auth.service_secret_env} ({state})")
-    if auth.service_secret_file:
-        parts.append(f"file {_describe_file(auth.service_secret_file)}")
+    parts = _env_and_file(auth.service_secret_env, auth.service_secret_file)
     if auth.service_secret is not None:
         parts.append("inline")
     if not parts:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from walletctl.config.profiles_file import add_profile, file_mode, load_file
 from walletctl.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -21,22 +22,12 @@ if TYPE_CHECKING:
 
 # Flags of `profile add` by the profile key they set (to report bad values as flag errors).
 FLAG_FOR_KEY = {
-    "base_url": "--base-url",
-    "merchant_id": "--merchant-id",
-    "store_id": "--store-id",
-    "user_id": "--user-id",
-    "amount_format": "--amount-format",
-    "currency": "--currency",
-    "timeout": "--timeout",
-    "timezone": "--timezone",
-    "environment": "--environment",
+    **{k: f"--{k.replace('_', '-')}" for k in (
+        "base_url", "merchant_id", "store_id", "user_id", "amount_format", "currency", "timeout",
+        "timezone", "environment")},
     "auth -> scheme": "--auth-scheme",
-    "auth -> header": "--header",
-    "auth -> username": "--username",
-    "auth -> key_env": "--key-env",
-    "auth -> key_file": "--key-file",
-    "auth -> service_secret_env": "--service-secret-env",
-    "auth -> service_secret_file": "--service-secret-file",
+    **{f"auth -> {k}": f"--{k.replace('_', '-')}" for k in (
+        "header", "username", "key_env", "key_file", "service_secret_env", "service_secret_file")},
     **{f"redirects -> {k}": f"--{k.replace('_', '-')}" for k in (
         "success_url", "error_url", "pending_url", "return_url", "cancel_url", "refused_url")},
     **{f"paths -> {k}": "--path" for k in (
@@ -108,8 +99,6 @@ def add_new_profile(ask: NewProfile, target: Path, prompts: Prompts,
                     suggest: Callable[..., str]) -> Added:
     """Save the profile ``ask`` describes to ``target``. ``suggest(*words)``: a ``walletctl
     profile WORDS`` command line to suggest in a note."""
-    from walletctl.config.profiles_file import add_profile
-
     table = _table(ask, prompts)
     reset = _reset_by_force(target, ask.name, table) if ask.force else []
     try:
@@ -218,8 +207,6 @@ def _flat(table: Any, prefix: str = "") -> dict[str, Any]:
 def _reset_by_force(target: Path, name: str, table: dict[str, Any]) -> list[str]:
     """The settings of the profile being replaced that --force drops or changes (by key;
     values are not shown: an inline key would be a secret)."""
-    from walletctl.config.profiles_file import load_file
-
     if not target.exists():
         return []
     old = load_file(target).document.get("profiles", {}).get(name)
@@ -231,8 +218,6 @@ def _reset_by_force(target: Path, name: str, table: dict[str, Any]) -> list[str]
 
 def _after_add(name: str, target: Path, suggest: Callable[..., str]) -> list[str]:
     """What the new profile can do, and the one step left (if any)."""
-    from walletctl.config.profiles_file import load_file
-
     saved = load_file(target).profiles[name]
     notes = [f"saved {'PRODUCTION ' if saved.is_production else ''}profile {name!r} to "
              f"{target} (mode 0600)"]
@@ -264,8 +249,6 @@ def _after_add(name: str, target: Path, suggest: Callable[..., str]) -> list[str
 
 def _key_notes(name: str, auth: AuthSettings) -> list[str]:
     """Where the API key is read from, and what to do before the first call."""
-    from walletctl.config.profiles_file import file_mode
-
     if auth.key_env:
         return [f"the API key is read from ${auth.key_env}: "
                 f"`read -rs {auth.key_env} && export {auth.key_env}`"]

@@ -16,8 +16,20 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from walletctl.client.admin import SandboxAdmin, SandboxRefused, SandboxUnreachable
+from walletctl.client.admin import (
+    CLOCK,
+    FAULTS,
+    HEALTH,
+    LEDGER,
+    RESET,
+    SEED,
+    THREE_DS_CHALLENGE,
+    SandboxAdmin,
+    SandboxRefused,
+    SandboxUnreachable,
+)
 from walletctl.errors import UsageError, WalletctlError
+from walletctl.models.money import exponent, parse_major
 
 SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up to 10,000)
 
@@ -25,9 +37,15 @@ SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up t
 # --------------------------------------------------------------------------- one route each
 
 
-def health(base: str, *, token: str | None = None) -> dict[str, Any]:
+def _call(base: str, method: str, path: str, *, token: str | None = None,
+          json_body: Any = None) -> dict[str, Any]:
+    """One admin route's answer (see :meth:`SandboxAdmin.call`)."""
     with SandboxAdmin(base, token=token) as admin:
-        return admin.health()
+        return admin.call(method, path, json_body=json_body)
+
+
+def health(base: str, *, token: str | None = None) -> dict[str, Any]:
+    return _call(base, "GET", HEALTH, token=token)
 
 
 def amount_format(base: str) -> str:
@@ -47,29 +65,25 @@ def decide(base: str, reference: str, action: str, *, params: dict[str, str] | N
 
 def reset(base: str, *, token: str | None = None) -> dict[str, Any]:
     """Forget every transaction and issued key."""
-    with SandboxAdmin(base, token=token) as admin:
-        return admin.reset()
+    return _call(base, "POST", RESET, token=token)
 
 
 def ledger(base: str, *, token: str | None = None) -> dict[str, Any]:
     """Every transaction the sandbox holds (``transactions``), oldest first."""
-    with SandboxAdmin(base, token=token) as admin:
-        return admin.ledger()
+    return _call(base, "GET", LEDGER, token=token)
 
 
 def advance_clock(base: str, seconds: float, *, token: str | None = None) -> dict[str, Any]:
     """Move the sandbox's clock (``--clock-control`` sandboxes only); its new ``now``."""
-    with SandboxAdmin(base, token=token) as admin:
-        return admin.advance_clock(seconds)
+    return _call(base, "POST", CLOCK, token=token, json_body={"advanceSeconds": seconds})
 
 
 def three_ds_challenge(base: str, account: str, *, merchant_id: str, store_id: str,
                        outcome: str) -> dict[str, Any]:
     """The sandbox's 3DS challenge for a Card account, passed (``success``) or failed."""
-    with SandboxAdmin(base) as admin:
-        data = admin.three_ds_challenge({"transactionAccountId": account,
-                                         "merchantId": merchant_id, "storeId": store_id,
-                                         "outcome": outcome})
+    data = _call(base, "POST", THREE_DS_CHALLENGE, json_body={
+        "transactionAccountId": account, "merchantId": merchant_id, "storeId": store_id,
+        "outcome": outcome})
     return {"transactionAccountId": account,
             **{k: data.get(k) for k in ("threeDSServerTransId", "authenticationValue", "eci",
                                         "transStatus")}}
@@ -89,14 +103,12 @@ def failure_line(exc: WalletctlError, base: str) -> str:
 
 
 def current_faults(base: str, *, token: str | None = None) -> dict[str, Any]:
-    with SandboxAdmin(base, token=token) as admin:
-        return admin.faults()
+    return _call(base, "GET", FAULTS, token=token)
 
 
 def set_faults(base: str, settings: dict[str, Any], *, token: str | None = None) -> dict[str, Any]:
     """Replace the sandbox's faults with ``settings``; the faults now in force."""
-    with SandboxAdmin(base, token=token) as admin:
-        return admin.set_faults(settings)
+    return _call(base, "POST", FAULTS, token=token, json_body=settings)
 
 
 def update_faults(base: str, changes: dict[str, Any], *, clear: bool,
@@ -105,10 +117,10 @@ def update_faults(base: str, changes: dict[str, Any], *, clear: bool,
     ``clear``); no change and no clear only reads them."""
     with SandboxAdmin(base, token=token) as admin:
         if not changes and not clear:
-            return admin.faults()
-        merged = {} if clear else admin.faults()
+            return admin.call("GET", FAULTS)
+        merged = {} if clear else admin.call("GET", FAULTS)
         merged.update(changes)
-        return admin.set_faults(merged)
+        return admin.call("POST", FAULTS, json_body=merged)
 
 
 # --------------------------------------------------------------------------- seed
@@ -141,8 +153,6 @@ class SeedResult:
 
 def parse_amounts(text: str, currency: str) -> tuple[Decimal, Decimal]:
     """``12.50`` (every one) or ``5.00-50.00`` (a range) -> (low, high), checked."""
-    from walletctl.models.money import exponent, parse_major
-
     low_text, dash, high_text = text.strip().partition("-")
     try:
         low = parse_major(low_text.strip(), currency)
@@ -176,8 +186,6 @@ def check_pattern(pattern: str) -> None:
 
 def _amounts(plan: SeedPlan) -> Iterator[Decimal]:
     """Amounts in [low, high]; a range never ends in a magic value (01-05 minor units)."""
-    from walletctl.models.money import exponent
-
     exp = exponent(plan.currency)
     low = int(plan.low.scaleb(exp))
     high = int(plan.high.scaleb(exp))
@@ -210,7 +218,7 @@ def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> SeedRe
         with SandboxAdmin(base, token=token) as admin:
             for start in range(0, len(rows), SEED_CHUNK):
                 chunk = rows[start:start + SEED_CHUNK]
-                admin.seed({
+                admin.call("POST", SEED, json_body={
                     "merchantId": plan.merchant_id, "storeId": plan.store_id,
                     "currency": plan.currency, "kind": plan.kind,
                     "transactions": [{"reference": r, "amount": f"{a:f}"} for r, a in chunk],

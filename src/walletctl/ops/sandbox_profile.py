@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from walletctl.constants import Env
+from walletctl.errors import UsageError
 
 MERCHANT_ID = "M-1001"
 STORE_ID = "S-01"
@@ -73,22 +74,18 @@ def _is_loopback_url(url: str) -> bool:
 def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path:
     """Add (or update a sandbox's) profile ``name`` in the selected profiles file."""
     from walletctl.config.profiles_file import add_profile, config_path, load_file
-    from walletctl.errors import UsageError
 
     path = config_path(config)
     replace = False
     if path.exists():
         existing = load_file(path).profiles.get(name)
         if existing is not None:
-            if existing.is_production:
+            why = ("is a production profile; a sandbox never replaces it"
+                   if existing.is_production else None if _is_loopback_url(existing.base_url)
+                   else f"points to {existing.base_url}, not a local sandbox")
+            if why is not None:
                 raise UsageError(
-                    f"--write-profile {name}: profile {name!r} exists and is a production "
-                    "profile; a sandbox never replaces it",
-                    hint="pick another name (the sandbox's profile is replaced on each start)")
-            if not _is_loopback_url(existing.base_url):
-                raise UsageError(
-                    f"--write-profile {name}: profile {name!r} exists and points to "
-                    f"{existing.base_url}, not a local sandbox",
+                    f"--write-profile {name}: profile {name!r} exists and {why}",
                     hint="pick another name (the sandbox's profile is replaced on each start)")
             replace = True
     add_profile(path, name, table, replace=replace)

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from walletctl.history.approvals import Approval
+from walletctl.render.console import out
+from walletctl.render.fit import print_table
 from walletctl.render.output import emit
 
 STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
@@ -30,8 +32,6 @@ def render_filed(fmt: str, found: Approval) -> None:
         return
     from rich.markup import escape
 
-    from walletctl.render.console import out
-
     out().print(escape(f"approval #{found.id} filed: {found.what()}, by {found.requester}; "
                        f"expires {_when(found.expires_at)}"), soft_wrap=True)
 
@@ -53,9 +53,6 @@ def render_approvals(fmt: str, found: Sequence[Approval], now: str, *, where: st
 
 def _table(found: Sequence[Approval], now: str, where: str) -> None:
     from rich.markup import escape
-
-    from walletctl.render.console import out
-    from walletctl.render.fit import print_table
 
     if not found:
         out().print(f"No approval requests in {escape(where)} match.", soft_wrap=True)
@@ -86,8 +83,6 @@ def render_request(fmt: str, found: Approval, now: str) -> None:
         emit(fmt, [_flat(found, now)], document=found.to_dict(now), columns=CSV_COLUMNS)
         return
     from rich.markup import escape
-
-    from walletctl.render.console import out
 
     console = out()
     lines = [("approval", f"#{found.id} ({found.status(now)})"),
@@ -122,9 +117,6 @@ def render_request(fmt: str, found: Approval, now: str) -> None:
 def _batch_rows(detail: dict[str, Any]) -> None:
     from rich.markup import escape
 
-    from walletctl.render.console import out
-    from walletctl.render.fit import print_table
-
     rows = detail.get("rows", [])
     above = int(detail.get("above", len(rows)))
     out().print(f"rows above the approval amount: {above}")
@@ -143,8 +135,6 @@ def render_decided(fmt: str, found: Approval) -> None:
         emit(fmt, [_flat(found, now)], document=found.to_dict(now), columns=CSV_COLUMNS)
         return
     from rich.markup import escape
-
-    from walletctl.render.console import out
 
     if found.state == "approved":
         out().print(escape(f"approved #{found.id}: {found.requester}'s {found.what()}; "

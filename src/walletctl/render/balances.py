@@ -17,7 +17,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.lookup import AMOUNTS, COLUMNS, BalanceRow, Report
+from walletctl.render.console import err, out, print_hint, print_note
+from walletctl.render.fit import without_top_edge
 from walletctl.render.output import csv_safe, to_json
 
 TABLE_ROWS = 200
@@ -84,10 +87,6 @@ class BalanceWriter:
         from rich.markup import escape
         from rich.table import Table
 
-        from walletctl.models.money import format_major
-        from walletctl.render.console import out
-        from walletctl.render.fit import without_top_edge
-
         console = out()
         width = console.width
         names = ["authorised", "captured", "refunded", "reversed", "capturable", "refundable",
@@ -147,18 +146,22 @@ def _folded(summary: dict[str, Any]) -> str:
 
 
 def _places(currency: str | None) -> int:
-    from walletctl.models.money import exponent
-
     try:
         return exponent(currency or "")
     except (KeyError, ValueError):
         return 2
 
 
+def run_summary(report: Report) -> dict[str, Any]:
+    """How the lookups went: requests, time, rate, and what stopped them (if anything)."""
+    return {"requests": report.requests, "elapsed_s": round(report.elapsed, 3),
+            "refs_per_s": round(report.references / report.elapsed, 1) if report.elapsed
+            else 0.0, "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
+            "interrupted": report.interrupted}
+
+
 def lookup_progress(fmt: str) -> tuple[Any, Callable[[], None]]:
     """A spinner counting the references looked up (stderr, a terminal only)."""
-    from walletctl.render.console import err
-
     if not err().is_terminal:
         return None, lambda: None
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -166,25 +169,15 @@ def lookup_progress(fmt: str) -> tuple[Any, Callable[[], None]]:
     progress = Progress(SpinnerColumn(), TextColumn("{task.completed} references looked up"),
                         TimeElapsedColumn(), console=err(), transient=fmt == "table")
     task = progress.add_task("lookup", total=None)
-
-    def update() -> None:
-        progress.advance(task)
-
-    return progress, update
+    return progress, lambda: progress.advance(task)
 
 
 def finish_report(writer: BalanceWriter, report: Report) -> None:
     """The totals and summary after the rows; on stderr, the references folded and why the
     run stopped."""
-    from walletctl.render.console import print_hint, print_note
-
     summary = {
         "references": report.references, "duplicates_folded": report.duplicates,
-        "shown": report.shown, "errors": report.errors,
-        "requests": report.requests, "elapsed_s": round(report.elapsed, 3),
-        "refs_per_s": round(report.references / report.elapsed, 1) if report.elapsed else 0.0,
-        "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
-        "interrupted": report.interrupted,
+        "shown": report.shown, "errors": report.errors, **run_summary(report),
     }
     writer.finish(report, summary)
     for line, ref, first in report.folded:

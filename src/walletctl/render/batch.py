@@ -9,7 +9,8 @@ from contextlib import AbstractContextManager, nullcontext
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import out, print_hint, print_note
+from walletctl.render.console import err, out, print_hint, print_note
+from walletctl.render.output import write_json, write_ndjson
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -103,8 +104,6 @@ class BatchWatch:
     the first refused / unknown / pending rows named on stderr."""
 
     def __init__(self, profile: Profile, plan: Plan, predict: bool) -> None:
-        from walletctl.render.console import err
-
         self.predict = predict
         self.progress, self.update = progress_bar(
             plan, err().is_terminal and not predict,
@@ -147,8 +146,6 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
         TimeRemainingColumn,
     )
 
-    from walletctl.render.console import err
-
     progress = Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
         TaskProgressColumn(),
@@ -174,8 +171,6 @@ def summary(output_format: str, result: BatchResult) -> None:
     """The run's counts; ``result.production`` names the production profiles it used (then
     the table starts with a PRODUCTION line and the data formats say ``"environment":
     "production"``)."""
-    from walletctl.render.output import write_json, write_ndjson
-
     report, production, results = result.report, result.production, result.results
     assert report is not None
     rate = report.rows / report.elapsed if report.elapsed > 0 else 0.0

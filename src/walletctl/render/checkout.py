@@ -9,6 +9,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major, quantize
+from walletctl.render.console import print_note
+from walletctl.render.fit import fit_phrases
+from walletctl.render.output import emit
 
 if TYPE_CHECKING:
     from walletctl.models.checkout import CheckoutRequest
@@ -24,8 +27,6 @@ def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
     response = created.response
     ref = request.client_system_transaction_id
     if fmt != "table":
-        from walletctl.render.output import emit
-
         row: dict[str, Any] = {
             "clientSystemTransactionId": ref,
             "type": request.type,
@@ -37,8 +38,6 @@ def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
             row |= {"replayed": True, "state": created.state}
         emit(fmt, [row], document=row)
         return
-    from walletctl.render.fit import fit_phrases
-
     kind = "pre-authorisation" if request.is_preauth else "sale"
     money = format_major(request.amount, request.currency_code)
     if not created.replayed:
@@ -61,13 +60,9 @@ def render_existing(fmt: str, ref: str, moved: Moved[Any, Any]) -> None:
     """The checkout was there before this command: an earlier run's whose outcome was
     unknown, or one the gateway's 409 and lookup showed to be this very checkout. The data
     formats get a row too (no ``redirectUrl``: it was not received)."""
-    from walletctl.render.console import print_note
-
     record = moved.found or (moved.earlier.record if moved.earlier else None)
     state = record.state if record is not None else "unknown"
     if fmt != "table":
-        from walletctl.render.output import emit
-
         row: dict[str, Any] = {
             "clientSystemTransactionId": ref, "alreadyCreated": True, "state": state,
             "redirectUrl": None,

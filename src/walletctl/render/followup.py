@@ -8,6 +8,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletctl.models.money import format_major
+from walletctl.render.console import out, print_note
+from walletctl.render.fit import fit_phrases
+from walletctl.render.output import emit
 
 if TYPE_CHECKING:
     from walletctl.models.followup import FollowUpResponse, Operation
@@ -17,11 +20,7 @@ if TYPE_CHECKING:
 VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
 
 
-def render_waiting(text: str) -> None:
-    """Waiting behind another walletctl on the same original (stderr)."""
-    from walletctl.render.console import print_note
-
-    print_note(text)
+render_waiting = print_note  # waiting behind another walletctl on the same original (stderr)
 
 
 def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
@@ -42,10 +41,9 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
         "alreadyApplied": True,
         "historyEntry": entry,
     }
-    if fmt == "table":
-        from rich.markup import escape
 
-        from walletctl.render.console import out
+    def table() -> None:
+        from rich.markup import escape
 
         out().print(
             f"{tag}{VERB[op]} {money} of {escape(ref)} as {escape(new)}: {escape(record.state)} "
@@ -55,10 +53,8 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
                 "reference is used, by this very movement); nothing new was applied"),
             soft_wrap=True,
         )
-    else:
-        from walletctl.render.output import emit
 
-        emit(fmt, [row], document=row)
+    emit(fmt, [row], document=row, table=table)
 
 
 def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
@@ -77,19 +73,11 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
         "providerStateCode": response.provider_state_code,
         "id": response.id,
     }
-    if fmt == "table":
+
+    def table() -> None:
         from rich.markup import escape
 
-        from walletctl.render.console import out
-        from walletctl.render.fit import fit_phrases
-
-        color = (
-            "green"
-            if response.state == "Approved"
-            else "yellow"
-            if response.state == "Pending"
-            else "red"
-        )
+        color = {"Approved": "green", "Pending": "yellow"}.get(response.state, "red")
         # The state and provider code are gateway text: escaped, never read as Rich markup.
         # Lines break between phrases only (a narrow terminal never splits "Approved (...)").
         out().print(fit_phrases([
@@ -103,8 +91,6 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
             left = plan.remaining_after
             what = "capturable" if op == "capture" else "refundable"
             out().print(f"Remaining {what}: {format_major(left, req.currency_code)}")
-    else:
-        from walletctl.render.output import emit
 
-        emit(fmt, [row], document=row)
+    emit(fmt, [row], document=row, table=table)
     sys.stdout.flush()  # the answer first, then the exit's error line (a refusal) on stderr

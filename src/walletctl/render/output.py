@@ -81,16 +81,14 @@ def emit(
 ) -> None:
     """Write ``rows`` in ``fmt``; ``document`` (default ``rows``) is the JSON form, ``table``
     a zero-argument callable that prints the human form."""
-    if fmt == "json":
-        write_json(rows if document is None else document)
-    elif fmt == "ndjson":
+    if fmt == "ndjson":
         write_ndjson(rows)
     elif fmt == "csv":
         write_csv(rows, columns)
-    elif table is not None:
-        table()
-    else:
+    elif fmt == "json" or table is None:
         write_json(rows if document is None else document)
+    else:
+        table()
 
 
 def render_dry_run(output_format: str, described: list[dict[str, Any]]) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import print_note
+from walletctl.render.console import out, print_note
 from walletctl.render.rows import cell, emit_rows
 
 if TYPE_CHECKING:
@@ -48,8 +48,6 @@ def render_profile(output_format: str, name: str, settings: dict[str, Any]) -> N
                   "csv", "")
     else:
         from rich.markup import escape
-
-        from walletctl.render.console import out
 
         # Setting and value per line, never folded: a long path stays one word (copyable).
         rows = _flatten(settings)
@@ -93,8 +91,6 @@ def render_checks(output_format: str, results: list[dict[str, Any]]) -> None:
         emit_rows(results, output_format)
         return
     from rich.markup import escape
-
-    from walletctl.render.console import out
 
     console = out()
     for r in results:

@@ -18,7 +18,12 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
+from walletctl.ops.recon.compare import money_text
 from walletctl.ops.recon.model import UNCONFIRMED, Finding, ReconResult, Side
+from walletctl.render.balances import run_summary
+from walletctl.render.console import err, out
+from walletctl.render.fit import fit_phrases
+from walletctl.render.fit import print_table as fitted
 from walletctl.render.output import emit, to_json, write_csv
 
 CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
@@ -48,14 +53,6 @@ def totals_dict(result: ReconResult) -> dict[str, dict[str, Any]]:
     return out
 
 
-def summary_dict(result: ReconResult) -> dict[str, Any]:
-    r = result.report
-    return {"requests": r.requests, "elapsed_s": round(r.elapsed, 3),
-            "refs_per_s": round(r.references / r.elapsed, 1) if r.elapsed else 0.0,
-            "circuit_breaker_open": r.breaker_open, "stopped_by": r.fatal,
-            "interrupted": r.interrupted}
-
-
 def head_dict(result: ReconResult) -> dict[str, Any]:
     return {"profile": result.profile, "merchantId": result.merchant_id,
             "storeId": result.store_id, "history": result.history, "backend": result.backend,
@@ -73,7 +70,7 @@ def recon_document(result: ReconResult) -> dict[str, Any]:
             "unconfirmed": listed(*UNCONFIRMED), "unknown": listed("unknown"),
             "unchecked": listed("unchecked"), "totals": totals_dict(result),
             "counts": {**result.counts.as_dict(), **result.kind_counts()},
-            "summary": summary_dict(result)}
+            "summary": run_summary(result.report)}
 
 
 def _csv_row(f: Finding) -> dict[str, Any]:
@@ -114,25 +111,14 @@ def render_recon(result: ReconResult, fmt: str) -> None:
 # ------------------------------------------------------------------------------- table
 
 
-def _money(amount: str | Decimal | None, currency: str | None) -> str:
-    if amount is None or not currency:
-        return ""
-    from walletctl.models.money import format_major
-
-    try:
-        return format_major(Decimal(amount), currency)
-    except (ArithmeticError, KeyError, ValueError):
-        return f"{amount} {currency}"
-
-
 def _desk(f: Finding, with_outcome: bool = True) -> str:
     what = f"{f.operation} {f.outcome}" if with_outcome else str(f.operation)
-    return f"{what} {_money(f.amount, f.currency)}".strip()
+    return f"{what} {money_text(f.amount, f.currency)}".strip()
 
 
 def _gateway(f: Finding) -> str:
     g = f.gateway
-    return "nothing" if g is None else f"{g.state} {_money(g.amount, g.currency)}"
+    return "nothing" if g is None else f"{g.state} {money_text(g.amount, g.currency)}"
 
 
 def _entry(f: Finding) -> str:
@@ -149,10 +135,6 @@ def _short_time(text: str | None) -> str:
 
 def _tables(result: ReconResult) -> None:
     from rich.markup import escape
-
-    from walletctl.render.console import out
-    from walletctl.render.fit import fit_phrases
-    from walletctl.render.fit import print_table as fitted
 
     console = out()
 
@@ -174,7 +156,7 @@ def _tables(result: ReconResult) -> None:
         print_table("Money moved at the gateway with no history entry",
                     ["Original", "Reference", "Op", "Amount", "State", "Time"],
                     [[escape(f.original), escape(f.reference), str(f.operation),
-                      _money(g.amount, g.currency), escape(g.state), _short_time(g.time)]
+                      money_text(g.amount, g.currency), escape(g.state), _short_time(g.time)]
                      for f in unrecorded if (g := f.gateway) is not None],
                     justify={3: "right"}, no_wrap=(3, 5), drop=(5, 0))
     unconfirmed = result.of(*UNCONFIRMED)
@@ -213,7 +195,7 @@ def _tables(result: ReconResult) -> None:
 
 def _counts(result: ReconResult) -> list[str]:
     """The counts line, in phrases (it breaks between them)."""
-    c, k, s = result.counts, result.kind_counts(), summary_dict(result)
+    c, k, s = result.counts, result.kind_counts(), run_summary(result.report)
     unconfirmed = sum(k[kind] for kind in UNCONFIRMED)
     rows = f" and {c.journal_rows} journal row(s)" if result.journals else ""
     return [f"{c.originals} order(s) looked up;",
@@ -235,8 +217,6 @@ def mismatch_message(result: ReconResult, shown: int = 5) -> str:
 def recon_progress() -> Iterator[Callable[[], None]]:
     """A spinner with a count on stderr when it is a terminal (nothing otherwise: CI logs
     stay quiet); yields the function to call once per order looked up."""
-    from walletctl.render.console import err
-
     if not err().is_terminal:
         yield lambda: None
         return

@@ -9,6 +9,8 @@ from walletctl.errors import RefusedError
 from walletctl.models.ledger import balance_from_records
 from walletctl.models.money import format_major
 from walletctl.models.records import TransactionRecord
+from walletctl.render.console import out
+from walletctl.render.fit import fit_phrases, natural_width, print_table, terminal_width
 from walletctl.render.output import emit
 
 STATE_STYLES = {
@@ -59,9 +61,6 @@ def short_datetime(text: str) -> str:
 def _table(records: Sequence[TransactionRecord], reference: str) -> None:
     from rich.markup import escape
 
-    from walletctl.render.console import out
-    from walletctl.render.fit import natural_width, print_table, terminal_width
-
     headers = ["Reference", "Type", "State", "Amount", "Provider state", "Date/time (as given)"]
     rows: list[list[str]] = []
     for rec in records:
@@ -87,8 +86,6 @@ def _table(records: Sequence[TransactionRecord], reference: str) -> None:
         balance = balance_from_records(reference, records)
     except RefusedError:  # a reference that is itself a follow-up has no balance line
         return
-    from walletctl.render.fit import fit_phrases
-
     console.print(fit_phrases([
         f"Balance: {balance.summary()};",
         f"capturable {format_major(balance.capturable, balance.currency)},",

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from walletctl.render.fit import print_table
 from walletctl.render.output import emit, write_csv
 
 
@@ -40,8 +41,6 @@ def emit_rows(rows: Sequence[dict[str, Any]], fmt: str, title: str = "", *,
 
     def table() -> None:
         from rich.markup import escape
-
-        from walletctl.render.fit import print_table
 
         columns = list(rows[0]) if rows else []
         print_table(escape(title), [escape(c.replace("_", " ")) for c in columns],

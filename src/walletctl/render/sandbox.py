@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import sys
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.output import write_csv, write_json, write_ndjson
+from walletctl.models.money import format_major
+from walletctl.render.console import print_note
+from walletctl.render.fit import print_table
+from walletctl.render.output import emit
 
 if TYPE_CHECKING:
     from walletctl.ops.sandbox_wait import Ready
@@ -16,15 +20,8 @@ def render_ready(ready: Ready, output: str) -> None:
     record = {"url": ready.url, "ready": True, "waitedSeconds": round(ready.waited, 3),
               "attempts": ready.attempts, "version": ready.version,
               "amountFormat": ready.amount_format}
-    if output == "json":
-        write_json(record)
-    elif output == "ndjson":
-        write_ndjson([record])
-    elif output == "csv":
-        write_csv([record])
-    else:
-        sys.stdout.write(f"sandbox at {ready.url} is ready (waited {ready.waited:.2f} s, "
-                         f"{ready.attempts} attempt{'s' if ready.attempts != 1 else ''})\n")
+    render_record(record, output, f"sandbox at {ready.url} is ready (waited {ready.waited:.2f}"
+                  f" s, {ready.attempts} attempt{'s' if ready.attempts != 1 else ''})")
 
 
 # -- headless control: approve/decline/cancel, reset, ledger, values (every --output) ------
@@ -35,14 +32,8 @@ LEDGER_COLUMNS = ("reference", "invoiceReference", "kind", "amount", "currency",
 
 def render_record(data: dict[str, Any], output: str, line: str) -> None:
     """One result object: a line for people; JSON, one NDJSON line, or a CSV row (scalars)."""
-    if output == "table":
-        sys.stdout.write(line + "\n")
-    elif output == "ndjson":
-        write_ndjson([data])
-    elif output == "csv":
-        write_csv([_flat(data)])
-    else:
-        write_json(data)
+    emit(output, [_flat(data)] if output == "csv" else [data], document=data,
+         table=lambda: sys.stdout.write(line + "\n"))
 
 
 def render_three_ds(data: dict[str, Any], output: str) -> None:
@@ -95,17 +86,9 @@ def _with_major_amount(data: dict[str, Any], amount_format: str) -> dict[str, An
 
 def render_ledger(data: dict[str, Any], output: str, url: str) -> None:
     transactions = [t for t in data.get("transactions", []) if isinstance(t, dict)]
-    if output == "json":
-        write_json(data)
-    elif output == "ndjson":
-        write_ndjson(transactions)
-    elif output == "csv":
-        write_csv(transactions, LEDGER_COLUMNS)
-    else:
-        from rich.markup import escape
 
-        from walletctl.models.money import format_major
-        from walletctl.render.fit import print_table
+    def table() -> None:
+        from rich.markup import escape
 
         headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
                    "Store"]
@@ -114,8 +97,6 @@ def render_ledger(data: dict[str, Any], output: str, url: str) -> None:
             amount = str(t.get("amount") or "")
             currency = str(t.get("currency") or "")
             try:
-                from decimal import Decimal
-
                 shown = format_major(Decimal(amount), currency)
             except Exception:
                 shown = f"{amount} {currency}".strip()
@@ -125,6 +106,8 @@ def render_ledger(data: dict[str, Any], output: str, url: str) -> None:
                             "state", "providerStateCode", "merchantId", "storeId")])
         print_table(f"Sandbox ledger at {escape(url)} ({len(rows)} transactions)", headers,
                     rows, justify={3: "right"}, no_wrap=(0, 3), drop=(6, 7, 5, 1))
+
+    emit(output, transactions, document=data, columns=LEDGER_COLUMNS, table=table)
 
 
 def render_values(magic: dict[str, str], output: str, *, api_key: str,
@@ -141,13 +124,8 @@ def render_values(magic: dict[str, str], output: str, *, api_key: str,
                         "publicKeyService": f"Basic <userId>:{service_secret}"},
         "faultHeader": f"X-Sandbox-Fault: {faults}",
     }
-    if output == "json":
-        write_json(document)
-    elif output == "ndjson":
-        write_ndjson(rows)
-    elif output == "csv":
-        write_csv(rows)
-    else:
+
+    def table() -> None:
         sys.stdout.write("Magic amounts (last two digits of the checkout amount in minor "
                          "units):\n")
         for row in rows:
@@ -158,6 +136,8 @@ def render_values(magic: dict[str, str], output: str, *, api_key: str,
             f"\nCredentials: Authorization: PublicApiKey {api_key} (any merchant); "
             f"public key service Basic <userId>:{service_secret}.\n"
             f"Faults: X-Sandbox-Fault: {faults}\n")
+
+    emit(output, rows, document=document, table=table)
 
 
 # The sandbox's fault settings (the JSON names of its faults route), in display order.
@@ -187,9 +167,6 @@ def render_faults(data: dict[str, Any], output: str, url: str) -> None:
 
 def render_seed(result: Any, output: str, url: str, *, next_step: str) -> None:
     """``sandbox seed``: what was created, where the CSV is, and the batch to run next."""
-    from walletctl.models.money import format_major
-    from walletctl.render.console import print_note
-
     record = {"created": result.created, "kind": result.kind, "currency": result.currency,
               "total": f"{result.total:f}", "first": result.first, "last": result.last,
               "csv": result.csv, "url": url}
@@ -199,8 +176,5 @@ def render_seed(result: Any, output: str, url: str, *, next_step: str) -> None:
     if result.csv == "-":  # stdout holds the CSV
         print_note(line)
         return
-    if output != "table":
-        render_record(record, output, "")
-    else:
-        sys.stdout.write(line + "\n")
+    render_record(record, output, line)
     print_note(f"next: `{next_step}`")

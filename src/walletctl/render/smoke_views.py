@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import err, out, print_error, print_note
+from walletctl.render.rows import emit_rows
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -64,22 +65,15 @@ def smoke_observer() -> Any:
             from rich.live import Live
 
             self.results = list(results)
-            self.live = Live(self._table(), console=self.console, refresh_per_second=10,
-                             transient=False)
+            self.live = Live(_results_table(self.results, live=True), console=self.console,
+                             refresh_per_second=10, transient=False)
             self.live.start()
 
         def step_started(self, result: StepResult) -> None:
-            self._refresh()
-
-        def step_finished(self, result: StepResult) -> None:
-            self._refresh()
-
-        def _refresh(self) -> None:
             if self.live is not None:
-                self.live.update(self._table(), refresh=True)
+                self.live.update(_results_table(self.results, live=True), refresh=True)
 
-        def _table(self) -> Table:
-            return _results_table(self.results, live=True)
+        step_finished = step_started
 
         def close(self) -> None:
             if self.live is not None:
@@ -152,8 +146,6 @@ def render_scenarios(items: list[dict[str, Any]], fmt: str, *, json_flag: bool) 
     if json_flag:
         fmt = "json"
     if fmt != "table":
-        from walletctl.render.rows import emit_rows
-
         emit_rows(items, fmt)
         return
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from walletctl.render.console import out, print_note
+from walletctl.render.output import emit
+
 if TYPE_CHECKING:
     from walletctl.models.walletpay import AuthorizationResponse, PaymentAccount
     from walletctl.ops.money.pipeline import Moved
@@ -13,7 +16,6 @@ if TYPE_CHECKING:
 
 def render_keys(fmt: str, profile: str, result: KeysResult, *, show_secret: bool) -> None:
     from walletctl.masking import mask_secret
-    from walletctl.render.console import print_note
 
     k = result.keys
     api_key = k.api_key.get_secret_value()
@@ -102,12 +104,8 @@ def _remask(text: str) -> str:
 
 
 def _emit(fmt: str, row: dict[str, Any], title: str) -> None:
-    from walletctl.render.output import emit
-
     def table() -> None:
         from rich.table import Table
-
-        from walletctl.render.console import out
 
         t = Table(title=title, show_header=False, title_justify="left")
         t.add_column("field", style="bold", no_wrap=True)

@@ -45,13 +45,14 @@ def seen(record: TransactionRecord) -> Seen:
                 record.transaction_date_time)
 
 
-def _money(amount: str | None, currency: str | None) -> str:
+def money_text(amount: str | Decimal | None, currency: str | None) -> str:
+    """``15.00 EUR`` ("" without an amount or currency; as given when it is no amount)."""
     if amount is None or not currency:
         return ""
     try:
-        return " " + format_major(Decimal(amount), currency)
-    except (InvalidOperation, ValueError, KeyError):
-        return f" {amount} {currency}"
+        return format_major(Decimal(amount), currency)
+    except (ArithmeticError, KeyError, ValueError):
+        return f"{amount} {currency}"
 
 
 def _finding(kind: Kind, exp: Expected, note: str,
@@ -75,7 +76,8 @@ def judge_expected(exp: Expected, records: list[TransactionRecord],
     e = exp.entry
     judged = judge(e, records)
     record = judged.record
-    said = f"the history says {e.operation} {e.outcome}{_money(e.amount, e.currency)}"
+    said = f"the history says {e.operation} {e.outcome} {money_text(e.amount, e.currency)}"
+    said = said.rstrip()  # no amount: nothing after the outcome
     if e.outcome == "unknown":
         if record is not None:
             accounted.add(e.reference)

@@ -136,9 +136,7 @@ JournalRecord = tuple[int, str, str, str, str, str | None, str, str | None, str 
 def read_journal(path: Path) -> tuple[str, str, list[JournalRecord]]:
     """(batch id, operation, rows in line order) of a batch journal, opened read-only.
     Anything else is a usage error naming the flag: exit 2."""
-    if not path.is_file():
-        why = "no such file" if not path.exists() else "not a regular file"
-        raise UsageError(f"--journal {path}: {why}")
+    _check_file("--journal", path)
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     except sqlite3.Error as exc:
@@ -165,15 +163,19 @@ def read_journal(path: Path) -> tuple[str, str, list[JournalRecord]]:
         for r in rows]
 
 
+def _check_file(flag: str, path: Path) -> None:
+    if not path.is_file():
+        raise UsageError(f"{flag} {path}: "
+                         + ("no such file" if not path.exists() else "not a regular file"))
+
+
 def read_refs(path: Path) -> Iterator[str]:
     """The references of a file of orders (CSV with a ``ref`` column, one a line, or JSON
     Lines with ``ref``: the forms ``lookup --batch`` reads). A line that holds no valid
     reference, or a file that cannot be read, is a usage error naming the flag: exit 2."""
     from walletctl.ops.batch.lookup import iter_refs
 
-    if not path.is_file():
-        why = "no such file" if not path.exists() else "not a regular file"
-        raise UsageError(f"--refs {path}: {why}")
+    _check_file("--refs", path)
     try:
         for line, ref, problem in iter_refs(path):
             if ref is None:

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from walletctl.errors import ConfigError, UsageError
 from walletctl.masking import Masker
 from walletctl.ops.smoke.framework import (
-    Reference,
     RunContext,
     Scenario,
     ScenarioResult,
@@ -24,7 +24,6 @@ from walletctl.ops.smoke.framework import (
     SmokeObserver,
     SmokeReport,
     Step,
-    StepFailed,
     StepResult,
     StepSkipped,
     check,
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Masker",
-    "Reference",
     "RunContext",
     "Scenario",
     "ScenarioResult",
@@ -50,7 +48,6 @@ __all__ = [
     "SmokeOptions",
     "SmokeReport",
     "Step",
-    "StepFailed",
     "StepResult",
     "StepSkipped",
     "check",
@@ -87,8 +84,6 @@ def smoke_profile(profile: Profile | None, *, embedded: bool) -> Iterator[Profil
             yield sandbox_profile
         return
     if profile is None:
-        from walletctl.errors import ConfigError
-
         raise ConfigError("no profile selected", hint="pass --profile NAME or --embedded")
     yield profile
 
@@ -124,19 +119,8 @@ def run_smoke(
         exchanges=log,
         params={"amounts": amounts},
     )
-    with open_target(
-        profile,
-        masker,
-        log,
-        currency=options.currency,
-        transport=transport,
-        trace=trace,
-        approve_command=options.approve_command,
-        approve_timeout=options.approve_timeout,
-        settle_timeout=options.settle_timeout,
-        embedded=embedded,
-        history_run=ctx.run_id,
-    ) as target:
+    with open_target(profile, masker, log, options, transport=transport, trace=trace,
+                     embedded=embedded, history_run=ctx.run_id) as target:
         ctx.target = target
         info = {
             "profile": "(embedded sandbox)" if embedded else profile.name,
@@ -175,8 +159,6 @@ def _check_command(command: str) -> None:
     import shlex
     import shutil
 
-    from walletctl.errors import UsageError
-
     try:
         argv = shlex.split(command)
     except ValueError as exc:
@@ -194,7 +176,6 @@ def _check_prefix(prefix: str) -> str:
     """A prefix is itself a reference (the rule of models.fields), at most
     :data:`MAX_PREFIX_LENGTH` characters: every reference minted from it stays within the
     rule (``PREFIX-RUNID-SCENARIO-TAG``)."""
-    from walletctl.errors import UsageError
     from walletctl.models.fields import check_reference
 
     if len(prefix) > MAX_PREFIX_LENGTH:

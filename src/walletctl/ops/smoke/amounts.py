@@ -12,8 +12,6 @@ from decimal import Decimal
 
 from walletctl.errors import UsageError
 
-__all__ = ["Amounts"]
-
 
 @dataclass(frozen=True)
 class Amounts:

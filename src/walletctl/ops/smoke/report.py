@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from walletctl.errors import UsageError
 from walletctl.masking import Masker
 from walletctl.ops.smoke.framework import ScenarioResult, SmokeReport, StepResult
 
@@ -51,13 +52,9 @@ def failure_text(step: StepResult) -> str:
 
 def to_junit(report: SmokeReport, masker: Masker) -> str:
     """The report as a JUnit XML document (UTF-8 text with an XML declaration)."""
-    root = ET.Element("testsuites")
-    root.set("name", "walletctl smoke")
-    root.set("tests", str(len(report.steps)))
-    root.set("failures", str(report.count("failed")))
-    root.set("errors", str(report.count("error")))
-    root.set("skipped", str(report.count("skipped")))
-    root.set("time", _secs(report.duration))
+    root = ET.Element("testsuites", name="walletctl smoke", tests=str(len(report.steps)),
+                      failures=str(report.count("failed")), errors=str(report.count("error")),
+                      skipped=str(report.count("skipped")), time=_secs(report.duration))
     hostname = socket.gethostname()
     for index, scenario in enumerate(report.scenarios):
         root.append(_suite(scenario, index, report, hostname, masker))
@@ -69,16 +66,12 @@ def to_junit(report: SmokeReport, masker: Masker) -> str:
 def _suite(
     scenario: ScenarioResult, index: int, report: SmokeReport, hostname: str, masker: Masker
 ) -> ET.Element:
-    suite = ET.Element("testsuite")
-    suite.set("name", scenario.name)
-    suite.set("id", str(index))
-    suite.set("tests", str(len(scenario.steps)))
-    suite.set("failures", str(scenario.count("failed")))
-    suite.set("errors", str(scenario.count("error")))
-    suite.set("skipped", str(scenario.count("skipped")))
-    suite.set("time", _secs(scenario.duration))
-    suite.set("timestamp", (scenario.started_at or report.started_at).replace("+00:00", ""))
-    suite.set("hostname", hostname)
+    suite = ET.Element(
+        "testsuite", name=scenario.name, id=str(index), tests=str(len(scenario.steps)),
+        failures=str(scenario.count("failed")), errors=str(scenario.count("error")),
+        skipped=str(scenario.count("skipped")), time=_secs(scenario.duration),
+        timestamp=(scenario.started_at or report.started_at).replace("+00:00", ""),
+        hostname=hostname)
     props = ET.SubElement(suite, "properties")
     _prop(props, "run_id", report.run_id)
     for key, value in report.target.items():
@@ -86,20 +79,17 @@ def _suite(
     for ref in scenario.references:
         _prop(props, "reference", ref)
     for step in scenario.steps:
-        case = ET.SubElement(suite, "testcase")
-        case.set("name", step.name)
-        case.set("classname", f"walletctl.smoke.{scenario.name}")
-        case.set("time", _secs(step.duration))
+        case = ET.SubElement(suite, "testcase", name=step.name,
+                             classname=f"walletctl.smoke.{scenario.name}",
+                             time=_secs(step.duration))
         message = _clean(step.message or "", masker)
         if step.status in ("failed", "error"):
             tag = "failure" if step.status == "failed" else "error"
-            node = ET.SubElement(case, tag)
-            node.set("message", message.splitlines()[0] if message else step.status)
-            node.set("type", step.error_type or tag)
+            node = ET.SubElement(case, tag, message=message.splitlines()[0] if message
+                                 else step.status, type=step.error_type or tag)
             node.text = _clean(failure_text(step), masker)
         elif step.status in ("skipped", "pending", "running"):
-            node = ET.SubElement(case, "skipped")
-            node.set("message", message or "not run")
+            ET.SubElement(case, "skipped", message=message or "not run")
         elif step.detail:
             out = ET.SubElement(case, "system-out")
             out.text = _clean(step.detail, masker)
@@ -110,9 +100,7 @@ def _suite(
 
 
 def _prop(parent: ET.Element, name: str, value: str) -> None:
-    node = ET.SubElement(parent, "property")
-    node.set("name", name)
-    node.set("value", value)
+    ET.SubElement(parent, "property", name=name, value=value)
 
 
 def to_data(report: SmokeReport, masker: Masker) -> dict[str, Any]:
@@ -170,18 +158,8 @@ def to_json(report: SmokeReport, masker: Masker) -> str:
     return json.dumps(to_data(report, masker), indent=2, default=str) + "\n"
 
 
-def prepare_path(path: Path, flag: str) -> None:
-    """Check the report's path and create its directory now, so a bad path fails before the
-    run, not after (a directory, FIFO or device is refused: exit 4 naming ``flag``)."""
-    from walletctl.ops.user_files import check_output
-
-    check_output(path, flag, create_parent=True)
-
-
 def write_text(path: Path, text: str) -> None:
     """Write a report file (parent directories are created: CI paths like reports/smoke.xml)."""
-    from walletctl.errors import UsageError
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

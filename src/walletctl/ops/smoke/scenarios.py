@@ -11,8 +11,9 @@ from decimal import Decimal
 from typing import Any
 
 from walletctl.errors import UsageError
+from walletctl.ops.smoke import walletpay_steps
 from walletctl.ops.smoke.amounts import Amounts
-from walletctl.ops.smoke.framework import RunContext, Scenario, Step
+from walletctl.ops.smoke.framework import Scenario
 from walletctl.ops.smoke.steps import (
     approve_step,
     checkout_step,
@@ -23,19 +24,6 @@ from walletctl.ops.smoke.steps import (
 )
 
 __all__ = ["SCENARIOS", "Amounts", "build_scenarios", "describe", "select"]
-
-
-def walletpay_unavailable(ctx: RunContext) -> str | None:
-    """The browser-wallet scenario needs ``walletctl.ops.walletpay`` (see scenarios_walletpay)."""
-    from walletctl.ops.smoke import walletpay_steps
-
-    return walletpay_steps.unavailable(ctx)
-
-
-def _walletpay_steps() -> tuple[Step, ...]:
-    from walletctl.ops.smoke import walletpay_steps
-
-    return walletpay_steps.steps()
 
 
 # --------------------------------------------------------------------------- the catalogue
@@ -124,8 +112,8 @@ def build_scenarios() -> list[Scenario]:
             code="wp",
             description="Browser wallet: keys -> payment account (create API) -> account -> "
             "authorize sale and pre-authorisation -> capture -> lookup",
-            steps=_walletpay_steps(),
-            unavailable=walletpay_unavailable,
+            steps=walletpay_steps.steps(),
+            unavailable=walletpay_steps.unavailable,
         ),
     ]
 

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from walletctl.errors import GatewayError, RefusedError
+from walletctl.models.ledger import Balance, balance_from_records, kind_of
 from walletctl.models.money import format_major
 from walletctl.ops.smoke.amounts import Amounts
 from walletctl.ops.smoke.framework import (
@@ -24,7 +25,6 @@ from walletctl.ops.smoke.framework import (
 )
 
 if TYPE_CHECKING:
-    from walletctl.models.ledger import Balance
     from walletctl.models.records import TransactionRecord
     from walletctl.ops.redirect import FollowUpPlan
     from walletctl.ops.smoke.target import Target
@@ -116,19 +116,18 @@ def approve_step() -> Step:
 
 
 def _original(run: ScenarioRun, records: list[TransactionRecord]) -> TransactionRecord:
+    from walletctl.ops.smoke.target import original_record
+
     ref = run.state["original"]
-    for rec in records:
-        if rec.client_system_transaction_id == ref:
-            return rec
-    raise StepFailed(f"lookup of {ref} returned no record with that reference")
+    if (rec := original_record(records, ref)) is None:
+        raise StepFailed(f"lookup of {ref} returned no record with that reference")
+    return rec
 
 
 def lookup_approved_step(kind: str) -> Step:
     """Lookup: the original is Approved with the checkout's amount and currency."""
 
     def action(run: ScenarioRun) -> str:
-        from walletctl.models.ledger import kind_of
-
         target = _target(run)
         ref = run.state["original"]
         records = target.settled_records(ref)
@@ -166,8 +165,6 @@ def followup_step(
 
 
 def _balance(run: ScenarioRun) -> tuple[Balance, list[TransactionRecord]]:
-    from walletctl.models.ledger import balance_from_records
-
     target = _target(run)
     ref = run.state["original"]
     records = target.client.lookup(ref)
@@ -244,6 +241,8 @@ def refusal_step(
             target.profile, op, original, new_ref, amount, target.currency  # type: ignore[arg-type]
         )
         run.state.setdefault("refused", set()).add(new_ref)
+        refused = (f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by "
+                   "the gateway")
         try:
             response = target.client.followup(request)
         except GatewayError as exc:
@@ -254,18 +253,12 @@ def refusal_step(
                 f"expected the gateway to refuse the {NOUNS[op]} with HTTP 422, got: {exc.message}",
             )
             code = f", code {exc.code}" if exc.code else ""
-            return (
-                f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by the "
-                f"gateway (HTTP {exc.status}{code})"
-            )
+            return f"{refused} (HTTP {exc.status}{code})"
         check(
             response.state != APPROVED,
             f"the gateway ACCEPTED a {NOUNS[op]} of {_money(run, amount)} on {original} "
             f"({balance.summary()}): {new_ref} is {response.state}",
         )
-        return (
-            f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by the "
-            f"gateway (state {response.state})"
-        )
+        return f"{refused} (state {response.state})"
 
     return Step(name, action, f"{NOUNS[op]} that must be refused")

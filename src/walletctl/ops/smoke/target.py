@@ -20,7 +20,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from walletctl.ops.smoke.transport import ExchangeLog, RecordingTransport
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
     from walletctl.models.records import TransactionRecord
+    from walletctl.ops.smoke import SmokeOptions
 
 ENV_REDIRECT_URL = "WALLETCTL_SMOKE_REDIRECT_URL"
 ENV_REFERENCE = "WALLETCTL_SMOKE_REFERENCE"
@@ -50,16 +51,13 @@ class Target:
     admin: SandboxAdmin  # admin routes of a walletctl sandbox (same recording transport)
     masker: Masker
     currency: str
-    approve_command: str | None = None
-    approve_timeout: float = 300.0
-    settle_timeout: float = 10.0
-    embedded: bool = False
+    options: SmokeOptions  # the approver and the timeouts
     _is_sandbox: bool | None = field(default=None, repr=False)
 
     # -- approval -------------------------------------------------------------------------
     def approve(self, reference: str, redirect_url: str) -> str:
         """Approve the customer's side of a checkout; returns a one-line detail."""
-        if self.approve_command:
+        if self.options.approve_command:
             return self._approve_with_command(reference, redirect_url)
         if self.profile.is_production:  # never a sandbox's admin route on a production gateway
             raise StepSkipped(
@@ -94,8 +92,8 @@ class Target:
         return self._is_sandbox
 
     def _approve_with_command(self, reference: str, redirect_url: str) -> str:
-        assert self.approve_command is not None
-        argv = [*shlex.split(self.approve_command), redirect_url]
+        assert self.options.approve_command is not None
+        argv = [*shlex.split(self.options.approve_command), redirect_url]
         env = {**os.environ, ENV_REDIRECT_URL: redirect_url, ENV_REFERENCE: reference}
         try:
             done = subprocess.run(
@@ -103,7 +101,7 @@ class Target:
                 env=env,
                 capture_output=True,
                 text=True,
-                timeout=self.approve_timeout,
+                timeout=self.options.approve_timeout,
                 check=False,
             )
         except FileNotFoundError:
@@ -112,7 +110,7 @@ class Target:
             ) from None
         except subprocess.TimeoutExpired:
             raise StepFailed(
-                f"the approver command did not finish within {self.approve_timeout:g} s"
+                f"the approver command did not finish within {self.options.approve_timeout:g} s"
             ) from None
         if done.returncode != 0:
             tail = (done.stderr or done.stdout or "").strip().splitlines()[-3:]
@@ -125,7 +123,7 @@ class Target:
     # -- lookups --------------------------------------------------------------------------
     def settled_records(self, reference: str) -> list[TransactionRecord]:
         """Look ``reference`` up, polling while its original is still ``Pending``."""
-        deadline = time.monotonic() + self.settle_timeout
+        deadline = time.monotonic() + self.options.settle_timeout
         delay = 0.2
         while True:
             records = self.client.lookup(reference)
@@ -143,10 +141,7 @@ class Target:
 def original_record(
     records: list[TransactionRecord], reference: str
 ) -> TransactionRecord | None:
-    for rec in records:
-        if rec.client_system_transaction_id == reference:
-            return rec
-    return None
+    return next((r for r in records if r.client_system_transaction_id == reference), None)
 
 
 def _error_text(refused: SandboxRefused) -> str:
@@ -161,6 +156,7 @@ def _error_text(refused: SandboxRefused) -> str:
 
 def known_secrets(profile: Profile) -> list[str]:
     """The profile's secrets (resolved now: a missing one is a ConfigError before any step)."""
+    from walletctl.client.answer_guard import credential_parts
     from walletctl.config.secrets import auth_header, service_basic_auth
 
     found: list[str] = []
@@ -172,14 +168,8 @@ def known_secrets(profile: Profile) -> list[str]:
         service = service_basic_auth(profile)
     except ConfigError:
         service = None  # only the browser-wallet scenario needs it; it reports it then
-    if service is not None:
-        import base64
-
-        found.append(service[1])
-        token = service[1].split(" ", 1)[-1]
-        found.append(token)
-        with suppress(ValueError):
-            found.append(base64.b64decode(token).decode().split(":", 1)[-1])
+    if service is not None:  # the header, its token and the password in it
+        found.extend(credential_parts(service[1]))
     if profile.auth.key:
         found.append(profile.auth.key)
     return found
@@ -190,24 +180,22 @@ def open_target(
     profile: Profile,
     masker: Masker,
     log: ExchangeLog,
+    options: SmokeOptions,
     *,
-    currency: str | None = None,
     transport: httpx.BaseTransport | None = None,
     trace: Callable[[str], None] | None = None,
-    approve_command: str | None = None,
-    approve_timeout: float = 300.0,
-    settle_timeout: float = 10.0,
     embedded: bool = False,
     history_run: str | None = None,
 ) -> Iterator[Target]:
-    """A :class:`Target` for ``profile`` whose HTTP exchanges go to ``log`` (masked)."""
+    """A :class:`Target` for ``profile`` (the run's ``options``: its currency and approver)
+    whose HTTP exchanges go to ``log`` (masked)."""
     from walletctl.client.gateway import GatewayClient, profile_timeout
     from walletctl.models.money import check_currency
 
     for secret in known_secrets(profile):
         masker.add(secret)
     try:
-        cur = check_currency(currency or profile.currency or "EUR")
+        cur = check_currency(options.currency or profile.currency or "EUR")
     except ValueError as exc:
         raise UsageError(f"--currency: {exc}") from None
     inner = transport or environment_transport(profile.base_url)
@@ -224,10 +212,7 @@ def open_target(
         admin=admin,
         masker=masker,
         currency=cur,
-        approve_command=approve_command,
-        approve_timeout=approve_timeout,
-        settle_timeout=settle_timeout,
-        embedded=embedded,
+        options=options,
         _is_sandbox=True if embedded else None,
     )
     try:

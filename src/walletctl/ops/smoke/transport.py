@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
@@ -38,14 +38,7 @@ class Exchange:
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "path": self.path,
-            "status": self.status,
-            "duration": round(self.duration, 4),
-            "request": self.request,
-            "response": self.response,
-        }
+        return {**asdict(self), "duration": round(self.duration, 4)}
 
 
 class ExchangeLog:

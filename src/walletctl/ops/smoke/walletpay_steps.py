@@ -12,7 +12,8 @@ with a reason, and so is the rest of the scenario.
 from __future__ import annotations
 
 import importlib.util
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import Any
 
 from walletctl.client.admin import THREE_DS_CHALLENGE, WALLET_TOKEN
 from walletctl.ops.smoke.framework import (
@@ -24,12 +25,8 @@ from walletctl.ops.smoke.framework import (
     check,
     check_equal,
 )
-from walletctl.ops.smoke.steps import _amounts, _money, _plan_followup, _target
+from walletctl.ops.smoke.steps import APPROVED, _amounts, _money, _plan_followup, _target
 
-if TYPE_CHECKING:
-    pass
-
-APPROVED = "Approved"
 # The sandbox's emulated wallet cards used here (GET /_sandbox/wallet/cards lists them all).
 TOKEN_CARD = "visa-token"  # noqa: S105 - a card id. CRYPTOGRAM_3DS -> cardType Token
 PAN_CARD = "visa-pan"  # PAN_ONLY -> cardType Card, needs 3DS
@@ -223,14 +220,6 @@ def _authorize(run: ScenarioRun, kind: str) -> str:
     )
 
 
-def authorize_sale(run: ScenarioRun) -> str:
-    return _authorize(run, "sale")
-
-
-def authorize_preauth(run: ScenarioRun) -> str:
-    return _authorize(run, "preauth")
-
-
 def capture(run: ScenarioRun) -> str:
     target = _target(run)
     original = run.state["accounts"]["preauth"]["ref"]
@@ -264,12 +253,10 @@ def steps() -> tuple[Step, ...]:
         Step("wallet tokens", wallet_tokens, "emulated wallet mints two tokens"),
         Step("create payment accounts", create_accounts, "POST paymentAccounts (create API)"),
         Step("get payment accounts", get_accounts, "GET paymentAccounts/{id}"),
-        Step("authorize sale", authorize_sale, "POST transactions ecom.sale (Token)"),
-        Step(
-            "authorize pre-authorisation",
-            authorize_preauth,
-            "POST transactions ecom.preauthorization (Card + 3DS)",
-        ),
+        Step("authorize sale", partial(_authorize, kind="sale"),
+             "POST transactions ecom.sale (Token)"),
+        Step("authorize pre-authorisation", partial(_authorize, kind="preauth"),
+             "POST transactions ecom.preauthorization (Card + 3DS)"),
         Step("capture", capture, "POST apmTransactions capture of the pre-authorisation"),
         Step("lookup", lookup, "GET apmTransactions: both Approved, captured in full"),
     )
