@@ -18,15 +18,12 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
-from walletctl.ops.recon.model import UNCONFIRMED, Finding, ReconResult, Side
+from walletctl.ops.recon.model import LABELS, UNCONFIRMED, Finding, ReconResult, Side
 from walletctl.render.output import emit, to_json, write_csv
 
 CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
                "history_outcome", "history_amount", "gateway_state", "gateway_amount",
                "currency", "gateway_time", "history_count", "gateway_count", "note")
-LABELS = {"unrecorded": "not in the history", "absent": "absent", "state": "state differs",
-          "amount": "amount differs", "type": "another transaction", "unknown": "unknown",
-          "unchecked": "not checked"}
 
 
 def _places(amount: Decimal, currency: str) -> str:
