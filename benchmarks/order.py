@@ -133,7 +133,7 @@ def in_process(cfg: Path, history: Path, reps: int) -> dict[str, float]:
     from walletctl.config.profiles_file import load_profile
     from walletctl.history.approvals import listing
     from walletctl.history.store import Filters
-    from walletctl.ops.order import compare, order_view
+    from walletctl.ops.order import findings_on, order_view
     from walletctl.render.order import render_order
 
     os.environ["WALLETCTL_AUDIT_LOG"] = str(history)
@@ -154,7 +154,7 @@ def in_process(cfg: Path, history: Path, reps: int) -> dict[str, float]:
             records = client.lookup(TARGET)
             keep("one lookup", began)
             began = time.perf_counter()
-            compare(TARGET, entries, records)
+            findings_on(TARGET, entries, records)
             keep("comparison", began)
             began = time.perf_counter()
             view = order_view(prof, client, TARGET)

@@ -19,7 +19,6 @@ from walletctl.constants import ExitCode
 from walletctl.errors import RefusedError
 from walletctl.history.store import Entry, Filters
 from walletctl.models.ledger import Balance, balance_from_records, kind_of
-from walletctl.models.money import format_major
 from walletctl.models.outcome import find_record
 from walletctl.ops.money.earlier import lookup_or_none
 from walletctl.ops.recon.compare import compare_original, seen
@@ -107,8 +106,7 @@ class OrderView:
             return (f"The history and the gateway disagree on {ref}: " + "; ".join(
                 f"{f.reference} {LABELS[f.kind]}" for f in named) + ".")
         if not self.entries:
-            return (f"The history has no entry on {ref} and the gateway shows no money moved "
-                    "that one should record: nothing disagrees.")
+            return f"The history has no entry on {ref}; nothing at the gateway disagrees."
         return f"The history and the gateway agree on {ref}."
 
     def timeline(self) -> list[Step]:
@@ -144,7 +142,7 @@ def order_view(profile: Profile, client: GatewayClient, reference: str) -> Order
     except RefusedError as exc:
         view.balance_note = exc.message
     if store is not None:
-        view.findings = compare(reference, view.entries, view.records)
+        view.findings = findings_on(reference, view.entries, view.records)
     return view
 
 
@@ -166,7 +164,7 @@ def _look_up(client: GatewayClient, reference: str, *,
     return client.lookup(reference)
 
 
-def compare(reference: str, entries: list[Entry],
+def findings_on(reference: str, entries: list[Entry],
             records: list[TransactionRecord]) -> list[Finding]:
     """``recon --ref REF``'s comparison, with no window: every entry on the order is
     compared, so nothing at the gateway is explained by an entry outside it."""
@@ -216,15 +214,3 @@ def timeline(entries: list[Entry], records: list[TransactionRecord],
                                                                     rec.type or "?"),
                           shown.reference, f"{shown.amount:f}", shown.currency, record=rec))
     return sorted(steps, key=lambda s: s.time)
-
-
-def money(amount: str | None, currency: str | None) -> str:
-    """``250.00 EUR`` (as given when it cannot be formatted; "" when there is none)."""
-    if amount is None or not currency:
-        return ""
-    from decimal import Decimal, InvalidOperation
-
-    try:
-        return format_major(Decimal(amount), currency)
-    except (InvalidOperation, ValueError, KeyError):
-        return f"{amount} {currency}"

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from walletctl.ops.order import OrderView, Step, money
+from walletctl.ops.order import OrderView, Step
 from walletctl.render.output import emit
+from walletctl.render.recon import money_text
 
 if TYPE_CHECKING:
     from walletctl.history.approvals import Approval
@@ -149,8 +150,8 @@ def _table(view: OrderView) -> None:
         days = {s.time[:10] for s in steps}
         one_day = len(days) == 1  # the date once, in the title, and times in the column
         rows = [[s.time[11:19] if one_day else _when(s.time),
-                 escape(f"{s.step} {s.reference}"), money(s.amount, s.currency), _history(s),
-                 _gateway(s)] for s in steps]
+                 escape(f"{s.step} {s.reference}"), money_text(s.amount, s.currency),
+                 _history(s), _gateway(s)] for s in steps]
         title = f"Timeline of {days.pop()} (UTC)" if one_day else "Timeline (UTC)"
         print_table(title, ["Time", "Step", "Amount", "History", "Gateway"], rows,
                     justify={2: "right"}, no_wrap=(2,), drop=(0, 4, 2))
@@ -162,13 +163,15 @@ def _table(view: OrderView) -> None:
                       highlight=False)
     b = view.balance
     if b is not None:
+        from walletctl.models.money import format_major
+
         c = b.currency
         console.print(fit_phrases([
-            "Balance:", f"authorised {money(str(b.authorised), c)},",
-            f"captured {money(str(b.captured), c)},", f"refunded {money(str(b.refunded), c)},",
-            *(["reversed,"] if b.reversed else []),
-            f"capturable {money(str(b.capturable), c)},",
-            f"refundable {money(str(b.refundable), c)}"]), soft_wrap=True, highlight=False)
+            "Balance:", f"authorised {format_major(b.authorised, c)},",
+            f"captured {format_major(b.captured, c)},",
+            f"refunded {format_major(b.refunded, c)},", *(["reversed,"] if b.reversed else []),
+            f"capturable {format_major(b.capturable, c)},",
+            f"refundable {format_major(b.refundable, c)}"]), soft_wrap=True, highlight=False)
     elif view.balance_note:
         console.print(fit_phrases(["No balance:", *escape(view.balance_note).split()]),
                       soft_wrap=True, highlight=False)

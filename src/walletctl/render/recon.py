@@ -111,7 +111,7 @@ def render_recon(result: ReconResult, fmt: str) -> None:
 # ------------------------------------------------------------------------------- table
 
 
-def _money(amount: str | Decimal | None, currency: str | None) -> str:
+def money_text(amount: str | Decimal | None, currency: str | None) -> str:
     if amount is None or not currency:
         return ""
     from walletctl.models.money import format_major
@@ -124,12 +124,12 @@ def _money(amount: str | Decimal | None, currency: str | None) -> str:
 
 def _desk(f: Finding, with_outcome: bool = True) -> str:
     what = f"{f.operation} {f.outcome}" if with_outcome else str(f.operation)
-    return f"{what} {_money(f.amount, f.currency)}".strip()
+    return f"{what} {money_text(f.amount, f.currency)}".strip()
 
 
 def _gateway(f: Finding) -> str:
     g = f.gateway
-    return "nothing" if g is None else f"{g.state} {_money(g.amount, g.currency)}"
+    return "nothing" if g is None else f"{g.state} {money_text(g.amount, g.currency)}"
 
 
 def _entry(f: Finding) -> str:
@@ -171,7 +171,7 @@ def _tables(result: ReconResult) -> None:
         print_table("Money moved at the gateway with no history entry",
                     ["Original", "Reference", "Op", "Amount", "State", "Time"],
                     [[escape(f.original), escape(f.reference), str(f.operation),
-                      _money(g.amount, g.currency), escape(g.state), _short_time(g.time)]
+                      money_text(g.amount, g.currency), escape(g.state), _short_time(g.time)]
                      for f in unrecorded if (g := f.gateway) is not None],
                     justify={3: "right"}, no_wrap=(3, 5), drop=(5, 0))
     unconfirmed = result.of(*UNCONFIRMED)
