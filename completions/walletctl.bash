@@ -2,7 +2,7 @@
 # Install: echo 'source <(walletctl completion bash)' >> ~/.bashrc
 _walletctl_groups() {  # PATH: its subcommands
     case "$1" in
-        '') echo 'account approvals approve authorize capture checkout completion history keys lookup profile recon refund reverse sandbox smoke' ;;
+        '') echo 'account approvals approve authorize capture checkout completion history keys lookup order profile recon refund reverse sandbox smoke' ;;
         'approvals') echo 'refuse show' ;;
         'history') echo 'anchor policy setup verify' ;;
         'history policy') echo 'set show unset' ;;
@@ -32,6 +32,7 @@ _walletctl_options() {  # PATH: its options
         'history verify') echo '--anchor --expect-head --help -h' ;;
         'keys') echo '--show-secret --save --refresh --help -h' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help -h' ;;
+        'order') echo '--help -h' ;;
         'profile') echo '--help -h' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --keyring --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path --default --force --help -h' ;;
         'profile check') echo '--all --online --help -h' ;;

@@ -3,7 +3,7 @@
 complete -c walletctl -f
 function __walletctl_groups
     switch $argv[1]
-        case ''; echo account approvals approve authorize capture checkout completion history keys lookup profile recon refund reverse sandbox smoke
+        case ''; echo account approvals approve authorize capture checkout completion history keys lookup order profile recon refund reverse sandbox smoke
         case 'approvals'; echo refuse show
         case 'history'; echo anchor policy setup verify
         case 'history policy'; echo set show unset
@@ -86,6 +86,7 @@ complete -c walletctl -n "__walletctl_at ''" -a completion -d 'Print the shell c
 complete -c walletctl -n "__walletctl_at ''" -a history -d 'List, verify and reconcile the history (audit log) of mon...'
 complete -c walletctl -n "__walletctl_at ''" -a keys -d 'Fetch an API key and encryption key for the profile (publ...'
 complete -c walletctl -n "__walletctl_at ''" -a lookup -d 'Show the transaction and its follow-ups (spec 2.5) as a t...'
+complete -c walletctl -n "__walletctl_at ''" -a order -d 'One order: the gateway\'s records, the history\'s entries,...'
 complete -c walletctl -n "__walletctl_at ''" -a profile -d 'List, show, add, change, remove and check merchant profil...'
 complete -c walletctl -n "__walletctl_at ''" -a recon -d 'Reconcile the history (and batch journals) with the gatew...'
 complete -c walletctl -n "__walletctl_at ''" -a refund -d 'Refund a captured sale or pre-authorisation (default: all...'
@@ -227,6 +228,7 @@ complete -c walletctl -n "__walletctl_at 'lookup'" -l concurrency -x -d 'Lookups
 complete -c walletctl -n "__walletctl_at 'lookup'" -l rate -x -d 'Max requests per second'
 complete -c walletctl -n "__walletctl_at 'lookup'" -l max-failures -x -d 'Stop after K consecutive failed lookups'
 complete -c walletctl -n "__walletctl_at 'lookup'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'order'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile'" -a add -d 'Add a profile to the profiles file (created 0600 if missi...'
 complete -c walletctl -n "__walletctl_at 'profile'" -a check -d 'Check a profile: file, permissions, secrets, and which co...'
 complete -c walletctl -n "__walletctl_at 'profile'" -a default -d 'Make a profile the default (default_profile in the file)'

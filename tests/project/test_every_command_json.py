@@ -69,6 +69,7 @@ def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path
         "reverse": ["reverse", "J-AUTH2", "--yes"],
         "lookup": ["lookup", "J-AUTH"],
         "recon": ["recon"],  # before `sandbox reset` (which would make it a mismatch)
+        "order": ["order", "J-AUTH"],  # after the capture and refund on it, before the reset
         "keys": ["keys"],
         "account": ["account", "--event", str(event)],
         "authorize": ["authorize", "--event", str(event), "--amount", "3.00", "--currency",

@@ -30,6 +30,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lookup",
         "Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV.",
     ),
+    "order": (
+        "order",
+        "One order: the gateway's records, the history's entries, approvals, recon findings, "
+        "the balance and a verdict; exit 13 naming each disagreement.",
+    ),
     "keys": (
         "walletpay",
         "Fetch an API key and encryption key for the profile (public key service).",

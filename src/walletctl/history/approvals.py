@@ -193,10 +193,14 @@ def _shown(store: HistoryStore, found: Approval) -> Approval:
 
 
 def listing(store: HistoryStore, *, now: str, state: str | None = None,
-            since: str | None = None, merchant: tuple[str, str] | None = None
-            ) -> Iterator[Approval]:
-    """Requests, oldest first; ``state`` as :meth:`Approval.status` tells it."""
+            since: str | None = None, merchant: tuple[str, str] | None = None,
+            original_ref: str | None = None) -> Iterator[Approval]:
+    """Requests, oldest first; ``state`` as :meth:`Approval.status` tells it;
+    ``original_ref``: only those on this order."""
     sql, args = _SELECT + " WHERE 1 = 1", []
+    if original_ref is not None:
+        sql += " AND original_ref = ?"
+        args.append(original_ref)
     if since is not None:
         sql += " AND created_at >= ?"
         args.append(since)

@@ -362,6 +362,7 @@ CREATE TABLE walletctl.approval_rows (
     PRIMARY KEY (approval, line)
 );
 CREATE INDEX approval_rows_ref ON walletctl.approval_rows (approval, ref);
+CREATE INDEX approvals_ref ON walletctl.approvals (original_ref);
 
 -- a batch request's rows are filed with it, by its requester, and never change
 CREATE FUNCTION walletctl.approval_rows_filed() RETURNS trigger LANGUAGE plpgsql AS $fn$

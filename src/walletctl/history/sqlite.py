@@ -62,6 +62,7 @@ CREATE TABLE IF NOT EXISTS approval_rows (
     PRIMARY KEY (approval, line)
 );
 CREATE INDEX IF NOT EXISTS approval_rows_ref ON approval_rows(approval, ref);
+CREATE INDEX IF NOT EXISTS approvals_ref ON approvals(original_ref);
 CREATE TABLE IF NOT EXISTS policy (
     key TEXT PRIMARY KEY, value TEXT NOT NULL, set_by TEXT, set_at TEXT
 );

@@ -28,6 +28,11 @@ Kind = Literal["unrecorded", "absent", "state", "amount", "type", "unknown", "un
 UNCONFIRMED: tuple[Kind, ...] = ("absent", "state", "amount", "type")
 MISMATCHES: tuple[Kind, ...] = ("unrecorded", *UNCONFIRMED, "unknown")
 KINDS: tuple[Kind, ...] = (*MISMATCHES, "unchecked")
+# Each kind as a mismatch is named in one line ("ORDER-1-REF2 not in the history").
+LABELS: dict[Kind, str] = {
+    "unrecorded": "not in the history", "absent": "absent", "state": "state differs",
+    "amount": "amount differs", "type": "another transaction", "unknown": "unknown",
+    "unchecked": "not checked"}
 # The operations recon compares (the history's names).
 OPERATIONS: tuple[str, ...] = ("checkout", "authorize", "capture", "refund", "reverse")
 

@@ -1,0 +1,216 @@
+"""``walletctl order REF``: one order as the gateway and the desk's history each tell it.
+
+:func:`order_view` reads, and writes nothing: one lookup of the order at the gateway (the
+original and its follow-ups), the history's entries on it (one indexed query on the original
+reference), the approval requests on it, the comparison ``recon --ref REF`` makes
+(:func:`walletctl.ops.recon.compare.compare_original`, the same rules, nothing else), and the
+balance the follow-up rules give (:func:`walletctl.models.ledger.balance_from_records`). It
+ends in one verdict: the history and the gateway agree, or each disagreement named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from walletctl.constants import ExitCode
+from walletctl.errors import RefusedError
+from walletctl.history.store import Entry, Filters
+from walletctl.models.ledger import Balance, balance_from_records, kind_of
+from walletctl.models.outcome import find_record
+from walletctl.ops.money.earlier import lookup_or_none
+from walletctl.ops.recon.compare import compare_original, seen
+from walletctl.ops.recon.model import (
+    LABELS,
+    MISMATCHES,
+    OPERATIONS,
+    Counts,
+    Expected,
+    Finding,
+    Totals,
+)
+from walletctl.ops.recon.sources import ours
+
+if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.config.profile import Profile
+    from walletctl.history.approvals import Approval
+    from walletctl.history.store import HistoryStore
+    from walletctl.models.records import TransactionRecord
+
+# the record kinds -> the step's name (the history's operation names)
+_STEP_OF_KIND = {"sale": "checkout", "preauth": "checkout", "capture": "capture",
+                 "refund": "refund", "reversal": "reverse"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of the order's timeline: a history entry (with the gateway's record under
+    its reference, when it was sent), or a record at the gateway no entry was sent as."""
+
+    time: str  # UTC, ISO (the history's form); the gateway's date when no entry is behind it
+    step: str  # checkout, capture, refund, reverse, approval, ...
+    reference: str
+    amount: str | None  # major units, as text
+    currency: str | None
+    entry: Entry | None = None
+    record: TransactionRecord | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        e = self.entry
+        return {"time": self.time, "step": self.step, "reference": self.reference,
+                "amount": self.amount, "currency": self.currency,
+                "entry": None if e is None else e.id,
+                "outcome": None if e is None else e.outcome,
+                "operator": None if e is None else e.who,
+                "reason": None if e is None else e.reason,
+                "approval": None if e is None else e.approval,
+                "gatewayState": None if self.record is None else self.record.state}
+
+
+@dataclass
+class OrderView:
+    reference: str
+    profile: str
+    history: str  # the file's path or the database URL without a password ("" when none)
+    backend: str  # sqlite | postgresql | none
+    now: str
+    zone: str | None = None  # the profile's time zone (how the gateway's dates are read)
+    records: list[TransactionRecord] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
+    approvals: list[Approval] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    balance: Balance | None = None
+    balance_note: str | None = None  # why there is no balance (no original at the gateway)
+
+    @property
+    def disagreements(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind in MISMATCHES]
+
+    @property
+    def exit_code(self) -> int:
+        """13 when a disagreement is named (recon's rule), else 0."""
+        return int(ExitCode.MISMATCH if self.disagreements else ExitCode.OK)
+
+    @property
+    def verdict(self) -> str:
+        """One line: the history and the gateway agree, or each disagreement named."""
+        ref = self.reference
+        if self.backend == "none":
+            return (f"No history ({self.history or 'none'} does not exist): the gateway's "
+                    f"records only, nothing to compare them with.")
+        named = self.disagreements
+        if named:
+            return (f"The history and the gateway disagree on {ref}: " + "; ".join(
+                f"{f.reference} {LABELS[f.kind]}" for f in named) + ".")
+        if not self.entries:
+            return f"The history has no entry on {ref}; nothing at the gateway disagrees."
+        return f"The history and the gateway agree on {ref}."
+
+    def timeline(self) -> list[Step]:
+        return timeline(self.entries, self.records, self.zone)
+
+
+def order_view(profile: Profile, client: GatewayClient, reference: str) -> OrderView:
+    """Everything known about ``reference`` (see the module's docstring)."""
+    from walletctl.config.dburl import DbUrl
+    from walletctl.history import history_location, open_location
+    from walletctl.history.recorder import now_utc
+
+    where = history_location(profile)
+    shared = isinstance(where, DbUrl)
+    view = OrderView(reference=reference, profile=profile.name,
+                     history=where.display() if isinstance(where, DbUrl) else str(where),
+                     backend="postgresql" if shared else "sqlite", now=now_utc(),
+                     zone=profile.timezone)
+    store: HistoryStore | None = None
+    if shared or (isinstance(where, Path) and where.exists()):
+        store = open_location(where, create=False, purpose=f"walletctl order {reference}")
+    else:
+        view.backend = "none"
+    try:
+        if store is not None:
+            _read_history(store, profile, view)
+        view.records = _look_up(client, reference, anything_recorded=bool(view.entries))
+    finally:
+        if store is not None:
+            store.close()
+    try:
+        view.balance = balance_from_records(reference, view.records)
+    except RefusedError as exc:
+        view.balance_note = exc.message
+    if store is not None:
+        view.findings = findings_on(reference, view.entries, view.records)
+    return view
+
+
+def _read_history(store: HistoryStore, profile: Profile, view: OrderView) -> None:
+    from walletctl.history.approvals import listing
+
+    view.entries = [e for e in store.entries(Filters(original_ref=view.reference))
+                    if ours(e, profile)]
+    view.approvals = list(listing(store, now=view.now, original_ref=view.reference,
+                                  merchant=(profile.merchant_id, profile.store_id)))
+
+
+def _look_up(client: GatewayClient, reference: str, *,
+             anything_recorded: bool) -> list[TransactionRecord]:
+    """The lookup's records; an order unknown to the gateway is the lookup's own error
+    unless the history records something on it (then it is a disagreement to name)."""
+    if anything_recorded:
+        return lookup_or_none(client, reference)
+    return client.lookup(reference)
+
+
+def findings_on(reference: str, entries: list[Entry],
+            records: list[TransactionRecord]) -> list[Finding]:
+    """``recon --ref REF``'s comparison, with no window: every entry on the order is
+    compared, so nothing at the gateway is explained by an entry outside it."""
+    expected = [Expected(e, f"history #{e.id}") for e in entries
+                if e.operation in OPERATIONS and e.outcome != "refused"]
+    found = compare_original(reference, expected, records, in_window=lambda _rec: True,
+                             recorded_elsewhere=set, operations=frozenset(OPERATIONS),
+                             totals=Totals(), counts=Counts())
+    return sorted(found, key=Finding.sort_key)
+
+
+def _utc(text: str | None, zone: str | None) -> str:
+    """A gateway date as the history's UTC form (as given when it cannot be read)."""
+    if not text:
+        return ""
+    from walletctl.models.records import parse_timestamp
+
+    tz: Any = UTC
+    if zone:
+        from zoneinfo import ZoneInfo
+
+        tz = ZoneInfo(zone)
+    when = parse_timestamp(text, tz)
+    if when is None:
+        return text
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def timeline(entries: list[Entry], records: list[TransactionRecord],
+             zone: str | None = None) -> list[Step]:
+    """The history's entries, each with the record it was sent as, and the records no
+    entry was sent as, in time order."""
+    steps: list[Step] = []
+    claimed: set[str] = set()
+    for e in entries:
+        sent = e.outcome != "refused" and e.operation in OPERATIONS
+        record = find_record(records, e.reference) if sent else None
+        if record is not None:
+            claimed.add(record.client_system_transaction_id)
+        steps.append(Step(e.time, e.operation, e.reference, e.amount, e.currency,
+                          entry=e, record=record))
+    for rec in records:
+        if rec.client_system_transaction_id in claimed:
+            continue
+        shown = seen(rec)
+        steps.append(Step(_utc(shown.time, zone), _STEP_OF_KIND.get(kind_of(rec.type) or "",
+                                                                    rec.type or "?"),
+                          shown.reference, f"{shown.amount:f}", shown.currency, record=rec))
+    return sorted(steps, key=lambda s: s.time)

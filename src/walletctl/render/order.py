@@ -1,0 +1,179 @@
+"""``walletctl order REF``: the order's timeline, approvals, findings, balance and verdict.
+
+* ``json``: one document — ``order`` (reference, profile, where the history is),
+  ``gateway`` (the lookup's records), ``history`` (the entries), ``approvals``,
+  ``findings`` (recon's, on this order), ``balance``, ``timeline`` and ``verdict``;
+* ``ndjson`` / ``csv``: one row per step of the timeline;
+* ``table``: the timeline (it fits the terminal: columns are left out, named, before a
+  word is broken), then the approvals, the findings, the balance and the verdict, each a
+  line that breaks between words.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from walletctl.ops.order import OrderView, Step
+from walletctl.render.output import emit
+from walletctl.render.recon import money_text
+
+if TYPE_CHECKING:
+    from walletctl.history.approvals import Approval
+    from walletctl.models.ledger import Balance
+
+CSV_COLUMNS = ("time", "step", "reference", "amount", "currency", "entry", "outcome",
+               "operator", "reason", "approval", "gatewayState")
+
+
+def _places(balance: Balance) -> dict[str, str]:
+    from walletctl.models.money import quantize
+
+    def text(amount: Any) -> str:
+        try:
+            return f"{quantize(amount, balance.currency):f}"
+        except (KeyError, ValueError):
+            return f"{amount:f}"
+
+    return {name: text(getattr(balance, name)) for name in (
+        "authorised", "captured", "refunded", "capturable", "refundable")}
+
+
+def balance_dict(view: OrderView) -> dict[str, Any] | None:
+    b = view.balance
+    if b is None:
+        return None
+    return {"reference": b.reference, "kind": b.kind, "state": b.state,
+            "currency": b.currency, **_places(b), "reversed": b.reversed}
+
+
+def order_document(view: OrderView) -> dict[str, Any]:
+    from walletctl.render.records import record_dict
+
+    named = view.disagreements
+    return {
+        "order": {"reference": view.reference, "profile": view.profile,
+                  "history": view.history or None, "backend": view.backend},
+        "gateway": [record_dict(r) for r in view.records],
+        "history": [e.to_dict() for e in view.entries],
+        "approvals": [a.to_dict(view.now) for a in view.approvals],
+        "findings": [f.as_dict() for f in view.findings],
+        "balance": balance_dict(view),
+        "timeline": [s.as_dict() for s in view.timeline()],
+        "verdict": {"agrees": not named, "compared": view.backend != "none",
+                    "exitCode": view.exit_code, "text": view.verdict,
+                    "disagreements": [{"kind": f.kind, "reference": f.reference,
+                                       "note": f.note} for f in named]},
+    }
+
+
+def render_order(view: OrderView, fmt: str) -> None:
+    rows = [s.as_dict() for s in view.timeline()]
+    emit(fmt, rows, document=order_document(view), columns=CSV_COLUMNS,
+         table=lambda: _table(view))
+
+
+# ------------------------------------------------------------------------------- table
+
+
+def _when(stamp: str) -> str:
+    """``2026-11-25 23:05:01`` (two words: a narrow column puts the time under the date)."""
+    return stamp[:19].replace("T", " ")
+
+
+def _history(step: Step) -> str:
+    from rich.markup import escape
+
+    e = step.entry
+    if e is None:
+        return "[bold red]no entry[/]"
+    from walletctl.render.history import OUTCOME_STYLES
+
+    style = OUTCOME_STYLES.get(e.outcome, "")
+    outcome = f"[{style}]{e.outcome}[/]" if style else e.outcome
+    text = f"#{e.id} {outcome} {escape(e.operator or e.os_user)}"
+    why = [f"approval #{e.approval}"] if e.approval is not None else []
+    if e.reason:
+        why.append(escape(e.reason))
+    if why:
+        text += f"\n[dim]{': '.join(why)}[/]"
+    return text
+
+
+def _gateway(step: Step) -> str:
+    from rich.markup import escape
+
+    from walletctl.render.records import STATE_STYLES
+
+    if step.record is None:
+        sent = step.entry is not None and step.entry.outcome != "refused" \
+            and step.step != "approval"
+        return "nothing" if sent else "[dim]-[/]"
+    state = step.record.state
+    style = STATE_STYLES.get(state.lower(), "")
+    return f"[{style}]{escape(state)}[/]" if style else escape(state)
+
+
+def _approval_phrases(a: Approval, now: str) -> list[str]:
+    from rich.markup import escape
+
+    def at(stamp: str | None) -> str:
+        return (stamp or "")[:16].replace("T", " ")
+
+    phrases = [f"Approval #{a.id}", f"({a.status(now)}):", *escape(a.what()).split()]
+    phrases += ["requested", "by", f"{escape(a.requester)},", at(a.created_at) + ";"]
+    if a.decided_by:
+        verb = "refused" if a.state == "refused" else "approved"
+        phrases += [verb, "by", escape(a.decided_by) + ",", at(a.decided_at) + ";"]
+    if a.spent_entry is not None:
+        phrases += ["spent", "by", f"entry #{a.spent_entry}"]
+    elif a.spent_batch:
+        phrases += ["spent", "by", "batch", escape(a.spent_batch)]
+    phrases[-1] = phrases[-1].rstrip(";,")
+    return phrases
+
+
+def _table(view: OrderView) -> None:
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+    from walletctl.render.fit import fit_phrases, print_table
+
+    console = out()
+    where = ["no history"] if view.backend == "none" else [
+        "history", escape(view.history), f"({view.backend})"]
+    # a long path folds rather than pushing the line past the terminal's edge
+    console.print(fit_phrases([f"Order {escape(view.reference)};",
+                               f"profile {escape(view.profile)};", *where]),
+                  overflow="fold", highlight=False)
+    steps = view.timeline()
+    if steps:
+        days = {s.time[:10] for s in steps}
+        one_day = len(days) == 1  # the date once, in the title, and times in the column
+        rows = [[s.time[11:19] if one_day else _when(s.time),
+                 escape(f"{s.step} {s.reference}"), money_text(s.amount, s.currency),
+                 _history(s), _gateway(s)] for s in steps]
+        title = f"Timeline of {days.pop()} (UTC)" if one_day else "Timeline (UTC)"
+        print_table(title, ["Time", "Step", "Amount", "History", "Gateway"], rows,
+                    justify={2: "right"}, no_wrap=(2,), drop=(0, 4, 2))
+    for a in view.approvals:
+        console.print(fit_phrases(_approval_phrases(a, view.now)), soft_wrap=True,
+                      highlight=False)
+    for f in view.disagreements:
+        console.print(fit_phrases(["[red]x[/]", *escape(f.note).split()]), soft_wrap=True,
+                      highlight=False)
+    b = view.balance
+    if b is not None:
+        from walletctl.models.money import format_major
+
+        c = b.currency
+        console.print(fit_phrases([
+            "Balance:", f"authorised {format_major(b.authorised, c)},",
+            f"captured {format_major(b.captured, c)},",
+            f"refunded {format_major(b.refunded, c)},", *(["reversed,"] if b.reversed else []),
+            f"capturable {format_major(b.capturable, c)},",
+            f"refundable {format_major(b.refundable, c)}"]), soft_wrap=True, highlight=False)
+    elif view.balance_note:
+        console.print(fit_phrases(["No balance:", *escape(view.balance_note).split()]),
+                      soft_wrap=True, highlight=False)
+    console.print(fit_phrases(escape(view.verdict).split()), soft_wrap=True, highlight=False,
+                  style="green" if view.exit_code == 0 else "bold red")
