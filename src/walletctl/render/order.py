@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from walletctl.ops.order import OrderView, Step
+from walletctl.ops.recon.compare import money_text
 from walletctl.render.output import emit
-from walletctl.render.recon import money_text
 
 if TYPE_CHECKING:
     from walletctl.history.approvals import Approval

@@ -18,16 +18,12 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
-<<<<<<< HEAD
 from walletctl.ops.recon.compare import money_text
-from walletctl.ops.recon.model import UNCONFIRMED, Finding, ReconResult, Side
+from walletctl.ops.recon.model import LABELS, UNCONFIRMED, Finding, ReconResult, Side
 from walletctl.render.balances import run_summary
 from walletctl.render.console import err, out
 from walletctl.render.fit import fit_phrases
 from walletctl.render.fit import print_table as fitted
-=======
-from walletctl.ops.recon.model import LABELS, UNCONFIRMED, Finding, ReconResult, Side
->>>>>>> order
 from walletctl.render.output import emit, to_json, write_csv
 
 CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
@@ -112,20 +108,6 @@ def render_recon(result: ReconResult, fmt: str) -> None:
 # ------------------------------------------------------------------------------- table
 
 
-<<<<<<< HEAD
-=======
-def money_text(amount: str | Decimal | None, currency: str | None) -> str:
-    if amount is None or not currency:
-        return ""
-    from walletctl.models.money import format_major
-
-    try:
-        return format_major(Decimal(amount), currency)
-    except (ArithmeticError, KeyError, ValueError):
-        return f"{amount} {currency}"
-
-
->>>>>>> order
 def _desk(f: Finding, with_outcome: bool = True) -> str:
     what = f"{f.operation} {f.outcome}" if with_outcome else str(f.operation)
     return f"{what} {money_text(f.amount, f.currency)}".strip()
