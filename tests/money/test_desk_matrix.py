@@ -121,6 +121,12 @@ class Matrix:
         return len(d.followups(ref, "refund" if op == "batch" else op))
 
 
+@pytest.fixture
+def plain(desk: Desk, tmp_path: Path) -> Matrix:
+    """The matrix for what no rule source changes (the duplicate hold, one reference)."""
+    return Matrix(desk, tmp_path)
+
+
 @pytest.fixture(params=["profile", "rulebook", "rulebook-pg"])
 def matrix(desk: Desk, tmp_path: Path, request: pytest.FixtureRequest) -> Matrix:
     """``rulebook-pg``: the desk's history is a PostgreSQL database; its owner sets the
@@ -189,35 +195,35 @@ def test_approval_amount(matrix: Matrix, op: str) -> None:
 
 
 @pytest.mark.parametrize("op", ["checkout", "authorize"])
-def test_approval_amount_names_only_follow_ups(matrix: Matrix, op: str) -> None:
+def test_approval_amount_names_only_follow_ups(plain: Matrix, op: str) -> None:
     """Four eyes guards money leaving an order (capture, refund, reversal); the setting for
     a checkout or an authorization does not exist, and saying it is a usage error."""
-    refused = matrix.desk.run("profile", "set", "desk-a", f"history.approvals.{op}", "10.00",
+    refused = plain.desk.run("profile", "set", "desk-a", f"history.approvals.{op}", "10.00",
                               expect=2)
     assert "not a profile setting" in refused.stderr, refused
 
 
 @pytest.mark.parametrize("op", ["capture", "refund", "batch"])
-def test_duplicate_hold(matrix: Matrix, op: str) -> None:
+def test_duplicate_hold(plain: Matrix, op: str) -> None:
     """(A reversal releases the whole pre-authorisation: a second one is refused by the
     ledger's own rule before the hold is asked.)"""
-    ref = matrix.subject(op)
-    matrix.move(op, ref, "5.00", expect=0)
-    held = matrix.move(op, ref, "5.00", expect=11)
+    ref = plain.subject(op)
+    plain.move(op, ref, "5.00", expect=0)
+    held = plain.move(op, ref, "5.00", expect=11)
     assert "duplicate" in (held.stderr + held.stdout).lower(), held
-    assert matrix.moved(op, ref) == 1
-    matrix.move(op, ref, "5.00", "--allow-duplicate", expect=0)
-    assert matrix.moved(op, ref) == 2
+    assert plain.moved(op, ref) == 1
+    plain.move(op, ref, "5.00", "--allow-duplicate", expect=0)
+    assert plain.moved(op, ref) == 2
 
 
 @pytest.mark.parametrize("op", ["checkout", "authorize"])
-def test_same_reference_moves_once(matrix: Matrix, op: str) -> None:
+def test_same_reference_moves_once(plain: Matrix, op: str) -> None:
     """A checkout's or an authorization's reference is its identity: the same command again
     moves nothing new. A checkout is replayed (exit 0, "replayed"); an authorization's 3DS
     result is spent with it, so the gateway refuses the second one (exit 5)."""
-    ref = matrix.subject(op)
-    matrix.move(op, ref, "5.00", expect=0)
-    again = matrix.move(op, ref, "5.00", expect=0 if op == "checkout" else 5)
+    ref = plain.subject(op)
+    plain.move(op, ref, "5.00", expect=0)
+    again = plain.move(op, ref, "5.00", expect=0 if op == "checkout" else 5)
     if op == "checkout":
         assert json.loads(again.stdout).get("replayed") is True, again
-    assert matrix.moved(op, ref) == 1
+    assert plain.moved(op, ref) == 1
