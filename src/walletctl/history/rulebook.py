@@ -45,6 +45,12 @@ _AMOUNT = re.compile(r"[0-9]{1,12}(\.[0-9]{1,4})?")
 BOUNDS = {"duplicate_window": (0, 1440), "approval_hours": (1, 720)}  # minutes, hours
 
 
+def checked_key(key: str) -> None:
+    """UsageError naming the rule, unless ``key`` is one of the rulebook's keys."""
+    if not (_AMOUNT_KEY.fullmatch(key) or key == "require_reason" or key in BOUNDS):
+        raise UsageError(f"policy key {key[:60]!r}: must be {KEY_RULE}")
+
+
 def checked_value(key: str, value: str) -> str:
     """``value`` for ``key`` in its one spelling, or UsageError naming the key and rule."""
     text = value.strip()
@@ -67,7 +73,8 @@ def checked_value(key: str, value: str) -> str:
             raise UsageError(f"{key}: must be a whole number from {low} to {high}, "
                              f"not {value[:40]!r}")
         return str(int(text))
-    raise UsageError(f"policy key {key[:60]!r}: must be {KEY_RULE}")
+    checked_key(key)
+    raise AssertionError(key)  # every known key is handled above
 
 
 @dataclass(frozen=True)
@@ -95,10 +102,9 @@ def change(store: HistoryStore, key: str, value: str | None, *, step: Intent) ->
     note filled in here), in one transaction: (old, new)."""
     from walletctl.history.chain import Tip
 
+    checked_key(key)
     new = None if value is None else checked_value(key, value)
-    if value is None and not (_AMOUNT_KEY.fullmatch(key) or key == "require_reason"
-                              or key in BOUNDS):
-        checked_value(key, "")  # names the rule for an unknown key
+    who = store._operator() or step.os_user  # the database stamps its own on PostgreSQL
     with store._write() as db:
         row = db.execute(store._sql("SELECT value FROM policy WHERE key = ?"),
                          (key,)).fetchone()
@@ -110,12 +116,11 @@ def change(store: HistoryStore, key: str, value: str | None, *, step: Intent) ->
         elif old is None:
             db.execute(store._sql("INSERT INTO policy (key, value, set_by, set_at) "
                                   "VALUES (?, ?, ?, ?)"),
-                       (key, new, step.os_user if store._operator() is None
-                        else store._operator(), step.time))
+                       (key, new, who, step.time))
         else:
             db.execute(store._sql("UPDATE policy SET value = ?, set_by = ?, set_at = ? "
                                   "WHERE key = ?"),
-                       (new, store._operator() or step.os_user, step.time, key))
+                       (new, who, step.time, key))
         tip = Tip(db, store._sql, store._operator())
         note = f"policy {key}: {old or '(unset)'} -> {new or '(unset)'}"
         tip.append("begin", None, vars(replace(step, original_ref=key, note=note[:300])),

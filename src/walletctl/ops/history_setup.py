@@ -95,11 +95,12 @@ def change_policy(profile: Profile | None, key: str, value: str | None) -> Ruleb
     import socket
 
     from walletctl.history.recorder import now_utc, os_user
-    from walletctl.history.rulebook import change, checked_value, read
+    from walletctl.history.rulebook import change, checked_key, checked_value, read
     from walletctl.history.store import Intent
 
+    checked_key(key)  # usage errors before any connection
     if value is not None:
-        checked_value(key, value)  # a usage error before any connection
+        checked_value(key, value)
     with _store(profile, f"policy {'set' if value is not None else 'unset'} {key}") as store:
         if not store.may_change_rulebook():
             raise RefusedError(
