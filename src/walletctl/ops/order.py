@@ -87,7 +87,13 @@ class OrderView:
 
     @property
     def disagreements(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind in MISMATCHES]
+        """The open ones: a finding resolved in the history (recon resolve) is shown with
+        its note, not named as a disagreement."""
+        return [f for f in self.findings if f.kind in MISMATCHES and not f.resolved]
+
+    @property
+    def resolved(self) -> list[Finding]:
+        return [f for f in self.findings if f.resolved]
 
     @property
     def exit_code(self) -> int:
@@ -105,9 +111,12 @@ class OrderView:
         if named:
             return (f"The history and the gateway disagree on {ref}: " + "; ".join(
                 f"{f.reference} {LABELS[f.kind]}" for f in named) + ".")
+        settled = "".join(f" (finding #{r.id} resolved by {r.resolved_by})"
+                          for f in self.resolved if (r := f.recorded) is not None)
         if not self.entries:
-            return f"The history has no entry on {ref}; nothing at the gateway disagrees."
-        return f"The history and the gateway agree on {ref}."
+            return (f"The history has no entry on {ref}; nothing at the gateway "
+                    f"disagrees{settled}.")
+        return f"The history and the gateway agree on {ref}{settled}."
 
     def timeline(self) -> list[Step]:
         return timeline(self.entries, self.records, self.zone)
@@ -134,6 +143,11 @@ def order_view(profile: Profile, client: GatewayClient, reference: str) -> Order
         if store is not None:
             _read_history(store, profile, view)
         view.records = _look_up(client, reference, anything_recorded=bool(view.entries))
+        if store is not None:
+            from walletctl.ops.recon.on_file import with_files
+
+            view.findings = with_files(store, profile, findings_on(
+                reference, view.entries, view.records), record=False)
     finally:
         if store is not None:
             store.close()
@@ -141,8 +155,6 @@ def order_view(profile: Profile, client: GatewayClient, reference: str) -> Order
         view.balance = balance_from_records(reference, view.records)
     except RefusedError as exc:
         view.balance_note = exc.message
-    if store is not None:
-        view.findings = findings_on(reference, view.entries, view.records)
     return view
 
 

@@ -159,8 +159,17 @@ def _table(view: OrderView) -> None:
         console.print(fit_phrases(_approval_phrases(a, view.now)), soft_wrap=True,
                       highlight=False)
     for f in view.disagreements:
-        console.print(fit_phrases(["[red]x[/]", *escape(f.note).split()]), soft_wrap=True,
-                      highlight=False)
+        filed = [f"(finding #{f.recorded.id})"] if f.recorded is not None else []
+        console.print(fit_phrases(["[red]x[/]", *escape(f.note).split(), *filed]),
+                      soft_wrap=True, highlight=False)
+    for f in view.resolved:
+        r = f.recorded
+        assert r is not None
+        console.print(fit_phrases([
+            "[green]resolved[/]", f"finding #{r.id}:", *escape(f.note).split(), "-",
+            "resolved", "by", f"{escape(r.resolved_by or '')},",
+            f"{(r.resolved_at or '')[:16].replace('T', ' ')}:",
+            *escape(r.resolution or "").split()]), soft_wrap=True, highlight=False)
     b = view.balance
     if b is not None:
         from walletctl.models.money import format_major
