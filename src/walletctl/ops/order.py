@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
-from walletctl.errors import RefusedError
+from walletctl.errors import ConfigError, RefusedError
 from walletctl.history.store import Entry, Filters
 from walletctl.models.ledger import Balance, balance_from_records, kind_of
 from walletctl.models.outcome import find_record
@@ -84,6 +84,10 @@ class OrderView:
     findings: list[Finding] = field(default_factory=list)
     balance: Balance | None = None
     balance_note: str | None = None  # why there is no balance (no original at the gateway)
+    merchant_id: str = ""
+    store_id: str = ""
+    fetched_at: str = ""  # when the gateway's records were looked up (UTC, ISO)
+    evidence: Evidence | None = None  # the bundle written (--evidence), if one was
 
     @property
     def disagreements(self) -> list[Finding]:
@@ -122,8 +126,22 @@ class OrderView:
         return timeline(self.entries, self.records, self.zone)
 
 
-def order_view(profile: Profile, client: GatewayClient, reference: str) -> OrderView:
-    """Everything known about ``reference`` (see the module's docstring)."""
+@dataclass(frozen=True)
+class Evidence:
+    """The bundle ``order --evidence`` wrote: where, how many events, the head it ends at."""
+
+    path: Path
+    events: int
+    anchor_event: int
+    anchor_hash: str
+    anchored: str
+
+
+def order_view(profile: Profile, client: GatewayClient, reference: str, *,
+               evidence: Path | None = None, anchors: Path | None = None) -> OrderView:
+    """Everything known about ``reference`` (see the module's docstring); ``evidence``:
+    also write its bundle there (:mod:`walletctl.ops.evidence`), checked against the first
+    matching head of ``anchors``, else the history's head."""
     from walletctl.config.dburl import DbUrl
     from walletctl.history import history_location, open_location
     from walletctl.history.recorder import now_utc
@@ -133,28 +151,40 @@ def order_view(profile: Profile, client: GatewayClient, reference: str) -> Order
     view = OrderView(reference=reference, profile=profile.name,
                      history=where.display() if isinstance(where, DbUrl) else str(where),
                      backend="postgresql" if shared else "sqlite", now=now_utc(),
-                     zone=profile.timezone)
+                     zone=profile.timezone, merchant_id=profile.merchant_id,
+                     store_id=profile.store_id)
     store: HistoryStore | None = None
     if shared or (isinstance(where, Path) and where.exists()):
         store = open_location(where, create=False, purpose=f"walletctl order {reference}")
     else:
         view.backend = "none"
+        if evidence is not None:
+            raise ConfigError(f"--evidence: no history at {view.history}: a bundle is the "
+                              "history's entries and their chain")
     try:
         if store is not None:
             _read_history(store, profile, view)
+        view.fetched_at = now_utc()
         view.records = _look_up(client, reference, anything_recorded=bool(view.entries))
+        try:
+            view.balance = balance_from_records(reference, view.records)
+        except RefusedError as exc:
+            view.balance_note = exc.message
         if store is not None:
             from walletctl.ops.recon.on_file import with_files
 
             view.findings = with_files(store, profile, findings_on(
                 reference, view.entries, view.records), record=False)
+            if evidence is not None:
+                from walletctl.history.approvals import acting_as
+                from walletctl.ops.evidence import write_bundle
+
+                count, seg = write_bundle(evidence, store, view, acting_as(store), anchors)
+                view.evidence = Evidence(evidence, count, seg.anchor.event, seg.anchor.hash,
+                                         seg.anchored)
     finally:
         if store is not None:
             store.close()
-    try:
-        view.balance = balance_from_records(reference, view.records)
-    except RefusedError as exc:
-        view.balance_note = exc.message
     return view
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from walletctl.ops.order import OrderView, Step
+from walletctl.ops.order import Evidence, OrderView, Step
 from walletctl.ops.recon.compare import money_text
 from walletctl.render.output import emit
 
@@ -186,3 +186,13 @@ def _table(view: OrderView) -> None:
                       soft_wrap=True, highlight=False)
     console.print(fit_phrases(escape(view.verdict).split()), soft_wrap=True, highlight=False,
                   style="green" if view.exit_code == 0 else "bold red")
+
+
+def render_evidence_note(evidence: Evidence) -> None:
+    """One stderr line: where the bundle went and the head it ends at."""
+    from walletctl.render.console import print_note
+
+    print_note(f"evidence: {evidence.path} ({evidence.events} events, up to event "
+               f"#{evidence.anchor_event} {evidence.anchor_hash[:16]}..., "
+               f"{evidence.anchored}); check it with `walletctl history check-evidence "
+               f"{evidence.path}`")
