@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from core.test_secrets import leaks
+
 from .conftest import Desk
 from .test_order import MISMATCH, an_order
 
@@ -107,7 +109,9 @@ def test_a_bundle_checked_offline_and_every_edit_caught(
     got = desk.run("-p", "desk-a", "order", ref, "--evidence", str(bundle), expect=MISMATCH)
     assert "check-evidence" in got.stderr, got
     text = bundle.read_text()
-    for secret in (desk.api_key, "service_secret", "serviceSecret", "4111111111111111"):
+    # the secrets grep of every output (tests/core/test_secrets.py), over the bundle
+    assert not leaks(text, desk.api_key), "the bundle shows the API key"
+    for secret in ("service_secret", "serviceSecret", "4111111111111111", "cryptogram"):
         assert secret not in text, secret
     doc = json.loads(text)
     assert doc["format"] == "walletctl-evidence/1"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,7 +47,6 @@ FORMAT = "walletctl-evidence/1"
 RECORD_FIELDS = ("id", "state", "currency_code", "transaction_amount",
                  "client_system_transaction_id", "client_system_invoice_id", "type",
                  "transaction_date_time", "provider_state_code")
-_ENTRY_FIELDS = tuple(f.name for f in fields(Entry))
 
 
 class EvidenceError(WalletctlError):
@@ -113,7 +112,9 @@ def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
     count = 0
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as out:
+        # private, like the history it comes from: customers' orders, not for every reader
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                  encoding="utf-8") as out:
             text = json.dumps(head, indent=1, ensure_ascii=False)
             out.write(text[:-2] + ',\n "events": [')
             for event in store.chain_events(seg.first, seg.anchor.event):
@@ -163,7 +164,6 @@ class Checked:
     records: int
     anchor: dict[str, Any]
     anchors_file: str | None
-    notes: list[str] = field(default_factory=list)
 
 
 def check_bundle(path: Path, anchors_file: Path | None = None) -> Checked:

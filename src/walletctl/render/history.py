@@ -294,8 +294,9 @@ def render_evidence_check(checked: Checked, fmt: str) -> None:
     out().print(fit_phrases([
         f"Evidence {escape(checked.path)} holds:", f"order {escape(checked.reference)};",
         f"{checked.events} events link to head #{a.get('event')}",
-        f"{str(a.get('hash'))[:16]}...", f"({escape(str(a.get('source')))}"
-        + (f", in {escape(checked.anchors_file)});" if checked.anchors_file else ");"),
+        f"{str(a.get('hash'))[:16]}...",
+        f"(in {escape(checked.anchors_file)});" if checked.anchors_file
+        else f"({escape(str(a.get('source')))});",
         f"{checked.entries} entries, {checked.approvals} approval(s),",
         f"{checked.findings} finding(s) and {checked.records} gateway record(s)",
         "agree with them."]), soft_wrap=True, highlight=False)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from walletctl.ops.order import Evidence, OrderView, Step
 from walletctl.ops.recon.compare import money_text
+from walletctl.ops.recon.model import OPERATIONS
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def _gateway(step: Step) -> str:
 
     if step.record is None:
         sent = step.entry is not None and step.entry.outcome != "refused" \
-            and step.step != "approval"
+            and step.step in OPERATIONS  # a money step (not approval, finding, ...)
         return "nothing" if sent else "[dim]-[/]"
     state = step.record.state
     style = STATE_STYLES.get(state.lower(), "")

@@ -217,8 +217,9 @@ def _counts(result: ReconResult) -> list[str]:
     return [f"{c.originals} order(s) looked up;",
             f"{c.entries} history entries{rows} compared, {c.agreed} agree;",
             f"{k['unrecorded']} not in the history,", f"{unconfirmed} not confirmed,",
-            f"{k['unknown']} unknown,", f"{k['unchecked']} not checked",
-            *([f"{k['resolved']} resolved before"] if k["resolved"] else []),
+            f"{k['unknown']} unknown,",
+            *([f"{k['unchecked']} not checked,", f"{k['resolved']} resolved before"]
+              if k["resolved"] else [f"{k['unchecked']} not checked"]),
             f"({s['requests']} requests in {s['elapsed_s']} s)"]
 
 
