@@ -66,12 +66,13 @@ def order(
     check_output(evidence, "--evidence")
     st = get_state(ctx)
     with make_client(st) as client:
-        view = order_view(st.profile(), client, ref, evidence=evidence, anchors=anchor)
-    render_order(view, st.output_format)
-    if view.evidence is not None:
-        from walletctl.render.order import render_evidence_note
+        if evidence is None:
+            view, written = order_view(st.profile(), client, ref), None
+        else:
+            from walletctl.ops.evidence import order_with_evidence
 
-        render_evidence_note(view.evidence)
+            view, written = order_with_evidence(st.profile(), client, ref, evidence, anchor)
+    render_order(view, st.output_format, written)
     if view.disagreements and st.output_format != "table":  # a table ends with the verdict
         from walletctl.render.console import print_error
 

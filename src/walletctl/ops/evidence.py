@@ -36,6 +36,8 @@ from walletctl.history.chain import ALL, event_hash
 from walletctl.history.store import Entry
 
 if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.config.profile import Profile
     from walletctl.history.store import HistoryStore
     from walletctl.models.records import TransactionRecord
     from walletctl.ops.history_verify import Anchor
@@ -57,6 +59,36 @@ class EvidenceError(WalletctlError):
 
 
 # ------------------------------------------------------------------------------ writing
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The bundle ``order --evidence`` wrote: where, how many events, the head it ends at."""
+
+    path: Path
+    events: int
+    anchor_event: int
+    anchor_hash: str
+    anchored: str
+
+
+def order_with_evidence(profile: Profile, client: GatewayClient, reference: str,
+                        path: Path, anchors: Path | None) -> tuple[OrderView, Evidence]:
+    """``walletctl order REF --evidence FILE``: the view, and its bundle written to
+    ``path`` from the same reading of the history (ending at the first matching head of
+    ``anchors``, else the history's head)."""
+    from walletctl.history.approvals import acting_as
+    from walletctl.ops.order import order_view
+
+    written: list[Evidence] = []
+
+    def keep(store: HistoryStore, view: OrderView) -> None:
+        count, seg = write_bundle(path, store, view, acting_as(store), anchors)
+        written.append(Evidence(path, count, seg.anchor.event, seg.anchor.hash,
+                                seg.anchored))
+
+    view = order_view(profile, client, reference, keep=keep)
+    return view, written[0]
 
 
 @dataclass
@@ -316,7 +348,7 @@ def _same_entries(doc: dict[str, Any], entries: dict[int, Entry], reference: str
 def _approvals(doc: dict[str, Any], events: list[dict[str, Any]],
                entries: dict[int, Entry]) -> None:
     """Each approval binds the movement that spent it, and was decided in the chain by
-    someone other than its requester."""
+    someone other than its requester; none an entry spent is left out."""
     from walletctl.history.approvals import bound_hash
 
     approvals = {a.get("id"): a for a in _list(doc, "approvals")}
@@ -329,29 +361,35 @@ def _approvals(doc: dict[str, Any], events: list[dict[str, Any]],
         if bound_hash(a) != a.get("request_hash"):
             raise EvidenceError(f"approvals: #{number}'s request_hash does not match what it "
                                 "binds (a bound field was changed)")
-        decisions = [e for e in events if e["kind"] == "begin"
-                     and e["operation"] == "approval" and e["approval"] == number]
         if a.get("state") in ("approved", "spent"):
-            said = [e for e in decisions if e["outcome"] == "approved"]
-            if not said:
-                raise EvidenceError(f"approvals: #{number} is {a.get('state')} but no "
-                                    "approving decision is in the chain")
-            who = said[0]["operator"] or said[0]["os_user"]
-            if who != a.get("decided_by") or who == a.get("requester"):
-                raise EvidenceError(f"approvals: #{number} says decided by "
-                                    f"{a.get('decided_by')!r}; the chain says {who!r}")
-        spent = a.get("spent_entry")
+            _decided(number, a, events)
         if a.get("state") == "spent" and a.get("kind") == "single":
-            spender = entries.get(spent) if isinstance(spent, int) else None
-            if spender is None or spender.approval != number:
-                raise EvidenceError(f"approvals: #{number} says spent by entry #{spent}, "
-                                    "which the chain does not show spending it")
-            for name in ("operation", "original_ref", "new_ref", "amount", "currency",
-                         "reason", "merchant_id", "store_id"):
-                if getattr(spender, name) != a.get(name):
-                    raise EvidenceError(
-                        f"approvals: #{number} approved {name} {a.get(name)!r}; entry "
-                        f"#{spent} moved {getattr(spender, name)!r}")
+            _spent(number, a, entries)
+
+
+def _decided(number: Any, a: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    said = [e for e in events if e["kind"] == "begin" and e["operation"] == "approval"
+            and e["approval"] == number and e["outcome"] == "approved"]
+    if not said:
+        raise EvidenceError(f"approvals: #{number} is {a.get('state')} but no approving "
+                            "decision is in the chain")
+    who = said[0]["operator"] or said[0]["os_user"]
+    if who != a.get("decided_by") or who == a.get("requester"):
+        raise EvidenceError(f"approvals: #{number} says decided by {a.get('decided_by')!r}; "
+                            f"the chain says {who!r}")
+
+
+def _spent(number: Any, a: dict[str, Any], entries: dict[int, Entry]) -> None:
+    spent = a.get("spent_entry")
+    spender = entries.get(spent) if isinstance(spent, int) else None
+    if spender is None or spender.approval != number:
+        raise EvidenceError(f"approvals: #{number} says spent by entry #{spent}, which the "
+                            "chain does not show spending it")
+    for name in ("operation", "original_ref", "new_ref", "amount", "currency", "reason",
+                 "merchant_id", "store_id"):
+        if getattr(spender, name) != a.get(name):
+            raise EvidenceError(f"approvals: #{number} approved {name} {a.get(name)!r}; "
+                                f"entry #{spent} moved {getattr(spender, name)!r}")
 
 
 def _findings(doc: dict[str, Any], events: list[dict[str, Any]]) -> None:

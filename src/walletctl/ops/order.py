@@ -10,6 +10,7 @@ ends in one verdict: the history and the gateway agree, or each disagreement nam
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
@@ -87,7 +88,6 @@ class OrderView:
     merchant_id: str = ""
     store_id: str = ""
     fetched_at: str = ""  # when the gateway's records were looked up (UTC, ISO)
-    evidence: Evidence | None = None  # the bundle written (--evidence), if one was
 
     @property
     def disagreements(self) -> list[Finding]:
@@ -126,22 +126,11 @@ class OrderView:
         return timeline(self.entries, self.records, self.zone)
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """The bundle ``order --evidence`` wrote: where, how many events, the head it ends at."""
-
-    path: Path
-    events: int
-    anchor_event: int
-    anchor_hash: str
-    anchored: str
-
-
 def order_view(profile: Profile, client: GatewayClient, reference: str, *,
-               evidence: Path | None = None, anchors: Path | None = None) -> OrderView:
-    """Everything known about ``reference`` (see the module's docstring); ``evidence``:
-    also write its bundle there (:mod:`walletctl.ops.evidence`), checked against the first
-    matching head of ``anchors``, else the history's head."""
+               keep: Callable[[HistoryStore, OrderView], None] | None = None) -> OrderView:
+    """Everything known about ``reference`` (see the module's docstring); ``keep``: called
+    with the open history and the finished view (an evidence bundle is written from both);
+    it needs a history."""
     from walletctl.config.dburl import DbUrl
     from walletctl.history import history_location, open_location
     from walletctl.history.recorder import now_utc
@@ -158,7 +147,7 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
         store = open_location(where, create=False, purpose=f"walletctl order {reference}")
     else:
         view.backend = "none"
-        if evidence is not None:
+        if keep is not None:
             raise ConfigError(f"--evidence: no history at {view.history}: a bundle is the "
                               "history's entries and their chain")
     try:
@@ -175,13 +164,8 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
 
             view.findings = with_files(store, profile, findings_on(
                 reference, view.entries, view.records), record=False)
-            if evidence is not None:
-                from walletctl.history.approvals import acting_as
-                from walletctl.ops.evidence import write_bundle
-
-                count, seg = write_bundle(evidence, store, view, acting_as(store), anchors)
-                view.evidence = Evidence(evidence, count, seg.anchor.event, seg.anchor.hash,
-                                         seg.anchored)
+            if keep is not None:
+                keep(store, view)
     finally:
         if store is not None:
             store.close()

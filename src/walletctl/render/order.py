@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from walletctl.ops.order import Evidence, OrderView, Step
+from walletctl.ops.order import OrderView, Step
 from walletctl.ops.recon.compare import money_text
 from walletctl.ops.recon.model import OPERATIONS
 from walletctl.render.output import emit
@@ -21,6 +21,7 @@ from walletctl.render.output import emit
 if TYPE_CHECKING:
     from walletctl.history.approvals import Approval
     from walletctl.models.ledger import Balance
+    from walletctl.ops.evidence import Evidence
 
 CSV_COLUMNS = ("time", "step", "reference", "amount", "currency", "entry", "outcome",
                "operator", "reason", "approval", "gatewayState")
@@ -67,10 +68,13 @@ def order_document(view: OrderView) -> dict[str, Any]:
     }
 
 
-def render_order(view: OrderView, fmt: str) -> None:
+def render_order(view: OrderView, fmt: str, evidence: Evidence | None = None) -> None:
+    """The view in ``fmt``; ``evidence``: then one stderr line on the bundle written."""
     rows = [s.as_dict() for s in view.timeline()]
     emit(fmt, rows, document=order_document(view), columns=CSV_COLUMNS,
          table=lambda: _table(view))
+    if evidence is not None:
+        _evidence_note(evidence)
 
 
 # ------------------------------------------------------------------------------- table
@@ -189,7 +193,7 @@ def _table(view: OrderView) -> None:
                   style="green" if view.exit_code == 0 else "bold red")
 
 
-def render_evidence_note(evidence: Evidence) -> None:
+def _evidence_note(evidence: Evidence) -> None:
     """One stderr line: where the bundle went and the head it ends at."""
     from walletctl.render.console import print_note
 
