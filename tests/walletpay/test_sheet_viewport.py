@@ -146,8 +146,9 @@ CASES = {  # case -> (device profile or None for 1280x800, page)
 def test_total_and_pay_inside_the_visual_viewport(
         pw: Any, browser: Any, shop: str, artifacts: Path, case: str) -> None:
     device, path = CASES[case]
-    options = (_device(pw, device) if device else
-               {"viewport": {"width": 1280, "height": 800}, "device_scale_factor": 1})
+    options: dict[str, Any] = (
+        _device(pw, device) if device else
+        {"viewport": {"width": 1280, "height": 800}, "device_scale_factor": 1})
     context = open_context(browser, **options)
     context.add_init_script(CSP_LISTENER)
     try:
