@@ -153,18 +153,24 @@ def sandbox() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = _find_chromium()
-    if executable is None:
-        _skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
+def pw() -> Iterator[Any]:
+    """Playwright itself (for its device profiles: ``pw.devices["Pixel 5"]``)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _skip_loudly("playwright is not installed (pip install playwright)")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(pw: Any) -> Iterator[Any]:
+    executable = _find_chromium()
+    if executable is None:
+        _skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
+    b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+    yield b
+    b.close()
 
 
 
