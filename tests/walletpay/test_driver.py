@@ -1,19 +1,18 @@
 """The merchant-facing test driver (/walletpay-testing.js, WalletPayTesting) in Chromium.
 
-Every page here is a plain context: no shadow root is opened, the driver is the only way in.
+Every page here is a plain context (conftest's ``driven_page``): no shadow root is opened, the
+driver is the only way in.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from walletpay.merchant_site import MerchantSite
-from walletpay.sheet_access import CAPTURE_DETAIL
 
 pytestmark = pytest.mark.browser
 
@@ -30,21 +29,6 @@ PROD_PAGE = """<!doctype html><html lang="en"><head><title>Prod shop</title>
 </script></body></html>"""
 
 
-@pytest.fixture
-def driven(browser: Any, sandbox: Any) -> Iterator[Any]:
-    """A page whose context carries the driver and the page's own detail capture."""
-    context = browser.new_context()
-    context.add_init_script(httpx.get(f"{sandbox.url}/walletpay-testing.js").text)
-    context.add_init_script(CAPTURE_DETAIL)
-    pg = context.new_page()
-    pg.set_default_timeout(15_000)
-    errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield pg
-    context.close()
-    assert not errors, errors
-
-
 def _result(sandbox: Any, reference: str) -> dict[str, Any]:
     found = [r for r in httpx.get(f"{sandbox.url}/demo/merchant/api/results").json()["results"]
              if r["detail"].get("clientSystemTransactionId") == reference]
@@ -52,26 +36,26 @@ def _result(sandbox: Any, reference: str) -> dict[str, Any]:
     return dict(found[-1])
 
 
-def test_pay_resolves_with_the_detail_the_page_received(driven: Any, sandbox: Any) -> None:
-    driven.goto(f"{sandbox.url}/demo/merchant?ref=drv-token")
-    detail = driven.evaluate("WalletPayTesting.pay({card: 'mc-token'})")
-    assert detail == driven.evaluate("window.capturedDetail")
+def test_pay_resolves_with_the_detail_the_page_received(driven_page: Any, sandbox: Any) -> None:
+    driven_page.goto(f"{sandbox.url}/demo/merchant?ref=drv-token")
+    detail = driven_page.evaluate("WalletPayTesting.pay({card: 'mc-token'})")
+    assert detail == driven_page.evaluate("window.capturedDetail")
     assert detail["transactionAccountId"].startswith("ta_")
     assert detail["eciIndicator"] == "02"
-    driven.wait_for_function("document.querySelector('#merchant-wallet-button').hidden")
+    driven_page.wait_for_function("document.querySelector('#merchant-wallet-button').hidden")
     assert _result(sandbox, "drv-token")["outcome"] == "Approved"
 
 
-def test_sections_shipping_option_and_offer(driven: Any, sandbox: Any) -> None:
-    driven.goto(f"{sandbox.url}/demo/merchant?scenario=full&ref=drv-full")
-    detail = driven.evaluate("""WalletPayTesting.pay({card: 'visa-token',
+def test_sections_shipping_option_and_offer(driven_page: Any, sandbox: Any) -> None:
+    driven_page.goto(f"{sandbox.url}/demo/merchant?scenario=full&ref=drv-full")
+    detail = driven_page.evaluate("""WalletPayTesting.pay({card: 'visa-token',
         email: 'ada@shop.example', billing: {name: 'Ada L', postalCode: '10117'},
         shipping: {name: 'Ada L', countryCode: 'DE', postalCode: '80331'},
         shippingOption: 'overnight', offer: 'SAVE2'})""")
     assert detail["email"] == "ada@shop.example"
     assert detail["billingAddress"]["postalCode"] == "10117"
     assert detail["shippingAddress"]["postalCode"] == "80331"
-    driven.wait_for_function("document.querySelector('#merchant-wallet-button').hidden")
+    driven_page.wait_for_function("document.querySelector('#merchant-wallet-button').hidden")
     result = _result(sandbox, "drv-full")
     # 12.34 + overnight 12.50 - SAVE2 2.00: the total the sheet showed is what was charged
     assert (result["amount"], result["outcome"]) == ("22.84", "Approved")
@@ -86,52 +70,53 @@ def test_sections_shipping_option_and_offer(driven: Any, sandbox: Any) -> None:
      "SHIPPING_ADDRESS_UNSERVICEABLE"),
     ("{billing: {planet: 'Mars'}}", "fill: billing.planet: is not a field"),
 ])
-def test_refusals_name_the_problem(driven: Any, sandbox: Any, options: str,
+def test_refusals_name_the_problem(driven_page: Any, sandbox: Any, options: str,
                                    message: str) -> None:
-    driven.goto(f"{sandbox.url}/demo/merchant?scenario=full")
+    driven_page.goto(f"{sandbox.url}/demo/merchant?scenario=full")
     with pytest.raises(Exception, match="WalletPayTesting: ") as caught:
-        driven.evaluate(f"WalletPayTesting.pay({options})")
+        driven_page.evaluate(f"WalletPayTesting.pay({options})")
     assert message in str(caught.value)
 
 
-def test_cancel_and_the_step_by_step_calls(driven: Any, sandbox: Any) -> None:
-    driven.goto(f"{sandbox.url}/demo/merchant?scenario=full")
-    opened = driven.evaluate("WalletPayTesting.open()")
+def test_cancel_and_the_step_by_step_calls(driven_page: Any, sandbox: Any) -> None:
+    driven_page.goto(f"{sandbox.url}/demo/merchant?scenario=full")
+    opened = driven_page.evaluate("WalletPayTesting.open()")
     assert opened["open"]
     assert opened["cards"][0] == "visa-pan"
     assert opened["sections"] == ["email", "billing", "shipping", "shippingOption", "offer"]
-    assert driven.evaluate("WalletPayTesting.chooseCard('amex-pan')")["card"] == "amex-pan"
-    assert driven.evaluate("WalletPayTesting.chooseShippingOption('express')")["total"] == "17.34"
-    message = driven.evaluate("WalletPayTesting.cancel()")
+    assert driven_page.evaluate("WalletPayTesting.chooseCard('amex-pan')")["card"] == "amex-pan"
+    express = driven_page.evaluate("WalletPayTesting.chooseShippingOption('express')")
+    assert express["total"] == "17.34"
+    message = driven_page.evaluate("WalletPayTesting.cancel()")
     assert message.startswith("CANCELED: ")
-    assert driven.evaluate("WalletPayTesting.state()")["open"] is False
+    assert driven_page.evaluate("WalletPayTesting.state()")["open"] is False
 
 
-def test_the_page_still_cannot_read_the_sheet(driven: Any, sandbox: Any) -> None:
+def test_the_page_still_cannot_read_the_sheet(driven_page: Any, sandbox: Any) -> None:
     # the page's earliest listener (an init script after the driver's) never sees the port
-    driven.context.add_init_script("""window.seenPorts = 0;
+    driven_page.context.add_init_script("""window.seenPorts = 0;
         window.addEventListener('walletpay-testing-connect', () => { window.seenPorts++; },
                                 true);""")
-    driven.goto(f"{sandbox.url}/demo/merchant")
-    driven.evaluate("WalletPayTesting.open()")
-    assert driven.evaluate("document.querySelector('walletpay-host').shadowRoot") is None
-    assert driven.evaluate("window.seenPorts") == 0
-    assert driven.evaluate("WalletPayTesting.pay({card: 'visa-token'})")["cryptogram"]
+    driven_page.goto(f"{sandbox.url}/demo/merchant")
+    driven_page.evaluate("WalletPayTesting.open()")
+    assert driven_page.evaluate("document.querySelector('walletpay-host').shadowRoot") is None
+    assert driven_page.evaluate("window.seenPorts") == 0
+    assert driven_page.evaluate("WalletPayTesting.pay({card: 'visa-token'})")["cryptogram"]
 
 
-def test_a_prod_profile_sheet_is_never_driven(driven: Any, sandbox: Any) -> None:
+def test_a_prod_profile_sheet_is_never_driven(driven_page: Any, sandbox: Any) -> None:
     with MerchantSite(sandbox.url) as site:  # another origin, as a merchant's shop
         site.pages["/prod"] = PROD_PAGE
-        driven.goto(f"{site.url}/prod")
+        driven_page.goto(f"{site.url}/prod")
         with pytest.raises(Exception, match="a prod profile's payment sheet is never driven"):
-            driven.evaluate("WalletPayTesting.pay({card: 'visa-token'})")
+            driven_page.evaluate("WalletPayTesting.pay({card: 'visa-token'})")
 
 
-def test_challenge_refuses_any_other_page(driven: Any, sandbox: Any) -> None:
-    driven.goto(f"{sandbox.url}/demo/merchant")
+def test_challenge_refuses_any_other_page(driven_page: Any, sandbox: Any) -> None:
+    driven_page.goto(f"{sandbox.url}/demo/merchant")
     with pytest.raises(Exception, match="timed out after 300 ms waiting for the sandbox's 3-D"):
-        driven.evaluate("WalletPayTesting.challenge('pass', 300)")
+        driven_page.evaluate("WalletPayTesting.challenge('pass', 300)")
     with pytest.raises(Exception, match='outcome must be "pass" or "fail"'):
-        driven.evaluate("WalletPayTesting.challenge('maybe')")
-    assert json.loads(json.dumps(driven.evaluate("WalletPayTesting.events()"))) == [
+        driven_page.evaluate("WalletPayTesting.challenge('maybe')")
+    assert json.loads(json.dumps(driven_page.evaluate("WalletPayTesting.events()"))) == [
         {"type": "handleWalletPayReady", "detail": None}]
