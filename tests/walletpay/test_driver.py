@@ -14,8 +14,6 @@ import pytest
 
 from walletpay.merchant_site import MerchantSite
 
-pytestmark = pytest.mark.browser
-
 # A merchant page paying in profile prod (served by the merchant site, another origin).
 PROD_PAGE = """<!doctype html><html lang="en"><head><title>Prod shop</title>
 <script src="__GATEWAY__/walletpay.js"></script></head><body>
@@ -36,6 +34,7 @@ def _result(sandbox: Any, reference: str) -> dict[str, Any]:
     return dict(found[-1])
 
 
+@pytest.mark.browser
 def test_pay_resolves_with_the_detail_the_page_received(driven_page: Any, sandbox: Any) -> None:
     driven_page.goto(f"{sandbox.url}/demo/merchant?ref=drv-token")
     detail = driven_page.evaluate("WalletPayTesting.pay({card: 'mc-token'})")
@@ -46,6 +45,7 @@ def test_pay_resolves_with_the_detail_the_page_received(driven_page: Any, sandbo
     assert _result(sandbox, "drv-token")["outcome"] == "Approved"
 
 
+@pytest.mark.browser
 def test_sections_shipping_option_and_offer(driven_page: Any, sandbox: Any) -> None:
     driven_page.goto(f"{sandbox.url}/demo/merchant?scenario=full&ref=drv-full")
     detail = driven_page.evaluate("""WalletPayTesting.pay({card: 'visa-token',
@@ -61,6 +61,7 @@ def test_sections_shipping_option_and_offer(driven_page: Any, sandbox: Any) -> N
     assert (result["amount"], result["outcome"]) == ("22.84", "Approved")
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize(("options", "message"), [
     ("{card: 'no-such-card'}", "card: \"no-such-card\" is not offered on this sheet"),
     ("{cardd: 'mc-token'}", "pay: cardd: is not an option"),
@@ -78,6 +79,7 @@ def test_refusals_name_the_problem(driven_page: Any, sandbox: Any, options: str,
     assert message in str(caught.value)
 
 
+@pytest.mark.browser
 def test_cancel_and_the_step_by_step_calls(driven_page: Any, sandbox: Any) -> None:
     driven_page.goto(f"{sandbox.url}/demo/merchant?scenario=full")
     opened = driven_page.evaluate("WalletPayTesting.open()")
@@ -92,6 +94,7 @@ def test_cancel_and_the_step_by_step_calls(driven_page: Any, sandbox: Any) -> No
     assert driven_page.evaluate("WalletPayTesting.state()")["open"] is False
 
 
+@pytest.mark.browser
 def test_the_page_still_cannot_read_the_sheet(driven_page: Any, sandbox: Any) -> None:
     # the page's earliest listener (an init script after the driver's) never sees the port
     driven_page.context.add_init_script("""window.seenPorts = 0;
@@ -104,6 +107,7 @@ def test_the_page_still_cannot_read_the_sheet(driven_page: Any, sandbox: Any) ->
     assert driven_page.evaluate("WalletPayTesting.pay({card: 'visa-token'})")["cryptogram"]
 
 
+@pytest.mark.browser
 def test_a_prod_profile_sheet_is_never_driven(driven_page: Any, sandbox: Any) -> None:
     with MerchantSite(sandbox.url) as site:  # another origin, as a merchant's shop
         site.pages["/prod"] = PROD_PAGE
@@ -112,6 +116,7 @@ def test_a_prod_profile_sheet_is_never_driven(driven_page: Any, sandbox: Any) ->
             driven_page.evaluate("WalletPayTesting.pay({card: 'visa-token'})")
 
 
+@pytest.mark.browser
 def test_challenge_refuses_any_other_page(driven_page: Any, sandbox: Any) -> None:
     driven_page.goto(f"{sandbox.url}/demo/merchant")
     with pytest.raises(Exception, match="timed out after 300 ms waiting for the sandbox's 3-D"):
@@ -120,3 +125,28 @@ def test_challenge_refuses_any_other_page(driven_page: Any, sandbox: Any) -> Non
         driven_page.evaluate("WalletPayTesting.challenge('maybe')")
     assert json.loads(json.dumps(driven_page.evaluate("WalletPayTesting.events()"))) == [
         {"type": "handleWalletPayReady", "detail": None}]
+
+
+def test_the_driver_is_served_like_the_script(sandbox: Any) -> None:
+    with httpx.Client(base_url=sandbox.url) as http:
+        first = http.get("/walletpay-testing.js", headers={"Accept-Encoding": "gzip"})
+        assert first.status_code == 200
+        assert first.headers["content-type"].startswith("application/javascript")
+        assert first.headers["content-encoding"] == "gzip"
+        assert "global.WalletPayTesting = Object.freeze" in first.text
+        again = http.get("/walletpay-testing.js", headers={"If-None-Match": first.headers["etag"]})
+        assert again.status_code == 304
+    # the driver holds no way into the sheet but the port
+    assert "attachShadow" not in first.text
+    assert "shadowRoot" not in first.text
+
+
+def test_the_python_helper_names_the_missing_playwright(monkeypatch: pytest.MonkeyPatch,
+                                                        sandbox: Any) -> None:
+    import sys
+
+    from walletctl.testing.browser import WalletPayBrowser
+
+    monkeypatch.setitem(sys.modules, "playwright.sync_api", None)
+    with pytest.raises(RuntimeError, match="needs Playwright: pip install playwright"):
+        WalletPayBrowser(sandbox.url).start()
