@@ -8,6 +8,9 @@ The page's transaction key authorizes nothing.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -194,3 +197,14 @@ def test_the_shortcut_is_an_admin_route(sandbox: Any) -> None:
         ok = guarded.http.post("/_sandbox/3ds/challenge", json=body,
                                headers={"X-Sandbox-Token": "t0ken-3ds"})
         assert ok.status_code == 200, ok.text
+        # the CLI's shortcut sends the token it is given (--admin-token / $WALLETCTL_SANDBOX_TOKEN)
+        cmd = [sys.executable, "-m", "walletctl", "-o", "json", "sandbox", "3ds",
+               body["transactionAccountId"], "--url", sb.url, "--merchant-id", MERCHANT,
+               "--store-id", STORE]
+        refused = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        assert refused.returncode != 0
+        assert "X-Sandbox-Token" in refused.stderr, refused.stderr
+        done = subprocess.run([*cmd, "--admin-token", "t0ken-3ds"], capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["transStatus"] == "Y"
