@@ -208,3 +208,17 @@ def test_the_shortcut_is_an_admin_route(sandbox: Any) -> None:
                               text=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["transStatus"] == "Y"
+
+
+def test_an_unanswered_challenge_expires() -> None:
+    with EmbeddedSandbox(SandboxConfig(quiet=True, allow_clock_control=True)) as sb:
+        shop = Shop(sb.url, "3ds-late")
+        challenge = shop.challenge().json()
+        moved = shop.http.post("/_sandbox/clock", json={"advanceSeconds": 16 * 60})
+        assert moved.status_code == 200, moved.text
+        assert shop.status(challenge["challengeId"]).json()["status"] == "expired"
+        page = shop.http.get(f"/pay/3ds/{challenge['challengeId']}")
+        assert page.status_code == 410
+        late = shop.http.post(f"/pay/3ds/{challenge['challengeId']}", data={"answer": "pass"})
+        assert late.status_code == 410
+        assert "has expired" in late.text
