@@ -51,7 +51,7 @@ _walletctl_options() {  # PATH: its options
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help -h' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help -h' ;;
         'sandbox') echo '--help -h' ;;
-        'sandbox 3ds') echo '--result --url --merchant-id --store-id --help -h' ;;
+        'sandbox 3ds') echo '--result --url --merchant-id --store-id --admin-token --help -h' ;;
         'sandbox approve') echo '--url --admin-token --help -h' ;;
         'sandbox cancel') echo '--url --admin-token --help -h' ;;
         'sandbox decline') echo '--url --admin-token --help -h' ;;
@@ -88,7 +88,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'recon resolve') echo '--note' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
-        'sandbox 3ds') echo '--result --url --merchant-id --store-id' ;;
+        'sandbox 3ds') echo '--result --url --merchant-id --store-id --admin-token' ;;
         'sandbox approve') echo '--url --admin-token' ;;
         'sandbox cancel') echo '--url --admin-token' ;;
         'sandbox decline') echo '--url --admin-token' ;;

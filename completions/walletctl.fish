@@ -34,7 +34,7 @@ function __walletctl_takes
         case 'recon resolve'; echo --note
         case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
-        case 'sandbox 3ds'; echo --result --url --merchant-id --store-id
+        case 'sandbox 3ds'; echo --result --url --merchant-id --store-id --admin-token
         case 'sandbox approve'; echo --url --admin-token
         case 'sandbox cancel'; echo --url --admin-token
         case 'sandbox decline'; echo --url --admin-token
@@ -371,6 +371,7 @@ complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l result -x -d 'pass (t
 complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l url -x -d 'Sandbox base URL (default: the selected profile\'s base_url)'
 complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l merchant-id -x -d 'The account\'s merchant (default: the profile\'s)'
 complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l store-id -x -d 'The account\'s store (default: the profile\'s)'
+complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l admin-token -x -d 'The sandbox\'s admin token (X-Sandbox-Token), needed when...'
 complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l url -x -d 'Sandbox base URL (default: the selected profile\'s base_url)'
 complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l admin-token -x -d 'The sandbox\'s admin token (X-Sandbox-Token), needed when...'

@@ -39,7 +39,7 @@ $walletctlWords = @{
     'refund' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help','-h')
     'reverse' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help','-h')
     'sandbox' = @('3ds','approve','cancel','decline','demo','faults','ledger','reset','seed','serve','values','wait','--help','-h')
-    'sandbox 3ds' = @('--result','--url','--merchant-id','--store-id','--help','-h')
+    'sandbox 3ds' = @('--result','--url','--merchant-id','--store-id','--admin-token','--help','-h')
     'sandbox approve' = @('--url','--admin-token','--help','-h')
     'sandbox cancel' = @('--url','--admin-token','--help','-h')
     'sandbox decline' = @('--url','--admin-token','--help','-h')
@@ -217,6 +217,7 @@ $walletctlValues = @{  # 'path|option' = values
     'sandbox 3ds|--url' = ''
     'sandbox 3ds|--merchant-id' = ''
     'sandbox 3ds|--store-id' = ''
+    'sandbox 3ds|--admin-token' = ''
     'sandbox approve|--url' = ''
     'sandbox approve|--admin-token' = ''
     'sandbox cancel|--url' = ''

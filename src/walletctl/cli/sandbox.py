@@ -541,6 +541,7 @@ def three_ds_cmd(
         "--merchant-id", help="The account's merchant (default: the profile's).")] = None,
     store_id: Annotated[str | None, typer.Option(
         "--store-id", help="The account's store (default: the profile's).")] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Run the sandbox's 3DS challenge for a Card account; print the result for authorize."""
     from walletctl.client.checks import check_identifier
@@ -558,5 +559,5 @@ def three_ds_cmd(
         profile = get_state(ctx).profile()
         merchant, store = merchant or profile.merchant_id, store or profile.store_id
     answer = three_ds_challenge(base, account, merchant_id=merchant, store_id=store,
-                                outcome=outcome)
+                                outcome=outcome, token=admin_token)
     render_three_ds(answer, get_state(ctx).output_format)

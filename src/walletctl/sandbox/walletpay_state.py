@@ -45,11 +45,13 @@ WALLET_REASONS: dict[str, int] = {
     "PaymentDataMalformed": 400, "ThreeDSecureRequired": 400,
     "EncryptionKeyMismatch": 403,
     "PaymentAccountNotFound": 404, "DemoOrderNotFound": 404,
+    "ThreeDSecureChallengeNotFound": 404,
     "DuplicateReference": 409, "DemoOrderExists": 409, "DemoOrderPaid": 409,
+    "ThreeDSecureChallengeUsed": 409, "ThreeDSecureChallengeExpired": 410,
     "PaymentDataTampered": 422, "PaymentDataExpired": 422, "PaymentDataReplayed": 422,
     "PaymentDataWrongKey": 422, "PaymentDataMerchantMismatch": 422, "CardExpired": 422,
     "CryptogramMismatch": 422, "CryptogramUsed": 422, "ThreeDSecureInvalid": 422,
-    "ThreeDSecureUsed": 422, "ThreeDSecureNotNeeded": 422,
+    "ThreeDSecureUsed": 422, "ThreeDSecureNotNeeded": 422, "PaymentAccountUsed": 422,
 }
 
 
