@@ -17,6 +17,11 @@ or stops half-way through a request, stays open for ever), and ``limit_concurren
   ``request_timeout`` seconds of the connection opening or of the previous response (default
   :data:`DEFAULT_REQUEST_TIMEOUT`); otherwise the connection is closed (408 first when part
   of a request came). Between requests uvicorn's keep-alive timeout (5 s) still applies.
+* **Write deadline** - an answer must be taken by the client within ``write_timeout``
+  seconds (default :data:`DEFAULT_WRITE_TIMEOUT`): from the moment the transport's buffer
+  passes its high-water mark (the client reads less than the route writes), or a finished
+  answer is still in the buffer, a connection whose bytes are not all taken by then is aborted
+  (the rest is dropped), so a client that never reads holds its slot at most that long.
 * **Connection cap** - at most ``max_connections`` open connections (default
   :func:`default_max_connections`, half the process's descriptor limit); a connection over
   the cap is answered 503 at once and closed, so the server never runs out of descriptors
@@ -44,7 +49,11 @@ import httptools
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, MAX_HEADER_BYTES
+from walletctl.sandbox.config import (
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+    MAX_HEADER_BYTES,
+)
 from walletctl.sandbox.replies import error_body
 
 LINGER = 1.0
@@ -67,6 +76,7 @@ class ConnectionLimits:
     """The limits one server applies to each of its connections."""
 
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
     max_connections: int = 0  # 0: default_max_connections()
     max_header_bytes: int = MAX_HEADER_BYTES
     # connections answered by _refuse and still draining (at most half the cap)
@@ -110,6 +120,7 @@ class _Bounded(asyncio.Protocol):
     def _bounded_init(self, config: Any) -> None:
         self.limits = getattr(config, "sandbox_limits", None) or self.limits
         self._deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None
         self._linger: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._refused = False
@@ -145,6 +156,37 @@ class _Bounded(asyncio.Protocol):
             return
         self._refuse(408, f"(request): not received within {self.limits.request_timeout:g} s "
                      "(--request-timeout)")
+
+    # -- the write deadline -------------------------------------------------------------------
+
+    def _arm_write(self) -> None:
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(self.limits.write_timeout,
+                                                        self._write_expired)
+
+    def _disarm_write(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_expired(self) -> None:
+        self._write_deadline = None
+        if self.transport.get_write_buffer_size():
+            self.transport.abort()  # never read: drop the rest, free the slot
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._arm_write()
+
+    def resume_writing(self) -> None:
+        self._disarm_write()
+        super().resume_writing()
+
+    def _after_response(self) -> None:
+        """An answer is complete: if part of it is still unsent, the client must take it in
+        time (closing would wait for it for ever)."""
+        if self.transport.get_write_buffer_size():
+            self._arm_write()
 
     # -- answering without the app -----------------------------------------------------------
 
@@ -196,6 +238,7 @@ class _Bounded(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.limits.refusing.discard(self)
         self._disarm()
+        self._disarm_write()
         if self._linger is not None:
             self._linger.cancel()
             self._linger = None
@@ -259,6 +302,7 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        self._after_response()
         if not self.transport.is_closing() and not self.pipeline:
             self._head_done = self._message_done = False
             self._arm()
@@ -279,6 +323,7 @@ class SandboxH11Protocol(_Bounded, H11Protocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        self._after_response()
         if not self.transport.is_closing() and not self._message_in():
             self._arm()
 
