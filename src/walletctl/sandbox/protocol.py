@@ -116,6 +116,7 @@ class _Bounded(asyncio.Protocol):
     connections: set[Any]
     server_state: Any
     cycle: Any
+    flow: Any
 
     def _bounded_init(self, config: Any) -> None:
         self.limits = getattr(config, "sandbox_limits", None) or self.limits
@@ -169,10 +170,25 @@ class _Bounded(asyncio.Protocol):
             self._write_deadline.cancel()
             self._write_deadline = None
 
+    def _cycles(self) -> list[Any]:
+        """The requests of this connection not yet answered (running or queued)."""
+        return [self.cycle]
+
     def _write_expired(self) -> None:
         self._write_deadline = None
-        if self.transport.get_write_buffer_size():
-            self.transport.abort()  # never read: drop the rest, free the slot
+        if not self.transport.get_write_buffer_size():
+            return
+        for cycle in self._cycles():  # every route still running sees a disconnect, and
+            if cycle is not None and not cycle.response_complete:  # writes nothing more
+                cycle.disconnected = True
+                cycle.message_event.set()
+        self.transport.abort()  # never read: drop the rest, free the slot
+
+    def shutdown(self) -> None:
+        """The server stops: a client that is not reading its answer is not waited for."""
+        super().shutdown()  # type: ignore[misc]
+        if self.flow.write_paused:
+            self._write_expired()
 
     def pause_writing(self) -> None:
         super().pause_writing()
@@ -271,12 +287,20 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
         self._bounded_init(config)
         self._head_done = False
         self._message_done = False
+        self._running: Any = None  # the request whose route runs (others queue, pipelined)
 
     def _head_in(self) -> bool:
         return self._head_done
 
     def _message_in(self) -> bool:
         return self._message_done
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        self._running = cycle
+        super()._start_asgi_task(cycle, app)
+
+    def _cycles(self) -> list[Any]:
+        return [self._running, self.cycle, *(cycle for cycle, _app in self.pipeline)]
 
     def on_message_begin(self) -> None:
         self._head_done = self._message_done = False
