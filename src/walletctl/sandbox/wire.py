@@ -266,20 +266,19 @@ _MARK = f"\u0001amount{secrets.token_hex(8)}:"
 _MARKED = re.compile('"' + re.escape(json.dumps(_MARK)[1:-1]) + r'([0-9.+-]+)\\u0001"')
 
 
-def _mark_amounts(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {key: f"{_MARK}{value}\u0001"
-                if key == "transactionAmount" and isinstance(value, str)
-                and _AMOUNT.fullmatch(value) else _mark_amounts(value)
-                for key, value in node.items()}
-    if isinstance(node, list):
-        return [_mark_amounts(value) for value in node]
-    return node
+def _marked(record: Any) -> Any:
+    value = record.get("transactionAmount") if isinstance(record, dict) else None
+    if isinstance(value, str) and _AMOUNT.fullmatch(value):
+        return {**record, "transactionAmount": f"{_MARK}{value}\u0001"}
+    return record
 
 
-def amounts_as_numbers(data: Any) -> bytes:
-    """JSON of ``data`` (lookup records, or an answer holding a record) with every
-    ``transactionAmount`` as a JSON number (spec 2.5 types it decimal), written from its exact
-    decimal text (never through a float): one type wherever a record is answered."""
-    text = json.dumps(_mark_amounts(data), separators=(",", ":"))
+def amounts_as_numbers(data: list[dict[str, Any]] | dict[str, Any]) -> bytes:
+    """JSON of lookup records (a list), or of an answer holding records as values (the admin
+    decision's ``record``), with each record's ``transactionAmount`` a JSON number (spec 2.5
+    types it decimal), written from its exact decimal text (never through a float): one type
+    wherever a record is answered."""
+    out = ([_marked(rec) for rec in data] if isinstance(data, list)
+           else {key: _marked(value) for key, value in data.items()})
+    text = json.dumps(out, separators=(",", ":"))
     return _MARKED.sub(lambda m: m.group(1), text).encode()
