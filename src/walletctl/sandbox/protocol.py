@@ -174,21 +174,29 @@ class _Bounded(asyncio.Protocol):
         """The requests of this connection not yet answered (running or queued)."""
         return [self.cycle]
 
-    def _write_expired(self) -> None:
-        self._write_deadline = None
-        if not self.transport.get_write_buffer_size():
-            return
-        for cycle in self._cycles():  # every route still running sees a disconnect, and
-            if cycle is not None and not cycle.response_complete:  # writes nothing more
+    def _drop_answers(self) -> None:
+        """Every route of this connection still running sees a disconnect and writes nothing
+        more (the transport is closed or about to be)."""
+        for cycle in self._cycles():
+            if cycle is not None and not cycle.response_complete:
                 cycle.disconnected = True
                 cycle.message_event.set()
-        self.transport.abort()  # never read: drop the rest, free the slot
+
+    def _write_expired(self) -> None:
+        self._write_deadline = None
+        if self.transport.get_write_buffer_size():
+            self._drop_answers()
+            self.transport.abort()  # never read: drop the rest, free the slot
 
     def shutdown(self) -> None:
-        """The server stops: a client that is not reading its answer is not waited for."""
+        """The server stops: a client that is not reading its answer is not waited for, and
+        a pipelined route still running on a connection uvicorn closes writes nothing."""
         super().shutdown()  # type: ignore[misc]
         if self.flow.write_paused:
-            self._write_expired()
+            self._drop_answers()
+            self.transport.abort()
+        elif self.transport.is_closing():
+            self._drop_answers()
 
     def pause_writing(self) -> None:
         super().pause_writing()
