@@ -18,10 +18,13 @@ or stops half-way through a request, stays open for ever), and ``limit_concurren
   :data:`DEFAULT_REQUEST_TIMEOUT`); otherwise the connection is closed (408 first when part
   of a request came). Between requests uvicorn's keep-alive timeout (5 s) still applies.
 * **Write deadline** - an answer must be taken by the client within ``write_timeout``
-  seconds (default :data:`DEFAULT_WRITE_TIMEOUT`): from the moment the transport's buffer
-  passes its high-water mark (the client reads less than the route writes), or a finished
-  answer is still in the buffer, a connection whose bytes are not all taken by then is aborted
-  (the rest is dropped), so a client that never reads holds its slot at most that long.
+  seconds (default :data:`DEFAULT_WRITE_TIMEOUT`), counted from the moment the transport's
+  buffer passes its high-water mark (the client reads less than the route writes) until it
+  drains below the low-water mark, or from the end of an answer still partly in the buffer;
+  the deadline starts again whenever the client has taken some (the transport's buffer plus
+  the socket's send queue shrank); a connection that took nothing by then is aborted (the
+  rest dropped, a route still running sees a disconnect), so a client that never reads holds
+  its slot at most that long, and one that keeps reading is never cut off.
 * **Connection cap** - at most ``max_connections`` open connections (default
   :func:`default_max_connections`, half the process's descriptor limit); a connection over
   the cap is answered 503 at once and closed, so the server never runs out of descriptors
@@ -38,9 +41,12 @@ closes.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import http
 import json
 import resource
+import sys
+import termios
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +63,7 @@ from walletctl.sandbox.config import (
 from walletctl.sandbox.replies import error_body
 
 LINGER = 1.0
+_OUTQ = getattr(termios, "TIOCOUTQ", None)  # a socket's unsent bytes (Linux: SIOCOUTQ)
 READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)
 _MAX_CONNECTIONS_CAP = 10_000
 _DESCRIPTIONS = {408: "RequestTimeout", 431: "RequestHeaderFieldsTooLarge"}
@@ -122,6 +129,7 @@ class _Bounded(asyncio.Protocol):
         self.limits = getattr(config, "sandbox_limits", None) or self.limits
         self._deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
+        self._write_mark = 0  # _unsent() when the write deadline was armed
         self._linger: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._refused = False
@@ -160,8 +168,23 @@ class _Bounded(asyncio.Protocol):
 
     # -- the write deadline -------------------------------------------------------------------
 
+    def _unsent(self) -> int:
+        """Bytes of answers not yet taken by the client: the transport's buffer plus, on
+        Linux, the socket's send queue (which shrinks as the client reads even while the
+        event loop is late to refill it)."""
+        unsent = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        if _OUTQ is not None and sock is not None:
+            try:
+                queued = fcntl.ioctl(sock.fileno(), _OUTQ, b"\0\0\0\0")
+                unsent += int.from_bytes(queued, sys.byteorder)
+            except OSError:
+                pass
+        return unsent
+
     def _arm_write(self) -> None:
         if self._write_deadline is None:
+            self._write_mark = self._unsent()
             self._write_deadline = self.loop.call_later(self.limits.write_timeout,
                                                         self._write_expired)
 
@@ -184,9 +207,13 @@ class _Bounded(asyncio.Protocol):
 
     def _write_expired(self) -> None:
         self._write_deadline = None
-        if self.transport.get_write_buffer_size():
-            self._drop_answers()
-            self.transport.abort()  # never read: drop the rest, free the slot
+        if not self.transport.get_write_buffer_size():
+            return
+        if self._unsent() < self._write_mark:  # the client took some: a new deadline
+            self._arm_write()
+            return
+        self._drop_answers()
+        self.transport.abort()  # nothing taken in time: drop the rest, free the slot
 
     def shutdown(self) -> None:
         """The server stops: a client that is not reading its answer is not waited for, and
@@ -207,8 +234,11 @@ class _Bounded(asyncio.Protocol):
         super().resume_writing()
 
     def _after_response(self) -> None:
-        """An answer is complete: if part of it is still unsent, the client must take it in
-        time (closing would wait for it for ever)."""
+        """An answer is complete: if part of it is still unsent, the client must take it
+        within the deadline, counted from this answer (closing would wait for it for ever);
+        while writing is paused, the deadline counted from the pause stands."""
+        if not self.flow.write_paused:
+            self._disarm_write()
         if self.transport.get_write_buffer_size():
             self._arm_write()
 
