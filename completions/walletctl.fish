@@ -42,7 +42,7 @@ function __walletctl_takes
         case 'sandbox ledger'; echo --url --admin-token
         case 'sandbox reset'; echo --url --admin-token
         case 'sandbox seed'; echo --kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token
-        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile
+        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile
         case 'sandbox wait'; echo --timeout
         case 'smoke'; echo --scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile
     end
@@ -435,6 +435,7 @@ complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l seed -x -d 'Seed fo
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l admin-token -x -d 'Token required (X-Sandbox-Token) on /_sandbox/* admin rou...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l service-secret -x -d 'Secret of the public key service (Basic userId:secret); d...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l request-timeout -x -d 'Close a connection that has not sent a complete request t...'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l write-timeout -x -d 'Close a connection whose client has not taken (read) an a...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l max-connections -x -d 'Open connections at most; more are answered 503 (0: half...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l ready-file -r -F -d 'Write the sandbox\'s URL to this file once it accepts requ...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l write-profile -x -d 'Save a ready profile for this sandbox as NAME in the prof...'

@@ -27,7 +27,7 @@ import typer
 from walletctl.cli.state import command_line, get_state
 from walletctl.constants import Env, ExitCode
 from walletctl.errors import UsageError, WalletctlError
-from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT
+from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, DEFAULT_WRITE_TIMEOUT
 
 HELP = (
     "Local stateful sandbox gateway (redirect wallet endpoints 1-3, hosted approval "
@@ -124,6 +124,12 @@ def serve_cmd(
                      help="Close a connection that has not sent a complete request this many "
                      "seconds after connecting or after its previous response."),
     ] = DEFAULT_REQUEST_TIMEOUT,
+    write_timeout: Annotated[
+        float,
+        typer.Option("--write-timeout", metavar="SECONDS",
+                     help="Close a connection whose client has not taken (read) an answer "
+                     "this many seconds after it was written."),
+    ] = DEFAULT_WRITE_TIMEOUT,
     max_connections: Annotated[
         int,
         typer.Option("--max-connections", min=0,
@@ -175,6 +181,7 @@ def serve_cmd(
             quiet=quiet,
             allowed_origins=parse_origins(allow_origin or ()),
             request_timeout=request_timeout,
+            write_timeout=write_timeout,
             max_connections=max_connections,
         )
     except ValueError as exc:

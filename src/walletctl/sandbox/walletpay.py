@@ -133,10 +133,11 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def payment_account(request: Request) -> Any:
         """Get Payment Account (masked)."""
+        cred = authenticate(ctx, request)  # 401 first, before the query is read
         names = ("merchantId", "storeId", "encryptionKeyId")
         q = read_query(request.scope["query_string"], names, names)
         merchant_id, store_id = q["merchantId"], q["storeId"]
-        require_scope(authenticate(ctx, request), merchant_id, store_id)
+        require_scope(cred, merchant_id, store_id)
         account = get_account(st, request.path_params["account_id"], merchant_id, store_id,
                               q["encryptionKeyId"])
         return account.public()

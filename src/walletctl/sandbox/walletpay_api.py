@@ -436,10 +436,10 @@ def check_key(request: Request, st: WalletPayState) -> dict[str, Any]:
     Answers what the payment would: 401 for an unknown or expired key, 403 for a key of
     another merchant or store, 401 when no encryption key is bound to it.
     """
+    cred = auth.authenticate(st.ctx, request)  # 401 first, before the query is read
     names = ("merchantId", "storeId")
     q = read_query(request.scope["query_string"], names, names)
     merchant_id, store_id = q["merchantId"], q["storeId"]
-    cred = auth.authenticate(st.ctx, request)
     auth.require_scope(cred, merchant_id, store_id)
     st.key_for_api_key(cred.key)
     return {"merchantId": merchant_id, "storeId": store_id, "status": "valid"}
