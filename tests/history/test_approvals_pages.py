@@ -34,6 +34,7 @@ def test_the_listing_crosses_pages(tmp_path: Path) -> None:
         listed = list(approvals.listing(store, now=now))
         pending = list(approvals.listing(store, now=now, state="pending"))
     assert [a.id for a in listed] == list(range(1, total + 1))
-    assert listed[batch_at - 1].batch_detail is not None
-    assert '"B-2"' in listed[batch_at - 1].batch_detail
+    detail = listed[batch_at - 1].batch_detail
+    assert detail is not None
+    assert '"B-2"' in detail
     assert [a.id for a in pending] == [i for i in range(1, total + 1) if i % 3]

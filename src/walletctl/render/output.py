@@ -35,8 +35,8 @@ class RowStream:
     and forgotten (memory flat in their number), the first one flushed at once.
 
     * ``json``: an array, byte for byte what :func:`write_json` prints for the whole list;
-      with ``key``, the array is that member of a document: ``head``'s members before it,
-      :meth:`close`'s ``tail`` after it;
+      with ``key``, the array is the first member of a document, :meth:`close`'s ``tail``
+      the members after it;
     * ``ndjson``: a line per row, then ``tail`` (when given) as a last line;
     * ``csv``: a header (``columns``, else the first row's keys) and a line per row; the
       ``tail`` is no CSV row (the caller says it elsewhere, if at all).
@@ -45,7 +45,7 @@ class RowStream:
     """
 
     def __init__(self, fmt: str, *, columns: Sequence[str] | None = None,
-                 key: str | None = None, head: Mapping[str, Any] | None = None) -> None:
+                 key: str | None = None) -> None:
         if fmt not in ("json", "ndjson", "csv"):
             raise ValueError(f"not a data format: {fmt}")
         self.fmt = fmt
@@ -56,9 +56,7 @@ class RowStream:
         self._key = key
         self._pad = "  " * (1 if key is None else 2)
         if fmt == "json":
-            sys.stdout.write("[" if key is None else "{" + "".join(
-                f"\n  {to_json(k)}: {_nested(v, 1)}," for k, v in (head or {}).items())
-                + f"\n  {to_json(key)}: [")
+            sys.stdout.write("[" if key is None else f"{{\n  {to_json(key)}: [")
 
     def write(self, row: Mapping[str, Any]) -> None:
         out = sys.stdout
