@@ -26,13 +26,12 @@ from typing import Any
 from urllib.parse import quote
 
 from walletctl.client._httpx import httpx
-from walletctl.constants import SANDBOX_TOKEN_HEADER
+from walletctl.constants import SANDBOX_LEDGER_NDJSON, SANDBOX_TOKEN_HEADER
 from walletctl.errors import GatewayError, NetworkError, ResponseError, UsageError
 
 HEALTH = "/_sandbox/health"
 RESET = "/_sandbox/reset"
 LEDGER = "/_sandbox/ledger"
-LEDGER_NDJSON = "application/x-ndjson"  # the ledger a transaction a line, as it is read
 FAULTS = "/_sandbox/faults"
 SEED = "/_sandbox/seed"
 CLOCK = "/_sandbox/clock"
@@ -191,7 +190,7 @@ class SandboxAdmin:
         an error status is raised before. A sandbox that answers the whole JSON document
         instead (one from before the ledger was streamed) is read whole."""
         with self._unreachable("GET", LEDGER), self._http.stream(
-                "GET", LEDGER, headers={"Accept": LEDGER_NDJSON}) as resp:
+                "GET", LEDGER, headers={"Accept": SANDBOX_LEDGER_NDJSON}) as resp:
             if resp.status_code >= 400:
                 resp.read()
                 try:
@@ -204,7 +203,7 @@ class SandboxAdmin:
     def _transactions(self, resp: httpx.Response) -> Iterator[dict[str, Any]]:
         with self._unreachable("GET", LEDGER):
             rows: Iterator[Any]
-            if resp.headers.get("content-type", "").startswith(LEDGER_NDJSON):
+            if resp.headers.get("content-type", "").startswith(SANDBOX_LEDGER_NDJSON):
                 rows = (json.loads(line) for line in resp.iter_lines() if line.strip())
             else:
                 resp.read()

@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from walletctl import __version__
+from walletctl.constants import SANDBOX_LEDGER_NDJSON
 from walletctl.sandbox import engine, records, wire
 from walletctl.sandbox.config import FaultConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
@@ -27,10 +28,6 @@ from walletctl.sandbox.query import read_query
 from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
 from walletctl.sandbox.store import Store
-
-# ``GET /_sandbox/ledger`` with this in ``Accept``: one transaction a line (what the CLI
-# reads as it comes); otherwise the JSON document ``{"transactions": [...], "count": N}``.
-LEDGER_NDJSON = "application/x-ndjson"
 
 
 def _encoded(row: dict[str, Any]) -> str:
@@ -115,8 +112,9 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     async def ledger(request: Request) -> StreamingResponse:
         # Streamed: each page of the ledger is read and encoded in a worker thread, so the
         # event loop serves other clients meanwhile, and memory stays flat in its size.
-        if LEDGER_NDJSON in request.headers.get("accept", ""):
-            return StreamingResponse(_ndjson_ledger(store), media_type=LEDGER_NDJSON)
+        # NDJSON (one transaction a line) when asked for; else the JSON document.
+        if SANDBOX_LEDGER_NDJSON in request.headers.get("accept", ""):
+            return StreamingResponse(_ndjson_ledger(store), media_type=SANDBOX_LEDGER_NDJSON)
         return StreamingResponse(_json_ledger(store), media_type="application/json")
 
     @app.get("/_sandbox/faults", tags=["sandbox"])
