@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -89,3 +90,37 @@ def test_the_ledger_command_streams_every_transaction(big: EmbeddedSandbox, fmt:
     assert len(rows) == TRANSACTIONS
     assert [r["reference"] for r in rows[:2]] == ["BIG-0", "BIG-1"]
     assert rows[-1]["amount"] == "10.00"
+
+
+class _OldSandbox(BaseHTTPRequestHandler):
+    """A sandbox from before the ledger was streamed: the whole document, whatever the
+    Accept header asks for."""
+
+    def do_GET(self) -> None:
+        body = json.dumps({"count": 2, "transactions": [
+            {"reference": "OLD-1", "kind": "sale", "amount": "1.00", "currency": "EUR"},
+            {"reference": "OLD-2", "kind": "sale", "amount": "2.00", "currency": "EUR"},
+        ]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_sandbox_that_answers_the_whole_document_is_still_read() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OldSandbox)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "walletctl", "-o", "ndjson", "sandbox",
+                               "ledger", "--url", f"http://127.0.0.1:{server.server_port}"],
+                              capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["reference"] for line in proc.stdout.splitlines()] == \
+        ["OLD-1", "OLD-2"]
