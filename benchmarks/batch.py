@@ -153,12 +153,25 @@ def best(reps: int, measure: Any) -> dict[str, Any]:
 
 def _wrk_once(sb: EmbeddedSandbox, work: Path, refs: list[str], c: int, seconds: int,
               latency: float = 0.0) -> float:
-    seed(sb, refs)
-    faults(sb.url, {"latency": int(latency * 1000), "jitter": 0} if latency else {})
-    try:
-        return run_wrk(work, sb.url, refs[0].split("-")[0], c, seconds)
-    finally:
-        faults(sb.url, {})
+    """wrk's capture POSTs on ``refs`` seeded. wrk runs for a duration: a sandbox faster
+    than ``refs`` allow runs out of them, its answers fail and the run is refused (what
+    crashed ``--quick`` above about 3,000 requests/s); then it runs again on four times as
+    many, at most twice more."""
+    prefix = refs[0].split("-")[0]
+    for attempt in range(3):
+        seed(sb, refs)
+        faults(sb.url, {"latency": int(latency * 1000), "jitter": 0} if latency else {})
+        try:
+            return run_wrk(work, sb.url, prefix, c, seconds)
+        except wrk_run.WrkError:
+            if attempt == 2:
+                raise
+            refs = [f"{prefix}-{i:07d}" for i in range(len(refs) * 4)]
+            print(f"wrk ran out of seeded references: again with {len(refs)}",
+                  file=sys.stderr)
+        finally:
+            faults(sb.url, {})
+    raise AssertionError("unreachable")
 
 
 def batch_run(work: Path, cfg: Path, refs: list[str], concurrency: int,

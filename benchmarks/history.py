@@ -40,15 +40,17 @@ def main() -> int:
     parser.add_argument("--no-postgres", action="store_true",
                         help="skip the shared history (no PostgreSQL server here)")
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="walletctl-history-bench-"))
-    if args.no_postgres:
-        return measure(args, workdir, None)
-    sys.path.insert(0, str(Path(__file__).parent))
-    from pg_server import shared_history
+    # removed on the way out, whatever happens: it holds the cluster's .pgpass
+    with tempfile.TemporaryDirectory(prefix="walletctl-history-bench-") as scratch:
+        workdir = Path(scratch)
+        if args.no_postgres:
+            return measure(args, workdir, None)
+        sys.path.insert(0, str(Path(__file__).parent))
+        from pg_server import shared_history
 
-    with shared_history(workdir) as (url, env):
-        os.environ.update(env)
-        return measure(args, workdir, url)
+        with shared_history(workdir) as (url, env):
+            os.environ.update(env)
+            return measure(args, workdir, url)
 
 
 def measure(args: argparse.Namespace, workdir: Path, pg_url: str | None) -> int:

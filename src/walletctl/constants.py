@@ -68,6 +68,8 @@ PATH_KEYS: Final = {
 
 # Header carrying the sandbox's admin token to its /_sandbox/* control routes.
 SANDBOX_TOKEN_HEADER: Final = "X-Sandbox-Token"  # noqa: S105 - a header name
+# ``GET /_sandbox/ledger`` with this in ``Accept``: one transaction a line, as it is read
+SANDBOX_LEDGER_NDJSON: Final = "application/x-ndjson"
 
 APM_PROVIDER: Final = "WalletV2"
 WALLETPAY_METHOD: Final = "WalletPay"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from walletctl.render.output import csv_safe, write_csv
+from walletctl.render.output import csv_safe, write_rows
 
 
 @pytest.mark.parametrize(
@@ -32,7 +32,7 @@ def test_csv_safe(raw: str, safe: str) -> None:
 def test_write_csv_neutralises_gateway_text_but_not_amounts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    write_csv([{"state": "=cmd|' /C calc'!A0", "amount": Decimal("12.50")}])
+    write_rows("csv", [{"state": "=cmd|' /C calc'!A0", "amount": Decimal("12.50")}])
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert rows == [{"state": "'=cmd|' /C calc'!A0", "amount": "12.50"}], rows
 

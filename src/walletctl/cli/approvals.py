@@ -48,10 +48,10 @@ def approvals(
     from walletctl.render.approvals import render_approvals
 
     st = get_state(ctx)
-    listed = list_requests(st.profile(), state=state,
-                           since=None if since is None else parse_when(since, "--since"),
-                           every_merchant=every_merchant)
-    render_approvals(st.output_format, listed.found, listed.now, where=listed.where)
+    with list_requests(st.profile(), state=state,
+                       since=None if since is None else parse_when(since, "--since"),
+                       every_merchant=every_merchant) as listed:
+        render_approvals(st.output_format, listed.found, listed.now, where=listed.where)
 
 
 @approvals_app.command("show")

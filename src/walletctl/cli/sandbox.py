@@ -403,7 +403,8 @@ def ledger_cmd(ctx: typer.Context, url: SandboxURL = None,
     from walletctl.render.sandbox import render_ledger
 
     base, _ = _sandbox_url(ctx, url, "ledger")
-    render_ledger(ledger(base, token=admin_token), get_state(ctx).output_format, base)
+    with ledger(base, token=admin_token) as transactions:
+        render_ledger(transactions, get_state(ctx).output_format, base)
 
 
 # -- faults ----------------------------------------------------------------------------------

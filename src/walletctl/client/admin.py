@@ -18,12 +18,15 @@ call raises:
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
 from walletctl.client._httpx import httpx
-from walletctl.constants import SANDBOX_TOKEN_HEADER
+from walletctl.constants import SANDBOX_LEDGER_NDJSON, SANDBOX_TOKEN_HEADER
 from walletctl.errors import GatewayError, NetworkError, ResponseError, UsageError
 from walletctl.models.base import loads
 
@@ -131,11 +134,18 @@ class SandboxAdmin:
              json_body: Any = None, timeout: float | None = None) -> httpx.Response:
         """One request and its answer, whatever its status (no answer raises
         :class:`SandboxUnreachable`)."""
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        with self._unreachable(method, path):
+            return self._http.request(method, path, params=params, json=json_body, **extra)
+
+    @contextmanager
+    def _unreachable(self, method: str, path: str) -> Iterator[None]:
+        """An exchange (or the reading of its answer) that gets no answer raises
+        :class:`SandboxUnreachable`."""
         url = self.base_url + path
         request = f"{method} {path}"
-        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         try:
-            return self._http.request(method, path, params=params, json=json_body, **extra)
+            yield
         except httpx.ConnectError:
             raise SandboxUnreachable(f"cannot connect to the sandbox at {url}", request=request,
                                      cause="ConnectError",
@@ -154,20 +164,66 @@ class SandboxAdmin:
             data = loads(resp.content) if exact else resp.json()
         except ValueError:
             data = None
-        if resp.status_code >= 400:
-            err = data if isinstance(data, dict) else {}
-            details = err.get("details") if isinstance(err.get("details"), dict) else {}
-            raise SandboxRefused(resp.status_code, request=f"{method} {path}",
-                                 code=err.get("code"), description=err.get("description"),
-                                 detail=(details or {}).get("message"),
-                                 body=data if data is not None else resp.text[:200])
+        self._refuse_error(resp, method, path, data)
         if data is None:
             raise ResponseError(f"the sandbox answered HTTP {resp.status_code} without JSON")
         if not isinstance(data, dict):
             raise ResponseError(f"{method} {path}: the sandbox answered no JSON object")
         return data
 
+    @staticmethod
+    def _refuse_error(resp: httpx.Response, method: str, path: str, data: Any) -> None:
+        """Raise :class:`SandboxRefused` for an error status (``data``: its JSON, if any)."""
+        if resp.status_code < 400:
+            return
+        err = data if isinstance(data, dict) else {}
+        details = err.get("details") if isinstance(err.get("details"), dict) else {}
+        raise SandboxRefused(resp.status_code, request=f"{method} {path}",
+                             code=err.get("code"), description=err.get("description"),
+                             detail=(details or {}).get("message"),
+                             body=data if data is not None else resp.text[:200])
+
     # -- the routes ------------------------------------------------------------------------
+
+    @contextmanager
+    def ledger(self) -> Iterator[Iterator[dict[str, Any]]]:
+        """The sandbox's transactions, oldest first, read as they arrive (one a line,
+        ``Accept: application/x-ndjson``) while the caller iterates inside the ``with``;
+        an error status is raised before. A sandbox that answers the whole JSON document
+        instead (one from before the ledger was streamed) is read whole."""
+        with self._unreachable("GET", LEDGER), self._http.stream(
+                "GET", LEDGER, headers={"Accept": SANDBOX_LEDGER_NDJSON}) as resp:
+            if resp.status_code >= 400:
+                resp.read()
+                try:
+                    data = resp.json()
+                except ValueError:
+                    data = None
+                self._refuse_error(resp, "GET", LEDGER, data)
+            yield self._transactions(resp)
+
+    def _transactions(self, resp: httpx.Response) -> Iterator[dict[str, Any]]:
+        with self._unreachable("GET", LEDGER):
+            rows: Iterator[Any]
+            if resp.headers.get("content-type", "").startswith(SANDBOX_LEDGER_NDJSON):
+                rows = (json.loads(line) for line in resp.iter_lines() if line.strip())
+            else:
+                resp.read()
+                try:
+                    data = resp.json()
+                except ValueError:
+                    data = None
+                if not isinstance(data, dict) or not isinstance(data.get("transactions"),
+                                                                list):
+                    raise ResponseError(f"GET {LEDGER}: the sandbox answered no ledger")
+                rows = iter(data["transactions"])
+            try:
+                for row in rows:
+                    if not isinstance(row, dict):
+                        raise ResponseError(f"GET {LEDGER}: a transaction is no JSON object")
+                    yield row
+            except ValueError:
+                raise ResponseError(f"GET {LEDGER}: a line of the ledger is not JSON") from None
 
     def answers_health(self) -> bool:
         """Whether this is a walletctl sandbox (its health route answers 200)."""

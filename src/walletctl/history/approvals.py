@@ -197,12 +197,17 @@ def _shown(store: HistoryStore, found: Approval) -> Approval:
     return replace(found, batch_detail=json.dumps(detail, separators=(",", ":")))
 
 
+LISTING_PAGE = 500  # requests per read of :func:`listing`
+
+
 def listing(store: HistoryStore, *, now: str, state: str | None = None,
             since: str | None = None, merchant: tuple[str, str] | None = None,
             original_ref: str | None = None) -> Iterator[Approval]:
     """Requests, oldest first; ``state`` as :meth:`Approval.status` tells it;
-    ``original_ref``: only those on this order."""
-    sql, args = _SELECT + " WHERE 1 = 1", []
+    ``original_ref``: only those on this order. Read :data:`LISTING_PAGE` at a time by id
+    (memory flat in their number; each page read whole, so a batch request's rows can be
+    read between pages on a connection that streams one query at a time)."""
+    sql, args = _SELECT + " WHERE id > ?", []
     if original_ref is not None:
         sql += " AND original_ref = ?"
         args.append(original_ref)
@@ -212,10 +217,16 @@ def listing(store: HistoryStore, *, now: str, state: str | None = None,
     if merchant is not None:
         sql += " AND merchant_id = ? AND store_id = ?"
         args += list(merchant)
-    listed = [_row(row) for row in store._execute(sql + " ORDER BY id", args)]
-    for found in listed:
-        if state is None or found.status(now) == state:
-            yield _shown(store, found)
+    after = 0
+    while True:
+        page = [_row(row) for row in store._execute(
+            f"{sql} ORDER BY id LIMIT {LISTING_PAGE}", [after, *args])]
+        for found in page:
+            if state is None or found.status(now) == state:
+                yield _shown(store, found)
+        if len(page) < LISTING_PAGE:
+            return
+        after = page[-1].id
 
 
 def reserved_refs(store: HistoryStore, *, merchant: tuple[str, str], original_ref: str,

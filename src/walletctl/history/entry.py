@@ -3,7 +3,7 @@ filters of a listing, a broken link of the chain. Plain data: no storage here.""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 Outcome = Literal["approved", "created", "declined", "refused", "unknown", "error"]
@@ -92,7 +92,9 @@ class Entry:
         return self.operator or f"{self.os_user}@{self.host}"
 
     def to_dict(self) -> dict[str, Any]:
-        found = asdict(self)
+        # every field holds a plain value: a shallow copy (asdict's deep one cost a listing
+        # of a million entries a minute)
+        found = {name: getattr(self, name) for name in ENTRY_FIELDS}
         found["operator"] = self.who
         return found
 

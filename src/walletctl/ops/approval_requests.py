@@ -7,7 +7,8 @@ the team's PostgreSQL database); see :mod:`walletctl.history.approvals` for the 
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Listed:
-    found: list[Approval]
+    found: Iterator[Approval]  # read from the history as they are iterated
     now: str
     where: str  # the history they are in, for messages
 
@@ -35,16 +36,18 @@ def _open(profile: Profile, doing: str) -> HistoryStore:
     return open_for(profile, purpose=f"walletctl {doing}")
 
 
+@contextmanager
 def list_requests(profile: Profile, *, state: str | None, since: str | None,
-                  every_merchant: bool = False) -> Listed:
+                  every_merchant: bool = False) -> Iterator[Listed]:
+    """The requests, read from the history while the caller iterates them inside the
+    ``with`` (the history stays open until then)."""
     if state is not None and state not in STATES:
         raise UsageError(f"--state: must be one of {', '.join(STATES)}")
     now = now_utc()
     with _open(profile, "approvals") as store:
         merchant = None if every_merchant else (profile.merchant_id, profile.store_id)
-        found = list(approvals.listing(store, now=now, state=state, since=since,
-                                       merchant=merchant))
-        return Listed(found, now, store.where)
+        yield Listed(approvals.listing(store, now=now, state=state, since=since,
+                                       merchant=merchant), now, store.where)
 
 
 def show(profile: Profile, approval: int) -> tuple[Approval, str]:

@@ -11,6 +11,7 @@ import random
 import secrets
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -20,7 +21,6 @@ from walletctl.client.admin import (
     CLOCK,
     FAULTS,
     HEALTH,
-    LEDGER,
     RESET,
     SEED,
     THREE_DS_CHALLENGE,
@@ -68,9 +68,12 @@ def reset(base: str, *, token: str | None = None) -> dict[str, Any]:
     return _call(base, "POST", RESET, token=token)
 
 
-def ledger(base: str, *, token: str | None = None) -> dict[str, Any]:
-    """Every transaction the sandbox holds (``transactions``), oldest first."""
-    return _call(base, "GET", LEDGER, token=token)
+@contextmanager
+def ledger(base: str, *, token: str | None = None) -> Iterator[Iterator[dict[str, Any]]]:
+    """Every transaction the sandbox holds, oldest first, as the sandbox sends them: read
+    while the caller iterates inside the ``with`` (memory flat in the ledger's size)."""
+    with SandboxAdmin(base, token=token) as admin, admin.ledger() as transactions:
+        yield transactions
 
 
 def advance_clock(base: str, seconds: float, *, token: str | None = None) -> dict[str, Any]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from walletctl.history.approvals import Approval
 from walletctl.render.console import out
 from walletctl.render.fit import print_table
-from walletctl.render.output import emit
+from walletctl.render.output import RowStream, emit
 
 STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
                 "spent": "dim", "expired": "magenta"}
@@ -46,12 +46,30 @@ def _when(stamp: str | None) -> str:
     return (stamp or "")[:16].replace("T", " ") + (" UTC" if stamp else "")
 
 
-def render_approvals(fmt: str, found: Sequence[Approval], now: str, *, where: str) -> None:
-    emit(fmt, [_flat(a, now) for a in found], document=[a.to_dict(now) for a in found],
-         columns=CSV_COLUMNS, table=lambda: _table(found, now, where))
+TABLE_ROWS = 200  # requests a table shows (every one is in the data formats)
 
 
-def _table(found: Sequence[Approval], now: str, where: str) -> None:
+def render_approvals(fmt: str, found: Iterable[Approval], now: str, *, where: str) -> None:
+    """``approvals``: the data formats written as the history is read (-o json with each
+    batch request's detail; NDJSON and CSV without); a table shows the first
+    :data:`TABLE_ROWS` and counts the rest."""
+    if fmt == "table":
+        shown: list[Approval] = []
+        more = 0
+        for a in found:
+            if len(shown) < TABLE_ROWS:
+                shown.append(a)
+            else:
+                more += 1
+        _table(shown, now, where, more)
+        return
+    stream = RowStream(fmt, columns=CSV_COLUMNS)
+    for a in found:
+        stream.write(a.to_dict(now) if fmt == "json" else _flat(a, now))
+    stream.close()
+
+
+def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
     from rich.markup import escape
 
     if not found:
@@ -70,6 +88,9 @@ def _table(found: Sequence[Approval], now: str, where: str) -> None:
     out().print(f"{len(found)} request{plural}" + (
         f", {pending} pending (another operator: walletctl approve ID)" if pending else ""),
         soft_wrap=True)
+    if more:
+        out().print(f"... {more} more: --state, --since, or -o csv for all of them",
+                    soft_wrap=True)
 
 
 def render_to_confirm(found: Approval, now: str) -> None:

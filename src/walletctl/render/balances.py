@@ -1,7 +1,8 @@
 """Balance reports (``lookup --batch``): rows written as they arrive, totals at the end.
 
 * ``ndjson``: one object per reference, then one ``{"totals": ..., "summary": ...}`` line;
-* ``json``:   one document ``{"rows": [...], "totals": {...}, "summary": {...}}``, streamed;
+* ``json``:   one document ``{"rows": [...], "totals": {...}, "summary": {...}}``, streamed
+  (indented as every JSON document walletctl prints);
 * ``csv``:    a header and one line per reference (totals go to stderr);
 * ``table``:  the first rows as a table (all of them are in the other formats), then the
   totals per currency.
@@ -11,7 +12,6 @@ Memory stays flat: nothing but the first table rows is kept.
 
 from __future__ import annotations
 
-import csv
 import sys
 from collections.abc import Callable
 from decimal import Decimal
@@ -21,7 +21,7 @@ from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.lookup import AMOUNTS, COLUMNS, BalanceRow, Report
 from walletctl.render.console import err, out, print_hint, print_note
 from walletctl.render.fit import without_top_edge
-from walletctl.render.output import csv_safe, to_json
+from walletctl.render.output import RowStream
 
 TABLE_ROWS = 200
 
@@ -33,54 +33,41 @@ def totals_dict(report: Report) -> dict[str, dict[str, Any]]:
 
 
 class BalanceWriter:
+    """The rows as they arrive: the data formats through the listings' one writer per
+    format (:class:`~walletctl.render.output.RowStream`), a table keeps the first
+    :data:`TABLE_ROWS`."""
+
     def __init__(self, fmt: str, *, title: str) -> None:
         self.fmt = fmt
         self.title = title
-        self.out = sys.stdout
-        self._first = True
         self._kept: list[BalanceRow] = []
         self._more = 0
-        if fmt == "csv":
-            self._csv = csv.writer(self.out, lineterminator="\n")
-            self._csv.writerow(COLUMNS)
-        elif fmt == "json":
-            self.out.write('{"rows": [')
+        self._stream = None if fmt == "table" else RowStream(
+            fmt, columns=COLUMNS, key="rows" if fmt == "json" else None)
 
     def write(self, row: BalanceRow) -> None:
-        if self.fmt == "ndjson":
-            self.out.write(to_json(row.as_dict(), indent=None) + "\n")
-        elif self.fmt == "json":
-            self.out.write(("\n  " if self._first else ",\n  ") + to_json(row.as_dict(),
-                                                                         indent=None))
-        elif self.fmt == "csv":
-            d = row.as_dict()
-            self._csv.writerow(["" if d[c] is None else
-                                (d[c] if c in AMOUNTS or c == "line" else csv_safe(str(d[c])))
-                                for c in COLUMNS])
+        if self._stream is not None:
+            self._stream.write(row.as_dict())
         elif len(self._kept) < TABLE_ROWS:
             self._kept.append(row)
         else:
             self._more += 1
-        self._first = False
 
     def finish(self, report: Report, summary: dict[str, Any]) -> None:
         totals = totals_dict(report)
-        if self.fmt == "ndjson":
-            self.out.write(to_json({"totals": totals, "summary": summary}, indent=None) + "\n")
-        elif self.fmt == "json":
-            self.out.write(("\n" if not self._first else "") + '], "totals": '
-                           + to_json(totals, indent=None) + ', "summary": '
-                           + to_json(summary, indent=None) + "}\n")
-        elif self.fmt == "csv":
+        if self._stream is not None:
+            self._stream.close({"totals": totals, "summary": summary}
+                               if self.fmt != "csv" else None)
+        if self.fmt == "csv":
             for cur, sums in totals.items():
                 parts = ", ".join(f"{k} {sums[k]}" for k in AMOUNTS)
                 sys.stderr.write(f"walletctl: total {cur} ({sums['references']} refs): "
                                  f"{parts}\n")
             if summary.get("duplicates_folded"):
                 sys.stderr.write(f"walletctl: {_folded(summary)}\n")
-        else:
+        elif self.fmt == "table":
             self._table(totals, summary)
-        self.out.flush()
+            sys.stdout.flush()
 
     def _table(self, totals: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
         from rich import box

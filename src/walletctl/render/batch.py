@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import err, out, print_hint, print_note
-from walletctl.render.output import write_json, write_ndjson
+from walletctl.render.output import write_json, write_rows
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -189,7 +189,7 @@ def summary(output_format: str, result: BatchResult) -> None:
         "exit_code": result.code,
     }
     if output_format == "ndjson":  # one line, like every NDJSON document
-        write_ndjson([data])
+        write_rows("ndjson", [data])
     elif output_format != "table":
         write_json(data)
     else:

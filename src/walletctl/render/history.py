@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
-from walletctl.render.output import emit, write_ndjson
+from walletctl.render.output import emit, write_rows
 
 if TYPE_CHECKING:
     from walletctl.ops.evidence import Checked
@@ -52,12 +52,13 @@ def render_location(path: str) -> None:
 
 
 def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:
-    if fmt == "ndjson":  # streamed: memory flat in the size of the history
-        write_ndjson(e.to_dict() for e in entries)
+    """The entries in ``fmt``: the data formats streamed as the store reads them (memory
+    flat in the size of the history); a table holds the ones it shows (a screenful, or
+    --last N: :func:`render_listing` asks the store for no more)."""
+    if fmt == "table":
+        _table(list(entries), path)
         return
-    listed = list(entries)
-    rows = [e.to_dict() for e in listed]
-    emit(fmt, rows, columns=ENTRY_FIELDS, table=lambda: _table(listed, path))
+    write_rows(fmt, (e.to_dict() for e in entries), columns=ENTRY_FIELDS)
 
 
 def _table(entries: Sequence[Entry], path: str) -> None:

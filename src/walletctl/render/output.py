@@ -1,12 +1,13 @@
 """Writers for the data formats: one JSON document, NDJSON lines, CSV, or a Rich table.
 
-``--output json`` prints exactly one JSON document on stdout and nothing else.
+``--output json`` prints exactly one JSON document on stdout and nothing else. A listing
+(history, approvals, a ledger, balances) goes through :class:`RowStream`, the one writer per
+format: rows are written as they are read, so memory stays flat in their number.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,26 +30,105 @@ def write_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def write_ndjson(rows: Iterable[Any]) -> None:
-    for row in rows:
-        sys.stdout.write(to_json(row, indent=None) + "\n")
-    sys.stdout.flush()
+class RowStream:
+    """A listing written to stdout as its rows come, in one data format: each row is written
+    and forgotten (memory flat in their number), the first one flushed at once.
+
+    * ``json``: an array, byte for byte what :func:`write_json` prints for the whole list;
+      with ``key``, the array is the first member of a document, :meth:`close`'s ``tail``
+      the members after it;
+    * ``ndjson``: a line per row, then ``tail`` (when given) as a last line;
+    * ``csv``: a header (``columns``, else the first row's keys) and a line per row; the
+      ``tail`` is no CSV row (the caller says it elsewhere, if at all).
+
+    Use it for every listing; :func:`write_rows` writes a whole iterable at once.
+    """
+
+    def __init__(self, fmt: str, *, columns: Sequence[str] | None = None,
+                 key: str | None = None) -> None:
+        if fmt not in ("json", "ndjson", "csv"):
+            raise ValueError(f"not a data format: {fmt}")
+        self.fmt = fmt
+        self.count = 0  # rows written
+        self._columns = None if columns is None else list(columns)
+        self._csv: Any = None  # the csv writer, once the columns are known
+        self._cells: list[str] = []
+        self._key = key
+        self._pad = "  " * (1 if key is None else 2)
+        if fmt == "json":
+            sys.stdout.write("[" if key is None else f"{{\n  {to_json(key)}: [")
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        out = sys.stdout
+        if self.fmt == "ndjson":
+            out.write(to_json(row, indent=None) + "\n")
+        elif self.fmt == "json":
+            out.write(("\n" if not self.count else ",\n") + _json_row(row, self._pad))
+        else:
+            if self._csv is None:
+                self._csv_writer(list(row))
+            self._csv.writerow([_cell(row.get(k)) for k in self._cells])
+        self.count += 1
+        if self.count == 1:
+            out.flush()  # the first row out at once, whatever comes after it
+
+    def close(self, tail: Mapping[str, Any] | None = None) -> None:
+        out = sys.stdout
+        if self.fmt == "json":
+            out.write(("\n" + self._pad[2:] if self.count else "") + "]")
+            if self._key is not None:
+                out.write("".join(f",\n  {to_json(k)}: {_nested(v, 1)}"
+                                  for k, v in (tail or {}).items()) + "\n}")
+            out.write("\n")
+        elif self.fmt == "ndjson" and tail is not None:
+            out.write(to_json(tail, indent=None) + "\n")
+        elif self.fmt == "csv" and self._csv is None and self._columns is not None:
+            self._csv_writer(self._columns)  # no rows: the header alone
+        out.flush()
+
+    def _csv_writer(self, first: list[str]) -> None:
+        """The header: ``columns``, else the first row's keys (a row's other keys are left
+        out, a missing one is an empty cell)."""
+        self._cells = self._columns or first
+        self._csv = csv.writer(sys.stdout, lineterminator="\n")
+        self._csv.writerow(self._cells)
 
 
-def write_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> None:
-    cols = list(columns or (rows[0].keys() if rows else []))
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
+_NESTING = frozenset({dict, list, tuple})
+
+
+def _json_row(row: Mapping[str, Any], pad: str) -> str:
+    """``row`` as :func:`to_json` prints it, ``pad`` further in. A flat row (no object or
+    array in it, what listings hold) goes through json's C encoder: ``indent`` would take
+    the pure-Python one, five times slower."""
+    if not row or not _NESTING.isdisjoint(map(type, row.values())):
+        return pad + to_json(row).replace("\n", "\n" + pad)
+    inner = pad + "  "
+    body = json.dumps(row, default=_default, ensure_ascii=False,
+                      separators=(",\n" + inner, ": "))
+    return f"{pad}{{\n{inner}{body[1:-1]}\n{pad}}}"
+
+
+def _nested(value: Any, depth: int) -> str:
+    """``value`` as :func:`to_json` prints it inside a document, ``depth`` levels down."""
+    return to_json(value).replace("\n", "\n" + "  " * depth)
+
+
+def write_rows(fmt: str, rows: Iterable[Mapping[str, Any]], *,
+               columns: Sequence[str] | None = None) -> int:
+    """Every row of ``rows`` as it comes (see :class:`RowStream`); how many there were."""
+    stream = RowStream(fmt, columns=columns)
     for row in rows:
-        writer.writerow({k: _cell(row.get(k)) for k in cols})
-    sys.stdout.write(buf.getvalue())
-    sys.stdout.flush()
+        stream.write(row)
+    stream.close()
+    return stream.count
 
 
 def _cell(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, str):
+        return csv_safe(value)
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, dict | list):
@@ -73,20 +153,18 @@ def csv_safe(text: str) -> str:
 
 def emit(
     fmt: str,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Iterable[Mapping[str, Any]],
     *,
     document: Any = None,
     columns: Sequence[str] | None = None,
     table: Any = None,
 ) -> None:
-    """Write ``rows`` in ``fmt``; ``document`` (default ``rows``) is the JSON form, ``table``
-    a zero-argument callable that prints the human form."""
-    if fmt == "ndjson":
-        write_ndjson(rows)
-    elif fmt == "csv":
-        write_csv(rows, columns)
+    """Write ``rows`` in ``fmt`` as they come; ``document`` (default: the rows, streamed) is
+    the JSON form, ``table`` a zero-argument callable that prints the human form."""
+    if fmt in ("ndjson", "csv") or ((table is None or fmt == "json") and document is None):
+        write_rows("json" if fmt == "table" else fmt, rows, columns=columns)
     elif fmt == "json" or table is None:
-        write_json(rows if document is None else document)
+        write_json(document)
     else:
         table()
 

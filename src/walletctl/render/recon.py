@@ -26,7 +26,7 @@ from walletctl.render.balances import run_summary
 from walletctl.render.console import err, out
 from walletctl.render.fit import fit_phrases
 from walletctl.render.fit import print_table as fitted
-from walletctl.render.output import emit, to_json, write_csv
+from walletctl.render.output import RowStream, emit, write_json
 
 CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
                "history_outcome", "history_amount", "gateway_state", "gateway_amount",
@@ -89,27 +89,27 @@ def _csv_row(f: Finding) -> dict[str, Any]:
 
 
 def render_recon(result: ReconResult, fmt: str) -> None:
-    if fmt == "ndjson":
-        import sys
-
-        doc = recon_document(result)
+    """The report in ``fmt``; NDJSON and CSV through the listings' one writer per format
+    (the findings come from the comparison, which holds them to order them)."""
+    if fmt in ("ndjson", "csv"):
+        stream = RowStream(fmt, columns=CSV_COLUMNS)
         for f in result.findings:
-            sys.stdout.write(to_json(f.as_dict(), indent=None) + "\n")
-        rest = {k: v for k, v in doc.items()
-                if k not in ("unrecorded", "unconfirmed", "unknown", "unchecked", "resolved")}
-        sys.stdout.write(to_json(rest, indent=None) + "\n")
-        sys.stdout.flush()
+            stream.write(f.as_dict() if fmt == "ndjson" else _csv_row(f))
+        if fmt == "csv":
+            for cur, op, hist, gw in result.totals.rows():
+                stream.write({"kind": "total", "operation": op, "currency": cur,
+                              "history_amount": _places(hist.amount, cur),
+                              "gateway_amount": _places(gw.amount, cur),
+                              "history_count": hist.count, "gateway_count": gw.count})
+        doc = recon_document(result)
+        stream.close({k: v for k, v in doc.items()
+                      if k not in ("unrecorded", "unconfirmed", "unknown", "unchecked",
+                                   "resolved")})
         return
-    if fmt == "csv":
-        rows = [_csv_row(f) for f in result.findings]
-        for cur, op, hist, gw in result.totals.rows():
-            rows.append({"kind": "total", "operation": op, "currency": cur,
-                         "history_amount": _places(hist.amount, cur),
-                         "gateway_amount": _places(gw.amount, cur),
-                         "history_count": hist.count, "gateway_count": gw.count})
-        write_csv(rows, CSV_COLUMNS)
+    if fmt != "table":
+        write_json(recon_document(result))
         return
-    emit(fmt, [], document=recon_document(result), table=lambda: _tables(result))
+    _tables(result)
 
 
 # ------------------------------------------------------------------------------- table

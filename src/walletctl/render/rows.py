@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from walletctl.render.fit import print_table
-from walletctl.render.output import emit, write_csv
+from walletctl.render.output import emit, write_rows
 
 
 def cell(value: Any) -> str:
@@ -36,7 +36,7 @@ def emit_rows(rows: Sequence[dict[str, Any]], fmt: str, title: str = "", *,
     """Write ``rows``; ``document`` (default: the rows) is the JSON form."""
     if fmt == "csv":
         if rows:
-            write_csv([{k: _csv_value(v) for k, v in row.items()} for row in rows])
+            write_rows("csv", ({k: _csv_value(v) for k, v in row.items()} for row in rows))
         return
 
     def table() -> None:

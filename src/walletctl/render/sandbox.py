@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
 from walletctl.render.console import print_note
 from walletctl.render.fit import print_table
-from walletctl.render.output import emit
+from walletctl.render.output import RowStream, emit
 
 if TYPE_CHECKING:
     from walletctl.ops.sandbox_wait import Ready
@@ -84,30 +85,47 @@ def _with_major_amount(data: dict[str, Any], amount_format: str) -> dict[str, An
     return {**data, "record": record_dict(parsed[0])} if parsed else data
 
 
-def render_ledger(data: dict[str, Any], output: str, url: str) -> None:
-    transactions = [t for t in data.get("transactions", []) if isinstance(t, dict)]
+LEDGER_TABLE_ROWS = 200  # transactions a table shows (every one is in the data formats)
 
-    def table() -> None:
-        from rich.markup import escape
 
-        headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
-                   "Store"]
-        rows = []
+def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str) -> None:
+    """``sandbox ledger``: the data formats written as the sandbox sends the transactions
+    (``-o json``: ``{"transactions": [...], "count": N}``); a table shows the first
+    :data:`LEDGER_TABLE_ROWS` and counts the rest."""
+    if output != "table":
+        stream = RowStream(output, columns=LEDGER_COLUMNS,
+                           key="transactions" if output == "json" else None)
         for t in transactions:
-            amount = str(t.get("amount") or "")
-            currency = str(t.get("currency") or "")
-            try:
-                shown = format_major(Decimal(amount), currency)
-            except Exception:
-                shown = f"{amount} {currency}".strip()
-            rows.append([escape(str(t.get(k) or "")) for k in ("reference", "invoiceReference",
-                                                               "kind")]
-                        + [shown] + [escape(str(t.get(k) or "")) for k in (
-                            "state", "providerStateCode", "merchantId", "storeId")])
-        print_table(f"Sandbox ledger at {escape(url)} ({len(rows)} transactions)", headers,
-                    rows, justify={3: "right"}, no_wrap=(0, 3), drop=(6, 7, 5, 1))
+            stream.write(t)
+        stream.close({"count": stream.count} if output == "json" else None)
+        return
+    from rich.markup import escape
 
-    emit(output, transactions, document=data, columns=LEDGER_COLUMNS, table=table)
+    shown: list[dict[str, Any]] = []
+    count = 0
+    for t in transactions:
+        count += 1
+        if len(shown) < LEDGER_TABLE_ROWS:
+            shown.append(t)
+    headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
+               "Store"]
+    rows = []
+    for t in shown:
+        amount = str(t.get("amount") or "")
+        currency = str(t.get("currency") or "")
+        try:
+            amount_shown = format_major(Decimal(amount), currency)
+        except Exception:
+            amount_shown = f"{amount} {currency}".strip()
+        rows.append([escape(str(t.get(k) or "")) for k in ("reference", "invoiceReference",
+                                                           "kind")]
+                    + [amount_shown] + [escape(str(t.get(k) or "")) for k in (
+                        "state", "providerStateCode", "merchantId", "storeId")])
+    print_table(f"Sandbox ledger at {escape(url)} ({count} transactions)", headers,
+                rows, justify={3: "right"}, no_wrap=(0, 3), drop=(6, 7, 5, 1))
+    if count > len(shown):
+        print_note(f"showing the first {len(shown)} of {count} transactions: -o csv, "
+                   "-o ndjson or -o json for all")
 
 
 def render_values(magic: dict[str, str], output: str, *, api_key: str,

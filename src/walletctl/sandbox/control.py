@@ -10,13 +10,16 @@ gateway and hosted-page routes and before the browser wallet's
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from walletctl import __version__
+from walletctl.constants import SANDBOX_LEDGER_NDJSON
 from walletctl.sandbox import engine, records, wire
 from walletctl.sandbox.config import FaultConfig, is_loopback
 from walletctl.sandbox.context import SandboxContext
@@ -24,6 +27,27 @@ from walletctl.sandbox.magic import MAGIC_HELP
 from walletctl.sandbox.query import read_query
 from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
+from walletctl.sandbox.store import Store
+
+
+def _encoded(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_ledger(store: Store) -> Iterator[bytes]:
+    """The ledger document, a page of transactions per chunk; ``count`` comes last (the
+    transactions the document holds)."""
+    count = 0
+    yield b'{"transactions":['
+    for page in store.ledger_pages():
+        yield (("," if count else "") + ",".join(map(_encoded, page))).encode()
+        count += len(page)
+    yield f'],"count":{count}}}'.encode()
+
+
+def _ndjson_ledger(store: Store) -> Iterator[bytes]:
+    for page in store.ledger_pages():
+        yield "".join(_encoded(row) + "\n" for row in page).encode()
 
 
 def install(app: FastAPI, ctx: SandboxContext) -> None:
@@ -84,10 +108,14 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
             "record": records.record_body(row, fmt),
         }), media_type="application/json")
 
-    @app.get("/_sandbox/ledger", tags=["sandbox"])
-    async def ledger() -> dict[str, Any]:
-        rows = store.ledger()
-        return {"count": len(rows), "transactions": [r.ledger_json() for r in rows]}
+    @app.get("/_sandbox/ledger", tags=["sandbox"], response_class=StreamingResponse)
+    async def ledger(request: Request) -> StreamingResponse:
+        # Streamed: each page of the ledger is read and encoded in a worker thread, so the
+        # event loop serves other clients meanwhile, and memory stays flat in its size.
+        # NDJSON (one transaction a line) when asked for; else the JSON document.
+        if SANDBOX_LEDGER_NDJSON in request.headers.get("accept", ""):
+            return StreamingResponse(_ndjson_ledger(store), media_type=SANDBOX_LEDGER_NDJSON)
+        return StreamingResponse(_json_ledger(store), media_type="application/json")
 
     @app.get("/_sandbox/faults", tags=["sandbox"])
     async def get_faults() -> dict[str, Any]:

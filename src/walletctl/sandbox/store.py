@@ -88,25 +88,6 @@ class TxRow:
     def is_original(self) -> bool:
         return self.kind in ORIGINAL_KINDS
 
-    def ledger_json(self) -> dict[str, Any]:
-        """The ``GET /_sandbox/ledger`` view of this row (amount as a decimal string)."""
-        return {
-            "id": self.id,
-            "merchantId": self.merchant_id,
-            "storeId": self.store_id,
-            "reference": self.reference,
-            "invoiceReference": self.invoice_reference,
-            "kind": self.kind,
-            "type": self.type_str,
-            "amount": f"{self.amount:f}",
-            "currency": self.currency,
-            "state": self.state,
-            "providerStateCode": self.provider_state_code,
-            "method": self.method,
-            "createdAt": iso_utc(self.created_at),
-            "updatedAt": iso_utc(self.updated_at),
-        }
-
 
 @dataclass(frozen=True)
 class ApiKeyRow:
@@ -232,6 +213,14 @@ CREATE TABLE IF NOT EXISTS walletpay_messages (
 );
 CREATE INDEX IF NOT EXISTS walletpay_messages_expiry ON walletpay_messages (expires_ms);
 """
+# The ledger's view of a transaction (``GET /_sandbox/ledger``): its keys and columns.
+_LEDGER_VIEW: Final = {
+    "id": "id", "merchantId": "merchant_id", "storeId": "store_id", "reference": "reference",
+    "invoiceReference": "invoice_reference", "kind": "kind", "type": "type_str",
+    "amount": "amount", "currency": "currency", "state": "state",
+    "providerStateCode": "provider_state_code", "method": "method",
+    "createdAt": "created_at", "updatedAt": "updated_at"}
+LEDGER_PAGE: Final = 1000  # transactions per read of :meth:`Store.ledger_pages`
 # Columns of ``transactions`` stored as JSON, and the ones :meth:`Store.update` may change.
 _JSON_COLUMNS: Final = ("billing", "shipping", "payer", "checkout", "response")
 _UPDATABLE: Final = frozenset({
@@ -444,6 +433,26 @@ class Store:
     def ledger(self) -> list[TxRow]:
         """Everything, oldest first."""
         return self._rows("SELECT * FROM transactions ORDER BY seq")
+
+    def ledger_pages(self, page: int = LEDGER_PAGE) -> Iterator[list[dict[str, Any]]]:
+        """The ``GET /_sandbox/ledger`` view of every transaction stored when the read
+        began, oldest first, ``page`` at a time: each page is one short read by ``seq``
+        (the store is free between pages, so a ledger of millions is read while other
+        requests are served). The view's values are the stored text as it is (amounts as
+        decimal strings, times as ISO 8601 UTC, as :meth:`create_transaction` stores
+        them); a transaction changed during the read is seen as its page found it."""
+        top = self._one("SELECT MAX(seq) FROM transactions")
+        last, after = (top[0] if top else None) or 0, 0
+        while after < last:
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT seq, {', '.join(_LEDGER_VIEW.values())} FROM transactions "  # noqa: S608 - fixed names
+                    "WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                    (after, last, page)).fetchall()
+            if not rows:
+                return
+            after = rows[-1][0]
+            yield [dict(zip(_LEDGER_VIEW, row[1:], strict=True)) for row in rows]
 
     def count(self) -> int:
         found = self._one("SELECT COUNT(*) FROM transactions")

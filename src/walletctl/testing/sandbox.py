@@ -100,7 +100,11 @@ class WalletSandbox:
 
     def ledger(self) -> list[dict[str, Any]]:
         """Every transaction the sandbox holds (originals and follow-ups), oldest first."""
-        return list(self._control(admin.ledger).get("transactions", []))
+        def read(base: str, *, token: str | None) -> list[dict[str, Any]]:
+            with admin.ledger(base, token=token) as transactions:
+                return list(transactions)
+
+        return self._control(read)
 
     def _decide(self, ref: str, action: str) -> dict[str, Any]:
         return self._control(admin.decide, ref, action,
