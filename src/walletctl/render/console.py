@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -64,26 +65,84 @@ def escape_controls(text: str) -> str:
     return " ".join(text.splitlines()).translate(_CONTROLS)
 
 
+def cell_width(text: str) -> int:
+    """Terminal cells ``text`` takes (East Asian wide characters take two)."""
+    from unicodedata import east_asian_width
+
+    return sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def wrap_words(text: str, width: int, indent: str = "  ",
+               measure: Callable[[str], int] = cell_width) -> str:
+    """``text`` with each line longer than ``width`` broken between words, never inside one:
+    its continuation lines start with ``indent``; a word wider than the terminal stands on a
+    line of its own (the terminal wraps it, whole). THE wrapping of every message on a
+    terminal (errors, notes, hints, results) and of the phrases of ``fit.fit_phrases``
+    (whose ``measure`` leaves Rich's markup tags out)."""
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if measure(line) <= width:
+            lines.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip(" "))]
+        current = lead
+        for word in line.split():
+            if current.strip() and measure(f"{current} {word}") > width:
+                lines.append(current)
+                current = indent + lead + word
+            else:
+                current = f"{current} {word}" if current.strip() else current + word
+        lines.append(current)
+    return "\n".join(lines)
+
+
+def terminal_columns(stream: TextIO) -> int | None:
+    """The width of the terminal ``stream`` writes to ($COLUMNS first), or None when it is
+    not a terminal: piped text is never wrapped (a script or a log reads whole lines)."""
+    import os
+    import shutil
+
+    try:
+        if not stream.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return max(20, int(columns) if columns.isdigit() else shutil.get_terminal_size().columns)
+
+
+def write_fitted(stream: TextIO, text: str, indent: str = "  ") -> None:
+    """``text`` and a line end on ``stream``, wrapped at words to its terminal's width."""
+    width = terminal_columns(stream)
+    stream.write((wrap_words(text, width, indent) if width else text) + "\n")
+
+
+def print_message(text: str, indent: str = "  ") -> None:
+    """A result or a message on stdout, wrapped at words on a terminal (never when piped)."""
+    write_fitted(sys.stdout, text, indent)
+    sys.stdout.flush()
+
+
 def print_error(message: str, hint: str | None = None) -> None:
     """The one-line error format: ``walletctl: error: ...`` (+ an optional hint line)."""
-    sys.stderr.write(f"walletctl: error: {escape_controls(message)}\n")
+    write_fitted(sys.stderr, f"walletctl: error: {escape_controls(message)}")
     if hint:
-        sys.stderr.write(f"hint: {escape_controls(hint)}\n")
+        write_fitted(sys.stderr, f"hint: {escape_controls(hint)}")
     sys.stderr.flush()
 
 
 def print_note(message: str) -> None:
-    sys.stderr.write(f"walletctl: {escape_controls(message)}\n")
+    write_fitted(sys.stderr, f"walletctl: {escape_controls(message)}")
     sys.stderr.flush()
 
 
 def print_hint(hint: str | None) -> None:
     """``hint: ...`` on stderr (after a note that says what stopped)."""
     if hint:
-        sys.stderr.write(f"hint: {hint}\n")
+        write_fitted(sys.stderr, f"hint: {hint}")
 
 
 def print_stderr(text: str = "") -> None:
-    """A line on stderr as it is (a request trace, a confirmation's summary; empty: the line
-    end a prompt left open when it was ended with Ctrl-D)."""
-    sys.stderr.write(text + "\n")
+    """A line on stderr (a request trace, a confirmation's summary; empty: the line end a
+    prompt left open when it was ended with Ctrl-D), wrapped at words on a terminal."""
+    write_fitted(sys.stderr, text)

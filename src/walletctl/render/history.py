@@ -84,7 +84,7 @@ def _table(entries: Sequence[Entry], path: str) -> None:
         rows.append([str(e.id), e.time[:16].replace("T", " "), e.operation, ref, amount,
                      f"[{style}]{outcome}[/]" if style else outcome, escape(_who(e))])
     print_table(None, headers, rows, justify={0: "right", 4: "right"}, no_wrap=(0, 4, 5),
-                drop=(1, 6))
+                drop=(1, 6, 2, 5))
     unknown = sum(1 for e in entries if e.outcome == "unknown")
     console.print(
         f"{len(entries)} entries"
