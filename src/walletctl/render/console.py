@@ -79,21 +79,42 @@ def wrap_words(text: str, width: int, indent: str = "  ",
     line of its own (the terminal wraps it, whole). THE wrapping of every message on a
     terminal (errors, notes, hints, results) and of the phrases of ``fit.fit_phrases``
     (whose ``measure`` leaves Rich's markup tags out)."""
+    import re
+
     lines: list[str] = []
     for line in text.split("\n"):
         if measure(line) <= width:
             lines.append(line)
             continue
-        lead = line[: len(line) - len(line.lstrip(" "))]
-        current = lead
-        for word in line.split():
-            if current.strip() and measure(f"{current} {word}") > width:
-                lines.append(current)
-                current = indent + lead + word
-            else:
-                current = f"{current} {word}" if current.strip() else current + word
+        # (spaces before, word): the spaces inside a line (aligned columns) are kept
+        pieces = re.findall(r"( *)(\S+)", line)
+        current = ""
+        for space, word in pieces:
+            for part in _parts(word, width - len(indent), measure):
+                if current.strip() and measure(current + space + part) > width:
+                    lines.append(current)
+                    current = indent + part
+                else:
+                    current += space + part
+                space = ""
         lines.append(current)
     return "\n".join(lines)
+
+
+def _parts(word: str, room: int, measure: Callable[[str], int]) -> list[str]:
+    """``word``, or when it is wider than ``room`` and a list of settings (``a=1;b=2``),
+    its settings each ending at a ``;``: a word otherwise stays whole."""
+    if measure(word) <= room or ";" not in word.rstrip(";"):
+        return [word]
+    parts = [part + ";" for part in word.split(";")]
+    parts[-1] = parts[-1][:-1]
+    joined: list[str] = []
+    for part in filter(None, parts):
+        if joined and measure(joined[-1] + part) <= room:
+            joined[-1] += part
+        else:
+            joined.append(part)
+    return joined
 
 
 def terminal_columns(stream: TextIO) -> int | None:

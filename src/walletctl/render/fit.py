@@ -136,9 +136,10 @@ def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
 def fit_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
                 no_wrap: Sequence[int] = (), drop: Sequence[int] = (),
                 width: int) -> tuple[list[int], list[int] | None, list[int]]:
-    """(the columns kept, their widths, the columns left out in that order) for a table that fits ``width`` with every word
-    and number whole: the columns in ``drop`` are left out first, in that order, then the
-    others from the right; the first column stays (widths None: even it alone is wider)."""
+    """(the columns kept, their widths, the columns left out in that order) for a table
+    that fits ``width`` with every word and number whole: the columns in ``drop`` are left
+    out first, in that order, then the others from the right; the first column stays
+    (widths None: even it alone is wider)."""
     keep = list(range(len(headers)))
     fixed = set(no_wrap)
     widths = _widths(headers, rows, keep, fixed, width)
