@@ -250,8 +250,10 @@ def _after_add(name: str, target: Path, suggest: Callable[..., str]) -> list[str
 def _key_notes(name: str, auth: AuthSettings) -> list[str]:
     """Where the API key is read from, and what to do before the first call."""
     if auth.key_env:
+        from walletctl.config.secrets import read_secret_command
+
         return [f"the API key is read from ${auth.key_env}: "
-                f"`read -rs {auth.key_env} && export {auth.key_env}`"]
+                f"`{read_secret_command(auth.key_env)}`"]
     if auth.keyring:
         return [f"store the API key with `keyring set walletctl {name}`"]
     if auth.key_file is None:

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import err, print_hint, print_message, print_note
-from walletctl.render.fit import print_table
+from walletctl.render.fit import print_phrases, print_table
 from walletctl.render.output import write_json, write_ndjson
 
 if TYPE_CHECKING:
@@ -145,14 +145,19 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
         TimeRemainingColumn,
     )
 
-    progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TaskProgressColumn(),
-        TextColumn("refused {task.fields[failed]} · unknown {task.fields[unknown]} · "
-                   "{task.fields[rate]:.0f} rows/s"),
-        TimeElapsedColumn(), TimeRemainingColumn(),
-        console=console or err(), transient=False,
-    )
+    console = console or err()
+    counts_text = ("refused {task.fields[failed]} · unknown {task.fields[unknown]} · "
+                   "{task.fields[rate]:.0f} rows/s")
+    columns: list[Any] = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TaskProgressColumn(), TextColumn(counts_text), TimeElapsedColumn(),
+                          TimeRemainingColumn()]
+    if console.width < 80:  # the bar fits a narrow terminal: fewer columns, never cut off
+        columns = [TextColumn("{task.description}"), BarColumn(bar_width=8),
+                   MofNCompleteColumn(), TextColumn(counts_text)]
+    if console.width < 64:  # refused and unknown rows are named on stderr as they come
+        columns = [TextColumn("{task.description}"), MofNCompleteColumn(),
+                   TaskProgressColumn(), TextColumn("{task.fields[rate]:.0f} rows/s")]
+    progress = Progress(*columns, console=console, transient=False)
     task = progress.add_task(label, total=plan.rows, failed=0, unknown=0, rate=0.0)
     counts = {"refused": 0, "unknown": 0, "sent": 0}
     first: list[float] = []  # when the first row of this run was answered
@@ -209,6 +214,8 @@ def summary(output_format: str, result: BatchResult) -> None:
 
 
 def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> None:
+    from rich.markup import escape
+
     from walletctl.models.money import format_major
 
     report, op, production = result.report, result.op, result.production
@@ -227,8 +234,9 @@ def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> No
     print_table(f"{'PRODUCTION ' if production else ''}{op} batch {result.batch_id}",
                 ["rows", "count", "amount"], rows, justify={1: "right", 2: "right"},
                 no_wrap=(1,))
-    print_message(f"{report.requests} requests for {report.sent_rows} rows in "
-                  f"{report.elapsed:.1f} s ({rate:.0f} rows/s) · journal {result.journal}")
+    print_phrases([f"{report.requests} requests", f"for {report.sent_rows} rows",
+                   f"in {report.elapsed:.1f} s", f"({rate:.0f} rows/s)",
+                   f"· journal {escape(str(result.journal))}"])
 
 
 def _summary_notes(result: BatchResult) -> None:

@@ -226,6 +226,12 @@ def fit_phrases(phrases: Sequence[str], width: int | None = None, indent: str = 
     return wrap_words("\n".join(lines), width, indent, measure=_markup_width)
 
 
+def print_phrases(phrases: Sequence[str], indent: str = "  ") -> None:
+    """``fit_phrases`` printed on stdout (Rich markup; escape what came from outside)."""
+    out().print(fit_phrases(phrases, indent=indent), soft_wrap=True, crop=False,
+                highlight=False)
+
+
 def _markup_width(markup: str) -> int:
     """Cells ``markup`` takes on the screen: its Rich tags (even unbalanced) left out."""
     from rich.markup import RE_TAGS
