@@ -121,15 +121,20 @@ def terminal_columns(stream: TextIO) -> int | None:
     """The width of the terminal ``stream`` writes to ($COLUMNS first), or None when it is
     not a terminal: piped text is never wrapped (a script or a log reads whole lines)."""
     import os
-    import shutil
 
     try:
         if not stream.isatty():
             return None
-    except (AttributeError, ValueError):
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError):
         return None
     columns = os.environ.get("COLUMNS", "")
-    return max(20, int(columns) if columns.isdigit() else shutil.get_terminal_size().columns)
+    if columns.isdigit() and int(columns) > 0:
+        return max(20, int(columns))
+    try:
+        return max(20, os.get_terminal_size(fd).columns)
+    except OSError:
+        return 80
 
 
 def write_fitted(stream: TextIO, text: str, indent: str = "  ") -> None:

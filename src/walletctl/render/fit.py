@@ -227,9 +227,19 @@ def fit_phrases(phrases: Sequence[str], width: int | None = None, indent: str = 
 
 
 def print_phrases(phrases: Sequence[str], indent: str = "  ") -> None:
-    """``fit_phrases`` printed on stdout (Rich markup; escape what came from outside)."""
-    out().print(fit_phrases(phrases, indent=indent), soft_wrap=True, crop=False,
-                highlight=False)
+    """``phrases`` as one line on stdout, fitted (``fit_phrases``) on a terminal only
+    (Rich markup: escape what came from outside)."""
+    console = out()
+    console.print(fit_phrases(phrases, indent=indent) if console.is_terminal
+                  else " ".join(phrases), soft_wrap=True, crop=False, highlight=False)
+
+
+def print_markup(markup: str, indent: str = "  ") -> None:
+    """A line of Rich markup on stdout, broken between words on a terminal only."""
+    console = out()
+    console.print(wrap_words(markup, console.width, indent, measure=_markup_width)
+                  if console.is_terminal else markup,
+                  soft_wrap=True, crop=False, highlight=False)
 
 
 def _markup_width(markup: str) -> int:
