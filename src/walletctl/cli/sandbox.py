@@ -279,12 +279,15 @@ def demo_cmd(
     capture the rest -> refund part -> another pre-authorisation, approve, reverse ->
     lookup as a table. Then the sandbox stops.
     """
+    from walletctl.render.console import wrap_words
     from walletctl.render.fit import terminal_width
     from walletctl.sandbox.scenario import run_demo
 
     output = get_state(ctx).output
     if output is None or output == "table":
-        failed = run_demo(sys.stdout, keep_going=keep_going, width=terminal_width())
+        width = terminal_width()
+        failed = run_demo(sys.stdout, keep_going=keep_going, width=width,
+                          fit=lambda text: wrap_words(text, width))
     else:  # the transcript as data: {"transcript": [lines], "failed": step or null}
         import io
 
