@@ -1,11 +1,12 @@
 """``walletctl profile add``: one command makes a profile that every command can use.
 
 Every profile setting has a flag; on a terminal the required ids that are missing are asked
-for (the userId is also the public key service's user), then the default currency, the shop
-URL and where the public key service's secret is (empty: none / the API key) when not given
-(a secret never is: it would have to be typed into argv or a prompt's scrollback, so its
-*source* is recorded instead). Against a walletctl sandbox (its health route answers) what
-no flag gives is the sandbox's: ids, currency, redirects and its documented credentials.
+for (the userId is also the public key service's user, and where its secret is comes next),
+then the default currency and the shop URL (empty: none) when not given (a secret never
+is: it would have to be typed into argv or a prompt's scrollback, so its *source* is
+recorded instead). Against a walletctl sandbox (its health route answers) the public key
+service's secret defaults to the sandbox's; with no id given, so do the ids, currency,
+redirects and key (the sandbox's documented test values).
 Without a terminal, missing required flags are a usage error naming them; a profile saved
 without a currency or redirect URLs gets a note saying what that means.
 """
@@ -68,12 +69,12 @@ def _ask_shop() -> str | None:
 
 
 def _ask_service_secret_env() -> str | None:
-    """On a terminal, where the public key service's secret is (an environment variable's
-    name, never the secret; empty: the API key is sent as it)."""
+    """On a terminal, after the service user: where its secret is (an environment
+    variable's name, never the secret itself; empty: the API secret is sent as it)."""
     if not ENV.is_interactive():
         return None
-    answer = typer.prompt("Public key service secret (walletctl keys): the environment "
-                          "variable holding it (--service-secret-env; empty: the API key)",
+    answer = typer.prompt("The service user's secret: the environment variable holding it "
+                          "(--service-secret-env; empty: the API secret)",
                           default="", show_default=False, err=True).strip()
     return str(answer) or None
 

@@ -43,7 +43,7 @@ REDIRECT_SUFFIXES = {
 }
 REQUIRED = (("base_url", "Gateway base URL"), ("merchant_id", "merchantId"),
             ("store_id", "storeId"),
-            ("user_id", "userId, also the public key service's user"))
+            ("user_id", "userId, the service user too"))
 
 
 @dataclass(frozen=True)
@@ -154,28 +154,33 @@ def _sandbox_at(base_url: str | None) -> bool:
 
 
 def _with_sandbox_defaults(ask: NewProfile) -> tuple[NewProfile, list[str]]:
-    """``ask`` with a sandbox's ids, currency, redirect URLs and credentials where no flag
-    gave them (the sandbox's documented test values); and the names of those defaulted."""
+    """``ask`` with what a sandbox needs and no flag gave, and the names of those settings:
+    its public key service's secret (the documented test value, when it is not the API key);
+    with no id given, the sandbox's own profile: its ids, currency, redirect URLs and key
+    (as ``sandbox serve --write-profile`` writes them)."""
     from walletctl.ops.local_sandbox import default_service_secret
     from walletctl.ops.sandbox_profile import MERCHANT_ID, REDIRECTS, STORE_ID, USER_ID
     from walletctl.sandbox.config import DEFAULT_API_KEY
 
-    defaults = {"merchant_id": MERCHANT_ID, "store_id": STORE_ID, "user_id": USER_ID}
-    ids = dict(ask.ids)
-    named = [k for k, v in defaults.items() if not ids.get(k)]
-    ids.update({k: defaults[k] for k in named})
-    changes: dict[str, Any] = {"ids": ids}
-    if ask.currency is None:
-        changes["currency"] = "EUR"
-        named.append("currency")
-    if not ask.redirect_base and not any(ask.redirects.values()):
-        changes["redirects"] = dict(REDIRECTS)
-        named.append("redirects")
-    given_key = ask.key_env or ask.key_file or ask.keyring or ask.auth_scheme != "PublicApiKey"
-    key = os.environ.get(ask.key_env or default_env_name(ask.name)) or DEFAULT_API_KEY
-    if not given_key and not os.environ.get(default_env_name(ask.name)):
-        changes["sandbox_key"] = DEFAULT_API_KEY
-        named.append("the API key")
+    changes: dict[str, Any] = {}
+    named: list[str] = []
+    key_env = ask.key_env or default_env_name(ask.name)
+    own_key = ask.key_env or ask.key_file or ask.keyring or os.environ.get(key_env)
+    if not any(ask.ids.get(k) for k in ("merchant_id", "store_id", "user_id")):
+        changes["ids"] = {**ask.ids, "merchant_id": MERCHANT_ID, "store_id": STORE_ID,
+                          "user_id": USER_ID}
+        named += ["merchant_id", "store_id", "user_id"]
+        if ask.currency is None:
+            changes["currency"] = "EUR"
+            named.append("currency")
+        if not ask.redirect_base and not any(ask.redirects.values()):
+            changes["redirects"] = dict(REDIRECTS)
+            named.append("redirects")
+        if not own_key and ask.auth_scheme == "PublicApiKey":
+            changes["sandbox_key"] = DEFAULT_API_KEY
+            named.append("the API key")
+    key = (os.environ.get(key_env) if ask.key_env or not ask.key_file else None) \
+        or DEFAULT_API_KEY
     if not (ask.service_secret_env or ask.service_secret_file) and (
             default_service_secret(key) != key):
         changes["sandbox_service_secret"] = default_service_secret(key)
@@ -192,11 +197,13 @@ def _table(ask: NewProfile, prompts: Prompts, *, sandbox: bool = False) -> dict[
     missing = [(key, label) for key, label in REQUIRED if not ask.ids.get(key)]
     if missing:
         table.update(prompts.ids(missing))
+        if ("user_id", REQUIRED[3][1]) in missing and not (
+                sandbox or ask.service_secret_env or ask.service_secret_file
+                or ask.auth_scheme.lower() == "none"):
+            # the service user was asked for: its secret's source next to it
+            ask = replace(ask, service_secret_env=prompts.service_secret_env())
     table["amount_format"] = ask.amount_format
     table.update(_optional(ask, ask.currency if ask.currency is not None else prompts.currency()))
-    if not (sandbox or ask.service_secret_env or ask.service_secret_file
-            or ask.auth_scheme.lower() == "none"):
-        ask = replace(ask, service_secret_env=prompts.service_secret_env())
     table["auth"] = _auth(ask)
     table["paths"] = _paths(ask.paths)
     table["redirects"] = _redirects(ask.redirect_base, ask.redirects)
