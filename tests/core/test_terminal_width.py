@@ -258,3 +258,18 @@ def test_every_command_fits_40_60_and_80_columns(served: Served) -> None:
                 problems.append(f"{name} at {width}: {missing} not shown and no hidden note")
     assert not problems, "\n".join(problems) + "\n\n" + "\n".join(
         f"--- {name} at 40\n{screens[40][name]}" for name, _, _ in COMMANDS)
+
+
+def test_piped_text_is_never_wrapped(tmp_path: Path) -> None:
+    """Wrapping is for a terminal: piped (a script, a CI log), every message stays one line
+    whatever $COLUMNS says."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+    env.update(COLUMNS="40", WALLETCTL_CONFIG=str(tmp_path / "none.toml"))
+    values = subprocess.run([sys.executable, "-m", "walletctl", "-o", "table", "sandbox",
+                             "values"], capture_output=True, text=True, env=env, timeout=60,
+                            check=True)
+    assert ("Credentials: Authorization: PublicApiKey sandbox-api-key (any merchant); public "
+            "key service Basic <userId>:sandbox-secret.") in values.stdout.splitlines()
+    error = subprocess.run([sys.executable, "-m", "walletctl", "-p", "nope", "lookup", "X"],
+                           capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert len(error.stderr.splitlines()[0]) > 40, error.stderr
