@@ -232,8 +232,6 @@ def test_checkouts_missing_redirects_hint_is_a_command_that_works(tmp_path: Path
                                 "redirects.return_url", "redirects.success_url"], hint
         for key in keys:
             run(config, "profile", "set", "shop", key, "https://shop.example/" + key, env=env)
-        # (the sandbox's public key service secret: profile add's default against a sandbox)
-        assert profile(config, "shop")["auth"] == {"scheme": "PublicApiKey", "key_env": "SHOP_KEY",
-                                                   "service_secret": "sandbox-secret"}
+        assert profile(config, "shop")["auth"] == {"scheme": "PublicApiKey", "key_env": "SHOP_KEY"}
         done = run(config, "-o", "json", "checkout", "--amount", "1", "--ref", "HINT-1", env=env)
         assert json.loads(done.stdout)["redirectUrl"].startswith(sandbox.url + "/pay/")

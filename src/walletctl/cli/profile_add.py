@@ -4,9 +4,9 @@ Every profile setting has a flag; on a terminal the required ids that are missin
 for (the userId is also the public key service's user, and where its secret is comes next),
 then the default currency and the shop URL (empty: none) when not given (a secret never
 is: it would have to be typed into argv or a prompt's scrollback, so its *source* is
-recorded instead). Against a walletctl sandbox (its health route answers) the public key
-service's secret defaults to the sandbox's; with no id given, so do the ids, currency,
-redirects and key (the sandbox's documented test values).
+recorded instead). With no id given and a walletctl sandbox at the URL (its health route
+answers), the profile is the sandbox's own: its ids, currency, redirects, key and public
+key service secret (documented test values).
 Without a terminal, missing required flags are a usage error naming them; a profile saved
 without a currency or redirect URLs gets a note saying what that means.
 """

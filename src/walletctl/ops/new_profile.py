@@ -106,7 +106,11 @@ def add_new_profile(ask: NewProfile, target: Path, prompts: Prompts,
                     suggest: Callable[..., str]) -> Added:
     """Save the profile ``ask`` describes to ``target``. ``suggest(*words)``: a ``walletctl
     profile WORDS`` command line to suggest in a note."""
-    sandbox = _sandbox_at(ask.ids.get("base_url"))
+    # `profile add NAME --base-url URL` with no id: the URL may be a sandbox, asked once
+    # (never a production profile's gateway; a profile given its ids makes no request)
+    sandbox = (ask.environment != "production"
+               and not any(ask.ids.get(k) for k, _ in REQUIRED[1:])
+               and _sandbox_at(ask.ids.get("base_url")))
     defaulted: list[str] = []
     if sandbox:
         ask, defaulted = _with_sandbox_defaults(ask)
@@ -154,33 +158,29 @@ def _sandbox_at(base_url: str | None) -> bool:
 
 
 def _with_sandbox_defaults(ask: NewProfile) -> tuple[NewProfile, list[str]]:
-    """``ask`` with what a sandbox needs and no flag gave, and the names of those settings:
-    its public key service's secret (the documented test value, when it is not the API key);
-    with no id given, the sandbox's own profile: its ids, currency, redirect URLs and key
-    (as ``sandbox serve --write-profile`` writes them)."""
+    """``ask`` made the sandbox's own profile (as ``sandbox serve --write-profile`` writes
+    it) where no flag said otherwise: its ids, currency, redirect URLs, its test key (when
+    no key source is given or set) and its public key service's secret (when that is not
+    the key); and the names of the settings so defaulted."""
     from walletctl.ops.local_sandbox import default_service_secret
     from walletctl.ops.sandbox_profile import MERCHANT_ID, REDIRECTS, STORE_ID, USER_ID
     from walletctl.sandbox.config import DEFAULT_API_KEY
 
-    changes: dict[str, Any] = {}
-    named: list[str] = []
+    changes: dict[str, Any] = {"ids": {**ask.ids, "merchant_id": MERCHANT_ID,
+                                       "store_id": STORE_ID, "user_id": USER_ID}}
+    named = ["merchant_id", "store_id", "user_id"]
+    if ask.currency is None:
+        changes["currency"] = "EUR"
+        named.append("currency")
+    if not ask.redirect_base and not any(ask.redirects.values()):
+        changes["redirects"] = dict(REDIRECTS)
+        named.append("redirects")
     key_env = ask.key_env or default_env_name(ask.name)
-    own_key = ask.key_env or ask.key_file or ask.keyring or os.environ.get(key_env)
-    if not any(ask.ids.get(k) for k in ("merchant_id", "store_id", "user_id")):
-        changes["ids"] = {**ask.ids, "merchant_id": MERCHANT_ID, "store_id": STORE_ID,
-                          "user_id": USER_ID}
-        named += ["merchant_id", "store_id", "user_id"]
-        if ask.currency is None:
-            changes["currency"] = "EUR"
-            named.append("currency")
-        if not ask.redirect_base and not any(ask.redirects.values()):
-            changes["redirects"] = dict(REDIRECTS)
-            named.append("redirects")
-        if not own_key and ask.auth_scheme == "PublicApiKey":
-            changes["sandbox_key"] = DEFAULT_API_KEY
-            named.append("the API key")
-    key = (os.environ.get(key_env) if ask.key_env or not ask.key_file else None) \
-        or DEFAULT_API_KEY
+    if not (ask.key_env or ask.key_file or ask.keyring or os.environ.get(key_env)) \
+            and ask.auth_scheme == "PublicApiKey":
+        changes["sandbox_key"] = DEFAULT_API_KEY
+        named.append("the API key")
+    key = (None if ask.key_file or ask.keyring else os.environ.get(key_env)) or DEFAULT_API_KEY
     if not (ask.service_secret_env or ask.service_secret_file) and (
             default_service_secret(key) != key):
         changes["sandbox_service_secret"] = default_service_secret(key)

@@ -166,8 +166,7 @@ def service_secret_hint(profile: Profile) -> str:
         used = "the API key as its service secret (the profile sets none)"
     return (f"the public key service refused user {user!r} with {used}; set the service "
             f"secret's source: `walletctl profile set {profile.name} "
-            "auth.service_secret_env VAR` (a walletctl sandbox's is sandbox-secret unless it "
-            "was served with --api-key or --service-secret)")
+            "auth.service_secret_env VAR` (a walletctl sandbox's: `walletctl sandbox values`)")
 
 
 def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False,

@@ -10,8 +10,8 @@ from contextlib import AbstractContextManager, nullcontext
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import err, print_hint, print_message, print_note
-from walletctl.render.fit import print_phrases, print_table
+from walletctl.render.console import err, out, print_hint, print_message, print_note
+from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import write_json, write_ndjson
 
 if TYPE_CHECKING:
@@ -234,9 +234,13 @@ def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> No
     print_table(f"{'PRODUCTION ' if production else ''}{op} batch {result.batch_id}",
                 ["rows", "count", "amount"], rows, justify={1: "right", 2: "right"},
                 no_wrap=(1,))
-    print_phrases([f"{report.requests} requests", f"for {report.sent_rows} rows",
-                   f"in {report.elapsed:.1f} s", f"({rate:.0f} rows/s)",
-                   f"· journal {escape(str(result.journal))}"])
+    phrases = [f"{report.requests} requests", f"for {report.sent_rows} rows",
+               f"in {report.elapsed:.1f} s", f"({rate:.0f} rows/s)",
+               f"· journal {escape(str(result.journal))}"]
+    if out().is_terminal:  # between phrases; a path wider than the terminal stays whole
+        out().print(fit_phrases(phrases), soft_wrap=True, crop=False, highlight=False)
+    else:  # a table asked for in a pipe: 80 columns, like the table above it
+        out().print(" ".join(phrases))
 
 
 def _summary_notes(result: BatchResult) -> None:
