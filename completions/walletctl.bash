@@ -58,7 +58,7 @@ _walletctl_options() {  # PATH: its options
         'sandbox demo') echo '--keep-going --help -h' ;;
         'sandbox faults') echo '--latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --clear --url --admin-token --help -h' ;;
         'sandbox ledger') echo '--url --admin-token --help -h' ;;
-        'sandbox reset') echo '--url --admin-token --help -h' ;;
+        'sandbox reset') echo '--url --admin-token --yes -y --help -h' ;;
         'sandbox seed') echo '--kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token --help -h' ;;
         'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile --print-profile --help -h' ;;
         'sandbox values') echo '--help -h' ;;

@@ -50,16 +50,19 @@ def test_a_terminal_is_asked_for_missing_ids_never_for_a_secret(tmp_path: Path) 
     config = tmp_path / "profiles.toml"
     ENV.stdin_isatty = True
     result = _run(config, "profile", "add", "asked", "--key-env", "ASKED_KEY",
-                  input="https://gw.example\nM-1\nS-1\nops\neur\nhttps://shop.example\n")
+                  input="https://gw.example\nM-1\nS-1\nops\nOPS_SECRET\neur\nhttps://shop.example\n")
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     prompts = result.stderr  # type: ignore[attr-defined]
     assert "Gateway base URL" in prompts
+    # the service user's secret: where it is, next to the user (never the secret itself)
+    assert "The service user's secret: the environment variable holding it" in prompts
     assert "key" not in prompts.split("saved profile")[0].lower().replace("--key-env", "")
     p = profiles_file.load_file(config).profiles["asked"]
     assert (p.base_url, p.merchant_id, p.store_id, p.user_id) == (
         "https://gw.example", "M-1", "S-1", "ops")
     assert p.redirects["success_url"] == "https://shop.example/ok"
     assert p.currency == "EUR"
+    assert p.auth.service_secret_env == "OPS_SECRET"
 
 
 def test_a_terminal_is_asked_for_the_currency_until_it_is_a_code(tmp_path: Path) -> None:

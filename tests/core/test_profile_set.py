@@ -198,12 +198,13 @@ def test_hints_carry_the_config_and_profile_the_user_gave(config: Path,
     checked = run(config, "-p", "desk", "-o", "json", "profile", "check", env=env)
     hints = {r["check"]: r["hint"] for r in json.loads(checked.stdout)}
     currency = hints["checkout, authorize currency"]
-    assert currency == f"`walletctl profile set desk currency EUR{given}"
+    named = f" --config {config}`"  # a command that names its profile needs no -p
+    assert currency == f"`walletctl profile set desk currency EUR{named}"
     out = run(config, "-p", "desk", "profile", "set", "nope", "currency", "EUR", code=3)
-    assert f"`walletctl profile list{given}" in out.stderr
+    assert f"`walletctl profile list{named}" in out.stderr  # it lists every profile
     # a command that already names its profile keeps it; --help needs neither option
     out = run(config, "-p", "desk", "profile", "unset", "desk", "base_url", code=2)
-    assert f"`walletctl profile set desk base_url VALUE{given}" in out.stderr
+    assert f"`walletctl profile set desk base_url VALUE{named}" in out.stderr
 
 
 def test_checkouts_missing_redirects_hint_is_a_command_that_works(tmp_path: Path) -> None:

@@ -29,6 +29,8 @@ NASTY = [
     "R-1", "ORDER-1", "R\n#", "R#1", "\x1b[2J", "a\x00b", "\udcff", "Ré", "💸",
     "EUR", "eur", "XXX", "US", "sale", "preauth", "ecom.sale", "DE-BY", "DEU", "49-1701234567",
     "https://shop.example/ok", "javascript:alert(1)", "file:///etc/passwd",
+    "99999999999999999999", "9223372036854775808", "http://[::1", "http://127.0.0.1:abc",
+    ":abc", "http://[", "http://h:99999",
 ]
 LONG = st.sampled_from(["R" * 65, "R" * 5000, "9" * 400, "é" * 3000, "\x1b" * 100])
 VALUE = st.one_of(st.sampled_from(NASTY), st.text(max_size=30), LONG)
@@ -65,12 +67,17 @@ COMMANDS: dict[str, list[str]] = {
                   "--yes"],
     "keys": ["--refresh", "--show-secret"],
     "profile show": [], "profile list": [], "profile check": [],
-    "sandbox ledger": ["--url"], "sandbox values": [],
+    "sandbox ledger": ["--url"], "sandbox values": [], "sandbox faults": ["--url"],
+    "sandbox approve": ["--url"], "sandbox 3ds": ["--url"],
+    "approvals show": [], "approve": [], "approvals refuse": ["--reason"],
     "recon": ["--since", "--until", "--ref", "--op", "--refs", "--journal", "--concurrency"],
 }
+for _follow_up in ("capture", "refund", "reverse"):
+    COMMANDS[_follow_up].append("--approval")
 FLAGS = {"--dry-run", "--yes", "--refresh", "--show-secret"}
 FILE_OPTIONS = {"--from-file", "--event", "--3ds", "--refs", "--journal"}
-POSITIONAL = {"lookup", "capture", "refund", "reverse", "account"}
+POSITIONAL = {"lookup", "capture", "refund", "reverse", "account", "sandbox approve",
+              "sandbox 3ds", "approvals show", "approve", "approvals refuse"}
 
 PROFILE_VALUES = {
     "timeout": st.sampled_from(["5", "0", "-1", "1e300", "inf", "nan", '"5"', "3601", "0.5"]),
@@ -193,10 +200,18 @@ REPRODUCERS = [
     _case("lookup", "PRE-1", profile={"timeout": "1e-9"}),
     _case("\x1b[2Jlookup"),
     _case("capture", "PRE-1", "--amount", "\x1b]0;x\x07"),
+    # Issue 35's: an id no database key holds, and URLs that are not URLs.
+    _case("approvals", "show", "99999999999999999999"),
+    _case("approve", "99999999999999999999"),
+    _case("refund", "SALE-1", "--amount", "1", "--yes", "--approval", "99999999999999999999"),
+    _case("sandbox", "ledger", "--url", "http://[::1"),
+    _case("sandbox", "faults", "--url", "http://127.0.0.1:abc"),
+    _case("sandbox", "approve", "PRE-1", "--url", "http://[::1"),
+    _case("sandbox", "3ds", "PRE-1", "--url", ":abc"),
 ]
 
 
-@settings(max_examples=int(os.environ.get("WALLETCTL_FUZZ_EXAMPLES", "150")), deadline=None,
+@settings(max_examples=int(os.environ.get("WALLETCTL_FUZZ_EXAMPLES", "200")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(case=invocation())
@@ -214,6 +229,13 @@ REPRODUCERS = [
 @example(case=REPRODUCERS[11])
 @example(case=REPRODUCERS[12])
 @example(case=REPRODUCERS[13])
+@example(case=REPRODUCERS[14])
+@example(case=REPRODUCERS[15])
+@example(case=REPRODUCERS[16])
+@example(case=REPRODUCERS[17])
+@example(case=REPRODUCERS[18])
+@example(case=REPRODUCERS[19])
+@example(case=REPRODUCERS[20])
 def test_no_input_crashes_the_cli(case: dict[str, Any], fuzz_sandbox: Any) -> None:
     from walletctl.cli.main import app
 

@@ -171,7 +171,7 @@ def test_live_table_folds_finished_and_pending_scenarios() -> None:
                                           StepResult("beta", "two", "skipped")])
     waiting = ScenarioResult("gamma", "", [StepResult("gamma", "x"), StepResult("gamma", "y")])
     console = Console(record=True, width=160, color_system=None)
-    console.print(_results_table([done, running, waiting], live=True))
+    console.print(_results_table([done, running, waiting], live=True, width=160))
     text = console.export_text()
     assert "3/3 steps" in text
     assert "1.50s" in text
@@ -180,7 +180,7 @@ def test_live_table_folds_finished_and_pending_scenarios() -> None:
     assert "2 steps" in text
     assert " x " not in text  # pending scenario folded
     console = Console(record=True, width=160, color_system=None)
-    console.print(_results_table([done], live=False))
+    console.print(_results_table([done], live=False, width=160))
     assert "3/3 steps" not in console.export_text()  # the final table shows every step
 
 

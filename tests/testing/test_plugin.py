@@ -145,10 +145,18 @@ def test_external_sandbox_from_ini_and_env(pytester: pytest.Pytester, served_san
     run_pytest(pytester).assert_outcomes(passed=1)
 
 
-def test_unreachable_external_sandbox_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_one="def test_it(wallet_sandbox):\n    pass\n")
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9", "http://[::1", "http://127.0.0.1:abc"])
+def test_unreachable_external_sandbox_is_a_usage_error(pytester: pytest.Pytester,
+                                                       url: str) -> None:
+    """One stop for the whole run (exit 4) naming the URL, not an error in every test."""
+    pytester.makepyfile(test_one="def test_it(wallet_sandbox):\n    pass\n",
+                        test_two="def test_a(wallet_sandbox):\n    pass\n\n\n"
+                                 "def test_b(wallet_sandbox):\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--wallet-sandbox-url",
-                                           "http://127.0.0.1:9", "--wallet-sandbox-wait", "1",
-                                           timeout=120)
-    assert result.ret != 0
-    assert "--wallet-sandbox-url" in result.stdout.str() + result.stderr.str()
+                                           url, "--wallet-sandbox-wait", "1", timeout=120)
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert text.count(f"--wallet-sandbox-url {url}") == 1, text
+    assert "Traceback" not in text, text
+    assert "ERROR at setup" not in text, text
+    assert len(text.splitlines()) < 30, text

@@ -1,10 +1,14 @@
 """``walletctl profile add``: one command makes a profile that every command can use.
 
 Every profile setting has a flag; on a terminal the required ids that are missing are asked
-for, then the default currency and the shop URL (empty: none) when not given (a secret never
-is: it would have to be typed into argv or a prompt's scrollback, so the key's *source* is
-recorded instead). Without a terminal, missing required flags are a usage error naming them;
-a profile saved without a currency or redirect URLs gets a note saying what that means.
+for (the userId is also the public key service's user, and where its secret is comes next),
+then the default currency and the shop URL (empty: none) when not given (a secret never
+is: it would have to be typed into argv or a prompt's scrollback, so its *source* is
+recorded instead). With no id given and a walletctl sandbox at the URL (its health route
+answers), the profile is the sandbox's own: its ids, currency, redirects, key and public
+key service secret (documented test values).
+Without a terminal, missing required flags are a usage error naming them; a profile saved
+without a currency or redirect URLs gets a note saying what that means.
 """
 
 from __future__ import annotations
@@ -62,6 +66,17 @@ def _ask_shop() -> str | None:
     shop = typer.prompt("Shop URL for checkout's redirects (--redirect-base; empty: none)",
                         default="", show_default=False, err=True).strip()
     return str(shop) or None
+
+
+def _ask_service_secret_env() -> str | None:
+    """On a terminal, after the service user: where its secret is (an environment
+    variable's name, never the secret itself; empty: the API secret is sent as it)."""
+    if not ENV.is_interactive():
+        return None
+    answer = typer.prompt("The service user's secret: the environment variable holding it "
+                          "(--service-secret-env; empty: the API secret)",
+                          default="", show_default=False, err=True).strip()
+    return str(answer) or None
 
 
 def add(
@@ -164,6 +179,7 @@ def add(
                    "cancel_url": cancel_url, "refused_url": refused_url},
         paths=path or [], default=default, force=force)
     added = add_new_profile(ask, config_path(state.config_path),
-                            Prompts(ids=_ask_ids, currency=_ask_currency, shop=_ask_shop),
+                            Prompts(ids=_ask_ids, currency=_ask_currency, shop=_ask_shop,
+                                    service_secret_env=_ask_service_secret_env),
                             suggest=lambda *words: command_line(state, "profile", *words))
     render_added(state.output_format, added)

@@ -1,8 +1,9 @@
 """``walletctl profile check``: what a profile can run, and why not.
 
 Offline by default (the file parses, permissions, each secret is found, the auth header
-builds, which commands have what they need); ``--online`` adds one read-only request (a lookup
-of a reference that cannot exist) to prove the gateway accepts the credentials.
+builds, which commands have what they need); ``--online`` adds two read-only requests (a
+lookup of a reference that cannot exist, and the public key service's keys) to prove the
+gateway accepts the API key and the service user and secret.
 """
 
 from __future__ import annotations
@@ -175,6 +176,24 @@ def _online(profile: Profile) -> tuple[_Check, WalletctlError | None]:
     return _Check(profile.name, "online", True, f"credentials accepted (lookup of {ref})"), None
 
 
+def _online_keys(profile: Profile) -> tuple[_Check, WalletctlError | None]:
+    """One request to the public key service (``walletctl keys``, smoke's browser wallet):
+    its user and secret accepted, or the error (a 401 names the service secret)."""
+    from walletctl.cli.state import ENV
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.errors import WalletctlError
+    from walletctl.ops.walletpay import fetch_keys
+
+    try:
+        with GatewayClient(profile, transport=ENV.transport) as client:
+            fetch_keys(client)
+    except WalletctlError as exc:
+        return _Check.failed(profile.name, "online keys", exc), exc
+    user = profile.auth.username or profile.user_id
+    return _Check(profile.name, "online keys", True,
+                  f"the public key service accepts user {user} and the service secret"), None
+
+
 def check(
     ctx: typer.Context,
     name: Annotated[
@@ -184,8 +203,9 @@ def check(
         bool, typer.Option("--all", help="Check every profile in the file.")
     ] = False,
     online: Annotated[
-        bool, typer.Option("--online", help="Also send one read-only request (a lookup of a "
-                           "reference that cannot exist) to check the credentials.")
+        bool, typer.Option("--online", help="Also send two read-only requests: a lookup of "
+                           "a reference that cannot exist (the API key) and one to the public "
+                           "key service (its user and secret).")
     ] = False,
 ) -> None:
     """Check a profile: file, permissions, secrets, and which commands it can run.
@@ -212,7 +232,7 @@ def check(
         results[:] = [replace(r, hint=carry_options(r.hint, state)) for r in results]
         render_checks(state.output_format, [asdict(r) for r in results])
         failed = [r for r in results if not r.ok]
-        online_failed = [r for r in failed if r.check == "online"]
+        online_failed = [r for r in failed if r.check in ("online", "online keys")]
         if online_failed and len(failed) == len(online_failed):
             from walletctl.errors import AuthError, WalletctlError
 
@@ -257,6 +277,9 @@ def check(
         if online and all(r.ok for r in checks):
             result, error = _online(profile)
             results.append(result)
+            if error is None and profile.auth.scheme != "none":
+                result, error = _online_keys(profile)
+                results.append(result)
             if error is not None:
                 online_errors.append(error)
     return finish()

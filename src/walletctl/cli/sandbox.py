@@ -286,12 +286,15 @@ def demo_cmd(
     capture the rest -> refund part -> another pre-authorisation, approve, reverse ->
     lookup as a table. Then the sandbox stops.
     """
+    from walletctl.render.console import wrap_words
     from walletctl.render.fit import terminal_width
     from walletctl.sandbox.scenario import run_demo
 
     output = get_state(ctx).output
     if output is None or output == "table":
-        failed = run_demo(sys.stdout, keep_going=keep_going, width=terminal_width())
+        width = terminal_width()
+        failed = run_demo(sys.stdout, keep_going=keep_going, width=width,
+                          fit=lambda text: wrap_words(text, width))
     else:  # the transcript as data: {"transcript": [lines], "failed": step or null}
         import io
 
@@ -385,12 +388,22 @@ def cancel_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
 
 @sandbox_app.command("reset")
 def reset_cmd(ctx: typer.Context, url: SandboxURL = None,
-              admin_token: AdminToken = None) -> None:
-    """Delete every transaction and issued key of a running sandbox."""
+              admin_token: AdminToken = None,
+              yes: Annotated[bool, typer.Option(
+                  "--yes", "-y", help="Do not ask on a terminal (a script is never asked).")
+              ] = False) -> None:
+    """Delete every transaction and issued key of a running sandbox (asked first on a
+    terminal)."""
+    from walletctl.cli.state import ENV
     from walletctl.ops.sandbox_admin import reset
     from walletctl.render.sandbox import render_record
 
     base, _ = _sandbox_url(ctx, url, "reset")
+    if not yes and ENV.is_interactive():
+        from walletctl.cli.common import confirm
+
+        confirm(f"sandbox reset: every transaction and issued key of the sandbox at {base} "
+                "is deleted", yes=False, action="reset")
     render_record(reset(base, token=admin_token), get_state(ctx).output_format,
                   f"sandbox at {base} reset")
 

@@ -79,8 +79,9 @@ class State:
 
 
 def _global_words(state: object, command: str = "") -> list[str]:
-    """``--config F`` and ``-p P`` as typed, unless ``command`` already chooses them (or is a
-    ``--help``, which needs neither)."""
+    """``--config F`` and ``-p P`` as typed, unless ``command`` already chooses them (a
+    ``profile show|set|check NAME`` names its profile; ``profile list|add|example`` select
+    none; a ``--help`` needs neither)."""
     import shlex
 
     if not isinstance(state, State):
@@ -91,8 +92,11 @@ def _global_words(state: object, command: str = "") -> list[str]:
         return []
     if state.typed_config is not None and " --config " not in has:
         words += ["--config", shlex.quote(str(state.typed_config))]
-    if state.typed_profile and not any(f" {o} " in has or f" {o}=" in has
-                                       for o in ("-p", "--profile")):
+    parts = command.split()
+    named = parts[2:3] if parts[:1] == ["profile"] else []
+    every = parts[:2] in (["profile", "list"], ["profile", "add"], ["profile", "example"])
+    if state.typed_profile and not every and shlex.quote(state.typed_profile) not in named \
+            and not any(f" {o} " in has or f" {o}=" in has for o in ("-p", "--profile")):
         words += ["-p", shlex.quote(state.typed_profile)]
     return words
 

@@ -109,20 +109,28 @@ def _clean(value: str, location: str) -> str:
     return text
 
 
+def read_secret_command(var: str) -> str:
+    """The command that sets ``var`` from the keyboard without echoing it or leaving it in the
+    shell's history, in the user's shell ($SHELL): fish has its own ``read`` flags."""
+    if Path(os.environ.get("SHELL", "")).name == "fish":
+        return f"read -sx {var}"
+    return f"read -rs {var} && export {var}"
+
+
 def _from_env(var: str, location: str) -> str | _Miss:
     value = os.environ.get(var)
     if value is None:
         return _Miss(
             location,
             f"environment variable {var} is not set",
-            f"set it without leaving it in your shell history: `read -rs {var} && export {var}`",
+            f"set it without leaving it in your shell history: `{read_secret_command(var)}`",
         )
     if not value.strip():
         return _Miss(
             location,
             f"environment variable {var} is empty",
             f"give it the secret without leaving it in your shell history: "
-            f"`read -rs {var} && export {var}`",
+            f"`{read_secret_command(var)}`",
         )
     return _clean(value, location)
 

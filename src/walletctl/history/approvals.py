@@ -172,13 +172,22 @@ def file_request(store: HistoryStore, request: Request, *, now: str, expires_at:
     return found
 
 
+# The largest key either database holds (a signed 64-bit integer): a larger id is no request,
+# on SQLite (whose driver cannot even send it) as on PostgreSQL.
+_LARGEST_ID = 2**63 - 1
+
+
 def get(store: HistoryStore, approval: int) -> Approval | None:
+    if not 0 < approval <= _LARGEST_ID:
+        return None
     row = store._one(f"{_SELECT} WHERE id = ?", (approval,))
     return _shown(store, _row(row)) if row else None
 
 
 def get_in(store: HistoryStore, db: Any, approval: int) -> Approval | None:
     """The approval, read inside a write transaction."""
+    if not 0 < approval <= _LARGEST_ID:
+        return None
     row = db.execute(store._sql(f"{_SELECT} WHERE id = ?"), (approval,)).fetchone()
     return _row(tuple(row)) if row else None
 

@@ -8,9 +8,10 @@ the one step left (if any).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,8 @@ REDIRECT_SUFFIXES = {
     "return_url": "/cart",
 }
 REQUIRED = (("base_url", "Gateway base URL"), ("merchant_id", "merchantId"),
-            ("store_id", "storeId"), ("user_id", "userId"))
+            ("store_id", "storeId"),
+            ("user_id", "userId, the service user too"))
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,9 @@ class NewProfile:
     paths: list[str] = field(default_factory=list)
     default: bool = False
     force: bool = False
+    # a sandbox's documented test credentials, written inline (set against a sandbox only)
+    sandbox_key: str | None = None
+    sandbox_service_secret: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,8 @@ class Prompts:
     ids: Callable[[list[tuple[str, str]]], dict[str, str]]
     currency: Callable[[], str | None]
     shop: Callable[[], str | None]
+    # the environment variable holding the public key service's secret (None: the API key)
+    service_secret_env: Callable[[], str | None]
 
 
 @dataclass(frozen=True)
@@ -99,13 +106,24 @@ def add_new_profile(ask: NewProfile, target: Path, prompts: Prompts,
                     suggest: Callable[..., str]) -> Added:
     """Save the profile ``ask`` describes to ``target``. ``suggest(*words)``: a ``walletctl
     profile WORDS`` command line to suggest in a note."""
-    table = _table(ask, prompts)
+    # `profile add NAME --base-url URL` with no id: the URL may be a sandbox, asked once
+    # (never a production profile's gateway; a profile given its ids makes no request)
+    sandbox = (ask.environment != "production"
+               and not any(ask.ids.get(k) for k, _ in REQUIRED[1:])
+               and _sandbox_at(ask.ids.get("base_url")))
+    defaulted: list[str] = []
+    if sandbox:
+        ask, defaulted = _with_sandbox_defaults(ask)
+    table = _table(ask, prompts, sandbox=sandbox)
     reset = _reset_by_force(target, ask.name, table) if ask.force else []
     try:
         add_profile(target, ask.name, table, make_default=ask.default, replace=ask.force)
     except ConfigError as exc:
         raise _as_flag_error(exc, ask.name) from None
     notes: list[str] = []
+    if defaulted:
+        notes.append(f"{ask.ids['base_url']} is a walletctl sandbox: its defaults are used for "
+                     f"{', '.join(defaulted)} (`walletctl sandbox values` lists them)")
     if reset:
         notes.append(f"--force replaced the whole profile {ask.name!r}: reset "
                      f"{', '.join(reset)} (to change one setting and keep the others: "
@@ -124,7 +142,53 @@ def _as_flag_error(exc: ConfigError, name: str) -> Exception:
     return exc
 
 
-def _table(ask: NewProfile, prompts: Prompts) -> dict[str, Any]:
+def _sandbox_at(base_url: str | None) -> bool:
+    """Whether ``base_url`` is a walletctl sandbox (its health route answers; plain http
+    only, the way a sandbox is served: a real gateway is never asked)."""
+    if not base_url or not base_url.startswith("http://"):
+        return False
+    from walletctl.client.admin import SandboxAdmin
+    from walletctl.errors import WalletctlError
+
+    try:
+        with SandboxAdmin(base_url, timeout=2.0) as admin:
+            return admin.answers_health()
+    except WalletctlError:
+        return False
+
+
+def _with_sandbox_defaults(ask: NewProfile) -> tuple[NewProfile, list[str]]:
+    """``ask`` made the sandbox's own profile (as ``sandbox serve --write-profile`` writes
+    it) where no flag said otherwise: its ids, currency, redirect URLs, its test key (when
+    no key source is given or set) and its public key service's secret (when that is not
+    the key); and the names of the settings so defaulted."""
+    from walletctl.ops.local_sandbox import default_service_secret
+    from walletctl.ops.sandbox_profile import MERCHANT_ID, REDIRECTS, STORE_ID, USER_ID
+    from walletctl.sandbox.config import DEFAULT_API_KEY
+
+    changes: dict[str, Any] = {"ids": {**ask.ids, "merchant_id": MERCHANT_ID,
+                                       "store_id": STORE_ID, "user_id": USER_ID}}
+    named = ["merchant_id", "store_id", "user_id"]
+    if ask.currency is None:
+        changes["currency"] = "EUR"
+        named.append("currency")
+    if not ask.redirect_base and not any(ask.redirects.values()):
+        changes["redirects"] = dict(REDIRECTS)
+        named.append("redirects")
+    key_env = ask.key_env or default_env_name(ask.name)
+    if not (ask.key_env or ask.key_file or ask.keyring or os.environ.get(key_env)) \
+            and ask.auth_scheme == "PublicApiKey":
+        changes["sandbox_key"] = DEFAULT_API_KEY
+        named.append("the API key")
+    key = (None if ask.key_file or ask.keyring else os.environ.get(key_env)) or DEFAULT_API_KEY
+    if not (ask.service_secret_env or ask.service_secret_file) and (
+            default_service_secret(key) != key):
+        changes["sandbox_service_secret"] = default_service_secret(key)
+        named.append("the public key service's secret")
+    return replace(ask, **changes), named
+
+
+def _table(ask: NewProfile, prompts: Prompts, *, sandbox: bool = False) -> dict[str, Any]:
     sources = [flag for flag, on in (("--key-env", ask.key_env), ("--key-file", ask.key_file),
                                      ("--keyring", ask.keyring)) if on]
     if len(sources) > 1:
@@ -133,6 +197,11 @@ def _table(ask: NewProfile, prompts: Prompts) -> dict[str, Any]:
     missing = [(key, label) for key, label in REQUIRED if not ask.ids.get(key)]
     if missing:
         table.update(prompts.ids(missing))
+        if ("user_id", REQUIRED[3][1]) in missing and not (
+                sandbox or ask.service_secret_env or ask.service_secret_file
+                or ask.auth_scheme.lower() == "none"):
+            # the service user was asked for: its secret's source next to it
+            ask = replace(ask, service_secret_env=prompts.service_secret_env())
     table["amount_format"] = ask.amount_format
     table.update(_optional(ask, ask.currency if ask.currency is not None else prompts.currency()))
     table["auth"] = _auth(ask)
@@ -160,7 +229,9 @@ def _auth(ask: NewProfile) -> dict[str, Any]:
     auth: dict[str, Any] = {"scheme": ask.auth_scheme}
     given = {"header": ask.header, "username": ask.username}
     auth.update({k: v for k, v in given.items() if v is not None})
-    if ask.key_file is not None:
+    if ask.sandbox_key is not None:  # a sandbox's documented test key (not a secret)
+        auth["key"] = ask.sandbox_key
+    elif ask.key_file is not None:
         auth["key_file"] = str(ask.key_file.expanduser().absolute())
     elif ask.keyring:
         auth["keyring"] = True
@@ -172,6 +243,8 @@ def _auth(ask: NewProfile) -> dict[str, Any]:
         auth["service_secret_env"] = ask.service_secret_env
     if ask.service_secret_file is not None:
         auth["service_secret_file"] = str(ask.service_secret_file.expanduser().absolute())
+    if ask.sandbox_service_secret is not None:
+        auth["service_secret"] = ask.sandbox_service_secret
     return auth
 
 
@@ -250,8 +323,10 @@ def _after_add(name: str, target: Path, suggest: Callable[..., str]) -> list[str
 def _key_notes(name: str, auth: AuthSettings) -> list[str]:
     """Where the API key is read from, and what to do before the first call."""
     if auth.key_env:
+        from walletctl.config.secrets import read_secret_command
+
         return [f"the API key is read from ${auth.key_env}: "
-                f"`read -rs {auth.key_env} && export {auth.key_env}`"]
+                f"`{read_secret_command(auth.key_env)}`"]
     if auth.keyring:
         return [f"store the API key with `keyring set walletctl {name}`"]
     if auth.key_file is None:

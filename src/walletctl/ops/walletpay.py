@@ -138,12 +138,35 @@ def prepare_keys(client: GatewayClient) -> PreparedCall:
 
 
 def fetch_keys(client: GatewayClient) -> PublicKeys:
-    data = client.send(prepare_keys(client))
+    from walletctl.errors import AuthError
+
+    try:
+        data = client.send(prepare_keys(client))
+    except AuthError as exc:
+        exc.hint = service_secret_hint(client.profile)
+        raise
     try:
         return PublicKeys.from_wire(data)
     except RequestValidationError as exc:
         field, rule = exc.problems[0]
         raise ResponseError(f"unexpected public key service response: {field}: {rule}") from None
+
+
+def service_secret_hint(profile: Profile) -> str:
+    """What a 401 from the public key service means, and the command that fixes it."""
+    auth = profile.auth
+    user = auth.username or profile.user_id
+    if auth.service_secret_env:
+        used = f"the service secret from ${auth.service_secret_env}"
+    elif auth.service_secret_file:
+        used = f"the service secret in {auth.service_secret_file}"
+    elif auth.service_secret:
+        used = "the profile's service secret"
+    else:
+        used = "the API key as its service secret (the profile sets none)"
+    return (f"the public key service refused user {user!r} with {used}; set the service "
+            f"secret's source: `walletctl profile set {profile.name} "
+            "auth.service_secret_env VAR` (a walletctl sandbox's: `walletctl sandbox values`)")
 
 
 def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False,

@@ -7,8 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from walletctl.history.approvals import Approval
-from walletctl.render.console import out
-from walletctl.render.fit import print_table
+from walletctl.render.fit import print_markup, print_table
 from walletctl.render.output import RowStream, emit
 
 STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
@@ -32,8 +31,8 @@ def render_filed(fmt: str, found: Approval) -> None:
         return
     from rich.markup import escape
 
-    out().print(escape(f"approval #{found.id} filed: {found.what()}, by {found.requester}; "
-                       f"expires {_when(found.expires_at)}"), soft_wrap=True)
+    print_markup(escape(f"approval #{found.id} filed: {found.what()}, by {found.requester}; "
+                        f"expires {_when(found.expires_at)}"))
 
 
 def _flat(found: Approval, now: str) -> dict[str, Any]:
@@ -73,7 +72,7 @@ def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
     from rich.markup import escape
 
     if not found:
-        out().print(f"No approval requests in {escape(where)} match.", soft_wrap=True)
+        print_markup(f"No approval requests in {escape(where)} match.")
         return
     headers = ["#", "State", "Request", "Requester", "Decided by", "Expires (UTC)"]
     rows: list[list[str]] = []
@@ -85,12 +84,10 @@ def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
     print_table(None, headers, rows, justify={0: "right"}, no_wrap=(0, 1), drop=(5, 4))
     pending = sum(1 for a in found if a.status(now) == "pending")
     plural = "s" if len(found) != 1 else ""
-    out().print(f"{len(found)} request{plural}" + (
-        f", {pending} pending (another operator: walletctl approve ID)" if pending else ""),
-        soft_wrap=True)
+    print_markup(f"{len(found)} request{plural}" + (
+        f", {pending} pending (another operator: walletctl approve ID)" if pending else ""))
     if more:
-        out().print(f"... {more} more: --state, --since, or -o csv for all of them",
-                    soft_wrap=True)
+        print_markup(f"... {more} more: --state, --since, or -o csv for all of them")
 
 
 def render_to_confirm(found: Approval, now: str) -> None:
@@ -105,7 +102,6 @@ def render_request(fmt: str, found: Approval, now: str) -> None:
         return
     from rich.markup import escape
 
-    console = out()
     lines = [("approval", f"#{found.id} ({found.status(now)})"),
              ("operation", found.operation),
              ("merchant", f"{found.merchant_id} store {found.store_id}")]
@@ -130,7 +126,7 @@ def render_request(fmt: str, found: Approval, now: str) -> None:
             f" by entry #{found.spent_entry}" if found.spent_entry else
             f" by batch {found.spent_batch}")))
     for label, value in lines:
-        console.print(f"{label + ':':<16}{escape(value)}", soft_wrap=True)
+        print_markup(f"{label + ':':<16}{escape(value)}", indent=" " * 16)
     if found.kind == "batch" and found.batch_detail:
         _batch_rows(json.loads(found.batch_detail))
 
@@ -140,13 +136,13 @@ def _batch_rows(detail: dict[str, Any]) -> None:
 
     rows = detail.get("rows", [])
     above = int(detail.get("above", len(rows)))
-    out().print(f"rows above the approval amount: {above}")
+    print_markup(f"rows above the approval amount: {above}")
     if rows:
         print_table(None, ["Line", "Reference", "Amount"],
                     [[str(r["line"]), escape(str(r["ref"])), f"{r['amount']} {r['currency']}"]
                      for r in rows], justify={0: "right", 2: "right"}, no_wrap=(0, 2))
     if above > len(rows):
-        out().print(f"... and {above - len(rows)} more (the file itself is what is approved)")
+        print_markup(f"... and {above - len(rows)} more (the file itself is what is approved)")
 
 
 def render_decided(fmt: str, found: Approval) -> None:
@@ -158,9 +154,8 @@ def render_decided(fmt: str, found: Approval) -> None:
     from rich.markup import escape
 
     if found.state == "approved":
-        out().print(escape(f"approved #{found.id}: {found.requester}'s {found.what()}; "
-                           f"they send it with --approval {found.id} before "
-                           f"{_when(found.expires_at)}"), soft_wrap=True)
+        print_markup(escape(f"approved #{found.id}: {found.requester}'s {found.what()}; "
+                            f"they send it with --approval {found.id} before "
+                            f"{_when(found.expires_at)}"))
     else:
-        out().print(escape(f"refused #{found.id}: {found.requester}'s {found.what()}"),
-                    soft_wrap=True)
+        print_markup(escape(f"refused #{found.id}: {found.requester}'s {found.what()}"))

@@ -20,7 +20,6 @@ from typing import Any
 from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.lookup import AMOUNTS, COLUMNS, BalanceRow, Report
 from walletctl.render.console import err, out, print_hint, print_note
-from walletctl.render.fit import without_top_edge
 from walletctl.render.output import RowStream
 
 TABLE_ROWS = 200
@@ -70,37 +69,31 @@ class BalanceWriter:
             sys.stdout.flush()
 
     def _table(self, totals: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
-        from rich import box
         from rich.markup import escape
-        from rich.table import Table
+
+        from walletctl.render.fit import print_table
 
         console = out()
-        width = console.width
         names = ["authorised", "captured", "refunded", "reversed", "capturable", "refundable",
                  "first", "last"]
-        if width < 120:
-            names = ["authorised", "captured", "capturable"] + (["first"] if width >= 90 else [])
-        t = Table(title=escape(self.title), title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-        t.add_column("Reference", no_wrap=True)
-        t.add_column("State", no_wrap=True)
-        t.add_column("Cur", no_wrap=True)
-        for n in names:
-            t.add_column(n.capitalize(), no_wrap=True,
-                         justify="left" if n in ("first", "last") else "right")
+        rows: list[list[str]] = []
         errors = []
         for r in self._kept:
             if r.error is not None:
                 errors.append(r)
-                t.add_row(escape(r.ref), "[red]error[/]", "", *[""] * len(names))
+                rows.append([escape(r.ref), "[red]error[/]", "", *[""] * len(names)])
                 continue
             places = _places(r.currency)
             cells = {k: f"{v:,.{places}f}" for k, v in r.amounts.items()}
             cells["first"] = r.first.strftime("%Y-%m-%d") if r.first else ""
             cells["last"] = r.last.strftime("%Y-%m-%d") if r.last else ""
-            t.add_row(escape(r.ref), escape(r.state or ""), r.currency or "",
-                      *(cells[n] for n in names))
-        console.print(without_top_edge(t))
+            rows.append([escape(r.ref), escape(r.state or ""), r.currency or "",
+                         *(cells[n] for n in names)])
+        # the narrower the terminal, the fewer amounts: the ones a desk reads first stay
+        print_table(escape(self.title), ["Reference", "State", "Cur",
+                                         *(n.capitalize() for n in names)], rows,
+                    justify={i: "right" for i in range(3, 9)},
+                    no_wrap=tuple(range(len(names) + 3)), drop=(10, 6, 5, 9, 8, 1, 7, 2))
         for r in errors:
             console.print(f"line {r.line}: {escape(r.ref)}: {escape(r.error or '')}",
                           soft_wrap=True, highlight=False)
@@ -108,17 +101,15 @@ class BalanceWriter:
             console.print(f"... {self._more} more row(s): use -o csv, -o ndjson or -o json "
                           "for all of them")
         if totals:
-            tt = Table(title="Totals per currency", title_justify="left", box=box.SIMPLE_HEAD,
-                       pad_edge=False)
-            for c in ("Cur", "Refs", "Authorised", "Captured", "Refunded", "Capturable",
-                      "Refundable"):
-                tt.add_column(c, justify="left" if c == "Cur" else "right", no_wrap=True)
-            for cur, s in totals.items():
-                tt.add_row(cur, str(s["references"]),
-                           *(format_major(Decimal(s[k]), cur).removesuffix(f" {cur}")
-                             for k in ("authorised", "captured", "refunded", "capturable",
-                                       "refundable")))
-            console.print(without_top_edge(tt))
+            columns = ("Cur", "Refs", "Authorised", "Captured", "Refunded", "Capturable",
+                       "Refundable")
+            print_table("Totals per currency", columns, [
+                [cur, str(s["references"]),
+                 *(format_major(Decimal(s[k]), cur).removesuffix(f" {cur}")
+                   for k in ("authorised", "captured", "refunded", "capturable",
+                             "refundable"))] for cur, s in totals.items()],
+                justify={i: "right" for i in range(1, 7)}, no_wrap=tuple(range(7)),
+                drop=(4, 6, 5, 1))
         console.print(f"{summary['references']} reference(s) looked up, {summary['shown']} "
                       f"shown, {summary['errors']} error(s), {summary['requests']} requests "
                       f"in {summary['elapsed_s']} s")

@@ -5,11 +5,13 @@ otherwise)."""
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import AbstractContextManager, nullcontext
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import err, out, print_hint, print_note
+from walletctl.render.console import err, out, print_hint, print_message, print_note
+from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import write_json, write_rows
 
 if TYPE_CHECKING:
@@ -49,9 +51,9 @@ def render_invalid_rows(exc: BatchValidationError) -> None:
         return
     shown = exc.problems[:MAX_SHOWN]
     for where, rule in shown:
-        sys.stderr.write(f"walletctl: {where}: {rule}\n")
+        print_note(f"{where}: {rule}")
     if exc.total > len(shown):
-        sys.stderr.write(f"walletctl: ... and {exc.total - len(shown)} more\n")
+        print_note(f"... and {exc.total - len(shown)} more")
 
 
 def _dry_run(output_format: str, result: BatchResult) -> None:
@@ -78,22 +80,19 @@ def _dry_run(output_format: str, result: BatchResult) -> None:
 
 def _dry_run_table(result: BatchResult, shown: list[dict[str, Any]],
                    tally: dict[str, int]) -> None:
-    from rich.table import Table
+    from rich.markup import escape
 
     plan = result.plan
     tag = "PRODUCTION " if result.profile.is_production else ""
-    t = Table(title=f"{tag}dry run: {result.op} batch {result.batch_id} (nothing sent)")
-    for col in ("line", "ref", "new_ref", "amount", "currency", "status"):
-        t.add_column(col, justify="right" if col in ("line", "amount") else "left")
-    for r in shown:
-        t.add_row(str(r["line"]), r["ref"], r["new_ref"], r["amount"], r["currency"], r["status"])
-    console = out()
-    console.print(t)
+    columns = ("line", "ref", "new_ref", "amount", "currency", "status")
+    print_table(f"{tag}dry run: {result.op} batch {result.batch_id} (nothing sent)",
+                columns, [[escape(str(r[c])) for c in columns] for r in shown],
+                justify={0: "right", 3: "right"}, no_wrap=(0, 3), drop=(2, 4))
     if plan.rows > len(shown):
-        console.print(f"... {plan.rows - len(shown)} more row(s)")
+        print_message(f"... {plan.rows - len(shown)} more row(s)")
     refuse = tally.get("would-refuse", 0)
     refused = f"; would refuse {refuse}" if refuse else ""
-    console.print(
+    print_message(
         f"would send {tally.get('would-send', 0)} row(s) ({plan.money()}){refused}; "
         f"{tally.get('done-earlier', 0)} done earlier; {plan.invalid} invalid skipped"
     )
@@ -146,23 +145,38 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
         TimeRemainingColumn,
     )
 
-    progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TaskProgressColumn(),
-        TextColumn("refused {task.fields[failed]} · unknown {task.fields[unknown]} · "
-                   "{task.fields[rate]:.0f} rows/s"),
-        TimeElapsedColumn(), TimeRemainingColumn(),
-        console=console or err(), transient=False,
-    )
+    console = console or err()
+    counts_text = ("refused {task.fields[failed]} · unknown {task.fields[unknown]} · "
+                   "{task.fields[rate]:.0f} rows/s")
+    columns: list[Any] = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TaskProgressColumn(), TextColumn(counts_text), TimeElapsedColumn(),
+                          TimeRemainingColumn()]
+    if console.width < 80:  # the bar fits a narrow terminal: fewer columns, never cut off
+        columns = [TextColumn("{task.description}"), BarColumn(bar_width=8),
+                   MofNCompleteColumn(), TextColumn(counts_text)]
+    if console.width < 64:  # refused and unknown rows are named on stderr as they come
+        columns = [TextColumn("{task.description}"), MofNCompleteColumn(),
+                   TaskProgressColumn(), TextColumn("{task.fields[rate]:.0f} rows/s")]
+    progress = Progress(*columns, console=console, transient=False)
     task = progress.add_task(label, total=plan.rows, failed=0, unknown=0, rate=0.0)
-    counts = {"refused": 0, "unknown": 0}
+    counts = {"refused": 0, "unknown": 0, "sent": 0}
+    first: list[float] = []  # when the first row of this run was answered
 
     def update(result: RowResult) -> None:
+        from walletctl.ops.batch.flow import FlowControlled
+
+        if result.status == "pending" and (result.detail or "").startswith(
+                FlowControlled.NOT_DONE):
+            return  # not sent (the run stopped): the bar stays at what was done
         if result.status in counts:
             counts[result.status] += 1
-        progress.update(task, advance=1, failed=counts["refused"], unknown=counts["unknown"])
-        t = progress.tasks[0]
-        progress.update(task, rate=(t.speed or 0.0))
+        if not result.earlier_run:  # the rate counts this run's rows only, not skipped ones
+            counts["sent"] += 1
+            if not first:
+                first.append(time.monotonic())
+        took = time.monotonic() - first[0] if first else 0.0
+        progress.update(task, advance=1, failed=counts["refused"], unknown=counts["unknown"],
+                        rate=counts["sent"] / took if took > 0 else 0.0)
 
     return progress, update
 
@@ -173,7 +187,9 @@ def summary(output_format: str, result: BatchResult) -> None:
     "production"``)."""
     report, production, results = result.report, result.production, result.results
     assert report is not None
-    rate = report.rows / report.elapsed if report.elapsed > 0 else 0.0
+    # rows this run sent over the time the run took: neither rows done by an earlier run
+    # nor rows left unsent (interrupted, stopped) count
+    rate = report.sent_rows / report.elapsed if report.elapsed > 0 else 0.0
     data: dict[str, Any] = {
         "batch_id": result.batch_id, "op": result.op,
         "environment": "production" if production else "test",
@@ -198,30 +214,33 @@ def summary(output_format: str, result: BatchResult) -> None:
 
 
 def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> None:
-    from rich.table import Table
+    from rich.markup import escape
 
     from walletctl.models.money import format_major
 
     report, op, production = result.report, result.op, result.production
     assert report is not None
     if production:  # plain words at the start of a line: NO_COLOR, any width
-        out().print(f"PRODUCTION: {op} batch against production profile "
-                    f"{', '.join(production)}", markup=False, soft_wrap=True)
-    t = Table(title=f"{'PRODUCTION ' if production else ''}{op} batch {result.batch_id}")
-    t.add_column("rows", justify="left")
-    t.add_column("count", justify="right")
-    t.add_column("amount", justify="right")
+        print_message(f"PRODUCTION: {op} batch against production profile "
+                      f"{', '.join(production)}")
     totals = ", ".join(format_major(Decimal(v), c) for c, v in data["confirmed_totals"].items())
-    t.add_row("confirmed", str(report.counts["confirmed"]), totals)
-    t.add_row("done by an earlier run (included above)", str(report.earlier), "")
-    t.add_row("refused", str(report.counts["refused"]), "")
-    t.add_row("unknown (reconcile)", str(report.counts["unknown"]), "")
-    t.add_row("not sent", str(report.counts["pending"]), "")
+    rows = [["confirmed", str(report.counts["confirmed"]), totals],
+            ["done by an earlier run (included above)", str(report.earlier), ""],
+            ["refused", str(report.counts["refused"]), ""],
+            ["unknown (reconcile)", str(report.counts["unknown"]), ""],
+            ["not sent", str(report.counts["pending"]), ""]]
     if result.plan.invalid:
-        t.add_row("invalid, skipped", str(result.plan.invalid), "")
-    out().print(t)
-    out().print(f"{report.requests} requests in {report.elapsed:.1f} s "
-                f"({rate:.0f} rows/s) · journal {result.journal}")
+        rows.append(["invalid, skipped", str(result.plan.invalid), ""])
+    print_table(f"{'PRODUCTION ' if production else ''}{op} batch {result.batch_id}",
+                ["rows", "count", "amount"], rows, justify={1: "right", 2: "right"},
+                no_wrap=(1,))
+    phrases = [f"{report.requests} requests", f"for {report.sent_rows} rows",
+               f"in {report.elapsed:.1f} s", f"({rate:.0f} rows/s)",
+               f"· journal {escape(str(result.journal))}"]
+    if out().is_terminal:  # between phrases; a path wider than the terminal stays whole
+        out().print(fit_phrases(phrases), soft_wrap=True, crop=False, highlight=False)
+    else:  # a table asked for in a pipe: 80 columns, like the table above it
+        out().print(" ".join(phrases))
 
 
 def _summary_notes(result: BatchResult) -> None:

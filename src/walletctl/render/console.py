@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -64,26 +65,110 @@ def escape_controls(text: str) -> str:
     return " ".join(text.splitlines()).translate(_CONTROLS)
 
 
+def cell_width(text: str) -> int:
+    """Terminal cells ``text`` takes (East Asian wide characters take two)."""
+    from unicodedata import east_asian_width
+
+    return sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def wrap_words(text: str, width: int, indent: str = "  ",
+               measure: Callable[[str], int] = cell_width) -> str:
+    """``text`` with each line longer than ``width`` broken between words, never inside one:
+    its continuation lines start with ``indent``; a word wider than the terminal stands on a
+    line of its own (the terminal wraps it, whole). THE wrapping of every message on a
+    terminal (errors, notes, hints, results) and of the phrases of ``fit.fit_phrases``
+    (whose ``measure`` leaves Rich's markup tags out)."""
+    import re
+
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if measure(line) <= width:
+            lines.append(line)
+            continue
+        # (spaces before, word): the spaces inside a line (aligned columns) are kept
+        pieces = re.findall(r"( *)(\S+)", line)
+        current = ""
+        for space, word in pieces:
+            for part in _parts(word, width - len(indent), measure):
+                if current.strip() and measure(current + space + part) > width:
+                    lines.append(current)
+                    current = indent + part
+                else:
+                    current += space + part
+                space = ""
+        lines.append(current)
+    return "\n".join(lines)
+
+
+def _parts(word: str, room: int, measure: Callable[[str], int]) -> list[str]:
+    """``word``, or when it is wider than ``room`` and a list of settings (``a=1;b=2``),
+    its settings each ending at a ``;``: a word otherwise stays whole."""
+    if measure(word) <= room or ";" not in word.rstrip(";"):
+        return [word]
+    parts = [part + ";" for part in word.split(";")]
+    parts[-1] = parts[-1][:-1]
+    joined: list[str] = []
+    for part in filter(None, parts):
+        if joined and measure(joined[-1] + part) <= room:
+            joined[-1] += part
+        else:
+            joined.append(part)
+    return joined
+
+
+def terminal_columns(stream: TextIO) -> int | None:
+    """The width of the terminal ``stream`` writes to ($COLUMNS first), or None when it is
+    not a terminal: piped text is never wrapped (a script or a log reads whole lines)."""
+    import os
+
+    try:
+        if not stream.isatty():
+            return None
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError):
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(20, int(columns))
+    try:
+        return max(20, os.get_terminal_size(fd).columns)
+    except OSError:
+        return 80
+
+
+def write_fitted(stream: TextIO, text: str, indent: str = "  ") -> None:
+    """``text`` and a line end on ``stream``, wrapped at words to its terminal's width."""
+    width = terminal_columns(stream)
+    stream.write((wrap_words(text, width, indent) if width else text) + "\n")
+
+
+def print_message(text: str, indent: str = "  ") -> None:
+    """A result or a message on stdout, wrapped at words on a terminal (never when piped)."""
+    write_fitted(sys.stdout, text, indent)
+    sys.stdout.flush()
+
+
 def print_error(message: str, hint: str | None = None) -> None:
     """The one-line error format: ``walletctl: error: ...`` (+ an optional hint line)."""
-    sys.stderr.write(f"walletctl: error: {escape_controls(message)}\n")
+    write_fitted(sys.stderr, f"walletctl: error: {escape_controls(message)}")
     if hint:
-        sys.stderr.write(f"hint: {escape_controls(hint)}\n")
+        write_fitted(sys.stderr, f"hint: {escape_controls(hint)}")
     sys.stderr.flush()
 
 
 def print_note(message: str) -> None:
-    sys.stderr.write(f"walletctl: {escape_controls(message)}\n")
+    write_fitted(sys.stderr, f"walletctl: {escape_controls(message)}")
     sys.stderr.flush()
 
 
 def print_hint(hint: str | None) -> None:
     """``hint: ...`` on stderr (after a note that says what stopped)."""
     if hint:
-        sys.stderr.write(f"hint: {hint}\n")
+        write_fitted(sys.stderr, f"hint: {hint}")
 
 
 def print_stderr(text: str = "") -> None:
-    """A line on stderr as it is (a request trace, a confirmation's summary; empty: the line
-    end a prompt left open when it was ended with Ctrl-D)."""
-    sys.stderr.write(text + "\n")
+    """A line on stderr (a request trace, a confirmation's summary; empty: the line end a
+    prompt left open when it was ended with Ctrl-D), wrapped at words on a terminal."""
+    write_fitted(sys.stderr, text)

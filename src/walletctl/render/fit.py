@@ -1,14 +1,17 @@
 """Fitting human output to the terminal without breaking a word.
 
-``print_table``: a Rich table whose columns may wrap only between words. When the narrowest
-table that keeps every word whole is still wider than the terminal, the columns named in
-``drop`` are left out, in that order, and a note says which (``-o json`` keeps everything).
+``print_table`` (``fit_table``: the same as a renderable, for a live view): a Rich table
+whose columns may wrap only between words. When the narrowest table that keeps every word
+and number whole is still wider than the terminal, the columns named in ``drop`` are left
+out, in that order, then others from the right, and a note says which ("hidden at N
+columns"; ``-o json`` keeps everything). Text outside tables: ``console.wrap_words``.
 
 ``without_top_edge``: a SIMPLE_HEAD table without its top edge, a line of blanks that made
 every table (or the line under its title) start with an empty line.
 
 ``fit_phrases``: a one-line result made of phrases ("Captured 15.00 EUR of REF", "as NEW:",
-"Approved (CapturedByProvider)") that breaks between phrases, never inside one.
+"Approved (CapturedByProvider)") that breaks between phrases, and inside a phrase wider
+than the terminal only between its words.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import out
+from walletctl.render.console import out, wrap_words
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -130,6 +133,56 @@ def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
     return sum(high for _, high in spans) + _overhead(len(headers))
 
 
+def fit_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
+                no_wrap: Sequence[int] = (), drop: Sequence[int] = (),
+                width: int) -> tuple[list[int], list[int] | None, list[int]]:
+    """(the columns kept, their widths, the columns left out in that order) for a table
+    that fits ``width`` with every word and number whole: the columns in ``drop`` are left
+    out first, in that order, then the others from the right; the first column stays
+    (widths None: even it alone is wider)."""
+    keep = list(range(len(headers)))
+    fixed = set(no_wrap)
+    widths = _widths(headers, rows, keep, fixed, width)
+    left_out: list[int] = []
+    for index in [*drop, *(i for i in reversed(keep[1:]) if i not in drop)]:
+        if widths is not None or len(keep) <= 1:
+            break
+        keep.remove(index)
+        left_out.append(index)
+        widths = _widths(headers, rows, keep, fixed, width)
+    return keep, widths, left_out
+
+
+def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[str]], *,
+              justify: dict[int, str] | None = None, no_wrap: Sequence[int] = (),
+              drop: Sequence[int] = (), width: int) -> tuple[Any, list[str]]:
+    """(the table, fitted to ``width``, as a renderable; the headers of the columns left
+    out). A title wider than the table goes above it as its own line, never folded."""
+    from rich.console import Group
+    from rich.text import Text
+
+    keep, widths, left_out = fit_columns(headers, rows, no_wrap=no_wrap, drop=drop,
+                                         width=width)
+    hidden = [headers[i] for i in left_out]
+    parts: list[Any] = []
+    if title and (widths is None or _plain_len(title) > sum(widths) + _overhead(len(keep))):
+        # a title wider than the table (a long path) is its own line(s), broken between
+        # words only: a word wider than the terminal is left whole for the terminal to wrap
+        heading = Text.from_markup(wrap_words(title, width, "", measure=_markup_width))
+        heading.no_wrap, heading.overflow = True, "ignore"
+        parts.append(heading)
+        title = None
+    parts.append(without_top_edge(_build(title, headers, rows, keep, justify or {},
+                                         set(no_wrap), widths)))
+    if hidden:
+        from rich.markup import escape
+
+        parts.append(Text.from_markup(fit_phrases(
+            [f"(hidden at {width} columns:", *(escape(h) + "," for h in hidden[:-1]),
+             escape(hidden[-1]) + ";", "-o json shows every field)"], width), style="dim"))
+    return Group(*parts), hidden
+
+
 def print_table(
     title: str | None,
     headers: Sequence[str],
@@ -140,36 +193,18 @@ def print_table(
     drop: Sequence[int] = (),
     width: int | None = None,
 ) -> list[str]:
-    """Print the table; returns the headers of the columns left out to fit ``width``."""
+    """Print the table fitted to the terminal (``fit_table``); returns the headers of the
+    columns left out."""
     width = width or terminal_width()
-    keep = list(range(len(headers)))
-    hidden: list[str] = []
-    fixed = set(no_wrap)
-    widths = _widths(headers, rows, keep, fixed, width)
-    for index in drop:
-        if widths is not None or len(keep) <= 1:
-            break
-        keep.remove(index)
-        hidden.append(headers[index])
-        widths = _widths(headers, rows, keep, fixed, width)
-    console = out()
-    if title and widths is not None and _plain_len(title) > sum(widths) + _overhead(len(keep)):
-        # a title wider than the table (a long path) is its own line, never folded mid-word
-        console.print(title, soft_wrap=True)
-        title = None
-    table = _build(title, headers, rows, keep, justify or {}, fixed, widths)
-    console.print(without_top_edge(table), width=width)
-    if hidden:
-        from rich.markup import escape
-
-        console.print(fit_phrases([f"(hidden at {width} columns:", escape(", ".join(hidden))
-                                   + ";", "-o json shows every field)"], width),
-                      style="dim", soft_wrap=True)
+    table, hidden = fit_table(title, headers, rows, justify=justify, no_wrap=no_wrap,
+                              drop=drop, width=width)
+    out().print(table, width=width, crop=False)
     return hidden
 
 
 def fit_phrases(phrases: Sequence[str], width: int | None = None, indent: str = "  ") -> str:
-    """Join ``phrases`` with spaces, breaking lines between phrases only (Rich markup kept)."""
+    """Join ``phrases`` with spaces, breaking lines between phrases, and inside a phrase
+    wider than ``width`` only between its words (Rich markup kept)."""
     from rich.text import Text
 
     width = width or terminal_width()
@@ -187,4 +222,31 @@ def fit_phrases(phrases: Sequence[str], width: int | None = None, indent: str = 
             current = indent + phrase
     if current:
         lines.append(current)
-    return "\n".join(lines)
+    # a phrase wider than the terminal breaks between its words
+    return wrap_words("\n".join(lines), width, indent, measure=_markup_width)
+
+
+def print_phrases(phrases: Sequence[str], indent: str = "  ") -> None:
+    """``phrases`` as one line on stdout, fitted (``fit_phrases``) on a terminal only
+    (Rich markup: escape what came from outside)."""
+    console = out()
+    console.print(fit_phrases(phrases, indent=indent) if console.is_terminal
+                  else " ".join(phrases), soft_wrap=True, crop=False, highlight=False)
+
+
+def print_markup(markup: str, indent: str = "  ") -> None:
+    """A line of Rich markup on stdout, broken between words on a terminal only."""
+    console = out()
+    console.print(wrap_words(markup, console.width, indent, measure=_markup_width)
+                  if console.is_terminal else markup,
+                  soft_wrap=True, crop=False, highlight=False)
+
+
+def _markup_width(markup: str) -> int:
+    """Cells ``markup`` takes on the screen: its Rich tags (even unbalanced) left out."""
+    from rich.markup import RE_TAGS
+
+    from walletctl.render.console import cell_width
+
+    return cell_width(RE_TAGS.sub(lambda m: m.group(0) if m.group(2) else "", markup)
+                      .replace("\\[", "["))

@@ -45,14 +45,14 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
     def table() -> None:
         from rich.markup import escape
 
-        out().print(
+        from walletctl.render.fit import print_markup
+
+        print_markup(
             f"{tag}{VERB[op]} {money} of {escape(ref)} as {escape(new)}: {escape(record.state)} "
             "— already applied " + (
                 f"by an earlier run whose outcome was unknown (history #{entry}); nothing "
                 "was sent" if entry is not None else "(the gateway answered 409: its "
-                "reference is used, by this very movement); nothing new was applied"),
-            soft_wrap=True,
-        )
+                "reference is used, by this very movement); nothing new was applied"))
 
     emit(fmt, [row], document=row, table=table)
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
+from walletctl.render.fit import print_markup
 from walletctl.render.output import emit, write_rows
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def _table(entries: Sequence[Entry], path: str) -> None:
         rows.append([str(e.id), e.time[:16].replace("T", " "), e.operation, ref, amount,
                      f"[{style}]{outcome}[/]" if style else outcome, escape(_who(e))])
     print_table(None, headers, rows, justify={0: "right", 4: "right"}, no_wrap=(0, 4, 5),
-                drop=(1, 6))
+                drop=(1, 6, 2, 5))
     unknown = sum(1 for e in entries if e.outcome == "unknown")
     console.print(
         f"{len(entries)} entries"
@@ -183,18 +184,17 @@ def render_verified(fmt: str, found: Verified) -> None:
 def _verdict(record: dict[str, Any]) -> None:
     from rich.markup import escape
 
-    from walletctl.render.console import out
 
     head = record["headHash"]
     tip = f"; head: event {record['headEvent']}, hash {head[:16]}" if head else ""
     count = record["anchors"]
     anchored = f"; {count} anchor line{'s' if count > 1 else ''} matched" if count else ""
-    out().print(f"history {escape(record['history'])}: intact, {record['events']} events, "
-                f"hash chain verified{tip}{anchored}", soft_wrap=True)
+    print_markup(f"history {escape(record['history'])}: intact, {record['events']} events, "
+                 f"hash chain verified{tip}{anchored}")
     if head:
-        out().print("keep the head hash elsewhere (a ticket, a log): "
-                    f"`walletctl history verify --expect-head {head[:16]}` later "
-                    "proves no newer entry was deleted", style="dim", soft_wrap=True)
+        print_markup("[dim]keep the head hash elsewhere (a ticket, a log): "
+                     f"`walletctl history verify --expect-head {head[:16]}` later "
+                     "proves no newer entry was deleted[/]")
 
 
 def render_setup(fmt: str, done: SetUp) -> None:
@@ -209,17 +209,15 @@ def render_setup(fmt: str, done: SetUp) -> None:
         return
     from rich.markup import escape
 
-    from walletctl.render.console import out
 
     what = ("created" if done.before == 0 else
             f"upgraded from {done.before}" if done.applied else "already current")
-    out().print(escape(f"history {done.history}: schema version {done.after} ({what})"),
-                soft_wrap=True)
+    print_markup(escape(f"history {done.history}: schema version {done.after} ({what})"))
     may = {"operator": "move money and file approval requests",
            "approver": "decide other people's approval requests",
            "auditor": "read the history, its approvals and policy (no writes)"}[done.kind]
     for role in done.granted:
-        out().print(escape(f"granted {role} as {done.kind}: {may}"), soft_wrap=True)
+        print_markup(escape(f"granted {role} as {done.kind}: {may}"))
 
 
 def render_rulebook(fmt: str, book: Rulebook) -> None:
@@ -237,18 +235,17 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
         return
     from rich.markup import escape
 
-    from walletctl.render.console import out
     from walletctl.render.fit import print_table
 
     if book.changed is not None:
         key, old, new = book.changed
         said = "unchanged" if old == new else f"{old or '(unset)'} -> {new or '(unset)'}"
-        out().print(escape(f"{key}: {said}"), soft_wrap=True)
+        print_markup(escape(f"{key}: {said}"))
     if not rows:
-        out().print(escape(f"history {book.history}: no desk policy set (each profile's own "
-                           "[history] rules apply)"), soft_wrap=True)
+        print_markup(escape(f"history {book.history}: no desk policy set (each profile's own "
+                            "[history] rules apply)"))
         return
-    out().print(escape(f"The desk's policy in history {book.history}:"))
+    print_markup(escape(f"The desk's policy in history {book.history}:"))
     print_table(None, ["Rule", "Value", "Set by", "Set at (UTC)"],
                 [[r.key, r.value, r.set_by or "", (r.set_at or "")[:16].replace("T", " ")]
                  for r in book.rules], no_wrap=(0, 1), drop=(3, 2))
@@ -272,8 +269,8 @@ def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
             out().print("No unknown entries to reconcile.")
         for row in rows:
             refs = " → ".join(str(ref) for ref in (row["originalRef"], row["newRef"]) if ref)
-            out().print(escape(f"#{row['id']} {row['operation']} {refs}: {row['outcome']} "
-                               f"({row['note']})"), soft_wrap=True)
+            print_markup(escape(f"#{row['id']} {row['operation']} {refs}: {row['outcome']} "
+                                f"({row['note']})"))
 
     emit(fmt, rows, table=table)
 

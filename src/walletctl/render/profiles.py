@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import out, print_note
+from walletctl.render.console import print_note
+from walletctl.render.fit import print_markup
 from walletctl.render.rows import cell, emit_rows
 
 if TYPE_CHECKING:
@@ -52,10 +53,10 @@ def render_profile(output_format: str, name: str, settings: dict[str, Any]) -> N
         # Setting and value per line, never folded: a long path stays one word (copyable).
         rows = _flatten(settings)
         width = max(len(key) for key, _ in rows)
-        console = out()
-        console.print(f"profile {escape(name)}", soft_wrap=True)
+        print_markup(f"profile {escape(name)}")
         for key, value in rows:
-            console.print(f"  [bold]{key:<{width}}[/bold]  {escape(value)}", soft_wrap=True)
+            print_markup(f"  [bold]{key:<{width}}[/bold]  {escape(value)}",
+                         indent=" " * (width + 4))
 
 
 def _flatten(settings: dict[str, Any], *, empty: str = "-") -> list[tuple[str, str]]:
@@ -92,11 +93,10 @@ def render_checks(output_format: str, results: list[dict[str, Any]]) -> None:
         return
     from rich.markup import escape
 
-    console = out()
     for r in results:
         status = ("[yellow]warn[/yellow]" if r["warning"] else "[green]ok  [/green]") \
             if r["ok"] else "[bold red]FAIL[/bold red]"
         label = f"{r['profile']}: {r['check']}" if r["profile"] else r["check"]
-        console.print(f"{status} {escape(label)}: {escape(r['detail'])}", soft_wrap=True)
+        print_markup(f"{status} {escape(label)}: {escape(r['detail'])}", indent="     ")
         if r["ok"] and r["hint"]:  # a warning's, or what a production environment means
-            console.print(f"     {escape('hint: ' + r['hint'])}", soft_wrap=True)
+            print_markup(f"     {escape('hint: ' + r['hint'])}", indent="       ")

@@ -80,7 +80,7 @@ def _table(records: Sequence[TransactionRecord], reference: str) -> None:
         for row in rows:
             row[5] = short_datetime(row[5])
     print_table(f"Transactions for {escape(reference)}", headers, rows,
-                justify={3: "right"}, no_wrap=(0, 3), drop=(4, 5, 1))
+                justify={3: "right"}, no_wrap=(0, 3), drop=(4, 5, 1, 2))
     console = out()
     try:
         balance = balance_from_records(reference, records)

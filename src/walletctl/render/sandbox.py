@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
-from walletctl.render.console import print_note
+from walletctl.render.console import print_message, print_note
 from walletctl.render.fit import print_table
 from walletctl.render.output import RowStream, emit
 
@@ -34,7 +33,7 @@ LEDGER_COLUMNS = ("reference", "invoiceReference", "kind", "amount", "currency",
 def render_record(data: dict[str, Any], output: str, line: str) -> None:
     """One result object: a line for people; JSON, one NDJSON line, or a CSV row (scalars)."""
     emit(output, [_flat(data)] if output == "csv" else [data], document=data,
-         table=lambda: sys.stdout.write(line + "\n"))
+         table=lambda: print_message(line))
 
 
 def render_three_ds(data: dict[str, Any], output: str) -> None:
@@ -144,16 +143,16 @@ def render_values(magic: dict[str, str], output: str, *, api_key: str,
     }
 
     def table() -> None:
-        sys.stdout.write("Magic amounts (last two digits of the checkout amount in minor "
-                         "units):\n")
+        print_message("Magic amounts (last two digits of the checkout amount in minor "
+                      "units):")
         for row in rows:
-            sys.stdout.write(f"  ..{row['lastTwoDigits']:<5}  {row['outcome']}\n"
-                             if row["lastTwoDigits"] != "other"
-                             else f"  {'other':<7}  {row['outcome']}\n")
-        sys.stdout.write(
-            f"\nCredentials: Authorization: PublicApiKey {api_key} (any merchant); "
-            f"public key service Basic <userId>:{service_secret}.\n"
-            f"Faults: X-Sandbox-Fault: {faults}\n")
+            # an outcome wider than the terminal continues under itself
+            print_message(f"  ..{row['lastTwoDigits']:<5}  {row['outcome']}"
+                          if row["lastTwoDigits"] != "other"
+                          else f"  {'other':<7}  {row['outcome']}", indent=" " * 11)
+        print_message(f"\nCredentials: Authorization: PublicApiKey {api_key} (any "
+                      f"merchant); public key service Basic <userId>:{service_secret}.")
+        print_message(f"Faults: X-Sandbox-Fault: {faults}")
 
     emit(output, rows, document=document, table=table)
 
@@ -172,7 +171,7 @@ def render_faults(data: dict[str, Any], output: str, url: str) -> None:
     rates = ("error_rate", "throttle_rate", "drop_rate", "error_after_rate")
     active = any(data.get(k) for k in (*rates, "latency_ms", "jitter_ms"))
     if not active:
-        sys.stdout.write(f"no faults at {url}: /api/v5 requests are answered normally\n")
+        print_message(f"no faults at {url}: /api/v5 requests are answered normally")
         return
     lines = [f"faults at {url} (on /api/v5 requests):"]
     for key in FAULT_FIELDS:
@@ -180,7 +179,7 @@ def render_faults(data: dict[str, Any], output: str, url: str) -> None:
         if value in (None, 0, 0.0):
             continue
         lines.append(f"  {key:<16} {value}{_FAULT_UNITS.get(key, '')}")
-    sys.stdout.write("\n".join(lines) + "\n")
+    print_message("\n".join(lines), indent=" " * 19)
 
 
 def render_seed(result: Any, output: str, url: str, *, next_step: str) -> None:

@@ -8,13 +8,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import err, out, print_error, print_note
+from walletctl.render.console import err, out, print_error, print_message, print_note
 from walletctl.render.rows import emit_rows
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.live import Live
-    from rich.table import Table
 
     from walletctl.ops.smoke import ScenarioResult, SmokeReport, StepResult
 
@@ -43,7 +42,7 @@ def smoke_observer() -> Any:
         def step_finished(self, result: StepResult) -> None:
             _icon, _, word = _STATUS_STYLE[result.status]
             took = f" ({result.duration:.2f} s)" if result.status != "skipped" else ""
-            note = result.message or result.detail or ""
+            note = _shown_note(result)
             sys.stderr.write(
                 f"{word.upper():8} {result.scenario} / {result.name}{took}"
                 + (f": {_one_line(note)}" if note else "") + "\n"
@@ -65,13 +64,16 @@ def smoke_observer() -> Any:
             from rich.live import Live
 
             self.results = list(results)
-            self.live = Live(_results_table(self.results, live=True), console=self.console,
-                             refresh_per_second=10, transient=False)
+            self.live = Live(self._table(), console=self.console, refresh_per_second=10,
+                             transient=False)
             self.live.start()
+
+        def _table(self) -> Any:
+            return _results_table(self.results, live=True, width=self.console.width)
 
         def step_started(self, result: StepResult) -> None:
             if self.live is not None:
-                self.live.update(_results_table(self.results, live=True), refresh=True)
+                self.live.update(self._table(), refresh=True)
 
         step_finished = step_started
 
@@ -90,51 +92,51 @@ def _one_line(text: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _results_table(results: list[ScenarioResult], *, live: bool) -> Table:
-    """Steps of each scenario; in the live view a finished passing scenario (or one not yet
-    started) folds into one row, so the table stays the height of a terminal."""
-    from rich.table import Table
+def _shown_note(step: StepResult) -> str:
+    """A step's note for people: a skipped step says why in short (the reason an abort or
+    a failed step gave is on that step's own line, once); the reports keep it whole."""
+    note = step.message or step.detail or ""
+    if step.status == "skipped" and note.startswith("not run: "):
+        return note.split(" (", 1)[0]
+    return note
 
-    table = Table(title="walletctl smoke" if live else None, show_lines=False, expand=False)
-    table.add_column("scenario")
-    table.add_column("step")
-    table.add_column("status")
-    table.add_column("time", justify="right")
-    table.add_column("detail", overflow="fold", max_width=70)
-    for sc in results:
-        for row in _scenario_rows(sc, live=live):
-            table.add_row(*row)
+
+def _results_table(results: list[ScenarioResult], *, live: bool, width: int) -> Any:
+    """Steps of each scenario, fitted to ``width``; in the live view a finished passing
+    scenario (or one not yet started) folds into one row, so the table stays the height of
+    a terminal."""
+    from walletctl.render.fit import fit_table
+
+    rows = [row for sc in results for row in _scenario_rows(sc, live=live)]
+    table, _ = fit_table("walletctl smoke" if live else None,
+                         ["scenario", "step", "status", "time", "detail"], rows,
+                         justify={3: "right"}, no_wrap=(2, 3), drop=(3, 1), width=width)
     return table
 
 
-def _scenario_rows(sc: ScenarioResult, *, live: bool) -> list[tuple[Any, ...]]:
-    """A scenario's rows: one per step, or (live) one when it is all pending or passed."""
-    from rich.text import Text
+def _scenario_rows(sc: ScenarioResult, *, live: bool) -> list[list[str]]:
+    """A scenario's rows (Rich markup): one per step, or (live) one when it is all pending
+    or passed."""
+    from rich.markup import escape
+
+    def status(word: str) -> str:
+        icon, style, text = _STATUS_STYLE[word]
+        return f"[{style}]{icon} {text}[/]"
 
     states = {step.status for step in sc.steps}
+    name = escape(sc.name)
     if live and states <= {"pending"}:
-        icon, style, word = _STATUS_STYLE["pending"]
-        return [(sc.name, f"{len(sc.steps)} steps", Text(f"{icon} {word}", style=style), "",
-                 "")]
+        return [[name, f"{len(sc.steps)} steps", status("pending"), "", ""]]
     if live and states == {"passed"}:
-        icon, style, word = _STATUS_STYLE["passed"]
         total = sum(step.duration for step in sc.steps)
-        return [(sc.name, f"{len(sc.steps)}/{len(sc.steps)} steps",
-                 Text(f"{icon} {word}", style=style), f"{total:.2f}s",
-                 Text(_one_line(sc.steps[-1].detail or "", 140), style="dim"))]
-    rows: list[tuple[Any, ...]] = []
+        return [[name, f"{len(sc.steps)}/{len(sc.steps)} steps", status("passed"),
+                 f"{total:.2f}s", f"[dim]{escape(_one_line(sc.steps[-1].detail or ''))}[/]"]]
+    rows: list[list[str]] = []
     for index, step in enumerate(sc.steps):
-        icon, style, word = _STATUS_STYLE[step.status]
         took = f"{step.duration:.2f}s" if step.status not in ("pending", "skipped") else ""
-        note = step.message or step.detail or ""
-        rows.append((
-            sc.name if index == 0 else "",
-            step.name,
-            Text(f"{icon} {word}", style=style),
-            took,
-            Text(_one_line(note, 140), style="red" if step.status in ("failed", "error")
-                 else "dim"),
-        ))
+        style = "red" if step.status in ("failed", "error") else "dim"
+        rows.append([name if index == 0 else "", escape(step.name), status(step.status), took,
+                     f"[{style}]{escape(_one_line(_shown_note(step), 400))}[/]"])
     return rows
 
 
@@ -171,25 +173,29 @@ def render_smoke(report: SmokeReport, document: str, mask: Callable[[str], str],
 
 
 def _summary(report: SmokeReport, mask: Callable[[str], str]) -> None:
+    from rich.markup import escape
+
+    from walletctl.render.fit import print_phrases
+
     console = out()
     if console.is_terminal and not err().is_terminal:
-        console.print(_results_table(report.scenarios, live=False))
+        console.print(_results_table(report.scenarios, live=False, width=console.width),
+                      crop=False)
     passed = sum(1 for s in report.scenarios if s.status == "passed")
     failed = sum(1 for s in report.scenarios if s.status == "failed")
     skipped = sum(1 for s in report.scenarios if s.status == "skipped")
-    lines = [
-        f"run {report.run_id}: {passed} passed, {failed} failed, {skipped} skipped "
-        f"({len(report.scenarios)} scenarios, {report.duration:.2f} s) against "
-        f"{mask(report.target.get('base_url', '?'))}"
-    ]
+    print_phrases([f"run {escape(report.run_id)}:", f"{passed} passed,", f"{failed} failed,",
+                   f"{skipped} skipped", f"({len(report.scenarios)} scenarios,",
+                   f"{report.duration:.2f} s)", "against",
+                   escape(mask(report.target.get("base_url", "?")))])
     if report.references and report.target.get("profile") == "(embedded sandbox)":
         # Its sandbox has stopped: the references cannot be looked up any more.
-        lines.append(f"{len(report.references)} references in the embedded sandbox "
-                     "(stopped with the run; --json-file keeps them)")
+        print_message(f"{len(report.references)} references in the embedded sandbox "
+                      "(stopped with the run; --json-file keeps them)")
     elif report.references:
-        lines.append("references (walletctl lookup REF):")
-        lines.extend(f"  {r.reference}  {r.scenario}: {r.label}" for r in report.references)
-    sys.stdout.write("\n".join(lines) + "\n")
+        print_message("references (walletctl lookup REF):")
+        for r in report.references:
+            print_message(f"  {r.reference}  {r.scenario}: {r.label}", indent="    ")
 
 
 def _finish(report: SmokeReport, written: Iterable[tuple[Path | None, str]],
@@ -201,7 +207,7 @@ def _finish(report: SmokeReport, written: Iterable[tuple[Path | None, str]],
             print_note(f"{what} written to {path}")
     code = report.exit_code
     if report.aborted is not None:
-        why = (
+        why = report.abort_hint or (
             "check the profile's credentials (`walletctl profile check`)"
             if code == ExitCode.AUTH
             else None

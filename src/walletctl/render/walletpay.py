@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import out, print_note
+from walletctl.render.console import print_note
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
@@ -105,16 +105,19 @@ def _remask(text: str) -> str:
 
 def _emit(fmt: str, row: dict[str, Any], title: str) -> None:
     def table() -> None:
-        from rich.table import Table
+        # a field and its value a line, broken between words: a key shown with --show-secret
+        # stays whole (the terminal wraps a word wider than itself)
+        from rich.markup import escape
 
-        t = Table(title=title, show_header=False, title_justify="left")
-        t.add_column("field", style="bold", no_wrap=True)
-        t.add_column("value", overflow="fold")  # a key shown with --show-secret stays whole
-        for key, value in row.items():
-            if value is None:
-                continue
-            t.add_row(key, _cell(value))
-        out().print(t)
+        from walletctl.render.fit import print_markup
+
+        shown = {key: _cell(value) for key, value in row.items() if value is not None}
+        width = max((len(key) for key in shown), default=0)
+        print_markup(escape(title))
+        for key, text in shown.items():
+            for n, line in enumerate(text.split("\n")):
+                label = f"[bold]{escape(key):<{width}}[/bold]" if n == 0 else " " * width
+                print_markup(f"  {label}  {escape(line)}", indent=" " * (width + 4))
 
     emit(fmt, [row], document=row, table=table)
 

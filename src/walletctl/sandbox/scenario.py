@@ -21,6 +21,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -112,9 +113,10 @@ def comment_lines(text: str, width: int) -> str:
 
 
 def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None,
-             width: int = 80) -> str | None:
+             width: int = 80, fit: Callable[[str], str] | None = None) -> str | None:
     """Run the demo, writing the transcript to ``out`` in ``width`` columns; the first failed
-    step's label."""
+    step's label. ``fit``: the CLI's word wrapper for the steps' messages (a step's output is
+    piped here, so it is not wrapped by the step itself; its tables already fit)."""
     failed: str | None = None
     with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb, \
             tempfile.TemporaryDirectory(prefix="walletctl-demo-") as tmp:
@@ -145,7 +147,7 @@ def run_demo(out: TextIO, *, keep_going: bool = False, python: str | None = None
                 code, output = proc.returncode, proc.stdout
             except subprocess.TimeoutExpired:
                 code, output = -1, f"timed out after {STEP_TIMEOUT:.0f} s\n"
-            out.write(output)
+            out.write(fit(output.removesuffix("\n")) + "\n" if fit and output else output)
             if code != 0:
                 out.write(comment_lines(f"step '{label}' failed (exit code {code})", width))
                 failed = failed or label

@@ -41,7 +41,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -128,8 +128,7 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
 
     fmt = get("amount-format")
     if fmt not in ("minor", "decimal"):
-        raise pytest.UsageError(f"wallet_sandbox_amount_format: must be minor or decimal, "
-                                f"not {fmt!r}")
+        _stop(f"wallet_sandbox_amount_format: must be minor or decimal, not {fmt!r}")
     with embedded(api_key=ids["api_key"], amount_format=fmt, clock_control=True) as url:
         handle = WalletSandbox(base_url=url, amount_format=fmt, **ids)
         handle._baseline_faults = handle.current_faults()
@@ -142,17 +141,23 @@ def _seconds(text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value <= 3600:
-        raise pytest.UsageError(f"wallet_sandbox_wait: must be 0-3600 seconds, not {text!r}")
+        _stop(f"wallet_sandbox_wait: must be 0-3600 seconds, not {text!r}")
     return value
 
 
+def _stop(message: str) -> NoReturn:
+    """End the whole run once with a usage error (exit 4), not an error in every test."""
+    pytest.exit(f"walletctl sandbox: {message}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
 def _wait_ready(url: str, timeout: float) -> None:
-    from walletctl.ops.sandbox_wait import SandboxNotReady, wait_ready
+    from walletctl.errors import WalletctlError
+    from walletctl.ops.sandbox_wait import wait_ready
 
     try:
         wait_ready(url, timeout=timeout)
-    except SandboxNotReady as exc:
-        raise pytest.UsageError(f"--wallet-sandbox-url: {exc}") from None
+    except WalletctlError as exc:  # not ready in time, or not a URL at all
+        _stop(f"--wallet-sandbox-url {url}: {exc}")
 
 
 @pytest.fixture

@@ -80,6 +80,7 @@ class RunReport:
     confirmed_totals: dict[str, Decimal] = field(default_factory=dict)
     earlier: int = 0  # rows finished by an earlier run
     requests: int = 0
+    sent_rows: int = 0  # rows whose request left in this run (the rate counts these only)
     elapsed: float = 0.0
     interrupted: bool = False
     breaker_open: bool = False

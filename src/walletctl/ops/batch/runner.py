@@ -278,6 +278,7 @@ class BatchRunner(RowSteps):
 
     def _write_sent(self, items: list[tuple[JournalRow, int]]) -> None:
         self.journal.mark_sent_many([row.key for row, _ in items])
+        self.report.sent_rows += sum(1 for _, attempt in items if attempt == 1)
         if self.on_send is not None:
             self.on_send(items)
 

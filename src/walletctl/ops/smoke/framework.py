@@ -62,10 +62,11 @@ class StepSkipped(Exception):
 class RunAborted(Exception):
     """Raised by a step (or mapped by the runner) to stop the whole run at once."""
 
-    def __init__(self, message: str, exit_code: ExitCode) -> None:
+    def __init__(self, message: str, exit_code: ExitCode, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        self.hint = hint  # what to do (the error's own hint, e.g. the service secret's)
 
 
 def check(condition: bool, message: str) -> None:
@@ -162,6 +163,7 @@ class SmokeReport:
     duration: float = 0.0
     aborted: str | None = None
     abort_code: ExitCode | None = None
+    abort_hint: str | None = None
     fail_on_skip: bool = False
 
     @property
@@ -250,9 +252,9 @@ def _abort_for(exc: BaseException) -> RunAborted | None:
     if isinstance(exc, RunAborted):
         return exc
     if isinstance(exc, GatewayError) and exc.status in (401, 403):
-        return RunAborted(f"credentials refused: {exc.message}", ExitCode.AUTH)
+        return RunAborted(f"credentials refused: {exc.message}", ExitCode.AUTH, exc.hint)
     if isinstance(exc, ConfigError):
-        return RunAborted(f"profile problem: {exc.message}", ExitCode.CONFIG)
+        return RunAborted(f"profile problem: {exc.message}", ExitCode.CONFIG, exc.hint)
     return None
 
 
@@ -302,6 +304,7 @@ def run_scenarios(
         if aborted is not None:
             report.aborted = ctx.masker.text(aborted.message)
             report.abort_code = aborted.exit_code
+            report.abort_hint = aborted.hint and ctx.masker.text(aborted.hint)
     report.duration = clock() - run_start
     return report
 

@@ -1,0 +1,275 @@
+"""Every command that prints a table or a message, in a real terminal (tmux) 40, 60 and 80
+columns wide: no line wider than the terminal (nothing the terminal had to wrap, but a single
+word longer than the whole line), no word or number split over two lines, and every word of
+the command's ``-o json`` output that its wide (200 columns) view shows is on the narrow
+screen whole, or the screen says a column was "hidden at N columns".
+
+One sandbox (``sandbox serve --write-profile``) serves every command; the four widths run
+side by side, each in a tmux server of its own (a socket named for this test run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.cells import cell_len
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
+                                reason="tmux is not installed (.ci/run installs it)")
+
+WIDTHS = (40, 60, 80)
+WIDE = 200
+WALLETCTL = f"{shlex.quote(sys.executable)} -m walletctl"
+REF = "W-1-AUTH"
+
+# (name, the command on the screen, its JSON form or None). The batch and the smoke run
+# read state the fixture left: a batch journal all done, a profile whose service secret
+# the public key service refuses.
+COMMANDS: list[tuple[str, str, str | None]] = [
+    ("lookup", f"lookup {REF}", f"-o json lookup {REF}"),
+    ("history", "history", "-o json history"),
+    ("recon", "recon --since 1d", "-o json recon --since 1d"),
+    ("approvals", "approvals", "-o json approvals"),
+    ("approval", "approvals show 1", "-o json approvals show 1"),
+    ("smoke", "-p bad smoke", None),
+    ("batch", "capture --batch seed.csv", "-o json capture --batch seed.csv"),  # its own
+    ("check", "profile check sbx", "-o json profile check sbx"),
+    ("values", "sandbox values", "-o json sandbox values"),
+    ("ledger", "sandbox ledger", "-o json sandbox ledger"),
+    ("seed", "sandbox seed 3 --ref 'seed-{n:02}-{run}' --csv seed3.csv",
+     "-o json sandbox seed 3 --ref 'seed-{n:02}-{run}' --csv seed3j.csv"),
+    ("demo", "sandbox demo", None),
+]
+NOTE = re.compile(r"hidden at (\d+) columns")
+# Words any screen may show that no other rendering has (the hidden-columns note, prompts)
+EXTRA = {"hidden", "at", "columns", "-o", "json", "shows", "every", "field"}
+# Commands whose values change from run to run (times, generated references): their JSON
+# words are compared with run-dependent digits and run ids made equal
+VOLATILE = {"batch", "seed", "recon"}
+
+
+def _normal(token: str) -> str:
+    """A token with what changes from run to run (times, amounts drawn at random, run ids,
+    a checkout's payment page) made equal."""
+    token = re.sub(r"/pay/\S+", "/pay/P", token)
+    return re.sub(r"\d[\d,]*", "9", re.sub(r"[0-9a-f]{6,}", "H", token))
+
+
+def _forms(token: str) -> set[str]:
+    """A wide screen's token and the forms a narrow one shows it in: an ISO time as date
+    and time, a list of settings (``a=1;b=2``) in runs of whole settings."""
+    forms = {token}
+    if re.match(r"\d{4}-\d{2}-\d{2}T", token):
+        date, _, time_of_day = token.partition("T")
+        forms |= {date, time_of_day.split(".")[0][:8], time_of_day.split(".")[0]}
+    return {_normal(f) for f in forms}
+
+
+def _whole_settings(token: str, pieces: set[str]) -> bool:
+    return ";" in token and all(p in pieces for p in token.strip(";").split(";"))
+
+
+def _tokens(text: str) -> list[str]:
+    found = []
+    for raw in text.split():
+        token = raw.strip(",;:()[]`'\".#")
+        if token and re.search(r"\w", token):
+            found.append(token)
+    return found
+
+
+def _json_words(document: Any) -> set[str]:
+    """The words of every scalar in a JSON document (keys are not shown, values are)."""
+    words: set[str] = set()
+    if isinstance(document, dict):
+        for value in document.values():
+            words |= _json_words(value)
+    elif isinstance(document, list):
+        for value in document:
+            words |= _json_words(value)
+    elif isinstance(document, str | int | float) and not isinstance(document, bool):
+        words |= set(_tokens(str(document)))
+    return words
+
+
+class Served:
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.root, self.env = root, env
+
+    def run(self, argv: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(f"{WALLETCTL} {argv}", shell=True,  # noqa: S602 - quoted here
+                              cwd=self.root, env=self.env,
+                              capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL, check=False)
+        if check is not None:
+            assert proc.returncode == check, (argv, proc.stdout, proc.stderr)
+        return proc
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("width")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WALLETCTL_", "COLUMNS"))}
+    env.update(WALLETCTL_CONFIG=str(root / "profiles.toml"), NO_COLOR="1", HOME=str(root),
+               WALLETCTL_AUDIT_LOG=str(root / "history.db"), XDG_CACHE_HOME=str(root / "c"),
+               WRONG_SECRET="not-the-service-secret")
+    ready = root / "ready"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "walletctl", "sandbox", "serve", "--port", "0", "--quiet",
+         "--ready-file", str(ready), "--write-profile", "sbx"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert server.poll() is None, "sandbox serve stopped"
+            assert time.monotonic() < deadline, "sandbox serve not ready in 60 s"
+            time.sleep(0.05)
+        sb = Served(root, env)
+        url = ready.read_text().strip()
+        sb.run(f"checkout --amount 40 --currency EUR --ref {REF} --type preauth")
+        sb.run(f"sandbox approve {REF}")
+        sb.run(f"capture {REF} --amount 15")
+        sb.run(f"refund {REF} --amount 5 --yes")
+        sb.run("profile set sbx history.approvals.refund 2")
+        sb.run(f"refund {REF} --amount 3 --yes --reason 'parcel lost in transit'", check=12)
+        sb.run("sandbox seed 1 --ref 'seed-{n:02}-{run}' --csv seed-first.csv")  # in ledgers
+        sb.run("sandbox seed 100 --ref 'b-{n:03}-{run}' --csv seed-all.csv")
+        header, *rows = (root / "seed-all.csv").read_text().splitlines()
+        for n, batch in enumerate((*WIDTHS, WIDE, "json")):
+            (root / str(batch)).mkdir()
+            (root / str(batch) / "seed.csv").write_text(
+                "\n".join([header, *rows[n * 20:(n + 1) * 20]]) + "\n")
+        sb.run(f"profile add bad --base-url {url} --service-secret-env WRONG_SECRET")
+        yield sb
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def _screens(sb: Served, width: int, socket: str) -> dict[str, str]:
+    """Each command's screen in a ``width``-column tmux window (lines the terminal wrapped
+    joined back: -J)."""
+    script = sb.root / f"run-{width}.sh"
+    lines = [f"cd {shlex.quote(str(sb.root))}"]
+    for name, argv, _ in COMMANDS:
+        if name == "demo" and width == WIDE:
+            continue  # the slowest: its narrow screens are compared with one another
+        # each width's batch is a batch of its own (its CSV in a directory of its own)
+        where = f"cd {shlex.quote(str(sb.root / str(width)))} && " if name == "batch" else ""
+        lines += [f"echo '=== {name}'", f"({where}{WALLETCTL} {argv})"]
+    lines.append("echo '=== end'")
+    script.write_text("\n".join(lines) + "\n")
+    session = f"w{width}"
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sb.env.items()
+                   if k.isidentifier())
+    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", session, "-x", str(width),
+                    "-y", "50", f"env -u COLUMNS -u LINES {env} bash {script}; sleep 600"],
+                   check=True, timeout=30)
+    subprocess.run(["tmux", "-L", socket, "set-option", "-t", session, "history-limit",
+                    "20000"], check=True, timeout=30)
+    deadline = time.monotonic() + 240
+    while True:
+        screen = subprocess.run(["tmux", "-L", socket, "capture-pane", "-p", "-J", "-t",
+                                 session, "-S", "-"], capture_output=True, text=True,
+                                check=True, timeout=30).stdout
+        if "=== end" in screen or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert "=== end" in screen, screen[-2000:]
+    # (a note that depends on what else runs: four demos at once wait for one another)
+    screen = re.sub(r"^walletctl: waiting\b.*\n", "", screen, flags=re.MULTILINE)
+    parts = re.split(r"^=== (\w+)$", screen, flags=re.MULTILINE)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _fragments(screens: dict[int, str]) -> list[str]:
+    """Tokens of one width's screen that are only a piece of a token of another's (a word
+    split over two lines): for the demo, whose wide screen is not taken."""
+    tokens = {w: {_normal(t) for t in _tokens(text)} for w, text in screens.items()}
+    found = []
+    for width, mine in tokens.items():
+        others = set().union(*(t for w, t in tokens.items() if w != width))
+        found += [f"{t} at {width}" for t in mine - others
+                  if any(t in o and t != o for o in others)]
+    return found
+
+
+def test_every_command_fits_40_60_and_80_columns(served: Served) -> None:
+    socket = f"walletctl-width-{uuid.uuid4().hex[:8]}"
+    try:
+        with ThreadPoolExecutor(len(WIDTHS) + 1) as pool:
+            futures = {w: pool.submit(_screens, served, w, socket) for w in (*WIDTHS, WIDE)}
+            documents = {name: served.run(argv.replace("seed.csv", "json/seed.csv"),
+                                          check=None).stdout
+                         for name, _, argv in COMMANDS if argv is not None}
+            screens = {w: f.result() for w, f in futures.items()}
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], check=False, timeout=30)
+    problems: list[str] = []
+    demo = {w: screens[w]["demo"] for w in WIDTHS}
+    problems += [f"demo: broken word {f}" for f in _fragments(demo)]
+    for name, _, json_argv in COMMANDS:
+        if name == "demo":
+            for width, screen in demo.items():
+                problems += [f"demo at {width}: a line of {cell_len(line)}: {line!r}"
+                             for line in screen.splitlines()
+                             if cell_len(line) > width and " " in line.strip()]
+            continue
+        wide = screens[WIDE][name]
+        vocabulary = {f for t in _tokens(wide) for f in _forms(t)} | EXTRA | {"9"}
+        pieces = {_normal(p) for t in _tokens(wide) for p in t.split(";")}
+        shown: set[str] = set()
+        same = _normal if name in VOLATILE else str
+        if json_argv is not None:
+            document = json.loads(documents[name])
+            shown = {same(w) for w in _json_words(document) if _normal(w) in vocabulary}
+        for width in WIDTHS:
+            screen = screens[width][name]
+            assert "Traceback" not in screen, screen
+            for line in screen.splitlines():
+                if cell_len(line) > width and " " in line.strip():
+                    problems.append(f"{name} at {width}: a line of {cell_len(line)}: {line!r}")
+            tokens = {_normal(t) for t in _tokens(screen)}
+            notes = {int(n) for n in NOTE.findall(screen)}
+            broken = sorted(t for t in tokens - vocabulary if not _whole_settings(t, pieces))
+            if broken:
+                problems.append(f"{name} at {width}: broken words {broken}")
+            on_screen = {same(t) for t in _tokens(screen)}
+            missing = sorted(w for w in shown - on_screen if cell_len(w) < width - 6)
+            if missing and width not in notes:
+                problems.append(f"{name} at {width}: {missing} not shown and no hidden note")
+    assert not problems, "\n".join(problems) + "\n\n" + "\n".join(
+        f"--- {name} at 40\n{screens[40][name]}" for name, _, _ in COMMANDS)
+
+
+def test_piped_text_is_never_wrapped(tmp_path: Path) -> None:
+    """Wrapping is for a terminal: piped (a script, a CI log), every message stays one line
+    whatever $COLUMNS says."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+    env.update(COLUMNS="40", WALLETCTL_CONFIG=str(tmp_path / "none.toml"))
+    values = subprocess.run([sys.executable, "-m", "walletctl", "-o", "table", "sandbox",
+                             "values"], capture_output=True, text=True, env=env, timeout=60,
+                            check=True)
+    assert ("Credentials: Authorization: PublicApiKey sandbox-api-key (any merchant); public "
+            "key service Basic <userId>:sandbox-secret.") in values.stdout.splitlines()
+    error = subprocess.run([sys.executable, "-m", "walletctl", "-p", "nope", "lookup", "X"],
+                           capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert len(error.stderr.splitlines()[0]) > 40, error.stderr
