@@ -173,7 +173,7 @@ def test_clock_bound_and_bad_action_are_as_documented(http: httpx.Client) -> Non
     bound = int(re.search(r"within (\d+) seconds", text).group(1))  # type: ignore[union-attr]
     http.post("/_sandbox/reset")
     assert http.post("/_sandbox/clock", json={"advanceSeconds": bound}).status_code == 200
-    assert http.post("/_sandbox/clock", json={"advanceSeconds": 1}).status_code == 400
+    assert http.post("/_sandbox/clock", json={"advanceSeconds": 1}).status_code == 409
     http.post("/_sandbox/reset")
     assert "Any other action → 400 `action: must be approve, decline, cancel or pending`" in text
     resp = http.post("/_sandbox/checkouts/ANY/explode")

@@ -11,12 +11,19 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 
-from walletctl.models.base import MONEY_KEYS, WireModel
+from walletctl.models.base import MONEY_KEYS
 from walletctl.models.checkout import CheckoutResponse
+from walletctl.models.fields import REFERENCE_MAX, REFERENCE_RULE, reference_pattern
 from walletctl.models.money import MAX_DIGITS as MAJOR_DIGITS
+from walletctl.models.money import payable_currencies
 from walletctl.sandbox import replies, requests
+from walletctl.sandbox.config import MAX_LATENCY_MS, MAX_RETRY_AFTER_S
 from walletctl.sandbox.engine import ACTIONS
+from walletctl.sandbox.requests import CLOCK_MAX_SECONDS
+from walletctl.sandbox.seed import SeedRequest
+from walletctl.sandbox.walletpay_state import CARDS_BY_ID
 from walletctl.sandbox.wire import MAX_DIGITS
 
 _SCHEMA_REF = "#/components/schemas/{model}"
@@ -57,7 +64,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     from walletctl.models.followup import FollowUpResponse
     from walletctl.models.records import TransactionRecord
 
-    named: dict[str, type[WireModel]] = {
+    named: dict[str, type[BaseModel]] = {
         **REQUEST_MODELS, "CheckoutResponse": CheckoutResponse,
         "FollowUpResponse": FollowUpResponse, "TransactionRecord": TransactionRecord}
     for name, model in named.items():
@@ -67,7 +74,9 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = schema
     schemas["Error"] = _ERROR_SCHEMA
-    _money_types(schemas)
+    fmt = app.state.ctx.config.amount_format
+    _money_types(schemas, fmt)
+    _rules_a_model_checks(schemas)
     doc["components"].setdefault("securitySchemes", {}).update({
         "PublicApiKey": {
             "type": "apiKey", "in": "header", "name": "Authorization",
@@ -79,8 +88,32 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     })
     _describe_operations(doc)
     _declare_path_parameters(doc)
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            op["operationId"] = OPERATION_IDS.get((method, path), op.get("operationId"))
     app.openapi_schema = doc
     return doc
+
+
+def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
+    """Rules the request models check in code, stated in their schemas."""
+    token = schemas["WalletTokenRequest"]
+    token["properties"]["cardId"]["enum"] = list(CARDS_BY_ID)
+    for name in ("publicKeyApi", "encryptionKey"):
+        token["properties"][name] = {"anyOf": [
+            {"type": "string", "minLength": 1, "pattern": r"\S"}, {"type": "null"}]}
+    token["properties"]["encryptionKey"]["description"] = (
+        "the recipient's public key (PEM or base64 DER, EC P-256), as the gateway issues it")
+    token["properties"]["publicKeyApi"]["description"] = "a key the gateway issued"
+    token["anyOf"] = [{"required": ["publicKeyApi"]}, {"required": ["encryptionKey"]}]
+    schemas["ClockRequest"]["properties"]["advanceSeconds"] = {
+        "type": "number", "minimum": -CLOCK_MAX_SECONDS, "maximum": CLOCK_MAX_SECONDS,
+        "default": 0, "description": "seconds (a decimal string is also read); the clock "
+                                     "stays within this of real time in total (409 beyond)"}
+    # the conditional fields of spec 2.1's cart tables
+    schemas["DiscountDetail"]["dependentRequired"] = {
+        "discountAmount": ["discountType", "discountName"]}
+    schemas["ItemDetail"]["dependentRequired"] = {"unitTaxAmount": ["taxRate"]}
 
 
 def _declare_path_parameters(doc: dict[str, Any]) -> None:
@@ -95,15 +128,56 @@ def _declare_path_parameters(doc: dict[str, Any]) -> None:
             have = {(p.get("name"), p.get("in")) for p in params if isinstance(p, dict)}
             for name in names:
                 if (name, "path") not in have:
-                    schema: dict[str, Any] = {"type": "string"}
-                    if name == "action":
-                        schema["enum"] = list(ACTIONS)
                     params.append({"name": name, "in": "path", "required": True,
-                                   "schema": schema})
+                                   "schema": {"type": "string"}})
+            for param in params:
+                if param.get("in") == "path" and param.get("name") == "action":
+                    param["schema"] = {"type": "string", "enum": list(ACTIONS)}
 
+
+# the operationId of every route: the method names of a generated client
+OPERATION_IDS: dict[tuple[str, str], str] = {
+    ("post", "/api/v5/checkout"): "createCheckout",
+    ("post", "/api/v5/apmTransactions"): "createFollowUp",
+    ("get", "/api/v5/apmTransactions"): "lookupTransactions",
+    ("get", "/pay/{token}"): "showPaymentPage",
+    ("post", "/pay/{token}"): "decidePayment",
+    ("get", "/_sandbox/health"): "getHealth",
+    ("get", "/_sandbox/values"): "getTestValues",
+    ("post", "/_sandbox/reset"): "resetSandbox",
+    ("post", "/_sandbox/checkouts/{ref}/{action}"): "decideCheckout",
+    ("get", "/_sandbox/ledger"): "getLedger",
+    ("get", "/_sandbox/faults"): "getFaults",
+    ("post", "/_sandbox/faults"): "setFaults",
+    ("post", "/_sandbox/seed"): "seedCheckouts",
+    ("post", "/_sandbox/clock"): "advanceClock",
+    ("post", "/api/v5/publicKeys"): "createPublicKey",
+    ("get", "/api/v5/publicKeys/current"): "checkPublicKey",
+    ("post", "/api/v5/paymentAccounts"): "createPaymentAccount",
+    ("get", "/api/v5/paymentAccounts/{account_id}"): "getPaymentAccount",
+    ("post", "/api/v5/transactions"): "authorizeTransaction",
+    ("get", "/wallet/cards"): "listWalletCards",
+    ("post", "/wallet/token"): "createWalletToken",
+    ("get", "/_sandbox/wallet/cards"): "listSandboxWalletCards",
+    ("post", "/_sandbox/wallet/token"): "createSandboxWalletToken",
+    ("get", "/_sandbox/wallet/rootKey"): "getWalletRootKey",
+    ("post", "/_sandbox/3ds/challenge"): "runThreeDSChallenge",
+    ("get", "/walletpay.js"): "getWalletpayScript",
+    ("head", "/walletpay.js"): "headWalletpayScript",
+    ("get", "/walletpay.d.ts"): "getWalletpayTypes",
+    ("head", "/walletpay.d.ts"): "headWalletpayTypes",
+    ("get", "/demo/merchant"): "getDemoMerchantPage",
+    ("head", "/demo/merchant"): "headDemoMerchantPage",
+    ("get", "/demo/merchant.js"): "getDemoMerchantScript",
+    ("head", "/demo/merchant.js"): "headDemoMerchantScript",
+    ("get", "/demo/merchant/api/session"): "getDemoSession",
+    ("post", "/demo/merchant/api/quote"): "quoteDemoOrder",
+    ("post", "/demo/merchant/api/result"): "recordDemoResult",
+    ("get", "/demo/merchant/api/results"): "listDemoResults",
+}
 
 # request body schema of each JSON route (component name -> the route's model)
-REQUEST_MODELS: dict[str, type[WireModel]] = {
+REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "CheckoutRequest": requests.CheckoutBody,
     "FollowUpRequest": requests.FollowUpBody,
     "PublicKeysRequest": requests.PublicKeysBody,
@@ -114,9 +188,26 @@ REQUEST_MODELS: dict[str, type[WireModel]] = {
     "DemoQuoteRequest": requests.DemoQuoteBody,
     "DemoResultRequest": requests.DemoResultBody,
     "ClockRequest": requests.ClockBody,
+    "SeedRequest": SeedRequest,
 }
-_FAULTS = {"type": "object", "description": "fault settings: the X-Sandbox-Fault header's "
-                                            "names (snake_case or dashed); {} clears"}
+_FAULT_RATE = {"type": "number", "minimum": 0, "maximum": 1}
+_FAULTS = {
+    "type": "object", "additionalProperties": False,
+    "description": "Fault settings for the /api/v5 routes ({} clears them). Each name is also "
+                   "read dashed (error-rate) and in any letter case, as in the X-Sandbox-Fault "
+                   "header; latency, jitter and status are short for the _ms/error_ names.",
+    "properties": {
+        "latency_ms": {"type": "integer", "minimum": 0, "maximum": MAX_LATENCY_MS},
+        "jitter_ms": {"type": "integer", "minimum": 0, "maximum": MAX_LATENCY_MS},
+        "error_rate": _FAULT_RATE,
+        "error_status": {"type": "integer", "minimum": 500, "maximum": 599},
+        "throttle_rate": _FAULT_RATE,
+        "retry_after": {"type": "integer", "minimum": 0, "maximum": MAX_RETRY_AFTER_S},
+        "drop_rate": _FAULT_RATE,
+        "error_after_rate": _FAULT_RATE,
+        "seed": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+    },
+}
 _BODIES: dict[tuple[str, str], str | dict[str, Any]] = {
     ("post", "/api/v5/checkout"): "CheckoutRequest",
     ("post", "/api/v5/apmTransactions"): "FollowUpRequest",
@@ -130,19 +221,49 @@ _BODIES: dict[tuple[str, str], str | dict[str, Any]] = {
     ("post", "/demo/merchant/api/result"): "DemoResultRequest",
     ("post", "/_sandbox/clock"): "ClockRequest",
     ("post", "/_sandbox/faults"): _FAULTS,
+    ("post", "/_sandbox/seed"): "SeedRequest",
 }
 _OPTIONAL_BODY = {("post", "/_sandbox/clock"), ("post", "/_sandbox/faults")}
-_QUERIES: dict[tuple[str, str], tuple[tuple[str, bool], ...]] = {
-    ("get", "/api/v5/apmTransactions"): (
-        ("merchantId", True), ("storeId", True), ("clientSystemTransactionId", True)),
-    ("get", "/api/v5/publicKeys/current"): (("merchantId", True), ("storeId", True)),
-    ("get", "/api/v5/paymentAccounts/{account_id}"): (
-        ("merchantId", True), ("storeId", True), ("encryptionKeyId", True)),
-    ("get", "/demo/merchant/api/session"): (
-        ("ref", False), ("amount", False), ("currency", False), ("type", False),
-        ("authorize", False), ("scenario", False), ("merchantId", False), ("storeId", False)),
-    ("post", "/_sandbox/checkouts/{ref}/{action}"): (("merchantId", False), ("storeId", False)),
-}
+
+# query parameters: (name, required, schema)
+_SCOPE_ID = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"}
+_KEY_ID = {"type": "string", "minLength": 1, "pattern": r"\S"}
+
+
+def _reference() -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": REFERENCE_MAX,
+            "pattern": reference_pattern(), "description": f"Merchant reference: {REFERENCE_RULE}"}
+
+
+def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], ...]]:
+    return {
+        ("get", "/api/v5/apmTransactions"): (
+            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
+            ("clientSystemTransactionId", True, _reference())),
+        ("get", "/api/v5/publicKeys/current"): (
+            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID)),
+        ("get", "/api/v5/paymentAccounts/{account_id}"): (
+            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
+            ("encryptionKeyId", True, _KEY_ID)),
+        ("get", "/demo/merchant/api/session"): (
+            ("ref", False, _reference()),
+            ("amount", False, {"type": "string", "pattern": "^[1-9][0-9]{0,8}$",
+                               "description": "major units (default 12.34); a decimal "
+                                              "fraction up to the currency's minor unit is "
+                                              "also read"}),
+            ("currency", False, {"type": "string", "enum": payable_currencies()}),
+            ("type", False, {"type": "string", "description": "preauth: a "
+                             "pre-authorisation; any other value: a sale"}),
+            ("authorize", False, {"type": "string", "description": "0, false or no: the "
+                                  "demo only collects the token"}),
+            ("scenario", False, {"type": "string", "description": "full: with shipping"}),
+            ("merchantId", False, {"type": "string", "enum": ["M-1001"]}),
+            ("storeId", False, {"type": "string", "enum": ["S-01"]})),
+        ("post", "/_sandbox/checkouts/{ref}/{action}"): (
+            ("merchantId", False, _SCOPE_ID), ("storeId", False, _SCOPE_ID)),
+    }
+
+
 _SECURITY: dict[tuple[str, str], str] = {
     ("post", "/api/v5/checkout"): "PublicApiKey",
     ("post", "/api/v5/apmTransactions"): "PublicApiKey",
@@ -153,7 +274,7 @@ _SECURITY: dict[tuple[str, str], str] = {
     ("get", "/api/v5/paymentAccounts/{account_id}"): "PublicApiKey",
     ("post", "/api/v5/transactions"): "PublicApiKey",
 }
-# the 200 answer of the gateway's own routes (which may also answer 503: a fault)
+# the 200 answer of the gateway's redirect-wallet routes
 _GATEWAY_ANSWERS: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     ("post", "/api/v5/checkout"): (
         "Checkout created", {"$ref": _SCHEMA_REF.format(model="CheckoutResponse")}),
@@ -169,36 +290,81 @@ _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/demo/merchant": "text/html",
     "/demo/merchant.js": "application/javascript",
 }
+_STATIC = ("/walletpay.js", "/walletpay.d.ts", "/demo/merchant", "/demo/merchant.js")
 _PAY_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
-    "type": "object", "required": ["action"],
-    "properties": {"action": {"type": "string",
-                              "enum": list(ACTIONS)}}}}},
+    "type": "object", "required": ["action"], "additionalProperties": False,
+    "properties": {"action": {"type": "string", "enum": list(ACTIONS)}}}}},
     "required": True}
+_HTML_PAGE = {"content": {"text/html": {"schema": {"type": "string"}}}}
+# answers any route can give before it runs: the connection layer (sandbox.protocol) and the
+# guard, limits and CORS middleware
+_ANY_ROUTE = (400, 403, 405, 408, 413, 415, 431, 503)
+_JSON_ROUTE = (401, 404, 409, 422, 429)
+_HEADERS = {
+    "405": {"Allow": {"description": "every method of the path", "schema": {"type": "string"}}},
+    "429": {"Retry-After": {"description": "seconds", "schema": {"type": "string"}}},
+}
 
 
-_AMOUNT_IN = {"anyOf": [
-    {"type": "string", "pattern": f"^[0-9]{{1,{MAJOR_DIGITS}}}(\\.[0-9]{{1,3}})?$"},
-    {"type": "number"}],
-    "description": f"ASCII digits, optional decimal point, at most {MAJOR_DIGITS} digits before "
-                   f"it ({MAX_DIGITS} in all), in the sandbox's amount format (minor units: no "
-                   "decimal point)"}
+def _amount_in(fmt: str, positive: bool) -> dict[str, Any]:
+    """An amount as a request states it: a string of digits (spec 2.1 types money string)."""
+    first = "[1-9][0-9]" if positive else "(0|[1-9][0-9]"
+    close = "" if positive else ")"
+    if fmt == "minor":
+        pattern = f"^{first}{{0,{MAJOR_DIGITS - 1}}}{close}$"
+        what = "minor units (1234 = 12.34 EUR): digits, no decimal point"
+    else:
+        pattern = f"^{first}{{0,{MAJOR_DIGITS - 1}}}{close}(\\.[0-9]{{1,4}})?$"
+        what = ("major units (12.34): digits and at most as many decimals as the currency has "
+                "(0 JPY, 2 EUR, 3 KWD, 4 CLF)")
+    return {"type": "string", "pattern": pattern,
+            "description": f"Money in the sandbox's amount format, {what}; at most "
+                           f"{MAJOR_DIGITS} digits. A JSON number with the same digits is also "
+                           "read (the spec's follow-up sample sends one), never a float's "
+                           f"exponent; leading zeros are read, up to {MAX_DIGITS} digits."}
+
+
 _AMOUNT_OUT = {"type": "number", "description": "a JSON number written from the exact "
                                                 "decimal (minor units or decimal, as served)"}
+_RATE = {"type": "string", "pattern": r"^(0|[1-9][0-9]{0,2})(\.[0-9]{1,4})?$",
+         "description": "a percentage as a decimal string (19 or 7.5); a JSON number is also "
+                        "read"}
+_SEED_AMOUNT = {
+    "type": "string", "pattern": r"^(?:[25-9]|[1-9][0-9]|[1-9][0-9]{0,6}(?:[1-9][0-9]|0[025-9]))$",
+    "description": "major units (decimals up to the currency's minor unit are also read); an "
+                   "amount whose last two minor-unit digits are 01, 03 or 04 (a magic value "
+                   "that decides the approval) is refused: seeded checkouts are approved"}
+_RATE_KEYS = frozenset({"taxrate", "shippingtaxrate"})
+_POSITIVE_MONEY = frozenset({"amount"})  # request amounts that must be above zero
 
 
-def _money_types(schemas: dict[str, Any]) -> None:
-    """Amounts as the server reads and writes them (pydantic would say string/number)."""
+def _money_types(schemas: dict[str, Any], fmt: str) -> None:
+    """Amounts and rates as the server reads and writes them (pydantic would say
+    string-or-number, which a generated client turns into a float)."""
     for name, schema in schemas.items():
         for prop, sub in (schema.get("properties") or {}).items():
-            if prop.lower() in MONEY_KEYS and isinstance(sub, dict):
-                is_record = name == "TransactionRecord"
-                schema["properties"][prop] = {"title": sub.get("title", prop),
-                                              **(_AMOUNT_OUT if is_record else _AMOUNT_IN)}
+            if not isinstance(sub, dict):
+                continue
+            low = prop.lower()
+            new: dict[str, Any]
+            if name == "SeedItem":  # major units whatever the format, never a magic ending
+                new = _SEED_AMOUNT
+            elif low in MONEY_KEYS:
+                new = _AMOUNT_OUT if name == "TransactionRecord" else \
+                    _amount_in(fmt, positive=low in _POSITIVE_MONEY)
+            elif low in _RATE_KEYS:
+                new = _RATE
+            else:
+                continue
+            if {"type": "null"} in sub.get("anyOf", ()):
+                new = {"anyOf": [new, {"type": "null"}]}
+            schema["properties"][prop] = {"title": sub.get("title", prop), **new}
 
 
 def _describe_operations(doc: dict[str, Any]) -> None:
-    """Request bodies, query parameters, security and non-JSON answers of routes that read
+    """Request bodies, query parameters, security and answers of routes that read
     ``Request`` themselves (FastAPI cannot see what they read)."""
+    queries = _queries()
     for path, item in doc.get("paths", {}).items():
         for method, op in item.items():
             if not isinstance(op, dict):
@@ -213,30 +379,49 @@ def _describe_operations(doc: dict[str, Any]) -> None:
             if path == "/pay/{token}" and method == "post":
                 op["requestBody"] = _PAY_FORM
             params = op.setdefault("parameters", [])
-            for name, required in _QUERIES.get(key, ()):
+            for name, required, schema in queries.get(key, ()):
                 params.append({"name": name, "in": "query", "required": required,
-                               "schema": {"type": "string"}})
+                               "schema": schema})
             if key in _SECURITY:
                 op["security"] = [{_SECURITY[key]: []}]
-            ctype = _NOT_JSON.get(path)
-            if ctype is not None:
-                answer = "303" if method == "post" else "200"
-                op["responses"] = {
-                    answer: {"description": "the page" if answer == "200" else
-                             "redirect to the checkout's URL",
-                             **({"content": {ctype: {"schema": {"type": "string"}}}}
-                                if answer == "200" else {})},
-                    **({str(s): {"description": "an HTML message page",
-                                 "content": {"text/html": {"schema": {"type": "string"}}}}
-                        for s in (400, 404, 410)} if path == "/pay/{token}" else {}),
-                }
-            else:
-                answers = op.setdefault("responses", {})
-                if key in _GATEWAY_ANSWERS:
-                    what, schema = _GATEWAY_ANSWERS[key]
-                    answers["200"] = {"description": what,
-                                      "content": {"application/json": {"schema": schema}}}
-                    answers.update(errors_doc(503))
-                answers.update({k: v for k, v in errors_doc(400, 401, 403, 404, 405, 409, 413,
-                                                             415, 422, 429).items()
-                                if k not in answers})
+            op["responses"] = _answers(key, op.get("responses", {}))
+
+
+def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str, Any]:
+    """Every status the route can answer, with its content."""
+    method, path = key
+    answers: dict[str, Any] = {}
+    ctype = _NOT_JSON.get(path)
+    if path == "/pay/{token}":
+        answers["200" if method == "get" else "303"] = (
+            {"description": "the approval page", **_HTML_PAGE} if method == "get" else
+            {"description": "the decision applied: redirect to the checkout's URL"})
+        if method == "get":
+            answers["303"] = {"description": "the link has expired: redirect to errorUrl"}
+        for status, what in ((400, "the form's action is missing or not one of four"),
+                             (404, "no such payment link"), (410, "the link was used")):
+            if method == "post" or status != 400:
+                answers[str(status)] = {"description": f"an HTML message page: {what}",
+                                        **_HTML_PAGE}
+    elif ctype is not None:
+        answers["200"] = {"description": "the file", "content": {ctype: {"schema": {
+            "type": "string"}}}}
+        answers["304"] = {"description": "If-None-Match names the current ETag"}
+    elif key in _GATEWAY_ANSWERS:
+        what, schema = _GATEWAY_ANSWERS[key]
+        answers["200"] = {"description": what, "content": {"application/json": {
+            "schema": schema}}}
+    else:
+        answers["200"] = fastapi_answers.get("200", {"description": "OK"})
+    statuses = _ANY_ROUTE + (() if ctype is not None else _JSON_ROUTE)
+    errors = errors_doc(*statuses)
+    for code, headers in _HEADERS.items():
+        if code in errors:
+            errors[code] = {**errors[code], "headers": headers}
+    if path.startswith("/api/v5/"):
+        errors["5XX"] = {**errors_doc(503)["503"], "description": "an injected fault "
+                         "(X-Sandbox-Fault, /_sandbox/faults: 5xx, 429 and dropped "
+                         "connections), or 503 at the connection limit"}
+        errors.pop("503")
+    answers.update({k: v for k, v in errors.items() if k not in answers})
+    return dict(sorted(answers.items()))
