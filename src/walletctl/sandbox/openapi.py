@@ -6,6 +6,7 @@ are listed with their content type."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -72,7 +73,8 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
             by_alias=True, ref_template=_SCHEMA_REF,
             mode="validation" if name in REQUEST_MODELS else "serialization")
         schemas.update(schema.pop("$defs", {}))
-        schemas[name] = schema
+        schemas[name] = {**schema, "title": name}  # a generated client's class name
+    schemas["DecideCheckoutResult"] = _DECIDED
     schemas["Error"] = _ERROR_SCHEMA
     fmt = app.state.ctx.config.amount_format
     _money_types(schemas, fmt)
@@ -88,6 +90,10 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     })
     _describe_operations(doc)
     _declare_path_parameters(doc)
+    used = json.dumps(doc["paths"])
+    for unused in ("HTTPValidationError", "ValidationError"):  # FastAPI's 422, never answered
+        if _SCHEMA_REF.format(model=unused) not in used:
+            schemas.pop(unused, None)
     for path, item in doc["paths"].items():
         for method, op in item.items():
             op["operationId"] = OPERATION_IDS.get((method, path), op.get("operationId"))
@@ -275,7 +281,19 @@ _SECURITY: dict[tuple[str, str], str] = {
     ("post", "/api/v5/transactions"): "PublicApiKey",
 }
 # the 200 answer of the gateway's redirect-wallet routes
+_DECIDED = {
+    "type": "object", "required": ["reference", "state", "providerStateCode", "redirectUrl",
+                                   "record"],
+    "properties": {"reference": {"type": "string"}, "state": {"type": "string"},
+                   "providerStateCode": {"type": "string"},
+                   "redirectUrl": {"type": "string", "description": "where the hosted page "
+                                   "would have sent the customer"},
+                   "record": {"type": "object", "description": "the checkout's record (spec "
+                              "2.5)"}}}
 _GATEWAY_ANSWERS: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
+    ("post", "/_sandbox/checkouts/{ref}/{action}"): (
+        "The checkout decided, as on the hosted page",
+        {"$ref": _SCHEMA_REF.format(model="DecideCheckoutResult")}),
     ("post", "/api/v5/checkout"): (
         "Checkout created", {"$ref": _SCHEMA_REF.format(model="CheckoutResponse")}),
     ("post", "/api/v5/apmTransactions"): (
