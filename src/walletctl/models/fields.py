@@ -54,7 +54,11 @@ def check_mobile_phone(value: str) -> str:
     return value
 
 
-URL_PATTERN = r"^https?://[^\s/?#]+[^\s]*$"
+# Python's whitespace (str.isspace: also U+001C-U+001F, which ECMAScript's \s leaves out),
+# spelt out so that a pattern means the same to every reader
+SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+URL_PATTERN = f"^https?://[^{SPACES}/?#]+[^{SPACES}]*$"
+NOT_BLANK_PATTERN = f"[^{SPACES}]"
 
 
 def check_url(value: str) -> str:
@@ -173,7 +177,7 @@ MobilePhone = Annotated[str, AfterValidator(check_mobile_phone),
 Url = Annotated[str, Field(max_length=2048, json_schema_extra=_schema(pattern=URL_PATTERN)),
                 AfterValidator(check_url)]
 Text = Annotated[str, Field(min_length=1, max_length=255, json_schema_extra=_schema(
-    pattern=r"\S")), AfterValidator(_non_blank)]
+    pattern=NOT_BLANK_PATTERN)), AfterValidator(_non_blank)]
 Reference = Annotated[
     str,
     AfterValidator(check_reference),

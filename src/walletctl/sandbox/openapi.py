@@ -16,7 +16,12 @@ from pydantic import BaseModel
 
 from walletctl.models.base import MONEY_KEYS
 from walletctl.models.checkout import CheckoutResponse
-from walletctl.models.fields import REFERENCE_MAX, REFERENCE_RULE, reference_pattern
+from walletctl.models.fields import (
+    NOT_BLANK_PATTERN,
+    REFERENCE_MAX,
+    REFERENCE_RULE,
+    reference_pattern,
+)
 from walletctl.models.money import MAX_DIGITS as MAJOR_DIGITS
 from walletctl.models.money import payable_currencies
 from walletctl.sandbox import replies, requests
@@ -25,7 +30,6 @@ from walletctl.sandbox.engine import ACTIONS
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS
 from walletctl.sandbox.seed import SeedRequest
 from walletctl.sandbox.walletpay_state import CARDS_BY_ID
-from walletctl.sandbox.wire import MAX_DIGITS
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 
@@ -116,10 +120,17 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
         "type": "number", "minimum": -CLOCK_MAX_SECONDS, "maximum": CLOCK_MAX_SECONDS,
         "default": 0, "description": "seconds (a decimal string is also read); the clock "
                                      "stays within this of real time in total (409 beyond)"}
-    # the conditional fields of spec 2.1's cart tables
-    schemas["DiscountDetail"]["dependentRequired"] = {
-        "discountAmount": ["discountType", "discountName"]}
-    schemas["ItemDetail"]["dependentRequired"] = {"unitTaxAmount": ["taxRate"]}
+    schemas["AuthorizationRequest"]["properties"]["currencyCode"] = \
+        schemas["CheckoutRequest"]["properties"]["currencyCode"]
+    # the conditional fields of spec 2.1's cart tables: given (not null) -> also given
+    for name, given, also in (("DiscountDetail", "discountAmount", ("discountType",
+                                                                    "discountName")),
+                              ("ItemDetail", "unitTaxAmount", ("taxRate",))):
+        schemas[name]["anyOf"] = [
+            {"not": {"required": [given]}},
+            {"properties": {given: {"type": "null"}}},
+            {"required": list(also), "properties": {a: {"not": {"type": "null"}}
+                                                     for a in also}}]
 
 
 def _declare_path_parameters(doc: dict[str, Any]) -> None:
@@ -232,8 +243,8 @@ _BODIES: dict[tuple[str, str], str | dict[str, Any]] = {
 _OPTIONAL_BODY = {("post", "/_sandbox/clock"), ("post", "/_sandbox/faults")}
 
 # query parameters: (name, required, schema)
-_SCOPE_ID = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"}
-_KEY_ID = {"type": "string", "minLength": 1, "pattern": r"\S"}
+_SCOPE_ID = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NOT_BLANK_PATTERN}
+_KEY_ID = {"type": "string", "minLength": 1, "pattern": NOT_BLANK_PATTERN}
 
 
 def _reference() -> dict[str, Any]:
@@ -252,7 +263,9 @@ def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], 
             ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
             ("encryptionKeyId", True, _KEY_ID)),
         ("get", "/demo/merchant/api/session"): (
-            ("ref", False, _reference()),
+            ("ref", False, {**_reference(), "minLength": 0,
+                            "pattern": f"^$|{reference_pattern()}",
+                            "description": "the order's reference; empty or absent: a new one"}),
             ("amount", False, {"type": "string", "pattern": "^[1-9][0-9]{0,8}$",
                                "description": "major units (default 12.34); a decimal "
                                               "fraction up to the currency's minor unit is "
@@ -326,27 +339,26 @@ _HEADERS = {
 
 def _amount_in(fmt: str, positive: bool) -> dict[str, Any]:
     """An amount as a request states it: a string of digits (spec 2.1 types money string)."""
-    first = "[1-9][0-9]" if positive else "(0|[1-9][0-9]"
-    close = "" if positive else ")"
+    digits = f"[1-9][0-9]{{0,{MAJOR_DIGITS - 1}}}" if positive else f"[0-9]{{1,{MAJOR_DIGITS}}}"
     if fmt == "minor":
-        pattern = f"^{first}{{0,{MAJOR_DIGITS - 1}}}{close}$"
+        pattern = f"^0*{digits}$"
         what = "minor units (1234 = 12.34 EUR): digits, no decimal point"
     else:
-        pattern = f"^{first}{{0,{MAJOR_DIGITS - 1}}}{close}(\\.[0-9]{{1,4}})?$"
+        pattern = f"^0*{digits}(\\.[0-9]{{1,4}})?$"
         what = ("major units (12.34): digits and at most as many decimals as the currency has "
                 "(0 JPY, 2 EUR, 3 KWD, 4 CLF)")
     return {"type": "string", "pattern": pattern,
             "description": f"Money in the sandbox's amount format, {what}; at most "
-                           f"{MAJOR_DIGITS} digits. A JSON number with the same digits is also "
-                           "read (the spec's follow-up sample sends one), never a float's "
-                           f"exponent; leading zeros are read, up to {MAX_DIGITS} digits."}
+                           f"{MAJOR_DIGITS} digits after any leading zeros"
+                           f"{', above zero' if positive else ''}. A JSON number with the same "
+                           "digits is also read (the spec's follow-up sample sends one)."}
 
 
 _AMOUNT_OUT = {"type": "number", "description": "a JSON number written from the exact "
                                                 "decimal (minor units or decimal, as served)"}
-_RATE = {"type": "string", "pattern": r"^(0|[1-9][0-9]{0,2})(\.[0-9]{1,4})?$",
-         "description": "a percentage as a decimal string (19 or 7.5); a JSON number is also "
-                        "read"}
+_RATE = {"anyOf": [{"type": "string", "pattern": r"^[0-9]{1,15}(\.[0-9]+)?$"},
+                  {"type": "number", "minimum": 0, "exclusiveMaximum": 10 ** MAJOR_DIGITS}],
+         "description": "a percentage (19 or 7.5), as a decimal string or a JSON number"}
 _SEED_AMOUNT = {
     "type": "string", "pattern": r"^(?:[25-9]|[1-9][0-9]|[1-9][0-9]{0,6}(?:[1-9][0-9]|0[025-9]))$",
     "description": "major units (decimals up to the currency's minor unit are also read); an "
