@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
-from walletctl.models.base import MONEY_KEYS
+from walletctl.models.base import MONEY_KEYS, WireModel
 from walletctl.models.checkout import CheckoutResponse
 from walletctl.models.fields import (
     NOT_BLANK_PATTERN,
@@ -72,6 +73,8 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     named: dict[str, type[BaseModel]] = {
         **REQUEST_MODELS, "CheckoutResponse": CheckoutResponse,
         "FollowUpResponse": FollowUpResponse, "TransactionRecord": TransactionRecord}
+    for model in REQUEST_MODELS.values():
+        _key_spellings(model, schemas)
     for name, model in named.items():
         schema = model.model_json_schema(
             by_alias=True, ref_template=_SCHEMA_REF,
@@ -80,6 +83,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         schemas[name] = {**schema, "title": name}  # a generated client's class name
     schemas["DecideCheckoutResult"] = _DECIDED
     schemas["Error"] = _ERROR_SCHEMA
+    _note_key_spellings(schemas, schemas.pop("_pending"))
     fmt = app.state.ctx.config.amount_format
     _money_types(schemas, fmt)
     _rules_a_model_checks(schemas)
@@ -105,6 +109,56 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     return doc
 
 
+_KEY_CASE = ("Keys are read in any ASCII letter case (merchantId, MerchantId, MERCHANTID), "
+             "each field once; this document spells them as the spec's parameter tables do.")
+
+
+def _key_spellings(model: type[BaseModel], schemas: dict[str, Any],
+                   seen: set[type[BaseModel]] | None = None) -> None:
+    """State on each request object's schema what its model reads besides the table spelling:
+    keys in any letter case, and the samples' variant names (``x-key-variants``)."""
+    seen = set() if seen is None else seen
+    if model in seen or not issubclass(model, WireModel):
+        return
+    seen.add(model)
+    name = model.__name__
+    variants = dict(model._variants)
+    later = schemas.setdefault("_pending", {})  # filled in once the model's schema is built
+    later[name] = variants
+    for field in model.model_fields.values():
+        stack: list[Any] = [field.annotation]
+        while stack:
+            tp = stack.pop()
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                _key_spellings(tp, schemas, seen)
+            else:
+                stack.extend(typing.get_args(tp))
+
+
+def _note_key_spellings(schemas: dict[str, Any], pending: dict[str, dict[str, str]]) -> None:
+    component = {model.__name__: name for name, model in REQUEST_MODELS.items()}
+    for name, variants in pending.items():
+        schema = schemas.get(component.get(name, name))
+        if schema is None:
+            continue
+        note = _KEY_CASE
+        if variants:
+            schema["x-key-variants"] = variants
+            note += " Also read: " + ", ".join(
+                f"{k} for {v}" for k, v in sorted(variants.items())) + "."
+        schema["description"] = f"{schema.get('description', '').strip()}\n\n{note}".strip()
+
+
+_CART_RULES = {
+    "ItemDetail": "totalAmount = unitAmount x productQuantity - discountAmount; taxRate > 0 "
+                  "needs totalTaxAmount; discountAmount > 0 needs discountName (and "
+                  "discountTaxAmount when taxRate > 0).",
+    "ShippingDetails": "shippingAmount > 0 needs shippingName.",
+    "ShoppingCartDetails": "totalTaxAmount = the items' totalTaxAmount + shippingTaxAmount, and "
+                           "it is required when any taxRate or shippingTaxRate > 0.",
+}
+
+
 def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
     """Rules the request models check in code, stated in their schemas."""
     token = schemas["WalletTokenRequest"]
@@ -122,6 +176,9 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
                                      "stays within this of real time in total (409 beyond)"}
     schemas["AuthorizationRequest"]["properties"]["currencyCode"] = \
         schemas["CheckoutRequest"]["properties"]["currencyCode"]
+    for name, rules in _CART_RULES.items():
+        schemas[name]["description"] = f"Rules a schema cannot compute (400 naming the field "\
+                                       f"when broken): {rules}"
     # the conditional fields of spec 2.1's cart tables: given (not null) -> also given
     for name, given, also in (("DiscountDetail", "discountAmount", ("discountType",
                                                                     "discountName")),
