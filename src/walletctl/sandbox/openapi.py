@@ -407,8 +407,11 @@ def _amount_in(fmt: str, positive: bool) -> dict[str, Any]:
     return {"type": "string", "pattern": pattern,
             "description": f"Money in the sandbox's amount format, {what}; at most "
                            f"{MAJOR_DIGITS} digits after any leading zeros"
-                           f"{', above zero' if positive else ''}. A JSON number with the same "
-                           "digits is also read (the spec's follow-up sample sends one)."}
+                           f"{', above zero' if positive else ''} (the sandbox reads up to "
+                           f"{MAJOR_DIGITS} digits before the currency's decimal point: a "
+                           "17-digit EUR amount in minor units is read too). A JSON number "
+                           "with the same digits is also read (the spec's follow-up sample "
+                           "sends one)."}
 
 
 _AMOUNT_OUT = {"type": "number", "description": "a JSON number written from the exact "
