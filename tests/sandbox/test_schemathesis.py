@@ -13,9 +13,12 @@ Two kinds of value no schema can generate are completed in positive cases before
 
 from __future__ import annotations
 
+import base64
 import re
+from decimal import Decimal
 from typing import Any
 
+import jsonschema_rs
 import schemathesis
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -44,8 +47,9 @@ from walletctl.sandbox.config import FaultConfig, SandboxConfig
 APP = create_app(SandboxConfig(quiet=True, allow_clock_control=True))
 CLIENT = TestClient(APP, base_url="http://127.0.0.1")
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
-RECIPIENT_KEY = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
-    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+RECIPIENT_KEY = base64.b64encode(ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+    serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)).decode()
+DOCUMENT = APP.openapi()
 
 # Names a Python traceback or exception repr would leak (the gateway's own descriptions,
 # e.g. GeneralValidationError, are not among them).
@@ -131,6 +135,9 @@ def complete_positive(case: Any) -> None:
     cart = body.get("shoppingCartDetails")
     if isinstance(cart, dict):
         complete_cart(cart)
+    invoice = body.get("clientSystemInvoiceId")
+    if isinstance(invoice, str) and body.get("clientSystemTransactionId") == invoice:
+        body["clientSystemTransactionId"] = f"{invoice[:60]}-new"  # a follow-up's own reference
     if case.path == "/api/v5/paymentAccounts" and "merchantId" in body:
         token = CLIENT.post("/wallet/token", json={
             "cardId": "visa-pan", "gatewayMerchantId": body["merchantId"],
@@ -153,6 +160,32 @@ def test_the_document_tells_the_truth(case: Any) -> None:
         APP.state.ctx.faults = FaultConfig()  # faults are deliberate 5xx: never keep them
 
 
+MONEY = re.compile(r"^(amount|unitAmount|unitTaxAmount|totalAmount|totalTaxAmount|"
+                   r"discountAmount|discountTaxAmount|shippingAmount|shippingTaxAmount)$")
+
+
+def money_as_strings(value: Any) -> Any:
+    """``value`` with every integer under a money key written as a string."""
+    if isinstance(value, dict):
+        return {k: str(v) if MONEY.match(str(k)) and isinstance(v, int | Decimal)
+                and not isinstance(v, bool) else money_as_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [money_as_strings(v) for v in value]
+    return value
+
+
+def only_money_as_a_number(case: Any) -> bool:
+    """A negative case whose only fault is a JSON integer where the document says a money
+    string: the sandbox reads it (the spec's follow-up sample sends one; the document's
+    descriptions say so), so its acceptance is not a lie of the document."""
+    content = DOCUMENT["paths"][case.path][case.method.lower()].get("requestBody", {})
+    ref = content.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref")
+    if ref is None or not isinstance(case.body, dict) or money_as_strings(case.body) == case.body:
+        return False
+    validator = jsonschema_rs.Draft202012Validator({"$ref": ref, **DOCUMENT})
+    return bool(validator.is_valid(money_as_strings(case.body)))
+
+
 def check_response(case: Any, response: Any) -> None:
     try:
         body = response.json()
@@ -164,7 +197,11 @@ def check_response(case: Any, response: Any) -> None:
         # as text/html in the document); every other error is the gateway error object
         assert isinstance(body, dict), (case.method, case.path, response.text[:300])
     # the answer is what the document says, and the document what the server does
-    case.validate_response(response, checks=ALL_CHECKS)
+    checks = ALL_CHECKS
+    if case.meta is not None and case.meta.generation.mode.is_negative and \
+            only_money_as_a_number(case):
+        checks = [c for c in ALL_CHECKS if c is not negative_data_rejection]
+    case.validate_response(response, checks=checks)
 
 
 def test_an_echoed_name_is_not_a_leak() -> None:

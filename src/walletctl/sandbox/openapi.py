@@ -167,13 +167,15 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
         token["properties"][name] = {"anyOf": [
             {"type": "string", "minLength": 1, "pattern": r"\S"}, {"type": "null"}]}
     token["properties"]["encryptionKey"]["description"] = (
-        "the recipient's public key (PEM or base64 DER, EC P-256), as the gateway issues it")
+        "the recipient's public key: base64 of its DER SubjectPublicKeyInfo, EC P-256")
     token["properties"]["publicKeyApi"]["description"] = "a key the gateway issued"
     token["anyOf"] = [{"required": ["publicKeyApi"]}, {"required": ["encryptionKey"]}]
     schemas["ClockRequest"]["properties"]["advanceSeconds"] = {
         "type": "number", "minimum": -CLOCK_MAX_SECONDS, "maximum": CLOCK_MAX_SECONDS,
         "default": 0, "description": "seconds (a decimal string is also read); the clock "
                                      "stays within this of real time in total (409 beyond)"}
+    schemas["FollowUpRequest"]["properties"]["clientSystemTransactionId"]["description"] = (
+        "the follow-up's own new reference: not its clientSystemInvoiceId (400 if equal)")
     schemas["AuthorizationRequest"]["properties"]["currencyCode"] = \
         schemas["CheckoutRequest"]["properties"]["currencyCode"]
     for name, rules in _CART_RULES.items():
@@ -320,21 +322,21 @@ def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], 
             ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
             ("encryptionKeyId", True, _KEY_ID)),
         ("get", "/demo/merchant/api/session"): (
-            ("ref", False, {**_reference(), "minLength": 0,
+            ("ref", False, {**_reference(), "minLength": 0,  # empty: as if absent
                             "pattern": f"^$|{reference_pattern()}",
                             "description": "the order's reference; empty or absent: a new one"}),
-            ("amount", False, {"type": "string", "pattern": "^[1-9][0-9]{0,8}$",
+            ("amount", False, {"type": "string", "pattern": "^$|^[1-9][0-9]{0,8}$",
                                "description": "major units (default 12.34); a decimal "
                                               "fraction up to the currency's minor unit is "
                                               "also read"}),
-            ("currency", False, {"type": "string", "enum": payable_currencies()}),
+            ("currency", False, {"type": "string", "enum": ["", *payable_currencies()]}),
             ("type", False, {"type": "string", "description": "preauth: a "
                              "pre-authorisation; any other value: a sale"}),
             ("authorize", False, {"type": "string", "description": "0, false or no: the "
                                   "demo only collects the token"}),
             ("scenario", False, {"type": "string", "description": "full: with shipping"}),
-            ("merchantId", False, {"type": "string", "enum": ["M-1001"]}),
-            ("storeId", False, {"type": "string", "enum": ["S-01"]})),
+            ("merchantId", False, {"type": "string", "enum": ["", "M-1001"]}),
+            ("storeId", False, {"type": "string", "enum": ["", "S-01"]})),
         ("post", "/_sandbox/checkouts/{ref}/{action}"): (
             ("merchantId", False, _SCOPE_ID), ("storeId", False, _SCOPE_ID)),
     }
