@@ -24,7 +24,7 @@ from walletctl.models.fields import (
     reference_pattern,
 )
 from walletctl.models.money import MAX_DIGITS as MAJOR_DIGITS
-from walletctl.models.money import payable_currencies
+from walletctl.models.money import exponent, payable_currencies
 from walletctl.sandbox import replies, requests
 from walletctl.sandbox.config import MAX_LATENCY_MS, MAX_RETRY_AFTER_S
 from walletctl.sandbox.engine import ACTIONS
@@ -311,6 +311,10 @@ def _reference() -> dict[str, Any]:
             "pattern": reference_pattern(), "description": f"Merchant reference: {REFERENCE_RULE}"}
 
 
+_DEMO_AMOUNT = r"^$|^([1-9][0-9]{0,8}(\.[0-9]{1,2})?|0\.([1-9][0-9]?|0[1-9]))$"
+_CENT_CURRENCIES = [c for c in payable_currencies() if exponent(c) == 2]
+
+
 def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], ...]]:
     return {
         ("get", "/api/v5/apmTransactions"): (
@@ -325,11 +329,11 @@ def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], 
             ("ref", False, {**_reference(), "minLength": 0,  # empty: as if absent
                             "pattern": f"^$|{reference_pattern()}",
                             "description": "the order's reference; empty or absent: a new one"}),
-            ("amount", False, {"type": "string", "pattern": "^$|^[1-9][0-9]{0,8}$",
-                               "description": "major units (default 12.34); a decimal "
-                                              "fraction up to the currency's minor unit is "
-                                              "also read"}),
-            ("currency", False, {"type": "string", "enum": ["", *payable_currencies()]}),
+            ("amount", False, {"type": "string", "pattern": _DEMO_AMOUNT,
+                               "description": "major units above zero (default 12.34)"}),
+            ("currency", False, {"type": "string", "enum": ["", *_CENT_CURRENCIES],
+                                 "description": "default EUR; any ISO 4217 code is read "
+                                                "(whole amounts for one without cents)"}),
             ("type", False, {"type": "string", "description": "preauth: a "
                              "pre-authorisation; any other value: a sale"}),
             ("authorize", False, {"type": "string", "description": "0, false or no: the "
