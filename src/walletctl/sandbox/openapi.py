@@ -169,7 +169,8 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
     token["properties"]["encryptionKey"]["description"] = (
         "the recipient's public key: base64 of its DER SubjectPublicKeyInfo, EC P-256")
     token["properties"]["publicKeyApi"]["description"] = "a key the gateway issued"
-    token["anyOf"] = [{"required": ["publicKeyApi"]}, {"required": ["encryptionKey"]}]
+    token["anyOf"] = [{"required": [name], "properties": {name: {"type": "string"}}}
+                      for name in ("publicKeyApi", "encryptionKey")]  # one given, not null
     schemas["ClockRequest"]["properties"]["advanceSeconds"] = {
         "type": "number", "minimum": -CLOCK_MAX_SECONDS, "maximum": CLOCK_MAX_SECONDS,
         "default": 0, "description": "seconds (a decimal string is also read); the clock "
