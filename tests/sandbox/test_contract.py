@@ -620,6 +620,46 @@ def test_openapi_document_declares_the_gateway(sandbox_client: Any) -> None:
         "/CheckoutRequest")
 
 
+def test_every_operation_has_a_readable_id(sandbox_client: Any) -> None:
+    doc = sandbox_client.get("/openapi.json").json()
+    ids = {(method, path): op["operationId"] for path, item in doc["paths"].items()
+           for method, op in item.items()}
+    assert all(re.fullmatch(r"[a-z][A-Za-z0-9]*", i) for i in ids.values()), ids
+    assert len(set(ids.values())) == len(ids)
+    assert ids[("post", "/api/v5/checkout")] == "createCheckout"
+    assert ids[("post", "/api/v5/apmTransactions")] == "createFollowUp"
+    assert ids[("get", "/api/v5/apmTransactions")] == "lookupTransactions"
+
+
+def test_the_document_types_money_as_strings(sandbox_client: Any) -> None:
+    schemas = sandbox_client.get("/openapi.json").json()["components"]["schemas"]
+    for name in ("CheckoutRequest", "FollowUpRequest", "AuthorizationRequest"):
+        amount = schemas[name]["properties"]["amount"]
+        assert amount["type"] == "string", (name, amount)
+        assert "anyOf" not in amount, (name, amount)
+        assert re.fullmatch(amount["pattern"], "4000")
+        assert not re.fullmatch(amount["pattern"], "40.00")  # a minor-units sandbox
+        assert not re.fullmatch(amount["pattern"], "0")  # above zero
+    assert schemas["CheckoutRequest"]["x-key-variants"] == {
+        "shoppingcarddetails": "shoppingCartDetails"}
+
+
+@pytest.mark.parametrize(("path", "methods"), [
+    ("/api/v5/apmTransactions", "GET, HEAD, POST"),
+    ("/_sandbox/faults", "GET, HEAD, POST"),
+    ("/pay/some-token", "GET, HEAD, POST"),
+    ("/api/v5/checkout", "POST"),
+])
+def test_a_405_allows_every_method_of_the_path(live_sandbox: Any, path: str,
+                                               methods: str) -> None:
+    import httpx
+
+    resp = httpx.request("OPTIONS", live_sandbox.url + path, headers=AUTH_HEADERS, timeout=10)
+    assert resp.status_code == 405
+    assert resp.headers["allow"] == methods
+    assert resp.json()["code"] == "GEN-405"
+
+
 def test_the_values_route_lists_magic_amounts(sandbox_client: Any) -> None:
     data = sandbox_client.get("/_sandbox/values").json()
     assert set(data["magicAmounts"]) == {"01", "02", "03", "04", "05"}

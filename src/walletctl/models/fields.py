@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from walletctl.models.money import check_currency, to_decimal
+from walletctl.models.money import check_currency, payable_currencies, to_decimal
 
 _PHONE = re.compile(r"^[0-9]{1,3}-[0-9]{1,15}$")
 _SUBDIVISION = re.compile(r"^[A-Z]{2}-[A-Z0-9]{1,3}$")
@@ -53,8 +54,15 @@ def check_mobile_phone(value: str) -> str:
     return value
 
 
+# Python's whitespace (str.isspace: also U+001C-U+001F, which ECMAScript's \s leaves out),
+# spelt out so that a pattern means the same to every reader
+SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+URL_PATTERN = f"^https?://[^{SPACES}/?#]+[^{SPACES}]*$"
+NOT_BLANK_PATTERN = f"[^{SPACES}]"
+
+
 def check_url(value: str) -> str:
-    if not re.match(r"^https?://[^\s/?#]+[^\s]*$", value):
+    if not re.match(URL_PATTERN, value):
         raise ValueError(f"{value!r} is not an http(s) URL")
     return value
 
@@ -100,6 +108,24 @@ def _edge_space(value: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def reference_pattern() -> str:
+    """:data:`REFERENCE_RULE` as a regular expression (for the OpenAPI document): the
+    characters of the refused categories as ranges of the characters themselves (no escapes,
+    which not every reader of a pattern translates). Lone surrogates are left out: they are not
+    text, so no JSON string or UTF-8 query value can hold one."""
+    ranges: list[tuple[int, int]] = []
+    for cp in range(0x110000):
+        if cp != 0x20 and unicodedata.category(chr(cp)) in _NOT_IN_REFERENCE - {"Cs"}:
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+
+    refused = "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges)
+    return (f"^[^ {refused}]([^{refused}]{{0,{REFERENCE_MAX - 2}}}[^ {refused}])?$")
+
+
 def check_reference(value: str) -> str:
     """``value`` when it is a merchant reference, else ValueError naming what is wrong and
     the rule (:data:`REFERENCE_RULE`). Never echoes the value (it may hold anything)."""
@@ -131,17 +157,33 @@ def _non_blank(value: str) -> str:
     return value
 
 
-Currency = Annotated[str, AfterValidator(check_currency)]
-CountryAlpha3 = Annotated[str, AfterValidator(check_alpha3)]
-Subdivision = Annotated[str, AfterValidator(check_subdivision)]
-MobilePhone = Annotated[str, AfterValidator(check_mobile_phone)]
-Url = Annotated[str, Field(max_length=2048), AfterValidator(check_url)]
-Text = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_non_blank)]
+def _schema(**extra: Any) -> Callable[[dict[str, Any]], None]:
+    """A ``json_schema_extra`` adding ``extra`` (callables are called: lists built lazily),
+    so that the OpenAPI document states the rule an ``AfterValidator`` checks."""
+    def add(schema: dict[str, Any]) -> None:
+        schema.update({k: v() if callable(v) else v for k, v in extra.items()})
+    return add
+
+
+Currency = Annotated[str, AfterValidator(check_currency), Field(json_schema_extra=_schema(
+    enum=payable_currencies, description="ISO 4217 code (read in any letter case)"))]
+CountryAlpha3 = Annotated[str, AfterValidator(check_alpha3), Field(json_schema_extra=_schema(
+    enum=lambda: sorted(_alpha3()), description="ISO 3166 alpha-3 (any letter case)"))]
+Subdivision = Annotated[str, AfterValidator(check_subdivision), Field(
+    json_schema_extra=_schema(enum=lambda: sorted(_subdivisions()),
+                              description="ISO 3166-2 code (any letter case)"))]
+MobilePhone = Annotated[str, AfterValidator(check_mobile_phone),
+                        Field(json_schema_extra=_schema(pattern=_PHONE.pattern))]
+Url = Annotated[str, Field(max_length=2048, json_schema_extra=_schema(pattern=URL_PATTERN)),
+                AfterValidator(check_url)]
+Text = Annotated[str, Field(min_length=1, max_length=255, json_schema_extra=_schema(
+    pattern=NOT_BLANK_PATTERN)), AfterValidator(_non_blank)]
 Reference = Annotated[
     str,
     AfterValidator(check_reference),
     Field(description=f"Merchant reference: {REFERENCE_RULE}",
-          json_schema_extra={"minLength": 1, "maxLength": REFERENCE_MAX}),
+          json_schema_extra=_schema(minLength=1, maxLength=REFERENCE_MAX,
+                                    pattern=reference_pattern)),
 ]
 Money = Annotated[Decimal, BeforeValidator(_money), AfterValidator(_non_negative)]
 PositiveMoney = Annotated[Decimal, BeforeValidator(_money), AfterValidator(_positive)]

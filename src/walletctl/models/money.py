@@ -64,6 +64,11 @@ _ISO_4217 = frozenset(
 )
 
 
+def payable_currencies() -> list[str]:
+    """The codes :func:`check_currency` accepts (upper case), sorted."""
+    return sorted(_ISO_4217 - _NOT_PAYABLE)
+
+
 def check_currency(code: str) -> str:
     """Return the upper-cased ISO 4217 code, or raise ValueError naming the rule."""
     if not isinstance(code, str) or len(code) != 3 or not code.isalpha():

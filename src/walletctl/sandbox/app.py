@@ -38,6 +38,7 @@ from datetime import datetime
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from walletctl import __version__
 from walletctl.models.checkout import CheckoutResponse
@@ -86,13 +87,16 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         message = str(exc.detail) if exc.detail else "error"
         description = None
+        headers = getattr(exc, "headers", None)
         if exc.status_code == 404:
             message, description = f"{request.url.path}: no such route", "NotFound"
+        elif exc.status_code == 405:  # Starlette names the first route's methods only
+            headers = {**(headers or {}), "Allow": allowed_methods(app, request.url.path)}
         return JSONResponse(
             error_body(exc.status_code, message, description=description,
                        code="GEN-404" if description else None),
             status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
+            headers=headers,
         )
 
     @app.exception_handler(Exception)
@@ -207,6 +211,18 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     return app
+
+
+def allowed_methods(app: FastAPI, path: str) -> str:
+    """Every method some route of ``app`` answers at ``path`` (HEAD wherever GET is:
+    :mod:`walletctl.sandbox.head`), for the ``Allow`` header of a 405."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if isinstance(route, Route) and route.methods and route.path_regex.match(path):
+            methods |= route.methods
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
 
 
 def store_of(app: FastAPI) -> Store:

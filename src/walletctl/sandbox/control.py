@@ -150,8 +150,8 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         raw = await request.body()
         body = wire.parse_model(ClockBody, wire.read_body(raw, fmt) if raw.strip() else {}, fmt)
         offset = ctx.clock_offset + timedelta(seconds=float(body.advance_seconds))
-        if abs(offset.total_seconds()) > CLOCK_MAX_SECONDS:
-            raise SandboxError(400, f"advanceSeconds: the sandbox clock moves at most "
+        if abs(offset.total_seconds()) > CLOCK_MAX_SECONDS:  # valid, but not from here: 409
+            raise SandboxError(409, f"advanceSeconds: the sandbox clock moves at most "
                                f"{CLOCK_MAX_SECONDS} seconds (ten years) from real time "
                                f"either way; it is {int(ctx.clock_offset.total_seconds())} "
                                "seconds off now (POST /_sandbox/reset sets it back)")

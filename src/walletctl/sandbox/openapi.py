@@ -6,18 +6,31 @@ are listed with their content type."""
 
 from __future__ import annotations
 
+import json
 import re
+import typing
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 
 from walletctl.models.base import MONEY_KEYS, WireModel
 from walletctl.models.checkout import CheckoutResponse
+from walletctl.models.fields import (
+    NOT_BLANK_PATTERN,
+    REFERENCE_MAX,
+    REFERENCE_RULE,
+    reference_pattern,
+)
 from walletctl.models.money import MAX_DIGITS as MAJOR_DIGITS
+from walletctl.models.money import exponent, payable_currencies
 from walletctl.sandbox import replies, requests
+from walletctl.sandbox.config import MAX_LATENCY_MS, MAX_RETRY_AFTER_S
 from walletctl.sandbox.engine import ACTIONS
-from walletctl.sandbox.wire import MAX_DIGITS
+from walletctl.sandbox.requests import CLOCK_MAX_SECONDS
+from walletctl.sandbox.seed import SeedRequest
+from walletctl.sandbox.walletpay_state import CARDS_BY_ID
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 
@@ -57,17 +70,23 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     from walletctl.models.followup import FollowUpResponse
     from walletctl.models.records import TransactionRecord
 
-    named: dict[str, type[WireModel]] = {
+    named: dict[str, type[BaseModel]] = {
         **REQUEST_MODELS, "CheckoutResponse": CheckoutResponse,
         "FollowUpResponse": FollowUpResponse, "TransactionRecord": TransactionRecord}
+    for model in REQUEST_MODELS.values():
+        _key_spellings(model, schemas)
     for name, model in named.items():
         schema = model.model_json_schema(
             by_alias=True, ref_template=_SCHEMA_REF,
             mode="validation" if name in REQUEST_MODELS else "serialization")
         schemas.update(schema.pop("$defs", {}))
-        schemas[name] = schema
+        schemas[name] = {**schema, "title": name}  # a generated client's class name
+    schemas["DecideCheckoutResult"] = _DECIDED
     schemas["Error"] = _ERROR_SCHEMA
-    _money_types(schemas)
+    _note_key_spellings(schemas, schemas.pop("_pending"))
+    fmt = app.state.ctx.config.amount_format
+    _money_types(schemas, fmt)
+    _rules_a_model_checks(schemas)
     doc["components"].setdefault("securitySchemes", {}).update({
         "PublicApiKey": {
             "type": "apiKey", "in": "header", "name": "Authorization",
@@ -79,8 +98,99 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     })
     _describe_operations(doc)
     _declare_path_parameters(doc)
+    used = json.dumps(doc["paths"])
+    for unused in ("HTTPValidationError", "ValidationError"):  # FastAPI's 422, never answered
+        if _SCHEMA_REF.format(model=unused) not in used:
+            schemas.pop(unused, None)
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            op["operationId"] = OPERATION_IDS.get((method, path), op.get("operationId"))
     app.openapi_schema = doc
     return doc
+
+
+_KEY_CASE = ("Keys are read in any ASCII letter case (merchantId, MerchantId, MERCHANTID), "
+             "each field once; this document spells them as the spec's parameter tables do.")
+
+
+def _key_spellings(model: type[BaseModel], schemas: dict[str, Any],
+                   seen: set[type[BaseModel]] | None = None) -> None:
+    """State on each request object's schema what its model reads besides the table spelling:
+    keys in any letter case, and the samples' variant names (``x-key-variants``)."""
+    seen = set() if seen is None else seen
+    if model in seen or not issubclass(model, WireModel):
+        return
+    seen.add(model)
+    name = model.__name__
+    variants = dict(model._variants)
+    later = schemas.setdefault("_pending", {})  # filled in once the model's schema is built
+    later[name] = variants
+    for field in model.model_fields.values():
+        stack: list[Any] = [field.annotation]
+        while stack:
+            tp = stack.pop()
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                _key_spellings(tp, schemas, seen)
+            else:
+                stack.extend(typing.get_args(tp))
+
+
+def _note_key_spellings(schemas: dict[str, Any], pending: dict[str, dict[str, str]]) -> None:
+    component = {model.__name__: name for name, model in REQUEST_MODELS.items()}
+    for name, variants in pending.items():
+        schema = schemas.get(component.get(name, name))
+        if schema is None:
+            continue
+        note = _KEY_CASE
+        if variants:
+            schema["x-key-variants"] = variants
+            note += " Also read: " + ", ".join(
+                f"{k} for {v}" for k, v in sorted(variants.items())) + "."
+        schema["description"] = f"{schema.get('description', '').strip()}\n\n{note}".strip()
+
+
+_CART_RULES = {
+    "ItemDetail": "totalAmount = unitAmount x productQuantity - discountAmount; taxRate > 0 "
+                  "needs totalTaxAmount; discountAmount > 0 needs discountName (and "
+                  "discountTaxAmount when taxRate > 0).",
+    "ShippingDetails": "shippingAmount > 0 needs shippingName.",
+    "ShoppingCartDetails": "totalTaxAmount = the items' totalTaxAmount + shippingTaxAmount, and "
+                           "it is required when any taxRate or shippingTaxRate > 0.",
+}
+
+
+def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
+    """Rules the request models check in code, stated in their schemas."""
+    token = schemas["WalletTokenRequest"]
+    token["properties"]["cardId"]["enum"] = list(CARDS_BY_ID)
+    for name in ("publicKeyApi", "encryptionKey"):
+        token["properties"][name] = {"anyOf": [
+            {"type": "string", "minLength": 1, "pattern": r"\S"}, {"type": "null"}]}
+    token["properties"]["encryptionKey"]["description"] = (
+        "the recipient's public key: base64 of its DER SubjectPublicKeyInfo, EC P-256")
+    token["properties"]["publicKeyApi"]["description"] = "a key the gateway issued"
+    token["anyOf"] = [{"required": [name], "properties": {name: {"type": "string"}}}
+                      for name in ("publicKeyApi", "encryptionKey")]  # one given, not null
+    schemas["ClockRequest"]["properties"]["advanceSeconds"] = {
+        "type": "number", "minimum": -CLOCK_MAX_SECONDS, "maximum": CLOCK_MAX_SECONDS,
+        "default": 0, "description": "seconds (a decimal string is also read); the clock "
+                                     "stays within this of real time in total (409 beyond)"}
+    schemas["FollowUpRequest"]["properties"]["clientSystemTransactionId"]["description"] = (
+        "the follow-up's own new reference: not its clientSystemInvoiceId (400 if equal)")
+    schemas["AuthorizationRequest"]["properties"]["currencyCode"] = \
+        schemas["CheckoutRequest"]["properties"]["currencyCode"]
+    for name, rules in _CART_RULES.items():
+        schemas[name]["description"] = f"Rules a schema cannot compute (400 naming the field "\
+                                       f"when broken): {rules}"
+    # the conditional fields of spec 2.1's cart tables: given (not null) -> also given
+    for name, given, also in (("DiscountDetail", "discountAmount", ("discountType",
+                                                                    "discountName")),
+                              ("ItemDetail", "unitTaxAmount", ("taxRate",))):
+        schemas[name]["anyOf"] = [
+            {"not": {"required": [given]}},
+            {"properties": {given: {"type": "null"}}},
+            {"required": list(also), "properties": {a: {"not": {"type": "null"}}
+                                                     for a in also}}]
 
 
 def _declare_path_parameters(doc: dict[str, Any]) -> None:
@@ -95,15 +205,63 @@ def _declare_path_parameters(doc: dict[str, Any]) -> None:
             have = {(p.get("name"), p.get("in")) for p in params if isinstance(p, dict)}
             for name in names:
                 if (name, "path") not in have:
-                    schema: dict[str, Any] = {"type": "string"}
-                    if name == "action":
-                        schema["enum"] = list(ACTIONS)
                     params.append({"name": name, "in": "path", "required": True,
-                                   "schema": schema})
+                                   "schema": {"type": "string"}})
+            for param in params:
+                if param.get("in") == "path" and param.get("name") == "action":
+                    param["schema"] = {"type": "string", "enum": list(ACTIONS)}
 
+
+# the operationId of every route: the method names of a generated client
+OPERATION_IDS: dict[tuple[str, str], str] = {
+    ("post", "/api/v5/checkout"): "createCheckout",
+    ("post", "/api/v5/apmTransactions"): "createFollowUp",
+    ("get", "/api/v5/apmTransactions"): "lookupTransactions",
+    ("get", "/pay/{token}"): "showPaymentPage",
+    ("post", "/pay/{token}"): "decidePayment",
+    ("get", "/_sandbox/health"): "getHealth",
+    ("get", "/_sandbox/values"): "getTestValues",
+    ("post", "/_sandbox/reset"): "resetSandbox",
+    ("post", "/_sandbox/checkouts/{ref}/{action}"): "decideCheckout",
+    ("get", "/_sandbox/ledger"): "getLedger",
+    ("get", "/_sandbox/faults"): "getFaults",
+    ("post", "/_sandbox/faults"): "setFaults",
+    ("post", "/_sandbox/seed"): "seedCheckouts",
+    ("post", "/_sandbox/clock"): "advanceClock",
+    ("post", "/api/v5/publicKeys"): "createPublicKey",
+    ("get", "/api/v5/publicKeys/current"): "checkPublicKey",
+    ("post", "/api/v5/paymentAccounts"): "createPaymentAccount",
+    ("get", "/api/v5/paymentAccounts/{account_id}"): "getPaymentAccount",
+    ("post", "/api/v5/transactions"): "authorizeTransaction",
+    ("get", "/wallet/cards"): "listWalletCards",
+    ("post", "/wallet/token"): "createWalletToken",
+    ("get", "/_sandbox/wallet/cards"): "listSandboxWalletCards",
+    ("post", "/_sandbox/wallet/token"): "createSandboxWalletToken",
+    ("get", "/_sandbox/wallet/rootKey"): "getWalletRootKey",
+    ("post", "/_sandbox/3ds/challenge"): "runThreeDSChallenge",
+    ("post", "/api/v5/threeDSecure"): "createThreeDSecureChallenge",
+    ("get", "/api/v5/threeDSecure/{challenge_id}"): "getThreeDSecureChallenge",
+    ("get", "/pay/3ds/{challenge_id}"): "showThreeDSecurePage",
+    ("head", "/pay/3ds/{challenge_id}"): "headThreeDSecurePage",
+    ("post", "/pay/3ds/{challenge_id}"): "answerThreeDSecure",
+    ("get", "/walletpay-testing.js"): "getWalletpayTestingScript",
+    ("head", "/walletpay-testing.js"): "headWalletpayTestingScript",
+    ("get", "/walletpay.js"): "getWalletpayScript",
+    ("head", "/walletpay.js"): "headWalletpayScript",
+    ("get", "/walletpay.d.ts"): "getWalletpayTypes",
+    ("head", "/walletpay.d.ts"): "headWalletpayTypes",
+    ("get", "/demo/merchant"): "getDemoMerchantPage",
+    ("head", "/demo/merchant"): "headDemoMerchantPage",
+    ("get", "/demo/merchant.js"): "getDemoMerchantScript",
+    ("head", "/demo/merchant.js"): "headDemoMerchantScript",
+    ("get", "/demo/merchant/api/session"): "getDemoSession",
+    ("post", "/demo/merchant/api/quote"): "quoteDemoOrder",
+    ("post", "/demo/merchant/api/result"): "recordDemoResult",
+    ("get", "/demo/merchant/api/results"): "listDemoResults",
+}
 
 # request body schema of each JSON route (component name -> the route's model)
-REQUEST_MODELS: dict[str, type[WireModel]] = {
+REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "CheckoutRequest": requests.CheckoutBody,
     "FollowUpRequest": requests.FollowUpBody,
     "PublicKeysRequest": requests.PublicKeysBody,
@@ -115,9 +273,26 @@ REQUEST_MODELS: dict[str, type[WireModel]] = {
     "DemoQuoteRequest": requests.DemoQuoteBody,
     "DemoResultRequest": requests.DemoResultBody,
     "ClockRequest": requests.ClockBody,
+    "SeedRequest": SeedRequest,
 }
-_FAULTS = {"type": "object", "description": "fault settings: the X-Sandbox-Fault header's "
-                                            "names (snake_case or dashed); {} clears"}
+_FAULT_RATE = {"type": "number", "minimum": 0, "maximum": 1}
+_FAULTS = {
+    "type": "object", "additionalProperties": False,
+    "description": "Fault settings for the /api/v5 routes ({} clears them). Each name is also "
+                   "read dashed (error-rate) and in any letter case, as in the X-Sandbox-Fault "
+                   "header; latency, jitter and status are short for the _ms/error_ names.",
+    "properties": {
+        "latency_ms": {"type": "integer", "minimum": 0, "maximum": MAX_LATENCY_MS},
+        "jitter_ms": {"type": "integer", "minimum": 0, "maximum": MAX_LATENCY_MS},
+        "error_rate": _FAULT_RATE,
+        "error_status": {"type": "integer", "minimum": 500, "maximum": 599},
+        "throttle_rate": _FAULT_RATE,
+        "retry_after": {"type": "integer", "minimum": 0, "maximum": MAX_RETRY_AFTER_S},
+        "drop_rate": _FAULT_RATE,
+        "error_after_rate": _FAULT_RATE,
+        "seed": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+    },
+}
 _BODIES: dict[tuple[str, str], str | dict[str, Any]] = {
     ("post", "/api/v5/checkout"): "CheckoutRequest",
     ("post", "/api/v5/apmTransactions"): "FollowUpRequest",
@@ -132,20 +307,57 @@ _BODIES: dict[tuple[str, str], str | dict[str, Any]] = {
     ("post", "/demo/merchant/api/result"): "DemoResultRequest",
     ("post", "/_sandbox/clock"): "ClockRequest",
     ("post", "/_sandbox/faults"): _FAULTS,
+    ("post", "/_sandbox/seed"): "SeedRequest",
 }
 _OPTIONAL_BODY = {("post", "/_sandbox/clock"), ("post", "/_sandbox/faults")}
-_QUERIES: dict[tuple[str, str], tuple[tuple[str, bool], ...]] = {
-    ("get", "/api/v5/apmTransactions"): (
-        ("merchantId", True), ("storeId", True), ("clientSystemTransactionId", True)),
-    ("get", "/api/v5/publicKeys/current"): (("merchantId", True), ("storeId", True)),
-    ("get", "/api/v5/threeDSecure/{challenge_id}"): (("merchantId", True), ("storeId", True)),
-    ("get", "/api/v5/paymentAccounts/{account_id}"): (
-        ("merchantId", True), ("storeId", True), ("encryptionKeyId", True)),
-    ("get", "/demo/merchant/api/session"): (
-        ("ref", False), ("amount", False), ("currency", False), ("type", False),
-        ("authorize", False), ("scenario", False), ("merchantId", False), ("storeId", False)),
-    ("post", "/_sandbox/checkouts/{ref}/{action}"): (("merchantId", False), ("storeId", False)),
-}
+
+# query parameters: (name, required, schema)
+_SCOPE_ID = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NOT_BLANK_PATTERN}
+_KEY_ID = {"type": "string", "minLength": 1, "pattern": NOT_BLANK_PATTERN}
+
+
+def _reference() -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": REFERENCE_MAX,
+            "pattern": reference_pattern(), "description": f"Merchant reference: {REFERENCE_RULE}"}
+
+
+_DEMO_AMOUNT = r"^$|^([1-9][0-9]{0,8}(\.[0-9]{1,2})?|0\.([1-9][0-9]?|0[1-9]))$"
+_CENT_CURRENCIES = [c for c in payable_currencies() if exponent(c) == 2]
+
+
+def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], ...]]:
+    return {
+        ("get", "/api/v5/apmTransactions"): (
+            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
+            ("clientSystemTransactionId", True, _reference())),
+        ("get", "/api/v5/publicKeys/current"): (
+            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID)),
+        ("get", "/api/v5/threeDSecure/{challenge_id}"): (
+            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID)),
+        ("get", "/api/v5/paymentAccounts/{account_id}"): (
+            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
+            ("encryptionKeyId", True, _KEY_ID)),
+        ("get", "/demo/merchant/api/session"): (
+            ("ref", False, {**_reference(), "minLength": 0,  # empty: as if absent
+                            "pattern": f"^$|{reference_pattern()}",
+                            "description": "the order's reference; empty or absent: a new one"}),
+            ("amount", False, {"type": "string", "pattern": _DEMO_AMOUNT,
+                               "description": "major units above zero (default 12.34)"}),
+            ("currency", False, {"type": "string", "enum": ["", *_CENT_CURRENCIES],
+                                 "description": "default EUR; any ISO 4217 code is read "
+                                                "(whole amounts for one without cents)"}),
+            ("type", False, {"type": "string", "description": "preauth: a "
+                             "pre-authorisation; any other value: a sale"}),
+            ("authorize", False, {"type": "string", "description": "0, false or no: the "
+                                  "demo only collects the token"}),
+            ("scenario", False, {"type": "string", "description": "full: with shipping"}),
+            ("merchantId", False, {"type": "string", "enum": ["", "M-1001"]}),
+            ("storeId", False, {"type": "string", "enum": ["", "S-01"]})),
+        ("post", "/_sandbox/checkouts/{ref}/{action}"): (
+            ("merchantId", False, _SCOPE_ID), ("storeId", False, _SCOPE_ID)),
+    }
+
+
 _SECURITY: dict[tuple[str, str], str] = {
     ("post", "/api/v5/checkout"): "PublicApiKey",
     ("post", "/api/v5/apmTransactions"): "PublicApiKey",
@@ -158,8 +370,20 @@ _SECURITY: dict[tuple[str, str], str] = {
     ("post", "/api/v5/threeDSecure"): "PublicApiKey",
     ("get", "/api/v5/threeDSecure/{challenge_id}"): "PublicApiKey",
 }
-# the 200 answer of the gateway's own routes (which may also answer 503: a fault)
+# the 200 answer of the gateway's redirect-wallet routes
+_DECIDED = {
+    "type": "object", "required": ["reference", "state", "providerStateCode", "redirectUrl",
+                                   "record"],
+    "properties": {"reference": {"type": "string"}, "state": {"type": "string"},
+                   "providerStateCode": {"type": "string"},
+                   "redirectUrl": {"type": "string", "description": "where the hosted page "
+                                   "would have sent the customer"},
+                   "record": {"type": "object", "description": "the checkout's record (spec "
+                              "2.5)"}}}
 _GATEWAY_ANSWERS: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
+    ("post", "/_sandbox/checkouts/{ref}/{action}"): (
+        "The checkout decided, as on the hosted page",
+        {"$ref": _SCHEMA_REF.format(model="DecideCheckoutResult")}),
     ("post", "/api/v5/checkout"): (
         "Checkout created", {"$ref": _SCHEMA_REF.format(model="CheckoutResponse")}),
     ("post", "/api/v5/apmTransactions"): (
@@ -176,42 +400,87 @@ _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/demo/merchant": "text/html",
     "/demo/merchant.js": "application/javascript",
 }
+_STATIC = ("/walletpay.js", "/walletpay.d.ts", "/demo/merchant", "/demo/merchant.js")
 _PAY_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
-    "type": "object", "required": ["action"],
-    "properties": {"action": {"type": "string",
-                              "enum": list(ACTIONS)}}}}},
+    "type": "object", "required": ["action"], "additionalProperties": False,
+    "properties": {"action": {"type": "string", "enum": list(ACTIONS)}}}}},
     "required": True}
 _CHALLENGE_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
-    "type": "object", "required": ["answer"],
+    "type": "object", "required": ["answer"], "additionalProperties": False,
     "properties": {"answer": {"type": "string", "enum": ["pass", "fail"]}}}}},
     "required": True}
-# the HTML message pages of the hosted pages, by status
-_PAGE_ERRORS = {"/pay/{token}": (400, 404, 410), "/pay/3ds/{challenge_id}": (400, 404, 409, 410)}
+_HTML_PAGE = {"content": {"text/html": {"schema": {"type": "string"}}}}
+# answers any route can give before it runs: the connection layer (sandbox.protocol) and the
+# guard, limits and CORS middleware
+_ANY_ROUTE = (400, 403, 405, 408, 413, 415, 431, 503)
+_JSON_ROUTE = (401, 404, 409, 422, 429)
+_HEADERS = {
+    "405": {"Allow": {"description": "every method of the path", "schema": {"type": "string"}}},
+    "429": {"Retry-After": {"description": "seconds", "schema": {"type": "string"}}},
+}
 
 
-_AMOUNT_IN = {"anyOf": [
-    {"type": "string", "pattern": f"^[0-9]{{1,{MAJOR_DIGITS}}}(\\.[0-9]{{1,3}})?$"},
-    {"type": "number"}],
-    "description": f"ASCII digits, optional decimal point, at most {MAJOR_DIGITS} digits before "
-                   f"it ({MAX_DIGITS} in all), in the sandbox's amount format (minor units: no "
-                   "decimal point)"}
+def _amount_in(fmt: str, positive: bool) -> dict[str, Any]:
+    """An amount as a request states it: a string of digits (spec 2.1 types money string)."""
+    digits = f"[1-9][0-9]{{0,{MAJOR_DIGITS - 1}}}" if positive else f"[0-9]{{1,{MAJOR_DIGITS}}}"
+    if fmt == "minor":
+        pattern = f"^0*{digits}$"
+        what = "minor units (1234 = 12.34 EUR): digits, no decimal point"
+    else:
+        pattern = f"^0*{digits}(\\.[0-9]{{1,4}})?$"
+        what = ("major units (12.34): digits and at most as many decimals as the currency has "
+                "(0 JPY, 2 EUR, 3 KWD, 4 CLF)")
+    return {"type": "string", "pattern": pattern,
+            "description": f"Money in the sandbox's amount format, {what}; at most "
+                           f"{MAJOR_DIGITS} digits after any leading zeros"
+                           f"{', above zero' if positive else ''} (the sandbox reads up to "
+                           f"{MAJOR_DIGITS} digits before the currency's decimal point: a "
+                           "17-digit EUR amount in minor units is read too). A JSON number "
+                           "with the same digits is also read (the spec's follow-up sample "
+                           "sends one)."}
+
+
 _AMOUNT_OUT = {"type": "number", "description": "a JSON number written from the exact "
                                                 "decimal (minor units or decimal, as served)"}
+_RATE = {"anyOf": [{"type": "string", "pattern": r"^[0-9]{1,15}(\.[0-9]+)?$"},
+                  {"type": "number", "minimum": 0, "exclusiveMaximum": 10 ** MAJOR_DIGITS}],
+         "description": "a percentage (19 or 7.5), as a decimal string or a JSON number"}
+_SEED_AMOUNT = {
+    "type": "string", "pattern": r"^(?:[25-9]|[1-9][0-9]|[1-9][0-9]{0,6}(?:[1-9][0-9]|0[025-9]))$",
+    "description": "major units (decimals up to the currency's minor unit are also read); an "
+                   "amount whose last two minor-unit digits are 01, 03 or 04 (a magic value "
+                   "that decides the approval) is refused: seeded checkouts are approved"}
+_RATE_KEYS = frozenset({"taxrate", "shippingtaxrate"})
+_POSITIVE_MONEY = frozenset({"amount"})  # request amounts that must be above zero
 
 
-def _money_types(schemas: dict[str, Any]) -> None:
-    """Amounts as the server reads and writes them (pydantic would say string/number)."""
+def _money_types(schemas: dict[str, Any], fmt: str) -> None:
+    """Amounts and rates as the server reads and writes them (pydantic would say
+    string-or-number, which a generated client turns into a float)."""
     for name, schema in schemas.items():
         for prop, sub in (schema.get("properties") or {}).items():
-            if prop.lower() in MONEY_KEYS and isinstance(sub, dict):
-                is_record = name == "TransactionRecord"
-                schema["properties"][prop] = {"title": sub.get("title", prop),
-                                              **(_AMOUNT_OUT if is_record else _AMOUNT_IN)}
+            if not isinstance(sub, dict):
+                continue
+            low = prop.lower()
+            new: dict[str, Any]
+            if name == "SeedItem":  # major units whatever the format, never a magic ending
+                new = _SEED_AMOUNT
+            elif low in MONEY_KEYS:
+                new = _AMOUNT_OUT if name == "TransactionRecord" else \
+                    _amount_in(fmt, positive=low in _POSITIVE_MONEY)
+            elif low in _RATE_KEYS:
+                new = _RATE
+            else:
+                continue
+            if {"type": "null"} in sub.get("anyOf", ()):
+                new = {"anyOf": [new, {"type": "null"}]}
+            schema["properties"][prop] = {"title": sub.get("title", prop), **new}
 
 
 def _describe_operations(doc: dict[str, Any]) -> None:
-    """Request bodies, query parameters, security and non-JSON answers of routes that read
+    """Request bodies, query parameters, security and answers of routes that read
     ``Request`` themselves (FastAPI cannot see what they read)."""
+    queries = _queries()
     for path, item in doc.get("paths", {}).items():
         for method, op in item.items():
             if not isinstance(op, dict):
@@ -228,34 +497,63 @@ def _describe_operations(doc: dict[str, Any]) -> None:
             if path == "/pay/3ds/{challenge_id}" and method == "post":
                 op["requestBody"] = _CHALLENGE_FORM
             params = op.setdefault("parameters", [])
-            for name, required in _QUERIES.get(key, ()):
+            for name, required, schema in queries.get(key, ()):
                 params.append({"name": name, "in": "query", "required": required,
-                               "schema": {"type": "string"}})
+                               "schema": schema})
             if key in _SECURITY:
                 op["security"] = [{_SECURITY[key]: []}]
-            ctype = _NOT_JSON.get(path)
-            if ctype is not None:
-                answer = "303" if method == "post" else "200"
-                op["responses"] = {
-                    answer: {"description": "the page" if answer == "200" else
-                             "redirect to the checkout's URL",
-                             **({"content": {ctype: {"schema": {"type": "string"}}}}
-                                if answer == "200" else {})},
-                    **{str(s): {"description": "an HTML message page",
-                                "content": {"text/html": {"schema": {"type": "string"}}}}
-                       for s in _PAGE_ERRORS.get(path, ())},
-                }
-                if path == "/pay/3ds/{challenge_id}" and method == "post":
-                    # answered without a returnUrl: an HTML page
-                    op["responses"]["200"] = {"description": "the answer was taken",
-                                              "content": {ctype: {"schema": {"type": "string"}}}}
-            else:
-                answers = op.setdefault("responses", {})
-                if key in _GATEWAY_ANSWERS:
-                    what, schema = _GATEWAY_ANSWERS[key]
-                    answers["200"] = {"description": what,
-                                      "content": {"application/json": {"schema": schema}}}
-                    answers.update(errors_doc(503))
-                answers.update({k: v for k, v in errors_doc(400, 401, 403, 404, 405, 409, 413,
-                                                             415, 422, 429).items()
-                                if k not in answers})
+            op["responses"] = _answers(key, op.get("responses", {}))
+
+
+def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str, Any]:
+    """Every status the route can answer, with its content."""
+    method, path = key
+    answers: dict[str, Any] = {}
+    ctype = _NOT_JSON.get(path)
+    if path == "/pay/{token}":
+        answers["200" if method == "get" else "303"] = (
+            {"description": "the approval page", **_HTML_PAGE} if method == "get" else
+            {"description": "the decision applied: redirect to the checkout's URL"})
+        if method == "get":
+            answers["303"] = {"description": "the link has expired: redirect to errorUrl"}
+        for status, what in ((400, "the form's action is missing or not one of four"),
+                             (404, "no such payment link"), (410, "the link was used")):
+            if method == "post" or status != 400:
+                answers[str(status)] = {"description": f"an HTML message page: {what}",
+                                        **_HTML_PAGE}
+    elif path == "/pay/3ds/{challenge_id}":
+        if method == "post":
+            answers["303"] = {"description": "answered: redirect to the challenge's returnUrl "
+                              "with ?challengeId="}
+            answers["200"] = {"description": "answered (no returnUrl): an HTML page",
+                              **_HTML_PAGE}
+        else:
+            answers["200"] = {"description": "the shopper's 3-D Secure check", **_HTML_PAGE}
+        for status, what in ((400, "the form's answer is missing or not pass/fail"),
+                             (404, "no such check"), (409, "the check was already answered"),
+                             (410, "the check has expired")):
+            if method == "post" or status != 400:
+                answers[str(status)] = {"description": f"an HTML message page: {what}",
+                                        **_HTML_PAGE}
+    elif ctype is not None:
+        answers["200"] = {"description": "the file", "content": {ctype: {"schema": {
+            "type": "string"}}}}
+        answers["304"] = {"description": "If-None-Match names the current ETag"}
+    elif key in _GATEWAY_ANSWERS:
+        what, schema = _GATEWAY_ANSWERS[key]
+        answers["200"] = {"description": what, "content": {"application/json": {
+            "schema": schema}}}
+    else:
+        answers["200"] = fastapi_answers.get("200", {"description": "OK"})
+    statuses = _ANY_ROUTE + (() if ctype is not None else _JSON_ROUTE)
+    errors = errors_doc(*statuses)
+    for code, headers in _HEADERS.items():
+        if code in errors:
+            errors[code] = {**errors[code], "headers": headers}
+    if path.startswith("/api/v5/"):
+        errors["5XX"] = {**errors_doc(503)["503"], "description": "an injected fault "
+                         "(X-Sandbox-Fault, /_sandbox/faults: 5xx, 429 and dropped "
+                         "connections), or 503 at the connection limit"}
+        errors.pop("503")
+    answers.update({k: v for k, v in errors.items() if k not in answers})
+    return dict(sorted(answers.items()))
