@@ -89,7 +89,7 @@ def test_sandbox_ledger_table_fits(sandbox: Any, make_order: Any,
     from walletctl.render.sandbox import render_ledger
 
     make_order("ORDER-20261122-055117-LEDGER", amount="40.00")
-    data = sandbox.ledger()
+    data = sandbox.ledger()["transactions"]  # render_ledger takes the transactions
     texts = []
     for columns in ("80", "400"):
         monkeypatch.setenv("COLUMNS", columns)
