@@ -44,7 +44,9 @@ def insert_sql(rows: int = 1) -> str:
 INSERT_ROWS = 200  # events per INSERT statement (within every backend's parameter limit)
 
 
-SELECT_EVENTS = f"SELECT seq, {', '.join(ALL)}, prev_hash, hash FROM events ORDER BY seq"  # noqa: S608
+# the events after a number (0: all of them), in order: the chain as it is walked
+SELECT_EVENTS = (f"SELECT seq, {', '.join(ALL)}, prev_hash, hash FROM events "  # noqa: S608
+                 "WHERE seq > ? ORDER BY seq")
 COLUMN_TYPES: dict[str, str] = {c: "INTEGER" if c in _INTEGERS else "TEXT" for c in ALL}
 
 

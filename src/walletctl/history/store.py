@@ -417,12 +417,15 @@ class HistoryStore:
             "SELECT 1 FROM events e WHERE e.approval = a.id AND e.kind = 'begin' "
             "AND e.operation = 'approval' AND e.outcome = 'approved') ORDER BY a.id")]
 
-    def verify(self) -> tuple[int, Broken | None]:
-        """Walk the chain: (events checked, the first broken one or None)."""
-        prev = GENESIS
-        expected = 1
+    def verify(self, after: tuple[int, str] | None = None) -> tuple[int, Broken | None]:
+        """Walk the chain: (events checked, the first broken one or None). ``after``: an
+        event already verified, (its number, its hash as kept outside): only the events
+        after it are walked, the first of them checked against that hash; the events up
+        to it are not read (an index range: the cost is the events added since)."""
+        start, prev = after if after is not None else (0, GENESIS)
+        expected = start + 1
         count = 0
-        for row in self._execute(SELECT_EVENTS, stream=True):
+        for row in self._execute(SELECT_EVENTS, (start,), stream=True):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
             what = describe(values[0], values[1])
             if values[OPERATOR_AT] is not None:  # a shared history names its writer
