@@ -22,6 +22,18 @@ def intent(i: int, **kw: object) -> Intent:
     return Intent(**base)  # type: ignore[arg-type]
 
 
+def prefill(store: HistoryStore, entries: int) -> None:
+    """Entries of a year before, completed, so that a planner with statistics sees a table
+    of some size (a tiny one is walked whole whatever its indexes)."""
+    for at in range(0, entries, 500):
+        ids = store.begin_many(
+            intent(i, time=f"2025-01-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:"
+                           f"{i % 60:02d}.000Z", original_ref=f"OLD-{i}", new_ref=f"OLD-{i}-R1")
+            for i in range(at, min(at + 500, entries)))
+        store.complete_many([(e, Completion(time="2025-01-02T00:00:00.000Z",
+                                            outcome="approved")) for e in ids])
+
+
 def appends(store: HistoryStore) -> None:
     """Begins (with and without a new reference), the duplicate check finding them again,
     completions (one unknown), a single begin and complete, a movement's identity."""
@@ -41,7 +53,7 @@ def appends(store: HistoryStore) -> None:
 LOOK_UPS = (
     Filters(ref="ORD-3"), Filters(ref="ORD-3-R1"), Filters(ref="ORD-3", limit=50),
     Filters(outcome="unknown"), Filters(outcome="unknown", limit=50),
-    Filters(since="2026-11-20T00:00:00.000Z"), Filters(until="2026-11-03T00:00:00.000Z"),
+    Filters(since="2026-11-20T00:00:00.000Z"), Filters(until="2025-01-01T00:00:05.000Z"),
     Filters(since="2026-11-20T00:00:00.000Z", limit=50), Filters(os_user=OPERATOR, limit=50),
     Filters(original_ref="ORD-4"), Filters(original_ref="ORD-4", operation="refund",
                                            outcome="unknown"),
