@@ -29,7 +29,7 @@ _walletctl_options() {  # PATH: its options
         'history policy show') echo '--help -h' ;;
         'history policy unset') echo '--help -h' ;;
         'history setup') echo '--grant --role --help -h' ;;
-        'history verify') echo '--anchor --expect-head --help -h' ;;
+        'history verify') echo '--anchor --expect-head --since-anchor --help -h' ;;
         'keys') echo '--show-secret --save --refresh --help -h' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help -h' ;;
         'order') echo '--help -h' ;;
@@ -74,7 +74,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
         'history setup') echo '--grant --role' ;;
-        'history verify') echo '--anchor --expect-head' ;;
+        'history verify') echo '--anchor --expect-head --since-anchor' ;;
         'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;
         'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures' ;;
@@ -114,6 +114,7 @@ _walletctl_values() {  # PATH OPTION: the option's values
         'checkout|--from-file') echo '@files' ;;
         'history|--profile') echo '@profiles' ;;
         'history verify|--anchor') echo '@files' ;;
+        'history verify|--since-anchor') echo '@files' ;;
         'lookup|--batch') echo '@files' ;;
         'profile add|--amount-format') echo 'minor decimal' ;;
         'profile add|--environment') echo 'production test' ;;

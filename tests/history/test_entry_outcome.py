@@ -8,7 +8,6 @@ import sqlite3
 from pathlib import Path
 
 from plan_checks import appends
-
 from walletctl.history.sqlite import SqliteHistory
 from walletctl.history.store import Filters
 
