@@ -48,6 +48,9 @@ def appends(store: HistoryStore) -> None:
     # the intent store (history off) deletes a completed entry's events
     assert store.movement(todo[0]) == ((ids[0], "approved") if store.chained else None)
     assert store.movement(todo[21]) == (ids[21], "unknown")
+    # a batch's group of sends: 500 references checked at once
+    assert store._begun([intent(i, original_ref=f"NEW-{i}", new_ref=f"NEW-{i}-R1")
+                         for i in range(500)]) == {}
 
 
 LOOK_UPS = (

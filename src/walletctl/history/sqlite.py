@@ -71,9 +71,8 @@ CREATE TABLE IF NOT EXISTS policy (
 # asserts the plans): the begun-at time, the writer, the approval an event names.
 _LATER_INDEXES = """
 CREATE INDEX IF NOT EXISTS events_new_ref ON events(new_ref);
-CREATE INDEX IF NOT EXISTS events_time ON events(time) WHERE kind = 'begin';
-CREATE INDEX IF NOT EXISTS events_written_by ON events(COALESCE(operator, os_user))
-    WHERE kind = 'begin';
+CREATE INDEX IF NOT EXISTS events_time ON events(time);
+CREATE INDEX IF NOT EXISTS events_written_by ON events(COALESCE(operator, os_user));
 CREATE INDEX IF NOT EXISTS events_approval_id ON events(approval) WHERE approval IS NOT NULL;
 """
 # Each entry's outcome now and its latest completion: derived from the events, kept by

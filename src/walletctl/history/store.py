@@ -81,6 +81,11 @@ class SharedLocks(Protocol):
     def release_many(self, keys: list[str]) -> None: ...
 
 
+# References looked up per query (the duplicate check, a batch's probe). Small enough that
+# PostgreSQL's planner prices the index look-ups below a walk of the events from some
+# thousands of entries on (at 500 it walked them up to ~100k entries: tests/pg/test_plans.py).
+REFS_PER_QUERY = 100
+
 # Run inside an append's transaction, before its events are written: (connection, the
 # intents' entry ids). Raising rolls the whole append back.
 WriteHook = Callable[[Any, list[int]], None]
@@ -228,12 +233,13 @@ class HistoryStore:
 
     def _begun(self, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
         """The entries already begun to send these intents' movements, by identity: one
-        query per 500 references (a batch's group of sends), not one per intent."""
+        query per REFS_PER_QUERY references (a batch's group of sends: a few queries, not one
+        per intent)."""
         refs = sorted({key[3] if key[3] is not None else key[4]
                        for key in map(_identity, intents) if key})
         found: dict[tuple[Any, ...], int] = {}
-        for at in range(0, len(refs), 500):
-            chunk = refs[at:at + 500]
+        for at in range(0, len(refs), REFS_PER_QUERY):
+            chunk = refs[at:at + REFS_PER_QUERY]
             marks = ", ".join("?" * len(chunk))
             # ``(new_ref || '') IS NULL``: the same test as ``new_ref IS NULL``, spelled so
             # that no index answers it; SQLite would otherwise walk every completion (whose
@@ -356,10 +362,10 @@ class HistoryStore:
     def touched_many(self, *, operation: str, original_refs: list[str], batch_id: str,
                      since: str) -> set[str]:
         """:meth:`touched` for many originals at once (a batch's group of rows): the ones
-        touched, in one query per 500."""
+        touched, in one query per REFS_PER_QUERY."""
         found: set[str] = set()
-        for at in range(0, len(original_refs), 500):
-            chunk = original_refs[at:at + 500]
+        for at in range(0, len(original_refs), REFS_PER_QUERY):
+            chunk = original_refs[at:at + REFS_PER_QUERY]
             marks = ", ".join("?" * len(chunk))
             found.update(str(row[0]) for row in self._execute(
                 f"SELECT DISTINCT original_ref FROM events WHERE original_ref IN ({marks}) "  # noqa: S608 - placeholders only
