@@ -4,9 +4,10 @@ _walletctl_groups() {  # PATH: its subcommands
     case "$1" in
         '') echo 'account approvals approve authorize capture checkout completion history keys lookup order profile recon refund reverse sandbox smoke' ;;
         'approvals') echo 'refuse show' ;;
-        'history') echo 'anchor policy setup verify' ;;
+        'history') echo 'anchor check-evidence policy setup verify' ;;
         'history policy') echo 'set show unset' ;;
         'profile') echo 'add check default example list remove set show unset' ;;
+        'recon') echo 'findings resolve' ;;
         'sandbox') echo '3ds approve cancel decline demo faults ledger reset seed serve values wait' ;;
     esac
 }
@@ -24,6 +25,7 @@ _walletctl_options() {  # PATH: its options
         'completion') echo '--help -h' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --unknown --reconcile --last --path --help -h' ;;
         'history anchor') echo '--help -h' ;;
+        'history check-evidence') echo '--anchor --help -h' ;;
         'history policy') echo '--help -h' ;;
         'history policy set') echo '--help -h' ;;
         'history policy show') echo '--help -h' ;;
@@ -32,7 +34,7 @@ _walletctl_options() {  # PATH: its options
         'history verify') echo '--anchor --expect-head --since-anchor --help -h' ;;
         'keys') echo '--show-secret --save --refresh --help -h' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help -h' ;;
-        'order') echo '--help -h' ;;
+        'order') echo '--evidence --anchor --help -h' ;;
         'profile') echo '--help -h' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --keyring --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path --default --force --help -h' ;;
         'profile check') echo '--all --online --help -h' ;;
@@ -43,11 +45,13 @@ _walletctl_options() {  # PATH: its options
         'profile set') echo '--help -h' ;;
         'profile show') echo '--help -h' ;;
         'profile unset') echo '--help -h' ;;
-        'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures --help -h' ;;
+        'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures --record --help -h' ;;
+        'recon findings') echo '--open --state --help -h' ;;
+        'recon resolve') echo '--note --help -h' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help -h' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help -h' ;;
         'sandbox') echo '--help -h' ;;
-        'sandbox 3ds') echo '--result --url --merchant-id --store-id --help -h' ;;
+        'sandbox 3ds') echo '--result --url --merchant-id --store-id --admin-token --help -h' ;;
         'sandbox approve') echo '--url --admin-token --help -h' ;;
         'sandbox cancel') echo '--url --admin-token --help -h' ;;
         'sandbox decline') echo '--url --admin-token --help -h' ;;
@@ -56,7 +60,7 @@ _walletctl_options() {  # PATH: its options
         'sandbox ledger') echo '--url --admin-token --help -h' ;;
         'sandbox reset') echo '--url --admin-token --help -h' ;;
         'sandbox seed') echo '--kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token --help -h' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile --print-profile --help -h' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile --print-profile --help -h' ;;
         'sandbox values') echo '--help -h' ;;
         'sandbox wait') echo '--timeout --help -h' ;;
         'smoke') echo '--scenario -s --list --profile -p --embedded --junit --json --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --fail-on-skip --confirm-profile --help -h' ;;
@@ -73,14 +77,18 @@ _walletctl_takes() {  # PATH: its options that take a value
         'capture') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'checkout') echo '--amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount' ;;
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
+        'history check-evidence') echo '--anchor' ;;
         'history setup') echo '--grant --role' ;;
         'history verify') echo '--anchor --expect-head --since-anchor' ;;
         'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
+        'order') echo '--evidence --anchor' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;
         'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures' ;;
+        'recon findings') echo '--state' ;;
+        'recon resolve') echo '--note' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
         'reverse') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;
-        'sandbox 3ds') echo '--result --url --merchant-id --store-id' ;;
+        'sandbox 3ds') echo '--result --url --merchant-id --store-id --admin-token' ;;
         'sandbox approve') echo '--url --admin-token' ;;
         'sandbox cancel') echo '--url --admin-token' ;;
         'sandbox decline') echo '--url --admin-token' ;;
@@ -88,7 +96,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'sandbox ledger') echo '--url --admin-token' ;;
         'sandbox reset') echo '--url --admin-token' ;;
         'sandbox seed') echo '--kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile' ;;
         'sandbox wait') echo '--timeout' ;;
         'smoke') echo '--scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile' ;;
     esac
@@ -113,9 +121,12 @@ _walletctl_values() {  # PATH OPTION: the option's values
         'checkout|--type') echo 'sale preauth' ;;
         'checkout|--from-file') echo '@files' ;;
         'history|--profile') echo '@profiles' ;;
+        'history check-evidence|--anchor') echo '@files' ;;
         'history verify|--anchor') echo '@files' ;;
         'history verify|--since-anchor') echo '@files' ;;
         'lookup|--batch') echo '@files' ;;
+        'order|--evidence') echo '@files' ;;
+        'order|--anchor') echo '@files' ;;
         'profile add|--amount-format') echo 'minor decimal' ;;
         'profile add|--environment') echo 'production test' ;;
         'profile add|--auth-scheme') echo 'PublicApiKey Bearer Basic header none' ;;

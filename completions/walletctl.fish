@@ -5,9 +5,10 @@ function __walletctl_groups
     switch $argv[1]
         case ''; echo account approvals approve authorize capture checkout completion history keys lookup order profile recon refund reverse sandbox smoke
         case 'approvals'; echo refuse show
-        case 'history'; echo anchor policy setup verify
+        case 'history'; echo anchor check-evidence policy setup verify
         case 'history policy'; echo set show unset
         case 'profile'; echo add check default example list remove set show unset
+        case 'recon'; echo findings resolve
         case 'sandbox'; echo 3ds approve cancel decline demo faults ledger reset seed serve values wait
     end
 end
@@ -22,14 +23,18 @@ function __walletctl_takes
         case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
+        case 'history check-evidence'; echo --anchor
         case 'history setup'; echo --grant --role
         case 'history verify'; echo --anchor --expect-head --since-anchor
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
+        case 'order'; echo --evidence --anchor
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
         case 'recon'; echo --since --until --ref --refs --journal --op --concurrency --rate --max-failures
+        case 'recon findings'; echo --state
+        case 'recon resolve'; echo --note
         case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'reverse'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
-        case 'sandbox 3ds'; echo --result --url --merchant-id --store-id
+        case 'sandbox 3ds'; echo --result --url --merchant-id --store-id --admin-token
         case 'sandbox approve'; echo --url --admin-token
         case 'sandbox cancel'; echo --url --admin-token
         case 'sandbox decline'; echo --url --admin-token
@@ -37,7 +42,7 @@ function __walletctl_takes
         case 'sandbox ledger'; echo --url --admin-token
         case 'sandbox reset'; echo --url --admin-token
         case 'sandbox seed'; echo --kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token
-        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --max-connections --ready-file --write-profile
+        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile
         case 'sandbox wait'; echo --timeout
         case 'smoke'; echo --scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile
     end
@@ -187,6 +192,7 @@ complete -c walletctl -n "__walletctl_at 'checkout'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'completion'" -a 'bash zsh fish powershell'
 complete -c walletctl -n "__walletctl_at 'completion'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'history'" -a anchor -d 'Print the chain\'s head as one JSON line to keep outside t...'
+complete -c walletctl -n "__walletctl_at 'history'" -a check-evidence -d 'Check an order\'s evidence bundle offline: no database, no...'
 complete -c walletctl -n "__walletctl_at 'history'" -a policy -d 'The desk\'s rules (approval amounts, limits, required reas...'
 complete -c walletctl -n "__walletctl_at 'history'" -a setup -d 'Create or upgrade the history\'s schema (once, by the data...'
 complete -c walletctl -n "__walletctl_at 'history'" -a verify -d 'Check the hash chain: exit 0 when intact, 3 naming the fi...'
@@ -203,6 +209,8 @@ complete -c walletctl -n "__walletctl_at 'history'" -l last -x -d 'Only the last
 complete -c walletctl -n "__walletctl_at 'history'" -l path -d 'Print where the history is (a file, or a database URL) an...'
 complete -c walletctl -n "__walletctl_at 'history'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'history anchor'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history check-evidence'" -l anchor -r -F -d 'An anchors file (`walletctl history anchor` lines) the bu...'
+complete -c walletctl -n "__walletctl_at 'history check-evidence'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'history policy'" -a set -d 'Set one of the desk\'s rules (the owner only); recorded in...'
 complete -c walletctl -n "__walletctl_at 'history policy'" -a show -d 'List the desk\'s rules kept in the history (who set each,...'
 complete -c walletctl -n "__walletctl_at 'history policy'" -a unset -d 'Remove one of the desk\'s rules (the owner only); recorded...'
@@ -229,6 +237,8 @@ complete -c walletctl -n "__walletctl_at 'lookup'" -l concurrency -x -d 'Lookups
 complete -c walletctl -n "__walletctl_at 'lookup'" -l rate -x -d 'Max requests per second'
 complete -c walletctl -n "__walletctl_at 'lookup'" -l max-failures -x -d 'Stop after K consecutive failed lookups'
 complete -c walletctl -n "__walletctl_at 'lookup'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'order'" -l evidence -r -F -d 'Also write the order\'s evidence bundle (JSON) to FILE: th...'
+complete -c walletctl -n "__walletctl_at 'order'" -l anchor -r -F -d 'With --evidence: end the bundle\'s chain at the first head...'
 complete -c walletctl -n "__walletctl_at 'order'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile'" -a add -d 'Add a profile to the profiles file (created 0600 if missi...'
 complete -c walletctl -n "__walletctl_at 'profile'" -a check -d 'Check a profile: file, permissions, secrets, and which co...'
@@ -283,6 +293,8 @@ complete -c walletctl -n "__walletctl_at 'profile set'" -l help -s h -d 'Show he
 complete -c walletctl -n "__walletctl_at 'profile show'" -a '(__walletctl_profiles)'
 complete -c walletctl -n "__walletctl_at 'profile show'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile unset'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'recon'" -a findings -d 'List the findings `recon --record` filed in the history,...'
+complete -c walletctl -n "__walletctl_at 'recon'" -a resolve -d 'Close an open finding with a note: by an approver or the...'
 complete -c walletctl -n "__walletctl_at 'recon'" -l since -x -d 'From this date/time (UTC unless zoned) or duration ago (7...'
 complete -c walletctl -n "__walletctl_at 'recon'" -l until -x -d 'Before this date/time or duration ago'
 complete -c walletctl -n "__walletctl_at 'recon'" -l ref -x -d 'Only this order (repeatable); looked up even when the his...'
@@ -292,7 +304,13 @@ complete -c walletctl -n "__walletctl_at 'recon'" -l op -x -d 'Only this operati
 complete -c walletctl -n "__walletctl_at 'recon'" -l concurrency -x -d 'Lookups in flight'
 complete -c walletctl -n "__walletctl_at 'recon'" -l rate -x -d 'Max requests per second'
 complete -c walletctl -n "__walletctl_at 'recon'" -l max-failures -x -d 'Stop after K consecutive failed lookups'
+complete -c walletctl -n "__walletctl_at 'recon'" -l record -d 'File each mismatch not yet on file as a finding in the hi...'
 complete -c walletctl -n "__walletctl_at 'recon'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'recon findings'" -l open -d 'Only the open ones (not resolved)'
+complete -c walletctl -n "__walletctl_at 'recon findings'" -l state -x -d 'Only findings in this state: open or resolved'
+complete -c walletctl -n "__walletctl_at 'recon findings'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'recon resolve'" -l note -x -d 'What was decided (required; kept in the history)'
+complete -c walletctl -n "__walletctl_at 'recon resolve'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'refund'" -l amount -x -d 'Amount in major units (default: all that remains)'
 complete -c walletctl -n "__walletctl_at 'refund'" -l currency -x -d 'Must match the original\'s currency'
 complete -c walletctl -n "__walletctl_at 'refund'" -l new-ref -x -d 'Reference of the new transaction (default: derived, REF-R...'
@@ -354,6 +372,7 @@ complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l result -x -d 'pass (t
 complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l url -x -d 'Sandbox base URL (default: the selected profile\'s base_url)'
 complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l merchant-id -x -d 'The account\'s merchant (default: the profile\'s)'
 complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l store-id -x -d 'The account\'s store (default: the profile\'s)'
+complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l admin-token -x -d 'The sandbox\'s admin token (X-Sandbox-Token), needed when...'
 complete -c walletctl -n "__walletctl_at 'sandbox 3ds'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l url -x -d 'Sandbox base URL (default: the selected profile\'s base_url)'
 complete -c walletctl -n "__walletctl_at 'sandbox approve'" -l admin-token -x -d 'The sandbox\'s admin token (X-Sandbox-Token), needed when...'
@@ -417,6 +436,7 @@ complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l seed -x -d 'Seed fo
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l admin-token -x -d 'Token required (X-Sandbox-Token) on /_sandbox/* admin rou...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l service-secret -x -d 'Secret of the public key service (Basic userId:secret); d...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l request-timeout -x -d 'Close a connection that has not sent a complete request t...'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l write-timeout -x -d 'Close a connection whose client has not taken (read) an a...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l max-connections -x -d 'Open connections at most; more are answered 503 (0: half...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l ready-file -r -F -d 'Write the sandbox\'s URL to this file once it accepts requ...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l write-profile -x -d 'Save a ready profile for this sandbox as NAME in the prof...'

@@ -5,6 +5,10 @@ own machine."""
 
 from __future__ import annotations
 
+import copy
+import json
+from pathlib import Path
+
 import httpx
 from rich.cells import cell_len
 
@@ -66,3 +70,36 @@ def test_bob_sees_every_step_alice_made_and_the_one_disagreement(team: Team) -> 
     # the view only reads: bob wrote nothing to the shared history
     assert bob.run("-o", "json", "history", "--user", "bob", "--op", "refund",
                    expect=0).json() == []
+
+
+def test_bobs_evidence_of_alices_order_is_checked_offline(team: Team, tmp_path: Path) -> None:
+    """A bundle from the shared history: alice's movements, bob's approval, each named by
+    the role the database authenticated; checked with nothing but the file."""
+    alice, bob, desk = team.alice, team.bob, team.desk
+    for person in (alice, bob):
+        with_approvals(person, refund="100.00")
+    ref = unique("PGE")
+    alice.run("-p", "desk-a", "checkout", "--amount", "300.00", "--ref", ref, "--type",
+              "sale", expect=0)
+    httpx.post(f"{desk.sandbox_url}/_sandbox/checkouts/{ref}/approve",
+               timeout=10).raise_for_status()
+    refund = ("-p", "desk-a", "refund", ref, "--amount", "150.00", "--reason", "goodwill",
+              "--yes")
+    number = alice.run("-o", "json", *refund, expect=12).json()["approval"]["id"]
+    bob.run("approve", str(number), "--yes", "-p", "desk-a", expect=0)
+    alice.run(*refund, "--approval", str(number), expect=0)
+    bundle = tmp_path / "case.json"
+    bob.run("-p", "desk-a", "order", ref, "--evidence", str(bundle), expect=0)
+    doc = json.loads(bundle.read_text())
+    assert [(a["requester"], a["decided_by"], a["state"]) for a in doc["approvals"]] == [
+        ("alice", "bob", "spent")], doc["approvals"]
+    assert {e["operator"] for e in doc["history"]} == {"alice", "bob"}, doc["history"]
+    offline = {"WALLETCTL_CONFIG": str(tmp_path / "none.toml"), "WALLETCTL_HISTORY_URL": "",
+               "WALLETCTL_AUDIT_LOG": str(tmp_path / "none.sqlite3"), "PGPASSFILE": ""}
+    desk.run("history", "check-evidence", str(bundle), env=offline, expect=0)
+    forged = copy.deepcopy(doc)
+    forged["approvals"][0]["decided_by"] = "alice"  # as if she approved her own refund
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    caught = desk.run("history", "check-evidence", str(tmp_path / "forged.json"),
+                      env=offline, expect=3)
+    assert "decided by" in caught.stderr, caught

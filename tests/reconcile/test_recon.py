@@ -110,10 +110,11 @@ def test_entries_the_gateway_does_not_confirm_and_unknown_ones(desk: Desk) -> No
     assert "not at the gateway" in doc["unknown"][0]["note"], doc["unknown"]
     assert (doc["unrecorded"], doc["unchecked"]) == ([], []), doc
     assert (doc["counts"]["notCompared"], doc["counts"]["agreed"]) == (1, 1), doc["counts"]
-    assert sorted(doc) == ["agrees", "counts", "exitCode", "recon", "summary", "totals",
-                           "unchecked", "unconfirmed", "unknown", "unrecorded"]
-    assert sorted(doc["unconfirmed"][0]) == ["entry", "gateway", "history", "kind", "note",
-                                             "operation", "original", "reference", "source"]
+    assert sorted(doc) == ["agrees", "counts", "exitCode", "recon", "resolved", "summary",
+                           "totals", "unchecked", "unconfirmed", "unknown", "unrecorded"]
+    assert sorted(doc["unconfirmed"][0]) == ["entry", "finding", "gateway", "history", "kind",
+                                             "note", "operation", "original", "reference",
+                                             "source"]
     for ref in (f"{absent}-REF1", f"{short}-REF1", f"{declined}-REF1", f"{still_open}-REF1"):
         assert ref in result.stderr, result
 

@@ -123,11 +123,11 @@ def test_the_seed_route_refuses_bad_bodies_in_the_error_shape(served_sandbox: Se
     for change, field in (({"kind": "refund"}, "kind"),
                           ({"transactions": []}, "transactions"),
                           ({"transactions": [{"reference": "R\t1", "amount": "1.00"}]},
-                           "transactions.0.reference"),
+                           "transactions[0].reference"),
                           ({"transactions": [{"reference": "R-1", "amount": "1.001"}]},
-                           "transactions.0.amount"),
+                           "transactions[0].amount"),
                           ({"transactions": [{"reference": "R-1", "amount": "1.04"}]},
-                           "transactions.0.amount"),
+                           "transactions[0].amount"),
                           ({"currency": "EURO"}, "currency")):
         answer = httpx.post(url, json={**good, **change}, timeout=10)
         assert answer.status_code == 400, (change, answer.text)

@@ -106,7 +106,7 @@ def test_spellings_cannot_steer_the_key_check(http: httpx.Client, how: str) -> N
     ]
     for path, body in routes:
         resp = http.post(path, json=respell(body, how), headers=keys["auth"])
-        if path in ("/api/v5/checkout", "/api/v5/apmTransactions"):
+        if path in ("/api/v5/checkout", "/api/v5/apmTransactions", "/api/v5/transactions"):
             assert "server key" in error(resp, 403)  # a transaction key never goes here
         elif how == "upper":
             assert "not issued for this merchant" in error(resp, 403)
@@ -166,9 +166,9 @@ def _authorization(keys: dict[str, Any], account: dict[str, Any], ref: str,
             "encryptionKeyId": keys["encryptionKeyId"], **extra}
 
 
-def test_the_transaction_key_pays_but_cannot_refund_or_read(http: httpx.Client) -> None:
+def test_the_transaction_key_cannot_pay_refund_or_read(http: httpx.Client) -> None:
     keys = transaction_key(http)
-    # the browser-wallet flow, end to end, with the transaction key only
+    # the browser-wallet flow: the page's transaction key makes and reads the account ...
     account = _account(http, keys, "visa-pan", "WP-1")
     got = http.get(f"/api/v5/paymentAccounts/{account['transactionAccountId']}",
                    params={"merchantId": M_A, "storeId": S_A,
@@ -177,9 +177,12 @@ def test_the_transaction_key_pays_but_cannot_refund_or_read(http: httpx.Client) 
     three = http.post("/_sandbox/3ds/challenge", json={
         "transactionAccountId": account["transactionAccountId"], "merchantId": M_A,
         "storeId": S_A}).json()
-    sale = http.post("/api/v5/transactions", headers=keys["auth"], json=_authorization(
-        keys, account, "WP-1", threeDSecure={k: three[k] for k in (
-            "threeDSServerTransId", "authenticationValue", "eci")}))
+    body = _authorization(keys, account, "WP-1", threeDSecure={k: three[k] for k in (
+        "threeDSServerTransId", "authenticationValue", "eci")})
+    # ... but moves no money: the authorization is the merchant server's (server key)
+    assert "server key" in error(http.post("/api/v5/transactions", headers=keys["auth"],
+                                           json=body), 403)
+    sale = http.post("/api/v5/transactions", headers=SERVER, json=body)
     assert sale.status_code == 200, sale.text
     assert sale.json()["state"] == "Approved"
     # ... but the same key neither refunds that sale nor reads its records
@@ -222,7 +225,7 @@ def test_every_500_reproducer_is_now_a_4xx(http: httpx.Client) -> None:
                            headers={"Authorization": basic}), 401)
     # a non-ASCII cryptogram on a Token account
     account = _account(http, keys, "mc-token", "WP-TOK")
-    resp = http.post("/api/v5/transactions", headers=keys["auth"], json=_authorization(
+    resp = http.post("/api/v5/transactions", headers=SERVER, json=_authorization(
         keys, account, "WP-TOK", cryptogram="crypto-ü-€", eciIndicator=account["eciIndicator"]))
     assert error(resp, 422)
     # a JSON number in a demo result: refused, and the results list is still readable

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 
@@ -21,10 +22,11 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from walletctl.sandbox.config import SandboxConfig
-from walletpay.sheet_access import open_context
+from walletpay.sheet_access import CAPTURE_DETAIL, open_context
 
 MERCHANT = "M-1001"
 STORE = "S-01"
+SERVER_AUTH = {"Authorization": "PublicApiKey sandbox-api-key"}
 SERVICE_BASIC = "Basic " + base64.b64encode(b"ops-bot:sandbox-secret").decode()
 
 
@@ -102,7 +104,8 @@ class Wallet:
                 "type": "ecom.sale", "amount": "1234", "currencyCode": "EUR",
                 "clientSystemTransactionId": ref, "transactionAccountId": account_id,
                 "encryptionKeyId": self.keys["encryptionKeyId"], **extra}
-        return self.client.post("/api/v5/transactions", headers=self.auth, json=body)
+        # the merchant server's credential: the page's transaction key moves no money
+        return self.client.post("/api/v5/transactions", headers=SERVER_AUTH, json=body)
 
 
 @pytest.fixture
@@ -153,18 +156,24 @@ def sandbox() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = _find_chromium()
-    if executable is None:
-        _skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
+def pw() -> Iterator[Any]:
+    """Playwright itself (for its device profiles: ``pw.devices["Pixel 5"]``)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _skip_loudly("playwright is not installed (pip install playwright)")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(pw: Any) -> Iterator[Any]:
+    executable = _find_chromium()
+    if executable is None:
+        _skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
+    b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+    yield b
+    b.close()
 
 
 
@@ -177,6 +186,23 @@ def page(browser: Any) -> Iterator[Any]:
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
     pg.set_default_timeout(10_000)
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def driven_page(browser: Any, sandbox: Any) -> Iterator[Any]:
+    """A plain page (the sheet's shadow root stays closed) driven as a merchant's test does:
+    the sandbox's /walletpay-testing.js (WalletPayTesting) and the page's own detail capture
+    (``window.capturedDetail``) are added before the page loads."""
+    context = browser.new_context()
+    context.add_init_script(httpx.get(f"{sandbox.url}/walletpay-testing.js").text)
+    context.add_init_script(CAPTURE_DETAIL)
+    pg = context.new_page()
+    pg.set_default_timeout(15_000)
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
     yield pg
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"

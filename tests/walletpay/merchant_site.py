@@ -7,7 +7,8 @@
   ``<gateway>/walletpay.js`` and calls ``runWalletPay`` with the public API key this merchant's
   server got from the public key service (``POST /api/v5/publicKeys``, server to server).
 * any path of :attr:`pages` (tests add their own pages; ``__GATEWAY__`` and ``__KEY__`` in the
-  HTML become the gateway URL and the public API key).
+  HTML become the gateway URL and the public API key; :attr:`headers` adds response headers
+  to a path, e.g. a Content-Security-Policy).
 * ``POST /result``: the page posts ``event.detail`` here (same origin as the page). The
   server keeps it in :attr:`results` (the cryptogram stays on this server).
 """
@@ -84,6 +85,7 @@ class MerchantSite:
         self.public_key_override: str | None = None
         # extra pages: path -> HTML with __GATEWAY__ and __KEY__ placeholders
         self.pages: dict[str, str] = {}
+        self.headers: dict[str, dict[str, str]] = {}  # path -> extra response headers
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -92,6 +94,8 @@ class MerchantSite:
 
             def _send(self, status: int, body: bytes, ctype: str) -> None:
                 self.send_response(status)
+                for name, value in site.headers.get(urlsplit(self.path).path, {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()

@@ -132,7 +132,9 @@ def _get_account(client: httpx.Client, keys: dict[str, Any], account_id: str) ->
 
 def _authorize(client: httpx.Client, keys: dict[str, Any], account_id: str, ref: str,
                **extra: Any) -> httpx.Response:
-    return client.post("/api/v5/transactions", headers=_auth(keys), json={
+    # the merchant server's credential (the page's key moves no money)
+    return client.post("/api/v5/transactions",
+                       headers={"Authorization": "PublicApiKey sandbox-api-key"}, json={
         "merchantId": MERCHANT, "storeId": STORE, "userId": "ops-bot", "type": "ecom.sale",
         "amount": "1234", "currencyCode": "EUR", "clientSystemTransactionId": ref,
         "transactionAccountId": account_id, "encryptionKeyId": keys["encryptionKeyId"],

@@ -3,7 +3,7 @@
 Buttons that appear late or live in marked containers, the Promise and its error codes,
 amounts against the currency's exponent, the reference rule, a missing argument never
 echoing the key, the script loaded as a module, a connection lost after the card details
-were sent, and the TypeScript declaration.
+were sent, the TypeScript declaration, a 16th argument, and the credit / prepaid filters.
 """
 
 from __future__ import annotations
@@ -215,3 +215,60 @@ def test_typescript_declaration_is_served(sandbox: Any) -> None:
                    "attachButton", "callbackTimeoutMs", "interface WalletPayOptionalParams",
                    "handlePaymentError: CustomEvent<string>"):
         assert needle in text, needle
+
+
+def test_a_sixteenth_argument_is_a_developer_error(page: Any, shop: str) -> None:
+    page.goto(f"{shop}/plain")
+    thrown = page.evaluate("""() => {
+      const key = document.documentElement.innerHTML.match(/key: "([^"]+)"/)[1];
+      try {
+        runWalletPay('M-1001', 'S-01', 'order-16', ['PAN_ONLY', 'CRYPTOGRAM_3DS'], ['VISA'],
+                     'DE', 'EUR', 'FINAL', '12.34', 'test', key, false, '', 'Shop', {},
+                     {emailRequired: true});
+      } catch (e) { return {name: e.name, code: e.code, parameter: e.parameter,
+                            message: e.message}; }
+      return null;
+    }""")
+    assert thrown == {
+        "name": "WalletPayError", "code": "DEVELOPER_ERROR", "parameter": "argument 16",
+        "message": "runWalletPay: argument 16: runWalletPay takes 15 arguments "
+                   "(optionalParams is the last); got 16"}
+    assert wait_event(page, "handlePaymentError") == [thrown["message"]]
+    assert page.evaluate("window.events.some((e) => e[0] === 'handleWalletPayReady')") is False
+
+
+@pytest.mark.parametrize(("filters", "hidden"), [
+    ({}, set()),
+    ({"allowCreditCards": False}, {"visa-pan", "mc-token", "visa-token", "amex-pan", "jcb-pan",
+                                   "discover-token", "visa-decline"}),
+    ({"allowPrepaidCards": False}, {"mc-prepaid"}),
+])
+def test_credit_and_prepaid_filters_hide_cards(page: Any, shop: str, sandbox: Any,
+                                               filters: dict[str, bool], hidden: set[str]) -> None:
+    catalogue = httpx.get(f"{sandbox.url}/wallet/cards").json()["cards"]
+    funding = {c["id"]: c["funding"] for c in catalogue}
+    assert funding["visa-debit"] == "DEBIT"
+    assert funding["mc-prepaid"] == "PREPAID"
+    open_sheet(page, shop, optional={"emailRequired": True, **filters})
+    shown = set(page.eval_on_selector_all("input[name=walletpay-card]",
+                                          "els => els.map((e) => e.value)"))
+    assert shown == set(funding) - hidden
+    card = "visa-debit" if filters else "mc-prepaid"  # both new cards make accounts
+    page.check(f"#walletpay-card-{card}")
+    page.click("#walletpay-pay")
+    detail = wait_outcome(page)["detail"]
+    assert detail["transactionAccountId"].startswith("ta_")
+    assert ("cryptogram" in detail) is (card == "visa-debit")  # a device token; PAN_ONLY
+
+
+def test_no_card_left_after_the_filters(page: Any, shop: str) -> None:
+    page.goto(f"{shop}/plain")
+    page.evaluate("""() => { window.lastPromise = runWalletPay('M-1001', 'S-01', 'order-f',
+        ['PAN_ONLY', 'CRYPTOGRAM_3DS'], ['MASTERCARD'], 'DE', 'EUR', 'FINAL', '12.34', 'test',
+        document.documentElement.innerHTML.match(/key: "([^"]+)"/)[1], false, '', 'Shop',
+        {allowCreditCards: false, allowPrepaidCards: false,
+         existingPaymentMethodRequired: true});
+      window.lastPromise.catch((e) => { window.outcome = {code: e.code}; }); }""")
+    assert wait_outcome(page)["code"] == "WALLET_UNAVAILABLE"
+    assert wait_event(page, "handlePaymentError") == [
+        "no usable payment method for the allowed card networks and card kinds"]

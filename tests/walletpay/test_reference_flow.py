@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from walletctl.models.fields import REFERENCE_RULE
+from walletpay.conftest import SERVER_AUTH
 
 MERCHANT, STORE = "M-1001", "S-01"
 BASIC = "Basic " + base64.b64encode(b"ops-bot:sandbox-secret").decode()
@@ -186,7 +187,7 @@ def test_a_reference_outside_the_rule_is_refused_at_the_first_step(
     account = merchant.create_account(ref, "mc-token")
     good = merchant.create_account("good account", "mc-token")
     assert good.status_code == 200, good.text
-    auth = httpx.post(f"{url}/api/v5/transactions", headers=merchant.auth, json={
+    auth = httpx.post(f"{url}/api/v5/transactions", headers=SERVER_AUTH, json={
         "merchantId": MERCHANT, "storeId": STORE, "userId": "ops-bot",
         "type": "ecom.preauthorization", "amount": 100, "currencyCode": "EUR",
         "clientSystemTransactionId": ref,

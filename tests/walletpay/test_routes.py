@@ -337,3 +337,12 @@ def test_sandbox_reset_route_forgets_accounts(wallet: Wallet) -> None:
                              params={"merchantId": MERCHANT, "storeId": STORE,
                                      "encryptionKeyId": wallet.keys["encryptionKeyId"]})
     assert resp.status_code in (401, 404), resp.text
+
+
+def test_a_token_nested_deeper_than_any_parser_is_a_400(wallet: Wallet) -> None:
+    """paymentData as a string of 100,000 "[": one line naming the field, never a 500."""
+    resp = wallet.client.post("/api/v5/paymentAccounts", headers=wallet.auth, json={
+        "merchantId": MERCHANT, "storeId": STORE, "clientSystemTransactionId": "deep",
+        "paymentData": "[" * 100_000})
+    assert resp.status_code == 400, resp.text
+    assert "nested too deeply" in resp.json()["details"]["message"], resp.text

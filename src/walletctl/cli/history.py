@@ -270,6 +270,32 @@ def anchor(ctx: typer.Context) -> None:
     render_anchor(make_anchor(_profile_or_none(get_state(ctx))))
 
 
+@history_app.command("check-evidence")
+def check_evidence(
+    ctx: typer.Context,
+    bundle: Annotated[Path, typer.Argument(
+        metavar="FILE", help="A bundle `walletctl order REF --evidence FILE` wrote.")],
+    anchor: Annotated[Path | None, typer.Option(
+        "--anchor", metavar="FILE",
+        help="An anchors file (`walletctl history anchor` lines) the bundle's head must be "
+             "in.")] = None,
+) -> None:
+    """Check an order's evidence bundle offline: no database, no gateway, no profile.
+
+    Every event hashes to itself and links to the bundle's head (and that head is a line
+    of --anchor FILE); every entry, approval and finding stated is what the events say,
+    none left out; each spent approval was decided by someone else and binds exactly the
+    movement that spent it; the records give the stated balance and findings. Exit 0 when
+    it holds, 3 naming the first thing that does not.
+
+    Example: walletctl history check-evidence order-1042.json --anchor anchors.jsonl
+    """
+    from walletctl.ops.evidence import check_bundle
+    from walletctl.render.history import render_evidence_check
+
+    render_evidence_check(check_bundle(bundle, anchor), get_state(ctx).output_format)
+
+
 @history_app.command("setup")
 def setup(
     ctx: typer.Context,

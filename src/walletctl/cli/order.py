@@ -7,6 +7,7 @@ result to :mod:`walletctl.render.order`; it exits 0 when the history and the gat
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -25,6 +26,16 @@ def order(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(
         help="The order's merchant reference (the original checkout's).")],
+    evidence: Annotated[Path | None, typer.Option(
+        "--evidence", metavar="FILE",
+        help="Also write the order's evidence bundle (JSON) to FILE: the view, the history's "
+             "events up to a head, approvals and findings; `walletctl history "
+             "check-evidence FILE` checks it offline.")] = None,
+    anchor: Annotated[Path | None, typer.Option(
+        "--anchor", metavar="FILE",
+        help="With --evidence: end the bundle's chain at the first head of this anchors "
+             "file (`walletctl history anchor` lines) at or after the order's last event.")
+    ] = None,
 ) -> None:
     """One order: the gateway's records, the history's entries, approvals, recon findings,
     the balance and a verdict; exit 13 naming each disagreement.
@@ -33,9 +44,12 @@ def order(
     follow-ups, with their states), every history entry on it (operator, reason, outcome,
     approval), every approval request on it, what `recon --ref REF` finds, and the
     balance; it ends in one line: the history and the gateway agree, or each disagreement
-    named. Reads only: nothing is sent but the lookup, nothing is written.
+    named. Reads only: nothing is sent but the lookup, nothing is written to the history.
 
-    Example: walletctl -p desk order ORDER-1042
+    With --evidence FILE it also writes a bundle an auditor checks offline with
+    `walletctl history check-evidence FILE [--anchor ANCHORS]`.
+
+    Example: walletctl -p desk order ORDER-1042 --evidence order-1042.json
     """
     from walletctl.cli.common import make_client
     from walletctl.models.inputs import check_inputs
@@ -43,10 +57,22 @@ def order(
     from walletctl.render.order import render_order
 
     check_inputs(references={"REF": ref})  # the rule lookup and the money commands apply
+    if anchor is not None and evidence is None:
+        from walletctl.errors import UsageError
+
+        raise UsageError("--anchor: goes with --evidence FILE (the bundle it ends)")
+    from walletctl.ops.user_files import check_output
+
+    check_output(evidence, "--evidence")
     st = get_state(ctx)
     with make_client(st) as client:
-        view = order_view(st.profile(), client, ref)
-    render_order(view, st.output_format)
+        if evidence is None:
+            view, written = order_view(st.profile(), client, ref), None
+        else:
+            from walletctl.ops.evidence import order_with_evidence
+
+            view, written = order_with_evidence(st.profile(), client, ref, evidence, anchor)
+    render_order(view, st.output_format, written)
     if view.disagreements and st.output_format != "table":  # a table ends with the verdict
         from walletctl.render.console import print_error
 

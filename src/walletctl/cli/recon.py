@@ -22,10 +22,14 @@ HELP = ("Reconcile the history (and batch journals) with the gateway over a time
 _FLOW = "Lookups (the batch engine)"
 
 
+recon_app = typer.Typer(no_args_is_help=False)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("recon", help=HELP)(recon)
+    app.add_typer(recon_app, name="recon", help=HELP)
 
 
+@recon_app.callback(invoke_without_command=True)
 def recon(
     ctx: typer.Context,
     since: Annotated[str | None, typer.Option(
@@ -54,16 +58,24 @@ def recon(
         min=0.01, help="Max requests per second.", rich_help_panel=_FLOW)] = None,
     max_failures: Annotated[int, typer.Option(
         min=1, help="Stop after K consecutive failed lookups.", rich_help_panel=_FLOW)] = 10,
+    record: Annotated[bool, typer.Option(
+        "--record", help="File each mismatch not yet on file as a finding in the history "
+                         "(an entry of its chain), to be resolved with `recon resolve`.")
+    ] = False,
 ) -> None:
     """Reconcile the history (and batch journals) with the gateway over a time window: exit
     13 naming each mismatch.
 
     Reports money moved at the gateway with no history entry, entries the gateway does not
     confirm (absent, another state or amount), entries still unknown, and totals per
-    currency. Reads only: nothing is sent but lookups, nothing is written.
+    currency. Nothing is sent but lookups. With --record, each mismatch not yet on file is
+    filed as a finding in the history; a finding resolved with `recon resolve` is shown
+    with its note and not reported as new (exit 13 only for open ones).
 
-    Example (nightly): walletctl -p desk -o json recon --since 1d > recon.json
+    Example (nightly): walletctl -p desk -o json recon --since 1d --record > recon.json
     """
+    if ctx.invoked_subcommand is not None:
+        return
     from datetime import UTC, datetime
 
     from walletctl.cli.history import parse_when
@@ -90,7 +102,8 @@ def recon(
     request = ReconRequest(
         until=to, since=frm, refs=tuple(dict.fromkeys(ref or ())), refs_file=refs,
         journals=tuple(journal or ()), operations=frozenset(op or OPERATIONS),
-        lookup=LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures))
+        lookup=LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures),
+        record=record)
     st = get_state(ctx)
     profile = st.profile()
     with recon_progress() as tick:
@@ -120,3 +133,49 @@ def _explain(result: ReconResult) -> None:
         more = f" and {len(unchecked) - 5} more" if len(unchecked) > 5 else ""
         print_error(f"recon: {len(unchecked)} order(s) could not be looked up ({names}{more}):"
                     " the comparison is incomplete; run it again later")
+
+
+@recon_app.command("findings")
+def findings(
+    ctx: typer.Context,
+    open_only: Annotated[bool, typer.Option(
+        "--open", help="Only the open ones (not resolved).")] = False,
+    state: Annotated[str | None, typer.Option(
+        help="Only findings in this state: open or resolved.")] = None,
+) -> None:
+    """List the findings `recon --record` filed in the history, oldest first.
+
+    Each with its number, what was found, who recorded it and, once resolved, who resolved
+    it, when, and the note. Reads only.
+
+    Example: walletctl -p desk recon findings --open
+    """
+    from walletctl.ops.recon.on_file import listing
+    from walletctl.render.recon import render_findings
+
+    st = get_state(ctx)
+    render_findings(listing(st.profile(), state="open" if open_only else state),
+                    st.output_format)
+
+
+@recon_app.command("resolve")
+def resolve(
+    ctx: typer.Context,
+    finding: Annotated[int, typer.Argument(
+        metavar="ID", help="The finding's number (recon findings lists them).")],
+    note: Annotated[str, typer.Option(
+        "--note", help="What was decided (required; kept in the history).")],
+) -> None:
+    """Close an open finding with a note: by an approver or the history's owner, never by
+    whoever made the movement it is about (enforced by the database on PostgreSQL).
+
+    The resolution is an entry of the history's chain; recon shows the finding with its
+    note from then on and no longer reports it as new. Exit 5 when refused.
+
+    Example: walletctl -p desk recon resolve 12 --note "refund made in the dashboard, ticket 4411"
+    """
+    from walletctl.ops.recon.on_file import resolve as resolve_finding
+    from walletctl.render.recon import render_resolved
+
+    st = get_state(ctx)
+    render_resolved(resolve_finding(st.profile(), finding, note), st.output_format)

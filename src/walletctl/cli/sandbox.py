@@ -27,7 +27,7 @@ import typer
 from walletctl.cli.state import command_line, get_state
 from walletctl.constants import Env, ExitCode
 from walletctl.errors import UsageError, WalletctlError
-from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT
+from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, DEFAULT_WRITE_TIMEOUT
 
 HELP = (
     "Local stateful sandbox gateway (redirect wallet endpoints 1-3, hosted approval "
@@ -124,6 +124,12 @@ def serve_cmd(
                      help="Close a connection that has not sent a complete request this many "
                      "seconds after connecting or after its previous response."),
     ] = DEFAULT_REQUEST_TIMEOUT,
+    write_timeout: Annotated[
+        float,
+        typer.Option("--write-timeout", metavar="SECONDS",
+                     help="Close a connection whose client has not taken (read) an answer "
+                     "this many seconds after it was written."),
+    ] = DEFAULT_WRITE_TIMEOUT,
     max_connections: Annotated[
         int,
         typer.Option("--max-connections", min=0,
@@ -175,6 +181,7 @@ def serve_cmd(
             quiet=quiet,
             allowed_origins=parse_origins(allow_origin or ()),
             request_timeout=request_timeout,
+            write_timeout=write_timeout,
             max_connections=max_connections,
         )
     except ValueError as exc:
@@ -541,6 +548,7 @@ def three_ds_cmd(
         "--merchant-id", help="The account's merchant (default: the profile's).")] = None,
     store_id: Annotated[str | None, typer.Option(
         "--store-id", help="The account's store (default: the profile's).")] = None,
+    admin_token: AdminToken = None,
 ) -> None:
     """Run the sandbox's 3DS challenge for a Card account; print the result for authorize."""
     from walletctl.client.checks import check_identifier
@@ -558,5 +566,5 @@ def three_ds_cmd(
         profile = get_state(ctx).profile()
         merchant, store = merchant or profile.merchant_id, store or profile.store_id
     answer = three_ds_challenge(base, account, merchant_id=merchant, store_id=store,
-                                outcome=outcome)
+                                outcome=outcome, token=admin_token)
     render_three_ds(answer, get_state(ctx).output_format)

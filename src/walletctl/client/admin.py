@@ -25,6 +25,7 @@ from urllib.parse import quote
 from walletctl.client._httpx import httpx
 from walletctl.constants import SANDBOX_TOKEN_HEADER
 from walletctl.errors import GatewayError, NetworkError, ResponseError, UsageError
+from walletctl.models.base import loads
 
 HEALTH = "/_sandbox/health"
 RESET = "/_sandbox/reset"
@@ -145,11 +146,12 @@ class SandboxAdmin:
                                      cause=name) from None
 
     def call(self, method: str, path: str, *, params: dict[str, str] | None = None,
-             json_body: Any = None) -> dict[str, Any]:
-        """One request; its JSON object, or the refusal raised (see the module's text)."""
+             json_body: Any = None, exact: bool = False) -> dict[str, Any]:
+        """One request; its JSON object, or the refusal raised (see the module's text).
+        ``exact``: its fractional numbers read as ``Decimal`` (a record's amount)."""
         resp = self.send(method, path, params=params, json_body=json_body)
         try:
-            data = resp.json()
+            data = loads(resp.content) if exact else resp.json()
         except ValueError:
             data = None
         if resp.status_code >= 400:
@@ -178,7 +180,7 @@ class SandboxAdmin:
                params: dict[str, str] | None = None) -> dict[str, Any]:
         """Approve, decline or cancel a pending checkout (``params``: its merchantId and
         storeId, when known)."""
-        return self.call("POST", decision_path(reference, action), params=params)
+        return self.call("POST", decision_path(reference, action), params=params, exact=True)
 
 
 def is_walletctl_sandbox(base_url: str, transport: httpx.BaseTransport) -> bool:

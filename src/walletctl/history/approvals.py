@@ -67,9 +67,7 @@ class Request:
         file (never the profile's name or URL, which may differ between two machines). The
         store computes it from the stored fields (PostgreSQL: the database, the same way:
         ``json_build_array(...)::text``), never a client."""
-        bound = [getattr(self, name) for name in BOUND]
-        body = json.dumps(bound, ensure_ascii=False)
-        return hashlib.sha256(body.encode()).hexdigest()
+        return bound_hash({name: getattr(self, name) for name in BOUND})
 
     def differences(self, other: Approval) -> list[str]:
         """The bound fields in which ``other`` (what was approved) differs from this."""
@@ -81,6 +79,13 @@ class Request:
 # What an approval binds, in the order hashed (the database hashes the same list).
 BOUND: tuple[str, ...] = ("kind", "merchant_id", "store_id", "operation", "original_ref",
                           "new_ref", "amount", "currency", "reason", "batch_sha256")
+
+
+def bound_hash(values: dict[str, Any]) -> str:
+    """sha256 of what an approval binds (:data:`BOUND`, in order), as the database hashes
+    it: a request's digest, and what a bundle's check recomputes offline."""
+    body = json.dumps([values.get(name) for name in BOUND], ensure_ascii=False)
+    return hashlib.sha256(body.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

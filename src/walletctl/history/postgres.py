@@ -336,6 +336,11 @@ class PostgresHistory(HistoryStore):
                     f"history {self.where}: {text.removeprefix('walletctl policy: ')} (the "
                     "desk's policy, kept by the database); nothing was sent",
                     hint="`walletctl history policy show` lists the rules") from None
+            if text.startswith("walletctl findings: "):  # a finding step refused
+                from walletctl.history.findings import FindingError
+
+                raise FindingError(f"history {self.where}: "
+                                   f"{text.removeprefix('walletctl findings: ')}") from None
             raise StorageError(f"history {self.where}: {text}", hint=(
                 KINDS_HINT if isinstance(exc, psycopg.errors.InsufficientPrivilege)
                 else None)) from None

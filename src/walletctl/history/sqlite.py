@@ -66,6 +66,17 @@ CREATE INDEX IF NOT EXISTS approvals_ref ON approvals(original_ref);
 CREATE TABLE IF NOT EXISTS policy (
     key TEXT PRIMARY KEY, value TEXT NOT NULL, set_by TEXT, set_at TEXT
 );
+CREATE TABLE IF NOT EXISTS findings (
+    id INTEGER PRIMARY KEY,
+    merchant_id TEXT NOT NULL, store_id TEXT NOT NULL, kind TEXT NOT NULL,
+    original TEXT NOT NULL, reference TEXT NOT NULL, entry INTEGER NOT NULL DEFAULT 0,
+    movement_by TEXT, detail TEXT NOT NULL, recorded_at TEXT NOT NULL,
+    recorded_by TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('open', 'resolved')),
+    resolved_at TEXT, resolved_by TEXT, resolution TEXT, resolved_entry INTEGER,
+    UNIQUE (merchant_id, store_id, kind, reference, entry)
+);
+CREATE INDEX IF NOT EXISTS findings_ref ON findings(merchant_id, store_id, reference);
 """
 # Every look-up a command makes is answered from one of these (tests/history/test_plans.py
 # asserts the plans): the begun-at time, the writer, the approval an event names.

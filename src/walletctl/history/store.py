@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from walletctl.errors import ConfigError
 from walletctl.history.chain import (
+    ALL,
     GENESIS,
     OPERATOR_AT,
     SELECT_EVENTS,
@@ -407,6 +408,28 @@ class HistoryStore:
             found.update((int(seq), str(digest)) for seq, digest in self._execute(
                 f"SELECT seq, hash FROM events WHERE seq IN ({marks})", chunk))  # noqa: S608 - placeholders only
         return found
+
+    def event_span(self, entries: list[int]) -> tuple[int, int]:
+        """The first and the last event of these entries (one indexed query per 500)."""
+        first, last = None, None
+        for at in range(0, len(entries), 500):
+            chunk = entries[at:at + 500]
+            row = self._one(f"SELECT MIN(seq), MAX(seq) FROM events WHERE entry IN "  # noqa: S608 - placeholders only
+                            f"({', '.join('?' * len(chunk))})", chunk)
+            if row and row[0] is not None:
+                first = int(row[0]) if first is None else min(first, int(row[0]))
+                last = int(row[1]) if last is None else max(last, int(row[1]))
+        if first is None or last is None:
+            raise ConfigError(f"history {self.where}: no events of entries {entries[:3]}")
+        return first, last
+
+    def chain_events(self, first: int, last: int) -> Iterator[dict[str, Any]]:
+        """The events numbered ``first`` to ``last`` as they are stored (every hashed
+        column, ``prev_hash`` and ``hash``), read a row at a time."""
+        names = ("seq", *ALL, "prev_hash", "hash")
+        sql = SELECT_EVENTS.replace(" ORDER BY seq", " WHERE seq BETWEEN ? AND ? ORDER BY seq")
+        for row in self._execute(sql, (first, last), stream=True):
+            yield dict(zip(names, row, strict=True))
 
     def _may_read(self, table: str) -> bool:
         """Whether this connection may read ``table`` (a backend with roles says)."""

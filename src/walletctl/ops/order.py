@@ -10,13 +10,14 @@ ends in one verdict: the history and the gateway agree, or each disagreement nam
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
-from walletctl.errors import RefusedError
+from walletctl.errors import ConfigError, RefusedError
 from walletctl.history.store import Entry, Filters
 from walletctl.models.ledger import Balance, balance_from_records, kind_of
 from walletctl.models.outcome import find_record
@@ -84,10 +85,19 @@ class OrderView:
     findings: list[Finding] = field(default_factory=list)
     balance: Balance | None = None
     balance_note: str | None = None  # why there is no balance (no original at the gateway)
+    merchant_id: str = ""
+    store_id: str = ""
+    fetched_at: str = ""  # when the gateway's records were looked up (UTC, ISO)
 
     @property
     def disagreements(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind in MISMATCHES]
+        """The open ones: a finding resolved in the history (recon resolve) is shown with
+        its note, not named as a disagreement."""
+        return [f for f in self.findings if f.kind in MISMATCHES and not f.resolved]
+
+    @property
+    def resolved(self) -> list[Finding]:
+        return [f for f in self.findings if f.resolved]
 
     @property
     def exit_code(self) -> int:
@@ -105,16 +115,22 @@ class OrderView:
         if named:
             return (f"The history and the gateway disagree on {ref}: " + "; ".join(
                 f"{f.reference} {LABELS[f.kind]}" for f in named) + ".")
+        settled = "".join(f" (finding #{r.id} resolved by {r.resolved_by})"
+                          for f in self.resolved if (r := f.recorded) is not None)
         if not self.entries:
-            return f"The history has no entry on {ref}; nothing at the gateway disagrees."
-        return f"The history and the gateway agree on {ref}."
+            return (f"The history has no entry on {ref}; nothing at the gateway "
+                    f"disagrees{settled}.")
+        return f"The history and the gateway agree on {ref}{settled}."
 
     def timeline(self) -> list[Step]:
         return timeline(self.entries, self.records, self.zone)
 
 
-def order_view(profile: Profile, client: GatewayClient, reference: str) -> OrderView:
-    """Everything known about ``reference`` (see the module's docstring)."""
+def order_view(profile: Profile, client: GatewayClient, reference: str, *,
+               keep: Callable[[HistoryStore, OrderView], None] | None = None) -> OrderView:
+    """Everything known about ``reference`` (see the module's docstring); ``keep``: called
+    with the open history and the finished view (an evidence bundle is written from both);
+    it needs a history."""
     from walletctl.config.dburl import DbUrl
     from walletctl.history import history_location, open_location
     from walletctl.history.recorder import now_utc
@@ -124,25 +140,35 @@ def order_view(profile: Profile, client: GatewayClient, reference: str) -> Order
     view = OrderView(reference=reference, profile=profile.name,
                      history=where.display() if isinstance(where, DbUrl) else str(where),
                      backend="postgresql" if shared else "sqlite", now=now_utc(),
-                     zone=profile.timezone)
+                     zone=profile.timezone, merchant_id=profile.merchant_id,
+                     store_id=profile.store_id)
     store: HistoryStore | None = None
     if shared or (isinstance(where, Path) and where.exists()):
         store = open_location(where, create=False, purpose=f"walletctl order {reference}")
     else:
         view.backend = "none"
+        if keep is not None:
+            raise ConfigError(f"--evidence: no history at {view.history}: a bundle is the "
+                              "history's entries and their chain")
     try:
         if store is not None:
             _read_history(store, profile, view)
+        view.fetched_at = now_utc()
         view.records = _look_up(client, reference, anything_recorded=bool(view.entries))
+        try:
+            view.balance = balance_from_records(reference, view.records)
+        except RefusedError as exc:
+            view.balance_note = exc.message
+        if store is not None:
+            from walletctl.ops.recon.on_file import with_files
+
+            view.findings = with_files(store, profile, findings_on(
+                reference, view.entries, view.records), record=False)
+            if keep is not None:
+                keep(store, view)
     finally:
         if store is not None:
             store.close()
-    try:
-        view.balance = balance_from_records(reference, view.records)
-    except RefusedError as exc:
-        view.balance_note = exc.message
-    if store is not None:
-        view.findings = findings_on(reference, view.entries, view.records)
     return view
 
 

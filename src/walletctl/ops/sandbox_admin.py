@@ -79,9 +79,10 @@ def advance_clock(base: str, seconds: float, *, token: str | None = None) -> dic
 
 
 def three_ds_challenge(base: str, account: str, *, merchant_id: str, store_id: str,
-                       outcome: str) -> dict[str, Any]:
-    """The sandbox's 3DS challenge for a Card account, passed (``success``) or failed."""
-    data = _call(base, "POST", THREE_DS_CHALLENGE, json_body={
+                       outcome: str, token: str | None = None) -> dict[str, Any]:
+    """The sandbox's 3DS challenge for a Card account, passed (``success``) or failed (an
+    admin route: ``token`` when the sandbox has one)."""
+    data = _call(base, "POST", THREE_DS_CHALLENGE, token=token, json_body={
         "transactionAccountId": account, "merchantId": merchant_id, "storeId": store_id,
         "outcome": outcome})
     return {"transactionAccountId": account,

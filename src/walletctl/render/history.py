@@ -12,6 +12,7 @@ from walletctl.history.store import ENTRY_FIELDS, Entry
 from walletctl.render.output import emit, write_ndjson
 
 if TYPE_CHECKING:
+    from walletctl.ops.evidence import Checked
     from walletctl.ops.history_setup import Rulebook, SetUp
     from walletctl.ops.history_verify import Anchor, Verified
     from walletctl.ops.money.earlier import Reconciled
@@ -279,3 +280,28 @@ def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
                                f"({row['note']})"), soft_wrap=True)
 
     emit(fmt, rows, table=table)
+
+
+def render_evidence_check(checked: Checked, fmt: str) -> None:
+    """``history check-evidence``: what held."""
+    from dataclasses import asdict
+
+    from rich.markup import escape
+
+    from walletctl.render.console import out
+    from walletctl.render.fit import fit_phrases
+    from walletctl.render.output import write_json
+
+    if fmt != "table":
+        write_json({"holds": True, **asdict(checked)})
+        return
+    a = checked.anchor
+    out().print(fit_phrases([
+        f"Evidence {escape(checked.path)} holds:", f"order {escape(checked.reference)};",
+        f"{checked.events} events link to head #{a.get('event')}",
+        f"{str(a.get('hash'))[:16]}...",
+        f"(in {escape(checked.anchors_file)});" if checked.anchors_file
+        else f"({escape(str(a.get('source')))});",
+        f"{checked.entries} entries, {checked.approvals} approval(s),",
+        f"{checked.findings} finding(s) and {checked.records} gateway record(s)",
+        "agree with them."]), soft_wrap=True, highlight=False)

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from walletctl.ops.order import OrderView, Step
 from walletctl.ops.recon.compare import money_text
+from walletctl.ops.recon.model import OPERATIONS
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
     from walletctl.history.approvals import Approval
     from walletctl.models.ledger import Balance
+    from walletctl.ops.evidence import Evidence
 
 CSV_COLUMNS = ("time", "step", "reference", "amount", "currency", "entry", "outcome",
                "operator", "reason", "approval", "gatewayState")
@@ -66,10 +68,13 @@ def order_document(view: OrderView) -> dict[str, Any]:
     }
 
 
-def render_order(view: OrderView, fmt: str) -> None:
+def render_order(view: OrderView, fmt: str, evidence: Evidence | None = None) -> None:
+    """The view in ``fmt``; ``evidence``: then one stderr line on the bundle written."""
     rows = [s.as_dict() for s in view.timeline()]
     emit(fmt, rows, document=order_document(view), columns=CSV_COLUMNS,
          table=lambda: _table(view))
+    if evidence is not None:
+        _evidence_note(evidence)
 
 
 # ------------------------------------------------------------------------------- table
@@ -106,7 +111,7 @@ def _gateway(step: Step) -> str:
 
     if step.record is None:
         sent = step.entry is not None and step.entry.outcome != "refused" \
-            and step.step != "approval"
+            and step.step in OPERATIONS  # a money step (not approval, finding, ...)
         return "nothing" if sent else "[dim]-[/]"
     state = step.record.state
     style = STATE_STYLES.get(state.lower(), "")
@@ -159,8 +164,17 @@ def _table(view: OrderView) -> None:
         console.print(fit_phrases(_approval_phrases(a, view.now)), soft_wrap=True,
                       highlight=False)
     for f in view.disagreements:
-        console.print(fit_phrases(["[red]x[/]", *escape(f.note).split()]), soft_wrap=True,
-                      highlight=False)
+        filed = [f"(finding #{f.recorded.id})"] if f.recorded is not None else []
+        console.print(fit_phrases(["[red]x[/]", *escape(f.note).split(), *filed]),
+                      soft_wrap=True, highlight=False)
+    for f in view.resolved:
+        r = f.recorded
+        assert r is not None
+        console.print(fit_phrases([
+            "[green]resolved[/]", f"finding #{r.id}:", *escape(f.note).split(), "-",
+            "resolved", "by", f"{escape(r.resolved_by or '')},",
+            f"{(r.resolved_at or '')[:16].replace('T', ' ')}:",
+            *escape(r.resolution or "").split()]), soft_wrap=True, highlight=False)
     b = view.balance
     if b is not None:
         from walletctl.models.money import format_major
@@ -177,3 +191,13 @@ def _table(view: OrderView) -> None:
                       soft_wrap=True, highlight=False)
     console.print(fit_phrases(escape(view.verdict).split()), soft_wrap=True, highlight=False,
                   style="green" if view.exit_code == 0 else "bold red")
+
+
+def _evidence_note(evidence: Evidence) -> None:
+    """One stderr line: where the bundle went and the head it ends at."""
+    from walletctl.render.console import print_note
+
+    print_note(f"evidence: {evidence.path} ({evidence.events} events, up to event "
+               f"#{evidence.anchor_event} {evidence.anchor_hash[:16]}..., "
+               f"{evidence.anchored}); check it with `walletctl history check-evidence "
+               f"{evidence.path}`")

@@ -18,8 +18,10 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
+from walletctl.history.findings import Recorded
 from walletctl.ops.recon.compare import money_text
 from walletctl.ops.recon.model import LABELS, UNCONFIRMED, Finding, ReconResult, Side
+from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
 from walletctl.render.console import err, out
 from walletctl.render.fit import fit_phrases
@@ -28,7 +30,8 @@ from walletctl.render.output import emit, to_json, write_csv
 
 CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
                "history_outcome", "history_amount", "gateway_state", "gateway_amount",
-               "currency", "gateway_time", "history_count", "gateway_count", "note")
+               "currency", "gateway_time", "history_count", "gateway_count", "note",
+               "finding", "finding_state", "resolution")
 
 
 def _places(amount: Decimal, currency: str) -> str:
@@ -60,12 +63,13 @@ def head_dict(result: ReconResult) -> dict[str, Any]:
 def recon_document(result: ReconResult) -> dict[str, Any]:
     """The JSON form (documented in docs/history.md, "Reconciliation")."""
     def listed(*kinds: str) -> list[dict[str, Any]]:
-        return [f.as_dict() for f in result.findings if f.kind in kinds]
+        return [f.as_dict() for f in result.findings if f.kind in kinds and not f.resolved]
 
     return {"recon": head_dict(result), "agrees": result.exit_code == 0,
             "exitCode": result.exit_code, "unrecorded": listed("unrecorded"),
             "unconfirmed": listed(*UNCONFIRMED), "unknown": listed("unknown"),
-            "unchecked": listed("unchecked"), "totals": totals_dict(result),
+            "unchecked": listed("unchecked"),
+            "resolved": [f.as_dict() for f in result.resolved], "totals": totals_dict(result),
             "counts": {**result.counts.as_dict(), **result.kind_counts()},
             "summary": run_summary(result.report)}
 
@@ -78,7 +82,10 @@ def _csv_row(f: Finding) -> dict[str, Any]:
             "gateway_state": g.state if g else None,
             "gateway_amount": f"{g.amount:f}" if g else None,
             "currency": (g.currency if g else None) or f.currency,
-            "gateway_time": g.time if g else None, "note": f.note}
+            "gateway_time": g.time if g else None, "note": f.note,
+            "finding": f.recorded.id if f.recorded else None,
+            "finding_state": f.recorded.state if f.recorded else None,
+            "resolution": f.recorded.resolution if f.recorded else None}
 
 
 def render_recon(result: ReconResult, fmt: str) -> None:
@@ -89,7 +96,7 @@ def render_recon(result: ReconResult, fmt: str) -> None:
         for f in result.findings:
             sys.stdout.write(to_json(f.as_dict(), indent=None) + "\n")
         rest = {k: v for k, v in doc.items()
-                if k not in ("unrecorded", "unconfirmed", "unknown", "unchecked")}
+                if k not in ("unrecorded", "unconfirmed", "unknown", "unchecked", "resolved")}
         sys.stdout.write(to_json(rest, indent=None) + "\n")
         sys.stdout.flush()
         return
@@ -148,7 +155,7 @@ def _tables(result: ReconResult) -> None:
     for journal in result.journals:
         console.print(escape(f"  journal {journal}"), soft_wrap=True, highlight=False)
     console.print()
-    unrecorded = result.of("unrecorded")
+    unrecorded = result.of("unrecorded", resolved=False)
     if unrecorded:
         print_table("Money moved at the gateway with no history entry",
                     ["Original", "Reference", "Op", "Amount", "State", "Time"],
@@ -156,20 +163,27 @@ def _tables(result: ReconResult) -> None:
                       money_text(g.amount, g.currency), escape(g.state), _short_time(g.time)]
                      for f in unrecorded if (g := f.gateway) is not None],
                     justify={3: "right"}, no_wrap=(3, 5), drop=(5, 0))
-    unconfirmed = result.of(*UNCONFIRMED)
+    unconfirmed = result.of(*UNCONFIRMED, resolved=False)
     if unconfirmed:
         print_table("History entries the gateway does not confirm",
                     ["Entry", "Original", "Reference", "Problem", "History", "Gateway", "By"],
                     [[escape(_entry(f)), escape(f.original), escape(f.reference), f.kind,
                       escape(_desk(f)), escape(_gateway(f)), escape(f.who or "")]
                      for f in unconfirmed], drop=(6, 1))
-    unknown = result.of("unknown")
+    unknown = result.of("unknown", resolved=False)
     if unknown:
         print_table("Unknown outcomes, still open (walletctl history --unknown --reconcile)",
                     ["Entry", "Original", "Reference", "History", "Gateway", "By"],
                     [[escape(_entry(f)), escape(f.original), escape(f.reference),
                       escape(_desk(f, with_outcome=False)), escape(_gateway(f)),
                       escape(f.who or "")] for f in unknown], drop=(5, 1))
+    resolved = result.resolved
+    if resolved:
+        print_table("Resolved before (recon resolve): not reported as new",
+                    ["Finding", "Reference", "Problem", "Resolved by", "Note"],
+                    [[f"#{r.id}", escape(f.reference), f.kind, escape(r.resolved_by or ""),
+                      escape(r.resolution or "")]
+                     for f in resolved if (r := f.recorded) is not None], drop=(3,))
     unchecked = result.of("unchecked")
     if unchecked:
         print_table("Not checked: the lookup was not answered", ["Original", "Why"],
@@ -186,6 +200,11 @@ def _tables(result: ReconResult) -> None:
                     justify={i: "right" for i in (2, 3, 4, 5, 6)}, no_wrap=(3, 5, 6))
     console.print(fit_phrases([escape(p) for p in _counts(result)]), soft_wrap=True,
                   highlight=False)
+    filed = [f"#{r.id}" for f in result.mismatches if (r := f.recorded) is not None]
+    if filed:
+        console.print(fit_phrases([f"On file as finding(s) {', '.join(filed)}:",
+                                   "`walletctl recon resolve ID --note TEXT` closes one."]),
+                      soft_wrap=True, highlight=False)
     if result.exit_code == 0:
         console.print("The history and the gateway agree.")
 
@@ -198,7 +217,9 @@ def _counts(result: ReconResult) -> list[str]:
     return [f"{c.originals} order(s) looked up;",
             f"{c.entries} history entries{rows} compared, {c.agreed} agree;",
             f"{k['unrecorded']} not in the history,", f"{unconfirmed} not confirmed,",
-            f"{k['unknown']} unknown,", f"{k['unchecked']} not checked",
+            f"{k['unknown']} unknown,",
+            *([f"{k['unchecked']} not checked,", f"{k['resolved']} resolved before"]
+              if k["resolved"] else [f"{k['unchecked']} not checked"]),
             f"({s['requests']} requests in {s['elapsed_s']} s)"]
 
 
@@ -224,3 +245,45 @@ def recon_progress() -> Iterator[Callable[[], None]]:
     task = progress.add_task("recon", total=None)
     with progress:
         yield lambda: progress.advance(task)
+
+
+# ------------------------------------------------------------------- findings on file
+
+FINDING_COLUMNS = ("id", "state", "kind", "original", "reference", "entry", "movement_by",
+                   "detail", "recorded_at", "recorded_by", "resolved_at", "resolved_by",
+                   "resolution", "resolved_entry")
+
+
+def render_findings(found: FindingList, fmt: str) -> None:
+    """``recon findings``: one row per finding on file."""
+    from rich.markup import escape
+
+    rows = [{c: getattr(r, c) for c in FINDING_COLUMNS} for r in found.findings]
+
+    def table() -> None:
+        if not rows:
+            which = f"{found.state} " if found.state else ""
+            out().print(escape(f"No {which}findings on file in history {found.history}."),
+                        soft_wrap=True, highlight=False)
+            return
+        fitted(f"Findings on file ({found.history})",
+               ["#", "State", "Problem", "Reference", "Recorded", "Resolved by", "Note"],
+               [[f"#{r.id}", r.state, r.kind, escape(r.reference),
+                 escape(f"{_short_time(r.recorded_at)} {r.recorded_by}"),
+                 escape(r.resolved_by or ""), escape(r.resolution or r.detail)]
+                for r in found.findings], drop=(4, 5))
+
+    emit(fmt, rows, document={"history": found.history, "findings": rows},
+         columns=FINDING_COLUMNS, table=table)
+
+
+def render_resolved(found: Recorded, fmt: str) -> None:
+    """``recon resolve``: the finding as it is now."""
+    from rich.markup import escape
+
+    if fmt == "table":
+        out().print(escape(f"Finding #{found.id} ({found.kind} {found.reference}) resolved "
+                           f"by {found.resolved_by} at {found.resolved_at}: "
+                           f"{found.resolution}"), highlight=False)
+        return
+    emit(fmt, [found.to_dict()], document=found.to_dict(), columns=FINDING_COLUMNS)

@@ -200,7 +200,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
     install(app, ctx)
     docs_page.install(app)
     app.add_middleware(FaultMiddleware, ctx=ctx)
-    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(BodyLimitMiddleware, body_budget=config.body_budget)
     app.add_middleware(CorsMiddleware, allowed_origins=config.allowed_origins)
     app.add_middleware(GuardMiddleware, config=config)  # Host checked on every request
     app.add_middleware(HeadMiddleware)  # outermost: HEAD is routed as GET

@@ -8,7 +8,8 @@ Credentials (``Authorization`` header):
   merchant and store, valid for :data:`~walletctl.sandbox.walletpay_state.API_KEY_TTL`. It is
   handed to the browser (``publicKeyApi`` of ``runWalletPay``, readable in page source), so
   it authorises only the browser-wallet calls of that payment, for its own merchant and
-  store: the key pre-check, Create and Get Payment Account and the authorization.
+  store: the key pre-check and Create and Get Payment Account. It moves no money: the
+  authorization and the hosted 3DS challenge need the server key.
 * **service secret** - ``Basic <userId>:<secret>``: the public key service only.
 
 :data:`ROUTES` is the table (docs/sandbox.md and docs/gateway-api.md carry the same one).
@@ -45,7 +46,9 @@ ROUTES: Final[dict[str, str]] = {
     "GET /api/v5/publicKeys/current": "browser",
     "POST /api/v5/paymentAccounts": "browser",
     "GET /api/v5/paymentAccounts/{id}": "browser",
-    "POST /api/v5/transactions": "browser",
+    "POST /api/v5/transactions": "server",
+    "POST /api/v5/threeDSecure": "server",
+    "GET /api/v5/threeDSecure/{id}": "server",
 }
 
 

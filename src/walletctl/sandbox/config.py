@@ -24,6 +24,7 @@ Fault grammar (server flags, ``POST /_sandbox/faults`` JSON, and the per-request
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -41,6 +42,10 @@ MAX_RETRY_AFTER_S = 60
 MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0
+# the seconds a client has to take (read) an answer the sandbox has written
+DEFAULT_WRITE_TIMEOUT = 15.0
+# bytes of request bodies held at once across all connections (sandbox/limits.py)
+DEFAULT_BODY_BUDGET = 32 * 1024 * 1024
 
 
 def utc_now() -> datetime:
@@ -143,28 +148,46 @@ class FaultConfig:
         return cls.from_pairs(pairs)
 
 
+_WHOLE = re.compile(r"-?[0-9]+", re.ASCII)
+_SEED_DIGITS = 20  # a seed is any integer of at most this many digits
+
+
 def _coerce(name: str, raw: Any, label: str) -> Any:
-    """``raw`` as setting ``name``'s type; errors name it ``label`` (as the caller spelled it)."""
+    """``raw`` as setting ``name``'s type; errors name it ``label`` (as the caller spelled it).
+
+    The cost is bounded by the value's length: a whole-number setting is read from its text
+    (digits only, its range checked on the digits before any conversion), a rate through
+    ``Decimal`` compared with 0 and 1 before ``float``; ``1e999999999`` is refused at once.
+    """
     if isinstance(raw, bool):
         raise ValueError(f"{label}: must be a number")
-    if name == "seed":
-        if raw is None:
-            return None
-        try:
-            return int(str(raw))
-        except ValueError:
-            raise ValueError(f"{label}: must be an integer") from None
-    try:
-        number = Decimal(str(raw))
-    except InvalidOperation:
-        raise ValueError(f"{label}: must be a number") from None
-    if not number.is_finite():
-        raise ValueError(f"{label}: must be a finite number")
+    if name == "seed" and raw is None:
+        return None
+    text = str(raw).strip()
     if name.endswith("_rate"):
+        try:
+            number = Decimal(text)
+        except InvalidOperation:
+            raise ValueError(f"{label}: must be a number") from None
+        if not number.is_finite() or not 0 <= number <= 1:
+            raise ValueError(f"{label}: must be a rate between 0 and 1")
         return float(number)
-    if number != number.to_integral_value():
-        raise ValueError(f"{label}: must be a whole number")
-    return int(number)
+    if not _WHOLE.fullmatch(text):
+        try:
+            Decimal(text)
+        except InvalidOperation:
+            raise ValueError(f"{label}: must be {'an integer' if name == 'seed' else 'a number'}"
+                             ) from None
+        raise ValueError(f"{label}: must be a whole number (digits only, no fraction or "
+                         "exponent)")
+    digits = text.lstrip("-").lstrip("0")
+    if name == "seed":
+        if len(digits) > _SEED_DIGITS:
+            raise ValueError(f"{label}: must be an integer of at most {_SEED_DIGITS} digits")
+        return int(text)
+    if text.startswith("-") and digits:
+        return -1  # below every range: __post_init__ names the rule
+    return int(digits or "0") if len(digits) <= 9 else 10**9  # above every range
 
 
 @dataclass
@@ -199,11 +222,20 @@ class SandboxConfig:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     # open connections at most (0: half the descriptor limit, see sandbox/protocol.py)
     max_connections: int = 0
+    # an answer not taken by the client within this many seconds closes its connection
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
+    # bytes of request bodies held at once, across all connections (more: 503)
+    body_budget: int = DEFAULT_BODY_BUDGET
 
     def __post_init__(self) -> None:
         if not 0 < self.request_timeout <= MAX_REQUEST_TIMEOUT:
             raise ValueError(f"request_timeout: must be more than 0 and at most "
                              f"{MAX_REQUEST_TIMEOUT:g} seconds")
+        if not 0 < self.write_timeout <= MAX_REQUEST_TIMEOUT:
+            raise ValueError(f"write_timeout: must be more than 0 and at most "
+                             f"{MAX_REQUEST_TIMEOUT:g} seconds")
+        if self.body_budget < 1:
+            raise ValueError("body_budget: must be a positive number of bytes")
         if self.max_connections < 0:
             raise ValueError("max_connections: must be 0 (automatic) or a positive number")
         if not self.service_secret:

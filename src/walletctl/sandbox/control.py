@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from walletctl import __version__
 from walletctl.sandbox import engine, records, wire
@@ -53,7 +53,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         return {"reset": True}
 
     @app.post("/_sandbox/checkouts/{ref:path}/{action}", tags=["sandbox"])
-    async def control_decide(ref: str, action: str, request: Request) -> JSONResponse:
+    async def control_decide(ref: str, action: str, request: Request) -> Response:
         if action not in engine.ACTIONS:
             # the field and the rule, never the caller's text echoed back (400 like the
             # hosted page's form: the route exists, the value is not one of its four)
@@ -76,13 +76,13 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
             row, which = engine.decide(store, rows[0], action, now)
         if row.state == "Expired":
             raise SandboxError(409, f"checkout {ref} has expired", description="InvalidState")
-        return JSONResponse({
+        return Response(wire.amounts_as_numbers({  # the record as a lookup answers it
             "reference": row.reference,
             "state": row.state,
             "providerStateCode": row.provider_state_code,
             "redirectUrl": engine.redirect_url(row, which),
             "record": records.record_body(row, fmt),
-        })
+        }), media_type="application/json")
 
     @app.get("/_sandbox/ledger", tags=["sandbox"])
     async def ledger() -> dict[str, Any]:

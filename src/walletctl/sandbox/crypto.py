@@ -241,6 +241,8 @@ def _json_object(text: Any, what: str) -> dict[str, Any]:
         value = json.loads(text)
     except ValueError:
         raise TokenError("malformed", f"{what} is not valid JSON") from None
+    except RecursionError:  # a string of 100,000 "[": refused, never a 500
+        raise TokenError("malformed", f"{what} is nested too deeply") from None
     if not isinstance(value, dict):
         raise TokenError("malformed", f"{what} must be a JSON object")
     return value

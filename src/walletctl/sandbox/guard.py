@@ -2,11 +2,11 @@
 
 Route classes (by path prefix):
 
-* admin - ``/_sandbox/*`` except the wallet emulator (``/_sandbox/wallet/*``,
-  ``/_sandbox/3ds/*``, called by ``walletpay.js`` from merchant pages) and
+* admin - ``/_sandbox/*`` except the wallet emulator (``/_sandbox/wallet/*``, called by
+  ``walletpay.js`` from merchant pages) and
   ``/_sandbox/health`` (readiness; reveals nothing);
 * demo API - ``/demo/merchant/api/*``;
-* hosted page - ``/pay/*``;
+* hosted page - ``/pay/*`` (the redirect wallet's approval page and the 3DS challenge);
 * everything else (gateway API ``/api/v5/*``, static files, documents).
 
 Rules:
@@ -48,7 +48,7 @@ from walletctl.sandbox.limits import send_error
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "testserver"})
 _TOKEN = SANDBOX_TOKEN_HEADER.lower().encode()
-_OPEN_ADMIN = ("/_sandbox/health", "/_sandbox/wallet/", "/_sandbox/3ds/")
+_OPEN_ADMIN = ("/_sandbox/health", "/_sandbox/wallet/")
 _HTML_HEADERS = [
     (b"content-security-policy", b"frame-ancestors 'none'"),
     (b"x-frame-options", b"DENY"),

@@ -111,6 +111,7 @@ REQUEST_MODELS: dict[str, type[WireModel]] = {
     "AuthorizationRequest": requests.AuthorizationBody,
     "WalletTokenRequest": requests.WalletTokenBody,
     "ThreeDSChallengeRequest": requests.ChallengeBody,
+    "ThreeDSecureRequest": requests.ChallengeRequestBody,
     "DemoQuoteRequest": requests.DemoQuoteBody,
     "DemoResultRequest": requests.DemoResultBody,
     "ClockRequest": requests.ClockBody,
@@ -126,6 +127,7 @@ _BODIES: dict[tuple[str, str], str | dict[str, Any]] = {
     ("post", "/wallet/token"): "WalletTokenRequest",
     ("post", "/_sandbox/wallet/token"): "WalletTokenRequest",
     ("post", "/_sandbox/3ds/challenge"): "ThreeDSChallengeRequest",
+    ("post", "/api/v5/threeDSecure"): "ThreeDSecureRequest",
     ("post", "/demo/merchant/api/quote"): "DemoQuoteRequest",
     ("post", "/demo/merchant/api/result"): "DemoResultRequest",
     ("post", "/_sandbox/clock"): "ClockRequest",
@@ -136,6 +138,7 @@ _QUERIES: dict[tuple[str, str], tuple[tuple[str, bool], ...]] = {
     ("get", "/api/v5/apmTransactions"): (
         ("merchantId", True), ("storeId", True), ("clientSystemTransactionId", True)),
     ("get", "/api/v5/publicKeys/current"): (("merchantId", True), ("storeId", True)),
+    ("get", "/api/v5/threeDSecure/{challenge_id}"): (("merchantId", True), ("storeId", True)),
     ("get", "/api/v5/paymentAccounts/{account_id}"): (
         ("merchantId", True), ("storeId", True), ("encryptionKeyId", True)),
     ("get", "/demo/merchant/api/session"): (
@@ -152,6 +155,8 @@ _SECURITY: dict[tuple[str, str], str] = {
     ("post", "/api/v5/paymentAccounts"): "PublicApiKey",
     ("get", "/api/v5/paymentAccounts/{account_id}"): "PublicApiKey",
     ("post", "/api/v5/transactions"): "PublicApiKey",
+    ("post", "/api/v5/threeDSecure"): "PublicApiKey",
+    ("get", "/api/v5/threeDSecure/{challenge_id}"): "PublicApiKey",
 }
 # the 200 answer of the gateway's own routes (which may also answer 503: a fault)
 _GATEWAY_ANSWERS: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
@@ -164,6 +169,8 @@ _GATEWAY_ANSWERS: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
 }
 _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/pay/{token}": "text/html",
+    "/pay/3ds/{challenge_id}": "text/html",
+    "/walletpay-testing.js": "application/javascript",
     "/walletpay.js": "application/javascript",
     "/walletpay.d.ts": "application/typescript",
     "/demo/merchant": "text/html",
@@ -174,6 +181,12 @@ _PAY_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
     "properties": {"action": {"type": "string",
                               "enum": list(ACTIONS)}}}}},
     "required": True}
+_CHALLENGE_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
+    "type": "object", "required": ["answer"],
+    "properties": {"answer": {"type": "string", "enum": ["pass", "fail"]}}}}},
+    "required": True}
+# the HTML message pages of the hosted pages, by status
+_PAGE_ERRORS = {"/pay/{token}": (400, 404, 410), "/pay/3ds/{challenge_id}": (400, 404, 409, 410)}
 
 
 _AMOUNT_IN = {"anyOf": [
@@ -212,6 +225,8 @@ def _describe_operations(doc: dict[str, Any]) -> None:
                                      "content": {"application/json": {"schema": schema}}}
             if path == "/pay/{token}" and method == "post":
                 op["requestBody"] = _PAY_FORM
+            if path == "/pay/3ds/{challenge_id}" and method == "post":
+                op["requestBody"] = _CHALLENGE_FORM
             params = op.setdefault("parameters", [])
             for name, required in _QUERIES.get(key, ()):
                 params.append({"name": name, "in": "query", "required": required,
@@ -226,10 +241,14 @@ def _describe_operations(doc: dict[str, Any]) -> None:
                              "redirect to the checkout's URL",
                              **({"content": {ctype: {"schema": {"type": "string"}}}}
                                 if answer == "200" else {})},
-                    **({str(s): {"description": "an HTML message page",
-                                 "content": {"text/html": {"schema": {"type": "string"}}}}
-                        for s in (400, 404, 410)} if path == "/pay/{token}" else {}),
+                    **{str(s): {"description": "an HTML message page",
+                                "content": {"text/html": {"schema": {"type": "string"}}}}
+                       for s in _PAGE_ERRORS.get(path, ())},
                 }
+                if path == "/pay/3ds/{challenge_id}" and method == "post":
+                    # answered without a returnUrl: an HTML page
+                    op["responses"]["200"] = {"description": "the answer was taken",
+                                              "content": {ctype: {"schema": {"type": "string"}}}}
             else:
                 answers = op.setdefault("responses", {})
                 if key in _GATEWAY_ANSWERS:

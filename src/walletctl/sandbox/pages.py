@@ -1,8 +1,10 @@
-"""The hosted approval page behind ``redirectUrl`` (real HTML, every value escaped)."""
+"""The hosted pages (real HTML, every value escaped): the approval page behind ``redirectUrl``
+and the browser wallet's 3-D Secure check behind ``challengeUrl``."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 from html import escape
 from typing import Any
 
@@ -81,6 +83,34 @@ def approval_page(row: TxRow, token: str, now: datetime) -> str:
     return _page("Authorise payment", body)
 
 
+def challenge_page(challenge_id: str, account: dict[str, Any], data: dict[str, Any]) -> str:
+    """The shopper's 3-D Secure check: what is paid, to whom, with which card; pass or fail."""
+    amount = format_major(Decimal(str(data["amount"])), str(data["currencyCode"]))
+    answers = "".join(
+        f"<form method=\"post\" action=\"/pay/3ds/{escape(challenge_id)}\">"
+        f"<input type=\"hidden\" name=\"answer\" value=\"{value}\">"
+        f"<button type=\"submit\" id=\"threeds-{value}\">{label}</button></form>"
+        for value, label in (("pass", "Confirm payment"), ("fail", "Fail authentication")))
+    body = (
+        "<main><h1>3-D Secure check (sandbox)</h1>"
+        "<p>Your bank asks you to confirm this payment. This is the walletctl sandbox: "
+        "choose whether authentication succeeds.</p>"
+        "<table><tbody>"
+        f"<tr><th scope=\"row\">Merchant</th><td>{escape(str(account['merchantId']))} / "
+        f"{escape(str(account['storeId']))}</td></tr>"
+        f"<tr><th scope=\"row\">Amount</th><td class=\"amount\" id=\"threeds-amount\">"
+        f"{escape(amount)}</td></tr>"
+        f"<tr><th scope=\"row\">Card</th><td>{escape(str(account['cardNetwork']))} "
+        f"{escape(str(account['maskedCardNumber']))}</td></tr>"
+        f"<tr><th scope=\"row\">Reference</th><td><code>"
+        f"{escape(str(data['reference']))}</code></td></tr>"
+        "</tbody></table>"
+        f"<div>{answers}</div>"
+        "<p class=\"note\">This check works once.</p></main>"
+    )
+    return _page("3-D Secure check", body)
+
+
 def message_page(title: str, message: str) -> str:
     return _page(title, f"<h1>{escape(title)}</h1><p>{escape(message)}</p>")
 
@@ -88,8 +118,6 @@ def message_page(title: str, message: str) -> str:
 def _money(value: Any, currency: str) -> str:
     if value is None:
         return ""
-    from decimal import Decimal
-
     try:
         return format_major(Decimal(str(value)), currency)
     except Exception:

@@ -17,6 +17,14 @@ or stops half-way through a request, stays open for ever), and ``limit_concurren
   ``request_timeout`` seconds of the connection opening or of the previous response (default
   :data:`DEFAULT_REQUEST_TIMEOUT`); otherwise the connection is closed (408 first when part
   of a request came). Between requests uvicorn's keep-alive timeout (5 s) still applies.
+* **Write deadline** - an answer must be taken by the client within ``write_timeout``
+  seconds (default :data:`DEFAULT_WRITE_TIMEOUT`), counted from the moment the transport's
+  buffer passes its high-water mark (the client reads less than the route writes) until it
+  drains below the low-water mark, or from the end of an answer still partly in the buffer;
+  the deadline starts again whenever the client has taken some (the transport's buffer plus
+  the socket's send queue shrank); a connection that took nothing by then is aborted (the
+  rest dropped, a route still running sees a disconnect), so a client that never reads holds
+  its slot at most that long, and one that keeps reading is never cut off.
 * **Connection cap** - at most ``max_connections`` open connections (default
   :func:`default_max_connections`, half the process's descriptor limit); a connection over
   the cap is answered 503 at once and closed, so the server never runs out of descriptors
@@ -33,9 +41,12 @@ closes.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import http
 import json
 import resource
+import sys
+import termios
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,10 +55,15 @@ import httptools
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, MAX_HEADER_BYTES
+from walletctl.sandbox.config import (
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+    MAX_HEADER_BYTES,
+)
 from walletctl.sandbox.replies import error_body
 
 LINGER = 1.0
+_OUTQ = getattr(termios, "TIOCOUTQ", None)  # a socket's unsent bytes (Linux: SIOCOUTQ)
 READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)
 _MAX_CONNECTIONS_CAP = 10_000
 _DESCRIPTIONS = {408: "RequestTimeout", 431: "RequestHeaderFieldsTooLarge"}
@@ -67,6 +83,7 @@ class ConnectionLimits:
     """The limits one server applies to each of its connections."""
 
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
     max_connections: int = 0  # 0: default_max_connections()
     max_header_bytes: int = MAX_HEADER_BYTES
     # connections answered by _refuse and still draining (at most half the cap)
@@ -106,10 +123,13 @@ class _Bounded(asyncio.Protocol):
     connections: set[Any]
     server_state: Any
     cycle: Any
+    flow: Any
 
     def _bounded_init(self, config: Any) -> None:
         self.limits = getattr(config, "sandbox_limits", None) or self.limits
         self._deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None
+        self._write_mark = 0  # _unsent() when the write deadline was armed
         self._linger: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._refused = False
@@ -145,6 +165,82 @@ class _Bounded(asyncio.Protocol):
             return
         self._refuse(408, f"(request): not received within {self.limits.request_timeout:g} s "
                      "(--request-timeout)")
+
+    # -- the write deadline -------------------------------------------------------------------
+
+    def _unsent(self) -> int:
+        """Bytes of answers not yet taken by the client: the transport's buffer plus, on
+        Linux, the socket's send queue (which shrinks as the client reads even while the
+        event loop is late to refill it)."""
+        unsent = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        if _OUTQ is not None and sock is not None:
+            try:
+                queued = fcntl.ioctl(sock.fileno(), _OUTQ, b"\0\0\0\0")
+                unsent += int.from_bytes(queued, sys.byteorder)
+            except OSError:
+                pass
+        return unsent
+
+    def _arm_write(self) -> None:
+        if self._write_deadline is None:
+            self._write_mark = self._unsent()
+            self._write_deadline = self.loop.call_later(self.limits.write_timeout,
+                                                        self._write_expired)
+
+    def _disarm_write(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _cycles(self) -> list[Any]:
+        """The requests of this connection not yet answered (running or queued)."""
+        return [self.cycle]
+
+    def _drop_answers(self) -> None:
+        """Every route of this connection still running sees a disconnect and writes nothing
+        more (the transport is closed or about to be)."""
+        for cycle in self._cycles():
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True
+                cycle.message_event.set()
+
+    def _write_expired(self) -> None:
+        self._write_deadline = None
+        if not self.transport.get_write_buffer_size():
+            return
+        if self._unsent() < self._write_mark:  # the client took some: a new deadline
+            self._arm_write()
+            return
+        self._drop_answers()
+        self.transport.abort()  # nothing taken in time: drop the rest, free the slot
+
+    def shutdown(self) -> None:
+        """The server stops: a client that is not reading its answer is not waited for, and
+        a pipelined route still running on a connection uvicorn closes writes nothing."""
+        super().shutdown()  # type: ignore[misc]
+        if self.flow.write_paused:
+            self._drop_answers()
+            self.transport.abort()
+        elif self.transport.is_closing():
+            self._drop_answers()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._arm_write()
+
+    def resume_writing(self) -> None:
+        self._disarm_write()
+        super().resume_writing()
+
+    def _after_response(self) -> None:
+        """An answer is complete: if part of it is still unsent, the client must take it
+        within the deadline, counted from this answer (closing would wait for it for ever);
+        while writing is paused, the deadline counted from the pause stands."""
+        if not self.flow.write_paused:
+            self._disarm_write()
+        if self.transport.get_write_buffer_size():
+            self._arm_write()
 
     # -- answering without the app -----------------------------------------------------------
 
@@ -196,6 +292,7 @@ class _Bounded(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.limits.refusing.discard(self)
         self._disarm()
+        self._disarm_write()
         if self._linger is not None:
             self._linger.cancel()
             self._linger = None
@@ -228,12 +325,20 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
         self._bounded_init(config)
         self._head_done = False
         self._message_done = False
+        self._running: Any = None  # the request whose route runs (others queue, pipelined)
 
     def _head_in(self) -> bool:
         return self._head_done
 
     def _message_in(self) -> bool:
         return self._message_done
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        self._running = cycle
+        super()._start_asgi_task(cycle, app)
+
+    def _cycles(self) -> list[Any]:
+        return [self._running, self.cycle, *(cycle for cycle, _app in self.pipeline)]
 
     def on_message_begin(self) -> None:
         self._head_done = self._message_done = False
@@ -259,6 +364,7 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        self._after_response()
         if not self.transport.is_closing() and not self.pipeline:
             self._head_done = self._message_done = False
             self._arm()
@@ -279,6 +385,7 @@ class SandboxH11Protocol(_Bounded, H11Protocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        self._after_response()
         if not self.transport.is_closing() and not self._message_in():
             self._arm()
 

@@ -80,6 +80,19 @@ class PaymentAccountBody(WireModel):
     payment_data: dict[str, Any] | Annotated[str, Field(min_length=1, max_length=100_000)]
 
 
+class ChallengeRequestBody(WireModel):
+    """``POST /api/v5/threeDSecure`` (server key): a hosted 3DS challenge for one payment
+    account, amount and reference; ``returnUrl`` is where the shopper's browser goes after it."""
+
+    merchant_id: Id
+    store_id: Id
+    transaction_account_id: Id
+    amount: Decimal
+    currency_code: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+    client_system_transaction_id: Reference
+    return_url: Url | None = None
+
+
 class ThreeDSecureBody(_ThreeDSecure):
     three_ds_server_trans_id: Short = Field(min_length=1, alias="threeDSServerTransId")
     authentication_value: Short = Field(min_length=1)
@@ -126,6 +139,10 @@ class ChallengeBody(_Lenient):
     merchant_id: Id
     store_id: Id
     outcome: Literal["success", "failure"] = "success"
+    # optional binding (the hosted challenge always binds all three)
+    amount: Decimal | None = None
+    currency_code: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] | None = None
+    client_system_transaction_id: Reference | None = None
 
 
 # -- demo merchant -----------------------------------------------------------------------------

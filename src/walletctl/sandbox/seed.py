@@ -10,11 +10,12 @@ Body (JSON; amounts in major units as strings, whatever the wire amount format):
     {"merchantId": "M-1", "storeId": "S-1", "currency": "EUR", "kind": "preauth",
      "transactions": [{"reference": "seed-0001", "amount": "12.50"}, ...]}
 
-At most :data:`MAX_SEED` transactions per request. All or nothing: a reference already used
-by the merchant and store is 409 and nothing is stored. Amounts ending in a magic value that
-decides the *approval* (01 declined, 03 pending, 04 errored) are refused, since these
-transactions are approved; 02 and 05 (follow-ups refused later) are allowed on purpose.
-Answers ``{"created": N, "kind", "currency", "merchantId", "storeId"}``.
+Keys are read like every JSON route's (any letter case, wire names only: ``merchant_id`` is
+an unknown key). At most :data:`MAX_SEED` transactions per request. All or nothing: a
+reference already used by the merchant and store is 409 and nothing is stored. Amounts
+ending in a magic value that decides the *approval* (01 declined, 03 pending, 04 errored)
+are refused, since these transactions are approved; 02 and 05 (follow-ups refused later)
+are allowed on purpose. Answers ``{"created": N, "kind", "currency", "merchantId", "storeId"}``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from walletctl.errors import RequestValidationError
+from walletctl.models.base import WireModel
 from walletctl.models.fields import Currency, Reference, Text
 from walletctl.sandbox.context import SandboxContext
-from walletctl.sandbox.replies import SandboxError
+from walletctl.sandbox.replies import SandboxError, invalid_body
 from walletctl.sandbox.store import DuplicateReferenceError
 
 MAX_SEED = 10_000
@@ -34,18 +37,18 @@ _APPROVAL_MAGIC = {1: "declined on approval", 3: "pending at the provider",
                    4: "errored on approval"}
 
 
-class SeedItem(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class SeedItem(WireModel):
+    model_config = ConfigDict(frozen=True)
 
     reference: Reference
     amount: str = Field(min_length=1, max_length=24)
 
 
-class SeedRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+class SeedRequest(WireModel):
+    model_config = ConfigDict(frozen=True)
 
-    merchant_id: Text = Field(alias="merchantId")
-    store_id: Text = Field(alias="storeId")
+    merchant_id: Text
+    store_id: Text
     currency: Currency
     kind: Literal["sale", "preauth"]
     transactions: list[SeedItem] = Field(min_length=1, max_length=MAX_SEED)
@@ -57,19 +60,22 @@ class SeedRequest(BaseModel):
 
 
 def parse(data: dict[str, Any]) -> tuple[SeedRequest, list[Decimal]]:
-    """The request and its amounts (Decimal, in major units); 400 naming the field."""
+    """The request and its amounts (Decimal, in major units); 400 naming the field.
+
+    Read like every JSON route's body (:mod:`walletctl.sandbox.requests`): the wire names in
+    any letter case, never the Python field names, unknown keys refused. The amounts are
+    major units whatever the sandbox's amount format, so the wire's amount rules do not apply.
+    """
     from walletctl.models.money import parse_major
     from walletctl.sandbox.magic import minor_units
 
     try:
-        req = SeedRequest.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "(request)"
-        raise SandboxError(400, f"{where}: {first.get('msg', 'is invalid')}") from None
+        req = SeedRequest.from_wire(data)
+    except RequestValidationError as exc:
+        raise invalid_body(exc) from None
     amounts: list[Decimal] = []
     for i, item in enumerate(req.transactions):
-        where = f"transactions.{i}.amount"
+        where = f"transactions[{i}].amount"
         try:
             amount = parse_major(item.amount, req.currency)
         except (ValueError, ArithmeticError) as exc:

@@ -127,6 +127,7 @@ def _uvicorn_config(app: FastAPI, config: SandboxConfig, port: int, quiet: bool,
     loop, http = stack or _stack()
     install_log_filter()
     limits = ConnectionLimits(request_timeout=config.request_timeout,
+                              write_timeout=config.write_timeout,
                               max_connections=config.max_connections)
     settings = _Config(
         app,

@@ -59,18 +59,21 @@ and results are in memory.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from walletctl.sandbox.auth import authenticate, require_scope
+from walletctl.sandbox import pages
+from walletctl.sandbox.auth import authenticate, require_scope, require_server
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import public_key_b64
 from walletctl.sandbox.query import read_query
 from walletctl.sandbox.requests import (
     AuthorizationBody,
     ChallengeBody,
+    ChallengeRequestBody,
     PaymentAccountBody,
     PublicKeysBody,
     WalletTokenBody,
@@ -78,16 +81,21 @@ from walletctl.sandbox.requests import (
 from walletctl.sandbox.walletpay_api import (
     authorize,
     challenge,
+    challenge_expired,
+    challenge_status,
     check_basic,
     check_key,
+    complete_challenge,
     create_account,
+    create_challenge,
+    find_challenge,
     get_account,
     issue_keys,
     mint_token,
     read_body,
 )
 from walletctl.sandbox.walletpay_demo import demo_quote, demo_result, demo_session
-from walletctl.sandbox.walletpay_state import TEST_CARDS, WalletPayState
+from walletctl.sandbox.walletpay_state import TEST_CARDS, ApiError, WalletPayState
 from walletctl.sandbox.walletpay_static import SCRIPT_DIR, Asset, serve
 
 __all__ = ["install"]
@@ -125,20 +133,71 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     async def payment_account(request: Request) -> Any:
         """Get Payment Account (masked)."""
+        cred = authenticate(ctx, request)  # 401 first, before the query is read
         names = ("merchantId", "storeId", "encryptionKeyId")
         q = read_query(request.scope["query_string"], names, names)
         merchant_id, store_id = q["merchantId"], q["storeId"]
-        require_scope(authenticate(ctx, request), merchant_id, store_id)
+        require_scope(cred, merchant_id, store_id)
         account = get_account(st, request.path_params["account_id"], merchant_id, store_id,
                               q["encryptionKeyId"])
         return account.public()
 
     async def transactions(request: Request) -> Any:
         """Authorization (ecom.sale / ecom.preauthorization) on a payment account."""
-        cred = authenticate(ctx, request)
-        req = await read_body(request, AuthorizationBody)
-        require_scope(cred, req.merchant_id, req.store_id)
-        return authorize(st, req)
+        # the merchant server's step: the page's transaction key moves no money
+        require_server(authenticate(ctx, request), "POST /api/v5/transactions")
+        return authorize(st, await read_body(request, AuthorizationBody))
+
+    async def three_ds_create(request: Request) -> Any:
+        """A hosted 3DS challenge for one Card account, amount and reference (server key)."""
+        require_server(authenticate(ctx, request), "POST /api/v5/threeDSecure")
+        body = await read_body(request, ChallengeRequestBody)
+        base = (ctx.config.public_url or str(request.base_url)).rstrip("/")
+        return create_challenge(st, body, base)
+
+    async def three_ds_status(request: Request) -> Any:
+        """A hosted 3DS challenge: pending, expired, or its result (server key)."""
+        require_server(authenticate(ctx, request), "GET /api/v5/threeDSecure/{id}")
+        names = ("merchantId", "storeId")
+        q = read_query(request.scope["query_string"], names, names)
+        return challenge_status(st, request.path_params["challenge_id"], q["merchantId"],
+                                q["storeId"])
+
+    async def three_ds_page(request: Request) -> Any:
+        """The shopper's 3DS challenge (HTML)."""
+        challenge_id = request.path_params["challenge_id"]
+        try:
+            row, account = find_challenge(st, challenge_id)
+        except ApiError:
+            return HTMLResponse(pages.message_page("Not found", "There is no such 3-D Secure "
+                                                   "check."), 404)
+        if row.used:
+            return HTMLResponse(pages.message_page("Already answered", "This 3-D Secure "
+                                                   "check was already answered."), 409)
+        if challenge_expired(st, row):
+            return HTMLResponse(pages.message_page("Expired", "This 3-D Secure check has "
+                                                   "expired: return to the shop."), 410)
+        return HTMLResponse(pages.challenge_page(challenge_id, account.public(), row.data))
+
+    async def three_ds_answer(request: Request) -> Any:
+        """The shopper's answer (form field answer = pass | fail) -> 303 to the shop."""
+        raw = (await request.body())[:4096].decode("utf-8", "replace")
+        answers = urllib.parse.parse_qs(raw, keep_blank_values=True).get("answer") or [""]
+        if len(answers) != 1 or answers[0] not in ("pass", "fail"):
+            return HTMLResponse(pages.message_page("Bad request", "answer: must be pass or "
+                                                   "fail, once"), 400)
+        challenge_id = request.path_params["challenge_id"]
+        try:
+            back = complete_challenge(st, challenge_id, answers[0] == "pass")
+        except ApiError as exc:
+            outcome = exc.outcome()
+            return HTMLResponse(pages.message_page("Not possible", outcome.body["details"][
+                "message"]), outcome.status)
+        if back is None:
+            return HTMLResponse(pages.message_page("Done", "The 3-D Secure check is answered: "
+                                                   "return to the shop."))
+        sep = "&" if urllib.parse.urlsplit(back).query else "?"
+        return RedirectResponse(f"{back}{sep}challengeId={challenge_id}", status_code=303)
 
     async def wallet_cards(request: Request) -> Any:
         """The emulated wallet's test cards (sandbox only)."""
@@ -157,6 +216,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         return challenge(st, await read_body(request, ChallengeBody))
 
     script = Asset.load(SCRIPT_DIR, "application/javascript; charset=utf-8")
+    driver = Asset.load("walletpay-testing.js", "application/javascript; charset=utf-8")
     declaration = Asset.load("walletpay.d.ts", "application/typescript; charset=utf-8")
     page = Asset.load("demo_merchant.html", "text/html; charset=utf-8")
     page_script = Asset.load("demo_merchant.js", "application/javascript; charset=utf-8")
@@ -168,6 +228,10 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     async def client_script(request: Request) -> Any:
         """The client script (GET/HEAD; ETag, gzip; any origin may load it)."""
         return serve(script, request, cors=True)
+
+    async def test_driver(request: Request) -> Any:
+        """The browser-test driver (WalletPayTesting; GET/HEAD; any origin may load it)."""
+        return serve(driver, request, cors=True)
 
     async def client_types(request: Request) -> Any:
         """TypeScript declaration of the client script (GET/HEAD; ETag, gzip)."""
@@ -200,6 +264,10 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         ("/api/v5/paymentAccounts", "POST", payment_accounts),
         ("/api/v5/paymentAccounts/{account_id}", "GET", payment_account),
         ("/api/v5/transactions", "POST", transactions),
+        ("/api/v5/threeDSecure", "POST", three_ds_create),
+        ("/api/v5/threeDSecure/{challenge_id}", "GET", three_ds_status),
+        ("/pay/3ds/{challenge_id}", ("GET", "HEAD"), three_ds_page),
+        ("/pay/3ds/{challenge_id}", "POST", three_ds_answer),
         ("/wallet/cards", "GET", wallet_cards),
         ("/wallet/token", "POST", wallet_token),
         ("/_sandbox/wallet/cards", "GET", wallet_cards),
@@ -208,6 +276,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         ("/_sandbox/3ds/challenge", "POST", three_ds_challenge),
         ("/walletpay.js", ("GET", "HEAD"), client_script),
         ("/walletpay.d.ts", ("GET", "HEAD"), client_types),
+        ("/walletpay-testing.js", ("GET", "HEAD"), test_driver),
         ("/demo/merchant", ("GET", "HEAD"), demo_page),
         ("/demo/merchant.js", ("GET", "HEAD"), demo_script),
         ("/demo/merchant/api/session", "GET", demo_session_route),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import os
 import secrets
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -20,7 +21,12 @@ from walletctl.sandbox import auth, crypto, wire
 from walletctl.sandbox.context import SandboxContext
 from walletctl.sandbox.crypto import TokenError
 from walletctl.sandbox.query import read_query
-from walletctl.sandbox.requests import ChallengeBody, PaymentAccountBody, WalletTokenBody
+from walletctl.sandbox.requests import (
+    ChallengeBody,
+    ChallengeRequestBody,
+    PaymentAccountBody,
+    WalletTokenBody,
+)
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow, WalletPayRow
 from walletctl.sandbox.walletpay_state import (
     API_KEY_TTL,
@@ -36,6 +42,8 @@ from walletctl.sandbox.walletpay_state import (
 )
 
 M = TypeVar("M", bound=WireModel)
+CHALLENGE_TTL = timedelta(minutes=15)
+CHALLENGE_PREFIX = "ch_"
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -193,7 +201,8 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
             raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
                                                         "(PAN_ONLY) payment account")
         three_ds = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
-        if three_ds is None or three_ds.parent_id != account.id or not _same(
+        if three_ds is None or three_ds.parent_id != account.id or \
+                "authenticationValue" not in three_ds.data or not _same(
                 three_ds.data["authenticationValue"],
                 req.three_d_secure.authentication_value) or \
                 three_ds.data["eci"] != req.three_d_secure.eci:
@@ -201,6 +210,11 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
                            "threeDSecure: does not match a 3DS result for this payment account")
         if three_ds.used:
             raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
+        if account.cryptogram_used:  # the used flag of a Card account: authorized once
+            raise ApiError(422, "PaymentAccountUsed", "transactionAccountId: a Card (PAN_ONLY) "
+                           "payment account is authorized once, for the amount the payer "
+                           "approved")
+        _check_binding(three_ds.data, req)
         if three_ds.data["transStatus"] != "Y":
             state, provider_code = "Declined", "AuthenticationFailed"
     if account.decline and state == "Approved":
@@ -220,7 +234,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
     except DuplicateReferenceError:
         raise ApiError(409, "DuplicateReference", f"clientSystemTransactionId: "
                        f"{req.client_system_transaction_id} is already used") from None
-    if account.card_type == "Token" and state == "Approved":
+    if state == "Approved":  # a Token's cryptogram, or a Card's one approved amount
         ctx.store.mark_walletpay_used("account", account.id)
     if three_ds is not None:
         ctx.store.mark_walletpay_used("three_ds", three_ds.id)
@@ -287,19 +301,131 @@ def mint_token(st: WalletPayState, body: WalletTokenBody) -> dict[str, Any]:
     }}
 
 
-def challenge(st: WalletPayState, body: ChallengeBody) -> dict[str, Any]:
-    account = get_account(st, body.transaction_account_id, body.merchant_id, body.store_id, None)
+def _check_binding(data: dict[str, Any], req: AuthorizationRequest) -> None:
+    """A 3DS result made for an amount / currency / reference authorizes only that one."""
+    amount, currency = data.get("amount"), data.get("currencyCode")
+    if amount is not None and (Decimal(amount) != req.amount or currency != req.currency_code):
+        raise ApiError(422, "ThreeDSecureInvalid", f"threeDSecure: the payer approved {amount} "
+                       f"{currency}, not {req.amount} {req.currency_code}")
+    reference = data.get("reference")
+    if reference is not None and reference != req.client_system_transaction_id:
+        raise ApiError(422, "ThreeDSecureInvalid", "threeDSecure: was made for another "
+                       "clientSystemTransactionId")
+
+
+def _card_account(st: WalletPayState, account_id: str, merchant_id: str,
+                  store_id: str) -> Account:
+    account = get_account(st, account_id, merchant_id, store_id, None)
     if account.card_type != "Card":
         raise ApiError(422, "ThreeDSecureNotNeeded",
                        "transactionAccountId: a Token account carries a cryptogram, not 3DS")
-    ok = body.outcome == "success"
-    trans_id = secrets.token_hex(16)
+    return account
+
+
+def _three_ds_result(st: WalletPayState, account: Account, ok: bool, trans_id: str,
+                     binding: dict[str, Any]) -> dict[str, Any]:
+    """Store a 3DS result (bound to what ``binding`` names) and return its wire form."""
     data = {"authenticationValue": base64.b64encode(os.urandom(20)).decode(),
             "eci": ("05" if account.network != "MASTERCARD" else "02") if ok else "07",
             "transStatus": "Y" if ok else "N"}
-    st.ctx.store.add_three_ds(trans_id=trans_id, account_id=account.id, data=data,
-                              now=st.ctx.now())
+    st.ctx.store.add_three_ds(trans_id=trans_id, account_id=account.id,
+                              data={**data, **binding}, now=st.ctx.now())
     return {"threeDSServerTransId": trans_id, **data}
+
+
+def challenge(st: WalletPayState, body: ChallengeBody) -> dict[str, Any]:
+    """``POST /_sandbox/3ds/challenge`` (admin): a 3DS result without a shopper."""
+    account = _card_account(st, body.transaction_account_id, body.merchant_id, body.store_id)
+    binding: dict[str, Any] = {}
+    if body.amount is not None or body.currency_code is not None:
+        if body.amount is None or body.currency_code is None:
+            raise ApiError(400, "InvalidField", "amount: and currencyCode are given together")
+        binding.update(amount=str(body.amount), currencyCode=body.currency_code)
+    if body.client_system_transaction_id is not None:
+        binding["reference"] = body.client_system_transaction_id
+    return _three_ds_result(st, account, body.outcome == "success", secrets.token_hex(16),
+                            binding)
+
+
+# -- the hosted 3DS challenge (the shopper's page: walletctl.sandbox.pages.challenge_page) ----
+
+
+def create_challenge(st: WalletPayState, body: ChallengeRequestBody,
+                     base_url: str) -> dict[str, Any]:
+    """``POST /api/v5/threeDSecure`` (server key): a single-use challenge page for one Card
+    account, amount and reference."""
+    account = _card_account(st, body.transaction_account_id, body.merchant_id, body.store_id)
+    if account.cryptogram_used:
+        raise ApiError(422, "PaymentAccountUsed",
+                       "transactionAccountId: this Card payment account was already authorized")
+    now = st.ctx.now()
+    challenge_id = CHALLENGE_PREFIX + secrets.token_hex(16)
+    expires = now + CHALLENGE_TTL
+    st.ctx.store.add_three_ds(trans_id=challenge_id, account_id=account.id, data={
+        "challenge": True, "amount": str(body.amount), "currencyCode": body.currency_code,
+        "reference": body.client_system_transaction_id, "returnUrl": body.return_url,
+        "expiresAt": expires.timestamp()}, now=now)
+    return {"challengeId": challenge_id, "challengeUrl": f"{base_url}/pay/3ds/{challenge_id}",
+            "expiresAt": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def find_challenge(st: WalletPayState, challenge_id: str) -> tuple[WalletPayRow, Account]:
+    """The challenge and its account; 404 when unknown."""
+    row = st.ctx.store.three_ds(challenge_id) if challenge_id.startswith(
+        CHALLENGE_PREFIX) else None
+    account_row = st.ctx.store.walletpay_account(row.parent_id) if row is not None else None
+    if row is None or account_row is None or not row.data.get("challenge"):
+        raise ApiError(404, "ThreeDSecureChallengeNotFound",
+                       "challengeId: no such 3DS challenge")
+    return row, Account.from_row(account_row)
+
+
+def challenge_expired(st: WalletPayState, row: WalletPayRow) -> bool:
+    return st.ctx.now().timestamp() >= float(row.data["expiresAt"])
+
+
+def complete_challenge(st: WalletPayState, challenge_id: str, ok: bool) -> str | None:
+    """The shopper's answer on the challenge page (once); returns the challenge's returnUrl.
+
+    Raises 404 (unknown), 410 (expired) or 409 (already answered) :class:`ApiError`.
+    """
+    with st.ctx.store.atomic():
+        row, account = find_challenge(st, challenge_id)
+        if challenge_expired(st, row):
+            raise ApiError(410, "ThreeDSecureChallengeExpired",
+                           "challengeId: the challenge has expired")
+        if not st.ctx.store.mark_walletpay_used("three_ds", challenge_id):
+            raise ApiError(409, "ThreeDSecureChallengeUsed",
+                           "challengeId: the challenge was already answered")
+        binding = {k: row.data[k] for k in ("amount", "currencyCode", "reference")}
+        _three_ds_result(st, account, ok, challenge_id.removeprefix(CHALLENGE_PREFIX), binding)
+    url = row.data.get("returnUrl")
+    return str(url) if url else None
+
+
+def challenge_status(st: WalletPayState, challenge_id: str, merchant_id: str,
+                     store_id: str) -> dict[str, Any]:
+    """``GET /api/v5/threeDSecure/{challengeId}`` (server key): pending, or the result."""
+    row, account = find_challenge(st, challenge_id)
+    if account.merchant_id != merchant_id or account.store_id != store_id:
+        raise ApiError(404, "ThreeDSecureChallengeNotFound",
+                       "challengeId: no such 3DS challenge for this merchant/store")
+    currency = str(row.data["currencyCode"])
+    out: dict[str, Any] = {
+        "challengeId": challenge_id, "transactionAccountId": account.id,
+        "amount": to_wire(Decimal(row.data["amount"]), currency, st.ctx.config.amount_format),
+        "currencyCode": currency, "clientSystemTransactionId": row.data["reference"],
+        "status": "pending"}
+    result = st.ctx.store.three_ds(challenge_id.removeprefix(CHALLENGE_PREFIX))
+    if result is not None:
+        out["status"] = "completed"
+        out["transStatus"] = result.data["transStatus"]
+        out["threeDSecure"] = {"threeDSServerTransId": result.id,
+                               "authenticationValue": result.data["authenticationValue"],
+                               "eci": result.data["eci"]}
+    elif challenge_expired(st, row):
+        out["status"] = "expired"
+    return out
 
 
 
@@ -310,10 +436,10 @@ def check_key(request: Request, st: WalletPayState) -> dict[str, Any]:
     Answers what the payment would: 401 for an unknown or expired key, 403 for a key of
     another merchant or store, 401 when no encryption key is bound to it.
     """
+    cred = auth.authenticate(st.ctx, request)  # 401 first, before the query is read
     names = ("merchantId", "storeId")
     q = read_query(request.scope["query_string"], names, names)
     merchant_id, store_id = q["merchantId"], q["storeId"]
-    cred = auth.authenticate(st.ctx, request)
     auth.require_scope(cred, merchant_id, store_id)
     st.key_for_api_key(cred.key)
     return {"merchantId": merchant_id, "storeId": store_id, "status": "valid"}

@@ -195,9 +195,11 @@ def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
     try:
         three_ds = None
         if account.get("cardType") != "Token":
-            three = challenge(st, ChallengeBody(transaction_account_id=account_id,
-                                                merchant_id=session.merchant_id,
-                                                store_id=session.store_id))
+            # the demo's shopper always passes 3DS, for exactly the order's total
+            three = challenge(st, ChallengeBody(
+                transaction_account_id=account_id, merchant_id=session.merchant_id,
+                store_id=session.store_id, amount=total, currency_code=session.currency,
+                client_system_transaction_id=session.reference))
             three_ds = ThreeDSecureBody(three_ds_server_trans_id=three["threeDSServerTransId"],
                                         authentication_value=three["authenticationValue"],
                                         eci=three["eci"])

@@ -45,17 +45,21 @@ WALLET_REASONS: dict[str, int] = {
     "PaymentDataMalformed": 400, "ThreeDSecureRequired": 400,
     "EncryptionKeyMismatch": 403,
     "PaymentAccountNotFound": 404, "DemoOrderNotFound": 404,
+    "ThreeDSecureChallengeNotFound": 404,
     "DuplicateReference": 409, "DemoOrderExists": 409, "DemoOrderPaid": 409,
+    "ThreeDSecureChallengeUsed": 409, "ThreeDSecureChallengeExpired": 410,
     "PaymentDataTampered": 422, "PaymentDataExpired": 422, "PaymentDataReplayed": 422,
     "PaymentDataWrongKey": 422, "PaymentDataMerchantMismatch": 422, "CardExpired": 422,
     "CryptogramMismatch": 422, "CryptogramUsed": 422, "ThreeDSecureInvalid": 422,
-    "ThreeDSecureUsed": 422, "ThreeDSecureNotNeeded": 422,
+    "ThreeDSecureUsed": 422, "ThreeDSecureNotNeeded": 422, "PaymentAccountUsed": 422,
 }
 
 
 @dataclass(frozen=True)
 class TestCard:
-    """A card of the emulated wallet. ``pan`` is the FPAN (PAN_ONLY) or the device token."""
+    """A card of the emulated wallet. ``pan`` is the FPAN (PAN_ONLY) or the device token;
+    ``funding`` CREDIT, DEBIT or PREPAID (what ``allowCreditCards`` / ``allowPrepaidCards``
+    filter in the sheet)."""
 
     id: str
     label: str
@@ -66,10 +70,12 @@ class TestCard:
     expiry_year: int
     eci: str | None = None
     decline: bool = False
+    funding: str = "CREDIT"
 
     def public(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label, "cardNetwork": self.network,
-                "authMethod": self.auth_method, "last4": self.pan[-4:],
+                "authMethod": self.auth_method, "funding": self.funding,
+                "last4": self.pan[-4:],
                 "expiryMonth": self.expiry_month, "expiryYear": self.expiry_year}
 
 
@@ -88,6 +94,10 @@ TEST_CARDS: tuple[TestCard, ...] = (
              "CRYPTOGRAM_3DS", "6011000990139424", 7, 2031, eci="05"),
     TestCard("visa-decline", "Visa PAN_ONLY, always declined", "VISA", "PAN_ONLY",
              "4000000000000002", 12, 2030, decline=True),
+    TestCard("visa-debit", "Visa debit device token (CRYPTOGRAM_3DS)", "VISA",
+             "CRYPTOGRAM_3DS", "4000056655665556", 6, 2031, eci="05", funding="DEBIT"),
+    TestCard("mc-prepaid", "Mastercard prepaid PAN_ONLY (needs 3DS)", "MASTERCARD",
+             "PAN_ONLY", "5105105105105100", 5, 2030, funding="PREPAID"),
 )
 CARDS_BY_ID = {c.id: c for c in TEST_CARDS}
 
@@ -145,6 +155,7 @@ class Account:
     eci: str | None = None
     cryptogram_used: bool = False
     decline: bool = False
+    funding: str = "CREDIT"
 
     def data(self) -> dict[str, Any]:
         """The stored form (store ``walletpay_accounts.data``; ids and used flag are columns)."""

@@ -7,10 +7,16 @@
 * :func:`read_body` - a JSON route's one reading: :func:`parse_object` + :func:`check_numbers`;
   :func:`read_model` then validates the result with the route's model
   (:mod:`walletctl.sandbox.requests`).
-* :func:`check_numbers` - every money field is ASCII digits with an optional decimal point,
-  at most :data:`MAX_DIGITS` digits, no exponent; a minor-units sandbox refuses a decimal
-  point; a decimal sandbox refuses more fraction digits than the currency has; JSON booleans
-  are never numbers (money and integer fields).
+* :func:`check_numbers` - every money field is ASCII digits with an optional decimal point
+  (no sign but a minus, which the model then refuses), at most :data:`MAX_DIGITS` digits, no
+  exponent; a minor-units sandbox refuses a decimal point; a decimal sandbox refuses more
+  fraction digits than the currency has. Every integer field (:data:`INT_KEYS`) is a JSON
+  integer literal: never a string, a boolean, a fraction or exponent (``900.0``, ``9e2``),
+  ``-0`` or more than :data:`_INT_TEXT_MAX` digits; the model then checks its range.
+
+Cost: a JSON number is kept as the ``int`` of at most :data:`_INT_TEXT_MAX` digits or as a
+``Decimal`` (both made in time linear in its text); nothing here or in the models converts a
+``Decimal`` that an integer field refused, so ``1e999999999`` costs what its 11 characters do.
 
 Every problem raises :class:`~walletctl.sandbox.replies.SandboxError` (400) naming the field.
 """
@@ -35,8 +41,9 @@ M = TypeVar("M", bound=WireModel)
 
 MAX_DEPTH = 32
 MAX_DIGITS = 18  # minor units of any amount fit a signed 64-bit integer
-INT_KEYS = frozenset({"redirecturltimeout", "productquantity"})
-_AMOUNT = re.compile(r"[+-]?([0-9]+)(?:\.([0-9]+))?", re.ASCII)
+# the integer fields of the sandbox's request models (int32 in the spec), folded
+INT_KEYS = frozenset({"redirecturltimeout", "productquantity", "messageexpiryseconds"})
+_AMOUNT = re.compile(r"-?([0-9]+)(?:\.([0-9]+))?", re.ASCII)
 _INT_TEXT_MAX = 64  # longer JSON integers are kept as Decimal (int() would refuse > 4300)
 
 
@@ -62,7 +69,9 @@ def _constant(name: str) -> Any:
 
 
 def _int(text: str) -> int | Decimal:
-    return int(text) if len(text) <= _INT_TEXT_MAX else Decimal(text)
+    """A JSON integer literal: an ``int``, or a ``Decimal`` when it is long or ``-0`` (which
+    no integer field takes, and money reads as text)."""
+    return int(text) if len(text) <= _INT_TEXT_MAX and text != "-0" else Decimal(text)
 
 
 def _depth_ok(data: Any) -> bool:
@@ -213,8 +222,26 @@ def check_amount(value: Any, path: str, currency: str, fmt: str) -> None:
                            "amounts: amount_format = decimal)")
 
 
+def integer_problem(value: Any) -> str | None:
+    """Why ``value`` (parsed by :func:`parse_json`) is not a JSON integer, else None. Reads
+    only its type and exponent: never converts it."""
+    if isinstance(value, bool):
+        return "must be an integer, not a boolean"
+    if isinstance(value, int) or value is None or isinstance(value, dict | list):
+        return None  # the range, null and other types: the model's rules
+    if isinstance(value, Decimal):
+        if value.is_zero() and value.is_signed() and value.as_tuple().exponent == 0:
+            return "must be an integer: 0, not -0"
+        if len(value.as_tuple().digits) > _INT_TEXT_MAX:
+            return f"must be an integer of at most {_INT_TEXT_MAX} digits"
+        return "must be an integer: digits only, no fraction or exponent"
+    if isinstance(value, str):
+        return "must be an integer (a JSON number), not a string"
+    return "must be an integer"
+
+
 def check_numbers(data: Any, fmt: str) -> None:
-    """Walk a parsed body: strict money fields, no booleans for integer fields."""
+    """Walk a parsed body: strict money fields, strict integer fields."""
     currency = _get(data, "currencyCode")
     cur = currency.upper() if isinstance(currency, str) else "EUR"
     stack: list[tuple[Any, str]] = [(data, "")]
@@ -226,8 +253,8 @@ def check_numbers(data: Any, fmt: str) -> None:
                 low = fold_key(key)
                 if low in MONEY_KEYS and value is not None and not isinstance(value, dict | list):
                     check_amount(value, sub, cur, fmt)
-                elif low in INT_KEYS and isinstance(value, bool):
-                    raise SandboxError(400, f"{sub}: must be an integer, not a boolean")
+                elif low in INT_KEYS and (problem := integer_problem(value)) is not None:
+                    raise SandboxError(400, f"{sub}: {problem}")
                 elif isinstance(value, dict | list):
                     stack.append((value, sub))
         elif isinstance(node, list):
@@ -239,13 +266,19 @@ _MARK = f"\u0001amount{secrets.token_hex(8)}:"
 _MARKED = re.compile('"' + re.escape(json.dumps(_MARK)[1:-1]) + r'([0-9.+-]+)\\u0001"')
 
 
-def amounts_as_numbers(records: list[dict[str, Any]]) -> bytes:
-    """JSON of lookup records with ``transactionAmount`` as a JSON number (spec 2.5 types it
-    decimal), written from its exact decimal text (never through a float)."""
-    out = []
-    for rec in records:
-        value = rec.get("transactionAmount")
-        if isinstance(value, str) and _AMOUNT.fullmatch(value):
-            rec = {**rec, "transactionAmount": f"{_MARK}{value}\u0001"}
-        out.append(rec)
-    return _MARKED.sub(lambda m: m.group(1), json.dumps(out, separators=(",", ":"))).encode()
+def _marked(record: Any) -> Any:
+    value = record.get("transactionAmount") if isinstance(record, dict) else None
+    if isinstance(value, str) and _AMOUNT.fullmatch(value):
+        return {**record, "transactionAmount": f"{_MARK}{value}\u0001"}
+    return record
+
+
+def amounts_as_numbers(data: list[dict[str, Any]] | dict[str, Any]) -> bytes:
+    """JSON of lookup records (a list), or of an answer holding records as values (the admin
+    decision's ``record``), with each record's ``transactionAmount`` a JSON number (spec 2.5
+    types it decimal), written from its exact decimal text (never through a float): one type
+    wherever a record is answered."""
+    out = ([_marked(rec) for rec in data] if isinstance(data, list)
+           else {key: _marked(value) for key, value in data.items()})
+    text = json.dumps(out, separators=(",", ":"))
+    return _MARKED.sub(lambda m: m.group(1), text).encode()

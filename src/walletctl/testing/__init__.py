@@ -13,6 +13,10 @@ Fixtures:
     ``store_id``, ``user_id``, ``service_secret``; ``approve(ref)``, ``decline(ref)``,
     ``cancel(ref)``, ``ledger()``, ``faults(...)`` (a context manager), ``advance_clock(s)``;
     the magic amounts as ``DECLINED``, ``PENDING``, ... (also :class:`Magic`).
+``wallet_checkout`` -> :class:`~walletctl.testing.browser.WalletPayBrowser`
+    Headless Chromium (Playwright, imported on first use) whose pages carry the sandbox's
+    test driver: ``wallet_checkout.open(url).pay("mc-token")``. One browser per session;
+    the test's pages are closed after it.
 ``wallet_profile`` -> :class:`WalletProfile`
     A 0600 profiles file and environment (``WALLETCTL_CONFIG``, ``WALLETCTL_PROFILE`` and the
     key variables) pointing walletctl at that sandbox; ``wallet_profile.run("lookup", ref)``
@@ -42,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from walletctl.testing.browser import WalletPayBrowser
     from walletctl.testing.sandbox import WalletSandbox
 
 __all__ = ["WalletProfile"]
@@ -61,9 +66,11 @@ _OPTIONS: dict[str, tuple[str, str | None]] = {
     "user-id": ("User id the fixtures use.", "ops-bot"),
     "amount-format": ("minor or decimal amounts (embedded sandbox only).", "minor"),
     "wait": ("Seconds to wait for an external sandbox to be ready.", "30"),
+    "chromium": ("Chromium binary of wallet_checkout (also $WALLETCTL_CHROMIUM; default: "
+                 "chromium on PATH, else Playwright's own browser).", None),
 }
 _ENV_FALLBACK = {"url": "WALLETCTL_SANDBOX_URL", "api-key": "WALLETCTL_SANDBOX_API_KEY",
-                 "token": "WALLETCTL_SANDBOX_TOKEN"}
+                 "token": "WALLETCTL_SANDBOX_TOKEN", "chromium": "WALLETCTL_CHROMIUM"}
 KEY_ENV = "WALLETCTL_PYTEST_SANDBOX_KEY"
 SECRET_ENV = "WALLETCTL_PYTEST_SANDBOX_SECRET"  # noqa: S105 - a variable name
 PROFILE_NAME = "wallet-sandbox"
@@ -154,6 +161,30 @@ def wallet_sandbox(wallet_sandbox_session: WalletSandbox) -> Iterator[WalletSand
     wallet_sandbox_session.reset()
     yield wallet_sandbox_session
     wallet_sandbox_session.reset()
+
+
+@pytest.fixture(scope="session")
+def wallet_checkout_session(wallet_sandbox_session: WalletSandbox,
+                            pytestconfig: pytest.Config) -> Iterator[WalletPayBrowser]:
+    """The session's browser for ``wallet_checkout`` (started on first use)."""
+    from walletctl.testing.browser import WalletPayBrowser
+
+    browser = WalletPayBrowser(wallet_sandbox_session.base_url,
+                               executable=_setting(pytestconfig, "chromium"))
+    try:
+        browser.start()
+    except RuntimeError as exc:  # Playwright is not installed
+        pytest.fail(f"wallet_checkout: {exc}", pytrace=False)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def wallet_checkout(wallet_sandbox: WalletSandbox,
+                    wallet_checkout_session: WalletPayBrowser) -> Iterator[WalletPayBrowser]:
+    """Open merchant pages with the sandbox's test driver: ``wallet_checkout.open(url)``."""
+    yield wallet_checkout_session
+    wallet_checkout_session.close_pages()
 
 
 @dataclass

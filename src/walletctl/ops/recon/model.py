@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from walletctl.constants import ExitCode
 
 if TYPE_CHECKING:
+    from walletctl.history.findings import Recorded
     from walletctl.history.store import Entry
     from walletctl.ops.batch.lookup import Report
 
@@ -80,6 +81,12 @@ class Finding:
     currency: str | None = None
     who: str | None = None  # who made the entry (a shared history: the database role)
     gateway: Seen | None = None
+    recorded: Recorded | None = None  # on file in the history (recon --record), if it is
+
+    @property
+    def resolved(self) -> bool:
+        """Looked at and closed with a note (recon resolve): not reported as new."""
+        return self.recorded is not None and self.recorded.state == "resolved"
 
     def sort_key(self) -> tuple[str, str, int, str]:
         return (self.original, self.reference, self.entry or 0, self.source or "")
@@ -92,7 +99,12 @@ class Finding:
                 "operation": self.operation, "source": self.source, "entry": self.entry,
                 "history": desk,
                 "gateway": None if self.gateway is None else self.gateway.as_dict(),
-                "note": self.note}
+                "note": self.note, "finding": None if self.recorded is None else {
+                    "id": self.recorded.id, "state": self.recorded.state,
+                    "recordedBy": self.recorded.recorded_by,
+                    "resolvedBy": self.recorded.resolved_by,
+                    "resolvedAt": self.recorded.resolved_at,
+                    "resolution": self.recorded.resolution}}
 
 
 @dataclass
@@ -157,12 +169,19 @@ class ReconResult:
     totals: Totals = field(default_factory=Totals)
     counts: Counts = field(default_factory=Counts)
 
-    def of(self, *kinds: Kind) -> list[Finding]:
-        return [f for f in self.findings if f.kind in kinds]
+    def of(self, *kinds: Kind, resolved: bool | None = None) -> list[Finding]:
+        """The findings of these kinds (``resolved``: only those resolved, or not)."""
+        return [f for f in self.findings if f.kind in kinds
+                and (resolved is None or f.resolved == resolved)]
 
     @property
     def mismatches(self) -> list[Finding]:
-        return self.of(*MISMATCHES)
+        """The open ones: a finding resolved in the history is not reported as new."""
+        return [f for f in self.of(*MISMATCHES) if not f.resolved]
+
+    @property
+    def resolved(self) -> list[Finding]:
+        return [f for f in self.findings if f.resolved]
 
     @property
     def exit_code(self) -> int:
@@ -181,4 +200,6 @@ class ReconResult:
         return int(ExitCode.OK)
 
     def kind_counts(self) -> dict[str, int]:
-        return {kind: len(self.of(kind)) for kind in KINDS}
+        """Open findings per kind, and how many were resolved before."""
+        return {**{kind: len(self.of(kind, resolved=False)) for kind in KINDS},
+                "resolved": len(self.resolved)}

@@ -5,7 +5,8 @@
 (:class:`~walletctl.ops.batch.lookup.BalanceReport`: concurrency, token bucket, the shared
 Retry-After pause, retries and the circuit breaker), compares each order as its lookup
 arrives (``compare``) and returns a :class:`~walletctl.ops.recon.model.ReconResult`. It
-reads only: nothing is sent but lookups, and nothing is written to the history.
+reads only: nothing is sent but lookups; with ``record``, each mismatch not yet on file is
+filed as a finding in the history (``on_file``), and every finding shows what is on file.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from walletctl.errors import GatewayError
+from walletctl.errors import ConfigError, GatewayError
 from walletctl.ops.batch.lookup import BalanceReport, LookupOptions, stopped_by_signals
 from walletctl.ops.recon.compare import compare_original
 from walletctl.ops.recon.model import OPERATIONS, Finding, ReconResult
@@ -46,6 +47,7 @@ class ReconRequest:
     journals: tuple[Path, ...] = ()
     operations: frozenset[str] = frozenset(OPERATIONS)
     lookup: LookupOptions = field(default_factory=LookupOptions)
+    record: bool = False  # file each mismatch as a finding in the history (recon --record)
 
 
 class _Keeping:
@@ -93,6 +95,10 @@ def reconcile(profile: Profile, request: ReconRequest, *,
     store: HistoryStore | None = None
     if shared or (isinstance(where, Path) and where.exists()):
         store = open_location(where, create=False, purpose="walletctl recon")
+    elif request.record:
+        raise ConfigError(f"recon --record: no history at {named} to record findings in",
+                          hint="findings are kept in the history: record a movement first, "
+                               "or set [history] in the profile")
     try:
         plan = Plan()
         refs = frozenset(request.refs)
@@ -112,10 +118,15 @@ def reconcile(profile: Profile, request: ReconRequest, *,
             until=request.until, operations=sorted(request.operations), report=Report())
         result.counts.not_compared = plan.not_compared
         asyncio.run(_look_up(profile, request, plan, desk, result, progress))
+        result.findings.sort(key=Finding.sort_key)
+        if store is not None and not result.report.interrupted:
+            from walletctl.ops.recon.on_file import with_files
+
+            result.findings = with_files(store, profile, result.findings,
+                                         record=request.record)
     finally:
         if store is not None:
             store.close()
-    result.findings.sort(key=Finding.sort_key)
     return result
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from walletctl.errors import UsageError
 from walletctl.history.store import Entry, Filters, HistoryStore
-from walletctl.ops.recon.model import Expected
+from walletctl.ops.recon.model import OPERATIONS, Expected
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -84,7 +84,8 @@ class DeskRefs:
             found: set[str] = set()
             if self.store is not None:
                 found = {e.reference for e in self.store.entries(Filters(original_ref=original))
-                         if e.outcome != "refused" and ours(e, self.profile)}
+                         if e.outcome != "refused" and e.operation in OPERATIONS
+                         and ours(e, self.profile)}
             self._known[original] = found
         return self._known[original]
 

@@ -125,7 +125,9 @@ interface WalletPayOptionalParams {
     totalPriceLabel?: string;
     checkoutOption?: "DEFAULT" | "COMPLETE_IMMEDIATE_PURCHASE";
   };
+  /** false: the sheet hides prepaid cards (the sandbox's mc-prepaid). Default true. */
   allowPrepaidCards?: boolean;
+  /** false: the sheet hides credit cards (debit and prepaid stay). Default true. */
   allowCreditCards?: boolean;
   offerInfo?: OfferInfo[];
   buttonColor?: "default" | "black" | "white";
@@ -162,7 +164,7 @@ interface GatewayErrorDetail {
 
 /**
  * Prepares a payment (spec 2.6). Throws a WalletPayError (code DEVELOPER_ERROR) synchronously
- * on a bad argument. Returns a Promise resolved with the success detail, or rejected with a
+ * on a bad argument, and on a 16th argument (there are 15). Returns a Promise resolved with the success detail, or rejected with a
  * WalletPayError; it settles at the call's first outcome (later ones reach the events only).
  *
  * @param clientSystemTransactionId 1-64 printable characters (code points), no tabs, line

@@ -80,6 +80,10 @@
       merchantName: merchantName, optionalParams: optionalParams,
     };
     try {
+      if (arguments.length > 15) {
+        throw WalletPayError("argument " + arguments.length, "runWalletPay takes 15 " +
+                             "arguments (optionalParams is the last); got " + arguments.length);
+      }
       validateArgs(args);
     } catch (err) {
       if (err && err.name === "WalletPayError") raise("handlePaymentError", err.message);
@@ -112,13 +116,18 @@
                       res.status + ")");
       }
       if (me !== current) return;
+      // allowCreditCards / allowPrepaidCards false: the wallet hides cards of that funding
+      // (debit cards always stay)
       me.cards = res.data.cards.filter(function (c) {
         return allowedCardNetworks.indexOf(c.cardNetwork) >= 0 &&
-          allowedMethods.indexOf(c.authMethod) >= 0;
+          allowedMethods.indexOf(c.authMethod) >= 0 &&
+          !(opts.allowCreditCards === false && c.funding === "CREDIT") &&
+          !(opts.allowPrepaidCards === false && c.funding === "PREPAID");
       });
       if (opts.existingPaymentMethodRequired && me.cards.length === 0) {
         throw failure("WALLET_UNAVAILABLE",
-                      "no usable payment method for the allowed card networks");
+                      "no usable payment method for the allowed card networks " +
+                      "and card kinds");
       }
       me.ready = true;
       watchContainers(me);

@@ -4,6 +4,12 @@
   // merchant's CSS changes neither its colours, its layout nor its controls; the page's DOM
   // queries do not see into it. Layout: a scrolling body and a footer that always shows the
   // total, the busy / error lines and Pay / Cancel (phones get a full-height bottom sheet).
+  // Real pages: the styles are a constructed stylesheet (adoptedStyleSheets), so a page's
+  // Content-Security-Policy needs no style nonce and no 'unsafe-inline'; the sheet is a
+  // <dialog> opened with showModal(), so it is in the top layer (no transform, filter or
+  // z-index of the page can move or cover it) and the rest of the page is inert; it is
+  // pinned to the visual viewport (what the phone shows) with element.style, which CSP
+  // allows, so a page wider than the phone cannot push Total and Pay off-screen.
 
   function h(tag, attrs, children) {
     var el = document.createElement(tag);
@@ -48,16 +54,24 @@
   }
 
   var SHEET_CSS = [
+    // the host takes no room: the sheet itself is in the top layer
     ":host{all:initial!important;display:block!important;position:fixed!important;",
-    "inset:0!important;z-index:2147483647!important;color-scheme:light!important}",
+    "top:0!important;left:0!important;width:0!important;height:0!important;",
+    "overflow:visible!important;color-scheme:light!important}",
     "*{box-sizing:border-box}",
     "[hidden]{display:none!important}",
-    "#walletpay-sheet{position:fixed;inset:0;background:rgba(0,0,0,.5);display:flex;",
-    "align-items:center;justify-content:center;padding:8px;",
+    // top/left/width/height: the visual viewport, set by fitSheet (this is the fallback)
+    "#walletpay-sheet{position:fixed;top:0;left:0;right:auto;bottom:auto;width:100%;",
+    "height:100%;max-width:none;max-height:none;margin:0;border:0;padding:0;",
+    "background:rgba(0,0,0,.5);overflow:hidden;container-type:size;",
     "font:15px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#111;",
     "text-align:left;direction:ltr}",
-    ".walletpay-sheet-box{background:#fff;color:#111;width:100%;max-width:480px;",
-    "max-height:calc(100vh - 16px);max-height:calc(100dvh - 16px);display:flex;",
+    "#walletpay-sheet[open]{display:flex;align-items:center;justify-content:center}",
+    // the dialog (what the payer sees) is dimmed, not the backdrop (the layout viewport,
+    // misplaced in a right-to-left page wider than the phone)
+    "#walletpay-sheet::backdrop{background:transparent}",
+    ".walletpay-sheet-box{background:#fff;color:#111;width:calc(100% - 16px);",
+    "max-width:480px;max-height:calc(100% - 16px);margin:8px;display:flex;",
     "flex-direction:column;border-radius:8px;overflow:hidden;overflow-wrap:anywhere;",
     "box-shadow:0 8px 32px rgba(0,0,0,.35)}",
     ".walletpay-body{flex:1 1 auto;min-height:0;overflow:auto;padding:16px 16px 8px}",
@@ -99,10 +113,42 @@
     "border-color:#767676;cursor:not-allowed}",
     "#walletpay-offer-apply{margin-top:4px}",
     ":focus-visible{outline:3px solid #1a5fb4;outline-offset:2px}",
-    "@media (max-width:480px),(max-height:560px){#walletpay-sheet{padding:0;",
-    "align-items:flex-end}.walletpay-sheet-box{max-width:none;max-height:100%;",
-    "border-radius:12px 12px 0 0}}",
+    // a phone (or a short window): a full-width bottom sheet. The dialog (the visual
+    // viewport) is the container: what the payer sees decides, not the page's width.
+    "@container (max-width:480px) or (max-height:560px){.walletpay-sheet-box{width:100%;",
+    "max-width:none;max-height:100%;margin:0;border-radius:12px 12px 0 0;",
+    "align-self:flex-end}}",
   ].join("");
+
+  // One constructed stylesheet for every sheet (no <style> element: a page's CSP with a
+  // style-src nonce would block one).
+  var sheetStyles = null;
+  function styles() {
+    if (!sheetStyles) {
+      sheetStyles = new CSSStyleSheet();
+      sheetStyles.replaceSync(SHEET_CSS);
+    }
+    return sheetStyles;
+  }
+
+  // The dialog covers exactly the visual viewport: on a phone whose page is wider than the
+  // screen the layout viewport (what position:fixed alone would cover) is larger than what
+  // the payer sees. In a right-to-left page the origin of position:fixed is not where the
+  // client coordinates start, so where the dialog landed is measured and corrected. Runs on
+  // open and on every visual viewport resize / scroll.
+  var fitting = false;
+  function fitSheet() {
+    var vv = global.visualViewport;
+    if (!sheet || !vv) return;
+    var st = sheet.root.style;
+    st.setProperty("width", vv.width + "px");
+    st.setProperty("height", vv.height + "px");
+    st.setProperty("left", "0px");
+    st.setProperty("top", "0px");
+    var at = sheet.root.getBoundingClientRect();
+    st.setProperty("left", vv.offsetLeft - at.left + "px");
+    st.setProperty("top", vv.offsetTop - at.top + "px");
+  }
 
   var FOCUSABLE = "button:not([disabled]),input:not([disabled]),select:not([disabled])," +
     "textarea:not([disabled]),a[href],[tabindex]:not([tabindex='-1'])";
@@ -148,6 +194,7 @@
 
   function cancelSheet() {
     var me = sheet;
+    if (!me) return;
     closeSheet();
     reportFailure(me.cfg, failure("CANCELED", "CANCELED: the payer closed the payment sheet"),
                   me);
@@ -289,9 +336,9 @@
     };
     var host = document.createElement("walletpay-host");
     var shadow = host.attachShadow({ mode: "closed" });
-    shadow.appendChild(h("style", { text: SHEET_CSS }));
-    var root = h("div", { id: "walletpay-sheet", role: "dialog", "aria-modal": "true",
-                          "aria-labelledby": "walletpay-title", lang: "en" });
+    shadow.adoptedStyleSheets = [styles()];
+    var root = h("dialog", { id: "walletpay-sheet", role: "dialog", "aria-modal": "true",
+                             "aria-labelledby": "walletpay-title", lang: "en", dir: "ltr" });
     var box = h("div", { "class": "walletpay-sheet-box" });
     var body = h("div", { "class": "walletpay-body" });
     var footer = h("div", { "class": "walletpay-footer" });
@@ -305,8 +352,20 @@
     buildBody(body, cfg);
     buildFooter(footer);
     root.addEventListener("keydown", onSheetKey);
+    // Escape (or a browser's back gesture) asks the dialog to close: that is Cancel
+    root.addEventListener("cancel", function (ev) {
+      ev.preventDefault();
+      cancelSheet();
+    });
     document.body.appendChild(host);
     document.addEventListener("focusin", onFocusIn);
+    root.showModal();
+    fitSheet();
+    if (global.visualViewport && !fitting) {
+      fitting = true; // once per page; fitSheet does nothing while no sheet is open
+      global.visualViewport.addEventListener("resize", fitSheet);
+      global.visualViewport.addEventListener("scroll", fitSheet);
+    }
     renderDynamic();
     var firstCard = root.querySelector('input[name="walletpay-card"]:checked');
     (firstCard || root.querySelector("#walletpay-pay")).focus();

@@ -1,0 +1,217 @@
+"""Recon's findings kept in the history: recorded once, resolved once, with a note.
+
+``recon --record`` files each mismatch it names as a *finding*, identified by what it is
+about (merchant, store, kind, reference, the history entry it concerns): a finding already
+on file is not filed again. Each step is an entry of the hash-chained history, in the same
+transaction as its row (operation ``finding``, then ``resolve``), and a finding's id is the
+number of the entry that recorded it.
+
+    open --resolve (an approver or the owner; never whoever made the movement)--> resolved
+
+A resolved finding is not reported as new: recon exits 13 only for open ones. On
+PostgreSQL the rules are kept by the database too (``history/pg_schema.py``, migration 5:
+who records, who resolves, the chain entry with each change); a local file's owner can
+still edit the file, as with every rule kept in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from walletctl.errors import RefusedError
+from walletctl.history.chain import Tip
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from walletctl.history.store import HistoryStore, Intent
+
+STATES: tuple[str, ...] = ("open", "resolved")
+COLUMNS: tuple[str, ...] = (
+    "id", "merchant_id", "store_id", "kind", "original", "reference", "entry", "movement_by",
+    "detail", "recorded_at", "recorded_by", "state", "resolved_at", "resolved_by",
+    "resolution", "resolved_entry")
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM findings"  # noqa: S608 - constant names
+NOTE_MAX = 500  # characters of a resolution's note
+
+
+class FindingError(RefusedError):
+    """A finding step refused (no such finding, resolved already, one's own movement): exit
+    5, nothing changed."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A finding on file, and what became of it."""
+
+    id: int  # the chain entry that recorded it
+    merchant_id: str
+    store_id: str
+    kind: str
+    original: str
+    reference: str
+    entry: int  # the history entry it concerns (0: none, e.g. money moved elsewhere)
+    movement_by: str | None  # who made that entry: they may not resolve it
+    detail: str
+    recorded_at: str
+    recorded_by: str
+    state: str
+    resolved_at: str | None = None
+    resolved_by: str | None = None
+    resolution: str | None = None
+    resolved_entry: int | None = None
+
+    @property
+    def identity(self) -> tuple[str, str, str, str, int]:
+        return (self.merchant_id, self.store_id, self.kind, self.reference, self.entry)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _row(row: tuple[Any, ...]) -> Recorded:
+    values = dict(zip(COLUMNS, row, strict=True))
+    for name in ("id", "entry", "resolved_entry"):
+        if values[name] is not None:
+            values[name] = int(values[name])
+    return Recorded(**values)
+
+
+def identity(merchant: tuple[str, str], kind: str, reference: str,
+             entry: int | None) -> tuple[str, str, str, str, int]:
+    return (merchant[0], merchant[1], kind, reference, entry or 0)
+
+
+def on_file(store: HistoryStore, merchant: tuple[str, str], *,
+            references: Iterable[str] | None = None,
+            state: str | None = None) -> Iterator[Recorded]:
+    """The merchant's findings, oldest first: on these references (an indexed query per 500
+    of them), or all; ``state``: only open or only resolved."""
+    base = _SELECT + " WHERE merchant_id = ? AND store_id = ?"
+    args: list[Any] = list(merchant)
+    if state is not None:
+        base += " AND state = ?"
+        args.append(state)
+    if references is None:
+        yield from map(_row, store._execute(base + " ORDER BY id", args, stream=True))
+        return
+    wanted = sorted(set(references))
+    for at in range(0, len(wanted), 500):
+        chunk = wanted[at:at + 500]
+        sql = f"{base} AND reference IN ({', '.join('?' * len(chunk))}) ORDER BY id"
+        yield from map(_row, store._execute(sql, [*args, *chunk]))
+
+
+def get(store: HistoryStore, finding: int) -> Recorded | None:
+    row = store._one(f"{_SELECT} WHERE id = ?", (finding,))
+    return _row(row) if row else None
+
+
+@dataclass(frozen=True)
+class New:
+    """A finding to record: what recon named."""
+
+    kind: str
+    original: str
+    reference: str
+    entry: int | None
+    detail: str
+
+
+def record(store: HistoryStore, merchant: tuple[str, str], found: list[New], *,
+           step: Intent) -> list[Recorded]:
+    """File each of ``found`` not already on file (one transaction, each with its chain
+    entry: ``step`` with the finding's references and note): every finding, filed or not."""
+    from walletctl.history.approvals import acting_as
+
+    me = acting_as(store)
+    with store._write() as db:
+        known = {r.identity: r for r in _in(store, db, merchant, {f.reference for f in found})}
+        makers = _makers(store, db, {f.entry for f in found if f.entry})
+        tip = Tip(db, store._sql, store._operator())
+        for new in found:
+            key = identity(merchant, new.kind, new.reference, new.entry)
+            if key in known:
+                continue
+            note = f"{new.kind} {new.reference}: {new.detail}"[:300]
+            entry = tip.append("begin", None, vars(replace(
+                step, original_ref=new.original, new_ref=new.reference, note=note)),
+                store.chained)
+            row = Recorded(id=entry, merchant_id=merchant[0], store_id=merchant[1],
+                           kind=new.kind, original=new.original, reference=new.reference,
+                           entry=new.entry or 0, movement_by=makers.get(new.entry or 0),
+                           detail=new.detail[:NOTE_MAX], recorded_at=step.time,
+                           recorded_by=me, state="open")
+            tip.write()  # the entry first: the row names it
+            values = row.to_dict()
+            db.execute(store._sql(
+                f"INSERT INTO findings ({', '.join(COLUMNS)}) VALUES "  # noqa: S608 - names only
+                f"({', '.join('?' * len(COLUMNS))})"), [values[c] for c in COLUMNS])
+            known[key] = row
+        tip.write()
+        return [known[identity(merchant, f.kind, f.reference, f.entry)] for f in found]
+
+
+def _makers(store: HistoryStore, db: Any, entries: set[int]) -> dict[int, str]:
+    """Who made each of these entries: the database role, else the OS account (what
+    :func:`~walletctl.history.approvals.acting_as` names the one acting)."""
+    wanted = sorted(entries)
+    found: dict[int, str] = {}
+    for at in range(0, len(wanted), 500):
+        chunk = wanted[at:at + 500]
+        sql = ("SELECT entry, COALESCE(operator, os_user) FROM events WHERE kind = 'begin' "  # noqa: S608
+               f"AND entry IN ({', '.join('?' * len(chunk))})")
+        found.update((int(e), str(who)) for e, who in db.execute(store._sql(sql), chunk))
+    return found
+
+
+def _in(store: HistoryStore, db: Any, merchant: tuple[str, str],
+        references: set[str]) -> Iterator[Recorded]:
+    wanted = sorted(references)
+    for at in range(0, len(wanted), 500):
+        chunk = wanted[at:at + 500]
+        sql = (f"{_SELECT} WHERE merchant_id = ? AND store_id = ? AND reference IN "
+               f"({', '.join('?' * len(chunk))})")
+        for row in db.execute(store._sql(sql), [*merchant, *chunk]).fetchall():
+            yield _row(tuple(row))
+
+
+def resolve(store: HistoryStore, finding: int, *, merchant: tuple[str, str], note: str,
+            step: Intent) -> Recorded:
+    """Close an open finding with ``note``, as someone other than whoever made the movement
+    it concerns; the step is an entry of the chain, in the same transaction."""
+    from walletctl.history.approvals import acting_as
+
+    me = acting_as(store)
+    with store._write() as db:
+        row = db.execute(store._sql(f"{_SELECT} WHERE id = ?"), (finding,)).fetchone()
+        found = None if row is None else _row(tuple(row))
+        refuse_to_resolve(found, finding, merchant=merchant, me=me, where=store.where)
+        assert found is not None
+        tip = Tip(db, store._sql, store._operator())
+        entry = tip.append("begin", None, vars(replace(
+            step, original_ref=found.original, new_ref=found.reference,
+            reason=note, note=f"resolved finding #{finding}: {found.kind} "
+                              f"{found.reference}"[:300])), store.chained)
+        tip.write()
+        db.execute(store._sql(
+            "UPDATE findings SET state = 'resolved', resolved_at = ?, resolved_by = ?, "
+            "resolution = ?, resolved_entry = ? WHERE id = ? AND state = 'open'"),
+            (step.time, me, note, entry, finding))
+    done = get(store, finding)
+    assert done is not None
+    return done
+
+
+def refuse_to_resolve(found: Recorded | None, finding: int, *, merchant: tuple[str, str],
+                      me: str, where: str) -> None:
+    if found is None or (found.merchant_id, found.store_id) != merchant:
+        raise FindingError(f"finding #{finding}: no such finding of this merchant in history "
+                           f"{where}", hint="`walletctl recon findings` lists them")
+    if found.state != "open":
+        raise FindingError(f"finding #{finding} was resolved by {found.resolved_by} at "
+                           f"{found.resolved_at}: a finding is resolved once")
+    if found.movement_by is not None and found.movement_by == me:
+        raise FindingError(f"finding #{finding} is about {me}'s own movement (entry "
+                           f"#{found.entry}): another approver resolves it (four eyes)")

@@ -1,0 +1,468 @@
+"""An order's evidence bundle: written by ``walletctl order REF --evidence FILE``, checked by
+``walletctl history check-evidence FILE`` with no database and no gateway.
+
+The bundle (one JSON document, format ``walletctl-evidence/1``) holds the order as the
+gateway answered its lookup (time-stamped), the history's entries on it, its approvals and
+recon findings, the balance and the verdict — and the history's events themselves, every
+one from the order's first event to a head: the newest event when it was made, or the
+first anchor (``history anchor``) at or after the order's last event that still matches,
+so that a team's nightly anchor bounds what a bundle carries.
+
+What a check proves, offline: every event hashes to itself and links to the next up to the
+head; the head is the bundle's anchor (and one of an anchors file's lines, when given);
+every entry, approval and finding the bundle states is what those events say (nothing
+added, changed or left out); every spent approval was decided by someone else in the chain
+and binds exactly the movement that spent it; and the gateway's records give the stated
+balance and findings. Any edit is named, exit 3. What it cannot prove: that the gateway
+answered those records (they are as fetched); a head kept elsewhere (an anchors file)
+is what ties the chain to the history itself.
+
+Only what the history and lookups already hold enters it: no key, secret or card data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from walletctl.constants import ExitCode
+from walletctl.errors import ConfigError, UsageError, WalletctlError
+from walletctl.history.chain import ALL, event_hash
+from walletctl.history.store import Entry
+
+if TYPE_CHECKING:
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.config.profile import Profile
+    from walletctl.history.store import HistoryStore
+    from walletctl.models.records import TransactionRecord
+    from walletctl.ops.history_verify import Anchor
+    from walletctl.ops.order import OrderView
+
+FORMAT = "walletctl-evidence/1"
+# The record fields a bundle keeps: what the comparison and the balance read (no address,
+# no payment details).
+RECORD_FIELDS = ("id", "state", "currency_code", "transaction_amount",
+                 "client_system_transaction_id", "client_system_invoice_id", "type",
+                 "transaction_date_time", "provider_state_code")
+
+
+class EvidenceError(WalletctlError):
+    """A bundle that does not hold: what broke, named. Exit 3 (like a history that fails
+    ``history verify`` against an anchor)."""
+
+    exit_code = ExitCode.CONFIG
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The bundle ``order --evidence`` wrote: where, how many events, the head it ends at."""
+
+    path: Path
+    events: int
+    anchor_event: int
+    anchor_hash: str
+    anchored: str
+
+
+def order_with_evidence(profile: Profile, client: GatewayClient, reference: str,
+                        path: Path, anchors: Path | None) -> tuple[OrderView, Evidence]:
+    """``walletctl order REF --evidence FILE``: the view, and its bundle written to
+    ``path`` from the same reading of the history (ending at the first matching head of
+    ``anchors``, else the history's head)."""
+    from walletctl.history.approvals import acting_as
+    from walletctl.ops.order import order_view
+
+    written: list[Evidence] = []
+
+    def keep(store: HistoryStore, view: OrderView) -> None:
+        count, seg = write_bundle(path, store, view, acting_as(store), anchors)
+        written.append(Evidence(path, count, seg.anchor.event, seg.anchor.hash,
+                                seg.anchored))
+
+    view = order_view(profile, client, reference, keep=keep)
+    return view, written[0]
+
+
+@dataclass
+class Segment:
+    """The events a bundle carries: from ``first`` to the head ``anchor``."""
+
+    first: int
+    anchor: Anchor
+    anchored: str  # where the head came from: "anchors FILE line N" or "the head when made"
+
+
+def segment(store: HistoryStore, view: OrderView, anchors_file: Path | None) -> Segment:
+    """The order's first event to the head it is checked against (see the module)."""
+    from walletctl.ops.history_verify import Anchor, read_anchors
+
+    anchors = read_anchors(anchors_file) if anchors_file is not None else []
+    ids = sorted({e.id for e in view.entries})
+    if not ids:
+        raise ConfigError(f"order {view.reference}: the history has no entry on it: "
+                          "no evidence to bundle", hint=f"walletctl order {view.reference} "
+                          "shows what the gateway has")
+    first, last = store.event_span(ids)
+    held = store.hashes(a.event for a in anchors if a.event >= last)
+    for a in sorted(anchors, key=lambda a: a.event):
+        if a.event >= last and held.get(a.event) == a.hash:
+            return Segment(first, a, f"anchors {anchors_file} line {a.line}")
+    head = store.head()
+    assert head is not None  # the order's entries are events
+    return Segment(first, Anchor(head.event, head.entry, head.hash, head.time, store.where),
+                   "the head when the bundle was made (no anchor given matched)")
+
+
+def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
+                 anchors_file: Path | None) -> tuple[int, Segment]:
+    """Write the bundle to ``path`` (the events as they are read, a row at a time; the file
+    replaced whole, never left half-written): (events written, the segment)."""
+    seg = segment(store, view, anchors_file)
+    head = {
+        "format": FORMAT,
+        "made": {"at": view.now, "by": made_by, "history": view.history,
+                 "backend": view.backend},
+        "reference": view.reference,
+        "merchant": {"merchantId": view.merchant_id, "storeId": view.store_id},
+        "gateway": {"fetchedAt": view.fetched_at,
+                    "records": [record_data(r) for r in view.records]},
+        "history": [e.to_dict() for e in view.entries],
+        "approvals": [_approval_data(a.to_dict(view.now)) for a in view.approvals],
+        "findings": [f.as_dict() for f in view.findings],
+        "balance": None if view.balance is None else _balance_data(view),
+        "verdict": {"agrees": not view.disagreements, "text": view.verdict},
+        "anchor": {**seg.anchor.to_dict(), "source": seg.anchored},
+    }
+    count = 0
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        # private, like the history it comes from: customers' orders, not for every reader
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                  encoding="utf-8") as out:
+            text = json.dumps(head, indent=1, ensure_ascii=False)
+            out.write(text[:-2] + ',\n "events": [')
+            for event in store.chain_events(seg.first, seg.anchor.event):
+                out.write(("\n  " if count == 0 else ",\n  ")
+                          + json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+                count += 1
+            out.write("\n ]\n}\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigError(f"--evidence {path}: cannot write it: {exc.strerror}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return count, seg
+
+
+def record_data(record: TransactionRecord) -> dict[str, Any]:
+    return record.model_dump(mode="json", by_alias=True, include=set(RECORD_FIELDS),
+                             exclude_none=True)
+
+
+def _approval_data(found: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in found.items() if k not in ("batch_detail", "bound_rows")}
+
+
+def _balance_data(view: OrderView) -> dict[str, Any]:
+    b = view.balance
+    assert b is not None
+    return {"currency": b.currency, "authorised": f"{b.authorised:f}",
+            "captured": f"{b.captured:f}", "refunded": f"{b.refunded:f}",
+            "reversed": b.reversed, "capturable": f"{b.capturable:f}",
+            "refundable": f"{b.refundable:f}"}
+
+
+# ----------------------------------------------------------------------------- checking
+
+
+@dataclass
+class Checked:
+    """A bundle that holds: what was checked."""
+
+    path: str
+    reference: str
+    events: int
+    entries: int
+    approvals: int
+    findings: int
+    records: int
+    anchor: dict[str, Any]
+    anchors_file: str | None
+
+
+def check_bundle(path: Path, anchors_file: Path | None = None) -> Checked:
+    """Check the bundle at ``path`` (see the module): the first thing that does not hold
+    raises EvidenceError naming it."""
+    from walletctl.ops.history_verify import read_anchors
+
+    anchors = read_anchors(anchors_file) if anchors_file is not None else None
+    doc = _load(path)
+    events = _events(doc)
+    anchor = _dict(doc, "anchor")
+    last = events[-1]
+    if (last["seq"], last["hash"]) != (anchor.get("event"), anchor.get("hash")):
+        raise EvidenceError(f"anchor: the last event is #{last['seq']} with hash "
+                            f"{str(last['hash'])[:16]}..., not the bundle's anchor")
+    if anchors is not None and not any(
+            (a.event, a.hash) == (last["seq"], last["hash"]) for a in anchors):
+        raise EvidenceError(f"anchor: event #{last['seq']} with this hash is in no line of "
+                            f"{anchors_file}: the bundle's chain is not the one anchored")
+    reference = _text(doc, "reference")
+    merchant = _dict(doc, "merchant")
+    entries = _entries(events)
+    _same_entries(doc, entries, reference, (merchant.get("merchantId"),
+                                            merchant.get("storeId")))
+    stated = {int(e["id"]): e for e in _list(doc, "history")}
+    _approvals(doc, events, entries)
+    _findings(doc, events)
+    records = _records(doc)
+    _gateway_story(doc, reference, [entries[i] for i in sorted(stated)], records)
+    return Checked(str(path), reference, len(events), len(stated),
+                   len(_list(doc, "approvals")), len(_list(doc, "findings")), len(records),
+                   anchor, None if anchors_file is None else str(anchors_file))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            doc = json.load(fh, parse_float=Decimal)
+    except OSError as exc:
+        raise UsageError(f"FILE: cannot read {path}: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise EvidenceError(f"{path}: not a JSON document (a bundle that "
+                            "`walletctl order REF --evidence` wrote)") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise EvidenceError(f"{path}: field 'format' must be {FORMAT!r}")
+    return doc
+
+
+def _dict(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    value = doc.get(name)
+    if not isinstance(value, dict):
+        raise EvidenceError(f"field {name!r}: missing or not an object")
+    return value
+
+
+def _list(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    value = doc.get(name)
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise EvidenceError(f"field {name!r}: missing or not a list of objects")
+    return value
+
+
+def _text(doc: dict[str, Any], name: str) -> str:
+    value = doc.get(name)
+    if not isinstance(value, str) or not value:
+        raise EvidenceError(f"field {name!r}: missing or not text")
+    return value
+
+
+def _events(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events, each hashing to itself and linking to the one before it."""
+    events = _list(doc, "events")
+    if not events:
+        raise EvidenceError("events: none (a bundle carries the order's events)")
+    columns = ("seq", *ALL, "prev_hash", "hash")
+    expected: int | None = None
+    prev: str | None = None
+    for event in events:
+        if set(event) != set(columns):
+            raise EvidenceError(f"events: an event with fields other than the chain's "
+                                f"({sorted(set(event) ^ set(columns))[:3]})")
+        seq = event["seq"]
+        if not isinstance(seq, int) or (expected is not None and seq != expected):
+            raise EvidenceError(f"events: event #{expected} is missing (the next one is "
+                                f"#{seq}): deleted or reordered")
+        if prev is not None and event["prev_hash"] != prev:
+            raise EvidenceError(f"events: event #{seq} does not follow event #{seq - 1}")
+        values = [event[c] for c in ALL]
+        if not isinstance(event["prev_hash"], str) or event_hash(
+                event["prev_hash"], seq, values) != event["hash"]:
+            raise EvidenceError(f"events: event #{seq} (entry #{event['entry']}) was changed "
+                                "after it was written: its hash does not match it")
+        prev, expected = str(event["hash"]), seq + 1
+    return events
+
+
+def _entries(events: list[dict[str, Any]]) -> dict[int, Entry]:
+    """Each entry begun in the segment, merged with its latest completion (as listed)."""
+    begun: dict[int, dict[str, Any]] = {}
+    done: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e["kind"] == "begin":
+            begun[int(e["entry"])] = e
+        elif e["kind"] == "complete":
+            done[int(e["entry"])] = e
+    found: dict[int, Entry] = {}
+    for n, b in begun.items():
+        c = done.get(n, {})
+        found[n] = Entry(
+            id=n, time=b["time"], os_user=b["os_user"], host=b["host"], profile=b["profile"],
+            base_url=b["base_url"], operation=b["operation"], original_ref=b["original_ref"],
+            new_ref=c.get("new_ref") or b["new_ref"], amount=b["amount"],
+            currency=b["currency"], outcome=c.get("outcome") or b["outcome"] or "unknown",
+            http_status=c.get("http_status") or b["http_status"],
+            exit_code=c.get("exit_code") if c.get("exit_code") is not None
+            else b["exit_code"], batch_id=b["batch_id"], batch_row=b["batch_row"],
+            reason=b["reason"], note=c.get("note") or b["note"], completed=c.get("time"),
+            merchant_id=b["merchant_id"], store_id=b["store_id"], operator=b["operator"],
+            completed_by=c.get("operator"), approval=b["approval"])
+    return found
+
+
+_COMPARED = ("time", "operation", "original_ref", "new_ref", "amount", "currency", "outcome",
+             "reason", "operator", "approval", "merchant_id", "store_id", "batch_id")
+
+
+def _same_entries(doc: dict[str, Any], entries: dict[int, Entry], reference: str,
+                  merchant: tuple[Any, Any]) -> None:
+    """The bundle's entries are the chain's, field by field, and none of the order's is
+    left out."""
+    stated: dict[int, dict[str, Any]] = {}
+    for e in _list(doc, "history"):
+        n = e.get("id")
+        if not isinstance(n, int) or n not in entries:
+            raise EvidenceError(f"history: entry #{n} is not in the bundle's events")
+        stated[n] = e
+    for n, e in stated.items():
+        chain = entries[n].to_dict()
+        for name in _COMPARED:
+            if e.get(name) != chain.get(name):
+                raise EvidenceError(f"history: entry #{n}'s {name} is {e.get(name)!r}; the "
+                                    f"chain says {chain.get(name)!r}")
+    for n, entry in entries.items():
+        if (entry.original_ref == reference and n not in stated
+                and (entry.merchant_id, entry.store_id) in (merchant, (None, None))):
+            raise EvidenceError(f"history: entry #{n} ({entry.operation} on {reference}) is "
+                                "in the chain but left out of the bundle")
+
+
+def _approvals(doc: dict[str, Any], events: list[dict[str, Any]],
+               entries: dict[int, Entry]) -> None:
+    """Each approval binds the movement that spent it, and was decided in the chain by
+    someone other than its requester; none an entry spent is left out."""
+    from walletctl.history.approvals import bound_hash
+
+    approvals = {a.get("id"): a for a in _list(doc, "approvals")}
+    for n, entry in entries.items():
+        if entry.approval is not None and entry.operation != "approval" \
+                and entry.approval not in approvals and entry.original_ref == doc["reference"]:
+            raise EvidenceError(f"approvals: entry #{n} spent approval #{entry.approval}, "
+                                "which the bundle leaves out")
+    for number, a in approvals.items():
+        if bound_hash(a) != a.get("request_hash"):
+            raise EvidenceError(f"approvals: #{number}'s request_hash does not match what it "
+                                "binds (a bound field was changed)")
+        if a.get("state") in ("approved", "spent"):
+            _decided(number, a, events)
+        if a.get("state") == "spent" and a.get("kind") == "single":
+            _spent(number, a, entries)
+
+
+def _decided(number: Any, a: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    said = [e for e in events if e["kind"] == "begin" and e["operation"] == "approval"
+            and e["approval"] == number and e["outcome"] == "approved"]
+    if not said:
+        raise EvidenceError(f"approvals: #{number} is {a.get('state')} but no approving "
+                            "decision is in the chain")
+    who = said[0]["operator"] or said[0]["os_user"]
+    if who != a.get("decided_by") or who == a.get("requester"):
+        raise EvidenceError(f"approvals: #{number} says decided by {a.get('decided_by')!r}; "
+                            f"the chain says {who!r}")
+
+
+def _spent(number: Any, a: dict[str, Any], entries: dict[int, Entry]) -> None:
+    spent = a.get("spent_entry")
+    spender = entries.get(spent) if isinstance(spent, int) else None
+    if spender is None or spender.approval != number:
+        raise EvidenceError(f"approvals: #{number} says spent by entry #{spent}, which the "
+                            "chain does not show spending it")
+    for name in ("operation", "original_ref", "new_ref", "amount", "currency", "reason",
+                 "merchant_id", "store_id"):
+        if getattr(spender, name) != a.get(name):
+            raise EvidenceError(f"approvals: #{number} approved {name} {a.get(name)!r}; "
+                                f"entry #{spent} moved {getattr(spender, name)!r}")
+
+
+def _findings(doc: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    """Each finding on file was recorded (and resolved, with its note) in the chain."""
+    steps = {(e["operation"], int(e["entry"])): e for e in events if e["kind"] == "begin"}
+    for f in _list(doc, "findings"):
+        filed = f.get("finding")
+        if filed is None:
+            continue
+        if not isinstance(filed, dict):
+            raise EvidenceError("findings: a finding's 'finding' is not an object")
+        number = filed.get("id")
+        recorded = steps.get(("finding", number)) if isinstance(number, int) else None
+        if recorded is None or recorded["new_ref"] != f.get("reference"):
+            raise EvidenceError(f"findings: #{number} on {f.get('reference')} was not "
+                                "recorded in the chain")
+        if filed.get("state") == "resolved":
+            note = filed.get("resolution")
+            if not any(e["operation"] == "resolve" and e["new_ref"] == f.get("reference")
+                       and e["reason"] == note and (e["operator"] or e["os_user"])
+                       == filed.get("resolvedBy") for e in events if e["kind"] == "begin"):
+                raise EvidenceError(f"findings: #{number}'s resolution by "
+                                    f"{filed.get('resolvedBy')!r} ({note!r}) is not the "
+                                    "chain's")
+
+
+def _records(doc: dict[str, Any]) -> list[TransactionRecord]:
+    from pydantic import ValidationError
+
+    from walletctl.models.records import TransactionRecord
+
+    gateway = _dict(doc, "gateway")
+    raw = gateway.get("records")
+    if not isinstance(raw, list):
+        raise EvidenceError("gateway: field 'records' missing or not a list")
+    try:
+        return [TransactionRecord.model_validate(r) for r in raw]
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise EvidenceError(f"gateway: a record's {where} is not the gateway's form") from None
+
+
+def _gateway_story(doc: dict[str, Any], reference: str, entries: Iterable[Entry],
+                   records: list[TransactionRecord]) -> None:
+    """The stated balance, findings and verdict are what the records and entries give."""
+    from walletctl.errors import RefusedError
+    from walletctl.models.ledger import balance_from_records
+    from walletctl.ops.order import findings_on
+
+    found = findings_on(reference, list(entries), records)
+    stated = _list(doc, "findings")
+    said = sorted((f.get("kind"), f.get("reference")) for f in stated)
+    if said != sorted((f.kind, f.reference) for f in found):
+        raise EvidenceError(f"findings: the bundle states {said}; its records and entries "
+                            f"give {sorted((f.kind, f.reference) for f in found)}")
+    try:
+        balance = balance_from_records(reference, records)
+    except RefusedError:
+        balance = None
+    stated_balance = doc.get("balance")
+    if balance is None:
+        if stated_balance is not None:
+            raise EvidenceError("balance: stated, but the records give none")
+    else:
+        for name in ("authorised", "captured", "refunded", "capturable", "refundable"):
+            value = stated_balance.get(name) if isinstance(stated_balance, dict) else None
+            if value is None or Decimal(str(value)) != getattr(balance, name):
+                raise EvidenceError(f"balance: {name} is {value}; the records give "
+                                    f"{getattr(balance, name):f}")
+    verdict = _dict(doc, "verdict")
+    open_named = [f for f in stated if f.get("kind") != "unchecked"
+                  and not (isinstance(f.get("finding"), dict)
+                           and f["finding"].get("state") == "resolved")]
+    if verdict.get("agrees") is not (not open_named):
+        raise EvidenceError(f"verdict: 'agrees' is {verdict.get('agrees')}, but "
+                            f"{len(open_named)} open finding(s) are stated")

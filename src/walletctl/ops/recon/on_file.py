@@ -1,0 +1,106 @@
+"""Recon's findings on file: recorded (``recon --record``), listed (``recon findings``) and
+resolved (``recon resolve``), kept by :mod:`walletctl.history.findings`.
+
+A finding is matched to what is on file by what it is about (merchant, store, kind,
+reference, entry), so a resolved one found again is shown as resolved, with its note, and
+not reported as new.
+"""
+
+from __future__ import annotations
+
+import socket
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from walletctl.errors import UsageError
+from walletctl.history.findings import New, Recorded, identity
+from walletctl.history.store import Intent
+from walletctl.ops.recon.model import MISMATCHES
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from walletctl.config.profile import Profile
+    from walletctl.history.store import HistoryStore
+    from walletctl.ops.recon.model import Finding
+
+
+def step(profile: Profile, operation: str) -> Intent:
+    """A finding step's chain entry (its references and note are the finding's)."""
+    from walletctl.history.recorder import now_utc, os_user
+
+    return Intent(time=now_utc(), os_user=os_user(), host=socket.gethostname(),
+                  profile=profile.name, base_url=profile.base_url, operation=operation,
+                  outcome="approved", exit_code=0, merchant_id=profile.merchant_id,
+                  store_id=profile.store_id)
+
+
+def with_files(store: HistoryStore, profile: Profile, findings: list[Finding], *,
+               record: bool) -> list[Finding]:
+    """``findings`` with what is on file for each (``record``: the mismatches not on file
+    are filed first, each with its entry in the chain)."""
+    from walletctl.history import findings as kept
+
+    merchant = (profile.merchant_id, profile.store_id)
+    named = [f for f in findings if f.kind in MISMATCHES]
+    if record and named:
+        kept.record(store, merchant, [New(f.kind, f.original, f.reference, f.entry, f.note)
+                                      for f in named], step=step(profile, "finding"))
+    if not named or not _has_findings(store):
+        return findings
+    found = {r.identity: r for r in kept.on_file(store, merchant,
+                                                 references={f.reference for f in named})}
+    return [replace(f, recorded=found.get(identity(merchant, f.kind, f.reference, f.entry)))
+            if f.kind in MISMATCHES else f for f in findings]
+
+
+def _has_findings(store: HistoryStore) -> bool:
+    """Whether this history can hold findings (a database not yet upgraded cannot)."""
+    return store._may_read("findings")
+
+
+@dataclass(frozen=True)
+class FindingList:
+    history: str
+    findings: list[Recorded]
+    state: str | None  # open | resolved | None (all)
+
+
+@contextmanager
+def _store(profile: Profile, purpose: str) -> Iterator[HistoryStore]:
+    from walletctl.history import history_location, open_location
+
+    found = history_location(profile)
+    with open_location(found, create=False, purpose=purpose) as store:
+        yield store
+
+
+def listing(profile: Profile, *, state: str | None) -> FindingList:
+    """The profile's merchant's findings on file, oldest first."""
+    from walletctl.history import findings as kept
+
+    if state is not None and state not in kept.STATES:
+        raise UsageError(f"--state {state[:20]!r}: must be one of {', '.join(kept.STATES)}")
+    with _store(profile, "walletctl recon findings") as store:
+        found = list(kept.on_file(store, (profile.merchant_id, profile.store_id),
+                                  state=state))
+        return FindingList(store.where, found, state)
+
+
+def resolve(profile: Profile, finding: int, note: str) -> Recorded:
+    """Close finding ``finding`` with ``note`` (its entry in the chain)."""
+    from walletctl.history import findings as kept
+
+    text = " ".join(note.split())
+    if not text:
+        raise UsageError("--note: a resolution says what was decided (not empty)")
+    if len(text) > kept.NOTE_MAX:
+        raise UsageError(f"--note: at most {kept.NOTE_MAX} characters (got {len(text)})")
+    if not text.isprintable():
+        raise UsageError("--note: printable text only")
+    if not 1 <= finding <= 2**62:
+        raise UsageError(f"ID {finding}: must be a finding's number (1 or more)")
+    with _store(profile, f"walletctl recon resolve {finding}") as store:
+        return kept.resolve(store, finding, merchant=(profile.merchant_id, profile.store_id),
+                            note=text, step=step(profile, "resolve"))

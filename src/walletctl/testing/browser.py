@@ -1,0 +1,161 @@
+"""A merchant's checkout page in a real browser, with the sandbox's test driver loaded.
+
+:class:`WalletPayBrowser` launches Chromium through Playwright (imported only here, when a
+browser is asked for: ``pip install playwright``, or walletctl's ``browser`` extra) and opens
+pages whose every frame carries ``/walletpay-testing.js`` from the sandbox, so a test pays
+through the sandbox's real sheet without reaching into it::
+
+    with WalletPayBrowser(wallet_sandbox.base_url) as browser:
+        checkout = browser.open("http://127.0.0.1:8000/checkout")
+        detail = checkout.pay("mc-token")                   # the event.detail the page got
+        checkout.pay("visa-pan", shipping_option="express")  # then, on the 3DS page:
+        checkout.challenge("pass")
+
+The pytest plugin's ``wallet_checkout`` fixture is one of these for the ``wallet_sandbox``.
+Keyword options are the driver's (``WalletPayTesting.pay``) in snake case: ``email``,
+``billing``, ``shipping``, ``shipping_option``, ``offer``, ``timeout_ms``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+__all__ = ["DRIVER_PATH", "WalletPayBrowser", "WalletPayPage", "driver_script", "find_chromium"]
+
+DRIVER_PATH = "/walletpay-testing.js"
+CHALLENGE_URL = "**/pay/3ds/**"
+CHROMIUM_ENV = "WALLETCTL_CHROMIUM"
+
+
+def driver_script(base_url: str, timeout: float = 10.0) -> str:
+    """The sandbox's test driver (``GET /walletpay-testing.js``), as text."""
+    url = base_url.rstrip("/") + DRIVER_PATH
+    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - http(s) URL
+        return str(resp.read().decode("utf-8"))
+
+
+def find_chromium() -> str | None:
+    """``$WALLETCTL_CHROMIUM``, else ``chromium`` / ``chromium-browser`` on PATH; None lets
+    Playwright use its own downloaded browser."""
+    for candidate in (os.environ.get(CHROMIUM_ENV), shutil.which("chromium"),
+                      shutil.which("chromium-browser")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+@dataclass
+class WalletPayPage:
+    """One page (Playwright ``Page``) with the driver loaded: ``pay``, ``cancel``,
+    ``challenge``, ``state``. A failure raises Playwright's ``Error`` whose message carries
+    the driver's ``WalletPayTesting: ...`` line."""
+
+    page: Any
+
+    def pay(self, card: str | None = None, **options: Any) -> dict[str, Any]:
+        """Open the sheet (through the merchant's button), choose ``card``, fill what is given,
+        press Pay; the ``event.detail`` of the page's ``handlePaymentResult``."""
+        args = {_camel(k): v for k, v in options.items()}
+        if card is not None:
+            args["card"] = card
+        detail: dict[str, Any] = self.page.evaluate("(o) => WalletPayTesting.pay(o)", args)
+        return detail
+
+    def cancel(self) -> str:
+        """Cancel the open sheet; the ``handlePaymentError`` message (``CANCELED: ...``)."""
+        return str(self.page.evaluate("() => WalletPayTesting.cancel()"))
+
+    def challenge(self, outcome: str = "pass", timeout_ms: float = 20_000) -> dict[str, Any]:
+        """Wait until the page is the sandbox's hosted 3DS page, then pass or fail it."""
+        self.page.wait_for_url(CHALLENGE_URL, timeout=timeout_ms)
+        answer: dict[str, Any] = self.page.evaluate(
+            "(o) => WalletPayTesting.challenge(o)", outcome)
+        return answer
+
+    def state(self) -> dict[str, Any]:
+        """The sheet's summary: ``ready``, ``open``, ``cards``, ``card``, ``total``, ``error``..."""
+        value: dict[str, Any] = self.page.evaluate("() => WalletPayTesting.state()")
+        return value
+
+
+@dataclass
+class WalletPayBrowser:
+    """Headless Chromium whose pages carry the test driver of the sandbox at ``base_url``.
+
+    A context manager (or call :meth:`start` / :meth:`close`). ``executable``: a Chromium
+    binary (default :func:`find_chromium`); ``launch``: more ``chromium.launch`` options.
+    """
+
+    base_url: str
+    executable: str | None = None
+    launch: dict[str, Any] = field(default_factory=dict)
+    _playwright: Any = field(default=None, repr=False)
+    _browser: Any = field(default=None, repr=False)
+    _driver: str = field(default="", repr=False)
+    _contexts: list[Any] = field(default_factory=list, repr=False)
+
+    def start(self) -> WalletPayBrowser:
+        try:
+            from playwright.sync_api import sync_playwright
+        except ImportError:
+            raise RuntimeError("WalletPayBrowser needs Playwright: pip install playwright "
+                               "(or walletctl[browser])") from None
+        self._driver = driver_script(self.base_url)
+        self._playwright = sync_playwright().start()
+        options: dict[str, Any] = {"headless": True, **self.launch}
+        executable = self.executable or find_chromium()
+        if executable:
+            options["executable_path"] = executable
+        try:
+            self._browser = self._playwright.chromium.launch(**options)
+        except Exception:
+            self._playwright.stop()
+            raise
+        return self
+
+    def open(self, url: str, *, device: str | None = None, **context: Any) -> WalletPayPage:
+        """A new browser context (``device``: a Playwright device name such as ``"Pixel 5"``;
+        more ``new_context`` options as keywords) with the driver in every frame, at ``url``."""
+        if self._browser is None:
+            self.start()
+        if device is not None:
+            context = {**self._playwright.devices[device], **context}
+        ctx = self._browser.new_context(**context)
+        self._contexts.append(ctx)
+        ctx.add_init_script(self._driver)
+        page = ctx.new_page()
+        page.goto(url)
+        return WalletPayPage(page)
+
+    def close_pages(self) -> None:
+        """Close every page :meth:`open` made (the browser stays up)."""
+        for ctx in self._contexts:
+            ctx.close()
+        self._contexts.clear()
+
+    def close(self) -> None:
+        self.close_pages()
+        if self._browser is not None:
+            self._browser.close()
+            self._browser = None
+        if self._playwright is not None:
+            self._playwright.stop()
+            self._playwright = None
+
+    def __enter__(self) -> WalletPayBrowser:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

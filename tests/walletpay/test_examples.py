@@ -1,0 +1,84 @@
+"""The two example merchant sites of docs/testing.md, run against the sandbox as printed.
+
+``examples/walletpay-python`` runs with pytest (walletctl's plugin: ``wallet_sandbox`` and
+``wallet_checkout``), ``examples/walletpay-js`` with ``npm install`` + Playwright Test; both pay
+with a device-token card and with a PAN_ONLY card through the hosted 3-D Secure check. The
+code blocks of docs/testing.md must be those files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from walletpay.conftest import _find_chromium, _skip_loudly
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+DOCS = ROOT / "docs" / "testing.md"
+
+
+def _chromium() -> str:
+    path = _find_chromium()
+    if path is None:
+        _skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
+    assert path is not None
+    return path
+
+
+def test_the_docs_show_the_example_files_as_they_are() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    shown = dict(re.findall(r"<!-- file: (\S+) -->\n```\w+\n(.*?)```", text, re.S))
+    files = {str(p.relative_to(ROOT)) for p in EXAMPLES.rglob("*")
+             if p.is_file() and p.name != ".gitignore" and "node_modules" not in p.parts}
+    assert set(shown) == files
+    for rel, code in shown.items():
+        assert code == (ROOT / rel).read_text(encoding="utf-8"), f"docs/testing.md: {rel} differs"
+
+
+@pytest.mark.browser
+def test_the_python_example_passes(tmp_path: Path) -> None:
+    chromium = _chromium()
+    shutil.copytree(EXAMPLES / "walletpay-python", tmp_path / "shop")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         f"--wallet-sandbox-chromium={chromium}", "."],
+        cwd=tmp_path / "shop", capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout, done.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.browser
+def test_the_javascript_example_passes(tmp_path: Path, sandbox: Any) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        _skip_loudly("npm is not installed (apt-get install nodejs npm): the JavaScript "
+                     "example (Playwright Test) is not run")
+    assert npm is not None
+    chromium = _chromium()
+    shop = tmp_path / "shop"
+    shutil.copytree(EXAMPLES / "walletpay-js", shop)
+    install = subprocess.run([npm, "install", "--no-audit", "--no-fund"], cwd=shop,
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert install.returncode == 0, install.stdout + install.stderr
+    env = {**os.environ, "SANDBOX_URL": sandbox.url, "PORT": str(_free_port()),
+           "CHROMIUM": chromium, "CI": "1"}
+    done = subprocess.run([npm, "exec", "--", "playwright", "test", "--reporter=line"],
+                          cwd=shop, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout, done.stdout
