@@ -427,8 +427,8 @@ class HistoryStore:
         """The events numbered ``first`` to ``last`` as they are stored (every hashed
         column, ``prev_hash`` and ``hash``), read a row at a time."""
         names = ("seq", *ALL, "prev_hash", "hash")
-        sql = SELECT_EVENTS.replace(" ORDER BY seq", " WHERE seq BETWEEN ? AND ? ORDER BY seq")
-        for row in self._execute(sql, (first, last), stream=True):
+        sql = SELECT_EVENTS.replace(" ORDER BY seq", " AND seq <= ? ORDER BY seq")
+        for row in self._execute(sql, (first - 1, last), stream=True):
             yield dict(zip(names, row, strict=True))
 
     def _may_read(self, table: str) -> bool:
