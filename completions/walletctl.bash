@@ -31,7 +31,7 @@ _walletctl_options() {  # PATH: its options
         'history policy show') echo '--help -h' ;;
         'history policy unset') echo '--help -h' ;;
         'history setup') echo '--grant --role --help -h' ;;
-        'history verify') echo '--anchor --expect-head --help -h' ;;
+        'history verify') echo '--anchor --expect-head --since-anchor --help -h' ;;
         'keys') echo '--show-secret --save --refresh --help -h' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help -h' ;;
         'order') echo '--evidence --anchor --help -h' ;;
@@ -79,7 +79,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'history') echo '--since --until --ref --op --profile --user --outcome --last' ;;
         'history check-evidence') echo '--anchor' ;;
         'history setup') echo '--grant --role' ;;
-        'history verify') echo '--anchor --expect-head' ;;
+        'history verify') echo '--anchor --expect-head --since-anchor' ;;
         'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
         'order') echo '--evidence --anchor' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;
@@ -123,6 +123,7 @@ _walletctl_values() {  # PATH OPTION: the option's values
         'history|--profile') echo '@profiles' ;;
         'history check-evidence|--anchor') echo '@files' ;;
         'history verify|--anchor') echo '@files' ;;
+        'history verify|--since-anchor') echo '@files' ;;
         'lookup|--batch') echo '@files' ;;
         'order|--evidence') echo '@files' ;;
         'order|--anchor') echo '@files' ;;

@@ -25,7 +25,7 @@ function __walletctl_takes
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
         case 'history check-evidence'; echo --anchor
         case 'history setup'; echo --grant --role
-        case 'history verify'; echo --anchor --expect-head
+        case 'history verify'; echo --anchor --expect-head --since-anchor
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'order'; echo --evidence --anchor
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
@@ -223,6 +223,7 @@ complete -c walletctl -n "__walletctl_at 'history setup'" -l role -x -d 'What th
 complete -c walletctl -n "__walletctl_at 'history setup'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l anchor -r -F -d 'A file of lines `walletctl history anchor` printed (kept...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l expect-head -x -d 'A head hash printed by an earlier verify (12+ hex digits)...'
+complete -c walletctl -n "__walletctl_at 'history verify'" -l since-anchor -r -F -d 'An anchors file as for --anchor: walk only the events aft...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'keys'" -l show-secret -d 'Print the keys themselves (default: a fingerprint)'
 complete -c walletctl -n "__walletctl_at 'keys'" -l save -d 'Store the API key and encryption key in the profile\'s sec...'

@@ -19,7 +19,7 @@ $walletctlWords = @{
     'history policy show' = @('--help','-h')
     'history policy unset' = @('--help','-h')
     'history setup' = @('--grant','--role','--help','-h')
-    'history verify' = @('--anchor','--expect-head','--help','-h')
+    'history verify' = @('--anchor','--expect-head','--since-anchor','--help','-h')
     'keys' = @('--show-secret','--save','--refresh','--help','-h')
     'lookup' = @('--batch','--open','--older-than','--state','--concurrency','--rate','--max-failures','--help','-h')
     'order' = @('--evidence','--anchor','--help','-h')
@@ -142,6 +142,7 @@ $walletctlValues = @{  # 'path|option' = values
     'history setup|--role' = ''
     'history verify|--anchor' = '@files'
     'history verify|--expect-head' = ''
+    'history verify|--since-anchor' = '@files'
     'lookup|--batch' = '@files'
     'lookup|--older-than' = ''
     'lookup|--state' = ''

@@ -89,7 +89,8 @@ def test_verify_command_exit_codes(tmp_path: Path) -> None:
     assert json.loads(piped.stdout) == {
         "history": str(path), "backend": "sqlite", "file": str(path), "intact": True,
         "events": 12, "brokenAt": None, "headEvent": 12,
-        "headHash": json.loads(piped.stdout)["headHash"], "anchors": 0, "anchorFailures": [],
+        "headHash": json.loads(piped.stdout)["headHash"], "anchors": 0, "sinceEvent": None,
+        "anchorFailures": [],
         "spentWithoutDecision": [], "problems": []}
     with sqlite3.connect(path) as db:
         db.execute("UPDATE events SET amount = '1.00' WHERE seq = 5")

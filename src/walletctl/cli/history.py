@@ -237,6 +237,12 @@ def verify(
         "--expect-head", metavar="HASH",
         help="A head hash printed by an earlier verify (12+ hex digits): fail unless that "
              "event is still in the history (detects deleted newest entries).")] = None,
+    since_anchor: Annotated[Path | None, typer.Option(
+        "--since-anchor", metavar="FILE",
+        help="An anchors file as for --anchor: walk only the events after its newest "
+             "anchor (checked first), so the cost is what was added since; every line is "
+             "checked as with --anchor. The full walk (without it) also finds older "
+             "edits.")] = None,
 ) -> None:
     """Check the hash chain: exit 0 when intact, 3 naming the first problem."""
     from walletctl.constants import ExitCode
@@ -244,7 +250,8 @@ def verify(
     from walletctl.render.history import render_verified
 
     st = get_state(ctx)
-    found = run_verify(_profile_or_none(st), anchors_file=anchor, expect_head=expect_head)
+    found = run_verify(_profile_or_none(st), anchors_file=anchor, expect_head=expect_head,
+                       since_anchor=since_anchor)
     render_verified(st.output_format, found)  # like every command: JSON when piped
     if not found.intact:
         raise typer.Exit(int(ExitCode.CONFIG))  # a history that fails its check

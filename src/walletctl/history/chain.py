@@ -44,7 +44,9 @@ def insert_sql(rows: int = 1) -> str:
 INSERT_ROWS = 200  # events per INSERT statement (within every backend's parameter limit)
 
 
-SELECT_EVENTS = f"SELECT seq, {', '.join(ALL)}, prev_hash, hash FROM events ORDER BY seq"  # noqa: S608
+# the events after a number (0: all of them), in order: the chain as it is walked
+SELECT_EVENTS = (f"SELECT seq, {', '.join(ALL)}, prev_hash, hash FROM events "  # noqa: S608
+                 "WHERE seq > ? ORDER BY seq")
 COLUMN_TYPES: dict[str, str] = {c: "INTEGER" if c in _INTEGERS else "TEXT" for c in ALL}
 
 
@@ -61,8 +63,9 @@ def event_hash(prev_hash: str, seq: int, values: Sequence[Any]) -> str:
     return hashlib.sha256((prev_hash + body).encode()).hexdigest()
 
 
-_TIP = ("SELECT (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
-        "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1), (SELECT MAX(entry) FROM events)")
+# the newest event, found by its number (an index look-up on every backend)
+_TIP = ("SELECT seq, hash, (SELECT MAX(entry) FROM events) FROM events "
+        "WHERE seq = (SELECT MAX(seq) FROM events)")
 
 
 class Tip:
@@ -78,7 +81,7 @@ class Tip:
         self.operator = operator
         # one statement (a round trip saved on a database server); every event's entry was
         # opened by a begin event, so the largest entry is the last begin's
-        seq, prev, last = db.execute(_TIP).fetchone()
+        seq, prev, last = db.execute(_TIP).fetchone() or (None, None, None)
         self.seq, self.prev = (int(seq), str(prev)) if seq is not None else (0, GENESIS)
         self.entry = int(last or 0)
         self._rows: list[list[Any]] = []

@@ -573,6 +573,94 @@ _OPS = ("checkout", "capture", "refund", "reverse", "authorize")
 _V3 = (_V3.replace("@OPS@", "|".join(_OPS))
        .replace("@OPS_LIST@", ", ".join(f"'{op}'" for op in _OPS)))
 
+# Every look-up a command makes answered from an index, whatever the history's size
+# (tests/pg/test_plans.py asserts the plans, the triggers' own statements included): the
+# begun-at time, the writer and the approval an event names; and each entry's outcome now
+# with its latest completion (entry_outcome), derived from the events by a trigger in the
+# same statement as each append, so that unknown entries, or an entry's latest outcome,
+# are found without walking every entry. The time and writer indexes are not partial
+# (``WHERE kind = 'begin'``): an index of every begin lets the planner walk all of them as
+# a cheap way to the begins (the duplicate check of 500 references did, at 60k entries).
+# Nobody writes entry_outcome but that trigger
+# (the owner's function); every role reads it. The owner's maintenance path (an UPDATE or
+# DELETE with events_append_only disabled) recomputes the entries it touches.
+_V4 = r"""
+CREATE INDEX events_time ON walletctl.events (time);
+CREATE INDEX events_written_by ON walletctl.events ((COALESCE(operator, os_user)));
+CREATE INDEX events_approval_id ON walletctl.events (approval) WHERE approval IS NOT NULL;
+
+CREATE TABLE walletctl.entry_outcome (
+    entry bigint PRIMARY KEY,
+    outcome text NOT NULL,
+    last_complete bigint
+);
+CREATE INDEX entry_outcome_by_outcome ON walletctl.entry_outcome (outcome, entry);
+INSERT INTO walletctl.entry_outcome (entry, outcome, last_complete)
+    SELECT b.entry, coalesce(c.outcome, b.outcome, 'unknown'), c.seq
+    FROM walletctl.events b LEFT JOIN (
+        SELECT DISTINCT ON (entry) entry, seq, outcome FROM walletctl.events
+        WHERE kind = 'complete' ORDER BY entry, seq DESC) c ON c.entry = b.entry
+    WHERE b.kind = 'begin';
+
+CREATE FUNCTION walletctl.events_outcomes() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = walletctl, pg_temp AS $fn$
+DECLARE
+    touched bigint[];
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO walletctl.entry_outcome (entry, outcome, last_complete)
+            SELECT n.entry, coalesce(n.outcome, 'unknown'), NULL FROM added n
+            WHERE n.kind = 'begin';
+        UPDATE walletctl.entry_outcome s
+            SET last_complete = x.seq, outcome = coalesce(x.outcome, b.outcome, 'unknown')
+            FROM (SELECT DISTINCT ON (entry) entry, seq, outcome FROM added
+                  WHERE kind = 'complete' ORDER BY entry, seq DESC) x
+            JOIN walletctl.events b ON b.entry = x.entry AND b.kind = 'begin'
+            WHERE s.entry = x.entry AND (s.last_complete IS NULL OR s.last_complete < x.seq);
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+        SELECT array_agg(entry) INTO touched FROM (
+            SELECT entry FROM gone UNION SELECT entry FROM added) t;
+    ELSE
+        SELECT array_agg(DISTINCT entry) INTO touched FROM gone;
+    END IF;
+    DELETE FROM walletctl.entry_outcome WHERE entry = ANY (touched);
+    INSERT INTO walletctl.entry_outcome (entry, outcome, last_complete)
+        SELECT DISTINCT ON (b.entry) b.entry, coalesce(c.outcome, b.outcome, 'unknown'), c.seq
+        FROM walletctl.events b LEFT JOIN LATERAL (
+            SELECT seq, outcome FROM walletctl.events
+            WHERE entry = b.entry AND kind = 'complete' ORDER BY seq DESC LIMIT 1) c ON true
+        WHERE b.kind = 'begin' AND b.entry = ANY (touched)
+        ORDER BY b.entry, b.seq;
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER events_outcomes AFTER INSERT ON walletctl.events
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION walletctl.events_outcomes();
+CREATE TRIGGER events_outcomes_changed AFTER UPDATE ON walletctl.events
+    REFERENCING OLD TABLE AS gone NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION walletctl.events_outcomes();
+CREATE TRIGGER events_outcomes_deleted AFTER DELETE ON walletctl.events
+    REFERENCING OLD TABLE AS gone
+    FOR EACH STATEMENT EXECUTE FUNCTION walletctl.events_outcomes();
+
+REVOKE ALL ON walletctl.entry_outcome FROM PUBLIC;
+REVOKE ALL ON FUNCTION walletctl.events_outcomes() FROM PUBLIC;
+
+-- roles granted before: read the entries' outcomes
+DO $do$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT DISTINCT role FROM walletctl.roles LOOP
+        EXECUTE format('GRANT SELECT ON walletctl.entry_outcome TO %I', r.role);
+    END LOOP;
+END
+$do$;
+"""
+
 # Recon's findings (history/findings.py): recorded by an operator or approver with their
 # entry in the chain; resolved once, by an approver or the owner who did not make the
 # movement the finding is about, with a note and its own entry, in the same transaction.
@@ -695,6 +783,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (2, "approvals (four eyes), kept by the database", _V2),
     (3, "the desk's rulebook, roles, bound batch rows, entries numbered by the database",
      _V3),
+    (4, "indexes for every look-up; each entry's outcome kept beside the events", _V4),
     (5, "recon's findings, recorded and resolved with their entries in the chain", _V5),
 )
 LATEST = MIGRATIONS[-1][0]
@@ -705,8 +794,8 @@ LATEST = MIGRATIONS[-1][0]
 _READ = (
     "GRANT USAGE ON SCHEMA walletctl TO {role}",
     "GRANT SELECT ON walletctl.events, walletctl.schema_version, walletctl.approvals, "
-    "walletctl.approval_rows, walletctl.policy, walletctl.roles, walletctl.findings "
-    "TO {role}",
+    "walletctl.approval_rows, walletctl.policy, walletctl.roles, walletctl.entry_outcome, "
+    "walletctl.findings TO {role}",
 )
 GRANTS: dict[str, tuple[str, ...]] = {
     "operator": (*_READ,

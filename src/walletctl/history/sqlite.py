@@ -78,19 +78,69 @@ CREATE TABLE IF NOT EXISTS findings (
 );
 CREATE INDEX IF NOT EXISTS findings_ref ON findings(merchant_id, store_id, reference);
 """
+# Every look-up a command makes is answered from one of these (tests/history/test_plans.py
+# asserts the plans): the begun-at time, the writer, the approval an event names.
 _LATER_INDEXES = """
 CREATE INDEX IF NOT EXISTS events_new_ref ON events(new_ref);
+CREATE INDEX IF NOT EXISTS events_time ON events(time);
+CREATE INDEX IF NOT EXISTS events_written_by ON events(COALESCE(operator, os_user));
+CREATE INDEX IF NOT EXISTS events_approval_id ON events(approval) WHERE approval IS NOT NULL;
 """
+# Each entry's outcome now and its latest completion: derived from the events, kept by
+# triggers in the same transaction as each append (and after any change or deletion, such
+# as the intent store's), so that listing unknown entries, or an entry's latest outcome,
+# is an index look-up and not a walk over every entry. A file written before it is filled
+# once, at its first open by this version.
+_OUTCOME_OF = """
+SELECT b.entry, COALESCE(c.outcome, b.outcome, 'unknown'), c.seq FROM events b
+LEFT JOIN events c ON c.seq = (
+    SELECT MAX(seq) FROM events WHERE kind = 'complete' AND entry = b.entry)
+WHERE b.kind = 'begin'"""
+_ENTRY_OUTCOME = f"""
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS entry_outcome (
+    entry INTEGER PRIMARY KEY, outcome TEXT NOT NULL, last_complete INTEGER);
+CREATE INDEX IF NOT EXISTS entry_outcome_by_outcome ON entry_outcome(outcome);
+INSERT INTO entry_outcome (entry, outcome, last_complete) {_OUTCOME_OF}
+    AND NOT EXISTS (SELECT 1 FROM entry_outcome);
+CREATE TRIGGER IF NOT EXISTS entry_outcome_begun AFTER INSERT ON events
+WHEN NEW.kind = 'begin' BEGIN
+    INSERT OR REPLACE INTO entry_outcome (entry, outcome, last_complete)
+    VALUES (NEW.entry, COALESCE(NEW.outcome, 'unknown'), NULL);
+END;
+CREATE TRIGGER IF NOT EXISTS entry_outcome_completed AFTER INSERT ON events
+WHEN NEW.kind = 'complete' BEGIN
+    UPDATE entry_outcome SET last_complete = NEW.seq, outcome = COALESCE(NEW.outcome, (
+        SELECT COALESCE(outcome, 'unknown') FROM events
+        WHERE entry = NEW.entry AND kind = 'begin'), 'unknown')
+    WHERE entry = NEW.entry AND (last_complete IS NULL OR last_complete < NEW.seq);
+END;
+CREATE TRIGGER IF NOT EXISTS entry_outcome_deleted AFTER DELETE ON events BEGIN
+    DELETE FROM entry_outcome WHERE entry = OLD.entry;
+    INSERT OR REPLACE INTO entry_outcome (entry, outcome, last_complete)
+        {_OUTCOME_OF} AND b.entry = OLD.entry;
+END;
+CREATE TRIGGER IF NOT EXISTS entry_outcome_changed AFTER UPDATE ON events BEGIN
+    DELETE FROM entry_outcome WHERE entry IN (OLD.entry, NEW.entry);
+    INSERT OR REPLACE INTO entry_outcome (entry, outcome, last_complete)
+        {_OUTCOME_OF} AND b.entry IN (OLD.entry, NEW.entry);
+END;
+COMMIT;
+"""  # noqa: S608 - constant SQL only
 
 
 def migrate(db: sqlite3.Connection) -> None:
-    """Create the table, or add the later columns to a file written before them."""
+    """Create the table, or add the later columns, indexes and the entries' outcomes to a
+    file written before them."""
     db.executescript(SCHEMA)
     have = {str(row[1]) for row in db.execute("PRAGMA table_info(events)")}
     for column in LATER:
         if column not in have:
             db.execute(f"ALTER TABLE events ADD COLUMN {column} {COLUMN_TYPES[column]}")
     db.executescript(_LATER_INDEXES)
+    if db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+                  "AND name LIKE 'entry_outcome_%'").fetchone()[0] < 4:
+        db.executescript(_ENTRY_OUTCOME)
 
 
 def create_private(path: Path) -> None:

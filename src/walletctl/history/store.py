@@ -82,6 +82,11 @@ class SharedLocks(Protocol):
     def release_many(self, keys: list[str]) -> None: ...
 
 
+# References looked up per query (the duplicate check, a batch's probe). Small enough that
+# PostgreSQL's planner prices the index look-ups below a walk of the events from some
+# thousands of entries on (at 500 it walked them up to ~100k entries: tests/pg/test_plans.py).
+REFS_PER_QUERY = 100
+
 # Run inside an append's transaction, before its events are written: (connection, the
 # intents' entry ids). Raising rolls the whole append back.
 WriteHook = Callable[[Any, list[int]], None]
@@ -229,17 +234,21 @@ class HistoryStore:
 
     def _begun(self, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
         """The entries already begun to send these intents' movements, by identity: one
-        query per 500 references (a batch's group of sends), not one per intent."""
+        query per REFS_PER_QUERY references (a batch's group of sends: a few queries, not one
+        per intent)."""
         refs = sorted({key[3] if key[3] is not None else key[4]
                        for key in map(_identity, intents) if key})
         found: dict[tuple[Any, ...], int] = {}
-        for at in range(0, len(refs), 500):
-            chunk = refs[at:at + 500]
+        for at in range(0, len(refs), REFS_PER_QUERY):
+            chunk = refs[at:at + REFS_PER_QUERY]
             marks = ", ".join("?" * len(chunk))
+            # ``(new_ref || '') IS NULL``: the same test as ``new_ref IS NULL``, spelled so
+            # that no index answers it; SQLite would otherwise walk every completion (whose
+            # new_ref is NULL) through events_new_ref instead of events_ref's few rows.
             sql = ("SELECT entry, merchant_id, store_id, operation, new_ref, original_ref, "  # noqa: S608 - placeholders only
                    "amount, currency FROM events WHERE kind = 'begin' AND outcome IS NULL AND "
-                   f"(new_ref IN ({marks}) OR (new_ref IS NULL AND original_ref IN ({marks}))) "
-                   "ORDER BY seq DESC")
+                   f"(new_ref IN ({marks}) OR ((new_ref || '') IS NULL "
+                   f"AND original_ref IN ({marks}))) ORDER BY seq DESC")
             for entry, merchant, store, op, new_ref, original, amount, currency in self._execute(
                     sql, chunk + chunk):
                 # oldest last, so the first entry of an identity wins
@@ -265,6 +274,8 @@ class HistoryStore:
 
     # ------------------------------------------------------------------ reading
 
+    # An entry: its begin event, and its latest completion found through entry_outcome
+    # (kept by the backend's triggers with every append), not by a subquery per entry.
     _SELECT = """
         SELECT b.entry, b.time, b.os_user, b.host, b.profile, b.base_url, b.operation,
                b.original_ref, COALESCE(c.new_ref, b.new_ref), b.amount, b.currency,
@@ -273,31 +284,41 @@ class HistoryStore:
                b.batch_id, b.batch_row, b.reason, COALESCE(c.note, b.note), c.time,
                b.merchant_id, b.store_id, b.operator, c.operator, b.approval
         FROM events b
-        LEFT JOIN events c ON c.seq = (
-            SELECT MAX(seq) FROM events WHERE kind = 'complete' AND entry = b.entry)
+        JOIN entry_outcome s ON s.entry = b.entry
+        LEFT JOIN events c ON c.seq = s.last_complete
         WHERE b.kind = 'begin'
     """
 
     def _where(self, f: Filters) -> tuple[str, list[Any]]:
+        """The listing's query: each filter is a term an index answers (the reference's
+        entries, their outcome, the begun-at time, the writer), or a check of the few rows
+        another one found. A reference is the most selective: with one, the outcome is
+        checked on its rows rather than looked up (``|| ''`` keeps an index off it)."""
         sql = self._SELECT
         args: list[Any] = []
+        narrow = f.ref is not None or f.original_ref is not None
         for clause, value in (
             ("b.time >= ?", f.since),
             ("b.time < ?", f.until),
             ("b.operation = ?", f.operation),
             ("b.profile = ?", f.profile),
             # the authenticated role where there is one (never the client's claim), else
-            # the OS account
+            # the OS account (the expression events_written_by indexes)
             ("COALESCE(b.operator, b.os_user) = ?", f.os_user),
             ("b.original_ref = ?", f.original_ref),
+            ("(s.outcome || '') = ?" if narrow else "s.outcome = ?", f.outcome),
         ):
             if value is not None:
                 sql += f" AND {clause}"
                 args += [value] * clause.count("?")
         if f.ref is not None:
-            sql += " AND (b.original_ref = ? OR b.new_ref = ? OR c.new_ref = ?)"
-            args += [f.ref] * 3
-        if f.outcome is not None:
+            # the entries whose events name it (two index look-ups), then exactly: the
+            # begin's original or new reference, or the latest completion's new one
+            sql += (" AND b.entry IN (SELECT entry FROM events WHERE original_ref = ? "
+                    "UNION SELECT entry FROM events WHERE new_ref = ?)"
+                    " AND (b.original_ref = ? OR b.new_ref = ? OR c.new_ref = ?)")
+            args += [f.ref] * 5
+        if f.outcome is not None:  # what the events say (entry_outcome is derived)
             sql += " AND COALESCE(c.outcome, b.outcome, 'unknown') = ?"
             args.append(f.outcome)
         return sql, args
@@ -306,7 +327,11 @@ class HistoryStore:
         """Matching entries, oldest first (``limit``: the last N of them)."""
         f = filters or Filters()
         sql, args = self._where(f)
-        sql += " ORDER BY b.entry"
+        # by entry (walking entry_outcome's key, no sort), except under a time filter:
+        # ``+`` keeps SQLite from walking every entry in order to skip the sort, so that
+        # the time index finds the rows
+        timed = f.since is not None or f.until is not None
+        sql += " ORDER BY +b.entry" if timed else " ORDER BY s.entry"
         if f.limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(f.limit)}) AS last_n ORDER BY 1"  # noqa: S608
         for row in self._execute(sql, args, stream=True):
@@ -338,10 +363,10 @@ class HistoryStore:
     def touched_many(self, *, operation: str, original_refs: list[str], batch_id: str,
                      since: str) -> set[str]:
         """:meth:`touched` for many originals at once (a batch's group of rows): the ones
-        touched, in one query per 500."""
+        touched, in one query per REFS_PER_QUERY."""
         found: set[str] = set()
-        for at in range(0, len(original_refs), 500):
-            chunk = original_refs[at:at + 500]
+        for at in range(0, len(original_refs), REFS_PER_QUERY):
+            chunk = original_refs[at:at + REFS_PER_QUERY]
             marks = ", ".join("?" * len(chunk))
             found.update(str(row[0]) for row in self._execute(
                 f"SELECT DISTINCT original_ref FROM events WHERE original_ref IN ({marks}) "  # noqa: S608 - placeholders only
@@ -362,7 +387,8 @@ class HistoryStore:
         """The newest event (None: no event yet). ``history anchor`` prints it, so that a
         team can keep it elsewhere: deleting the newest events, or recomputing the whole
         chain, leaves a chain intact in itself, and only a head kept outside shows it."""
-        row = self._one("SELECT seq, entry, hash, time FROM events ORDER BY seq DESC LIMIT 1")
+        row = self._one("SELECT seq, entry, hash, time FROM events "
+                        "WHERE seq = (SELECT MAX(seq) FROM events)")
         return Head(int(row[0]), int(row[1]), str(row[2]), str(row[3])) if row else None
 
     def holds(self, head_hash: str) -> bool:
@@ -401,8 +427,8 @@ class HistoryStore:
         """The events numbered ``first`` to ``last`` as they are stored (every hashed
         column, ``prev_hash`` and ``hash``), read a row at a time."""
         names = ("seq", *ALL, "prev_hash", "hash")
-        sql = SELECT_EVENTS.replace(" ORDER BY seq", " WHERE seq BETWEEN ? AND ? ORDER BY seq")
-        for row in self._execute(sql, (first, last), stream=True):
+        sql = SELECT_EVENTS.replace(" ORDER BY seq", " AND seq <= ? ORDER BY seq")
+        for row in self._execute(sql, (first - 1, last), stream=True):
             yield dict(zip(names, row, strict=True))
 
     def _may_read(self, table: str) -> bool:
@@ -420,12 +446,15 @@ class HistoryStore:
             "SELECT 1 FROM events e WHERE e.approval = a.id AND e.kind = 'begin' "
             "AND e.operation = 'approval' AND e.outcome = 'approved') ORDER BY a.id")]
 
-    def verify(self) -> tuple[int, Broken | None]:
-        """Walk the chain: (events checked, the first broken one or None)."""
-        prev = GENESIS
-        expected = 1
+    def verify(self, after: tuple[int, str] | None = None) -> tuple[int, Broken | None]:
+        """Walk the chain: (events checked, the first broken one or None). ``after``: an
+        event already verified, (its number, its hash as kept outside): only the events
+        after it are walked, the first of them checked against that hash; the events up
+        to it are not read (an index range: the cost is the events added since)."""
+        start, prev = after if after is not None else (0, GENESIS)
+        expected = start + 1
         count = 0
-        for row in self._execute(SELECT_EVENTS, stream=True):
+        for row in self._execute(SELECT_EVENTS, (start,), stream=True):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
             what = describe(values[0], values[1])
             if values[OPERATOR_AT] is not None:  # a shared history names its writer

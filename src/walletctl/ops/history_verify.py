@@ -7,6 +7,13 @@ local file), leaves a chain that verifies. An *anchor* is the head as ``history 
 prints it, one JSON line kept elsewhere (a file in git, a CI log, a ticket); ``verify
 --anchor FILE`` checks that every anchor of the file still names an event of this history
 with the hash it had then.
+
+``verify --since-anchor FILE`` walks only what was added after the newest anchor of the
+file (its event, then every event after it, from its kept hash), and checks every anchor
+of the file as ``--anchor`` does: its cost is the events added since, not the history's
+size. What it cannot see is a change at or before the anchored event that leaves that
+event's own hash as kept (an edited old payload whose hash was not recomputed): only the
+full walk finds that, so a team runs it from time to time as well (docs/history.md).
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ class Verified:
     expect_head: str | None
     head_gone: bool  # --expect-head names no event of the history
     spent_undecided: tuple[int, ...] | None  # None: this role may not read the approvals
+    since: Anchor | None = None  # the anchor the walk started after (None: the first event)
 
     @property
     def intact(self) -> bool:
@@ -89,8 +97,9 @@ def make_anchor(profile: Profile | None) -> Anchor:
 
 
 def verify(profile: Profile | None, *, anchors_file: Path | None,
-           expect_head: str | None) -> Verified:
-    """Walk the chain; check it against the anchors (every line of ``anchors_file``) and
+           expect_head: str | None, since_anchor: Path | None = None) -> Verified:
+    """Walk the chain (``since_anchor``: only after the newest anchor of that file); check
+    it against the anchors (every line of ``anchors_file`` and ``since_anchor``) and
     ``expect_head``; look for spent approvals whose decision is not in the chain. Usage
     errors (a malformed anchors file) are raised before the history is opened."""
     from walletctl.history import history_location, open_location
@@ -99,9 +108,14 @@ def verify(profile: Profile | None, *, anchors_file: Path | None,
         raise UsageError("--expect-head: must be 12 to 64 hex digits of a head hash that "
                          "`walletctl history verify` printed")
     anchors = read_anchors(anchors_file) if anchors_file is not None else []
+    since = None
+    if since_anchor is not None:
+        kept = read_anchors(since_anchor, flag="--since-anchor")
+        since = max(kept, key=lambda a: a.event)
+        anchors += kept
     found = history_location(profile)
     with open_location(found, create=False, purpose="walletctl history verify") as store:
-        count, broken = store.verify()
+        count, broken = store.verify(None if since is None else (since.event, since.hash))
         head = store.head()
         hashes = store.hashes(a.event for a in anchors)
         gone = expect_head is not None and broken is None and not store.holds(expect_head)
@@ -112,23 +126,24 @@ def verify(profile: Profile | None, *, anchors_file: Path | None,
     return Verified(history=where, backend="postgresql" if isinstance(found, DbUrl) else
                     "sqlite", events=count, broken=broken, head=head, anchors=len(anchors),
                     failures=failures, expect_head=expect_head, head_gone=gone,
-                    spent_undecided=None if undecided is None else tuple(undecided))
+                    spent_undecided=None if undecided is None else tuple(undecided),
+                    since=since)
 
 
-def read_anchors(path: Path) -> list[Anchor]:
+def read_anchors(path: Path, *, flag: str = "--anchor") -> list[Anchor]:
     """Every anchor line of ``path`` (blank lines and ``#`` comments skipped); a line that
-    is not one is a usage error naming the line and the field."""
+    is not one is a usage error naming the option, the line and the field."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise UsageError(f"--anchor: cannot read {path}: {why}") from None
+        raise UsageError(f"{flag}: cannot read {path}: {why}") from None
     found: list[Anchor] = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip() and not line.lstrip().startswith("#"):
-            found.append(_anchor(line, f"--anchor {path} line {number}", number))
+            found.append(_anchor(line, f"{flag} {path} line {number}", number))
     if not found:
-        raise UsageError(f"--anchor: {path} holds no anchor (lines that `walletctl history "
+        raise UsageError(f"{flag}: {path} holds no anchor (lines that `walletctl history "
                          "anchor` printed)")
     return found
 

@@ -118,6 +118,7 @@ def _verified_record(found: Verified) -> dict[str, Any]:
             "brokenAt": None if found.broken is None else found.broken.seq,
             "headEvent": head.event if head else None, "headHash": head.hash if head else None,
             "anchors": found.anchors,
+            "sinceEvent": None if found.since is None else found.since.event,
             "anchorFailures": [{"line": f.anchor.line, "event": f.anchor.event,
                                 "hash": f.anchor.hash, "found": f.found}
                                for f in found.failures],
@@ -132,8 +133,9 @@ def _problems(found: Verified) -> list[str]:
     ends = found.head.event if found.head else 0
     lines: list[str] = []
     if found.broken is not None:
+        after = "" if found.since is None else f" after anchored event {found.since.event}"
         lines.append(f"{where} is broken at event {found.broken.seq}: {found.broken.problem} "
-                     f"({found.events} events before it are intact)")
+                     f"({found.events} events before it{after} are intact)")
     if found.failures:
         first = found.failures[0]
         a = first.anchor
@@ -189,7 +191,10 @@ def _verdict(record: dict[str, Any]) -> None:
     tip = f"; head: event {record['headEvent']}, hash {head[:16]}" if head else ""
     count = record["anchors"]
     anchored = f"; {count} anchor line{'s' if count > 1 else ''} matched" if count else ""
-    print_markup(f"history {escape(record['history'])}: intact, {record['events']} events, "
+    since = record["sinceEvent"]
+    walked = (f"{record['events']} events after anchored event {since}" if since else
+              f"{record['events']} events")
+    print_markup(f"history {escape(record['history'])}: intact, {walked}, "
                  f"hash chain verified{tip}{anchored}")
     if head:
         print_markup("[dim]keep the head hash elsewhere (a ticket, a log): "
