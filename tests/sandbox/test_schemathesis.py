@@ -5,10 +5,12 @@ exception, and the document tells the truth - a request valid by it is accepted 
 only for state: 401/403/404/409), one invalid by it is refused, every answer is declared
 (status, content type, schema, headers) and a 405's ``Allow`` lists every method.
 
-Two kinds of value no schema can generate are completed in positive cases before sending
+Three kinds of value no schema can say are completed in positive cases before sending
 (:func:`complete_positive`), as the document's descriptions say: a cart's arithmetic (spec
-2.1's totals) and cryptographic material (a wallet's ``paymentData`` token, an
-``encryptionKey``) - the values a real client would have been given by another call.
+2.1's totals), cryptographic material (a wallet's ``paymentData`` token, an
+``encryptionKey``) - the values a real client would have been given by another call - and
+integers as integer literals (JSON Schema's ``integer`` admits ``754.0``; the sandbox's
+integer fields do not).
 """
 
 from __future__ import annotations
@@ -127,8 +129,24 @@ def complete_cart(cart: dict[str, Any]) -> None:
         cart["totalTaxAmount"] = str(total)
 
 
+def integer_literals(value: Any) -> Any:
+    """``value`` with every whole float (754.0) written as the integer literal (754).
+
+    JSON Schema's ``integer`` admits 754.0; the sandbox's integer fields take JSON integer
+    literals only (the spec's int32, and no exponent or fraction to cost anything: the
+    document's descriptions say so), which is what every JSON encoder writes for an int."""
+    if isinstance(value, dict):
+        return {k: integer_literals(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integer_literals(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def complete_positive(case: Any) -> None:
     """Fill in what a schema cannot generate (see the module docstring)."""
+    case.body = integer_literals(case.body)
     body = case.body
     if not isinstance(body, dict):
         return
