@@ -40,6 +40,7 @@ from schemathesis.checks import (
     unsupported_method,
     use_after_free,
 )
+from schemathesis.core import NOT_SET
 from starlette.testclient import TestClient
 
 from sandbox_fixtures import AUTH_HEADERS, SANDBOX_API_KEY
@@ -166,7 +167,7 @@ def complete_positive(case: Any) -> None:
 
 
 @schema.parametrize()
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 def test_the_document_tells_the_truth(case: Any) -> None:
     if case.meta is not None and case.meta.generation.mode.is_positive:
         complete_positive(case)
@@ -205,6 +206,26 @@ def only_money_as_a_number(case: Any) -> bool:
     return bool(validator.is_valid(money_as_strings(case.body)))
 
 
+def valid_after_all(case: Any) -> bool:
+    """A "negative" case the document itself accepts: an operation read from its body alone
+    (no query or path parameters) whose body is valid by the document, or absent where the
+    document makes it optional. Schemathesis' mutations sometimes leave a valid request
+    (appending ``*`` to a reference the pattern allows, dropping an optional body): the
+    server accepting it is the document's truth, not a lie."""
+    operation = DOCUMENT["paths"][case.path].get(case.method.lower(), {})
+    if operation.get("parameters") or case.query or case.path_parameters:
+        return False
+    content = operation.get("requestBody", {})
+    if not isinstance(case.body, dict | list):
+        absent = case.body is NOT_SET or case.body in (None, "", b"")
+        return bool(content) and not content.get("required", False) and absent
+    ref = content.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref")
+    if ref is None:
+        return False
+    validator = jsonschema_rs.Draft202012Validator({"$ref": ref, **DOCUMENT})
+    return bool(validator.is_valid(case.body))
+
+
 LEDGER_RULES = {("POST", "/api/v5/apmTransactions"), ("POST", "/api/v5/transactions"),
                 ("POST", "/_sandbox/3ds/challenge")}
 
@@ -222,7 +243,8 @@ def check_response(case: Any, response: Any) -> None:
     # the answer is what the document says, and the document what the server does
     checks = ALL_CHECKS
     mode = case.meta.generation.mode if case.meta is not None else None
-    if mode is not None and mode.is_negative and only_money_as_a_number(case):
+    if mode is not None and mode.is_negative and (only_money_as_a_number(case)
+                                                  or valid_after_all(case)):
         checks = [c for c in ALL_CHECKS if c is not negative_data_rejection]
     if mode is not None and mode.is_positive and response.status_code == 422 and \
             (case.method, case.path) in LEDGER_RULES:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from walletctl.errors import RequestValidationError
+from walletctl.models.fields import NOT_BLANK_PATTERN
 from walletctl.models.money import AmountFormat, from_wire, to_wire
 
 MONEY_KEYS = frozenset(
@@ -211,6 +212,9 @@ def validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
             msg = "is required"
         elif err["type"] == "extra_forbidden":
             msg = "is not a field of this request"
+        elif err["type"] == "string_pattern_mismatch" and \
+                (err.get("ctx") or {}).get("pattern") == NOT_BLANK_PATTERN:
+            msg = "must not be blank (whitespace only)"
         # Model-level rules name their field as a "field.path: rule" prefix: join it to the
         # location so the problem names the field itself, not the object holding it.
         head, sep, rest = msg.partition(": ")

@@ -165,7 +165,7 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
     token["properties"]["cardId"]["enum"] = list(CARDS_BY_ID)
     for name in ("publicKeyApi", "encryptionKey"):
         token["properties"][name] = {"anyOf": [
-            {"type": "string", "minLength": 1, "pattern": r"\S"}, {"type": "null"}]}
+            {"type": "string", "minLength": 1, "pattern": NOT_BLANK_PATTERN}, {"type": "null"}]}
     token["properties"]["encryptionKey"]["description"] = (
         "the recipient's public key: base64 of its DER SubjectPublicKeyInfo, EC P-256")
     token["properties"]["publicKeyApi"]["description"] = "a key the gateway issued"

@@ -21,13 +21,15 @@ from pydantic import ConfigDict, Field
 
 from walletctl.models.base import WireModel
 from walletctl.models.checkout import CheckoutDetails, CheckoutRequest, Provider, RedirectDetails
-from walletctl.models.fields import Reference, Url
+from walletctl.models.fields import NOT_BLANK_PATTERN, Reference, Url
 from walletctl.models.followup import ApmRequestDetails, FollowUpRequest
 from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.models.walletpay import ThreeDSecure as _ThreeDSecure
 
 # merchantId / storeId of the browser-wallet routes and other short identifiers
-Id = Annotated[str, Field(min_length=1, max_length=128, pattern=r"\S")]
+# not blank: Python's whitespace spelt out (``\S`` means another set to each regex engine:
+# ECMAScript's leaves U+0085 in), so the server and every reader of the document agree
+Id = Annotated[str, Field(min_length=1, max_length=128, pattern=NOT_BLANK_PATTERN)]
 Short = Annotated[str, Field(max_length=256)]
 
 
