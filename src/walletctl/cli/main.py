@@ -329,6 +329,11 @@ def install_signal_handlers() -> None:
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point (the error boundary lives in ``_BoundaryGroup``)."""
     install_signal_handlers()
+    # A connection's generator closed by the garbage collector after a timeout (httpcore)
+    # would print "Exception ignored in ... Traceback" on stderr at exit: the command's
+    # outcome is already reported, so such leftovers are not shown (WALLETCTL_DEBUG shows them)
+    if not os.environ.get(Env.DEBUG):
+        sys.unraisablehook = lambda _unraisable: None
     try:
         app(args=argv, prog_name="walletctl")
     except SystemExit as exc:

@@ -463,7 +463,7 @@ def _money_types(schemas: dict[str, Any], fmt: str) -> None:
                 continue
             low = prop.lower()
             new: dict[str, Any]
-            if name == "SeedItem":  # major units whatever the format, never a magic ending
+            if name == "SeedItem" and low == "amount":  # major units, never a magic ending
                 new = _SEED_AMOUNT
             elif low in MONEY_KEYS:
                 new = _AMOUNT_OUT if name == "TransactionRecord" else \

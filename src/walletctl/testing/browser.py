@@ -78,9 +78,17 @@ class WalletPayPage:
 
     def challenge(self, outcome: str = "pass", timeout_ms: float = 20_000) -> dict[str, Any]:
         """Wait until the page is the sandbox's hosted 3DS page, then pass or fail it."""
+        if outcome not in ("pass", "fail"):
+            raise ValueError(f'challenge: outcome must be "pass" or "fail", not {outcome!r}')
         self.page.wait_for_url(CHALLENGE_URL, timeout=timeout_ms)
-        answer: dict[str, Any] = self.page.evaluate(
-            "(o) => WalletPayTesting.challenge(o)", outcome)
+        # Playwright's own click (not the driver's evaluate): the page navigates as it is
+        # answered, which would destroy an evaluate's context before its value came back
+        button = self.page.wait_for_selector(f"#threeds-{outcome}", timeout=timeout_ms)
+        amount = self.page.text_content("#threeds-amount")
+        answer = {"challengeId": self.page.url.split("?")[0].rsplit("/", 1)[-1],
+                  "outcome": outcome, "amount": amount}
+        assert button is not None
+        button.click()
         return answer
 
     def state(self) -> dict[str, Any]:
