@@ -68,9 +68,11 @@ def test_health_is_answered_while_a_large_ledger_is_read(big: EmbeddedSandbox) -
     assert document["transactions"][-1]["reference"] == f"BIG-{TRANSACTIONS - 1}"
     seconds = float(str(read["seconds"]))
     assert len(latencies) >= 5, (len(latencies), seconds)
-    # Built inside the event loop, the ledger held every health request for nearly the
-    # whole read; paged in a worker thread, each waits for a page at most.
-    assert max(latencies) < max(seconds / 3, 0.2), (max(latencies), seconds)
+    # Built inside the event loop, the ledger held every health request for the whole read
+    # (so only one or two were answered, each after the read); paged in a worker thread, each
+    # waits for a page at most. Generous: the suite shares two cores (benchmarks/
+    # sandbox_ledger.py measures the latency itself).
+    assert max(latencies) < max(seconds / 2, 1.0), (max(latencies), seconds)
 
 
 @pytest.mark.parametrize("fmt", ["ndjson", "csv", "json"])

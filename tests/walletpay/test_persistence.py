@@ -51,7 +51,9 @@ class Served:
 
     def _line(self) -> str:
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], 20.0)
+        # 60 s: a sandbox's start-up on two loaded cores (a full suite beside it) can take
+        # longer than 20; a sandbox that never starts still fails here
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60.0)
         if not ready:
             self.proc.kill()
             raise AssertionError("no output from sandbox serve")
