@@ -220,7 +220,8 @@
       return button || undefined;
     }, timeoutMs).then(function (button) {
       var amount = document.getElementById("threeds-amount");
-      setTimeout(function () { button.click(); }, 0); // the page navigates after this
+      // the page navigates after this: later than the answer reaches the test runner
+      setTimeout(function () { button.click(); }, 250);
       return { challengeId: global.location.pathname.split("/").pop(), outcome: outcome,
                amount: amount ? amount.textContent : null };
     });
