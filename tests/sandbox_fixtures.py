@@ -34,6 +34,12 @@ Constants: ``SANDBOX_API_KEY``, ``AUTH_HEADERS``, ``MERCHANT_ID``, ``STORE_ID``,
 from __future__ import annotations
 
 import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -55,6 +61,81 @@ MERCHANT_ID = "M-1001"
 STORE_ID = "S-01"
 USER_ID = "ops-bot"
 TEST_KEY_ENV = "WALLETCTL_TEST_KEY"
+
+_LISTENING = re.compile(r"^walletctl sandbox listening on (http://127\.0\.0\.1:\d+)$")
+
+
+class ServedSandbox:
+    """``walletctl sandbox serve --port 0 ARGS`` as a subprocess, its URL read from stdout.
+
+    Threads read stdout (line by line, into :meth:`line`) and stderr: a ``select()`` on the
+    buffered pipe would wait for ever for a line the first ``readline`` had already read."""
+
+    def __init__(self, *args: str, start_timeout: float = 60.0) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "walletctl", "sandbox", "serve", "--port", "0", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self._out: queue.Queue[str | None] = queue.Queue()
+        self._err: list[str] = []
+        self.lines: list[str] = []
+        self._readers = [threading.Thread(target=self._read_out, daemon=True),
+                         threading.Thread(target=self._read_err, daemon=True)]
+        for reader in self._readers:
+            reader.start()
+        first = self.line(start_timeout)
+        match = _LISTENING.match(first)
+        assert match, f"unexpected first line {first!r}: {self.stderr()}"
+        self.url = match.group(1)
+        ready = self.line(start_timeout)
+        assert ready.startswith("walletctl sandbox ready"), f"{ready!r}: {self.stderr()}"
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._out.put(line.rstrip("\n"))
+        self._out.put(None)
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        self._err.extend(self.proc.stderr)
+
+    def line(self, timeout: float = 20.0) -> str:
+        """The next line of stdout (AssertionError when none comes within ``timeout`` s)."""
+        try:
+            line = self._out.get(timeout=timeout)
+        except queue.Empty:
+            self.kill()
+            raise AssertionError(f"no output from sandbox serve: {self.stderr()}") from None
+        if line is None:
+            raise AssertionError(f"sandbox serve ended: {self.stderr()}")
+        self.lines.append(line)
+        return line
+
+    def stderr(self) -> str:
+        """What it wrote to stderr so far (the end of it)."""
+        return "".join(self._err)[-4000:]
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
+        """Signal it and wait: (exit code, the rest of stdout, all of stderr)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        for reader in self._readers:
+            reader.join(timeout=20)
+        rest = []
+        while not self._out.empty() and (line := self._out.get_nowait()) is not None:
+            rest.append(line)
+        return self.proc.returncode, "\n".join(rest), "".join(self._err)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
 
 _OPS = {"capture": "ecom.capture", "refund": "ecom.refund",
         "reverse": "ecom.reversalPreauthorization"}

@@ -50,7 +50,9 @@ def test_a_second_run_on_a_busy_journal_refuses_at_once_naming_the_first(
     tmp_path: Path, sandbox: EmbeddedSandbox
 ) -> None:
     refs, cmd = _setup(tmp_path, sandbox, "L", 120)
-    set_faults(sandbox.url, {"latency": 20})
+    # a second per request keeps the first run busy (120 rows, 4 at a time) however long the
+    # second process takes to start on a loaded machine; lifted once the second has answered
+    set_faults(sandbox.url, {"latency": 1000})
     env = cli_env(tmp_path)
     first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
@@ -67,9 +69,9 @@ def test_a_second_run_on_a_busy_journal_refuses_at_once_naming_the_first(
     assert f"is in use by another run (pid {first.pid} on {socket.gethostname()}, started" \
         in second.stderr, second.stderr
     assert second.stdout == ""
+    set_faults(sandbox.url, {})
     assert took < 10
     out, err = first.communicate(timeout=120)
-    set_faults(sandbox.url, {})
     assert first.returncode == 0, err
     assert json.loads(out)["confirmed"] == 120
     assert_exactly_once(ledger(sandbox.url), refs, Decimal("7.50"))

@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import re
-import select
 import signal
 import sqlite3
-import subprocess
-import sys
 import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,58 +18,28 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
+from sandbox_fixtures import ServedSandbox
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.store import Store
 
 from .conftest import MERCHANT, SERVICE_BASIC, STORE, Wallet, build_app
 
-_URL = re.compile(r"^walletctl sandbox listening on (http://127\.0\.0\.1:\d+)$")
 NOW = datetime(2026, 11, 22, 6, 0, tzinfo=UTC)
 WALLETPAY_TABLES = ("walletpay_accounts", "walletpay_three_ds", "walletpay_messages")
 
 
-class Served:
-    """``walletctl sandbox serve --port 0 ARGS`` as a subprocess (URL read from stdout)."""
+class Served(ServedSandbox):
+    """A quiet ``sandbox serve`` with an HTTP client; :meth:`stop` asserts a clean exit."""
 
     def __init__(self, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "walletctl", "sandbox", "serve", "--port", "0", "--quiet",
-             *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        )
-        match = _URL.match(self._line())
-        assert match, self._fail()
-        self.url = match.group(1)
-        assert self._line().startswith("walletctl sandbox ready"), self._fail()
+        super().__init__("--quiet", *args)
         self.client = httpx.Client(base_url=self.url, timeout=20)
 
-    def _line(self) -> str:
-        assert self.proc.stdout is not None
-        # 60 s: a sandbox's start-up on two loaded cores (a full suite beside it) can take
-        # longer than 20; a sandbox that never starts still fails here
-        ready, _, _ = select.select([self.proc.stdout], [], [], 60.0)
-        if not ready:
-            self.proc.kill()
-            raise AssertionError("no output from sandbox serve")
-        return self.proc.stdout.readline().rstrip("\n")
-
-    def _fail(self) -> str:
-        self.proc.kill()
-        _, err = self.proc.communicate(timeout=20)
-        return f"sandbox serve did not start: {err[-2000:]}"
-
-    def stop(self) -> str:
+    def stop(self, sig: int = signal.SIGINT) -> tuple[int, str, str]:
         self.client.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            _, err = self.proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate(timeout=20)
-        assert self.proc.returncode == 0, err
-        return err
+        code, out, err = super().stop(sig)
+        assert code == 0, err
+        return code, out, err
 
 
 @pytest.fixture
@@ -87,9 +52,7 @@ def servers() -> Iterator[list[Served]]:
     started: list[Served] = []
     yield started
     for server in started:
-        if server.proc.poll() is None:
-            server.proc.kill()
-            server.proc.wait()
+        server.kill()
 
 
 def _serve(servers: list[Served], db: Path) -> Served:
@@ -184,7 +147,7 @@ def test_restart_keeps_keys_accounts_and_3ds(servers: list[Served], db: Path) ->
     pending_pmd = _token(c, keys, "discover-token")  # minted now, used after the restart
     before = _get_account(c, keys, token_acc["transactionAccountId"])
     assert before.status_code == 200, before.text
-    err = first.stop()
+    err = first.stop()[2]
 
     second = _serve(servers, db)
     c = second.client
@@ -216,7 +179,7 @@ def test_restart_keeps_keys_accounts_and_3ds(servers: list[Served], db: Path) ->
     # the ledger has the authorizations (method WalletPay) next to each other
     refs = [t["reference"] for t in c.get("/_sandbox/ledger").json()["transactions"]]
     assert refs == ["wp-used", "wp-token", "wp-card"]
-    err += second.stop()
+    err += second.stop()[2]
     for secret in (keys["apiKey"], token_acc["cryptogram"], three_ds["authenticationValue"],
                    "PRIVATE KEY"):
         assert secret not in err

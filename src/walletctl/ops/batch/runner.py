@@ -188,7 +188,7 @@ class BatchRunner(RowSteps):
         # the lookup to the recorded answer).
         if self._money_locks is None:  # found once per run (the path lookup is not free)
             self._money_locks = money_locks()
-        key = lock_key(prof.merchant_id, prof.store_id, row.ref)
+        key = lock_key(prof.base_url, prof.merchant_id, prof.store_id, row.ref)
         async with hold_row(self._money_locks, self._desk_locks(client), key, row.ref):
             try:
                 await self._row(client, row)

@@ -43,8 +43,10 @@ _SPAN = 1 << 40  # offsets within the file (sparse: the file itself stays empty)
 _BUSY = (errno.EAGAIN, errno.EACCES)
 
 
-def lock_key(merchant_id: str, store_id: str, original_ref: str) -> str:
-    return f"{merchant_id}\0{store_id}\0{original_ref}"
+def lock_key(base_url: str, merchant_id: str, store_id: str, original_ref: str) -> str:
+    """One original transaction: its gateway (two sandboxes' orders of the same name are not
+    one order), merchant, store and reference."""
+    return f"{base_url.rstrip('/')}\0{merchant_id}\0{store_id}\0{original_ref}"
 
 
 class MoneyLocks:

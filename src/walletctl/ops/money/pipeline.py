@@ -124,9 +124,9 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
     from walletctl.models.records import TransactionRecord
 
     profile = client.profile
-    hold = (contextlib.nullcontext() if ask.dry_run else hold_original(
-        store, lock_key(profile.merchant_id, profile.store_id, ask.ref), what=ask.ref,
-        on_wait=desk.on_wait))
+    key = lock_key(profile.base_url, profile.merchant_id, profile.store_id, ask.ref)
+    hold = (contextlib.nullcontext() if ask.dry_run
+            else hold_original(store, key, what=ask.ref, on_wait=desk.on_wait))
     with hold, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
         # the desk's rulebook (kept in the history) over the profile's own rules
         book = {} if store is None else read_rulebook(store)

@@ -53,14 +53,28 @@
     };
   }, true);
 
-  // the page's events, seen in the capture phase on window (they are dispatched on document)
+  // the page's events, seen in the capture phase on window (they are dispatched on document);
+  // each wakes the waits at once, so pay() answers before the page's own handler can navigate
+  var wake = [];
   ["handleWalletPayReady", "handlePaymentResult", "handlePaymentError"].forEach(function (type) {
     global.addEventListener(type, function (ev) {
       events.push({ type: type, detail: ev.detail });
+      wake.splice(0).forEach(function (resume) { resume(); });
     }, true);
   });
 
-  function sleep(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
+  // ms, or sooner when the page dispatches one of its events
+  function sleep(ms) {
+    return new Promise(function (resolve) {
+      function resume() { clearTimeout(timer); resolve(); }
+      var timer = setTimeout(function () {
+        var at = wake.indexOf(resume);
+        if (at >= 0) wake.splice(at, 1);
+        resolve();
+      }, ms);
+      wake.push(resume);
+    });
+  }
 
   // poll check() until it returns a value other than undefined (or throws), or time out
   function waitFor(what, check, timeoutMs) {
