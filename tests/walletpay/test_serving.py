@@ -13,7 +13,7 @@ import pytest
 
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
-from walletctl.sandbox.walletpay_static import client_script_source
+from walletctl.sandbox.walletpay import client_script_source
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,9 @@ authorise -> 403; a transaction key for another merchant or store -> 403.
 
 from __future__ import annotations
 
+import base64
 import hmac
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -102,3 +104,19 @@ def require_scope(cred: Credential, merchant_id: str, store_id: str) -> None:
                                        or cred.store_id != store_id):
         raise SandboxError(403, "the API key was not issued for this merchant and store",
                            description="AuthorizationError")
+
+
+def require_service_secret(ctx: SandboxContext, request: Request) -> None:
+    """401 unless the ``Authorization`` header is ``Basic <userId>:<service secret>``."""
+    scheme, _, value = (request.headers.get("authorization") or "").strip().partition(" ")
+    if scheme.lower() != "basic" or not value:
+        raise SandboxError(401, "the public key service needs Authorization: Basic "
+                           "userId:secret")
+    try:
+        user, sep, secret = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        raise SandboxError(401, "malformed Basic credentials") from None
+    if not sep or not user or not secrets.compare_digest(
+            secret.encode("utf-8", "surrogatepass"),
+            ctx.config.service_secret.encode("utf-8", "surrogatepass")):
+        raise SandboxError(401, "service user or secret is not valid")

@@ -30,7 +30,7 @@ from walletctl.sandbox.config import MAX_LATENCY_MS, MAX_RETRY_AFTER_S
 from walletctl.sandbox.engine import ACTIONS
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS
 from walletctl.sandbox.seed import SeedRequest
-from walletctl.sandbox.walletpay_state import CARDS_BY_ID
+from walletctl.sandbox.walletpay import CARDS_BY_ID
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 
