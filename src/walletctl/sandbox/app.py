@@ -2,7 +2,7 @@
 
 Routes (all answers are JSON unless stated; errors are ``{code, description,
 details: {message}}`` on every route; bodies are read strictly by :mod:`walletctl.sandbox.wire`
-and limited while reading by :mod:`walletctl.sandbox.limits`):
+and limited while reading by :mod:`walletctl.sandbox.middleware`):
 
 Gateway (``Authorization: PublicApiKey <server key>``, default ``sandbox-api-key``, any
 merchant; a per-transaction key from the public key service is refused here with 403: see
@@ -22,7 +22,7 @@ approve | decline | cancel | pending) -> 303 to the checkout's success / refused
 pending / error URL. Single use; expires after ``redirectUrlTimeout`` seconds.
 
 Sandbox control (never faulted; Host/Origin-guarded and, when the sandbox has an admin token,
-``X-Sandbox-Token`` required: see :mod:`walletctl.sandbox.guard`):
+``X-Sandbox-Token`` required: see :mod:`walletctl.sandbox.middleware`):
 ``POST /_sandbox/reset``, ``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``,
 ``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/seed`` (many
 approved checkouts at once: :mod:`walletctl.sandbox.seed`), ``POST /_sandbox/clock``
@@ -43,16 +43,16 @@ from starlette.routing import Route
 from walletctl import __version__
 from walletctl.models.checkout import CheckoutResponse
 from walletctl.models.fields import check_reference
-from walletctl.sandbox import auth, control, engine, pages, records, wire
-from walletctl.sandbox.config import SandboxConfig
-from walletctl.sandbox.context import SandboxContext
-from walletctl.sandbox.cors import CorsMiddleware
-from walletctl.sandbox.faults import FaultMiddleware
-from walletctl.sandbox.guard import GuardMiddleware
-from walletctl.sandbox.head import HeadMiddleware
-from walletctl.sandbox.limits import BodyLimitMiddleware
+from walletctl.sandbox import auth, control, engine, pages, requests
+from walletctl.sandbox.config import SandboxConfig, SandboxContext
+from walletctl.sandbox.middleware import (
+    BodyLimitMiddleware,
+    CorsMiddleware,
+    FaultMiddleware,
+    GuardMiddleware,
+    HeadMiddleware,
+)
 from walletctl.sandbox.openapi import openapi_document
-from walletctl.sandbox.query import read_query
 from walletctl.sandbox.replies import Outcome, SandboxError, error_body
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store, TxRow
@@ -112,7 +112,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
               summary="Create a redirect-wallet checkout (spec 2.1 -> 2.2)")
     async def checkout(request: Request) -> JSONResponse:
         server_key(request, "POST /api/v5/checkout")
-        req = await wire.read_model(request, CheckoutBody)
+        req = await requests.read_model(request, CheckoutBody)
         row, replayed = engine.create_checkout(store, req, ctx.now())
         base = (config.public_url or str(request.base_url)).rstrip("/")
         body = CheckoutResponse(redirect_url=f"{base}/pay/{row.token}").to_wire(fmt)
@@ -124,7 +124,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
               summary="Capture, refund or reverse (spec 2.3 -> 2.4)")
     async def followup(request: Request) -> JSONResponse:
         server_key(request, "POST /api/v5/apmTransactions")
-        req = await wire.read_model(request, FollowUpBody)
+        req = await requests.read_model(request, FollowUpBody)
         return _json(engine.apply_followup(store, req, ctx.now(), fmt))
 
     # -- endpoint 3: lookup ----------------------------------------------------------------
@@ -133,7 +133,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
              summary="Transaction details of a reference and its follow-ups (spec 2.5)")
     async def lookup(request: Request) -> Response:
         server_key(request, "GET /api/v5/apmTransactions")
-        values = read_query(request.scope["query_string"], _LOOKUP_PARAMS, _LOOKUP_PARAMS)
+        values = requests.read_query(request.scope["query_string"], _LOOKUP_PARAMS, _LOOKUP_PARAMS)
         try:  # the rule the checkout applied: a reference it refuses cannot exist
             check_reference(values["clientSystemTransactionId"])
         except ValueError as exc:
@@ -146,7 +146,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if not rows:
             raise engine.not_found("clientSystemTransactionId", values["merchantId"],
                                    values["storeId"], values["clientSystemTransactionId"])
-        return Response(wire.amounts_as_numbers([records.record_body(r, fmt) for r in rows]),
+        return Response(engine.amounts_as_numbers([engine.record_body(r, fmt) for r in rows]),
                         media_type="application/json")
 
     # -- hosted approval page ----------------------------------------------------------------
@@ -215,7 +215,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
 def allowed_methods(app: FastAPI, path: str) -> str:
     """Every method some route of ``app`` answers at ``path`` (HEAD wherever GET is:
-    :mod:`walletctl.sandbox.head`), for the ``Allow`` header of a 405."""
+    :mod:`walletctl.sandbox.middleware`), for the ``Allow`` header of a 405."""
     methods: set[str] = set()
     for route in app.router.routes:
         if isinstance(route, Route) and route.methods and route.path_regex.match(path):

@@ -29,7 +29,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
-from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.config import SandboxContext
 from walletctl.sandbox.replies import SandboxError
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ Kind = Literal["server", "transaction"]
 
 # route -> the credentials it accepts ("server" = server key only; "browser" = server key, or
 # a transaction key of the body's / query's merchant and store; "service" = Basic secret;
-# "none" = no credential, Host/Origin-guarded: see walletctl.sandbox.guard)
+# "none" = no credential, Host/Origin-guarded: see walletctl.sandbox.middleware)
 ROUTES: Final[dict[str, str]] = {
     "POST /api/v5/checkout": "server",
     "POST /api/v5/apmTransactions": "server",

@@ -29,7 +29,6 @@ from walletctl.sandbox import replies, requests
 from walletctl.sandbox.config import MAX_LATENCY_MS, MAX_RETRY_AFTER_S
 from walletctl.sandbox.engine import ACTIONS
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS
-from walletctl.sandbox.seed import SeedRequest
 from walletctl.sandbox.walletpay import CARDS_BY_ID
 
 _SCHEMA_REF = "#/components/schemas/{model}"
@@ -273,7 +272,7 @@ REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "DemoQuoteRequest": requests.DemoQuoteBody,
     "DemoResultRequest": requests.DemoResultBody,
     "ClockRequest": requests.ClockBody,
-    "SeedRequest": SeedRequest,
+    "SeedRequest": requests.SeedRequest,
 }
 _FAULT_RATE = {"type": "number", "minimum": 0, "maximum": 1}
 _FAULTS = {

@@ -12,7 +12,7 @@ or stops half-way through a request, stays open for ever), and ``limit_concurren
 * **Header limit** - a request line plus headers over :data:`MAX_HEADER_BYTES` (64 KiB)
   still arriving is answered 431 and the connection closed, after reading at most one more
   socket read (256 KiB); other connections are not held up. (A head that arrives whole in
-  one read is measured by the guard middleware, :mod:`walletctl.sandbox.guard`.)
+  one read is measured by the guard middleware, :mod:`walletctl.sandbox.middleware`.)
 * **Request deadline** - a complete request (headers and body) must arrive within
   ``request_timeout`` seconds of the connection opening or of the previous response (default
   :data:`DEFAULT_REQUEST_TIMEOUT`); otherwise the connection is closed (408 first when part

@@ -34,7 +34,7 @@ from fastapi import FastAPI
 
 from walletctl.sandbox.app import create_app, store_of
 from walletctl.sandbox.config import SandboxConfig, is_loopback
-from walletctl.sandbox.faults import install_log_filter
+from walletctl.sandbox.middleware import install_log_filter
 from walletctl.sandbox.protocol import ConnectionLimits, h11_buffer_limit, protocol_class
 from walletctl.sandbox.store import Store
 

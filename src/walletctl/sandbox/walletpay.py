@@ -54,10 +54,9 @@ from walletctl.models.base import WireModel, dumps
 from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major, to_wire
 from walletctl.models.walletpay import AuthorizationRequest
-from walletctl.sandbox import auth, crypto, pages, wire
-from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox import auth, crypto, pages
+from walletctl.sandbox.config import SandboxContext
 from walletctl.sandbox.crypto import TokenError, WalletSigner
-from walletctl.sandbox.query import read_query
 from walletctl.sandbox.replies import SandboxError, error_body
 from walletctl.sandbox.requests import (
     AuthorizationBody,
@@ -70,6 +69,8 @@ from walletctl.sandbox.requests import (
     PublicKeysBody,
     ThreeDSecureBody,
     WalletTokenBody,
+    read_model,
+    read_query,
 )
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow, WalletPayRow
 
@@ -438,7 +439,7 @@ def serve_asset(asset: Asset, request: Request, *, cors: bool = False) -> Respon
 
 async def _read(request: Request, model: type[M]) -> M:
     """A browser-wallet route's one reading of its body (errors say ``request body``)."""
-    return await wire.read_model(request, model, where="request body")
+    return await read_model(request, model, where="request body")
 
 
 def _same(given: str, expected: str) -> bool:
