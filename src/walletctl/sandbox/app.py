@@ -1,12 +1,12 @@
 """The sandbox gateway: a FastAPI app implementing endpoints 1-3 of the spec.
 
 Routes (all answers are JSON unless stated; errors are ``{code, description,
-details: {message}}`` on every route; bodies are read strictly by :mod:`walletctl.sandbox.wire`
-and limited while reading by :mod:`walletctl.sandbox.middleware`):
+details: {message}}`` on every route; each body is read once and strictly, and limited while
+reading: :mod:`walletctl.sandbox.requests`, :mod:`walletctl.sandbox.middleware`):
 
 Gateway (``Authorization: PublicApiKey <server key>``, default ``sandbox-api-key``, any
 merchant; a per-transaction key from the public key service is refused here with 403: see
-:mod:`walletctl.sandbox.auth`). Each route reads its body once (:mod:`walletctl.sandbox.requests`):
+:mod:`walletctl.sandbox.auth`):
 
 * ``POST /api/v5/checkout`` — spec 2.1 -> ``{redirectUrl}`` (2.2); creates a ``Pending``
   transaction. 400 validation, 401/403 auth, 409 reused ``clientSystemTransactionId`` with
@@ -22,12 +22,11 @@ approve | decline | cancel | pending) -> 303 to the checkout's success / refused
 pending / error URL. Single use; expires after ``redirectUrlTimeout`` seconds.
 
 Sandbox control (never faulted; Host/Origin-guarded and, when the sandbox has an admin token,
-``X-Sandbox-Token`` required: see :mod:`walletctl.sandbox.middleware`):
-``POST /_sandbox/reset``, ``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``,
-``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/seed`` (many
-approved checkouts at once: :mod:`walletctl.sandbox.seed`), ``POST /_sandbox/clock``
-(when enabled; bounded), ``GET /_sandbox/health``, ``GET /_sandbox/values``. ``/docs``:
-Swagger UI without a CDN (:mod:`walletctl.sandbox.docs_page`).
+``X-Sandbox-Token`` required): ``POST /_sandbox/reset``,
+``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``, ``GET /_sandbox/ledger``,
+``GET|POST /_sandbox/faults``, ``POST /_sandbox/seed`` (many approved checkouts at once),
+``POST /_sandbox/clock`` (when enabled; bounded), ``GET /_sandbox/health``,
+``GET /_sandbox/values``. ``/docs``: Swagger UI without a CDN.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from starlette.routing import Route
 from walletctl import __version__
 from walletctl.models.checkout import CheckoutResponse
 from walletctl.models.fields import check_reference
-from walletctl.sandbox import auth, control, engine, pages, requests
+from walletctl.sandbox import auth, control, engine, pages, requests, walletpay
 from walletctl.sandbox.config import SandboxConfig, SandboxContext
 from walletctl.sandbox.middleware import (
     BodyLimitMiddleware,
@@ -52,7 +51,7 @@ from walletctl.sandbox.middleware import (
     GuardMiddleware,
     HeadMiddleware,
 )
-from walletctl.sandbox.openapi import openapi_document
+from walletctl.sandbox.openapi import install_docs_page, openapi_document
 from walletctl.sandbox.replies import Outcome, SandboxError, error_body
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store, TxRow
@@ -72,7 +71,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         title="walletctl sandbox gateway",
         version=__version__,
         description=__doc__,
-        docs_url=None,  # walletctl.sandbox.docs_page serves /docs without a CDN
+        docs_url=None,  # openapi.install_docs_page serves /docs without a CDN
         redoc_url=None,
     )
     app.state.ctx = ctx
@@ -198,11 +197,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     control.install(app, ctx)  # the /_sandbox/* routes, after the hosted page
 
-    from walletctl.sandbox import docs_page
-    from walletctl.sandbox.walletpay import install
-
-    install(app, ctx)
-    docs_page.install(app)
+    walletpay.install(app, ctx)
+    install_docs_page(app)
     app.add_middleware(FaultMiddleware, ctx=ctx)
     app.add_middleware(BodyLimitMiddleware, body_budget=config.body_budget)
     app.add_middleware(CorsMiddleware, allowed_origins=config.allowed_origins)

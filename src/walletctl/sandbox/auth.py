@@ -1,24 +1,17 @@
-"""The sandbox's one auth model: which credential may call which route.
+"""The sandbox's one auth model: which credential may call which route (:data:`ROUTES`; the
+docs carry the same table).
 
-Credentials (``Authorization`` header):
-
-* **server key** - ``PublicApiKey <static key>`` (``--api-key``, default ``sandbox-api-key``):
-  the merchant server's credential. Any merchant and store, every gateway route.
-* **transaction key** - ``PublicApiKey <key>`` issued by the public key service for one
-  merchant and store, valid for :data:`~walletctl.sandbox.walletpay_state.API_KEY_TTL`. It is
-  handed to the browser (``publicKeyApi`` of ``runWalletPay``, readable in page source), so
-  it authorises only the browser-wallet calls of that payment, for its own merchant and
-  store: the key pre-check and Create and Get Payment Account. It moves no money: the
-  authorization and the hosted 3DS challenge need the server key.
+* **server key** - ``PublicApiKey <--api-key>`` (default ``sandbox-api-key``): the merchant
+  server's credential; any merchant and store, every gateway route.
+* **transaction key** - ``PublicApiKey <key>`` from the public key service for one merchant
+  and store, for ``API_KEY_TTL``. The browser holds it (``publicKeyApi``), so it authorises
+  only that payment's browser-wallet calls (key pre-check, Create and Get Payment Account) for
+  its own merchant and store; it moves no money.
 * **service secret** - ``Basic <userId>:<secret>``: the public key service only.
 
-:data:`ROUTES` is the table (docs/sandbox.md and docs/gateway-api.md carry the same one).
-Every check runs on the parsed request: the route reads its body once through its model, then
-calls :func:`require_scope` with the model's ``merchantId`` / ``storeId``.
-
-Refusals: no / malformed / unknown key -> 401; an **expired** transaction key -> 401 on every
-route (checked first: it is no credential at all); a transaction key on a route it does not
-authorise -> 403; a transaction key for another merchant or store -> 403.
+No / malformed / unknown / expired key: 401 (an expired key is checked first, on every route);
+a transaction key on a route it does not authorise, or for another merchant or store: 403.
+Routes check the scope on their parsed body or query (:func:`require_scope`).
 """
 
 from __future__ import annotations

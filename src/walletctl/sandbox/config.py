@@ -21,25 +21,8 @@ Fault grammar (server flags, ``POST /_sandbox/faults`` JSON, and the per-request
 * ``error-after-rate``: fraction whose work is committed, then answered ``status`` (5xx).
 * ``seed``: makes the random draws reproducible.
 
-Magic test values
------------------
-The outcome at the provider is chosen by the LAST TWO DIGITS OF THE CHECKOUT AMOUNT IN
-MINOR UNITS (EUR 12.01 -> ``01``; JPY 1201 -> ``01``):
-
-====  ===================================================================================
- 01   declined by the provider: approving gives state ``Declined``
-      (``DeclinedByProvider``) and the page redirects to ``refusedUrl``
- 02   approved, but the provider refuses every capture: the capture is stored as an
-      ``Errored`` record (``RefusedByProvider``, null payer fields) and answered 422
- 03   stays pending at the provider: approving leaves ``Pending``
-      (``PendingAtProvider``), redirect to ``pendingUrl``; follow-ups are refused
- 04   errors at the provider: approving gives an ``Errored`` record with null payer
-      fields (``ErrorAtProvider``), redirect to ``errorUrl``
- 05   approved, but the provider refuses every refund (stored ``Errored``, answered 422)
-====  ===================================================================================
-
-Any other amount is approved normally (``CapturedByProvider`` for a sale,
-``AuthorizedByProvider`` for a pre-authorisation).
+Magic test amounts: the provider's outcome is chosen by the last two digits of the checkout
+amount in minor units (EUR 12.01 -> ``01``), :data:`MAGIC_HELP`; any other amount is approved.
 """
 
 from __future__ import annotations
@@ -301,6 +284,9 @@ class SandboxConfig:
 
 @dataclass
 class SandboxContext:
+    """What the routes share: the settings, the store, the clock (``now()``: the injected
+    clock plus any ``/_sandbox/clock`` offset, an aware UTC datetime), faults and RNGs."""
+
     config: SandboxConfig
     store: Store
     clock_offset: timedelta = timedelta(0)
@@ -326,13 +312,8 @@ class SandboxContext:
 
 # -- magic test amounts (see the module docstring) -------------------------------------------
 
-MAGIC: Final[dict[int, str]] = {
-    1: "decline",
-    2: "capture-refused",
-    3: "pending",
-    4: "errored",
-    5: "refund-refused",
-}
+MAGIC: Final[dict[int, str]] = {1: "decline", 2: "capture-refused", 3: "pending",
+                                4: "errored", 5: "refund-refused"}
 MAGIC_HELP: Final[dict[str, str]] = {
     "01": "declined by the provider on approval (state Declined, redirect to refusedUrl)",
     "02": "approved, then every capture is refused by the provider (Errored record, HTTP 422)",

@@ -1,18 +1,26 @@
-"""The sandbox's OpenAPI document: every route, request schemas from the routes' own models
+"""The sandbox's OpenAPI document and its ``/docs`` page.
+
+The document: every route, request schemas from the routes' own models
 (:mod:`walletctl.sandbox.requests`), response schemas from the shared models, the gateway
 error object, the ``PublicApiKey`` and ``Basic`` security schemes, declared path and query
-parameters. Routes that answer HTML or JavaScript (hosted page, demo page, ``/walletpay.js``)
-are listed with their content type."""
+parameters; routes that answer HTML or JavaScript are listed with their content type.
+
+``/docs``: Swagger UI served entirely by the sandbox (offline): its script, style sheet and
+icon come from the ``swagger-ui-bundle`` package, under ``/docs/assets/`` (a fixed list of
+three files, never a path from the request)."""
 
 from __future__ import annotations
 
 import json
 import re
 import typing
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel
 
 from walletctl.models.base import MONEY_KEYS, WireModel
@@ -26,8 +34,10 @@ from walletctl.models.fields import (
 from walletctl.models.money import MAX_DIGITS as MAJOR_DIGITS
 from walletctl.models.money import exponent, payable_currencies
 from walletctl.sandbox import replies, requests
+from walletctl.sandbox.auth import ROUTES
 from walletctl.sandbox.config import MAX_LATENCY_MS, MAX_RETRY_AFTER_S
 from walletctl.sandbox.engine import ACTIONS
+from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS
 from walletctl.sandbox.walletpay import CARDS_BY_ID
 
@@ -357,18 +367,6 @@ def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], 
     }
 
 
-_SECURITY: dict[tuple[str, str], str] = {
-    ("post", "/api/v5/checkout"): "PublicApiKey",
-    ("post", "/api/v5/apmTransactions"): "PublicApiKey",
-    ("get", "/api/v5/apmTransactions"): "PublicApiKey",
-    ("post", "/api/v5/publicKeys"): "ServiceSecret",
-    ("get", "/api/v5/publicKeys/current"): "PublicApiKey",
-    ("post", "/api/v5/paymentAccounts"): "PublicApiKey",
-    ("get", "/api/v5/paymentAccounts/{account_id}"): "PublicApiKey",
-    ("post", "/api/v5/transactions"): "PublicApiKey",
-    ("post", "/api/v5/threeDSecure"): "PublicApiKey",
-    ("get", "/api/v5/threeDSecure/{challenge_id}"): "PublicApiKey",
-}
 # the 200 answer of the gateway's redirect-wallet routes
 _DECIDED = {
     "type": "object", "required": ["reference", "state", "providerStateCode", "redirectUrl",
@@ -399,7 +397,6 @@ _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/demo/merchant": "text/html",
     "/demo/merchant.js": "application/javascript",
 }
-_STATIC = ("/walletpay.js", "/walletpay.d.ts", "/demo/merchant", "/demo/merchant.js")
 _PAY_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
     "type": "object", "required": ["action"], "additionalProperties": False,
     "properties": {"action": {"type": "string", "enum": list(ACTIONS)}}}}},
@@ -499,8 +496,10 @@ def _describe_operations(doc: dict[str, Any]) -> None:
             for name, required, schema in queries.get(key, ()):
                 params.append({"name": name, "in": "query", "required": required,
                                "schema": schema})
-            if key in _SECURITY:
-                op["security"] = [{_SECURITY[key]: []}]
+            credential = ROUTES.get(f"{method.upper()} {re.sub(r'{[^}]+}', '{id}', path)}")
+            if credential is not None:
+                op["security"] = [{"ServiceSecret" if credential == "service" else
+                                   "PublicApiKey": []}]
             op["responses"] = _answers(key, op.get("responses", {}))
 
 
@@ -556,3 +555,35 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
         errors.pop("503")
     answers.update({k: v for k, v in errors.items() if k not in answers})
     return dict(sorted(answers.items()))
+
+
+# -- GET /docs ----------------------------------------------------------------------------------
+
+ASSETS = {
+    "swagger-ui-bundle.js": "application/javascript; charset=utf-8",
+    "swagger-ui.css": "text/css; charset=utf-8",
+    "favicon-32x32.png": "image/png",
+}
+
+
+def install_docs_page(app: FastAPI) -> None:
+    """Add ``/docs`` and ``/docs/assets/{name}`` to ``app``."""
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> Response:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json", title=f"{app.title} - API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )
+
+    @app.get("/docs/assets/{name}", include_in_schema=False)
+    async def asset(name: str) -> Response:
+        if name not in ASSETS:
+            raise SandboxError(404, "name: not a file of the API page", description="NotFound",
+                               code="GEN-404")
+        from swagger_ui_bundle import swagger_ui_path  # a declared dependency
+
+        return FileResponse(Path(str(swagger_ui_path)) / name, media_type=ASSETS[name],
+                            headers={"Cache-Control": "public, max-age=86400"})
