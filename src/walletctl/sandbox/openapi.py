@@ -406,6 +406,24 @@ _CHALLENGE_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
     "properties": {"answer": {"type": "string", "enum": ["pass", "fail"]}}}}},
     "required": True}
 _HTML_PAGE = {"content": {"text/html": {"schema": {"type": "string"}}}}
+# the hosted pages' answers (303: a redirect; else an HTML page), and their HTML errors
+_PAGE_ANSWERS: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {
+    "/pay/{token}": {
+        "get": (("200", "the approval page"),
+                ("303", "the link has expired: redirect to errorUrl")),
+        "post": (("303", "the decision applied: redirect to the checkout's URL"),)},
+    "/pay/3ds/{challenge_id}": {
+        "get": (("200", "the shopper's 3-D Secure check"),),
+        "post": (("303", "answered: redirect to the challenge's returnUrl with ?challengeId="),
+                 ("200", "answered (no returnUrl): an HTML page"))},
+}
+_PAGE_ERRORS: dict[str, tuple[tuple[int, str], ...]] = {
+    "/pay/{token}": ((400, "the form's action is missing or not one of four"),
+                     (404, "no such payment link"), (410, "the link was used")),
+    "/pay/3ds/{challenge_id}": ((400, "the form's answer is missing or not pass/fail"),
+                                (404, "no such check"), (409, "the check was already answered"),
+                                (410, "the check has expired")),
+}
 # answers any route can give before it runs: the connection layer (sandbox.protocol) and the
 # guard, limits and CORS middleware
 _ANY_ROUTE = (400, 403, 405, 408, 413, 415, 431, 503)
@@ -508,28 +526,11 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
     method, path = key
     answers: dict[str, Any] = {}
     ctype = _NOT_JSON.get(path)
-    if path == "/pay/{token}":
-        answers["200" if method == "get" else "303"] = (
-            {"description": "the approval page", **_HTML_PAGE} if method == "get" else
-            {"description": "the decision applied: redirect to the checkout's URL"})
-        if method == "get":
-            answers["303"] = {"description": "the link has expired: redirect to errorUrl"}
-        for status, what in ((400, "the form's action is missing or not one of four"),
-                             (404, "no such payment link"), (410, "the link was used")):
-            if method == "post" or status != 400:
-                answers[str(status)] = {"description": f"an HTML message page: {what}",
-                                        **_HTML_PAGE}
-    elif path == "/pay/3ds/{challenge_id}":
-        if method == "post":
-            answers["303"] = {"description": "answered: redirect to the challenge's returnUrl "
-                              "with ?challengeId="}
-            answers["200"] = {"description": "answered (no returnUrl): an HTML page",
-                              **_HTML_PAGE}
-        else:
-            answers["200"] = {"description": "the shopper's 3-D Secure check", **_HTML_PAGE}
-        for status, what in ((400, "the form's answer is missing or not pass/fail"),
-                             (404, "no such check"), (409, "the check was already answered"),
-                             (410, "the check has expired")):
+    if path in _PAGE_ANSWERS:
+        answers.update({status: {"description": what, **({} if status == "303" else _HTML_PAGE)}
+                        for status, what in _PAGE_ANSWERS[path].get(method, ())
+                        or _PAGE_ANSWERS[path]["get"]})
+        for status, what in _PAGE_ERRORS[path]:
             if method == "post" or status != 400:
                 answers[str(status)] = {"description": f"an HTML message page: {what}",
                                         **_HTML_PAGE}

@@ -1,27 +1,12 @@
-"""The browser wallet (WalletPay) in the sandbox: the gateway's routes, the emulated wallet
-provider, the 3-D Secure step, the client script's files and the demo merchant.
+"""The browser wallet (WalletPay) in the sandbox: the gateway's routes (public keys, payment
+accounts, authorizations stored in the shared ledger with method ``WalletPay``, the hosted
+3DS challenge), the emulated wallet provider (test cards, signed and encrypted ECv2-shaped
+tokens: :mod:`walletctl.sandbox.crypto`), the simulated 3DS step, the client script's files
+(ETag, gzip, caching) and the demo merchant's server, which calls the gateway's route bodies
+in process. Credentials: :mod:`walletctl.sandbox.auth`; cross-origin routes:
+:mod:`walletctl.sandbox.middleware`.
 
-Gateway API (``Authorization: PublicApiKey <key>`` unless stated: the server key, or the
-per-transaction key of the body's / query's merchant and store, :mod:`walletctl.sandbox.auth`):
-``POST /api/v5/publicKeys`` (Basic ``userId:<service secret>``: a fresh API key and EC P-256
-encryption key), ``GET /api/v5/publicKeys/current`` (the client script's key pre-check),
-``POST /api/v5/paymentAccounts`` (a wallet token verified and decrypted into a payment
-account), ``GET /api/v5/paymentAccounts/{id}`` (masked), ``POST /api/v5/transactions`` (an
-authorization on an account, stored in the shared ledger with method ``WalletPay``, so
-lookup / capture / refund / reversal work on it), ``POST /api/v5/threeDSecure`` and
-``GET /api/v5/threeDSecure/{id}`` (the hosted 3DS challenge, page at ``/pay/3ds/{id}``).
-
-The emulated wallet (no auth; called by ``walletpay.js``): ``GET /wallet/cards``,
-``POST /wallet/token`` (a signed, encrypted ECv2-shaped token: :mod:`walletctl.sandbox.crypto`),
-both also under ``/_sandbox/wallet/``; ``GET /_sandbox/wallet/rootKey``;
-``POST /_sandbox/3ds/challenge`` (a 3DS result without a shopper).
-
-Files: ``/walletpay.js`` (``static/walletpay/*.js`` joined in name order), ``/walletpay.d.ts``,
-``/walletpay-testing.js`` and the demo merchant's page, each with ETag, gzip and caching.
-The demo merchant's server (``/demo/merchant/api/*``) does what a merchant server does, calling
-the gateway's route bodies in process.
-
-State: keys, payment accounts (with their single-use flag), 3DS results and seen token
+Keys, payment accounts (with their single-use flag), 3DS results and seen token
 ``messageId`` values live in the store's ``walletpay_*`` tables (``serve --db PATH`` keeps
 them; ``/_sandbox/reset`` clears all but the sandbox-level keys); only the demo merchant's
 orders and results are in memory.
@@ -214,7 +199,6 @@ class Account:
     eci: str | None = None
     cryptogram_used: bool = False
     decline: bool = False
-    funding: str = "CREDIT"
 
     def data(self) -> dict[str, Any]:
         """The stored form (store ``walletpay_accounts.data``; ids and used flag are columns)."""
