@@ -52,14 +52,11 @@ from walletctl.sandbox.middleware import (
     HeadMiddleware,
 )
 from walletctl.sandbox.openapi import install_docs_page, openapi_document
-from walletctl.sandbox.replies import Outcome, SandboxError, error_body
+from walletctl.sandbox.replies import SandboxError, error_body
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store, TxRow
 
 _LOOKUP_PARAMS = ("merchantId", "storeId", "clientSystemTransactionId")
-
-def _json(outcome: Outcome) -> JSONResponse:
-    return JSONResponse(outcome.body, status_code=outcome.status, headers=outcome.headers)
 
 
 def create_app(config: SandboxConfig) -> FastAPI:
@@ -80,7 +77,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     @app.exception_handler(SandboxError)
     async def _sandbox_error(request: Request, exc: SandboxError) -> JSONResponse:
-        return _json(exc.outcome())
+        return JSONResponse(exc.body, status_code=exc.status)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -102,19 +99,16 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse(error_body(500, "internal sandbox error"), status_code=500)
 
-    def server_key(request: Request, route: str) -> None:
-        auth.require_server(auth.authenticate(ctx, request), route)
-
     # -- endpoint 1: checkout --------------------------------------------------------------
 
     @app.post("/api/v5/checkout", tags=["gateway"],
               summary="Create a redirect-wallet checkout (spec 2.1 -> 2.2)")
     async def checkout(request: Request) -> JSONResponse:
-        server_key(request, "POST /api/v5/checkout")
+        auth.require_server(ctx, request, "POST /api/v5/checkout")
         req = await requests.read_model(request, CheckoutBody)
         row, replayed = engine.create_checkout(store, req, ctx.now())
-        base = (config.public_url or str(request.base_url)).rstrip("/")
-        body = CheckoutResponse(redirect_url=f"{base}/pay/{row.token}").to_wire(fmt)
+        url = f"{ctx.base_url(request)}/pay/{row.token}"
+        body = CheckoutResponse(redirect_url=url).to_wire(fmt)
         return JSONResponse(body, headers={"X-Sandbox-Replayed": "true"} if replayed else None)
 
     # -- endpoint 2: follow-ups ------------------------------------------------------------
@@ -122,16 +116,17 @@ def create_app(config: SandboxConfig) -> FastAPI:
     @app.post("/api/v5/apmTransactions", tags=["gateway"],
               summary="Capture, refund or reverse (spec 2.3 -> 2.4)")
     async def followup(request: Request) -> JSONResponse:
-        server_key(request, "POST /api/v5/apmTransactions")
+        auth.require_server(ctx, request, "POST /api/v5/apmTransactions")
         req = await requests.read_model(request, FollowUpBody)
-        return _json(engine.apply_followup(store, req, ctx.now(), fmt))
+        answer = engine.apply_followup(store, req, ctx.now(), fmt)
+        return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
 
     # -- endpoint 3: lookup ----------------------------------------------------------------
 
     @app.get("/api/v5/apmTransactions", tags=["gateway"],
              summary="Transaction details of a reference and its follow-ups (spec 2.5)")
     async def lookup(request: Request) -> Response:
-        server_key(request, "GET /api/v5/apmTransactions")
+        auth.require_server(ctx, request, "GET /api/v5/apmTransactions")
         values = requests.read_query(request.scope["query_string"], _LOOKUP_PARAMS, _LOOKUP_PARAMS)
         try:  # the rule the checkout applied: a reference it refuses cannot exist
             check_reference(values["clientSystemTransactionId"])

@@ -63,7 +63,7 @@ def _unauthorized(message: str) -> SandboxError:
 
 def authenticate(ctx: SandboxContext, request: Request) -> Credential:
     """The credential in the ``Authorization`` header; 401 when missing, malformed, unknown
-    or expired. (The route then calls :func:`require_server` or :func:`require_scope`.)"""
+    or expired (then :func:`require_scope`; :func:`require_server` checks both)."""
     header = request.headers.get("authorization")
     if not header:
         raise _unauthorized("Authorization header is required: PublicApiKey <key>")
@@ -82,9 +82,10 @@ def authenticate(ctx: SandboxContext, request: Request) -> Credential:
     return Credential("transaction", key, info.merchant_id, info.store_id)
 
 
-def require_server(cred: Credential, route: str) -> None:
-    """403 unless ``cred`` is the merchant's server key (``route`` names the call)."""
-    if cred.kind != "server":
+def require_server(ctx: SandboxContext, request: Request, route: str) -> None:
+    """:func:`authenticate`, then 403 unless it is the merchant's server key (``route`` names
+    the call)."""
+    if authenticate(ctx, request).kind != "server":
         raise SandboxError(
             403, f"Authorization: a per-transaction key from the public key service only "
             f"authorises the browser-wallet calls of its payment; {route} needs the "

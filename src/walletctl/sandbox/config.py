@@ -41,6 +41,8 @@ from urllib.parse import urlsplit
 from walletctl.models.money import AmountFormat, exponent
 
 if TYPE_CHECKING:
+    from starlette.requests import Request
+
     from walletctl.sandbox.store import Store
 
 DEFAULT_API_KEY = "sandbox-api-key"
@@ -296,6 +298,10 @@ class SandboxContext:
 
     def now(self) -> datetime:
         return self.config.clock() + self.clock_offset
+
+    def base_url(self, request: Request) -> str:
+        """Where the sandbox's own links point: the public URL, else the request's base."""
+        return (self.config.public_url or str(request.base_url)).rstrip("/")
 
     def rng(self, seed: int | None) -> random.Random:
         """One RNG per seed, kept across requests so a seeded run is reproducible."""

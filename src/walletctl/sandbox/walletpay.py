@@ -652,7 +652,7 @@ def authorize(st: WalletPayState, req: AuthorizationRequest) -> dict[str, Any]:
 async def transactions(st: WalletPayState, request: Request) -> Any:
     """Authorization (ecom.sale / ecom.preauthorization) on a payment account."""
     # the merchant server's step: the page's transaction key moves no money
-    auth.require_server(auth.authenticate(st.ctx, request), "POST /api/v5/transactions")
+    auth.require_server(st.ctx, request, "POST /api/v5/transactions")
     return authorize(st, await _read(request, AuthorizationBody))
 
 
@@ -770,7 +770,7 @@ async def three_ds_challenge(st: WalletPayState, request: Request) -> Any:
 
 async def three_ds_create(st: WalletPayState, request: Request) -> Any:
     """A hosted 3DS challenge for one Card account, amount and reference (server key)."""
-    auth.require_server(auth.authenticate(st.ctx, request), "POST /api/v5/threeDSecure")
+    auth.require_server(st.ctx, request, "POST /api/v5/threeDSecure")
     body = await _read(request, ChallengeRequestBody)
     account = _card_account(st, body.transaction_account_id, body.merchant_id, body.store_id)
     if account.cryptogram_used:
@@ -783,8 +783,8 @@ async def three_ds_create(st: WalletPayState, request: Request) -> Any:
         "challenge": True, "amount": str(body.amount), "currencyCode": body.currency_code,
         "reference": body.client_system_transaction_id, "returnUrl": body.return_url,
         "expiresAt": expires.timestamp()}, now=now)
-    base = (st.ctx.config.public_url or str(request.base_url)).rstrip("/")
-    return {"challengeId": challenge_id, "challengeUrl": f"{base}/pay/3ds/{challenge_id}",
+    return {"challengeId": challenge_id,
+            "challengeUrl": f"{st.ctx.base_url(request)}/pay/3ds/{challenge_id}",
             "expiresAt": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
@@ -805,7 +805,7 @@ def _expired(st: WalletPayState, row: WalletPayRow) -> bool:
 
 async def three_ds_status(st: WalletPayState, request: Request) -> Any:
     """A hosted 3DS challenge: pending, expired, or its result (server key)."""
-    auth.require_server(auth.authenticate(st.ctx, request), "GET /api/v5/threeDSecure/{id}")
+    auth.require_server(st.ctx, request, "GET /api/v5/threeDSecure/{id}")
     q = _scope(request, "merchantId", "storeId")
     challenge_id = request.path_params["challenge_id"]
     row, account = _find_challenge(st, challenge_id)
@@ -990,7 +990,7 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
         account = get_account(st, account_id, session.merchant_id, session.store_id,
                               session.key_id).public()
     except ApiError as exc:
-        record.update(outcome="account-error", account=exc.outcome().body)
+        record.update(outcome="account-error", account=exc.body)
         return _record(st, record)
     record["account"] = account
     if not session.authorize:
@@ -1038,7 +1038,7 @@ def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
         return error_body(400, "the demo order is not a valid authorization"), \
             "authorization-error"
     except ApiError as exc:
-        return exc.outcome().body, "authorization-error"
+        return exc.body, "authorization-error"
     return result, str(result.get("state"))
 
 
