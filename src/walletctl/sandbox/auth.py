@@ -1,17 +1,8 @@
-"""The sandbox's one auth model: which credential may call which route (:data:`ROUTES`; the
-docs carry the same table).
-
-* **server key** - ``PublicApiKey <--api-key>`` (default ``sandbox-api-key``): the merchant
-  server's credential; any merchant and store, every gateway route.
-* **transaction key** - ``PublicApiKey <key>`` from the public key service for one merchant
-  and store, for ``API_KEY_TTL``. The browser holds it (``publicKeyApi``), so it authorises
-  only that payment's browser-wallet calls (key pre-check, Create and Get Payment Account) for
-  its own merchant and store; it moves no money.
-* **service secret** - ``Basic <userId>:<secret>``: the public key service only.
-
-No / malformed / unknown / expired key: 401 (an expired key is checked first, on every route);
-a transaction key on a route it does not authorise, or for another merchant or store: 403.
-Routes check the scope on their parsed body or query (:func:`require_scope`).
+"""The sandbox's one auth model (docs/sandbox.md, "Authentication"): the server key
+(``PublicApiKey <--api-key>``, every gateway route), the transaction key from the public key
+service (only its own merchant's and store's browser-wallet calls: it moves no money) and the
+service secret (``Basic``, the public key service only). :data:`ROUTES` is the table. No,
+malformed, unknown or expired key: 401; a key on a route or scope it does not authorise: 403.
 """
 
 from __future__ import annotations

@@ -4,22 +4,12 @@ and the running app's context (:class:`SandboxContext`).
 Cheap to import (no FastAPI / uvicorn): ``walletctl sandbox --help`` and the CLI flag
 parsing use it.
 
-Fault grammar (server flags, ``POST /_sandbox/faults`` JSON, and the per-request header
-``X-Sandbox-Fault``)::
-
-    latency=50;jitter=10;error-rate=0.2;status=503;throttle-rate=0.1;retry-after=1;
-    drop-rate=0.05;error-after-rate=0;seed=7
-
-* ``latency`` / ``jitter``: milliseconds added to every ``/api/v5`` request
-  (``latency ± jitter``, capped at :data:`MAX_LATENCY_MS`).
-* ``error-rate`` + ``status``: fraction of requests answered with ``status`` (5xx, default 503)
-  BEFORE anything is stored.
-* ``throttle-rate`` + ``retry-after``: fraction answered 429 with ``Retry-After: <seconds>``
-  (nothing stored).
-* ``drop-rate``: fraction whose work is COMMITTED, then the connection is dropped mid-response
-  (the client sees a protocol/read error, never an HTTP status).
-* ``error-after-rate``: fraction whose work is committed, then answered ``status`` (5xx).
-* ``seed``: makes the random draws reproducible.
+Faults (docs/sandbox.md, "Faults"): ``latency=50;jitter=10;error-rate=0.2;status=503;
+throttle-rate=0.1;retry-after=1;drop-rate=0.05;error-after-rate=0;seed=7`` as server flags,
+``POST /_sandbox/faults`` JSON or the per-request ``X-Sandbox-Fault`` header: milliseconds added
+to every ``/api/v5`` request, fractions answered ``status`` before anything is stored, 429 with
+``Retry-After``, committed then dropped mid-answer, or committed then answered ``status``; a
+seed makes the draws reproducible.
 
 Magic test amounts: the provider's outcome is chosen by the last two digits of the checkout
 amount in minor units (EUR 12.01 -> ``01``), :data:`MAGIC_HELP`; any other amount is approved.
@@ -72,7 +62,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
 
 
 def parse_origin(value: str) -> str:

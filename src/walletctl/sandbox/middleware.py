@@ -1,45 +1,17 @@
-"""What runs around every route (pure ASGI middleware), outermost first, as
-:func:`walletctl.sandbox.app.create_app` stacks it:
+"""What runs around every route (pure ASGI middleware), outermost first as
+:func:`walletctl.sandbox.app.create_app` stacks it; the rules are docs/sandbox.md's
+("Security model", "Connections and limits", "Faults"):
 
-* :class:`HeadMiddleware` - HEAD wherever GET is: routed as GET, answered with the same status
-  and headers (``Content-Length`` included) and no body.
-* :class:`GuardMiddleware` - who may talk to the sandbox, and from where (below).
-* :class:`CorsMiddleware` - CORS for the routes ``walletpay.js`` calls from a merchant's origin
-  (:data:`CORS_ROUTES`) and nothing else; no credentials. ``allowed_origins`` ``None``: any
-  origin (``*``); else only those (echoed, ``Vary: Origin``); another origin gets 403.
-* :class:`BodyLimitMiddleware` - request bodies limited while reading (below).
-* :class:`FaultMiddleware` - fault injection on ``/api/v5`` routes (grammar in
-  :mod:`walletctl.sandbox.config`): the server's faults, or ``X-Sandbox-Fault``'s for one
-  request (loopback only); random draws in a fixed order from an RNG kept per seed.
-  "Commit then drop": the route runs, then the head is sent with a ``Content-Length`` larger
-  than the half body that follows and the connection closes (a read error, never a status).
-
-The guard. Route classes by path: admin (``/_sandbox/*`` but ``/_sandbox/health`` and the
-wallet emulator ``/_sandbox/wallet/*``), demo API (``/demo/merchant/api/*``), hosted page
-(``/pay/*``), everything else. Rules:
-
-* a request line plus headers over ``MAX_HEADER_BYTES`` is a 431 and the connection closes
-  (the connection protocol, :mod:`walletctl.sandbox.protocol`, refuses heads still arriving);
-* ``Host``, ``Authorization``, ``Content-Type``, ``Content-Length``, ``Origin``,
-  ``X-Sandbox-Token``, ``X-Sandbox-Fault`` or ``Sec-Fetch-Site`` given twice is a 400 naming it;
-* ``Host`` must name a loopback host, the bound address or the public URL's host (else 403:
-  DNS rebinding);
-* admin and demo-API requests and hosted-page form posts with another ``Origin`` (or
-  ``Sec-Fetch-Site: cross-site | same-site``) get 403;
-* with an admin token (always on a non-loopback bind) admin routes need ``X-Sandbox-Token``
-  (else 401);
-* redirects to the sandbox itself point at the public URL, never at the request's ``Host``;
-  HTML answers carry ``frame-ancestors 'none'``, ``X-Frame-Options: DENY`` and
-  ``Referrer-Policy: same-origin``; every answer ``X-Content-Type-Options: nosniff``.
-
-Body limits. A body over :data:`MAX_BODY` bytes is a 413 as soon as that is known (from
-``Content-Length``, else while a chunked body streams in) and the connection closes. Bodies
-held at once, across all connections, are at most ``SandboxConfig.body_budget``: an announced
-length is reserved before the body is read, a chunked body's bytes as they arrive, and given
-back once answered; a request that does not fit is a 503 with ``Retry-After: 1``. A non-empty
-body must be JSON (``application/json`` or ``*/*+json``, charset utf-8 if given) except the
-hosted pages' forms (``/pay/*``: ``application/x-www-form-urlencoded``): 415 otherwise. The
-body read is replayed to the route.
+* :class:`HeadMiddleware` - HEAD wherever GET is (routed as GET, answered without the body).
+* :class:`GuardMiddleware` - one of each singleton header, the head size, ``Host`` on every
+  route, ``Origin`` / ``Sec-Fetch-Site`` on admin, demo-API and hosted-page form routes, the
+  admin token; redirects to the sandbox on its public URL; the security headers.
+* :class:`CorsMiddleware` - CORS for :data:`CORS_ROUTES` (what ``walletpay.js`` calls from a
+  merchant's origin) and nothing else; no credentials.
+* :class:`BodyLimitMiddleware` - :data:`MAX_BODY` per body, the body budget across all
+  connections (503 beyond), JSON content types (forms on ``/pay/*``); the body is replayed.
+* :class:`FaultMiddleware` - the server's or ``X-Sandbox-Fault``'s faults on ``/api/v5``;
+  "commit then drop" sends half a body under a longer ``Content-Length`` and closes.
 """
 
 from __future__ import annotations

@@ -82,8 +82,9 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     named: dict[str, type[BaseModel]] = {
         **REQUEST_MODELS, "CheckoutResponse": CheckoutResponse,
         "FollowUpResponse": FollowUpResponse, "TransactionRecord": TransactionRecord}
+    wire_models: dict[type[WireModel], None] = {}
     for model in REQUEST_MODELS.values():
-        _key_spellings(model, schemas)
+        _wire_models(model, wire_models)
     for name, model in named.items():
         schema = model.model_json_schema(
             by_alias=True, ref_template=_SCHEMA_REF,
@@ -92,7 +93,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         schemas[name] = {**schema, "title": name}  # a generated client's class name
     schemas["DecideCheckoutResult"] = _DECIDED
     schemas["Error"] = _ERROR_SCHEMA
-    _note_key_spellings(schemas, schemas.pop("_pending"))
+    _note_key_spellings(schemas, wire_models)
     fmt = app.state.ctx.config.amount_format
     _money_types(schemas, fmt)
     _rules_a_model_checks(schemas)
@@ -122,30 +123,26 @@ _KEY_CASE = ("Keys are read in any ASCII letter case (merchantId, MerchantId, ME
              "each field once; this document spells them as the spec's parameter tables do.")
 
 
-def _key_spellings(model: type[BaseModel], schemas: dict[str, Any],
-                   seen: set[type[BaseModel]] | None = None) -> None:
-    """State on each request object's schema what its model reads besides the table spelling:
-    keys in any letter case, and the samples' variant names (``x-key-variants``)."""
-    seen = set() if seen is None else seen
-    if model in seen or not issubclass(model, WireModel):
+def _wire_models(model: type[BaseModel], found: dict[type[WireModel], None]) -> None:
+    """``model`` and every model nested in it that reads keys as the wire does, into ``found``."""
+    if model in found or not issubclass(model, WireModel):
         return
-    seen.add(model)
-    name = model.__name__
-    variants = dict(model._variants)
-    later = schemas.setdefault("_pending", {})  # filled in once the model's schema is built
-    later[name] = variants
+    found[model] = None
     for field in model.model_fields.values():
         stack: list[Any] = [field.annotation]
         while stack:
             tp = stack.pop()
             if isinstance(tp, type) and issubclass(tp, BaseModel):
-                _key_spellings(tp, schemas, seen)
+                _wire_models(tp, found)
             else:
                 stack.extend(typing.get_args(tp))
 
 
-def _note_key_spellings(schemas: dict[str, Any], pending: dict[str, dict[str, str]]) -> None:
+def _note_key_spellings(schemas: dict[str, Any], models: dict[type[WireModel], None]) -> None:
+    """State on each request object's schema what its model reads besides the table spelling:
+    keys in any letter case, and the samples' variant names (``x-key-variants``)."""
     component = {model.__name__: name for name, model in REQUEST_MODELS.items()}
+    pending = {model.__name__: dict(model._variants) for model in models}
     for name, variants in pending.items():
         schema = schemas.get(component.get(name, name))
         if schema is None:

@@ -1,24 +1,9 @@
-"""Bounded connections: uvicorn's HTTP protocols (:class:`SandboxHttpToolsProtocol`,
-:class:`SandboxH11Protocol`) with limits uvicorn's settings cannot give (httptools has no
-header limit; keep-alive timeouts restart on every byte; ``limit_concurrency`` answers only
-once headers are in), per connection:
-
-* **Header limit** - a request line plus headers over ``max_header_bytes`` still arriving is a
-  431 after at most one more socket read (a head that arrives whole is the guard's,
-  :mod:`walletctl.sandbox.middleware`).
-* **Request deadline** - a complete request within ``request_timeout`` seconds of connecting or
-  of the previous response, else the connection closes (408 first if part of one came).
-* **Write deadline** - an answer the client stops taking (the transport's buffer past its
-  high-water mark, or an answer ended with some still unsent) must shrink within
-  ``write_timeout`` seconds, counted again whenever the client takes some; else the
-  connection is aborted and a route still running sees a disconnect.
-* **Connection cap** - over ``max_connections`` (default: half the descriptor limit) a
-  connection is answered 503 at once; at most half as many refused ones drain at a time.
-* **Malformed HTTP** - 400 in the gateway error shape instead of uvicorn's plain text.
-
-Every answer written here is the gateway error object with ``Connection: close``; the
-connection then half-closes and drains what the client still sends for up to :data:`LINGER`
-seconds (so the client reads the answer, not a reset) before it closes.
+"""Bounded connections: uvicorn's httptools and h11 protocols with a header limit (431), a
+request deadline (408 / close), a write deadline (abort), a connection cap (503) and
+gateway-shaped answers to malformed HTTP (400), which uvicorn's settings cannot give
+(docs/sandbox.md, "Connections and limits"). Every answer written here is the gateway error
+object with ``Connection: close``; the connection then half-closes and drains what the client
+still sends for up to :data:`LINGER` seconds (so it reads the answer, not a reset).
 """
 
 from __future__ import annotations

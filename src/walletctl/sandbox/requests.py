@@ -1,31 +1,14 @@
-"""Reading a request, once and strictly: JSON bodies, query strings, and one model per JSON
-route.
+"""Reading a request, once and strictly (docs/sandbox.md, "Strict input"): JSON bodies
+(:func:`parse_json`: UTF-8, JSON only, no key twice, nesting at most :data:`MAX_DEPTH`, no lone
+surrogate; :func:`check_numbers`: strict money and integer fields; :func:`read_model`: then the
+route's model, which every later check uses), query strings (:func:`read_query`: names in any
+ASCII letter case, each once, UTF-8 values), and one model per JSON route (wire names in any
+letter case plus the samples' variants, never the Python names; unknown keys refused on the
+gateway's requests, dropped on the browser-sent ones).
 
-* :func:`parse_json` - UTF-8 only, JSON only (no ``NaN``/``Infinity``), no key given twice
-  with the same spelling, nesting at most :data:`MAX_DEPTH` levels, numbers as ``Decimal``,
-  no lone surrogate (``"\udcff"``) in any key or string: such text cannot be stored, compared
-  or answered.
-* :func:`read_model` - a JSON route's one reading: :func:`parse_object` + :func:`check_numbers`,
-  then the route's model (below); every later check uses the model, never the raw dict.
-* :func:`check_numbers` - every money field is ASCII digits with an optional decimal point
-  (no sign but a minus, which the model then refuses), at most :data:`MAX_DIGITS` digits, no
-  exponent; a minor-units sandbox refuses a decimal point; a decimal sandbox refuses more
-  fraction digits than the currency has. Every integer field (:data:`INT_KEYS`) is a JSON
-  integer literal: never a string, a boolean, a fraction or exponent (``900.0``, ``9e2``),
-  ``-0`` or more than :data:`_INT_TEXT_MAX` digits; the model then checks its range. A number
-  is kept as an ``int`` of at most that many digits or as a ``Decimal`` (both linear in its
-  text) and never converted after a refusal, so ``1e999999999`` costs its 11 characters.
-* :func:`read_query` - a GET route's query: names in any ASCII letter case; a parameter given
-  twice (or in two spellings) is a 400 naming it; values percent-decoded to bytes, read as
-  UTF-8 (``P%FF`` is a 400); parameters the route does not read are ignored.
-
-Model keys: the wire names of the parameter tables in any letter case, plus the samples'
-variants (``apmProviderName``, ``shoppingCardDetails``); never the Python field names
-(``merchant_id`` is an unknown key); one field under two spellings is refused naming it
-(:class:`walletctl.models.base.WireModel`). Unknown keys: refused on the gateway's requests;
-dropped on the emulated wallet's and the demo merchant's bodies, whose senders are browsers.
-
-Every problem raises :class:`~walletctl.sandbox.replies.SandboxError` (400) naming the field.
+A JSON number is kept as an ``int`` of at most :data:`_INT_TEXT_MAX` digits or as a
+``Decimal`` (both linear in its text) and never converted after a refusal, so ``1e999999999``
+costs what its 11 characters do. Every problem is a 400 :class:`SandboxError` naming the field.
 """
 
 from __future__ import annotations

@@ -354,7 +354,6 @@ class WalletPayState:
         return pair
 
 
-
 # -- files: the client script, its declaration, the test driver, the demo page -----------
 
 STATIC = Path(__file__).parent / "static"
