@@ -877,6 +877,11 @@ async def three_ds_answer(st: WalletPayState, request: Request) -> Any:
 
 
 # -- the demo merchant's server --------------------------------------------------------------
+# GET session: keys from the public key service for the demo's own merchant (M-1001 / S-01)
+# only, a new order, the public API key for the page. POST quote: the shop's price for the
+# payer's choices, remembered, so the server authorizes exactly the total the payer approved.
+# POST result: event.detail (the cryptogram kept, never listed), Get Payment Account, then the
+# authorization, once per order. GET results: the last DEMO_RESULTS_MAX records, redacted.
 
 _SESSION_PARAMS = ("merchantId", "storeId", "ref", "currency", "amount", "type", "authorize",
                    "scenario")
