@@ -17,7 +17,7 @@ import pytest
 from sandbox_fixtures import make_checkout_body, make_followup_body
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
-from walletctl.sandbox.walletpay_state import WALLET_REASONS
+from walletctl.sandbox.walletpay import WALLET_REASONS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 SERVER = {"Authorization": "PublicApiKey sandbox-api-key"}

@@ -36,7 +36,7 @@ def build_app(config: SandboxConfig | None = None) -> FastAPI:
     try:
         from walletctl.sandbox.app import create_app
     except ImportError:
-        from walletctl.sandbox.context import SandboxContext
+        from walletctl.sandbox.config import SandboxContext
         from walletctl.sandbox.store import Store
         from walletctl.sandbox.walletpay import install
 

@@ -13,7 +13,7 @@ import pytest
 
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
-from walletctl.sandbox.walletpay_static import client_script_source
+from walletctl.sandbox.walletpay import client_script_source
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_serve_allow_origin_flag_is_validated() -> None:
      ("https://shop.example", "http://localhost:8000")),
 ])
 def test_parse_origins(values: list[str], expected: Any) -> None:
-    from walletctl.sandbox.cors import parse_origins
+    from walletctl.sandbox.config import parse_origins
 
     assert parse_origins(values) == expected
 
@@ -109,7 +109,7 @@ def test_parse_origins(values: list[str], expected: Any) -> None:
 @pytest.mark.parametrize("bad", ["shop.example", "ftp://x", "https://x/path", "https://x:99999",
                                  "https://u@x"])
 def test_parse_origin_refuses(bad: str) -> None:
-    from walletctl.sandbox.cors import parse_origin
+    from walletctl.sandbox.config import parse_origin
 
     with pytest.raises(ValueError, match="must be an origin"):
         parse_origin(bad)

@@ -155,8 +155,7 @@ def serve_cmd(
 ) -> None:
     """Serve the sandbox gateway until Ctrl-C or SIGTERM (prints its URL, then a ready line)."""
     from walletctl.client.admin import check_token
-    from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig
-    from walletctl.sandbox.cors import parse_origins
+    from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig, parse_origins
 
     if amount_format not in ("minor", "decimal"):
         raise UsageError("--amount-format: must be minor or decimal")
@@ -266,8 +265,7 @@ def wait_cmd(
 def values_cmd(ctx: typer.Context) -> None:
     """Show the magic test amounts and the default credentials."""
     from walletctl.render.sandbox import render_values
-    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
-    from walletctl.sandbox.magic import MAGIC_HELP
+    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET, MAGIC_HELP
 
     render_values(dict(MAGIC_HELP), get_state(ctx).output_format, api_key=DEFAULT_API_KEY,
                   service_secret=DEFAULT_SERVICE_SECRET)

@@ -1,12 +1,12 @@
 """The sandbox gateway: a FastAPI app implementing endpoints 1-3 of the spec.
 
 Routes (all answers are JSON unless stated; errors are ``{code, description,
-details: {message}}`` on every route; bodies are read strictly by :mod:`walletctl.sandbox.wire`
-and limited while reading by :mod:`walletctl.sandbox.limits`):
+details: {message}}`` on every route; each body is read once and strictly, and limited while
+reading: :mod:`walletctl.sandbox.requests`, :mod:`walletctl.sandbox.middleware`):
 
 Gateway (``Authorization: PublicApiKey <server key>``, default ``sandbox-api-key``, any
 merchant; a per-transaction key from the public key service is refused here with 403: see
-:mod:`walletctl.sandbox.auth`). Each route reads its body once (:mod:`walletctl.sandbox.requests`):
+:mod:`walletctl.sandbox.auth`):
 
 * ``POST /api/v5/checkout`` — spec 2.1 -> ``{redirectUrl}`` (2.2); creates a ``Pending``
   transaction. 400 validation, 401/403 auth, 409 reused ``clientSystemTransactionId`` with
@@ -22,12 +22,11 @@ approve | decline | cancel | pending) -> 303 to the checkout's success / refused
 pending / error URL. Single use; expires after ``redirectUrlTimeout`` seconds.
 
 Sandbox control (never faulted; Host/Origin-guarded and, when the sandbox has an admin token,
-``X-Sandbox-Token`` required: see :mod:`walletctl.sandbox.guard`):
-``POST /_sandbox/reset``, ``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``,
-``GET /_sandbox/ledger``, ``GET|POST /_sandbox/faults``, ``POST /_sandbox/seed`` (many
-approved checkouts at once: :mod:`walletctl.sandbox.seed`), ``POST /_sandbox/clock``
-(when enabled; bounded), ``GET /_sandbox/health``, ``GET /_sandbox/values``. ``/docs``:
-Swagger UI without a CDN (:mod:`walletctl.sandbox.docs_page`).
+``X-Sandbox-Token`` required): ``POST /_sandbox/reset``,
+``POST /_sandbox/checkouts/{ref}/{approve|decline|cancel}``, ``GET /_sandbox/ledger``,
+``GET|POST /_sandbox/faults``, ``POST /_sandbox/seed`` (many approved checkouts at once),
+``POST /_sandbox/clock`` (when enabled; bounded), ``GET /_sandbox/health``,
+``GET /_sandbox/values``. ``/docs``: Swagger UI without a CDN.
 """
 
 from __future__ import annotations
@@ -43,24 +42,21 @@ from starlette.routing import Route
 from walletctl import __version__
 from walletctl.models.checkout import CheckoutResponse
 from walletctl.models.fields import check_reference
-from walletctl.sandbox import auth, control, engine, pages, records, wire
-from walletctl.sandbox.config import SandboxConfig
-from walletctl.sandbox.context import SandboxContext
-from walletctl.sandbox.cors import CorsMiddleware
-from walletctl.sandbox.faults import FaultMiddleware
-from walletctl.sandbox.guard import GuardMiddleware
-from walletctl.sandbox.head import HeadMiddleware
-from walletctl.sandbox.limits import BodyLimitMiddleware
-from walletctl.sandbox.openapi import openapi_document
-from walletctl.sandbox.query import read_query
-from walletctl.sandbox.replies import Outcome, SandboxError, error_body
+from walletctl.sandbox import auth, control, engine, pages, requests, walletpay
+from walletctl.sandbox.config import SandboxConfig, SandboxContext
+from walletctl.sandbox.middleware import (
+    BodyLimitMiddleware,
+    CorsMiddleware,
+    FaultMiddleware,
+    GuardMiddleware,
+    HeadMiddleware,
+)
+from walletctl.sandbox.openapi import install_docs_page, openapi_document
+from walletctl.sandbox.replies import SandboxError, error_body
 from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store, TxRow
 
 _LOOKUP_PARAMS = ("merchantId", "storeId", "clientSystemTransactionId")
-
-def _json(outcome: Outcome) -> JSONResponse:
-    return JSONResponse(outcome.body, status_code=outcome.status, headers=outcome.headers)
 
 
 def create_app(config: SandboxConfig) -> FastAPI:
@@ -72,7 +68,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         title="walletctl sandbox gateway",
         version=__version__,
         description=__doc__,
-        docs_url=None,  # walletctl.sandbox.docs_page serves /docs without a CDN
+        docs_url=None,  # openapi.install_docs_page serves /docs without a CDN
         redoc_url=None,
     )
     app.state.ctx = ctx
@@ -81,7 +77,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     @app.exception_handler(SandboxError)
     async def _sandbox_error(request: Request, exc: SandboxError) -> JSONResponse:
-        return _json(exc.outcome())
+        return JSONResponse(exc.body, status_code=exc.status)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -103,19 +99,16 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse(error_body(500, "internal sandbox error"), status_code=500)
 
-    def server_key(request: Request, route: str) -> None:
-        auth.require_server(auth.authenticate(ctx, request), route)
-
     # -- endpoint 1: checkout --------------------------------------------------------------
 
     @app.post("/api/v5/checkout", tags=["gateway"],
               summary="Create a redirect-wallet checkout (spec 2.1 -> 2.2)")
     async def checkout(request: Request) -> JSONResponse:
-        server_key(request, "POST /api/v5/checkout")
-        req = await wire.read_model(request, CheckoutBody)
+        auth.require_server(ctx, request, "POST /api/v5/checkout")
+        req = await requests.read_model(request, CheckoutBody)
         row, replayed = engine.create_checkout(store, req, ctx.now())
-        base = (config.public_url or str(request.base_url)).rstrip("/")
-        body = CheckoutResponse(redirect_url=f"{base}/pay/{row.token}").to_wire(fmt)
+        url = f"{ctx.base_url(request)}/pay/{row.token}"
+        body = CheckoutResponse(redirect_url=url).to_wire(fmt)
         return JSONResponse(body, headers={"X-Sandbox-Replayed": "true"} if replayed else None)
 
     # -- endpoint 2: follow-ups ------------------------------------------------------------
@@ -123,17 +116,18 @@ def create_app(config: SandboxConfig) -> FastAPI:
     @app.post("/api/v5/apmTransactions", tags=["gateway"],
               summary="Capture, refund or reverse (spec 2.3 -> 2.4)")
     async def followup(request: Request) -> JSONResponse:
-        server_key(request, "POST /api/v5/apmTransactions")
-        req = await wire.read_model(request, FollowUpBody)
-        return _json(engine.apply_followup(store, req, ctx.now(), fmt))
+        auth.require_server(ctx, request, "POST /api/v5/apmTransactions")
+        req = await requests.read_model(request, FollowUpBody)
+        answer = engine.apply_followup(store, req, ctx.now(), fmt)
+        return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
 
     # -- endpoint 3: lookup ----------------------------------------------------------------
 
     @app.get("/api/v5/apmTransactions", tags=["gateway"],
              summary="Transaction details of a reference and its follow-ups (spec 2.5)")
     async def lookup(request: Request) -> Response:
-        server_key(request, "GET /api/v5/apmTransactions")
-        values = read_query(request.scope["query_string"], _LOOKUP_PARAMS, _LOOKUP_PARAMS)
+        auth.require_server(ctx, request, "GET /api/v5/apmTransactions")
+        values = requests.read_query(request.scope["query_string"], _LOOKUP_PARAMS, _LOOKUP_PARAMS)
         try:  # the rule the checkout applied: a reference it refuses cannot exist
             check_reference(values["clientSystemTransactionId"])
         except ValueError as exc:
@@ -146,7 +140,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         if not rows:
             raise engine.not_found("clientSystemTransactionId", values["merchantId"],
                                    values["storeId"], values["clientSystemTransactionId"])
-        return Response(wire.amounts_as_numbers([records.record_body(r, fmt) for r in rows]),
+        return Response(engine.amounts_as_numbers([engine.record_body(r, fmt) for r in rows]),
                         media_type="application/json")
 
     # -- hosted approval page ----------------------------------------------------------------
@@ -198,11 +192,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
     control.install(app, ctx)  # the /_sandbox/* routes, after the hosted page
 
-    from walletctl.sandbox import docs_page
-    from walletctl.sandbox.walletpay import install
-
-    install(app, ctx)
-    docs_page.install(app)
+    walletpay.install(app, ctx)
+    install_docs_page(app)
     app.add_middleware(FaultMiddleware, ctx=ctx)
     app.add_middleware(BodyLimitMiddleware, body_budget=config.body_budget)
     app.add_middleware(CorsMiddleware, allowed_origins=config.allowed_origins)
@@ -215,7 +206,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
 
 def allowed_methods(app: FastAPI, path: str) -> str:
     """Every method some route of ``app`` answers at ``path`` (HEAD wherever GET is:
-    :mod:`walletctl.sandbox.head`), for the ``Allow`` header of a 405."""
+    :mod:`walletctl.sandbox.middleware`), for the ``Allow`` header of a 405."""
     methods: set[str] = set()
     for route in app.router.routes:
         if isinstance(route, Route) and route.methods and route.path_regex.match(path):

@@ -1,33 +1,19 @@
-"""The sandbox's one auth model: which credential may call which route.
-
-Credentials (``Authorization`` header):
-
-* **server key** - ``PublicApiKey <static key>`` (``--api-key``, default ``sandbox-api-key``):
-  the merchant server's credential. Any merchant and store, every gateway route.
-* **transaction key** - ``PublicApiKey <key>`` issued by the public key service for one
-  merchant and store, valid for :data:`~walletctl.sandbox.walletpay_state.API_KEY_TTL`. It is
-  handed to the browser (``publicKeyApi`` of ``runWalletPay``, readable in page source), so
-  it authorises only the browser-wallet calls of that payment, for its own merchant and
-  store: the key pre-check and Create and Get Payment Account. It moves no money: the
-  authorization and the hosted 3DS challenge need the server key.
-* **service secret** - ``Basic <userId>:<secret>``: the public key service only.
-
-:data:`ROUTES` is the table (docs/sandbox.md and docs/gateway-api.md carry the same one).
-Every check runs on the parsed request: the route reads its body once through its model, then
-calls :func:`require_scope` with the model's ``merchantId`` / ``storeId``.
-
-Refusals: no / malformed / unknown key -> 401; an **expired** transaction key -> 401 on every
-route (checked first: it is no credential at all); a transaction key on a route it does not
-authorise -> 403; a transaction key for another merchant or store -> 403.
+"""The sandbox's one auth model (docs/sandbox.md, "Authentication"): the server key
+(``PublicApiKey <--api-key>``, every gateway route), the transaction key from the public key
+service (only its own merchant's and store's browser-wallet calls: it moves no money) and the
+service secret (``Basic``, the public key service only). :data:`ROUTES` is the table. No,
+malformed, unknown or expired key: 401; a key on a route or scope it does not authorise: 403.
 """
 
 from __future__ import annotations
 
+import base64
 import hmac
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
-from walletctl.sandbox.context import SandboxContext
+from walletctl.sandbox.config import SandboxContext
 from walletctl.sandbox.replies import SandboxError
 
 if TYPE_CHECKING:
@@ -37,7 +23,7 @@ Kind = Literal["server", "transaction"]
 
 # route -> the credentials it accepts ("server" = server key only; "browser" = server key, or
 # a transaction key of the body's / query's merchant and store; "service" = Basic secret;
-# "none" = no credential, Host/Origin-guarded: see walletctl.sandbox.guard)
+# "none" = no credential, Host/Origin-guarded: see walletctl.sandbox.middleware)
 ROUTES: Final[dict[str, str]] = {
     "POST /api/v5/checkout": "server",
     "POST /api/v5/apmTransactions": "server",
@@ -68,7 +54,7 @@ def _unauthorized(message: str) -> SandboxError:
 
 def authenticate(ctx: SandboxContext, request: Request) -> Credential:
     """The credential in the ``Authorization`` header; 401 when missing, malformed, unknown
-    or expired. (The route then calls :func:`require_server` or :func:`require_scope`.)"""
+    or expired (then :func:`require_scope`; :func:`require_server` checks both)."""
     header = request.headers.get("authorization")
     if not header:
         raise _unauthorized("Authorization header is required: PublicApiKey <key>")
@@ -87,9 +73,10 @@ def authenticate(ctx: SandboxContext, request: Request) -> Credential:
     return Credential("transaction", key, info.merchant_id, info.store_id)
 
 
-def require_server(cred: Credential, route: str) -> None:
-    """403 unless ``cred`` is the merchant's server key (``route`` names the call)."""
-    if cred.kind != "server":
+def require_server(ctx: SandboxContext, request: Request, route: str) -> None:
+    """:func:`authenticate`, then 403 unless it is the merchant's server key (``route`` names
+    the call)."""
+    if authenticate(ctx, request).kind != "server":
         raise SandboxError(
             403, f"Authorization: a per-transaction key from the public key service only "
             f"authorises the browser-wallet calls of its payment; {route} needs the "
@@ -102,3 +89,19 @@ def require_scope(cred: Credential, merchant_id: str, store_id: str) -> None:
                                        or cred.store_id != store_id):
         raise SandboxError(403, "the API key was not issued for this merchant and store",
                            description="AuthorizationError")
+
+
+def require_service_secret(ctx: SandboxContext, request: Request) -> None:
+    """401 unless the ``Authorization`` header is ``Basic <userId>:<service secret>``."""
+    scheme, _, value = (request.headers.get("authorization") or "").strip().partition(" ")
+    if scheme.lower() != "basic" or not value:
+        raise SandboxError(401, "the public key service needs Authorization: Basic "
+                           "userId:secret")
+    try:
+        user, sep, secret = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        raise SandboxError(401, "malformed Basic credentials") from None
+    if not sep or not user or not secrets.compare_digest(
+            secret.encode("utf-8", "surrogatepass"),
+            ctx.config.service_secret.encode("utf-8", "surrogatepass")):
+        raise SandboxError(401, "service user or secret is not valid")

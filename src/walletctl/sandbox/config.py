@@ -1,37 +1,39 @@
-"""Sandbox settings: :class:`SandboxConfig` and :class:`FaultConfig`.
+"""Sandbox settings (:class:`SandboxConfig`, :class:`FaultConfig`), its magic test amounts,
+and the running app's context (:class:`SandboxContext`).
 
 Cheap to import (no FastAPI / uvicorn): ``walletctl sandbox --help`` and the CLI flag
 parsing use it.
 
-Fault grammar (server flags, ``POST /_sandbox/faults`` JSON, and the per-request header
-``X-Sandbox-Fault``)::
+Faults (docs/sandbox.md, "Faults"): ``latency=50;jitter=10;error-rate=0.2;status=503;
+throttle-rate=0.1;retry-after=1;drop-rate=0.05;error-after-rate=0;seed=7`` as server flags,
+``POST /_sandbox/faults`` JSON or the per-request ``X-Sandbox-Fault`` header: milliseconds added
+to every ``/api/v5`` request, fractions answered ``status`` before anything is stored, 429 with
+``Retry-After``, committed then dropped mid-answer, or committed then answered ``status``; a
+seed makes the draws reproducible.
 
-    latency=50;jitter=10;error-rate=0.2;status=503;throttle-rate=0.1;retry-after=1;
-    drop-rate=0.05;error-after-rate=0;seed=7
-
-* ``latency`` / ``jitter``: milliseconds added to every ``/api/v5`` request
-  (``latency ± jitter``, capped at :data:`MAX_LATENCY_MS`).
-* ``error-rate`` + ``status``: fraction of requests answered with ``status`` (5xx, default 503)
-  BEFORE anything is stored.
-* ``throttle-rate`` + ``retry-after``: fraction answered 429 with ``Retry-After: <seconds>``
-  (nothing stored).
-* ``drop-rate``: fraction whose work is COMMITTED, then the connection is dropped mid-response
-  (the client sees a protocol/read error, never an HTTP status).
-* ``error-after-rate``: fraction whose work is committed, then answered ``status`` (5xx).
-* ``seed``: makes the random draws reproducible.
+Magic test amounts: the provider's outcome is chosen by the last two digits of the checkout
+amount in minor units (EUR 12.01 -> ``01``), :data:`MAGIC_HELP`; any other amount is approved.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import random
 import re
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
-from walletctl.models.money import AmountFormat
+from walletctl.models.money import AmountFormat, exponent
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from walletctl.sandbox.store import Store
 
 DEFAULT_API_KEY = "sandbox-api-key"
 DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox default
@@ -44,7 +46,7 @@ DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0
 # the seconds a client has to take (read) an answer the sandbox has written
 DEFAULT_WRITE_TIMEOUT = 15.0
-# bytes of request bodies held at once across all connections (sandbox/limits.py)
+# bytes of request bodies held at once across all connections (sandbox/middleware.py)
 DEFAULT_BODY_BUDGET = 32 * 1024 * 1024
 
 
@@ -61,6 +63,30 @@ def is_loopback(host: str) -> bool:
     except ValueError:
         return False
 
+
+def parse_origin(value: str) -> str:
+    """``value`` as a normalized origin; ValueError naming the rule otherwise."""
+    text = value.strip()
+    parts = urlsplit(text)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or port == -1 or \
+            parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        raise ValueError(f"--allow-origin {value!r}: must be an origin like "
+                         "https://shop.example or http://localhost:8000 (scheme, host, "
+                         "optional port; no path)")
+    origin = f"{parts.scheme.lower()}://{parts.hostname.lower()}"
+    return origin + (f":{port}" if port is not None else "")
+
+
+def parse_origins(values: Iterable[str]) -> tuple[str, ...] | None:
+    """``--allow-origin`` values -> allowed origins; ``None`` (any) for none or ``*``."""
+    items = [v for v in values if v.strip()]
+    if not items or any(v.strip() == "*" for v in items):
+        return None
+    return tuple(dict.fromkeys(parse_origin(v) for v in items))
 
 # short names of settings; any other is its field name, dashed or snake_case
 _ALIASES = {"latency": "latency_ms", "jitter": "jitter_ms", "status": "error_status"}
@@ -211,7 +237,7 @@ class SandboxConfig:
     host: str = "127.0.0.1"
     allow_clock_control: bool = False
     quiet: bool = False
-    # origins whose pages may call the browser-wallet routes (None: any; see sandbox/cors.py)
+    # origins whose pages may call the browser-wallet routes (None: any; see middleware.py)
     allowed_origins: tuple[str, ...] | None = None
     # X-Sandbox-Token required on admin routes (/_sandbox/*) when set; ``serve`` sets one
     # on a non-loopback bind. Never printed by repr.
@@ -245,3 +271,58 @@ class SandboxConfig:
             raise ValueError("amount_format: must be minor or decimal")
         if self.faults.active and not is_loopback(self.host):
             raise ValueError("faults: fault injection is only allowed on a loopback host")
+
+
+@dataclass
+class SandboxContext:
+    """What the routes share: the settings, the store, the clock (``now()``: the injected
+    clock plus any ``/_sandbox/clock`` offset, an aware UTC datetime), faults and RNGs."""
+
+    config: SandboxConfig
+    store: Store
+    clock_offset: timedelta = timedelta(0)
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    _rngs: dict[int | None, random.Random] = field(default_factory=dict, repr=False)
+    _rng_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def now(self) -> datetime:
+        return self.config.clock() + self.clock_offset
+
+    def base_url(self, request: Request) -> str:
+        """Where the sandbox's own links point: the public URL, else the request's base."""
+        return (self.config.public_url or str(request.base_url)).rstrip("/")
+
+    def rng(self, seed: int | None) -> random.Random:
+        """One RNG per seed, kept across requests so a seeded run is reproducible."""
+        with self._rng_lock:
+            found = self._rngs.get(seed)
+            if found is None:
+                found = self._rngs[seed] = random.Random(seed)
+            return found
+
+    def reset_rngs(self) -> None:
+        with self._rng_lock:
+            self._rngs.clear()
+
+
+# -- magic test amounts (see the module docstring) -------------------------------------------
+
+MAGIC: Final[dict[int, str]] = {1: "decline", 2: "capture-refused", 3: "pending",
+                                4: "errored", 5: "refund-refused"}
+MAGIC_HELP: Final[dict[str, str]] = {
+    "01": "declined by the provider on approval (state Declined, redirect to refusedUrl)",
+    "02": "approved, then every capture is refused by the provider (Errored record, HTTP 422)",
+    "03": "stays pending at the provider (state Pending, redirect to pendingUrl)",
+    "04": "errors at the provider on approval (Errored record, null payer fields, errorUrl)",
+    "05": "approved, then every refund is refused by the provider (Errored record, HTTP 422)",
+}
+
+
+def magic_of(amount: Decimal, currency: str) -> str | None:
+    """The provider outcome chosen by the amount's last two minor-unit digits."""
+    return MAGIC.get(minor_units(amount, currency) % 100)
+
+
+def minor_units(amount: Decimal, currency: str) -> int:
+    """``amount`` in minor units of ``currency`` (EUR 12.01 -> 1201)."""
+    return int(amount.scaleb(exponent(currency)).to_integral_value())

@@ -2,7 +2,7 @@
 the ledger, faults, seeding and the clock.
 
 Never faulted; Host/Origin-guarded and, when the sandbox has an admin token,
-``X-Sandbox-Token`` required (:mod:`walletctl.sandbox.guard`). Starlette matches routes in
+``X-Sandbox-Token`` required (:mod:`walletctl.sandbox.middleware`). Starlette matches routes in
 the order they were added: :func:`walletctl.sandbox.app.create_app` adds these after the
 gateway and hosted-page routes and before the browser wallet's
 (:mod:`walletctl.sandbox.walletpay`, ``/_sandbox/wallet/*``, ``/_sandbox/3ds/challenge``).
@@ -20,11 +20,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from walletctl import __version__
 from walletctl.constants import SANDBOX_LEDGER_NDJSON
-from walletctl.sandbox import engine, records, wire
-from walletctl.sandbox.config import FaultConfig, is_loopback
-from walletctl.sandbox.context import SandboxContext
-from walletctl.sandbox.magic import MAGIC_HELP
-from walletctl.sandbox.query import read_query
+from walletctl.sandbox import engine, requests
+from walletctl.sandbox.config import MAGIC_HELP, FaultConfig, SandboxContext, is_loopback
 from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
 from walletctl.sandbox.store import Store
@@ -82,7 +79,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
             # the field and the rule, never the caller's text echoed back (400 like the
             # hosted page's form: the route exists, the value is not one of its four)
             raise SandboxError(400, "action: must be approve, decline, cancel or pending")
-        scope = read_query(request.scope["query_string"], ("merchantId", "storeId"))
+        scope = requests.read_query(request.scope["query_string"], ("merchantId", "storeId"))
         merchant, store_id = scope.get("merchantId"), scope.get("storeId")
         now = ctx.now()
         with store.atomic():
@@ -100,12 +97,12 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
             row, which = engine.decide(store, rows[0], action, now)
         if row.state == "Expired":
             raise SandboxError(409, f"checkout {ref} has expired", description="InvalidState")
-        return Response(wire.amounts_as_numbers({  # the record as a lookup answers it
+        return Response(engine.amounts_as_numbers({  # the record as a lookup answers it
             "reference": row.reference,
             "state": row.state,
             "providerStateCode": row.provider_state_code,
             "redirectUrl": engine.redirect_url(row, which),
-            "record": records.record_body(row, fmt),
+            "record": engine.record_body(row, fmt),
         }), media_type="application/json")
 
     @app.get("/_sandbox/ledger", tags=["sandbox"], response_class=StreamingResponse)
@@ -126,7 +123,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         if not is_loopback(config.host):
             raise SandboxError(403, "fault injection is only allowed on a loopback host")
         raw = await request.body()
-        data = wire.parse_json(raw) if raw.strip() else {}
+        data = requests.parse_json(raw) if raw.strip() else {}
         if not isinstance(data, dict):
             raise SandboxError(400, "(request): the body must be a JSON object")
         try:
@@ -138,17 +135,16 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     @app.post("/_sandbox/seed", tags=["sandbox"])
     async def seed_route(request: Request) -> JSONResponse:
-        from walletctl.sandbox import seed
-
-        req, amounts = seed.parse(wire.parse_object(await request.body()))
-        return JSONResponse(seed.seed(ctx, req, amounts))
+        req, amounts = engine.parse_seed(requests.parse_object(await request.body()))
+        return JSONResponse(engine.seed_checkouts(ctx, req, amounts))
 
     @app.post("/_sandbox/clock", tags=["sandbox"])
     async def clock(request: Request) -> dict[str, Any]:
         if not config.allow_clock_control:
             raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
         raw = await request.body()
-        body = wire.parse_model(ClockBody, wire.read_body(raw, fmt) if raw.strip() else {}, fmt)
+        data = requests.read_body(raw, fmt) if raw.strip() else {}
+        body = requests.parse_model(ClockBody, data, fmt)
         offset = ctx.clock_offset + timedelta(seconds=float(body.advance_seconds))
         if abs(offset.total_seconds()) > CLOCK_MAX_SECONDS:  # valid, but not from here: 409
             raise SandboxError(409, f"advanceSeconds: the sandbox clock moves at most "

@@ -1,37 +1,12 @@
 """The emulated wallet's payment token: real ECv2-shaped cryptography (sandbox only).
 
-Token (JSON object, all values strings)::
-
-    {"protocolVersion": "ECv2",
-     "signature": b64(ECDSA-P256-SHA256 by the intermediate key over signed_string(message)),
-     "intermediateSigningKey": {
-         "signedKey": "{\"keyValue\": b64(SPKI DER), \"keyExpiration\": \"<epoch ms>\"}",
-         "signatures": [b64(ECDSA-P256-SHA256 by the sandbox root key over signed_string(key))]},
-     "signedMessage": "{\"encryptedMessage\": b64, \"ephemeralPublicKey\": b64, \"tag\": b64}"}
-
-Encryption (ECIES on P-256): an ephemeral key pair is made per token; ECDH with the
-recipient's public key (the ``encryptionKey`` issued by ``POST /api/v5/publicKeys``) gives a
-shared secret; HKDF-SHA256 (salt 32 zero bytes, info ``WalletPay``, input = ephemeral public
-key (uncompressed point) || shared secret) yields 64 bytes: an AES-256 key (first 32) and an
-HMAC-SHA256 key (last 32). The payload is AES-256-CTR encrypted (zero IV: every key is used
-once) and ``tag`` = HMAC-SHA256(mac key, ciphertext).
-
-Signed strings are length-prefixed (4-byte little-endian) concatenations of their parts:
-``sender ("WalletPay") | recipient ("gateway:<name>") | protocolVersion | signedMessage`` for
-the message and ``sender | protocolVersion | signedKey`` for the intermediate key.
-
-The decrypted payload::
-
-    {"gatewayMerchantId": "...", "messageId": "...", "messageExpiration": "<epoch ms>",
-     "paymentMethod": "CARD",
-     "paymentMethodDetails": {"authMethod": "PAN_ONLY" | "CRYPTOGRAM_3DS", "pan": "...",
-                              "expirationMonth": 12, "expirationYear": 2030,
-                              "cryptogram": "...", "eciIndicator": "05"}}
-
-:func:`open_token` checks, in order: shape, root signature and expiry of the intermediate
-key, message signature, tag (constant time), decryption, payload shape, message expiry and
-replay of ``messageId``; any failure raises :class:`TokenError` whose message never holds
-key material or card data.
+:meth:`WalletSigner.seal` signs (ECDSA P-256: the root key over the intermediate key, the
+intermediate key over the message) and encrypts (ECIES on P-256: ECDH, HKDF-SHA256, AES-256-CTR,
+HMAC-SHA256 tag) a payload to a recipient's public key; :func:`open_token` checks shape, root
+signature and expiry of the intermediate key, message signature, tag (constant time),
+decryption, payload shape, message expiry and replay of ``messageId``. The token, the
+signed strings and the payload are laid out in docs/walletpay.md ("The wallet token"). A
+:class:`TokenError` message never holds key material or card data.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""The sandbox's behaviour: checkouts, the customer's decision, follow-ups.
+"""The sandbox's behaviour: checkouts, the customer's decision, follow-ups, seeded
+checkouts, and the 2.5 records it answers.
 
 Business rules come from :mod:`walletctl.models.ledger` (the same rule set as the CLI
-pre-flight and batch), so the sandbox and walletctl can never disagree.
-
-The provider's outcome is chosen by the checkout amount (:mod:`walletctl.sandbox.magic`).
-Answers and errors: :mod:`walletctl.sandbox.replies`; records: :mod:`walletctl.sandbox.records`.
+pre-flight and batch), so the sandbox and walletctl can never disagree. The provider's outcome
+is chosen by the checkout amount (the magic amounts of :mod:`walletctl.sandbox.config`).
 
 States: ``Pending`` (checkout created), ``Approved``, ``Errored``, ``Declined``,
 ``Cancelled``, ``Expired``. Follow-up records: ``Approved`` with ``CapturedByProvider`` /
@@ -15,16 +14,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import uuid
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
-from walletctl.errors import RefusedError
+from walletctl.errors import RefusedError, RequestValidationError
+from walletctl.models.checkout import CHECKOUT_TYPES
 from walletctl.models.ledger import Balance, Entry, check_followup
-from walletctl.models.money import AmountFormat
-from walletctl.sandbox.magic import magic_of, minor_units
-from walletctl.sandbox.replies import Outcome, SandboxError, error_body
+from walletctl.models.money import AmountFormat, parse_major
+from walletctl.models.records import (
+    ApmRecordDetails,
+    RecordAddress,
+    TransactionRecord,
+    format_timestamp,
+)
+from walletctl.sandbox.config import SandboxContext, magic_of, minor_units
+from walletctl.sandbox.replies import Outcome, SandboxError, error_body, invalid_body
+from walletctl.sandbox.requests import AMOUNT_TEXT, SeedRequest
 from walletctl.sandbox.store import DuplicateReferenceError, Store, TxRow
 
 if TYPE_CHECKING:
@@ -308,3 +317,136 @@ def apply_followup(
         )
     return Outcome(status, body)
 
+
+# -- records (spec 2.5) -------------------------------------------------------------------
+
+# How records spell their type (the spec's sample shows ``ecom.preAuthorisation``).
+RECORD_TYPES: Final = {
+    "sale": "ecom.sale",
+    "preauth": "ecom.preAuthorisation",
+    "capture": "ecom.capture",
+    "refund": "ecom.refund",
+    "reversal": "ecom.reversalPreauthorization",
+}
+
+
+def record_body(row: TxRow, fmt: AmountFormat) -> dict[str, Any]:
+    """One 2.5 transaction details record (payer fields null when there are none)."""
+    payer = _strings(row.payer)
+    rec = TransactionRecord(
+        id=row.id,
+        state=row.state,
+        currency_code=row.currency,
+        transaction_amount=row.amount,
+        client_system_transaction_id=row.reference,
+        client_system_invoice_id=row.invoice_reference,
+        type=RECORD_TYPES.get(row.kind, row.type_str),
+        transaction_date_time=format_timestamp(row.created_at),
+        provider_state_code=row.provider_state_code,
+        apm_details=ApmRecordDetails.model_validate({"apmName": row.method, **payer}),
+        billing_address=RecordAddress.model_validate(_strings(row.billing))
+        if row.billing
+        else None,
+        shipping_address=(
+            RecordAddress.model_validate(_strings(row.shipping))
+            if row.shipping and row.kind == "preauth"
+            else None
+        ),
+    )
+    body = rec.to_wire(fmt)
+    apm = body.setdefault("apmDetails", {})
+    for field in ApmRecordDetails.model_fields.values():  # every payer field, null or not
+        apm.setdefault(str(field.alias), None)
+    return body
+
+
+def _strings(data: dict[str, Any] | None) -> dict[str, Any]:
+    """Stored free-form values (e.g. from the browser-wallet module) as strings or null."""
+    return {str(k): (None if v is None else str(v)) for k, v in (data or {}).items()
+            if not isinstance(v, dict | list)}
+
+
+_MARK = f"\u0001amount{secrets.token_hex(8)}:"
+_MARKED = re.compile('"' + re.escape(json.dumps(_MARK)[1:-1]) + r'([0-9.+-]+)\\u0001"')
+
+
+def _marked(record: Any) -> Any:
+    value = record.get("transactionAmount") if isinstance(record, dict) else None
+    if isinstance(value, str) and AMOUNT_TEXT.fullmatch(value):
+        return {**record, "transactionAmount": f"{_MARK}{value}\u0001"}
+    return record
+
+
+def amounts_as_numbers(data: list[dict[str, Any]] | dict[str, Any]) -> bytes:
+    """JSON of lookup records (a list), or of an answer holding records as values (the admin
+    decision's ``record``), with each record's ``transactionAmount`` a JSON number (spec 2.5
+    types it decimal), written from its exact decimal text (never through a float): one type
+    wherever a record is answered."""
+    out = ([_marked(rec) for rec in data] if isinstance(data, list)
+           else {key: _marked(value) for key, value in data.items()})
+    text = json.dumps(out, separators=(",", ":"))
+    return _MARKED.sub(lambda m: m.group(1), text).encode()
+
+
+# -- POST /_sandbox/seed: approved checkouts at once, for batch rehearsals --------------------
+# Each is stored as if created by POST /api/v5/checkout and approved on the hosted page (with
+# payer fields), all or nothing (a reference in use: 409). Amounts are major units whatever
+# the wire format; one ending in a magic value that decides the approval (01, 03, 04) is
+# refused, 02 and 05 (follow-ups refused later) are allowed on purpose.
+
+_APPROVAL_MAGIC = {1: "declined on approval", 3: "pending at the provider",
+                   4: "errored on approval"}
+
+
+def parse_seed(data: dict[str, Any]) -> tuple[SeedRequest, list[Decimal]]:
+    """The request and its amounts (Decimal, in major units); 400 naming the field (keys read
+    like every JSON route's; the wire's amount rules do not apply)."""
+    try:
+        req = SeedRequest.from_wire(data)
+    except RequestValidationError as exc:
+        raise invalid_body(exc) from None
+    amounts: list[Decimal] = []
+    for i, item in enumerate(req.transactions):
+        where = f"transactions[{i}].amount"
+        try:
+            amount = parse_major(item.amount, req.currency)
+        except (ValueError, ArithmeticError) as exc:
+            raise SandboxError(400, f"{where}: {exc}") from None
+        if not amount.is_finite() or amount <= 0:
+            raise SandboxError(400, f"{where}: must be greater than 0")
+        magic = _APPROVAL_MAGIC.get(minor_units(amount, req.currency) % 100)
+        if magic:
+            raise SandboxError(400, f"{where}: ends in a magic value ({magic}); seeded "
+                               "transactions are approved, use another amount")
+        amounts.append(amount)
+    return req, amounts
+
+
+def seed_checkouts(ctx: SandboxContext, req: SeedRequest, amounts: list[Decimal]) -> dict[str, Any]:
+    """Store every transaction approved, in one database transaction."""
+    store = ctx.store
+    now = ctx.now()
+    code = "AuthorizedByProvider" if req.kind == "preauth" else "CapturedByProvider"
+    type_str = CHECKOUT_TYPES[req.kind]
+    with store.atomic():
+        for item, amount in zip(req.transactions, amounts, strict=True):
+            checkout = {"merchantId": req.merchant_id, "storeId": req.store_id,
+                        "type": type_str, "amount": f"{amount:f}",
+                        "currencyCode": req.currency,
+                        "clientSystemTransactionId": item.reference,
+                        "checkoutDetails": {"paymentMethod": "WalletV2"}}
+            try:
+                row = store.create_transaction(
+                    merchant_id=req.merchant_id, store_id=req.store_id,
+                    reference=item.reference, kind=req.kind, type_str=type_str,
+                    amount=amount, currency=req.currency, state="Approved",
+                    provider_state_code=code, method="WalletV2", now=now, checkout=checkout)
+            except DuplicateReferenceError:
+                raise SandboxError(
+                    409, f"transactions: reference {item.reference} is already used by this "
+                    "merchant and store; nothing was stored") from None
+            payer = payer_fields(row)
+            store.update(row.id, now=now, payer=payer, token_used=True,
+                         provider_transaction_id=payer["apmProviderTransactionId"])
+    return {"created": len(amounts), "kind": req.kind, "currency": req.currency,
+            "merchantId": req.merchant_id, "storeId": req.store_id}

@@ -1,18 +1,26 @@
-"""The sandbox's OpenAPI document: every route, request schemas from the routes' own models
+"""The sandbox's OpenAPI document and its ``/docs`` page.
+
+The document: every route, request schemas from the routes' own models
 (:mod:`walletctl.sandbox.requests`), response schemas from the shared models, the gateway
 error object, the ``PublicApiKey`` and ``Basic`` security schemes, declared path and query
-parameters. Routes that answer HTML or JavaScript (hosted page, demo page, ``/walletpay.js``)
-are listed with their content type."""
+parameters; routes that answer HTML or JavaScript are listed with their content type.
+
+``/docs``: Swagger UI served entirely by the sandbox (offline): its script, style sheet and
+icon come from the ``swagger-ui-bundle`` package, under ``/docs/assets/`` (a fixed list of
+three files, never a path from the request)."""
 
 from __future__ import annotations
 
 import json
 import re
 import typing
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel
 
 from walletctl.models.base import MONEY_KEYS, WireModel
@@ -26,11 +34,12 @@ from walletctl.models.fields import (
 from walletctl.models.money import MAX_DIGITS as MAJOR_DIGITS
 from walletctl.models.money import exponent, payable_currencies
 from walletctl.sandbox import replies, requests
+from walletctl.sandbox.auth import ROUTES
 from walletctl.sandbox.config import MAX_LATENCY_MS, MAX_RETRY_AFTER_S
 from walletctl.sandbox.engine import ACTIONS
+from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS
-from walletctl.sandbox.seed import SeedRequest
-from walletctl.sandbox.walletpay_state import CARDS_BY_ID
+from walletctl.sandbox.walletpay import CARDS_BY_ID
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 
@@ -73,8 +82,9 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     named: dict[str, type[BaseModel]] = {
         **REQUEST_MODELS, "CheckoutResponse": CheckoutResponse,
         "FollowUpResponse": FollowUpResponse, "TransactionRecord": TransactionRecord}
+    wire_models: dict[type[WireModel], None] = {}
     for model in REQUEST_MODELS.values():
-        _key_spellings(model, schemas)
+        _wire_models(model, wire_models)
     for name, model in named.items():
         schema = model.model_json_schema(
             by_alias=True, ref_template=_SCHEMA_REF,
@@ -83,7 +93,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         schemas[name] = {**schema, "title": name}  # a generated client's class name
     schemas["DecideCheckoutResult"] = _DECIDED
     schemas["Error"] = _ERROR_SCHEMA
-    _note_key_spellings(schemas, schemas.pop("_pending"))
+    _note_key_spellings(schemas, wire_models)
     fmt = app.state.ctx.config.amount_format
     _money_types(schemas, fmt)
     _rules_a_model_checks(schemas)
@@ -113,30 +123,26 @@ _KEY_CASE = ("Keys are read in any ASCII letter case (merchantId, MerchantId, ME
              "each field once; this document spells them as the spec's parameter tables do.")
 
 
-def _key_spellings(model: type[BaseModel], schemas: dict[str, Any],
-                   seen: set[type[BaseModel]] | None = None) -> None:
-    """State on each request object's schema what its model reads besides the table spelling:
-    keys in any letter case, and the samples' variant names (``x-key-variants``)."""
-    seen = set() if seen is None else seen
-    if model in seen or not issubclass(model, WireModel):
+def _wire_models(model: type[BaseModel], found: dict[type[WireModel], None]) -> None:
+    """``model`` and every model nested in it that reads keys as the wire does, into ``found``."""
+    if model in found or not issubclass(model, WireModel):
         return
-    seen.add(model)
-    name = model.__name__
-    variants = dict(model._variants)
-    later = schemas.setdefault("_pending", {})  # filled in once the model's schema is built
-    later[name] = variants
+    found[model] = None
     for field in model.model_fields.values():
         stack: list[Any] = [field.annotation]
         while stack:
             tp = stack.pop()
             if isinstance(tp, type) and issubclass(tp, BaseModel):
-                _key_spellings(tp, schemas, seen)
+                _wire_models(tp, found)
             else:
                 stack.extend(typing.get_args(tp))
 
 
-def _note_key_spellings(schemas: dict[str, Any], pending: dict[str, dict[str, str]]) -> None:
+def _note_key_spellings(schemas: dict[str, Any], models: dict[type[WireModel], None]) -> None:
+    """State on each request object's schema what its model reads besides the table spelling:
+    keys in any letter case, and the samples' variant names (``x-key-variants``)."""
     component = {model.__name__: name for name, model in REQUEST_MODELS.items()}
+    pending = {model.__name__: dict(model._variants) for model in models}
     for name, variants in pending.items():
         schema = schemas.get(component.get(name, name))
         if schema is None:
@@ -273,7 +279,7 @@ REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "DemoQuoteRequest": requests.DemoQuoteBody,
     "DemoResultRequest": requests.DemoResultBody,
     "ClockRequest": requests.ClockBody,
-    "SeedRequest": SeedRequest,
+    "SeedRequest": requests.SeedRequest,
 }
 _FAULT_RATE = {"type": "number", "minimum": 0, "maximum": 1}
 _FAULTS = {
@@ -358,18 +364,6 @@ def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], 
     }
 
 
-_SECURITY: dict[tuple[str, str], str] = {
-    ("post", "/api/v5/checkout"): "PublicApiKey",
-    ("post", "/api/v5/apmTransactions"): "PublicApiKey",
-    ("get", "/api/v5/apmTransactions"): "PublicApiKey",
-    ("post", "/api/v5/publicKeys"): "ServiceSecret",
-    ("get", "/api/v5/publicKeys/current"): "PublicApiKey",
-    ("post", "/api/v5/paymentAccounts"): "PublicApiKey",
-    ("get", "/api/v5/paymentAccounts/{account_id}"): "PublicApiKey",
-    ("post", "/api/v5/transactions"): "PublicApiKey",
-    ("post", "/api/v5/threeDSecure"): "PublicApiKey",
-    ("get", "/api/v5/threeDSecure/{challenge_id}"): "PublicApiKey",
-}
 # the 200 answer of the gateway's redirect-wallet routes
 _DECIDED = {
     "type": "object", "required": ["reference", "state", "providerStateCode", "redirectUrl",
@@ -400,7 +394,6 @@ _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/demo/merchant": "text/html",
     "/demo/merchant.js": "application/javascript",
 }
-_STATIC = ("/walletpay.js", "/walletpay.d.ts", "/demo/merchant", "/demo/merchant.js")
 _PAY_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
     "type": "object", "required": ["action"], "additionalProperties": False,
     "properties": {"action": {"type": "string", "enum": list(ACTIONS)}}}}},
@@ -410,6 +403,24 @@ _CHALLENGE_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
     "properties": {"answer": {"type": "string", "enum": ["pass", "fail"]}}}}},
     "required": True}
 _HTML_PAGE = {"content": {"text/html": {"schema": {"type": "string"}}}}
+# the hosted pages' answers (303: a redirect; else an HTML page), and their HTML errors
+_PAGE_ANSWERS: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {
+    "/pay/{token}": {
+        "get": (("200", "the approval page"),
+                ("303", "the link has expired: redirect to errorUrl")),
+        "post": (("303", "the decision applied: redirect to the checkout's URL"),)},
+    "/pay/3ds/{challenge_id}": {
+        "get": (("200", "the shopper's 3-D Secure check"),),
+        "post": (("303", "answered: redirect to the challenge's returnUrl with ?challengeId="),
+                 ("200", "answered (no returnUrl): an HTML page"))},
+}
+_PAGE_ERRORS: dict[str, tuple[tuple[int, str], ...]] = {
+    "/pay/{token}": ((400, "the form's action is missing or not one of four"),
+                     (404, "no such payment link"), (410, "the link was used")),
+    "/pay/3ds/{challenge_id}": ((400, "the form's answer is missing or not pass/fail"),
+                                (404, "no such check"), (409, "the check was already answered"),
+                                (410, "the check has expired")),
+}
 # answers any route can give before it runs: the connection layer (sandbox.protocol) and the
 # guard, limits and CORS middleware
 _ANY_ROUTE = (400, 403, 405, 408, 413, 415, 431, 503)
@@ -500,8 +511,10 @@ def _describe_operations(doc: dict[str, Any]) -> None:
             for name, required, schema in queries.get(key, ()):
                 params.append({"name": name, "in": "query", "required": required,
                                "schema": schema})
-            if key in _SECURITY:
-                op["security"] = [{_SECURITY[key]: []}]
+            credential = ROUTES.get(f"{method.upper()} {re.sub(r'{[^}]+}', '{id}', path)}")
+            if credential is not None:
+                op["security"] = [{"ServiceSecret" if credential == "service" else
+                                   "PublicApiKey": []}]
             op["responses"] = _answers(key, op.get("responses", {}))
 
 
@@ -510,28 +523,11 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
     method, path = key
     answers: dict[str, Any] = {}
     ctype = _NOT_JSON.get(path)
-    if path == "/pay/{token}":
-        answers["200" if method == "get" else "303"] = (
-            {"description": "the approval page", **_HTML_PAGE} if method == "get" else
-            {"description": "the decision applied: redirect to the checkout's URL"})
-        if method == "get":
-            answers["303"] = {"description": "the link has expired: redirect to errorUrl"}
-        for status, what in ((400, "the form's action is missing or not one of four"),
-                             (404, "no such payment link"), (410, "the link was used")):
-            if method == "post" or status != 400:
-                answers[str(status)] = {"description": f"an HTML message page: {what}",
-                                        **_HTML_PAGE}
-    elif path == "/pay/3ds/{challenge_id}":
-        if method == "post":
-            answers["303"] = {"description": "answered: redirect to the challenge's returnUrl "
-                              "with ?challengeId="}
-            answers["200"] = {"description": "answered (no returnUrl): an HTML page",
-                              **_HTML_PAGE}
-        else:
-            answers["200"] = {"description": "the shopper's 3-D Secure check", **_HTML_PAGE}
-        for status, what in ((400, "the form's answer is missing or not pass/fail"),
-                             (404, "no such check"), (409, "the check was already answered"),
-                             (410, "the check has expired")):
+    if path in _PAGE_ANSWERS:
+        answers.update({status: {"description": what, **({} if status == "303" else _HTML_PAGE)}
+                        for status, what in _PAGE_ANSWERS[path].get(method, ())
+                        or _PAGE_ANSWERS[path]["get"]})
+        for status, what in _PAGE_ERRORS[path]:
             if method == "post" or status != 400:
                 answers[str(status)] = {"description": f"an HTML message page: {what}",
                                         **_HTML_PAGE}
@@ -557,3 +553,35 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
         errors.pop("503")
     answers.update({k: v for k, v in errors.items() if k not in answers})
     return dict(sorted(answers.items()))
+
+
+# -- GET /docs ----------------------------------------------------------------------------------
+
+ASSETS = {
+    "swagger-ui-bundle.js": "application/javascript; charset=utf-8",
+    "swagger-ui.css": "text/css; charset=utf-8",
+    "favicon-32x32.png": "image/png",
+}
+
+
+def install_docs_page(app: FastAPI) -> None:
+    """Add ``/docs`` and ``/docs/assets/{name}`` to ``app``."""
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> Response:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json", title=f"{app.title} - API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )
+
+    @app.get("/docs/assets/{name}", include_in_schema=False)
+    async def asset(name: str) -> Response:
+        if name not in ASSETS:
+            raise SandboxError(404, "name: not a file of the API page", description="NotFound",
+                               code="GEN-404")
+        from swagger_ui_bundle import swagger_ui_path  # a declared dependency
+
+        return FileResponse(Path(str(swagger_ui_path)) / name, media_type=ASSETS[name],
+                            headers={"Cache-Control": "public, max-age=86400"})

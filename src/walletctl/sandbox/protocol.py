@@ -1,41 +1,9 @@
-"""Bounded connections: uvicorn's HTTP protocols with a header limit, a request deadline,
-a connection cap and gateway-shaped protocol errors.
-
-uvicorn (0.54) cannot do these with its settings: httptools has no header-size setting
-(``h11_max_incomplete_event_size`` covers h11 only), ``timeout_keep_alive`` runs only
-between requests and is cancelled by every received byte (a connection that sends nothing,
-or stops half-way through a request, stays open for ever), and ``limit_concurrency`` answers
-503 only once a request's headers are in, while idle sockets keep using descriptors until
-``accept`` fails and new clients are reset. So :class:`SandboxHttpToolsProtocol` and
-:class:`SandboxH11Protocol` add, per connection:
-
-* **Header limit** - a request line plus headers over :data:`MAX_HEADER_BYTES` (64 KiB)
-  still arriving is answered 431 and the connection closed, after reading at most one more
-  socket read (256 KiB); other connections are not held up. (A head that arrives whole in
-  one read is measured by the guard middleware, :mod:`walletctl.sandbox.guard`.)
-* **Request deadline** - a complete request (headers and body) must arrive within
-  ``request_timeout`` seconds of the connection opening or of the previous response (default
-  :data:`DEFAULT_REQUEST_TIMEOUT`); otherwise the connection is closed (408 first when part
-  of a request came). Between requests uvicorn's keep-alive timeout (5 s) still applies.
-* **Write deadline** - an answer must be taken by the client within ``write_timeout``
-  seconds (default :data:`DEFAULT_WRITE_TIMEOUT`), counted from the moment the transport's
-  buffer passes its high-water mark (the client reads less than the route writes) until it
-  drains below the low-water mark, or from the end of an answer still partly in the buffer;
-  the deadline starts again whenever the client has taken some (the transport's buffer plus
-  the socket's send queue shrank); a connection that took nothing by then is aborted (the
-  rest dropped, a route still running sees a disconnect), so a client that never reads holds
-  its slot at most that long, and one that keeps reading is never cut off.
-* **Connection cap** - at most ``max_connections`` open connections (default
-  :func:`default_max_connections`, half the process's descriptor limit); a connection over
-  the cap is answered 503 at once and closed, so the server never runs out of descriptors
-  and resets clients. At most half as many refused connections drain at a time (below);
-  beyond that a refused connection is closed right after its answer.
-* **Malformed HTTP** - 400 in the gateway error shape instead of uvicorn's plain text.
-
-Every answer written here is ``{code, description, details: {message}}`` with
-``Connection: close``; the connection then half-closes, drains what the client still sends
-for up to :data:`LINGER` seconds (so the client reads the answer instead of a reset), and
-closes.
+"""Bounded connections: uvicorn's httptools and h11 protocols with a header limit (431), a
+request deadline (408 / close), a write deadline (abort), a connection cap (503) and
+gateway-shaped answers to malformed HTTP (400), which uvicorn's settings cannot give
+(docs/sandbox.md, "Connections and limits"). Every answer written here is the gateway error
+object with ``Connection: close``; the connection then half-closes and drains what the client
+still sends for up to :data:`LINGER` seconds (so it reads the answer, not a reset).
 """
 
 from __future__ import annotations

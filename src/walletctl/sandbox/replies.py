@@ -35,9 +35,10 @@ class SandboxError(Exception):
         self.code = code
         self.description = description
 
-    def outcome(self) -> Outcome:
-        return Outcome(self.status, error_body(self.status, self.message, code=self.code,
-                                               description=self.description))
+    @property
+    def body(self) -> dict[str, Any]:
+        return error_body(self.status, self.message, code=self.code,
+                          description=self.description)
 
 
 def invalid_body(exc: RequestValidationError) -> SandboxError:

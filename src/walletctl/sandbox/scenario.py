@@ -1,15 +1,7 @@
-r"""The one-command demo (``walletctl sandbox demo``): real walletctl commands, real sandbox.
-
-Starts an :class:`~walletctl.sandbox.server.EmbeddedSandbox`, writes a temporary 0600
-profiles file pointing at it (profile ``demo``, key from ``$WALLETCTL_DEMO_KEY``), then runs
-each step as ``python -m walletctl ...`` in a subprocess, echoing the command line like a
-shell transcript followed by its real output. Returns the label of the first failing step
-(``None`` when all passed).
-
-Everything fits ``width`` columns (the terminal's; 80 by default): the steps run with
-``COLUMNS`` set to it, so their tables fit like any other, and the demo's own lines (the
-comment, each command line) break between words, a command line with a shell ``\``
-continuation, so the transcript can still be pasted.
+r"""The one-command demo (``walletctl sandbox demo``, docs/sandbox.md): real walletctl commands
+as subprocesses against an :class:`~walletctl.sandbox.server.EmbeddedSandbox` and a temporary
+0600 profiles file, echoed as a shell transcript in ``width`` columns (command lines broken
+between words with ``\`` continuations, so it can be pasted). Returns the first failed step.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """Running the sandbox: :func:`serve` (foreground, ``walletctl sandbox serve``) and
-:class:`EmbeddedSandbox` (uvicorn in a background thread, for the demo, tests and
-``walletctl smoke --embedded``).
-
-Both use uvicorn's uvloop + httptools stack when installed (about 3x the pure-Python h11
-stack) and fall back to asyncio + h11 otherwise. Both bind loopback by default; port 0
-picks a free port (the socket is bound here, so the real port is known before serving).
-
-Usage::
-
-    with EmbeddedSandbox(SandboxConfig()) as sb:
-        httpx.get(sb.url + "/_sandbox/health")
-        sb.app, sb.store       # the FastAPI app and its ledger
-"""
+:class:`EmbeddedSandbox` (a background thread: the demo, tests, ``smoke --embedded``), on
+uvicorn's uvloop + httptools stack when installed (else asyncio + h11), loopback by default;
+port 0 picks a free port (bound here, so the real port is known before serving)."""
 
 from __future__ import annotations
 
@@ -34,7 +24,7 @@ from fastapi import FastAPI
 
 from walletctl.sandbox.app import create_app, store_of
 from walletctl.sandbox.config import SandboxConfig, is_loopback
-from walletctl.sandbox.faults import install_log_filter
+from walletctl.sandbox.middleware import install_log_filter
 from walletctl.sandbox.protocol import ConnectionLimits, h11_buffer_limit, protocol_class
 from walletctl.sandbox.store import Store
 

@@ -1,27 +1,13 @@
-"""The sandbox's SQLite store (:class:`Store`): the ledger of every transaction the sandbox
-knows, the API keys the public key service issued, and the browser wallet's ``walletpay_*``
-tables.
+"""The sandbox's SQLite store (:class:`Store`): the ledger (``transactions``: originals and
+follow-ups, amounts as Decimal MAJOR units in :class:`TxRow`), the API keys the public key
+service issued (``api_keys``), and the browser wallet's ``walletpay_*`` tables (kept by
+:meth:`Store.reset`, cleared by :meth:`Store.reset_walletpay`).
 
-Every public method runs in ONE short ``BEGIN IMMEDIATE`` ... ``COMMIT`` transaction;
-:meth:`Store.atomic` groups several calls into one (it is re-entrant: a method called inside
-``atomic()`` joins the outer transaction). One SQLite connection guarded by a re-entrant lock
-makes the store thread-safe.
-
-Persistence: ``Store(path)`` opens (or creates) a file DB in WAL mode, so a restarted
-sandbox with the same ``--db`` keeps everything; ``Store(None)`` is a private in-memory DB.
-
-Values: :class:`TxRow` (one transaction, amounts in Decimal MAJOR units), :class:`ApiKeyRow`
-and the browser-wallet rows are what the methods return; times are stored as UTC ISO 8601
-text, dicts as compact sorted JSON.
-
-Tables: ``transactions`` (originals and follow-ups: the ledger itself), ``api_keys`` (keys
-issued by the public key service) and the browser wallet's ``walletpay_*`` tables, which
-:meth:`Store.reset` leaves alone and :meth:`Store.reset_walletpay` clears.
-
-A WalletPay authorization stored with ``kind="preauth"`` / ``"sale"``, ``state="Approved"``
-appears in ``GET /api/v5/apmTransactions`` and accepts capture / refund / reversal through
-``POST /api/v5/apmTransactions`` with the same rules as a redirect-wallet checkout. Use
-:func:`walletctl.sandbox.engine.apply_followup` to run a follow-up from your own routes.
+Every public method is ONE short ``BEGIN IMMEDIATE`` ... ``COMMIT``; :meth:`Store.atomic`
+groups several (re-entrant: a method called inside joins the outer transaction). One
+connection guarded by a re-entrant lock makes the store thread-safe. ``Store(path)`` is a file
+DB in WAL mode (a restarted ``--db`` sandbox keeps everything); ``Store(None)`` in memory.
+Times are stored as UTC ISO 8601 text, dicts as compact sorted JSON.
 """
 
 from __future__ import annotations
@@ -326,13 +312,10 @@ class Store:
         response_status: int | None = None,
         tx_id: str | None = None,
     ) -> TxRow:
-        """Store one transaction. ``kind`` is ``sale | preauth | capture | refund | reversal``;
-        ``type_str`` the wire type shown on lookup records (e.g. ``ecom.sale``); ``amount`` a
-        ``Decimal`` in MAJOR units; ``state`` one of :data:`STATES`; ``method`` ``WalletV2`` or
-        ``WalletPay``; ``billing`` / ``shipping`` are dicts with the spec's camelCase address
-        keys (2.5); ``payer`` holds the ``apmPayer*`` fields of 2.5 (``None`` = null payer
-        fields, as on ``Errored`` records). Raises :class:`DuplicateReferenceError` when
-        ``(merchant_id, store_id, reference)`` exists."""
+        """Store one transaction (``kind`` one of :data:`KINDS`, ``state`` of :data:`STATES`,
+        ``type_str`` the wire type records show, ``payer`` the 2.5 ``apmPayer*`` fields or
+        None). :class:`DuplicateReferenceError` when ``(merchant_id, store_id, reference)``
+        exists."""
         if kind not in KINDS:
             raise ValueError(f"kind: must be one of {', '.join(KINDS)}")
         if state not in STATES:
@@ -532,12 +515,8 @@ class Store:
 
     def walletpay_key(self, key_id: str) -> WalletPayKeyRow | None:
         found = self._one("SELECT * FROM walletpay_keys WHERE key_id = ?", key_id)
-        if found is None:
-            return None
-        return WalletPayKeyRow(
-            key_id=found["key_id"], private_pem=found["private_pem"],
-            merchant_id=found["merchant_id"], store_id=found["store_id"],
-        )
+        return None if found is None else WalletPayKeyRow(
+            found["key_id"], found["private_pem"], found["merchant_id"], found["store_id"])
 
     def add_walletpay_account(
         self,
@@ -558,13 +537,9 @@ class Store:
 
     def walletpay_account(self, account_id: str) -> WalletPayRow | None:
         found = self._one("SELECT * FROM walletpay_accounts WHERE id = ?", account_id)
-        if found is None:
-            return None
-        return WalletPayRow(
-            id=found["id"], parent_id=found["key_id"], data=json.loads(found["data"]),
-            used=bool(found["used"]), merchant_id=found["merchant_id"],
-            store_id=found["store_id"],
-        )
+        return None if found is None else WalletPayRow(
+            found["id"], found["key_id"], json.loads(found["data"]), bool(found["used"]),
+            found["merchant_id"], found["store_id"])
 
     def add_three_ds(
         self, *, trans_id: str, account_id: str, data: dict[str, Any], now: datetime
@@ -577,12 +552,8 @@ class Store:
 
     def three_ds(self, trans_id: str) -> WalletPayRow | None:
         found = self._one("SELECT * FROM walletpay_three_ds WHERE id = ?", trans_id)
-        if found is None:
-            return None
-        return WalletPayRow(
-            id=found["id"], parent_id=found["account_id"], data=json.loads(found["data"]),
-            used=bool(found["used"]),
-        )
+        return None if found is None else WalletPayRow(
+            found["id"], found["account_id"], json.loads(found["data"]), bool(found["used"]))
 
     def mark_walletpay_used(self, kind: str, item_id: str) -> bool:
         """Set the used flag of an account's cryptogram (``account``) / a 3DS result

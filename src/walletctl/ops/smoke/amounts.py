@@ -1,7 +1,7 @@
 """The smoke scenarios' amounts: :class:`Amounts`, with ``--amount NAME=VALUE`` overrides.
 
 Amounts are whole major units by default so they are valid in every currency (JPY, EUR, BHD)
-and never hit the sandbox's magic endings (01-05: see ``walletctl.sandbox.magic``);
+and never hit the sandbox's magic endings (01-05: see ``walletctl.sandbox.config``);
 ``--amount NAME=VALUE`` overrides them (e.g. for a gateway with a minimum amount).
 """
 
