@@ -30,7 +30,7 @@ service, instead of starting one; also ``$WALLETCTL_SANDBOX_URL``),
 ``--wallet-sandbox-amount-format`` (embedded sandbox only).
 
 This module imports only pytest and the standard library at import time; the sandbox server
-is imported when a fixture first needs it (through :mod:`walletctl.ops.local_sandbox`).
+is imported when a fixture first needs it (through :mod:`walletctl.ops.sandbox_admin`).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
 
     Prefer ``wallet_sandbox``, which resets it before every test.
     """
-    from walletctl.ops.local_sandbox import default_service_secret
+    from walletctl.ops.sandbox_admin import default_service_secret
     from walletctl.testing.sandbox import WalletSandbox
 
     def get(name: str) -> str:
@@ -124,7 +124,7 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
         yield handle
         return
 
-    from walletctl.ops.local_sandbox import embedded
+    from walletctl.ops.sandbox_admin import embedded
 
     fmt = get("amount-format")
     if fmt not in ("minor", "decimal"):
@@ -152,7 +152,7 @@ def _stop(message: str) -> NoReturn:
 
 def _wait_ready(url: str, timeout: float) -> None:
     from walletctl.errors import WalletctlError
-    from walletctl.ops.sandbox_wait import wait_ready
+    from walletctl.ops.sandbox_admin import wait_ready
 
     try:
         wait_ready(url, timeout=timeout)
@@ -215,7 +215,7 @@ def wallet_profile(wallet_sandbox: WalletSandbox, tmp_path: Path,
     """A profile named ``wallet-sandbox`` for ``wallet_sandbox``, selected through the
     environment (so in-process CliRunner calls and subprocesses both use it)."""
     from walletctl.constants import Env
-    from walletctl.ops.local_sandbox import profile_toml
+    from walletctl.ops.sandbox_admin import profile_toml
 
     path = tmp_path / "walletctl-profiles.toml"
     text = profile_toml(wallet_sandbox.base_url, name=PROFILE_NAME, key_env=KEY_ENV,

@@ -147,7 +147,7 @@ def _without_userinfo(url: str) -> str:
 def validate_options(options: SmokeOptions) -> tuple[list[Scenario], Any]:
     """Check the options before anything starts; returns (scenarios, amounts). UsageError."""
     from walletctl.ops.smoke import scenarios as catalogue
-    from walletctl.ops.smoke.amounts import Amounts
+    from walletctl.ops.smoke.scenarios import Amounts
 
     _check_prefix(options.ref_prefix)
     if options.approve_command is not None:

@@ -200,7 +200,7 @@ def open_target(
         raise UsageError(f"--currency: {exc}") from None
     inner = transport or environment_transport(profile.base_url)
     if history_run is not None and not embedded:  # real money: recorded in the history
-        from walletctl.ops.smoke.history_hook import HistoryTransport
+        from walletctl.ops.smoke.transport import HistoryTransport
 
         inner = HistoryTransport(inner, profile, history_run)
     recording = RecordingTransport(inner, log)
@@ -248,7 +248,7 @@ def embedded_profile(url: str, api_key: str, amount_format: str = "minor") -> Pr
 @contextmanager
 def embedded_sandbox(*, amount_format: str = "minor") -> Iterator[Profile]:
     """Start a private sandbox on a free loopback port for the duration; yield its profile."""
-    from walletctl.ops.local_sandbox import embedded
+    from walletctl.ops.sandbox_admin import embedded
 
     secret = "smoke-" + _secrets.token_urlsafe(18)
     with embedded(api_key=secret, service_secret=secret, amount_format=amount_format) as url:
