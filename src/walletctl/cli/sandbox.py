@@ -565,7 +565,7 @@ def three_ds_cmd(
     admin_token: AdminToken = None,
 ) -> None:
     """Run the sandbox's 3DS challenge for a Card account; print the result for authorize."""
-    from walletctl.client.checks import check_identifier
+    from walletctl.client.gateway import check_identifier
     from walletctl.ops.sandbox_admin import three_ds_challenge
     from walletctl.render.sandbox import render_three_ds
 

@@ -33,8 +33,15 @@ from walletctl.client.answer_guard import (
     clean_text,
     overall_deadline,
 )
-from walletctl.client.answers import Answer, Outgoing, PreparedCall, reason_of
-from walletctl.client.gateway import FollowUpCall, Trace, _Base
+from walletctl.client.gateway import (
+    Answer,
+    FollowUpCall,
+    Outgoing,
+    PreparedCall,
+    Trace,
+    _Base,
+    reason_of,
+)
 from walletctl.models.records import TransactionRecord
 
 if TYPE_CHECKING:

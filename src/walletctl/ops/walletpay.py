@@ -249,7 +249,7 @@ def resolve_key_id(profile: Profile, explicit: str | None) -> str:
 
 
 def prepare_account(client: GatewayClient, account_id: str, key_id: str) -> PreparedCall:
-    from walletctl.client.checks import check_identifier
+    from walletctl.client.gateway import check_identifier
 
     check_identifier(account_id, "transactionAccountId", max_length=255)
     check_identifier(key_id, "--encryption-key-id", max_length=255)
@@ -377,7 +377,7 @@ def send_authorization(
 ) -> AuthorizationResponse:
     data = client.send(call)
     if req is not None:  # an answer naming another reference/amount is no success
-        from walletctl.client.checks import check_echo
+        from walletctl.client.gateway import check_echo
 
         check_echo(data, reference=req.client_system_transaction_id, amount=req.amount,
                    currency=req.currency_code, operation=req.type,
