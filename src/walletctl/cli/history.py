@@ -246,7 +246,7 @@ def verify(
 ) -> None:
     """Check the hash chain: exit 0 when intact, 3 naming the first problem."""
     from walletctl.constants import ExitCode
-    from walletctl.ops.history_verify import verify as run_verify
+    from walletctl.ops.evidence import verify as run_verify
     from walletctl.render.history import render_verified
 
     st = get_state(ctx)
@@ -264,7 +264,7 @@ def anchor(ctx: typer.Context) -> None:
     Example (nightly): walletctl history verify --anchor anchors.jsonl && walletctl history
     anchor >> anchors.jsonl
     """
-    from walletctl.ops.history_verify import make_anchor
+    from walletctl.ops.evidence import make_anchor
     from walletctl.render.history import render_anchor
 
     render_anchor(make_anchor(_profile_or_none(get_state(ctx))))
