@@ -9,8 +9,8 @@ from collections.abc import Callable
 import httpx
 
 from walletctl.errors import GatewayError
+from walletctl.masking import Masker
 from walletctl.ops.smoke import (
-    Masker,
     RunContext,
     Scenario,
     ScenarioRun,

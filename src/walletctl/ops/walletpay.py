@@ -20,15 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from pydantic import ValidationError
+
+from walletctl.client.gateway import check_echo, check_identifier, parse_model
 from walletctl.errors import (
     DeclinedError,
     GatewayError,
     RefusedError,
     RequestValidationError,
-    ResponseError,
     UnknownOutcomeError,
     UsageError,
 )
+from walletctl.models.base import validation_problems
 from walletctl.models.outcome import Planned
 from walletctl.models.walletpay import (
     AUTH_TYPES,
@@ -145,11 +148,8 @@ def fetch_keys(client: GatewayClient) -> PublicKeys:
     except AuthError as exc:
         exc.hint = service_secret_hint(client.profile)
         raise
-    try:
-        return PublicKeys.from_wire(data)
-    except RequestValidationError as exc:
-        field, rule = exc.problems[0]
-        raise ResponseError(f"unexpected public key service response: {field}: {rule}") from None
+    keys: PublicKeys = parse_model(PublicKeys, data, client.profile, "public key service")
+    return keys
 
 
 def service_secret_hint(profile: Profile) -> str:
@@ -249,8 +249,6 @@ def resolve_key_id(profile: Profile, explicit: str | None) -> str:
 
 
 def prepare_account(client: GatewayClient, account_id: str, key_id: str) -> PreparedCall:
-    from walletctl.client.gateway import check_identifier
-
     check_identifier(account_id, "transactionAccountId", max_length=255)
     check_identifier(key_id, "--encryption-key-id", max_length=255)
     profile = client.profile
@@ -274,11 +272,9 @@ def get_account(client: GatewayClient, account_id: str, key_id: str) -> PaymentA
         if "EncryptionKeyMismatch" in (exc.code, exc.description):
             exc.hint = KEY_MISMATCH_HINT
         raise
-    try:
-        return PaymentAccount.from_wire(data)
-    except RequestValidationError as exc:
-        field, rule = exc.problems[0]
-        raise ResponseError(f"unexpected payment account response: {field}: {rule}") from None
+    account: PaymentAccount = parse_model(PaymentAccount, data, client.profile,
+                                          "payment account")
+    return account
 
 
 # -- authorization -----------------------------------------------------------------------------
@@ -329,14 +325,8 @@ def build_authorization(
             transaction_account_id=account.transaction_account_id, encryption_key_id=key_id,
             cryptogram=cryptogram, eci_indicator=eci, three_d_secure=three_ds,
         )
-    except Exception as exc:
-        from pydantic import ValidationError
-
-        from walletctl.models.base import validation_problems
-
-        if isinstance(exc, ValidationError):
-            raise RequestValidationError(validation_problems(exc)) from None
-        raise
+    except ValidationError as exc:
+        raise RequestValidationError(validation_problems(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -377,16 +367,12 @@ def send_authorization(
 ) -> AuthorizationResponse:
     data = client.send(call)
     if req is not None:  # an answer naming another reference/amount is no success
-        from walletctl.client.gateway import check_echo
-
         check_echo(data, reference=req.client_system_transaction_id, amount=req.amount,
                    currency=req.currency_code, operation=req.type,
                    fmt=client.profile.amount_format)
-    try:
-        return AuthorizationResponse.from_wire(data, client.profile.amount_format)
-    except RequestValidationError as exc:
-        field, rule = exc.problems[0]
-        raise ResponseError(f"unexpected authorization response: {field}: {rule}") from None
+    response: AuthorizationResponse = parse_model(AuthorizationResponse, data, client.profile,
+                                                  "authorization")
+    return response
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import Any
 
 from walletctl.errors import UsageError
 from walletctl.masking import Masker
-from walletctl.ops.smoke.framework import ScenarioResult, SmokeReport, StepResult
+from walletctl.ops.smoke import ScenarioResult, SmokeReport, StepResult
 
 REPORT_VERSION = 1
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

@@ -28,7 +28,7 @@ from walletctl.client.admin import THREE_DS_CHALLENGE, WALLET_TOKEN
 from walletctl.errors import GatewayError, RefusedError, UsageError
 from walletctl.models.ledger import Balance, balance_from_records, kind_of
 from walletctl.models.money import exponent, format_major, to_decimal
-from walletctl.ops.smoke.framework import (
+from walletctl.ops.smoke import (
     Scenario,
     ScenarioRun,
     Step,

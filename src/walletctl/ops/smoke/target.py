@@ -30,7 +30,7 @@ from walletctl.client.admin import SandboxAdmin, SandboxRefused, SandboxUnreacha
 from walletctl.config.profile import AuthSettings, Profile
 from walletctl.errors import ConfigError, ResponseError, UsageError
 from walletctl.masking import Masker
-from walletctl.ops.smoke.framework import StepFailed, StepSkipped
+from walletctl.ops.smoke import StepFailed, StepSkipped
 from walletctl.ops.smoke.transport import ExchangeLog, RecordingTransport
 
 if TYPE_CHECKING:
