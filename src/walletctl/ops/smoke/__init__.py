@@ -269,30 +269,19 @@ def _abort_for(exc: BaseException) -> RunAborted | None:
     return None
 
 
-def run_scenarios(
-    scenarios: Sequence[Scenario],
-    ctx: RunContext,
-    *,
-    observer: SmokeObserver | None = None,
-    target_info: dict[str, str] | None = None,
-    fail_on_skip: bool = False,
-    clock: Callable[[], float] = time.perf_counter,
-) -> SmokeReport:
+def run_scenarios(scenarios: Sequence[Scenario], ctx: RunContext, *,
+                  observer: SmokeObserver | None = None,
+                  target_info: dict[str, str] | None = None, fail_on_skip: bool = False,
+                  clock: Callable[[], float] = time.perf_counter) -> SmokeReport:
     """Run ``scenarios`` in order and return the report (never raises for a failing step)."""
     obs = observer or SmokeObserver()
     started = datetime.now(UTC)
-    results = [
-        ScenarioResult(sc.name, sc.description, [StepResult(sc.name, st.name) for st in sc.steps])
-        for sc in scenarios
-    ]
-    report = SmokeReport(
-        run_id=ctx.run_id,
-        target=dict(target_info or {}),
-        started_at=started.isoformat(timespec="seconds"),
-        scenarios=results,
-        references=ctx.references,
-        fail_on_skip=fail_on_skip,
-    )
+    results = [ScenarioResult(sc.name, sc.description,
+                              [StepResult(sc.name, st.name) for st in sc.steps])
+               for sc in scenarios]
+    report = SmokeReport(run_id=ctx.run_id, target=dict(target_info or {}),
+                         started_at=started.isoformat(timespec="seconds"), scenarios=results,
+                         references=ctx.references, fail_on_skip=fail_on_skip)
     obs.plan(results)
     run_start = clock()
     for scenario, result in zip(scenarios, results, strict=True):
@@ -320,13 +309,8 @@ def run_scenarios(
     return report
 
 
-def _run_one(
-    scenario: Scenario,
-    result: ScenarioResult,
-    ctx: RunContext,
-    obs: SmokeObserver,
-    clock: Callable[[], float],
-) -> RunAborted | None:
+def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: SmokeObserver,
+             clock: Callable[[], float]) -> RunAborted | None:
     run = ScenarioRun(ctx, scenario, result)
     mask = ctx.masker.text
     for index, (step, step_result) in enumerate(zip(scenario.steps, result.steps, strict=True)):
@@ -421,17 +405,10 @@ def smoke_profile(profile: Profile | None, *, embedded: bool) -> Iterator[Profil
     yield profile
 
 
-def run_smoke(
-    profile: Profile,
-    options: SmokeOptions,
-    *,
-    observer: SmokeObserver | None = None,
-    transport: httpx.BaseTransport | None = None,
-    trace: Callable[[str], None] | None = None,
-    embedded: bool = False,
-    masker: Masker | None = None,
-    log: ExchangeLog | None = None,
-) -> SmokeReport:
+def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserver | None = None,
+              transport: httpx.BaseTransport | None = None,
+              trace: Callable[[str], None] | None = None, embedded: bool = False,
+              masker: Masker | None = None, log: ExchangeLog | None = None) -> SmokeReport:
     """Run the selected scenarios against ``profile``; never raises for a failing step.
 
     Raises ConfigError (profile/secret problems found before anything is sent) and UsageError
@@ -445,26 +422,18 @@ def run_smoke(
     selected, amounts = validate_options(options)
     masker = masker if masker is not None else Masker()
     log = log if log is not None else ExchangeLog(masker)
-    ctx = RunContext(
-        run_id=options.run_id or new_run_id(),
-        masker=masker,
-        ref_prefix=_check_prefix(options.ref_prefix),
-        exchanges=log,
-        params={"amounts": amounts},
-    )
+    ctx = RunContext(run_id=options.run_id or new_run_id(), masker=masker,
+                     ref_prefix=_check_prefix(options.ref_prefix), exchanges=log,
+                     params={"amounts": amounts})
     with open_target(profile, masker, log, options, transport=transport, trace=trace,
                      embedded=embedded, history_run=ctx.run_id) as target:
         ctx.target = target
-        info = {
-            "profile": "(embedded sandbox)" if embedded else profile.name,
-            "base_url": _without_userinfo(profile.base_url),
-            "merchant_id": profile.merchant_id,
-            "store_id": profile.store_id,
-            "currency": target.currency,
-        }
-        return run_scenarios(
-            selected, ctx, observer=observer, target_info=info, fail_on_skip=options.fail_on_skip
-        )
+        info = {"profile": "(embedded sandbox)" if embedded else profile.name,
+                "base_url": _without_userinfo(profile.base_url),
+                "merchant_id": profile.merchant_id, "store_id": profile.store_id,
+                "currency": target.currency}
+        return run_scenarios(selected, ctx, observer=observer, target_info=info,
+                             fail_on_skip=options.fail_on_skip)
 
 
 def _without_userinfo(url: str) -> str:

@@ -139,25 +139,14 @@ def checkout_step(tag: str, kind: str, amount_of: Callable[[Amounts], Decimal]) 
         redirects = {to_camel(key): url for key, url in DEFAULT_REDIRECTS.items()
                      if key not in target.profile.redirects}
         request = build_checkout_request(
-            target.profile,
-            {"redirectDetails": redirects} if redirects else None,
-            {
-                "type": parse_checkout_type(kind),
-                "amount": str(amount),
-                "currencyCode": target.currency,
-                "clientSystemTransactionId": ref,
-                "providerDiscretionaryData": f"walletctl smoke {run.ctx.run_id}",
-            },
-        )
-        response = target.client.checkout(request)
-        url = response.redirect_url
-        check(
-            url.startswith(("https://", "http://")),
-            f"checkout answered a redirectUrl that is not an http(s) URL: {url[:80]!r}",
-        )
-        run.state["redirect_url"] = url
-        run.state["original"] = ref
-        run.state["amount"] = amount
+            target.profile, {"redirectDetails": redirects} if redirects else None,
+            {"type": parse_checkout_type(kind), "amount": str(amount),
+             "currencyCode": target.currency, "clientSystemTransactionId": ref,
+             "providerDiscretionaryData": f"walletctl smoke {run.ctx.run_id}"})
+        url = target.client.checkout(request).redirect_url
+        check(url.startswith(("https://", "http://")),
+              f"checkout answered a redirectUrl that is not an http(s) URL: {url[:80]!r}")
+        run.state.update(redirect_url=url, original=ref, amount=amount)
         return f"{kind} of {_money(run, amount)}, redirectUrl received"
 
     return Step("checkout", action, f"POST checkout ({kind})")
@@ -196,24 +185,23 @@ def lookup_approved_step(kind: str) -> Step:
     return Step("lookup approved", action, "GET apmTransactions: original Approved")
 
 
-def followup_step(
-    name: str, op: str, tag: str, amount_of: Callable[[Amounts], Decimal] | None
-) -> Step:
-    """A follow-up through walletctl's own path: lookup + pre-flight, then send; Approved."""
+def followup_step(name: str, op: str, tag: str, amount_of: Callable[[Amounts], Decimal] | None,
+                  original_of: Callable[[ScenarioRun], str] = lambda run: run.state["original"],
+                  ) -> Step:
+    """A follow-up of ``original_of(run)`` through walletctl's own path: lookup + pre-flight,
+    then send; Approved."""
 
     def action(run: ScenarioRun) -> str:
         target = _target(run)
-        original = run.state["original"]
+        original = original_of(run)
         new_ref = run.ref(tag, f"{NOUNS[op]} of {original}")
         amount = amount_of(_amounts(run)) if amount_of else None
         plan = _plan_followup(run, op, original, amount, new_ref)
         response = target.client.followup(plan.request)
         check_equal(response.state, APPROVED, f"state of the {NOUNS[op]} {new_ref}")
         if response.client_system_transaction_id is not None:
-            check_equal(
-                response.client_system_transaction_id, new_ref,
-                f"clientSystemTransactionId of the {NOUNS[op]} answer",
-            )
+            check_equal(response.client_system_transaction_id, new_ref,
+                        f"clientSystemTransactionId of the {NOUNS[op]} answer")
         return f"{NOUNS[op]} of {_money(run, plan.request.amount)}: {response.state}"
 
     return Step(name, action, f"POST apmTransactions ({NOUNS[op]})")
@@ -229,14 +217,9 @@ def _balance(run: ScenarioRun) -> tuple[Balance, list[TransactionRecord]]:
         raise StepFailed(f"lookup of {ref}: {exc.message}") from None
 
 
-def totals_step(
-    *,
-    authorised: Callable[[Amounts], Decimal],
-    captured: Callable[[Amounts], Decimal],
-    refunded: Callable[[Amounts], Decimal],
-    reversed_: bool = False,
-    name: str = "lookup totals",
-) -> Step:
+def totals_step(*, authorised: Callable[[Amounts], Decimal],
+                captured: Callable[[Amounts], Decimal], refunded: Callable[[Amounts], Decimal],
+                reversed_: bool = False, name: str = "lookup totals") -> Step:
     def action(run: ScenarioRun) -> str:
         amounts = _amounts(run)
         ref = run.state["original"]
@@ -248,20 +231,16 @@ def totals_step(
             ("refunded", refunded(amounts), balance.refunded),
         ):
             if actual != expected:
-                raise StepFailed(
-                    f"{what} total of {ref}: expected {_money(run, expected)}, got "
-                    f"{_money(run, actual)} ({balance.summary()})"
-                )
+                raise StepFailed(f"{what} total of {ref}: expected {_money(run, expected)}, got "
+                                 f"{_money(run, actual)} ({balance.summary()})")
         check_equal(balance.reversed, reversed_, f"reversed flag of {ref}")
         followups = [r for r in run.result.references if r != ref]
         by_ref = {r.client_system_transaction_id: r for r in records}
         for fref in followups:
             if fref in run.state.get("refused", set()):
                 rec = by_ref.get(fref)
-                check(
-                    rec is None or rec.state != APPROVED,
-                    f"{fref} was refused by the gateway but its record is {APPROVED}",
-                )
+                check(rec is None or rec.state != APPROVED,
+                      f"{fref} was refused by the gateway but its record is {APPROVED}")
             else:
                 check(fref in by_ref, f"lookup of {ref} has no record for {fref}")
                 check_equal(by_ref[fref].state, APPROVED, f"state of {fref}")
@@ -270,9 +249,8 @@ def totals_step(
     return Step(name, action, "GET apmTransactions: balance of the original")
 
 
-def refusal_step(
-    name: str, op: str, tag: str, amount_of: Callable[[Amounts, Balance], Decimal]
-) -> Step:
+def refusal_step(name: str, op: str, tag: str,
+                 amount_of: Callable[[Amounts, Balance], Decimal]) -> Step:
     """Both walletctl's pre-flight AND the gateway itself must refuse this follow-up."""
 
     def action(run: ScenarioRun) -> str:
@@ -288,13 +266,10 @@ def refusal_step(
         except RefusedError:
             pass  # walletctl would not send it: good; now prove the gateway refuses it too
         else:
-            raise StepFailed(
-                f"walletctl's pre-flight accepted a {NOUNS[op]} of {_money(run, amount)} on "
-                f"{original} ({balance.summary()})"
-            )
-        request = make_followup_request(
-            target.profile, op, original, new_ref, amount, target.currency  # type: ignore[arg-type]
-        )
+            raise StepFailed(f"walletctl's pre-flight accepted a {NOUNS[op]} of "
+                             f"{_money(run, amount)} on {original} ({balance.summary()})")
+        request = make_followup_request(target.profile, op, original,  # type: ignore[arg-type]
+                                        new_ref, amount, target.currency)
         run.state.setdefault("refused", set()).add(new_ref)
         refused = (f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by "
                    "the gateway")
@@ -303,17 +278,13 @@ def refusal_step(
         except GatewayError as exc:
             if exc.status in (401, 403):
                 raise
-            check(
-                exc.status == 422,
-                f"expected the gateway to refuse the {NOUNS[op]} with HTTP 422, got: {exc.message}",
-            )
+            check(exc.status == 422, f"expected the gateway to refuse the {NOUNS[op]} with "
+                                     f"HTTP 422, got: {exc.message}")
             code = f", code {exc.code}" if exc.code else ""
             return f"{refused} (HTTP {exc.status}{code})"
-        check(
-            response.state != APPROVED,
-            f"the gateway ACCEPTED a {NOUNS[op]} of {_money(run, amount)} on {original} "
-            f"({balance.summary()}): {new_ref} is {response.state}",
-        )
+        check(response.state != APPROVED,
+              f"the gateway ACCEPTED a {NOUNS[op]} of {_money(run, amount)} on {original} "
+              f"({balance.summary()}): {new_ref} is {response.state}")
         return f"{refused} (state {response.state})"
 
     return Step(name, action, f"{NOUNS[op]} that must be refused")
@@ -342,10 +313,8 @@ def public_keys(run: ScenarioRun) -> str:
     target.masker.add(keys.api_key.get_secret_value())
     target.masker.add(keys.encryption_key.get_secret_value())
     check(bool(keys.api_key.get_secret_value()), "the public key service returned no apiKey")
-    check(
-        bool(keys.encryption_key.get_secret_value()),
-        "the public key service returned no encryptionKey",
-    )
+    check(bool(keys.encryption_key.get_secret_value()),
+          "the public key service returned no encryptionKey")
     run.state["keys"] = keys
     expiry = f", expires {keys.expires_at}" if keys.expires_at else ""
     return f"API key and encryption key {keys.encryption_key_id} issued{expiry}"
@@ -354,30 +323,20 @@ def public_keys(run: ScenarioRun) -> str:
 def wallet_tokens(run: ScenarioRun) -> str:
     target = _target(run)
     if not target.is_walletctl_sandbox():
-        raise StepSkipped(
-            "a wallet token comes from the wallet provider in a browser; only the walletctl "
-            "sandbox can mint one headlessly (POST /_sandbox/wallet/token)"
-        )
+        raise StepSkipped("a wallet token comes from the wallet provider in a browser; only the "
+                          "walletctl sandbox can mint one headlessly (POST /_sandbox/wallet/token)")
     keys = run.state["keys"]
     tokens: dict[str, Any] = {}
     for kind, (card, _) in CREDENTIALS.items():
-        response = target.admin.send(
-            "POST",
-            WALLET_TOKEN,
-            json_body={
-                "cardId": card,
-                "gatewayMerchantId": target.profile.merchant_id,
-                "publicKeyApi": keys.api_key.get_secret_value(),
-            },
-        )
+        response = target.admin.send("POST", WALLET_TOKEN, json_body={
+            "cardId": card, "gatewayMerchantId": target.profile.merchant_id,
+            "publicKeyApi": keys.api_key.get_secret_value()})
         data = _json(response, "the emulated wallet")
         check_equal(response.status_code, 200, f"emulated wallet answer for card {card}")
         pmd = data.get("paymentMethodData") if isinstance(data, dict) else None
         tokenization = pmd.get("tokenizationData") if isinstance(pmd, dict) else None
-        check(
-            isinstance(tokenization, dict) and bool(tokenization.get("token")),
-            f"the emulated wallet returned no token for card {card}",
-        )
+        check(isinstance(tokenization, dict) and bool(tokenization.get("token")),
+              f"the emulated wallet returned no token for card {card}")
         tokens[kind] = pmd
     run.state["tokens"] = tokens
     return f"wallet tokens minted for {TOKEN_CARD} (CRYPTOGRAM_3DS) and {PAN_CARD} (PAN_ONLY)"
@@ -392,41 +351,24 @@ def create_accounts(run: ScenarioRun) -> str:
     created: dict[str, dict[str, Any]] = {}
     for kind, (card, card_type) in CREDENTIALS.items():
         ref = run.ref(f"w{kind}", f"browser-wallet {kind}")
-        data = target.client.request(
-            "POST",
-            "payment_accounts",
-            json={
-                "merchantId": profile.merchant_id,
-                "storeId": profile.store_id,
-                "clientSystemTransactionId": ref,
-                "paymentData": {
-                    "apiVersion": 2,
-                    "apiVersionMinor": 0,
-                    "paymentMethodData": run.state["tokens"][kind],
-                },
-            },
-            reference=ref,
-            auth=("Authorization", f"PublicApiKey {api_key}"),
-        )
+        data = target.client.request("POST", "payment_accounts", json={
+            "merchantId": profile.merchant_id, "storeId": profile.store_id,
+            "clientSystemTransactionId": ref,
+            "paymentData": {"apiVersion": 2, "apiVersionMinor": 0,
+                            "paymentMethodData": run.state["tokens"][kind]},
+        }, reference=ref, auth=("Authorization", f"PublicApiKey {api_key}"))
         check(isinstance(data, dict), "Create Payment Account did not answer a JSON object")
         target.masker.add_from(data)
         account = PaymentAccount.from_wire(data)
         check_equal(account.card_type, card_type, f"cardType of the {card} account")
         if card_type == "Token":
-            check(
-                bool(data.get("cryptogram")) and bool(data.get("eciIndicator")),
-                "a Token account came back without cryptogram + eciIndicator",
-            )
-        created[kind] = {
-            "id": account.transaction_account_id,
-            "ref": ref,
-            "cryptogram": data.get("cryptogram"),
-            "eci": data.get("eciIndicator"),
-        }
+            check(bool(data.get("cryptogram")) and bool(data.get("eciIndicator")),
+                  "a Token account came back without cryptogram + eciIndicator")
+        created[kind] = {"id": account.transaction_account_id, "ref": ref,
+                         "cryptogram": data.get("cryptogram"), "eci": data.get("eciIndicator")}
     run.state["accounts"] = created
     return "payment accounts created: " + ", ".join(
-        f"{kind} {info['id']}" for kind, info in created.items()
-    )
+        f"{kind} {info['id']}" for kind, info in created.items())
 
 
 def get_accounts(run: ScenarioRun) -> str:
@@ -447,8 +389,7 @@ def get_accounts(run: ScenarioRun) -> str:
     run.state["fetched"] = fetched
     return "accounts read back: " + ", ".join(
         f"{a.card_type} {a.card_network or ''} {a.masked_card_number or ''}".strip()
-        for a in fetched.values()
-    )
+        for a in fetched.values())
 
 
 def _authorize(run: ScenarioRun, kind: str) -> str:
@@ -466,52 +407,26 @@ def _authorize(run: ScenarioRun, kind: str) -> str:
     amount = amounts.wallet_sale if kind == "sale" else amounts.wallet_preauth
     three_ds = None
     if account.card_type == "Card":
-        response = target.admin.send(
-            "POST",
-            THREE_DS_CHALLENGE,
-            json_body={
-                "transactionAccountId": info["id"],
-                "merchantId": target.profile.merchant_id,
-                "storeId": target.profile.store_id,
-            },
-        )
+        response = target.admin.send("POST", THREE_DS_CHALLENGE, json_body={
+            "transactionAccountId": info["id"], "merchantId": target.profile.merchant_id,
+            "storeId": target.profile.store_id})
         data = _json(response, "the 3DS challenge")
         check_equal(response.status_code, 200, "3DS challenge status")
         target.masker.add_from(data)
         target.masker.add(data.get("authenticationValue"))
         three_ds = ThreeDSecure.from_wire(
-            {k: v for k, v in data.items() if str(k).lower() != "transstatus"}
-        )
+            {k: v for k, v in data.items() if str(k).lower() != "transstatus"})
     request = build_authorization(
-        target.profile,
-        account,
-        amount=amount,
-        currency=target.currency,
-        reference=info["ref"],
-        kind=kind,
-        key_id=run.state["keys"].encryption_key_id,
-        cryptogram=info["cryptogram"],
-        eci=info["eci"],
-        three_ds=three_ds,
-    )
+        target.profile, account, amount=amount, currency=target.currency, reference=info["ref"],
+        kind=kind, key_id=run.state["keys"].encryption_key_id, cryptogram=info["cryptogram"],
+        eci=info["eci"], three_ds=three_ds)
     result = send_authorization(target.client, prepare_authorization(target.client, request))
     check_equal(result.state, APPROVED, f"state of the {kind} authorization {info['ref']}")
     if result.amount is not None:
         check_equal(result.amount, amount, f"amount of the {kind} authorization")
     how = "cryptogram" if account.card_type == "Token" else "3DS"
-    return f"{kind} of {_money(run, amount)} on a {account.card_type} account ({how}): " + (
-        result.state
-    )
-
-
-def capture(run: ScenarioRun) -> str:
-    target = _target(run)
-    original = run.state["accounts"]["preauth"]["ref"]
-    new_ref = run.ref("wcap", f"capture of {original}")
-    plan = _plan_followup(run, "capture", original, _amounts(run).wallet_preauth, new_ref)
-    response = target.client.followup(plan.request)
-    check_equal(response.state, APPROVED, f"state of the capture {new_ref}")
-    return f"capture of {_money(run, plan.request.amount)}: {response.state}"
+    return f"{kind} of {_money(run, amount)} on a {account.card_type} account ({how}): " \
+        + result.state
 
 
 def lookup(run: ScenarioRun) -> str:
@@ -539,107 +454,61 @@ def wallet_steps() -> tuple[Step, ...]:
              "POST transactions ecom.sale (Token)"),
         Step("authorize pre-authorisation", partial(_authorize, kind="preauth"),
              "POST transactions ecom.preauthorization (Card + 3DS)"),
-        Step("capture", capture, "POST apmTransactions capture of the pre-authorisation"),
+        followup_step("capture", "capture", "wcap", lambda a: a.wallet_preauth,
+                      lambda run: run.state["accounts"]["preauth"]["ref"]),
         Step("lookup", lookup, "GET apmTransactions: both Approved, captured in full"),
     )
 
 
 # -- the catalogue -----------------------------------------------------------------------------
 
-def build_scenarios() -> list[Scenario]:
-    z = Decimal(0)
-    return [
-        Scenario(
-            name="redirect-sale",
-            code="sale",
-            description="Redirect-wallet sale: checkout -> approve -> lookup Approved",
-            steps=(
-                checkout_step("co", "sale", lambda a: a.sale),
-                approve_step(),
-                lookup_approved_step("sale"),
-            ),
-        ),
-        Scenario(
-            name="preauth-capture-refund",
-            code="pcr",
-            description="Pre-authorisation -> partial capture -> second capture -> partial "
-            "refund -> lookup totals",
-            steps=(
-                checkout_step("auth", "preauth", lambda a: a.preauth),
-                approve_step(),
-                lookup_approved_step("preauth"),
-                followup_step("partial capture", "capture", "cap1", lambda a: a.capture1),
-                followup_step("second capture", "capture", "cap2", lambda a: a.capture2),
-                followup_step("partial refund", "refund", "ref1", lambda a: a.refund),
-                totals_step(
-                    authorised=lambda a: a.preauth,
-                    captured=lambda a: a.capture1 + a.capture2,
-                    refunded=lambda a: a.refund,
-                ),
-            ),
-        ),
-        Scenario(
-            name="preauth-reversal",
-            code="rev",
-            description="Pre-authorisation -> reversal -> lookup shows it reversed",
-            steps=(
-                checkout_step("auth", "preauth", lambda a: a.reversal_preauth),
-                approve_step(),
-                lookup_approved_step("preauth"),
-                followup_step("reversal", "reverse", "rev1", None),
-                totals_step(
-                    authorised=lambda a: a.reversal_preauth,
-                    captured=lambda a: z,
-                    refunded=lambda a: z,
-                    reversed_=True,
-                ),
-            ),
-        ),
-        Scenario(
-            name="refusals",
-            code="rfs",
-            description="Over-capture, over-refund and reversal after capture are refused "
-            "(by walletctl's pre-flight and by the gateway)",
-            steps=(
-                checkout_step("auth", "preauth", lambda a: a.refusal_preauth),
-                approve_step(),
-                refusal_step(
-                    "over-capture refused", "capture", "ocap",
-                    lambda a, b: b.capturable + _unit(b.currency),
-                ),
-                followup_step("capture in full", "capture", "cap1", lambda a: a.refusal_preauth),
-                refusal_step(
-                    "over-refund refused", "refund", "oref",
-                    lambda a, b: b.refundable + _unit(b.currency),
-                ),
-                refusal_step(
-                    "reversal after capture refused", "reverse", "orev",
-                    lambda a, b: b.authorised,
-                ),
-                totals_step(
-                    authorised=lambda a: a.refusal_preauth,
-                    captured=lambda a: a.refusal_preauth,
-                    refunded=lambda a: z,
-                    name="lookup unchanged",
-                ),
-            ),
-        ),
-        Scenario(
-            name="browser-wallet",
-            code="wp",
-            description="Browser wallet: keys -> payment account (create API) -> account -> "
-            "authorize sale and pre-authorisation -> capture -> lookup",
-            steps=wallet_steps(),
-        ),
-    ]
-
-
 def _unit(currency: str) -> Decimal:
     """The smallest amount of ``currency`` (0.01 EUR, 1 JPY): one past a limit."""
     return Decimal(1).scaleb(-exponent(currency))
 
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in build_scenarios()}
+_Z = Decimal(0)
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("redirect-sale", "sale",
+             "Redirect-wallet sale: checkout -> approve -> lookup Approved",
+             (checkout_step("co", "sale", lambda a: a.sale), approve_step(),
+              lookup_approved_step("sale"))),
+    Scenario("preauth-capture-refund", "pcr",
+             "Pre-authorisation -> partial capture -> second capture -> partial refund -> "
+             "lookup totals",
+             (checkout_step("auth", "preauth", lambda a: a.preauth), approve_step(),
+              lookup_approved_step("preauth"),
+              followup_step("partial capture", "capture", "cap1", lambda a: a.capture1),
+              followup_step("second capture", "capture", "cap2", lambda a: a.capture2),
+              followup_step("partial refund", "refund", "ref1", lambda a: a.refund),
+              totals_step(authorised=lambda a: a.preauth,
+                          captured=lambda a: a.capture1 + a.capture2,
+                          refunded=lambda a: a.refund))),
+    Scenario("preauth-reversal", "rev",
+             "Pre-authorisation -> reversal -> lookup shows it reversed",
+             (checkout_step("auth", "preauth", lambda a: a.reversal_preauth), approve_step(),
+              lookup_approved_step("preauth"),
+              followup_step("reversal", "reverse", "rev1", None),
+              totals_step(authorised=lambda a: a.reversal_preauth, captured=lambda a: _Z,
+                          refunded=lambda a: _Z, reversed_=True))),
+    Scenario("refusals", "rfs",
+             "Over-capture, over-refund and reversal after capture are refused (by "
+             "walletctl's pre-flight and by the gateway)",
+             (checkout_step("auth", "preauth", lambda a: a.refusal_preauth), approve_step(),
+              refusal_step("over-capture refused", "capture", "ocap",
+                           lambda a, b: b.capturable + _unit(b.currency)),
+              followup_step("capture in full", "capture", "cap1", lambda a: a.refusal_preauth),
+              refusal_step("over-refund refused", "refund", "oref",
+                           lambda a, b: b.refundable + _unit(b.currency)),
+              refusal_step("reversal after capture refused", "reverse", "orev",
+                           lambda a, b: b.authorised),
+              totals_step(authorised=lambda a: a.refusal_preauth,
+                          captured=lambda a: a.refusal_preauth, refunded=lambda a: _Z,
+                          name="lookup unchanged"))),
+    Scenario("browser-wallet", "wp",
+             "Browser wallet: keys -> payment account (create API) -> account -> authorize "
+             "sale and pre-authorisation -> capture -> lookup", wallet_steps()),
+)}
 
 
 def select(names: list[str]) -> list[Scenario]:

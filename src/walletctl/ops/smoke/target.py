@@ -71,12 +71,9 @@ class Target:
                 raise StepSkipped(
                     "this gateway has no headless approval (not a walletctl sandbox): a person "
                     "or a browser must approve; pass --approve-url-command CMD to supply an "
-                    "approver"
-                ) from None
-            raise StepFailed(
-                f"headless approval of {reference} answered HTTP {exc.status}: "
-                f"{_error_text(exc)}"
-            ) from None
+                    "approver") from None
+            raise StepFailed(f"headless approval of {reference} answered HTTP {exc.status}: "
+                             f"{_error_text(exc)}") from None
         except SandboxUnreachable as exc:
             raise StepFailed(f"{exc.request}: no answer ({exc.cause})") from None
         except ResponseError as exc:
@@ -96,28 +93,17 @@ class Target:
         argv = [*shlex.split(self.options.approve_command), redirect_url]
         env = {**os.environ, ENV_REDIRECT_URL: redirect_url, ENV_REFERENCE: reference}
         try:
-            done = subprocess.run(
-                argv,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=self.options.approve_timeout,
-                check=False,
-            )
+            done = subprocess.run(argv, env=env, capture_output=True, text=True,
+                                  timeout=self.options.approve_timeout, check=False)
         except FileNotFoundError:
-            raise UsageError(
-                f"--approve-url-command: {argv[0]!r} was not found"
-            ) from None
+            raise UsageError(f"--approve-url-command: {argv[0]!r} was not found") from None
         except subprocess.TimeoutExpired:
-            raise StepFailed(
-                f"the approver command did not finish within {self.options.approve_timeout:g} s"
-            ) from None
+            raise StepFailed(f"the approver command did not finish within "
+                             f"{self.options.approve_timeout:g} s") from None
         if done.returncode != 0:
             tail = (done.stderr or done.stdout or "").strip().splitlines()[-3:]
             said = (": " + " | ".join(tail)) if tail else ""
-            raise StepFailed(
-                f"the approver command exited with status {done.returncode}{said}"
-            )
+            raise StepFailed(f"the approver command exited with status {done.returncode}{said}")
         return "approved by --approve-url-command"
 
     # -- lookups --------------------------------------------------------------------------
@@ -138,9 +124,8 @@ class Target:
         self.admin.close()
 
 
-def original_record(
-    records: list[TransactionRecord], reference: str
-) -> TransactionRecord | None:
+def original_record(records: list[TransactionRecord],
+                    reference: str) -> TransactionRecord | None:
     return next((r for r in records if r.client_system_transaction_id == reference), None)
 
 
@@ -176,17 +161,10 @@ def known_secrets(profile: Profile) -> list[str]:
 
 
 @contextmanager
-def open_target(
-    profile: Profile,
-    masker: Masker,
-    log: ExchangeLog,
-    options: SmokeOptions,
-    *,
-    transport: httpx.BaseTransport | None = None,
-    trace: Callable[[str], None] | None = None,
-    embedded: bool = False,
-    history_run: str | None = None,
-) -> Iterator[Target]:
+def open_target(profile: Profile, masker: Masker, log: ExchangeLog, options: SmokeOptions, *,
+                transport: httpx.BaseTransport | None = None,
+                trace: Callable[[str], None] | None = None, embedded: bool = False,
+                history_run: str | None = None) -> Iterator[Target]:
     """A :class:`Target` for ``profile`` (the run's ``options``: its currency and approver)
     whose HTTP exchanges go to ``log`` (masked)."""
     from walletctl.client.gateway import GatewayClient, profile_timeout
@@ -206,15 +184,8 @@ def open_target(
     recording = RecordingTransport(inner, log)
     client = GatewayClient(profile, transport=recording, trace=trace)
     admin = SandboxAdmin(profile.base_url, transport=recording, timeout=profile_timeout(profile))
-    target = Target(
-        profile=profile,
-        client=client,
-        admin=admin,
-        masker=masker,
-        currency=cur,
-        options=options,
-        _is_sandbox=True if embedded else None,
-    )
+    target = Target(profile=profile, client=client, admin=admin, masker=masker, currency=cur,
+                    options=options, _is_sandbox=True if embedded else None)
     try:
         yield target
     finally:
@@ -225,24 +196,12 @@ def embedded_profile(url: str, api_key: str, amount_format: str = "minor") -> Pr
     """The profile of a private embedded sandbox (inline, per-run random key)."""
     merchant, store, user = EMBEDDED_MERCHANT
     return Profile(
-        name="embedded",
-        base_url=url,
-        merchant_id=merchant,
-        store_id=store,
-        user_id=user,
-        amount_format="decimal" if amount_format == "decimal" else "minor",
-        currency="EUR",
-        timeout=15.0,
-        auth=AuthSettings(scheme="PublicApiKey", key=api_key),
-        redirects={
-            "return_url": "https://shop.example/return",
-            "success_url": "https://shop.example/ok",
-            "pending_url": "https://shop.example/pending",
-            "error_url": "https://shop.example/error",
-            "cancel_url": "https://shop.example/cancel",
-            "refused_url": "https://shop.example/refused",
-        },
-    )
+        name="embedded", base_url=url, merchant_id=merchant, store_id=store, user_id=user,
+        amount_format="decimal" if amount_format == "decimal" else "minor", currency="EUR",
+        timeout=15.0, auth=AuthSettings(scheme="PublicApiKey", key=api_key),
+        redirects={f"{page}_url": f"https://shop.example/{path}" for page, path in (
+            ("return", "return"), ("success", "ok"), ("pending", "pending"), ("error", "error"),
+            ("cancel", "cancel"), ("refused", "refused"))})
 
 
 @contextmanager
