@@ -84,14 +84,8 @@ def _ssl_context() -> ssl.SSLContext:
 class AsyncGatewayClient(_Base):
     """Async client on one aiohttp connection pool (batch work)."""
 
-    def __init__(
-        self,
-        profile: Profile,
-        *,
-        max_connections: int = 100,
-        trace: Trace | None = None,
-        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
-    ) -> None:
+    def __init__(self, profile: Profile, *, max_connections: int = 100, trace: Trace | None = None,
+                 auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve") -> None:
         super().__init__(profile, trace=trace, auth_header=auth_header)
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None  # made in the running loop

@@ -117,9 +117,8 @@ class PreparedCall:
 class Answer:
     """A read, decoded and sanitised answer (see :mod:`walletctl.client.answer_guard`)."""
 
-    def __init__(
-        self, status: int, headers: Mapping[str, str], body: bytes, secrets: tuple[str, ...]
-    ) -> None:
+    def __init__(self, status: int, headers: Mapping[str, str], body: bytes,
+                 secrets: tuple[str, ...]) -> None:
         self.status = status
         self.headers = headers
         self.secrets = secrets
@@ -148,14 +147,8 @@ def reason_of(exc: Exception) -> str:
 
 def nothing_sent(exc: httpx.TransportError) -> bool:
     """True only when the failure provably happened before the request left."""
-    return isinstance(
-        exc,
-        httpx.ConnectError
-        | httpx.ConnectTimeout
-        | httpx.PoolTimeout
-        | httpx.UnsupportedProtocol
-        | httpx.ProxyError,
-    )
+    return isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
+                      | httpx.UnsupportedProtocol | httpx.ProxyError)
 
 
 def parse_retry_after(value: str | None, now: float | None = None, *,
@@ -210,15 +203,8 @@ def gateway_error(call: PreparedCall, response: Answer) -> GatewayError:
         wait = "" if retry_after is None else f" {retry_after:g} s (Retry-After)"
         hint = f"the gateway is rate limiting: wait{wait} and try again"
     cls = AuthError if status in (401, 403) else GatewayError
-    error = cls(
-        status,
-        code=code,
-        description=description,
-        detail=detail,
-        hint=hint,
-        body=mask_body(body),
-        retry_after=retry_after,
-    )
+    error = cls(status, code=code, description=description, detail=detail, hint=hint,
+                body=mask_body(body), retry_after=retry_after)
     # what the gateway asked for, before the cap: a batch stops on one it will not honour
     error.retry_after_asked = parse_retry_after(response.headers.get("Retry-After"),
                                                 cap=float("inf"))
@@ -233,9 +219,8 @@ def _str(value: Any) -> str | None:
     return None if value is None else _CONTROL.sub(" ", str(value))[:500]
 
 
-def parse_model(
-    model: Any, data: Any, profile: Profile, what: str, reference: str | None = None
-) -> Any:
+def parse_model(model: Any, data: Any, profile: Profile, what: str,
+                reference: str | None = None) -> Any:
     try:
         return model.from_wire(data, profile.amount_format)
     except RequestValidationError as exc:
@@ -251,16 +236,8 @@ def _folded(data: Any) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-def check_echo(
-    data: Any,
-    *,
-    reference: str,
-    amount: Decimal,
-    currency: str,
-    operation: str,
-    fmt: AmountFormat,
-    invoice: str | None = None,
-) -> None:
+def check_echo(data: Any, *, reference: str, amount: Decimal, currency: str, operation: str,
+               fmt: AmountFormat, invoice: str | None = None) -> None:
     """Raise :class:`UnknownOutcomeError` when the answer's echoed fields contradict the
     request (absent fields are fine)."""
     got = _folded(data)
@@ -366,13 +343,8 @@ def profile_timeout(profile: Profile) -> httpx.Timeout:
 
 
 class _Base:
-    def __init__(
-        self,
-        profile: Profile,
-        *,
-        trace: Trace | None = None,
-        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
-    ) -> None:
+    def __init__(self, profile: Profile, *, trace: Trace | None = None,
+                 auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve") -> None:
         self.profile = profile
         self.trace = trace
         self._auth_value = auth_header
@@ -387,20 +359,11 @@ class _Base:
             self._auth_value = auth_header(self.profile)
         return self._auth_value
 
-    def prepare(
-        self,
-        method: str,
-        path_key: str,
-        *,
-        json: Any = None,
-        content: bytes | None = None,
-        params: dict[str, str] | None = None,
-        path_suffix: str = "",
-        reference: str | None = None,
-        moves_money: bool = False,
-        auth: bool | tuple[str, str] = True,
-        headers: dict[str, str] | None = None,
-    ) -> PreparedCall:
+    def prepare(self, method: str, path_key: str, *, json: Any = None,
+                content: bytes | None = None, params: dict[str, str] | None = None,
+                path_suffix: str = "", reference: str | None = None, moves_money: bool = False,
+                auth: bool | tuple[str, str] = True, headers: dict[str, str] | None = None,
+                ) -> PreparedCall:
         url = self.profile.url(path_key) + path_suffix
         hdrs = {"Accept": "application/json", "User-Agent": f"walletctl/{__version__}"}
         pair = auth if isinstance(auth, tuple) else self._auth() if auth else None
@@ -417,11 +380,9 @@ class _Base:
             request = self._build(method, url, params, hdrs, content)
         except (httpx.InvalidURL, UnicodeError, ValueError) as exc:  # nothing was sent
             raise RequestValidationError(
-                [("request", f"cannot be sent: {clean_text(str(exc))[:200]}")]
-            ) from None
-        return PreparedCall(
-            request, reference=reference, moves_money=moves_money, secret_headers=secret_headers
-        )
+                [("request", f"cannot be sent: {clean_text(str(exc))[:200]}")]) from None
+        return PreparedCall(request, reference=reference, moves_money=moves_money,
+                            secret_headers=secret_headers)
 
     def _parsed(self, url: str) -> httpx.URL:
         """``url`` parsed and checked once (a batch posts to one URL)."""
@@ -554,14 +515,9 @@ class _Base:
 class GatewayClient(_Base):
     """Synchronous client (one command, one or two requests)."""
 
-    def __init__(
-        self,
-        profile: Profile,
-        *,
-        transport: httpx.BaseTransport | None = None,
-        trace: Trace | None = None,
-        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
-    ) -> None:
+    def __init__(self, profile: Profile, *, transport: httpx.BaseTransport | None = None,
+                 trace: Trace | None = None,
+                 auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve") -> None:
         super().__init__(profile, trace=trace, auth_header=auth_header)
         self._http = httpx.Client(transport=transport, timeout=self.timeout, follow_redirects=False)
 
@@ -622,13 +578,8 @@ class GatewayClient(_Base):
 
     # -- the spec's endpoints ------------------------------------------------------------
     def prepare_checkout(self, req: CheckoutRequest) -> PreparedCall:
-        return self.prepare(
-            "POST",
-            "checkout",
-            json=req.to_wire(self.profile.amount_format),
-            reference=req.client_system_transaction_id,
-            moves_money=True,
-        )
+        return self.prepare("POST", "checkout", json=req.to_wire(self.profile.amount_format),
+                            reference=req.client_system_transaction_id, moves_money=True)
 
     def checkout(self, req: CheckoutRequest) -> CheckoutResponse:
         data, answer = self._exchange(self.prepare_checkout(req))

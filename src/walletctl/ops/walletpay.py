@@ -280,19 +280,10 @@ def get_account(client: GatewayClient, account_id: str, key_id: str) -> PaymentA
 # -- authorization -----------------------------------------------------------------------------
 
 
-def build_authorization(
-    profile: Profile,
-    account: PaymentAccount,
-    *,
-    amount: Decimal,
-    currency: str,
-    reference: str,
-    kind: str,
-    key_id: str | None,
-    cryptogram: str | None = None,
-    eci: str | None = None,
-    three_ds: ThreeDSecure | None = None,
-) -> AuthorizationRequest:
+def build_authorization(profile: Profile, account: PaymentAccount, *, amount: Decimal,
+                        currency: str, reference: str, kind: str, key_id: str | None,
+                        cryptogram: str | None = None, eci: str | None = None,
+                        three_ds: ThreeDSecure | None = None) -> AuthorizationRequest:
     """The authorization for ``account``; refuses what the gateway would (nothing sent).
 
     A ``Token`` account needs cryptogram + ECI; a ``Card`` (PAN_ONLY) account needs 3DS data.
