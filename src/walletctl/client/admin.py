@@ -160,10 +160,7 @@ class SandboxAdmin:
         """One request; its JSON object, or the refusal raised (see the module's text).
         ``exact``: its fractional numbers read as ``Decimal`` (a record's amount)."""
         resp = self.send(method, path, params=params, json_body=json_body)
-        try:
-            data = loads(resp.content) if exact else resp.json()
-        except ValueError:
-            data = None
+        data = _json(resp, exact)
         self._refuse_error(resp, method, path, data)
         if data is None:
             raise ResponseError(f"the sandbox answered HTTP {resp.status_code} without JSON")
@@ -195,11 +192,7 @@ class SandboxAdmin:
                 "GET", LEDGER, headers={"Accept": SANDBOX_LEDGER_NDJSON}) as resp:
             if resp.status_code >= 400:
                 resp.read()
-                try:
-                    data = resp.json()
-                except ValueError:
-                    data = None
-                self._refuse_error(resp, "GET", LEDGER, data)
+                self._refuse_error(resp, "GET", LEDGER, _json(resp))
             yield self._transactions(resp)
 
     def _transactions(self, resp: httpx.Response) -> Iterator[dict[str, Any]]:
@@ -209,10 +202,7 @@ class SandboxAdmin:
                 rows = (json.loads(line) for line in resp.iter_lines() if line.strip())
             else:
                 resp.read()
-                try:
-                    data = resp.json()
-                except ValueError:
-                    data = None
+                data = _json(resp)
                 if not isinstance(data, dict) or not isinstance(data.get("transactions"),
                                                                 list):
                     raise ResponseError(f"GET {LEDGER}: the sandbox answered no ledger")
@@ -237,6 +227,14 @@ class SandboxAdmin:
         """Approve, decline or cancel a pending checkout (``params``: its merchantId and
         storeId, when known)."""
         return self.call("POST", decision_path(reference, action), params=params, exact=True)
+
+
+def _json(resp: httpx.Response, exact: bool = False) -> Any:
+    """The answer's JSON (``exact``: its fractional numbers as ``Decimal``), or None."""
+    try:
+        return loads(resp.content) if exact else resp.json()
+    except ValueError:
+        return None
 
 
 def is_walletctl_sandbox(base_url: str, transport: httpx.BaseTransport) -> bool:

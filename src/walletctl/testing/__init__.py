@@ -2,32 +2,12 @@
 
 Installed with walletctl and registered through the ``pytest11`` entry point, so pytest
 loads it in any project where walletctl is installed (``-p walletctl.testing`` also works,
-and ``-p no:walletctl.testing`` turns it off). Its fixtures are opt-in: nothing starts unless a test
-asks for one. See docs/testing.md.
-
-Fixtures:
-
-``wallet_sandbox`` -> :class:`~walletctl.testing.sandbox.WalletSandbox`
-    One sandbox on a real loopback port per test session (started on first use), reset before
-    each test so no state leaks between tests. ``base_url``, ``api_key``, ``merchant_id``,
-    ``store_id``, ``user_id``, ``service_secret``; ``approve(ref)``, ``decline(ref)``,
-    ``cancel(ref)``, ``ledger()``, ``faults(...)`` (a context manager), ``advance_clock(s)``;
-    the magic amounts as ``DECLINED``, ``PENDING``, ... (also :class:`Magic`).
-``wallet_checkout`` -> :class:`~walletctl.testing.browser.WalletPayBrowser`
-    Headless Chromium (Playwright, imported on first use) whose pages carry the sandbox's
-    test driver: ``wallet_checkout.open(url).pay("mc-token")``. One browser per session;
-    the test's pages are closed after it.
-``wallet_profile`` -> :class:`WalletProfile`
-    A 0600 profiles file and environment (``WALLETCTL_CONFIG``, ``WALLETCTL_PROFILE`` and the
-    key variables) pointing walletctl at that sandbox; ``wallet_profile.run("lookup", ref)``
-    runs the real CLI in a subprocess.
-
-Options (command line, or the same names in ``pytest.ini`` / ``[tool.pytest.ini_options]``
-with ``_`` for ``-``): ``--wallet-sandbox-url`` (use a sandbox already running, e.g. a CI
-service, instead of starting one; also ``$WALLETCTL_SANDBOX_URL``),
-``--wallet-sandbox-api-key``, ``--wallet-sandbox-token`` (its admin token, when it has one),
-``--wallet-sandbox-merchant-id``, ``--wallet-sandbox-store-id``, ``--wallet-sandbox-user-id``,
-``--wallet-sandbox-amount-format`` (embedded sandbox only).
+and ``-p no:walletctl.testing`` turns it off). Its fixtures are opt-in: nothing starts unless a
+test asks for one. docs/testing.md describes them and their options: ``wallet_sandbox``
+(:class:`~walletctl.testing.sandbox.WalletSandbox`, one sandbox a session, reset around each
+test), ``wallet_sandbox_session``, ``wallet_checkout``
+(:class:`~walletctl.testing.browser.WalletPayBrowser`) and ``wallet_profile``
+(:class:`WalletProfile`).
 
 This module imports only pytest and the standard library at import time; the sandbox server
 is imported when a fixture first needs it (through :mod:`walletctl.ops.sandbox_admin`).

@@ -67,29 +67,18 @@ class ExchangeLog:
     def all(self) -> list[Exchange]:
         return list(self._items)
 
-    def record(
-        self,
-        request: httpx.Request,
-        status: int | None,
-        duration: float,
-        response_body: bytes | str | None,
-        content_type: str = "",
-    ) -> None:
+    def record(self, request: httpx.Request, status: int | None, duration: float,
+               response_body: bytes | str | None, content_type: str = "") -> None:
         try:
             req_body = request.content
         except httpx.RequestNotRead:  # a streamed upload: not summarised
             req_body = b""
         path = request.url.raw_path.decode("ascii", "replace")
-        self._items.append(
-            Exchange(
-                method=request.method,
-                path=self.masker.text(path),
-                status=status,
-                duration=duration,
-                request=self._body(req_body, request.headers.get("content-type", "")),
-                response=self._body(response_body, content_type),
-            )
-        )
+        self._items.append(Exchange(
+            method=request.method, path=self.masker.text(path), status=status,
+            duration=duration,
+            request=self._body(req_body, request.headers.get("content-type", "")),
+            response=self._body(response_body, content_type)))
 
     def _body(self, body: bytes | str | None, content_type: str) -> str | None:
         if not body:
