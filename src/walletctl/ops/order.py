@@ -154,7 +154,10 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
         if store is not None:
             _read_history(store, profile, view)
         view.fetched_at = now_utc()
-        view.records = _look_up(client, reference, anything_recorded=bool(view.entries))
+        # an order unknown to the gateway is the lookup's own error, unless the history
+        # records something on it (then it is a disagreement to name)
+        view.records = (lookup_or_none(client, reference) if view.entries
+                        else client.lookup(reference))
         try:
             view.balance = balance_from_records(reference, view.records)
         except RefusedError as exc:
@@ -181,17 +184,8 @@ def _read_history(store: HistoryStore, profile: Profile, view: OrderView) -> Non
                                   merchant=(profile.merchant_id, profile.store_id)))
 
 
-def _look_up(client: GatewayClient, reference: str, *,
-             anything_recorded: bool) -> list[TransactionRecord]:
-    """The lookup's records; an order unknown to the gateway is the lookup's own error
-    unless the history records something on it (then it is a disagreement to name)."""
-    if anything_recorded:
-        return lookup_or_none(client, reference)
-    return client.lookup(reference)
-
-
 def findings_on(reference: str, entries: list[Entry],
-            records: list[TransactionRecord]) -> list[Finding]:
+                records: list[TransactionRecord]) -> list[Finding]:
     """``recon --ref REF``'s comparison, with no window: every entry on the order is
     compared, so nothing at the gateway is explained by an entry outside it."""
     expected = [Expected(e, f"history #{e.id}") for e in entries

@@ -74,17 +74,13 @@ class KeysResult:
     saved_key_loses_to: str | None = None
 
 
-def cache_dir() -> Path:
+def cache_path(profile: Profile) -> Path:
     from platformdirs import user_cache_dir
 
-    return Path(user_cache_dir("walletctl")) / "keys"
-
-
-def cache_path(profile: Profile) -> Path:
     ident = f"{profile.base_url}|{profile.merchant_id}|{profile.store_id}"
     digest = hashlib.sha256(ident.encode()).hexdigest()[:12]
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in profile.name)
-    return cache_dir() / f"{safe}-{digest}.json"
+    return Path(user_cache_dir("walletctl")) / "keys" / f"{safe}-{digest}.json"
 
 
 def parse_expiry(value: str | None) -> datetime | None:
@@ -97,37 +93,29 @@ def parse_expiry(value: str | None) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _read_cache(path: Path, now: datetime) -> PublicKeys | None:
+def cached_keys(profile: Profile, now: datetime | None = None) -> PublicKeys | None:
+    """The unexpired cached keys of ``profile``, if any (no network)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        keys = PublicKeys.from_wire(data)
+        keys = PublicKeys.from_wire(json.loads(cache_path(profile).read_text(encoding="utf-8")))
     except (OSError, ValueError, RequestValidationError):
         return None
     expiry = parse_expiry(keys.expires_at)
-    if expiry is None or expiry - CACHE_MARGIN <= now:
+    if expiry is None or expiry - CACHE_MARGIN <= (now or datetime.now(UTC)):
         return None
     return keys
 
 
 def _write_cache(path: Path, keys: PublicKeys) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = {
-        "apiKey": keys.api_key.get_secret_value(),
-        "encryptionKey": keys.encryption_key.get_secret_value(),
-        "encryptionKeyId": keys.encryption_key_id,
-        "expiresAt": keys.expires_at,
-    }
+    data = {"apiKey": keys.api_key.get_secret_value(),
+            "encryptionKey": keys.encryption_key.get_secret_value(),
+            "encryptionKeyId": keys.encryption_key_id, "expiresAt": keys.expires_at}
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh)
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
-
-
-def cached_keys(profile: Profile, now: datetime | None = None) -> PublicKeys | None:
-    """The unexpired cached keys of ``profile``, if any (no network)."""
-    return _read_cache(cache_path(profile), now or datetime.now(UTC))
 
 
 def prepare_keys(client: GatewayClient) -> PreparedCall:
@@ -174,7 +162,7 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
     """Cached keys when still valid (unless ``refresh``), else fresh ones from the gateway."""
     profile = client.profile
     path = cache_path(profile)
-    keys = None if refresh else _read_cache(path, now or datetime.now(UTC))
+    keys = None if refresh else cached_keys(profile, now)
     source = "cache"
     cache_error = None
     if keys is None:
