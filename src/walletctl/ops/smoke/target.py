@@ -193,15 +193,13 @@ def open_target(profile: Profile, masker: Masker, log: ExchangeLog, options: Smo
 
 
 def embedded_profile(url: str, api_key: str, amount_format: str = "minor") -> Profile:
-    """The profile of a private embedded sandbox (inline, per-run random key)."""
+    """The profile of a private embedded sandbox (inline, per-run random key; the checkout
+    step gives the redirect URLs)."""
     merchant, store, user = EMBEDDED_MERCHANT
     return Profile(
         name="embedded", base_url=url, merchant_id=merchant, store_id=store, user_id=user,
         amount_format="decimal" if amount_format == "decimal" else "minor", currency="EUR",
-        timeout=15.0, auth=AuthSettings(scheme="PublicApiKey", key=api_key),
-        redirects={f"{page}_url": f"https://shop.example/{path}" for page, path in (
-            ("return", "return"), ("success", "ok"), ("pending", "pending"), ("error", "error"),
-            ("cancel", "cancel"), ("refused", "refused"))})
+        timeout=15.0, auth=AuthSettings(scheme="PublicApiKey", key=api_key))
 
 
 @contextmanager
