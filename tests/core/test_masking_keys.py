@@ -153,7 +153,7 @@ def test_the_guard_keeps_secret_values_whole_and_scrubs_credentials_elsewhere() 
 
 def test_the_smoke_exchange_log_and_report_text_mask_every_secret_key() -> None:
     from walletctl.masking import Masker
-    from walletctl.ops.smoke.transport import ExchangeLog, RecordingTransport
+    from walletctl.ops.smoke.target import ExchangeLog, RecordingTransport
 
     masker = Masker()
     log = ExchangeLog(masker)

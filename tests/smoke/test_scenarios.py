@@ -13,8 +13,7 @@ from walletctl.masking import Masker
 from walletctl.ops.smoke import SmokeOptions, SmokeReport, run_smoke
 from walletctl.ops.smoke.report import to_json, to_junit
 from walletctl.ops.smoke.scenarios import SCENARIOS, Amounts
-from walletctl.ops.smoke.target import embedded_sandbox
-from walletctl.ops.smoke.transport import ExchangeLog
+from walletctl.ops.smoke.target import ExchangeLog, embedded_sandbox
 from walletctl.sandbox.server import EmbeddedSandbox
 
 from .conftest import API_KEY, SERVICE_SECRET, ProfileFactory

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     import httpx
 
     from walletctl.config.profile import Profile
-    from walletctl.ops.smoke.transport import Exchange, ExchangeLog
+    from walletctl.ops.smoke.target import Exchange, ExchangeLog, Target
 
 StepStatus = Literal["pending", "running", "passed", "failed", "error", "skipped"]
 ScenarioStatus = Literal["passed", "failed", "skipped"]
@@ -216,7 +216,7 @@ class RunContext:
     run_id: str
     masker: Masker
     ref_prefix: str = "smoke"
-    target: Any = None  # walletctl.ops.smoke.target.Target when running real scenarios
+    target: Target | None = None  # when running real scenarios
     exchanges: ExchangeLog | None = None
     references: list[Reference] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)  # run settings (e.g. "amounts")
@@ -242,7 +242,7 @@ class ScenarioRun:
         self.state: dict[str, Any] = {}
 
     @property
-    def target(self) -> Any:
+    def target(self) -> Target:
         if self.ctx.target is None:
             raise RuntimeError("this scenario needs a target")
         return self.ctx.target
@@ -416,8 +416,7 @@ def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserve
     ``log`` receives the (masked) summary of every HTTP exchange of the run; ``trace`` gets
     the gateway client's masked request/response trace lines (``--verbose``).
     """
-    from walletctl.ops.smoke.target import open_target
-    from walletctl.ops.smoke.transport import ExchangeLog
+    from walletctl.ops.smoke.target import ExchangeLog, open_target
 
     selected, amounts = validate_options(options)
     masker = masker if masker is not None else Masker()

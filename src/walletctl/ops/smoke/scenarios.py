@@ -41,7 +41,6 @@ from walletctl.ops.smoke import (
 if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
     from walletctl.ops.redirect import FollowUpPlan
-    from walletctl.ops.smoke.target import Target
 
 __all__ = ["SCENARIOS", "Amounts", "describe", "select"]
 
@@ -100,18 +99,13 @@ DEFAULT_REDIRECTS = {
 }
 
 
-def _target(run: ScenarioRun) -> Target:
-    target: Target = run.target
-    return target
-
-
 def _amounts(run: ScenarioRun) -> Amounts:
     amounts = run.ctx.params.get("amounts")
     return amounts if isinstance(amounts, Amounts) else Amounts()
 
 
 def _money(run: ScenarioRun, amount: Decimal) -> str:
-    return format_major(amount, _target(run).currency)
+    return format_major(amount, run.target.currency)
 
 
 def _plan_followup(run: ScenarioRun, op: str, original: str, amount: Decimal | None,
@@ -119,7 +113,7 @@ def _plan_followup(run: ScenarioRun, op: str, original: str, amount: Decimal | N
     """walletctl's own follow-up path: lookup + pre-flight (raises RefusedError)."""
     from walletctl.ops.redirect import plan_followup
 
-    target = _target(run)
+    target = run.target
     return plan_followup(target.client, op, original, amount=amount,  # type: ignore[arg-type]
                          currency=target.currency, new_reference=new_ref)
 
@@ -133,7 +127,7 @@ def checkout_step(tag: str, kind: str, amount_of: Callable[[Amounts], Decimal]) 
         from walletctl.models.checkout import parse_checkout_type
         from walletctl.ops.redirect import build_checkout_request
 
-        target = _target(run)
+        target = run.target
         amount = amount_of(_amounts(run))
         ref = run.ref(tag, f"{kind} checkout")
         redirects = {to_camel(key): url for key, url in DEFAULT_REDIRECTS.items()
@@ -154,7 +148,7 @@ def checkout_step(tag: str, kind: str, amount_of: Callable[[Amounts], Decimal]) 
 
 def approve_step() -> Step:
     def action(run: ScenarioRun) -> str:
-        return _target(run).approve(run.state["original"], run.state["redirect_url"])
+        return run.target.approve(run.state["original"], run.state["redirect_url"])
 
     return Step("approve", action, "customer approval of the redirect")
 
@@ -172,7 +166,7 @@ def lookup_approved_step(kind: str) -> Step:
     """Lookup: the original is Approved with the checkout's amount and currency."""
 
     def action(run: ScenarioRun) -> str:
-        target = _target(run)
+        target = run.target
         ref = run.state["original"]
         records = target.settled_records(ref)
         rec = _original(run, records)
@@ -192,7 +186,7 @@ def followup_step(name: str, op: str, tag: str, amount_of: Callable[[Amounts], D
     then send; Approved."""
 
     def action(run: ScenarioRun) -> str:
-        target = _target(run)
+        target = run.target
         original = original_of(run)
         new_ref = run.ref(tag, f"{NOUNS[op]} of {original}")
         amount = amount_of(_amounts(run)) if amount_of else None
@@ -208,7 +202,7 @@ def followup_step(name: str, op: str, tag: str, amount_of: Callable[[Amounts], D
 
 
 def _balance(run: ScenarioRun) -> tuple[Balance, list[TransactionRecord]]:
-    target = _target(run)
+    target = run.target
     ref = run.state["original"]
     records = target.client.lookup(ref)
     try:
@@ -256,7 +250,7 @@ def refusal_step(name: str, op: str, tag: str,
     def action(run: ScenarioRun) -> str:
         from walletctl.ops.redirect import make_followup_request
 
-        target = _target(run)
+        target = run.target
         original = run.state["original"]
         balance, _ = _balance(run)
         amount = amount_of(_amounts(run), balance)
@@ -308,7 +302,7 @@ def _json(response: Any, what: str) -> Any:
 def public_keys(run: ScenarioRun) -> str:
     from walletctl.ops.walletpay import fetch_keys
 
-    target = _target(run)
+    target = run.target
     keys = fetch_keys(target.client)
     target.masker.add(keys.api_key.get_secret_value())
     target.masker.add(keys.encryption_key.get_secret_value())
@@ -321,7 +315,7 @@ def public_keys(run: ScenarioRun) -> str:
 
 
 def wallet_tokens(run: ScenarioRun) -> str:
-    target = _target(run)
+    target = run.target
     if not target.is_walletctl_sandbox():
         raise StepSkipped("a wallet token comes from the wallet provider in a browser; only the "
                           "walletctl sandbox can mint one headlessly (POST /_sandbox/wallet/token)")
@@ -345,7 +339,7 @@ def wallet_tokens(run: ScenarioRun) -> str:
 def create_accounts(run: ScenarioRun) -> str:
     from walletctl.models.walletpay import PaymentAccount
 
-    target = _target(run)
+    target = run.target
     profile = target.profile
     api_key = run.state["keys"].api_key.get_secret_value()
     created: dict[str, dict[str, Any]] = {}
@@ -374,7 +368,7 @@ def create_accounts(run: ScenarioRun) -> str:
 def get_accounts(run: ScenarioRun) -> str:
     from walletctl.ops.walletpay import get_account
 
-    target = _target(run)
+    target = run.target
     key_id = run.state["keys"].encryption_key_id
     fetched: dict[str, Any] = {}
     for kind, (card, card_type) in CREDENTIALS.items():
@@ -400,7 +394,7 @@ def _authorize(run: ScenarioRun, kind: str) -> str:
         send_authorization,
     )
 
-    target = _target(run)
+    target = run.target
     info = run.state["accounts"][kind]
     account = run.state["fetched"][kind]
     amounts = _amounts(run)
@@ -430,7 +424,7 @@ def _authorize(run: ScenarioRun, kind: str) -> str:
 
 
 def lookup(run: ScenarioRun) -> str:
-    target = _target(run)
+    target = run.target
     amounts = _amounts(run)
     parts = []
     for kind, expected in (("sale", amounts.wallet_sale), ("preauth", amounts.wallet_preauth)):
