@@ -458,9 +458,6 @@ class _Base:
             return call.secrets() + credential_parts(own[1])
         return call.secrets()
 
-    def _answer(self, call: PreparedCall, response: httpx.Response, body: bytes) -> Answer:
-        return Answer(response.status_code, response.headers, body, self._secrets(call))
-
     def _handle(self, call: PreparedCall, answer: Answer) -> Any:
         status = answer.status
         if status >= 400:
@@ -556,7 +553,7 @@ class GatewayClient(_Base):
                     body = reader.finish()
                 finally:
                     response.close()
-            answer = self._answer(call, response, body)
+            answer = Answer(response.status_code, response.headers, body, self._secrets(call))
             self._trace_response(answer, time.perf_counter() - started)
             return self._handle(call, answer), answer
         except httpx.TransportError as exc:

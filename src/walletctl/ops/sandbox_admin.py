@@ -147,17 +147,10 @@ def profile_table(url: str, *, amount_format: str, api_key: str, service_secret:
     else:
         auth["key"] = api_key
     auth["service_secret"] = service_secret
-    return {
-        "base_url": url,
-        "merchant_id": MERCHANT_ID,
-        "store_id": STORE_ID,
-        "user_id": USER_ID,
-        "amount_format": amount_format,
-        "currency": "EUR",
-        "environment": "test",  # a sandbox's: never production
-        "auth": auth,
-        "redirects": dict(REDIRECTS),
-    }
+    return {"base_url": url, "merchant_id": MERCHANT_ID, "store_id": STORE_ID,
+            "user_id": USER_ID, "amount_format": amount_format, "currency": "EUR",
+            "environment": "test",  # a sandbox's: never production
+            "auth": auth, "redirects": dict(REDIRECTS)}
 
 
 def profile_text(name: str, table: dict[str, Any]) -> str:

@@ -422,17 +422,15 @@ def _sources(given: AuthorizeInput) -> tuple[PaymentResult | None, ThreeDSInput 
 def _money(profile: Profile, amount: str, currency: str | None) -> tuple[Decimal, str]:
     """``--amount`` in ``--currency`` (default: the profile's), greater than zero."""
     from walletctl.errors import missing_options
-    from walletctl.models.money import check_currency, parse_major
+    from walletctl.models.money import parse_major
+    from walletctl.ops.redirect import checked_currency
 
     if not (currency or profile.currency):
         raise missing_options(
             "authorize", [("--currency", f"required: profile {profile.name!r} has no default "
                                          "currency")],
             hint=f'pass --currency EUR, or set currency = "EUR" under [profiles.{profile.name}]')
-    try:
-        code = check_currency(currency or profile.currency or "")
-    except ValueError as exc:
-        raise RequestValidationError([("--currency", str(exc))]) from None
+    code = checked_currency(currency or profile.currency) or ""
     try:
         value = parse_major(amount, code)
     except ValueError as exc:

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -96,21 +97,20 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
         "admin_token": _setting(pytestconfig, "token"),
     }
     url = _setting(pytestconfig, "url")
-    if url:
-        handle = WalletSandbox(base_url=url.rstrip("/"), external=True, **ids)
-        _wait_ready(handle.base_url, _seconds(get("wait")))
-        handle.amount_format = str(handle.health().get("amountFormat", "minor"))
-        handle._baseline_faults = handle.current_faults()
-        yield handle
-        return
+    with ExitStack() as stack:
+        if url:
+            handle = WalletSandbox(base_url=url.rstrip("/"), external=True, **ids)
+            _wait_ready(handle.base_url, _seconds(get("wait")))
+            handle.amount_format = str(handle.health().get("amountFormat", "minor"))
+        else:
+            from walletctl.ops.sandbox_admin import embedded
 
-    from walletctl.ops.sandbox_admin import embedded
-
-    fmt = get("amount-format")
-    if fmt not in ("minor", "decimal"):
-        _stop(f"wallet_sandbox_amount_format: must be minor or decimal, not {fmt!r}")
-    with embedded(api_key=ids["api_key"], amount_format=fmt, clock_control=True) as url:
-        handle = WalletSandbox(base_url=url, amount_format=fmt, **ids)
+            fmt = get("amount-format")
+            if fmt not in ("minor", "decimal"):
+                _stop(f"wallet_sandbox_amount_format: must be minor or decimal, not {fmt!r}")
+            handle = WalletSandbox(base_url=stack.enter_context(embedded(
+                api_key=ids["api_key"], amount_format=fmt, clock_control=True)),
+                amount_format=fmt, **ids)
         handle._baseline_faults = handle.current_faults()
         yield handle
 
