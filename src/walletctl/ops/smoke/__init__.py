@@ -108,7 +108,6 @@ def new_run_id(now: datetime | None = None) -> str:
 class Step:
     name: str
     action: Callable[[ScenarioRun], str | None]
-    description: str = ""
 
 
 @dataclass(frozen=True)

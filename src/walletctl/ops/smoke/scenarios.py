@@ -143,14 +143,14 @@ def checkout_step(tag: str, kind: str, amount_of: Callable[[Amounts], Decimal]) 
         run.state.update(redirect_url=url, original=ref, amount=amount)
         return f"{kind} of {_money(run, amount)}, redirectUrl received"
 
-    return Step("checkout", action, f"POST checkout ({kind})")
+    return Step("checkout", action)
 
 
 def approve_step() -> Step:
     def action(run: ScenarioRun) -> str:
         return run.target.approve(run.state["original"], run.state["redirect_url"])
 
-    return Step("approve", action, "customer approval of the redirect")
+    return Step("approve", action)
 
 
 def _original(run: ScenarioRun, records: list[TransactionRecord]) -> TransactionRecord:
@@ -176,7 +176,7 @@ def lookup_approved_step(kind: str) -> Step:
         check_equal(kind_of(rec.type), kind, f"type of {ref} ({rec.type})")
         return f"{rec.state}, {_money(run, rec.transaction_amount)}"
 
-    return Step("lookup approved", action, "GET apmTransactions: original Approved")
+    return Step("lookup approved", action)
 
 
 def followup_step(name: str, op: str, tag: str, amount_of: Callable[[Amounts], Decimal] | None,
@@ -198,7 +198,7 @@ def followup_step(name: str, op: str, tag: str, amount_of: Callable[[Amounts], D
                         f"clientSystemTransactionId of the {NOUNS[op]} answer")
         return f"{NOUNS[op]} of {_money(run, plan.request.amount)}: {response.state}"
 
-    return Step(name, action, f"POST apmTransactions ({NOUNS[op]})")
+    return Step(name, action)
 
 
 def _balance(run: ScenarioRun) -> tuple[Balance, list[TransactionRecord]]:
@@ -240,7 +240,7 @@ def totals_step(*, authorised: Callable[[Amounts], Decimal],
                 check_equal(by_ref[fref].state, APPROVED, f"state of {fref}")
         return f"{balance.summary()} ({len(records)} records)"
 
-    return Step(name, action, "GET apmTransactions: balance of the original")
+    return Step(name, action)
 
 
 def refusal_step(name: str, op: str, tag: str,
@@ -281,7 +281,7 @@ def refusal_step(name: str, op: str, tag: str,
               f"({balance.summary()}): {new_ref} is {response.state}")
         return f"{refused} (state {response.state})"
 
-    return Step(name, action, f"{NOUNS[op]} that must be refused")
+    return Step(name, action)
 
 
 # -- the browser wallet ------------------------------------------------------------------------
@@ -439,19 +439,14 @@ def lookup(run: ScenarioRun) -> str:
 
 
 def wallet_steps() -> tuple[Step, ...]:
-    return (
-        Step("public keys", public_keys, "POST publicKeys (Basic service secret)"),
-        Step("wallet tokens", wallet_tokens, "emulated wallet mints two tokens"),
-        Step("create payment accounts", create_accounts, "POST paymentAccounts (create API)"),
-        Step("get payment accounts", get_accounts, "GET paymentAccounts/{id}"),
-        Step("authorize sale", partial(_authorize, kind="sale"),
-             "POST transactions ecom.sale (Token)"),
-        Step("authorize pre-authorisation", partial(_authorize, kind="preauth"),
-             "POST transactions ecom.preauthorization (Card + 3DS)"),
-        followup_step("capture", "capture", "wcap", lambda a: a.wallet_preauth,
-                      lambda run: run.state["accounts"]["preauth"]["ref"]),
-        Step("lookup", lookup, "GET apmTransactions: both Approved, captured in full"),
-    )
+    return (Step("public keys", public_keys), Step("wallet tokens", wallet_tokens),
+            Step("create payment accounts", create_accounts),
+            Step("get payment accounts", get_accounts),
+            Step("authorize sale", partial(_authorize, kind="sale")),
+            Step("authorize pre-authorisation", partial(_authorize, kind="preauth")),
+            followup_step("capture", "capture", "wcap", lambda a: a.wallet_preauth,
+                          lambda run: run.state["accounts"]["preauth"]["ref"]),
+            Step("lookup", lookup))
 
 
 # -- the catalogue -----------------------------------------------------------------------------
