@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import httpx
 
     from walletctl.config.profile import Profile
+    from walletctl.ops.smoke.scenarios import Amounts
     from walletctl.ops.smoke.target import Exchange, ExchangeLog, Target
 
 StepStatus = Literal["pending", "running", "passed", "failed", "error", "skipped"]
@@ -218,7 +219,7 @@ class RunContext:
     target: Target | None = None  # when running real scenarios
     exchanges: ExchangeLog | None = None
     references: list[Reference] = field(default_factory=list)
-    params: dict[str, Any] = field(default_factory=dict)  # run settings (e.g. "amounts")
+    amounts: Amounts | None = None  # the scenarios' amounts (None: the defaults)
 
     def reference(self, scenario: Scenario, tag: str) -> str:
         from walletctl.models.fields import check_reference
@@ -422,7 +423,7 @@ def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserve
     log = log if log is not None else ExchangeLog(masker)
     ctx = RunContext(run_id=options.run_id or new_run_id(), masker=masker,
                      ref_prefix=_check_prefix(options.ref_prefix), exchanges=log,
-                     params={"amounts": amounts})
+                     amounts=amounts)
     with open_target(profile, masker, log, options, transport=transport, trace=trace,
                      embedded=embedded, history_run=ctx.run_id) as target:
         ctx.target = target
@@ -444,15 +445,14 @@ def _without_userinfo(url: str) -> str:
         return url
 
 
-def validate_options(options: SmokeOptions) -> tuple[list[Scenario], Any]:
+def validate_options(options: SmokeOptions) -> tuple[list[Scenario], Amounts]:
     """Check the options before anything starts; returns (scenarios, amounts). UsageError."""
     from walletctl.ops.smoke import scenarios as catalogue
-    from walletctl.ops.smoke.scenarios import Amounts
 
     _check_prefix(options.ref_prefix)
     if options.approve_command is not None:
         _check_command(options.approve_command)
-    return catalogue.select(options.scenarios), Amounts().with_overrides(options.amounts)
+    return catalogue.select(options.scenarios), catalogue.Amounts().with_overrides(options.amounts)
 
 
 def _check_command(command: str) -> None:

@@ -100,8 +100,7 @@ DEFAULT_REDIRECTS = {
 
 
 def _amounts(run: ScenarioRun) -> Amounts:
-    amounts = run.ctx.params.get("amounts")
-    return amounts if isinstance(amounts, Amounts) else Amounts()
+    return run.ctx.amounts or Amounts()
 
 
 def _money(run: ScenarioRun, amount: Decimal) -> str:
