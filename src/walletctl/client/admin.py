@@ -5,15 +5,9 @@ commands and the pytest plugin (both through :mod:`walletctl.ops.sandbox_admin`)
 wait`` and smoke (whose exchanges go through its recording transport). It owns the route
 paths, the admin token header (``X-Sandbox-Token``, printable ASCII only, sent only when
 there is a token), the timeout (30 s unless the caller's profile sets one) and what a failed
-call raises:
-
-* no answer: :class:`SandboxUnreachable` (a :class:`~walletctl.errors.NetworkError`, exit 7;
-  when nothing listens, a hint with the ``walletctl sandbox serve`` line for that address);
-* an error status: :class:`SandboxRefused` (a :class:`~walletctl.errors.GatewayError`)
-  with the sandbox's description and ``details.message`` (``body``: its JSON, else the
-  start of its text);
-* a success without a JSON object (every admin route answers one):
-  :class:`~walletctl.errors.ResponseError`.
+call raises: :class:`SandboxUnreachable` (no answer, exit 7), :class:`SandboxRefused` (an
+error status) or a :class:`~walletctl.errors.ResponseError` (a success without a JSON
+object: every admin route answers one).
 """
 
 from __future__ import annotations
@@ -77,7 +71,7 @@ def serve_command(url: str, *extra: str) -> str:
 
 class SandboxUnreachable(NetworkError):
     """No answer from the sandbox (``request``: ``METHOD /path``; ``cause``: the transport
-    error's name)."""
+    error's name; when nothing listens, a hint with the ``walletctl sandbox serve`` line)."""
 
     def __init__(self, message: str, *, request: str, cause: str,
                  hint: str | None = None) -> None:
@@ -87,7 +81,8 @@ class SandboxUnreachable(NetworkError):
 
 
 class SandboxRefused(GatewayError):
-    """The sandbox answered an error status (``request``: ``METHOD /path``)."""
+    """The sandbox answered an error status (``request``: ``METHOD /path``), with its
+    description and ``details.message`` (``body``: its JSON, else the start of its text)."""
 
     def __init__(self, status: int, *, request: str, code: str | None = None,
                  description: str | None = None, detail: str | None = None,
