@@ -5,6 +5,7 @@ its derived reference. No Typer, no printing, no sending: the money pipeline sen
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -78,7 +79,7 @@ def build_checkout_request(profile: Profile, base: Mapping[str, Any] | None = No
 
     Amounts in ``base``/``overrides`` are major units (``"12.34"``), whatever the wire format.
     """
-    data: dict[str, Any] = _deep_copy(base or {})
+    data: dict[str, Any] = copy.deepcopy(dict(base or {}))
     # The ids always come from the profile: lookups and follow-ups use the profile's, so a
     # request file naming another merchant or store would create a checkout walletctl could
     # not follow up. A file may repeat the profile's ids; a different one is refused.
@@ -175,13 +176,6 @@ def _missing_from_profile(profile: Profile, absent: Callable[[str], bool],
                      f"https://your-shop/...`" + (" (and " + ", ".join(
                          f"redirects.{key}" for key in urls[1:]) + ")" if urls[1:] else ""))
     return hints
-
-def _deep_copy(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _deep_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_deep_copy(v) for v in value]
-    return value
 
 
 def _refuse_floats(value: Any, path: str) -> None:
