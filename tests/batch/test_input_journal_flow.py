@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from batch_fakes import PROFILE
 
-from walletctl.client.answers import parse_retry_after
+from walletctl.client.gateway import parse_retry_after
 from walletctl.errors import UsageError
 from walletctl.ops.batch.flow import CircuitBreaker, TokenBucket
 from walletctl.ops.batch.journal import Journal, default_batch_id, derive_reference

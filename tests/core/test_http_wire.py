@@ -398,7 +398,7 @@ def test_followup_answer_state_decides_the_exit(
 def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
     from email.utils import parsedate_to_datetime
 
-    from walletctl.client.answers import parse_retry_after
+    from walletctl.client.gateway import parse_retry_after
 
     now = parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timestamp()
     assert parse_retry_after(value, now=now) == seconds, value

@@ -120,8 +120,7 @@ def test_a_gateway_error_carrying_secrets_never_shows_them(make_cli: Any) -> Non
 
 
 def test_the_clients_dry_run_and_error_body_mask_every_secret_key() -> None:
-    from walletctl.client.answers import Answer, gateway_error
-    from walletctl.client.gateway import GatewayClient
+    from walletctl.client.gateway import Answer, GatewayClient, gateway_error
     from walletctl.config.profile import AuthSettings, Profile
 
     profile = Profile(name="p", base_url="http://gw.example", merchant_id="M", store_id="S",
@@ -154,7 +153,7 @@ def test_the_guard_keeps_secret_values_whole_and_scrubs_credentials_elsewhere() 
 
 def test_the_smoke_exchange_log_and_report_text_mask_every_secret_key() -> None:
     from walletctl.masking import Masker
-    from walletctl.ops.smoke.transport import ExchangeLog, RecordingTransport
+    from walletctl.ops.smoke.target import ExchangeLog, RecordingTransport
 
     masker = Masker()
     log = ExchangeLog(masker)

@@ -140,8 +140,7 @@ def test_batch_references_of_any_accepted_original_are_accepted(
 @given(references(max_size=24), st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True))
 def test_smoke_references_of_any_accepted_prefix_are_accepted(prefix: str, tag: str) -> None:
     from walletctl.masking import Masker
-    from walletctl.ops.smoke import _check_prefix
-    from walletctl.ops.smoke.framework import RunContext, new_run_id
+    from walletctl.ops.smoke import RunContext, _check_prefix, new_run_id
     from walletctl.ops.smoke.scenarios import SCENARIOS
 
     ctx = RunContext(run_id=new_run_id(), masker=Masker(), ref_prefix=_check_prefix(prefix))

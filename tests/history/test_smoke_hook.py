@@ -10,7 +10,7 @@ import httpx
 
 from walletctl.config.profile import AuthSettings, Profile
 from walletctl.history.sqlite import SqliteHistory
-from walletctl.ops.smoke.history_hook import HistoryTransport
+from walletctl.ops.smoke.target import HistoryTransport
 
 
 def _gateway(is_sandbox: bool) -> httpx.MockTransport:

@@ -29,12 +29,12 @@ def _approve_as(desk: Desk, monkeypatch: pytest.MonkeyPatch, person: str, number
     """``walletctl approve NUMBER`` by another OS account (the ops call the command makes)."""
     from walletctl.config.profiles_file import load_profile
     from walletctl.history import recorder
-    from walletctl.ops import approval_requests
-    from walletctl.ops.approval_requests import decide
+    from walletctl.ops import desk as desk_ops
+    from walletctl.ops.desk import decide
 
     monkeypatch.setenv("WALLETCTL_AUDIT_LOG", desk.env["WALLETCTL_AUDIT_LOG"])
     monkeypatch.setattr(recorder, "os_user", lambda: person)
-    monkeypatch.setattr(approval_requests, "os_user", lambda: person)  # the step's account
+    monkeypatch.setattr(desk_ops, "os_user", lambda: person)  # the step's account
     profile = load_profile("desk-a", Path(desk.env["WALLETCTL_CONFIG"]))
     return decide(profile, number, approve=approve, reason=None,
                   confirm=lambda _found, _now: None)

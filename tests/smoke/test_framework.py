@@ -9,8 +9,8 @@ import pytest
 
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, GatewayError, RefusedError
+from walletctl.masking import Masker
 from walletctl.ops.smoke import (
-    Masker,
     RunContext,
     Scenario,
     ScenarioRun,

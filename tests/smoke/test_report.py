@@ -9,8 +9,8 @@ from collections.abc import Callable
 import httpx
 
 from walletctl.errors import GatewayError
+from walletctl.masking import Masker
 from walletctl.ops.smoke import (
-    Masker,
     RunContext,
     Scenario,
     ScenarioRun,
@@ -21,7 +21,7 @@ from walletctl.ops.smoke import (
     run_scenarios,
 )
 from walletctl.ops.smoke.report import to_data, to_json, to_junit
-from walletctl.ops.smoke.transport import ExchangeLog
+from walletctl.ops.smoke.target import ExchangeLog
 
 SECRET = "junit-secret-Wk3v"
 CRYPTOGRAM = "AgAAAAAAAIR8CQrXcIhbQAAAAAA="

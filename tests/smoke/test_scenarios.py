@@ -9,11 +9,11 @@ import pytest
 
 from walletctl.config.profiles_file import load_profile
 from walletctl.constants import ExitCode
-from walletctl.ops.smoke import Masker, SmokeOptions, SmokeReport, run_smoke
+from walletctl.masking import Masker
+from walletctl.ops.smoke import SmokeOptions, SmokeReport, run_smoke
 from walletctl.ops.smoke.report import to_json, to_junit
 from walletctl.ops.smoke.scenarios import SCENARIOS, Amounts
-from walletctl.ops.smoke.target import embedded_sandbox
-from walletctl.ops.smoke.transport import ExchangeLog
+from walletctl.ops.smoke.target import ExchangeLog, embedded_sandbox
 from walletctl.sandbox.server import EmbeddedSandbox
 
 from .conftest import API_KEY, SERVICE_SECRET, ProfileFactory

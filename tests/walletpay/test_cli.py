@@ -329,7 +329,7 @@ def test_keys_save_on_a_profile_with_an_inline_key_says_which_key_wins(
     over a saved one: --save says so on stderr (one line, exit 0) and how to change it."""
     import tomlkit
 
-    from walletctl.ops.sandbox_profile import profile_table, profile_text
+    from walletctl.ops.sandbox_admin import profile_table, profile_text
 
     ENV.transport = client._transport
     path = tmp_path / "profiles.toml"

@@ -44,7 +44,7 @@ def approvals(
     if ctx.invoked_subcommand is not None:
         return
     from walletctl.cli.history import parse_when
-    from walletctl.ops.approval_requests import list_requests
+    from walletctl.ops.desk import list_requests
     from walletctl.render.approvals import render_approvals
 
     st = get_state(ctx)
@@ -57,7 +57,7 @@ def approvals(
 @approvals_app.command("show")
 def show(ctx: typer.Context, approval: Annotated[int, _ID]) -> None:
     """Show one request in full: the exact movement (or batch file) and its state."""
-    from walletctl.ops.approval_requests import show as show_request
+    from walletctl.ops.desk import show as show_request
     from walletctl.render.approvals import render_request
 
     st = get_state(ctx)
@@ -97,7 +97,7 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
     from walletctl.cli.common import confirm
     from walletctl.cli.production import production_tag
     from walletctl.history.policy import clean_reason
-    from walletctl.ops.approval_requests import decide
+    from walletctl.ops.desk import decide
     from walletctl.render.approvals import render_decided, render_to_confirm
 
     st = get_state(ctx)

@@ -246,7 +246,7 @@ def verify(
 ) -> None:
     """Check the hash chain: exit 0 when intact, 3 naming the first problem."""
     from walletctl.constants import ExitCode
-    from walletctl.ops.history_verify import verify as run_verify
+    from walletctl.ops.evidence import verify as run_verify
     from walletctl.render.history import render_verified
 
     st = get_state(ctx)
@@ -264,7 +264,7 @@ def anchor(ctx: typer.Context) -> None:
     Example (nightly): walletctl history verify --anchor anchors.jsonl && walletctl history
     anchor >> anchors.jsonl
     """
-    from walletctl.ops.history_verify import make_anchor
+    from walletctl.ops.evidence import make_anchor
     from walletctl.render.history import render_anchor
 
     render_anchor(make_anchor(_profile_or_none(get_state(ctx))))
@@ -312,7 +312,7 @@ def setup(
     Example: WALLETCTL_HISTORY_URL=postgresql://desk_owner@db:5432/desk walletctl history
     setup --grant alice --grant bob; walletctl history setup --grant carol --role approver
     """
-    from walletctl.ops.history_setup import set_up
+    from walletctl.ops.desk import set_up
     from walletctl.render.history import render_setup
 
     st = get_state(ctx)
@@ -329,7 +329,7 @@ history_app.add_typer(policy_app, name="policy")
 @policy_app.command("show")
 def policy_show(ctx: typer.Context) -> None:
     """List the desk's rules kept in the history (who set each, and when)."""
-    from walletctl.ops.history_setup import show_policy
+    from walletctl.ops.desk import show_policy
     from walletctl.render.history import render_rulebook
 
     st = get_state(ctx)
@@ -348,7 +348,7 @@ def policy_set(
 
     Example: walletctl history policy set approvals.refund 100.00
     """
-    from walletctl.ops.history_setup import change_policy
+    from walletctl.ops.desk import change_policy
     from walletctl.render.history import render_rulebook
 
     st = get_state(ctx)
@@ -361,7 +361,7 @@ def policy_unset(
     key: Annotated[str, typer.Argument(help="The rule to remove.")],
 ) -> None:
     """Remove one of the desk's rules (the owner only); recorded in the history's chain."""
-    from walletctl.ops.history_setup import change_policy
+    from walletctl.ops.desk import change_policy
     from walletctl.render.history import render_rulebook
 
     st = get_state(ctx)

@@ -212,7 +212,7 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
         return None
     from walletctl.config.profile import valid_profile_name
     from walletctl.errors import UsageError
-    from walletctl.ops.sandbox_profile import profile_table, profile_text, write_profile
+    from walletctl.ops.sandbox_admin import profile_table, profile_text, write_profile
     from walletctl.render.console import print_note
     from walletctl.render.output import write_text
     from walletctl.sandbox.config import DEFAULT_API_KEY
@@ -255,7 +255,7 @@ def wait_cmd(
         max=86400.0)] = 30.0,
 ) -> None:
     """Wait until a sandbox answers its health route (exit 0), or time out (exit 7)."""
-    from walletctl.ops.sandbox_wait import wait_ready
+    from walletctl.ops.sandbox_admin import wait_ready
     from walletctl.render.sandbox import render_ready
 
     render_ready(wait_ready(url, timeout=timeout), get_state(ctx).output_format)
@@ -563,7 +563,7 @@ def three_ds_cmd(
     admin_token: AdminToken = None,
 ) -> None:
     """Run the sandbox's 3DS challenge for a Card account; print the result for authorize."""
-    from walletctl.client.checks import check_identifier
+    from walletctl.client.gateway import check_identifier
     from walletctl.ops.sandbox_admin import three_ds_challenge
     from walletctl.render.sandbox import render_three_ds
 

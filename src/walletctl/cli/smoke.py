@@ -144,7 +144,8 @@ def _run(
 ) -> tuple[SmokeReport, Any]:
     from walletctl.cli.production import confirm_production, refuse_production
     from walletctl.cli.state import ENV
-    from walletctl.ops.smoke import Masker, run_smoke, smoke_profile
+    from walletctl.masking import Masker
+    from walletctl.ops.smoke import run_smoke, smoke_profile
     from walletctl.render.console import print_stderr
     from walletctl.render.smoke_views import smoke_observer
 

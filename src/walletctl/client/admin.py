@@ -5,15 +5,9 @@ commands and the pytest plugin (both through :mod:`walletctl.ops.sandbox_admin`)
 wait`` and smoke (whose exchanges go through its recording transport). It owns the route
 paths, the admin token header (``X-Sandbox-Token``, printable ASCII only, sent only when
 there is a token), the timeout (30 s unless the caller's profile sets one) and what a failed
-call raises:
-
-* no answer: :class:`SandboxUnreachable` (a :class:`~walletctl.errors.NetworkError`, exit 7;
-  when nothing listens, a hint with the ``walletctl sandbox serve`` line for that address);
-* an error status: :class:`SandboxRefused` (a :class:`~walletctl.errors.GatewayError`)
-  with the sandbox's description and ``details.message`` (``body``: its JSON, else the
-  start of its text);
-* a success without a JSON object (every admin route answers one):
-  :class:`~walletctl.errors.ResponseError`.
+call raises: :class:`SandboxUnreachable` (no answer, exit 7), :class:`SandboxRefused` (an
+error status) or a :class:`~walletctl.errors.ResponseError` (a success without a JSON
+object: every admin route answers one).
 """
 
 from __future__ import annotations
@@ -77,7 +71,7 @@ def serve_command(url: str, *extra: str) -> str:
 
 class SandboxUnreachable(NetworkError):
     """No answer from the sandbox (``request``: ``METHOD /path``; ``cause``: the transport
-    error's name)."""
+    error's name; when nothing listens, a hint with the ``walletctl sandbox serve`` line)."""
 
     def __init__(self, message: str, *, request: str, cause: str,
                  hint: str | None = None) -> None:
@@ -87,7 +81,8 @@ class SandboxUnreachable(NetworkError):
 
 
 class SandboxRefused(GatewayError):
-    """The sandbox answered an error status (``request``: ``METHOD /path``)."""
+    """The sandbox answered an error status (``request``: ``METHOD /path``), with its
+    description and ``details.message`` (``body``: its JSON, else the start of its text)."""
 
     def __init__(self, status: int, *, request: str, code: str | None = None,
                  description: str | None = None, detail: str | None = None,
@@ -160,10 +155,7 @@ class SandboxAdmin:
         """One request; its JSON object, or the refusal raised (see the module's text).
         ``exact``: its fractional numbers read as ``Decimal`` (a record's amount)."""
         resp = self.send(method, path, params=params, json_body=json_body)
-        try:
-            data = loads(resp.content) if exact else resp.json()
-        except ValueError:
-            data = None
+        data = _json(resp, exact)
         self._refuse_error(resp, method, path, data)
         if data is None:
             raise ResponseError(f"the sandbox answered HTTP {resp.status_code} without JSON")
@@ -195,11 +187,7 @@ class SandboxAdmin:
                 "GET", LEDGER, headers={"Accept": SANDBOX_LEDGER_NDJSON}) as resp:
             if resp.status_code >= 400:
                 resp.read()
-                try:
-                    data = resp.json()
-                except ValueError:
-                    data = None
-                self._refuse_error(resp, "GET", LEDGER, data)
+                self._refuse_error(resp, "GET", LEDGER, _json(resp))
             yield self._transactions(resp)
 
     def _transactions(self, resp: httpx.Response) -> Iterator[dict[str, Any]]:
@@ -209,10 +197,7 @@ class SandboxAdmin:
                 rows = (json.loads(line) for line in resp.iter_lines() if line.strip())
             else:
                 resp.read()
-                try:
-                    data = resp.json()
-                except ValueError:
-                    data = None
+                data = _json(resp)
                 if not isinstance(data, dict) or not isinstance(data.get("transactions"),
                                                                 list):
                     raise ResponseError(f"GET {LEDGER}: the sandbox answered no ledger")
@@ -237,6 +222,14 @@ class SandboxAdmin:
         """Approve, decline or cancel a pending checkout (``params``: its merchantId and
         storeId, when known)."""
         return self.call("POST", decision_path(reference, action), params=params, exact=True)
+
+
+def _json(resp: httpx.Response, exact: bool = False) -> Any:
+    """The answer's JSON (``exact``: its fractional numbers as ``Decimal``), or None."""
+    try:
+        return loads(resp.content) if exact else resp.json()
+    except ValueError:
+        return None
 
 
 def is_walletctl_sandbox(base_url: str, transport: httpx.BaseTransport) -> bool:

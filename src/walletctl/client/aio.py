@@ -33,8 +33,15 @@ from walletctl.client.answer_guard import (
     clean_text,
     overall_deadline,
 )
-from walletctl.client.answers import Answer, Outgoing, PreparedCall, reason_of
-from walletctl.client.gateway import FollowUpCall, Trace, _Base
+from walletctl.client.gateway import (
+    Answer,
+    FollowUpCall,
+    Outgoing,
+    PreparedCall,
+    Trace,
+    _Base,
+    reason_of,
+)
 from walletctl.models.records import TransactionRecord
 
 if TYPE_CHECKING:
@@ -77,14 +84,8 @@ def _ssl_context() -> ssl.SSLContext:
 class AsyncGatewayClient(_Base):
     """Async client on one aiohttp connection pool (batch work)."""
 
-    def __init__(
-        self,
-        profile: Profile,
-        *,
-        max_connections: int = 100,
-        trace: Trace | None = None,
-        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
-    ) -> None:
+    def __init__(self, profile: Profile, *, max_connections: int = 100, trace: Trace | None = None,
+                 auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve") -> None:
         super().__init__(profile, trace=trace, auth_header=auth_header)
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None  # made in the running loop

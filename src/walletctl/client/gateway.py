@@ -3,6 +3,14 @@
 Knows HTTP, not the CLI. Import this module only where a request is really sent: importing
 httpx pulls in its own CLI dependencies when installed, which ``walletctl --help`` avoids.
 
+An answer is read, decoded and sanitised (:class:`Answer`; what the client does to every
+answer before anyone else sees it is :mod:`walletctl.client.answer_guard`); an error status
+becomes a :class:`~walletctl.errors.GatewayError`; a 2xx body of the wrong shape a
+``ResponseError`` with a lookup hint. A 2xx answer to a money move that names another
+reference, amount, currency, operation or original is not a success: it is an *unknown
+outcome* (exit 8) with a lookup hint (:func:`check_echo`). Lookups with negative amounts are
+refused as malformed (they would make the pre-flight allow more than remains).
+
 Transport errors are split by what they prove:
 
     connect failed (DNS, refused, connect timeout)  -> NetworkError: nothing was sent
@@ -14,10 +22,12 @@ Transport errors are split by what they prove:
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass
 from decimal import Decimal
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from walletctl import __version__
@@ -28,23 +38,15 @@ from walletctl.client.answer_guard import (
     BodyTooLarge,
     DeadlineExceeded,
     alarm,
+    clean,
     clean_text,
     credential_parts,
     overall_deadline,
 )
-from walletctl.client.answers import (
-    Answer,
-    Outgoing,
-    gateway_error,
-    nothing_sent,
-    one_line,
-    parse_model,
-    reason_of,
-)
-from walletctl.client.answers import PreparedCall as PreparedCall  # re-exported
-from walletctl.client.checks import check_echo, check_records, check_reference_field
 from walletctl.config.profile import Profile
 from walletctl.errors import (
+    AuthError,
+    GatewayError,
     NetworkError,
     NotConnectedError,
     RedirectError,
@@ -53,13 +55,264 @@ from walletctl.errors import (
     UnknownOutcomeError,
 )
 from walletctl.masking import mask_body, mask_headers
-from walletctl.models.base import dumps
+from walletctl.models.base import dumps, loads
+from walletctl.models.money import from_wire
 from walletctl.models.records import TransactionRecord, parse_records
 
 if TYPE_CHECKING:  # imported where used: `walletctl lookup` never needs the request models
     from walletctl.models.checkout import CheckoutRequest, CheckoutResponse
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
     from walletctl.models.money import AmountFormat
+
+MAX_RETRY_AFTER = 60.0
+
+
+@dataclass(slots=True)
+class Outgoing:
+    """A request as the async client sends it (no ``httpx.Request``: building one costs more
+    CPU than aiohttp's whole send, measured in benchmarks/batch.py). Same attribute names."""
+
+    method: str
+    url: str  # complete, query string included
+    headers: dict[str, str]
+    content: bytes | None
+
+
+@dataclass(eq=False, repr=False)  # a repr could show its credentials
+class PreparedCall:
+    """One request ready to send (also what --dry-run prints)."""
+
+    request: httpx.Request | Outgoing
+    _: KW_ONLY
+    reference: str | None
+    moves_money: bool
+    secret_headers: tuple[str, ...]
+
+    def where(self) -> str:
+        """``METHOD url`` without the query string (for error messages)."""
+        return f"{self.request.method} {str(self.request.url).split('?', 1)[0]}"
+
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this request carries (to scrub from whatever comes back)."""
+        found: list[str] = []
+        for name in self.secret_headers:
+            value = self.request.headers.get(name)
+            if value:
+                found.extend(credential_parts(value))
+        return tuple(found)
+
+    def describe(self) -> dict[str, Any]:
+        """The exact request with secrets masked."""
+        body: Any = None
+        if self.request.content:
+            body = mask_body(loads(self.request.content))
+        return {
+            "method": self.request.method,
+            "url": str(self.request.url),
+            "headers": mask_headers(self.request.headers, self.secret_headers),
+            "body": body,
+        }
+
+
+class Answer:
+    """A read, decoded and sanitised answer (see :mod:`walletctl.client.answer_guard`)."""
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: bytes,
+                 secrets: tuple[str, ...]) -> None:
+        self.status = status
+        self.headers = headers
+        self.secrets = secrets
+        self.size = len(body)
+        self.is_json = False
+        self.data: Any = None
+        if body:
+            try:
+                self.data = clean(loads(body), secrets)
+                self.is_json = True
+            except (ValueError, RecursionError):
+                pass
+
+
+def one_line(text: str, limit: int = 2000) -> str:
+    """A trace line: long bodies are cut (the whole body is rarely what one needs to see)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 40]}...({len(text) - limit + 40} more characters)"
+
+
+def reason_of(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def nothing_sent(exc: httpx.TransportError) -> bool:
+    """True only when the failure provably happened before the request left."""
+    return isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
+                      | httpx.UnsupportedProtocol | httpx.ProxyError)
+
+
+def parse_retry_after(value: str | None, now: float | None = None, *,
+                      cap: float = MAX_RETRY_AFTER) -> float | None:
+    """``Retry-After`` in seconds or HTTP-date form -> seconds (capped), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), cap)
+
+
+def gateway_error(call: PreparedCall, response: Answer) -> GatewayError:
+    code = description = detail = None
+    body: Any = response.data  # sanitised and scrubbed of the request's credentials
+    if isinstance(body, dict):
+        lower = {str(k).lower(): v for k, v in body.items()}
+        code = _str(lower.get("code"))
+        description = _str(lower.get("description"))
+        details = lower.get("details")
+        if isinstance(details, dict):
+            detail = _str({str(k).lower(): v for k, v in details.items()}.get("message"))
+        elif isinstance(details, str):
+            detail = details
+    status = response.status
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    hint = None
+    if status in (401, 403):
+        hint = "check the profile's credentials (`walletctl profile check`)"
+    elif status == 404 and call.reference:
+        hint = (
+            f"no transaction {call.reference} for this merchant and store: check the reference "
+            "and the profile (`walletctl profile show`)"
+        )
+    elif status == 409 and call.moves_money and call.reference:
+        hint = (
+            f"the reference {call.reference} is taken: `walletctl lookup {call.reference}` "
+            "shows what holds it; a new transaction needs a new reference"
+        )
+    elif status >= 500 and call.moves_money and call.reference:
+        hint = f"check with `walletctl lookup {call.reference}` before trying again"
+    elif status == 429:
+        wait = "" if retry_after is None else f" {retry_after:g} s (Retry-After)"
+        hint = f"the gateway is rate limiting: wait{wait} and try again"
+    cls = AuthError if status in (401, 403) else GatewayError
+    error = cls(status, code=code, description=description, detail=detail, hint=hint,
+                body=mask_body(body), retry_after=retry_after)
+    # what the gateway asked for, before the cap: a batch stops on one it will not honour
+    error.retry_after_asked = parse_retry_after(response.headers.get("Retry-After"),
+                                                cap=float("inf"))
+    return error
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
+def _str(value: Any) -> str | None:
+    """Gateway text for a one-line message: no control characters (newlines, ANSI escapes)."""
+    return None if value is None else _CONTROL.sub(" ", str(value))[:500]
+
+
+def parse_model(model: Any, data: Any, profile: Profile, what: str,
+                reference: str | None = None) -> Any:
+    try:
+        return model.from_wire(data, profile.amount_format)
+    except RequestValidationError as exc:
+        field, rule = exc.problems[0]
+        raise ResponseError(
+            f"unexpected {what} response: {field}: {rule}",
+            # the gateway accepted the request: it may well have been applied
+            hint=f"check with `walletctl lookup {reference}`" if reference else None,
+        ) from None
+
+
+def _folded(data: Any) -> dict[str, Any]:
+    return {str(k).lower(): v for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def check_echo(data: Any, *, reference: str, amount: Decimal, currency: str, operation: str,
+               fmt: AmountFormat, invoice: str | None = None) -> None:
+    """Raise :class:`UnknownOutcomeError` when the answer's echoed fields contradict the
+    request (absent fields are fine)."""
+    got = _folded(data)
+    found: list[str] = []
+
+    def differs(key: str, wanted: str, shown: str, fold: bool = False) -> None:
+        value = got.get(key.lower())
+        if value is None:
+            return
+        text = str(value)
+        if (text.lower() != wanted.lower()) if fold else (text != wanted):
+            found.append(f"{shown} {text[:80]!r}, not {wanted!r}")
+
+    differs("clientSystemTransactionId", reference, "clientSystemTransactionId")
+    if invoice is not None:
+        differs("clientSystemInvoiceId", invoice, "clientSystemInvoiceId")
+    differs("currencyCode", currency, "currencyCode", fold=True)
+    differs("type", operation, "type", fold=True)
+    raw_amount = got.get("amount")
+    if raw_amount is not None and currency:
+        try:
+            value = from_wire(raw_amount, currency, fmt)
+        except (ValueError, ArithmeticError):
+            found.append(f"amount {str(raw_amount)[:40]!r} is not an amount")
+        else:
+            if value != amount:
+                found.append(f"amount {value}, not {amount}")
+    if found:
+        raise UnknownOutcomeError(
+            reference, "the gateway's answer does not match the request: " + "; ".join(found[:3]))
+
+
+def check_records(records: list[TransactionRecord]) -> list[TransactionRecord]:
+    """Sanity of a lookup: no negative (or non-finite) amounts."""
+    for n, record in enumerate(records):
+        amount = record.transaction_amount
+        if not amount.is_finite() or amount < 0:
+            raise ResponseError(
+                f"lookup response record [{n}]: transactionAmount: must be a non-negative "
+                f"amount, got {str(amount)[:40]}",
+                hint="the gateway's answer cannot be trusted: nothing was sent",
+            )
+    return records
+
+
+def check_reference_field(value: str, field: str) -> str:
+    """A merchant reference typed by the user (the one rule of models.fields), before it
+    goes into a request or URL: a :class:`RequestValidationError` naming ``field``."""
+    from walletctl.models.fields import check_reference
+
+    try:
+        return check_reference(value)
+    except ValueError as exc:
+        raise RequestValidationError([(field, str(exc))]) from None
+
+
+def check_identifier(value: str, field: str, max_length: int = 255) -> str:
+    """An id typed by the user (not a merchant reference: see :func:`check_reference_field`),
+    before it goes into a URL (nothing sent yet)."""
+    rule = None
+    if not value.strip():
+        rule = "must not be empty"
+    elif len(value) > max_length:
+        rule = f"must be at most {max_length} characters (got {len(value)})"
+    elif any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        rule = "must not contain control characters (newline, tab, escape...)"
+    else:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            rule = "is not valid text (undecodable bytes in the argument?)"
+    if rule is not None:
+        raise RequestValidationError([(field, rule)])
+    return value
+
 
 Trace = Callable[[str], None]
 
@@ -90,13 +343,8 @@ def profile_timeout(profile: Profile) -> httpx.Timeout:
 
 
 class _Base:
-    def __init__(
-        self,
-        profile: Profile,
-        *,
-        trace: Trace | None = None,
-        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
-    ) -> None:
+    def __init__(self, profile: Profile, *, trace: Trace | None = None,
+                 auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve") -> None:
         self.profile = profile
         self.trace = trace
         self._auth_value = auth_header
@@ -111,20 +359,11 @@ class _Base:
             self._auth_value = auth_header(self.profile)
         return self._auth_value
 
-    def prepare(
-        self,
-        method: str,
-        path_key: str,
-        *,
-        json: Any = None,
-        content: bytes | None = None,
-        params: dict[str, str] | None = None,
-        path_suffix: str = "",
-        reference: str | None = None,
-        moves_money: bool = False,
-        auth: bool | tuple[str, str] = True,
-        headers: dict[str, str] | None = None,
-    ) -> PreparedCall:
+    def prepare(self, method: str, path_key: str, *, json: Any = None,
+                content: bytes | None = None, params: dict[str, str] | None = None,
+                path_suffix: str = "", reference: str | None = None, moves_money: bool = False,
+                auth: bool | tuple[str, str] = True, headers: dict[str, str] | None = None,
+                ) -> PreparedCall:
         url = self.profile.url(path_key) + path_suffix
         hdrs = {"Accept": "application/json", "User-Agent": f"walletctl/{__version__}"}
         pair = auth if isinstance(auth, tuple) else self._auth() if auth else None
@@ -141,11 +380,9 @@ class _Base:
             request = self._build(method, url, params, hdrs, content)
         except (httpx.InvalidURL, UnicodeError, ValueError) as exc:  # nothing was sent
             raise RequestValidationError(
-                [("request", f"cannot be sent: {clean_text(str(exc))[:200]}")]
-            ) from None
-        return PreparedCall(
-            request, reference=reference, moves_money=moves_money, secret_headers=secret_headers
-        )
+                [("request", f"cannot be sent: {clean_text(str(exc))[:200]}")]) from None
+        return PreparedCall(request, reference=reference, moves_money=moves_money,
+                            secret_headers=secret_headers)
 
     def _parsed(self, url: str) -> httpx.URL:
         """``url`` parsed and checked once (a batch posts to one URL)."""
@@ -221,9 +458,6 @@ class _Base:
             return call.secrets() + credential_parts(own[1])
         return call.secrets()
 
-    def _answer(self, call: PreparedCall, response: httpx.Response, body: bytes) -> Answer:
-        return Answer(response.status_code, response.headers, body, self._secrets(call))
-
     def _handle(self, call: PreparedCall, answer: Answer) -> Any:
         status = answer.status
         if status >= 400:
@@ -278,14 +512,9 @@ class _Base:
 class GatewayClient(_Base):
     """Synchronous client (one command, one or two requests)."""
 
-    def __init__(
-        self,
-        profile: Profile,
-        *,
-        transport: httpx.BaseTransport | None = None,
-        trace: Trace | None = None,
-        auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve",
-    ) -> None:
+    def __init__(self, profile: Profile, *, transport: httpx.BaseTransport | None = None,
+                 trace: Trace | None = None,
+                 auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve") -> None:
         super().__init__(profile, trace=trace, auth_header=auth_header)
         self._http = httpx.Client(transport=transport, timeout=self.timeout, follow_redirects=False)
 
@@ -324,7 +553,7 @@ class GatewayClient(_Base):
                     body = reader.finish()
                 finally:
                     response.close()
-            answer = self._answer(call, response, body)
+            answer = Answer(response.status_code, response.headers, body, self._secrets(call))
             self._trace_response(answer, time.perf_counter() - started)
             return self._handle(call, answer), answer
         except httpx.TransportError as exc:
@@ -346,13 +575,8 @@ class GatewayClient(_Base):
 
     # -- the spec's endpoints ------------------------------------------------------------
     def prepare_checkout(self, req: CheckoutRequest) -> PreparedCall:
-        return self.prepare(
-            "POST",
-            "checkout",
-            json=req.to_wire(self.profile.amount_format),
-            reference=req.client_system_transaction_id,
-            moves_money=True,
-        )
+        return self.prepare("POST", "checkout", json=req.to_wire(self.profile.amount_format),
+                            reference=req.client_system_transaction_id, moves_money=True)
 
     def checkout(self, req: CheckoutRequest) -> CheckoutResponse:
         data, answer = self._exchange(self.prepare_checkout(req))

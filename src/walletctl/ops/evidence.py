@@ -1,4 +1,23 @@
-"""An order's evidence bundle: written by ``walletctl order REF --evidence FILE``, checked by
+"""What the history's chain proves, and how it is shown to someone outside it.
+
+``walletctl history verify`` and ``history anchor``: the chain checked against itself, and
+against heads a team keeps outside the history.
+
+A chain only proves itself: deleting its newest events, or rewriting one and recomputing
+every hash after it (the owner's maintenance path on PostgreSQL; anyone who can write a
+local file), leaves a chain that verifies. An *anchor* is the head as ``history anchor``
+prints it, one JSON line kept elsewhere (a file in git, a CI log, a ticket); ``verify
+--anchor FILE`` checks that every anchor of the file still names an event of this history
+with the hash it had then.
+
+``verify --since-anchor FILE`` walks only what was added after the newest anchor of the
+file (its event, then every event after it, from its kept hash), and checks every anchor
+of the file as ``--anchor`` does: its cost is the events added since, not the history's
+size. What it cannot see is a change at or before the anchored event that leaves that
+event's own hash as kept (an edited old payload whose hash was not recomputed): only the
+full walk finds that, so a team runs it from time to time as well (docs/history.md).
+
+An order's evidence bundle: written by ``walletctl order REF --evidence FILE``, checked by
 ``walletctl history check-evidence FILE`` with no database and no gateway.
 
 The bundle (one JSON document, format ``walletctl-evidence/1``) holds the order as the
@@ -24,12 +43,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from walletctl.config.dburl import DbUrl
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError, WalletctlError
 from walletctl.history.chain import ALL, event_hash
@@ -38,9 +59,8 @@ from walletctl.history.store import Entry
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import Profile
-    from walletctl.history.store import HistoryStore
+    from walletctl.history.store import Broken, Head, HistoryStore
     from walletctl.models.records import TransactionRecord
-    from walletctl.ops.history_verify import Anchor
     from walletctl.ops.order import OrderView
 
 FORMAT = "walletctl-evidence/1"
@@ -56,6 +76,150 @@ class EvidenceError(WalletctlError):
     ``history verify`` against an anchor)."""
 
     exit_code = ExitCode.CONFIG
+
+
+# ------------------------------------------------------------------------------ the chain
+
+
+_HASH = re.compile(r"[0-9a-f]{64}")
+_HEAD_PREFIX = re.compile(r"[0-9a-fA-F]{12,64}")
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A head kept outside the history: ``history anchor``'s line (``line``: where it was
+    read in an anchors file, 0 when it was just made)."""
+
+    event: int  # the newest event's number
+    entry: int  # the entry it belongs to
+    hash: str  # its hash: it covers every event before it
+    time: str  # its recorded time (ISO, UTC)
+    history: str  # where (a file's path, or the database's URL without a password)
+    line: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.event, "entry": self.entry, "hash": self.hash,
+                "time": self.time, "history": self.history}
+
+
+@dataclass(frozen=True)
+class AnchorFailure:
+    """An anchor this history no longer matches: ``found`` is the hash its event has now
+    (None: no event of that number is left)."""
+
+    anchor: Anchor
+    found: str | None
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What ``history verify`` found: the chain walked, then the outside evidence."""
+
+    history: str
+    backend: str  # sqlite | postgresql
+    events: int  # events checked before the first broken one (all when intact)
+    broken: Broken | None
+    head: Head | None
+    anchors: int  # anchor lines checked
+    failures: tuple[AnchorFailure, ...]
+    expect_head: str | None
+    head_gone: bool  # --expect-head names no event of the history
+    spent_undecided: tuple[int, ...] | None  # None: this role may not read the approvals
+    since: Anchor | None = None  # the anchor the walk started after (None: the first event)
+
+    @property
+    def intact(self) -> bool:
+        return (self.broken is None and not self.failures and not self.head_gone
+                and not self.spent_undecided)
+
+
+def make_anchor(profile: Profile | None) -> Anchor:
+    """The history's head as an anchor (reading only: an auditor's role is enough)."""
+    from walletctl.history import history_location, open_location
+
+    found = history_location(profile)
+    with open_location(found, create=False, purpose="walletctl history anchor") as store:
+        head = store.head()
+        where = store.where
+    if head is None:
+        raise ConfigError(f"history {where}: no events yet, nothing to anchor")
+    return Anchor(head.event, head.entry, head.hash, head.time, where)
+
+
+def verify(profile: Profile | None, *, anchors_file: Path | None,
+           expect_head: str | None, since_anchor: Path | None = None) -> Verified:
+    """Walk the chain (``since_anchor``: only after the newest anchor of that file); check
+    it against the anchors (every line of ``anchors_file`` and ``since_anchor``) and
+    ``expect_head``; look for spent approvals whose decision is not in the chain. Usage
+    errors (a malformed anchors file) are raised before the history is opened."""
+    from walletctl.history import history_location, open_location
+
+    if expect_head is not None and not _HEAD_PREFIX.fullmatch(expect_head):
+        raise UsageError("--expect-head: must be 12 to 64 hex digits of a head hash that "
+                         "`walletctl history verify` printed")
+    anchors = read_anchors(anchors_file) if anchors_file is not None else []
+    since = None
+    if since_anchor is not None:
+        kept = read_anchors(since_anchor, flag="--since-anchor")
+        since = max(kept, key=lambda a: a.event)
+        anchors += kept
+    found = history_location(profile)
+    with open_location(found, create=False, purpose="walletctl history verify") as store:
+        count, broken = store.verify(None if since is None else (since.event, since.hash))
+        head = store.head()
+        hashes = store.hashes(a.event for a in anchors)
+        gone = expect_head is not None and broken is None and not store.holds(expect_head)
+        undecided = store.spent_undecided()
+        where = store.where
+    failures = tuple(AnchorFailure(a, hashes.get(a.event)) for a in anchors
+                     if hashes.get(a.event) != a.hash)
+    return Verified(history=where, backend="postgresql" if isinstance(found, DbUrl) else
+                    "sqlite", events=count, broken=broken, head=head, anchors=len(anchors),
+                    failures=failures, expect_head=expect_head, head_gone=gone,
+                    spent_undecided=None if undecided is None else tuple(undecided),
+                    since=since)
+
+
+def read_anchors(path: Path, *, flag: str = "--anchor") -> list[Anchor]:
+    """Every anchor line of ``path`` (blank lines and ``#`` comments skipped); a line that
+    is not one is a usage error naming the option, the line and the field."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise UsageError(f"{flag}: cannot read {path}: {why}") from None
+    found: list[Anchor] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            found.append(_anchor(line, f"{flag} {path} line {number}", number))
+    if not found:
+        raise UsageError(f"{flag}: {path} holds no anchor (lines that `walletctl history "
+                         "anchor` printed)")
+    return found
+
+
+def _anchor(line: str, where: str, number: int) -> Anchor:
+    try:
+        data = json.loads(line)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: not a JSON object (a line `walletctl history anchor` "
+                         "printed)")
+    values: dict[str, Any] = {}
+    for name, kind in (("event", "a number of 1 or more"), ("entry", "a number of 1 or more"),
+                       ("hash", "64 lowercase hex digits"), ("time", "text"),
+                       ("history", "text")):
+        value = data.get(name)
+        good = (isinstance(value, int) and not isinstance(value, bool) and value >= 1
+                if name in ("event", "entry") else
+                isinstance(value, str) and _HASH.fullmatch(value) is not None
+                if name == "hash" else isinstance(value, str))
+        if not good:
+            what = "missing" if name not in data else f"must be {kind}"
+            raise UsageError(f"{where}: field {name!r} {what}")
+        values[name] = value
+    return Anchor(**values, line=number)
 
 
 # ------------------------------------------------------------------------------ writing
@@ -102,8 +266,6 @@ class Segment:
 
 def segment(store: HistoryStore, view: OrderView, anchors_file: Path | None) -> Segment:
     """The order's first event to the head it is checked against (see the module)."""
-    from walletctl.ops.history_verify import Anchor, read_anchors
-
     anchors = read_anchors(anchors_file) if anchors_file is not None else []
     ids = sorted({e.id for e in view.entries})
     if not ids:
@@ -201,8 +363,6 @@ class Checked:
 def check_bundle(path: Path, anchors_file: Path | None = None) -> Checked:
     """Check the bundle at ``path`` (see the module): the first thing that does not hold
     raises EvidenceError naming it."""
-    from walletctl.ops.history_verify import read_anchors
-
     anchors = read_anchors(anchors_file) if anchors_file is not None else None
     doc = _load(path)
     events = _events(doc)
@@ -231,12 +391,13 @@ def check_bundle(path: Path, anchors_file: Path | None = None) -> Checked:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    """The bundle's document (any size: it carries a stretch of the history's chain)."""
+    from walletctl.errors import RequestValidationError
+    from walletctl.ops.user_files import read_document
+
     try:
-        with path.open(encoding="utf-8") as fh:
-            doc = json.load(fh, parse_float=Decimal)
-    except OSError as exc:
-        raise UsageError(f"FILE: cannot read {path}: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError):
+        doc = read_document(path, "FILE", limit=None)
+    except RequestValidationError:
         raise EvidenceError(f"{path}: not a JSON document (a bundle that "
                             "`walletctl order REF --evidence` wrote)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -292,29 +453,26 @@ def _events(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return events
 
 
+# An entry's fields its latest completion overrides when it has them (the listing's COALESCE)
+_COMPLETED = ("new_ref", "outcome", "http_status", "exit_code", "note")
+
+
 def _entries(events: list[dict[str, Any]]) -> dict[int, Entry]:
     """Each entry begun in the segment, merged with its latest completion (as listed)."""
     begun: dict[int, dict[str, Any]] = {}
     done: dict[int, dict[str, Any]] = {}
     for e in events:
-        if e["kind"] == "begin":
-            begun[int(e["entry"])] = e
-        elif e["kind"] == "complete":
-            done[int(e["entry"])] = e
+        if e["kind"] in ("begin", "complete"):
+            (begun if e["kind"] == "begin" else done)[int(e["entry"])] = e
     found: dict[int, Entry] = {}
     for n, b in begun.items():
         c = done.get(n, {})
-        found[n] = Entry(
-            id=n, time=b["time"], os_user=b["os_user"], host=b["host"], profile=b["profile"],
-            base_url=b["base_url"], operation=b["operation"], original_ref=b["original_ref"],
-            new_ref=c.get("new_ref") or b["new_ref"], amount=b["amount"],
-            currency=b["currency"], outcome=c.get("outcome") or b["outcome"] or "unknown",
-            http_status=c.get("http_status") or b["http_status"],
-            exit_code=c.get("exit_code") if c.get("exit_code") is not None
-            else b["exit_code"], batch_id=b["batch_id"], batch_row=b["batch_row"],
-            reason=b["reason"], note=c.get("note") or b["note"], completed=c.get("time"),
-            merchant_id=b["merchant_id"], store_id=b["store_id"], operator=b["operator"],
-            completed_by=c.get("operator"), approval=b["approval"])
+        merged: dict[str, Any] = {f.name: b.get(f.name) for f in fields(Entry)}
+        merged.update({k: c[k] for k in _COMPLETED if c.get(k) is not None})
+        if merged["outcome"] is None:
+            merged["outcome"] = "unknown"
+        found[n] = Entry(**{**merged, "id": n, "completed": c.get("time"),
+                            "completed_by": c.get("operator")})
     return found
 
 

@@ -123,7 +123,25 @@ class OrderView:
         return f"The history and the gateway agree on {ref}{settled}."
 
     def timeline(self) -> list[Step]:
-        return timeline(self.entries, self.records, self.zone)
+        """The history's entries, each with the record it was sent as, and the records no
+        entry was sent as, in time order."""
+        steps: list[Step] = []
+        claimed: set[str] = set()
+        for e in self.entries:
+            sent = e.outcome != "refused" and e.operation in OPERATIONS
+            record = find_record(self.records, e.reference) if sent else None
+            if record is not None:
+                claimed.add(record.client_system_transaction_id)
+            steps.append(Step(e.time, e.operation, e.reference, e.amount, e.currency,
+                              entry=e, record=record))
+        for rec in self.records:
+            if rec.client_system_transaction_id in claimed:
+                continue
+            shown = seen(rec)
+            steps.append(Step(_utc(shown.time, self.zone),
+                              _STEP_OF_KIND.get(kind_of(rec.type) or "", rec.type or "?"),
+                              shown.reference, f"{shown.amount:f}", shown.currency, record=rec))
+        return sorted(steps, key=lambda s: s.time)
 
 
 def order_view(profile: Profile, client: GatewayClient, reference: str, *,
@@ -154,7 +172,10 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
         if store is not None:
             _read_history(store, profile, view)
         view.fetched_at = now_utc()
-        view.records = _look_up(client, reference, anything_recorded=bool(view.entries))
+        # an order unknown to the gateway is the lookup's own error, unless the history
+        # records something on it (then it is a disagreement to name)
+        view.records = (lookup_or_none(client, reference) if view.entries
+                        else client.lookup(reference))
         try:
             view.balance = balance_from_records(reference, view.records)
         except RefusedError as exc:
@@ -181,17 +202,8 @@ def _read_history(store: HistoryStore, profile: Profile, view: OrderView) -> Non
                                   merchant=(profile.merchant_id, profile.store_id)))
 
 
-def _look_up(client: GatewayClient, reference: str, *,
-             anything_recorded: bool) -> list[TransactionRecord]:
-    """The lookup's records; an order unknown to the gateway is the lookup's own error
-    unless the history records something on it (then it is a disagreement to name)."""
-    if anything_recorded:
-        return lookup_or_none(client, reference)
-    return client.lookup(reference)
-
-
 def findings_on(reference: str, entries: list[Entry],
-            records: list[TransactionRecord]) -> list[Finding]:
+                records: list[TransactionRecord]) -> list[Finding]:
     """``recon --ref REF``'s comparison, with no window: every entry on the order is
     compared, so nothing at the gateway is explained by an entry outside it."""
     expected = [Expected(e, f"history #{e.id}") for e in entries
@@ -217,26 +229,3 @@ def _utc(text: str | None, zone: str | None) -> str:
     if when is None:
         return text
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def timeline(entries: list[Entry], records: list[TransactionRecord],
-             zone: str | None = None) -> list[Step]:
-    """The history's entries, each with the record it was sent as, and the records no
-    entry was sent as, in time order."""
-    steps: list[Step] = []
-    claimed: set[str] = set()
-    for e in entries:
-        sent = e.outcome != "refused" and e.operation in OPERATIONS
-        record = find_record(records, e.reference) if sent else None
-        if record is not None:
-            claimed.add(record.client_system_transaction_id)
-        steps.append(Step(e.time, e.operation, e.reference, e.amount, e.currency,
-                          entry=e, record=record))
-    for rec in records:
-        if rec.client_system_transaction_id in claimed:
-            continue
-        shown = seen(rec)
-        steps.append(Step(_utc(shown.time, zone), _STEP_OF_KIND.get(kind_of(rec.type) or "",
-                                                                    rec.type or "?"),
-                          shown.reference, f"{shown.amount:f}", shown.currency, record=rec))
-    return sorted(steps, key=lambda s: s.time)

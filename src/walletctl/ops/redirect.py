@@ -5,6 +5,7 @@ its derived reference. No Typer, no printing, no sending: the money pipeline sen
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -72,16 +73,13 @@ def _find_key(node: Mapping[str, Any], name: str) -> str:
     return name
 
 
-def build_checkout_request(
-    profile: Profile,
-    base: Mapping[str, Any] | None = None,
-    overrides: Mapping[str, Any] | None = None,
-) -> CheckoutRequest:
+def build_checkout_request(profile: Profile, base: Mapping[str, Any] | None = None,
+                           overrides: Mapping[str, Any] | None = None) -> CheckoutRequest:
     """Profile defaults <- request file (``base``) <- flags (``overrides``, dotted paths).
 
     Amounts in ``base``/``overrides`` are major units (``"12.34"``), whatever the wire format.
     """
-    data: dict[str, Any] = _deep_copy(base or {})
+    data: dict[str, Any] = copy.deepcopy(dict(base or {}))
     # The ids always come from the profile: lookups and follow-ups use the profile's, so a
     # request file naming another merchant or store would create a checkout walletctl could
     # not follow up. A file may repeat the profile's ids; a different one is refused.
@@ -179,13 +177,6 @@ def _missing_from_profile(profile: Profile, absent: Callable[[str], bool],
                          f"redirects.{key}" for key in urls[1:]) + ")" if urls[1:] else ""))
     return hints
 
-def _deep_copy(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _deep_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_deep_copy(v) for v in value]
-    return value
-
 
 def _refuse_floats(value: Any, path: str) -> None:
     if isinstance(value, float):
@@ -241,38 +232,18 @@ def next_reference(reference: str, op: Operation, records: list[TransactionRecor
     return candidate
 
 
-def make_followup_request(
-    profile: Profile,
-    op: Operation,
-    reference: str,
-    new_reference: str,
-    amount: Decimal,
-    currency: str,
-) -> FollowUpRequest:
-    return FollowUpRequest.from_wire(
-        {
-            "merchantId": profile.merchant_id,
-            "storeId": profile.store_id,
-            "userId": profile.user_id,
-            "type": OPERATION_TYPES[op],
-            "amount": amount,
-            "currencyCode": currency,
-            "clientSystemTransactionId": new_reference,
-            "clientSystemInvoiceId": reference,
-            "apmDetails": {"apmProvider": APM_PROVIDER},
-        }
-    )
+def make_followup_request(profile: Profile, op: Operation, reference: str, new_reference: str,
+                          amount: Decimal, currency: str) -> FollowUpRequest:
+    return FollowUpRequest.from_wire({
+        "merchantId": profile.merchant_id, "storeId": profile.store_id,
+        "userId": profile.user_id, "type": OPERATION_TYPES[op], "amount": amount,
+        "currencyCode": currency, "clientSystemTransactionId": new_reference,
+        "clientSystemInvoiceId": reference, "apmDetails": {"apmProvider": APM_PROVIDER}})
 
 
-def plan_followup(
-    client: GatewayClient,
-    op: Operation,
-    reference: str,
-    *,
-    amount: str | Decimal | None = None,
-    currency: str | None = None,
-    new_reference: str | None = None,
-) -> FollowUpPlan:
+def plan_followup(client: GatewayClient, op: Operation, reference: str, *,
+                  amount: str | Decimal | None = None, currency: str | None = None,
+                  new_reference: str | None = None) -> FollowUpPlan:
     """Look ``reference`` up, refuse what the gateway would refuse, build the request."""
     currency = checked_currency(currency)
     return plan_from_records(client.profile, op, reference, client.lookup(reference),
@@ -288,17 +259,10 @@ def checked_currency(currency: str | None) -> str | None:
         raise RequestValidationError([("--currency", str(exc))]) from None
 
 
-def plan_from_records(
-    profile: Profile,
-    op: Operation,
-    reference: str,
-    records: list[TransactionRecord],
-    *,
-    amount: str | Decimal | None = None,
-    currency: str | None = None,
-    new_reference: str | None = None,
-    reserved: frozenset[str] = frozenset(),
-) -> FollowUpPlan:
+def plan_from_records(profile: Profile, op: Operation, reference: str,
+                      records: list[TransactionRecord], *, amount: str | Decimal | None = None,
+                      currency: str | None = None, new_reference: str | None = None,
+                      reserved: frozenset[str] = frozenset()) -> FollowUpPlan:
     """Refuse what the gateway would refuse given the original's ``records``, build the
     request (``currency`` already checked by :func:`checked_currency`)."""
     balance = balance_from_records(reference, records)

@@ -1,21 +1,27 @@
-"""What can be done to a running sandbox through its admin routes (``/_sandbox/*``, over
-:class:`walletctl.client.admin.SandboxAdmin`): decide a checkout, reset, read the ledger,
-faults and clock, the 3DS challenge, and seeding approved test transactions. Used by the
-``walletctl sandbox`` commands and the pytest plugin (:mod:`walletctl.testing`).
+"""A walletctl sandbox administered from outside its server: started inside this process
+(the pytest plugin, ``smoke --embedded``), waited for, given a profile (``sandbox serve
+--write-profile | --print-profile``), and driven through its admin routes (``/_sandbox/*``,
+over :class:`walletctl.client.admin.SandboxAdmin`): decide a checkout, reset, read the
+ledger, faults and clock, the 3DS challenge, and seeding approved test transactions. Used by
+the ``walletctl sandbox`` commands, smoke and the pytest plugin (:mod:`walletctl.testing`),
+which reaches the sandbox's own code only through here.
 """
 
 from __future__ import annotations
 
 import csv
+import os
 import random
 import secrets
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from walletctl.client.admin import (
     CLOCK,
@@ -27,15 +33,170 @@ from walletctl.client.admin import (
     SandboxAdmin,
     SandboxRefused,
     SandboxUnreachable,
+    serve_command,
 )
-from walletctl.errors import UsageError, WalletctlError
+from walletctl.constants import Env
+from walletctl.errors import NetworkError, UsageError, WalletctlError
 from walletctl.models.money import exponent, parse_major
 
 SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up to 10,000)
 
 
-# --------------------------------------------------------------------------- one route each
+# -- a sandbox in this process ---------------------------------------------------------------------
 
+@contextmanager
+def embedded(*, api_key: str, service_secret: str = "", amount_format: str = "minor",
+             clock_control: bool = False) -> Iterator[str]:
+    """A quiet sandbox on a free loopback port for the duration; yields its URL.
+
+    ``service_secret`` "" is what ``walletctl sandbox serve`` does without one: the API key
+    when one was given, else the default secret (:func:`default_service_secret`).
+    """
+    from walletctl.sandbox.config import SandboxConfig
+    from walletctl.sandbox.server import EmbeddedSandbox
+
+    config = SandboxConfig(amount_format="decimal" if amount_format == "decimal" else "minor",
+                           api_key=api_key, service_secret=service_secret,
+                           allow_clock_control=clock_control, quiet=True)
+    with EmbeddedSandbox(config) as sandbox:
+        yield sandbox.url
+
+
+def default_service_secret(api_key: str) -> str:
+    """What ``walletctl sandbox serve`` uses when no --service-secret is given."""
+    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
+
+    return api_key if api_key != DEFAULT_API_KEY else DEFAULT_SERVICE_SECRET
+
+
+def profile_toml(base_url: str, **options: Any) -> str:
+    """A profiles file for the sandbox at ``base_url`` (keys by environment variable; the
+    options of :func:`walletctl.sandbox.scenario.profile_toml`)."""
+    from walletctl.sandbox.scenario import profile_toml as sandbox_profile
+
+    return sandbox_profile(base_url, **options)
+
+
+# -- waiting for one -------------------------------------------------------------------------------
+
+class SandboxNotReady(NetworkError):
+    """The sandbox did not answer its health route in time (exit code 7)."""
+
+
+@dataclass(frozen=True)
+class Ready:
+    url: str
+    waited: float  # seconds
+    attempts: int
+    version: str
+    amount_format: str
+
+
+def wait_ready(url: str, *, timeout: float = 30.0) -> Ready:
+    """Return once ``url`` is a ready sandbox; raise :class:`SandboxNotReady` after
+    ``timeout`` seconds (the message names the last thing that went wrong)."""
+    base = url.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise SandboxNotReady(f"URL: must start with http:// or https://, not {url!r}")
+    start = time.monotonic()
+    deadline = start + timeout
+    pause, attempts, last = 0.05, 0, "no answer yet"
+    with SandboxAdmin(base) as admin:
+        while True:
+            attempts += 1
+            left = deadline - time.monotonic()
+            try:
+                resp = admin.send("GET", HEALTH, timeout=max(0.1, min(2.0, left)))
+                data = resp.json() if resp.status_code == 200 else None
+                if isinstance(data, dict) and data.get("status") == "ok":
+                    return Ready(base, time.monotonic() - start, attempts,
+                                 str(data.get("version", "")), str(data.get("amountFormat", "")))
+                last = f"{HEALTH} answered HTTP {resp.status_code}"
+            except SandboxUnreachable as exc:
+                last = exc.cause
+            except ValueError:
+                last = f"{HEALTH} did not answer JSON"
+            if time.monotonic() + pause > deadline:
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+    raise SandboxNotReady(
+        f"the sandbox at {base} was not ready after {timeout:g} s "
+        f"({attempts} attempts; last: {last})",
+        hint=f"start it with {serve_command(base, '--ready-file', 'PATH')}, or raise --timeout")
+
+
+# -- its profile -----------------------------------------------------------------------------------
+
+MERCHANT_ID = "M-1001"
+STORE_ID = "S-01"
+USER_ID = "ops-bot"
+REDIRECTS = {
+    "success_url": "https://shop.example/ok",
+    "error_url": "https://shop.example/error",
+    "pending_url": "https://shop.example/pending",
+    "return_url": "https://shop.example/cart",
+}
+
+
+def profile_table(url: str, *, amount_format: str, api_key: str, service_secret: str,
+                  default_key: str) -> dict[str, Any]:
+    auth: dict[str, Any] = {"scheme": "PublicApiKey"}
+    if api_key != default_key and os.environ.get(Env.SANDBOX_API_KEY) == api_key:
+        auth["key_env"] = Env.SANDBOX_API_KEY
+    else:
+        auth["key"] = api_key
+    auth["service_secret"] = service_secret
+    return {"base_url": url, "merchant_id": MERCHANT_ID, "store_id": STORE_ID,
+            "user_id": USER_ID, "amount_format": amount_format, "currency": "EUR",
+            "environment": "test",  # a sandbox's: never production
+            "auth": auth, "redirects": dict(REDIRECTS)}
+
+
+def profile_text(name: str, table: dict[str, Any]) -> str:
+    """The profile as a TOML profiles file of its own (what --print-profile prints)."""
+    import tomlkit
+
+    from walletctl.config.profiles_file import toml_table
+
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment(f"walletctl profile for the sandbox at {table['base_url']}"))
+    doc.add(tomlkit.comment("(written by `walletctl sandbox serve --print-profile`; keep it "
+                            "chmod 600: it holds the sandbox's test credentials)"))
+    doc.add("default_profile", name)
+    profiles = tomlkit.table(is_super_table=True)
+    profiles.add(name, toml_table(table))
+    doc.add("profiles", profiles)
+    return tomlkit.dumps(doc)
+
+
+def _is_loopback_url(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path:
+    """Add (or update a sandbox's) profile ``name`` in the selected profiles file."""
+    from walletctl.config.profiles_file import add_profile, config_path, load_file
+
+    path = config_path(config)
+    replace = False
+    if path.exists():
+        existing = load_file(path).profiles.get(name)
+        if existing is not None:
+            why = ("is a production profile; a sandbox never replaces it"
+                   if existing.is_production else None if _is_loopback_url(existing.base_url)
+                   else f"points to {existing.base_url}, not a local sandbox")
+            if why is not None:
+                raise UsageError(
+                    f"--write-profile {name}: profile {name!r} exists and {why}",
+                    hint="pick another name (the sandbox's profile is replaced on each start)")
+            replace = True
+    add_profile(path, name, table, replace=replace)
+    return path
+
+
+# -- one route each --------------------------------------------------------------------------------
 
 def _call(base: str, method: str, path: str, *, token: str | None = None,
           json_body: Any = None) -> dict[str, Any]:
@@ -103,8 +264,7 @@ def failure_line(exc: WalletctlError, base: str) -> str:
     return exc.message
 
 
-# --------------------------------------------------------------------------- faults
-
+# -- faults ----------------------------------------------------------------------------------------
 
 def current_faults(base: str, *, token: str | None = None) -> dict[str, Any]:
     return _call(base, "GET", FAULTS, token=token)
@@ -127,8 +287,7 @@ def update_faults(base: str, changes: dict[str, Any], *, clear: bool,
         return admin.call("POST", FAULTS, json_body=merged)
 
 
-# --------------------------------------------------------------------------- seed
-
+# -- seed ------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class SeedPlan:

@@ -31,12 +31,14 @@ MAX_INPUT_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 32
 
 
-def read_bytes(path: Path, flag: str) -> bytes:
-    """The bytes of ``path`` (``-``: stdin); refuses special files and oversized input."""
+def read_bytes(path: Path, flag: str, limit: int | None = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of ``path`` (``-``: stdin); refuses special files and input over ``limit``
+    bytes (None: no limit)."""
     where = str(path)
+    size = -1 if limit is None else limit + 1
     try:
         if where == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+            data = sys.stdin.buffer.read(size)
         else:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
             with os.fdopen(fd, "rb") as fh:
@@ -45,15 +47,15 @@ def read_bytes(path: Path, flag: str) -> bytes:
                     raise UsageError(f"{flag}: {where} is a directory, not a file")
                 if not stat.S_ISREG(mode):
                     raise UsageError(f"{flag}: {where} is not a regular file (a FIFO or device?)")
-                data = fh.read(MAX_INPUT_BYTES + 1)
+                data = fh.read(size)
     except OSError as exc:
         raise UsageError(
             f"{flag}: cannot read {where}: {exc.strerror or type(exc).__name__}"
         ) from None
     except ValueError:  # e.g. an embedded NUL in the path
         raise UsageError(f"{flag}: cannot read {where!r}: not a valid path") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise UsageError(f"{flag}: {where} is larger than {MAX_INPUT_BYTES // 1024 // 1024} MiB")
+    if limit is not None and len(data) > limit:
+        raise UsageError(f"{flag}: {where} is larger than {limit // 1024 // 1024} MiB")
     return data
 
 
@@ -81,9 +83,10 @@ def depth(value: Any, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
-def read_document(path: Path, flag: str, *, toml: bool = False) -> Any:
+def read_document(path: Path, flag: str, *, toml: bool = False,
+                  limit: int | None = MAX_INPUT_BYTES) -> Any:
     """The JSON (or TOML) document in ``path``; every problem is a one-line validation error."""
-    raw, where, kind = read_bytes(path, flag), str(path), "TOML" if toml else "JSON"
+    raw, where, kind = read_bytes(path, flag, limit), str(path), "TOML" if toml else "JSON"
     try:
         text = raw.decode("utf-8")
         if toml:

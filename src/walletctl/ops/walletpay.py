@@ -20,15 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from pydantic import ValidationError
+
+from walletctl.client.gateway import check_echo, check_identifier, parse_model
 from walletctl.errors import (
     DeclinedError,
     GatewayError,
     RefusedError,
     RequestValidationError,
-    ResponseError,
     UnknownOutcomeError,
     UsageError,
 )
+from walletctl.models.base import validation_problems
 from walletctl.models.outcome import Planned
 from walletctl.models.walletpay import (
     AUTH_TYPES,
@@ -71,17 +74,13 @@ class KeysResult:
     saved_key_loses_to: str | None = None
 
 
-def cache_dir() -> Path:
+def cache_path(profile: Profile) -> Path:
     from platformdirs import user_cache_dir
 
-    return Path(user_cache_dir("walletctl")) / "keys"
-
-
-def cache_path(profile: Profile) -> Path:
     ident = f"{profile.base_url}|{profile.merchant_id}|{profile.store_id}"
     digest = hashlib.sha256(ident.encode()).hexdigest()[:12]
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in profile.name)
-    return cache_dir() / f"{safe}-{digest}.json"
+    return Path(user_cache_dir("walletctl")) / "keys" / f"{safe}-{digest}.json"
 
 
 def parse_expiry(value: str | None) -> datetime | None:
@@ -94,37 +93,29 @@ def parse_expiry(value: str | None) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _read_cache(path: Path, now: datetime) -> PublicKeys | None:
+def cached_keys(profile: Profile, now: datetime | None = None) -> PublicKeys | None:
+    """The unexpired cached keys of ``profile``, if any (no network)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        keys = PublicKeys.from_wire(data)
+        keys = PublicKeys.from_wire(json.loads(cache_path(profile).read_text(encoding="utf-8")))
     except (OSError, ValueError, RequestValidationError):
         return None
     expiry = parse_expiry(keys.expires_at)
-    if expiry is None or expiry - CACHE_MARGIN <= now:
+    if expiry is None or expiry - CACHE_MARGIN <= (now or datetime.now(UTC)):
         return None
     return keys
 
 
 def _write_cache(path: Path, keys: PublicKeys) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = {
-        "apiKey": keys.api_key.get_secret_value(),
-        "encryptionKey": keys.encryption_key.get_secret_value(),
-        "encryptionKeyId": keys.encryption_key_id,
-        "expiresAt": keys.expires_at,
-    }
+    data = {"apiKey": keys.api_key.get_secret_value(),
+            "encryptionKey": keys.encryption_key.get_secret_value(),
+            "encryptionKeyId": keys.encryption_key_id, "expiresAt": keys.expires_at}
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh)
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
-
-
-def cached_keys(profile: Profile, now: datetime | None = None) -> PublicKeys | None:
-    """The unexpired cached keys of ``profile``, if any (no network)."""
-    return _read_cache(cache_path(profile), now or datetime.now(UTC))
 
 
 def prepare_keys(client: GatewayClient) -> PreparedCall:
@@ -145,11 +136,8 @@ def fetch_keys(client: GatewayClient) -> PublicKeys:
     except AuthError as exc:
         exc.hint = service_secret_hint(client.profile)
         raise
-    try:
-        return PublicKeys.from_wire(data)
-    except RequestValidationError as exc:
-        field, rule = exc.problems[0]
-        raise ResponseError(f"unexpected public key service response: {field}: {rule}") from None
+    keys: PublicKeys = parse_model(PublicKeys, data, client.profile, "public key service")
+    return keys
 
 
 def service_secret_hint(profile: Profile) -> str:
@@ -174,7 +162,7 @@ def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False
     """Cached keys when still valid (unless ``refresh``), else fresh ones from the gateway."""
     profile = client.profile
     path = cache_path(profile)
-    keys = None if refresh else _read_cache(path, now or datetime.now(UTC))
+    keys = None if refresh else cached_keys(profile, now)
     source = "cache"
     cache_error = None
     if keys is None:
@@ -249,8 +237,6 @@ def resolve_key_id(profile: Profile, explicit: str | None) -> str:
 
 
 def prepare_account(client: GatewayClient, account_id: str, key_id: str) -> PreparedCall:
-    from walletctl.client.checks import check_identifier
-
     check_identifier(account_id, "transactionAccountId", max_length=255)
     check_identifier(key_id, "--encryption-key-id", max_length=255)
     profile = client.profile
@@ -274,29 +260,18 @@ def get_account(client: GatewayClient, account_id: str, key_id: str) -> PaymentA
         if "EncryptionKeyMismatch" in (exc.code, exc.description):
             exc.hint = KEY_MISMATCH_HINT
         raise
-    try:
-        return PaymentAccount.from_wire(data)
-    except RequestValidationError as exc:
-        field, rule = exc.problems[0]
-        raise ResponseError(f"unexpected payment account response: {field}: {rule}") from None
+    account: PaymentAccount = parse_model(PaymentAccount, data, client.profile,
+                                          "payment account")
+    return account
 
 
 # -- authorization -----------------------------------------------------------------------------
 
 
-def build_authorization(
-    profile: Profile,
-    account: PaymentAccount,
-    *,
-    amount: Decimal,
-    currency: str,
-    reference: str,
-    kind: str,
-    key_id: str | None,
-    cryptogram: str | None = None,
-    eci: str | None = None,
-    three_ds: ThreeDSecure | None = None,
-) -> AuthorizationRequest:
+def build_authorization(profile: Profile, account: PaymentAccount, *, amount: Decimal,
+                        currency: str, reference: str, kind: str, key_id: str | None,
+                        cryptogram: str | None = None, eci: str | None = None,
+                        three_ds: ThreeDSecure | None = None) -> AuthorizationRequest:
     """The authorization for ``account``; refuses what the gateway would (nothing sent).
 
     A ``Token`` account needs cryptogram + ECI; a ``Card`` (PAN_ONLY) account needs 3DS data.
@@ -329,14 +304,8 @@ def build_authorization(
             transaction_account_id=account.transaction_account_id, encryption_key_id=key_id,
             cryptogram=cryptogram, eci_indicator=eci, three_d_secure=three_ds,
         )
-    except Exception as exc:
-        from pydantic import ValidationError
-
-        from walletctl.models.base import validation_problems
-
-        if isinstance(exc, ValidationError):
-            raise RequestValidationError(validation_problems(exc)) from None
-        raise
+    except ValidationError as exc:
+        raise RequestValidationError(validation_problems(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -377,16 +346,12 @@ def send_authorization(
 ) -> AuthorizationResponse:
     data = client.send(call)
     if req is not None:  # an answer naming another reference/amount is no success
-        from walletctl.client.checks import check_echo
-
         check_echo(data, reference=req.client_system_transaction_id, amount=req.amount,
                    currency=req.currency_code, operation=req.type,
                    fmt=client.profile.amount_format)
-    try:
-        return AuthorizationResponse.from_wire(data, client.profile.amount_format)
-    except RequestValidationError as exc:
-        field, rule = exc.problems[0]
-        raise ResponseError(f"unexpected authorization response: {field}: {rule}") from None
+    response: AuthorizationResponse = parse_model(AuthorizationResponse, data, client.profile,
+                                                  "authorization")
+    return response
 
 
 @dataclass(frozen=True)
@@ -457,17 +422,15 @@ def _sources(given: AuthorizeInput) -> tuple[PaymentResult | None, ThreeDSInput 
 def _money(profile: Profile, amount: str, currency: str | None) -> tuple[Decimal, str]:
     """``--amount`` in ``--currency`` (default: the profile's), greater than zero."""
     from walletctl.errors import missing_options
-    from walletctl.models.money import check_currency, parse_major
+    from walletctl.models.money import parse_major
+    from walletctl.ops.redirect import checked_currency
 
     if not (currency or profile.currency):
         raise missing_options(
             "authorize", [("--currency", f"required: profile {profile.name!r} has no default "
                                          "currency")],
             hint=f'pass --currency EUR, or set currency = "EUR" under [profiles.{profile.name}]')
-    try:
-        code = check_currency(currency or profile.currency or "")
-    except ValueError as exc:
-        raise RequestValidationError([("--currency", str(exc))]) from None
+    code = checked_currency(currency or profile.currency) or ""
     try:
         value = parse_major(amount, code)
     except ValueError as exc:

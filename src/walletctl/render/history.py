@@ -13,9 +13,8 @@ from walletctl.render.fit import print_markup
 from walletctl.render.output import emit, write_rows
 
 if TYPE_CHECKING:
-    from walletctl.ops.evidence import Checked
-    from walletctl.ops.history_setup import Rulebook, SetUp
-    from walletctl.ops.history_verify import Anchor, Verified
+    from walletctl.ops.desk import Rulebook, SetUp
+    from walletctl.ops.evidence import Anchor, Checked, Verified
     from walletctl.ops.money.earlier import Reconciled
 
 OUTCOME_STYLES = {

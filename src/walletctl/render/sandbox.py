@@ -12,7 +12,7 @@ from walletctl.render.fit import print_table
 from walletctl.render.output import RowStream, emit
 
 if TYPE_CHECKING:
-    from walletctl.ops.sandbox_wait import Ready
+    from walletctl.ops.sandbox_admin import Ready
 
 
 def render_ready(ready: Ready, output: str) -> None:

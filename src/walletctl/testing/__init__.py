@@ -2,35 +2,15 @@
 
 Installed with walletctl and registered through the ``pytest11`` entry point, so pytest
 loads it in any project where walletctl is installed (``-p walletctl.testing`` also works,
-and ``-p no:walletctl.testing`` turns it off). Its fixtures are opt-in: nothing starts unless a test
-asks for one. See docs/testing.md.
-
-Fixtures:
-
-``wallet_sandbox`` -> :class:`~walletctl.testing.sandbox.WalletSandbox`
-    One sandbox on a real loopback port per test session (started on first use), reset before
-    each test so no state leaks between tests. ``base_url``, ``api_key``, ``merchant_id``,
-    ``store_id``, ``user_id``, ``service_secret``; ``approve(ref)``, ``decline(ref)``,
-    ``cancel(ref)``, ``ledger()``, ``faults(...)`` (a context manager), ``advance_clock(s)``;
-    the magic amounts as ``DECLINED``, ``PENDING``, ... (also :class:`Magic`).
-``wallet_checkout`` -> :class:`~walletctl.testing.browser.WalletPayBrowser`
-    Headless Chromium (Playwright, imported on first use) whose pages carry the sandbox's
-    test driver: ``wallet_checkout.open(url).pay("mc-token")``. One browser per session;
-    the test's pages are closed after it.
-``wallet_profile`` -> :class:`WalletProfile`
-    A 0600 profiles file and environment (``WALLETCTL_CONFIG``, ``WALLETCTL_PROFILE`` and the
-    key variables) pointing walletctl at that sandbox; ``wallet_profile.run("lookup", ref)``
-    runs the real CLI in a subprocess.
-
-Options (command line, or the same names in ``pytest.ini`` / ``[tool.pytest.ini_options]``
-with ``_`` for ``-``): ``--wallet-sandbox-url`` (use a sandbox already running, e.g. a CI
-service, instead of starting one; also ``$WALLETCTL_SANDBOX_URL``),
-``--wallet-sandbox-api-key``, ``--wallet-sandbox-token`` (its admin token, when it has one),
-``--wallet-sandbox-merchant-id``, ``--wallet-sandbox-store-id``, ``--wallet-sandbox-user-id``,
-``--wallet-sandbox-amount-format`` (embedded sandbox only).
+and ``-p no:walletctl.testing`` turns it off). Its fixtures are opt-in: nothing starts unless a
+test asks for one. docs/testing.md describes them and their options: ``wallet_sandbox``
+(:class:`~walletctl.testing.sandbox.WalletSandbox`, one sandbox a session, reset around each
+test), ``wallet_sandbox_session``, ``wallet_checkout``
+(:class:`~walletctl.testing.browser.WalletPayBrowser`) and ``wallet_profile``
+(:class:`WalletProfile`).
 
 This module imports only pytest and the standard library at import time; the sandbox server
-is imported when a fixture first needs it (through :mod:`walletctl.ops.local_sandbox`).
+is imported when a fixture first needs it (through :mod:`walletctl.ops.sandbox_admin`).
 """
 
 from __future__ import annotations
@@ -39,6 +19,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -102,7 +83,7 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
 
     Prefer ``wallet_sandbox``, which resets it before every test.
     """
-    from walletctl.ops.local_sandbox import default_service_secret
+    from walletctl.ops.sandbox_admin import default_service_secret
     from walletctl.testing.sandbox import WalletSandbox
 
     def get(name: str) -> str:
@@ -116,21 +97,20 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
         "admin_token": _setting(pytestconfig, "token"),
     }
     url = _setting(pytestconfig, "url")
-    if url:
-        handle = WalletSandbox(base_url=url.rstrip("/"), external=True, **ids)
-        _wait_ready(handle.base_url, _seconds(get("wait")))
-        handle.amount_format = str(handle.health().get("amountFormat", "minor"))
-        handle._baseline_faults = handle.current_faults()
-        yield handle
-        return
+    with ExitStack() as stack:
+        if url:
+            handle = WalletSandbox(base_url=url.rstrip("/"), external=True, **ids)
+            _wait_ready(handle.base_url, _seconds(get("wait")))
+            handle.amount_format = str(handle.health().get("amountFormat", "minor"))
+        else:
+            from walletctl.ops.sandbox_admin import embedded
 
-    from walletctl.ops.local_sandbox import embedded
-
-    fmt = get("amount-format")
-    if fmt not in ("minor", "decimal"):
-        _stop(f"wallet_sandbox_amount_format: must be minor or decimal, not {fmt!r}")
-    with embedded(api_key=ids["api_key"], amount_format=fmt, clock_control=True) as url:
-        handle = WalletSandbox(base_url=url, amount_format=fmt, **ids)
+            fmt = get("amount-format")
+            if fmt not in ("minor", "decimal"):
+                _stop(f"wallet_sandbox_amount_format: must be minor or decimal, not {fmt!r}")
+            handle = WalletSandbox(base_url=stack.enter_context(embedded(
+                api_key=ids["api_key"], amount_format=fmt, clock_control=True)),
+                amount_format=fmt, **ids)
         handle._baseline_faults = handle.current_faults()
         yield handle
 
@@ -152,7 +132,7 @@ def _stop(message: str) -> NoReturn:
 
 def _wait_ready(url: str, timeout: float) -> None:
     from walletctl.errors import WalletctlError
-    from walletctl.ops.sandbox_wait import wait_ready
+    from walletctl.ops.sandbox_admin import wait_ready
 
     try:
         wait_ready(url, timeout=timeout)
@@ -215,7 +195,7 @@ def wallet_profile(wallet_sandbox: WalletSandbox, tmp_path: Path,
     """A profile named ``wallet-sandbox`` for ``wallet_sandbox``, selected through the
     environment (so in-process CliRunner calls and subprocesses both use it)."""
     from walletctl.constants import Env
-    from walletctl.ops.local_sandbox import profile_toml
+    from walletctl.ops.sandbox_admin import profile_toml
 
     path = tmp_path / "walletctl-profiles.toml"
     text = profile_toml(wallet_sandbox.base_url, name=PROFILE_NAME, key_env=KEY_ENV,

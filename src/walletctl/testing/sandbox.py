@@ -41,8 +41,9 @@ class SandboxControlError(RuntimeError):
 
 
 @dataclass
-class WalletSandbox:
-    """A running sandbox as a test sees it.
+class WalletSandbox(Magic):
+    """A running sandbox as a test sees it (the magic amounts as its attributes too:
+    ``wallet_sandbox.DECLINED``).
 
     ``base_url``, ``api_key``, ``merchant_id``, ``store_id``, ``user_id``,
     ``service_secret`` describe how a merchant's code should reach it; the methods drive the
@@ -61,14 +62,6 @@ class WalletSandbox:
     magic: ClassVar[type[Magic]] = Magic
     _clock_offset: float = field(default=0.0, repr=False)
     _baseline_faults: dict[str, Any] | None = field(default=None, repr=False)
-
-    # Magic amounts as attributes of the fixture, too (wallet_sandbox.DECLINED).
-    APPROVED: ClassVar[Decimal] = Magic.APPROVED
-    DECLINED: ClassVar[Decimal] = Magic.DECLINED
-    CAPTURE_REFUSED: ClassVar[Decimal] = Magic.CAPTURE_REFUSED
-    PENDING: ClassVar[Decimal] = Magic.PENDING
-    ERRORED: ClassVar[Decimal] = Magic.ERRORED
-    REFUND_REFUSED: ClassVar[Decimal] = Magic.REFUND_REFUSED
 
     def __repr__(self) -> str:  # never shows a key
         return f"WalletSandbox(base_url={self.base_url!r}, external={self.external})"

@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final, Protocol
 
-from walletctl.client.answers import MAX_RETRY_AFTER
+from walletctl.client.gateway import MAX_RETRY_AFTER
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError, WalletctlError
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from walletctl.errors import UsageError
 from walletctl.masking import Masker
-from walletctl.ops.smoke.framework import ScenarioResult, SmokeReport, StepResult
+from walletctl.ops.smoke import ScenarioResult, SmokeReport, StepResult
 
 REPORT_VERSION = 1
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -106,50 +106,25 @@ def _prop(parent: ET.Element, name: str, value: str) -> None:
 def to_data(report: SmokeReport, masker: Masker) -> dict[str, Any]:
     """The report as one JSON-ready document (its shape is documented in docs/ci.md)."""
     doc: dict[str, Any] = {
-        "version": REPORT_VERSION,
-        "run_id": report.run_id,
-        "target": report.target,
-        "started_at": report.started_at,
-        "duration": round(report.duration, 4),
+        "version": REPORT_VERSION, "run_id": report.run_id, "target": report.target,
+        "started_at": report.started_at, "duration": round(report.duration, 4),
         "status": "passed" if report.exit_code == 0 else "failed",
-        "exit_code": int(report.exit_code),
-        "aborted": report.aborted,
-        "counts": {
-            "scenarios": len(report.scenarios),
-            "steps": len(report.steps),
-            "passed": report.count("passed"),
-            "failed": report.count("failed"),
-            "errors": report.count("error"),
-            "skipped": report.count("skipped"),
-        },
+        "exit_code": int(report.exit_code), "aborted": report.aborted,
+        "counts": {"scenarios": len(report.scenarios), "steps": len(report.steps),
+                   "passed": report.count("passed"), "failed": report.count("failed"),
+                   "errors": report.count("error"), "skipped": report.count("skipped")},
         "scenarios": [
-            {
-                "name": sc.name,
-                "description": sc.description,
-                "status": sc.status,
-                "duration": round(sc.duration, 4),
-                "references": sc.references,
-                "steps": [
-                    {
-                        "name": st.name,
-                        "status": st.status,
-                        "duration": round(st.duration, 4),
-                        "message": st.message,
-                        "detail": st.detail,
-                        "error_type": st.error_type,
+            {"name": sc.name, "description": sc.description, "status": sc.status,
+             "duration": round(sc.duration, 4), "references": sc.references,
+             "steps": [{"name": st.name, "status": st.status,
+                        "duration": round(st.duration, 4), "message": st.message,
+                        "detail": st.detail, "error_type": st.error_type,
                         "exchanges": [ex.as_dict() for ex in st.exchanges]
-                        if st.status in ("failed", "error")
-                        else [],
-                    }
-                    for st in sc.steps
-                ],
-            }
-            for sc in report.scenarios
-        ],
-        "references": [
-            {"scenario": r.scenario, "reference": r.reference, "label": r.label}
-            for r in report.references
-        ],
+                        if st.status in ("failed", "error") else []}
+                       for st in sc.steps]}
+            for sc in report.scenarios],
+        "references": [{"scenario": r.scenario, "reference": r.reference, "label": r.label}
+                       for r in report.references],
     }
     return masker.data(doc)  # type: ignore[no-any-return]
 

@@ -1,22 +1,32 @@
-"""The history owner's side: ``walletctl history setup`` (make the history ready and, on
-PostgreSQL, let each role in as an operator, approver or auditor) and ``walletctl history
-policy`` (the desk's rulebook, kept in the history: :mod:`walletctl.history.rulebook`).
+"""The desk's controls kept in the history: its owner's side (``walletctl history setup``:
+make the history ready and, on PostgreSQL, let each role in as an operator, approver or
+auditor; ``walletctl history policy``: the desk's rulebook, :mod:`walletctl.history.rulebook`)
+and the second operator's (``walletctl approvals`` / ``approve`` / ``approvals refuse``; the
+rules are :mod:`walletctl.history.approvals`).
 
 On PostgreSQL the database owner runs setup once per schema version: it creates or upgrades
 the schema and grants each ``--grant`` role what its kind may do, no more. On a local file it
-creates the file (a file has no roles to grant). Only the owner changes the rulebook.
+creates the file (a file has no roles to grant). Only the owner changes the rulebook. The
+approval requests live where the profile's money commands record (its history: a local file,
+or the team's PostgreSQL database).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import socket
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from walletctl.config.dburl import DbUrl
 from walletctl.errors import RefusedError, UsageError
+from walletctl.history import approvals
+from walletctl.history.approvals import STATES, Approval
+from walletctl.history.recorder import now_utc, os_user
 from walletctl.history.rulebook import Rule
+from walletctl.history.store import Intent
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -68,7 +78,7 @@ def set_up(profile: Profile | None, grants: Sequence[str], kind: str = "operator
                  owner=done.owner, kind=kind)
 
 
-# ---- the desk's rulebook ----------------------------------------------------------------------
+# -- the desk's rulebook ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Rulebook:
     history: str  # where it is kept
@@ -92,11 +102,7 @@ def show_policy(profile: Profile | None) -> Rulebook:
 def change_policy(profile: Profile | None, key: str, value: str | None) -> Rulebook:
     """Set (``value``) or unset (None) one rule, as the history's owner, with its entry in
     the chain."""
-    import socket
-
-    from walletctl.history.recorder import now_utc, os_user
     from walletctl.history.rulebook import change, checked_key, checked_value, read
-    from walletctl.history.store import Intent
 
     checked_key(key)  # usage errors before any connection
     if value is not None:
@@ -114,3 +120,62 @@ def change_policy(profile: Profile | None, key: str, value: str | None) -> Ruleb
                       operation="policy", outcome="approved", exit_code=0)
         old, new = change(store, key, value, step=step)
         return Rulebook(store.where, tuple(read(store).values()), (key, old, new))
+
+
+# -- approval requests --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Listed:
+    found: Iterator[Approval]  # read from the history as they are iterated
+    now: str
+    where: str  # the history they are in, for messages
+
+
+def _open(profile: Profile, doing: str) -> HistoryStore:
+    from walletctl.history import open_for
+
+    return open_for(profile, purpose=f"walletctl {doing}")
+
+
+@contextmanager
+def list_requests(profile: Profile, *, state: str | None, since: str | None,
+                  every_merchant: bool = False) -> Iterator[Listed]:
+    """The requests, read from the history while the caller iterates them inside the
+    ``with`` (the history stays open until then)."""
+    if state is not None and state not in STATES:
+        raise UsageError(f"--state: must be one of {', '.join(STATES)}")
+    now = now_utc()
+    with _open(profile, "approvals") as store:
+        merchant = None if every_merchant else (profile.merchant_id, profile.store_id)
+        yield Listed(approvals.listing(store, now=now, state=state, since=since,
+                                       merchant=merchant), now, store.where)
+
+
+def show(profile: Profile, approval: int) -> tuple[Approval, str]:
+    with _open(profile, f"approvals show {approval}") as store:
+        return approvals.checked(store, approval, merchant=(profile.merchant_id,
+                                                            profile.store_id)), now_utc()
+
+
+def decide(profile: Profile, approval: int, *, approve: bool, reason: str | None,
+           confirm: Callable[[Approval, str], None]) -> Approval:
+    """Approve (or refuse) request ``approval`` as this operator, after ``confirm`` (which
+    shows it and asks, or raises). Its own requester, a decided, spent or expired request,
+    or another merchant's, is refused before anything is asked."""
+    verb = "approve" if approve else "refuse"
+    with _open(profile, f"{verb} approval {approval}") as store:
+        found = approvals.checked(store, approval, merchant=(profile.merchant_id,
+                                                             profile.store_id))
+        now = now_utc()
+        approvals.refuse_to_decide(found, me=approvals.acting_as(store), now=now,
+                                   approve=approve)
+        confirm(found, now)
+        step = Intent(
+            time=now_utc(), os_user=os_user(), host=socket.gethostname(), profile=profile.name,
+            base_url=profile.base_url, operation="approval",
+            original_ref=found.original_ref, new_ref=found.new_ref,
+            batch_id=None, reason=reason, outcome="approved" if approve else "refused",
+            exit_code=0, note=f"{verb}d #{approval}: {found.requester}'s {found.what()}"[:300],
+            merchant_id=profile.merchant_id, store_id=profile.store_id)
+        return approvals.decide(store, approval, approve=approve, reason=reason,
+                                now=now_utc(), step=step)
