@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from walletctl import __version__
-from walletctl.cli.examples import EXAMPLES
+from walletctl.cli.registry import EXAMPLES
 from walletctl.cli.version import LIBRARIES
 
 MONEY_COMMANDS = ("checkout", "capture", "refund", "reverse", "lookup", "authorize")
