@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.options import ConfirmAmount, Reason
+from walletctl.cli.common import ConfirmAmount, Reason
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def checkout(
 
         render_existing(st.output_format, ref_, moved)
         return
-    from walletctl.cli.production import production_tag
+    from walletctl.cli.common import production_tag
     from walletctl.render.checkout import render_checkout
 
     created = moved.answer

@@ -340,7 +340,7 @@ def _sandbox_url(ctx: typer.Context, url: str | None,
     if url:
         return url.rstrip("/"), {}
     prof = get_state(ctx).profile()
-    from walletctl.cli.production import refuse_production
+    from walletctl.cli.common import refuse_production
 
     refuse_production(prof, command=f"sandbox {command}")
     return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.options import ConfirmAmount, Reason
+from walletctl.cli.common import ConfirmAmount, Reason
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
@@ -120,8 +120,7 @@ def authorize(
     ] = False,
 ) -> None:
     """Authorize (sale or pre-authorization) a payment account from the browser wallet."""
-    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
-    from walletctl.cli.production import production_tag
+    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run, production_tag
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.money import format_major
