@@ -286,24 +286,12 @@ def demo_cmd(
     capture the rest -> refund part -> another pre-authorisation, approve, reverse ->
     lookup as a table. Then the sandbox stops.
     """
-    from walletctl.render.console import wrap_words
-    from walletctl.render.fit import terminal_width
+    from functools import partial
+
+    from walletctl.render.sandbox import render_demo
     from walletctl.sandbox.scenario import run_demo
 
-    output = get_state(ctx).output
-    if output is None or output == "table":
-        width = terminal_width()
-        failed = run_demo(sys.stdout, keep_going=keep_going, width=width,
-                          fit=lambda text: wrap_words(text, width))
-    else:  # the transcript as data: {"transcript": [lines], "failed": step or null}
-        import io
-
-        from walletctl.render.sandbox import render_record
-
-        buffer = io.StringIO()
-        failed = run_demo(buffer, keep_going=keep_going)
-        render_record({"transcript": buffer.getvalue().splitlines(), "failed": failed},
-                      output, "")
+    failed = render_demo(partial(run_demo, keep_going=keep_going), get_state(ctx).output)
     if failed:
         raise DemoFailed(f"demo step failed: {failed}")
 
@@ -359,10 +347,9 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
     base, params = _sandbox_url(ctx, url, action)
     data = decide(base, ref, action, params=params, token=token)
     state = get_state(ctx)
-    wire_format = None  # the record's amounts: the profile's format, or (--url) the sandbox's
-    if state.output_format != "table":
-        wire_format = amount_format(base) if url else state.profile().amount_format
-    render_decision(data, state.output_format, ref, wire_format)
+    # the record's amounts: the profile's format, or (--url) the sandbox's
+    render_decision(data, state.output_format, ref,
+                    lambda: amount_format(base) if url else state.profile().amount_format)
 
 
 @sandbox_app.command("approve")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -59,14 +60,33 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def render_decision(data: dict[str, Any], output: str, ref: str,
-                    amount_format: str | None) -> None:
+                    amount_format: Callable[[], str]) -> None:
     """``sandbox approve|decline|cancel``: one line for people; for scripts the answer with
-    its transaction record as ``lookup`` shows it (``amount_format``: the record's)."""
+    its transaction record as ``lookup`` shows it (``amount_format``: the record's, asked
+    for the data formats only)."""
     line = (f"{data.get('reference', ref)}: {data.get('state')} "
             f"({data.get('providerStateCode')}) -> {data.get('redirectUrl')}")
-    if output != "table" and amount_format is not None:
-        data = _with_major_amount(data, amount_format)
+    if output != "table":
+        data = _with_major_amount(data, amount_format())
     render_record(data, output, line)
+
+
+def render_demo(run: Callable[..., str | None], output: str | None) -> str | None:
+    """``sandbox demo``: ``run(out, ...)`` writes the transcript as it goes, fitted to the
+    terminal (no --output, or table); a data format gets it whole at the end,
+    ``{"transcript": [lines], "failed": step or null}``. The failed step, if any."""
+    if output is None or output == "table":
+        from walletctl.render.console import wrap_words
+        from walletctl.render.fit import terminal_width
+
+        width = terminal_width()
+        return run(sys.stdout, width=width, fit=lambda text: wrap_words(text, width))
+    import io
+
+    buffer = io.StringIO()
+    failed = run(buffer)
+    render_record({"transcript": buffer.getvalue().splitlines(), "failed": failed}, output, "")
+    return failed
 
 
 def _with_major_amount(data: dict[str, Any], amount_format: str) -> dict[str, Any]:
