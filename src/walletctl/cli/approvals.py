@@ -43,7 +43,7 @@ def approvals(
     """List approval requests (four eyes): the profile's merchant and store, oldest first."""
     if ctx.invoked_subcommand is not None:
         return
-    from walletctl.cli.history import parse_when
+    from walletctl.cli.common import parse_when
     from walletctl.ops.approval_requests import list_requests
     from walletctl.render.approvals import render_approvals
 

@@ -12,7 +12,9 @@ Heavy modules (the client, httpx) are imported inside the functions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -94,6 +96,38 @@ def terminal_prompt(*, empty_ok: bool = False) -> Callable[[str], str] | None:
             return ""
 
     return ask
+
+
+_DURATION = re.compile(r"(\d{1,6})([smhdw])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def duration(text: str) -> timedelta | None:
+    """``6d``, ``12h``, ``90m``, ``2w``, ``30s`` (None: not a duration)."""
+    match = _DURATION.fullmatch(text.strip())
+    return None if match is None else timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+
+
+def parse_when(text: str, flag: str, now: datetime | None = None) -> str:
+    """``7d``/``12h`` (ago), ``2026-11-01`` or an ISO time (UTC unless zoned) -> stored form."""
+    now = now or datetime.now(UTC)
+    value = text.strip()
+    try:
+        ago = duration(value)
+        if ago is not None:
+            when = now - ago
+        else:
+            when = datetime.fromisoformat(value)
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        raise UsageError(
+            f"{flag}: {text[:40]!r} is neither a duration (7d, 12h, 30m) nor a date "
+            "(2026-11-01, 2026-11-01T09:30)"
+        ) from None
+    from walletctl.history.recorder import utc_text
+
+    return utc_text(when)
 
 
 def read_request_file(path: Path) -> dict[str, Any]:

@@ -244,9 +244,40 @@ def _finite_timeout(value: float | None) -> float | None:
     return value
 
 
+# The libraries walletctl's behaviour depends on most (psycopg only with [postgres]).
+LIBRARIES = ("typer", "click", "rich", "httpx", "pydantic", "fastapi", "uvicorn", "psycopg")
+
+
+def version_text() -> str:
+    """What a bug report needs, read from the installed distributions' metadata without
+    importing the libraries (``--version`` stays as cheap as ``--help``)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from walletctl import __version__
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    items = [f"{name} {installed(name)}" for name in LIBRARIES]
+    lines = [f"walletctl {__version__}",
+             f"Python {platform.python_version()} ({platform.python_implementation()})"
+             f" on {platform.platform()}"]
+    line = "libraries:"
+    for i, item in enumerate(items):  # wrapped at 79 columns, never inside "name version"
+        item += "," if i < len(items) - 1 else ""
+        if len(line) + 1 + len(item) > 79:
+            lines.append(line)
+            line = " "
+        line += " " + item
+    return "\n".join([*lines, line]) + "\n"
+
+
 def _version(value: bool) -> None:
     if value:
-        from walletctl.cli.version import version_text
         from walletctl.render.output import write_text
 
         write_text(version_text())

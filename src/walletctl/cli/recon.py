@@ -78,7 +78,7 @@ def recon(
         return
     from datetime import UTC, datetime
 
-    from walletctl.cli.history import parse_when
+    from walletctl.cli.common import parse_when
     from walletctl.errors import UsageError
     from walletctl.models.inputs import check_inputs
     from walletctl.ops.batch.flow import check_flow_options
