@@ -128,19 +128,15 @@ def _lookup_batch(
 
             client = AsyncGatewayClient(profile, max_connections=concurrency)
             engine = BalanceReport(client, options)
-            progress, update = lookup_progress(fmt)
             try:
-                with stopped_by_signals(engine.stop):
-                    if progress is not None:
-                        progress.start()
+                with stopped_by_signals(engine.stop), \
+                        lookup_progress(transient=fmt == "table") as update:
                     async for row in engine.rows(iter_refs(path)):
                         update()
                         if filters.keep(row):
                             engine.report.add(row)
                             writer.write(row)
             finally:
-                if progress is not None:
-                    progress.stop()
                 await client.aclose()
             return engine.report
 

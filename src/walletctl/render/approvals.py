@@ -8,7 +8,7 @@ from typing import Any
 
 from walletctl.history.approvals import Approval
 from walletctl.render.fit import print_markup, print_table
-from walletctl.render.output import RowStream, emit
+from walletctl.render.output import RowStream, emit, first_rows
 
 STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
                 "spent": "dim", "expired": "magenta"}
@@ -53,14 +53,8 @@ def render_approvals(fmt: str, found: Iterable[Approval], now: str, *, where: st
     batch request's detail; NDJSON and CSV without); a table shows the first
     :data:`TABLE_ROWS` and counts the rest."""
     if fmt == "table":
-        shown: list[Approval] = []
-        more = 0
-        for a in found:
-            if len(shown) < TABLE_ROWS:
-                shown.append(a)
-            else:
-                more += 1
-        _table(shown, now, where, more)
+        shown, count = first_rows(found, TABLE_ROWS)
+        _table(shown, now, where, count - len(shown))
         return
     stream = RowStream(fmt, columns=CSV_COLUMNS)
     for a in found:

@@ -13,8 +13,6 @@ records print the same report.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -23,7 +21,7 @@ from walletctl.ops.recon.compare import money_text
 from walletctl.ops.recon.model import LABELS, UNCONFIRMED, Finding, ReconResult, Side
 from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
-from walletctl.render.console import err, out
+from walletctl.render.console import out
 from walletctl.render.fit import fit_phrases
 from walletctl.render.fit import print_table as fitted
 from walletctl.render.output import RowStream, emit, write_json
@@ -229,22 +227,6 @@ def mismatch_message(result: ReconResult, shown: int = 5) -> str:
     more = f" and {len(named) - shown} more" if len(named) > shown else ""
     return (f"recon: {len(named)} mismatch(es) between the history and the gateway: "
             f"{'; '.join(named[:shown])}{more}")
-
-
-@contextmanager
-def recon_progress() -> Iterator[Callable[[], None]]:
-    """A spinner with a count on stderr when it is a terminal (nothing otherwise: CI logs
-    stay quiet); yields the function to call once per order looked up."""
-    if not err().is_terminal:
-        yield lambda: None
-        return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    progress = Progress(SpinnerColumn(), TextColumn("{task.completed} orders looked up"),
-                        TimeElapsedColumn(), console=err(), transient=True)
-    task = progress.add_task("recon", total=None)
-    with progress:
-        yield lambda: progress.advance(task)
 
 
 # ------------------------------------------------------------------- findings on file

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from walletctl.models.money import format_major
 from walletctl.render.console import print_message, print_note
 from walletctl.render.fit import print_table
-from walletctl.render.output import RowStream, emit
+from walletctl.render.output import RowStream, emit, first_rows
 
 if TYPE_CHECKING:
     from walletctl.ops.sandbox_wait import Ready
@@ -120,12 +120,7 @@ def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str)
         return
     from rich.markup import escape
 
-    shown: list[dict[str, Any]] = []
-    count = 0
-    for t in transactions:
-        count += 1
-        if len(shown) < LEDGER_TABLE_ROWS:
-            shown.append(t)
+    shown, count = first_rows(transactions, LEDGER_TABLE_ROWS)
     headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
                "Store"]
     rows = []
