@@ -1,17 +1,9 @@
-"""``walletctl sandbox``: run the local sandbox gateway, drive a running one, run the demo.
-
-* The local sandbox: ``serve``, ``wait``, ``values``, ``demo``.
-* A running sandbox, through its admin routes (``/_sandbox/*``, with the admin token when it
-  has one; :mod:`walletctl.ops.sandbox_admin`): ``approve`` / ``decline`` / ``cancel`` REF,
-  ``reset``, ``ledger``, ``faults``, ``seed``, and ``3ds`` ACCOUNT (the simulated 3DS
-  challenge of a Card account, as the cardholder would pass or fail it; its ``-o json``
-  answer is what ``walletctl authorize --3ds FILE|-`` reads). That sandbox is the one at
-  ``--url``, else the selected profile's gateway (a production profile is refused: these
-  commands act on a sandbox only).
+"""``walletctl sandbox``: run the local sandbox gateway (``serve``, ``wait``, ``values``,
+``demo``), and drive a running one through its admin routes (:mod:`walletctl.ops.sandbox_admin`):
+the one at ``--url``, else the selected profile's gateway (a production profile is refused).
 
 Each command parses its options, calls one function of :mod:`walletctl.ops` (``serve``: the
-sandbox's server) and hands the result to :mod:`walletctl.render.sandbox`. Nothing heavy is
-imported at module import (``--help`` stays fast).
+sandbox's server) and hands the result to :mod:`walletctl.render.sandbox`.
 """
 
 from __future__ import annotations
