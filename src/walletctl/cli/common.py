@@ -31,6 +31,10 @@ Reason = Annotated[
     str | None,
     typer.Option(help="Why (recorded in the history; a profile can require it)."),
 ]
+Amount = Annotated[str | None, typer.Option(help="Amount in major units, e.g. 12.34.")]
+Currency = Annotated[
+    str | None, typer.Option(help="ISO 4217 code (default: the profile's currency).")
+]
 ConfirmAmount = Annotated[
     str | None,
     typer.Option(help="The amount, typed to confirm one above the profile's limit."),
