@@ -96,6 +96,14 @@ def render_request(fmt: str, found: Approval, now: str) -> None:
         return
     from rich.markup import escape
 
+    for label, value in _request_lines(found, now):
+        print_markup(f"{label + ':':<16}{escape(value)}", indent=" " * 16)
+    if found.kind == "batch" and found.batch_detail:
+        _batch_rows(json.loads(found.batch_detail))
+
+
+def _request_lines(found: Approval, now: str) -> list[tuple[str, str]]:
+    """(label, value) of each line of a request in full."""
     lines = [("approval", f"#{found.id} ({found.status(now)})"),
              ("operation", found.operation),
              ("merchant", f"{found.merchant_id} store {found.store_id}")]
@@ -119,10 +127,7 @@ def render_request(fmt: str, found: Approval, now: str) -> None:
         lines.append(("spent", _when(found.spent_at) + (
             f" by entry #{found.spent_entry}" if found.spent_entry else
             f" by batch {found.spent_batch}")))
-    for label, value in lines:
-        print_markup(f"{label + ':':<16}{escape(value)}", indent=" " * 16)
-    if found.kind == "batch" and found.batch_detail:
-        _batch_rows(json.loads(found.batch_detail))
+    return lines
 
 
 def _batch_rows(detail: dict[str, Any]) -> None:

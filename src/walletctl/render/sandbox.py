@@ -123,23 +123,27 @@ def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str)
     shown, count = first_rows(transactions, LEDGER_TABLE_ROWS)
     headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
                "Store"]
-    rows = []
-    for t in shown:
-        amount = str(t.get("amount") or "")
-        currency = str(t.get("currency") or "")
-        try:
-            amount_shown = format_major(Decimal(amount), currency)
-        except Exception:
-            amount_shown = f"{amount} {currency}".strip()
-        rows.append([escape(str(t.get(k) or "")) for k in ("reference", "invoiceReference",
-                                                           "kind")]
-                    + [amount_shown] + [escape(str(t.get(k) or "")) for k in (
-                        "state", "providerStateCode", "merchantId", "storeId")])
     print_table(f"Sandbox ledger at {escape(url)} ({count} transactions)", headers,
-                rows, justify={3: "right"}, no_wrap=(0, 3), drop=(6, 7, 5, 1))
+                [_ledger_row(t) for t in shown], justify={3: "right"}, no_wrap=(0, 3),
+                drop=(6, 7, 5, 1))
     if count > len(shown):
         print_note(f"showing the first {len(shown)} of {count} transactions: -o csv, "
                    "-o ndjson or -o json for all")
+
+
+def _ledger_row(t: dict[str, Any]) -> list[str]:
+    from rich.markup import escape
+
+    def text(key: str) -> str:
+        return escape(str(t.get(key) or ""))
+
+    amount, currency = str(t.get("amount") or ""), str(t.get("currency") or "")
+    try:
+        amount_shown = format_major(Decimal(amount), currency)
+    except Exception:
+        amount_shown = f"{amount} {currency}".strip()
+    return [text("reference"), text("invoiceReference"), text("kind"), amount_shown,
+            text("state"), text("providerStateCode"), text("merchantId"), text("storeId")]
 
 
 def render_values(magic: dict[str, str], output: str, *, api_key: str,
