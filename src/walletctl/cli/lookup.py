@@ -130,7 +130,7 @@ def _lookup_batch(
             engine = BalanceReport(client, options)
             try:
                 with stopped_by_signals(engine.stop), \
-                        lookup_progress(transient=fmt == "table") as update:
+                        lookup_progress(fmt=fmt) as update:
                     async for row in engine.rows(iter_refs(path)):
                         update()
                         if filters.keep(row):

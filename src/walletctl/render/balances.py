@@ -141,9 +141,11 @@ def run_summary(report: Report) -> dict[str, Any]:
 
 @contextmanager
 def lookup_progress(what: str = "references", *,
-                    transient: bool = True) -> Iterator[Callable[[], None]]:
+                    fmt: str | None = None) -> Iterator[Callable[[], None]]:
     """A spinner with a count of the ``what`` looked up on stderr when it is a terminal
-    (nothing otherwise: CI logs stay quiet); yields the function to call once per lookup."""
+    (nothing otherwise: CI logs stay quiet); yields the function to call once per lookup.
+    It stays on the screen above output in a data format ``fmt``."""
+    transient = fmt in (None, "table")
     if not err().is_terminal:
         yield lambda: None
         return
