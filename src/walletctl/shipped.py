@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Final, Literal
 
 Folder = Literal["completions", "sample-configs", "man"]
-FOLDERS: Final[tuple[Folder, ...]] = ("completions", "sample-configs", "man")
 PACKAGE: Final = Path(__file__).resolve().parent  # .../walletctl
 CHECKOUT: Final = PACKAGE.parent.parent  # src/walletctl -> the repository (in a checkout)
 

@@ -1,4 +1,4 @@
-"""The contract of :func:`walletctl.cli.production.confirm_production`, the one check every
+"""The contract of :func:`walletctl.cli.common.confirm_production`, the one check every
 command acting on a production profile with more than a y/N calls (batches, smoke, and the
 approval of a request): the outside view is in tests/money/test_production.py."""
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from walletctl.cli.production import confirm_production, confirm_profiles, refuse_production
+from walletctl.cli.common import confirm_production, confirm_profiles, refuse_production
 from walletctl.cli.state import ENV
 from walletctl.config.profile import Profile
 from walletctl.constants import ExitCode

@@ -11,8 +11,7 @@ import click
 import pytest
 from typer.testing import CliRunner
 
-from walletctl.cli.main import app
-from walletctl.cli.usage import run_command
+from walletctl.cli.main import app, run_command
 from walletctl.constants import ExitCode
 
 

@@ -51,7 +51,7 @@ def test_profile_example_prints_each_sample_config() -> None:
     import subprocess
     import sys
 
-    from walletctl.cli.command_tree import ARGUMENT_VALUES
+    from walletctl.cli.completions import ARGUMENT_VALUES
 
     kinds = ARGUMENT_VALUES["profile example"].split()
     assert sorted(kinds) == sorted(p.stem for p in (ROOT / "sample-configs").glob("*.toml"))

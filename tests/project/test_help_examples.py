@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from walletctl import __version__
-from walletctl.cli.examples import EXAMPLES
-from walletctl.cli.version import LIBRARIES
+from walletctl.cli.main import LIBRARIES
+from walletctl.cli.registry import EXAMPLES
 
 MONEY_COMMANDS = ("checkout", "capture", "refund", "reverse", "lookup", "authorize")
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from walletctl.cli.command_tree import command_tree
-from walletctl.cli.manpage import render_from_checkout
+from walletctl.cli.completions import command_tree, render_from_checkout
 from walletctl.constants import Env, ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -43,7 +43,7 @@ def approvals(
     """List approval requests (four eyes): the profile's merchant and store, oldest first."""
     if ctx.invoked_subcommand is not None:
         return
-    from walletctl.cli.history import parse_when
+    from walletctl.cli.common import parse_when
     from walletctl.ops.desk import list_requests
     from walletctl.render.approvals import render_approvals
 
@@ -94,8 +94,7 @@ def approve(
 
 def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | None,
             yes: bool, confirm_profile: str | None = None) -> None:
-    from walletctl.cli.common import confirm
-    from walletctl.cli.production import production_tag
+    from walletctl.cli.common import confirm, production_tag
     from walletctl.history.policy import clean_reason
     from walletctl.ops.desk import decide
     from walletctl.render.approvals import render_decided, render_to_confirm
@@ -111,7 +110,7 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
         if ENV.is_interactive() and (not yes or (approve and profile.is_production)):
             render_to_confirm(found, now)
         if approve:  # a production profile's name, typed (it then replaces the y/N)
-            from walletctl.cli.production import confirm_production
+            from walletctl.cli.common import confirm_production
 
             if confirm_production(profile, confirm_profile,
                                   action=f"approve #{found.id} ({found.what()})"):

@@ -72,8 +72,7 @@ def run_batch_command(
 
 
 def _desk(state: State, ask: BatchAsk) -> BatchDesk:
-    from walletctl.cli.common import ask_amount
-    from walletctl.cli.production import confirm_profiles, refuse_unconfirmed
+    from walletctl.cli.common import ask_amount, confirm_profiles, refuse_unconfirmed
     from walletctl.render.batch import BatchWatch
     from walletctl.render.console import print_note
 

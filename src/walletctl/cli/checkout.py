@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.options import ConfirmAmount, Reason
+from walletctl.cli.common import Amount, ConfirmAmount, Currency, Reason
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
@@ -22,10 +22,8 @@ def register(app: typer.Typer) -> None:
 
 def checkout(
     ctx: typer.Context,
-    amount: Annotated[str | None, typer.Option(help="Amount in major units, e.g. 12.34.")] = None,
-    currency: Annotated[
-        str | None, typer.Option(help="ISO 4217 code (default: the profile's currency).")
-    ] = None,
+    amount: Amount = None,
+    currency: Currency = None,
     ref: Annotated[
         str | None, typer.Option("--ref", help="Your unique reference (clientSystemTransactionId).")
     ] = None,
@@ -148,7 +146,7 @@ def checkout(
 
         render_existing(st.output_format, ref_, moved)
         return
-    from walletctl.cli.production import production_tag
+    from walletctl.cli.common import production_tag
     from walletctl.render.checkout import render_checkout
 
     created = moved.answer

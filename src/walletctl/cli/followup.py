@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from walletctl.cli.options import ConfirmAmount, Reason
+from walletctl.cli.common import ConfirmAmount, Reason
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
@@ -227,7 +227,7 @@ def _single(
     approval: int | None = None,
     confirm_profile: list[str] | None = None,
 ) -> None:
-    from walletctl.cli.production import confirm_profiles, production_tag
+    from walletctl.cli.common import confirm_profiles, production_tag
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.inputs import check_inputs

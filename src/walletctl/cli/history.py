@@ -8,8 +8,6 @@ hash chain (and the heads ``anchor`` printed, kept outside the history).
 from __future__ import annotations
 
 import contextlib
-import re
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -31,34 +29,6 @@ history_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(history_app, name="history", help=HELP)
-
-
-_DURATION = re.compile(r"(\d{1,6})([smhdw])")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_when(text: str, flag: str, now: datetime | None = None) -> str:
-    """``7d``/``12h`` (ago), ``2026-11-01`` or an ISO time (UTC unless zoned) -> stored form."""
-    from walletctl.errors import UsageError
-
-    now = now or datetime.now(UTC)
-    value = text.strip()
-    match = _DURATION.fullmatch(value)
-    try:
-        if match:
-            when = now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
-        else:
-            when = datetime.fromisoformat(value)
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=UTC)
-    except (ValueError, OverflowError):
-        raise UsageError(
-            f"{flag}: {text[:40]!r} is neither a duration (7d, 12h, 30m) nor a date "
-            "(2026-11-01, 2026-11-01T09:30)"
-        ) from None
-    from walletctl.history.recorder import utc_text
-
-    return utc_text(when)
 
 
 def _profile_or_none(st: State) -> Profile | None:
@@ -152,6 +122,7 @@ def history(
 def _filters(*, since: str | None, until: str | None, outcome: str | None, reconcile: bool,
              clash: bool, **given: Any) -> Filters:
     """The listing's filters from the options (checked: usage errors, exit 2)."""
+    from walletctl.cli.common import parse_when
     from walletctl.errors import UsageError
     from walletctl.history.store import OUTCOMES, Filters
 

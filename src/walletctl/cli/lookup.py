@@ -1,13 +1,20 @@
-"""``walletctl lookup``: every transaction record sharing a merchant reference."""
+"""``walletctl lookup``: every transaction record sharing a merchant reference, or with
+``--batch FILE|-`` a balance report of many on the batch engine."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from walletctl.cli.state import get_state
+from walletctl.constants import ExitCode
+from walletctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from walletctl.ops.batch.lookup import Report
 
 _BATCH = "Balance report (--batch)"
 
@@ -52,14 +59,10 @@ def lookup(
     ] = 10,
 ) -> None:
     """Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV."""
-    from walletctl.errors import UsageError
-
     if batch is not None:
         if ref is not None:
             raise UsageError("--batch takes its references from the file; drop REF")
-        from walletctl.cli.lookup_batch import run_lookup_batch
-
-        raise typer.Exit(run_lookup_batch(
+        raise typer.Exit(_lookup_batch(
             ctx, source=batch, open_only=open_only, older_than=older_than, states=state,
             concurrency=concurrency, rate=rate, max_failures=max_failures))
     if ref is None:
@@ -77,3 +80,80 @@ def lookup(
     with make_client(st) as client:
         records = client.lookup(ref)
     render_records(records, st.output_format, ref)
+
+
+def _lookup_batch(
+    ctx: typer.Context,
+    *,
+    source: Path,
+    open_only: bool,
+    older_than: str | None,
+    states: list[str] | None,
+    concurrency: int,
+    rate: float | None,
+    max_failures: int,
+) -> int:
+    import asyncio
+    import tempfile
+    from datetime import UTC, datetime
+
+    from walletctl.ops.batch.flow import check_flow_options, stop_code
+    from walletctl.ops.batch.lookup import (
+        BalanceReport,
+        Filters,
+        LookupOptions,
+        iter_refs,
+        stopped_by_signals,
+    )
+    from walletctl.ops.batch.rows import batch_input
+    from walletctl.render.balances import BalanceWriter, finish_report, lookup_progress
+
+    check_flow_options(concurrency, rate, max_failures)
+    filters = Filters(
+        open_only=open_only,
+        older_than=_age(older_than) if older_than else None,
+        states=frozenset(s.strip().lower() for s in states or () if s.strip()),
+        now=datetime.now(UTC),
+    )
+    st = get_state(ctx)
+    profile = st.profile()
+    fmt = st.output_format
+    with tempfile.TemporaryDirectory(prefix="walletctl-") as scratch:
+        path, name = batch_input(source, Path(scratch))
+        writer = BalanceWriter(fmt, title=f"Balances of the references in {name}")
+        options = LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures)
+
+        async def main() -> Report:
+            from walletctl.client.aio import AsyncGatewayClient
+
+            client = AsyncGatewayClient(profile, max_connections=concurrency)
+            engine = BalanceReport(client, options)
+            try:
+                with stopped_by_signals(engine.stop), \
+                        lookup_progress(fmt=fmt) as update:
+                    async for row in engine.rows(iter_refs(path)):
+                        update()
+                        if filters.keep(row):
+                            engine.report.add(row)
+                            writer.write(row)
+            finally:
+                await client.aclose()
+            return engine.report
+
+        report = asyncio.run(main())
+    finish_report(writer, report)
+    stopped = stop_code(report)
+    if stopped is not None:
+        return stopped
+    if report.errors:  # the report is complete, but some references have no balance
+        return int(ExitCode.DECLINED)
+    return int(ExitCode.OK)
+
+
+def _age(text: str) -> timedelta:
+    from walletctl.cli.common import duration
+
+    age = duration(text)
+    if age is None:
+        raise UsageError("--older-than: must be a number and a unit (s, m, h, d, w), e.g. 6d")
+    return age

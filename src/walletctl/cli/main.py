@@ -3,6 +3,16 @@
 Every command module under ``walletctl.cli`` exposes ``register(app)``; the commands and their
 modules are listed in :mod:`walletctl.cli.registry` and imported only when they run. Heavy
 libraries are imported inside the command bodies so ``walletctl --help`` stays fast.
+
+Everything the command line can get wrong, Click's own errors included, ends the same way as
+walletctl's own errors::
+
+    walletctl: error: lookup: missing REF (usage: walletctl lookup [OPTIONS] REF)
+    hint: see `walletctl lookup --help`
+
+exit 2 (usage). Unknown commands and options get "did you mean". A stdout closed by its
+reader (``walletctl lookup REF | head -1``) ends quietly with status 141, as a Unix tool killed
+by SIGPIPE does: no message, and nothing is flushed into the closed pipe at exit.
 """
 
 from __future__ import annotations
@@ -10,13 +20,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, Optional
 
+import click
 import typer
 from typer.core import TyperGroup
-
-if TYPE_CHECKING:
-    from click import Context as ClickContext
 
 from walletctl.cli.registry import COMMANDS, load_command
 from walletctl.cli.state import get_state
@@ -53,7 +61,7 @@ def _own_options(command: Any) -> set[str]:
     return names
 
 
-def hoist_global_options(args: list[str], group: Any, ctx: ClickContext) -> list[str]:
+def hoist_global_options(args: list[str], group: Any, ctx: click.Context) -> list[str]:
     """Move global options given after the command name in front of it."""
     position = _command_position(args)
     if position is None or args[position] not in COMMANDS:
@@ -116,20 +124,20 @@ class _BoundaryGroup(TyperGroup):
     """The root group: lazy subcommands, and the error boundary (domain errors become one
     stderr line and their exit code)."""
 
-    def list_commands(self, ctx: ClickContext) -> list[str]:
+    def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: ClickContext, cmd_name: str) -> Any:
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Any:
         return load_command(cmd_name)
 
-    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, hoist_global_options(args, self, ctx))
         except _PASS_THROUGH as exc:  # a bad global option: its message stays short too
             _shorten_click_message(exc)
             raise
 
-    def format_commands(self, ctx: ClickContext, formatter: Any) -> None:
+    def format_commands(self, ctx: click.Context, formatter: Any) -> None:
         rows = [(name, help_line) for name, (_, help_line) in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
@@ -148,15 +156,13 @@ class _BoundaryGroup(TyperGroup):
         ``walletctl: error: ...`` + a hint, exit 2; a closed stdout ends quietly (exit 141).
         Used by ``walletctl`` itself and by test runners that call the app.
         """
-        from walletctl.cli.usage import run_command
-
         code = run_command(self, list(sys.argv[1:] if args is None else args),
                            prog_name or "walletctl", extra)
         if standalone_mode:
             sys.exit(code)
         return code
 
-    def invoke(self, ctx: ClickContext) -> object:
+    def invoke(self, ctx: click.Context) -> object:
         from walletctl.errors import WalletctlError
 
         try:
@@ -196,18 +202,22 @@ class _BoundaryGroup(TyperGroup):
 def _shorten_click_message(exc: BaseException) -> None:
     """click repeats a bad value in its message: a 100k-character value stays one short line."""
     message = getattr(exc, "message", None)
-    if isinstance(message, str) and len(message) > 500:
-        exc.message = message[:480] + "...(truncated)"  # type: ignore[attr-defined]
+    if isinstance(message, str):
+        exc.message = _shortened(message)  # type: ignore[attr-defined]
 
 
-def _traceback_if_debug(ctx: ClickContext) -> None:
+def _shortened(message: str) -> str:
+    return message if len(message) <= 500 else message[:480] + "...(truncated)"
+
+
+def _traceback_if_debug(ctx: click.Context) -> None:
     if _debug_enabled(ctx):
         import traceback
 
         traceback.print_exc(file=sys.stderr)
 
 
-def _debug_enabled(ctx: ClickContext) -> bool:
+def _debug_enabled(ctx: click.Context) -> bool:
     state = ctx.find_root().obj
     if getattr(state, "debug", False) or "--debug" in sys.argv:
         return True
@@ -234,9 +244,40 @@ def _finite_timeout(value: float | None) -> float | None:
     return value
 
 
+# The libraries walletctl's behaviour depends on most (psycopg only with [postgres]).
+LIBRARIES = ("typer", "click", "rich", "httpx", "pydantic", "fastapi", "uvicorn", "psycopg")
+
+
+def version_text() -> str:
+    """What a bug report needs, read from the installed distributions' metadata without
+    importing the libraries (``--version`` stays as cheap as ``--help``)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from walletctl import __version__
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    items = [f"{name} {installed(name)}" for name in LIBRARIES]
+    lines = [f"walletctl {__version__}",
+             f"Python {platform.python_version()} ({platform.python_implementation()})"
+             f" on {platform.platform()}"]
+    line = "libraries:"
+    for i, item in enumerate(items):  # wrapped at 79 columns, never inside "name version"
+        item += "," if i < len(items) - 1 else ""
+        if len(line) + 1 + len(item) > 79:
+            lines.append(line)
+            line = " "
+        line += " " + item
+    return "\n".join([*lines, line]) + "\n"
+
+
 def _version(value: bool) -> None:
     if value:
-        from walletctl.cli.version import version_text
         from walletctl.render.output import write_text
 
         write_text(version_text())
@@ -343,3 +384,145 @@ def run(argv: list[str] | None = None) -> None:
         if exc.code == 1 and isinstance(getattr(abort, "__cause__", None), KeyboardInterrupt):
             raise SystemExit(int(ExitCode.INTERRUPTED)) from None
         raise
+
+
+# --------------------------------------------------------------------------- usage errors
+
+
+def run_command(command: click.Command, args: list[str], prog_name: str,
+                extra: dict[str, Any]) -> int:
+    """Parse ``args`` and invoke ``command``; returns the process exit status."""
+    try:
+        with command.make_context(prog_name, args, **extra) as ctx:
+            command.invoke(ctx)
+        return int(ExitCode.OK)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `walletctl`, `walletctl sandbox`
+        return _guard_pipe(exc.ctx.get_help(), None, int(ExitCode.USAGE), plain=True)
+    except click.UsageError as exc:
+        message, hint = describe_usage_error(exc, _guess_path(command, args))
+        return _guard_pipe(message, hint, int(ExitCode.USAGE))
+    except click.ClickException as exc:  # e.g. click.FileError
+        return _guard_pipe(_sentence(exc.format_message()), None, exc.exit_code)
+    except click.Abort as exc:  # Ctrl-C (130) or end of input (2) at a prompt
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, KeyboardInterrupt):
+            return _guard_pipe("interrupted", None, int(ExitCode.INTERRUPTED))
+        return _guard_pipe("aborted: no answer at the prompt", None, int(ExitCode.USAGE))
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return closed_pipe()
+
+
+def closed_pipe() -> int:
+    """Point stdout at /dev/null (so the exit-time flush cannot fail) and return 141."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):  # not a real file (a test runner's buffer)
+                pass
+    return int(ExitCode.CLOSED_PIPE)
+
+
+def _guard_pipe(message: str, hint: str | None, code: int, *, plain: bool = False) -> int:
+    """Print an error (or, ``plain``, a help text) on stderr; return ``code``."""
+    try:
+        if plain:
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
+        else:
+            from walletctl.render.console import print_error
+
+            print_error(message, hint)
+    except BrokenPipeError:
+        return closed_pipe()
+    return code
+
+
+def _sentence(text: str) -> str:
+    """Click's ``No such option '--x'.`` -> ``no such option '--x'``."""
+    text = text.strip().rstrip(".")
+    if text[:2].isalpha() and text[:2] != text[:2].upper():
+        text = text[0].lower() + text[1:]
+    return text
+
+
+def _command_path(ctx: click.Context | None) -> str:
+    """``lookup`` / ``sandbox serve`` (empty at the root)."""
+    if ctx is None:
+        return ""
+    return ctx.command_path.partition(" ")[2]
+
+
+def _guess_path(command: click.Command, args: list[str]) -> str:
+    """The command path named in ``args`` (for errors Click raises without a context)."""
+    words: list[str] = []
+    current: Any = command
+    for arg in args:
+        if arg.startswith("-") or not isinstance(current, click.Group):
+            continue
+        ctx = click.Context(current, info_name=arg)
+        if arg not in current.list_commands(ctx):
+            break
+        words.append(arg)
+        current = current.get_command(ctx, arg)
+    return " ".join(words)
+
+
+def describe_usage_error(exc: click.UsageError, fallback_path: str = "") -> tuple[str, str]:
+    """(message, hint) for one of Click's usage errors."""
+    ctx = exc.ctx
+    path = _command_path(ctx) if ctx is not None else fallback_path
+    where = f"walletctl {path}".strip()
+    message, hint = _described(exc, ctx, where)
+    message = _shortened(message)
+    if path:
+        message = f"{path}: {message}"
+    return message, hint
+
+
+def _described(exc: click.UsageError, ctx: click.Context | None,
+               where: str) -> tuple[str, str]:
+    import re
+
+    hint = f"see `{where} --help`"
+    if isinstance(exc, click.exceptions.NoSuchCommand):
+        return _no_such_command(exc, ctx, where)
+    if isinstance(exc, click.exceptions.NoSuchOption):
+        if exc.possibilities:
+            hint = "did you mean " + " or ".join(f"'{p}'" for p in exc.possibilities) + "?"
+        return f"no such option {exc.option_name!r}", hint
+    if isinstance(exc, click.MissingParameter) and exc.param is not None:
+        return _missing(exc.param, ctx, where), hint
+    message = _sentence(exc.format_message())
+    return re.sub(r"'(-{1,2}[\w-]+)'", r"\1", message), hint
+
+
+def _no_such_command(exc: click.exceptions.NoSuchCommand, ctx: click.Context | None,
+                     where: str) -> tuple[str, str]:
+    from difflib import get_close_matches
+
+    group = ctx.command if ctx is not None else None
+    names = group.list_commands(ctx) if isinstance(group, click.Group) and ctx else []
+    close = get_close_matches(exc.command_name, names, n=3, cutoff=0.6)
+    if close:
+        hint = "did you mean " + " or ".join(f"'{where} {c}'" for c in close) + "?"
+    else:
+        hint = f"commands: {', '.join(names)} (see `{where} --help`)"
+    return f"no such command {exc.command_name!r}", hint
+
+
+def _missing(param: click.Parameter, ctx: click.Context | None, where: str) -> str:
+    if isinstance(param, click.Argument):
+        name = (param.metavar or param.name or "ARGUMENT").upper()
+        usage = ctx.command.collect_usage_pieces(ctx) if ctx is not None else []
+        return f"missing {name} (usage: {where} {' '.join(usage)})"
+    opts = "/".join(param.opts) if hasattr(param, "opts") else str(param.name)
+    return f"missing option {opts}"

@@ -73,8 +73,4 @@ def order(
 
             view, written = order_with_evidence(st.profile(), client, ref, evidence, anchor)
     render_order(view, st.output_format, written)
-    if view.disagreements and st.output_format != "table":  # a table ends with the verdict
-        from walletctl.render.console import print_error
-
-        print_error(f"order: {view.verdict}")
     raise typer.Exit(view.exit_code)

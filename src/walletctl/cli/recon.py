@@ -78,14 +78,15 @@ def recon(
         return
     from datetime import UTC, datetime
 
-    from walletctl.cli.history import parse_when
+    from walletctl.cli.common import parse_when
     from walletctl.errors import UsageError
     from walletctl.models.inputs import check_inputs
     from walletctl.ops.batch.flow import check_flow_options
     from walletctl.ops.batch.lookup import LookupOptions
     from walletctl.ops.recon.model import OPERATIONS
     from walletctl.ops.recon.run import ReconRequest, reconcile
-    from walletctl.render.recon import recon_progress, render_recon
+    from walletctl.render.balances import lookup_progress
+    from walletctl.render.recon import render_recon
 
     check_flow_options(concurrency, rate, max_failures)
     now = datetime.now(UTC)
@@ -106,7 +107,7 @@ def recon(
         record=record)
     st = get_state(ctx)
     profile = st.profile()
-    with recon_progress() as tick:
+    with lookup_progress("orders") as tick:
         result = reconcile(profile, request, progress=tick)
     render_recon(result, st.output_format)
     _explain(result)

@@ -2,14 +2,17 @@
 
 The root group (:mod:`walletctl.cli.main`) lists the commands from :data:`COMMANDS` for
 ``walletctl --help`` and builds one with :func:`load_command` only when it is run, so
-``walletctl --help`` and ``--version`` import no command module.
+``walletctl --help`` and ``--version`` import no command module. A loaded command's float
+options refuse nan and inf, and the money commands' ``--help`` ends with examples
+(tests/project/test_help_examples.py runs each with the real command; lines <= 76 chars).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Final
 
+import click
 import typer
 
 # Every command, in --help order: name -> (module under walletctl.cli, one-line help).
@@ -91,14 +94,113 @@ def load_command(name: str) -> Any:
     if not (holder.registered_commands or holder.registered_groups):
         return None
     built = typer.main.get_command(holder)
-    from walletctl.cli.usage import finite_floats
-
     finite_floats(built)  # nan / inf refused by every float option (--timeout, --rate, ...)
     commands = getattr(built, "commands", None)
     command = commands.get(name) if commands is not None else built
     if command is None or command.name != name:
         return None
-    from walletctl.cli.examples import epilog
-
     command.epilog = epilog(name) or command.epilog  # the money commands' --help examples
     return command
+
+
+class _FiniteFloat(click.types.FloatParamType):
+    """A float option that refuses nan and inf (click's range check lets nan through: a
+    ``--timeout nan`` waited forever)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        return _finite(self, result, value, param, ctx)
+
+
+class _FiniteFloatRange(click.FloatRange):
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        return _finite(self, result, value, param, ctx)
+
+
+def _finite(kind: click.ParamType[Any], result: Any, value: Any, param: click.Parameter | None,
+            ctx: click.Context | None) -> Any:
+    import math
+
+    if isinstance(result, float) and not math.isfinite(result):
+        kind.fail(f"{value!r} is not a finite number", param, ctx)
+    return result
+
+
+def finite_floats(command: Any) -> None:
+    """Make every float option of ``command`` (and its subcommands) refuse nan and inf."""
+    for param in getattr(command, "params", []):
+        kind = param.type
+        if type(kind) is click.FloatRange:
+            param.type = _FiniteFloatRange(kind.min, kind.max, min_open=kind.min_open,
+                                           max_open=kind.max_open, clamp=kind.clamp)
+        elif type(kind) is click.types.FloatParamType:
+            param.type = _FiniteFloat()
+    for sub in (getattr(command, "commands", None) or {}).values():
+        finite_floats(sub)
+
+
+# command -> ((what it does, the command line), ...): two or three each, lines <= 76 chars.
+EXAMPLES: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    "checkout": (
+        ("a sale; prints the redirect URL for the customer",
+         "walletctl -p sandbox checkout --amount 12.34 --ref ORDER-1001"),
+        ("a pre-authorisation, opened in the browser",
+         "walletctl checkout --amount 50 --type preauth --ref ORDER-1002 --open"),
+        ("the exact request from a JSON file, sending nothing",
+         "walletctl checkout --from-file order.json --dry-run"),
+    ),
+    "capture": (
+        ("capture all that remains of an approved pre-authorisation",
+         "walletctl capture ORDER-1002"),
+        ("capture part of it, saying why",
+         "walletctl capture ORDER-1002 --amount 20.00 --reason 'first parcel'"),
+        ("a batch: check every row first, then send",
+         "walletctl capture --batch captures.csv --dry-run"),
+    ),
+    "refund": (
+        ("refund part of a sale (asks first on a terminal)",
+         "walletctl refund ORDER-1001 --amount 5.00 --reason 'damaged item'"),
+        ("refund all still refundable, without the question",
+         "walletctl refund ORDER-1001 --yes"),
+        ("a batch, with one result per row",
+         "walletctl refund --batch refunds.csv --yes --results refunds.ndjson"),
+    ),
+    "reverse": (
+        ("release an uncaptured pre-authorisation",
+         "walletctl reverse ORDER-1002 --yes"),
+        ("show the exact request, sending nothing",
+         "walletctl reverse ORDER-1002 --dry-run"),
+        ("a batch of reversals (CSV or JSONL rows), journaled and resumable",
+         "walletctl reverse --batch stale.csv --yes"),
+    ),
+    "lookup": (
+        ("the transaction and its follow-ups as a table",
+         "walletctl lookup ORDER-1001"),
+        ("the same as JSON, for a script",
+         "walletctl lookup ORDER-1001 -o json"),
+        ("pre-authorisations older than 6 days with something left to capture",
+         "walletctl lookup --batch orders.csv --open --older-than 6d"),
+    ),
+    "authorize": (
+        ("charge the account a browser wallet posted (event.detail JSON)",
+         "walletctl authorize --event event.json --amount 12.34"),
+        ("a pre-authorisation, the event read from stdin",
+         "walletctl authorize --event - --amount 50 --type preauth < event.json"),
+        ("show the exact request, sending nothing",
+         "walletctl authorize --event event.json --amount 12.34 --dry-run"),
+    ),
+}
+
+
+def epilog(command: str) -> str | None:
+    """The ``--help`` epilog of ``command`` (click keeps a ``\\b`` paragraph as written)."""
+    examples = EXAMPLES.get(command)
+    if not examples:
+        return None
+    lines = ["\b", "Examples:"]
+    for what, line in examples:
+        lines += [f"  # {what}", f"  {line}"]
+    return "\n".join(lines)

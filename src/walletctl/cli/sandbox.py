@@ -1,17 +1,9 @@
-"""``walletctl sandbox``: run the local sandbox gateway, drive a running one, run the demo.
-
-* The local sandbox: ``serve``, ``wait``, ``values``, ``demo``.
-* A running sandbox, through its admin routes (``/_sandbox/*``, with the admin token when it
-  has one; :mod:`walletctl.ops.sandbox_admin`): ``approve`` / ``decline`` / ``cancel`` REF,
-  ``reset``, ``ledger``, ``faults``, ``seed``, and ``3ds`` ACCOUNT (the simulated 3DS
-  challenge of a Card account, as the cardholder would pass or fail it; its ``-o json``
-  answer is what ``walletctl authorize --3ds FILE|-`` reads). That sandbox is the one at
-  ``--url``, else the selected profile's gateway (a production profile is refused: these
-  commands act on a sandbox only).
+"""``walletctl sandbox``: run the local sandbox gateway (``serve``, ``wait``, ``values``,
+``demo``), and drive a running one through its admin routes (:mod:`walletctl.ops.sandbox_admin`):
+the one at ``--url``, else the selected profile's gateway (a production profile is refused).
 
 Each command parses its options, calls one function of :mod:`walletctl.ops` (``serve``: the
-sandbox's server) and hands the result to :mod:`walletctl.render.sandbox`. Nothing heavy is
-imported at module import (``--help`` stays fast).
+sandbox's server) and hands the result to :mod:`walletctl.render.sandbox`.
 """
 
 from __future__ import annotations
@@ -284,24 +276,12 @@ def demo_cmd(
     capture the rest -> refund part -> another pre-authorisation, approve, reverse ->
     lookup as a table. Then the sandbox stops.
     """
-    from walletctl.render.console import wrap_words
-    from walletctl.render.fit import terminal_width
+    from functools import partial
+
+    from walletctl.render.sandbox import render_demo
     from walletctl.sandbox.scenario import run_demo
 
-    output = get_state(ctx).output
-    if output is None or output == "table":
-        width = terminal_width()
-        failed = run_demo(sys.stdout, keep_going=keep_going, width=width,
-                          fit=lambda text: wrap_words(text, width))
-    else:  # the transcript as data: {"transcript": [lines], "failed": step or null}
-        import io
-
-        from walletctl.render.sandbox import render_record
-
-        buffer = io.StringIO()
-        failed = run_demo(buffer, keep_going=keep_going)
-        render_record({"transcript": buffer.getvalue().splitlines(), "failed": failed},
-                      output, "")
+    failed = render_demo(partial(run_demo, keep_going=keep_going), get_state(ctx).output)
     if failed:
         raise DemoFailed(f"demo step failed: {failed}")
 
@@ -338,7 +318,7 @@ def _sandbox_url(ctx: typer.Context, url: str | None,
     if url:
         return url.rstrip("/"), {}
     prof = get_state(ctx).profile()
-    from walletctl.cli.production import refuse_production
+    from walletctl.cli.common import refuse_production
 
     refuse_production(prof, command=f"sandbox {command}")
     return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
@@ -357,10 +337,9 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
     base, params = _sandbox_url(ctx, url, action)
     data = decide(base, ref, action, params=params, token=token)
     state = get_state(ctx)
-    wire_format = None  # the record's amounts: the profile's format, or (--url) the sandbox's
-    if state.output_format != "table":
-        wire_format = amount_format(base) if url else state.profile().amount_format
-    render_decision(data, state.output_format, ref, wire_format)
+    # the record's amounts: the profile's format, or (--url) the sandbox's
+    render_decision(data, state.output_format, ref,
+                    lambda: amount_format(base) if url else state.profile().amount_format)
 
 
 @sandbox_app.command("approve")

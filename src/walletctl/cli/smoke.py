@@ -142,7 +142,7 @@ def _run(
     state: Any, profile_name: str | None, embedded: bool, options: SmokeOptions,
     confirm_profile: str | None = None,
 ) -> tuple[SmokeReport, Any]:
-    from walletctl.cli.production import confirm_production, refuse_production
+    from walletctl.cli.common import confirm_production, refuse_production
     from walletctl.cli.state import ENV
     from walletctl.masking import Masker
     from walletctl.ops.smoke import run_smoke, smoke_profile

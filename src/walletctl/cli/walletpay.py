@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.options import ConfirmAmount, Reason
+from walletctl.cli.common import Amount, ConfirmAmount, Currency, Reason
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
@@ -89,10 +89,8 @@ def authorize(
     event: Annotated[Path | None, typer.Option("--event", help=_EVENT_HELP + " Supplies the "
                                                "account, cryptogram, ECI and default --ref.")
                      ] = None,
-    amount: Annotated[str | None, typer.Option(help="Amount in major units, e.g. 12.34.")] = None,
-    currency: Annotated[
-        str | None, typer.Option(help="ISO 4217 code (default: the profile's currency).")
-    ] = None,
+    amount: Amount = None,
+    currency: Currency = None,
     ref: Annotated[
         str | None, typer.Option("--ref", help="clientSystemTransactionId (default: the "
                                                "event's).")
@@ -120,8 +118,7 @@ def authorize(
     ] = False,
 ) -> None:
     """Authorize (sale or pre-authorization) a payment account from the browser wallet."""
-    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
-    from walletctl.cli.production import production_tag
+    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run, production_tag
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.money import format_major

@@ -6,12 +6,11 @@ cheap to import, no validation framework needed on the hot path of ``walletctl -
 Loading is strict: an unknown key, a value of the wrong type or an invalid value is refused with
 its location (``profiles.prod -> auth -> kee_env: unknown key``) so a typo never silently falls
 back to a default. Values that could be secrets are never echoed in messages.
-:class:`ValueChecker` holds the checks of single values every table uses (known keys,
-sub-tables, text, URLs, environment variable names, file paths, database URLs); the document's
-own rules (profiles, auth, history, ...) are built on top of it, and :func:`parse_document`
-runs them. Reading, saving and editing the file: :mod:`walletctl.config.profiles_file`
-(it runs :func:`parse_document` before anything is used or written); secrets:
-:mod:`walletctl.config.secrets`.
+:func:`parse_document` runs the checks of single values every table uses (known keys,
+sub-tables, text, URLs, environment variable names, file paths, database URLs) and the
+document's own rules (profiles, auth, history, ...). Reading, saving and editing the file:
+:mod:`walletctl.config.profiles_file` (it runs :func:`parse_document` before anything is used
+or written); secrets: :mod:`walletctl.config.secrets`.
 """
 
 from __future__ import annotations
@@ -193,95 +192,6 @@ def at(*parts: str) -> str:
     return _SEP.join(p for p in parts if p)
 
 
-class ValueChecker:
-    """The value checks of one TOML document; every failure is a ConfigError with its
-    location and the file's name."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.base_dir = path.parent
-
-    def fail(self, location: str, message: str, hint: str | None = None) -> NoReturn:
-        where = f"in {display_path(self.path)}"
-        raise ConfigError(message, location=location, hint=f"{hint} ({where})" if hint else where)
-
-
-    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], location: str) -> None:
-        for key in table:
-            if key not in allowed:
-                import difflib
-
-                close = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = (
-                    f"did you mean '{close[0]}'?"
-                    if close
-                    else "allowed keys: " + ", ".join(allowed)
-                )
-                self.fail(at(location, str(key)), "unknown key", hint)
-
-    def table(self, value: Any, location: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            self.fail(location, f"must be a table, not {kind(value)}")
-        return value
-
-    def optional(self, table: dict[str, Any], key: str, location: str,
-                 check: Callable[[Any, str], _T]) -> _T | None:
-        """``check`` of the value at ``key`` when ``table`` has it, else None."""
-        return check(table[key], at(location, key)) if key in table else None
-
-    def sub(self, table: dict[str, Any], key: str, location: str) -> dict[str, Any]:
-        """The optional sub-table ``key`` of ``table`` (empty when absent)."""
-        return self.table(table.get(key, {}), at(location, key))
-
-    def text(self, value: Any, location: str, max_length: int = 1024) -> str:
-        if not isinstance(value, str):
-            self.fail(location, f"must be a string, not {kind(value)}")
-        if not value.strip():
-            self.fail(location, "must not be empty")
-        if len(value) > max_length:
-            self.fail(location, f"must be at most {max_length} characters (got {len(value)})")
-        if any(ord(c) < 32 or ord(c) == 127 for c in value):
-            self.fail(location, "must not contain control characters")
-        return value
-
-    def url(self, value: Any, location: str) -> str:
-        text = self.text(value, location)
-        try:
-            parts = urlsplit(text)
-            parts.port  # noqa: B018 - raises ValueError on a bad port
-        except ValueError:
-            self.fail(location, "must be an http(s) URL such as https://gateway.example")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            self.fail(location, "must be an http(s) URL such as https://gateway.example")
-        if parts.username is not None or parts.password is not None:
-            # Never echo it: the user part may be a credential.
-            self.fail(location, "must not contain credentials", "put them in the [auth] table")
-        if " " in text:
-            self.fail(location, "must not contain spaces")
-        return text
-
-    def env_name(self, value: Any, location: str) -> str:
-        text = self.text(value, location)
-        if not _valid_env_name(text):
-            # Not echoed: a pasted secret in the wrong key must not reach the terminal.
-            self.fail(location, "must be an environment variable name such as WALLETCTL_KEY")
-        return text
-
-    def file_path(self, value: Any, location: str) -> Path:
-        p = Path(self.text(value, location)).expanduser()
-        return p if p.is_absolute() else self.base_dir / p
-
-    def db_url(self, value: Any, loc: str) -> str:
-        from walletctl.config.dburl import DbUrlError, parse_db_url
-
-        if not isinstance(value, str):
-            self.fail(loc, f"must be a postgresql:// URL as a string, not {kind(value)}")
-        try:
-            return parse_db_url(value).text
-        except DbUrlError as exc:
-            self.fail(loc, str(exc))
-
-
 _KINDS: tuple[tuple[type, str], ...] = ((bool, "a boolean"), (int, "an integer"),
                                         (float, "a float"), (str, "a string"),
                                         (dict, "a table"), (list, "an array"))
@@ -344,10 +254,100 @@ def valid_profile_name(name: str) -> bool:
     return 0 < len(name) <= 64 and name[0] in ALNUM and all(c in ALNUM or c in "-_" for c in name)
 
 
-class _Parser(ValueChecker):
-    """Validates one TOML document; every failure is a ConfigError with its location."""
+class _Parser:
+    """Validates one TOML document: the checks of single values every table uses, then the
+    document's own rules (profiles, auth, history, ...); every failure is a ConfigError with
+    its location and the file's name."""
 
-    # -- the document
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.base_dir = path.parent
+
+    def fail(self, location: str, message: str, hint: str | None = None) -> NoReturn:
+        where = f"in {display_path(self.path)}"
+        raise ConfigError(message, location=location, hint=f"{hint} ({where})" if hint else where)
+
+    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], location: str) -> None:
+        for key in table:
+            if key not in allowed:
+                import difflib
+
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = (
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else "allowed keys: " + ", ".join(allowed)
+                )
+                self.fail(at(location, str(key)), "unknown key", hint)
+
+    def table(self, value: Any, location: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(location, f"must be a table, not {kind(value)}")
+        return value
+
+    def optional(self, table: dict[str, Any], key: str, location: str,
+                 check: Callable[[Any, str], _T]) -> _T | None:
+        """``check`` of the value at ``key`` when ``table`` has it, else None."""
+        return check(table[key], at(location, key)) if key in table else None
+
+    def sub(self, table: dict[str, Any], key: str, location: str) -> dict[str, Any]:
+        """The optional sub-table ``key`` of ``table`` (empty when absent)."""
+        return self.table(table.get(key, {}), at(location, key))
+
+    def flag(self, table: dict[str, Any], key: str, location: str, default: bool) -> bool:
+        value = table.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(at(location, key), f"must be true or false, not {kind(value)}")
+        return value
+
+    def text(self, value: Any, location: str, max_length: int = 1024) -> str:
+        if not isinstance(value, str):
+            self.fail(location, f"must be a string, not {kind(value)}")
+        if not value.strip():
+            self.fail(location, "must not be empty")
+        if len(value) > max_length:
+            self.fail(location, f"must be at most {max_length} characters (got {len(value)})")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            self.fail(location, "must not contain control characters")
+        return value
+
+    def url(self, value: Any, location: str) -> str:
+        text = self.text(value, location)
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+        except ValueError:
+            self.fail(location, "must be an http(s) URL such as https://gateway.example")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            self.fail(location, "must be an http(s) URL such as https://gateway.example")
+        if parts.username is not None or parts.password is not None:
+            # Never echo it: the user part may be a credential.
+            self.fail(location, "must not contain credentials", "put them in the [auth] table")
+        if " " in text:
+            self.fail(location, "must not contain spaces")
+        return text
+
+    def env_name(self, value: Any, location: str) -> str:
+        text = self.text(value, location)
+        if not _valid_env_name(text):
+            # Not echoed: a pasted secret in the wrong key must not reach the terminal.
+            self.fail(location, "must be an environment variable name such as WALLETCTL_KEY")
+        return text
+
+    def file_path(self, value: Any, location: str) -> Path:
+        p = Path(self.text(value, location)).expanduser()
+        return p if p.is_absolute() else self.base_dir / p
+
+    def db_url(self, value: Any, loc: str) -> str:
+        from walletctl.config.dburl import DbUrlError, parse_db_url
+
+        if not isinstance(value, str):
+            self.fail(loc, f"must be a postgresql:// URL as a string, not {kind(value)}")
+        try:
+            return parse_db_url(value).text
+        except DbUrlError as exc:
+            self.fail(loc, str(exc))
+
 
     def document(self, doc: dict[str, Any]) -> tuple[str | None, dict[str, Profile]]:
         self.check_keys(doc, TOP_LEVEL_KEYS, "")
@@ -451,9 +451,7 @@ class _Parser(ValueChecker):
             scheme = match[0]
         key_env = self.optional(table, "key_env", loc, self.env_name)
         key_file = self.optional(table, "key_file", loc, self.file_path)
-        keyring = table.get("keyring", False)
-        if not isinstance(keyring, bool):
-            self.fail(at(loc, "keyring"), f"must be true or false, not {kind(keyring)}")
+        keyring = self.flag(table, "keyring", loc, False)
         key = None
         if "key" in table:
             key = table["key"]
@@ -523,9 +521,7 @@ class _Parser(ValueChecker):
 
     def history(self, table: dict[str, Any], loc: str) -> HistorySettings:
         self.check_keys(table, HISTORY_KEYS, loc)
-        enabled = table.get("enabled", True)
-        if not isinstance(enabled, bool):
-            self.fail(at(loc, "enabled"), f"must be true or false, not {kind(enabled)}")
+        enabled = self.flag(table, "enabled", loc, True)
         path = self.optional(table, "path", loc, self.file_path)
         url = self.optional(table, "url", loc, self.db_url)
         if url is not None and (path is not None or enabled is False):
@@ -542,19 +538,21 @@ class _Parser(ValueChecker):
             )
         limits = self.amounts(table, "limits", loc, ops)
         approvals = self.amounts(table, "approvals", loc, APPROVAL_OPERATIONS)
-        hours = table.get("approval_hours", APPROVAL_HOURS)
-        if not isinstance(hours, int) or isinstance(hours, bool) or not 1 <= hours <= 720:
-            self.fail(at(loc, "approval_hours"),
-                      "must be a whole number of hours from 1 to 720 (30 days)")
-        window = table.get("duplicate_window", DUPLICATE_WINDOW)
-        if (not isinstance(window, int) or isinstance(window, bool)
-                or not 0 <= window <= 10080):
-            self.fail(at(loc, "duplicate_window"),
-                      "must be a whole number of minutes from 0 (off) to 10080 (a week)")
+        hours = self.whole(table, "approval_hours", loc, APPROVAL_HOURS, 1, 720,
+                           "must be a whole number of hours from 1 to 720 (30 days)")
+        window = self.whole(table, "duplicate_window", loc, DUPLICATE_WINDOW, 0, 10080,
+                            "must be a whole number of minutes from 0 (off) to 10080 (a week)")
         return HistorySettings(
             enabled=enabled, path=path, url=url, require_reason=tuple(raw), limits=limits,
             duplicate_window=window, approvals=approvals, approval_hours=hours,
         )
+
+    def whole(self, table: dict[str, Any], key: str, loc: str, default: int, low: int,
+              high: int, rule: str) -> int:
+        value = table.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            self.fail(at(loc, key), rule)
+        return value
 
     def amounts(self, table: dict[str, Any], key: str, loc: str,
                 ops: tuple[str, ...]) -> dict[str, str]:

@@ -323,21 +323,11 @@ def saved_secret_path(profile: Profile, name: str = "key") -> Path:
 
 
 def save_secret(profile: Profile, name: str, value: str | SecretStr) -> str:
-    """Store a secret in the profile's own secret store; returns where (safe to print).
-
-    For ``walletctl keys --save``. ``name`` is a short lower-case label: ``"key"`` is the API
-    key used by the profile's auth (the one :func:`resolve_secret` finds as its "saved" source
-    or, with ``auth.keyring = true``, as its keyring entry); other names (``"encryption_key"``,
-    ...) are kept beside it and read back with :func:`load_saved_secret`.
-
-    Where: the system keyring (service ``walletctl``, user :func:`keyring_user`) when the
-    profile sets ``auth.keyring = true``; otherwise :func:`saved_secret_path`, written
-    atomically with mode 0600 (directory 0700 when created). An existing entry is replaced.
-
-    Note that a secret configured via ``key_env``/``key_file``/inline ``key`` takes precedence
-    over a saved ``"key"`` (resolution order). Raises ConfigError when the keyring is missing or
-    fails, ValueError for a bad ``name``. The value never appears in messages.
-    """
+    """Store a secret in the profile's own store (see the module docstring); returns where
+    (safe to print). ``name`` ``"key"`` is the API key :func:`resolve_secret` finds as its
+    "saved" source (after the configured ones); other names are read back with
+    :func:`load_saved_secret`. An existing entry is replaced. Raises ConfigError when the
+    keyring is missing or fails, ValueError for a bad ``name``."""
     check_name(name)
     secret = value.get_secret_value() if not isinstance(value, str) else value
     if not secret or any(ord(c) < 32 or ord(c) == 127 for c in secret):

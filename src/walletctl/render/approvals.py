@@ -8,7 +8,7 @@ from typing import Any
 
 from walletctl.history.approvals import Approval
 from walletctl.render.fit import print_markup, print_table
-from walletctl.render.output import RowStream, emit
+from walletctl.render.output import RowStream, emit, first_rows
 
 STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
                 "spent": "dim", "expired": "magenta"}
@@ -53,14 +53,8 @@ def render_approvals(fmt: str, found: Iterable[Approval], now: str, *, where: st
     batch request's detail; NDJSON and CSV without); a table shows the first
     :data:`TABLE_ROWS` and counts the rest."""
     if fmt == "table":
-        shown: list[Approval] = []
-        more = 0
-        for a in found:
-            if len(shown) < TABLE_ROWS:
-                shown.append(a)
-            else:
-                more += 1
-        _table(shown, now, where, more)
+        shown, count = first_rows(found, TABLE_ROWS)
+        _table(shown, now, where, count - len(shown))
         return
     stream = RowStream(fmt, columns=CSV_COLUMNS)
     for a in found:
@@ -102,6 +96,14 @@ def render_request(fmt: str, found: Approval, now: str) -> None:
         return
     from rich.markup import escape
 
+    for label, value in _request_lines(found, now):
+        print_markup(f"{label + ':':<16}{escape(value)}", indent=" " * 16)
+    if found.kind == "batch" and found.batch_detail:
+        _batch_rows(json.loads(found.batch_detail))
+
+
+def _request_lines(found: Approval, now: str) -> list[tuple[str, str]]:
+    """(label, value) of each line of a request in full."""
     lines = [("approval", f"#{found.id} ({found.status(now)})"),
              ("operation", found.operation),
              ("merchant", f"{found.merchant_id} store {found.store_id}")]
@@ -125,10 +127,7 @@ def render_request(fmt: str, found: Approval, now: str) -> None:
         lines.append(("spent", _when(found.spent_at) + (
             f" by entry #{found.spent_entry}" if found.spent_entry else
             f" by batch {found.spent_batch}")))
-    for label, value in lines:
-        print_markup(f"{label + ':':<16}{escape(value)}", indent=" " * 16)
-    if found.kind == "batch" and found.batch_detail:
-        _batch_rows(json.loads(found.batch_detail))
+    return lines
 
 
 def _batch_rows(detail: dict[str, Any]) -> None:

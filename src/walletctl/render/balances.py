@@ -13,7 +13,8 @@ Memory stays flat: nothing but the first table rows is kept.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -138,16 +139,23 @@ def run_summary(report: Report) -> dict[str, Any]:
             "interrupted": report.interrupted}
 
 
-def lookup_progress(fmt: str) -> tuple[Any, Callable[[], None]]:
-    """A spinner counting the references looked up (stderr, a terminal only)."""
+@contextmanager
+def lookup_progress(what: str = "references", *,
+                    fmt: str | None = None) -> Iterator[Callable[[], None]]:
+    """A spinner with a count of the ``what`` looked up on stderr when it is a terminal
+    (nothing otherwise: CI logs stay quiet); yields the function to call once per lookup.
+    It stays on the screen above output in a data format ``fmt``."""
+    transient = fmt in (None, "table")
     if not err().is_terminal:
-        return None, lambda: None
+        yield lambda: None
+        return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    progress = Progress(SpinnerColumn(), TextColumn("{task.completed} references looked up"),
-                        TimeElapsedColumn(), console=err(), transient=fmt == "table")
+    progress = Progress(SpinnerColumn(), TextColumn(f"{{task.completed}} {what} looked up"),
+                        TimeElapsedColumn(), console=err(), transient=transient)
     task = progress.add_task("lookup", total=None)
-    return progress, lambda: progress.advance(task)
+    with progress:
+        yield lambda: progress.advance(task)
 
 
 def finish_report(writer: BalanceWriter, report: Report) -> None:

@@ -167,7 +167,7 @@ def render_verified(fmt: str, found: Verified) -> None:
     first one; -o json lists them all)."""
     record = _verified_record(found)
     if fmt != "table":
-        from walletctl.render.rows import emit_rows
+        from walletctl.render.output import emit_rows
 
         emit_rows([record], fmt, document=record)
     elif found.intact:
@@ -207,7 +207,7 @@ def render_setup(fmt: str, done: SetUp) -> None:
               "schemaVersion": done.after, "applied": list(done.applied),
               "granted": list(done.granted), "owner": done.owner}
     if fmt != "table":
-        from walletctl.render.rows import emit_rows
+        from walletctl.render.output import emit_rows
 
         emit_rows([record], fmt, document=record)
         return
@@ -229,7 +229,7 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
     rows = [{"key": r.key, "value": r.value, "setBy": r.set_by, "setAt": r.set_at}
             for r in book.rules]
     if fmt != "table":
-        from walletctl.render.rows import emit_rows
+        from walletctl.render.output import emit_rows
 
         document: dict[str, Any] = {"history": book.history, "rules": rows}
         if book.changed is not None:

@@ -69,12 +69,17 @@ def order_document(view: OrderView) -> dict[str, Any]:
 
 
 def render_order(view: OrderView, fmt: str, evidence: Evidence | None = None) -> None:
-    """The view in ``fmt``; ``evidence``: then one stderr line on the bundle written."""
+    """The view in ``fmt``; ``evidence``: then one stderr line on the bundle written. In a
+    data format, the disagreements are named on stderr too (a table ends with its verdict)."""
     rows = [s.as_dict() for s in view.timeline()]
     emit(fmt, rows, document=order_document(view), columns=CSV_COLUMNS,
          table=lambda: _table(view))
     if evidence is not None:
         _evidence_note(evidence)
+    if view.disagreements and fmt != "table":
+        from walletctl.render.console import print_error
+
+        print_error(f"order: {view.verdict}")
 
 
 # ------------------------------------------------------------------------------- table

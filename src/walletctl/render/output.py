@@ -2,17 +2,22 @@
 
 ``--output json`` prints exactly one JSON document on stdout and nothing else. A listing
 (history, approvals, a ledger, balances) goes through :class:`RowStream`, the one writer per
-format: rows are written as they are read, so memory stays flat in their number.
+format: rows are written as they are read, so memory stays flat in their number. Generic
+rows (settings, checks, records) go through :func:`emit_rows`: a table that fits the
+terminal (the ``drop_order`` columns left out first when it cannot), the data forms whole.
 """
 
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
+
+_Row = TypeVar("_Row")
 
 
 def _default(value: Any) -> Any:
@@ -114,6 +119,13 @@ def _nested(value: Any, depth: int) -> str:
     return to_json(value).replace("\n", "\n" + "  " * depth)
 
 
+def first_rows(rows: Iterable[_Row], n: int) -> tuple[list[_Row], int]:
+    """The first ``n`` of ``rows`` (what a table shows) and how many there were in all."""
+    found = iter(rows)
+    kept = list(itertools.islice(found, n))
+    return kept, len(kept) + sum(1 for _ in found)
+
+
 def write_rows(fmt: str, rows: Iterable[Mapping[str, Any]], *,
                columns: Sequence[str] | None = None) -> int:
     """Every row of ``rows`` as it comes (see :class:`RowStream`); how many there were."""
@@ -194,3 +206,41 @@ def write_text(text: str) -> None:
     comes after it (a note, an error) follows it."""
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if value is True:
+        return "*"
+    if value is False:
+        return ""
+    return str(value)
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def emit_rows(rows: Sequence[dict[str, Any]], fmt: str, title: str = "", *,
+              drop_order: Sequence[str] = (), document: Any = None) -> None:
+    """Write ``rows``; ``document`` (default: the rows) is the JSON form."""
+    if fmt == "csv":
+        if rows:
+            write_rows("csv", ({k: _csv_value(v) for k, v in row.items()} for row in rows))
+        return
+
+    def table() -> None:
+        from rich.markup import escape
+
+        from walletctl.render.fit import print_table
+
+        columns = list(rows[0]) if rows else []
+        print_table(escape(title), [escape(c.replace("_", " ")) for c in columns],
+                    [[escape(cell(v)) for v in row.values()] for row in rows],
+                    drop=[columns.index(c) for c in drop_order if c in columns])
+        sys.stdout.flush()
+
+    emit(fmt, rows, document=document, table=table)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import print_note
 from walletctl.render.fit import print_markup
-from walletctl.render.rows import cell, emit_rows
+from walletctl.render.output import cell, emit_rows
 
 if TYPE_CHECKING:
     from walletctl.ops.new_profile import Added

@@ -13,8 +13,6 @@ records print the same report.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -23,7 +21,7 @@ from walletctl.ops.recon.compare import money_text
 from walletctl.ops.recon.model import LABELS, UNCONFIRMED, Finding, ReconResult, Side
 from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
-from walletctl.render.console import err, out
+from walletctl.render.console import out
 from walletctl.render.fit import fit_phrases
 from walletctl.render.fit import print_table as fitted
 from walletctl.render.output import RowStream, emit, write_json
@@ -155,39 +153,9 @@ def _tables(result: ReconResult) -> None:
     for journal in result.journals:
         console.print(escape(f"  journal {journal}"), soft_wrap=True, highlight=False)
     console.print()
-    unrecorded = result.of("unrecorded", resolved=False)
-    if unrecorded:
-        print_table("Money moved at the gateway with no history entry",
-                    ["Original", "Reference", "Op", "Amount", "State", "Time"],
-                    [[escape(f.original), escape(f.reference), str(f.operation),
-                      money_text(g.amount, g.currency), escape(g.state), _short_time(g.time)]
-                     for f in unrecorded if (g := f.gateway) is not None],
-                    justify={3: "right"}, no_wrap=(3, 5), drop=(5, 0))
-    unconfirmed = result.of(*UNCONFIRMED, resolved=False)
-    if unconfirmed:
-        print_table("History entries the gateway does not confirm",
-                    ["Entry", "Original", "Reference", "Problem", "History", "Gateway", "By"],
-                    [[escape(_entry(f)), escape(f.original), escape(f.reference), f.kind,
-                      escape(_desk(f)), escape(_gateway(f)), escape(f.who or "")]
-                     for f in unconfirmed], drop=(6, 1))
-    unknown = result.of("unknown", resolved=False)
-    if unknown:
-        print_table("Unknown outcomes, still open (walletctl history --unknown --reconcile)",
-                    ["Entry", "Original", "Reference", "History", "Gateway", "By"],
-                    [[escape(_entry(f)), escape(f.original), escape(f.reference),
-                      escape(_desk(f, with_outcome=False)), escape(_gateway(f)),
-                      escape(f.who or "")] for f in unknown], drop=(5, 1))
-    resolved = result.resolved
-    if resolved:
-        print_table("Resolved before (recon resolve): not reported as new",
-                    ["Finding", "Reference", "Problem", "Resolved by", "Note"],
-                    [[f"#{r.id}", escape(f.reference), f.kind, escape(r.resolved_by or ""),
-                      escape(r.resolution or "")]
-                     for f in resolved if (r := f.recorded) is not None], drop=(3,))
-    unchecked = result.of("unchecked")
-    if unchecked:
-        print_table("Not checked: the lookup was not answered", ["Original", "Why"],
-                    [[escape(f.original), escape(f.note)] for f in unchecked])
+    for found, title, headers, cells, options in _finding_tables(result):
+        if found:
+            print_table(title, headers, cells, **options)
     rows = result.totals.rows()
     if rows:
         def side(s: Side, cur: str) -> list[str]:
@@ -207,6 +175,43 @@ def _tables(result: ReconResult) -> None:
                       soft_wrap=True, highlight=False)
     if result.exit_code == 0:
         console.print("The history and the gateway agree.")
+
+
+def _finding_tables(result: ReconResult) -> list[tuple[list[Any], str, list[str],
+                                                       list[list[str]], dict[str, Any]]]:
+    """(findings, title, headers, rows, print_table's options) of each kind of finding."""
+    from rich.markup import escape
+
+    unrecorded = result.of("unrecorded", resolved=False)
+    unconfirmed = result.of(*UNCONFIRMED, resolved=False)
+    unknown = result.of("unknown", resolved=False)
+    resolved = result.resolved
+    unchecked = result.of("unchecked")
+    return [
+        (unrecorded, "Money moved at the gateway with no history entry",
+         ["Original", "Reference", "Op", "Amount", "State", "Time"],
+         [[escape(f.original), escape(f.reference), str(f.operation),
+           money_text(g.amount, g.currency), escape(g.state), _short_time(g.time)]
+          for f in unrecorded if (g := f.gateway) is not None],
+         {"justify": {3: "right"}, "no_wrap": (3, 5), "drop": (5, 0)}),
+        (unconfirmed, "History entries the gateway does not confirm",
+         ["Entry", "Original", "Reference", "Problem", "History", "Gateway", "By"],
+         [[escape(_entry(f)), escape(f.original), escape(f.reference), f.kind,
+           escape(_desk(f)), escape(_gateway(f)), escape(f.who or "")] for f in unconfirmed],
+         {"drop": (6, 1)}),
+        (unknown, "Unknown outcomes, still open (walletctl history --unknown --reconcile)",
+         ["Entry", "Original", "Reference", "History", "Gateway", "By"],
+         [[escape(_entry(f)), escape(f.original), escape(f.reference),
+           escape(_desk(f, with_outcome=False)), escape(_gateway(f)), escape(f.who or "")]
+          for f in unknown], {"drop": (5, 1)}),
+        (resolved, "Resolved before (recon resolve): not reported as new",
+         ["Finding", "Reference", "Problem", "Resolved by", "Note"],
+         [[f"#{r.id}", escape(f.reference), f.kind, escape(r.resolved_by or ""),
+           escape(r.resolution or "")] for f in resolved if (r := f.recorded) is not None],
+         {"drop": (3,)}),
+        (unchecked, "Not checked: the lookup was not answered", ["Original", "Why"],
+         [[escape(f.original), escape(f.note)] for f in unchecked], {}),
+    ]
 
 
 def _counts(result: ReconResult) -> list[str]:
@@ -229,22 +234,6 @@ def mismatch_message(result: ReconResult, shown: int = 5) -> str:
     more = f" and {len(named) - shown} more" if len(named) > shown else ""
     return (f"recon: {len(named)} mismatch(es) between the history and the gateway: "
             f"{'; '.join(named[:shown])}{more}")
-
-
-@contextmanager
-def recon_progress() -> Iterator[Callable[[], None]]:
-    """A spinner with a count on stderr when it is a terminal (nothing otherwise: CI logs
-    stay quiet); yields the function to call once per order looked up."""
-    if not err().is_terminal:
-        yield lambda: None
-        return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    progress = Progress(SpinnerColumn(), TextColumn("{task.completed} orders looked up"),
-                        TimeElapsedColumn(), console=err(), transient=True)
-    task = progress.add_task("recon", total=None)
-    with progress:
-        yield lambda: progress.advance(task)
 
 
 # ------------------------------------------------------------------- findings on file

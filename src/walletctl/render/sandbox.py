@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
 from walletctl.render.console import print_message, print_note
 from walletctl.render.fit import print_table
-from walletctl.render.output import RowStream, emit
+from walletctl.render.output import RowStream, emit, first_rows
 
 if TYPE_CHECKING:
     from walletctl.ops.sandbox_admin import Ready
@@ -59,14 +60,33 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def render_decision(data: dict[str, Any], output: str, ref: str,
-                    amount_format: str | None) -> None:
+                    amount_format: Callable[[], str]) -> None:
     """``sandbox approve|decline|cancel``: one line for people; for scripts the answer with
-    its transaction record as ``lookup`` shows it (``amount_format``: the record's)."""
+    its transaction record as ``lookup`` shows it (``amount_format``: the record's, asked
+    for the data formats only)."""
     line = (f"{data.get('reference', ref)}: {data.get('state')} "
             f"({data.get('providerStateCode')}) -> {data.get('redirectUrl')}")
-    if output != "table" and amount_format is not None:
-        data = _with_major_amount(data, amount_format)
+    if output != "table":
+        data = _with_major_amount(data, amount_format())
     render_record(data, output, line)
+
+
+def render_demo(run: Callable[..., str | None], output: str | None) -> str | None:
+    """``sandbox demo``: ``run(out, ...)`` writes the transcript as it goes, fitted to the
+    terminal (no --output, or table); a data format gets it whole at the end,
+    ``{"transcript": [lines], "failed": step or null}``. The failed step, if any."""
+    if output is None or output == "table":
+        from walletctl.render.console import wrap_words
+        from walletctl.render.fit import terminal_width
+
+        width = terminal_width()
+        return run(sys.stdout, width=width, fit=lambda text: wrap_words(text, width))
+    import io
+
+    buffer = io.StringIO()
+    failed = run(buffer)
+    render_record({"transcript": buffer.getvalue().splitlines(), "failed": failed}, output, "")
+    return failed
 
 
 def _with_major_amount(data: dict[str, Any], amount_format: str) -> dict[str, Any]:
@@ -100,31 +120,30 @@ def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str)
         return
     from rich.markup import escape
 
-    shown: list[dict[str, Any]] = []
-    count = 0
-    for t in transactions:
-        count += 1
-        if len(shown) < LEDGER_TABLE_ROWS:
-            shown.append(t)
+    shown, count = first_rows(transactions, LEDGER_TABLE_ROWS)
     headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
                "Store"]
-    rows = []
-    for t in shown:
-        amount = str(t.get("amount") or "")
-        currency = str(t.get("currency") or "")
-        try:
-            amount_shown = format_major(Decimal(amount), currency)
-        except Exception:
-            amount_shown = f"{amount} {currency}".strip()
-        rows.append([escape(str(t.get(k) or "")) for k in ("reference", "invoiceReference",
-                                                           "kind")]
-                    + [amount_shown] + [escape(str(t.get(k) or "")) for k in (
-                        "state", "providerStateCode", "merchantId", "storeId")])
     print_table(f"Sandbox ledger at {escape(url)} ({count} transactions)", headers,
-                rows, justify={3: "right"}, no_wrap=(0, 3), drop=(6, 7, 5, 1))
+                [_ledger_row(t) for t in shown], justify={3: "right"}, no_wrap=(0, 3),
+                drop=(6, 7, 5, 1))
     if count > len(shown):
         print_note(f"showing the first {len(shown)} of {count} transactions: -o csv, "
                    "-o ndjson or -o json for all")
+
+
+def _ledger_row(t: dict[str, Any]) -> list[str]:
+    from rich.markup import escape
+
+    def text(key: str) -> str:
+        return escape(str(t.get(key) or ""))
+
+    amount, currency = str(t.get("amount") or ""), str(t.get("currency") or "")
+    try:
+        amount_shown = format_major(Decimal(amount), currency)
+    except Exception:
+        amount_shown = f"{amount} {currency}".strip()
+    return [text("reference"), text("invoiceReference"), text("kind"), amount_shown,
+            text("state"), text("providerStateCode"), text("merchantId"), text("storeId")]
 
 
 def render_values(magic: dict[str, str], output: str, *, api_key: str,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import err, out, print_error, print_message, print_note
-from walletctl.render.rows import emit_rows
+from walletctl.render.output import emit_rows
 
 if TYPE_CHECKING:
     from rich.console import Console

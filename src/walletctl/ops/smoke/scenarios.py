@@ -4,7 +4,7 @@ their amounts (:class:`Amounts`) and their steps.
 Each step runs through walletctl's own paths (request building, pre-flight, client) and
 asserts on states and amounts. Amounts are whole major units by default so they are valid in
 every currency (JPY, EUR, BHD) and never hit the sandbox's magic endings (01-05: see
-``walletctl.sandbox.magic``); ``--amount NAME=VALUE`` overrides them (e.g. for a gateway with
+``walletctl.sandbox.config``); ``--amount NAME=VALUE`` overrides them (e.g. for a gateway with
 a minimum amount).
 
 The browser-wallet scenario needs no browser: the emulated wallet of the walletctl sandbox

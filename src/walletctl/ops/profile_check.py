@@ -1,0 +1,266 @@
+"""``walletctl profile check``: what a profile can run, and why not.
+
+Offline by default: the file parses, its permissions, each secret is found, the auth header
+builds, which commands have what they need (with the ``profile set`` line that adds what one
+misses). ``online`` adds two read-only requests (a lookup of a reference that cannot exist,
+and the public key service's keys) to prove the gateway accepts the API key and the service
+user and secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from walletctl.errors import AuthError, ConfigError, GatewayError, WalletctlError
+
+if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
+
+
+@dataclass(frozen=True)
+class Check:
+    profile: str | None  # None for checks of the file itself
+    check: str
+    ok: bool
+    detail: str
+    hint: str | None = None
+    warning: bool = False  # ok, but a command needs something more (reported, not failed)
+
+    @classmethod
+    def failed(cls, profile: str | None, check: str, exc: WalletctlError) -> Check:
+        return cls(profile, check, False, exc.message, exc.hint)
+
+
+def _check_profile(profile: Profile, suggest: Callable[..., str]) -> list[Check]:
+    from walletctl.config.secrets import (
+        auth_header,
+        resolve_secret_with_source,
+        service_basic_auth,
+    )
+
+    name = profile.name
+    results: list[Check] = [Check(name, "profile", True, "settings valid"),
+                             _environment(profile)]
+    auth = profile.auth
+    if auth.scheme == "none" and not auth.has_source:
+        results.append(Check(name, "secret", True, "none needed (scheme none)"))
+    else:
+        stage = "secret"
+        try:
+            _, source = resolve_secret_with_source(profile)
+            results.append(Check(name, stage, True, f"found in {source}"))
+            stage = "auth header"
+            header = auth_header(profile)
+            shown = "none" if header is None else f"{header[0]}: {auth.scheme} ****"
+            results.append(Check(name, stage, True, shown))
+        except ConfigError as exc:
+            results.append(Check.failed(name, stage, exc))
+    if _service_secret(profile):
+        try:
+            service_basic_auth(profile)
+            results.append(Check(name, "service secret", True, "found"))
+        except ConfigError as exc:
+            results.append(Check.failed(name, "service secret", exc))
+    key_ok = all(r.ok for r in results)
+    results.extend(_commands(profile, key_ok, suggest))
+    return results
+
+
+def _environment(profile: Profile) -> Check:
+    """The profile's environment, the detail exactly ``test`` or ``production``."""
+    if not profile.is_production:
+        return Check(profile.name, "environment", True, profile.environment)
+    return Check(profile.name, "environment", True, profile.environment,
+                  f"PRODUCTION: confirmations say so; batches and smoke need the name typed "
+                  f"(--confirm-profile {profile.name} without a terminal); sandbox commands "
+                  "and smoke --embedded refuse it")
+
+
+_NEEDED_REDIRECTS = ("success_url", "error_url", "pending_url", "return_url")
+_SMOKE_REDIRECT = "smoke redirect-sale, preauth-capture-refund, preauth-reversal, refusals"
+
+
+def _keys(profile: Profile, hint: str) -> list[Check]:
+    """``walletctl keys``: the public key service's secret, or the API key in its place."""
+    if _service_secret(profile):
+        return [Check(profile.name, "keys", True, "service secret configured")]
+    if profile.auth.scheme == "none":
+        return []
+    return [Check(profile.name, "keys", True,
+                   "sends the API key as the public key service's secret (no service secret "
+                   "set); a service with its own secret answers 401", hint, warning=True)]
+
+
+def _service_secret(profile: Profile) -> bool:
+    auth = profile.auth
+    return bool(auth.service_secret_env or auth.service_secret_file or auth.service_secret)
+
+
+def _browser_wallet(profile: Profile, hint: str) -> list[Check]:
+    """smoke's browser-wallet scenario: its first step asks the public key service."""
+    name = profile.name
+    if _service_secret(profile) or profile.auth.scheme == "none":
+        return [Check(name, "smoke browser-wallet", True, "service secret configured")]
+    return [Check(
+        name, "smoke browser-wallet", True,
+        "its first step (public keys) sends the API key as the service secret: a gateway "
+        "(or `sandbox serve --service-secret`) with its own secret answers 401",
+        hint, warning=True)]
+
+
+def _commands(profile: Profile, key_ok: bool, suggest: Callable[..., str]) -> list[Check]:
+    """Per command (and per smoke scenario): can it run, and if not, the `profile set` line
+    that adds what it misses."""
+    name = profile.name
+
+    def set_line(key: str, value: str) -> str:
+        return f"`{suggest('set', name, key, value)}`"
+
+    if not key_ok:
+        return [Check(name, "commands", False, "none can run until the secret above is found")]
+    out = [Check(name, "capture, refund, reverse, lookup, account", True,
+                  "have what they need")]
+    missing = [k for k in _NEEDED_REDIRECTS if k not in profile.redirects]
+    if missing:
+        out.append(Check(
+            name, "checkout", True,
+            "needs --" + ", --".join(k.replace("_", "-") for k in missing)
+            + " on each call: the profile has no [redirects] " + ", ".join(missing),
+            "; ".join(set_line(f"redirects.{k}", f"https://your-shop/{k.split('_')[0]}")
+                      for k in missing), warning=True))
+    else:
+        out.append(Check(name, "checkout", True, "redirect URLs from [redirects]"))
+    currency_hint = set_line("currency", "EUR")
+    if profile.currency is None:
+        out.append(Check(name, "checkout, authorize currency", True,
+                          "no default currency: pass --currency on each checkout and authorize",
+                          currency_hint, warning=True))
+    out.extend(_keys(profile, set_line("auth.service_secret_env", "VAR")))
+    approval = ("a walletctl sandbox approves headlessly; another gateway needs "
+                "--approve-url-command CMD")
+    if profile.is_production:
+        approval = "a production gateway needs --approve-url-command CMD (else skipped)"
+    out.append(Check(name, _SMOKE_REDIRECT, True,
+                      f"have the key; currency {profile.currency or 'EUR (no default set)'}; "
+                      f"approval: {approval}"))
+    out.extend(_browser_wallet(profile, set_line("auth.service_secret_env", "VAR")))
+    return out
+
+
+def _online(profile: Profile, transport: Any) -> tuple[Check, WalletctlError | None]:
+    """One read-only request: a lookup of a reference that cannot exist (404 = accepted).
+    A failure comes with its error, whose exit code the check then ends with (7 when the
+    gateway cannot be reached, 6 when it answers 5xx, 9 when it refuses the credentials)."""
+    import secrets
+
+    from walletctl.client.gateway import GatewayClient
+
+    ref = f"walletctl-check-{secrets.token_hex(4)}"
+    try:
+        with GatewayClient(profile, transport=transport) as client:
+            client.lookup(ref)
+    except GatewayError as exc:
+        if exc.status == 404:
+            return Check(profile.name, "online", True,
+                          f"credentials accepted (lookup of {ref}: HTTP 404, as expected)"), None
+        return Check.failed(profile.name, "online", exc), exc
+    except WalletctlError as exc:
+        return Check.failed(profile.name, "online", exc), exc
+    return Check(profile.name, "online", True, f"credentials accepted (lookup of {ref})"), None
+
+
+def _online_keys(profile: Profile, transport: Any) -> tuple[Check, WalletctlError | None]:
+    """One request to the public key service (``walletctl keys``, smoke's browser wallet):
+    its user and secret accepted, or the error (a 401 names the service secret)."""
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.ops.walletpay import fetch_keys
+
+    try:
+        with GatewayClient(profile, transport=transport) as client:
+            fetch_keys(client)
+    except WalletctlError as exc:
+        return Check.failed(profile.name, "online keys", exc), exc
+    user = profile.auth.username or profile.user_id
+    return Check(profile.name, "online keys", True,
+                  f"the public key service accepts user {user} and the service secret"), None
+
+
+def _file_checks(results: list[Check], path: Path, name: str | None, *,
+                 every: bool) -> list[Profile]:
+    """The file's checks (appended to ``results``) and the profiles to check: ``every``
+    one in the file, else ``name``'s (None: the selected one); none when the file or the
+    name fails."""
+    from walletctl.config.profile import display_path
+    from walletctl.config.profiles_file import load_file, select_profile
+
+    try:
+        pf = load_file(path, check_permissions=False)
+    except ConfigError as exc:
+        results.append(Check.failed(None, "file", exc))
+        return []
+    results.append(Check(None, "file", True, f"{display_path(path)} parses"))
+    if pf.mode is not None:
+        if pf.holds_inline_secret and pf.mode & 0o077:
+            detail = f"{pf.mode:04o} is too open for a file holding a secret"
+            results.append(Check(None, "permissions", False, detail, f"chmod 600 {path}"))
+        else:
+            note = "" if pf.holds_inline_secret else " (no inline secret)"
+            results.append(Check(None, "permissions", True, f"{pf.mode:04o}{note}"))
+    if every:
+        if not pf.profiles:
+            results.append(Check(None, "profiles", False, f"no profiles in {path}"))
+        return list(pf.profiles.values())
+    try:
+        return [select_profile(pf, name)]
+    except ConfigError as exc:
+        results.append(Check.failed(None, "profile", exc))
+        return []
+
+
+@dataclass(frozen=True)
+class ProfileChecks:
+    checks: list[Check]
+    online_errors: list[WalletctlError]  # the errors of the online checks that failed
+
+    def raise_failure(self) -> None:
+        """The error of the first failed check (the online ones' own exit code when only
+        they failed: 9 credentials refused, 7 gateway unreachable, 6 gateway failing)."""
+        failed = [r for r in self.checks if not r.ok]
+        online_failed = [r for r in failed if r.check in ("online", "online keys")]
+        if online_failed and len(failed) == len(online_failed):
+            first = online_failed[0]
+            if "HTTP 401" in first.detail or "HTTP 403" in first.detail:
+                raise AuthError(401, description="credentials refused", hint=first.hint)
+            error = WalletctlError(f"profile check failed: {first.detail}", hint=first.hint)
+            error.exit_code = self.online_errors[0].exit_code  # 7 unreachable, 6 gateway, ...
+            raise error
+        if failed:
+            raise ConfigError(
+                f"profile check failed: {len(failed)} problem(s)",
+                hint=failed[0].hint or failed[0].detail,
+            )
+
+
+def check_profiles(path: Path, name: str | None, *, every: bool, online: bool, transport: Any,
+                   suggest: Callable[..., str],
+                   carry: Callable[[str | None], str | None]) -> ProfileChecks:
+    """The checks of the profiles file at ``path`` and of ``every`` profile in it, else of
+    ``name``'s (None: the selected one). ``suggest(*words)``: a ``walletctl profile ...``
+    command line for a hint; ``carry(hint)``: a hint with the user's global options."""
+    results: list[Check] = []
+    online_errors: list[WalletctlError] = []
+    for profile in _file_checks(results, path, name, every=every):
+        checks = _check_profile(profile, suggest)
+        results.extend(checks)
+        if online and all(r.ok for r in checks):
+            result, error = _online(profile, transport)
+            results.append(result)
+            if error is None and profile.auth.scheme != "none":
+                result, error = _online_keys(profile, transport)
+                results.append(result)
+            if error is not None:
+                online_errors.append(error)
+    return ProfileChecks([replace(r, hint=carry(r.hint)) for r in results], online_errors)
