@@ -164,7 +164,7 @@ class Arm:
     def verify(self) -> dict[str, float]:
         head = self.store.head()
         assert head is not None
-        event = head.event - 20_000
+        event = max(head.event - 20_000, 1)  # a 10k history has 19,990 events
         kept = self.store.hashes([event])[event]
         anchors = self.work / "anchors.jsonl"
         anchors.write_text(json.dumps({"event": event, "entry": 1, "hash": kept,
