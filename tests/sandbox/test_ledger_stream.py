@@ -19,8 +19,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from walletctl.constants import SANDBOX_LEDGER_NDJSON
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
+from walletctl.sandbox.store import Store
 
 TRANSACTIONS = 50_000
 
@@ -92,6 +94,52 @@ def test_the_ledger_command_streams_every_transaction(big: EmbeddedSandbox, fmt:
     assert len(rows) == TRANSACTIONS
     assert [r["reference"] for r in rows[:2]] == ["BIG-0", "BIG-1"]
     assert rows[-1]["amount"] == "10.00"
+
+
+@pytest.mark.parametrize("accept", ["application/json", SANDBOX_LEDGER_NDJSON])
+def test_head_of_the_ledger_reads_a_page_at_most(big: EmbeddedSandbox, accept: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """HEAD ends with the first part of the body: the ledger's other pages (50 here) are
+    never read to be dropped."""
+    pages: list[int] = []
+    read = big.store.ledger_pages
+
+    def counted() -> Iterator[list[str]]:
+        for page in read():
+            pages.append(len(page))
+            yield page
+
+    monkeypatch.setattr(big.store, "ledger_pages", counted)
+    # One kept-alive connection, as a client that sends more requests has: the server is not
+    # told by a closed connection that nobody reads on.
+    with httpx.Client(base_url=big.url, headers={"Accept": accept}, timeout=120) as client:
+        head = client.head("/_sandbox/ledger")
+        assert head.status_code == 200
+        assert head.content == b""
+        assert head.headers["content-type"].startswith(accept)
+        time.sleep(1)  # a page already being read when the answer ended is counted too
+        assert len(pages) <= 2, len(pages)
+        assert client.get("/_sandbox/ledger").status_code == 200
+    assert sum(pages) >= TRANSACTIONS  # the same counter sees a whole GET
+
+
+def test_the_ledger_is_the_json_the_store_holds() -> None:
+    """Each transaction's JSON is written by SQLite; it is the text Python's own encoder
+    wrote before (control characters, quotes, non-ASCII and NULLs alike)."""
+    store = Store(None)
+    awkward = "".join(map(chr, range(0x80))) + "é€\u2028\u2029\U0001f600\ufeff"
+    with store.atomic() as db:
+        db.execute("INSERT INTO transactions (id, merchant_id, store_id, reference, kind, "
+                   "type_str, amount, currency, state, method, created_at, updated_at) "
+                   "VALUES ('i-1', 'M-1', 'S-1', ?, 'sale', 'ecom.sale', '10.00', 'EUR', "
+                   "'Approved', 'WalletV2', 't', 't')", (awkward,))
+    (page,) = store.ledger_pages()
+    expected = {"id": "i-1", "merchantId": "M-1", "storeId": "S-1", "reference": awkward,
+                "invoiceReference": None, "kind": "sale", "type": "ecom.sale",
+                "amount": "10.00", "currency": "EUR", "state": "Approved",
+                "providerStateCode": None, "method": "WalletV2",
+                "createdAt": "t", "updatedAt": "t"}
+    assert page == [json.dumps(expected, ensure_ascii=False, separators=(",", ":"))]
 
 
 class _OldSandbox(BaseHTTPRequestHandler):

@@ -1,9 +1,10 @@
 """The history (audit log) of money-moving actions: where it lives and how it is opened
 (one-line errors, never a traceback).
 
-Single commands use :func:`recording` (one context manager around plan, confirm and send);
-batches use :class:`~walletctl.history.store.HistoryStore` (the interface of both backends)
-directly (``begin_many`` / ``complete_many``, one transaction per chunk of rows).
+Single commands use :func:`walletctl.history.recorder.recording` (one context manager around
+plan, confirm and send); batches use :class:`~walletctl.history.store.HistoryStore` (the
+interface of both backends) directly (``begin_many`` / ``complete_many``, one transaction per
+chunk of rows).
 ``docs/history.md`` describes both.
 
 A team's shared history is a PostgreSQL database (``WALLETCTL_HISTORY_URL``, else the
@@ -24,15 +25,13 @@ from typing import TYPE_CHECKING
 from walletctl.config.dburl import DbUrl, DbUrlError, parse_db_url
 from walletctl.constants import Env
 from walletctl.errors import ConfigError
-from walletctl.history.recorder import Recording, recording
 from walletctl.history.sqlite import SqliteHistory
 from walletctl.history.store import HistoryStore, StorageError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
 
-__all__ = ["Recording", "history_location", "open_for", "open_history",
-           "open_location", "recording"]
+__all__ = ["history_location", "open_for", "open_history", "open_location"]
 
 FILE_NAME = "history.sqlite3"
 INTENTS_NAME = "intents.sqlite3"

@@ -17,7 +17,7 @@ reasons, never keys or card data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -456,22 +456,27 @@ class HistoryStore:
         count = 0
         for row in self._execute(SELECT_EVENTS, (start,), stream=True):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
-            what = describe(values[0], values[1])
-            if values[OPERATOR_AT] is not None:  # a shared history names its writer
-                what += f" (written by {values[OPERATOR_AT]})"
             if seq != expected:
                 return count, Broken(expected, f"event {expected} is missing (deleted); "
-                                               f"the next one is {what}")
+                                               f"the next one is {_what(values)}")
             if prev_hash != prev:
-                return count, Broken(seq, f"{what} does not follow the event before it "
-                                          "(deleted or reordered)")
-            if event_hash(prev, seq, list(values)) != digest:
-                return count, Broken(seq, f"{what} was changed after it was written, or "
-                                          "written with a hash that does not match it")
+                return count, Broken(seq, f"{_what(values)} does not follow the event before "
+                                          "it (deleted or reordered)")
+            if event_hash(prev, seq, values) != digest:
+                return count, Broken(seq, f"{_what(values)} was changed after it was written, "
+                                          "or written with a hash that does not match it")
             prev = digest
             expected += 1
             count += 1
         return count, None
+
+
+def _what(values: Sequence[Any]) -> str:
+    """A broken event, as :meth:`HistoryStore.verify` names it."""
+    what = describe(values[0], values[1])
+    if values[OPERATOR_AT] is not None:  # a shared history names its writer
+        what += f" (written by {values[OPERATOR_AT]})"
+    return what
 
 
 def _identity(intent: Intent) -> tuple[Any, ...] | None:

@@ -10,7 +10,6 @@ gateway and hosted-page routes and before the browser wallet's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -27,24 +26,20 @@ from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
 from walletctl.sandbox.store import Store
 
 
-def _encoded(row: dict[str, Any]) -> str:
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-
-
 def _json_ledger(store: Store) -> Iterator[bytes]:
     """The ledger document, a page of transactions per chunk; ``count`` comes last (the
     transactions the document holds)."""
     count = 0
     yield b'{"transactions":['
     for page in store.ledger_pages():
-        yield (("," if count else "") + ",".join(map(_encoded, page))).encode()
+        yield (("," if count else "") + ",".join(page)).encode()
         count += len(page)
     yield f'],"count":{count}}}'.encode()
 
 
 def _ndjson_ledger(store: Store) -> Iterator[bytes]:
     for page in store.ledger_pages():
-        yield "".join(_encoded(row) + "\n" for row in page).encode()
+        yield ("\n".join(page) + "\n").encode()
 
 
 def install(app: FastAPI, ctx: SandboxContext) -> None:
@@ -107,8 +102,9 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     @app.get("/_sandbox/ledger", tags=["sandbox"], response_class=StreamingResponse)
     async def ledger(request: Request) -> StreamingResponse:
-        # Streamed: each page of the ledger is read and encoded in a worker thread, so the
-        # event loop serves other clients meanwhile, and memory stays flat in its size.
+        # Streamed: each page of the ledger is read in a worker thread, its JSON written by
+        # SQLite with the GIL released, so the event loop serves other clients meanwhile,
+        # and memory stays flat in its size. A HEAD stops after the first part (head.py).
         # NDJSON (one transaction a line) when asked for; else the JSON document.
         if SANDBOX_LEDGER_NDJSON in request.headers.get("accept", ""):
             return StreamingResponse(_ndjson_ledger(store), media_type=SANDBOX_LEDGER_NDJSON)

@@ -23,6 +23,7 @@ import logging
 import urllib.parse
 from typing import Any, NamedTuple
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from walletctl.constants import SANDBOX_TOKEN_HEADER
@@ -73,6 +74,10 @@ def _with_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
 
 
 class HeadMiddleware:
+    """A HEAD is routed as GET and answered with its status and headers, no body. The answer
+    ends with the first part of the body, and the app then hears that the client has gone, so
+    a streamed body (the ledger) stops there: a HEAD costs the same whatever GET would send."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
@@ -80,15 +85,34 @@ class HeadMiddleware:
         if scope["type"] != "http" or scope.get("method") != "HEAD":
             await self.app(scope, receive, send)
             return
+        ended = anyio.Event()
 
         async def send_head(message: Message) -> None:
             if message["type"] == "http.response.body":
-                if message.get("more_body", False):
-                    return  # body parts are dropped; the last one ends the answer
+                if ended.is_set():
+                    return
                 message = {"type": "http.response.body", "body": b"", "more_body": False}
+                ended.set()
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, send_head)
+        async def receive_head() -> Message:
+            received = _GONE
+            async with anyio.create_task_group() as group:
+
+                async def from_client() -> None:
+                    nonlocal received
+                    received = await receive()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(from_client)
+                await ended.wait()  # the answer is complete: the client has gone for the app
+                group.cancel_scope.cancel()
+            return received
+
+        await self.app({**scope, "method": "GET"}, receive_head, send_head)
+
+
+_GONE: Message = {"type": "http.disconnect"}
 
 
 # -- the guard ---------------------------------------------------------------------------------
