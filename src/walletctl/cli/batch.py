@@ -16,7 +16,7 @@ import typer
 
 from walletctl.errors import AwaitingApprovalError, UsageError
 from walletctl.ops.batch.job import BatchAsk, BatchDesk, batch, profile_loader
-from walletctl.ops.batch.plan import BatchValidationError
+from walletctl.ops.batch.journal import BatchValidationError
 
 if TYPE_CHECKING:
     from walletctl.cli.state import State

@@ -16,7 +16,7 @@ import typer
 
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
-from walletctl.ops.batch.flow import check_flow_options, stop_code
+from walletctl.ops.batch.flow import check_flow_options, stop_code, stopped_by_signals
 
 if TYPE_CHECKING:
     from walletctl.ops.batch.lookup import Report
@@ -50,7 +50,6 @@ def run_lookup_batch(
         Filters,
         LookupOptions,
         iter_refs,
-        stopped_by_signals,
     )
     from walletctl.ops.batch.rows import batch_input
     from walletctl.render.balances import BalanceWriter, finish_report, lookup_progress

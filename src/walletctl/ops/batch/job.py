@@ -29,16 +29,15 @@ from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
 from walletctl.history.policy import amount_rule
 from walletctl.ops.batch.flow import check_flow_options, stop_code
-from walletctl.ops.batch.plan import Plan
+from walletctl.ops.batch.journal import Plan
 from walletctl.ops.batch.rows import STDIN
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.ops.batch.driver import Watch
+    from walletctl.ops.batch.driver import ResultsWriter, Watch
     from walletctl.ops.batch.journal import Journal, JournalRow
-    from walletctl.ops.batch.outcome import RunOptions, RunReport
-    from walletctl.ops.batch.results import ResultsWriter
     from walletctl.ops.batch.rows import Op, Problem, Row
+    from walletctl.ops.batch.runner import RunOptions, RunReport
 
 BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
 
@@ -263,7 +262,7 @@ def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
              reason: str | None) -> tuple[int | None, bool]:
     """Pass 1 and every check before the confirmation: (the approval the batch runs under,
     whether a production profile's name was typed)."""
-    from walletctl.ops.batch.plan import plan_batch
+    from walletctl.ops.batch.journal import plan_batch
 
     result.plan = plan = plan_batch(
         source.path, jr, default_currency=profiles.profile.currency,
@@ -284,7 +283,7 @@ def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
 
 
 def _request_check(op: Op, profiles: RowProfiles) -> Callable[[Row], Problem | None]:
-    from walletctl.ops.batch.outcome import request_problem
+    from walletctl.ops.batch.runner import request_problem
 
     def check(row: Row) -> Problem | None:
         return request_problem(profiles(row.profile), op, row)
@@ -522,7 +521,7 @@ def _drop_new_journal(ask: BatchAsk, jr: Journal) -> None:
 
 # ---- pass 2 --------------------------------------------------------------------------------
 def _options(ask: BatchAsk) -> RunOptions:
-    from walletctl.ops.batch.outcome import RunOptions
+    from walletctl.ops.batch.runner import RunOptions
 
     return RunOptions(op=ask.op, concurrency=ask.concurrency,
                       rate=ask.rate, max_failures=ask.max_failures,
@@ -553,7 +552,7 @@ def _run(ask: BatchAsk, desk: BatchDesk, jr: Journal, result: BatchResult,
 def _results_writer(path: Path | None, stack: ExitStack) -> ResultsWriter | None:
     if path is None:
         return None
-    from walletctl.ops.batch.results import ResultsWriter
+    from walletctl.ops.batch.driver import ResultsWriter
 
     try:
         writer = ResultsWriter(path)
@@ -611,8 +610,8 @@ def _dry_rows(ask: BatchAsk, jr: Journal, report: RunReport | None,
               profiles: RowProfiles) -> Iterator[DryRow]:
     """Each row as the real run would send it: its body built with the row's own profile
     (``profile`` column), as the runner does; written to --results as it is read."""
-    from walletctl.ops.batch.outcome import build_request
-    from walletctl.ops.batch.results import ResultsWriter
+    from walletctl.ops.batch.driver import ResultsWriter
+    from walletctl.ops.batch.runner import build_request
 
     writer = ResultsWriter(ask.results) if ask.results is not None else None
     try:

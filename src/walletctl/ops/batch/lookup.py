@@ -18,8 +18,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -41,8 +40,7 @@ from walletctl.ops.batch.flow import (
     MAX_ATTEMPTS,
     FlowControlled,
 )
-from walletctl.ops.batch.lines import BoundedLines, csv_reader
-from walletctl.ops.batch.rows import check_ref
+from walletctl.ops.batch.rows import BoundedLines, check_ref, csv_reader
 
 if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
@@ -163,7 +161,7 @@ class Report:
 
 def iter_refs(path: Path) -> Iterator[tuple[int, str | None, str]]:
     """(line, ref or None, problem) from CSV (a ``ref`` column, or one reference a line) or
-    JSON Lines (objects with ``ref``). Streamed: one bounded line at a time (ops.batch.lines:
+    JSON Lines (objects with ``ref``). Streamed: one bounded line at a time (ops.batch.rows:
     an over-long line or field is a problem on its line, never held in memory)."""
     from walletctl.models.base import loads
 
@@ -232,27 +230,6 @@ class LookupOptions:
     backoff_initial: float = BACKOFF_INITIAL
     backoff_max: float = BACKOFF_MAX
     unreachable_after: int = 3
-
-
-@contextmanager
-def stopped_by_signals(stop: Callable[[], None]) -> Iterator[None]:
-    """Within the running event loop: SIGINT and SIGTERM call ``stop`` (finish the lookups
-    in flight, start no more) instead of killing the process; restored on leaving."""
-    import signal
-
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-    try:
-        yield
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
 
 
 class BalanceReport(FlowControlled):

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletctl.errors import ConfigError, GatewayError
-from walletctl.ops.batch.lookup import BalanceReport, LookupOptions, stopped_by_signals
+from walletctl.ops.batch.flow import stopped_by_signals
+from walletctl.ops.batch.lookup import BalanceReport, LookupOptions
 from walletctl.ops.recon.compare import compare_original
 from walletctl.ops.recon.model import OPERATIONS, Finding, ReconResult
 from walletctl.ops.recon.sources import (
