@@ -61,8 +61,8 @@ def audit_for(profile: Profile, options: RunOptions, batch_id: str,
     from walletctl.history import open_for
 
     store = open_for(profile, purpose=f"walletctl {options.op} --batch {batch_id}")
-    return BatchAudit(store, profile, options.op, batch_id, profile_for=profile_for,
-                      approval=approval, reason=reason)
+    return BatchAudit(store, options.op, batch_id, profile_for, approval=approval,
+                      reason=reason)
 
 
 def drive(jr: Journal, plan: Plan, options: RunOptions, *,
@@ -149,16 +149,15 @@ class BatchAudit:
     again (a resumed run, a run on another journal over the same file, a row interrupted
     after its begin) the entry it already has."""
 
-    def __init__(self, store: HistoryStore, profile: Profile, op: str, batch_id: str,
-                 profile_for: Callable[[str | None], Profile] | None = None,
-                 approval: int | None = None, reason: str | None = None) -> None:
+    def __init__(self, store: HistoryStore, op: str, batch_id: str,
+                 profile_for: Callable[[str | None], Profile], approval: int | None = None,
+                 reason: str | None = None) -> None:
         self.store = store
         self.approval = approval  # the approval this batch spent (four eyes), if any
         self.reason = reason  # the batch's --reason, in every row's entry
-        self.profile = profile
         self.op = op
         self.batch_id = batch_id
-        self._profile_for = profile_for or (lambda _name: profile)
+        self._profile_for = profile_for
         self._user = os_user()
         self._host = socket.gethostname()
         self._open: dict[str, int] = {}  # new reference -> entry id, for rows sent this run
@@ -174,15 +173,14 @@ class BatchAudit:
         self.flush()
         self.store.close()
 
-    def _intent(self, line: int, ref: str, new_ref: str, amount: str, currency: str,
-                profile: str | None, *, outcome: str | None = None,
+    def _intent(self, row: JournalRow | RowResult, *, outcome: str | None = None,
                 exit_code: int | None = None, note: str | None = None) -> Intent:
-        prof = self._profile_for(profile)
+        prof = self._profile_for(row.profile)
         return Intent(time=now_utc(), os_user=self._user, host=self._host,
                       profile=prof.name, base_url=prof.base_url,
-                      operation=self.op, original_ref=ref, new_ref=new_ref, amount=amount,
-                      currency=currency, reason=self.reason, batch_id=self.batch_id,
-                      batch_row=line,
+                      operation=self.op, original_ref=row.ref, new_ref=row.new_ref,
+                      amount=f"{row.amount:f}", currency=row.currency, reason=self.reason,
+                      batch_id=self.batch_id, batch_row=row.line,
                       outcome=outcome, exit_code=exit_code, note=note,
                       merchant_id=prof.merchant_id, store_id=prof.store_id,
                       approval=self.approval if outcome is None else None)
@@ -190,30 +188,20 @@ class BatchAudit:
     def on_send(self, items: list[tuple[JournalRow, int]]) -> None:
         """Rows about to be sent (journal already 'sent'): their entries are begun in one
         transaction, with the completions gathered since the last write."""
-        rows: list[JournalRow] = []
-        intents: list[Intent] = []
-        for row, _attempt in items:
-            if row.new_ref in self._open:  # a retry of a row already recorded in this run
-                continue
-            rows.append(row)
-            intents.append(self._intent(row.line, row.ref, row.new_ref, f"{row.amount:f}",
-                                        row.currency, row.profile))
-        if not intents and not self._done:
+        rows = [row for row, _attempt in items if row.new_ref not in self._open]  # not retries
+        if not rows and not self._done:
             return
-        ids = self.store.append_many(intents, self._done)
+        ids = self.store.append_many([self._intent(row) for row in rows], self._done)
         self._done.clear()
         for row, entry in zip(rows, ids, strict=True):
             self._open[row.new_ref] = entry
 
     def on_result(self, result: RowResult) -> None:
-        profile = result.profile
         outcome, code = _OUTCOME.get(result.status, ("unknown", ExitCode.UNKNOWN_OUTCOME))
         note = result.detail or (f"state {result.txn_state}" if result.txn_state else None)
         entry = self._open.pop(result.new_ref, None)
         if entry is None:  # not sent in this run: an earlier, killed run may have sent it
-            found = self.store.movement(self._intent(
-                result.line, result.ref, result.new_ref, f"{result.amount:f}", result.currency,
-                profile))
+            found = self.store.movement(self._intent(result))
             if found is not None and found[1] == "unknown":
                 entry = found[0]
                 note = f"resolved by a resumed batch run: {note or result.status}"
@@ -226,10 +214,8 @@ class BatchAudit:
                 self.flush()
         elif result.status == "refused" and not result.earlier_run:
             # refused by the pre-flight: nothing was sent, one entry complete at birth
-            self.store.begin(self._intent(
-                result.line, result.ref, result.new_ref, f"{result.amount:f}",
-                result.currency, profile, outcome="refused", exit_code=int(ExitCode.DECLINED),
-                note=note))
+            self.store.begin(self._intent(result, outcome="refused",
+                                          exit_code=int(ExitCode.DECLINED), note=note))
 
 
 FIELDS = (

@@ -108,16 +108,33 @@ _BY_KEY = "SELECT " + _COLS + " FROM rows WHERE key=?"  # noqa: S608 - constant 
 _PAGE = "SELECT " + _COLS + " FROM rows WHERE seen=? AND line>? ORDER BY line LIMIT ?"  # noqa: S608
 
 
-def _to_row(r: tuple[object, ...]) -> JournalRow:
-    return JournalRow(
-        key=str(r[0]), line=int(r[1]), ref=str(r[2]), new_ref=str(r[3]),  # type: ignore[call-overload]
-        amount=Decimal(str(r[4])), currency=str(r[5]),
-        profile=None if r[6] is None else str(r[6]), state=str(r[7]),  # type: ignore[arg-type]
-        attempts=int(r[8]),  # type: ignore[call-overload]
-        txn_id=None if r[9] is None else str(r[9]),
-        txn_state=None if r[10] is None else str(r[10]),
-        detail=None if r[11] is None else str(r[11]),
-    )
+def _to_row(r: tuple[Any, ...]) -> JournalRow:
+    key, line, ref, new_ref, amount, currency, profile, state, attempts, *txn = r
+    return JournalRow(key, line, ref, new_ref, Decimal(amount), currency, profile, state,
+                      attempts, *txn)
+
+
+def read_journal(path: Path) -> tuple[str, Op, list[JournalRow]]:
+    """(batch id, operation, every row in line order) of a journal opened read-only (never
+    locked: a running batch may hold it). Anything else is a usage error: exit 2."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        raise UsageError(f"--journal {path}: cannot open ({exc})") from None
+    try:
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        rows = db.execute(f"SELECT {_COLS} FROM rows ORDER BY line, key").fetchall()  # noqa: S608
+    except sqlite3.Error as exc:
+        raise UsageError(f"--journal {path}: not a walletctl batch journal ({exc})",
+                         hint="pass the .journal file a capture/refund/reverse --batch run "
+                              "wrote") from None
+    finally:
+        db.close()
+    op = meta.get("op")
+    if not meta.get("batch_id") or op not in _PREFIX:
+        raise UsageError(f"--journal {path}: not a walletctl batch journal (no batch id "
+                         "and operation in it)")
+    return str(meta["batch_id"]), op, [_to_row(r) for r in rows]
 
 
 class Journal:

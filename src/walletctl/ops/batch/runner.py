@@ -409,9 +409,7 @@ class BatchRunner(FlowControlled):
         if row.state in FINAL_STATES:
             self._emit(row, row.state, earlier=True)
             return
-        if self.halted:  # a row left sent/unknown by an earlier run may have been applied
-            status = "unknown" if row.state in ("sent", "unknown") else "pending"
-            self._emit(row, status, detail=self._halt_reason())
+        if self._not_started(row):
             return
         entry = self._locks.setdefault(row.ref, [asyncio.Lock(), 0])
         entry[1] += 1
@@ -423,10 +421,27 @@ class BatchRunner(FlowControlled):
             if entry[1] == 0:
                 del self._locks[row.ref]
 
-    async def _process_locked(self, row: JournalRow) -> None:
+    def _not_started(self, row: JournalRow) -> bool:
+        """The run halted before this row: reported as left (a row left sent/unknown by an
+        earlier run may have been applied)."""
         if self.halted:
-            status = "unknown" if row.state in ("sent", "unknown") else "pending"
-            self._emit(row, status, detail=self._halt_reason())
+            self._left(row, self._halt_reason(), journaled=False)
+        return self.halted
+
+    def _left(self, row: JournalRow, why: str, not_sent: str | None = None, *,
+              journaled: bool = True) -> None:
+        """A row the run leaves: unknown if it may have reached the gateway (its state in
+        the journal now; ``journaled``: recorded so), else pending (``not_sent``: why)."""
+        state = (self.journal.get(row.key) or row).state if journaled else row.state
+        if state not in ("sent", "unknown"):
+            self._emit(row, "pending", detail=not_sent or why)
+        elif journaled:
+            self._finish(row, "unknown", detail=why)
+        else:
+            self._emit(row, "unknown", detail=why)
+
+    async def _process_locked(self, row: JournalRow) -> None:
+        if self._not_started(row):
             return
         if self.on_start is not None:
             self.on_start(row)
@@ -484,13 +499,7 @@ class BatchRunner(FlowControlled):
                 return
             await self._send(client, row)
         except (_Stopped, _GaveUp) as exc:
-            current = self.journal.get(row.key)
-            state = current.state if current else row.state
-            why = exc.why if isinstance(exc, _GaveUp) else self._halt_reason()
-            if state in ("sent", "unknown"):
-                self._finish(row, "unknown", detail=why)
-            else:
-                self._emit(row, "pending", detail=why)
+            self._left(row, exc.why if isinstance(exc, _GaveUp) else self._halt_reason())
         except _Refused as exc:
             self._finish(row, "refused", detail=f"gateway: {exc}")
         except _Done:
@@ -521,12 +530,8 @@ class BatchRunner(FlowControlled):
         except _Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"{self.opt.op} {row.new_ref}: {exc.why}")
-            current = self.journal.get(row.key)
-            state = current.state if current else "planned"
-            if state in ("sent", "unknown"):
-                self._finish(row, "unknown", detail=f"gave up after retries: {exc.why}")
-            else:
-                self._emit(row, "pending", detail=f"not sent after retries: {exc.why}")
+            self._left(row, f"gave up after retries: {exc.why}",
+                       f"not sent after retries: {exc.why}")
 
     def _write_sent(self, items: list[tuple[JournalRow, int]]) -> None:
         """The rows about to leave: 'sent' in the journal, then their history entries begun

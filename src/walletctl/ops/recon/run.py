@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -249,16 +248,22 @@ def journal_rows(path: Path, profile: Profile, operations: frozenset[str], plan:
                  desk: DeskRefs, refs: frozenset[str]) -> None:
     """A batch journal's sent rows as expected movements; a row the history records too is
     compared through the history. ``refs``: only these orders, when given."""
+    from walletctl.ops.batch.journal import NOT_FOUND, PREFLIGHT, read_journal
+
+    _check_file("--journal", path)
     batch_id, op, rows = read_journal(path)
-    for line, ref, new_ref, amount, currency, row_profile, state, txn_state, detail in rows:
+    for row in rows:
+        ref, new_ref, detail = row.ref, row.new_ref, row.detail or ""
         if refs and ref not in refs:
             continue
-        if op not in operations or (row_profile is not None and row_profile != profile.name):
+        if op not in operations or row.profile not in (None, profile.name):
             plan.not_compared += 1
             continue
-        outcome = _journal_outcome(state, txn_state, detail)
+        outcome = _JOURNAL_OUTCOMES.get(row.state)
+        if row.state == "refused" and not detail.startswith(PREFLIGHT):  # pre-flight: not sent
+            outcome = "error" if detail.startswith(NOT_FOUND) else "declined"
         if outcome is None:
-            if state != "planned":
+            if row.state != "planned":
                 plan.not_compared += 1
             continue
         plan.journal_refs.setdefault(ref, set()).add(new_ref)
@@ -267,53 +272,11 @@ def journal_rows(path: Path, profile: Profile, operations: frozenset[str], plan:
         entry = Entry(
             id=0, time="", os_user="", host="", profile=profile.name,
             base_url=profile.base_url, operation=op, original_ref=ref, new_ref=new_ref,
-            amount=amount, currency=currency, outcome=outcome, http_status=None,
-            exit_code=None, batch_id=batch_id, batch_row=line, reason=None, note=detail,
-            completed=None, merchant_id=profile.merchant_id, store_id=profile.store_id)
-        plan.add(Expected(entry, f"journal {path.name} line {line}"))
-
-
-def _journal_outcome(state: str, txn_state: str | None, detail: str | None) -> str | None:
-    from walletctl.ops.batch.journal import NOT_FOUND, PREFLIGHT
-
-    if state == "refused":
-        if (detail or "").startswith(PREFLIGHT):
-            return None  # refused by walletctl's own pre-flight: nothing was sent
-        return "error" if (detail or "").startswith(NOT_FOUND) else "declined"
-    return _JOURNAL_OUTCOMES.get(state)
-
-
-JournalRecord = tuple[int, str, str, str, str, str | None, str, str | None, str | None]
-
-
-def read_journal(path: Path) -> tuple[str, str, list[JournalRecord]]:
-    """(batch id, operation, rows in line order) of a batch journal, opened read-only.
-    Anything else is a usage error naming the flag: exit 2."""
-    _check_file("--journal", path)
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error as exc:
-        raise UsageError(f"--journal {path}: cannot open ({exc})") from None
-    try:
-        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        rows = db.execute(
-            "SELECT line, ref, new_ref, amount, currency, profile, state, txn_state, detail "
-            "FROM rows ORDER BY line, key").fetchall()
-    except sqlite3.Error as exc:
-        raise UsageError(f"--journal {path}: not a walletctl batch journal ({exc})",
-                         hint="pass the .journal file a capture/refund/reverse --batch run "
-                              "wrote") from None
-    finally:
-        db.close()
-    op = meta.get("op")
-    if not meta.get("batch_id") or op not in ("capture", "refund", "reverse"):
-        raise UsageError(f"--journal {path}: not a walletctl batch journal (no batch id "
-                         "and operation in it)")
-    return str(meta["batch_id"]), str(op), [
-        (int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]),
-         None if r[5] is None else str(r[5]), str(r[6]),
-         None if r[7] is None else str(r[7]), None if r[8] is None else str(r[8]))
-        for r in rows]
+            amount=f"{row.amount}", currency=row.currency, outcome=outcome, http_status=None,
+            exit_code=None, batch_id=batch_id, batch_row=row.line, reason=None,
+            note=row.detail, completed=None, merchant_id=profile.merchant_id,
+            store_id=profile.store_id)
+        plan.add(Expected(entry, f"journal {path.name} line {row.line}"))
 
 
 def _check_file(flag: str, path: Path) -> None:
