@@ -150,19 +150,19 @@ class RowProfiles:
     def production(self) -> list[str]:
         return [p.name for p in self.loaded.values() if p.is_production]
 
-    def judging(self, name: str | None) -> tuple[Profile, ...]:
-        """The profiles whose desk rules judge a row: the command's and the row's own (the
-        stricter rule of the two applies)."""
-        own = self(name)
-        return (self.profile,) if own is self.profile else (self.profile, own)
-
-    def strictest(self, name: str | None,
-                  amount_of: Callable[[Profile], Decimal | None]) -> tuple[Decimal, str] | None:
-        """The lowest amount (and whose) ``amount_of`` gives among a row's judging
-        profiles; None: none of them sets one."""
-        found = [(amount, p.name) for p in self.judging(name)
-                 if (amount := amount_of(p)) is not None]
-        return min(found) if found else None
+    def strictest(self, amount_of: Callable[[Profile], Decimal | None],
+                  ) -> dict[str | None, tuple[Decimal, str]]:
+        """By a row's ``profile`` (None: the command's), the lowest amount ``amount_of``
+        gives among the profiles whose desk rules judge the row (the command's and the
+        row's own: the stricter applies), and whose it is; {} when none of them sets one."""
+        found: dict[str | None, tuple[Decimal, str]] = {}
+        for name in [None, *self.loaded]:
+            own = self(name)
+            judging = (self.profile,) if own is self.profile else (self.profile, own)
+            hits = [(amount, p.name) for p in judging if (amount := amount_of(p)) is not None]
+            if hits:
+                found[name] = min(hits)
+        return found
 
 
 def profile_loader(config_path: Path | None, timeout: float | None) -> Callable[[str], Profile]:
@@ -329,29 +329,19 @@ def _desk_rules(ask: BatchAsk, desk: BatchDesk, jr: Journal, profiles: RowProfil
         _record_refusal(ask, profiles.profile, jr.batch_id, reason, exc)
 
 
-def _to_send(jr: Journal) -> Iterator[JournalRow]:
-    from walletctl.ops.batch.journal import FINAL_STATES
-
-    return (row for row in jr.rows() if row.state not in FINAL_STATES)
-
-
 def _used(jr: Journal, profiles: RowProfiles) -> list[Profile]:
     """The command's profile, then those the rows to send name."""
-    names = {row.profile for row in _to_send(jr)} - {None, profiles.profile.name}
+    from walletctl.ops.batch.journal import FINAL_STATES
+
+    names = {row.profile for row in jr.rows() if row.state not in FINAL_STATES}
+    names -= {None, profiles.profile.name}
     return [profiles.profile, *(profiles(name) for name in sorted(n for n in names if n))]
 
 
-def _approval_amount(op: str) -> Callable[[Profile], Decimal | None]:
+def _approval_amounts(op: str, profiles: RowProfiles) -> dict[str | None, tuple[Decimal, str]]:
     from walletctl.ops.money.approval import threshold
 
-    return lambda prof: threshold(prof, op)
-
-
-def _limit(op: str) -> Callable[[Profile], Decimal | None]:
-    def limit(prof: Profile) -> Decimal | None:  # any currency's lowest: the stricter
-        return amount_rule(prof.history.limits, op, None)
-
-    return limit
+    return profiles.strictest(lambda prof: threshold(prof, op))
 
 
 def _under_four_eyes(ask: BatchAsk, profiles: RowProfiles, jr: Journal,
@@ -362,20 +352,10 @@ def _under_four_eyes(ask: BatchAsk, profiles: RowProfiles, jr: Journal,
         return False
     if ask.approval is not None:
         return True
-    amounts = _row_amounts(profiles, _approval_amount(ask.op))
+    amounts = _approval_amounts(ask.op, profiles)
     return bool(amounts) and any(
         (found := amounts.get(row.profile)) is not None and row.amount > found[0]
         for row in jr.rows())
-
-
-def _row_amounts(profiles: RowProfiles, amount_of: Callable[[Profile], Decimal | None],
-                 ) -> dict[str | None, tuple[Decimal, str]]:
-    """By a row's ``profile`` (None: the command's), the lowest amount ``amount_of`` gives
-    among the profiles that judge it, and whose it is; {} when no profile of the batch sets
-    one."""
-    names: list[str | None] = [None, *profiles.loaded]
-    found = {name: profiles.strictest(name, amount_of) for name in names}
-    return {name: hit for name, hit in found.items() if hit is not None}
 
 
 def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
@@ -385,7 +365,8 @@ def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
     a resumed run asks for the same total as the first."""
     above: dict[str, tuple[int, Decimal]] = {}
     limits: dict[str, str] = {}
-    strictest = _row_amounts(profiles, _limit(op))
+    # any currency's lowest limit: the stricter
+    strictest = profiles.strictest(lambda prof: amount_rule(prof.history.limits, op, None))
     if not strictest:
         return above, limits
     for row in jr.rows():
@@ -434,7 +415,7 @@ def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
     changed while it was planned."""
     if bound is None or not plan.to_send:
         return ask.approval
-    amounts = _row_amounts(profiles, _approval_amount(ask.op))
+    amounts = _approval_amounts(ask.op, profiles)
     lowest = min((amount for amount, _whose in amounts.values()), default=None)
     if ask.approval is None and lowest is None:
         return None

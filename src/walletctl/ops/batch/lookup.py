@@ -16,7 +16,6 @@ bytes a distinct reference).
 from __future__ import annotations
 
 import asyncio
-import csv
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from walletctl.ops.batch.flow import (
     MAX_ATTEMPTS,
     FlowControlled,
 )
-from walletctl.ops.batch.rows import BoundedLines, check_ref, csv_reader
+from walletctl.ops.batch.rows import BoundedLines, check_ref, csv_lines, csv_reader, json_lines
 
 if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
@@ -69,6 +68,7 @@ class BalanceRow:
     first: datetime | None = None
     last: datetime | None = None
     error: str | None = None
+    records: list[TransactionRecord] | None = None  # what the lookup answered (None: no answer)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"line": self.line, "ref": self.ref, "kind": self.kind,
@@ -87,7 +87,7 @@ def balance_row(line: int, ref: str, records: list[TransactionRecord]) -> Balanc
     from walletctl.models.ledger import balance_from_records
     from walletctl.models.money import exponent
 
-    row = BalanceRow(line, ref)
+    row = BalanceRow(line, ref, records=records)
     if not records:
         row.error = "unknown reference (the gateway has no transaction with it)"
         return row
@@ -163,51 +163,30 @@ def iter_refs(path: Path) -> Iterator[tuple[int, str | None, str]]:
     """(line, ref or None, problem) from CSV (a ``ref`` column, or one reference a line) or
     JSON Lines (objects with ``ref``). Streamed: one bounded line at a time (ops.batch.rows:
     an over-long line or field is a problem on its line, never held in memory)."""
-    from walletctl.models.base import loads
-
     with path.open("rb") as fh:
         head = fh.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
     with path.open("rb") as raw:
         text = BoundedLines(raw, errors="replace")
         if head[:1] == b"{":
-            for line_text in text:
-                line = text.number
-                if text.too_long and text.too_long[-1] == line:
-                    yield line, None, text.problem()
-                    continue
-                if not line_text.strip():
-                    continue
-                try:
-                    data = loads(line_text)
-                except (ValueError, RecursionError):
-                    data = None
-                ref = data.get("ref") if isinstance(data, dict) else None
-                yield _checked(line, ref, "not a JSON object with a \"ref\" string")
+            for line, data, problem in json_lines(text):
+                if problem == text.problem():  # over-long
+                    yield line, None, problem
+                else:
+                    ref = data.get("ref") if isinstance(data, dict) else None
+                    yield _checked(line, ref, "not a JSON object with a \"ref\" string")
             return
-        reader = csv_reader(text)
-        column = reported = 0
-        while True:
-            try:
-                values = next(reader)
-            except StopIteration:
-                values = None
-            except csv.Error as exc:  # a field over the limit, a NUL: this line, then on
-                values = []
-                yield reader.line_num, None, f"not valid CSV ({exc})"
-            while reported < len(text.too_long):
-                yield text.too_long[reported], None, text.problem()
-                reported += 1
+        column = 0
+        for line, values, problem in csv_lines(text, csv_reader(text), stop_on_error=False):
             if values is None:
-                return
-            if not values or not any(v.strip() for v in values):
+                yield line, None, problem
                 continue
-            if reader.line_num == 1:
+            if line == 1:
                 names = [v.strip().lower() for v in values]
                 if "ref" in names:
                     column = names.index("ref")
                     continue
             ref = values[column].strip() if column < len(values) else None
-            yield _checked(reader.line_num, ref, "has no ref value")
+            yield _checked(line, ref, "has no ref value")
 
 
 def _checked(line: int, ref: object, missing: str) -> tuple[int, str | None, str]:

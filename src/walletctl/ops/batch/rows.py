@@ -81,6 +81,48 @@ def csv_reader(lines: BoundedLines, *, strict: bool = False) -> Any:
     return csv.reader(lines, strict=strict)
 
 
+def csv_lines(text: BoundedLines, reader: Any, *, stop_on_error: bool,
+              ) -> Iterator[tuple[int, list[str] | None, str]]:
+    """(line, values, "") of the non-blank records ``reader`` reads from ``text``, and
+    (line, None, problem) for an over-long line or a record csv refuses (``stop_on_error``:
+    the last thing read)."""
+    reported = 0
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            values = None
+        except csv.Error as exc:  # a field over the limit, a NUL
+            yield reader.line_num, None, f"not valid CSV ({exc})"
+            if stop_on_error:
+                return
+            values = []
+        while reported < len(text.too_long):  # over-long lines read as empty ones
+            yield text.too_long[reported], None, text.problem()
+            reported += 1
+        if values is None:
+            return
+        if any(v.strip() for v in values):
+            yield reader.line_num, values, ""
+
+
+def json_lines(text: BoundedLines) -> Iterator[tuple[int, Any, str]]:
+    """(line, its JSON value, "") of the non-blank lines of ``text``, and (line, None,
+    problem) for an over-long line or one that is not JSON."""
+    from walletctl.models.base import loads
+
+    for raw in text:
+        line = text.number
+        if text.too_long and text.too_long[-1] == line:
+            yield line, None, text.problem()
+        elif raw.strip():
+            try:
+                data, problem = loads(raw), ""
+            except (ValueError, RecursionError) as exc:
+                data, problem = None, f"not valid JSON ({str(exc.args[0]).split(':')[0]})"
+            yield line, data, problem
+
+
 @dataclass(frozen=True, slots=True)
 class Row:
     """One validated batch row. ``line`` is 1-based in the input (the CSV header is line 1)."""
@@ -214,43 +256,19 @@ def _csv_rows(
     if len(set(names)) != len(names):
         yield Problem(1, "(header)", "a column is named twice")
         return
-    reported = 0
-    while True:
-        try:
-            values = next(reader)
-        except StopIteration:
-            values = None
-        except csv.Error as exc:
-            yield Problem(reader.line_num, "(row)", f"not valid CSV ({exc})")
-            return
-        while reported < len(text.too_long):  # over-long lines read as empty ones
-            yield Problem(text.too_long[reported], "(row)", text.problem())
-            reported += 1
+    for line, values, problem in csv_lines(text, reader, stop_on_error=True):
         if values is None:
-            return
-        line = reader.line_num
-        if not values or all(not v.strip() for v in values):
-            continue
-        if len(values) != len(names):
+            yield Problem(line, "(row)", problem)
+        elif len(values) != len(names):
             yield Problem(line, "(row)", f"has {len(values)} fields, the header has {len(names)}")
-            continue
-        yield validate_fields(line, dict(zip(names, values, strict=True)), default_currency)
+        else:
+            yield validate_fields(line, dict(zip(names, values, strict=True)), default_currency)
 
 
 def _jsonl_rows(text: BoundedLines, default_currency: str | None) -> Iterator[Row | Problem]:
-    from walletctl.models.base import loads
-
-    for raw in text:
-        line = text.number
-        if text.too_long and text.too_long[-1] == line:
-            yield Problem(line, "(row)", text.problem())
-            continue
-        if not raw.strip():
-            continue
-        try:
-            data = loads(raw)
-        except ValueError as exc:
-            yield Problem(line, "(row)", f"not valid JSON ({exc.args[0].split(':')[0]})")
+    for line, data, problem in json_lines(text):
+        if problem:
+            yield Problem(line, "(row)", problem)
             continue
         if not isinstance(data, dict):
             yield Problem(line, "(row)", "must be a JSON object")

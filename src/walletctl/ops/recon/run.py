@@ -26,14 +26,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from walletctl.errors import ConfigError, GatewayError, UsageError
+from walletctl.errors import ConfigError, UsageError
 from walletctl.history.store import Entry, Filters, HistoryStore
 from walletctl.ops.batch.flow import stopped_by_signals
 from walletctl.ops.batch.lookup import BalanceReport, LookupOptions
 from walletctl.ops.recon.compare import OPERATIONS, Expected, Finding, ReconResult, compare_original
 
 if TYPE_CHECKING:
-    from walletctl.client.aio import AsyncGatewayClient
     from walletctl.config.profile import Profile
     from walletctl.models.records import TransactionRecord
 
@@ -48,25 +47,6 @@ class ReconRequest:
     operations: frozenset[str] = frozenset(OPERATIONS)
     lookup: LookupOptions = field(default_factory=LookupOptions)
     record: bool = False  # file each mismatch as a finding in the history (recon --record)
-
-
-class _Keeping:
-    """The engine's client, keeping each answered lookup's records for the comparison (an
-    unknown reference, 404, is an answer: nothing under it)."""
-
-    def __init__(self, client: AsyncGatewayClient) -> None:
-        self.client = client
-        self.found: dict[str, list[TransactionRecord]] = {}
-
-    async def lookup(self, reference: str) -> list[TransactionRecord]:
-        try:
-            records = await self.client.lookup(reference)
-        except GatewayError as exc:
-            if exc.status != 404:
-                raise
-            records = []
-        self.found[reference] = records
-        return records
 
 
 def _when(text: str | None) -> datetime | None:
@@ -145,8 +125,7 @@ async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: De
         return (since is None or when >= since) and when < until
 
     client = AsyncGatewayClient(profile, max_connections=request.lookup.concurrency)
-    keeping = _Keeping(client)
-    engine = BalanceReport(keeping, request.lookup)
+    engine = BalanceReport(client, request.lookup)
     result.report = engine.report
     originals = plan.originals()
     result.counts.originals = len(originals)
@@ -156,7 +135,7 @@ async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: De
                 if progress is not None:
                     progress()
                 expected = plan.expected.get(row.ref, [])
-                records = keeping.found.pop(row.ref, None)
+                records = row.records
                 if records is None:
                     compared = f"; {len(expected)} recorded movement(s) not compared" \
                         if expected else ""
