@@ -17,6 +17,7 @@ from batch_fakes import PROFILE
 from walletctl.client.answers import parse_retry_after
 from walletctl.errors import UsageError
 from walletctl.ops.batch.flow import CircuitBreaker, TokenBucket
+from walletctl.ops.batch.input_rows import Problem, Row, iter_rows
 from walletctl.ops.batch.journal import (
     BatchValidationError,
     Journal,
@@ -24,7 +25,6 @@ from walletctl.ops.batch.journal import (
     derive_reference,
     plan_batch,
 )
-from walletctl.ops.batch.rows import Problem, Row, iter_rows
 
 
 def problems(path: Path, default_currency: str | None = "EUR") -> list[str]:
@@ -358,8 +358,8 @@ def test_the_runner_sends_exactly_the_request_the_plan_validated(tmp_path: Path)
 
     from walletctl.models.base import dumps
     from walletctl.models.money import AmountFormat
+    from walletctl.ops.batch.input_rows import Op
     from walletctl.ops.batch.journal import JournalRow
-    from walletctl.ops.batch.rows import Op
     from walletctl.ops.batch.runner import RequestTemplate, build_request, request_problem
 
     cents = st.integers(min_value=1, max_value=10**12)

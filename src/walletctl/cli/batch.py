@@ -21,7 +21,7 @@ from walletctl.ops.batch.journal import BatchValidationError
 if TYPE_CHECKING:
     from walletctl.cli.state import State
     from walletctl.config.profile import Profile
-    from walletctl.ops.batch.rows import Op
+    from walletctl.ops.batch.input_rows import Op
 
 
 def run_batch_command(

@@ -19,7 +19,7 @@ from walletctl.errors import UsageError
 from walletctl.ops.batch.flow import check_flow_options, stop_code, stopped_by_signals
 
 if TYPE_CHECKING:
-    from walletctl.ops.batch.lookup import Report
+    from walletctl.ops.batch.balance_report import Report
 
 _DURATION = re.compile(r"(\d{1,6})([smhdw])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -45,13 +45,13 @@ def run_lookup_batch(
     max_failures: int,
 ) -> int:
     from walletctl.cli.state import get_state
-    from walletctl.ops.batch.lookup import (
+    from walletctl.ops.batch.balance_report import (
         BalanceReport,
         Filters,
         LookupOptions,
         iter_refs,
     )
-    from walletctl.ops.batch.rows import batch_input
+    from walletctl.ops.batch.input_rows import batch_input
     from walletctl.render.balances import BalanceWriter, finish_report, lookup_progress
 
     check_flow_options(concurrency, rate, max_failures)

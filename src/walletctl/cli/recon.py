@@ -81,8 +81,8 @@ def recon(
     from walletctl.cli.history import parse_when
     from walletctl.errors import UsageError
     from walletctl.models.inputs import check_inputs
+    from walletctl.ops.batch.balance_report import LookupOptions
     from walletctl.ops.batch.flow import check_flow_options
-    from walletctl.ops.batch.lookup import LookupOptions
     from walletctl.ops.recon.compare import OPERATIONS
     from walletctl.ops.recon.run import ReconRequest, reconcile
     from walletctl.render.recon import recon_progress, render_recon

@@ -29,14 +29,14 @@ from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
 from walletctl.history.policy import amount_rule
 from walletctl.ops.batch.flow import check_flow_options, stop_code
+from walletctl.ops.batch.input_rows import STDIN
 from walletctl.ops.batch.journal import Plan
-from walletctl.ops.batch.rows import STDIN
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.ops.batch.driver import ResultsWriter, Watch
+    from walletctl.ops.batch.input_rows import Op, Problem, Row
     from walletctl.ops.batch.journal import Journal, JournalRow
-    from walletctl.ops.batch.rows import Op, Problem, Row
     from walletctl.ops.batch.runner import RunOptions, RunReport
 
 BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
@@ -243,7 +243,7 @@ def _under_rulebook(ask: BatchAsk, desk: BatchDesk) -> tuple[Profile, Callable[[
 def _check(ask: BatchAsk) -> None:
     """The options, and the files a run writes, before anything is read or sent: a FIFO
     would block, a directory or /dev/full would fail after the money moved."""
-    from walletctl.ops.batch.rows import OPS
+    from walletctl.ops.batch.input_rows import OPS
     from walletctl.ops.user_files import check_output
 
     if ask.op not in OPS:
@@ -440,7 +440,7 @@ def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
 
 # ---- input and journal ---------------------------------------------------------------------
 def _input(source: Path, scratch: Path) -> _Source:
-    from walletctl.ops.batch.rows import batch_input
+    from walletctl.ops.batch.input_rows import batch_input
 
     path, display = batch_input(source, scratch)
     return _Source(path, display, file_hash(path, None) if display == STDIN else None)

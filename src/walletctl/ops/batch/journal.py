@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from walletctl.errors import RequestValidationError, UsageError
-from walletctl.ops.batch.rows import InputFormat, Op, Problem, Row, iter_rows
+from walletctl.ops.batch.input_rows import InputFormat, Op, Problem, Row, iter_rows
 
 State = Literal["planned", "sent", "confirmed", "refused", "unknown"]
 STATES: Final = ("planned", "sent", "confirmed", "refused", "unknown")

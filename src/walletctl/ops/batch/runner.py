@@ -31,7 +31,7 @@ commit. Per row::
         other documented 4xx    -> refused
 
 A row is re-sent ONLY after a lookup proved its reference absent, and always with the same
-reference. Retries: jittered exponential backoff, bounded attempts (see :func:`retrying`).
+reference. Retries: jittered exponential backoff, bounded attempts (see ``_retrying``).
 
 The two records of a row, the journal and the history, have one writer: the runner. The
 ``sent`` state of every row leaving in one event-loop turn and their history entries are
@@ -75,6 +75,7 @@ from walletctl.ops.batch.flow import (
     MAX_ATTEMPTS,
     FlowControlled,
 )
+from walletctl.ops.batch.input_rows import Op, Problem, Row
 from walletctl.ops.batch.journal import (
     FINAL_STATES,
     NOT_FOUND,
@@ -83,7 +84,6 @@ from walletctl.ops.batch.journal import (
     JournalRow,
     State,
 )
-from walletctl.ops.batch.rows import Op, Problem, Row
 from walletctl.ops.money.duplicates import likely_duplicate
 from walletctl.ops.money.earlier import needs_lookup, resolve_earlier, verdict_of
 from walletctl.ops.money.lock import DeskLocks, MoneyLocks, hold_row, lock_key, money_locks

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from walletctl.history.findings import Recorded
     from walletctl.history.store import Entry
     from walletctl.models.records import TransactionRecord
-    from walletctl.ops.batch.lookup import Report
+    from walletctl.ops.batch.balance_report import Report
 
 Kind = Literal["unrecorded", "absent", "state", "amount", "type", "unknown", "unchecked"]
 UNCONFIRMED: tuple[Kind, ...] = ("absent", "state", "amount", "type")

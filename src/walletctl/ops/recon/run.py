@@ -2,7 +2,7 @@
 
 :func:`reconcile` is the one operation: it reads what the desk recorded in the window
 (history entries, batch journals, the orders named by ``--ref`` and ``--refs FILE``), looks
-every order up on the batch engine (:class:`~walletctl.ops.batch.lookup.BalanceReport`:
+every order up on the batch engine (:class:`~walletctl.ops.batch.balance_report.BalanceReport`:
 concurrency, token bucket, the shared Retry-After pause, retries and the circuit breaker),
 compares each order as its lookup arrives (``compare``) and returns a
 :class:`~walletctl.ops.recon.compare.ReconResult`. It reads only: nothing is sent but
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 from walletctl.errors import ConfigError, UsageError
 from walletctl.history.store import Entry, Filters, HistoryStore
+from walletctl.ops.batch.balance_report import BalanceReport, LookupOptions
 from walletctl.ops.batch.flow import stopped_by_signals
-from walletctl.ops.batch.lookup import BalanceReport, LookupOptions
 from walletctl.ops.recon.compare import OPERATIONS, Expected, Finding, ReconResult, compare_original
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def reconcile(profile: Profile, request: ReconRequest, *,
     module's docstring); ``progress`` is called once per order looked up."""
     from walletctl.config.dburl import DbUrl
     from walletctl.history import history_location, open_location
-    from walletctl.ops.batch.lookup import Report
+    from walletctl.ops.batch.balance_report import Report
 
     where = history_location(profile)
     shared = isinstance(where, DbUrl)
@@ -268,7 +268,7 @@ def read_refs(path: Path) -> Iterator[str]:
     """The references of a file of orders (CSV with a ``ref`` column, one a line, or JSON
     Lines with ``ref``: the forms ``lookup --batch`` reads). A line that holds no valid
     reference, or a file that cannot be read, is a usage error naming the flag: exit 2."""
-    from walletctl.ops.batch.lookup import iter_refs
+    from walletctl.ops.batch.balance_report import iter_refs
 
     _check_file("--refs", path)
     try:

@@ -39,7 +39,13 @@ from walletctl.ops.batch.flow import (
     MAX_ATTEMPTS,
     FlowControlled,
 )
-from walletctl.ops.batch.rows import BoundedLines, check_ref, csv_lines, csv_reader, json_lines
+from walletctl.ops.batch.input_rows import (
+    BoundedLines,
+    check_ref,
+    csv_lines,
+    csv_reader,
+    json_lines,
+)
 
 if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
@@ -161,7 +167,7 @@ class Report:
 
 def iter_refs(path: Path) -> Iterator[tuple[int, str | None, str]]:
     """(line, ref or None, problem) from CSV (a ``ref`` column, or one reference a line) or
-    JSON Lines (objects with ``ref``). Streamed: one bounded line at a time (ops.batch.rows:
+    JSON Lines (objects with ``ref``). Streamed: one bounded line at a time (ops.batch.input_rows:
     an over-long line or field is a problem on its line, never held in memory)."""
     with path.open("rb") as fh:
         head = fh.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
