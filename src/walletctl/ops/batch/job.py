@@ -19,7 +19,7 @@ import hashlib
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -35,7 +35,7 @@ from walletctl.ops.batch.journal import Plan
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.ops.batch.driver import ResultsWriter, Watch
-    from walletctl.ops.batch.input_rows import Op, Problem, Row
+    from walletctl.ops.batch.input_rows import Op
     from walletctl.ops.batch.journal import Journal, JournalRow
     from walletctl.ops.batch.runner import RunOptions, RunReport
 
@@ -263,11 +263,13 @@ def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
     """Pass 1 and every check before the confirmation: (the approval the batch runs under,
     whether a production profile's name was typed)."""
     from walletctl.ops.batch.journal import plan_batch
+    from walletctl.ops.batch.runner import request_problem
 
     result.plan = plan = plan_batch(
         source.path, jr, default_currency=profiles.profile.currency,
         skip_invalid=ask.skip_invalid, check_profile=profiles.problem,
-        display_name=source.display, check_request=_request_check(ask.op, profiles))
+        display_name=source.display,
+        check_request=lambda row: request_problem(profiles(row.profile), ask.op, row))
     _notes(ask, desk, jr, plan)
     approval = ask.approval
     if not ask.dry_run and plan.to_send:
@@ -280,15 +282,6 @@ def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
                                   f"{ask.op} {plan.to_send} row(s) ({plan.money()})",
                                   not ask.dry_run and plan.to_send > 0)
     return approval, typed
-
-
-def _request_check(op: Op, profiles: RowProfiles) -> Callable[[Row], Problem | None]:
-    from walletctl.ops.batch.runner import request_problem
-
-    def check(row: Row) -> Problem | None:
-        return request_problem(profiles(row.profile), op, row)
-
-    return check
 
 
 def _notes(ask: BatchAsk, desk: BatchDesk, jr: Journal, plan: Plan) -> None:
@@ -466,29 +459,20 @@ def _journal_path(ask: BatchAsk, batch_id: str) -> Path:
 def _open_journal(ask: BatchAsk, path: Path, batch_id: str, display: str,
                   scratch: Path) -> Journal:
     """The journal; a dry run plans into a copy (the real journal is never touched)."""
+    import sqlite3
+
     from walletctl.ops.batch.journal import Journal
 
     if ask.dry_run:
-        path = _scratch_copy(path, scratch)
+        real, path = path, scratch / "dry-run.journal"
+        if real.exists():
+            with closing(sqlite3.connect(str(real))) as src, \
+                    closing(sqlite3.connect(str(path))) as dst:
+                src.backup(dst)
     try:
         return Journal(path, batch_id=batch_id, op=ask.op, source=display)
     except OSError as exc:
         raise UsageError(f"--journal {path}: cannot open ({exc.strerror})") from None
-
-
-def _scratch_copy(journal_path: Path, scratch: Path) -> Path:
-    import sqlite3
-
-    copy = scratch / "dry-run.journal"
-    if journal_path.exists():
-        src = sqlite3.connect(str(journal_path))
-        dst = sqlite3.connect(str(copy))
-        try:
-            src.backup(dst)
-        finally:
-            src.close()
-            dst.close()
-    return copy
 
 
 def _drop_new_journal(ask: BatchAsk, jr: Journal) -> None:
