@@ -159,26 +159,19 @@ class CircuitBreaker:
 class Pause:
     """A shared "send nothing before" instant, set by 429 answers (all workers honour it)."""
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
+    def __init__(self) -> None:
         self.until = 0.0
-        self._clock = clock
-        self._sleep = sleep
         self.total = 0.0  # seconds of pause added by every 429 of the run (overlaps once)
 
     def extend(self, seconds: float) -> None:
-        now = self._clock()
+        now = time.monotonic()
         start = max(self.until, now)
         self.total += max(0.0, now + seconds - start)
         self.until = max(self.until, now + seconds)
 
     async def wait(self) -> None:
-        while (left := self.until - self._clock()) > 0:  # in steps: a stop ends the pause
-            await self._sleep(min(left, 0.5))
+        while (left := self.until - time.monotonic()) > 0:  # in steps: a stop ends the pause
+            await asyncio.sleep(min(left, 0.5))
 
 
 class StopReport(Protocol):

@@ -147,14 +147,13 @@ class Problem:
         return f"line {self.line}: {self.field}: {self.rule}"
 
 
-def detect_format(path: Path | None, first_bytes: bytes) -> InputFormat:
+def detect_format(path: Path, first_bytes: bytes) -> InputFormat:
     """By extension (.csv / .jsonl / .ndjson / .json), else by the first non-blank character."""
-    if path is not None:
-        suffix = path.suffix.lower()
-        if suffix == ".csv":
-            return "csv"
-        if suffix in (".jsonl", ".ndjson", ".json"):
-            return "jsonl"
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        return "jsonl"
     stripped = first_bytes.lstrip(b"\xef\xbb\xbf \t\r\n")
     return "jsonl" if stripped[:1] == b"{" else "csv"
 
@@ -287,13 +286,11 @@ def _jsonl_rows(text: BoundedLines, default_currency: str | None) -> Iterator[Ro
         yield validate_fields(line, keys, default_currency)
 
 
-def iter_rows(
-    path: Path, fmt: InputFormat | None = None, *, default_currency: str | None = None
-) -> Iterator[Row | Problem]:
+def iter_rows(path: Path, *, default_currency: str | None = None) -> Iterator[Row | Problem]:
     """Stream validated rows (or problems) from ``path``; holds one bounded line at a time."""
     with path.open("rb") as fh:
         head = fh.read(512)
-    kind = fmt or detect_format(path, head)
+    kind = detect_format(path, head)
     with path.open("rb") as raw:
         text = BoundedLines(raw)
         try:

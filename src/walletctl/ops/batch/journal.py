@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from walletctl.errors import RequestValidationError, UsageError
-from walletctl.ops.batch.input_rows import InputFormat, Op, Problem, Row, iter_rows
+from walletctl.ops.batch.input_rows import Op, Problem, Row, iter_rows
 
 State = Literal["planned", "sent", "confirmed", "refused", "unknown"]
 STATES: Final = ("planned", "sent", "confirmed", "refused", "unknown")
@@ -403,7 +403,6 @@ def plan_batch(
     source: Path,
     journal: Journal,
     *,
-    fmt: InputFormat | None = None,
     default_currency: str | None = None,
     skip_invalid: bool = False,
     check_profile: Callable[[str], str | None] | None = None,
@@ -419,7 +418,7 @@ def plan_batch(
     profile_rules: dict[str, str | None] = {}
     journal.begin()
     try:
-        for item in iter_rows(source, fmt, default_currency=default_currency):
+        for item in iter_rows(source, default_currency=default_currency):
             if isinstance(item, Problem):
                 plan.note(item)
                 continue

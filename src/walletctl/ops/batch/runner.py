@@ -107,7 +107,6 @@ class RunOptions:
     rate: float | None = None
     max_failures: int = 10
     max_attempts: int = MAX_ATTEMPTS
-    preflight: bool = True
     # After a timeout/drop, wait this long before trusting "absent" (a slow gateway may still
     # be committing the first request). 5xx answers need no settling: the gateway is done.
     settle: float = 0.5
@@ -487,11 +486,10 @@ class BatchRunner(FlowControlled):
             if self._record_if_found(row, records):
                 return
             self._resolve_earlier(client, row, records)
-            if self.opt.preflight:
-                refusal = self._preflight(row, records)
-                if refusal is not None:
-                    self._finish(row, "refused", detail=refusal)
-                    return
+            refusal = self._preflight(row, records)
+            if refusal is not None:
+                self._finish(row, "refused", detail=refusal)
+                return
             if not self.opt.allow_duplicate and self._held(client, row, records):
                 return
             if self.opt.predict:
@@ -511,9 +509,9 @@ class BatchRunner(FlowControlled):
         no history. Its new reference is then certainly unknown to the gateway, so the
         lookup could find nothing to reconcile, and the gateway itself refuses what the
         pre-flight would refuse. One primary-key read: nothing grows with the journal."""
-        return (self.opt.direct and not self.opt.predict and self.opt.preflight
-                and row.state == "planned" and row.attempts == 0 and row.detail is None
-                and row.key == f"{row.ref}#0" and self.journal.get(f"{row.ref}#1") is None)
+        return (self.opt.direct and not self.opt.predict and row.state == "planned"
+                and row.attempts == 0 and row.detail is None and row.key == f"{row.ref}#0"
+                and self.journal.get(f"{row.ref}#1") is None)
 
     def _predicted(self, row: JournalRow) -> None:
         """Dry run: the row passed the pre-flight; later rows on its original see it applied."""
