@@ -12,8 +12,7 @@ from batch_fakes import FakeGateway, Faults
 
 from walletctl.errors import GatewayError
 from walletctl.models.records import TransactionRecord
-from walletctl.ops.batch.journal import Journal
-from walletctl.ops.batch.plan import plan_batch
+from walletctl.ops.batch.journal import Journal, plan_batch
 from walletctl.ops.batch.runner import BatchRunner, RowResult, RunOptions, RunReport
 
 FAST = {"backoff_initial": 0.001, "backoff_max": 0.005, "settle": 0.0}

@@ -247,7 +247,7 @@ def test_progress_bar_counts_rows_on_a_terminal() -> None:
 
     from rich.console import Console
 
-    from walletctl.ops.batch.plan import Plan
+    from walletctl.ops.batch.journal import Plan
     from walletctl.ops.batch.runner import RowResult
     from walletctl.render.batch import progress_bar
 

@@ -1,4 +1,4 @@
-"""Group commit (ops/batch/commit.py): what must be on disk before a request leaves still is.
+"""Group commit (ops/batch/runner.py): what must be on disk before a request leaves still is.
 
 From the outside: a plain ``http.server`` gateway that, the moment each capture POST
 arrives, opens the batch journal and the history file itself (its own SQLite connections,
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from batch_helpers import http_gateway, write_profile
 
-from walletctl.ops.batch.commit import GroupCommit
+from walletctl.ops.batch.runner import GroupCommit
 
 
 class _Gateway(BaseHTTPRequestHandler):

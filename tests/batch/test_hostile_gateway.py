@@ -282,7 +282,7 @@ def test_the_async_client_sends_a_request_model_as_the_template_would(
 
     from walletctl.client.aio import AsyncGatewayClient
     from walletctl.ops.batch.journal import JournalRow
-    from walletctl.ops.batch.outcome import RequestTemplate, build_request
+    from walletctl.ops.batch.runner import RequestTemplate, build_request
 
     url, how = gateway
     profile = replace(PROFILE, base_url=url)

@@ -17,9 +17,14 @@ from batch_fakes import PROFILE
 from walletctl.client.gateway import parse_retry_after
 from walletctl.errors import UsageError
 from walletctl.ops.batch.flow import CircuitBreaker, TokenBucket
-from walletctl.ops.batch.journal import Journal, default_batch_id, derive_reference
-from walletctl.ops.batch.plan import BatchValidationError, plan_batch
-from walletctl.ops.batch.rows import Problem, Row, iter_rows
+from walletctl.ops.batch.input_rows import Problem, Row, iter_rows
+from walletctl.ops.batch.journal import (
+    BatchValidationError,
+    Journal,
+    default_batch_id,
+    derive_reference,
+    plan_batch,
+)
 
 
 def problems(path: Path, default_currency: str | None = "EUR") -> list[str]:
@@ -353,9 +358,9 @@ def test_the_runner_sends_exactly_the_request_the_plan_validated(tmp_path: Path)
 
     from walletctl.models.base import dumps
     from walletctl.models.money import AmountFormat
+    from walletctl.ops.batch.input_rows import Op
     from walletctl.ops.batch.journal import JournalRow
-    from walletctl.ops.batch.outcome import RequestTemplate, build_request, request_problem
-    from walletctl.ops.batch.rows import Op
+    from walletctl.ops.batch.runner import RequestTemplate, build_request, request_problem
 
     cents = st.integers(min_value=1, max_value=10**12)
     currency = st.sampled_from(["EUR", "JPY", "BHD", "USD", "HUF"])

@@ -17,7 +17,7 @@ from batch_helpers import PYTHON, cli_env, seed_preauths_fast, set_faults, write
 
 from walletctl.errors import GatewayError
 from walletctl.models.records import TransactionRecord
-from walletctl.ops.batch.lookup import BalanceReport, Filters, LookupOptions, iter_refs
+from walletctl.ops.batch.balance_report import BalanceReport, Filters, LookupOptions, iter_refs
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
 
@@ -229,7 +229,7 @@ def test_429_is_honoured_and_credentials_refused_stop_the_report(tmp_path: Path)
 def test_filters_keep_errors_and_select_open_preauths() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from walletctl.ops.batch.lookup import balance_row
+    from walletctl.ops.batch.balance_report import balance_row
 
     now = datetime.now(UTC)
     rec = TransactionRecord(id="1", state="Approved", currency_code="EUR",

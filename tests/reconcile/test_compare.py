@@ -9,8 +9,14 @@ import pytest
 
 from walletctl.history.store import Entry
 from walletctl.models.records import TransactionRecord
-from walletctl.ops.recon.compare import compare_original
-from walletctl.ops.recon.model import OPERATIONS, Counts, Expected, Finding, Totals
+from walletctl.ops.recon.compare import (
+    OPERATIONS,
+    Counts,
+    Expected,
+    Finding,
+    Totals,
+    compare_original,
+)
 
 ORDER = "ORDER-1"
 TYPES = {"sale": "ecom.sale", "refund": "ecom.refund", "capture": "ecom.capture"}

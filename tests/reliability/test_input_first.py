@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from walletctl.constants import ExitCode
-from walletctl.ops.batch.results import ResultsWriter
+from walletctl.ops.batch.driver import ResultsWriter
 
 from .conftest import cli_env, run_cli, write_profile
 from .fakegw import json_response

@@ -16,12 +16,12 @@ import typer
 
 from walletctl.errors import AwaitingApprovalError, UsageError
 from walletctl.ops.batch.job import BatchAsk, BatchDesk, batch, profile_loader
-from walletctl.ops.batch.plan import BatchValidationError
+from walletctl.ops.batch.journal import BatchValidationError
 
 if TYPE_CHECKING:
     from walletctl.cli.state import State
     from walletctl.config.profile import Profile
-    from walletctl.ops.batch.rows import Op
+    from walletctl.ops.batch.input_rows import Op
 
 
 def run_batch_command(

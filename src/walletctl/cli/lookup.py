@@ -14,7 +14,7 @@ from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from walletctl.ops.batch.lookup import Report
+    from walletctl.ops.batch.balance_report import Report
 
 _BATCH = "Balance report (--batch)"
 
@@ -97,15 +97,14 @@ def _lookup_batch(
     import tempfile
     from datetime import UTC, datetime
 
-    from walletctl.ops.batch.flow import check_flow_options, stop_code
-    from walletctl.ops.batch.lookup import (
+    from walletctl.ops.batch.balance_report import (
         BalanceReport,
         Filters,
         LookupOptions,
         iter_refs,
-        stopped_by_signals,
     )
-    from walletctl.ops.batch.rows import batch_input
+    from walletctl.ops.batch.flow import check_flow_options, stop_code, stopped_by_signals
+    from walletctl.ops.batch.input_rows import batch_input
     from walletctl.render.balances import BalanceWriter, finish_report, lookup_progress
 
     check_flow_options(concurrency, rate, max_failures)

@@ -15,7 +15,7 @@ import typer
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
-    from walletctl.ops.recon.model import ReconResult
+    from walletctl.ops.recon.compare import ReconResult
 
 HELP = ("Reconcile the history (and batch journals) with the gateway over a time window: "
         "exit 13 naming each mismatch.")
@@ -81,9 +81,9 @@ def recon(
     from walletctl.cli.common import parse_when
     from walletctl.errors import UsageError
     from walletctl.models.inputs import check_inputs
+    from walletctl.ops.batch.balance_report import LookupOptions
     from walletctl.ops.batch.flow import check_flow_options
-    from walletctl.ops.batch.lookup import LookupOptions
-    from walletctl.ops.recon.model import OPERATIONS
+    from walletctl.ops.recon.compare import OPERATIONS
     from walletctl.ops.recon.run import ReconRequest, reconcile
     from walletctl.render.balances import lookup_progress
     from walletctl.render.recon import render_recon

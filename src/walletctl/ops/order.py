@@ -22,8 +22,7 @@ from walletctl.history.store import Entry, Filters
 from walletctl.models.ledger import Balance, balance_from_records, kind_of
 from walletctl.models.outcome import find_record
 from walletctl.ops.money.earlier import lookup_or_none
-from walletctl.ops.recon.compare import compare_original, seen
-from walletctl.ops.recon.model import (
+from walletctl.ops.recon.compare import (
     LABELS,
     MISMATCHES,
     OPERATIONS,
@@ -31,8 +30,10 @@ from walletctl.ops.recon.model import (
     Expected,
     Finding,
     Totals,
+    compare_original,
+    seen,
 )
-from walletctl.ops.recon.sources import ours
+from walletctl.ops.recon.run import ours
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient

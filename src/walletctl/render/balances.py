@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from walletctl.models.money import exponent, format_major
-from walletctl.ops.batch.lookup import AMOUNTS, COLUMNS, BalanceRow, Report
+from walletctl.ops.batch.balance_report import AMOUNTS, COLUMNS, BalanceRow, Report
 from walletctl.render.console import err, out, print_hint, print_note
 from walletctl.render.output import RowStream
 

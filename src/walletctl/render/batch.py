@@ -17,8 +17,8 @@ from walletctl.render.output import write_json, write_rows
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.ops.batch.job import BatchResult
-    from walletctl.ops.batch.outcome import RowResult
-    from walletctl.ops.batch.plan import BatchValidationError, Plan
+    from walletctl.ops.batch.journal import BatchValidationError, Plan
+    from walletctl.ops.batch.runner import RowResult
 
 DRY_RUN_TABLE_ROWS = 20
 NAMED_ON_STDERR = 5  # refused / unknown rows named on stderr (all of them go to --results)

@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from walletctl.ops.order import OrderView, Step
-from walletctl.ops.recon.compare import money_text
-from walletctl.ops.recon.model import OPERATIONS
+from walletctl.ops.recon.compare import OPERATIONS, money_text
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:

@@ -17,8 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from walletctl.history.findings import Recorded
-from walletctl.ops.recon.compare import money_text
-from walletctl.ops.recon.model import LABELS, UNCONFIRMED, Finding, ReconResult, Side
+from walletctl.ops.recon.compare import LABELS, UNCONFIRMED, Finding, ReconResult, Side, money_text
 from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
 from walletctl.render.console import out

@@ -8,8 +8,10 @@ Clocks are injectable so the unit tests need no sleeping.
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Final, Protocol
 
 from walletctl.client.gateway import MAX_RETRY_AFTER
@@ -31,6 +33,39 @@ def check_flow_options(concurrency: int, rate: float | None, max_failures: int) 
         raise UsageError("--rate: must be greater than 0 (requests per second)")
     if max_failures < 1:
         raise UsageError("--max-failures: must be at least 1")
+
+
+@contextmanager
+def stopped_by_signals(stop: Callable[[], object], again: Callable[[], object] | None = None,
+                       ) -> Iterator[None]:
+    """Within the running event loop: SIGINT, SIGTERM (and, with ``again``, SIGHUP) call
+    ``stop`` (finish what is in flight, start nothing new) instead of killing the process;
+    restored on leaving. With ``again``, a second signal calls it (stop at once), and once a
+    signal came any further one is ignored until the process exits: pressed again while the
+    clients close or the summary is written, it must not cut the exit short (130)."""
+    loop = asyncio.get_running_loop()
+    kinds = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if again else ())
+    count = 0
+
+    def on_signal() -> None:
+        nonlocal count
+        count += 1
+        (again if count > 1 and again is not None else stop)()
+
+    installed = []
+    for sig in kinds:
+        try:
+            loop.add_signal_handler(sig, on_signal)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+            if count and again is not None:
+                signal.signal(sig, signal.SIG_IGN)
 
 
 def stop_code(report: StopReport) -> int | None:
@@ -124,26 +159,19 @@ class CircuitBreaker:
 class Pause:
     """A shared "send nothing before" instant, set by 429 answers (all workers honour it)."""
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
+    def __init__(self) -> None:
         self.until = 0.0
-        self._clock = clock
-        self._sleep = sleep
         self.total = 0.0  # seconds of pause added by every 429 of the run (overlaps once)
 
     def extend(self, seconds: float) -> None:
-        now = self._clock()
+        now = time.monotonic()
         start = max(self.until, now)
         self.total += max(0.0, now + seconds - start)
         self.until = max(self.until, now + seconds)
 
     async def wait(self) -> None:
-        while (left := self.until - self._clock()) > 0:  # in steps: a stop ends the pause
-            await self._sleep(min(left, 0.5))
+        while (left := self.until - time.monotonic()) > 0:  # in steps: a stop ends the pause
+            await asyncio.sleep(min(left, 0.5))
 
 
 class StopReport(Protocol):

@@ -19,7 +19,7 @@ import hashlib
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -29,16 +29,15 @@ from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
 from walletctl.history.policy import amount_rule
 from walletctl.ops.batch.flow import check_flow_options, stop_code
-from walletctl.ops.batch.plan import Plan
-from walletctl.ops.batch.rows import STDIN
+from walletctl.ops.batch.input_rows import STDIN
+from walletctl.ops.batch.journal import Plan
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.ops.batch.driver import Watch
+    from walletctl.ops.batch.driver import ResultsWriter, Watch
+    from walletctl.ops.batch.input_rows import Op
     from walletctl.ops.batch.journal import Journal, JournalRow
-    from walletctl.ops.batch.outcome import RunOptions, RunReport
-    from walletctl.ops.batch.results import ResultsWriter
-    from walletctl.ops.batch.rows import Op, Problem, Row
+    from walletctl.ops.batch.runner import RunOptions, RunReport
 
 BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
 
@@ -151,19 +150,19 @@ class RowProfiles:
     def production(self) -> list[str]:
         return [p.name for p in self.loaded.values() if p.is_production]
 
-    def judging(self, name: str | None) -> tuple[Profile, ...]:
-        """The profiles whose desk rules judge a row: the command's and the row's own (the
-        stricter rule of the two applies)."""
-        own = self(name)
-        return (self.profile,) if own is self.profile else (self.profile, own)
-
-    def strictest(self, name: str | None,
-                  amount_of: Callable[[Profile], Decimal | None]) -> tuple[Decimal, str] | None:
-        """The lowest amount (and whose) ``amount_of`` gives among a row's judging
-        profiles; None: none of them sets one."""
-        found = [(amount, p.name) for p in self.judging(name)
-                 if (amount := amount_of(p)) is not None]
-        return min(found) if found else None
+    def strictest(self, amount_of: Callable[[Profile], Decimal | None],
+                  ) -> dict[str | None, tuple[Decimal, str]]:
+        """By a row's ``profile`` (None: the command's), the lowest amount ``amount_of``
+        gives among the profiles whose desk rules judge the row (the command's and the
+        row's own: the stricter applies), and whose it is; {} when none of them sets one."""
+        found: dict[str | None, tuple[Decimal, str]] = {}
+        for name in [None, *self.loaded]:
+            own = self(name)
+            judging = (self.profile,) if own is self.profile else (self.profile, own)
+            hits = [(amount, p.name) for p in judging if (amount := amount_of(p)) is not None]
+            if hits:
+                found[name] = min(hits)
+        return found
 
 
 def profile_loader(config_path: Path | None, timeout: float | None) -> Callable[[str], Profile]:
@@ -244,7 +243,7 @@ def _under_rulebook(ask: BatchAsk, desk: BatchDesk) -> tuple[Profile, Callable[[
 def _check(ask: BatchAsk) -> None:
     """The options, and the files a run writes, before anything is read or sent: a FIFO
     would block, a directory or /dev/full would fail after the money moved."""
-    from walletctl.ops.batch.rows import OPS
+    from walletctl.ops.batch.input_rows import OPS
     from walletctl.ops.user_files import check_output
 
     if ask.op not in OPS:
@@ -263,12 +262,14 @@ def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
              reason: str | None) -> tuple[int | None, bool]:
     """Pass 1 and every check before the confirmation: (the approval the batch runs under,
     whether a production profile's name was typed)."""
-    from walletctl.ops.batch.plan import plan_batch
+    from walletctl.ops.batch.journal import plan_batch
+    from walletctl.ops.batch.runner import request_problem
 
     result.plan = plan = plan_batch(
         source.path, jr, default_currency=profiles.profile.currency,
         skip_invalid=ask.skip_invalid, check_profile=profiles.problem,
-        display_name=source.display, check_request=_request_check(ask.op, profiles))
+        display_name=source.display,
+        check_request=lambda row: request_problem(profiles(row.profile), ask.op, row))
     _notes(ask, desk, jr, plan)
     approval = ask.approval
     if not ask.dry_run and plan.to_send:
@@ -281,15 +282,6 @@ def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
                                   f"{ask.op} {plan.to_send} row(s) ({plan.money()})",
                                   not ask.dry_run and plan.to_send > 0)
     return approval, typed
-
-
-def _request_check(op: Op, profiles: RowProfiles) -> Callable[[Row], Problem | None]:
-    from walletctl.ops.batch.outcome import request_problem
-
-    def check(row: Row) -> Problem | None:
-        return request_problem(profiles(row.profile), op, row)
-
-    return check
 
 
 def _notes(ask: BatchAsk, desk: BatchDesk, jr: Journal, plan: Plan) -> None:
@@ -330,29 +322,19 @@ def _desk_rules(ask: BatchAsk, desk: BatchDesk, jr: Journal, profiles: RowProfil
         _record_refusal(ask, profiles.profile, jr.batch_id, reason, exc)
 
 
-def _to_send(jr: Journal) -> Iterator[JournalRow]:
-    from walletctl.ops.batch.journal import FINAL_STATES
-
-    return (row for row in jr.rows() if row.state not in FINAL_STATES)
-
-
 def _used(jr: Journal, profiles: RowProfiles) -> list[Profile]:
     """The command's profile, then those the rows to send name."""
-    names = {row.profile for row in _to_send(jr)} - {None, profiles.profile.name}
+    from walletctl.ops.batch.journal import FINAL_STATES
+
+    names = {row.profile for row in jr.rows() if row.state not in FINAL_STATES}
+    names -= {None, profiles.profile.name}
     return [profiles.profile, *(profiles(name) for name in sorted(n for n in names if n))]
 
 
-def _approval_amount(op: str) -> Callable[[Profile], Decimal | None]:
+def _approval_amounts(op: str, profiles: RowProfiles) -> dict[str | None, tuple[Decimal, str]]:
     from walletctl.ops.money.approval import threshold
 
-    return lambda prof: threshold(prof, op)
-
-
-def _limit(op: str) -> Callable[[Profile], Decimal | None]:
-    def limit(prof: Profile) -> Decimal | None:  # any currency's lowest: the stricter
-        return amount_rule(prof.history.limits, op, None)
-
-    return limit
+    return profiles.strictest(lambda prof: threshold(prof, op))
 
 
 def _under_four_eyes(ask: BatchAsk, profiles: RowProfiles, jr: Journal,
@@ -363,20 +345,10 @@ def _under_four_eyes(ask: BatchAsk, profiles: RowProfiles, jr: Journal,
         return False
     if ask.approval is not None:
         return True
-    amounts = _row_amounts(profiles, _approval_amount(ask.op))
+    amounts = _approval_amounts(ask.op, profiles)
     return bool(amounts) and any(
         (found := amounts.get(row.profile)) is not None and row.amount > found[0]
         for row in jr.rows())
-
-
-def _row_amounts(profiles: RowProfiles, amount_of: Callable[[Profile], Decimal | None],
-                 ) -> dict[str | None, tuple[Decimal, str]]:
-    """By a row's ``profile`` (None: the command's), the lowest amount ``amount_of`` gives
-    among the profiles that judge it, and whose it is; {} when no profile of the batch sets
-    one."""
-    names: list[str | None] = [None, *profiles.loaded]
-    found = {name: profiles.strictest(name, amount_of) for name in names}
-    return {name: hit for name, hit in found.items() if hit is not None}
 
 
 def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
@@ -386,7 +358,8 @@ def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
     a resumed run asks for the same total as the first."""
     above: dict[str, tuple[int, Decimal]] = {}
     limits: dict[str, str] = {}
-    strictest = _row_amounts(profiles, _limit(op))
+    # any currency's lowest limit: the stricter
+    strictest = profiles.strictest(lambda prof: amount_rule(prof.history.limits, op, None))
     if not strictest:
         return above, limits
     for row in jr.rows():
@@ -435,7 +408,7 @@ def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
     changed while it was planned."""
     if bound is None or not plan.to_send:
         return ask.approval
-    amounts = _row_amounts(profiles, _approval_amount(ask.op))
+    amounts = _approval_amounts(ask.op, profiles)
     lowest = min((amount for amount, _whose in amounts.values()), default=None)
     if ask.approval is None and lowest is None:
         return None
@@ -460,7 +433,7 @@ def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
 
 # ---- input and journal ---------------------------------------------------------------------
 def _input(source: Path, scratch: Path) -> _Source:
-    from walletctl.ops.batch.rows import batch_input
+    from walletctl.ops.batch.input_rows import batch_input
 
     path, display = batch_input(source, scratch)
     return _Source(path, display, file_hash(path, None) if display == STDIN else None)
@@ -486,29 +459,20 @@ def _journal_path(ask: BatchAsk, batch_id: str) -> Path:
 def _open_journal(ask: BatchAsk, path: Path, batch_id: str, display: str,
                   scratch: Path) -> Journal:
     """The journal; a dry run plans into a copy (the real journal is never touched)."""
+    import sqlite3
+
     from walletctl.ops.batch.journal import Journal
 
     if ask.dry_run:
-        path = _scratch_copy(path, scratch)
+        real, path = path, scratch / "dry-run.journal"
+        if real.exists():
+            with closing(sqlite3.connect(str(real))) as src, \
+                    closing(sqlite3.connect(str(path))) as dst:
+                src.backup(dst)
     try:
         return Journal(path, batch_id=batch_id, op=ask.op, source=display)
     except OSError as exc:
         raise UsageError(f"--journal {path}: cannot open ({exc.strerror})") from None
-
-
-def _scratch_copy(journal_path: Path, scratch: Path) -> Path:
-    import sqlite3
-
-    copy = scratch / "dry-run.journal"
-    if journal_path.exists():
-        src = sqlite3.connect(str(journal_path))
-        dst = sqlite3.connect(str(copy))
-        try:
-            src.backup(dst)
-        finally:
-            src.close()
-            dst.close()
-    return copy
 
 
 def _drop_new_journal(ask: BatchAsk, jr: Journal) -> None:
@@ -522,7 +486,7 @@ def _drop_new_journal(ask: BatchAsk, jr: Journal) -> None:
 
 # ---- pass 2 --------------------------------------------------------------------------------
 def _options(ask: BatchAsk) -> RunOptions:
-    from walletctl.ops.batch.outcome import RunOptions
+    from walletctl.ops.batch.runner import RunOptions
 
     return RunOptions(op=ask.op, concurrency=ask.concurrency,
                       rate=ask.rate, max_failures=ask.max_failures,
@@ -553,7 +517,7 @@ def _run(ask: BatchAsk, desk: BatchDesk, jr: Journal, result: BatchResult,
 def _results_writer(path: Path | None, stack: ExitStack) -> ResultsWriter | None:
     if path is None:
         return None
-    from walletctl.ops.batch.results import ResultsWriter
+    from walletctl.ops.batch.driver import ResultsWriter
 
     try:
         writer = ResultsWriter(path)
@@ -611,8 +575,8 @@ def _dry_rows(ask: BatchAsk, jr: Journal, report: RunReport | None,
               profiles: RowProfiles) -> Iterator[DryRow]:
     """Each row as the real run would send it: its body built with the row's own profile
     (``profile`` column), as the runner does; written to --results as it is read."""
-    from walletctl.ops.batch.outcome import build_request
-    from walletctl.ops.batch.results import ResultsWriter
+    from walletctl.ops.batch.driver import ResultsWriter
+    from walletctl.ops.batch.runner import build_request
 
     writer = ResultsWriter(ask.results) if ask.results is not None else None
     try:

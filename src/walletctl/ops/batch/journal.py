@@ -12,6 +12,10 @@ reached the gateway is ``sent`` or ``unknown`` and is reconciled by lookup befor
 re-sent. WAL with ``synchronous=NORMAL`` is durable against a killed process (the guarantee we
 need); ``--journal`` on a local disk is assumed. No secrets are stored: references, amounts,
 states and one-line details only.
+
+Pass 1 (:func:`plan_batch`) reads the whole input, validates every row and records the plan
+in ONE journal transaction, nothing sent: when rows are invalid (and ``--skip-invalid`` is
+not given) it is rolled back, so a failed validation leaves no trace.
 """
 
 from __future__ import annotations
@@ -22,15 +26,15 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from walletctl.errors import UsageError
-from walletctl.ops.batch.rows import Op, Problem, Row
+from walletctl.errors import RequestValidationError, UsageError
+from walletctl.ops.batch.input_rows import Op, Problem, Row, iter_rows
 
 State = Literal["planned", "sent", "confirmed", "refused", "unknown"]
 STATES: Final = ("planned", "sent", "confirmed", "refused", "unknown")
@@ -42,6 +46,7 @@ PREFLIGHT: Final = "pre-flight:"  # detail prefix of rows refused before anythin
 NOT_FOUND: Final = "gateway (HTTP 404, nothing stored; sent again by the next run):"
 RECHECKED: Final = (PREFLIGHT, NOT_FOUND)
 _PREFIX: Final = {"capture": "cap", "refund": "rfd", "reverse": "rev"}
+MAX_PROBLEMS_KEPT: Final = 50
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -103,16 +108,33 @@ _BY_KEY = "SELECT " + _COLS + " FROM rows WHERE key=?"  # noqa: S608 - constant 
 _PAGE = "SELECT " + _COLS + " FROM rows WHERE seen=? AND line>? ORDER BY line LIMIT ?"  # noqa: S608
 
 
-def _to_row(r: tuple[object, ...]) -> JournalRow:
-    return JournalRow(
-        key=str(r[0]), line=int(r[1]), ref=str(r[2]), new_ref=str(r[3]),  # type: ignore[call-overload]
-        amount=Decimal(str(r[4])), currency=str(r[5]),
-        profile=None if r[6] is None else str(r[6]), state=str(r[7]),  # type: ignore[arg-type]
-        attempts=int(r[8]),  # type: ignore[call-overload]
-        txn_id=None if r[9] is None else str(r[9]),
-        txn_state=None if r[10] is None else str(r[10]),
-        detail=None if r[11] is None else str(r[11]),
-    )
+def _to_row(r: tuple[Any, ...]) -> JournalRow:
+    key, line, ref, new_ref, amount, currency, profile, state, attempts, *txn = r
+    return JournalRow(key, line, ref, new_ref, Decimal(amount), currency, profile, state,
+                      attempts, *txn)
+
+
+def read_journal(path: Path) -> tuple[str, Op, list[JournalRow]]:
+    """(batch id, operation, every row in line order) of a journal opened read-only (never
+    locked: a running batch may hold it). Anything else is a usage error: exit 2."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        raise UsageError(f"--journal {path}: cannot open ({exc})") from None
+    try:
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        rows = db.execute(f"SELECT {_COLS} FROM rows ORDER BY line, key").fetchall()  # noqa: S608
+    except sqlite3.Error as exc:
+        raise UsageError(f"--journal {path}: not a walletctl batch journal ({exc})",
+                         hint="pass the .journal file a capture/refund/reverse --batch run "
+                              "wrote") from None
+    finally:
+        db.close()
+    op = meta.get("op")
+    if not meta.get("batch_id") or op not in _PREFIX:
+        raise UsageError(f"--journal {path}: not a walletctl batch journal (no batch id "
+                         "and operation in it)")
+    return str(meta["batch_id"]), op, [_to_row(r) for r in rows]
 
 
 class Journal:
@@ -251,7 +273,7 @@ class Journal:
 
     def mark_sent_many(self, keys: list[str]) -> None:
         """Committed before the requests are sent, with any outcomes recorded since the last
-        commit (one commit per group of sends: see ops/batch/commit.py)."""
+        commit (one commit per group of sends: see runner.GroupCommit)."""
         if not self.db.in_transaction:
             self.db.execute("BEGIN")
         now = time.time()
@@ -338,3 +360,93 @@ def _running_owner(path: Path) -> str:
     except sqlite3.Error:
         row = None
     return str(row[0]) if row else "starting up"
+
+
+class BatchValidationError(RequestValidationError):
+    """Invalid rows and no --skip-invalid: nothing was sent."""
+
+    def __init__(self, problems: list[Problem], total: int, source: str) -> None:
+        super().__init__([(f"line {p.line}: {p.field}", p.rule) for p in problems])
+        shown = "; ".join(str(p) for p in problems[:3])
+        more = f" (+{total - 3} more)" if total > 3 else ""
+        self.message = (
+            f"{total} invalid row{'s' if total != 1 else ''} in {source}: {shown}{more}; "
+            "nothing was sent"
+        )
+        self.hint = "fix the rows, or pass --skip-invalid to send only the valid ones"
+        self.args = (self.message,)
+        self.total = total
+
+
+@dataclass
+class Plan:
+    rows: int = 0  # valid rows of this run
+    invalid: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    to_send: int = 0  # valid rows not already final in the journal
+    done_before: int = 0
+    totals: dict[str, Decimal] = field(default_factory=dict)  # of to_send rows, per currency
+
+    def note(self, problem: Problem) -> None:
+        self.invalid += 1
+        if len(self.problems) < MAX_PROBLEMS_KEPT:
+            self.problems.append(problem)
+
+    def money(self) -> str:
+        """The rows to send in words: ``12.00 EUR, 3.50 USD`` (``nothing``)."""
+        from walletctl.models.money import format_major
+
+        return ", ".join(format_major(v, c) for c, v in sorted(self.totals.items())) or "nothing"
+
+
+def plan_batch(
+    source: Path,
+    journal: Journal,
+    *,
+    default_currency: str | None = None,
+    skip_invalid: bool = False,
+    check_profile: Callable[[str], str | None] | None = None,
+    display_name: str | None = None,
+    check_request: Callable[[Row], Problem | None] | None = None,
+) -> Plan:
+    """Validate ``source`` and record its rows; raise :class:`BatchValidationError` on bad rows
+    (unless ``skip_invalid``). ``check_profile(name)`` returns a rule text for an unusable name;
+    ``check_request(row)`` builds the row's request with the request model (a row the model
+    refuses is an invalid row here, never a failure in the middle of the run).
+    """
+    plan = Plan()
+    profile_rules: dict[str, str | None] = {}
+    journal.begin()
+    try:
+        for item in iter_rows(source, default_currency=default_currency):
+            if isinstance(item, Problem):
+                plan.note(item)
+                continue
+            row: Row = item
+            if row.profile is not None and check_profile is not None:
+                if row.profile not in profile_rules:
+                    profile_rules[row.profile] = check_profile(row.profile)
+                rule = profile_rules[row.profile]
+                if rule is not None:
+                    plan.note(Problem(row.line, "profile", rule))
+                    continue
+            if check_request is not None and (problem := check_request(row)) is not None:
+                plan.note(problem)
+                continue
+            planned = journal.plan(row)
+            if isinstance(planned, Problem):
+                plan.note(planned)
+                continue
+            plan.rows += 1
+            if planned.state in FINAL_STATES:
+                plan.done_before += 1
+            else:
+                plan.to_send += 1
+                plan.totals[row.currency] = plan.totals.get(row.currency, Decimal(0)) + row.amount
+        if plan.invalid and not skip_invalid:
+            raise BatchValidationError(plan.problems, plan.invalid, display_name or str(source))
+    except BaseException:
+        journal.rollback()
+        raise
+    journal.commit()
+    return plan

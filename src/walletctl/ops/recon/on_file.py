@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 from walletctl.errors import UsageError
 from walletctl.history.findings import New, Recorded, identity
 from walletctl.history.store import Intent
-from walletctl.ops.recon.model import MISMATCHES
+from walletctl.ops.recon.compare import MISMATCHES
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from walletctl.config.profile import Profile
     from walletctl.history.store import HistoryStore
-    from walletctl.ops.recon.model import Finding
+    from walletctl.ops.recon.compare import Finding
 
 
 def step(profile: Profile, operation: str) -> Intent:

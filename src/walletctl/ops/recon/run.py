@@ -1,40 +1,39 @@
 """``walletctl recon``: the history (and batch journals) against lookups at the gateway.
 
 :func:`reconcile` is the one operation: it reads what the desk recorded in the window
-(``sources``), looks every order up on the batch engine
-(:class:`~walletctl.ops.batch.lookup.BalanceReport`: concurrency, token bucket, the shared
-Retry-After pause, retries and the circuit breaker), compares each order as its lookup
-arrives (``compare``) and returns a :class:`~walletctl.ops.recon.model.ReconResult`. It
-reads only: nothing is sent but lookups; with ``record``, each mismatch not yet on file is
-filed as a finding in the history (``on_file``), and every finding shows what is on file.
+(history entries, batch journals, the orders named by ``--ref`` and ``--refs FILE``), looks
+every order up on the batch engine (:class:`~walletctl.ops.batch.balance_report.BalanceReport`:
+concurrency, token bucket, the shared Retry-After pause, retries and the circuit breaker),
+compares each order as its lookup arrives (``compare``) and returns a
+:class:`~walletctl.ops.recon.compare.ReconResult`. It reads only: nothing is sent but
+lookups; with ``record``, each mismatch not yet on file is filed as a finding in the history
+(``on_file``), and every finding shows what is on file.
+
+The history is read through :class:`~walletctl.history.store.HistoryStore` only, so a local
+file and a team's PostgreSQL database are read the same way. Only the profile's merchant and
+store count (entries written before the history kept merchant ids: the profile's name at
+its URL). Journals are read, never locked or written: a running batch may hold one.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import csv
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from walletctl.errors import ConfigError, GatewayError
-from walletctl.ops.batch.lookup import BalanceReport, LookupOptions, stopped_by_signals
-from walletctl.ops.recon.compare import compare_original
-from walletctl.ops.recon.model import OPERATIONS, Finding, ReconResult
-from walletctl.ops.recon.sources import (
-    DeskRefs,
-    Plan,
-    history_entries,
-    journal_rows,
-    read_refs,
-)
+from walletctl.errors import ConfigError, UsageError
+from walletctl.history.store import Entry, Filters, HistoryStore
+from walletctl.ops.batch.balance_report import BalanceReport, LookupOptions
+from walletctl.ops.batch.flow import stopped_by_signals
+from walletctl.ops.recon.compare import OPERATIONS, Expected, Finding, ReconResult, compare_original
 
 if TYPE_CHECKING:
-    from walletctl.client.aio import AsyncGatewayClient
     from walletctl.config.profile import Profile
-    from walletctl.history.store import HistoryStore
     from walletctl.models.records import TransactionRecord
 
 
@@ -48,25 +47,6 @@ class ReconRequest:
     operations: frozenset[str] = frozenset(OPERATIONS)
     lookup: LookupOptions = field(default_factory=LookupOptions)
     record: bool = False  # file each mismatch as a finding in the history (recon --record)
-
-
-class _Keeping:
-    """The engine's client, keeping each answered lookup's records for the comparison (an
-    unknown reference, 404, is an answer: nothing under it)."""
-
-    def __init__(self, client: AsyncGatewayClient) -> None:
-        self.client = client
-        self.found: dict[str, list[TransactionRecord]] = {}
-
-    async def lookup(self, reference: str) -> list[TransactionRecord]:
-        try:
-            records = await self.client.lookup(reference)
-        except GatewayError as exc:
-            if exc.status != 404:
-                raise
-            records = []
-        self.found[reference] = records
-        return records
 
 
 def _when(text: str | None) -> datetime | None:
@@ -87,7 +67,7 @@ def reconcile(profile: Profile, request: ReconRequest, *,
     module's docstring); ``progress`` is called once per order looked up."""
     from walletctl.config.dburl import DbUrl
     from walletctl.history import history_location, open_location
-    from walletctl.ops.batch.lookup import Report
+    from walletctl.ops.batch.balance_report import Report
 
     where = history_location(profile)
     shared = isinstance(where, DbUrl)
@@ -145,8 +125,7 @@ async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: De
         return (since is None or when >= since) and when < until
 
     client = AsyncGatewayClient(profile, max_connections=request.lookup.concurrency)
-    keeping = _Keeping(client)
-    engine = BalanceReport(keeping, request.lookup)
+    engine = BalanceReport(client, request.lookup)
     result.report = engine.report
     originals = plan.originals()
     result.counts.originals = len(originals)
@@ -156,7 +135,7 @@ async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: De
                 if progress is not None:
                     progress()
                 expected = plan.expected.get(row.ref, [])
-                records = keeping.found.pop(row.ref, None)
+                records = row.records
                 if records is None:
                     compared = f"; {len(expected)} recorded movement(s) not compared" \
                         if expected else ""
@@ -172,3 +151,134 @@ async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: De
                     operations=request.operations, totals=result.totals, counts=result.counts))
     finally:
         await client.aclose()
+
+
+# journal row state -> the history's outcome (None: never sent, not compared)
+_JOURNAL_OUTCOMES = {"sent": "unknown", "unknown": "unknown", "confirmed": "approved"}
+
+
+@dataclass
+class Plan:
+    """The orders to look up and what the desk recorded on each."""
+
+    expected: dict[str, list[Expected]] = field(default_factory=dict)  # original -> entries
+    extra: set[str] = field(default_factory=set)  # orders named by --ref / --refs
+    journal_refs: dict[str, set[str]] = field(default_factory=dict)  # original -> references
+    not_compared: int = 0
+
+    def add(self, exp: Expected) -> None:
+        self.expected.setdefault(exp.original, []).append(exp)
+
+    def originals(self) -> list[str]:
+        """Every order to look up, sorted (a deterministic report)."""
+        return sorted(set(self.expected) | self.extra)
+
+
+def ours(entry: Entry, profile: Profile) -> bool:
+    """Whether an entry was made at the profile's merchant and store."""
+    if entry.merchant_id is None:  # written before the history kept merchant ids
+        return (entry.profile, entry.base_url) == (profile.name, profile.base_url)
+    return (entry.merchant_id, entry.store_id) == (profile.merchant_id, profile.store_id)
+
+
+def history_entries(store: HistoryStore, profile: Profile, *, since: str | None,
+                    until: str, refs: Iterable[str], operations: frozenset[str],
+                    plan: Plan) -> None:
+    """The profile's entries begun in the window (on the ``refs`` orders only, when given)."""
+    names = sorted(set(refs))
+    queries = ([Filters(since=since, until=until, original_ref=ref) for ref in names]
+               if names else [Filters(since=since, until=until)])
+    for filters in queries:
+        for entry in store.entries(filters):
+            if entry.operation not in operations or not ours(entry, profile):
+                continue
+            if entry.outcome == "refused":  # walletctl refused it: nothing was sent
+                plan.not_compared += 1
+                continue
+            plan.add(Expected(entry, f"history #{entry.id}"))
+
+
+class DeskRefs:
+    """The references the desk recorded on an original at any time (its history entries
+    that were sent, and its journals' rows): what explains a record outside the window.
+    One indexed query per original, asked for only when needed, remembered."""
+
+    def __init__(self, store: HistoryStore | None, profile: Profile, plan: Plan) -> None:
+        self.store = store
+        self.profile = profile
+        self.plan = plan
+        self._known: dict[str, set[str]] = {}
+
+    def history(self, original: str) -> set[str]:
+        if original not in self._known:
+            found: set[str] = set()
+            if self.store is not None:
+                found = {e.reference for e in self.store.entries(Filters(original_ref=original))
+                         if e.outcome != "refused" and e.operation in OPERATIONS
+                         and ours(e, self.profile)}
+            self._known[original] = found
+        return self._known[original]
+
+    def of(self, original: str) -> set[str]:
+        return self.history(original) | self.plan.journal_refs.get(original, set())
+
+
+def journal_rows(path: Path, profile: Profile, operations: frozenset[str], plan: Plan,
+                 desk: DeskRefs, refs: frozenset[str]) -> None:
+    """A batch journal's sent rows as expected movements; a row the history records too is
+    compared through the history. ``refs``: only these orders, when given."""
+    from walletctl.ops.batch.journal import NOT_FOUND, PREFLIGHT, read_journal
+
+    _check_file("--journal", path)
+    batch_id, op, rows = read_journal(path)
+    for row in rows:
+        ref, new_ref, detail = row.ref, row.new_ref, row.detail or ""
+        if refs and ref not in refs:
+            continue
+        if op not in operations or row.profile not in (None, profile.name):
+            plan.not_compared += 1
+            continue
+        outcome = _JOURNAL_OUTCOMES.get(row.state)
+        if row.state == "refused" and not detail.startswith(PREFLIGHT):  # pre-flight: not sent
+            outcome = "error" if detail.startswith(NOT_FOUND) else "declined"
+        if outcome is None:
+            if row.state != "planned":
+                plan.not_compared += 1
+            continue
+        plan.journal_refs.setdefault(ref, set()).add(new_ref)
+        if new_ref in desk.history(ref):
+            continue
+        entry = Entry(
+            id=0, time="", os_user="", host="", profile=profile.name,
+            base_url=profile.base_url, operation=op, original_ref=ref, new_ref=new_ref,
+            amount=f"{row.amount}", currency=row.currency, outcome=outcome, http_status=None,
+            exit_code=None, batch_id=batch_id, batch_row=row.line, reason=None,
+            note=row.detail, completed=None, merchant_id=profile.merchant_id,
+            store_id=profile.store_id)
+        plan.add(Expected(entry, f"journal {path.name} line {row.line}"))
+
+
+def _check_file(flag: str, path: Path) -> None:
+    if not path.is_file():
+        raise UsageError(f"{flag} {path}: "
+                         + ("no such file" if not path.exists() else "not a regular file"))
+
+
+def read_refs(path: Path) -> Iterator[str]:
+    """The references of a file of orders (CSV with a ``ref`` column, one a line, or JSON
+    Lines with ``ref``: the forms ``lookup --batch`` reads). A line that holds no valid
+    reference, or a file that cannot be read, is a usage error naming the flag: exit 2."""
+    from walletctl.ops.batch.balance_report import iter_refs
+
+    _check_file("--refs", path)
+    try:
+        for line, ref, problem in iter_refs(path):
+            if ref is None:
+                shown, _, why = problem.rpartition("\0")
+                what = f"{shown!r}: {why}" if shown else why
+                raise UsageError(f"--refs {path} line {line}: {what}")
+            yield ref
+    except OSError as exc:
+        raise UsageError(f"--refs {path}: cannot read ({exc.strerror})") from None
+    except (UnicodeError, csv.Error) as exc:
+        raise UsageError(f"--refs {path}: not a file of references ({exc})") from None

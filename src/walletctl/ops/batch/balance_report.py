@@ -16,10 +16,8 @@ bytes a distinct reference).
 from __future__ import annotations
 
 import asyncio
-import csv
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -41,8 +39,13 @@ from walletctl.ops.batch.flow import (
     MAX_ATTEMPTS,
     FlowControlled,
 )
-from walletctl.ops.batch.lines import BoundedLines, csv_reader
-from walletctl.ops.batch.rows import check_ref
+from walletctl.ops.batch.input_rows import (
+    BoundedLines,
+    check_ref,
+    csv_lines,
+    csv_reader,
+    json_lines,
+)
 
 if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
@@ -71,6 +74,7 @@ class BalanceRow:
     first: datetime | None = None
     last: datetime | None = None
     error: str | None = None
+    records: list[TransactionRecord] | None = None  # what the lookup answered (None: no answer)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"line": self.line, "ref": self.ref, "kind": self.kind,
@@ -89,7 +93,7 @@ def balance_row(line: int, ref: str, records: list[TransactionRecord]) -> Balanc
     from walletctl.models.ledger import balance_from_records
     from walletctl.models.money import exponent
 
-    row = BalanceRow(line, ref)
+    row = BalanceRow(line, ref, records=records)
     if not records:
         row.error = "unknown reference (the gateway has no transaction with it)"
         return row
@@ -163,53 +167,32 @@ class Report:
 
 def iter_refs(path: Path) -> Iterator[tuple[int, str | None, str]]:
     """(line, ref or None, problem) from CSV (a ``ref`` column, or one reference a line) or
-    JSON Lines (objects with ``ref``). Streamed: one bounded line at a time (ops.batch.lines:
+    JSON Lines (objects with ``ref``). Streamed: one bounded line at a time (ops.batch.input_rows:
     an over-long line or field is a problem on its line, never held in memory)."""
-    from walletctl.models.base import loads
-
     with path.open("rb") as fh:
         head = fh.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
     with path.open("rb") as raw:
         text = BoundedLines(raw, errors="replace")
         if head[:1] == b"{":
-            for line_text in text:
-                line = text.number
-                if text.too_long and text.too_long[-1] == line:
-                    yield line, None, text.problem()
-                    continue
-                if not line_text.strip():
-                    continue
-                try:
-                    data = loads(line_text)
-                except (ValueError, RecursionError):
-                    data = None
-                ref = data.get("ref") if isinstance(data, dict) else None
-                yield _checked(line, ref, "not a JSON object with a \"ref\" string")
+            for line, data, problem in json_lines(text):
+                if problem == text.problem():  # over-long
+                    yield line, None, problem
+                else:
+                    ref = data.get("ref") if isinstance(data, dict) else None
+                    yield _checked(line, ref, "not a JSON object with a \"ref\" string")
             return
-        reader = csv_reader(text)
-        column = reported = 0
-        while True:
-            try:
-                values = next(reader)
-            except StopIteration:
-                values = None
-            except csv.Error as exc:  # a field over the limit, a NUL: this line, then on
-                values = []
-                yield reader.line_num, None, f"not valid CSV ({exc})"
-            while reported < len(text.too_long):
-                yield text.too_long[reported], None, text.problem()
-                reported += 1
+        column = 0
+        for line, values, problem in csv_lines(text, csv_reader(text), stop_on_error=False):
             if values is None:
-                return
-            if not values or not any(v.strip() for v in values):
+                yield line, None, problem
                 continue
-            if reader.line_num == 1:
+            if line == 1:
                 names = [v.strip().lower() for v in values]
                 if "ref" in names:
                     column = names.index("ref")
                     continue
             ref = values[column].strip() if column < len(values) else None
-            yield _checked(reader.line_num, ref, "has no ref value")
+            yield _checked(line, ref, "has no ref value")
 
 
 def _checked(line: int, ref: object, missing: str) -> tuple[int, str | None, str]:
@@ -232,27 +215,6 @@ class LookupOptions:
     backoff_initial: float = BACKOFF_INITIAL
     backoff_max: float = BACKOFF_MAX
     unreachable_after: int = 3
-
-
-@contextmanager
-def stopped_by_signals(stop: Callable[[], None]) -> Iterator[None]:
-    """Within the running event loop: SIGINT and SIGTERM call ``stop`` (finish the lookups
-    in flight, start no more) instead of killing the process; restored on leaving."""
-    import signal
-
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-    try:
-        yield
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
 
 
 class BalanceReport(FlowControlled):

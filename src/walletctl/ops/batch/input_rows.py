@@ -3,6 +3,12 @@
 A row names the ORIGINAL transaction (``ref``: its clientSystemTransactionId), the amount in
 major units, the currency (or the profile's default), and optionally the new reference to use
 (``new_ref``) and a profile name. Nothing here touches the network or the journal.
+
+A line (a CSV row or a JSON Lines object) is at most :data:`MAX_LINE` bytes and a CSV field at
+most :data:`MAX_FIELD` characters (``lookup --batch`` reads its files the same way). A longer
+line is never held in memory: it is read through in 64 KiB steps, counted in
+:attr:`BoundedLines.too_long`, and handed on as an empty line (so line numbers stay right),
+whose row the reader reports.
 """
 
 from __future__ import annotations
@@ -14,12 +20,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from walletctl.errors import UsageError
 from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major
-from walletctl.ops.batch.lines import BoundedLines, csv_reader
 
 Op = Literal["capture", "refund", "reverse"]
 OPS: tuple[Op, ...] = ("capture", "refund", "reverse")
@@ -29,6 +34,93 @@ COLUMNS = ("ref", "amount", "currency", "new_ref", "profile")
 REQUIRED = ("ref", "amount")
 STDIN = "<stdin>"  # the name of spooled stdin in messages
 _PROFILE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+MAX_LINE = 64 * 1024  # bytes of one input line
+MAX_FIELD = MAX_LINE  # characters of one CSV field (csv.field_size_limit, set deliberately)
+_STEP = 64 * 1024
+
+
+class BoundedLines:
+    """Decoded lines of ``fh`` (UTF-8, a leading BOM dropped), each at most ``limit`` bytes.
+
+    ``errors`` is the decoding policy: ``strict`` raises :class:`UnicodeDecodeError` (a
+    money batch refuses such a file), ``replace`` shows the bad bytes as U+FFFD.
+    """
+
+    def __init__(self, fh: BinaryIO, *, limit: int = MAX_LINE, errors: str = "strict") -> None:
+        self.fh = fh
+        self.limit = limit
+        self.errors = errors
+        self.number = 0  # lines read so far
+        self.too_long: list[int] = []  # numbers of the lines longer than the limit
+
+    def __iter__(self) -> Iterator[str]:
+        first = True
+        while raw := self.fh.readline(self.limit + 1):
+            self.number += 1
+            if len(raw) > self.limit and not raw.endswith(b"\n"):
+                while (rest := self.fh.readline(_STEP)) and not rest.endswith(b"\n"):
+                    pass  # the rest of an over-long line: read through, never kept
+                self.too_long.append(self.number)
+                yield "\n"
+                continue
+            text = raw.decode("utf-8", self.errors)
+            if first:
+                text = text.removeprefix("\ufeff")
+                first = False
+            yield text
+
+    def problem(self) -> str:
+        return f"longer than {MAX_LINE:,} bytes (a batch line's limit)"
+
+
+def csv_reader(lines: BoundedLines, *, strict: bool = False) -> Any:
+    """``csv.reader`` over bounded lines, with the field limit set to :data:`MAX_FIELD` (a
+    longer field is a ``csv.Error`` the caller reports on its line)."""
+    if csv.field_size_limit() != MAX_FIELD:
+        csv.field_size_limit(MAX_FIELD)
+    return csv.reader(lines, strict=strict)
+
+
+def csv_lines(text: BoundedLines, reader: Any, *, stop_on_error: bool,
+              ) -> Iterator[tuple[int, list[str] | None, str]]:
+    """(line, values, "") of the non-blank records ``reader`` reads from ``text``, and
+    (line, None, problem) for an over-long line or a record csv refuses (``stop_on_error``:
+    the last thing read)."""
+    reported = 0
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            values = None
+        except csv.Error as exc:  # a field over the limit, a NUL
+            yield reader.line_num, None, f"not valid CSV ({exc})"
+            if stop_on_error:
+                return
+            values = []
+        while reported < len(text.too_long):  # over-long lines read as empty ones
+            yield text.too_long[reported], None, text.problem()
+            reported += 1
+        if values is None:
+            return
+        if any(v.strip() for v in values):
+            yield reader.line_num, values, ""
+
+
+def json_lines(text: BoundedLines) -> Iterator[tuple[int, Any, str]]:
+    """(line, its JSON value, "") of the non-blank lines of ``text``, and (line, None,
+    problem) for an over-long line or one that is not JSON."""
+    from walletctl.models.base import loads
+
+    for raw in text:
+        line = text.number
+        if text.too_long and text.too_long[-1] == line:
+            yield line, None, text.problem()
+        elif raw.strip():
+            try:
+                data, problem = loads(raw), ""
+            except (ValueError, RecursionError) as exc:
+                data, problem = None, f"not valid JSON ({str(exc.args[0]).split(':')[0]})"
+            yield line, data, problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +147,13 @@ class Problem:
         return f"line {self.line}: {self.field}: {self.rule}"
 
 
-def detect_format(path: Path | None, first_bytes: bytes) -> InputFormat:
+def detect_format(path: Path, first_bytes: bytes) -> InputFormat:
     """By extension (.csv / .jsonl / .ndjson / .json), else by the first non-blank character."""
-    if path is not None:
-        suffix = path.suffix.lower()
-        if suffix == ".csv":
-            return "csv"
-        if suffix in (".jsonl", ".ndjson", ".json"):
-            return "jsonl"
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        return "jsonl"
     stripped = first_bytes.lstrip(b"\xef\xbb\xbf \t\r\n")
     return "jsonl" if stripped[:1] == b"{" else "csv"
 
@@ -164,43 +255,19 @@ def _csv_rows(
     if len(set(names)) != len(names):
         yield Problem(1, "(header)", "a column is named twice")
         return
-    reported = 0
-    while True:
-        try:
-            values = next(reader)
-        except StopIteration:
-            values = None
-        except csv.Error as exc:
-            yield Problem(reader.line_num, "(row)", f"not valid CSV ({exc})")
-            return
-        while reported < len(text.too_long):  # over-long lines read as empty ones
-            yield Problem(text.too_long[reported], "(row)", text.problem())
-            reported += 1
+    for line, values, problem in csv_lines(text, reader, stop_on_error=True):
         if values is None:
-            return
-        line = reader.line_num
-        if not values or all(not v.strip() for v in values):
-            continue
-        if len(values) != len(names):
+            yield Problem(line, "(row)", problem)
+        elif len(values) != len(names):
             yield Problem(line, "(row)", f"has {len(values)} fields, the header has {len(names)}")
-            continue
-        yield validate_fields(line, dict(zip(names, values, strict=True)), default_currency)
+        else:
+            yield validate_fields(line, dict(zip(names, values, strict=True)), default_currency)
 
 
 def _jsonl_rows(text: BoundedLines, default_currency: str | None) -> Iterator[Row | Problem]:
-    from walletctl.models.base import loads
-
-    for raw in text:
-        line = text.number
-        if text.too_long and text.too_long[-1] == line:
-            yield Problem(line, "(row)", text.problem())
-            continue
-        if not raw.strip():
-            continue
-        try:
-            data = loads(raw)
-        except ValueError as exc:
-            yield Problem(line, "(row)", f"not valid JSON ({exc.args[0].split(':')[0]})")
+    for line, data, problem in json_lines(text):
+        if problem:
+            yield Problem(line, "(row)", problem)
             continue
         if not isinstance(data, dict):
             yield Problem(line, "(row)", "must be a JSON object")
@@ -219,13 +286,11 @@ def _jsonl_rows(text: BoundedLines, default_currency: str | None) -> Iterator[Ro
         yield validate_fields(line, keys, default_currency)
 
 
-def iter_rows(
-    path: Path, fmt: InputFormat | None = None, *, default_currency: str | None = None
-) -> Iterator[Row | Problem]:
+def iter_rows(path: Path, *, default_currency: str | None = None) -> Iterator[Row | Problem]:
     """Stream validated rows (or problems) from ``path``; holds one bounded line at a time."""
     with path.open("rb") as fh:
         head = fh.read(512)
-    kind = fmt or detect_format(path, head)
+    kind = detect_format(path, head)
     with path.open("rb") as raw:
         text = BoundedLines(raw)
         try:
