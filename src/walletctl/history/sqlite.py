@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from walletctl.history.chain import ALL, COLUMN_TYPES, LATER
-from walletctl.history.store import HistoryStore, StorageError
+from walletctl.history.store import HistoryStore, Intent, StorageError, Transaction
 
 _COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in ALL)  # a new file has them all
 SCHEMA = f"""
@@ -234,8 +234,8 @@ class SqliteHistory(HistoryStore):
     def close(self) -> None:
         self._db.close()
 
-    def _execute(self, sql: str, args: Iterable[Any] = (), *,
-                 stream: bool = False) -> Iterator[tuple[Any, ...]]:
+    def read(self, sql: str, args: Iterable[Any] = (), *,
+             stream: bool = False) -> Iterator[tuple[Any, ...]]:
         # A cursor streams either way. A plain loop, not ``yield from``: a listing abandoned
         # mid-way (its reader closed the pipe) is closed after the connection, and ``yield
         # from`` would then close the cursor on a closed database and fail at exit.
@@ -247,19 +247,21 @@ class SqliteHistory(HistoryStore):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        began = False
         try:
             self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StorageError(f"history {self.where}: {exc}") from None
-        try:
+            began = True
             yield self._db
-        except sqlite3.Error as exc:
-            self._db.execute("ROLLBACK")
-            raise StorageError(f"history {self.where}: {exc}") from None
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        try:
             self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StorageError(f"history {self.where}: {exc}") from None
+        except BaseException as exc:
+            if began and self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StorageError(f"history {self.where}: {exc}") from None
+            raise
+
+    def _check_rulebook(self, tx: Transaction, begun: list[tuple[Intent, int]]) -> None:
+        """The desk's rulebook, checked by the store (a PostgreSQL trigger checks it there)."""
+        from walletctl.history.rulebook import refuse_forbidden
+
+        refuse_forbidden(self, tx, begun)
