@@ -238,6 +238,7 @@ class PostgresHistory(HistoryStore):
             self._deadline.watch(db)
             self._conn = self._checked(db)
         except BaseException as exc:  # handed to the first use, in the main thread
+            self._deadline.close()
             self._failed = exc
 
     def _joined(self) -> None:
@@ -262,24 +263,20 @@ class PostgresHistory(HistoryStore):
                 row = db.execute("SELECT session_user, (SELECT max(version) FROM "
                                  "walletctl.schema_version)").fetchone()
         except psycopg.errors.UndefinedTable:
-            self._deadline.close()
             raise StorageError(
                 f"history {self.where}: no walletctl history in this database yet (the "
                 "database owner runs `walletctl history setup --grant ROLE` once)") from None
         except psycopg.errors.InsufficientPrivilege:
-            self._deadline.close()
             raise StorageError(
                 f"history {self.where}: this role may not use the history (the owner "
                 "grants it: `walletctl history setup --grant ROLE`)") from None
         except psycopg.Error as exc:
-            self._deadline.close()
             raise StorageError(f"history {self.where}: {self._why(exc)}",
                                hint=SHARED_HINT) from None
         assert row is not None
         self.role = str(row[0])
         version = int(row[1] or 0)
         if version != LATEST:
-            self._deadline.close()
             newer = version > LATEST
             raise StorageError(
                 f"history {self.where}: its schema is version {version}, this walletctl "
@@ -306,7 +303,11 @@ class PostgresHistory(HistoryStore):
         return self.role
 
     def _may_read(self, table: str) -> bool:
-        row = self.read_one("SELECT has_table_privilege(?, 'SELECT')", (f"{SCHEMA_NAME}.{table}",))
+        return self._may(table, "SELECT")
+
+    def _may(self, table: str, privilege: str) -> bool:
+        row = self.read_one("SELECT has_table_privilege(session_user, ?, ?)",
+                            (f"{SCHEMA_NAME}.{table}", privilege))
         return bool(row and row[0])
 
     def read(self, sql: str, args: Iterable[Any] = (), *,
@@ -390,9 +391,7 @@ class PostgresHistory(HistoryStore):
                 else None)) from None
 
     def may_change_rulebook(self) -> bool:
-        row = self.read_one("SELECT has_table_privilege(session_user, 'walletctl.policy', "
-                        "'INSERT')")
-        return bool(row and row[0])
+        return self._may("policy", "INSERT")
 
     def shared_locks(self) -> AdvisoryLocks:
         return self._locks
@@ -412,22 +411,11 @@ class AdvisoryLocks:
         low = int.from_bytes(digest[4:8], "big", signed=True)
         return (high, low) if (high, low) != (CHAIN_LOCK, 0) else (high, low + 1)
 
-    def _ask(self, sql: str, key: str) -> Any:
-        row = self._history.read_one(sql, self.ids(key))
-        return row[0] if row else None
-
     def try_acquire(self, key: str) -> bool:
-        return bool(self._ask("SELECT pg_try_advisory_lock(?::int4, ?::int4)", key))
+        return self.try_acquire_many([key])[0]
 
     def release(self, key: str) -> None:
-        import contextlib
-
-        with contextlib.suppress(StorageError):  # a lost connection released it already
-            self._ask("SELECT pg_advisory_unlock(?::int4, ?::int4)", key)
-
-    def _arrays(self, keys: list[str]) -> tuple[list[int], list[int]]:
-        high, low = zip(*map(self.ids, keys), strict=True)
-        return list(high), list(low)
+        self.release_many([key])
 
     def try_acquire_many(self, keys: list[str]) -> list[bool]:
         if not keys:
@@ -438,14 +426,16 @@ class AdvisoryLocks:
         return [bool(row[0]) for row in rows]
 
     def release_many(self, keys: list[str]) -> None:
-        import contextlib
-
         if not keys:
             return
         with contextlib.suppress(StorageError):  # a lost connection released them
             self._history.read_one(
                 "SELECT count(pg_advisory_unlock(a, b)) FROM unnest(?::int4[], ?::int4[]) "
                 "AS t(a, b)", self._arrays(keys))
+
+    def _arrays(self, keys: list[str]) -> tuple[list[int], list[int]]:
+        high, low = zip(*map(self.ids, keys), strict=True)
+        return list(high), list(low)
 
     def holder(self, key: str) -> str | None:
         """The role holding ``key`` and what it said it is doing (its application_name)."""

@@ -4,18 +4,6 @@ Appends take SQLite's write lock (``BEGIN IMMEDIATE``) to read the chain's tip a
 concurrent processes on this machine serialise and none is lost. The file is the writer's:
 its chain shows accidental and casual edits, not a determined owner (a team's history lives
 on PostgreSQL, where the database, not the writer, keeps it).
-
-Closing a connection does not checkpoint the WAL: when the last connection to a WAL
-database closes, SQLite copies the WAL into the database and fsyncs it, ~10 ms on a typical
-disk, paid by every single command that recorded an entry. With
-``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`` the WAL is left in place (commits are already in it and
-survive a killed process); SQLite's automatic checkpoint (every ~1000 pages) folds it into
-the database from time to time instead. Python 3.12+ sets it with ``Connection.setconfig``.
-On CPython 3.11 (no ``setconfig``) it is set through the C API with ctypes, only where that
-is known to be sound (Linux x86-64, where variadic calls pass integers in registers): the
-handle is read from the connection object's first field, then checked by reading the setting
-back and comparing the file name SQLite reports. Anywhere else, or if any check fails,
-nothing is changed and the checkpoint simply happens on close.
 """
 
 from __future__ import annotations
@@ -157,7 +145,15 @@ NO_CKPT_ON_CLOSE = 1006  # SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE (sqlite3.h)
 
 
 def skip_checkpoint_on_close(db: sqlite3.Connection, path: Path) -> bool:
-    """True when the setting is on for ``db``."""
+    """Leave the WAL in place when ``db`` closes (True: the setting is on). Otherwise the last
+    connection's close copies the WAL into the database and fsyncs it, ~10 ms paid by every
+    command that recorded an entry; commits are already in the WAL (a killed process keeps
+    them) and SQLite's automatic checkpoint folds it in from time to time. Python 3.12+
+    sets it with ``Connection.setconfig``; on CPython 3.11 it is set through the C API with
+    ctypes only where that is known to be sound (Linux x86-64: variadic integers pass in
+    registers), the handle read from the connection object's first field and checked by
+    reading the setting back and comparing the file name SQLite reports. Anywhere else, or
+    if a check fails, nothing changes and the checkpoint happens on close."""
     setconfig = getattr(db, "setconfig", None)
     constant = getattr(sqlite3, "SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE", None)
     if setconfig is not None and constant is not None:

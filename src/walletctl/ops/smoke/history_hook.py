@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from walletctl.client.admin import is_walletctl_sandbox
-from walletctl.history.recorder import now_utc, os_user, outcome_of_state
+from walletctl.history.recorder import now_utc, os_user
 from walletctl.history.store import Completion, HistoryStore, Intent
+from walletctl.models.outcome import history_outcome as outcome_of_state
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
