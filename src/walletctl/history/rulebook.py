@@ -87,12 +87,12 @@ class Rule:
 
 def read(store: HistoryStore) -> dict[str, Rule]:
     """The rulebook as kept in ``store`` (read once per store; {} when nothing is set)."""
-    cached: dict[str, Rule] | None = getattr(store, "_rulebook", None)
+    cached: dict[str, Rule] | None = store.rulebook
     if cached is None:
         cached = {str(k): Rule(str(k), str(v), by, str(at) if at is not None else None)
                   for k, v, by, at in store.read(
                       "SELECT key, value, set_by, set_at FROM policy ORDER BY key")}
-        store._rulebook = cached  # type: ignore[attr-defined]
+        store.rulebook = cached
     return cached
 
 
@@ -118,7 +118,7 @@ def change(store: HistoryStore, key: str, value: str | None, *, step: Intent) ->
                        (new, who, step.time, key))
         note = f"policy {key}: {old or '(unset)'} -> {new or '(unset)'}"
         tx.append("begin", None, vars(replace(step, original_ref=key, note=note[:300])))
-    store._rulebook = None  # type: ignore[attr-defined]
+    store.rulebook = None
     return old, new
 
 

@@ -156,6 +156,7 @@ class HistoryStore:
     where: str = ""
     chained: bool = True
     shared: bool = False  # other machines write to it too (its locks are the desk's)
+    rulebook: dict[str, Any] | None = None  # the desk's, once read (history.rulebook.read)
 
     def close(self) -> None:
         raise NotImplementedError
