@@ -11,7 +11,7 @@ money once. Every step is also an entry of the hash-chained history.
        +--refuse (another operator)--> refused
 
 The rules are checked here for both backends; on PostgreSQL a trigger checks them again
-against the roles the server authenticated (``history/pg_schema.py``), so a client that
+against the roles the server authenticated (``migrations/V2.sql``, ``V3.sql``), so a client that
 skips this module (or psql) cannot approve its own request, spend another's, or reopen a
 spent one. A local file's "who" is the OS account, which is weaker: its owner can edit it.
 """

@@ -1,17 +1,12 @@
 """Recon's findings kept in the history: recorded once, resolved once, with a note.
 
-``recon --record`` files each mismatch it names as a *finding*, identified by what it is
-about (merchant, store, kind, reference, the history entry it concerns): a finding already
-on file is not filed again. Each step is an entry of the hash-chained history, in the same
-transaction as its row (operation ``finding``, then ``resolve``), and a finding's id is the
-number of the entry that recorded it.
-
-    open --resolve (an approver or the owner; never whoever made the movement)--> resolved
-
-A resolved finding is not reported as new: recon exits 13 only for open ones. On
-PostgreSQL the rules are kept by the database too (``history/pg_schema.py``, migration 5:
-who records, who resolves, the chain entry with each change); a local file's owner can
-still edit the file, as with every rule kept in it.
+``recon --record`` files each mismatch as a *finding*, identified by what it is about
+(merchant, store, kind, reference, the history entry it concerns): one already on file is
+not filed again. Each step (operation ``finding``, then ``resolve``) is an entry of the
+chain in the same transaction as its row, and a finding's id is the entry that recorded it.
+A finding is resolved once, by someone other than whoever made the movement it concerns; a
+resolved one is not reported as new. On PostgreSQL the database keeps these rules too
+(``migrations/V5.sql``); docs/history.md, "Findings on file", describes them.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """The desk's rulebook: its policy kept in the history store (the team's database, or the
-local file), changed only by the store's owner, each change an entry of the chain.
-
-Keys (values are text):
-
-* ``approvals.<op>`` / ``approvals.<op>.<CUR>``: above this amount a second person approves
-  the movement first (four eyes; capture, refund and reverse: money leaving an order);
-* ``limits.<op>`` / ``limits.<op>.<CUR>``: above this amount the movement needs a reason
-  (and, at the terminal, the amount typed to confirm it);
-* ``require_reason``: ``true`` (every operation) or a comma-separated list of operations;
-* ``duplicate_window``: minutes a movement identical to a recent one is held;
-* ``approval_hours``: how long an approval request lives.
-
-``<op>`` is one of :data:`MONEY_OPS`; a currency-specific key wins over the plain one for
-that currency. A profile's own ``[history]`` rules apply on top and may only tighten these
-(:func:`under_rulebook`): a profile that would loosen one is refused, naming the key.
-
-On PostgreSQL the database itself checks every movement against this rulebook when its
-intent is recorded (``history/pg_schema.py``); on a local file the store does the same
-checks in :func:`movement_problem` (a file's owner can edit the file: see docs/history.md).
+local file), changed only by the store's owner, each change an entry of the chain. Its keys
+(``approvals.<op>[.<CUR>]``, ``limits.<op>[.<CUR>]``, ``require_reason``,
+``duplicate_window``, ``approval_hours``) and their meaning: docs/history.md, "The desk's
+policy". A profile's own ``[history]`` rules may only tighten them (:func:`under_rulebook`).
+On PostgreSQL the database checks every movement against it as its intent is recorded (a
+trigger of ``migrations/V3.sql``); on a local file the store does (:func:`refuse_forbidden`).
 """
 
 from __future__ import annotations
