@@ -83,7 +83,7 @@ def seed(sb: EmbeddedSandbox, history: Path, entries: int, base_url: str) -> Non
 
 def plans(history: Path) -> list[str]:
     """EXPLAIN QUERY PLAN of the view's queries; SystemExit when events are scanned."""
-    from walletctl.history.approvals import _SELECT as APPROVALS
+    from walletctl.history.approvals import SELECT_APPROVALS as APPROVALS
     from walletctl.history.store import Filters, HistoryStore
 
     found: list[str] = []

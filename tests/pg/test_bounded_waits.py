@@ -233,13 +233,13 @@ def test_a_listing_read_slowly_outlives_the_statement_timeout(
     monkeypatch.setenv("PGPASSWORD", team.cluster.password("alice"))
     store = PostgresHistory(parse_db_url(team.url("alice")))
     try:
-        rows = store._execute("SELECT g, repeat('x', 1000) FROM generate_series(1, 20000) g",
-                              stream=True)
+        rows = store.read("SELECT g, repeat('x', 1000) FROM generate_series(1, 20000) g",
+                          stream=True)
         assert next(rows)[0] == 1
         time.sleep(STATEMENT_TIMEOUT_S + 1)
         assert sum(1 for _ in rows) == 19999
         # and the next statement is bounded again
-        assert store._one("SHOW statement_timeout") == (f"{STATEMENT_TIMEOUT_S}s",)
+        assert store.read_one("SHOW statement_timeout") == (f"{STATEMENT_TIMEOUT_S}s",)
     finally:
         store.close()
 
@@ -258,7 +258,7 @@ def test_a_freeze_inside_a_write_after_a_read_in_it_is_still_bounded(
 
     def write_through_a_freeze() -> None:
         with store._write() as db:
-            assert store._one("SELECT 1") == (1,)
+            assert store.read_one("SELECT 1") == (1,)
             db_proxy.freeze()
             db.execute("SELECT 2")
 

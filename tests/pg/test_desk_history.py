@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from money.conftest import unique
-from walletctl.history.pg_schema import LATEST
+from walletctl.history.postgres import LATEST
 
 from .conftest import Team, make_team
 

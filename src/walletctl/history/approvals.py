@@ -11,7 +11,7 @@ money once. Every step is also an entry of the hash-chained history.
        +--refuse (another operator)--> refused
 
 The rules are checked here for both backends; on PostgreSQL a trigger checks them again
-against the roles the server authenticated (``history/pg_schema.py``), so a client that
+against the roles the server authenticated (``migrations/V2.sql``, ``V3.sql``), so a client that
 skips this module (or psql) cannot approve its own request, spend another's, or reopen a
 spent one. A local file's "who" is the OS account, which is weaker: its owner can edit it.
 """
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from walletctl.errors import RefusedError
-from walletctl.history.chain import Tip
-from walletctl.history.store import HistoryStore, Intent
+from walletctl.history import recorder
+from walletctl.history.store import HistoryStore, Intent, Reader, Transaction, WriteHook, chunks
 
 DETAIL_ROWS = 200  # bound rows shown with a batch request
 Kind = Literal["single", "batch"]
@@ -132,7 +132,7 @@ class Approval(Request):
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Approval)
                                  if f.name not in ("id", "bound_rows"))
 _REQUEST_COLUMNS = tuple(f.name for f in fields(Request) if f.name != "bound_rows")
-_SELECT = f"SELECT id, {', '.join(COLUMNS)} FROM approvals"  # noqa: S608 - constant names
+SELECT_APPROVALS = f"SELECT id, {', '.join(COLUMNS)} FROM approvals"  # noqa: S608 - constant names
 
 
 def _row(row: tuple[Any, ...]) -> Approval:
@@ -145,9 +145,7 @@ def _row(row: tuple[Any, ...]) -> Approval:
 
 def acting_as(store: HistoryStore) -> str:
     """Who is acting: the authenticated database role, else this machine's OS account."""
-    from walletctl.history.recorder import os_user
-
-    return store._operator() or os_user()
+    return store.operator() or recorder.os_user()
 
 
 def file_request(store: HistoryStore, request: Request, *, now: str, expires_at: str,
@@ -157,15 +155,15 @@ def file_request(store: HistoryStore, request: Request, *, now: str, expires_at:
               "created_at": now, "expires_at": expires_at, "requester": acting_as(store),
               "requester_host": host, "request_hash": request.digest(), "state": "pending"}
     names = list(values)
-    with store._write() as db:
-        row = db.execute(store._sql(
+    with store.transaction() as tx:
+        row = tx.read_one(
             f"INSERT INTO approvals ({', '.join(names)}) VALUES "  # noqa: S608 - names only
-            f"({', '.join('?' * len(names))}) RETURNING id"), list(values.values())).fetchone()
-        for at in range(0, len(request.bound_rows), 500):
-            chunk = request.bound_rows[at:at + 500]
-            db.execute(store._sql(
+            f"({', '.join('?' * len(names))}) RETURNING id", values.values())
+        assert row is not None
+        for chunk, _marks in chunks(request.bound_rows):
+            tx.execute(
                 "INSERT INTO approval_rows (approval, line, ref, amount, currency) VALUES "  # noqa: S608 - placeholders only
-                + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))),
+                + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk)),
                 [v for bound in chunk for v in (int(row[0]), *bound)])
     found = get(store, int(row[0]))
     assert found is not None
@@ -177,29 +175,24 @@ def file_request(store: HistoryStore, request: Request, *, now: str, expires_at:
 _LARGEST_ID = 2**63 - 1
 
 
-def get(store: HistoryStore, approval: int) -> Approval | None:
+def get(reader: Reader, approval: int, *, detail: bool = True) -> Approval | None:
+    """The approval; ``detail``: a batch's with the rows it binds (:func:`_shown`)."""
     if not 0 < approval <= _LARGEST_ID:
         return None
-    row = store._one(f"{_SELECT} WHERE id = ?", (approval,))
-    return _shown(store, _row(row)) if row else None
-
-
-def get_in(store: HistoryStore, db: Any, approval: int) -> Approval | None:
-    """The approval, read inside a write transaction."""
-    if not 0 < approval <= _LARGEST_ID:
+    row = reader.read_one(f"{SELECT_APPROVALS} WHERE id = ?", (approval,))
+    if row is None:
         return None
-    row = db.execute(store._sql(f"{_SELECT} WHERE id = ?"), (approval,)).fetchone()
-    return _row(tuple(row)) if row else None
+    return _shown(reader, _row(row)) if detail else _row(row)
 
 
-def _shown(store: HistoryStore, found: Approval) -> Approval:
+def _shown(store: Reader, found: Approval) -> Approval:
     """A batch approval with the rows it binds as its detail (what the approver is shown is
     what a run can send: the bound rows, not a text the requester wrote)."""
     if found.kind != "batch":
         return found
-    count = store._one("SELECT count(*) FROM approval_rows WHERE approval = ?", (found.id,))
+    count = store.read_one("SELECT count(*) FROM approval_rows WHERE approval = ?", (found.id,))
     rows = [{"line": int(line), "ref": ref, "amount": amount, "currency": currency}
-            for line, ref, amount, currency in store._execute(
+            for line, ref, amount, currency in store.read(
                 "SELECT line, ref, amount, currency FROM approval_rows WHERE approval = ? "
                 "ORDER BY line LIMIT ?", (found.id, DETAIL_ROWS))]
     detail = {"above": int(count[0]) if count else 0, "rows": rows}
@@ -216,7 +209,7 @@ def listing(store: HistoryStore, *, now: str, state: str | None = None,
     ``original_ref``: only those on this order. Read :data:`LISTING_PAGE` at a time by id
     (memory flat in their number; each page read whole, so a batch request's rows can be
     read between pages on a connection that streams one query at a time)."""
-    sql, args = _SELECT + " WHERE id > ?", []
+    sql, args = SELECT_APPROVALS + " WHERE id > ?", []
     if original_ref is not None:
         sql += " AND original_ref = ?"
         args.append(original_ref)
@@ -228,7 +221,7 @@ def listing(store: HistoryStore, *, now: str, state: str | None = None,
         args += list(merchant)
     after = 0
     while True:
-        page = [_row(row) for row in store._execute(
+        page = [_row(row) for row in store.read(
             f"{sql} ORDER BY id LIMIT {LISTING_PAGE}", [after, *args])]
         for found in page:
             if state is None or found.status(now) == state:
@@ -242,7 +235,7 @@ def reserved_refs(store: HistoryStore, *, merchant: tuple[str, str], original_re
                   now: str) -> frozenset[str]:
     """The new references of open (pending or approved) requests on ``original_ref``: a
     derived reference skips them, so the approved one is still free when it is sent."""
-    return frozenset(str(row[0]) for row in store._execute(
+    return frozenset(str(row[0]) for row in store.read(
         "SELECT new_ref FROM approvals WHERE original_ref = ? AND merchant_id = ? "
         "AND store_id = ? AND state IN ('pending', 'approved') AND expires_at > ? "
         "AND new_ref IS NOT NULL", (original_ref, *merchant, now)))
@@ -266,16 +259,14 @@ def decide(store: HistoryStore, approval: int, *, approve: bool, reason: str | N
     """Approve or refuse a pending request, as someone other than its requester; the step
     is written to the history in the same transaction (``step``: its entry, completed)."""
     me = acting_as(store)
-    with store._write() as db:
-        found = _locked(store, db, approval)
+    with store.transaction(chain=True) as tx:
+        found = _locked(store, tx, approval)
         refuse_to_decide(found, me=me, now=now, approve=approve)
-        db.execute(store._sql(
+        tx.execute(
             "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, "
-            "decision_reason = ? WHERE id = ? AND state = 'pending'"),
+            "decision_reason = ? WHERE id = ? AND state = 'pending'",
             ("approved" if approve else "refused", me, now, reason, approval))
-        tip = Tip(db, store._sql, store._operator())
-        tip.append("begin", None, vars(replace(step, approval=approval)), store.chained)
-        tip.write()
+        tx.append("begin", None, vars(replace(step, approval=approval)))
     done = get(store, approval)
     assert done is not None
     return done
@@ -294,30 +285,30 @@ def refuse_to_decide(found: Approval, *, me: str, now: str, approve: bool) -> No
                             f"can be {verb}d")
 
 
-def _locked(store: HistoryStore, db: Any, approval: int) -> Approval:
+def _locked(store: HistoryStore, tx: Transaction, approval: int) -> Approval:
     """The row, read inside the write transaction (which holds the chain's lock)."""
-    found = get_in(store, db, approval)
+    found = get(tx, approval, detail=False)
     if found is None:
         raise ApprovalError(f"approval #{approval}: no such request in history {store.where}")
     return found
 
 
 def spender(store: HistoryStore, approval: int, request: Request, *, now: str,
-            batch_id: str | None = None) -> Callable[[Any, list[int]], None]:
+            batch_id: str | None = None) -> WriteHook:
     """A hook for :meth:`HistoryStore.append_many`: spends ``approval`` inside the
     transaction that records the intent (``ids[0]``), or, for a batch, the one that starts
     it. The same movement (or batch) recorded again finds it spent by itself: allowed."""
     me = acting_as(store)
 
-    def spend(db: Any, ids: list[int]) -> None:
-        found = _locked(store, db, approval)
+    def spend(tx: Transaction, ids: list[int]) -> None:
+        found = _locked(store, tx, approval)
         entry = ids[0] if ids else None
         refuse_to_spend(found, request, me=me, now=now, batch_id=batch_id, entry=entry)
         if found.state == "spent":
             return  # by this very movement or batch, recorded again (a re-run, a resume)
-        db.execute(store._sql(
+        tx.execute(
             "UPDATE approvals SET state = 'spent', spent_at = ?, spent_entry = ?, "
-            "spent_batch = ? WHERE id = ? AND state = 'approved'"),
+            "spent_batch = ? WHERE id = ? AND state = 'approved'",
             (now, entry if batch_id is None else None, batch_id, approval))
 
     return spend
@@ -375,5 +366,5 @@ def spend_batch(store: HistoryStore, approval: int, request: Request, *, now: st
     """Spend a batch approval for ``batch_id`` before its first row is sent (a resumed run
     of the same batch finds it spent by itself; its journal keeps each row once)."""
     hook = spender(store, approval, request, now=now, batch_id=batch_id)
-    with store._write() as db:
-        hook(db, [])
+    with store.transaction() as tx:
+        hook(tx, [])

@@ -1,17 +1,12 @@
 """Recon's findings kept in the history: recorded once, resolved once, with a note.
 
-``recon --record`` files each mismatch it names as a *finding*, identified by what it is
-about (merchant, store, kind, reference, the history entry it concerns): a finding already
-on file is not filed again. Each step is an entry of the hash-chained history, in the same
-transaction as its row (operation ``finding``, then ``resolve``), and a finding's id is the
-number of the entry that recorded it.
-
-    open --resolve (an approver or the owner; never whoever made the movement)--> resolved
-
-A resolved finding is not reported as new: recon exits 13 only for open ones. On
-PostgreSQL the rules are kept by the database too (``history/pg_schema.py``, migration 5:
-who records, who resolves, the chain entry with each change); a local file's owner can
-still edit the file, as with every rule kept in it.
+``recon --record`` files each mismatch as a *finding*, identified by what it is about
+(merchant, store, kind, reference, the history entry it concerns): one already on file is
+not filed again. Each step (operation ``finding``, then ``resolve``) is an entry of the
+chain in the same transaction as its row, and a finding's id is the entry that recorded it.
+A finding is resolved once, by someone other than whoever made the movement it concerns; a
+resolved one is not reported as new. On PostgreSQL the database keeps these rules too
+(``migrations/V5.sql``); docs/history.md, "Findings on file", describes them.
 """
 
 from __future__ import annotations
@@ -20,19 +15,20 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from walletctl.errors import RefusedError
-from walletctl.history.chain import Tip
+from walletctl.history.approvals import acting_as
+from walletctl.history.store import chunks
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-    from walletctl.history.store import HistoryStore, Intent
+    from walletctl.history.store import HistoryStore, Intent, Reader
 
 STATES: tuple[str, ...] = ("open", "resolved")
 COLUMNS: tuple[str, ...] = (
     "id", "merchant_id", "store_id", "kind", "original", "reference", "entry", "movement_by",
     "detail", "recorded_at", "recorded_by", "state", "resolved_at", "resolved_by",
     "resolution", "resolved_entry")
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM findings"  # noqa: S608 - constant names
+SELECT_FINDINGS = f"SELECT {', '.join(COLUMNS)} FROM findings"  # noqa: S608 - constant names
 NOTE_MAX = 500  # characters of a resolution's note
 
 
@@ -83,28 +79,26 @@ def identity(merchant: tuple[str, str], kind: str, reference: str,
     return (merchant[0], merchant[1], kind, reference, entry or 0)
 
 
-def on_file(store: HistoryStore, merchant: tuple[str, str], *,
+def on_file(reader: Reader, merchant: tuple[str, str], *,
             references: Iterable[str] | None = None,
             state: str | None = None) -> Iterator[Recorded]:
     """The merchant's findings, oldest first: on these references (an indexed query per 500
     of them), or all; ``state``: only open or only resolved."""
-    base = _SELECT + " WHERE merchant_id = ? AND store_id = ?"
+    base = SELECT_FINDINGS + " WHERE merchant_id = ? AND store_id = ?"
     args: list[Any] = list(merchant)
     if state is not None:
         base += " AND state = ?"
         args.append(state)
     if references is None:
-        yield from map(_row, store._execute(base + " ORDER BY id", args, stream=True))
+        yield from map(_row, reader.read(base + " ORDER BY id", args, stream=True))
         return
-    wanted = sorted(set(references))
-    for at in range(0, len(wanted), 500):
-        chunk = wanted[at:at + 500]
-        sql = f"{base} AND reference IN ({', '.join('?' * len(chunk))}) ORDER BY id"
-        yield from map(_row, store._execute(sql, [*args, *chunk]))
+    for chunk, marks in chunks(sorted(set(references))):
+        yield from map(_row, reader.read(f"{base} AND reference IN ({marks}) ORDER BY id",
+                                         [*args, *chunk]))
 
 
-def get(store: HistoryStore, finding: int) -> Recorded | None:
-    row = store._one(f"{_SELECT} WHERE id = ?", (finding,))
+def get(reader: Reader, finding: int) -> Recorded | None:
+    row = reader.read_one(f"{SELECT_FINDINGS} WHERE id = ?", (finding,))
     return _row(row) if row else None
 
 
@@ -123,81 +117,59 @@ def record(store: HistoryStore, merchant: tuple[str, str], found: list[New], *,
            step: Intent) -> list[Recorded]:
     """File each of ``found`` not already on file (one transaction, each with its chain
     entry: ``step`` with the finding's references and note): every finding, filed or not."""
-    from walletctl.history.approvals import acting_as
-
     me = acting_as(store)
-    with store._write() as db:
-        known = {r.identity: r for r in _in(store, db, merchant, {f.reference for f in found})}
-        makers = _makers(store, db, {f.entry for f in found if f.entry})
-        tip = Tip(db, store._sql, store._operator())
+    with store.transaction(chain=True) as tx:
+        known = {r.identity: r for r in on_file(tx, merchant,
+                                                 references={f.reference for f in found})}
+        makers = _makers(tx, {f.entry for f in found if f.entry})
         for new in found:
             key = identity(merchant, new.kind, new.reference, new.entry)
             if key in known:
                 continue
             note = f"{new.kind} {new.reference}: {new.detail}"[:300]
-            entry = tip.append("begin", None, vars(replace(
-                step, original_ref=new.original, new_ref=new.reference, note=note)),
-                store.chained)
+            entry = tx.append("begin", None, vars(replace(
+                step, original_ref=new.original, new_ref=new.reference, note=note)))
             row = Recorded(id=entry, merchant_id=merchant[0], store_id=merchant[1],
                            kind=new.kind, original=new.original, reference=new.reference,
                            entry=new.entry or 0, movement_by=makers.get(new.entry or 0),
                            detail=new.detail[:NOTE_MAX], recorded_at=step.time,
                            recorded_by=me, state="open")
-            tip.write()  # the entry first: the row names it
+            tx.flush()  # the entry first: the row names it
             values = row.to_dict()
-            db.execute(store._sql(
-                f"INSERT INTO findings ({', '.join(COLUMNS)}) VALUES "  # noqa: S608 - names only
-                f"({', '.join('?' * len(COLUMNS))})"), [values[c] for c in COLUMNS])
+            tx.execute(f"INSERT INTO findings ({', '.join(COLUMNS)}) VALUES "  # noqa: S608 - names only
+                       f"({', '.join('?' * len(COLUMNS))})", [values[c] for c in COLUMNS])
             known[key] = row
-        tip.write()
         return [known[identity(merchant, f.kind, f.reference, f.entry)] for f in found]
 
 
-def _makers(store: HistoryStore, db: Any, entries: set[int]) -> dict[int, str]:
+def _makers(tx: Reader, entries: set[int]) -> dict[int, str]:
     """Who made each of these entries: the database role, else the OS account (what
     :func:`~walletctl.history.approvals.acting_as` names the one acting)."""
-    wanted = sorted(entries)
     found: dict[int, str] = {}
-    for at in range(0, len(wanted), 500):
-        chunk = wanted[at:at + 500]
-        sql = ("SELECT entry, COALESCE(operator, os_user) FROM events WHERE kind = 'begin' "  # noqa: S608
-               f"AND entry IN ({', '.join('?' * len(chunk))})")
-        found.update((int(e), str(who)) for e, who in db.execute(store._sql(sql), chunk))
+    for chunk, marks in chunks(sorted(entries)):
+        found.update((int(e), str(who)) for e, who in tx.read(
+            "SELECT entry, COALESCE(operator, os_user) FROM events WHERE kind = 'begin' "  # noqa: S608 - placeholders only
+            f"AND entry IN ({marks})", chunk))
     return found
-
-
-def _in(store: HistoryStore, db: Any, merchant: tuple[str, str],
-        references: set[str]) -> Iterator[Recorded]:
-    wanted = sorted(references)
-    for at in range(0, len(wanted), 500):
-        chunk = wanted[at:at + 500]
-        sql = (f"{_SELECT} WHERE merchant_id = ? AND store_id = ? AND reference IN "
-               f"({', '.join('?' * len(chunk))})")
-        for row in db.execute(store._sql(sql), [*merchant, *chunk]).fetchall():
-            yield _row(tuple(row))
 
 
 def resolve(store: HistoryStore, finding: int, *, merchant: tuple[str, str], note: str,
             step: Intent) -> Recorded:
     """Close an open finding with ``note``, as someone other than whoever made the movement
     it concerns; the step is an entry of the chain, in the same transaction."""
-    from walletctl.history.approvals import acting_as
-
     me = acting_as(store)
-    with store._write() as db:
-        row = db.execute(store._sql(f"{_SELECT} WHERE id = ?"), (finding,)).fetchone()
-        found = None if row is None else _row(tuple(row))
+    with store.transaction(chain=True) as tx:
+        found = get(tx, finding)
         refuse_to_resolve(found, finding, merchant=merchant, me=me, where=store.where)
         assert found is not None
-        tip = Tip(db, store._sql, store._operator())
-        entry = tip.append("begin", None, vars(replace(
+        entry = tx.append("begin", None, vars(replace(
             step, original_ref=found.original, new_ref=found.reference,
             reason=note, note=f"resolved finding #{finding}: {found.kind} "
-                              f"{found.reference}"[:300])), store.chained)
-        tip.write()
-        db.execute(store._sql(
+                              f"{found.reference}"[:300])))
+        tx.flush()
+        tx.execute(
             "UPDATE findings SET state = 'resolved', resolved_at = ?, resolved_by = ?, "
-            "resolution = ?, resolved_entry = ? WHERE id = ? AND state = 'open'"),
+            "resolution = ?, resolved_entry = ? WHERE id = ? AND state = 'open'",
             (step.time, me, note, entry, finding))
     done = get(store, finding)
     assert done is not None

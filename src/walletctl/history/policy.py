@@ -1,16 +1,8 @@
-"""The desk's rules from a profile's ``[history]`` table, enforced before anything is sent.
-
-* ``require_reason = ["refund", "reverse"]`` (or ``true`` for every operation): ``--reason``
-  is required;
-* ``limits = {refund = "100.00"}``: above that amount the operation needs ``--reason`` *and*
-  a typed confirmation of the amount (asked on a terminal, or ``--confirm-amount 150.00``
-  without one; ``--yes`` does not replace it).
-
-A batch follows the same rules (:func:`check_batch_policy`) before any row is sent: the
-amount typed is the total of its rows above the limit.
-
-A breach raises :class:`PolicyRefusal` (a pre-flight refusal, exit 5), which the history
-records as ``refused``.
+"""The desk's rules from a profile's ``[history]`` table (``require_reason``, ``limits``),
+enforced before anything is sent, for a single movement (:func:`check_policy`) and for a
+batch, whose typed amount is the total of its rows above the limit
+(:func:`check_batch_policy`). A breach raises :class:`PolicyRefusal` (a pre-flight
+refusal, exit 5), recorded as ``refused``. docs/history.md, "Desk rules", has the rules.
 """
 
 from __future__ import annotations

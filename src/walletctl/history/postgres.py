@@ -1,11 +1,15 @@
 """A team's shared history: the same event log in a PostgreSQL database (psycopg 3).
 
-The database keeps it, not the client (see :mod:`walletctl.history.pg_schema`): operators
-can only read and append, every event's ``operator`` is the role the server authenticated,
-and the chain is extended under a lock in the database, so every operator's appends form
-one chain. The per-original locks of the money protocol are advisory locks in the same
-database, so two operators on two machines serialise on one order as two shells on one
-machine do. Passwords come from libpq (``PGPASSWORD``, ``~/.pgpass``, a service file).
+The database keeps it, not the client: its schema (``history/migrations/V*.sql``, applied
+by the owner's ``walletctl history setup``) refuses UPDATE, DELETE and TRUNCATE of the
+events, for the owner too (whose maintenance path disables trigger events_append_only, in
+a transaction that enables it again); stamps each event's ``operator`` with the role the
+server authenticated; extends one chain under an advisory lock, checked by a trigger; and
+checks approvals, the desk's rulebook, roles and findings against those roles. Operators
+are granted SELECT and INSERT only. The per-original locks of the money protocol are
+advisory locks in the same database, so two operators on two machines serialise on one
+order as two shells on one machine do. Passwords come from libpq (``PGPASSWORD``,
+``~/.pgpass``, a service file).
 """
 
 from __future__ import annotations
@@ -19,22 +23,62 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from walletctl.history.pg_schema import (
-    CHAIN_LOCK,
-    GRANTS,
-    LATEST,
-    MIGRATIONS,
-    SCHEMA_NAME,
-    SETUP_LOCK,
-)
-from walletctl.history.store import HistoryStore, Intent, StorageError
+from walletctl.history.store import HistoryStore, StorageError
 
 if TYPE_CHECKING:
     import psycopg
 
     from walletctl.config.dburl import DbUrl
+
+SCHEMA_NAME = "walletctl"
+CHAIN_LOCK = 0x77616C6C  # "wall": pg_advisory_xact_lock(CHAIN_LOCK, 0) guards the tip
+SETUP_LOCK = 0x77616C6D
+# (version, what it does): its SQL is migrations/V<version>.sql, run as it is, in order.
+# Append only: a released migration is never edited (tests/history/test_pg_migrations.py
+# pins each one's sha256), so that every database it migrated still opens.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (1, "events, append-only and one chain"),
+    (2, "approvals (four eyes), kept by the database"),
+    (3, "the desk's rulebook, roles, bound batch rows, entries numbered by the database"),
+    (4, "indexes for every look-up; each entry's outcome kept beside the events"),
+    (5, "recon's findings, recorded and resolved with their entries in the chain"),
+)
+LATEST = MIGRATIONS[-1][0]
+
+
+def migration_sql(version: int) -> bytes:
+    return (Path(__file__).with_name("migrations") / f"V{version}.sql").read_bytes()
+
+
+# What each kind of role is granted, and no more. Every kind reads the history; operators
+# append and file and spend requests, approvers append (their decisions) and decide,
+# auditors only read. The triggers check the kind again for each write (walletctl.roles).
+_READ = (
+    "GRANT USAGE ON SCHEMA walletctl TO {role}",
+    "GRANT SELECT ON walletctl.events, walletctl.schema_version, walletctl.approvals, "
+    "walletctl.approval_rows, walletctl.policy, walletctl.roles, walletctl.entry_outcome, "
+    "walletctl.findings TO {role}",
+)
+GRANTS: dict[str, tuple[str, ...]] = {
+    "operator": (*_READ,
+                 "GRANT INSERT ON walletctl.events, walletctl.approvals, "
+                 "walletctl.approval_rows TO {role}",
+                 "GRANT UPDATE (state, spent_at, spent_entry, spent_batch) "
+                 "ON walletctl.approvals TO {role}",
+                 "GRANT INSERT ON walletctl.findings TO {role}"),
+    "approver": (*_READ,
+                 "GRANT INSERT ON walletctl.events TO {role}",
+                 "GRANT UPDATE (state, decided_by, decided_at, decision_reason) "
+                 "ON walletctl.approvals TO {role}",
+                 "GRANT INSERT ON walletctl.findings TO {role}",
+                 "GRANT UPDATE (state, resolved_at, resolved_by, resolution, resolved_entry)"
+                 " ON walletctl.findings TO {role}"),
+    "auditor": _READ,
+}
+ROLE_KINDS: tuple[str, ...] = tuple(GRANTS)
 
 SHARED_HINT = ("start the database server or fix WALLETCTL_HISTORY_URL / the profile's "
                "[history] url; the password comes from ~/.pgpass or PGPASSWORD")
@@ -194,6 +238,7 @@ class PostgresHistory(HistoryStore):
             self._deadline.watch(db)
             self._conn = self._checked(db)
         except BaseException as exc:  # handed to the first use, in the main thread
+            self._deadline.close()
             self._failed = exc
 
     def _joined(self) -> None:
@@ -218,24 +263,20 @@ class PostgresHistory(HistoryStore):
                 row = db.execute("SELECT session_user, (SELECT max(version) FROM "
                                  "walletctl.schema_version)").fetchone()
         except psycopg.errors.UndefinedTable:
-            self._deadline.close()
             raise StorageError(
                 f"history {self.where}: no walletctl history in this database yet (the "
                 "database owner runs `walletctl history setup --grant ROLE` once)") from None
         except psycopg.errors.InsufficientPrivilege:
-            self._deadline.close()
             raise StorageError(
                 f"history {self.where}: this role may not use the history (the owner "
                 "grants it: `walletctl history setup --grant ROLE`)") from None
         except psycopg.Error as exc:
-            self._deadline.close()
             raise StorageError(f"history {self.where}: {self._why(exc)}",
                                hint=SHARED_HINT) from None
         assert row is not None
         self.role = str(row[0])
         version = int(row[1] or 0)
         if version != LATEST:
-            self._deadline.close()
             newer = version > LATEST
             raise StorageError(
                 f"history {self.where}: its schema is version {version}, this walletctl "
@@ -254,19 +295,23 @@ class PostgresHistory(HistoryStore):
                     "connection was closed)")
         return why(exc)
 
-    def _sql(self, sql: str) -> str:
+    def native_sql(self, sql: str) -> str:
         return sql.replace("?", "%s")
 
-    def _operator(self) -> str:
+    def operator(self) -> str:
         self.db()
         return self.role
 
     def _may_read(self, table: str) -> bool:
-        row = self._one("SELECT has_table_privilege(?, 'SELECT')", (f"{SCHEMA_NAME}.{table}",))
+        return self._may(table, "SELECT")
+
+    def _may(self, table: str, privilege: str) -> bool:
+        row = self.read_one("SELECT has_table_privilege(session_user, ?, ?)",
+                            (f"{SCHEMA_NAME}.{table}", privilege))
         return bool(row and row[0])
 
-    def _execute(self, sql: str, args: Iterable[Any] = (), *,
-                 stream: bool = False) -> Iterator[tuple[Any, ...]]:
+    def read(self, sql: str, args: Iterable[Any] = (), *,
+             stream: bool = False) -> Iterator[tuple[Any, ...]]:
         import psycopg
 
         bound = self._deadline
@@ -275,7 +320,7 @@ class PostgresHistory(HistoryStore):
             if not stream:
                 with bound.bound():
                     self._statement_timeout(db, on=True)
-                    rows = db.execute(self._sql(sql), tuple(args)).fetchall()
+                    rows = db.execute(self.native_sql(sql), tuple(args)).fetchall()
                 yield from rows
                 return
             # rows as the server sends them (memory flat in the listing's size), at the
@@ -283,7 +328,7 @@ class PostgresHistory(HistoryStore):
             with bound.bound():
                 self._statement_timeout(db, on=False)
             rows_at = cast("Generator[tuple[Any, ...]]",
-                           db.cursor().stream(self._sql(sql), tuple(args)))
+                           db.cursor().stream(self.native_sql(sql), tuple(args)))
             try:
                 while True:
                     outer = bound.arm()
@@ -346,12 +391,7 @@ class PostgresHistory(HistoryStore):
                 else None)) from None
 
     def may_change_rulebook(self) -> bool:
-        row = self._one("SELECT has_table_privilege(session_user, 'walletctl.policy', "
-                        "'INSERT')")
-        return bool(row and row[0])
-
-    def _check_rulebook(self, db: Any, begun: list[tuple[Intent, int]]) -> None:
-        """The database checks the rulebook itself (its trigger events_rulebook)."""
+        return self._may("policy", "INSERT")
 
     def shared_locks(self) -> AdvisoryLocks:
         return self._locks
@@ -371,46 +411,37 @@ class AdvisoryLocks:
         low = int.from_bytes(digest[4:8], "big", signed=True)
         return (high, low) if (high, low) != (CHAIN_LOCK, 0) else (high, low + 1)
 
-    def _ask(self, sql: str, key: str) -> Any:
-        row = self._history._one(sql, self.ids(key))
-        return row[0] if row else None
-
     def try_acquire(self, key: str) -> bool:
-        return bool(self._ask("SELECT pg_try_advisory_lock(?::int4, ?::int4)", key))
+        return self.try_acquire_many([key])[0]
 
     def release(self, key: str) -> None:
-        import contextlib
-
-        with contextlib.suppress(StorageError):  # a lost connection released it already
-            self._ask("SELECT pg_advisory_unlock(?::int4, ?::int4)", key)
-
-    def _arrays(self, keys: list[str]) -> tuple[list[int], list[int]]:
-        high, low = zip(*map(self.ids, keys), strict=True)
-        return list(high), list(low)
+        self.release_many([key])
 
     def try_acquire_many(self, keys: list[str]) -> list[bool]:
         if not keys:
             return []
-        rows = self._history._execute(
+        rows = self._history.read(
             "SELECT pg_try_advisory_lock(a, b) FROM unnest(?::int4[], ?::int4[]) "
             "WITH ORDINALITY AS t(a, b, n) ORDER BY n", self._arrays(keys))
         return [bool(row[0]) for row in rows]
 
     def release_many(self, keys: list[str]) -> None:
-        import contextlib
-
         if not keys:
             return
         with contextlib.suppress(StorageError):  # a lost connection released them
-            self._history._one(
+            self._history.read_one(
                 "SELECT count(pg_advisory_unlock(a, b)) FROM unnest(?::int4[], ?::int4[]) "
                 "AS t(a, b)", self._arrays(keys))
+
+    def _arrays(self, keys: list[str]) -> tuple[list[int], list[int]]:
+        high, low = zip(*map(self.ids, keys), strict=True)
+        return list(high), list(low)
 
     def holder(self, key: str) -> str | None:
         """The role holding ``key`` and what it said it is doing (its application_name)."""
         high, low = self.ids(key)
         try:
-            row = self._history._one(
+            row = self._history.read_one(
                 "SELECT a.usename, a.application_name FROM pg_locks l "
                 "JOIN pg_stat_activity a ON a.pid = l.pid "
                 "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
@@ -471,10 +502,10 @@ def setup(url: DbUrl, grants: Sequence[str], kind: str = "operator") -> SetupRes
                 raise StorageError(f"history {where}: its schema is version {before}; this "
                                    f"walletctl knows {LATEST} (upgrade walletctl)")
             applied: list[str] = []
-            for version, what, body in MIGRATIONS:
+            for version, what in MIGRATIONS:
                 if version <= before:
                     continue
-                db.execute(body.encode())  # several statements, no parameters
+                db.execute(migration_sql(version))  # several statements, no parameters
                 db.execute("INSERT INTO walletctl.schema_version (version) VALUES (%s)",
                            (version,))
                 applied.append(f"{version}: {what}")

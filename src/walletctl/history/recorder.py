@@ -75,10 +75,6 @@ def major_text(amount: Decimal | None, currency: str | None) -> str | None:
     return format(amount, "f")
 
 
-# The one rule for what a state means (models.outcome), under the history's name.
-outcome_of_state = history_outcome
-
-
 def outcome_of_error(exc: BaseException) -> str:
     """The history outcome of a failed movement: what the failure proves (models.outcome)."""
     meaning = meaning_of_failure(exc)
@@ -127,7 +123,7 @@ class Recording:
 
     def answered(self, state: str, *, http_status: int = 200, note: str | None = None,
                  outcome: str | None = None) -> None:
-        self.outcome = outcome or outcome_of_state(state)
+        self.outcome = outcome or history_outcome(state)
         self.http_status = http_status
         self.note = note or f"state {state}"
 

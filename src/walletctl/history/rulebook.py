@@ -1,23 +1,10 @@
 """The desk's rulebook: its policy kept in the history store (the team's database, or the
-local file), changed only by the store's owner, each change an entry of the chain.
-
-Keys (values are text):
-
-* ``approvals.<op>`` / ``approvals.<op>.<CUR>``: above this amount a second person approves
-  the movement first (four eyes; capture, refund and reverse: money leaving an order);
-* ``limits.<op>`` / ``limits.<op>.<CUR>``: above this amount the movement needs a reason
-  (and, at the terminal, the amount typed to confirm it);
-* ``require_reason``: ``true`` (every operation) or a comma-separated list of operations;
-* ``duplicate_window``: minutes a movement identical to a recent one is held;
-* ``approval_hours``: how long an approval request lives.
-
-``<op>`` is one of :data:`MONEY_OPS`; a currency-specific key wins over the plain one for
-that currency. A profile's own ``[history]`` rules apply on top and may only tighten these
-(:func:`under_rulebook`): a profile that would loosen one is refused, naming the key.
-
-On PostgreSQL the database itself checks every movement against this rulebook when its
-intent is recorded (``history/pg_schema.py``); on a local file the store does the same
-checks in :func:`movement_problem` (a file's owner can edit the file: see docs/history.md).
+local file), changed only by the store's owner, each change an entry of the chain. Its keys
+(``approvals.<op>[.<CUR>]``, ``limits.<op>[.<CUR>]``, ``require_reason``,
+``duplicate_window``, ``approval_hours``) and their meaning: docs/history.md, "The desk's
+policy". A profile's own ``[history]`` rules may only tighten them (:func:`under_rulebook`).
+On PostgreSQL the database checks every movement against it as its intent is recorded (a
+trigger of ``migrations/V3.sql``); on a local file the store does (:func:`refuse_forbidden`).
 """
 
 from __future__ import annotations
@@ -32,7 +19,7 @@ from walletctl.history.policy import PolicyRefusal, amount_rule
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.history.store import HistoryStore, Intent
+    from walletctl.history.store import HistoryStore, Intent, Transaction
 
 MONEY_OPS: tuple[str, ...] = ("checkout", "capture", "refund", "reverse", "authorize")
 FOUR_EYES_OPS: tuple[str, ...] = ("capture", "refund", "reverse")  # money leaving an order
@@ -87,12 +74,12 @@ class Rule:
 
 def read(store: HistoryStore) -> dict[str, Rule]:
     """The rulebook as kept in ``store`` (read once per store; {} when nothing is set)."""
-    cached: dict[str, Rule] | None = getattr(store, "_rulebook", None)
+    cached: dict[str, Rule] | None = store.rulebook
     if cached is None:
         cached = {str(k): Rule(str(k), str(v), by, str(at) if at is not None else None)
-                  for k, v, by, at in store._execute(
+                  for k, v, by, at in store.read(
                       "SELECT key, value, set_by, set_at FROM policy ORDER BY key")}
-        store._rulebook = cached  # type: ignore[attr-defined]
+        store.rulebook = cached
     return cached
 
 
@@ -100,33 +87,25 @@ def change(store: HistoryStore, key: str, value: str | None, *, step: Intent) ->
         str | None, str | None]:
     """Set (``value``) or unset (None) ``key``, with its entry in the chain (``step``, its
     note filled in here), in one transaction: (old, new)."""
-    from walletctl.history.chain import Tip
-
     checked_key(key)
     new = None if value is None else checked_value(key, value)
-    who = store._operator() or step.os_user  # the database stamps its own on PostgreSQL
-    with store._write() as db:
-        row = db.execute(store._sql("SELECT value FROM policy WHERE key = ?"),
-                         (key,)).fetchone()
+    who = store.operator() or step.os_user  # the database stamps its own on PostgreSQL
+    with store.transaction(chain=True) as tx:
+        row = tx.read_one("SELECT value FROM policy WHERE key = ?", (key,))
         old = None if row is None else str(row[0])
         if old == new:
             return old, new
         if new is None:
-            db.execute(store._sql("DELETE FROM policy WHERE key = ?"), (key,))
+            tx.execute("DELETE FROM policy WHERE key = ?", (key,))
         elif old is None:
-            db.execute(store._sql("INSERT INTO policy (key, value, set_by, set_at) "
-                                  "VALUES (?, ?, ?, ?)"),
+            tx.execute("INSERT INTO policy (key, value, set_by, set_at) VALUES (?, ?, ?, ?)",
                        (key, new, who, step.time))
         else:
-            db.execute(store._sql("UPDATE policy SET value = ?, set_by = ?, set_at = ? "
-                                  "WHERE key = ?"),
+            tx.execute("UPDATE policy SET value = ?, set_by = ?, set_at = ? WHERE key = ?",
                        (new, who, step.time, key))
-        tip = Tip(db, store._sql, store._operator())
         note = f"policy {key}: {old or '(unset)'} -> {new or '(unset)'}"
-        tip.append("begin", None, vars(replace(step, original_ref=key, note=note[:300])),
-                   store.chained)
-        tip.write()
-    store._rulebook = None  # type: ignore[attr-defined]
+        tx.append("begin", None, vars(replace(step, original_ref=key, note=note[:300])))
+    store.rulebook = None
     return old, new
 
 
@@ -191,6 +170,43 @@ def _loosens(profile: Profile, mine: str, key: str, rule: Rule) -> None:
 
 
 # ---- the store's own check (a local file: the database does it on PostgreSQL) ----------------
+def refuse_forbidden(store: HistoryStore, tx: Transaction,
+                     begun: list[tuple[Intent, int]]) -> None:
+    """Refuse (PolicyRefusal, the whole write rolled back) a movement of ``begun`` (intents
+    about to be sent, with their entries) that the rulebook kept in ``store`` forbids."""
+    moving = [(i, e) for i, e in begun if i.outcome is None and i.operation in MONEY_OPS]
+    if not moving:
+        return
+    book = {str(k): str(v) for k, v in tx.read("SELECT key, value FROM policy")}
+    if not book:
+        return
+    from walletctl.history.approvals import get
+
+    used: dict[tuple[Any, ...], int] = {}
+    for intent, entry in moving:
+        approval = None if intent.approval is None else get(tx, intent.approval, detail=False)
+        covered = 0
+        bound = (intent.approval, intent.original_ref, intent.amount, intent.currency)
+        if approval is not None and approval.kind == "batch":
+            if bound not in used:
+                used[bound] = _count(tx, "SELECT count(*) FROM events WHERE kind = 'begin' "
+                                     "AND approval = ? AND original_ref = ? AND amount = ? "
+                                     "AND currency = ?", bound)
+            used[bound] += 1
+            covered = _count(tx, "SELECT count(*) FROM approval_rows WHERE approval = ? "
+                             "AND ref = ? AND amount = ? AND currency = ?", bound)
+        problem = movement_problem(book, intent, entry, approval, used.get(bound, 0), covered)
+        if problem is not None:
+            raise PolicyRefusal(f"history {store.where}: {problem} (the desk's policy, kept in "
+                                "the history); nothing was sent",
+                                hint="`walletctl history policy show` lists the rules")
+
+
+def _count(tx: Transaction, sql: str, args: tuple[Any, ...]) -> int:
+    row = tx.read_one(sql, args)
+    return int(row[0]) if row else 0
+
+
 def movement_problem(book: dict[str, str], intent: Intent, entry: int,
                      approval: Any | None, rows_used: int, rows_covered: int) -> str | None:
     """Why ``intent`` (a movement about to be sent, numbered ``entry``) breaks the rulebook

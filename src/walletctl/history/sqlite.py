@@ -4,18 +4,6 @@ Appends take SQLite's write lock (``BEGIN IMMEDIATE``) to read the chain's tip a
 concurrent processes on this machine serialise and none is lost. The file is the writer's:
 its chain shows accidental and casual edits, not a determined owner (a team's history lives
 on PostgreSQL, where the database, not the writer, keeps it).
-
-Closing a connection does not checkpoint the WAL: when the last connection to a WAL
-database closes, SQLite copies the WAL into the database and fsyncs it, ~10 ms on a typical
-disk, paid by every single command that recorded an entry. With
-``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`` the WAL is left in place (commits are already in it and
-survive a killed process); SQLite's automatic checkpoint (every ~1000 pages) folds it into
-the database from time to time instead. Python 3.12+ sets it with ``Connection.setconfig``.
-On CPython 3.11 (no ``setconfig``) it is set through the C API with ctypes, only where that
-is known to be sound (Linux x86-64, where variadic calls pass integers in registers): the
-handle is read from the connection object's first field, then checked by reading the setting
-back and comparing the file name SQLite reports. Anywhere else, or if any check fails,
-nothing is changed and the checkpoint simply happens on close.
 """
 
 from __future__ import annotations
@@ -29,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from walletctl.history.chain import ALL, COLUMN_TYPES, LATER
-from walletctl.history.store import HistoryStore, StorageError
+from walletctl.history.store import HistoryStore, Intent, StorageError, Transaction
 
 _COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in ALL)  # a new file has them all
 SCHEMA = f"""
@@ -157,7 +145,15 @@ NO_CKPT_ON_CLOSE = 1006  # SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE (sqlite3.h)
 
 
 def skip_checkpoint_on_close(db: sqlite3.Connection, path: Path) -> bool:
-    """True when the setting is on for ``db``."""
+    """Leave the WAL in place when ``db`` closes (True: the setting is on). Otherwise the last
+    connection's close copies the WAL into the database and fsyncs it, ~10 ms paid by every
+    command that recorded an entry; commits are already in the WAL (a killed process keeps
+    them) and SQLite's automatic checkpoint folds it in from time to time. Python 3.12+
+    sets it with ``Connection.setconfig``; on CPython 3.11 it is set through the C API with
+    ctypes only where that is known to be sound (Linux x86-64: variadic integers pass in
+    registers), the handle read from the connection object's first field and checked by
+    reading the setting back and comparing the file name SQLite reports. Anywhere else, or
+    if a check fails, nothing changes and the checkpoint happens on close."""
     setconfig = getattr(db, "setconfig", None)
     constant = getattr(sqlite3, "SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE", None)
     if setconfig is not None and constant is not None:
@@ -234,8 +230,8 @@ class SqliteHistory(HistoryStore):
     def close(self) -> None:
         self._db.close()
 
-    def _execute(self, sql: str, args: Iterable[Any] = (), *,
-                 stream: bool = False) -> Iterator[tuple[Any, ...]]:
+    def read(self, sql: str, args: Iterable[Any] = (), *,
+             stream: bool = False) -> Iterator[tuple[Any, ...]]:
         # A cursor streams either way. A plain loop, not ``yield from``: a listing abandoned
         # mid-way (its reader closed the pipe) is closed after the connection, and ``yield
         # from`` would then close the cursor on a closed database and fail at exit.
@@ -247,19 +243,21 @@ class SqliteHistory(HistoryStore):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        began = False
         try:
             self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StorageError(f"history {self.where}: {exc}") from None
-        try:
+            began = True
             yield self._db
-        except sqlite3.Error as exc:
-            self._db.execute("ROLLBACK")
-            raise StorageError(f"history {self.where}: {exc}") from None
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        try:
             self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StorageError(f"history {self.where}: {exc}") from None
+        except BaseException as exc:
+            if began and self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StorageError(f"history {self.where}: {exc}") from None
+            raise
+
+    def _check_rulebook(self, tx: Transaction, begun: list[tuple[Intent, int]]) -> None:
+        """The desk's rulebook, checked by the store (a PostgreSQL trigger checks it there)."""
+        from walletctl.history.rulebook import refuse_forbidden
+
+        refuse_forbidden(self, tx, begun)

@@ -18,9 +18,9 @@ reasons, never keys or card data.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from walletctl.errors import ConfigError
 from walletctl.history.chain import (
@@ -45,8 +45,10 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
 )
 
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",
-           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "SharedLocks",
-           "StorageError", "WriteHook"]
+           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "SharedLocks",
+           "StorageError", "Transaction", "WriteHook", "chunks"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -87,28 +89,80 @@ class SharedLocks(Protocol):
 # thousands of entries on (at 500 it walked them up to ~100k entries: tests/pg/test_plans.py).
 REFS_PER_QUERY = 100
 
-# Run inside an append's transaction, before its events are written: (connection, the
+
+def chunks(values: Sequence[T], size: int = 500) -> Iterator[tuple[list[T], str]]:
+    """``values`` in runs of ``size`` (one query each, within every backend's parameter
+    limit), each with its placeholders ``?, ?, ...``."""
+    for at in range(0, len(values), size):
+        chunk = list(values[at:at + size])
+        yield chunk, ", ".join("?" * len(chunk))
+
+
+class Reader(Protocol):
+    """What reads rows: a store, or a write transaction (which sees its own writes)."""
+
+    def read(self, sql: str, args: Iterable[Any] = (), *,
+             stream: bool = False) -> Iterator[tuple[Any, ...]]: ...
+
+    def read_one(self, sql: str, args: Iterable[Any] = ()) -> tuple[Any, ...] | None: ...
+
+
+class Transaction:
+    """One write under the chain's lock (:meth:`HistoryStore.transaction`): statements
+    written with ``?`` placeholders; with ``chain``, events appended to the chain (its tip
+    read once, at the start), inserted at :meth:`flush` and before the write commits."""
+
+    def __init__(self, store: HistoryStore, db: Any, chain: bool) -> None:
+        self.store = store
+        self.db = db
+        self.tip = Tip(db, store.native_sql, store.operator()) if chain else None
+
+    def execute(self, sql: str, args: Iterable[Any] = ()) -> Any:
+        """The backend's cursor of one statement."""
+        return self.db.execute(self.store.native_sql(sql), tuple(args))
+
+    def read(self, sql: str, args: Iterable[Any] = (), *,
+             stream: bool = False) -> Iterator[tuple[Any, ...]]:
+        return iter([tuple(row) for row in self.execute(sql, args).fetchall()])
+
+    def read_one(self, sql: str, args: Iterable[Any] = ()) -> tuple[Any, ...] | None:
+        row = self.execute(sql, args).fetchone()
+        return None if row is None else tuple(row)
+
+    def append(self, kind: str, entry: int | None, row: dict[str, Any]) -> int:
+        """An event of the chain (``entry`` None: a new entry): its entry's number."""
+        assert self.tip is not None, "a transaction(chain=True) appends"
+        return self.tip.append(kind, entry, row, self.store.chained)
+
+    def flush(self) -> None:
+        if self.tip is not None:
+            self.tip.write()
+
+
+# Run inside an append's transaction, before its events are written: (the transaction, the
 # intents' entry ids). Raising rolls the whole append back.
-WriteHook = Callable[[Any, list[int]], None]
+WriteHook = Callable[[Transaction, list[int]], None]
 
 
 class HistoryStore:
     """One open history: the interface every caller uses, whichever backend is behind it.
 
-    A backend supplies ``_execute`` (a read), ``_write`` (a transaction holding the chain's
-    lock) and ``where`` (how it is named in messages: a file's path, or a database URL
-    without its password). ``chained=False`` is the minimal intent store (history off): the
-    same table, but a completed entry's events are deleted instead of kept."""
+    A backend supplies ``read`` (rows of one query), ``_write`` (a transaction holding the
+    chain's lock, yielding its connection) and ``where`` (how it is named in messages: a
+    file's path, or a database URL without its password). ``chained=False`` is the minimal
+    intent store (history off): the same table, but a completed entry's events are deleted
+    instead of kept."""
 
     where: str = ""
     chained: bool = True
     shared: bool = False  # other machines write to it too (its locks are the desk's)
+    rulebook: dict[str, Any] | None = None  # the desk's, once read (history.rulebook.read)
 
     def close(self) -> None:
         raise NotImplementedError
 
-    def _execute(self, sql: str, args: Iterable[Any] = (), *,
-                 stream: bool = False) -> Iterator[tuple[Any, ...]]:
+    def read(self, sql: str, args: Iterable[Any] = (), *,
+             stream: bool = False) -> Iterator[tuple[Any, ...]]:
         """Rows of one read; ``sql`` uses ``?`` placeholders. Raises StorageError.
         ``stream``: a long listing, read a row at a time (memory flat in its size)."""
         raise NotImplementedError
@@ -116,6 +170,22 @@ class HistoryStore:
     def _write(self) -> AbstractContextManager[Any]:
         """A write transaction under the chain's lock, yielding the connection."""
         raise NotImplementedError
+
+    @contextmanager
+    def transaction(self, *, chain: bool = False) -> Iterator[Transaction]:
+        """A write under the chain's lock; ``chain``: one that appends events."""
+        with self._write() as db:
+            tx = Transaction(self, db, chain)
+            yield tx
+            tx.flush()
+
+    def native_sql(self, sql: str) -> str:
+        """``sql`` with the backend's placeholders (``?`` is SQLite's own)."""
+        return sql
+
+    def operator(self) -> str | None:
+        """The database role this connection writes as (the events' ``operator``)."""
+        return None
 
     def may_change_rulebook(self) -> bool:
         """Whether this connection may change the desk's policy (a local file: its owner)."""
@@ -131,8 +201,8 @@ class HistoryStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _one(self, sql: str, args: Iterable[Any] = ()) -> tuple[Any, ...] | None:
-        for row in self._execute(sql, args):
+    def read_one(self, sql: str, args: Iterable[Any] = ()) -> tuple[Any, ...] | None:
+        for row in self.read(sql, args):
             return row
         return None
 
@@ -153,10 +223,6 @@ class HistoryStore:
     def complete_many(self, items: Iterable[tuple[int, Completion]]) -> None:
         self.append_many((), items)
 
-    def _operator(self) -> str | None:
-        """The value of the ``operator`` column this connection writes (the database's)."""
-        return None
-
     def append_many(self, intents: Iterable[Intent],
                     completions: Iterable[tuple[int, Completion]], *,
                     hook: WriteHook | None = None) -> list[int]:
@@ -168,15 +234,13 @@ class HistoryStore:
         entry's id instead of a new entry, whichever process, journal or resume asks."""
         todo = list(intents)
         done = list(completions)
-        operator = self._operator()
-        with self._write() as db:
-            tip = Tip(db, self._sql, operator)
+        with self.transaction(chain=True) as tx:
             for entry, completion in done:
                 if not self.chained and completion.outcome != "unknown":
-                    tip.write()
-                    db.execute(self._sql("DELETE FROM events WHERE entry = ?"), (entry,))
+                    tx.flush()
+                    tx.execute("DELETE FROM events WHERE entry = ?", (entry,))
                     continue
-                tip.append("complete", entry, vars(completion), self.chained)
+                tx.append("complete", entry, vars(completion))
             ids: list[int] = []
             new: list[tuple[Intent, int]] = []  # the movements begun by this write
             found = self._begun(todo)  # identity -> entry, for the whole group at once
@@ -184,53 +248,19 @@ class HistoryStore:
                 key = _identity(intent)
                 begun = found.get(key) if key else None
                 if begun is None:
-                    begun = tip.append("begin", None, vars(intent), self.chained)
+                    begun = tx.append("begin", None, vars(intent))
                     new.append((intent, begun))
                     if key:
                         found[key] = begun
                 ids.append(begun)
             if hook is not None:
-                hook(db, ids)
-            self._check_rulebook(db, new)
-            tip.write()
+                hook(tx, ids)
+            self._check_rulebook(tx, new)
             return ids
 
-    def _check_rulebook(self, db: Any, begun: list[tuple[Intent, int]]) -> None:
-        """Refuse (PolicyRefusal, the whole write rolled back) a movement the desk's
-        rulebook forbids. The store checks it here; a database that checks it itself (its
-        trigger, on PostgreSQL) overrides this with nothing."""
-        from walletctl.history.rulebook import MONEY_OPS, movement_problem
-
-        moving = [(i, e) for i, e in begun if i.outcome is None and i.operation in MONEY_OPS]
-        if not moving:
-            return
-        book = {str(k): str(v) for k, v in db.execute("SELECT key, value FROM policy")}
-        if not book:
-            return
-        from walletctl.history.approvals import get_in
-        from walletctl.history.policy import PolicyRefusal
-
-        used: dict[tuple[Any, ...], int] = {}
-        for intent, entry in moving:
-            approval = None if intent.approval is None else get_in(self, db, intent.approval)
-            covered = 0
-            bound = (intent.approval, intent.original_ref, intent.amount, intent.currency)
-            if approval is not None and approval.kind == "batch":
-                if bound not in used:
-                    used[bound] = int(db.execute(
-                        "SELECT count(*) FROM events WHERE kind = 'begin' AND approval = ? "
-                        "AND original_ref = ? AND amount = ? AND currency = ?",
-                        bound).fetchone()[0])
-                used[bound] += 1
-                covered = int(db.execute(
-                    "SELECT count(*) FROM approval_rows WHERE approval = ? AND ref = ? "
-                    "AND amount = ? AND currency = ?", bound).fetchone()[0])
-            problem = movement_problem(book, intent, entry, approval, used.get(bound, 0),
-                                       covered)
-            if problem is not None:
-                raise PolicyRefusal(f"history {self.where}: {problem} (the desk's policy, "
-                                    "kept in the history); nothing was sent",
-                                    hint="`walletctl history policy show` lists the rules")
+    def _check_rulebook(self, tx: Transaction, begun: list[tuple[Intent, int]]) -> None:
+        """Refuse (raise) a movement of ``begun`` the desk's rulebook forbids, rolling the
+        write back: a backend whose database does not check it itself (a local file)."""
 
     def _begun(self, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
         """The entries already begun to send these intents' movements, by identity: one
@@ -239,9 +269,7 @@ class HistoryStore:
         refs = sorted({key[3] if key[3] is not None else key[4]
                        for key in map(_identity, intents) if key})
         found: dict[tuple[Any, ...], int] = {}
-        for at in range(0, len(refs), REFS_PER_QUERY):
-            chunk = refs[at:at + REFS_PER_QUERY]
-            marks = ", ".join("?" * len(chunk))
+        for chunk, marks in chunks(refs, REFS_PER_QUERY):
             # ``(new_ref || '') IS NULL``: the same test as ``new_ref IS NULL``, spelled so
             # that no index answers it; SQLite would otherwise walk every completion (whose
             # new_ref is NULL) through events_new_ref instead of events_ref's few rows.
@@ -249,7 +277,7 @@ class HistoryStore:
                    "amount, currency FROM events WHERE kind = 'begin' AND outcome IS NULL AND "
                    f"(new_ref IN ({marks}) OR ((new_ref || '') IS NULL "
                    f"AND original_ref IN ({marks}))) ORDER BY seq DESC")
-            for entry, merchant, store, op, new_ref, original, amount, currency in self._execute(
+            for entry, merchant, store, op, new_ref, original, amount, currency in self.read(
                     sql, chunk + chunk):
                 # oldest last, so the first entry of an identity wins
                 key = (merchant, store, op, new_ref, None if new_ref is not None else original,
@@ -257,17 +285,13 @@ class HistoryStore:
                 found[key] = int(entry)
         return found
 
-    def _sql(self, sql: str) -> str:
-        """``sql`` with the backend's placeholders (``?`` is SQLite's own)."""
-        return sql
-
     def movement(self, intent: Intent) -> tuple[int, str] | None:
         """The entry begun to send what ``intent`` describes, and its outcome now."""
         key = _identity(intent)
         entry = self._begun([intent]).get(key) if key else None
         if entry is None:
             return None
-        row = self._one(
+        row = self.read_one(
             "SELECT outcome FROM events WHERE entry = ? AND kind = 'complete' "
             "ORDER BY seq DESC LIMIT 1", (entry,))
         return entry, str(row[0]) if row and row[0] else "unknown"
@@ -334,12 +358,12 @@ class HistoryStore:
         sql += " ORDER BY +b.entry" if timed else " ORDER BY s.entry"
         if f.limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(f.limit)}) AS last_n ORDER BY 1"  # noqa: S608
-        for row in self._execute(sql, args, stream=True):
+        for row in self.read(sql, args, stream=True):
             yield Entry(*row)
 
     def count(self, filters: Filters | None = None) -> int:
         sql, args = self._where(filters or Filters())
-        found = self._one(f"SELECT COUNT(*) FROM ({sql}) AS matching", args)  # noqa: S608
+        found = self.read_one(f"SELECT COUNT(*) FROM ({sql}) AS matching", args)  # noqa: S608
         return int(found[0]) if found else 0
 
     def unresolved(self, *, merchant_id: str, store_id: str, operation: str,
@@ -365,10 +389,8 @@ class HistoryStore:
         """:meth:`touched` for many originals at once (a batch's group of rows): the ones
         touched, in one query per REFS_PER_QUERY."""
         found: set[str] = set()
-        for at in range(0, len(original_refs), REFS_PER_QUERY):
-            chunk = original_refs[at:at + REFS_PER_QUERY]
-            marks = ", ".join("?" * len(chunk))
-            found.update(str(row[0]) for row in self._execute(
+        for chunk, marks in chunks(original_refs, REFS_PER_QUERY):
+            found.update(str(row[0]) for row in self.read(
                 f"SELECT DISTINCT original_ref FROM events WHERE original_ref IN ({marks}) "  # noqa: S608 - placeholders only
                 "AND kind = 'begin' AND operation = ? AND (batch_id IS NULL OR batch_id != ?) "
                 "AND (outcome IS NULL OR time >= ?)", [*chunk, operation, batch_id, since]))
@@ -387,35 +409,31 @@ class HistoryStore:
         """The newest event (None: no event yet). ``history anchor`` prints it, so that a
         team can keep it elsewhere: deleting the newest events, or recomputing the whole
         chain, leaves a chain intact in itself, and only a head kept outside shows it."""
-        row = self._one("SELECT seq, entry, hash, time FROM events "
+        row = self.read_one("SELECT seq, entry, hash, time FROM events "
                         "WHERE seq = (SELECT MAX(seq) FROM events)")
         return Head(int(row[0]), int(row[1]), str(row[2]), str(row[3])) if row else None
 
     def holds(self, head_hash: str) -> bool:
         """Whether an event with this hash (or hash prefix, 12+ characters) is still here."""
-        found = self._one("SELECT 1 FROM events WHERE substr(hash, 1, ?) = ? LIMIT 1",
+        found = self.read_one("SELECT 1 FROM events WHERE substr(hash, 1, ?) = ? LIMIT 1",
                           (len(head_hash), head_hash.lower()))
         return found is not None
 
     def hashes(self, events: Iterable[int]) -> dict[int, str]:
         """The hash of each of these numbered events that is still here (one query per
         500 numbers: an anchors file a nightly job has appended to for years)."""
-        wanted = sorted(set(events))
         found: dict[int, str] = {}
-        for at in range(0, len(wanted), 500):
-            chunk = wanted[at:at + 500]
-            marks = ", ".join("?" * len(chunk))
-            found.update((int(seq), str(digest)) for seq, digest in self._execute(
+        for chunk, marks in chunks(sorted(set(events))):
+            found.update((int(seq), str(digest)) for seq, digest in self.read(
                 f"SELECT seq, hash FROM events WHERE seq IN ({marks})", chunk))  # noqa: S608 - placeholders only
         return found
 
     def event_span(self, entries: list[int]) -> tuple[int, int]:
         """The first and the last event of these entries (one indexed query per 500)."""
         first, last = None, None
-        for at in range(0, len(entries), 500):
-            chunk = entries[at:at + 500]
-            row = self._one(f"SELECT MIN(seq), MAX(seq) FROM events WHERE entry IN "  # noqa: S608 - placeholders only
-                            f"({', '.join('?' * len(chunk))})", chunk)
+        for chunk, marks in chunks(entries):
+            row = self.read_one(f"SELECT MIN(seq), MAX(seq) FROM events WHERE entry IN ({marks})",  # noqa: S608 - placeholders only
+                                chunk)
             if row and row[0] is not None:
                 first = int(row[0]) if first is None else min(first, int(row[0]))
                 last = int(row[1]) if last is None else max(last, int(row[1]))
@@ -428,7 +446,7 @@ class HistoryStore:
         column, ``prev_hash`` and ``hash``), read a row at a time."""
         names = ("seq", *ALL, "prev_hash", "hash")
         sql = SELECT_EVENTS.replace(" ORDER BY seq", " AND seq <= ? ORDER BY seq")
-        for row in self._execute(sql, (first - 1, last), stream=True):
+        for row in self.read(sql, (first - 1, last), stream=True):
             yield dict(zip(names, row, strict=True))
 
     def _may_read(self, table: str) -> bool:
@@ -441,7 +459,7 @@ class HistoryStore:
         approvals (an auditor granted the events only)."""
         if not self._may_read("approvals"):
             return None
-        return [int(row[0]) for row in self._execute(
+        return [int(row[0]) for row in self.read(
             "SELECT a.id FROM approvals a WHERE a.state = 'spent' AND NOT EXISTS ("
             "SELECT 1 FROM events e WHERE e.approval = a.id AND e.kind = 'begin' "
             "AND e.operation = 'approval' AND e.outcome = 'approved') ORDER BY a.id")]
@@ -454,7 +472,7 @@ class HistoryStore:
         start, prev = after if after is not None else (0, GENESIS)
         expected = start + 1
         count = 0
-        for row in self._execute(SELECT_EVENTS, (start,), stream=True):
+        for row in self.read(SELECT_EVENTS, (start,), stream=True):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
             if seq != expected:
                 return count, Broken(expected, f"event {expected} is missing (deleted); "

@@ -50,7 +50,7 @@ class SetUp:
 
 def set_up(profile: Profile | None, grants: Sequence[str], kind: str = "operator") -> SetUp:
     from walletctl.history import history_location
-    from walletctl.history.pg_schema import ROLE_KINDS
+    from walletctl.history.postgres import ROLE_KINDS
 
     if kind not in ROLE_KINDS:
         raise UsageError(f"--role: must be one of {', '.join(ROLE_KINDS)}, not {kind[:40]!r}")

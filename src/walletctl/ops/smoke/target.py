@@ -45,9 +45,10 @@ from walletctl.client.admin import (
 )
 from walletctl.config.profile import AuthSettings, Profile
 from walletctl.errors import ConfigError, ResponseError, UsageError
-from walletctl.history.recorder import now_utc, os_user, outcome_of_state
+from walletctl.history.recorder import now_utc, os_user
 from walletctl.history.store import Completion, HistoryStore, Intent
 from walletctl.masking import Masker
+from walletctl.models.outcome import history_outcome
 from walletctl.ops.smoke import StepFailed, StepSkipped
 
 if TYPE_CHECKING:
@@ -444,7 +445,7 @@ class HistoryTransport(httpx.BaseTransport):
             except (ValueError, AttributeError):
                 state = None
             if isinstance(state, str):
-                outcome = outcome_of_state(state, op)
+                outcome = history_outcome(state, op)
         elif status >= 500:
             outcome = "unknown"
         elif status >= 400:
