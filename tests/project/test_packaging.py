@@ -125,6 +125,10 @@ def test_the_wheel_carries_them_in_the_package_and_the_man_page_in_its_data(
             assert inside in names, f"{inside} missing from {built.wheel.name}"
             assert archive.read(inside) == content, f"{inside} differs from {name}"
         assert archive.read(MAN_DATA) == (ROOT / "man" / "walletctl.1").read_bytes()
+        # the PostgreSQL history's migrations are SQL files beside the package's modules
+        for migration in sorted((ROOT / "src/walletctl/history/migrations").glob("V*.sql")):
+            inside = f"walletctl/history/migrations/{migration.name}"
+            assert archive.read(inside) == migration.read_bytes(), f"{inside} differs"
         stale = [n for n in names if n.startswith("walletctl/config/examples/")]
         assert not stale, f"an old in-package copy is in the wheel: {stale}"
 
