@@ -94,9 +94,19 @@ if TYPE_CHECKING:
     from walletctl.history.store import HistoryStore
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
     from walletctl.models.records import TransactionRecord
-    from walletctl.ops.batch.driver import BatchAudit
 
 _T = TypeVar("_T")
+
+
+class Audit(Protocol):
+    """The history's half of the run (``driver.BatchAudit``): rows begun as they are sent,
+    completed with their outcome."""
+
+    store: HistoryStore
+
+    def on_send(self, items: list[tuple[JournalRow, int]]) -> None: ...
+
+    def on_result(self, result: RowResult) -> None: ...
 MAX_THROTTLED = 50  # 429s tolerated per row on top of max_attempts
 
 
@@ -351,7 +361,7 @@ class BatchRunner(FlowControlled):
         *,
         on_result: Callable[[RowResult], None] | None = None,
         on_start: Callable[[JournalRow], None] | None = None,
-        audit: BatchAudit | None = None,
+        audit: Audit | None = None,
     ) -> None:
         super().__init__(options.rate, options.max_failures)
         self.journal = journal
