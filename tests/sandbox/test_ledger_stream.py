@@ -1,8 +1,8 @@
 """`GET /_sandbox/ledger` over a large ledger is read off the event loop, a page at a time:
 another client's `/_sandbox/health` is answered all the while (it waited for the whole
 ledger to be built before). `walletctl sandbox ledger` reads it as it comes, in every data
-format. The precise figures (1M transactions) are benchmarks/sandbox_ledger.py's; the
-bounds here are relative to the read's own time, generous on a busy machine."""
+format. The precise figures (1M transactions) are benchmarks/sandbox_ledger.py's; the tests
+here check orders of events, not durations."""
 
 from __future__ import annotations
 
@@ -44,37 +44,39 @@ def big() -> Iterator[EmbeddedSandbox]:
 
 
 def test_health_is_answered_while_a_large_ledger_is_read(big: EmbeddedSandbox) -> None:
+    # Health answers counted while the ledger's body arrives: between its first part and its
+    # last, the loop served the other client. Built inside the event loop (as before), the
+    # body came all at once after every health request had waited: none in between. An
+    # order of events, not a duration (the latency itself is benchmarks/sandbox_ledger.py's).
+    answered = [0]
     read: dict[str, object] = {}
 
     def read_ledger() -> None:
-        started = time.monotonic()
-        with httpx.Client(timeout=300) as client:
-            body = client.get(big.url + "/_sandbox/ledger").content
-        read["seconds"] = time.monotonic() - started
-        read["document"] = json.loads(body)
+        body = bytearray()
+        with httpx.Client(timeout=300) as client, \
+                client.stream("GET", big.url + "/_sandbox/ledger") as resp:
+            for part in resp.iter_raw():
+                read.setdefault("first", answered[0])
+                body += part
+        read["last"] = answered[0]
+        read["document"] = json.loads(bytes(body))
 
     reader = threading.Thread(target=read_ledger)
-    latencies: list[float] = []
     with httpx.Client(base_url=big.url, timeout=300) as health:
         health.get("/_sandbox/health")  # connected before the read starts
         reader.start()
         while reader.is_alive():
-            sent = time.monotonic()
             assert health.get("/_sandbox/health").status_code == 200
-            latencies.append(time.monotonic() - sent)
+            answered[0] += 1
         reader.join()
     document = read["document"]
     assert isinstance(document, dict)
     assert document["count"] == TRANSACTIONS
     assert len(document["transactions"]) == TRANSACTIONS
     assert document["transactions"][-1]["reference"] == f"BIG-{TRANSACTIONS - 1}"
-    seconds = float(str(read["seconds"]))
-    assert len(latencies) >= 5, (len(latencies), seconds)
-    # Built inside the event loop, the ledger held every health request for the whole read
-    # (so only one or two were answered, each after the read); paged in a worker thread, each
-    # waits for a page at most. Generous: the suite shares two cores (benchmarks/
-    # sandbox_ledger.py measures the latency itself).
-    assert max(latencies) < max(seconds / 2, 1.0), (max(latencies), seconds)
+    assert answered[0] >= 5, answered
+    first, last = int(str(read["first"])), int(str(read["last"]))
+    assert last - first >= 3, (first, last, answered)
 
 
 @pytest.mark.parametrize("fmt", ["ndjson", "csv", "json"])
