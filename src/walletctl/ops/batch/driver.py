@@ -117,8 +117,10 @@ async def _run(jr: Journal, options: RunOptions, profile_for: Callable[[str | No
                 runner.report.interrupted = True
                 return runner.report
     finally:
-        for client in clients.values():
-            await client.aclose()
+        # a cancel that came as the run ended (Ctrl-C again) must not cut the exit short
+        with contextlib.suppress(asyncio.CancelledError):
+            for client in clients.values():
+                await client.aclose()
 
 
 def _count_from_journal(report: RunReport, jr: Journal) -> None:

@@ -50,7 +50,10 @@ def stopped_by_signals(stop: Callable[[], object], again: Callable[[], object] |
     def on_signal() -> None:
         nonlocal count
         count += 1
-        (again if count > 1 and again is not None else stop)()
+        if again is None or count == 1:
+            stop()
+        elif count == 2:  # once: a third cancel would cut the clients' closing short
+            again()
 
     installed = []
     for sig in kinds:
