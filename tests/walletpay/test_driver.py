@@ -27,20 +27,6 @@ PROD_PAGE = """<!doctype html><html lang="en"><head><title>Prod shop</title>
 </script></body></html>"""
 
 
-# A shop that leaves for its confirmation page the moment it has the payment (no fetch first).
-LEAVING_PAGE = """<!doctype html><html lang="en"><head><title>Leaving shop</title>
-<script src="__GATEWAY__/walletpay.js"></script></head><body>
-<div id="merchant-wallet-button" hidden><button type="button">Pay</button></div>
-<script>
-  function handleWalletPayReady() {
-    document.getElementById("merchant-wallet-button").hidden = false;
-  }
-  function handlePaymentResult() { location.assign("/thanks"); }
-  runWalletPay("M-1001", "S-01", "leave-1", ["PAN_ONLY", "CRYPTOGRAM_3DS"], ["VISA"], "DE",
-               "EUR", "FINAL", "5.00", "test", "__KEY__", false, "", "Shop", {});
-</script></body></html>"""
-
-
 def _result(sandbox: Any, reference: str) -> dict[str, Any]:
     found = [r for r in httpx.get(f"{sandbox.url}/demo/merchant/api/results").json()["results"]
              if r["detail"].get("clientSystemTransactionId") == reference]
@@ -128,21 +114,6 @@ def test_a_prod_profile_sheet_is_never_driven(driven_page: Any, sandbox: Any) ->
         driven_page.goto(f"{site.url}/prod")
         with pytest.raises(Exception, match="a prod profile's payment sheet is never driven"):
             driven_page.evaluate("WalletPayTesting.pay({card: 'visa-token'})")
-
-
-@pytest.mark.browser
-def test_pay_answers_before_a_page_that_navigates_at_once(driven_page: Any,
-                                                          sandbox: Any) -> None:
-    # pay() answers from the page's event itself, not from its next poll (40 ms later, when a
-    # page that navigated at once had already destroyed the context the answer was in)
-    with MerchantSite(sandbox.url) as site:
-        site.pages["/leave"] = LEAVING_PAGE
-        site.pages["/thanks"] = "<!doctype html><title>Thanks</title><p>Thanks</p>"
-        for _ in range(5):
-            driven_page.goto(f"{site.url}/leave")
-            detail = driven_page.evaluate("WalletPayTesting.pay({card: 'visa-token'})")
-            assert detail["cryptogram"]
-            driven_page.wait_for_url("**/thanks")
 
 
 @pytest.mark.browser
