@@ -117,9 +117,10 @@ async def _run(jr: Journal, options: RunOptions, profile_for: Callable[[str | No
                 runner.report.interrupted = True
                 return runner.report
     finally:
-        # a cancel that came as the run ended (Ctrl-C again) must not cut the exit short
-        with contextlib.suppress(asyncio.CancelledError):
-            for client in clients.values():
+        # a cancel that came as the run ended (Ctrl-C again) must not cut the exit short,
+        # nor leave the other clients open
+        for client in clients.values():
+            with contextlib.suppress(asyncio.CancelledError):
                 await client.aclose()
 
 
