@@ -4,6 +4,7 @@ ship; the API is documented in the repo; CI snippets install walletctl in a way 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,3 +55,30 @@ def test_pip_installs_name_a_path_or_a_vcs_url() -> None:
 def test_the_sample_profiles_stand_at_the_top_of_the_repository() -> None:
     examples = ROOT / "sample-configs"
     assert (examples / "reference.toml").exists()
+
+
+def _console_commands(path: Path) -> list[str]:
+    """The ``$ `` lines of a page's console/shell blocks: what a reader copies and pastes."""
+    lines, inside = [], False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            inside = not inside and line[3:].strip() in ("console", "sh", "bash", "shell")
+        elif inside and line.startswith("$ "):
+            lines.append(line[2:])
+    return lines
+
+
+def test_every_console_line_pastes_into_an_interactive_zsh() -> None:
+    """zsh (macOS's default shell) treats ``#`` as a word at its prompt unless
+    INTERACTIVE_COMMENTS is set, and an apostrophe opens a quote: a trailing ``# comment``
+    on a command a reader pastes becomes arguments, or leaves the shell at ``quote>``."""
+    broken = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for line in _console_commands(path):
+            try:
+                words = shlex.split(line, comments=False)
+            except ValueError:
+                words = ["#unbalanced quote"]
+            if any(word.startswith("#") for word in words):
+                broken.append(f"{path.relative_to(ROOT)}: {line}")
+    assert not broken, "\n".join(broken)

@@ -458,13 +458,12 @@ class BatchRunner(FlowControlled):
         if self.opt.predict:
             await self._row(client, row)
             return
-        prof = client.profile
         # The money protocol's per-original lock, shared with single commands and other
         # batches on this machine, and at the desk when the history is shared (held from
         # the lookup to the recorded answer).
         if self._money_locks is None:  # found once per run (the path lookup is not free)
             self._money_locks = money_locks()
-        key = lock_key(prof.base_url, prof.merchant_id, prof.store_id, row.ref)
+        key = lock_key(client.profile, row.ref)
         async with hold_row(self._money_locks, self._desk_locks(client), key, row.ref):
             try:
                 await self._row(client, row)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from walletctl.errors import HeldError
 
 if TYPE_CHECKING:
+    from walletctl.config.profile import Profile
     from walletctl.history.store import HistoryStore, SharedLocks
 
 try:
@@ -43,10 +44,11 @@ _SPAN = 1 << 40  # offsets within the file (sparse: the file itself stays empty)
 _BUSY = (errno.EAGAIN, errno.EACCES)
 
 
-def lock_key(base_url: str, merchant_id: str, store_id: str, original_ref: str) -> str:
+def lock_key(profile: Profile, original_ref: str) -> str:
     """One original transaction: its gateway (two sandboxes' orders of the same name are not
     one order), merchant, store and reference."""
-    return f"{base_url.rstrip('/')}\0{merchant_id}\0{store_id}\0{original_ref}"
+    return (f"{profile.base_url.rstrip('/')}\0{profile.merchant_id}\0{profile.store_id}"
+            f"\0{original_ref}")
 
 
 class MoneyLocks:

@@ -124,7 +124,7 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
     from walletctl.models.records import TransactionRecord
 
     profile = client.profile
-    key = lock_key(profile.base_url, profile.merchant_id, profile.store_id, ask.ref)
+    key = lock_key(profile, ask.ref)
     hold = (contextlib.nullcontext() if ask.dry_run
             else hold_original(store, key, what=ask.ref, on_wait=desk.on_wait))
     with hold, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
