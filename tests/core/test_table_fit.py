@@ -148,3 +148,19 @@ def test_tables_start_with_their_title_or_header(cli: Any, make_order: Any,
         rule = next(i for i, line in enumerate(lines) if line.strip() and
                     set(line.strip()) == {"─"})
         assert all(line.strip() for line in lines[:rule]), (argv, result.stdout)
+
+
+def test_a_command_in_backticks_is_not_split_over_two_lines() -> None:
+    """A hint's `walletctl ...` command is copied whole: it moves to the next line rather than
+    break there, unless it is wider than a line by itself (then between its words)."""
+    from walletctl.render.console import wrap_words
+
+    text = ("profile sbx saved to /tmp/config/profiles.toml and made the default; use it with "
+            "`walletctl -p sbx lookup REF` or any other command")
+    for width in (40, 60, 80):
+        lines = wrap_words(text, width).splitlines()
+        assert all(len(line) <= width for line in lines), lines
+        assert any("`walletctl -p sbx lookup REF`" in line for line in lines), lines
+    long = "run `" + " ".join(["walletctl"] * 12) + "` now"
+    lines = wrap_words(long, 40).splitlines()
+    assert all(len(line) <= 40 for line in lines), lines

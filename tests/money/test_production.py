@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import subprocess
 import tomllib
 from pathlib import Path
@@ -234,6 +235,39 @@ def test_the_refund_confirmation_line_says_production(prod: Desk) -> None:
     assert done.code == 0, done
     assert done.stdout.startswith(f"PRODUCTION: Refunded 1.00 EUR of {ref}"), done
     assert len(prod.followups(ref, "refund")) == 1
+
+
+def test_ctrl_c_at_the_confirmation_prompt_is_an_interrupt_and_sends_nothing(
+        prod: Desk) -> None:
+    """Ctrl-C while the prompt waits exits 130 (interrupted), as everywhere else; Ctrl-D
+    (end of input) is a "no" (exit 2)."""
+    ref = prod.sale(unique("PRODC"))
+    argv = ("-p", PROD, "refund", ref, "--amount", "1")
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([*WALLETCTL, *argv], stdin=slave, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=prod.env)
+        os.close(slave)
+        slave = -1
+        assert proc.stderr is not None
+        seen = b""
+        while b"Proceed" not in seen:  # the prompt is on the screen: the user presses Ctrl-C
+            chunk = os.read(proc.stderr.fileno(), 4096)
+            assert chunk, seen
+            seen += chunk
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        rest = proc.stderr.read().decode()
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+    assert proc.returncode == ExitCode.INTERRUPTED, (proc.returncode, seen, rest)
+    assert "Traceback" not in rest, rest
+    assert prod.followups(ref, "refund") == []
+    ended = on_terminal(prod, *argv, typed="\x04")
+    assert ended.code == ExitCode.USAGE, ended
+    assert "nothing was sent" in ended.stderr, ended
 
 
 def test_capture_and_checkout_lines_say_production(prod: Desk) -> None:

@@ -71,7 +71,9 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
     print_stderr(summary)
     try:
         answer = typer.confirm(f"Proceed with the {action}?", default=False, err=True)
-    except typer.Abort:  # end of input (Ctrl-D) at the prompt: a "no", not a crash (exit 1)
+    except typer.Abort as exc:  # end of input (Ctrl-D) at the prompt: a "no" (exit 2)
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            raise  # Ctrl-C: interrupted (130), as everywhere else
         print_stderr()
         answer = False
     if not answer:

@@ -380,7 +380,7 @@ def reset_cmd(ctx: typer.Context, url: SandboxURL = None,
         from walletctl.cli.common import confirm
 
         confirm(f"sandbox reset: every transaction and issued key of the sandbox at {base} "
-                "is deleted", yes=False, action="reset")
+                "will be deleted", yes=False, action="reset")
     render_record(reset(base, token=admin_token), get_state(ctx).output_format,
                   f"sandbox at {base} reset")
 

@@ -111,7 +111,10 @@ class SandboxAdmin:
             self._http = httpx.Client(base_url=self.base_url, transport=transport,
                                       timeout=timeout, headers=headers, follow_redirects=False)
         except httpx.InvalidURL as exc:
-            raise UsageError(f"not a sandbox URL: {self.base_url[:200]!r} ({exc})") from None
+            host = self.base_url.partition("//")[2].partition("/")[0]
+            why = ("an IPv6 host needs its closing ]" if "[" in host and "]" not in host
+                   else str(exc))
+            raise UsageError(f"not a sandbox URL: {self.base_url[:200]!r} ({why})") from None
 
     def __enter__(self) -> SandboxAdmin:
         return self

@@ -245,7 +245,8 @@ def checked(store: HistoryStore, approval: int, *, merchant: tuple[str, str]) ->
     """The approval, if it exists and is the given merchant's (else ApprovalError)."""
     found = get(store, approval)
     if found is None:
-        raise ApprovalError(f"approval #{approval}: no such request in history {store.where}")
+        raise ApprovalError(f"approval #{approval}: no such request in history {store.where}"
+                            " (`walletctl approvals` lists them)")
     if (found.merchant_id, found.store_id) != merchant:
         raise ApprovalError(
             f"approval #{approval} is for merchant {found.merchant_id} store "
@@ -289,7 +290,8 @@ def _locked(store: HistoryStore, tx: Transaction, approval: int) -> Approval:
     """The row, read inside the write transaction (which holds the chain's lock)."""
     found = get(tx, approval, detail=False)
     if found is None:
-        raise ApprovalError(f"approval #{approval}: no such request in history {store.where}")
+        raise ApprovalError(f"approval #{approval}: no such request in history {store.where}"
+                            " (`walletctl approvals` lists them)")
     return found
 
 

@@ -99,7 +99,7 @@ def to_decimal(value: Any) -> Decimal:
     elif isinstance(value, str):
         text = value.strip()
         if not text or text != value or not _looks_numeric(text):
-            raise ValueError(f"{value!r} is not a number")
+            raise ValueError(f"{value!r} is not a number{_hint(text)}")
         try:
             result = Decimal(text)
         except InvalidOperation:
@@ -113,6 +113,15 @@ def to_decimal(value: Any) -> Decimal:
     if result.is_zero() and result.is_signed():
         result = result.copy_abs()  # "-0.00" would otherwise be sent as "-0.00"
     return result
+
+
+def _hint(text: str) -> str:
+    """What a common mistake in an amount's spelling was."""
+    if text.count(",") == 1 and _looks_numeric(text.replace(",", ".")):
+        return f" (the decimal separator is a dot: {text.replace(',', '.')})"
+    if "e" in text.lower() and _looks_numeric(text.lower().replace("e", "", 1)):
+        return " (digits and at most one dot; no exponent)"
+    return ""
 
 
 def _looks_numeric(text: str) -> bool:

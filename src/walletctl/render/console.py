@@ -86,8 +86,15 @@ def wrap_words(text: str, width: int, indent: str = "  ",
         if measure(line) <= width:
             lines.append(line)
             continue
-        # (spaces before, word): the spaces inside a line (aligned columns) are kept
-        pieces = re.findall(r"( *)(\S+)", line)
+        # (spaces before, word): the spaces inside a line (aligned columns) are kept; a
+        # `command with its arguments` is one word while it fits on a line of its own
+        pieces: list[tuple[str, str]] = []
+        for space, word in re.findall(r"( *)(`[^`]*`\S*|\S+)", line):
+            if " " in word and measure(word) > width - len(indent):
+                inner = re.findall(r"( *)(\S+)", word)
+                pieces += [(space + inner[0][0], inner[0][1]), *inner[1:]]
+            else:
+                pieces.append((space, word))
         current = ""
         for space, word in pieces:
             for part in _parts(word, width - len(indent), measure):

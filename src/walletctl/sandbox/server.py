@@ -223,8 +223,8 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
         if ready_file is not None:
             _write_ready_file(ready_file, url)
         stream.write(f"walletctl sandbox ready ({loop}/{http}, db "
-                     f"{config.db_path or 'in-memory'}, amounts {config.amount_format}); "
-                     "Ctrl-C to stop\n")
+                     f"{config.db_path or 'in-memory'}, amounts {config.amount_format})\n"
+                     "Ctrl-C stops it\n")
         stream.flush()
 
     if on_listen is not None:  # e.g. `serve --write-profile`: the URL is known, not yet served
