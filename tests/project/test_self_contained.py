@@ -58,11 +58,14 @@ def test_the_sample_profiles_stand_at_the_top_of_the_repository() -> None:
 
 
 def _console_commands(path: Path) -> list[str]:
-    """The ``$ `` lines of a page's console/shell blocks: what a reader copies and pastes."""
+    """The ``$ `` lines of a page's console/shell blocks (with their ``\\`` continuation
+    lines): what a reader copies and pastes."""
     lines, inside = [], False
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
             inside = not inside and line[3:].strip() in ("console", "sh", "bash", "shell")
+        elif inside and lines and lines[-1].endswith("\\"):  # a command continued
+            lines[-1] = lines[-1][:-1] + line
         elif inside and line.startswith("$ "):
             lines.append(line[2:])
     return lines
