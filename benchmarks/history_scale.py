@@ -20,6 +20,8 @@ cluster of its own (benchmarks/pg_server.py: loopback, operator ``alice``). The 
 * ``--ref``, ``--unknown`` ``query ms``: the listing and its count in this process
   (median of 15); ``process s``: a whole ``walletctl history ... -o json`` (median of 5),
   and its CPU time (``process cpu s``: what a busy machine does not inflate);
+* ``-o json`` / ``-o csv``: the whole history piped out by ``walletctl -o FMT history``: its
+  first byte (s) and the process's peak RSS (MiB; benchmarks/peak_rss.py), once each;
 * ``verify --since-anchor``: the walk in this process (``walk ms``), and a whole ``walletctl
   history verify --since-anchor FILE`` process (``s``, and ``cpu s``), whose anchor is the
   event before the last 10k entries (20k events walked), median of 3.
@@ -28,7 +30,8 @@ Processes run with their bytecode kept (in the scratch directory), as an install
 does, after one warm-up run of each.
 
 The goals (issue 37): batch rows/s at 1M >= 0.9 x at 10k; ``--ref`` and ``--unknown`` <= 50 ms
-of query and <= 0.5 s of process at 1M; ``verify --since-anchor`` over the last 10k <= 1 s.
+of query and <= 0.5 s of process at 1M; ``-o json``/``-o csv`` at 1M with peak RSS <= 100 MB
+and the first row out in < 1 s; ``verify --since-anchor`` over the last 10k <= 1 s.
 """
 
 from __future__ import annotations
@@ -161,6 +164,27 @@ class Arm:
                 argv, self.child)
         return figures
 
+    def listings(self) -> dict[str, float]:
+        """The whole history piped out as JSON and as CSV: first byte, peak RSS (MiB)."""
+        figures = {}
+        for fmt in ("json", "csv"):
+            rss = self.work / "listing-rss.json"
+            began = time.perf_counter()
+            child = subprocess.Popen(
+                [PY, str(BENCH / "peak_rss.py"), str(rss), PY, "-m", "walletctl", "-o", fmt,
+                 "history"], env=self.child, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            assert child.stdout is not None
+            first = child.stdout.read(1)
+            figures[f"-o {fmt} first byte s"] = time.perf_counter() - began
+            size = len(first)
+            while chunk := child.stdout.read(1 << 20):
+                size += len(chunk)
+            if child.wait() != 0 or size < self.size * 50:
+                raise SystemExit(f"walletctl -o {fmt} history: status {child.returncode}, "
+                                 f"{size} bytes for {self.size} entries")
+            figures[f"-o {fmt} peak MiB"] = json.loads(rss.read_text())["maxrss_kib"] / 1024
+        return figures
+
     def verify(self) -> dict[str, float]:
         head = self.store.head()
         assert head is not None
@@ -194,6 +218,8 @@ def measure(base: Arm, grown: Arm) -> dict[str, tuple[float, float]]:
     for _ in range(5):
         for at, arm in enumerate((base, grown)):
             add(arm.processes(), at)
+    for at, arm in enumerate((base, grown)):  # once each: a 1M listing takes a while
+        add(arm.listings(), at)
     for _ in range(15):
         for at, arm in enumerate((base, grown)):
             add({"dup check ms": arm.dup_check(), **arm.queries()}, at)
