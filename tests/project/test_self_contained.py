@@ -60,7 +60,8 @@ def test_the_sample_profiles_stand_at_the_top_of_the_repository() -> None:
 def _console_commands(path: Path) -> list[str]:
     """The ``$ `` lines of a page's console/shell blocks (with their ``\\`` continuation
     lines): what a reader copies and pastes."""
-    lines, inside = [], False
+    lines: list[str] = []
+    inside = False
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
             inside = not inside and line[3:].strip() in ("console", "sh", "bash", "shell")

@@ -25,6 +25,7 @@ import schemathesis
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, settings
+from hypothesis.strategies._internal import regex as hypothesis_regex
 from schemathesis.checks import (
     allow_header_conformance,
     content_type_conformance,
@@ -47,6 +48,44 @@ from sandbox_fixtures import AUTH_HEADERS, SANDBOX_API_KEY
 from walletctl.sandbox.app import create_app
 from walletctl.sandbox.config import FaultConfig, SandboxConfig
 
+
+def _memoised(build: Any) -> Any:
+    """Hypothesis' ``regex_strategy``, built once per pattern and alphabet. Schemathesis asks
+    for a fresh strategy of the same pattern for every field and coverage case, and the
+    reference rule's pattern (a negated class of every invisible code point) costs about a
+    second of CPU to build each time: without this, collecting this module took a minute,
+    in each pytest-xdist worker."""
+    built: dict[tuple[Any, ...], Any] = {}
+
+    def regex_strategy(regex: Any, fullmatch: bool, *, alphabet: Any, **extra: Any) -> Any:
+        pattern = regex if isinstance(regex, str | bytes) else (regex.pattern, regex.flags)
+        key = (pattern, fullmatch, repr(alphabet), tuple(sorted(extra.items())))
+        if key not in built:
+            built[key] = build(regex, fullmatch, alphabet=alphabet, **extra)
+        return built[key]
+
+    return regex_strategy
+
+
+def _memoised_classes(build: Any) -> Any:
+    """Hypothesis' strategy for one regex element, built once per character class: the
+    coverage phase rewrites the reference pattern's repetitions into several patterns, and
+    each would add the same class's ranges again, one code point at a time."""
+    built: dict[tuple[Any, ...], Any] = {}
+
+    def _strategy(codes: Any, context: Any, is_unicode: bool, *, alphabet: Any) -> Any:
+        if not (isinstance(codes, tuple) and getattr(codes[0], "name", None) == "IN"):
+            return build(codes, context, is_unicode, alphabet=alphabet)
+        key = (repr(codes), int(context.flags), is_unicode, repr(alphabet))
+        if key not in built:
+            built[key] = build(codes, context, is_unicode, alphabet=alphabet)
+        return built[key]
+
+    return _strategy
+
+
+hypothesis_regex.regex_strategy = _memoised(hypothesis_regex.regex_strategy)
+hypothesis_regex._strategy = _memoised_classes(hypothesis_regex._strategy)
 APP = create_app(SandboxConfig(quiet=True, allow_clock_control=True))
 CLIENT = TestClient(APP, base_url="http://127.0.0.1")
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
