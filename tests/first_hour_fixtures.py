@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,10 +50,12 @@ class Served:
         return proc
 
 
-@pytest.fixture
-def served_sandbox(tmp_path: Path) -> Iterator[Served]:
-    config = tmp_path / "cfg" / "profiles.toml"
-    ready = tmp_path / "ready"
+@contextmanager
+def serving(directory: Path) -> Iterator[Served]:
+    """``walletctl sandbox serve --port 0 --write-profile sbx``, its profiles file and ready
+    file in ``directory``; stopped (SIGTERM) on exit."""
+    config = directory / "cfg" / "profiles.toml"
+    ready = directory / "ready"
     env = walletctl_env(config)
     proc = subprocess.Popen(
         [*WALLETCTL, "sandbox", "serve", "--port", "0", "--quiet", "--ready-file", str(ready),
@@ -75,6 +78,12 @@ def served_sandbox(tmp_path: Path) -> Iterator[Served]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+
+
+@pytest.fixture
+def served_sandbox(tmp_path: Path) -> Iterator[Served]:
+    with serving(tmp_path) as served:
+        yield served
 
 
 def wallet_event(sb: Served, profile: str, ref: str, directory: Path,

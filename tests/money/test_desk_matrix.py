@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+from first_hour_fixtures import Served, serving, walletctl_env
 
 from .conftest import Desk, Result, unique
 
@@ -119,6 +122,23 @@ class Matrix:
         if op in ("checkout", "authorize"):
             return sum(1 for r in d.records(ref) if r["clientSystemTransactionId"] == ref)
         return len(d.followups(ref, "refund" if op == "batch" else op))
+
+
+@pytest.fixture(scope="module")
+def one_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One served sandbox for the whole matrix: every case works on references of its own."""
+    with serving(tmp_path_factory.mktemp("sandbox")) as served:
+        yield served
+
+
+@pytest.fixture
+def served_sandbox(one_sandbox: Served, tmp_path: Path) -> Served:
+    """The matrix's sandbox, with a profiles file of the case's own: a copy of the one
+    ``--write-profile`` wrote, to which ``desk`` adds its profiles."""
+    config = tmp_path / "cfg" / "profiles.toml"
+    config.parent.mkdir(mode=0o700)
+    shutil.copy2(one_sandbox.config, config)
+    return Served(one_sandbox.url, config, walletctl_env(config))
 
 
 @pytest.fixture
