@@ -42,6 +42,7 @@ from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import auth, crypto, pages
 from walletctl.sandbox.config import SandboxContext
 from walletctl.sandbox.crypto import TokenError, WalletSigner
+from walletctl.sandbox.engine import approved_code
 from walletctl.sandbox.replies import SandboxError, error_body
 from walletctl.sandbox.requests import (
     AuthorizationBody,
@@ -425,12 +426,6 @@ async def _read(request: Request, model: type[M]) -> M:
     return await read_model(request, model, where="request body")
 
 
-def _same(given: str, expected: str) -> bool:
-    """Constant-time comparison of any text (``secrets.compare_digest`` refuses non-ASCII)."""
-    return secrets.compare_digest(given.encode("utf-8", "surrogatepass"),
-                                  expected.encode("utf-8", "surrogatepass"))
-
-
 def _scope(request: Request, *names: str) -> dict[str, str]:
     """The route's required query parameters."""
     return read_query(request.scope["query_string"], names, names)
@@ -491,14 +486,9 @@ async def key_check(st: WalletPayState, request: Request) -> Any:
     return {"merchantId": q["merchantId"], "storeId": q["storeId"], "status": "valid"}
 
 
-async def payment_accounts(st: WalletPayState, request: Request) -> Any:
-    """Create Payment Account: verify + decrypt the wallet token, return the account id."""
-    cred = auth.authenticate(st.ctx, request)  # 401 first, before the body is read
-    body = await _read(request, PaymentAccountBody)
-    merchant_id, store_id = body.merchant_id, body.store_id
-    auth.require_scope(cred, merchant_id, store_id)
-    token = _extract_token(body.payment_data)
-    pair = st.key_for_api_key(cred.key)
+def _open_payment_data(st: WalletPayState, token: Any, pair: KeyPair,
+                       merchant_id: str) -> Any:
+    """The verified, decrypted token's ``paymentMethodDetails``, made for ``merchant_id``."""
     try:
         payload = crypto.open_token(token, pair.private, st.signer.root.public_key(), st.replay,
                                     now=st.now_ms())
@@ -509,7 +499,18 @@ async def payment_accounts(st: WalletPayState, request: Request) -> Any:
     if payload.get("gatewayMerchantId") != merchant_id:
         raise ApiError(422, "PaymentDataMerchantMismatch",
                        "paymentData: gatewayMerchantId does not match merchantId")
-    details = payload["paymentMethodDetails"]
+    return payload["paymentMethodDetails"]
+
+
+async def payment_accounts(st: WalletPayState, request: Request) -> Any:
+    """Create Payment Account: verify + decrypt the wallet token, return the account id."""
+    cred = auth.authenticate(st.ctx, request)  # 401 first, before the body is read
+    body = await _read(request, PaymentAccountBody)
+    merchant_id, store_id = body.merchant_id, body.store_id
+    auth.require_scope(cred, merchant_id, store_id)
+    token = _extract_token(body.payment_data)
+    pair = st.key_for_api_key(cred.key)
+    details = _open_payment_data(st, token, pair, merchant_id)
     pan = details.get("pan")
     try:
         month = int(details.get("expirationMonth"))
@@ -542,8 +543,7 @@ async def payment_accounts(st: WalletPayState, request: Request) -> Any:
            if k in ("transactionAccountId", "cardType", "cardNetwork", "maskedCardNumber",
                     "expiryMonth", "expiryYear")}
     if is_token:
-        out["cryptogram"] = account.cryptogram
-        out["eciIndicator"] = account.eci
+        out.update(cryptogram=account.cryptogram, eciIndicator=account.eci)
     return out
 
 
@@ -569,49 +569,68 @@ async def payment_account(st: WalletPayState, request: Request) -> Any:
                        q["encryptionKeyId"]).public()
 
 
+def _check_cryptogram(req: AuthorizationRequest, account: Account) -> None:
+    """A Token account pays with its own cryptogram and ECI, once."""
+    if not req.cryptogram or not req.eci_indicator:
+        raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
+                                            "Token (CRYPTOGRAM_3DS) payment account")
+    if not auth.same_text(req.cryptogram, account.cryptogram or "") or \
+            req.eci_indicator != account.eci:
+        raise ApiError(422, "CryptogramMismatch",
+                       "cryptogram: does not match the payment account (or wrong ECI)")
+    if account.cryptogram_used:
+        raise ApiError(422, "CryptogramUsed", "cryptogram: was already used by an "
+                                              "authorization (get a new wallet token)")
+
+
+def _three_ds_result_for(st: WalletPayState, req: AuthorizationRequest,
+                         account: Account) -> WalletPayRow:
+    """A Card account pays once, with an unused 3DS result made for it (and, when the result
+    is bound, for this amount, currency and reference)."""
+    given = req.three_d_secure
+    if given is None:
+        raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
+                                                    "(PAN_ONLY) payment account")
+    found = st.ctx.store.three_ds(given.three_ds_server_trans_id)
+    # a hosted challenge's own row has no authenticationValue: it never matches
+    if found is None or found.parent_id != account.id or not auth.same_text(
+            found.data.get("authenticationValue", ""), given.authentication_value) or \
+            found.data.get("eci") != given.eci:
+        raise ApiError(422, "ThreeDSecureInvalid",
+                       "threeDSecure: does not match a 3DS result for this payment account")
+    if found.used:
+        raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
+    if account.cryptogram_used:  # the used flag of a Card account: authorized once
+        raise ApiError(422, "PaymentAccountUsed", "transactionAccountId: a Card (PAN_ONLY) "
+                       "payment account is authorized once, for the amount the payer "
+                       "approved")
+    amount, currency = found.data.get("amount"), found.data.get("currencyCode")
+    if amount is not None and (Decimal(amount) != req.amount or currency != req.currency_code):
+        raise ApiError(422, "ThreeDSecureInvalid", f"threeDSecure: the payer approved {amount} "
+                       f"{currency}, not {req.amount} {req.currency_code}")
+    reference = found.data.get("reference")
+    if reference is not None and reference != req.client_system_transaction_id:
+        raise ApiError(422, "ThreeDSecureInvalid", "threeDSecure: was made for another "
+                       "clientSystemTransactionId")
+    return found
+
+
 def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
                        account: Account) -> TxRow:
     """The checks and the ledger record of :func:`authorize` (inside its store transaction)."""
     ctx = st.ctx
-    state, provider_code = "Approved", None
-    three_ds: WalletPayRow | None = None  # data: authenticationValue, eci, transStatus
+    three_ds: WalletPayRow | None = None
     if account.card_type == "Token":
-        if not req.cryptogram or not req.eci_indicator:
-            raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
-                                                "Token (CRYPTOGRAM_3DS) payment account")
-        if not _same(req.cryptogram, account.cryptogram or "") or \
-                req.eci_indicator != account.eci:
-            raise ApiError(422, "CryptogramMismatch",
-                           "cryptogram: does not match the payment account (or wrong ECI)")
-        if account.cryptogram_used:
-            raise ApiError(422, "CryptogramUsed", "cryptogram: was already used by an "
-                                                  "authorization (get a new wallet token)")
+        _check_cryptogram(req, account)
     else:
-        if req.three_d_secure is None:
-            raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
-                                                        "(PAN_ONLY) payment account")
-        three_ds = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
-        if three_ds is None or three_ds.parent_id != account.id or \
-                "authenticationValue" not in three_ds.data or not _same(
-                three_ds.data["authenticationValue"],
-                req.three_d_secure.authentication_value) or \
-                three_ds.data["eci"] != req.three_d_secure.eci:
-            raise ApiError(422, "ThreeDSecureInvalid",
-                           "threeDSecure: does not match a 3DS result for this payment account")
-        if three_ds.used:
-            raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
-        if account.cryptogram_used:  # the used flag of a Card account: authorized once
-            raise ApiError(422, "PaymentAccountUsed", "transactionAccountId: a Card (PAN_ONLY) "
-                           "payment account is authorized once, for the amount the payer "
-                           "approved")
-        _check_binding(three_ds.data, req)
-        if three_ds.data["transStatus"] != "Y":
-            state, provider_code = "Declined", "AuthenticationFailed"
-    if account.decline and state == "Approved":
-        state, provider_code = "Declined", "DeclinedByIssuer"
+        three_ds = _three_ds_result_for(st, req, account)
     kind = "sale" if req.type == "ecom.sale" else "preauth"
-    if state == "Approved":
-        provider_code = "CapturedByProvider" if kind == "sale" else "AuthorizedByProvider"
+    if three_ds is not None and three_ds.data["transStatus"] != "Y":
+        state, provider_code = "Declined", "AuthenticationFailed"
+    elif account.decline:
+        state, provider_code = "Declined", "DeclinedByIssuer"
+    else:
+        state, provider_code = "Approved", approved_code(kind)
     try:
         row = ctx.store.create_transaction(
             merchant_id=req.merchant_id, store_id=req.store_id,
@@ -714,18 +733,6 @@ async def wallet_root_key(st: WalletPayState, request: Request) -> Any:
 
 
 # -- 3-D Secure: the simulated step and the hosted challenge (pages.challenge_page) ---------
-
-
-def _check_binding(data: dict[str, Any], req: AuthorizationRequest) -> None:
-    """A 3DS result made for an amount / currency / reference authorizes only that one."""
-    amount, currency = data.get("amount"), data.get("currencyCode")
-    if amount is not None and (Decimal(amount) != req.amount or currency != req.currency_code):
-        raise ApiError(422, "ThreeDSecureInvalid", f"threeDSecure: the payer approved {amount} "
-                       f"{currency}, not {req.amount} {req.currency_code}")
-    reference = data.get("reference")
-    if reference is not None and reference != req.client_system_transaction_id:
-        raise ApiError(422, "ThreeDSecureInvalid", "threeDSecure: was made for another "
-                       "clientSystemTransactionId")
 
 
 def _card_account(st: WalletPayState, account_id: str, merchant_id: str,
