@@ -343,20 +343,17 @@ class CorsMiddleware:
             return
         allow = "*" if self.allowed is None else origin if origin in self.allowed else None
         requested = _header(scope, b"access-control-request-method") or ""
-        if scope["method"] == "OPTIONS" and requested:
-            if allow is None or requested.upper() not in methods:
-                why = (f"Origin: {origin} is not allowed (sandbox serve --allow-origin)"
-                       if allow is None else f"{requested}: method not allowed on this route")
-                await send_error(send, 403, why, description="OriginNotAllowed")
-                return
+        preflight = scope["method"] == "OPTIONS" and requested
+        if allow is None or (preflight and requested.upper() not in methods):
+            why = (f"Origin: {origin} is not allowed (sandbox serve --allow-origin)"
+                   if allow is None else f"{requested}: method not allowed on this route")
+            await send_error(send, 403, why, description="OriginNotAllowed")
+            return
+        if preflight:
             await send({"type": "http.response.start", "status": 204, "headers": [
                 (b"access-control-allow-origin", allow.encode("latin-1")),
                 (b"access-control-allow-methods", ", ".join(methods).encode()), *_PREFLIGHT]})
             await send({"type": "http.response.body", "body": b""})
-            return
-        if allow is None:
-            await send_error(send, 403, f"Origin: {origin} is not allowed (sandbox serve "
-                             "--allow-origin)", description="OriginNotAllowed")
             return
         await self.app(scope, receive, _with_headers(send, [
             (b"access-control-allow-origin", allow.encode("latin-1")), (b"vary", b"Origin")]))
@@ -407,6 +404,10 @@ class BodyLimitMiddleware:
         self.held += size
         return True
 
+    async def _too_large(self, send: Any) -> None:
+        await send_error(send, 413, f"(request): body larger than {self.max_body} bytes",
+                         close=True)
+
     async def _over_budget(self, send: Any) -> None:
         await send_error(send, 503, f"(request): the sandbox holds {self.budget} bytes "
                          "of request bodies at once, across all connections, and this one "
@@ -427,8 +428,7 @@ class BodyLimitMiddleware:
                 return
             text = text.lstrip("0")  # its size read from the digits: no int() of any length
             if len(text) > len(str(self.max_body)) or int(text or "0") > self.max_body:
-                await send_error(send, 413, f"(request): body larger than {self.max_body} "
-                                 "bytes", close=True)
+                await self._too_large(send)
                 return
             announced = int(text or "0")
         if not self._take(announced):
@@ -453,8 +453,7 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:
-                await send_error(send, 413, f"(request): body larger than {self.max_body} "
-                                 "bytes", close=True)
+                await self._too_large(send)
                 return
             if size > held[0]:  # a chunked body: reserved as it arrives
                 if not self._take(size - held[0]):

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, TextIO
 
 import uvicorn
@@ -333,12 +333,7 @@ class EmbeddedSandbox:
     def __enter__(self) -> EmbeddedSandbox:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:  # never shows the API key

@@ -18,7 +18,6 @@ import base64
 import gzip
 import hashlib
 import os
-import re
 import secrets
 import threading
 import urllib.parse
@@ -60,8 +59,6 @@ from walletctl.sandbox.requests import (
 )
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow, WalletPayRow
 
-__all__ = ["install"]
-
 M = TypeVar("M", bound=WireModel)
 
 API_KEY_TTL = timedelta(minutes=30)
@@ -82,8 +79,7 @@ OFFERS = {"SAVE2": Decimal("2.00")}
 
 # Reasons that are plain validation / authentication failures: they take the gateway's
 # generic description; any other reason (CryptogramUsed, ...) is the error's description.
-_GENERIC = frozenset({"InvalidJson", "MissingField", "InvalidField", "ValidationError",
-                      "Unauthorized"})
+_GENERIC = frozenset({"MissingField", "InvalidField", "Unauthorized"})
 # The browser-wallet routes' own error descriptions and their status (docs/sandbox.md,
 # "Browser-wallet reasons", lists the same; tests/sandbox/test_docs_agree.py compares them).
 WALLET_REASONS: dict[str, int] = {
@@ -282,12 +278,8 @@ class _StoredReplayGuard(crypto.ReplayGuard):
 
 
 class WalletPayState:
-    """State of the browser wallet (keys, accounts, 3DS, demo merchant).
-
-    Everything but the demo merchant lives in the sandbox store (see the module docstring):
-    a restarted ``serve --db PATH`` keeps issued keys, payment accounts and 3DS results.
-    Parsed private keys are cached here (they never change once stored).
-    """
+    """The browser wallet's state beside the store: the parsed keys (a stored key never
+    changes) and the demo merchant's orders and results."""
 
     def __init__(self, ctx: SandboxContext) -> None:
         self.ctx = ctx
@@ -309,10 +301,7 @@ class WalletPayState:
         return crypto.load_private_key_pem(pem)
 
     def reset(self) -> None:
-        """Forget issued keys, accounts, 3DS results and demo results (for ``/_sandbox/reset``).
-
-        The wallet's signing keys and the static key's encryption key are kept.
-        """
+        """``/_sandbox/reset``: forget all but the sandbox-level keys."""
         with self.lock:
             self._keys.clear()
             self.demo_sessions.clear()
@@ -1127,9 +1116,8 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     ]
     for path, method, handler in routes:
         for verb in [method] if isinstance(method, str) else method:
-            # one operation per verb: each needs its own operationId
+            # one operation per verb, each named by openapi.OPERATION_IDS
             app.add_api_route(path, _endpoint(st, handler), methods=[verb],
-                              operation_id=re.sub(r"\W+", "_", f"{verb} {path}").strip("_").lower(),
                               tags=["sandbox" if path.startswith("/_sandbox")
                                     else "browser wallet"],
                               summary=(handler.__doc__ or "").strip().split("\n")[0] or None)
