@@ -264,19 +264,6 @@ class DemoSession:
                 else []}
 
 
-class _StoredReplayGuard(crypto.ReplayGuard):
-    """:class:`crypto.ReplayGuard` semantics, with the seen messageIds in the store."""
-
-    def __init__(self, state: WalletPayState) -> None:
-        super().__init__()
-        self._state = state
-
-    def claim(self, message_id: str, expires_ms: int) -> bool:
-        # forget only what expired by both clocks (the sandbox clock may be moved)
-        now = min(self._state.now_ms(), crypto.now_ms())
-        return self._state.ctx.store.claim_message_id(message_id, expires_ms, now)
-
-
 class WalletPayState:
     """The browser wallet's state beside the store: the parsed keys (a stored key never
     changes) and the demo merchant's orders and results."""
@@ -288,7 +275,6 @@ class WalletPayState:
         self.signer = WalletSigner(root=self._sandbox_key(ROOT_KEY_ID),
                                    intermediate=self._sandbox_key(INTERMEDIATE_KEY_ID))
         self.default_key = KeyPair(DEFAULT_KEY_ID, self._sandbox_key(DEFAULT_KEY_ID), None, None)
-        self.replay: crypto.ReplayGuard = _StoredReplayGuard(self)
         self.demo_sessions: dict[str, DemoSession] = {}
         # the demo merchant's (in memory, bounded; never a cryptogram or a PAN)
         self.demo_results: deque[dict[str, Any]] = deque(maxlen=DEMO_RESULTS_MAX)
@@ -310,6 +296,12 @@ class WalletPayState:
 
     def now_ms(self) -> int:
         return int(self.ctx.now().timestamp() * 1000)
+
+    def claim_message_id(self, message_id: str, expires_ms: int) -> bool:
+        """True the first time a token's messageId is seen (kept in the store), else False."""
+        # forget only what expired by both clocks (the sandbox clock may be moved)
+        now = min(self.now_ms(), crypto.now_ms())
+        return self.ctx.store.claim_message_id(message_id, expires_ms, now)
 
     def add_key(self, pair: KeyPair) -> None:
         self.ctx.store.add_walletpay_key(
@@ -479,8 +471,8 @@ def _open_payment_data(st: WalletPayState, token: Any, pair: KeyPair,
                        merchant_id: str) -> Any:
     """The verified, decrypted token's ``paymentMethodDetails``, made for ``merchant_id``."""
     try:
-        payload = crypto.open_token(token, pair.private, st.signer.root.public_key(), st.replay,
-                                    now=st.now_ms())
+        payload = crypto.open_token(token, pair.private, st.signer.root.public_key(),
+                                    st.claim_message_id, now=st.now_ms())
     except TokenError as exc:
         status = 400 if exc.reason == "malformed" else 422
         raise ApiError(status, f"PaymentData{exc.reason.title().replace('_', '')}",
