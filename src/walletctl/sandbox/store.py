@@ -81,7 +81,6 @@ class ApiKeyRow:
     merchant_id: str
     store_id: str
     expires_at: datetime | None
-    created_at: datetime
     extra: dict[str, Any]
 
 
@@ -460,7 +459,7 @@ class Store:
         expires_at: datetime | None,
         now: datetime,
         **extra: Any,
-    ) -> ApiKeyRow:
+    ) -> None:
         """Record a key issued by the public key service (``extra``: e.g. encryption key id)."""
         self._execute(
             "INSERT OR REPLACE INTO api_keys (key, merchant_id, store_id, expires_at, "
@@ -468,22 +467,16 @@ class Store:
             key, merchant_id, store_id, iso_utc(expires_at) if expires_at else None,
             iso_utc(now), dump_json(extra) or "{}",
         )
-        info = self.api_key_info(key)
-        assert info is not None
-        return info
 
     def api_key_info(self, key: str) -> ApiKeyRow | None:
         found = self._one("SELECT * FROM api_keys WHERE key = ?", key)
         if found is None:
             return None
-        created = parse_dt(found["created_at"])
-        assert created is not None
         return ApiKeyRow(
             key=found["key"],
             merchant_id=found["merchant_id"],
             store_id=found["store_id"],
             expires_at=parse_dt(found["expires_at"]),
-            created_at=created,
             extra=json.loads(found["extra"] or "{}"),
         )
 

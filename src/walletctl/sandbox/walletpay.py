@@ -328,7 +328,7 @@ class WalletPayState:
         if api_key == self.ctx.config.api_key:
             return self.default_key
         info = self.ctx.store.api_key_info(api_key)
-        key_id = (info.extra or {}).get("encryptionKeyId") if info else None
+        key_id = info.extra.get("encryptionKeyId") if info else None
         pair = self.key(key_id) if isinstance(key_id, str) and key_id else None
         if pair is None:
             raise ApiError(401, "Unauthorized",
