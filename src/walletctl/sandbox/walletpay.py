@@ -54,6 +54,7 @@ from walletctl.sandbox.requests import (
     PublicKeysBody,
     ThreeDSecureBody,
     WalletTokenBody,
+    form_values,
     read_model,
     read_query,
 )
@@ -823,24 +824,21 @@ async def three_ds_page(st: WalletPayState, request: Request) -> Any:
     try:
         row, account = _find_challenge(st, challenge_id)
     except ApiError:
-        return HTMLResponse(pages.message_page("Not found", "There is no such 3-D Secure "
-                                               "check."), 404)
+        return pages.message_page("Not found", "There is no such 3-D Secure check.", 404)
     if row.used:
-        return HTMLResponse(pages.message_page("Already answered", "This 3-D Secure "
-                                               "check was already answered."), 409)
+        return pages.message_page("Already answered", "This 3-D Secure check was already "
+                                  "answered.", 409)
     if _expired(st, row):
-        return HTMLResponse(pages.message_page("Expired", "This 3-D Secure check has "
-                                               "expired: return to the shop."), 410)
+        return pages.message_page("Expired", "This 3-D Secure check has expired: return to "
+                                  "the shop.", 410)
     return HTMLResponse(pages.challenge_page(challenge_id, account.public(), row.data))
 
 
 async def three_ds_answer(st: WalletPayState, request: Request) -> Any:
     """The shopper's answer (form field answer = pass | fail) -> 303 to the shop."""
-    raw = (await request.body())[:4096].decode("utf-8", "replace")
-    answers = urllib.parse.parse_qs(raw, keep_blank_values=True).get("answer") or [""]
+    answers = await form_values(request, "answer")
     if len(answers) != 1 or answers[0] not in ("pass", "fail"):
-        return HTMLResponse(pages.message_page("Bad request", "answer: must be pass or "
-                                               "fail, once"), 400)
+        return pages.message_page("Bad request", "answer: must be pass or fail, once", 400)
     challenge_id = request.path_params["challenge_id"]
     try:  # once: 404 unknown, 410 expired, 409 already answered
         with st.ctx.store.atomic():
@@ -855,11 +853,11 @@ async def three_ds_answer(st: WalletPayState, request: Request) -> Any:
             _three_ds_result(st, account, answers[0] == "pass",
                              challenge_id.removeprefix(CHALLENGE_PREFIX), binding)
     except ApiError as exc:
-        return HTMLResponse(pages.message_page("Not possible", exc.message), exc.status)
+        return pages.message_page("Not possible", exc.message, exc.status)
     back = row.data.get("returnUrl")
     if not back:
-        return HTMLResponse(pages.message_page("Done", "The 3-D Secure check is answered: "
-                                               "return to the shop."))
+        return pages.message_page("Done", "The 3-D Secure check is answered: return to the "
+                                  "shop.")
     sep = "&" if urllib.parse.urlsplit(str(back)).query else "?"
     return RedirectResponse(f"{back}{sep}challengeId={challenge_id}", status_code=303)
 
