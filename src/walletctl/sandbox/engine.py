@@ -210,12 +210,16 @@ def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow,
         if outcome is not None:
             columns, which = outcome
             return store.update(row.id, now=now, token_used=True, **columns), which
-        payer = payer_fields(row)
-        return store.update(
-            row.id, now=now, state="Approved", provider_state_code=approved_code(row.kind),
-            payer=payer,
-            provider_transaction_id=payer["apmProviderTransactionId"], token_used=True,
-        ), "successUrl"
+        return _approve(store, row, now), "successUrl"
+
+
+def _approve(store: Store, row: TxRow, now: datetime) -> TxRow:
+    """A checkout approved by the provider, with its payer fields; its link used."""
+    payer = payer_fields(row)
+    return store.update(row.id, now=now, state="Approved",
+                        provider_state_code=approved_code(row.kind), payer=payer,
+                        provider_transaction_id=payer["apmProviderTransactionId"],
+                        token_used=True)
 
 
 def not_found(field: str, merchant_id: str, store_id: str, reference: str) -> SandboxError:
@@ -424,7 +428,6 @@ def seed_checkouts(ctx: SandboxContext, req: SeedRequest, amounts: list[Decimal]
     """Store every transaction approved, in one database transaction."""
     store = ctx.store
     now = ctx.now()
-    code = approved_code(req.kind)
     type_str = CHECKOUT_TYPES[req.kind]
     with store.atomic():
         for item, amount in zip(req.transactions, amounts, strict=True):
@@ -437,14 +440,12 @@ def seed_checkouts(ctx: SandboxContext, req: SeedRequest, amounts: list[Decimal]
                 row = store.create_transaction(
                     merchant_id=req.merchant_id, store_id=req.store_id,
                     reference=item.reference, kind=req.kind, type_str=type_str,
-                    amount=amount, currency=req.currency, state="Approved",
-                    provider_state_code=code, method="WalletV2", now=now, checkout=checkout)
+                    amount=amount, currency=req.currency, state="Pending", method="WalletV2",
+                    now=now, checkout=checkout)
             except DuplicateReferenceError:
                 raise SandboxError(
                     409, f"transactions: reference {item.reference} is already used by this "
                     "merchant and store; nothing was stored") from None
-            payer = payer_fields(row)
-            store.update(row.id, now=now, payer=payer, token_used=True,
-                         provider_transaction_id=payer["apmProviderTransactionId"])
+            _approve(store, row, now)
     return {"created": len(amounts), "kind": req.kind, "currency": req.currency,
             "merchantId": req.merchant_id, "storeId": req.store_id}
