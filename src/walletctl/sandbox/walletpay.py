@@ -737,8 +737,10 @@ def _three_ds_result(st: WalletPayState, account: Account, ok: bool, trans_id: s
     return {"threeDSServerTransId": trans_id, **data}
 
 
-def challenge(st: WalletPayState, body: ChallengeBody) -> dict[str, Any]:
-    """``POST /_sandbox/3ds/challenge`` (admin): a 3DS result without a shopper."""
+async def three_ds_challenge(st: WalletPayState, request: Request) -> Any:
+    """Simulated 3DS challenge for a Card (PAN_ONLY) payment account."""
+    # admin: a 3DS result without a shopper
+    body = await _read(request, ChallengeBody)
     account = _card_account(st, body.transaction_account_id, body.merchant_id, body.store_id)
     binding: dict[str, Any] = {}
     if body.amount is not None or body.currency_code is not None:
@@ -749,11 +751,6 @@ def challenge(st: WalletPayState, body: ChallengeBody) -> dict[str, Any]:
         binding["reference"] = body.client_system_transaction_id
     return _three_ds_result(st, account, body.outcome == "success", secrets.token_hex(16),
                             binding)
-
-
-async def three_ds_challenge(st: WalletPayState, request: Request) -> Any:
-    """Simulated 3DS challenge for a Card (PAN_ONLY) payment account."""
-    return challenge(st, await _read(request, ChallengeBody))
 
 
 async def three_ds_create(st: WalletPayState, request: Request) -> Any:
@@ -965,8 +962,8 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
         return _record(st, record)
     record.update(encryptionKeyId=session.key_id, merchantId=session.merchant_id,
                   storeId=session.store_id)
-    cryptogram = detail.cryptogram  # kept here, for the transaction request only
-    record["stored"] = {"cryptogram": cryptogram is not None,
+    # the cryptogram is kept for the authorization only, never listed
+    record["stored"] = {"cryptogram": detail.cryptogram is not None,
                         "eciIndicator": detail.eci_indicator}
     with st.lock:
         if session.paid:
@@ -978,11 +975,11 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
             session.paid = True
     try:
         account = get_account(st, account_id, session.merchant_id, session.store_id,
-                              session.key_id).public()
+                              session.key_id)
     except ApiError as exc:
         record.update(outcome="account-error", account=exc.body)
         return _record(st, record)
-    record["account"] = account
+    record["account"] = account.public()
     if not session.authorize:
         record["outcome"] = "account"
         return _record(st, record)
@@ -992,25 +989,22 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
         with st.lock:
             session.paid = False
         return _record(st, record)
-    record["transaction"], record["outcome"] = _charge(st, session, account, detail, cryptogram,
-                                                       total)
+    record["transaction"], record["outcome"] = _charge(st, session, account, detail, total)
     if record["outcome"] == "authorization-error":
         with st.lock:
             session.paid = False  # nothing was charged: the payer may try again
     return _record(st, record)
 
 
-def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
-            detail: EventDetail, cryptogram: str | None, total: Decimal) -> tuple[Any, str]:
-    account_id = str(account["transactionAccountId"])
+def _charge(st: WalletPayState, session: DemoSession, account: Account, detail: EventDetail,
+            total: Decimal) -> tuple[Any, str]:
     try:
         three_ds = None
-        if account.get("cardType") != "Token":
+        if account.card_type == "Card":
             # the demo's shopper always passes 3DS, for exactly the order's total
-            three = challenge(st, ChallengeBody(
-                transaction_account_id=account_id, merchant_id=session.merchant_id,
-                store_id=session.store_id, amount=total, currency_code=session.currency,
-                client_system_transaction_id=session.reference))
+            three = _three_ds_result(st, account, True, secrets.token_hex(16), {
+                "amount": str(total), "currencyCode": session.currency,
+                "reference": session.reference})
             three_ds = ThreeDSecureBody(three_ds_server_trans_id=three["threeDSServerTransId"],
                                         authentication_value=three["authenticationValue"],
                                         eci=three["eci"])
@@ -1018,9 +1012,9 @@ def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
             merchant_id=session.merchant_id, store_id=session.store_id, user_id=DEMO_USER,
             type="ecom.sale" if session.kind == "sale" else "ecom.preauthorization",
             amount=total, currency_code=session.currency,
-            client_system_transaction_id=session.reference, transaction_account_id=account_id,
+            client_system_transaction_id=session.reference, transaction_account_id=account.id,
             encryption_key_id=session.key_id,
-            cryptogram=cryptogram if three_ds is None else None,
+            cryptogram=detail.cryptogram if three_ds is None else None,
             eci_indicator=detail.eci_indicator if three_ds is None else None,
             three_d_secure=three_ds)
         result = authorize(st, req)
