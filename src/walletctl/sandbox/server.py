@@ -252,10 +252,8 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
 
 
 class EmbeddedSandbox:
-    """The sandbox on a free loopback port, served from a background thread.
-
-    ``.url`` (e.g. ``http://127.0.0.1:54321``), ``.app``, ``.store``, ``.config``.
-    """
+    """The sandbox on a free loopback port, served from a background thread: ``.url`` (e.g.
+    ``http://127.0.0.1:54321``), ``.app``, ``.store``, ``.config``."""
 
     def __init__(self, config: SandboxConfig | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, startup_timeout: float = 15.0,

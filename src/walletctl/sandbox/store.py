@@ -315,10 +315,8 @@ class Store:
         response_status: int | None = None,
         tx_id: str | None = None,
     ) -> TxRow:
-        """Store one transaction (``kind`` one of :data:`KINDS`, ``state`` of :data:`STATES`,
-        ``type_str`` the wire type records show, ``payer`` the 2.5 ``apmPayer*`` fields or
-        None). :class:`DuplicateReferenceError` when ``(merchant_id, store_id, reference)``
-        exists."""
+        """Store one transaction (``type_str``: the wire type its records show; ``payer``: the
+        2.5 ``apmPayer*`` fields); :class:`DuplicateReferenceError` if the reference exists."""
         if kind not in KINDS:
             raise ValueError(f"kind: must be one of {', '.join(KINDS)}")
         if state not in STATES:
