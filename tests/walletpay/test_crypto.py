@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from walletctl.sandbox import crypto
-from walletctl.sandbox.crypto import ReplayGuard, TokenError, WalletSigner
+from walletctl.sandbox.crypto import TokenError, WalletSigner
 
 PAN = "4111111111111111"
 
@@ -37,8 +37,8 @@ def recipient() -> Any:
 
 
 def _open(token: Any, signer: WalletSigner, recipient: Any,
-          guard: ReplayGuard | None = None) -> dict[str, Any]:
-    return crypto.open_token(token, recipient, signer.root.public_key(), guard)
+          claim: Callable[[str, int], bool] | None = None) -> dict[str, Any]:
+    return crypto.open_token(token, recipient, signer.root.public_key(), claim)
 
 
 def test_round_trip_returns_the_payload(signer: WalletSigner, recipient: Any) -> None:
@@ -136,14 +136,20 @@ def test_expired_intermediate_key_is_refused(signer: WalletSigner, recipient: An
 
 
 def test_replayed_message_id_is_refused(signer: WalletSigner, recipient: Any) -> None:
-    guard = ReplayGuard()
+    seen: set[str] = set()
+
+    def claim(message_id: str, expires_ms: int) -> bool:
+        first = message_id not in seen
+        seen.add(message_id)
+        return first
+
     token = signer.seal(_payload(), recipient.public_key())
-    _open(token, signer, recipient, guard)
+    _open(token, signer, recipient, claim)
     with pytest.raises(TokenError) as info:
-        _open(token, signer, recipient, guard)
+        _open(token, signer, recipient, claim)
     assert info.value.reason == "replayed"
     # a fresh token with a new messageId still passes
-    _open(signer.seal(_payload(), recipient.public_key()), signer, recipient, guard)
+    _open(signer.seal(_payload(), recipient.public_key()), signer, recipient, claim)
 
 
 def test_wrong_recipient_key_is_refused(signer: WalletSigner, recipient: Any) -> None:

@@ -31,7 +31,6 @@ Sandbox control (never faulted; Host/Origin-guarded and, when the sandbox has an
 
 from __future__ import annotations
 
-import urllib.parse
 from datetime import datetime
 
 from fastapi import FastAPI, Request
@@ -149,15 +148,13 @@ def create_app(config: SandboxConfig) -> FastAPI:
         """The link's checkout (expired if due) while it awaits a decision, else the page or
         redirect answered instead."""
         if row is None:
-            return HTMLResponse(pages.message_page("Unknown link", "This payment link does not "
-                                                   "exist."), status_code=404)
+            return pages.message_page("Unknown link", "This payment link does not exist.", 404)
         row = engine.expire_if_due(store, row, now)
         if row.state == "Expired":
             return RedirectResponse(engine.redirect_url(row, "errorUrl"), status_code=303)
         if row.token_used or row.state != "Pending":
-            return HTMLResponse(pages.message_page("Link already used", "This payment link "
-                                                   "works once and has been used."),
-                                status_code=410)
+            return pages.message_page("Link already used", "This payment link works once and "
+                                      "has been used.", 410)
         return row
 
     @app.get("/pay/{token}", response_class=HTMLResponse, tags=["hosted page"],
@@ -173,16 +170,15 @@ def create_app(config: SandboxConfig) -> FastAPI:
     @app.post("/pay/{token}", tags=["hosted page"],
               summary="The customer's decision (form field action) -> 303 to the shop")
     async def pay_decide(token: str, request: Request) -> Response:
-        raw = (await request.body())[:4096].decode("utf-8", "replace")
-        actions = urllib.parse.parse_qs(raw, keep_blank_values=True).get("action") or [""]
+        actions = await requests.form_values(request, "action")
         if len(actions) > 1:  # one decision: never the first (or last) of two applied
-            return HTMLResponse(pages.message_page("Bad request", "action: is given more than "
-                                                   "once (one decision per form)"), 400)
+            return pages.message_page("Bad request", "action: is given more than once (one "
+                                      "decision per form)", 400)
         action = actions[0]
         now = ctx.now()
         if action not in engine.ACTIONS:
-            return HTMLResponse(pages.message_page("Bad request", "action: must be approve, "
-                                                   "decline, cancel or pending"), 400)
+            return pages.message_page("Bad request", "action: must be approve, decline, "
+                                      "cancel or pending", 400)
         with store.atomic():
             found = decidable(store.find_by_token(token), now)
             if isinstance(found, Response):

@@ -101,7 +101,11 @@ def require_service_secret(ctx: SandboxContext, request: Request) -> None:
         user, sep, secret = base64.b64decode(value.strip(), validate=True).decode().partition(":")
     except (ValueError, UnicodeDecodeError):
         raise SandboxError(401, "malformed Basic credentials") from None
-    if not sep or not user or not secrets.compare_digest(
-            secret.encode("utf-8", "surrogatepass"),
-            ctx.config.service_secret.encode("utf-8", "surrogatepass")):
+    if not sep or not user or not same_text(secret, ctx.config.service_secret):
         raise SandboxError(401, "service user or secret is not valid")
+
+
+def same_text(given: str, expected: str) -> bool:
+    """Constant-time comparison of any text (``secrets.compare_digest`` refuses non-ASCII)."""
+    return secrets.compare_digest(given.encode("utf-8", "surrogatepass"),
+                                  expected.encode("utf-8", "surrogatepass"))

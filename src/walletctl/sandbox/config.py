@@ -254,12 +254,10 @@ class SandboxConfig:
     body_budget: int = DEFAULT_BODY_BUDGET
 
     def __post_init__(self) -> None:
-        if not 0 < self.request_timeout <= MAX_REQUEST_TIMEOUT:
-            raise ValueError(f"request_timeout: must be more than 0 and at most "
-                             f"{MAX_REQUEST_TIMEOUT:g} seconds")
-        if not 0 < self.write_timeout <= MAX_REQUEST_TIMEOUT:
-            raise ValueError(f"write_timeout: must be more than 0 and at most "
-                             f"{MAX_REQUEST_TIMEOUT:g} seconds")
+        for name in ("request_timeout", "write_timeout"):
+            if not 0 < getattr(self, name) <= MAX_REQUEST_TIMEOUT:
+                raise ValueError(f"{name}: must be more than 0 and at most "
+                                 f"{MAX_REQUEST_TIMEOUT:g} seconds")
         if self.body_budget < 1:
             raise ValueError("body_budget: must be a positive number of bytes")
         if self.max_connections < 0:

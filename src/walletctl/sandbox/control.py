@@ -119,9 +119,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         if not is_loopback(config.host):
             raise SandboxError(403, "fault injection is only allowed on a loopback host")
         raw = await request.body()
-        data = requests.parse_json(raw) if raw.strip() else {}
-        if not isinstance(data, dict):
-            raise SandboxError(400, "(request): the body must be a JSON object")
+        data = requests.parse_object(raw) if raw.strip() else {}
         try:
             ctx.faults = FaultConfig.from_pairs(data.items())
         except (ValueError, TypeError) as exc:

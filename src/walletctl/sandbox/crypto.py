@@ -18,8 +18,8 @@ import hmac
 import json
 import os
 import struct
-import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,25 +188,6 @@ class WalletSigner:
         }
 
 
-class ReplayGuard:
-    """Remembers seen messageIds until their expiry (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def claim(self, message_id: str, expires_ms: int) -> bool:
-        """True the first time ``message_id`` is seen, False on a replay."""
-        now = now_ms()
-        with self._lock:
-            if len(self._seen) > 10_000:
-                self._seen = {k: v for k, v in self._seen.items() if v > now}
-            if message_id in self._seen:
-                return False
-            self._seen[message_id] = expires_ms
-            return True
-
-
 def _json_object(text: Any, what: str) -> dict[str, Any]:
     if isinstance(text, dict):
         return text
@@ -227,11 +208,12 @@ def open_token(
     token: Any,
     recipient: ec.EllipticCurvePrivateKey,
     root_public: ec.EllipticCurvePublicKey,
-    replay: ReplayGuard | None = None,
+    claim: Callable[[str, int], bool] | None = None,
     *,
     now: int | None = None,
 ) -> dict[str, Any]:
-    """Verify and decrypt a token; return its payload. Raise :class:`TokenError` otherwise."""
+    """Verify and decrypt a token; return its payload. Raise :class:`TokenError` otherwise.
+    ``claim(messageId, expiry_ms)`` is False for a messageId it has seen: a replay."""
     now = now_ms() if now is None else now
     tok = _json_object(token, "paymentData token")  # the object, or its JSON string
     if tok.get("protocolVersion") != PROTOCOL_VERSION:
@@ -294,7 +276,7 @@ def open_token(
                                       "CRYPTOGRAM_3DS")
     if expiration <= now:
         raise TokenError("expired", "the payment token has expired (messageExpiration)")
-    if replay is not None and not replay.claim(message_id, expiration):
+    if claim is not None and not claim(message_id, expiration):
         raise TokenError("replayed", "the payment token was already used (messageId)")
     return payload
 

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 ACTIONS: Final = ("approve", "decline", "cancel", "pending")
 
-_KIND_OF_OP: Final = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
 # what a decision other than an approval the provider accepts changes, and where it redirects
 _DECISIONS: Final[dict[str, tuple[dict[str, Any], str]]] = {
     "pending": ({}, "pendingUrl"),
@@ -58,11 +57,15 @@ _MAGIC_DECISIONS: Final[dict[str, tuple[dict[str, Any], str]]] = {  # approvals,
     "errored": ({"state": "Errored", "provider_state_code": "ErrorAtProvider", "payer": None},
                 "errorUrl"),
 }
-_OK_CODE: Final = {
-    "capture": "CapturedByProvider",
-    "refund": "RefundedByProvider",
-    "reverse": "ReversedByProvider",
-}
+# a follow-up operation: the kind of its record, and its provider code when approved
+_FOLLOWUPS: Final = {"capture": ("capture", "CapturedByProvider"),
+                     "refund": ("refund", "RefundedByProvider"),
+                     "reverse": ("reversal", "ReversedByProvider")}
+
+
+def approved_code(kind: str) -> str:
+    """The provider code of an approved original (sale or pre-authorisation)."""
+    return "AuthorizedByProvider" if kind == "preauth" else "CapturedByProvider"
 
 
 def request_hash(dumped: dict[str, Any]) -> str:
@@ -75,12 +78,6 @@ def request_hash(dumped: dict[str, Any]) -> str:
 
 def _entry(row: TxRow) -> Entry:
     return Entry(row.kind, row.state, row.amount, row.currency, row.reference)  # type: ignore[arg-type]
-
-
-def balance_of(store: Store, original: TxRow) -> Balance:
-    """The ledger balance of an original (sale/preauth) from its stored follow-ups."""
-    follow = store.followups(original.merchant_id, original.store_id, original.reference)
-    return Balance.of(_entry(original), [_entry(f) for f in follow])
 
 
 # -- checkout ------------------------------------------------------------------------------
@@ -213,12 +210,16 @@ def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow,
         if outcome is not None:
             columns, which = outcome
             return store.update(row.id, now=now, token_used=True, **columns), which
-        payer = payer_fields(row)
-        code = "AuthorizedByProvider" if row.kind == "preauth" else "CapturedByProvider"
-        return store.update(
-            row.id, now=now, state="Approved", provider_state_code=code, payer=payer,
-            provider_transaction_id=payer["apmProviderTransactionId"], token_used=True,
-        ), "successUrl"
+        return _approve(store, row, now), "successUrl"
+
+
+def _approve(store: Store, row: TxRow, now: datetime) -> TxRow:
+    """A checkout approved by the provider, with its payer fields; its link used."""
+    payer = payer_fields(row)
+    return store.update(row.id, now=now, state="Approved",
+                        provider_state_code=approved_code(row.kind), payer=payer,
+                        provider_transaction_id=payer["apmProviderTransactionId"],
+                        token_used=True)
 
 
 def not_found(field: str, merchant_id: str, store_id: str, reference: str) -> SandboxError:
@@ -262,8 +263,9 @@ def apply_followup(
             raise not_found("clientSystemInvoiceId", req.merchant_id, req.store_id,
                             req.client_system_invoice_id)
         original = expire_if_due(store, original, now)
+        follow = store.followups(original.merchant_id, original.store_id, original.reference)
         try:
-            balance = balance_of(store, original)
+            balance = Balance.of(_entry(original), [_entry(f) for f in follow])
             amount = check_followup(balance, op, req.amount, req.currency_code)
         except RefusedError as exc:
             raise SandboxError(422, exc.message) from None
@@ -285,7 +287,7 @@ def apply_followup(
             state, code, payer = "Errored", "RefusedByProvider", None
         else:
             status = 200
-            state, code, payer = "Approved", _OK_CODE[op], original.payer
+            state, code, payer = "Approved", _FOLLOWUPS[op][1], original.payer
             from walletctl.models.followup import ApmResponseDetails, FollowUpResponse
 
             body = FollowUpResponse(  # the 2.4 response, serialised by the shared model
@@ -299,7 +301,7 @@ def apply_followup(
             store_id=req.store_id,
             reference=req.client_system_transaction_id,
             invoice_reference=original.reference,
-            kind=_KIND_OF_OP[op],
+            kind=_FOLLOWUPS[op][0],
             type_str=req.type,
             amount=amount,
             currency=original.currency,
@@ -426,7 +428,6 @@ def seed_checkouts(ctx: SandboxContext, req: SeedRequest, amounts: list[Decimal]
     """Store every transaction approved, in one database transaction."""
     store = ctx.store
     now = ctx.now()
-    code = "AuthorizedByProvider" if req.kind == "preauth" else "CapturedByProvider"
     type_str = CHECKOUT_TYPES[req.kind]
     with store.atomic():
         for item, amount in zip(req.transactions, amounts, strict=True):
@@ -439,14 +440,12 @@ def seed_checkouts(ctx: SandboxContext, req: SeedRequest, amounts: list[Decimal]
                 row = store.create_transaction(
                     merchant_id=req.merchant_id, store_id=req.store_id,
                     reference=item.reference, kind=req.kind, type_str=type_str,
-                    amount=amount, currency=req.currency, state="Approved",
-                    provider_state_code=code, method="WalletV2", now=now, checkout=checkout)
+                    amount=amount, currency=req.currency, state="Pending", method="WalletV2",
+                    now=now, checkout=checkout)
             except DuplicateReferenceError:
                 raise SandboxError(
                     409, f"transactions: reference {item.reference} is already used by this "
                     "merchant and store; nothing was stored") from None
-            payer = payer_fields(row)
-            store.update(row.id, now=now, payer=payer, token_used=True,
-                         provider_transaction_id=payer["apmProviderTransactionId"])
+            _approve(store, row, now)
     return {"created": len(amounts), "kind": req.kind, "currency": req.currency,
             "merchantId": req.merchant_id, "storeId": req.store_id}

@@ -343,20 +343,17 @@ class CorsMiddleware:
             return
         allow = "*" if self.allowed is None else origin if origin in self.allowed else None
         requested = _header(scope, b"access-control-request-method") or ""
-        if scope["method"] == "OPTIONS" and requested:
-            if allow is None or requested.upper() not in methods:
-                why = (f"Origin: {origin} is not allowed (sandbox serve --allow-origin)"
-                       if allow is None else f"{requested}: method not allowed on this route")
-                await send_error(send, 403, why, description="OriginNotAllowed")
-                return
+        preflight = scope["method"] == "OPTIONS" and requested
+        if allow is None or (preflight and requested.upper() not in methods):
+            why = (f"Origin: {origin} is not allowed (sandbox serve --allow-origin)"
+                   if allow is None else f"{requested}: method not allowed on this route")
+            await send_error(send, 403, why, description="OriginNotAllowed")
+            return
+        if preflight:
             await send({"type": "http.response.start", "status": 204, "headers": [
                 (b"access-control-allow-origin", allow.encode("latin-1")),
                 (b"access-control-allow-methods", ", ".join(methods).encode()), *_PREFLIGHT]})
             await send({"type": "http.response.body", "body": b""})
-            return
-        if allow is None:
-            await send_error(send, 403, f"Origin: {origin} is not allowed (sandbox serve "
-                             "--allow-origin)", description="OriginNotAllowed")
             return
         await self.app(scope, receive, _with_headers(send, [
             (b"access-control-allow-origin", allow.encode("latin-1")), (b"vary", b"Origin")]))
@@ -407,6 +404,10 @@ class BodyLimitMiddleware:
         self.held += size
         return True
 
+    async def _too_large(self, send: Any) -> None:
+        await send_error(send, 413, f"(request): body larger than {self.max_body} bytes",
+                         close=True)
+
     async def _over_budget(self, send: Any) -> None:
         await send_error(send, 503, f"(request): the sandbox holds {self.budget} bytes "
                          "of request bodies at once, across all connections, and this one "
@@ -427,8 +428,7 @@ class BodyLimitMiddleware:
                 return
             text = text.lstrip("0")  # its size read from the digits: no int() of any length
             if len(text) > len(str(self.max_body)) or int(text or "0") > self.max_body:
-                await send_error(send, 413, f"(request): body larger than {self.max_body} "
-                                 "bytes", close=True)
+                await self._too_large(send)
                 return
             announced = int(text or "0")
         if not self._take(announced):
@@ -453,8 +453,7 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:
-                await send_error(send, 413, f"(request): body larger than {self.max_body} "
-                                 "bytes", close=True)
+                await self._too_large(send)
                 return
             if size > held[0]:  # a chunked body: reserved as it arrives
                 if not self._take(size - held[0]):
@@ -513,23 +512,32 @@ def install_log_filter() -> None:
         logger.addFilter(_QuietDrop())
 
 
+def _applied(fault: str) -> tuple[bytes, bytes]:
+    return b"x-sandbox-fault-applied", fault.encode()
+
+
 class FaultMiddleware:
     def __init__(self, app: Any, ctx: SandboxContext) -> None:
         self.app = app
         self.ctx = ctx
 
+    def _faults(self, scope: Scope) -> FaultConfig:
+        """The request's ``X-Sandbox-Fault`` (read on a loopback host only), else the server's
+        faults; ValueError naming the rule the header breaks."""
+        header = _header(scope, b"x-sandbox-fault")
+        if header is None or not is_loopback(self.ctx.config.host):
+            return self.ctx.faults
+        return FaultConfig.parse_header(header)
+
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not str(scope.get("path", "")).startswith("/api/v5"):
             await self.app(scope, receive, send)
             return
-        faults = self.ctx.faults
-        header = _header(scope, b"x-sandbox-fault")
-        if header is not None and is_loopback(self.ctx.config.host):
-            try:
-                faults = FaultConfig.parse_header(header)
-            except ValueError as exc:
-                await send_error(send, 400, f"X-Sandbox-Fault: {exc}")
-                return
+        try:
+            faults = self._faults(scope)
+        except ValueError as exc:
+            await send_error(send, 400, f"X-Sandbox-Fault: {exc}")
+            return
         if not faults.active:
             await self.app(scope, receive, send)
             return
@@ -543,39 +551,42 @@ class FaultMiddleware:
             await send_error(
                 send, 429, f"rate limit exceeded (sandbox fault); retry after "
                 f"{faults.retry_after} s",
-                headers=[(b"retry-after", str(faults.retry_after).encode()),
-                         (b"x-sandbox-fault-applied", b"throttle")],
+                headers=[(b"retry-after", str(faults.retry_after).encode()), _applied("throttle")],
             )
-            return
-        if r_error < faults.error_rate:
+        elif r_error < faults.error_rate:
             await send_error(send, faults.error_status,
                              "injected failure before commit (sandbox fault)",
-                             headers=[(b"x-sandbox-fault-applied", b"error")])
-            return
-        drop = r_drop < faults.drop_rate
-        after = not drop and r_after < faults.error_after_rate
-        if not (drop or after):
-            await self.app(scope, receive, _with_headers(send, [
-                (b"x-sandbox-fault-applied", f"latency={delay_ms:.0f}ms".encode())])
-                if delay_ms else send)
-            return
-        captured: list[Message] = []
-
-        async def capture(message: Message) -> None:
-            captured.append(message)
-
-        await self.app(scope, receive, capture)  # the route commits its work here
-        if after:
+                             headers=[_applied("error")])
+        elif r_drop < faults.drop_rate:
+            await _drop_mid_answer(self.app, scope, receive, send)
+        elif r_after < faults.error_after_rate:
+            await self.app(scope, receive, _discard)  # the route commits its work here
             await send_error(send, faults.error_status,
                              "injected failure after commit (sandbox fault)",
-                             headers=[(b"x-sandbox-fault-applied", b"error-after")])
-            return
-        start = next((m for m in captured if m["type"] == "http.response.start"), None)
-        body = b"".join(m.get("body", b"") for m in captured if m["type"] == "http.response.body")
-        status = start["status"] if start else 200
-        headers = [(k, v) for k, v in (start or {}).get("headers", []) if k != b"content-length"]
-        headers.append((b"content-length", str(len(body) + 4096).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body[: len(body) // 2],
-                    "more_body": True})
-        # Returning now, mid-body, makes the server close the connection.
+                             headers=[_applied("error-after")])
+        else:
+            await self.app(scope, receive, _with_headers(send, [
+                _applied(f"latency={delay_ms:.0f}ms")]) if delay_ms else send)
+
+
+async def _discard(message: Message) -> None:
+    pass
+
+
+async def _drop_mid_answer(app: Any, scope: Scope, receive: Any, send: Any) -> None:
+    """Run the route (it commits its work), then send half its body under a longer
+    ``Content-Length`` and return mid-body, which makes the server close the connection."""
+    captured: list[Message] = []
+
+    async def capture(message: Message) -> None:
+        captured.append(message)
+
+    await app(scope, receive, capture)
+    start = next((m for m in captured if m["type"] == "http.response.start"), None)
+    body = b"".join(m.get("body", b"") for m in captured if m["type"] == "http.response.body")
+    status = start["status"] if start else 200
+    headers = [(k, v) for k, v in (start or {}).get("headers", []) if k != b"content-length"]
+    headers.append((b"content-length", str(len(body) + 4096).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body[: len(body) // 2],
+                "more_body": True})

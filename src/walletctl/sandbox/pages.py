@@ -8,6 +8,8 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
+from fastapi.responses import HTMLResponse
+
 from walletctl.models.money import format_major
 from walletctl.sandbox.store import TxRow
 
@@ -111,8 +113,9 @@ def challenge_page(challenge_id: str, account: dict[str, Any], data: dict[str, A
     return _page("3-D Secure check", body)
 
 
-def message_page(title: str, message: str) -> str:
-    return _page(title, f"<h1>{escape(title)}</h1><p>{escape(message)}</p>")
+def message_page(title: str, message: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(_page(title, f"<h1>{escape(title)}</h1><p>{escape(message)}</p>"),
+                        status)
 
 
 def _money(value: Any, currency: str) -> str:

@@ -299,6 +299,12 @@ def read_query(query: bytes, names: Iterable[str],
     return found
 
 
+async def form_values(request: Request, name: str) -> list[str]:
+    """The values of ``name`` in a hosted page's form (its first 4 KiB; ``[""]`` if absent)."""
+    raw = (await request.body())[:4096].decode("utf-8", "replace")
+    return urllib.parse.parse_qs(raw, keep_blank_values=True).get(name) or [""]
+
+
 # -- the request models ------------------------------------------------------------------------
 
 # merchantId / storeId of the browser-wallet routes and other short identifiers

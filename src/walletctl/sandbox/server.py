@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, TextIO
 
 import uvicorn
@@ -252,10 +252,8 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
 
 
 class EmbeddedSandbox:
-    """The sandbox on a free loopback port, served from a background thread.
-
-    ``.url`` (e.g. ``http://127.0.0.1:54321``), ``.app``, ``.store``, ``.config``.
-    """
+    """The sandbox on a free loopback port, served from a background thread: ``.url`` (e.g.
+    ``http://127.0.0.1:54321``), ``.app``, ``.store``, ``.config``."""
 
     def __init__(self, config: SandboxConfig | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, startup_timeout: float = 15.0,
@@ -333,12 +331,7 @@ class EmbeddedSandbox:
     def __enter__(self) -> EmbeddedSandbox:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:  # never shows the API key

@@ -81,7 +81,6 @@ class ApiKeyRow:
     merchant_id: str
     store_id: str
     expires_at: datetime | None
-    created_at: datetime
     extra: dict[str, Any]
 
 
@@ -316,10 +315,8 @@ class Store:
         response_status: int | None = None,
         tx_id: str | None = None,
     ) -> TxRow:
-        """Store one transaction (``kind`` one of :data:`KINDS`, ``state`` of :data:`STATES`,
-        ``type_str`` the wire type records show, ``payer`` the 2.5 ``apmPayer*`` fields or
-        None). :class:`DuplicateReferenceError` when ``(merchant_id, store_id, reference)``
-        exists."""
+        """Store one transaction (``type_str``: the wire type its records show; ``payer``: the
+        2.5 ``apmPayer*`` fields); :class:`DuplicateReferenceError` if the reference exists."""
         if kind not in KINDS:
             raise ValueError(f"kind: must be one of {', '.join(KINDS)}")
         if state not in STATES:
@@ -460,7 +457,7 @@ class Store:
         expires_at: datetime | None,
         now: datetime,
         **extra: Any,
-    ) -> ApiKeyRow:
+    ) -> None:
         """Record a key issued by the public key service (``extra``: e.g. encryption key id)."""
         self._execute(
             "INSERT OR REPLACE INTO api_keys (key, merchant_id, store_id, expires_at, "
@@ -468,22 +465,16 @@ class Store:
             key, merchant_id, store_id, iso_utc(expires_at) if expires_at else None,
             iso_utc(now), dump_json(extra) or "{}",
         )
-        info = self.api_key_info(key)
-        assert info is not None
-        return info
 
     def api_key_info(self, key: str) -> ApiKeyRow | None:
         found = self._one("SELECT * FROM api_keys WHERE key = ?", key)
         if found is None:
             return None
-        created = parse_dt(found["created_at"])
-        assert created is not None
         return ApiKeyRow(
             key=found["key"],
             merchant_id=found["merchant_id"],
             store_id=found["store_id"],
             expires_at=parse_dt(found["expires_at"]),
-            created_at=created,
             extra=json.loads(found["extra"] or "{}"),
         )
 

@@ -18,7 +18,6 @@ import base64
 import gzip
 import hashlib
 import os
-import re
 import secrets
 import threading
 import urllib.parse
@@ -42,6 +41,7 @@ from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import auth, crypto, pages
 from walletctl.sandbox.config import SandboxContext
 from walletctl.sandbox.crypto import TokenError, WalletSigner
+from walletctl.sandbox.engine import approved_code
 from walletctl.sandbox.replies import SandboxError, error_body
 from walletctl.sandbox.requests import (
     AuthorizationBody,
@@ -54,12 +54,11 @@ from walletctl.sandbox.requests import (
     PublicKeysBody,
     ThreeDSecureBody,
     WalletTokenBody,
+    form_values,
     read_model,
     read_query,
 )
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow, WalletPayRow
-
-__all__ = ["install"]
 
 M = TypeVar("M", bound=WireModel)
 
@@ -81,8 +80,7 @@ OFFERS = {"SAVE2": Decimal("2.00")}
 
 # Reasons that are plain validation / authentication failures: they take the gateway's
 # generic description; any other reason (CryptogramUsed, ...) is the error's description.
-_GENERIC = frozenset({"InvalidJson", "MissingField", "InvalidField", "ValidationError",
-                      "Unauthorized"})
+_GENERIC = frozenset({"MissingField", "InvalidField", "Unauthorized"})
 # The browser-wallet routes' own error descriptions and their status (docs/sandbox.md,
 # "Browser-wallet reasons", lists the same; tests/sandbox/test_docs_agree.py compares them).
 WALLET_REASONS: dict[str, int] = {
@@ -267,26 +265,9 @@ class DemoSession:
                 else []}
 
 
-class _StoredReplayGuard(crypto.ReplayGuard):
-    """:class:`crypto.ReplayGuard` semantics, with the seen messageIds in the store."""
-
-    def __init__(self, state: WalletPayState) -> None:
-        super().__init__()
-        self._state = state
-
-    def claim(self, message_id: str, expires_ms: int) -> bool:
-        # forget only what expired by both clocks (the sandbox clock may be moved)
-        now = min(self._state.now_ms(), crypto.now_ms())
-        return self._state.ctx.store.claim_message_id(message_id, expires_ms, now)
-
-
 class WalletPayState:
-    """State of the browser wallet (keys, accounts, 3DS, demo merchant).
-
-    Everything but the demo merchant lives in the sandbox store (see the module docstring):
-    a restarted ``serve --db PATH`` keeps issued keys, payment accounts and 3DS results.
-    Parsed private keys are cached here (they never change once stored).
-    """
+    """The browser wallet's state beside the store: the parsed keys (a stored key never
+    changes) and the demo merchant's orders and results."""
 
     def __init__(self, ctx: SandboxContext) -> None:
         self.ctx = ctx
@@ -295,7 +276,6 @@ class WalletPayState:
         self.signer = WalletSigner(root=self._sandbox_key(ROOT_KEY_ID),
                                    intermediate=self._sandbox_key(INTERMEDIATE_KEY_ID))
         self.default_key = KeyPair(DEFAULT_KEY_ID, self._sandbox_key(DEFAULT_KEY_ID), None, None)
-        self.replay: crypto.ReplayGuard = _StoredReplayGuard(self)
         self.demo_sessions: dict[str, DemoSession] = {}
         # the demo merchant's (in memory, bounded; never a cryptogram or a PAN)
         self.demo_results: deque[dict[str, Any]] = deque(maxlen=DEMO_RESULTS_MAX)
@@ -308,10 +288,7 @@ class WalletPayState:
         return crypto.load_private_key_pem(pem)
 
     def reset(self) -> None:
-        """Forget issued keys, accounts, 3DS results and demo results (for ``/_sandbox/reset``).
-
-        The wallet's signing keys and the static key's encryption key are kept.
-        """
+        """``/_sandbox/reset``: forget all but the sandbox-level keys."""
         with self.lock:
             self._keys.clear()
             self.demo_sessions.clear()
@@ -320,6 +297,12 @@ class WalletPayState:
 
     def now_ms(self) -> int:
         return int(self.ctx.now().timestamp() * 1000)
+
+    def claim_message_id(self, message_id: str, expires_ms: int) -> bool:
+        """True the first time a token's messageId is seen (kept in the store), else False."""
+        # forget only what expired by both clocks (the sandbox clock may be moved)
+        now = min(self.now_ms(), crypto.now_ms())
+        return self.ctx.store.claim_message_id(message_id, expires_ms, now)
 
     def add_key(self, pair: KeyPair) -> None:
         self.ctx.store.add_walletpay_key(
@@ -346,7 +329,7 @@ class WalletPayState:
         if api_key == self.ctx.config.api_key:
             return self.default_key
         info = self.ctx.store.api_key_info(api_key)
-        key_id = (info.extra or {}).get("encryptionKeyId") if info else None
+        key_id = info.extra.get("encryptionKeyId") if info else None
         pair = self.key(key_id) if isinstance(key_id, str) and key_id else None
         if pair is None:
             raise ApiError(401, "Unauthorized",
@@ -425,12 +408,6 @@ async def _read(request: Request, model: type[M]) -> M:
     return await read_model(request, model, where="request body")
 
 
-def _same(given: str, expected: str) -> bool:
-    """Constant-time comparison of any text (``secrets.compare_digest`` refuses non-ASCII)."""
-    return secrets.compare_digest(given.encode("utf-8", "surrogatepass"),
-                                  expected.encode("utf-8", "surrogatepass"))
-
-
 def _scope(request: Request, *names: str) -> dict[str, str]:
     """The route's required query parameters."""
     return read_query(request.scope["query_string"], names, names)
@@ -491,6 +468,22 @@ async def key_check(st: WalletPayState, request: Request) -> Any:
     return {"merchantId": q["merchantId"], "storeId": q["storeId"], "status": "valid"}
 
 
+def _open_payment_data(st: WalletPayState, token: Any, pair: KeyPair,
+                       merchant_id: str) -> Any:
+    """The verified, decrypted token's ``paymentMethodDetails``, made for ``merchant_id``."""
+    try:
+        payload = crypto.open_token(token, pair.private, st.signer.root.public_key(),
+                                    st.claim_message_id, now=st.now_ms())
+    except TokenError as exc:
+        status = 400 if exc.reason == "malformed" else 422
+        raise ApiError(status, f"PaymentData{exc.reason.title().replace('_', '')}",
+                       f"paymentData: {exc.message}") from None
+    if payload.get("gatewayMerchantId") != merchant_id:
+        raise ApiError(422, "PaymentDataMerchantMismatch",
+                       "paymentData: gatewayMerchantId does not match merchantId")
+    return payload["paymentMethodDetails"]
+
+
 async def payment_accounts(st: WalletPayState, request: Request) -> Any:
     """Create Payment Account: verify + decrypt the wallet token, return the account id."""
     cred = auth.authenticate(st.ctx, request)  # 401 first, before the body is read
@@ -499,17 +492,7 @@ async def payment_accounts(st: WalletPayState, request: Request) -> Any:
     auth.require_scope(cred, merchant_id, store_id)
     token = _extract_token(body.payment_data)
     pair = st.key_for_api_key(cred.key)
-    try:
-        payload = crypto.open_token(token, pair.private, st.signer.root.public_key(), st.replay,
-                                    now=st.now_ms())
-    except TokenError as exc:
-        status = 400 if exc.reason == "malformed" else 422
-        raise ApiError(status, f"PaymentData{exc.reason.title().replace('_', '')}",
-                       f"paymentData: {exc.message}") from None
-    if payload.get("gatewayMerchantId") != merchant_id:
-        raise ApiError(422, "PaymentDataMerchantMismatch",
-                       "paymentData: gatewayMerchantId does not match merchantId")
-    details = payload["paymentMethodDetails"]
+    details = _open_payment_data(st, token, pair, merchant_id)
     pan = details.get("pan")
     try:
         month = int(details.get("expirationMonth"))
@@ -542,8 +525,7 @@ async def payment_accounts(st: WalletPayState, request: Request) -> Any:
            if k in ("transactionAccountId", "cardType", "cardNetwork", "maskedCardNumber",
                     "expiryMonth", "expiryYear")}
     if is_token:
-        out["cryptogram"] = account.cryptogram
-        out["eciIndicator"] = account.eci
+        out.update(cryptogram=account.cryptogram, eciIndicator=account.eci)
     return out
 
 
@@ -569,49 +551,68 @@ async def payment_account(st: WalletPayState, request: Request) -> Any:
                        q["encryptionKeyId"]).public()
 
 
+def _check_cryptogram(req: AuthorizationRequest, account: Account) -> None:
+    """A Token account pays with its own cryptogram and ECI, once."""
+    if not req.cryptogram or not req.eci_indicator:
+        raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
+                                            "Token (CRYPTOGRAM_3DS) payment account")
+    if not auth.same_text(req.cryptogram, account.cryptogram or "") or \
+            req.eci_indicator != account.eci:
+        raise ApiError(422, "CryptogramMismatch",
+                       "cryptogram: does not match the payment account (or wrong ECI)")
+    if account.cryptogram_used:
+        raise ApiError(422, "CryptogramUsed", "cryptogram: was already used by an "
+                                              "authorization (get a new wallet token)")
+
+
+def _three_ds_result_for(st: WalletPayState, req: AuthorizationRequest,
+                         account: Account) -> WalletPayRow:
+    """A Card account pays once, with an unused 3DS result made for it (and, when the result
+    is bound, for this amount, currency and reference)."""
+    given = req.three_d_secure
+    if given is None:
+        raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
+                                                    "(PAN_ONLY) payment account")
+    found = st.ctx.store.three_ds(given.three_ds_server_trans_id)
+    # a hosted challenge's own row has no authenticationValue: it never matches
+    if found is None or found.parent_id != account.id or not auth.same_text(
+            found.data.get("authenticationValue", ""), given.authentication_value) or \
+            found.data.get("eci") != given.eci:
+        raise ApiError(422, "ThreeDSecureInvalid",
+                       "threeDSecure: does not match a 3DS result for this payment account")
+    if found.used:
+        raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
+    if account.cryptogram_used:  # the used flag of a Card account: authorized once
+        raise ApiError(422, "PaymentAccountUsed", "transactionAccountId: a Card (PAN_ONLY) "
+                       "payment account is authorized once, for the amount the payer "
+                       "approved")
+    amount, currency = found.data.get("amount"), found.data.get("currencyCode")
+    if amount is not None and (Decimal(amount) != req.amount or currency != req.currency_code):
+        raise ApiError(422, "ThreeDSecureInvalid", f"threeDSecure: the payer approved {amount} "
+                       f"{currency}, not {req.amount} {req.currency_code}")
+    reference = found.data.get("reference")
+    if reference is not None and reference != req.client_system_transaction_id:
+        raise ApiError(422, "ThreeDSecureInvalid", "threeDSecure: was made for another "
+                       "clientSystemTransactionId")
+    return found
+
+
 def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
                        account: Account) -> TxRow:
     """The checks and the ledger record of :func:`authorize` (inside its store transaction)."""
     ctx = st.ctx
-    state, provider_code = "Approved", None
-    three_ds: WalletPayRow | None = None  # data: authenticationValue, eci, transStatus
+    three_ds: WalletPayRow | None = None
     if account.card_type == "Token":
-        if not req.cryptogram or not req.eci_indicator:
-            raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
-                                                "Token (CRYPTOGRAM_3DS) payment account")
-        if not _same(req.cryptogram, account.cryptogram or "") or \
-                req.eci_indicator != account.eci:
-            raise ApiError(422, "CryptogramMismatch",
-                           "cryptogram: does not match the payment account (or wrong ECI)")
-        if account.cryptogram_used:
-            raise ApiError(422, "CryptogramUsed", "cryptogram: was already used by an "
-                                                  "authorization (get a new wallet token)")
+        _check_cryptogram(req, account)
     else:
-        if req.three_d_secure is None:
-            raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
-                                                        "(PAN_ONLY) payment account")
-        three_ds = ctx.store.three_ds(req.three_d_secure.three_ds_server_trans_id)
-        if three_ds is None or three_ds.parent_id != account.id or \
-                "authenticationValue" not in three_ds.data or not _same(
-                three_ds.data["authenticationValue"],
-                req.three_d_secure.authentication_value) or \
-                three_ds.data["eci"] != req.three_d_secure.eci:
-            raise ApiError(422, "ThreeDSecureInvalid",
-                           "threeDSecure: does not match a 3DS result for this payment account")
-        if three_ds.used:
-            raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
-        if account.cryptogram_used:  # the used flag of a Card account: authorized once
-            raise ApiError(422, "PaymentAccountUsed", "transactionAccountId: a Card (PAN_ONLY) "
-                           "payment account is authorized once, for the amount the payer "
-                           "approved")
-        _check_binding(three_ds.data, req)
-        if three_ds.data["transStatus"] != "Y":
-            state, provider_code = "Declined", "AuthenticationFailed"
-    if account.decline and state == "Approved":
-        state, provider_code = "Declined", "DeclinedByIssuer"
+        three_ds = _three_ds_result_for(st, req, account)
     kind = "sale" if req.type == "ecom.sale" else "preauth"
-    if state == "Approved":
-        provider_code = "CapturedByProvider" if kind == "sale" else "AuthorizedByProvider"
+    if three_ds is not None and three_ds.data["transStatus"] != "Y":
+        state, provider_code = "Declined", "AuthenticationFailed"
+    elif account.decline:
+        state, provider_code = "Declined", "DeclinedByIssuer"
+    else:
+        state, provider_code = "Approved", approved_code(kind)
     try:
         row = ctx.store.create_transaction(
             merchant_id=req.merchant_id, store_id=req.store_id,
@@ -716,18 +717,6 @@ async def wallet_root_key(st: WalletPayState, request: Request) -> Any:
 # -- 3-D Secure: the simulated step and the hosted challenge (pages.challenge_page) ---------
 
 
-def _check_binding(data: dict[str, Any], req: AuthorizationRequest) -> None:
-    """A 3DS result made for an amount / currency / reference authorizes only that one."""
-    amount, currency = data.get("amount"), data.get("currencyCode")
-    if amount is not None and (Decimal(amount) != req.amount or currency != req.currency_code):
-        raise ApiError(422, "ThreeDSecureInvalid", f"threeDSecure: the payer approved {amount} "
-                       f"{currency}, not {req.amount} {req.currency_code}")
-    reference = data.get("reference")
-    if reference is not None and reference != req.client_system_transaction_id:
-        raise ApiError(422, "ThreeDSecureInvalid", "threeDSecure: was made for another "
-                       "clientSystemTransactionId")
-
-
 def _card_account(st: WalletPayState, account_id: str, merchant_id: str,
                   store_id: str) -> Account:
     account = get_account(st, account_id, merchant_id, store_id, None)
@@ -748,8 +737,10 @@ def _three_ds_result(st: WalletPayState, account: Account, ok: bool, trans_id: s
     return {"threeDSServerTransId": trans_id, **data}
 
 
-def challenge(st: WalletPayState, body: ChallengeBody) -> dict[str, Any]:
-    """``POST /_sandbox/3ds/challenge`` (admin): a 3DS result without a shopper."""
+async def three_ds_challenge(st: WalletPayState, request: Request) -> Any:
+    """Simulated 3DS challenge for a Card (PAN_ONLY) payment account."""
+    # admin: a 3DS result without a shopper
+    body = await _read(request, ChallengeBody)
     account = _card_account(st, body.transaction_account_id, body.merchant_id, body.store_id)
     binding: dict[str, Any] = {}
     if body.amount is not None or body.currency_code is not None:
@@ -760,11 +751,6 @@ def challenge(st: WalletPayState, body: ChallengeBody) -> dict[str, Any]:
         binding["reference"] = body.client_system_transaction_id
     return _three_ds_result(st, account, body.outcome == "success", secrets.token_hex(16),
                             binding)
-
-
-async def three_ds_challenge(st: WalletPayState, request: Request) -> Any:
-    """Simulated 3DS challenge for a Card (PAN_ONLY) payment account."""
-    return challenge(st, await _read(request, ChallengeBody))
 
 
 async def three_ds_create(st: WalletPayState, request: Request) -> Any:
@@ -835,24 +821,21 @@ async def three_ds_page(st: WalletPayState, request: Request) -> Any:
     try:
         row, account = _find_challenge(st, challenge_id)
     except ApiError:
-        return HTMLResponse(pages.message_page("Not found", "There is no such 3-D Secure "
-                                               "check."), 404)
+        return pages.message_page("Not found", "There is no such 3-D Secure check.", 404)
     if row.used:
-        return HTMLResponse(pages.message_page("Already answered", "This 3-D Secure "
-                                               "check was already answered."), 409)
+        return pages.message_page("Already answered", "This 3-D Secure check was already "
+                                  "answered.", 409)
     if _expired(st, row):
-        return HTMLResponse(pages.message_page("Expired", "This 3-D Secure check has "
-                                               "expired: return to the shop."), 410)
+        return pages.message_page("Expired", "This 3-D Secure check has expired: return to "
+                                  "the shop.", 410)
     return HTMLResponse(pages.challenge_page(challenge_id, account.public(), row.data))
 
 
 async def three_ds_answer(st: WalletPayState, request: Request) -> Any:
     """The shopper's answer (form field answer = pass | fail) -> 303 to the shop."""
-    raw = (await request.body())[:4096].decode("utf-8", "replace")
-    answers = urllib.parse.parse_qs(raw, keep_blank_values=True).get("answer") or [""]
+    answers = await form_values(request, "answer")
     if len(answers) != 1 or answers[0] not in ("pass", "fail"):
-        return HTMLResponse(pages.message_page("Bad request", "answer: must be pass or "
-                                               "fail, once"), 400)
+        return pages.message_page("Bad request", "answer: must be pass or fail, once", 400)
     challenge_id = request.path_params["challenge_id"]
     try:  # once: 404 unknown, 410 expired, 409 already answered
         with st.ctx.store.atomic():
@@ -867,11 +850,11 @@ async def three_ds_answer(st: WalletPayState, request: Request) -> Any:
             _three_ds_result(st, account, answers[0] == "pass",
                              challenge_id.removeprefix(CHALLENGE_PREFIX), binding)
     except ApiError as exc:
-        return HTMLResponse(pages.message_page("Not possible", exc.message), exc.status)
+        return pages.message_page("Not possible", exc.message, exc.status)
     back = row.data.get("returnUrl")
     if not back:
-        return HTMLResponse(pages.message_page("Done", "The 3-D Secure check is answered: "
-                                               "return to the shop."))
+        return pages.message_page("Done", "The 3-D Secure check is answered: return to the "
+                                  "shop.")
     sep = "&" if urllib.parse.urlsplit(str(back)).query else "?"
     return RedirectResponse(f"{back}{sep}challengeId={challenge_id}", status_code=303)
 
@@ -979,8 +962,8 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
         return _record(st, record)
     record.update(encryptionKeyId=session.key_id, merchantId=session.merchant_id,
                   storeId=session.store_id)
-    cryptogram = detail.cryptogram  # kept here, for the transaction request only
-    record["stored"] = {"cryptogram": cryptogram is not None,
+    # the cryptogram is kept for the authorization only, never listed
+    record["stored"] = {"cryptogram": detail.cryptogram is not None,
                         "eciIndicator": detail.eci_indicator}
     with st.lock:
         if session.paid:
@@ -992,11 +975,11 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
             session.paid = True
     try:
         account = get_account(st, account_id, session.merchant_id, session.store_id,
-                              session.key_id).public()
+                              session.key_id)
     except ApiError as exc:
         record.update(outcome="account-error", account=exc.body)
         return _record(st, record)
-    record["account"] = account
+    record["account"] = account.public()
     if not session.authorize:
         record["outcome"] = "account"
         return _record(st, record)
@@ -1006,25 +989,22 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
         with st.lock:
             session.paid = False
         return _record(st, record)
-    record["transaction"], record["outcome"] = _charge(st, session, account, detail, cryptogram,
-                                                       total)
+    record["transaction"], record["outcome"] = _charge(st, session, account, detail, total)
     if record["outcome"] == "authorization-error":
         with st.lock:
             session.paid = False  # nothing was charged: the payer may try again
     return _record(st, record)
 
 
-def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
-            detail: EventDetail, cryptogram: str | None, total: Decimal) -> tuple[Any, str]:
-    account_id = str(account["transactionAccountId"])
+def _charge(st: WalletPayState, session: DemoSession, account: Account, detail: EventDetail,
+            total: Decimal) -> tuple[Any, str]:
     try:
         three_ds = None
-        if account.get("cardType") != "Token":
+        if account.card_type == "Card":
             # the demo's shopper always passes 3DS, for exactly the order's total
-            three = challenge(st, ChallengeBody(
-                transaction_account_id=account_id, merchant_id=session.merchant_id,
-                store_id=session.store_id, amount=total, currency_code=session.currency,
-                client_system_transaction_id=session.reference))
+            three = _three_ds_result(st, account, True, secrets.token_hex(16), {
+                "amount": str(total), "currencyCode": session.currency,
+                "reference": session.reference})
             three_ds = ThreeDSecureBody(three_ds_server_trans_id=three["threeDSServerTransId"],
                                         authentication_value=three["authenticationValue"],
                                         eci=three["eci"])
@@ -1032,9 +1012,9 @@ def _charge(st: WalletPayState, session: DemoSession, account: dict[str, Any],
             merchant_id=session.merchant_id, store_id=session.store_id, user_id=DEMO_USER,
             type="ecom.sale" if session.kind == "sale" else "ecom.preauthorization",
             amount=total, currency_code=session.currency,
-            client_system_transaction_id=session.reference, transaction_account_id=account_id,
+            client_system_transaction_id=session.reference, transaction_account_id=account.id,
             encryption_key_id=session.key_id,
-            cryptogram=cryptogram if three_ds is None else None,
+            cryptogram=detail.cryptogram if three_ds is None else None,
             eci_indicator=detail.eci_indicator if three_ds is None else None,
             three_d_secure=three_ds)
         result = authorize(st, req)
@@ -1120,9 +1100,8 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     ]
     for path, method, handler in routes:
         for verb in [method] if isinstance(method, str) else method:
-            # one operation per verb: each needs its own operationId
+            # one operation per verb, each named by openapi.OPERATION_IDS
             app.add_api_route(path, _endpoint(st, handler), methods=[verb],
-                              operation_id=re.sub(r"\W+", "_", f"{verb} {path}").strip("_").lower(),
                               tags=["sandbox" if path.startswith("/_sandbox")
                                     else "browser wallet"],
                               summary=(handler.__doc__ or "").strip().split("\n")[0] or None)

@@ -215,28 +215,7 @@
       if (o.shippingOptionParameters === undefined) {
         throw WalletPayError(q, "is required when shippingOptionRequired is true");
       }
-      var so = needObject(o.shippingOptionParameters, q);
-      onlyKeys(so, ["defaultSelectedOptionId", "shippingOptions"], q);
-      var ids = [];
-      needArray(so.shippingOptions, q + ".shippingOptions", true).forEach(function (opt, i) {
-        var p = q + ".shippingOptions[" + i + "]";
-        needObject(opt, p);
-        onlyKeys(opt, ["id", "label", "description"], p);
-        needString(opt.id, p + ".id");
-        needString(opt.label, p + ".label");
-        if (opt.description !== undefined) {
-          needString(opt.description, p + ".description", { allowEmpty: true });
-        }
-        ids.push(opt.id);
-      });
-      needUnique(ids, q + ".shippingOptions.id");
-      if (so.defaultSelectedOptionId !== undefined) {
-        needString(so.defaultSelectedOptionId, q + ".defaultSelectedOptionId");
-        if (ids.indexOf(so.defaultSelectedOptionId) < 0) {
-          throw WalletPayError(q + ".defaultSelectedOptionId",
-                               "must be the id of one of the shippingOptions");
-        }
-      }
+      checkShippingOptions(o.shippingOptionParameters, q);
     }
     var tp = P + ".additionalTransactionInfo";
     var ti = o.additionalTransactionInfo;
@@ -340,10 +319,12 @@
       ids.push(opt.id);
     });
     needUnique(ids, p + ".shippingOptions.id");
-    if (so.defaultSelectedOptionId !== undefined &&
-        ids.indexOf(so.defaultSelectedOptionId) < 0) {
-      throw WalletPayError(p + ".defaultSelectedOptionId",
-                           "must be the id of one of the shippingOptions");
+    if (so.defaultSelectedOptionId !== undefined) {
+      needString(so.defaultSelectedOptionId, p + ".defaultSelectedOptionId");
+      if (ids.indexOf(so.defaultSelectedOptionId) < 0) {
+        throw WalletPayError(p + ".defaultSelectedOptionId",
+                             "must be the id of one of the shippingOptions");
+      }
     }
   }
 

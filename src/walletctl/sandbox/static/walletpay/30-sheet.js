@@ -230,38 +230,15 @@
     }
     if (o.billingAddressRequired) {
       var bp = o.billingAddressParameters || {};
-      var bill = h("fieldset", { id: "walletpay-billing" }, [
-        h("legend", { text: "Billing address" })]);
-      bill.appendChild(field("walletpay-bill-name", "Name", "Test Payer"));
-      if (bp.format === "FULL") {
-        bill.appendChild(field("walletpay-bill-address1", "Street", "1 Sandbox Street"));
-        bill.appendChild(field("walletpay-bill-locality", "City", "Berlin"));
-        bill.appendChild(field("walletpay-bill-area", "Region", "BE"));
-      }
-      bill.appendChild(field("walletpay-bill-postal", "Postal code", "10115"));
-      // alpha-2 by construction: a list, not free text
-      bill.appendChild(choice("walletpay-bill-country", "Country", COUNTRIES, a.countryCode));
-      if (bp.phoneNumberRequired) {
-        bill.appendChild(field("walletpay-bill-phone", "Phone", "+49 30 1234567",
-                               { type: "tel" }));
-      }
-      body.appendChild(bill);
+      body.appendChild(addressFields("walletpay-billing", "walletpay-bill-", "Billing address",
+                                     bp.format === "FULL", COUNTRIES, a.countryCode,
+                                     bp.phoneNumberRequired));
     }
     if (o.shippingAddressRequired) {
       var sp = o.shippingAddressParameters || {};
-      var ship = h("fieldset", { id: "walletpay-shipping" }, [
-        h("legend", { text: "Shipping address" })]);
-      ship.appendChild(field("walletpay-ship-name", "Name", "Test Payer"));
-      ship.appendChild(field("walletpay-ship-address1", "Street", "1 Sandbox Street"));
-      ship.appendChild(field("walletpay-ship-locality", "City", "Berlin"));
-      ship.appendChild(field("walletpay-ship-area", "Region", "BE"));
-      ship.appendChild(field("walletpay-ship-postal", "Postal code", "10115"));
-      ship.appendChild(choice("walletpay-ship-country", "Country",
-                              sp.allowedCountryCodes || COUNTRIES, a.countryCode));
-      if (sp.phoneNumberRequired) {
-        ship.appendChild(field("walletpay-ship-phone", "Phone", "+49 30 1234567",
-                               { type: "tel" }));
-      }
+      var ship = addressFields("walletpay-shipping", "walletpay-ship-", "Shipping address",
+                               true, sp.allowedCountryCodes || COUNTRIES, a.countryCode,
+                               sp.phoneNumberRequired);
       body.appendChild(ship);
       ship.addEventListener("change", function () { dataChanged("SHIPPING_ADDRESS"); });
     }
@@ -288,6 +265,22 @@
       body.appendChild(offerRow);
       apply.addEventListener("click", function () { dataChanged("OFFER"); });
     }
+  }
+
+  // an address's fieldset: ids start with prefix; full adds street, city and region
+  function addressFields(id, prefix, legend, full, countries, country, phone) {
+    var set = h("fieldset", { id: id }, [h("legend", { text: legend })]);
+    set.appendChild(field(prefix + "name", "Name", "Test Payer"));
+    if (full) {
+      set.appendChild(field(prefix + "address1", "Street", "1 Sandbox Street"));
+      set.appendChild(field(prefix + "locality", "City", "Berlin"));
+      set.appendChild(field(prefix + "area", "Region", "BE"));
+    }
+    set.appendChild(field(prefix + "postal", "Postal code", "10115"));
+    // alpha-2 by construction: a list, not free text
+    set.appendChild(choice(prefix + "country", "Country", countries, country));
+    if (phone) set.appendChild(field(prefix + "phone", "Phone", "+49 30 1234567", { type: "tel" }));
+    return set;
   }
 
   function buildFooter(footer) {
