@@ -145,7 +145,7 @@ def _table(view: OrderView) -> None:
     from rich.markup import escape
 
     from walletctl.render.console import out
-    from walletctl.render.fit import fit_phrases, print_table
+    from walletctl.render.fit import fit_phrases
 
     console = out()
     where = ["no history"] if view.backend == "none" else [
@@ -154,47 +154,64 @@ def _table(view: OrderView) -> None:
     console.print(fit_phrases([f"Order {escape(view.reference)};",
                                f"profile {escape(view.profile)};", *where]),
                   overflow="fold", highlight=False)
-    steps = view.timeline()
-    if steps:
-        days = {s.time[:10] for s in steps}
-        one_day = len(days) == 1  # the date once, in the title, and times in the column
-        rows = [[s.time[11:19] if one_day else _when(s.time),
-                 escape(f"{s.step} {s.reference}"), money_text(s.amount, s.currency),
-                 _history(s), _gateway(s)] for s in steps]
-        title = f"Timeline of {days.pop()} (UTC)" if one_day else "Timeline (UTC)"
-        print_table(title, ["Time", "Step", "Amount", "History", "Gateway"], rows,
-                    justify={2: "right"}, no_wrap=(2,), drop=(0, 4, 2))
-    for a in view.approvals:
-        console.print(fit_phrases(_approval_phrases(a, view.now)), soft_wrap=True,
-                      highlight=False)
+    _timeline(view.timeline())
+    lines = [_approval_phrases(a, view.now) for a in view.approvals] + _findings(view)
+    if view.balance is not None:
+        lines.append(_balance_phrases(view.balance))
+    elif view.balance_note:
+        lines.append(["No balance:", *escape(view.balance_note).split()])
+    for phrases in lines:
+        console.print(fit_phrases(phrases), soft_wrap=True, highlight=False)
+    console.print(fit_phrases(escape(view.verdict).split()), soft_wrap=True, highlight=False,
+                  style="green" if view.exit_code == 0 else "bold red")
+
+
+def _findings(view: OrderView) -> list[list[str]]:
+    from rich.markup import escape
+
+    lines = []
     for f in view.disagreements:
         filed = [f"(finding #{f.recorded.id})"] if f.recorded is not None else []
-        console.print(fit_phrases(["[red]x[/]", *escape(f.note).split(), *filed]),
-                      soft_wrap=True, highlight=False)
+        lines.append(["[red]x[/]", *escape(f.note).split(), *filed])
     for f in view.resolved:
         r = f.recorded
         assert r is not None
-        console.print(fit_phrases([
+        lines.append([
             "[green]resolved[/]", f"finding #{r.id}:", *escape(f.note).split(), "-",
             "resolved", "by", f"{escape(r.resolved_by or '')},",
             f"{(r.resolved_at or '')[:16].replace('T', ' ')}:",
-            *escape(r.resolution or "").split()]), soft_wrap=True, highlight=False)
-    b = view.balance
-    if b is not None:
-        from walletctl.models.money import format_major
+            *escape(r.resolution or "").split()])
+    return lines
 
-        c = b.currency
-        console.print(fit_phrases([
-            "Balance:", f"authorised {format_major(b.authorised, c)},",
-            f"captured {format_major(b.captured, c)},",
-            f"refunded {format_major(b.refunded, c)},", *(["reversed,"] if b.reversed else []),
-            f"capturable {format_major(b.capturable, c)},",
-            f"refundable {format_major(b.refundable, c)}"]), soft_wrap=True, highlight=False)
-    elif view.balance_note:
-        console.print(fit_phrases(["No balance:", *escape(view.balance_note).split()]),
-                      soft_wrap=True, highlight=False)
-    console.print(fit_phrases(escape(view.verdict).split()), soft_wrap=True, highlight=False,
-                  style="green" if view.exit_code == 0 else "bold red")
+
+def _timeline(steps: list[Step]) -> None:
+    from rich.markup import escape
+
+    from walletctl.render.fit import print_table
+
+    if not steps:
+        return
+    days = {s.time[:10] for s in steps}
+    one_day = len(days) == 1  # the date once, in the title, and times in the column
+    rows = [[s.time[11:19] if one_day else _when(s.time),
+             escape(f"{s.step} {s.reference}"), money_text(s.amount, s.currency),
+             _history(s), _gateway(s)] for s in steps]
+    title = f"Timeline of {days.pop()} (UTC)" if one_day else "Timeline (UTC)"
+    print_table(title, ["Time", "Step", "Amount", "History", "Gateway"], rows,
+                justify={2: "right"}, no_wrap=(2,), drop=(0, 4, 2))
+
+
+def _balance_phrases(b: Balance) -> list[str]:
+    from walletctl.models.money import format_major
+
+    def amount(name: str) -> str:
+        return f"{name} {format_major(getattr(b, name), b.currency)},"
+
+    phrases = ["Balance:", amount("authorised"), amount("captured"), amount("refunded"),
+               *(["reversed,"] if b.reversed else []), amount("capturable"),
+               amount("refundable")]
+    phrases[-1] = phrases[-1].rstrip(",")
+    return phrases
 
 
 def _evidence_note(evidence: Evidence) -> None:
