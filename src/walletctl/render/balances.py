@@ -21,6 +21,7 @@ from typing import Any
 from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.balance_report import AMOUNTS, COLUMNS, BalanceRow, Report
 from walletctl.render.console import err, out, print_hint, print_note
+from walletctl.render.fit import print_table
 from walletctl.render.output import RowStream
 
 TABLE_ROWS = 200
@@ -72,8 +73,6 @@ class BalanceWriter:
     def _table(self, totals: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
         from rich.markup import escape
 
-        from walletctl.render.fit import print_table
-
         console = out()
         # the narrower the terminal, the fewer amounts: the ones a desk reads first stay
         print_table(escape(self.title), ["Reference", "State", "Cur",
@@ -113,8 +112,6 @@ def _row(r: BalanceRow) -> list[str]:
 
 
 def _totals_table(totals: dict[str, dict[str, Any]]) -> None:
-    from walletctl.render.fit import print_table
-
     amounts = ("authorised", "captured", "refunded", "capturable", "refundable")
     rows = [[cur, str(s["references"]),
              *(format_major(Decimal(s[k]), cur).removesuffix(f" {cur}") for k in amounts)]

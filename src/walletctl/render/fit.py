@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import out, wrap_words
+from walletctl.render.console import cell_width, out, wrap_words
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -245,8 +245,6 @@ def print_markup(markup: str, indent: str = "  ") -> None:
 def _markup_width(markup: str) -> int:
     """Cells ``markup`` takes on the screen: its Rich tags (even unbalanced) left out."""
     from rich.markup import RE_TAGS
-
-    from walletctl.render.console import cell_width
 
     return cell_width(RE_TAGS.sub(lambda m: m.group(0) if m.group(2) else "", markup)
                       .replace("\\[", "["))

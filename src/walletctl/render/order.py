@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from walletctl.ops.order import OrderView, Step
 from walletctl.ops.recon.compare import OPERATIONS, money_text
+from walletctl.render.console import out, print_error, print_note
+from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
@@ -26,25 +28,13 @@ CSV_COLUMNS = ("time", "step", "reference", "amount", "currency", "entry", "outc
                "operator", "reason", "approval", "gatewayState")
 
 
-def _places(balance: Balance) -> dict[str, str]:
-    from walletctl.models.money import quantize
+def _balance_dict(b: Balance) -> dict[str, Any]:
+    from walletctl.render.recon import amount_text
 
-    def text(amount: Any) -> str:
-        try:
-            return f"{quantize(amount, balance.currency):f}"
-        except (KeyError, ValueError):
-            return f"{amount:f}"
-
-    return {name: text(getattr(balance, name)) for name in (
-        "authorised", "captured", "refunded", "capturable", "refundable")}
-
-
-def balance_dict(view: OrderView) -> dict[str, Any] | None:
-    b = view.balance
-    if b is None:
-        return None
-    return {"reference": b.reference, "kind": b.kind, "state": b.state,
-            "currency": b.currency, **_places(b), "reversed": b.reversed}
+    return {"reference": b.reference, "kind": b.kind, "state": b.state, "currency": b.currency,
+            **{name: amount_text(getattr(b, name), b.currency) for name in (
+                "authorised", "captured", "refunded", "capturable", "refundable")},
+            "reversed": b.reversed}
 
 
 def order_document(view: OrderView) -> dict[str, Any]:
@@ -58,7 +48,7 @@ def order_document(view: OrderView) -> dict[str, Any]:
         "history": [e.to_dict() for e in view.entries],
         "approvals": [a.to_dict(view.now) for a in view.approvals],
         "findings": [f.as_dict() for f in view.findings],
-        "balance": balance_dict(view),
+        "balance": None if view.balance is None else _balance_dict(view.balance),
         "timeline": [s.as_dict() for s in view.timeline()],
         "verdict": {"agrees": not named, "compared": view.backend != "none",
                     "exitCode": view.exit_code, "text": view.verdict,
@@ -76,8 +66,6 @@ def render_order(view: OrderView, fmt: str, evidence: Evidence | None = None) ->
     if evidence is not None:
         _evidence_note(evidence)
     if view.disagreements and fmt != "table":
-        from walletctl.render.console import print_error
-
         print_error(f"order: {view.verdict}")
 
 
@@ -144,9 +132,6 @@ def _approval_phrases(a: Approval, now: str) -> list[str]:
 def _table(view: OrderView) -> None:
     from rich.markup import escape
 
-    from walletctl.render.console import out
-    from walletctl.render.fit import fit_phrases
-
     console = out()
     where = ["no history"] if view.backend == "none" else [
         "history", escape(view.history), f"({view.backend})"]
@@ -187,8 +172,6 @@ def _findings(view: OrderView) -> list[list[str]]:
 def _timeline(steps: list[Step]) -> None:
     from rich.markup import escape
 
-    from walletctl.render.fit import print_table
-
     if not steps:
         return
     days = {s.time[:10] for s in steps}
@@ -216,8 +199,6 @@ def _balance_phrases(b: Balance) -> list[str]:
 
 def _evidence_note(evidence: Evidence) -> None:
     """One stderr line: where the bundle went and the head it ends at."""
-    from walletctl.render.console import print_note
-
     print_note(f"evidence: {evidence.path} ({evidence.events} events, up to event "
                f"#{evidence.anchor_event} {evidence.anchor_hash[:16]}..., "
                f"{evidence.anchored}); check it with `walletctl history check-evidence "

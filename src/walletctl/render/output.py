@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from walletctl.render.fit import print_table
+
 _Row = TypeVar("_Row")
 
 
@@ -234,8 +236,6 @@ def emit_rows(rows: Sequence[dict[str, Any]], fmt: str, title: str = "", *,
 
     def table() -> None:
         from rich.markup import escape
-
-        from walletctl.render.fit import print_table
 
         columns = list(rows[0]) if rows else []
         print_table(escape(title), [escape(c.replace("_", " ")) for c in columns],

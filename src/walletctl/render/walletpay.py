@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import print_note
+from walletctl.render.fit import print_markup
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
@@ -108,8 +109,6 @@ def _emit(fmt: str, row: dict[str, Any], title: str) -> None:
         # a field and its value a line, broken between words: a key shown with --show-secret
         # stays whole (the terminal wraps a word wider than itself)
         from rich.markup import escape
-
-        from walletctl.render.fit import print_markup
 
         shown = {key: _cell(value) for key, value in row.items() if value is not None}
         width = max((len(key) for key in shown), default=0)

@@ -84,8 +84,11 @@ class MoneyLocks:
              limit: float = WAIT_LIMIT) -> Iterator[None]:
         """Hold ``key``'s lock; wait (telling ``on_wait`` once) while another process has
         it, up to ``limit`` seconds (then :class:`HeldError`: nothing was sent)."""
-        with _holding(self, key, what=what, on_wait=on_wait, limit=limit):
+        _wait(self, key, what=what, on_wait=on_wait, limit=limit)
+        try:
             yield
+        finally:
+            self.release(key)
 
     def holder(self, key: str) -> str | None:
         return "another walletctl on this machine"
@@ -112,28 +115,6 @@ def _wait(locks: MoneyLocks | SharedLocks, key: str, *, what: str,
                      f"`walletctl history --ref {what}`, then run the command again")
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
-
-
-@contextmanager
-def _holding(locks: MoneyLocks | SharedLocks, key: str, *, what: str,
-             on_wait: Callable[[str], None] | None, limit: float) -> Iterator[None]:
-    _wait(locks, key, what=what, on_wait=on_wait, limit=limit)
-    try:
-        yield
-    finally:
-        locks.release(key)
-
-
-@asynccontextmanager
-async def _holding_async(locks: MoneyLocks, key: str) -> AsyncIterator[None]:
-    delay = 0.002
-    while not locks.try_acquire(key):
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.1)
-    try:
-        yield
-    finally:
-        locks.release(key)
 
 
 @contextmanager
@@ -189,11 +170,10 @@ def _check_private(folder: Path) -> None:
                           "mode 0700", hint=f"remove it (rm -r {folder}); walletctl makes it anew")
 
 
-def money_locks(path: Path | None = None) -> MoneyLocks:
+def money_locks() -> MoneyLocks:
     """This process's locks (one per file: closing a second descriptor on the file would
     drop the process's locks on it)."""
-    if path is None:
-        path = lock_path()
+    path = lock_path()
     found = _OPEN.get(path)
     if found is None:
         found = _OPEN[path] = MoneyLocks(path)
@@ -271,7 +251,11 @@ async def hold_row(locks: MoneyLocks, desk: DeskLocks | None, key: str,
                    original: str) -> AsyncIterator[None]:
     """A batch row's form of :func:`hold_original` (never blocks the event loop): this
     machine's lock, then the desk's, taken with other rows' (see :class:`DeskLocks`)."""
-    async with _holding_async(locks, key):
+    delay = 0.002
+    while not locks.try_acquire(key):
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    try:
         if desk is None:
             yield
             return
@@ -280,3 +264,5 @@ async def hold_row(locks: MoneyLocks, desk: DeskLocks | None, key: str,
             yield
         finally:
             desk.release(key)
+    finally:
+        locks.release(key)
