@@ -1,14 +1,6 @@
-"""Balance reports (``lookup --batch``): rows written as they arrive, totals at the end.
-
-* ``ndjson``: one object per reference, then one ``{"totals": ..., "summary": ...}`` line;
-* ``json``:   one document ``{"rows": [...], "totals": {...}, "summary": {...}}``, streamed
-  (indented as every JSON document walletctl prints);
-* ``csv``:    a header and one line per reference (totals go to stderr);
-* ``table``:  the first rows as a table (all of them are in the other formats), then the
-  totals per currency.
-
-Memory stays flat: nothing but the first table rows is kept.
-"""
+"""Balance reports (``lookup --batch``): rows written as they arrive, the totals and the
+run's summary at the end (CSV: the totals on stderr; a table: the first rows). Memory stays
+flat: nothing but the first table rows is kept."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""``walletctl order REF``: the order's timeline, approvals, findings, balance and verdict.
-
-* ``json``: one document — ``order`` (reference, profile, where the history is),
-  ``gateway`` (the lookup's records), ``history`` (the entries), ``approvals``,
-  ``findings`` (recon's, on this order), ``balance``, ``timeline`` and ``verdict``;
-* ``ndjson`` / ``csv``: one row per step of the timeline;
-* ``table``: the timeline (it fits the terminal: columns are left out, named, before a
-  word is broken), then the approvals, the findings, the balance and the verdict, each a
-  line that breaks between words.
-"""
+"""``walletctl order REF``: the order's timeline, approvals, findings, balance and verdict:
+one JSON document, NDJSON or CSV a row per step of the timeline, or the timeline's table
+(columns are left out, named, before a word is broken) and a line each for the rest."""
 
 from __future__ import annotations
 
@@ -63,8 +56,11 @@ def render_order(view: OrderView, fmt: str, evidence: Evidence | None = None) ->
     rows = [s.as_dict() for s in view.timeline()]
     emit(fmt, rows, document=order_document(view), columns=CSV_COLUMNS,
          table=lambda: _table(view))
-    if evidence is not None:
-        _evidence_note(evidence)
+    if evidence is not None:  # where the bundle went and the head it ends at
+        print_note(f"evidence: {evidence.path} ({evidence.events} events, up to event "
+                   f"#{evidence.anchor_event} {evidence.anchor_hash[:16]}..., "
+                   f"{evidence.anchored}); check it with `walletctl history check-evidence "
+                   f"{evidence.path}`")
     if view.disagreements and fmt != "table":
         print_error(f"order: {view.verdict}")
 
@@ -196,10 +192,3 @@ def _balance_phrases(b: Balance) -> list[str]:
     phrases[-1] = phrases[-1].rstrip(",")
     return phrases
 
-
-def _evidence_note(evidence: Evidence) -> None:
-    """One stderr line: where the bundle went and the head it ends at."""
-    print_note(f"evidence: {evidence.path} ({evidence.events} events, up to event "
-               f"#{evidence.anchor_event} {evidence.anchor_hash[:16]}..., "
-               f"{evidence.anchored}); check it with `walletctl history check-evidence "
-               f"{evidence.path}`")

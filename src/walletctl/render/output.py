@@ -220,18 +220,13 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def _csv_value(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
-
-
 def emit_rows(rows: Sequence[dict[str, Any]], fmt: str, title: str = "", *,
               drop_order: Sequence[str] = (), document: Any = None) -> None:
     """Write ``rows``; ``document`` (default: the rows) is the JSON form."""
     if fmt == "csv":
         if rows:
-            write_rows("csv", ({k: _csv_value(v) for k, v in row.items()} for row in rows))
+            write_rows("csv", ({k: str(v).lower() if isinstance(v, bool) else v
+                                for k, v in row.items()} for row in rows))
         return
 
     def table() -> None:

@@ -1,11 +1,6 @@
-"""``walletctl recon``'s report: tables that fit the terminal, JSON, NDJSON or CSV.
-
-* ``json``: one document (``recon``, ``agrees``, ``exitCode``, ``unrecorded``,
-  ``unconfirmed``, ``unknown``, ``unchecked``, ``totals``, ``counts``, ``summary``);
-* ``ndjson``: one object per finding (each with ``kind``), then one object with everything
-  but the findings;
-* ``csv``: one row per finding, then one ``total`` row per currency and operation;
-* ``table``: a table per kind of finding, the totals, one line of counts.
+"""``walletctl recon``'s report: a table per kind of finding, the totals and a line of
+counts; one JSON document; NDJSON or CSV a row per finding, then the rest (NDJSON: one
+object; CSV: a ``total`` row per currency and operation).
 
 Findings come in a fixed order (original, reference, entry), so two runs over the same
 records print the same report.
