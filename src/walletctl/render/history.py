@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
@@ -263,8 +264,6 @@ def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
 
 def render_evidence_check(checked: Checked, fmt: str) -> None:
     """``history check-evidence``: what held."""
-    from dataclasses import asdict
-
     from rich.markup import escape
 
     if fmt != "table":

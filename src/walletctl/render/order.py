@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from walletctl.models.money import format_major
 from walletctl.ops.order import OrderView, Step
 from walletctl.ops.recon.compare import OPERATIONS, money_text
 from walletctl.render.console import out, print_error, print_note
@@ -181,8 +182,6 @@ def _timeline(steps: list[Step]) -> None:
 
 
 def _balance_phrases(b: Balance) -> list[str]:
-    from walletctl.models.money import format_major
-
     def amount(name: str) -> str:
         return f"{name} {format_major(getattr(b, name), b.currency)},"
 

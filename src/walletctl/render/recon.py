@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from walletctl.history.findings import Recorded
+from walletctl.models.money import quantize
 from walletctl.ops.recon.compare import LABELS, UNCONFIRMED, Finding, ReconResult, Side, money_text
 from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
@@ -28,8 +29,6 @@ CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", 
 
 def amount_text(amount: Decimal, currency: str) -> str:
     """``15.00`` at the currency's places (as given for an unknown currency)."""
-    from walletctl.models.money import quantize
-
     try:
         return f"{quantize(amount, currency):f}"
     except (KeyError, ValueError):

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from walletctl.constants import ExitCode
 from walletctl.render.console import err, out, print_error, print_message, print_note
 from walletctl.render.fit import fit_table, print_phrases
 from walletctl.render.output import emit_rows
@@ -197,8 +198,6 @@ def _summary(report: SmokeReport, mask: Callable[[str], str]) -> None:
 
 def _finish(report: SmokeReport, written: Iterable[tuple[Path | None, str]],
             hint: Callable[[str | None], str | None]) -> int:
-    from walletctl.constants import ExitCode
-
     for path, what in written:
         if path is not None:
             print_note(f"{what} written to {path}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from walletctl.masking import mask_body, mask_secret
 from walletctl.render.console import print_note
 from walletctl.render.fit import print_markup
 from walletctl.render.output import emit
@@ -16,8 +17,6 @@ if TYPE_CHECKING:
 
 
 def render_keys(fmt: str, profile: str, result: KeysResult, *, show_secret: bool) -> None:
-    from walletctl.masking import mask_secret
-
     k = result.keys
     api_key = k.api_key.get_secret_value()
     enc_key = k.encryption_key.get_secret_value()
@@ -39,7 +38,21 @@ def render_keys(fmt: str, profile: str, result: KeysResult, *, show_secret: bool
 
 
 def render_account(fmt: str, acct: PaymentAccount) -> None:
-    _emit(fmt, _account_row(acct), "Payment account")
+    row: dict[str, Any] = {
+        "transactionAccountId": acct.transaction_account_id,
+        "cardType": acct.card_type,
+        "authMethod": "PAN_ONLY" if acct.card_type == "Card" else "CRYPTOGRAM_3DS",
+        "cardNetwork": acct.card_network,
+        # re-masked: never trust a gateway to have masked enough
+        "maskedCardNumber": _remask(acct.masked_card_number) if acct.masked_card_number
+        else None,
+        "expiryMonth": acct.expiry_month,
+        "expiryYear": acct.expiry_year,
+    }
+    for key, value in (acct.model_extra or {}).items():
+        if key not in row and key.lower() != "authmethod":
+            row[key] = value
+    _emit(fmt, mask_body(row), "Payment account")
 
 
 def render_authorization(fmt: str, movement: Authorization,
@@ -74,27 +87,6 @@ def _loses_to(profile: str, source: str) -> str:
     return (f"warning: the saved API key is not used: profile {profile}'s {source} "
             f"(auth.{setting}) wins; remove {setting} from [profiles.{profile}.auth] to use "
             "the saved one")
-
-
-def _account_row(acct: PaymentAccount) -> dict[str, Any]:
-    from walletctl.masking import mask_body
-
-    row: dict[str, Any] = {
-        "transactionAccountId": acct.transaction_account_id,
-        "cardType": acct.card_type,
-        "authMethod": "PAN_ONLY" if acct.card_type == "Card" else "CRYPTOGRAM_3DS",
-        "cardNetwork": acct.card_network,
-        # re-masked: never trust a gateway to have masked enough
-        "maskedCardNumber": _remask(acct.masked_card_number) if acct.masked_card_number
-        else None,
-        "expiryMonth": acct.expiry_month,
-        "expiryYear": acct.expiry_year,
-    }
-    for key, value in (acct.model_extra or {}).items():
-        if key not in row and key.lower() != "authmethod":
-            row[key] = value
-    masked: dict[str, Any] = mask_body(row)
-    return masked
 
 
 def _remask(text: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -22,8 +23,8 @@ from walletctl.errors import AwaitingApprovalError
 from walletctl.history import approvals
 from walletctl.history.approvals import Approval, Request
 from walletctl.history.policy import amount_rule
-from walletctl.history.recorder import major_text, now_utc, utc_text
-from walletctl.history.store import WriteHook
+from walletctl.history.recorder import major_text, now_utc, os_user, utc_text
+from walletctl.history.store import Intent, WriteHook
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -86,8 +87,6 @@ def gate_single(store: HistoryStore | None, profile: Profile, planned: Planned,
     spends ``approval`` with the intent when one is given (checked now, so that a wrong id
     is refused before anyone is asked); else file a request and raise AwaitingApprovalError
     (exit 12, recorded in the history with the approval's id)."""
-    from dataclasses import replace
-
     limit = threshold(profile, planned.op, planned.currency)
     needed = limit is not None and planned.amount > limit
     if store is None or (approval is None and not needed):
@@ -133,9 +132,6 @@ def gate_batch(store: HistoryStore, profile: Profile, request: Request,
     given; else file one request for the whole file, record the filing, and raise
     AwaitingApprovalError (``limit``: the lowest approval amount the file's rows are under,
     for its message)."""
-    from walletctl.history.recorder import os_user
-    from walletctl.history.store import Intent
-
     if approval is None and (limit is None or not request.bound_rows):
         return None
     now = now_utc()

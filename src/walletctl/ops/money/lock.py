@@ -28,7 +28,8 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from walletctl.errors import HeldError
+from walletctl.errors import ConfigError, HeldError
+from walletctl.history.store import StorageError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -123,8 +124,6 @@ def hold_original(store: HistoryStore | None, key: str, *, what: str,
                   limit: float = WAIT_LIMIT) -> Iterator[None]:
     """The money protocol's per-original lock: this machine's, then (a shared history)
     the desk's, held from the lookup to the recorded answer."""
-    from walletctl.history.store import StorageError
-
     with money_locks().hold(key, what=what, on_wait=on_wait, limit=limit):
         shared = store.shared_locks() if store is not None else None
         if shared is None:
@@ -164,8 +163,6 @@ def _check_private(folder: Path) -> None:
 
     mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
     if not stat.S_ISDIR(st.st_mode) or not mine or st.st_mode & 0o077:
-        from walletctl.errors import ConfigError
-
         raise ConfigError(f"lock folder {folder}: must be a directory of this user's with "
                           "mode 0700", hint=f"remove it (rm -r {folder}); walletctl makes it anew")
 
