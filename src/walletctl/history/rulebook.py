@@ -125,11 +125,11 @@ def under_rulebook(book: dict[str, Rule], profile: Profile) -> Profile:
         reasons |= set(MONEY_OPS if value == "true" else value.split(","))
     window, hours = own.duplicate_window, own.approval_hours
     if "duplicate_window" in book:
-        rule = book["duplicate_window"]
-        if window != defaults.duplicate_window and window < int(rule.value):
+        rule = book["duplicate_window"]  # a longer window is the stricter one
+        if window == defaults.duplicate_window:
+            window = int(rule.value)
+        elif window < int(rule.value):
             _loosens(profile, f"duplicate_window = {window}", "duplicate_window", rule)
-        window = max(window, int(rule.value)) if window != defaults.duplicate_window \
-            else int(rule.value)
     if "approval_hours" in book:
         rule = book["approval_hours"]
         if hours != defaults.approval_hours and hours > int(rule.value):
