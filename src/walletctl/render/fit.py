@@ -171,16 +171,9 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
     return Group(*parts), hidden
 
 
-def print_table(
-    title: str | None,
-    headers: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    *,
-    justify: dict[int, str] | None = None,
-    no_wrap: Sequence[int] = (),
-    drop: Sequence[int] = (),
-    width: int | None = None,
-) -> list[str]:
+def print_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[str]], *,
+                justify: dict[int, str] | None = None, no_wrap: Sequence[int] = (),
+                drop: Sequence[int] = (), width: int | None = None) -> list[str]:
     """Print the table fitted to the terminal (``fit_table``); returns the headers of the
     columns left out."""
     width = width or terminal_width()

@@ -19,15 +19,8 @@ if TYPE_CHECKING:
     from walletctl.ops.evidence import Anchor, Checked, Verified
     from walletctl.ops.money.earlier import Reconciled
 
-OUTCOME_STYLES = {
-    "approved": "green",
-    "created": "cyan",
-    "declined": "red",
-    "refused": "magenta",
-    "unknown": "bold yellow",
-    "error": "red",
-}
-
+OUTCOME_STYLES = {"approved": "green", "created": "cyan", "declined": "red",
+                  "refused": "magenta", "unknown": "bold yellow", "error": "red"}
 
 TABLE_ROWS = 50  # entries a table shows without --last
 

@@ -165,14 +165,8 @@ def csv_safe(text: str) -> str:
     return text
 
 
-def emit(
-    fmt: str,
-    rows: Iterable[Mapping[str, Any]],
-    *,
-    document: Any = None,
-    columns: Sequence[str] | None = None,
-    table: Any = None,
-) -> None:
+def emit(fmt: str, rows: Iterable[Mapping[str, Any]], *, document: Any = None,
+         columns: Sequence[str] | None = None, table: Any = None) -> None:
     """Write ``rows`` in ``fmt`` as they come; ``document`` (default: the rows, streamed) is
     the JSON form, ``table`` a zero-argument callable that prints the human form."""
     if fmt in ("ndjson", "csv") or ((table is None or fmt == "json") and document is None):

@@ -14,25 +14,11 @@ from walletctl.render.console import out
 from walletctl.render.fit import fit_phrases, natural_width, print_table, terminal_width
 from walletctl.render.output import emit
 
-STATE_STYLES = {
-    "approved": "green",
-    "pending": "yellow",
-    "errored": "bold red",
-    "declined": "red",
-    "cancelled": "magenta",
-    "expired": "dim",
-}
-CSV_COLUMNS = (
-    "clientSystemTransactionId",
-    "clientSystemInvoiceId",
-    "type",
-    "state",
-    "providerStateCode",
-    "transactionAmount",
-    "currencyCode",
-    "transactionDateTime",
-    "id",
-)
+STATE_STYLES = {"approved": "green", "pending": "yellow", "errored": "bold red",
+                "declined": "red", "cancelled": "magenta", "expired": "dim"}
+CSV_COLUMNS = ("clientSystemTransactionId", "clientSystemInvoiceId", "type", "state",
+               "providerStateCode", "transactionAmount", "currencyCode", "transactionDateTime",
+               "id")
 
 
 def record_dict(record: TransactionRecord) -> dict[str, Any]:

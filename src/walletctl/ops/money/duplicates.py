@@ -70,18 +70,10 @@ def parse_time(text: str | None) -> datetime | None:
     return when.replace(tzinfo=UTC)
 
 
-def find_duplicate(
-    *,
-    operation: str,
-    original_ref: str,
-    amount: Decimal,
-    currency: str,
-    records: Iterable[TransactionRecord],
-    entries: Iterable[Entry],
-    now: datetime,
-    window_minutes: int,
-    exclude: frozenset[str] = frozenset(),
-) -> Duplicate | None:
+def find_duplicate(*, operation: str, original_ref: str, amount: Decimal, currency: str,
+                   records: Iterable[TransactionRecord], entries: Iterable[Entry],
+                   now: datetime, window_minutes: int,
+                   exclude: frozenset[str] = frozenset()) -> Duplicate | None:
     """The newest recent movement identical to this one, or None. ``entries``: the
     history's recent movements on the original (see ``HistoryStore.recent``); ``exclude``:
     references that are this movement itself (its own earlier attempts)."""
@@ -115,19 +107,10 @@ def find_duplicate(
     return Duplicate(operation, original_ref, ref, amount, cur, recorded or when, person)
 
 
-def likely_duplicate(
-    store: HistoryStore | None,
-    profile: Profile,
-    *,
-    operation: str,
-    original_ref: str,
-    amount: Decimal,
-    currency: str,
-    records: Iterable[TransactionRecord],
-    now: datetime,
-    itself: frozenset[str],
-    batch_id: str | None = None,
-) -> Duplicate | None:
+def likely_duplicate(store: HistoryStore | None, profile: Profile, *, operation: str,
+                     original_ref: str, amount: Decimal, currency: str,
+                     records: Iterable[TransactionRecord], now: datetime, itself: frozenset[str],
+                     batch_id: str | None = None) -> Duplicate | None:
     """The hold, for a single command or a batch row: the gateway's ``records`` of the
     original and the history's recent movements on it. ``itself``: this movement's own
     reference (a batch: its rows' on this original); ``batch_id``: a batch's own rows are

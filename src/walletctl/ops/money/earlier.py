@@ -208,11 +208,8 @@ class Reconciled:
     note: str
 
 
-def reconcile(
-    store: HistoryStore,
-    entries: list[Entry],
-    client_for: Callable[[Entry], GatewayClient | str],
-) -> list[Reconciled]:
+def reconcile(store: HistoryStore, entries: list[Entry],
+              client_for: Callable[[Entry], GatewayClient | str]) -> list[Reconciled]:
     """``history --unknown --reconcile``: look each entry's original up at its gateway and
     record what the judgement proves. ``client_for`` gives a client for the entry's
     merchant, or why there is none."""
