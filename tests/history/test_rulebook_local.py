@@ -67,6 +67,27 @@ def test_a_profile_only_tightens(tmp_path: Path) -> None:
             under_rulebook(read(store), profile)
 
 
+def test_the_duplicate_window_and_approval_hours_only_tighten(tmp_path: Path) -> None:
+    from walletctl.config.profile import HistorySettings, Profile
+
+    def profile(**settings: int) -> Profile:
+        return Profile(name="p", base_url="http://x", merchant_id="M", store_id="S",
+                       user_id="u", history=HistorySettings(**settings))  # type: ignore[arg-type]
+
+    with SqliteHistory(tmp_path / "h.sqlite3") as store:
+        change(store, "duplicate_window", "5", step=STEP)
+        change(store, "approval_hours", "48", step=STEP)
+        merged = under_rulebook(read(store), profile()).history
+        assert (merged.duplicate_window, merged.approval_hours) == (5, 24)  # the defaults
+        merged = under_rulebook(read(store), profile(duplicate_window=30,
+                                                     approval_hours=12)).history
+        assert (merged.duplicate_window, merged.approval_hours) == (30, 12)
+        with pytest.raises(PolicyRefusal, match=r"duplicate_window = 3 would loosen"):
+            under_rulebook(read(store), profile(duplicate_window=3))
+        with pytest.raises(PolicyRefusal, match=r"approval_hours = 72 would loosen"):
+            under_rulebook(read(store), profile(approval_hours=72))
+
+
 @pytest.mark.parametrize("columns", [40, 60, 80])
 def test_policy_commands_from_outside_fit_the_terminal(tmp_path: Path, columns: int) -> None:
     """``history policy set/show/unset`` as a user types them, on a file of their own."""

@@ -119,45 +119,49 @@ def under_rulebook(book: dict[str, Rule], profile: Profile) -> Profile:
 
     own = profile.history
     defaults = HistorySettings()
-    mappings: dict[str, dict[str, str]] = {"approvals": dict(own.approvals),
-                                           "limits": dict(own.limits)}
-    for key, rule in book.items():
-        kind, _, scoped = key.partition(".")
-        if kind not in mappings:
-            continue
-        mine = own.approvals if kind == "approvals" else own.limits
-        op = scoped.split(".")[0]
-        if op in mine and Decimal(mine[op]) > Decimal(rule.value):
-            _loosens(profile, f"{kind}.{op} = {mine[op]}", key, rule)
-        merged = mappings[kind]
-        if scoped not in merged or Decimal(merged[scoped]) > Decimal(rule.value):
-            merged[scoped] = rule.value
-    for kind, merged in mappings.items():  # a currency's own rule: no looser than the
-        mine = own.approvals if kind == "approvals" else own.limits  # profile's for all
-        for scoped in [k for k in merged if "." in k and k.split(".")[0] in mine]:
-            op = scoped.split(".")[0]
-            if Decimal(mine[op]) < Decimal(merged[scoped]):
-                merged[scoped] = mine[op]
     reasons = set(own.require_reason)
     if "require_reason" in book:
         value = book["require_reason"].value
         reasons |= set(MONEY_OPS if value == "true" else value.split(","))
     window, hours = own.duplicate_window, own.approval_hours
     if "duplicate_window" in book:
-        rule = book["duplicate_window"]
-        if window != defaults.duplicate_window and window < int(rule.value):
+        rule = book["duplicate_window"]  # a longer window is the stricter one
+        if window == defaults.duplicate_window:
+            window = int(rule.value)
+        elif window < int(rule.value):
             _loosens(profile, f"duplicate_window = {window}", "duplicate_window", rule)
-        window = max(window, int(rule.value)) if window != defaults.duplicate_window \
-            else int(rule.value)
     if "approval_hours" in book:
         rule = book["approval_hours"]
         if hours != defaults.approval_hours and hours > int(rule.value):
             _loosens(profile, f"approval_hours = {hours}", "approval_hours", rule)
         hours = min(hours, int(rule.value))
-    settings = replace(own, approvals=mappings["approvals"], limits=mappings["limits"],
+    settings = replace(own, approvals=_lowest(book, "approvals", own.approvals, profile),
+                       limits=_lowest(book, "limits", own.limits, profile),
                        require_reason=tuple(op for op in MONEY_OPS if op in reasons),
                        duplicate_window=window, approval_hours=hours)
     return replace(profile, history=settings)
+
+
+def _lowest(book: dict[str, Rule], kind: str, mine: dict[str, str],
+            profile: Profile) -> dict[str, str]:
+    """The profile's amounts of ``kind`` (approvals or limits) with the rulebook's: the lower
+    of the two for each ``op[.CUR]``."""
+    merged = dict(mine)
+    for key, rule in book.items():
+        if key.partition(".")[0] != kind:
+            continue
+        scoped = key.partition(".")[2]
+        op = scoped.split(".")[0]
+        if op in mine and Decimal(mine[op]) > Decimal(rule.value):
+            _loosens(profile, f"{kind}.{op} = {mine[op]}", key, rule)
+        if scoped not in merged or Decimal(merged[scoped]) > Decimal(rule.value):
+            merged[scoped] = rule.value
+    # a currency's own rule: no looser than the profile's for all currencies
+    for scoped in [k for k in merged if "." in k and k.split(".")[0] in mine]:
+        op = scoped.split(".")[0]
+        if Decimal(mine[op]) < Decimal(merged[scoped]):
+            merged[scoped] = mine[op]
+    return merged
 
 
 def _loosens(profile: Profile, mine: str, key: str, rule: Rule) -> None:
@@ -218,38 +222,42 @@ def movement_problem(book: dict[str, str], intent: Intent, entry: int,
     except InvalidOperation:
         return f"{op}: a movement's amount is required"
     what = f"{op} of {intent.amount} {intent.currency} on {intent.original_ref}"
-    reason = (intent.reason or "").strip()
-    required = book.get("require_reason")
-    if required is not None and (required == "true" or op in required.split(",")) \
-            and not reason:
-        return f"{what} needs a reason (desk policy require_reason)"
-    limits = {k[len("limits."):]: v for k, v in book.items() if k.startswith("limits.")}
-    limit = amount_rule(limits, op, intent.currency)
-    if limit is not None and amount > limit and not reason:
-        return f"{what} is above the desk's limit of {limit:f} and needs a reason"
-    amounts = {k[len("approvals."):]: v for k, v in book.items()
-               if k.startswith("approvals.")}
-    above = amount_rule(amounts, op, intent.currency)
+    if not (intent.reason or "").strip():
+        required = book.get("require_reason", "")
+        if required == "true" or op in required.split(","):
+            return f"{what} needs a reason (desk policy require_reason)"
+        limit = amount_rule(_amounts(book, "limits."), op, intent.currency)
+        if limit is not None and amount > limit:
+            return f"{what} is above the desk's limit of {limit:f} and needs a reason"
+    above = amount_rule(_amounts(book, "approvals."), op, intent.currency)
     if above is None or amount <= above:
         return None
-    needs = f"{what} is above the desk's approval amount of {above:f}"
+    why = _unapproved(intent, entry, amount, approval, rows_used > rows_covered)
+    return None if why is None else f"{what} is above the desk's approval amount of {above:f}{why}"
+
+
+def _amounts(book: dict[str, str], prefix: str) -> dict[str, str]:
+    return {k.removeprefix(prefix): v for k, v in book.items() if k.startswith(prefix)}
+
+
+def _unapproved(intent: Intent, entry: int, amount: Decimal, approval: Any | None,
+                overused: bool) -> str | None:
+    """Why ``approval`` does not let ``intent`` (numbered ``entry``) through, or None."""
     if approval is None:
-        return f"{needs} and names no approval"
+        return " and names no approval"
+    this = f": approval #{approval.id}"
     if approval.state != "spent" or (approval.merchant_id, approval.store_id,
                                      approval.operation) != (intent.merchant_id,
-                                                             intent.store_id, op):
-        return f"{needs}: approval #{approval.id} was not spent for it"
+                                                             intent.store_id, intent.operation):
+        return f"{this} was not spent for it"
     if approval.kind == "single":
-        if approval.spent_entry != entry or (
-                approval.original_ref, approval.new_ref, approval.currency,
-                approval.reason) != (intent.original_ref, intent.new_ref, intent.currency,
-                                     intent.reason) or Decimal(approval.amount or "0") != amount:
-            return f"{needs}: approval #{approval.id} approved another movement"
-        return None
+        same = approval.spent_entry == entry and (
+            approval.original_ref, approval.new_ref, approval.currency, approval.reason) == (
+            intent.original_ref, intent.new_ref, intent.currency, intent.reason) \
+            and Decimal(approval.amount or "0") == amount
+        return None if same else f"{this} approved another movement"
     if approval.spent_batch != intent.batch_id:
-        return f"{needs}: approval #{approval.id} was spent by another batch"
+        return f"{this} was spent by another batch"
     if approval.expires_at <= intent.time:
-        return f"{needs}: approval #{approval.id} expired at {approval.expires_at}"
-    if rows_used > rows_covered:
-        return f"{needs}: approval #{approval.id} does not cover this row"
-    return None
+        return f"{this} expired at {approval.expires_at}"
+    return f"{this} does not cover this row" if overused else None

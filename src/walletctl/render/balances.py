@@ -1,14 +1,6 @@
-"""Balance reports (``lookup --batch``): rows written as they arrive, totals at the end.
-
-* ``ndjson``: one object per reference, then one ``{"totals": ..., "summary": ...}`` line;
-* ``json``:   one document ``{"rows": [...], "totals": {...}, "summary": {...}}``, streamed
-  (indented as every JSON document walletctl prints);
-* ``csv``:    a header and one line per reference (totals go to stderr);
-* ``table``:  the first rows as a table (all of them are in the other formats), then the
-  totals per currency.
-
-Memory stays flat: nothing but the first table rows is kept.
-"""
+"""Balance reports (``lookup --batch``): rows written as they arrive, the totals and the
+run's summary at the end (CSV: the totals on stderr; a table: the first rows). Memory stays
+flat: nothing but the first table rows is kept."""
 
 from __future__ import annotations
 
@@ -21,6 +13,7 @@ from typing import Any
 from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.balance_report import AMOUNTS, COLUMNS, BalanceRow, Report
 from walletctl.render.console import err, out, print_hint, print_note
+from walletctl.render.fit import print_table
 from walletctl.render.output import RowStream
 
 TABLE_ROWS = 200
@@ -72,50 +65,52 @@ class BalanceWriter:
     def _table(self, totals: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
         from rich.markup import escape
 
-        from walletctl.render.fit import print_table
-
         console = out()
-        names = ["authorised", "captured", "refunded", "reversed", "capturable", "refundable",
-                 "first", "last"]
-        rows: list[list[str]] = []
-        errors = []
-        for r in self._kept:
-            if r.error is not None:
-                errors.append(r)
-                rows.append([escape(r.ref), "[red]error[/]", "", *[""] * len(names)])
-                continue
-            places = _places(r.currency)
-            cells = {k: f"{v:,.{places}f}" for k, v in r.amounts.items()}
-            cells["first"] = r.first.strftime("%Y-%m-%d") if r.first else ""
-            cells["last"] = r.last.strftime("%Y-%m-%d") if r.last else ""
-            rows.append([escape(r.ref), escape(r.state or ""), r.currency or "",
-                         *(cells[n] for n in names)])
         # the narrower the terminal, the fewer amounts: the ones a desk reads first stay
         print_table(escape(self.title), ["Reference", "State", "Cur",
-                                         *(n.capitalize() for n in names)], rows,
+                                         *(n.capitalize() for n in _CELLS)],
+                    [_row(r) for r in self._kept],
                     justify={i: "right" for i in range(3, 9)},
-                    no_wrap=tuple(range(len(names) + 3)), drop=(10, 6, 5, 9, 8, 1, 7, 2))
-        for r in errors:
-            console.print(f"line {r.line}: {escape(r.ref)}: {escape(r.error or '')}",
-                          soft_wrap=True, highlight=False)
+                    no_wrap=tuple(range(len(_CELLS) + 3)), drop=(10, 6, 5, 9, 8, 1, 7, 2))
+        for r in self._kept:
+            if r.error is not None:
+                console.print(f"line {r.line}: {escape(r.ref)}: {escape(r.error or '')}",
+                              soft_wrap=True, highlight=False)
         if self._more:
             console.print(f"... {self._more} more row(s): use -o csv, -o ndjson or -o json "
                           "for all of them")
         if totals:
-            columns = ("Cur", "Refs", "Authorised", "Captured", "Refunded", "Capturable",
-                       "Refundable")
-            print_table("Totals per currency", columns, [
-                [cur, str(s["references"]),
-                 *(format_major(Decimal(s[k]), cur).removesuffix(f" {cur}")
-                   for k in ("authorised", "captured", "refunded", "capturable",
-                             "refundable"))] for cur, s in totals.items()],
-                justify={i: "right" for i in range(1, 7)}, no_wrap=tuple(range(7)),
-                drop=(4, 6, 5, 1))
+            _totals_table(totals)
         console.print(f"{summary['references']} reference(s) looked up, {summary['shown']} "
                       f"shown, {summary['errors']} error(s), {summary['requests']} requests "
                       f"in {summary['elapsed_s']} s")
         if summary.get("duplicates_folded"):
             console.print(_folded(summary), highlight=False)
+
+
+_CELLS = (*AMOUNTS, "first", "last")
+
+
+def _row(r: BalanceRow) -> list[str]:
+    from rich.markup import escape
+
+    if r.error is not None:
+        return [escape(r.ref), "[red]error[/]", "", *[""] * len(_CELLS)]
+    places = _places(r.currency)
+    cells = {k: f"{v:,.{places}f}" for k, v in r.amounts.items()}
+    cells["first"] = r.first.strftime("%Y-%m-%d") if r.first else ""
+    cells["last"] = r.last.strftime("%Y-%m-%d") if r.last else ""
+    return [escape(r.ref), escape(r.state or ""), r.currency or "", *(cells[n] for n in _CELLS)]
+
+
+def _totals_table(totals: dict[str, dict[str, Any]]) -> None:
+    amounts = ("authorised", "captured", "refunded", "capturable", "refundable")
+    rows = [[cur, str(s["references"]),
+             *(format_major(Decimal(s[k]), cur).removesuffix(f" {cur}") for k in amounts)]
+            for cur, s in totals.items()]
+    print_table("Totals per currency", ("Cur", "Refs", *(k.capitalize() for k in amounts)),
+                rows, justify={i: "right" for i in range(1, 7)}, no_wrap=tuple(range(7)),
+                drop=(4, 6, 5, 1))
 
 
 def _folded(summary: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager, nullcontext
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from walletctl.models.money import format_major
 from walletctl.render.console import err, out, print_hint, print_message, print_note
 from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import write_json, write_rows
@@ -215,8 +216,6 @@ def summary(output_format: str, result: BatchResult) -> None:
 
 def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> None:
     from rich.markup import escape
-
-    from walletctl.models.money import format_major
 
     report, op, production = result.report, result.op, result.production
     assert report is not None

@@ -40,20 +40,18 @@ def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
         return
     kind = "pre-authorisation" if request.is_preauth else "sale"
     money = format_major(request.amount, request.currency_code)
+    waits = not created.replayed or created.state == WAITING
     if not created.replayed:
-        sys.stderr.write(fit_phrases([f"{tag}Checkout {ref} created", f"({money}, {kind}).",
-                                      "Send the customer to:"], indent="") + "\n")
+        phrases = [f"{tag}Checkout {ref} created", f"({money}, {kind}).", "Send the customer to:"]
+    else:
+        state = created.state or "unknown (the lookup failed)"
+        phrases = [f"{tag}Checkout {ref} already existed", f"({money}, {kind}):",
+                   "the gateway replayed its answer; nothing new was created.", f"State: {state}.",
+                   "It still waits for the customer at:" if waits
+                   else f"See `walletctl lookup {ref}`."]
+    sys.stderr.write(fit_phrases(phrases, indent="") + "\n")
+    if waits:
         sys.stdout.write(response.redirect_url + "\n")
-        return
-    state = created.state or "unknown (the lookup failed)"
-    phrases = [f"{tag}Checkout {ref} already existed", f"({money}, {kind}):",
-               "the gateway replayed its answer; nothing new was created.", f"State: {state}."]
-    if created.state == WAITING:
-        sys.stderr.write(fit_phrases([*phrases, "It still waits for the customer at:"],
-                                     indent="") + "\n")
-        sys.stdout.write(response.redirect_url + "\n")
-        return
-    sys.stderr.write(fit_phrases([*phrases, f"See `walletctl lookup {ref}`."], indent="") + "\n")
 
 
 def render_existing(fmt: str, ref: str, moved: Moved[Any, Any]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -31,28 +30,26 @@ def _console(**options: object) -> Console:
     return _Console(**options)  # type: ignore[arg-type]
 
 
-@lru_cache(maxsize=1)
-def _out() -> Console:
-    return _console(file=sys.stdout, highlight=False, soft_wrap=False)
+_CONSOLES: dict[str, Console] = {}
 
 
-@lru_cache(maxsize=1)
-def _err() -> Console:
-    return _console(file=sys.stderr, highlight=False, soft_wrap=True)
+def _on(stream: str, soft_wrap: bool) -> Console:
+    """The console of ``sys.<stream>``, made anew when the stream is swapped (CliRunner)."""
+    found = _CONSOLES.get(stream)
+    if found is None or found.file is not getattr(sys, stream):
+        found = _CONSOLES[stream] = _console(file=getattr(sys, stream), highlight=False,
+                                             soft_wrap=soft_wrap)
+    return found
 
 
 def out() -> Console:
-    """Console for data (stdout). Re-created when sys.stdout is swapped (CliRunner)."""
-    if _out().file is not sys.stdout:
-        _out.cache_clear()
-    return _out()
+    """Console for data (stdout)."""
+    return _on("stdout", soft_wrap=False)
 
 
 def err() -> Console:
     """Console for diagnostics and progress (stderr)."""
-    if _err().file is not sys.stderr:
-        _err.cache_clear()
-    return _err()
+    return _on("stderr", soft_wrap=True)
 
 
 # C0 controls (but none of them kept), DEL and C1: shown as \x1b etc., never sent raw to

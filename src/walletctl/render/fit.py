@@ -6,8 +6,8 @@ and number whole is still wider than the terminal, the columns named in ``drop``
 out, in that order, then others from the right, and a note says which ("hidden at N
 columns"; ``-o json`` keeps everything). Text outside tables: ``console.wrap_words``.
 
-``without_top_edge``: a SIMPLE_HEAD table without its top edge, a line of blanks that made
-every table (or the line under its title) start with an empty line.
+A table is printed without its top edge, the line of blanks that made every table (or the
+line under its title) start with an empty line.
 
 ``fit_phrases``: a one-line result made of phrases ("Captured 15.00 EUR of REF", "as NEW:",
 "Approved (CapturedByProvider)") that breaks between phrases, and inside a phrase wider
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import out, wrap_words
+from walletctl.render.console import cell_width, out, wrap_words
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -31,18 +31,14 @@ def terminal_width() -> int:
     return int(out().width)
 
 
-def _cells(headers: Sequence[str], rows: Sequence[Sequence[str]], i: int) -> list[str]:
-    from rich.text import Text
-
-    return [Text.from_markup(headers[i]).plain] + [Text.from_markup(r[i]).plain for r in rows]
-
-
 def _column_span(headers: Sequence[str], rows: Sequence[Sequence[str]], i: int,
                  no_wrap: bool) -> tuple[int, int]:
     """(narrowest width keeping every word whole, width showing every cell on one line)."""
     from rich.cells import cell_len
+    from rich.text import Text
 
-    lines = [line for cell in _cells(headers, rows, i) for line in cell.split("\n")]
+    cells = [headers[i], *(r[i] for r in rows)]
+    lines = [line for cell in cells for line in Text.from_markup(cell).plain.split("\n")]
     widest = max((cell_len(line) for line in lines), default=1)
     if no_wrap:
         return widest, widest
@@ -98,14 +94,11 @@ def _build(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[st
     return table
 
 
-def without_top_edge(table: Table) -> _WithoutTopEdge:
+class _WithoutTopEdge:
     """``table`` printed without its top edge (a line of blanks in a SIMPLE_HEAD box): the
     title, or else the header, is the first line. The bottom edge stays: one blank line
     between the table and what follows it."""
-    return _WithoutTopEdge(table)
 
-
-class _WithoutTopEdge:
     def __init__(self, table: Table) -> None:
         self.table = table
 
@@ -119,12 +112,6 @@ class _WithoutTopEdge:
                 continue
             yield from line
             yield Segment.line()
-
-
-def _plain_len(markup: str) -> int:
-    from rich.text import Text
-
-    return Text.from_markup(markup).cell_len
 
 
 def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
@@ -165,15 +152,16 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
                                          width=width)
     hidden = [headers[i] for i in left_out]
     parts: list[Any] = []
-    if title and (widths is None or _plain_len(title) > sum(widths) + _overhead(len(keep))):
+    span = None if widths is None else sum(widths) + _overhead(len(keep))
+    if title and (span is None or Text.from_markup(title).cell_len > span):
         # a title wider than the table (a long path) is its own line(s), broken between
         # words only: a word wider than the terminal is left whole for the terminal to wrap
         heading = Text.from_markup(wrap_words(title, width, "", measure=_markup_width))
         heading.no_wrap, heading.overflow = True, "ignore"
         parts.append(heading)
         title = None
-    parts.append(without_top_edge(_build(title, headers, rows, keep, justify or {},
-                                         set(no_wrap), widths)))
+    parts.append(_WithoutTopEdge(_build(title, headers, rows, keep, justify or {},
+                                        set(no_wrap), widths)))
     if hidden:
         from rich.markup import escape
 
@@ -183,16 +171,9 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
     return Group(*parts), hidden
 
 
-def print_table(
-    title: str | None,
-    headers: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    *,
-    justify: dict[int, str] | None = None,
-    no_wrap: Sequence[int] = (),
-    drop: Sequence[int] = (),
-    width: int | None = None,
-) -> list[str]:
+def print_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[str]], *,
+                justify: dict[int, str] | None = None, no_wrap: Sequence[int] = (),
+                drop: Sequence[int] = (), width: int | None = None) -> list[str]:
     """Print the table fitted to the terminal (``fit_table``); returns the headers of the
     columns left out."""
     width = width or terminal_width()
@@ -245,8 +226,6 @@ def print_markup(markup: str, indent: str = "  ") -> None:
 def _markup_width(markup: str) -> int:
     """Cells ``markup`` takes on the screen: its Rich tags (even unbalanced) left out."""
     from rich.markup import RE_TAGS
-
-    from walletctl.render.console import cell_width
 
     return cell_width(RE_TAGS.sub(lambda m: m.group(0) if m.group(2) else "", markup)
                       .replace("\\[", "["))

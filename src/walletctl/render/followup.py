@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 
 from walletctl.models.money import format_major
 from walletctl.render.console import out, print_note
-from walletctl.render.fit import fit_phrases
+from walletctl.render.fit import fit_phrases, print_markup
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from walletctl.models.followup import FollowUpResponse, Operation
     from walletctl.models.records import TransactionRecord
     from walletctl.ops.redirect import FollowUpPlan
@@ -23,6 +25,12 @@ VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
 render_waiting = print_note  # waiting behind another walletctl on the same original (stderr)
 
 
+def _row(op: Operation, ref: str, new: str, amount: Decimal, currency: str, state: str,
+         **more: object) -> dict[str, object]:
+    return {"operation": op, "clientSystemInvoiceId": ref, "clientSystemTransactionId": new,
+            "amount": format(amount, "f"), "currencyCode": currency, "state": state, **more}
+
+
 def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
                    record: TransactionRecord, *, tag: str = "") -> None:
     """The movement was already there: an earlier run's unknown outcome turned out applied
@@ -31,21 +39,11 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
     (``"PRODUCTION: "`` on a production profile)."""
     new = record.client_system_transaction_id
     money = format_major(record.transaction_amount, record.currency_code)
-    row = {
-        "operation": op,
-        "clientSystemInvoiceId": ref,
-        "clientSystemTransactionId": new,
-        "amount": format(record.transaction_amount, "f"),
-        "currencyCode": record.currency_code,
-        "state": record.state,
-        "alreadyApplied": True,
-        "historyEntry": entry,
-    }
+    row = _row(op, ref, new, record.transaction_amount, record.currency_code, record.state,
+               alreadyApplied=True, historyEntry=entry)
 
     def table() -> None:
         from rich.markup import escape
-
-        from walletctl.render.fit import print_markup
 
         print_markup(
             f"{tag}{VERB[op]} {money} of {escape(ref)} as {escape(new)}: {escape(record.state)} "
@@ -63,16 +61,8 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
     (``"PRODUCTION: "`` on a production profile)."""
     req = plan.request
     money = format_major(req.amount, req.currency_code)
-    row = {
-        "operation": op,
-        "clientSystemInvoiceId": ref,
-        "clientSystemTransactionId": req.client_system_transaction_id,
-        "amount": format(req.amount, "f"),
-        "currencyCode": req.currency_code,
-        "state": response.state,
-        "providerStateCode": response.provider_state_code,
-        "id": response.id,
-    }
+    row = _row(op, ref, req.client_system_transaction_id, req.amount, req.currency_code,
+               response.state, providerStateCode=response.provider_state_code, id=response.id)
 
     def table() -> None:
         from rich.markup import escape

@@ -6,26 +6,21 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
-from walletctl.render.fit import print_markup
-from walletctl.render.output import emit, write_rows
+from walletctl.render.console import out, print_error, print_note
+from walletctl.render.fit import fit_phrases, print_markup, print_table
+from walletctl.render.output import emit, emit_rows, write_json, write_rows
 
 if TYPE_CHECKING:
     from walletctl.ops.desk import Rulebook, SetUp
     from walletctl.ops.evidence import Anchor, Checked, Verified
     from walletctl.ops.money.earlier import Reconciled
 
-OUTCOME_STYLES = {
-    "approved": "green",
-    "created": "cyan",
-    "declined": "red",
-    "refused": "magenta",
-    "unknown": "bold yellow",
-    "error": "red",
-}
-
+OUTCOME_STYLES = {"approved": "green", "created": "cyan", "declined": "red",
+                  "refused": "magenta", "unknown": "bold yellow", "error": "red"}
 
 TABLE_ROWS = 50  # entries a table shows without --last
 
@@ -40,8 +35,6 @@ def render_listing(fmt: str, entries: Callable[[int | None], Iterable[Entry]],
     total = count()
     render_entries(entries(TABLE_ROWS), "table", path=path)
     if total > TABLE_ROWS:
-        from walletctl.render.console import print_note
-
         print_note(f"showing the last {TABLE_ROWS} of {total} entries: --last N, "
                    "filters, or -o csv for all")
 
@@ -63,9 +56,6 @@ def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:
 
 def _table(entries: Sequence[Entry], path: str) -> None:
     from rich.markup import escape
-
-    from walletctl.render.console import out
-    from walletctl.render.fit import print_table
 
     console = out()
     if not entries:
@@ -167,14 +157,10 @@ def render_verified(fmt: str, found: Verified) -> None:
     first one; -o json lists them all)."""
     record = _verified_record(found)
     if fmt != "table":
-        from walletctl.render.output import emit_rows
-
         emit_rows([record], fmt, document=record)
     elif found.intact:
         _verdict(record)
     if not found.intact:
-        from walletctl.render.console import print_error
-
         found_lines = record["problems"]
         more = f" (+{len(found_lines) - 1} more: -o json lists them)" if len(found_lines) > 1 \
             else ""
@@ -184,7 +170,6 @@ def render_verified(fmt: str, found: Verified) -> None:
 
 def _verdict(record: dict[str, Any]) -> None:
     from rich.markup import escape
-
 
     head = record["headHash"]
     tip = f"; head: event {record['headEvent']}, hash {head[:16]}" if head else ""
@@ -207,12 +192,9 @@ def render_setup(fmt: str, done: SetUp) -> None:
               "schemaVersion": done.after, "applied": list(done.applied),
               "granted": list(done.granted), "owner": done.owner}
     if fmt != "table":
-        from walletctl.render.output import emit_rows
-
         emit_rows([record], fmt, document=record)
         return
     from rich.markup import escape
-
 
     what = ("created" if done.before == 0 else
             f"upgraded from {done.before}" if done.applied else "already current")
@@ -229,8 +211,6 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
     rows = [{"key": r.key, "value": r.value, "setBy": r.set_by, "setAt": r.set_at}
             for r in book.rules]
     if fmt != "table":
-        from walletctl.render.output import emit_rows
-
         document: dict[str, Any] = {"history": book.history, "rules": rows}
         if book.changed is not None:
             key, old, new = book.changed
@@ -238,8 +218,6 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
         emit_rows(rows, fmt, document=document)
         return
     from rich.markup import escape
-
-    from walletctl.render.fit import print_table
 
     if book.changed is not None:
         key, old, new = book.changed
@@ -260,8 +238,6 @@ def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
     new reference: its line names the original alone)."""
     from rich.markup import escape
 
-    from walletctl.render.console import out
-
     rows = [
         {"id": r.entry.id, "operation": r.entry.operation, "originalRef": r.entry.original_ref,
          "newRef": r.entry.new_ref, "outcome": r.outcome, "note": r.note}
@@ -281,13 +257,7 @@ def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
 
 def render_evidence_check(checked: Checked, fmt: str) -> None:
     """``history check-evidence``: what held."""
-    from dataclasses import asdict
-
     from rich.markup import escape
-
-    from walletctl.render.console import out
-    from walletctl.render.fit import fit_phrases
-    from walletctl.render.output import write_json
 
     if fmt != "table":
         write_json({"holds": True, **asdict(checked)})

@@ -1,20 +1,16 @@
-"""``walletctl order REF``: the order's timeline, approvals, findings, balance and verdict.
-
-* ``json``: one document — ``order`` (reference, profile, where the history is),
-  ``gateway`` (the lookup's records), ``history`` (the entries), ``approvals``,
-  ``findings`` (recon's, on this order), ``balance``, ``timeline`` and ``verdict``;
-* ``ndjson`` / ``csv``: one row per step of the timeline;
-* ``table``: the timeline (it fits the terminal: columns are left out, named, before a
-  word is broken), then the approvals, the findings, the balance and the verdict, each a
-  line that breaks between words.
-"""
+"""``walletctl order REF``: the order's timeline, approvals, findings, balance and verdict:
+one JSON document, NDJSON or CSV a row per step of the timeline, or the timeline's table
+(columns are left out, named, before a word is broken) and a line each for the rest."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from walletctl.models.money import format_major
 from walletctl.ops.order import OrderView, Step
 from walletctl.ops.recon.compare import OPERATIONS, money_text
+from walletctl.render.console import out, print_error, print_note
+from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
@@ -26,25 +22,13 @@ CSV_COLUMNS = ("time", "step", "reference", "amount", "currency", "entry", "outc
                "operator", "reason", "approval", "gatewayState")
 
 
-def _places(balance: Balance) -> dict[str, str]:
-    from walletctl.models.money import quantize
+def _balance_dict(b: Balance) -> dict[str, Any]:
+    from walletctl.render.recon import amount_text
 
-    def text(amount: Any) -> str:
-        try:
-            return f"{quantize(amount, balance.currency):f}"
-        except (KeyError, ValueError):
-            return f"{amount:f}"
-
-    return {name: text(getattr(balance, name)) for name in (
-        "authorised", "captured", "refunded", "capturable", "refundable")}
-
-
-def balance_dict(view: OrderView) -> dict[str, Any] | None:
-    b = view.balance
-    if b is None:
-        return None
-    return {"reference": b.reference, "kind": b.kind, "state": b.state,
-            "currency": b.currency, **_places(b), "reversed": b.reversed}
+    return {"reference": b.reference, "kind": b.kind, "state": b.state, "currency": b.currency,
+            **{name: amount_text(getattr(b, name), b.currency) for name in (
+                "authorised", "captured", "refunded", "capturable", "refundable")},
+            "reversed": b.reversed}
 
 
 def order_document(view: OrderView) -> dict[str, Any]:
@@ -58,7 +42,7 @@ def order_document(view: OrderView) -> dict[str, Any]:
         "history": [e.to_dict() for e in view.entries],
         "approvals": [a.to_dict(view.now) for a in view.approvals],
         "findings": [f.as_dict() for f in view.findings],
-        "balance": balance_dict(view),
+        "balance": None if view.balance is None else _balance_dict(view.balance),
         "timeline": [s.as_dict() for s in view.timeline()],
         "verdict": {"agrees": not named, "compared": view.backend != "none",
                     "exitCode": view.exit_code, "text": view.verdict,
@@ -73,11 +57,12 @@ def render_order(view: OrderView, fmt: str, evidence: Evidence | None = None) ->
     rows = [s.as_dict() for s in view.timeline()]
     emit(fmt, rows, document=order_document(view), columns=CSV_COLUMNS,
          table=lambda: _table(view))
-    if evidence is not None:
-        _evidence_note(evidence)
+    if evidence is not None:  # where the bundle went and the head it ends at
+        print_note(f"evidence: {evidence.path} ({evidence.events} events, up to event "
+                   f"#{evidence.anchor_event} {evidence.anchor_hash[:16]}..., "
+                   f"{evidence.anchored}); check it with `walletctl history check-evidence "
+                   f"{evidence.path}`")
     if view.disagreements and fmt != "table":
-        from walletctl.render.console import print_error
-
         print_error(f"order: {view.verdict}")
 
 
@@ -144,9 +129,6 @@ def _approval_phrases(a: Approval, now: str) -> list[str]:
 def _table(view: OrderView) -> None:
     from rich.markup import escape
 
-    from walletctl.render.console import out
-    from walletctl.render.fit import fit_phrases, print_table
-
     console = out()
     where = ["no history"] if view.backend == "none" else [
         "history", escape(view.history), f"({view.backend})"]
@@ -154,54 +136,58 @@ def _table(view: OrderView) -> None:
     console.print(fit_phrases([f"Order {escape(view.reference)};",
                                f"profile {escape(view.profile)};", *where]),
                   overflow="fold", highlight=False)
-    steps = view.timeline()
-    if steps:
-        days = {s.time[:10] for s in steps}
-        one_day = len(days) == 1  # the date once, in the title, and times in the column
-        rows = [[s.time[11:19] if one_day else _when(s.time),
-                 escape(f"{s.step} {s.reference}"), money_text(s.amount, s.currency),
-                 _history(s), _gateway(s)] for s in steps]
-        title = f"Timeline of {days.pop()} (UTC)" if one_day else "Timeline (UTC)"
-        print_table(title, ["Time", "Step", "Amount", "History", "Gateway"], rows,
-                    justify={2: "right"}, no_wrap=(2,), drop=(0, 4, 2))
-    for a in view.approvals:
-        console.print(fit_phrases(_approval_phrases(a, view.now)), soft_wrap=True,
-                      highlight=False)
-    for f in view.disagreements:
-        filed = [f"(finding #{f.recorded.id})"] if f.recorded is not None else []
-        console.print(fit_phrases(["[red]x[/]", *escape(f.note).split(), *filed]),
-                      soft_wrap=True, highlight=False)
-    for f in view.resolved:
-        r = f.recorded
-        assert r is not None
-        console.print(fit_phrases([
-            "[green]resolved[/]", f"finding #{r.id}:", *escape(f.note).split(), "-",
-            "resolved", "by", f"{escape(r.resolved_by or '')},",
-            f"{(r.resolved_at or '')[:16].replace('T', ' ')}:",
-            *escape(r.resolution or "").split()]), soft_wrap=True, highlight=False)
-    b = view.balance
-    if b is not None:
-        from walletctl.models.money import format_major
-
-        c = b.currency
-        console.print(fit_phrases([
-            "Balance:", f"authorised {format_major(b.authorised, c)},",
-            f"captured {format_major(b.captured, c)},",
-            f"refunded {format_major(b.refunded, c)},", *(["reversed,"] if b.reversed else []),
-            f"capturable {format_major(b.capturable, c)},",
-            f"refundable {format_major(b.refundable, c)}"]), soft_wrap=True, highlight=False)
+    _timeline(view.timeline())
+    lines = [_approval_phrases(a, view.now) for a in view.approvals] + _findings(view)
+    if view.balance is not None:
+        lines.append(_balance_phrases(view.balance))
     elif view.balance_note:
-        console.print(fit_phrases(["No balance:", *escape(view.balance_note).split()]),
-                      soft_wrap=True, highlight=False)
+        lines.append(["No balance:", *escape(view.balance_note).split()])
+    for phrases in lines:
+        console.print(fit_phrases(phrases), soft_wrap=True, highlight=False)
     console.print(fit_phrases(escape(view.verdict).split()), soft_wrap=True, highlight=False,
                   style="green" if view.exit_code == 0 else "bold red")
 
 
-def _evidence_note(evidence: Evidence) -> None:
-    """One stderr line: where the bundle went and the head it ends at."""
-    from walletctl.render.console import print_note
+def _findings(view: OrderView) -> list[list[str]]:
+    from rich.markup import escape
 
-    print_note(f"evidence: {evidence.path} ({evidence.events} events, up to event "
-               f"#{evidence.anchor_event} {evidence.anchor_hash[:16]}..., "
-               f"{evidence.anchored}); check it with `walletctl history check-evidence "
-               f"{evidence.path}`")
+    lines = []
+    for f in view.disagreements:
+        filed = [f"(finding #{f.recorded.id})"] if f.recorded is not None else []
+        lines.append(["[red]x[/]", *escape(f.note).split(), *filed])
+    for f in view.resolved:
+        r = f.recorded
+        assert r is not None
+        lines.append([
+            "[green]resolved[/]", f"finding #{r.id}:", *escape(f.note).split(), "-",
+            "resolved", "by", f"{escape(r.resolved_by or '')},",
+            f"{(r.resolved_at or '')[:16].replace('T', ' ')}:",
+            *escape(r.resolution or "").split()])
+    return lines
+
+
+def _timeline(steps: list[Step]) -> None:
+    from rich.markup import escape
+
+    if not steps:
+        return
+    days = {s.time[:10] for s in steps}
+    one_day = len(days) == 1  # the date once, in the title, and times in the column
+    rows = [[s.time[11:19] if one_day else _when(s.time),
+             escape(f"{s.step} {s.reference}"), money_text(s.amount, s.currency),
+             _history(s), _gateway(s)] for s in steps]
+    title = f"Timeline of {days.pop()} (UTC)" if one_day else "Timeline (UTC)"
+    print_table(title, ["Time", "Step", "Amount", "History", "Gateway"], rows,
+                justify={2: "right"}, no_wrap=(2,), drop=(0, 4, 2))
+
+
+def _balance_phrases(b: Balance) -> list[str]:
+    def amount(name: str) -> str:
+        return f"{name} {format_major(getattr(b, name), b.currency)},"
+
+    phrases = ["Balance:", amount("authorised"), amount("captured"), amount("refunded"),
+               *(["reversed,"] if b.reversed else []), amount("capturable"),
+               amount("refundable")]
+    phrases[-1] = phrases[-1].rstrip(",")
+    return phrases
+

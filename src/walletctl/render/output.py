@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from walletctl.render.fit import print_table
+
 _Row = TypeVar("_Row")
 
 
@@ -163,14 +165,8 @@ def csv_safe(text: str) -> str:
     return text
 
 
-def emit(
-    fmt: str,
-    rows: Iterable[Mapping[str, Any]],
-    *,
-    document: Any = None,
-    columns: Sequence[str] | None = None,
-    table: Any = None,
-) -> None:
+def emit(fmt: str, rows: Iterable[Mapping[str, Any]], *, document: Any = None,
+         columns: Sequence[str] | None = None, table: Any = None) -> None:
     """Write ``rows`` in ``fmt`` as they come; ``document`` (default: the rows, streamed) is
     the JSON form, ``table`` a zero-argument callable that prints the human form."""
     if fmt in ("ndjson", "csv") or ((table is None or fmt == "json") and document is None):
@@ -218,24 +214,17 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def _csv_value(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
-
-
 def emit_rows(rows: Sequence[dict[str, Any]], fmt: str, title: str = "", *,
               drop_order: Sequence[str] = (), document: Any = None) -> None:
     """Write ``rows``; ``document`` (default: the rows) is the JSON form."""
     if fmt == "csv":
         if rows:
-            write_rows("csv", ({k: _csv_value(v) for k, v in row.items()} for row in rows))
+            write_rows("csv", ({k: str(v).lower() if isinstance(v, bool) else v
+                                for k, v in row.items()} for row in rows))
         return
 
     def table() -> None:
         from rich.markup import escape
-
-        from walletctl.render.fit import print_table
 
         columns = list(rows[0]) if rows else []
         print_table(escape(title), [escape(c.replace("_", " ")) for c in columns],

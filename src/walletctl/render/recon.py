@@ -1,11 +1,6 @@
-"""``walletctl recon``'s report: tables that fit the terminal, JSON, NDJSON or CSV.
-
-* ``json``: one document (``recon``, ``agrees``, ``exitCode``, ``unrecorded``,
-  ``unconfirmed``, ``unknown``, ``unchecked``, ``totals``, ``counts``, ``summary``);
-* ``ndjson``: one object per finding (each with ``kind``), then one object with everything
-  but the findings;
-* ``csv``: one row per finding, then one ``total`` row per currency and operation;
-* ``table``: a table per kind of finding, the totals, one line of counts.
+"""``walletctl recon``'s report: a table per kind of finding, the totals and a line of
+counts; one JSON document; NDJSON or CSV a row per finding, then the rest (NDJSON: one
+object; CSV: a ``total`` row per currency and operation).
 
 Findings come in a fixed order (original, reference, entry), so two runs over the same
 records print the same report.
@@ -17,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from walletctl.history.findings import Recorded
+from walletctl.models.money import quantize
 from walletctl.ops.recon.compare import LABELS, UNCONFIRMED, Finding, ReconResult, Side, money_text
 from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
@@ -31,9 +27,8 @@ CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", 
                "finding", "finding_state", "resolution")
 
 
-def _places(amount: Decimal, currency: str) -> str:
-    from walletctl.models.money import quantize
-
+def amount_text(amount: Decimal, currency: str) -> str:
+    """``15.00`` at the currency's places (as given for an unknown currency)."""
     try:
         return f"{quantize(amount, currency):f}"
     except (KeyError, ValueError):
@@ -44,17 +39,10 @@ def totals_dict(result: ReconResult) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for cur, op, hist, gw in result.totals.rows():
         out.setdefault(cur, {})[op] = {
-            "history": {"count": hist.count, "amount": _places(hist.amount, cur)},
-            "gateway": {"count": gw.count, "amount": _places(gw.amount, cur)},
-            "difference": _places(gw.amount - hist.amount, cur)}
+            "history": {"count": hist.count, "amount": amount_text(hist.amount, cur)},
+            "gateway": {"count": gw.count, "amount": amount_text(gw.amount, cur)},
+            "difference": amount_text(gw.amount - hist.amount, cur)}
     return out
-
-
-def head_dict(result: ReconResult) -> dict[str, Any]:
-    return {"profile": result.profile, "merchantId": result.merchant_id,
-            "storeId": result.store_id, "history": result.history, "backend": result.backend,
-            "journals": result.journals, "since": result.since, "until": result.until,
-            "operations": result.operations}
 
 
 def recon_document(result: ReconResult) -> dict[str, Any]:
@@ -62,7 +50,11 @@ def recon_document(result: ReconResult) -> dict[str, Any]:
     def listed(*kinds: str) -> list[dict[str, Any]]:
         return [f.as_dict() for f in result.findings if f.kind in kinds and not f.resolved]
 
-    return {"recon": head_dict(result), "agrees": result.exit_code == 0,
+    head = {"profile": result.profile, "merchantId": result.merchant_id,
+            "storeId": result.store_id, "history": result.history, "backend": result.backend,
+            "journals": result.journals, "since": result.since, "until": result.until,
+            "operations": result.operations}
+    return {"recon": head, "agrees": result.exit_code == 0,
             "exitCode": result.exit_code, "unrecorded": listed("unrecorded"),
             "unconfirmed": listed(*UNCONFIRMED), "unknown": listed("unknown"),
             "unchecked": listed("unchecked"),
@@ -95,8 +87,8 @@ def render_recon(result: ReconResult, fmt: str) -> None:
         if fmt == "csv":
             for cur, op, hist, gw in result.totals.rows():
                 stream.write({"kind": "total", "operation": op, "currency": cur,
-                              "history_amount": _places(hist.amount, cur),
-                              "gateway_amount": _places(gw.amount, cur),
+                              "history_amount": amount_text(hist.amount, cur),
+                              "gateway_amount": amount_text(gw.amount, cur),
                               "history_count": hist.count, "gateway_count": gw.count})
         doc = recon_document(result)
         stream.close({k: v for k, v in doc.items()
@@ -158,11 +150,11 @@ def _tables(result: ReconResult) -> None:
     rows = result.totals.rows()
     if rows:
         def side(s: Side, cur: str) -> list[str]:
-            return [str(s.count), _places(s.amount, cur)]
+            return [str(s.count), amount_text(s.amount, cur)]
 
         print_table("Totals per currency: follow-ups in the window",
                     ["Cur", "Op", "#", "History", "#", "Gateway", "Difference"],
-                    [[cur, op, *side(h, cur), *side(g, cur), _places(g.amount - h.amount, cur)]
+                    [[cur, op, *side(h, cur), *side(g, cur), amount_text(g.amount - h.amount, cur)]
                      for cur, op, h, g in rows],
                     justify={i: "right" for i in (2, 3, 4, 5, 6)}, no_wrap=(3, 5, 6))
     console.print(fit_phrases([escape(p) for p in _counts(result)]), soft_wrap=True,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from walletctl.errors import RefusedError
+from walletctl.masking import mask_body
 from walletctl.models.ledger import balance_from_records
 from walletctl.models.money import format_major
 from walletctl.models.records import TransactionRecord
@@ -13,33 +14,17 @@ from walletctl.render.console import out
 from walletctl.render.fit import fit_phrases, natural_width, print_table, terminal_width
 from walletctl.render.output import emit
 
-STATE_STYLES = {
-    "approved": "green",
-    "pending": "yellow",
-    "errored": "bold red",
-    "declined": "red",
-    "cancelled": "magenta",
-    "expired": "dim",
-}
-CSV_COLUMNS = (
-    "clientSystemTransactionId",
-    "clientSystemInvoiceId",
-    "type",
-    "state",
-    "providerStateCode",
-    "transactionAmount",
-    "currencyCode",
-    "transactionDateTime",
-    "id",
-)
+STATE_STYLES = {"approved": "green", "pending": "yellow", "errored": "bold red",
+                "declined": "red", "cancelled": "magenta", "expired": "dim"}
+CSV_COLUMNS = ("clientSystemTransactionId", "clientSystemInvoiceId", "type", "state",
+               "providerStateCode", "transactionAmount", "currencyCode", "transactionDateTime",
+               "id")
 
 
 def record_dict(record: TransactionRecord) -> dict[str, Any]:
     """The record in the spec's spelling; ``transactionAmount`` as a major-unit string. Fields
     the gateway added beyond the spec are kept, masked like any body (a gateway that echoes a
     key or a card number under a secret name never gets it shown)."""
-    from walletctl.masking import mask_body
-
     data: dict[str, Any] = mask_body(record.model_dump(mode="json", by_alias=True))
     data["transactionAmount"] = format(record.transaction_amount, "f")
     return data

@@ -8,8 +8,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
-from walletctl.render.console import print_message, print_note
-from walletctl.render.fit import print_table
+from walletctl.render.console import print_message, print_note, wrap_words
+from walletctl.render.fit import print_table, terminal_width
 from walletctl.render.output import RowStream, emit, first_rows
 
 if TYPE_CHECKING:
@@ -76,9 +76,6 @@ def render_demo(run: Callable[..., str | None], output: str | None) -> str | Non
     terminal (no --output, or table); a data format gets it whole at the end,
     ``{"transcript": [lines], "failed": step or null}``. The failed step, if any."""
     if output is None or output == "table":
-        from walletctl.render.console import wrap_words
-        from walletctl.render.fit import terminal_width
-
         width = terminal_width()
         return run(sys.stdout, width=width, fit=lambda text: wrap_words(text, width))
     import io

@@ -8,7 +8,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from walletctl.constants import ExitCode
 from walletctl.render.console import err, out, print_error, print_message, print_note
+from walletctl.render.fit import fit_table, print_phrases
 from walletctl.render.output import emit_rows
 
 if TYPE_CHECKING:
@@ -105,8 +107,6 @@ def _results_table(results: list[ScenarioResult], *, live: bool, width: int) -> 
     """Steps of each scenario, fitted to ``width``; in the live view a finished passing
     scenario (or one not yet started) folds into one row, so the table stays the height of
     a terminal."""
-    from walletctl.render.fit import fit_table
-
     rows = [row for sc in results for row in _scenario_rows(sc, live=live)]
     table, _ = fit_table("walletctl smoke" if live else None,
                          ["scenario", "step", "status", "time", "detail"], rows,
@@ -175,8 +175,6 @@ def render_smoke(report: SmokeReport, document: str, mask: Callable[[str], str],
 def _summary(report: SmokeReport, mask: Callable[[str], str]) -> None:
     from rich.markup import escape
 
-    from walletctl.render.fit import print_phrases
-
     console = out()
     if console.is_terminal and not err().is_terminal:
         console.print(_results_table(report.scenarios, live=False, width=console.width),
@@ -200,8 +198,6 @@ def _summary(report: SmokeReport, mask: Callable[[str], str]) -> None:
 
 def _finish(report: SmokeReport, written: Iterable[tuple[Path | None, str]],
             hint: Callable[[str | None], str | None]) -> int:
-    from walletctl.constants import ExitCode
-
     for path, what in written:
         if path is not None:
             print_note(f"{what} written to {path}")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from walletctl.masking import mask_body, mask_secret
 from walletctl.render.console import print_note
+from walletctl.render.fit import print_markup
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
@@ -15,8 +17,6 @@ if TYPE_CHECKING:
 
 
 def render_keys(fmt: str, profile: str, result: KeysResult, *, show_secret: bool) -> None:
-    from walletctl.masking import mask_secret
-
     k = result.keys
     api_key = k.api_key.get_secret_value()
     enc_key = k.encryption_key.get_secret_value()
@@ -38,7 +38,21 @@ def render_keys(fmt: str, profile: str, result: KeysResult, *, show_secret: bool
 
 
 def render_account(fmt: str, acct: PaymentAccount) -> None:
-    _emit(fmt, _account_row(acct), "Payment account")
+    row: dict[str, Any] = {
+        "transactionAccountId": acct.transaction_account_id,
+        "cardType": acct.card_type,
+        "authMethod": "PAN_ONLY" if acct.card_type == "Card" else "CRYPTOGRAM_3DS",
+        "cardNetwork": acct.card_network,
+        # re-masked: never trust a gateway to have masked enough
+        "maskedCardNumber": _remask(acct.masked_card_number) if acct.masked_card_number
+        else None,
+        "expiryMonth": acct.expiry_month,
+        "expiryYear": acct.expiry_year,
+    }
+    for key, value in (acct.model_extra or {}).items():
+        if key not in row and key.lower() != "authmethod":
+            row[key] = value
+    _emit(fmt, mask_body(row), "Payment account")
 
 
 def render_authorization(fmt: str, movement: Authorization,
@@ -75,27 +89,6 @@ def _loses_to(profile: str, source: str) -> str:
             "the saved one")
 
 
-def _account_row(acct: PaymentAccount) -> dict[str, Any]:
-    from walletctl.masking import mask_body
-
-    row: dict[str, Any] = {
-        "transactionAccountId": acct.transaction_account_id,
-        "cardType": acct.card_type,
-        "authMethod": "PAN_ONLY" if acct.card_type == "Card" else "CRYPTOGRAM_3DS",
-        "cardNetwork": acct.card_network,
-        # re-masked: never trust a gateway to have masked enough
-        "maskedCardNumber": _remask(acct.masked_card_number) if acct.masked_card_number
-        else None,
-        "expiryMonth": acct.expiry_month,
-        "expiryYear": acct.expiry_year,
-    }
-    for key, value in (acct.model_extra or {}).items():
-        if key not in row and key.lower() != "authmethod":
-            row[key] = value
-    masked: dict[str, Any] = mask_body(row)
-    return masked
-
-
 def _remask(text: str) -> str:
     """First 6 / last 4 at most, whatever the gateway sent (never trust it to mask enough)."""
     if len(text) > 10:
@@ -108,8 +101,6 @@ def _emit(fmt: str, row: dict[str, Any], title: str) -> None:
         # a field and its value a line, broken between words: a key shown with --show-secret
         # stays whole (the terminal wraps a word wider than itself)
         from rich.markup import escape
-
-        from walletctl.render.fit import print_markup
 
         shown = {key: _cell(value) for key, value in row.items() if value is not None}
         width = max((len(key) for key in shown), default=0)

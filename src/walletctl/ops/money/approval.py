@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -22,8 +23,8 @@ from walletctl.errors import AwaitingApprovalError
 from walletctl.history import approvals
 from walletctl.history.approvals import Approval, Request
 from walletctl.history.policy import amount_rule
-from walletctl.history.recorder import major_text, now_utc, utc_text
-from walletctl.history.store import WriteHook
+from walletctl.history.recorder import major_text, now_utc, os_user, utc_text
+from walletctl.history.store import Intent, WriteHook
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -32,27 +33,22 @@ if TYPE_CHECKING:
     from walletctl.models.outcome import Planned
     from walletctl.ops.batch.journal import Journal, JournalRow
 
+
 def threshold(profile: Profile, op: str, currency: str | None = None) -> Decimal | None:
     """The amount above which ``op`` in ``currency`` needs an approval on this profile
     (None: never; ``currency`` None: the lowest of any currency's)."""
     return amount_rule(profile.history.approvals, op, currency)
 
 
-def expiry(profile: Profile) -> str:
-    return utc_text(datetime.now(UTC) + timedelta(hours=profile.history.approval_hours))
+def _file(store: HistoryStore, request: Request, profile: Profile, now: str) -> Approval:
+    """File ``request`` for a second operator: it expires after the profile's hours."""
+    expires = datetime.now(UTC) + timedelta(hours=profile.history.approval_hours)
+    return approvals.file_request(store, request, now=now, expires_at=utc_text(expires),
+                                  host=socket.gethostname())
 
 
 def _merchant(profile: Profile) -> tuple[str, str]:
     return profile.merchant_id, profile.store_id
-
-
-def single_request(profile: Profile, planned: Planned, reason: str | None) -> Request:
-    return Request(kind="single", profile=profile.name, base_url=profile.base_url,
-                   merchant_id=profile.merchant_id, store_id=profile.store_id,
-                   operation=planned.op, original_ref=planned.original,
-                   new_ref=planned.reference,
-                   amount=major_text(planned.amount, planned.currency),
-                   currency=planned.currency, reason=reason)
 
 
 def references(store: HistoryStore | None, profile: Profile, op: str, ref: str,
@@ -91,18 +87,20 @@ def gate_single(store: HistoryStore | None, profile: Profile, planned: Planned,
     spends ``approval`` with the intent when one is given (checked now, so that a wrong id
     is refused before anyone is asked); else file a request and raise AwaitingApprovalError
     (exit 12, recorded in the history with the approval's id)."""
-    from dataclasses import replace
-
     limit = threshold(profile, planned.op, planned.currency)
     needed = limit is not None and planned.amount > limit
     if store is None or (approval is None and not needed):
         return None
-    request = single_request(profile, planned, reason)
+    request = Request(kind="single", profile=profile.name, base_url=profile.base_url,
+                      merchant_id=profile.merchant_id, store_id=profile.store_id,
+                      operation=planned.op, original_ref=planned.original,
+                      new_ref=planned.reference,
+                      amount=major_text(planned.amount, planned.currency),
+                      currency=planned.currency, reason=reason)
     now = now_utc()
     if approval is None:
         assert limit is not None
-        found = approvals.file_request(store, request, now=now, expires_at=expiry(profile),
-                                       host=socket.gethostname())
+        found = _file(store, request, profile, now)
         rec.intent = replace(rec.intent, approval=found.id)
         raise _awaiting(found, limit, profile)
     found = approvals.checked(store, approval, merchant=_merchant(profile))
@@ -126,10 +124,6 @@ def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: 
                    batch_totals=totals, bound_rows=bound)
 
 
-def rows_above(request: Request) -> int:
-    return len(request.bound_rows)
-
-
 def gate_batch(store: HistoryStore, profile: Profile, request: Request,
                approval: int | None, *, batch_id: str, limit: Decimal | None,
                spend: bool = True) -> int | None:
@@ -138,16 +132,12 @@ def gate_batch(store: HistoryStore, profile: Profile, request: Request,
     given; else file one request for the whole file, record the filing, and raise
     AwaitingApprovalError (``limit``: the lowest approval amount the file's rows are under,
     for its message)."""
-    from walletctl.history.recorder import os_user
-    from walletctl.history.store import Intent
-
-    if approval is None and (limit is None or rows_above(request) == 0):
+    if approval is None and (limit is None or not request.bound_rows):
         return None
     now = now_utc()
     if approval is None:
         assert limit is not None
-        found = approvals.file_request(store, request, now=now, expires_at=expiry(profile),
-                                       host=socket.gethostname())
+        found = _file(store, request, profile, now)
         store.begin(Intent(
             time=now, os_user=os_user(), host=socket.gethostname(), profile=profile.name,
             base_url=profile.base_url, operation=request.operation, batch_id=batch_id,

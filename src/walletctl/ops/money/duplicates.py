@@ -70,18 +70,10 @@ def parse_time(text: str | None) -> datetime | None:
     return when.replace(tzinfo=UTC)
 
 
-def find_duplicate(
-    *,
-    operation: str,
-    original_ref: str,
-    amount: Decimal,
-    currency: str,
-    records: Iterable[TransactionRecord],
-    entries: Iterable[Entry],
-    now: datetime,
-    window_minutes: int,
-    exclude: frozenset[str] = frozenset(),
-) -> Duplicate | None:
+def find_duplicate(*, operation: str, original_ref: str, amount: Decimal, currency: str,
+                   records: Iterable[TransactionRecord], entries: Iterable[Entry],
+                   now: datetime, window_minutes: int,
+                   exclude: frozenset[str] = frozenset()) -> Duplicate | None:
     """The newest recent movement identical to this one, or None. ``entries``: the
     history's recent movements on the original (see ``HistoryStore.recent``); ``exclude``:
     references that are this movement itself (its own earlier attempts)."""
@@ -89,46 +81,36 @@ def find_duplicate(
         return None
     since = now - timedelta(minutes=window_minutes)
     cur = currency.upper()
+
+    def same(ref: str, currency: str, value: Decimal | str | None, when: datetime | None) -> bool:
+        return ref not in exclude and currency.upper() == cur and value is not None \
+            and Decimal(value) == amount and (when is None or when >= since)
+
     who: dict[str, tuple[str, datetime | None]] = {}
-    found: list[tuple[datetime | None, str, Decimal]] = []
+    found: list[tuple[datetime | None, str]] = []
     for e in entries:
         when = parse_time(e.time)
-        if e.reference in exclude or e.operation != operation or (e.currency or "").upper() != cur:
-            continue
-        if e.amount is None or Decimal(e.amount) != amount or (when is not None and when < since):
-            continue
-        who[e.reference] = (f"{e.who} (profile {e.profile})", when)
-        found.append((when, e.reference, amount))
+        if e.operation == operation and same(e.reference, e.currency or "", e.amount, when):
+            who[e.reference] = (f"{e.who} (profile {e.profile})", when)
+            found.append((when, e.reference))
     for r in records:
-        ref = r.client_system_transaction_id
-        if ref in exclude or kind_of(r.type) != KIND_OF_OP[operation] or r.state in REFUSAL_STATES:
-            continue
-        if r.currency_code.upper() != cur or r.transaction_amount != amount:
-            continue
-        when = parse_time(r.transaction_date_time)
-        if when is None or when < since:
-            continue  # no time shown: not known to be recent
-        found.append((when, ref, amount))
+        when = parse_time(r.transaction_date_time)  # no time shown: not known to be recent
+        if when is not None and kind_of(r.type) == KIND_OF_OP[operation] \
+                and r.state not in REFUSAL_STATES \
+                and same(r.client_system_transaction_id, r.currency_code, r.transaction_amount,
+                         when):
+            found.append((when, r.client_system_transaction_id))
     if not found:
         return None
-    when, ref, value = max(found, key=lambda f: f[0] or since)
+    when, ref = max(found, key=lambda f: f[0] or since)
     person, recorded = who.get(ref, (None, None))
-    return Duplicate(operation, original_ref, ref, value, cur, recorded or when, person)
+    return Duplicate(operation, original_ref, ref, amount, cur, recorded or when, person)
 
 
-def likely_duplicate(
-    store: HistoryStore | None,
-    profile: Profile,
-    *,
-    operation: str,
-    original_ref: str,
-    amount: Decimal,
-    currency: str,
-    records: Iterable[TransactionRecord],
-    now: datetime,
-    itself: frozenset[str],
-    batch_id: str | None = None,
-) -> Duplicate | None:
+def likely_duplicate(store: HistoryStore | None, profile: Profile, *, operation: str,
+                     original_ref: str, amount: Decimal, currency: str,
+                     records: Iterable[TransactionRecord], now: datetime, itself: frozenset[str],
+                     batch_id: str | None = None) -> Duplicate | None:
     """The hold, for a single command or a batch row: the gateway's ``records`` of the
     original and the history's recent movements on it. ``itself``: this movement's own
     reference (a batch: its rows' on this original); ``batch_id``: a batch's own rows are

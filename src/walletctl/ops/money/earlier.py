@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Literal
 
-from walletctl.errors import ConflictError, DeclinedError, UnknownOutcomeError, WalletctlError
+from walletctl.errors import (
+    ConflictError,
+    DeclinedError,
+    GatewayError,
+    UnknownOutcomeError,
+    WalletctlError,
+)
 from walletctl.history.recorder import now_utc
 from walletctl.history.store import Completion, Entry, HistoryStore
 from walletctl.models.outcome import (
@@ -58,6 +64,15 @@ class Judged:
         if self.verdict == "conflict" and self.record is not None:
             return conflict_note(intended_of(self.entry), self.record, self.conflicts)
         return f"{ref} not found by lookup; check at the gateway"
+
+    @property
+    def outcome(self) -> str:
+        """What the history records. A conflict proves the intent was NOT applied under its
+        reference (another transaction holds it): so it never blocks later movements on
+        the original; only an unknown stays unknown."""
+        if self.verdict == "applied" and self.record is not None:
+            return history_outcome(self.record.state, self.entry.operation)
+        return "error" if self.verdict in ("absent", "conflict") else "unknown"
 
     def error(self) -> ConflictError:
         e = self.entry
@@ -141,16 +156,7 @@ def taken(client: GatewayClient, intended: Intended, original_ref: str,
 
 
 def record_judgement(store: HistoryStore, judged: Judged, how: str) -> None:
-    """Complete the entry with what was found. A conflict proves the intent was NOT applied
-    under its reference (another transaction holds it): recorded so, with both named, so
-    that it never blocks later movements on the original; only an unknown stays unknown."""
-    if judged.verdict == "applied" and judged.record is not None:
-        outcome = history_outcome(judged.record.state, judged.entry.operation)
-    elif judged.verdict in ("absent", "conflict"):
-        outcome = "error"
-    else:
-        outcome = "unknown"
-    store.complete(judged.entry.id, Completion(time=now_utc(), outcome=outcome,
+    store.complete(judged.entry.id, Completion(time=now_utc(), outcome=judged.outcome,
                                                note=f"{how}: {judged.note}"))
 
 
@@ -187,8 +193,6 @@ def settle(store: HistoryStore | None, entries: list[Entry],
 
 def lookup_or_none(client: GatewayClient, reference: str) -> list[TransactionRecord]:
     """A lookup where an unknown reference (404) means "nothing under it"."""
-    from walletctl.errors import GatewayError
-
     try:
         return client.lookup(reference)
     except GatewayError as exc:
@@ -204,16 +208,11 @@ class Reconciled:
     note: str
 
 
-def reconcile(
-    store: HistoryStore,
-    entries: list[Entry],
-    client_for: Callable[[Entry], GatewayClient | str],
-) -> list[Reconciled]:
+def reconcile(store: HistoryStore, entries: list[Entry],
+              client_for: Callable[[Entry], GatewayClient | str]) -> list[Reconciled]:
     """``history --unknown --reconcile``: look each entry's original up at its gateway and
     record what the judgement proves. ``client_for`` gives a client for the entry's
     merchant, or why there is none."""
-    from walletctl.errors import GatewayError, WalletctlError
-
     done: list[Reconciled] = []
     for entry in entries:
         client = client_for(entry)
@@ -231,11 +230,7 @@ def reconcile(
         judged = judge(entry, records)
         if judged.verdict != "unknown":
             record_judgement(store, judged, "reconciled")
-        outcome = ("unknown" if judged.verdict == "unknown"
-                   else "error" if judged.verdict in ("absent", "conflict")
-                   else history_outcome(judged.record.state if judged.record else None,
-                                        entry.operation))
-        done.append(Reconciled(entry, outcome, f"reconciled: {judged.note}"))
+        done.append(Reconciled(entry, judged.outcome, f"reconciled: {judged.note}"))
     return done
 
 

@@ -28,7 +28,8 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from walletctl.errors import HeldError
+from walletctl.errors import ConfigError, HeldError
+from walletctl.history.store import StorageError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -84,8 +85,11 @@ class MoneyLocks:
              limit: float = WAIT_LIMIT) -> Iterator[None]:
         """Hold ``key``'s lock; wait (telling ``on_wait`` once) while another process has
         it, up to ``limit`` seconds (then :class:`HeldError`: nothing was sent)."""
-        with _holding(self, key, what=what, on_wait=on_wait, limit=limit):
+        _wait(self, key, what=what, on_wait=on_wait, limit=limit)
+        try:
             yield
+        finally:
+            self.release(key)
 
     def holder(self, key: str) -> str | None:
         return "another walletctl on this machine"
@@ -115,35 +119,11 @@ def _wait(locks: MoneyLocks | SharedLocks, key: str, *, what: str,
 
 
 @contextmanager
-def _holding(locks: MoneyLocks | SharedLocks, key: str, *, what: str,
-             on_wait: Callable[[str], None] | None, limit: float) -> Iterator[None]:
-    _wait(locks, key, what=what, on_wait=on_wait, limit=limit)
-    try:
-        yield
-    finally:
-        locks.release(key)
-
-
-@asynccontextmanager
-async def _holding_async(locks: MoneyLocks, key: str) -> AsyncIterator[None]:
-    delay = 0.002
-    while not locks.try_acquire(key):
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.1)
-    try:
-        yield
-    finally:
-        locks.release(key)
-
-
-@contextmanager
 def hold_original(store: HistoryStore | None, key: str, *, what: str,
                   on_wait: Callable[[str], None] | None = None,
                   limit: float = WAIT_LIMIT) -> Iterator[None]:
     """The money protocol's per-original lock: this machine's, then (a shared history)
     the desk's, held from the lookup to the recorded answer."""
-    from walletctl.history.store import StorageError
-
     with money_locks().hold(key, what=what, on_wait=on_wait, limit=limit):
         shared = store.shared_locks() if store is not None else None
         if shared is None:
@@ -183,17 +163,14 @@ def _check_private(folder: Path) -> None:
 
     mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
     if not stat.S_ISDIR(st.st_mode) or not mine or st.st_mode & 0o077:
-        from walletctl.errors import ConfigError
-
         raise ConfigError(f"lock folder {folder}: must be a directory of this user's with "
                           "mode 0700", hint=f"remove it (rm -r {folder}); walletctl makes it anew")
 
 
-def money_locks(path: Path | None = None) -> MoneyLocks:
+def money_locks() -> MoneyLocks:
     """This process's locks (one per file: closing a second descriptor on the file would
     drop the process's locks on it)."""
-    if path is None:
-        path = lock_path()
+    path = lock_path()
     found = _OPEN.get(path)
     if found is None:
         found = _OPEN[path] = MoneyLocks(path)
@@ -271,7 +248,11 @@ async def hold_row(locks: MoneyLocks, desk: DeskLocks | None, key: str,
                    original: str) -> AsyncIterator[None]:
     """A batch row's form of :func:`hold_original` (never blocks the event loop): this
     machine's lock, then the desk's, taken with other rows' (see :class:`DeskLocks`)."""
-    async with _holding_async(locks, key):
+    delay = 0.002
+    while not locks.try_acquire(key):
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    try:
         if desk is None:
             yield
             return
@@ -280,3 +261,5 @@ async def hold_row(locks: MoneyLocks, desk: DeskLocks | None, key: str,
             yield
         finally:
             desk.release(key)
+    finally:
+        locks.release(key)

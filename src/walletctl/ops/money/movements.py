@@ -44,13 +44,6 @@ if TYPE_CHECKING:
 NOUN = KIND_OF_OP  # capture, refund, reversal: what the command calls its movement
 
 
-def _unknown_hint(exc: WalletctlError, ref: str) -> None:
-    if meaning_of_failure(exc) == "unknown":
-        exc.hint = (f"the outcome is recorded unknown: check with `walletctl lookup {ref}`, "
-                    f"or run the same command again: it looks {ref} up first, reports it "
-                    "done if applied, re-sends it under the same reference if not")
-
-
 class UnderItsOwnReference:
     """A movement under a reference of its own (checkout, authorization): that reference is
     its identity. Earlier unknown intents under it are looked up only when there are some;
@@ -173,7 +166,11 @@ class FollowUp:
                 # this very movement earlier: one lookup tells (earlier.taken)
                 intended = Intended(new, plan.op, req.amount, req.currency_code)
                 return taken(client, intended, req.client_system_invoice_id, rec)
-            _unknown_hint(exc, new)
+            if meaning_of_failure(exc) == "unknown":
+                exc.hint = (f"the outcome is recorded unknown: check with `walletctl lookup "
+                            f"{new}`, or run the same command again: it looks {new} up first, "
+                            "reports it done if applied, re-sends it under the same reference "
+                            "if not")
             raise
         rec.answered(response.state)
         return response

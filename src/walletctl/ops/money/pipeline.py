@@ -13,8 +13,7 @@ capture, refund, reverse and authorize — in this order (docs/money.md):
 An operation supplies only what is its own (:class:`Movement`: how its earlier intents are
 found, its plan, its request and the meaning of its answer: :mod:`.movements`). A batch row
 is scheduled by ops/batch and goes through the same step functions (the lock, the earlier
-verdict, the duplicate hold, :func:`desk_rules` for the whole file, the approval), with
-group commit and retries of its own.
+verdict, the duplicate hold, the approval), with group commit and retries of its own.
 """
 
 from __future__ import annotations
