@@ -97,7 +97,7 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
     from walletctl.cli.common import confirm, production_tag
     from walletctl.history.policy import clean_reason
     from walletctl.ops.desk import decide
-    from walletctl.render.approvals import render_decided, render_to_confirm
+    from walletctl.render.approvals import render_decided, render_request
 
     st = get_state(ctx)
     checked_reason = clean_reason(reason)
@@ -108,7 +108,7 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
         from walletctl.cli.state import ENV
 
         if ENV.is_interactive() and (not yes or (approve and profile.is_production)):
-            render_to_confirm(found, now)
+            render_request("table", found, now)  # in full, before the approver is asked
         if approve:  # a production profile's name, typed (it then replaces the y/N)
             from walletctl.cli.common import confirm_production
 

@@ -84,11 +84,6 @@ def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
         print_markup(f"... {more} more: --state, --since, or -o csv for all of them")
 
 
-def render_to_confirm(found: Approval, now: str) -> None:
-    """The request in full (a table, on the terminal) before the approver is asked."""
-    render_request("table", found, now)
-
-
 def render_request(fmt: str, found: Approval, now: str) -> None:
     """One request in full: what ``approve`` shows before asking (stdout)."""
     if fmt != "table":
