@@ -27,6 +27,20 @@ PROD_PAGE = """<!doctype html><html lang="en"><head><title>Prod shop</title>
 </script></body></html>"""
 
 
+# A shop that leaves for its confirmation page the moment it has the payment (no fetch first).
+LEAVING_PAGE = """<!doctype html><html lang="en"><head><title>Leaving shop</title>
+<script src="__GATEWAY__/walletpay.js"></script></head><body>
+<div id="merchant-wallet-button" hidden><button type="button">Pay</button></div>
+<script>
+  function handleWalletPayReady() {
+    document.getElementById("merchant-wallet-button").hidden = false;
+  }
+  function handlePaymentResult() { location.assign("/thanks"); }
+  runWalletPay("M-1001", "S-01", "leave-1", ["PAN_ONLY", "CRYPTOGRAM_3DS"], ["VISA"], "DE",
+               "EUR", "FINAL", "5.00", "test", "__KEY__", false, "", "Shop", {});
+</script></body></html>"""
+
+
 def _result(sandbox: Any, reference: str) -> dict[str, Any]:
     found = [r for r in httpx.get(f"{sandbox.url}/demo/merchant/api/results").json()["results"]
              if r["detail"].get("clientSystemTransactionId") == reference]
@@ -150,3 +164,27 @@ def test_the_python_helper_names_the_missing_playwright(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "playwright.sync_api", None)
     with pytest.raises(RuntimeError, match="needs Playwright: pip install playwright"):
         WalletPayBrowser(sandbox.url).start()
+
+
+@pytest.mark.browser
+def test_the_python_helper_answers_a_shop_that_leaves_at_once(driven_page: Any,
+                                                              sandbox: Any) -> None:
+    """WalletPayPage.pay's answer is a request the page sends and the test's route takes: a
+    shop that navigates the moment it has the payment cannot take the answer with it (an
+    evaluate's value, a binding's call or a console line can be lost that way)."""
+    from playwright.sync_api import Error
+
+    from walletctl.testing.browser import WalletPayPage
+
+    with MerchantSite(sandbox.url) as site:
+        site.pages["/leave"] = LEAVING_PAGE
+        site.pages["/thanks"] = "<!doctype html><title>Thanks</title><p>Thanks</p>"
+        checkout = WalletPayPage(driven_page)
+        for _ in range(10):
+            driven_page.goto(f"{site.url}/leave")
+            detail = checkout.pay("visa-token")
+            assert detail["transactionAccountId"].startswith("ta_"), detail
+            driven_page.wait_for_url("**/thanks")
+        driven_page.goto(f"{site.url}/leave")
+        with pytest.raises(Error, match=r"WalletPayTesting: .*no-such-card"):
+            checkout.pay("no-such-card")

@@ -18,6 +18,7 @@ Keyword options are the driver's (``WalletPayTesting.pay``) in snake case: ``ema
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import urllib.request
@@ -30,6 +31,8 @@ __all__ = ["DRIVER_PATH", "WalletPayBrowser", "WalletPayPage", "driver_script", 
 
 DRIVER_PATH = "/walletpay-testing.js"
 CHALLENGE_URL = "**/pay/3ds/**"
+ANSWER_PATH = "/__walletpay-testing/answer"  # pay()'s answer: a request the test's route takes
+ANSWER_ROUTE = "**" + ANSWER_PATH
 CHROMIUM_ENV = "WALLETCTL_CHROMIUM"
 
 
@@ -62,15 +65,47 @@ class WalletPayPage:
     the driver's ``WalletPayTesting: ...`` line."""
 
     page: Any
+    _answers: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    _listening: bool = field(default=False, repr=False)
 
     def pay(self, card: str | None = None, **options: Any) -> dict[str, Any]:
         """Open the sheet (through the merchant's button), choose ``card``, fill what is given,
-        press Pay; the ``event.detail`` of the page's ``handlePaymentResult``."""
+        press Pay; the ``event.detail`` of the page's ``handlePaymentResult``.
+
+        The detail comes back as a request the page sends (``keepalive``, to the gateway's
+        origin, which the page's CSP allows already) and this test's route answers; it never
+        reaches the network. Neither an ``evaluate``'s value, a binding's call nor a console
+        line survives a shop that navigates the moment it has the payment: Playwright drops
+        each when the page's document goes away first."""
+        from playwright.sync_api import Error
+
         args = {_camel(k): v for k, v in options.items()}
         if card is not None:
             args["card"] = card
-        detail: dict[str, Any] = self.page.evaluate("(o) => WalletPayTesting.pay(o)", args)
-        return detail
+        if not self._listening:
+            self.page.route(ANSWER_ROUTE, self._heard)
+            self._listening = True
+        self._answers.clear()
+        self.page.evaluate(
+            "(o) => { const say = (ok, value) => fetch(WalletPayTesting.gateway() + "
+            + json.dumps(ANSWER_PATH) + ", {method: 'POST', keepalive: true, "
+            "body: JSON.stringify({ok, value})}).catch(() => {}); WalletPayTesting.pay(o).then("
+            "(d) => say(true, d), (e) => say(false, String((e && e.message) || e))); }", args)
+        waited, limit = 0.0, float(args.get("timeoutMs", 20_000)) + 5_000
+        while not self._answers:
+            if waited > limit:
+                raise Error(f"WalletPayTesting: pay: no answer from the page in {limit:g} ms "
+                            f"(the page is at {self.page.url})")
+            self.page.wait_for_timeout(20)
+            waited += 20
+        answer = self._answers[0]
+        if not answer["ok"]:
+            raise Error(str(answer["value"]))
+        return dict(answer["value"])
+
+    def _heard(self, route: Any) -> None:
+        self._answers.append(json.loads(route.request.post_data or "{}"))
+        route.fulfill(status=204, headers={"Access-Control-Allow-Origin": "*"})
 
     def cancel(self) -> str:
         """Cancel the open sheet; the ``handlePaymentError`` message (``CANCELED: ...``)."""

@@ -165,23 +165,42 @@
 
   // Press Pay; resolves with the next handlePaymentResult's event.detail. Rejects with the
   // next handlePaymentError message, or with the error the sheet shows when it stays open.
+  // The outcome is taken from the page's event in that event's own task (no message of the
+  // port waited for in between): a page that navigates as soon as it has the payment cannot
+  // take the answer with it.
   function pressPay(timeoutMs) {
-    var mark = events.length;
-    return call("pay").then(function () {
-      return waitFor("the payment's outcome", function () {
-        for (var i = mark; i < events.length; i++) {
-          if (events[i].type === "handlePaymentResult") return events[i].detail;
-          if (events[i].type === "handlePaymentError") throw fail(String(events[i].detail));
+    var mark = events.length, pressed = false, refused = null;
+    call("pay").then(function () { pressed = true; }, function (e) { refused = e; });
+    function outcome() {
+      for (var i = mark; i < events.length; i++) {
+        if (events[i].type === "handlePaymentResult") return events[i].detail;
+        if (events[i].type === "handlePaymentError") throw fail(String(events[i].detail));
+      }
+      return undefined;
+    }
+    return waitFor("the payment's outcome", function () {
+      var seen = outcome();
+      if (seen !== undefined) return seen;
+      if (refused) throw refused;
+      if (!pressed) return undefined; // an event wakes the wait at once
+      return new Promise(function (resolve, reject) {
+        function woke() {
+          try { resolve(outcome()); } catch (e) { reject(e); }
         }
-        return state().then(function (s) {
+        wake.push(woke); // the page's event, while the sheet's state is on its way
+        state().then(function (s) {
+          var at = wake.indexOf(woke);
+          if (at >= 0) wake.splice(at, 1);
           if (s.open && !s.busy && s.error) {
-            throw fail("the sheet shows " + s.error.reason + ": " + s.error.message);
+            reject(fail("the sheet shows " + s.error.reason + ": " + s.error.message));
+          } else if (s.open && !s.busy && s.notice) {
+            reject(fail("the sheet says: " + s.notice));
+          } else {
+            resolve(outcome());
           }
-          if (s.open && !s.busy && s.notice) throw fail("the sheet says: " + s.notice);
-          return undefined;
-        });
-      }, timeoutMs);
-    });
+        }, reject);
+      });
+    }, timeoutMs);
   }
 
   function pay(options) {
