@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,15 @@ pytest_plugins = [
 ]
 
 TEST_API_KEY = "sandbox-api-key"
+
+# The suite signals walletctl as a terminal does (Ctrl-C, a hang-up). A run started under nohup
+# or as a background job of a script has SIGHUP or SIGINT ignored, and every child would inherit
+# that (walletctl keeps a signal its parent ignores ignored, as nohup asks): set them back here,
+# in each process of the run, so the children start as a shell at a terminal starts them.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 # Property tests (hypothesis, schemathesis) are deterministic by default, so a run fails or
 # passes the same way on every machine and CI never fails on an example nobody can replay;

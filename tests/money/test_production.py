@@ -245,11 +245,8 @@ def test_ctrl_c_at_the_confirmation_prompt_is_an_interrupt_and_sends_nothing(
     argv = ("-p", PROD, "refund", ref, "--amount", "1")
     master, slave = pty.openpty()
     try:
-        # as a shell at a terminal starts it: SIGINT at its default, even when this test
-        # runs where it is ignored (a job started with & in a non-interactive shell)
         proc = subprocess.Popen([*WALLETCTL, *argv], stdin=slave, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=prod.env,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                stderr=subprocess.PIPE, env=prod.env)
         os.close(slave)
         slave = -1
         assert proc.stderr is not None
