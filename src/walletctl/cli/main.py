@@ -367,9 +367,28 @@ def install_signal_handlers() -> None:
             signal.signal(sig, _interrupt)
 
 
+def read_answer(prompt: str = "") -> str:
+    """Click's prompts read through this instead of ``input()``. ``input()`` writes the
+    question and starts its read with no point between where Python runs a signal handler,
+    so a Ctrl-C landing there was only acted on after the next Enter; here the wait for a
+    line is a loop that runs the handler within a fifth of a second."""
+    import select
+
+    sys.stdout.write(prompt)  # click points stdout at stderr while it asks with err=True
+    sys.stdout.flush()
+    if os.name == "posix" and sys.stdin.isatty():
+        while not select.select([sys.stdin], [], [], 0.2)[0]:
+            pass
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\r\n")
+
+
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point (the error boundary lives in ``_BoundaryGroup``)."""
     install_signal_handlers()
+    click.termui.visible_prompt_func = read_answer
     # A connection's generator closed by the garbage collector after a timeout (httpcore)
     # would print "Exception ignored in ... Traceback" on stderr at exit: the command's
     # outcome is already reported, so such leftovers are not shown (WALLETCTL_DEBUG shows them)
