@@ -226,8 +226,9 @@ def test_a_frozen_database_after_the_send_leaves_an_unknown_entry_and_frees_the_
 def test_a_listing_read_slowly_outlives_the_statement_timeout(
         team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
     """A history read row by row at the reader's pace (``history | less``) is not one
-    statement's time: only each wait for the server is bounded. 20 MB is more than the
-    sockets hold, so the server waits on the reader past its statement timeout."""
+    statement's time: only each wait for the server is bounded. The reader pauses past the
+    statement timeout and the idle-in-transaction one (the listing is a cursor's read-only
+    transaction), and both are back for the next statement."""
     from walletctl.history.postgres import PostgresHistory
 
     monkeypatch.setenv("PGPASSWORD", team.cluster.password("alice"))
@@ -240,6 +241,8 @@ def test_a_listing_read_slowly_outlives_the_statement_timeout(
         assert sum(1 for _ in rows) == 19999
         # and the next statement is bounded again
         assert store.read_one("SHOW statement_timeout") == (f"{STATEMENT_TIMEOUT_S}s",)
+        assert store.read_one("SHOW idle_in_transaction_session_timeout") == (
+            f"{IDLE_IN_TRANSACTION_S}s",)
     finally:
         store.close()
 

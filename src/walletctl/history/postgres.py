@@ -20,11 +20,11 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import HistoryStore, StorageError
 
@@ -93,6 +93,7 @@ LOCK_TIMEOUT_S = 8  # an append takes milliseconds; longer than the above, so a 
 #                     waiting behind a stalled writer outlives it
 STATEMENT_TIMEOUT_S = 10  # any one statement (a listing read row by row is exempt)
 DEADLINE_S = STATEMENT_TIMEOUT_S + 5  # the client's own: no answer at all, the socket is cut
+LISTING_PAGE = 500  # rows a listing's cursor fetches at a time
 
 
 def why(exc: BaseException) -> str:
@@ -323,12 +324,23 @@ class PostgresHistory(HistoryStore):
                     rows = db.execute(self.native_sql(sql), tuple(args)).fetchall()
                 yield from rows
                 return
-            # rows as the server sends them (memory flat in the listing's size), at the
-            # reader's pace: not the statement's time, but each wait for a row, is bounded
+            # a server-side cursor, read a page at a time at the reader's pace (memory flat
+            # in the listing's size): PostgreSQL plans a cursor for its first rows
+            # (cursor_tuple_fraction), where a plain query is planned for its last and a
+            # listing of a million entries sorted and hashed them all before its first line.
+            # Not the statement's time, but each wait for a page, is bounded.
+            held = contextlib.ExitStack()
             with bound.bound():
                 self._statement_timeout(db, on=False)
-            rows_at = cast("Generator[tuple[Any, ...]]",
-                           db.cursor().stream(self.native_sql(sql), tuple(args)))
+                held.enter_context(db.transaction())
+                # it only reads; and a reader paused between pages (``| less``) is not a
+                # writer stalled holding locks, so the idle timeout does not end it
+                db.execute("SET TRANSACTION READ ONLY")
+                db.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
+                cursor = held.enter_context(db.cursor(name="walletctl_listing"))
+                cursor.itersize = LISTING_PAGE
+                cursor.execute(self.native_sql(sql), tuple(args))
+            rows_at = iter(cursor)
             try:
                 while True:
                     outer = bound.arm()
@@ -341,7 +353,7 @@ class PostgresHistory(HistoryStore):
                     yield row
             finally:
                 with bound.bound(), contextlib.suppress(psycopg.Error):
-                    rows_at.close()  # stopped early: psycopg cancels the rest
+                    held.close()  # stopped early: the cursor is closed, the rest never read
         except psycopg.Error as exc:
             raise StorageError(f"history {self.where}: {self._why(exc)}") from None
 
