@@ -146,23 +146,24 @@ def test_the_order_in_a_real_80_column_terminal(desk: Desk,
                    if k not in ("COLUMNS", "LINES"))
     command = (f"env -u COLUMNS -u LINES {env} {shlex.join(WALLETCTL)} -p desk-a order {ref}; "
                "echo ORDER-EXIT=$?; sleep 600")
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "50",
+    tmux = ["tmux", "-L", session]  # a tmux server of this test's own
+    subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "80", "-y", "50",
                     command], check=True, timeout=30)
     try:
         deadline = time.monotonic() + 60
         screen = ""
         while time.monotonic() < deadline:
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session, "-S", "-"],
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", session, "-S", "-"],
                                     capture_output=True, text=True, check=True,
                                     timeout=30).stdout
             if "ORDER-EXIT=" in screen:
                 break
             time.sleep(0.3)
-        joined = subprocess.run(["tmux", "capture-pane", "-p", "-J", "-t", session, "-S", "-"],
+        joined = subprocess.run([*tmux, "capture-pane", "-p", "-J", "-t", session, "-S", "-"],
                                 capture_output=True, text=True, check=True,
                                 timeout=30).stdout
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False, timeout=30)
+        subprocess.run([*tmux, "kill-server"], check=False, timeout=30)
     assert f"ORDER-EXIT={MISMATCH}" in screen, screen
     lines = screen.rstrip("\n").splitlines()
     # nothing the terminal had to wrap (-J joins wrapped lines back together)

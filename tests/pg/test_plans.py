@@ -89,7 +89,8 @@ def blocking(node: dict[str, Any]) -> Iterator[str]:
     """The plan's nodes that read a growing table whole before they give their first row:
     a sort, a hash table built of it, an aggregate."""
     kind = node["Node Type"]
-    tables = {n.get("Relation Name") for n in _all(node)} & set(GROWING)
+    tables = {str(n["Relation Name"]) for n in _all(node)
+              if n.get("Relation Name") in GROWING}
     if kind in ("Sort", "Hash", "Aggregate", "Materialize") and tables:
         yield f"{kind} over {', '.join(sorted(tables))}"
     for child in node.get("Plans", ()):

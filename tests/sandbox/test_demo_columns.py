@@ -25,8 +25,12 @@ PROVIDER_STATES = {"AuthorizedByProvider", "CapturedByProvider", "RefundedByProv
                    "ReversedByProvider"}
 
 
+# a tmux server of this test's own (-L), never the user's or another test's
+SOCKET = f"walletctl-demo-{os.getpid()}"
+
+
 def _tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True,
+    return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True,
                           timeout=30).stdout
 
 
@@ -48,7 +52,7 @@ def test_the_demo_fits_80_columns_without_breaking_a_word() -> None:
             time.sleep(0.5)
         joined = _tmux("capture-pane", "-p", "-J", "-t", session, "-S", "-")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False, timeout=30)
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], check=False, timeout=30)
     assert "DEMO-EXIT=0" in screen, screen
     lines = screen.rstrip("\n").splitlines()
     # nothing the terminal had to wrap (-J joins wrapped lines back together)

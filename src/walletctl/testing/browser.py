@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,13 +92,13 @@ class WalletPayPage:
             + json.dumps(ANSWER_PATH) + ", {method: 'POST', keepalive: true, "
             "body: JSON.stringify({ok, value})}).catch(() => {}); WalletPayTesting.pay(o).then("
             "(d) => say(true, d), (e) => say(false, String((e && e.message) || e))); }", args)
-        waited, limit = 0.0, float(args.get("timeoutMs", 20_000)) + 5_000
+        limit = float(args.get("timeoutMs", 20_000)) + 5_000
+        give_up = time.monotonic() + limit / 1000
         while not self._answers:
-            if waited > limit:
+            if time.monotonic() > give_up:
                 raise Error(f"WalletPayTesting: pay: no answer from the page in {limit:g} ms "
                             f"(the page is at {self.page.url})")
             self.page.wait_for_timeout(20)
-            waited += 20
         answer = self._answers[0]
         if not answer["ok"]:
             raise Error(str(answer["value"]))
