@@ -11,10 +11,9 @@ their batch only: the rows of one file are each intended once.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -22,14 +21,12 @@ from walletctl.errors import HeldError
 from walletctl.models.ledger import KIND_OF_OP, kind_of
 from walletctl.models.money import format_major
 from walletctl.models.outcome import REFUSAL_STATES
+from walletctl.models.records import parse_timestamp
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.history.store import Entry, HistoryStore
     from walletctl.models.records import TransactionRecord
-
-_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
-
 
 @dataclass(frozen=True)
 class Duplicate:
@@ -56,18 +53,10 @@ class Duplicate:
                  "--allow-duplicate")
 
 
-def parse_time(text: str | None) -> datetime | None:
-    """A gateway or history timestamp (no zone: UTC, as the gateway's samples are)."""
-    m = _TIME.match((text or "").strip())
-    if m is None:
-        return None
-    when = datetime.strptime(m.group(1).replace(" ", "T"), "%Y-%m-%dT%H:%M:%S")
-    zone = m.group(2)
-    if zone and zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        hh, mm = int(zone[1:3]), int(zone[-2:])
-        when -= sign * timedelta(hours=hh, minutes=mm)
-    return when.replace(tzinfo=UTC)
+def _when(text: str | None) -> datetime | None:
+    """A gateway or history time to the second (no zone: UTC, as the gateway's samples are)."""
+    when = parse_timestamp(text.replace(" ", "T", 1)) if text else None
+    return None if when is None else when.replace(microsecond=0)
 
 
 def find_duplicate(*, operation: str, original_ref: str, amount: Decimal, currency: str,
@@ -89,12 +78,12 @@ def find_duplicate(*, operation: str, original_ref: str, amount: Decimal, curren
     who: dict[str, tuple[str, datetime | None]] = {}
     found: list[tuple[datetime | None, str]] = []
     for e in entries:
-        when = parse_time(e.time)
+        when = _when(e.time)
         if e.operation == operation and same(e.reference, e.currency or "", e.amount, when):
             who[e.reference] = (f"{e.who} (profile {e.profile})", when)
             found.append((when, e.reference))
     for r in records:
-        when = parse_time(r.transaction_date_time)  # no time shown: not known to be recent
+        when = _when(r.transaction_date_time)  # no time shown: not known to be recent
         if when is not None and kind_of(r.type) == KIND_OF_OP[operation] \
                 and r.state not in REFUSAL_STATES \
                 and same(r.client_system_transaction_id, r.currency_code, r.transaction_amount,
