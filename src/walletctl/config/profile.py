@@ -1,16 +1,7 @@
-"""A profile: its settings as read from the TOML file, and the rules a profiles document passes.
-
-See docs/profiles.md and docs/guide.md "Profiles". The settings are plain frozen dataclasses:
-cheap to import, no validation framework needed on the hot path of ``walletctl --help``.
-
-Loading is strict: an unknown key, a value of the wrong type or an invalid value is refused with
-its location (``profiles.prod -> auth -> kee_env: unknown key``) so a typo never silently falls
-back to a default. Values that could be secrets are never echoed in messages.
-:func:`parse_document` runs the checks of single values every table uses (known keys,
-sub-tables, text, URLs, environment variable names, file paths, database URLs) and the
-document's own rules (profiles, auth, history, ...). Reading, saving and editing the file:
-:mod:`walletctl.config.profiles_file` (it runs :func:`parse_document` before anything is used
-or written); secrets: :mod:`walletctl.config.secrets`.
+"""A profile: its settings as read from the TOML file (plain frozen dataclasses: cheap to
+import), and the rules a profiles document passes (docs/profiles.md). Loading is strict: an
+unknown key or a bad value is refused with its location (``profiles.prod -> auth -> kee_env:
+unknown key``), and a value that could be a secret is never echoed.
 """
 
 from __future__ import annotations

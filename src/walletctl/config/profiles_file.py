@@ -1,29 +1,8 @@
-"""The profiles file on disk: where it is, its permissions, reading it, picking a profile,
-writing it whole, and editing it in place.
-
-Where the file is (first that applies)::
-
-    --config PATH  >  $WALLETCTL_CONFIG  >  <platform config dir>/walletctl/profiles.toml
-                                            (e.g. ~/.config/walletctl/profiles.toml)
-
-Which profile is used (first that applies)::
-
-    --profile/-p NAME  >  $WALLETCTL_PROFILE  >  default_profile in the file  >  the only profile
-
-Permissions follow ssh: a profiles file that holds an inline secret (``auth.key``) must not be
-readable or writable by group or others (``chmod 600``); the same holds for a ``key_file``
-(checked by ``config.secrets``). Files written by walletctl are created 0600 in a 0700 directory,
-through a temporary file and an atomic rename, so a crash never leaves half a file.
-
-Editing in place (``profile add/remove/set/unset/default``) keeps every comment and the layout: the
-file is parsed with tomlkit (a style-preserving TOML library), the one profile table is added,
-replaced or removed, and the result is validated with the same rules as loading
-(:func:`walletctl.config.profile.parse_document`) before it replaces the file atomically.
-Comments, blank lines, key order and the other profiles are left exactly as they were.
-Concurrent edits by two walletctl processes are serialised with ``flock`` on the file's
-directory, so no lock file is ever left beside the profiles file. A setting is named by its
-dotted key (``currency``, ``auth.key_env``, ``history.approvals.refund``); whether a value is
-*valid* is decided by the loader's own rules after the edit, never by the key's parser.
+"""The profiles file on disk: where it is and which profile is used (docs/profiles.md), its
+permissions (an inline secret needs ``chmod 600``, as ssh does), reading it, and writing it:
+whole or edited in place with tomlkit (comments and layout kept), always checked by the
+loader's rules (:func:`walletctl.config.profile.parse_document`) first, written 0600 through
+a temporary file and an atomic rename, edits serialised with ``flock`` on the directory.
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
-"""Where a profile's secret comes from, and the auth headers built from it.
-
-Secret resolution order (the first source that yields a value wins)::
-
-    1. key_env      the environment variable named by ``auth.key_env``
-    2. key_file     the file ``auth.key_file`` (surrounding whitespace stripped); it must not
-                    be readable or writable by group/others (``chmod 600``), as ssh requires
-    3. keyring      the system keyring (``auth.keyring = true``): service ``walletctl``,
-                    user = the profile name (optional ``keyring`` package)
-    4. key          inline in the profiles file; accepted only when that file is 0600
-    5. saved        the file ``<profiles dir>/<profile>.key`` written by
-                    ``walletctl keys --save`` (see :func:`save_secret`), when it exists
-
-A source that is configured but empty (variable unset, file missing, no keyring entry) falls
-through to the next one; when none yields a value the error names every source tried, e.g.
-``profiles.sandbox -> auth -> key_env: environment variable WALLETCTL_SANDBOX_KEY is not set``.
-A file that is too open is refused at once (it never falls through).
-
-Secrets are returned as ``pydantic.SecretStr`` and never appear in messages:
-:func:`describe_secret_source` says where a secret comes from without reading it.
-
-Where walletctl keeps the secrets it saves (``walletctl keys --save``, :func:`save_secret`): in
-the system keyring (service ``walletctl``, user :func:`keyring_user`) when the profile sets
-``auth.keyring = true``, else in :func:`saved_secret_path` beside the profiles file; they are
-read back with :func:`load_saved_secret`. The optional ``keyring`` package is imported only here.
+"""Where a profile's secret comes from, and the auth headers built from it. The resolution order
+(key_env, key_file, keyring, inline key, the file ``walletctl keys --save`` wrote) and the
+permission rules are docs/profiles.md's ("Secret resolution order"): an empty source falls
+through to the next, a file too open is refused at once, and the error names every source
+tried. Secrets stay ``pydantic.SecretStr`` and never appear in messages. The optional
+``keyring`` package is imported only here.
 """
 
 from __future__ import annotations

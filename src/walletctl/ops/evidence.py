@@ -1,42 +1,14 @@
-"""What the history's chain proves, and how it is shown to someone outside it.
+"""What the history's chain proves, and how it is shown to someone outside it
+(docs/history.md, "Tamper evidence" and "Evidence bundles").
 
-``walletctl history verify`` and ``history anchor``: the chain checked against itself, and
-against heads a team keeps outside the history.
-
-A chain only proves itself: deleting its newest events, or rewriting one and recomputing
-every hash after it (the owner's maintenance path on PostgreSQL; anyone who can write a
-local file), leaves a chain that verifies. An *anchor* is the head as ``history anchor``
-prints it, one JSON line kept elsewhere (a file in git, a CI log, a ticket); ``verify
---anchor FILE`` checks that every anchor of the file still names an event of this history
-with the hash it had then.
-
-``verify --since-anchor FILE`` walks only what was added after the newest anchor of the
-file (its event, then every event after it, from its kept hash), and checks every anchor
-of the file as ``--anchor`` does: its cost is the events added since, not the history's
-size. What it cannot see is a change at or before the anchored event that leaves that
-event's own hash as kept (an edited old payload whose hash was not recomputed): only the
-full walk finds that, so a team runs it from time to time as well (docs/history.md).
-
-An order's evidence bundle: written by ``walletctl order REF --evidence FILE``, checked by
-``walletctl history check-evidence FILE`` with no database and no gateway.
-
-The bundle (one JSON document, format ``walletctl-evidence/1``) holds the order as the
-gateway answered its lookup (time-stamped), the history's entries on it, its approvals and
-recon findings, the balance and the verdict — and the history's events themselves, every
-one from the order's first event to a head: the newest event when it was made, or the
-first anchor (``history anchor``) at or after the order's last event that still matches,
-so that a team's nightly anchor bounds what a bundle carries.
-
-What a check proves, offline: every event hashes to itself and links to the next up to the
-head; the head is the bundle's anchor (and one of an anchors file's lines, when given);
-every entry, approval and finding the bundle states is what those events say (nothing
-added, changed or left out); every spent approval was decided by someone else in the chain
-and binds exactly the movement that spent it; and the gateway's records give the stated
-balance and findings. Any edit is named, exit 3. What it cannot prove: that the gateway
-answered those records (they are as fetched); a head kept elsewhere (an anchors file)
-is what ties the chain to the history itself.
-
-Only what the history and lookups already hold enters it: no key, secret or card data.
+``history verify`` walks the chain (``--since-anchor FILE``: only what came after the file's
+newest anchor) and checks it against anchors, heads kept outside the history
+(``history anchor``). ``order REF --evidence FILE`` writes an order's bundle: the order as
+looked up, the history's entries, approvals and findings on it, and the chain's events from
+the order's first event to a head (the first matching anchor at or after its last event, else
+the newest event). ``history check-evidence FILE`` checks a bundle offline: the events hash
+and link up to the head, and every entry, approval, finding and balance it states is what
+those events and records give. Nothing but what the history and lookups hold enters it.
 """
 
 from __future__ import annotations

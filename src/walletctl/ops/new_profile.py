@@ -1,9 +1,6 @@
-"""``walletctl profile add``: the profile's table from the flags, saved, and what it can do.
-
-Every setting has a flag; what a flag leaves out the command's :class:`Prompts` may ask for
-(on a terminal: the required ids, the default currency, the shop URL). A secret never is
-asked for: the key's *source* is recorded. The notes say what the new profile can do and
-the one step left (if any).
+"""``walletctl profile add``: the profile's table from the flags (what a flag leaves out
+:class:`Prompts` may ask; a secret never: its source is recorded), saved, and notes on what it
+can do and the one step left.
 """
 
 from __future__ import annotations

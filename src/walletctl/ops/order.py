@@ -1,11 +1,7 @@
-"""``walletctl order REF``: one order as the gateway and the desk's history each tell it.
-
-:func:`order_view` reads, and writes nothing: one lookup of the order at the gateway (the
-original and its follow-ups), the history's entries on it (one indexed query on the original
-reference), the approval requests on it, the comparison ``recon --ref REF`` makes
-(:func:`walletctl.ops.recon.compare.compare_original`, the same rules, nothing else), and the
-balance the follow-up rules give (:func:`walletctl.models.ledger.balance_from_records`). It
-ends in one verdict: the history and the gateway agree, or each disagreement named.
+"""``walletctl order REF``: one order as the gateway and the desk's history each tell it — one
+lookup, the history's entries and approval requests on it, recon's comparison
+(:func:`walletctl.ops.recon.compare.compare_original`), the balance, and one verdict. It
+writes nothing.
 """
 
 from __future__ import annotations

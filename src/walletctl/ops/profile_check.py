@@ -1,10 +1,7 @@
-"""``walletctl profile check``: what a profile can run, and why not.
-
-Offline by default: the file parses, its permissions, each secret is found, the auth header
-builds, which commands have what they need (with the ``profile set`` line that adds what one
-misses). ``online`` adds two read-only requests (a lookup of a reference that cannot exist,
-and the public key service's keys) to prove the gateway accepts the API key and the service
-user and secret.
+"""``walletctl profile check``: what a profile can run, and why not. Offline: the file, its
+permissions, each secret, the auth header, each command's needs (with the ``profile set`` line
+that adds what is missing). ``online`` adds a lookup of a reference that cannot exist and the
+public key service's keys, to prove the gateway accepts the credentials.
 """
 
 from __future__ import annotations

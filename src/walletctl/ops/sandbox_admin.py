@@ -1,10 +1,7 @@
-"""A walletctl sandbox administered from outside its server: started inside this process
-(the pytest plugin, ``smoke --embedded``), waited for, given a profile (``sandbox serve
---write-profile | --print-profile``), and driven through its admin routes (``/_sandbox/*``,
-over :class:`walletctl.client.admin.SandboxAdmin`): decide a checkout, reset, read the
-ledger, faults and clock, the 3DS challenge, and seeding approved test transactions. Used by
-the ``walletctl sandbox`` commands, smoke and the pytest plugin (:mod:`walletctl.testing`),
-which reaches the sandbox's own code only through here.
+"""A walletctl sandbox administered from outside its server: started in this process, waited
+for, given a profile and driven through its ``/_sandbox/*`` routes over
+:class:`walletctl.client.admin.SandboxAdmin` — for the ``sandbox`` commands, smoke and the
+pytest plugin.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""The files a user names: input files read safely, output files checked before anything is sent.
-
-Reading (``--from-file``, ``--event``, ``--3ds``):
-
-* only a regular file (or ``-`` for stdin) is read: a FIFO, ``/dev/zero`` or a socket is
-  refused at once ("not a regular file") instead of hanging;
-* at most :data:`MAX_INPUT_BYTES`;
-* JSON numbers become ``Decimal``; a duplicate key is refused (which one would win is
-  a guess); nesting deeper than :data:`MAX_DEPTH` is refused (no ``RecursionError``).
-
-Writing (``--journal``, ``--results``, ``--junit``, ``--json-file``): a path is written only
-when it is a regular file (or one to be created) in a directory that exists and is writable. A
-directory, a FIFO (it would block until someone reads it), a character or block device
-(``/dev/full``: every write fails, after the money moved) or a socket is refused at once,
-exit 4 naming the option; nothing was sent.
+"""The files a user names. Input files (``--from-file``, ``--event``, ``--3ds``): a regular file
+or ``-`` only, at most :data:`MAX_INPUT_BYTES`, JSON numbers as ``Decimal``, no duplicate key,
+at most :data:`MAX_DEPTH` deep. Output files (``--journal``, ``--results``, ``--junit``,
+``--json-file``): a regular file (or one to create) in a writable directory, checked before
+anything is sent (exit 4 naming the option).
 """
 
 from __future__ import annotations

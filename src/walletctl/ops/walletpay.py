@@ -1,11 +1,7 @@
-"""Browser wallet operations: ``keys`` (public key service), ``account``, ``authorize``.
-
-No Typer here. Every function takes a :class:`~walletctl.client.gateway.GatewayClient` (or a
-profile) and returns models; secrets stay ``SecretStr`` until the caller decides (masked).
-
-Key cache: ``<user cache dir>/walletctl/keys/<profile>-<hash>.json`` (mode 0600, directory
-0700), one file per profile + base URL + merchant + store, reused until 60 s before the key's
-``expiresAt``. It holds the API key and the encryption key, like the saved-secret files.
+"""Browser wallet operations: ``keys`` (public key service), ``account``, ``authorize``
+(docs/walletpay.md). Key cache: ``<user cache dir>/walletctl/keys/<profile>-<hash>.json``
+(0600), one per profile, base URL, merchant and store, reused until 60 s before the key's
+``expiresAt``; it holds the API key and the encryption key.
 """
 
 from __future__ import annotations

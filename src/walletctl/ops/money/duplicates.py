@@ -1,12 +1,7 @@
-"""The likely-duplicate hold: the commonest double refund at a desk is the same refund typed
-twice (two agents on one ticket, Enter pressed in a second terminal, a batch re-fed).
-
-A capture, refund or reversal identical in original, operation, amount and currency to one
-the gateway shows, or the history holds (approved or still unknown), from the last N minutes
-(the profile's ``[history] duplicate_window``, default 10; 0 turns the hold off) is not sent.
-The hold names the earlier movement: its reference, time and who made it. An explicit
-``--allow-duplicate`` sends it anyway. Batch rows are held against movements made outside
-their batch only: the rows of one file are each intended once.
+"""The likely-duplicate hold (docs/money.md, "A likely duplicate is held"): a capture, refund
+or reversal identical to one the gateway shows or the history holds from the last
+``[history] duplicate_window`` minutes is not sent unless ``--allow-duplicate``; a batch's
+rows are held against movements from outside their batch only.
 """
 
 from __future__ import annotations

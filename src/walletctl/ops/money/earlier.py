@@ -1,16 +1,6 @@
-"""Earlier intents whose outcome is unknown: judged against what the gateway shows.
-
-One judgement for every path: a single command's re-run, a batch row, and
-``history --unknown --reconcile``. An intent is identified by the transaction at the
-gateway (merchant id, store id, operation, original and new reference), so one left by
-another profile, or by a URL spelled another way, is found and resolved here too.
-
-* the intent's reference is there and IS the intent (operation, amount, currency)
-  -> ``applied``: its outcome is recorded from the record's state;
-* it is there as another transaction -> ``conflict``: nothing is trusted or sent;
-* it is not there -> ``absent``: not applied (re-sending it under the SAME reference is
-  idempotent at the gateway). A browser-wallet authorisation is never proven absent by the
-  redirect wallet's lookup: it stays unknown.
+"""Earlier intents whose outcome is unknown, judged against what the gateway shows (docs/money.md,
+"An earlier outcome is accepted only when the record matches"): one judgement for a re-run, a
+batch row and ``history --unknown --reconcile`` — ``applied``, ``conflict`` or ``absent``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""What each operation brings to the money pipeline (:func:`.pipeline.move`): how its earlier
-intents are found, its plan and pre-flight, its request, and the meaning of its answer.
-
-* :class:`FollowUp`      — capture, refund, reversal of an original (the ledger's rules)
-* :class:`Checkout`      — a redirect-wallet checkout under its own reference
-
-A browser-wallet authorization brings its own (``ops/walletpay.py``'s ``Authorization``, an
-:class:`UnderItsOwnReference` as a checkout is).
+"""What each operation brings to :func:`.pipeline.move`: how its earlier intents are found, its
+plan and pre-flight, its request and the meaning of its answer — :class:`FollowUp` (capture,
+refund, reversal) and :class:`Checkout`; an authorization's is ``ops/walletpay.Authorization``.
 """
 
 from __future__ import annotations

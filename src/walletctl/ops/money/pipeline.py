@@ -1,19 +1,7 @@
-"""The money pipeline: one function runs the steps of every single movement — checkout,
-capture, refund, reverse and authorize — in this order (docs/money.md):
-
-    lock the movement's reference (this machine, then the desk's shared history)
-    -> look up and resolve earlier unknown intents on it (any profile or URL)   [earlier.py]
-    -> plan and pre-flight                                          [the operation's own]
-    -> likely-duplicate hold                                              [duplicates.py]
-    -> the desk's policy (require_reason, limits); four eyes above the approval amount
-    -> confirmation
-    -> intent recorded (committed; an approval spent with it) -> send -> interpret
-    -> record the outcome (one history entry per movement)
-
-An operation supplies only what is its own (:class:`Movement`: how its earlier intents are
-found, its plan, its request and the meaning of its answer: :mod:`.movements`). A batch row
-is scheduled by ops/batch and goes through the same step functions (the lock, the earlier
-verdict, the duplicate hold, the approval), with group commit and retries of its own.
+"""The money pipeline: :func:`move` runs the steps of every single movement (checkout, capture,
+refund, reverse, authorize) in the order docs/money.md draws; each operation brings only what
+is its own (:class:`Movement`, :mod:`.movements`). A batch row goes through the same step
+functions from ops/batch.
 """
 
 from __future__ import annotations

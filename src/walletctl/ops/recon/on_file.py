@@ -1,9 +1,6 @@
-"""Recon's findings on file: recorded (``recon --record``), listed (``recon findings``) and
-resolved (``recon resolve``), kept by :mod:`walletctl.history.findings`.
-
-A finding is matched to what is on file by what it is about (merchant, store, kind,
-reference, entry), so a resolved one found again is shown as resolved, with its note, and
-not reported as new.
+"""Recon's findings on file (``recon --record``, ``recon findings``, ``recon resolve``), kept by
+:mod:`walletctl.history.findings` and matched by what they are about (merchant, store, kind,
+reference, entry): a resolved one found again is shown resolved, not reported as new.
 """
 
 from __future__ import annotations

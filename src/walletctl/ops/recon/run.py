@@ -1,18 +1,8 @@
-"""``walletctl recon``: the history (and batch journals) against lookups at the gateway.
-
-:func:`reconcile` is the one operation: it reads what the desk recorded in the window
-(history entries, batch journals, the orders named by ``--ref`` and ``--refs FILE``), looks
-every order up on the batch engine (:class:`~walletctl.ops.batch.balance_report.BalanceReport`:
-concurrency, token bucket, the shared Retry-After pause, retries and the circuit breaker),
-compares each order as its lookup arrives (``compare``) and returns a
-:class:`~walletctl.ops.recon.compare.ReconResult`. It reads only: nothing is sent but
-lookups; with ``record``, each mismatch not yet on file is filed as a finding in the history
-(``on_file``), and every finding shows what is on file.
-
-The history is read through :class:`~walletctl.history.store.HistoryStore` only, so a local
-file and a team's PostgreSQL database are read the same way. Only the profile's merchant and
-store count (entries written before the history kept merchant ids: the profile's name at
-its URL). Journals are read, never locked or written: a running batch may hold one.
+"""``walletctl recon``: :func:`reconcile` reads what the desk recorded in the window (history
+entries through :class:`~walletctl.history.store.HistoryStore`, batch journals read but never
+locked, the orders named by ``--ref``/``--refs``), looks every order up on the batch engine
+(:class:`~walletctl.ops.batch.balance_report.BalanceReport`) and compares each as its lookup
+arrives. Nothing is sent but lookups; ``record`` files each new mismatch in the history.
 """
 
 from __future__ import annotations

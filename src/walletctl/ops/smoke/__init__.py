@@ -1,25 +1,9 @@
-"""``walletctl smoke``: prove a profile, its credentials and its gateway work end to end.
-
-Library first: :func:`run_smoke` runs the selected scenarios against a profile (or a private
-embedded sandbox) and returns a :class:`SmokeReport`; :mod:`.report` turns it into JUnit XML
-or JSON. Exit codes (``SmokeReport.exit_code``): 0 every selected scenario passed,
-10 a scenario failed, 9 credentials refused (the first 401/403 aborts the run), 3 a profile
-problem (raised as ConfigError before anything is sent, or met during the run).
-
-The framework: a :class:`Scenario` is a named sequence of :class:`Step` objects. Each step
-is a function of a :class:`ScenarioRun` (the per-scenario state, the run's target and the
-reference minting) that either returns (passed, optionally with a one-line detail) or raises:
-
-* :class:`StepFailed` — an assertion on state or amounts did not hold (``check``/``check_equal``);
-* :class:`StepSkipped` — the step cannot run here (e.g. no headless approval on this gateway);
-  the rest of the scenario is skipped with a reason naming this step;
-* a :class:`~walletctl.errors.WalletctlError` — reported as a failure with its message, except
-  401/403 answers and profile problems, which abort the whole run (fail fast) with the
-  credentials / config exit code;
-* anything else — reported as an *error* (a bug in walletctl or the scenario), message masked.
-
-The runner never prints: it tells a :class:`SmokeObserver` (the CLI's live view) about progress
-and returns a :class:`SmokeReport`, which the report writers turn into JUnit XML or JSON.
+"""``walletctl smoke``: prove a profile, its credentials and its gateway work end to end
+(docs/ci.md). :func:`run_smoke` runs :class:`Scenario` s (named sequences of :class:`Step`)
+and returns a :class:`SmokeReport`. A step returns (passed) or raises :class:`StepFailed`,
+:class:`StepSkipped` (the rest of its scenario is skipped), a WalletctlError (a failure; a
+401/403 or a profile problem aborts the run) or anything else (an error, masked). The runner
+never prints: a :class:`SmokeObserver` hears the progress.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The smoke scenarios: the catalogue (:data:`SCENARIOS`, :func:`select`, :func:`describe`),
-their amounts (:class:`Amounts`) and their steps.
-
-Each step runs through walletctl's own paths (request building, pre-flight, client) and
-asserts on states and amounts. Amounts are whole major units by default so they are valid in
-every currency (JPY, EUR, BHD) and never hit the sandbox's magic endings (01-05: see
-``walletctl.sandbox.config``); ``--amount NAME=VALUE`` overrides them (e.g. for a gateway with
-a minimum amount).
-
-The browser-wallet scenario needs no browser: the emulated wallet of the walletctl sandbox
-mints the wallet tokens (its admin route), and the Create Payment Account API is called the
-way the client script would (``PublicApiKey`` with the key just issued). Two credentials are
-covered: a device token (``CRYPTOGRAM_3DS``: the sale, with its cryptogram + ECI) and a
-``PAN_ONLY`` card (the pre-authorisation, with the sandbox's simulated 3DS result). Against a
-gateway that is not a walletctl sandbox, minting a token needs a real wallet in a browser:
-that step is skipped with a reason, and so is the rest of the scenario.
+"""The smoke scenarios: the catalogue (:data:`SCENARIOS`, :func:`select`, :func:`describe`), their
+amounts (:class:`Amounts`: whole major units by default, valid in every currency and clear of
+the sandbox's magic endings; ``--amount NAME=VALUE`` overrides) and their steps, which run
+through walletctl's own request building, pre-flight and client. The browser-wallet scenario
+needs no browser on a walletctl sandbox (its emulated wallet mints the tokens); elsewhere that
+step is skipped with a reason (docs/ci.md).
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
-"""What a smoke run talks to: a profile's gateway (real sandbox or walletctl's embedded one).
-
-:class:`Target` bundles the gateway client (whose transport records every exchange), the
-client of the walletctl sandbox's admin routes (:class:`~walletctl.client.admin.SandboxAdmin`,
-over the same recording transport), and the redirect approver:
-
-1. ``--approve-url-command CMD`` when given: ``CMD <redirectUrl>`` is run (also with
-   ``WALLETCTL_SMOKE_REDIRECT_URL`` / ``WALLETCTL_SMOKE_REFERENCE`` in its environment);
-   exit status 0 means the customer approved.
-2. otherwise the walletctl sandbox's headless approval ``POST /_sandbox/checkouts/{ref}/approve``;
-3. a gateway without that route (404 and no ``/_sandbox/ledger``) needs a person or a browser:
-   the approval step is *skipped with a reason*, and so is the rest of its scenario.
-
-:class:`RecordingTransport` wraps the httpx transport the gateway client uses; each exchange is
-summarised (method, path, status, time, masked and truncated bodies; never headers) into an
-:class:`ExchangeLog`. The runner marks the log before a step and attaches what came after.
-
-:class:`HistoryTransport`: a run against a real gateway moves real money, so each
-money-moving request is recorded in the history like a single command's (begin before it
-leaves, complete on the answer). Runs against walletctl's own sandbox (embedded, or
-answering ``/_sandbox/health``) are not.
+"""What a smoke run talks to: a profile's gateway, through a :class:`Target` holding the gateway
+client and the sandbox admin client (:class:`~walletctl.client.admin.SandboxAdmin`) over one
+:class:`RecordingTransport` (each exchange summarised, masked, into an :class:`ExchangeLog`),
+and the redirect approver: ``--approve-url-command``, else the sandbox's headless approval, else
+skipped with a reason. Against a real gateway :class:`HistoryTransport` records each
+money-moving request in the history as a single command would.
 """
 
 from __future__ import annotations
