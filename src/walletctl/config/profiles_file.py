@@ -134,12 +134,8 @@ MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def load_file(path: Path, *, check_permissions: bool = True) -> ProfilesFile:
-    """Read and validate one profiles file.
-
-    Raises ConfigError when the file is missing or unreadable, is not TOML, breaks a rule
-    (with the key's location), or holds an inline secret while group/world accessible
-    (unless ``check_permissions`` is False: ``profile check`` reports that separately).
-    """
+    """Read and validate one profiles file (ConfigError naming what is wrong; an inline
+    secret in a file others can read only when ``check_permissions``)."""
     path = Path(path).expanduser()
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; anything but a regular file
@@ -213,11 +209,8 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
 
 
 def save_file(path: Path, document: dict[str, Any]) -> ProfilesFile:
-    """Validate ``document`` and write it to ``path`` with tomli-w (atomic, 0600).
-
-    The document is checked with the same rules as :func:`load_file` first, so walletctl never
-    writes a file it would refuse to read. Returns the saved file, parsed.
-    """
+    """Validate ``document`` by the loader's rules and write it with tomli-w (atomic, 0600);
+    the saved file, parsed."""
     import tomli_w
 
     return _save(Path(path).expanduser(), document, HEADER + tomli_w.dumps(document))
@@ -295,11 +288,8 @@ def toml_table(values: dict[str, Any]) -> Any:
 
 def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: bool = False,
                 replace: bool = False) -> SaveResult:
-    """Add (or with ``replace`` overwrite) profile ``name``; the first profile becomes default.
-
-    Raises ConfigError when the existing file is invalid, UsageError when the name is bad or
-    already used (without ``replace``). Nothing is written when the result would be invalid.
-    """
+    """Add (or with ``replace`` overwrite) profile ``name``; the first profile becomes
+    default. UsageError for a bad or used name; nothing written when the result is invalid."""
     import tomlkit
 
     path = Path(path).expanduser()

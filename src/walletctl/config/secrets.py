@@ -159,11 +159,8 @@ def _from_inline(profile: Profile, location: str) -> str:
 
 
 def resolve_secret(profile: Profile) -> SecretStr:
-    """The profile's API secret, from the first source that has it (see the module docstring).
-
-    Raises ConfigError naming each configured source and why it gave nothing, or naming the
-    file whose permissions are too open.
-    """
+    """The profile's API secret from the first source that has it; ConfigError naming each
+    source and why it gave nothing, or the file that is too open."""
     return resolve_secret_with_source(profile)[0]
 
 
@@ -228,13 +225,8 @@ def _basic(user: str, secret: str, location: str) -> str:
 
 
 def auth_header(profile: Profile) -> tuple[str, str] | None:
-    """The (header name, value) that authenticates gateway calls, or None for scheme "none".
-
-    ``PublicApiKey`` -> ``Authorization: PublicApiKey <key>`` (the spec's scheme);
-    ``Bearer`` -> ``Authorization: Bearer <key>``; ``Basic`` -> ``Authorization: Basic
-    base64(<username or user_id>:<key>)``; ``header`` -> ``<auth.header>: <key>``.
-    The value holds the secret: mask it before showing it anywhere (walletctl.masking).
-    """
+    """The (header name, value) that authenticates gateway calls (None for scheme "none");
+    the value holds the secret: mask it before showing it anywhere."""
     auth = profile.auth
     if auth.scheme == "none":
         return None
@@ -255,13 +247,9 @@ def auth_header(profile: Profile) -> tuple[str, str] | None:
 
 
 def service_basic_auth(profile: Profile) -> tuple[str, str] | None:
-    """``("Authorization", "Basic base64(userId:secret)")`` for the public key service.
-
-    The secret comes from ``auth.service_secret_env`` then ``auth.service_secret_file``; when
-    neither is configured, from the main secret (:func:`resolve_secret`). The user is
-    ``auth.username`` or the profile's ``user_id``. Returns None when nothing is configured
-    and the profile's scheme is "none" (a gateway without auth).
-    """
+    """``("Authorization", "Basic base64(user:secret)")`` for the public key service: the
+    service secret's sources, else the API secret; None when neither is configured and the
+    scheme is "none"."""
     auth = profile.auth
     loc = f"{profile.location} -> auth"
     user = auth.username or profile.user_id
@@ -292,11 +280,8 @@ def check_name(name: str) -> None:
 
 
 def saved_secret_path(profile: Profile, name: str = "key") -> Path:
-    """The file :func:`save_secret` uses when the profile has no keyring.
-
-    Beside the profiles file: ``<dir>/<profile>.key`` for ``name="key"`` (the API key that
-    :func:`resolve_secret` falls back to), ``<dir>/<profile>.<name>.key`` otherwise.
-    """
+    """The file :func:`save_secret` uses without a keyring, beside the profiles file:
+    ``<profile>.key`` for the API key, ``<profile>.<name>.key`` otherwise."""
     check_name(name)
     base = profile.source.parent if profile.source is not None else config_path(None).parent
     filename = f"{profile.name}.key" if name == "key" else f"{profile.name}.{name}.key"
@@ -304,11 +289,8 @@ def saved_secret_path(profile: Profile, name: str = "key") -> Path:
 
 
 def save_secret(profile: Profile, name: str, value: str | SecretStr) -> str:
-    """Store a secret in the profile's own store (see the module docstring); returns where
-    (safe to print). ``name`` ``"key"`` is the API key :func:`resolve_secret` finds as its
-    "saved" source (after the configured ones); other names are read back with
-    :func:`load_saved_secret`. An existing entry is replaced. Raises ConfigError when the
-    keyring is missing or fails, ValueError for a bad ``name``."""
+    """Store (or replace) a secret in the profile's keyring, else its saved file; returns
+    where (safe to print). ``"key"`` is the API key :func:`resolve_secret` falls back to."""
     check_name(name)
     secret = value.get_secret_value() if not isinstance(value, str) else value
     if not secret or any(ord(c) < 32 or ord(c) == 127 for c in secret):
@@ -367,12 +349,8 @@ def _env_and_file(env: str | None, path: Path | None) -> list[str]:
 
 
 def describe_secret_source(profile: Profile) -> str:
-    """Where the secret would come from, in resolution order; never the secret itself.
-
-    E.g. ``env WALLETCTL_SANDBOX_KEY (set)``, ``file ~/.config/walletctl/prod.key (0600)``,
-    ``keyring walletctl/prod``, ``inline (file is 0600)``; several are joined by ``", then "``.
-    The keyring is not queried (that could prompt to unlock it).
-    """
+    """Where the secret would come from, in resolution order (``env NAME (set), then file
+    PATH (0600)``); never the secret, and the keyring is not queried (it could prompt)."""
     auth = profile.auth
     parts = _env_and_file(auth.key_env, auth.key_file)
     if auth.keyring:

@@ -119,32 +119,32 @@ def output_problem(path: Path, *, create_parent: bool = False,
         try:
             mode = os.stat(path).st_mode
         except (FileNotFoundError, NotADirectoryError):  # its directory is checked below
-            mode = None
-        if mode is not None:
-            for test, what in _KINDS:
-                if test(mode):
-                    return f"{shown} is {what}, not a regular file"
-            if not stat.S_ISREG(mode):
-                return f"{shown} is not a regular file"
-            if write and not os.access(path, os.W_OK):
-                return f"{shown} is not writable"
-            return None
-        parent = path.parent
-        if not write:
-            return None
-        if create_parent and not parent.is_dir():
-            try:
-                parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                return f"cannot create the directory {parent}: {exc.strerror or exc}"
-        if not parent.is_dir():
-            return f"the directory {repr(str(parent))[1:-1]} does not exist"
-        if not os.access(parent, os.W_OK | os.X_OK):
-            return f"the directory {repr(str(parent))[1:-1]} is not writable"
+            return _new_file_problem(path.parent, create_parent) if write else None
+        kind = next((what for test, what in _KINDS if test(mode)), None)
+        if kind is not None:
+            return f"{shown} is {kind}, not a regular file"
+        if not stat.S_ISREG(mode):
+            return f"{shown} is not a regular file"
+        if write and not os.access(path, os.W_OK):
+            return f"{shown} is not writable"
     except ValueError:  # an embedded NUL
         return f"{shown} is not a valid path"
     except OSError as exc:
         return f"{shown}: {exc.strerror or type(exc).__name__}"
+    return None
+
+
+def _new_file_problem(parent: Path, create_parent: bool) -> str | None:
+    """Why a new file cannot be made in ``parent`` (made first with ``create_parent``)."""
+    if create_parent and not parent.is_dir():
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"cannot create the directory {parent}: {exc.strerror or exc}"
+    if not parent.is_dir():
+        return f"the directory {repr(str(parent))[1:-1]} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"the directory {repr(str(parent))[1:-1]} is not writable"
     return None
 
 

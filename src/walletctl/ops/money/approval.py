@@ -122,11 +122,9 @@ def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: 
 def gate_batch(store: HistoryStore, profile: Profile, request: Request,
                approval: int | None, *, batch_id: str, limit: Decimal | None,
                spend: bool = True) -> int | None:
-    """A batch's approval, before its first row is sent: the approval id it runs under
-    (checked, and spent for ``batch_id`` when ``spend``), None when none is needed or
-    given; else file one request for the whole file, record the filing, and raise
-    AwaitingApprovalError (``limit``: the lowest approval amount the file's rows are under,
-    for its message)."""
+    """A batch's approval before its first row: the id it runs under (checked; spent when
+    ``spend``), None when none is needed; else one request filed and recorded for the file,
+    and AwaitingApprovalError (``limit``: the lowest approval amount, for its message)."""
     if approval is None and (limit is None or not request.bound_rows):
         return None
     now = now_utc()

@@ -95,10 +95,8 @@ def likely_duplicate(store: HistoryStore | None, profile: Profile, *, operation:
                      original_ref: str, amount: Decimal, currency: str,
                      records: Iterable[TransactionRecord], now: datetime, itself: frozenset[str],
                      batch_id: str | None = None) -> Duplicate | None:
-    """The hold, for a single command or a batch row: the gateway's ``records`` of the
-    original and the history's recent movements on it. ``itself``: this movement's own
-    reference (a batch: its rows' on this original); ``batch_id``: a batch's own rows are
-    not duplicates of each other."""
+    """The hold against the gateway's ``records`` and the history's recent movements on the
+    original; ``itself``: this movement's own references; ``batch_id``: not its own rows."""
     window = profile.history.duplicate_window
     entries: list[Entry] = []
     if store is not None and window > 0:

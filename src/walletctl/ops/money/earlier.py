@@ -103,20 +103,9 @@ def judge(entry: Entry, records: list[TransactionRecord]) -> Judged:
 
 def taken(client: GatewayClient, intended: Intended, original_ref: str,
           rec: Recording) -> TransactionRecord:
-    """The gateway answered 409 (``intended.reference`` is already used): one lookup of that
-    reference (it may belong to another original) says by what, judged by
-    :func:`verdict_of` (the rule of re-runs, batches and recon); the outcome is recorded in
-    ``rec``:
-
-    * this very intent (an earlier attempt whose answer was lost, or another operator's
-      identical movement) -> its record is returned and its state recorded: nothing new
-      was applied, nothing is left unknown;
-    * another transaction holds the reference -> :class:`DeclinedError` (exit 5), recorded
-      ``declined``: nothing was applied under it, so it never blocks later movements nor
-      shows in recon;
-    * not there, or the lookup fails -> :class:`UnknownOutcomeError` (exit 8): the same
-      command run again, or ``history --unknown --reconcile``, looks it up.
-    """
+    """The gateway answered 409 (the reference is used): one lookup, judged by
+    :func:`verdict_of`, says by what — this very intent (its record returned), another
+    transaction (DeclinedError, recorded declined) or nothing known (UnknownOutcomeError)."""
     ref = intended.reference
     try:
         verdict, record, conflicts = verdict_of(intended, lookup_or_none(client, ref))
@@ -226,10 +215,8 @@ def reconcile(store: HistoryStore, entries: list[Entry],
 
 def needs_lookup(store: HistoryStore | None, original_ref: str, operation: str, *,
                  batch_id: str, since: str) -> bool:
-    """Whether the history holds, from outside this batch, a movement sent on the original
-    (it may still be unknown) or one begun since ``since`` (a batch row then takes the
-    lookup path: earlier intents are resolved and the duplicate hold checked before it is
-    sent). Conservative (any merchant; a resolved movement counts too) and one probe."""
+    """Whether the history holds, from outside this batch, a movement on the original sent
+    before or begun since ``since`` (the row then takes the lookup path); one probe."""
     if store is None:
         return False
     return store.touched(operation=operation, original_ref=original_ref, batch_id=batch_id,

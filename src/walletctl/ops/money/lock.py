@@ -168,13 +168,9 @@ def money_locks() -> MoneyLocks:
 
 
 class DeskLocks:
-    """A batch's rows' locks at the desk (a shared history), taken a group at a time.
-
-    Rows ask within one turn of the event loop; one statement then tries all their locks,
-    one releases the ones given back since, and ``probe`` (the rows' history check, run
-    right after the locks were taken, so it sees everything committed before) answers for
-    the rows that got theirs: three round trips per group instead of three per row. A row
-    whose original is busy elsewhere asks again after a pause."""
+    """A batch's rows' locks at the desk (a shared history), taken a group at a time: what
+    rows ask within one turn of the event loop is released, tried and ``probe``d (their
+    history check) in three round trips; a row whose original is busy asks again later."""
 
     def __init__(self, shared: SharedLocks,
                  probe: Callable[[list[str]], set[str]] | None = None) -> None:

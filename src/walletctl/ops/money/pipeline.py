@@ -145,11 +145,9 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
 
 def desk_rules(store: HistoryStore | None, profile: Profile, planned: Planned, ask: Ask,
                desk: Desk[PlanT], rec: Recording, approval: int | None) -> WriteHook | None:
-    """The desk's rules for one movement, before its confirmation: a reason where the
-    profile requires one; above the profile's limit a reason and the amount typed; above
-    the approval amount a second operator's approval (filed, exit 12; or checked now and
-    spent with the intent: the hook returned). A second operator's approval replaces the
-    typed amount."""
+    """The desk's rules for one movement, before its confirmation: ``require_reason``,
+    ``limits`` (a reason and the amount typed) and, above the approval amount, four eyes
+    (filed, exit 12; or the hook that spends it with the intent), which replaces the limit."""
     above = approval_amount(profile, planned.op, planned.currency)
     four_eyes = approval is not None or (above is not None and planned.amount > above)
     settings = profile.history

@@ -33,7 +33,7 @@ from walletctl.errors import ConfigError, ResponseError, UsageError
 from walletctl.history.recorder import now_utc, os_user
 from walletctl.history.store import Completion, HistoryStore, Intent
 from walletctl.masking import Masker
-from walletctl.models.outcome import history_outcome
+from walletctl.models.outcome import find_record, history_outcome
 from walletctl.ops.smoke import StepFailed, StepSkipped
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class Target:
         delay = 0.2
         while True:
             records = self.client.lookup(reference)
-            original = original_record(records, reference)
+            original = find_record(records, reference)
             if original is None or original.state != PENDING or time.monotonic() >= deadline:
                 return records
             time.sleep(delay)
@@ -125,11 +125,6 @@ class Target:
     def close(self) -> None:
         self.client.close()
         self.admin.close()
-
-
-def original_record(records: list[TransactionRecord],
-                    reference: str) -> TransactionRecord | None:
-    return next((r for r in records if r.client_system_transaction_id == reference), None)
 
 
 def _error_text(refused: SandboxRefused) -> str:
