@@ -29,6 +29,10 @@ AUTH_SCHEMES: tuple[str, ...] = ("PublicApiKey", "Bearer", "Basic", "header", "n
 # Keys of a profile's [redirects] table: defaults for checkout's redirectDetails.
 REDIRECT_KEYS: tuple[str, ...] = ("return_url", "success_url", "pending_url", "error_url",
                                   "cancel_url", "refused_url")
+# The ones a checkout needs, with the path on a shop's address each is given by
+# `profile add --redirect-base URL` and a sandbox's profile.
+NEEDED_REDIRECTS: dict[str, str] = {"success_url": "/ok", "error_url": "/error",
+                                    "pending_url": "/pending", "return_url": "/cart"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,11 @@ class AuthSettings:
     def has_source(self) -> bool:
         """True when at least one secret source is configured."""
         return bool(self.key_env or self.key_file or self.keyring or self.key)
+
+    @property
+    def has_service_secret(self) -> bool:
+        """True when the public key service's secret has a source of its own."""
+        return bool(self.service_secret_env or self.service_secret_file or self.service_secret)
 
 
 # Operations the history's rules ([history] require_reason / limits) can name.

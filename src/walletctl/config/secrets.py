@@ -100,29 +100,18 @@ def read_secret_command(var: str) -> str:
 
 def _from_env(var: str, location: str) -> str | _Miss:
     value = os.environ.get(var)
-    if value is None:
-        return _Miss(
-            location,
-            f"environment variable {var} is not set",
-            f"set it without leaving it in your shell history: `{read_secret_command(var)}`",
-        )
-    if not value.strip():
-        return _Miss(
-            location,
-            f"environment variable {var} is empty",
-            f"give it the secret without leaving it in your shell history: "
-            f"`{read_secret_command(var)}`",
-        )
+    if value is None or not value.strip():
+        unset = value is None
+        return _Miss(location, f"environment variable {var} is {'not set' if unset else 'empty'}",
+                     f"{'set it' if unset else 'give it the secret'} without leaving it in your "
+                     f"shell history: `{read_secret_command(var)}`")
     return _clean(value, location)
 
 
 def _from_file(path: Path, location: str) -> str | _Miss:
     if not path.exists():
-        return _Miss(
-            location,
-            f"file {path} does not exist",
-            f"create it readable by you only: `(umask 077; cat > {path})`",
-        )
+        return _Miss(location, f"file {path} does not exist",
+                     f"create it readable by you only: `(umask 077; cat > {path})`")
     if not path.is_file():
         raise ConfigError(f"{path} is not a regular file", location=location)
     check_private(path, location=location)
@@ -142,11 +131,9 @@ def _from_keyring(profile: Profile, name: str, location: str) -> str | _Miss:
     except ConfigError as exc:
         return _Miss(location, exc.message, exc.hint)
     if not value:
-        return _Miss(
-            location,
-            f"no keyring entry {KEYRING_SERVICE}/{user}",
-            f"store it with `keyring set {KEYRING_SERVICE} {user}` (prompts for the value)",
-        )
+        return _Miss(location, f"no keyring entry {KEYRING_SERVICE}/{user}",
+                     f"store it with `keyring set {KEYRING_SERVICE} {user}` "
+                     "(prompts for the value)")
     return _clean(value, location)
 
 

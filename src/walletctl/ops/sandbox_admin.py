@@ -32,6 +32,7 @@ from walletctl.client.admin import (
     SandboxUnreachable,
     serve_command,
 )
+from walletctl.config.profile import NEEDED_REDIRECTS
 from walletctl.constants import Env
 from walletctl.errors import NetworkError, UsageError, WalletctlError
 from walletctl.models.money import exponent, parse_major
@@ -128,12 +129,7 @@ def wait_ready(url: str, *, timeout: float = 30.0) -> Ready:
 MERCHANT_ID = "M-1001"
 STORE_ID = "S-01"
 USER_ID = "ops-bot"
-REDIRECTS = {
-    "success_url": "https://shop.example/ok",
-    "error_url": "https://shop.example/error",
-    "pending_url": "https://shop.example/pending",
-    "return_url": "https://shop.example/cart",
-}
+REDIRECTS = {key: "https://shop.example" + path for key, path in NEEDED_REDIRECTS.items()}
 
 
 def profile_table(url: str, *, amount_format: str, api_key: str, service_secret: str,

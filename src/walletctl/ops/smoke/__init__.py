@@ -302,38 +302,30 @@ def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: S
         obs.step_started(step_result)
         mark = ctx.exchanges.mark() if ctx.exchanges is not None else 0
         start = clock()
-        stop_reason: str | None = None
+        stop_reason: str | None = f"not run: step '{step.name}' failed"
         aborted: RunAborted | None = None
         try:
             detail = step.action(run)
         except StepFailed as exc:
-            step_result.status = "failed"
-            step_result.message = mask(exc.message)
-            step_result.error_type = "AssertionError"
-            stop_reason = f"not run: step '{step.name}' failed"
+            _ended(step_result, "failed", mask(exc.message), "AssertionError")
         except StepSkipped as exc:
-            step_result.status = "skipped"
-            step_result.message = mask(exc.reason)
+            _ended(step_result, "skipped", mask(exc.reason), None)
             stop_reason = f"not run: step '{step.name}' was skipped ({mask(exc.reason)})"
         except Exception as exc:
             aborted = _abort_for(exc)
-            step_result.status = "failed"
             if aborted is not None:
-                step_result.message = mask(aborted.message)
-                step_result.error_type = _type_name(exc)
+                _ended(step_result, "failed", mask(aborted.message), _type_name(exc))
                 stop_reason = f"not run: run aborted ({mask(aborted.message)})"
             elif isinstance(exc, WalletctlError):
-                step_result.message = mask(exc.message)
-                step_result.error_type = _type_name(exc)
-                stop_reason = f"not run: step '{step.name}' failed"
+                _ended(step_result, "failed", mask(exc.message), _type_name(exc))
             else:  # a bug: report its type and (masked) text, never a traceback
-                step_result.status = "error"
-                step_result.message = mask(f"{type(exc).__name__}: {exc}")
-                step_result.error_type = type(exc).__name__
+                _ended(step_result, "error", mask(f"{type(exc).__name__}: {exc}"),
+                       type(exc).__name__)
                 stop_reason = f"not run: step '{step.name}' raised an error"
         else:
             step_result.status = "passed"
             step_result.detail = mask(detail) if detail else None
+            stop_reason = None
         step_result.duration = clock() - start
         if ctx.exchanges is not None:
             step_result.exchanges = ctx.exchanges.since(mark)
@@ -342,6 +334,10 @@ def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: S
             _skip_rest(result.steps[index + 1 :], stop_reason, obs)
             return aborted
     return None
+
+
+def _ended(step: StepResult, status: StepStatus, message: str, error_type: str | None) -> None:
+    step.status, step.message, step.error_type = status, message, error_type
 
 
 def _skip_rest(steps: Sequence[StepResult], reason: str, obs: SmokeObserver) -> None:

@@ -143,16 +143,13 @@ def known_secrets(profile: Profile) -> list[str]:
     from walletctl.config.secrets import auth_header, service_basic_auth
 
     found: list[str] = []
-    header = auth_header(profile)
-    if header is not None:
-        found.append(header[1])
-        found.append(header[1].split(" ", 1)[-1])
     try:
         service = service_basic_auth(profile)
     except ConfigError:
         service = None  # only the browser-wallet scenario needs it; it reports it then
-    if service is not None:  # the header, its token and the password in it
-        found.extend(credential_parts(service[1]))
+    for header in (auth_header(profile), service):  # each header, its token, a password
+        if header is not None:
+            found.extend(credential_parts(header[1]))
     if profile.auth.key:
         found.append(profile.auth.key)
     return found
