@@ -536,14 +536,17 @@ def _findings(doc: dict[str, Any], events: list[dict[str, Any]]) -> None:
         if recorded is None or recorded["new_ref"] != f.get("reference"):
             raise EvidenceError(f"findings: #{number} on {f.get('reference')} was not "
                                 "recorded in the chain")
-        if filed.get("state") == "resolved":
-            note = filed.get("resolution")
-            if not any(e["operation"] == "resolve" and e["new_ref"] == f.get("reference")
-                       and e["reason"] == note and (e["operator"] or e["os_user"])
-                       == filed.get("resolvedBy") for e in events if e["kind"] == "begin"):
-                raise EvidenceError(f"findings: #{number}'s resolution by "
-                                    f"{filed.get('resolvedBy')!r} ({note!r}) is not the "
-                                    "chain's")
+        if filed.get("state") == "resolved" and not _resolved_in(events, f.get("reference"),
+                                                                  filed):
+            raise EvidenceError(f"findings: #{number}'s resolution by "
+                                f"{filed.get('resolvedBy')!r} ({filed.get('resolution')!r}) "
+                                "is not the chain's")
+
+
+def _resolved_in(events: list[dict[str, Any]], reference: Any, filed: dict[str, Any]) -> bool:
+    return any(e["kind"] == "begin" and e["operation"] == "resolve"
+               and e["new_ref"] == reference and e["reason"] == filed.get("resolution")
+               and (e["operator"] or e["os_user"]) == filed.get("resolvedBy") for e in events)
 
 
 def _records(doc: dict[str, Any]) -> list[TransactionRecord]:
@@ -565,8 +568,6 @@ def _records(doc: dict[str, Any]) -> list[TransactionRecord]:
 def _gateway_story(doc: dict[str, Any], reference: str, entries: Iterable[Entry],
                    records: list[TransactionRecord]) -> None:
     """The stated balance, findings and verdict are what the records and entries give."""
-    from walletctl.errors import RefusedError
-    from walletctl.models.ledger import balance_from_records
     from walletctl.ops.order import findings_on
 
     found = findings_on(reference, list(entries), records)
@@ -575,20 +576,7 @@ def _gateway_story(doc: dict[str, Any], reference: str, entries: Iterable[Entry]
     if said != sorted((f.kind, f.reference) for f in found):
         raise EvidenceError(f"findings: the bundle states {said}; its records and entries "
                             f"give {sorted((f.kind, f.reference) for f in found)}")
-    try:
-        balance = balance_from_records(reference, records)
-    except RefusedError:
-        balance = None
-    stated_balance = doc.get("balance")
-    if balance is None:
-        if stated_balance is not None:
-            raise EvidenceError("balance: stated, but the records give none")
-    else:
-        for name in ("authorised", "captured", "refunded", "capturable", "refundable"):
-            value = stated_balance.get(name) if isinstance(stated_balance, dict) else None
-            if value is None or Decimal(str(value)) != getattr(balance, name):
-                raise EvidenceError(f"balance: {name} is {value}; the records give "
-                                    f"{getattr(balance, name):f}")
+    _same_balance(doc.get("balance"), reference, records)
     verdict = _dict(doc, "verdict")
     open_named = [f for f in stated if f.get("kind") != "unchecked"
                   and not (isinstance(f.get("finding"), dict)
@@ -596,3 +584,21 @@ def _gateway_story(doc: dict[str, Any], reference: str, entries: Iterable[Entry]
     if verdict.get("agrees") is not (not open_named):
         raise EvidenceError(f"verdict: 'agrees' is {verdict.get('agrees')}, but "
                             f"{len(open_named)} open finding(s) are stated")
+
+
+def _same_balance(stated: Any, reference: str, records: list[TransactionRecord]) -> None:
+    """The stated balance is the one the records give (none when they give none)."""
+    from walletctl.errors import RefusedError
+    from walletctl.models.ledger import balance_from_records
+
+    try:
+        balance = balance_from_records(reference, records)
+    except RefusedError:
+        if stated is not None:
+            raise EvidenceError("balance: stated, but the records give none") from None
+        return
+    for name in ("authorised", "captured", "refunded", "capturable", "refundable"):
+        value = stated.get(name) if isinstance(stated, dict) else None
+        if value is None or Decimal(str(value)) != getattr(balance, name):
+            raise EvidenceError(f"balance: {name} is {value}; the records give "
+                                f"{getattr(balance, name):f}")

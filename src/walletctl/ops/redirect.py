@@ -120,11 +120,8 @@ def checkout_request(load_profile: Callable[[], Profile], base: dict[str, Any] |
                      overrides: dict[str, Any], *,
                      from_file: Path | None = None) -> tuple[Profile, CheckoutRequest]:
     """The selected profile and the checkout request the flags (``overrides``), the request
-    file (``base``) and the profile's defaults make, once every required value is given.
-
-    A value given nowhere is a usage error (exit 2) naming the flag, as Click's own required
-    options are; with ``--from-file`` it is the file that lacks it (exit 4, a request that
-    breaks a rule)."""
+    file (``base``) and the profile make; a required value given nowhere is a usage error
+    naming the flag (exit 2), or with ``--from-file`` the file's (exit 4)."""
     def absent(key: str) -> bool:
         return overrides.get(key) is None and (base is None or get_path(base, key) is None)
 

@@ -45,11 +45,8 @@ SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up t
 @contextmanager
 def embedded(*, api_key: str, service_secret: str = "", amount_format: str = "minor",
              clock_control: bool = False) -> Iterator[str]:
-    """A quiet sandbox on a free loopback port for the duration; yields its URL.
-
-    ``service_secret`` "" is what ``walletctl sandbox serve`` does without one: the API key
-    when one was given, else the default secret (:func:`default_service_secret`).
-    """
+    """A quiet sandbox on a free loopback port for the duration; yields its URL
+    (``service_secret`` "": as ``sandbox serve`` without one, :func:`default_service_secret`)."""
     from walletctl.sandbox.config import SandboxConfig
     from walletctl.sandbox.server import EmbeddedSandbox
 
@@ -163,9 +160,15 @@ def profile_text(name: str, table: dict[str, Any]) -> str:
     return tomlkit.dumps(doc)
 
 
-def _is_loopback_url(url: str) -> bool:
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine's loopback (``localhost``, 127.0.0.0/8, ::1)."""
+    import ipaddress
+
     host = urlsplit(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path:
@@ -178,7 +181,7 @@ def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path
         existing = load_file(path).profiles.get(name)
         if existing is not None:
             why = ("is a production profile; a sandbox never replaces it"
-                   if existing.is_production else None if _is_loopback_url(existing.base_url)
+                   if existing.is_production else None if is_loopback(existing.base_url)
                    else f"points to {existing.base_url}, not a local sandbox")
             if why is not None:
                 raise UsageError(

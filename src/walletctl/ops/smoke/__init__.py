@@ -389,13 +389,9 @@ def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserve
               transport: httpx.BaseTransport | None = None,
               trace: Callable[[str], None] | None = None, embedded: bool = False,
               masker: Masker | None = None, log: ExchangeLog | None = None) -> SmokeReport:
-    """Run the selected scenarios against ``profile``; never raises for a failing step.
-
-    Raises ConfigError (profile/secret problems found before anything is sent) and UsageError
-    (bad options). ``masker`` collects every secret seen; pass one to mask other output too.
-    ``log`` receives the (masked) summary of every HTTP exchange of the run; ``trace`` gets
-    the gateway client's masked request/response trace lines (``--verbose``).
-    """
+    """Run the selected scenarios against ``profile`` (a failing step is in the report; a
+    bad option or profile raises before anything is sent). ``masker`` collects the secrets
+    seen, ``log`` every exchange (masked), ``trace`` the client's ``--verbose`` lines."""
     from walletctl.ops.smoke.target import ExchangeLog, open_target
 
     selected, amounts = validate_options(options)

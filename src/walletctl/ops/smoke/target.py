@@ -206,22 +206,15 @@ def embedded_sandbox(*, amount_format: str = "minor") -> Iterator[Profile]:
 
 
 def environment_transport(base_url: str) -> httpx.HTTPTransport:
-    """A transport that honours HTTP(S)_PROXY / ALL_PROXY / NO_PROXY like httpx's own default.
-
-    httpx only reads the proxy variables for the transport it builds itself; smoke supplies
-    its own (recording) transport, so it resolves the proxy here. Loopback is never proxied.
-    """
-    import ipaddress
+    """A transport that honours HTTP(S)_PROXY / ALL_PROXY / NO_PROXY as httpx's own default
+    does (httpx reads them only for a transport it builds); loopback is never proxied."""
     import urllib.request
     from urllib.parse import urlsplit
 
+    from walletctl.ops.sandbox_admin import is_loopback
+
     parts = urlsplit(base_url)
-    host = parts.hostname or ""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback or urllib.request.proxy_bypass(host):
+    if is_loopback(base_url) or urllib.request.proxy_bypass(parts.hostname or ""):
         return httpx.HTTPTransport()
     proxies = urllib.request.getproxies()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
