@@ -301,17 +301,6 @@ def save_secret(profile: Profile, name: str, value: str | SecretStr) -> str:
     return f"file {display_path(path)} (0600)"
 
 
-def load_saved_secret(profile: Profile, name: str) -> SecretStr | None:
-    """Read back a secret stored by :func:`save_secret`; None when there is none."""
-    check_name(name)
-    loc = f"{profile.location} -> auth"
-    if profile.auth.keyring:
-        value = keyring_get(profile, name)
-        return _secret(_clean(value, loc)) if value else None
-    got = _from_file(saved_secret_path(profile, name), f"{loc} (saved {name})")
-    return _secret(got) if isinstance(got, str) else None
-
-
 # --------------------------------------------------------------------------- description
 
 
