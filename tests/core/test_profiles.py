@@ -765,9 +765,9 @@ def test_save_secret_to_keyring(tmp_path: Path, fake_keyring: dict[tuple[str, st
         ("walletctl", "sandbox.encryption_key"): "enc",
     }
     assert secrets.resolve_secret(prof).get_secret_value() == SECRET
-    loaded = secrets.load_saved_secret(prof, "encryption_key")
-    assert loaded is not None
-    assert loaded.get_secret_value() == "enc"
+    stored = secrets.keyring_get(prof, "encryption_key")
+    assert stored is not None
+    assert stored == "enc"
     assert not list(tmp_path.glob("*.key"))  # nothing written to disk
 
 
@@ -778,10 +778,10 @@ def test_save_secret_to_file(tmp_path: Path) -> None:
     path = tmp_path / "sandbox.encryption_key.key"
     assert where == f"file {display_path(path)} (0600)"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    loaded = secrets.load_saved_secret(prof, "encryption_key")
-    assert loaded is not None
-    assert loaded.get_secret_value() == SECRET
-    assert secrets.load_saved_secret(prof, "other") is None
+    stored = path.read_text()
+    assert stored is not None
+    assert stored == SECRET + "\n"
+    assert not secrets.saved_secret_path(prof, "other").exists()
     secrets.save_secret(prof, "encryption_key", "replaced")  # replaces
     assert path.read_text() == "replaced\n"
 

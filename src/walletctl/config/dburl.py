@@ -9,7 +9,7 @@ A URL with one is refused without repeating it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
 SCHEMES = ("postgresql", "postgres")
 # libpq's waits: (default, lowest, highest, unit). walletctl always passes every one, so a
@@ -57,6 +57,23 @@ class DbUrl:
 
 def parse_db_url(text: str) -> DbUrl:
     value = text.strip()
+    parts, port = _split(value)
+    params = _params(parts)
+    waits = tuple((name, _bounded(name, params[name])) for name in WAITS if name in params)
+    if parts.fragment:
+        raise DbUrlError("must not have a #fragment")
+    dbname = unquote(parts.path.lstrip("/")) or params.get("dbname")
+    if not dbname and "service" not in params:
+        raise DbUrlError("must name a database: postgresql://ROLE@HOST:5432/DB")
+    if port is None and params.get("port", "").isdigit():
+        port = int(params["port"])
+    return DbUrl(text=value, role=unquote(parts.username) if parts.username else
+                 params.get("user"), host=parts.hostname or params.get("host"),
+                 port=port, dbname=dbname, waits=waits)
+
+
+def _split(value: str) -> tuple[SplitResult, int | None]:
+    """The URL's parts and port: printable, a port in range, PostgreSQL's scheme."""
     if not value.isprintable() or not value.isascii() or len(value) > 1000:
         raise DbUrlError("must be a printable ASCII URL of at most 1000 characters")
     try:
@@ -68,6 +85,11 @@ def parse_db_url(text: str) -> DbUrl:
     if parts.scheme not in SCHEMES:
         raise DbUrlError("must start with postgresql:// (a PostgreSQL server; the local "
                          "file is [history] path)")
+    return parts, port
+
+
+def _params(parts: SplitResult) -> dict[str, str]:
+    """The URL's query parameters: no password, none walletctl does not pass on."""
     params = dict(parse_qsl(parts.query, keep_blank_values=True))
     if parts.password is not None or "password" in params:
         raise DbUrlError("must not contain a password: put it in ~/.pgpass, PGPASSWORD or "
@@ -76,18 +98,7 @@ def parse_db_url(text: str) -> DbUrl:
     if unknown:
         raise DbUrlError(f"parameter {unknown[0][:40]!r} is not one walletctl passes on "
                          f"(allowed: {', '.join(sorted(ALLOWED_PARAMS))})")
-    waits = tuple((name, _bounded(name, params[name])) for name in WAITS if name in params)
-    if parts.fragment:
-        raise DbUrlError("must not have a #fragment")
-    dbname = unquote(parts.path.lstrip("/")) or params.get("dbname")
-    if not dbname and "service" not in params:
-        raise DbUrlError("must name a database: postgresql://ROLE@HOST:5432/DB")
-    port_param = params.get("port")
-    if port is None and port_param is not None:
-        port = int(port_param) if port_param.isdigit() else None
-    return DbUrl(text=value, role=unquote(parts.username) if parts.username else
-                 params.get("user"), host=parts.hostname or params.get("host"),
-                 port=port, dbname=dbname, waits=waits)
+    return params
 
 
 def _bounded(name: str, value: str) -> int:

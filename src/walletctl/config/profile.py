@@ -1,16 +1,7 @@
-"""A profile: its settings as read from the TOML file, and the rules a profiles document passes.
-
-See docs/profiles.md and docs/guide.md "Profiles". The settings are plain frozen dataclasses:
-cheap to import, no validation framework needed on the hot path of ``walletctl --help``.
-
-Loading is strict: an unknown key, a value of the wrong type or an invalid value is refused with
-its location (``profiles.prod -> auth -> kee_env: unknown key``) so a typo never silently falls
-back to a default. Values that could be secrets are never echoed in messages.
-:func:`parse_document` runs the checks of single values every table uses (known keys,
-sub-tables, text, URLs, environment variable names, file paths, database URLs) and the
-document's own rules (profiles, auth, history, ...). Reading, saving and editing the file:
-:mod:`walletctl.config.profiles_file` (it runs :func:`parse_document` before anything is used
-or written); secrets: :mod:`walletctl.config.secrets`.
+"""A profile: its settings as read from the TOML file (plain frozen dataclasses: cheap to
+import), and the rules a profiles document passes (docs/profiles.md). Loading is strict: an
+unknown key or a bad value is refused with its location (``profiles.prod -> auth -> kee_env:
+unknown key``), and a value that could be a secret is never echoed.
 """
 
 from __future__ import annotations
@@ -32,26 +23,21 @@ AuthScheme = Literal["PublicApiKey", "Bearer", "Basic", "header", "none"]
 # profiles"): its confirmations say so, its batches need its name typed or --confirm-profile,
 # the sandbox's admin commands and `smoke --embedded` refuse it.
 Environment = Literal["test", "production"]
-ENVIRONMENTS: tuple[str, ...] = ("test", "production")
+ENVIRONMENTS: tuple[str, ...] = ("production", "test")
 AUTH_SCHEMES: tuple[str, ...] = ("PublicApiKey", "Bearer", "Basic", "header", "none")
 
 # Keys of a profile's [redirects] table: defaults for checkout's redirectDetails.
-REDIRECT_KEYS: tuple[str, ...] = (
-    "return_url",
-    "success_url",
-    "pending_url",
-    "error_url",
-    "cancel_url",
-    "refused_url",
-)
+REDIRECT_KEYS: tuple[str, ...] = ("return_url", "success_url", "pending_url", "error_url",
+                                  "cancel_url", "refused_url")
+# The ones a checkout needs, with the path on a shop's address each is given by
+# `profile add --redirect-base URL` and a sandbox's profile.
+NEEDED_REDIRECTS: dict[str, str] = {"success_url": "/ok", "error_url": "/error",
+                                    "pending_url": "/pending", "return_url": "/cart"}
 
 
 @dataclass(frozen=True)
 class AuthSettings:
-    """Where the secret comes from: any of key_env / key_file / keyring / key.
-
-    When several are set they are tried in that order (``config.secrets`` documents it).
-    """
+    """Where the secrets come from (tried in this order: ``config.secrets``)."""
 
     scheme: AuthScheme = "PublicApiKey"
     key_env: str | None = None
@@ -71,6 +57,11 @@ class AuthSettings:
     def has_source(self) -> bool:
         """True when at least one secret source is configured."""
         return bool(self.key_env or self.key_file or self.keyring or self.key)
+
+    @property
+    def has_service_secret(self) -> bool:
+        """True when the public key service's secret has a source of its own."""
+        return bool(self.service_secret_env or self.service_secret_file or self.service_secret)
 
 
 # Operations the history's rules ([history] require_reason / limits) can name.
@@ -136,11 +127,7 @@ class Profile:
 
 @dataclass(frozen=True)
 class ProfilesFile:
-    """One parsed and validated profiles file.
-
-    ``document`` is the TOML as read (plain dicts), kept so ``profile add/remove`` can rewrite
-    the file without turning resolved values (absolute key_file paths...) into new text.
-    """
+    """One parsed and validated profiles file (``document``: the TOML as read)."""
 
     path: Path
     default_profile: str | None
@@ -217,32 +204,14 @@ def show(value: Any) -> str:
 
 TOP_LEVEL_KEYS: tuple[str, ...] = ("default_profile", "profiles")
 REQUIRED_PROFILE_KEYS: tuple[str, ...] = ("base_url", "merchant_id", "store_id", "user_id")
-PROFILE_KEYS: tuple[str, ...] = (
-    *REQUIRED_PROFILE_KEYS,
-    "amount_format",
-    "currency",
-    "timeout",
-    "timezone",
-    "environment",
-    "auth",
-    "paths",
-    "redirects",
-    "history",
-)
+PROFILE_KEYS: tuple[str, ...] = (*REQUIRED_PROFILE_KEYS, "amount_format", "currency", "timeout",
+                                 "timezone", "environment", "auth", "paths", "redirects",
+                                 "history")
 HISTORY_KEYS: tuple[str, ...] = ("enabled", "path", "url", "require_reason", "limits",
                                  "duplicate_window", "approvals", "approval_hours")
-AUTH_KEYS: tuple[str, ...] = (
-    "scheme",
-    "key_env",
-    "key_file",
-    "keyring",
-    "key",
-    "header",
-    "username",
-    "service_secret_env",
-    "service_secret_file",
-    "service_secret",
-)
+AUTH_KEYS: tuple[str, ...] = ("scheme", "key_env", "key_file", "keyring", "key", "header",
+                              "username", "service_secret_env", "service_secret_file",
+                              "service_secret")
 AMOUNT_FORMATS: tuple[str, ...] = ("minor", "decimal")
 
 
@@ -375,48 +344,41 @@ class _Parser:
         for key in REQUIRED_PROFILE_KEYS:
             if key not in table:
                 self.fail(at(loc, key), "missing (required)")
-        amount_format = table.get("amount_format", "minor")
-        if amount_format not in AMOUNT_FORMATS:
-            self.fail(
-                at(loc, "amount_format"),
-                f"must be 'minor' or 'decimal', not {show(amount_format)}",
-            )
+        amount_format = self.one_of(table, "amount_format", loc, AMOUNT_FORMATS)
         currency = self.optional(table, "currency", loc, self.currency)
-        timeout = DEFAULT_TIMEOUT
-        if "timeout" in table:
-            value = table["timeout"]
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                self.fail(at(loc, "timeout"), f"must be a number of seconds, not {kind(value)}")
-            if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
-                self.fail(at(loc, "timeout"),
-                          f"must be greater than 0 and at most {MAX_TIMEOUT:g} seconds")
-            timeout = float(value)
+        timeout = self.optional(table, "timeout", loc, self.timeout) or DEFAULT_TIMEOUT
         timezone = self.optional(table, "timezone", loc, self.timezone)
-        environment = table.get("environment", "test")
-        if environment not in ENVIRONMENTS:
-            self.fail(at(loc, "environment"),
-                      f"must be 'production' or 'test', not {show(environment)}")
+        environment = self.one_of(table, "environment", loc, ENVIRONMENTS, default="test")
         auth = self.auth(self.sub(table, "auth", loc), at(loc, "auth"))
         paths = self.paths(self.sub(table, "paths", loc), at(loc, "paths"))
         redirects = self.redirects(self.sub(table, "redirects", loc), at(loc, "redirects"))
         history = self.history(self.sub(table, "history", loc), at(loc, "history"))
         return Profile(
-            name=name,
-            base_url=self.url(table["base_url"], at(loc, "base_url")),
+            name=name, base_url=self.url(table["base_url"], at(loc, "base_url")),
             merchant_id=self.text(table["merchant_id"], at(loc, "merchant_id"), 255),
             store_id=self.text(table["store_id"], at(loc, "store_id"), 255),
             user_id=self.text(table["user_id"], at(loc, "user_id"), 255),
-            amount_format=amount_format,
-            currency=currency,
-            timeout=timeout,
-            timezone=timezone,
-            auth=auth,
-            paths=paths,
-            redirects=redirects,
-            history=history,
-            environment=environment,
-            source=self.path,
-        )
+            amount_format=amount_format,  # type: ignore[arg-type]  # one of AMOUNT_FORMATS
+            currency=currency, timeout=timeout, timezone=timezone, auth=auth, paths=paths,
+            redirects=redirects, history=history,
+            environment=environment,  # type: ignore[arg-type]  # one of ENVIRONMENTS
+            source=self.path)
+
+    def one_of(self, table: dict[str, Any], key: str, loc: str, choices: tuple[str, ...],
+               default: str | None = None) -> str:
+        """``key``'s value, one of ``choices`` (absent: ``default``, else the first)."""
+        value = table.get(key, default or choices[0])
+        if value not in choices:
+            self.fail(at(loc, key), f"must be {' or '.join(map(repr, choices))}, "
+                                    f"not {show(value)}")
+        return str(value)
+
+    def timeout(self, value: Any, location: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(location, f"must be a number of seconds, not {kind(value)}")
+        if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
+            self.fail(location, f"must be greater than 0 and at most {MAX_TIMEOUT:g} seconds")
+        return float(value)
 
     def currency(self, value: Any, location: str) -> str:
         from walletctl.models.money import check_currency
@@ -444,10 +406,7 @@ class _Parser:
             raw = self.text(table["scheme"], at(loc, "scheme"))
             match = [s for s in AUTH_SCHEMES if s.lower() == raw.lower()]
             if not match:
-                self.fail(
-                    at(loc, "scheme"),
-                    f"must be one of {', '.join(AUTH_SCHEMES)}",
-                )
+                self.fail(at(loc, "scheme"), f"must be one of {', '.join(AUTH_SCHEMES)}")
             scheme = match[0]
         key_env = self.optional(table, "key_env", loc, self.env_name)
         key_file = self.optional(table, "key_file", loc, self.file_path)
@@ -459,23 +418,7 @@ class _Parser:
                 self.fail(at(loc, "key"), f"must be a string, not {kind(key)}")
             if not key.strip():
                 self.fail(at(loc, "key"), "must not be empty")
-        header = None
-        if "header" in table:
-            header = self.text(table["header"], at(loc, "header"))
-            if not valid_header_name(header):
-                self.fail(at(loc, "header"), "must be an HTTP header name such as X-Api-Key")
-            if scheme != "header":
-                self.fail(
-                    at(loc, "header"),
-                    'is only used with scheme = "header"',
-                    f'remove it, or set scheme = "header" (scheme is now {scheme!r})',
-                )
-        elif scheme == "header":
-            self.fail(
-                at(loc, "header"),
-                'missing (required when scheme = "header")',
-                'add header = "X-Api-Key" (the name of the header carrying the key)',
-            )
+        header = self.header(table, loc, scheme)
         username = None
         if "username" in table:
             username = self.text(table["username"], at(loc, "username"))
@@ -489,17 +432,25 @@ class _Parser:
             if not isinstance(service_inline, str) or not service_inline.strip():
                 self.fail(at(loc, "service_secret"), "must be a non-empty string")
         return AuthSettings(
-            service_secret=service_inline,
             scheme=scheme,  # type: ignore[arg-type]  # checked against AUTH_SCHEMES above
-            key_env=key_env,
-            key_file=key_file,
-            keyring=keyring,
-            key=key,
-            header=header,
-            username=username,
-            service_secret_env=service_env,
-            service_secret_file=service_file,
-        )
+            key_env=key_env, key_file=key_file, keyring=keyring, key=key, header=header,
+            username=username, service_secret_env=service_env,
+            service_secret_file=service_file, service_secret=service_inline)
+
+    def header(self, table: dict[str, Any], loc: str, scheme: str) -> str | None:
+        """The header's name: given exactly when the scheme is "header"."""
+        if "header" not in table:
+            if scheme == "header":
+                self.fail(at(loc, "header"), 'missing (required when scheme = "header")',
+                          'add header = "X-Api-Key" (the name of the header carrying the key)')
+            return None
+        header = self.text(table["header"], at(loc, "header"))
+        if not valid_header_name(header):
+            self.fail(at(loc, "header"), "must be an HTTP header name such as X-Api-Key")
+        if scheme != "header":
+            self.fail(at(loc, "header"), 'is only used with scheme = "header"',
+                      f'remove it, or set scheme = "header" (scheme is now {scheme!r})')
+        return header
 
     def paths(self, table: dict[str, Any], loc: str) -> dict[str, str]:
         self.check_keys(table, tuple(PATH_KEYS), loc)

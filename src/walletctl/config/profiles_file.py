@@ -1,29 +1,8 @@
-"""The profiles file on disk: where it is, its permissions, reading it, picking a profile,
-writing it whole, and editing it in place.
-
-Where the file is (first that applies)::
-
-    --config PATH  >  $WALLETCTL_CONFIG  >  <platform config dir>/walletctl/profiles.toml
-                                            (e.g. ~/.config/walletctl/profiles.toml)
-
-Which profile is used (first that applies)::
-
-    --profile/-p NAME  >  $WALLETCTL_PROFILE  >  default_profile in the file  >  the only profile
-
-Permissions follow ssh: a profiles file that holds an inline secret (``auth.key``) must not be
-readable or writable by group or others (``chmod 600``); the same holds for a ``key_file``
-(checked by ``config.secrets``). Files written by walletctl are created 0600 in a 0700 directory,
-through a temporary file and an atomic rename, so a crash never leaves half a file.
-
-Editing in place (``profile add/remove/set/unset/default``) keeps every comment and the layout: the
-file is parsed with tomlkit (a style-preserving TOML library), the one profile table is added,
-replaced or removed, and the result is validated with the same rules as loading
-(:func:`walletctl.config.profile.parse_document`) before it replaces the file atomically.
-Comments, blank lines, key order and the other profiles are left exactly as they were.
-Concurrent edits by two walletctl processes are serialised with ``flock`` on the file's
-directory, so no lock file is ever left beside the profiles file. A setting is named by its
-dotted key (``currency``, ``auth.key_env``, ``history.approvals.refund``); whether a value is
-*valid* is decided by the loader's own rules after the edit, never by the key's parser.
+"""The profiles file on disk: where it is and which profile is used (docs/profiles.md), its
+permissions (an inline secret needs ``chmod 600``, as ssh does), reading it, and writing it:
+whole or edited in place with tomlkit (comments and layout kept), always checked by the
+loader's rules (:func:`walletctl.config.profile.parse_document`) first, written 0600 through
+a temporary file and an atomic rename, edits serialised with ``flock`` on the directory.
 """
 
 from __future__ import annotations
@@ -155,12 +134,8 @@ MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def load_file(path: Path, *, check_permissions: bool = True) -> ProfilesFile:
-    """Read and validate one profiles file.
-
-    Raises ConfigError when the file is missing or unreadable, is not TOML, breaks a rule
-    (with the key's location), or holds an inline secret while group/world accessible
-    (unless ``check_permissions`` is False: ``profile check`` reports that separately).
-    """
+    """Read and validate one profiles file (ConfigError naming what is wrong; an inline
+    secret in a file others can read only when ``check_permissions``)."""
     path = Path(path).expanduser()
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; anything but a regular file
@@ -234,11 +209,8 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
 
 
 def save_file(path: Path, document: dict[str, Any]) -> ProfilesFile:
-    """Validate ``document`` and write it to ``path`` with tomli-w (atomic, 0600).
-
-    The document is checked with the same rules as :func:`load_file` first, so walletctl never
-    writes a file it would refuse to read. Returns the saved file, parsed.
-    """
+    """Validate ``document`` by the loader's rules and write it with tomli-w (atomic, 0600);
+    the saved file, parsed."""
     import tomli_w
 
     return _save(Path(path).expanduser(), document, HEADER + tomli_w.dumps(document))
@@ -316,11 +288,8 @@ def toml_table(values: dict[str, Any]) -> Any:
 
 def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: bool = False,
                 replace: bool = False) -> SaveResult:
-    """Add (or with ``replace`` overwrite) profile ``name``; the first profile becomes default.
-
-    Raises ConfigError when the existing file is invalid, UsageError when the name is bad or
-    already used (without ``replace``). Nothing is written when the result would be invalid.
-    """
+    """Add (or with ``replace`` overwrite) profile ``name``; the first profile becomes
+    default. UsageError for a bad or used name; nothing written when the result is invalid."""
     import tomlkit
 
     path = Path(path).expanduser()

@@ -1,28 +1,9 @@
-"""Where a profile's secret comes from, and the auth headers built from it.
-
-Secret resolution order (the first source that yields a value wins)::
-
-    1. key_env      the environment variable named by ``auth.key_env``
-    2. key_file     the file ``auth.key_file`` (surrounding whitespace stripped); it must not
-                    be readable or writable by group/others (``chmod 600``), as ssh requires
-    3. keyring      the system keyring (``auth.keyring = true``): service ``walletctl``,
-                    user = the profile name (optional ``keyring`` package)
-    4. key          inline in the profiles file; accepted only when that file is 0600
-    5. saved        the file ``<profiles dir>/<profile>.key`` written by
-                    ``walletctl keys --save`` (see :func:`save_secret`), when it exists
-
-A source that is configured but empty (variable unset, file missing, no keyring entry) falls
-through to the next one; when none yields a value the error names every source tried, e.g.
-``profiles.sandbox -> auth -> key_env: environment variable WALLETCTL_SANDBOX_KEY is not set``.
-A file that is too open is refused at once (it never falls through).
-
-Secrets are returned as ``pydantic.SecretStr`` and never appear in messages:
-:func:`describe_secret_source` says where a secret comes from without reading it.
-
-Where walletctl keeps the secrets it saves (``walletctl keys --save``, :func:`save_secret`): in
-the system keyring (service ``walletctl``, user :func:`keyring_user`) when the profile sets
-``auth.keyring = true``, else in :func:`saved_secret_path` beside the profiles file; they are
-read back with :func:`load_saved_secret`. The optional ``keyring`` package is imported only here.
+"""Where a profile's secret comes from, and the auth headers built from it. The resolution order
+(key_env, key_file, keyring, inline key, the file ``walletctl keys --save`` wrote) and the
+permission rules are docs/profiles.md's ("Secret resolution order"): an empty source falls
+through to the next, a file too open is refused at once, and the error names every source
+tried. Secrets stay ``pydantic.SecretStr`` and never appear in messages. The optional
+``keyring`` package is imported only here.
 """
 
 from __future__ import annotations
@@ -119,29 +100,18 @@ def read_secret_command(var: str) -> str:
 
 def _from_env(var: str, location: str) -> str | _Miss:
     value = os.environ.get(var)
-    if value is None:
-        return _Miss(
-            location,
-            f"environment variable {var} is not set",
-            f"set it without leaving it in your shell history: `{read_secret_command(var)}`",
-        )
-    if not value.strip():
-        return _Miss(
-            location,
-            f"environment variable {var} is empty",
-            f"give it the secret without leaving it in your shell history: "
-            f"`{read_secret_command(var)}`",
-        )
+    if value is None or not value.strip():
+        unset = value is None
+        return _Miss(location, f"environment variable {var} is {'not set' if unset else 'empty'}",
+                     f"{'set it' if unset else 'give it the secret'} without leaving it in your "
+                     f"shell history: `{read_secret_command(var)}`")
     return _clean(value, location)
 
 
 def _from_file(path: Path, location: str) -> str | _Miss:
     if not path.exists():
-        return _Miss(
-            location,
-            f"file {path} does not exist",
-            f"create it readable by you only: `(umask 077; cat > {path})`",
-        )
+        return _Miss(location, f"file {path} does not exist",
+                     f"create it readable by you only: `(umask 077; cat > {path})`")
     if not path.is_file():
         raise ConfigError(f"{path} is not a regular file", location=location)
     check_private(path, location=location)
@@ -161,11 +131,9 @@ def _from_keyring(profile: Profile, name: str, location: str) -> str | _Miss:
     except ConfigError as exc:
         return _Miss(location, exc.message, exc.hint)
     if not value:
-        return _Miss(
-            location,
-            f"no keyring entry {KEYRING_SERVICE}/{user}",
-            f"store it with `keyring set {KEYRING_SERVICE} {user}` (prompts for the value)",
-        )
+        return _Miss(location, f"no keyring entry {KEYRING_SERVICE}/{user}",
+                     f"store it with `keyring set {KEYRING_SERVICE} {user}` "
+                     "(prompts for the value)")
     return _clean(value, location)
 
 
@@ -178,11 +146,8 @@ def _from_inline(profile: Profile, location: str) -> str:
 
 
 def resolve_secret(profile: Profile) -> SecretStr:
-    """The profile's API secret, from the first source that has it (see the module docstring).
-
-    Raises ConfigError naming each configured source and why it gave nothing, or naming the
-    file whose permissions are too open.
-    """
+    """The profile's API secret from the first source that has it; ConfigError naming each
+    source and why it gave nothing, or the file that is too open."""
     return resolve_secret_with_source(profile)[0]
 
 
@@ -247,13 +212,8 @@ def _basic(user: str, secret: str, location: str) -> str:
 
 
 def auth_header(profile: Profile) -> tuple[str, str] | None:
-    """The (header name, value) that authenticates gateway calls, or None for scheme "none".
-
-    ``PublicApiKey`` -> ``Authorization: PublicApiKey <key>`` (the spec's scheme);
-    ``Bearer`` -> ``Authorization: Bearer <key>``; ``Basic`` -> ``Authorization: Basic
-    base64(<username or user_id>:<key>)``; ``header`` -> ``<auth.header>: <key>``.
-    The value holds the secret: mask it before showing it anywhere (walletctl.masking).
-    """
+    """The (header name, value) that authenticates gateway calls (None for scheme "none");
+    the value holds the secret: mask it before showing it anywhere."""
     auth = profile.auth
     if auth.scheme == "none":
         return None
@@ -274,13 +234,9 @@ def auth_header(profile: Profile) -> tuple[str, str] | None:
 
 
 def service_basic_auth(profile: Profile) -> tuple[str, str] | None:
-    """``("Authorization", "Basic base64(userId:secret)")`` for the public key service.
-
-    The secret comes from ``auth.service_secret_env`` then ``auth.service_secret_file``; when
-    neither is configured, from the main secret (:func:`resolve_secret`). The user is
-    ``auth.username`` or the profile's ``user_id``. Returns None when nothing is configured
-    and the profile's scheme is "none" (a gateway without auth).
-    """
+    """``("Authorization", "Basic base64(user:secret)")`` for the public key service: the
+    service secret's sources, else the API secret; None when neither is configured and the
+    scheme is "none"."""
     auth = profile.auth
     loc = f"{profile.location} -> auth"
     user = auth.username or profile.user_id
@@ -311,11 +267,8 @@ def check_name(name: str) -> None:
 
 
 def saved_secret_path(profile: Profile, name: str = "key") -> Path:
-    """The file :func:`save_secret` uses when the profile has no keyring.
-
-    Beside the profiles file: ``<dir>/<profile>.key`` for ``name="key"`` (the API key that
-    :func:`resolve_secret` falls back to), ``<dir>/<profile>.<name>.key`` otherwise.
-    """
+    """The file :func:`save_secret` uses without a keyring, beside the profiles file:
+    ``<profile>.key`` for the API key, ``<profile>.<name>.key`` otherwise."""
     check_name(name)
     base = profile.source.parent if profile.source is not None else config_path(None).parent
     filename = f"{profile.name}.key" if name == "key" else f"{profile.name}.{name}.key"
@@ -323,11 +276,8 @@ def saved_secret_path(profile: Profile, name: str = "key") -> Path:
 
 
 def save_secret(profile: Profile, name: str, value: str | SecretStr) -> str:
-    """Store a secret in the profile's own store (see the module docstring); returns where
-    (safe to print). ``name`` ``"key"`` is the API key :func:`resolve_secret` finds as its
-    "saved" source (after the configured ones); other names are read back with
-    :func:`load_saved_secret`. An existing entry is replaced. Raises ConfigError when the
-    keyring is missing or fails, ValueError for a bad ``name``."""
+    """Store (or replace) a secret in the profile's keyring, else its saved file; returns
+    where (safe to print). ``"key"`` is the API key :func:`resolve_secret` falls back to."""
     check_name(name)
     secret = value.get_secret_value() if not isinstance(value, str) else value
     if not secret or any(ord(c) < 32 or ord(c) == 127 for c in secret):
@@ -349,17 +299,6 @@ def save_secret(profile: Profile, name: str, value: str | SecretStr) -> str:
             f"{exc.strerror or type(exc).__name__}"
         ) from None
     return f"file {display_path(path)} (0600)"
-
-
-def load_saved_secret(profile: Profile, name: str) -> SecretStr | None:
-    """Read back a secret stored by :func:`save_secret`; None when there is none."""
-    check_name(name)
-    loc = f"{profile.location} -> auth"
-    if profile.auth.keyring:
-        value = keyring_get(profile, name)
-        return _secret(_clean(value, loc)) if value else None
-    got = _from_file(saved_secret_path(profile, name), f"{loc} (saved {name})")
-    return _secret(got) if isinstance(got, str) else None
 
 
 # --------------------------------------------------------------------------- description
@@ -386,12 +325,8 @@ def _env_and_file(env: str | None, path: Path | None) -> list[str]:
 
 
 def describe_secret_source(profile: Profile) -> str:
-    """Where the secret would come from, in resolution order; never the secret itself.
-
-    E.g. ``env WALLETCTL_SANDBOX_KEY (set)``, ``file ~/.config/walletctl/prod.key (0600)``,
-    ``keyring walletctl/prod``, ``inline (file is 0600)``; several are joined by ``", then "``.
-    The keyring is not queried (that could prompt to unlock it).
-    """
+    """Where the secret would come from, in resolution order (``env NAME (set), then file
+    PATH (0600)``); never the secret, and the keyring is not queried (it could prompt)."""
     auth = profile.auth
     parts = _env_and_file(auth.key_env, auth.key_file)
     if auth.keyring:

@@ -1,14 +1,7 @@
-"""The desk's controls kept in the history: its owner's side (``walletctl history setup``:
-make the history ready and, on PostgreSQL, let each role in as an operator, approver or
-auditor; ``walletctl history policy``: the desk's rulebook, :mod:`walletctl.history.rulebook`)
-and the second operator's (``walletctl approvals`` / ``approve`` / ``approvals refuse``; the
-rules are :mod:`walletctl.history.approvals`).
-
-On PostgreSQL the database owner runs setup once per schema version: it creates or upgrades
-the schema and grants each ``--grant`` role what its kind may do, no more. On a local file it
-creates the file (a file has no roles to grant). Only the owner changes the rulebook. The
-approval requests live where the profile's money commands record (its history: a local file,
-or the team's PostgreSQL database).
+"""The desk's controls kept in the history: the owner's side (``history setup``: the schema, and
+on PostgreSQL each ``--grant`` role's rights; ``history policy``: the rulebook,
+:mod:`walletctl.history.rulebook`) and the second operator's (``approvals``, ``approve``,
+``approvals refuse``: :mod:`walletctl.history.approvals`).
 """
 
 from __future__ import annotations

@@ -1,42 +1,14 @@
-"""What the history's chain proves, and how it is shown to someone outside it.
+"""What the history's chain proves, and how it is shown to someone outside it
+(docs/history.md, "Tamper evidence" and "Evidence bundles").
 
-``walletctl history verify`` and ``history anchor``: the chain checked against itself, and
-against heads a team keeps outside the history.
-
-A chain only proves itself: deleting its newest events, or rewriting one and recomputing
-every hash after it (the owner's maintenance path on PostgreSQL; anyone who can write a
-local file), leaves a chain that verifies. An *anchor* is the head as ``history anchor``
-prints it, one JSON line kept elsewhere (a file in git, a CI log, a ticket); ``verify
---anchor FILE`` checks that every anchor of the file still names an event of this history
-with the hash it had then.
-
-``verify --since-anchor FILE`` walks only what was added after the newest anchor of the
-file (its event, then every event after it, from its kept hash), and checks every anchor
-of the file as ``--anchor`` does: its cost is the events added since, not the history's
-size. What it cannot see is a change at or before the anchored event that leaves that
-event's own hash as kept (an edited old payload whose hash was not recomputed): only the
-full walk finds that, so a team runs it from time to time as well (docs/history.md).
-
-An order's evidence bundle: written by ``walletctl order REF --evidence FILE``, checked by
-``walletctl history check-evidence FILE`` with no database and no gateway.
-
-The bundle (one JSON document, format ``walletctl-evidence/1``) holds the order as the
-gateway answered its lookup (time-stamped), the history's entries on it, its approvals and
-recon findings, the balance and the verdict — and the history's events themselves, every
-one from the order's first event to a head: the newest event when it was made, or the
-first anchor (``history anchor``) at or after the order's last event that still matches,
-so that a team's nightly anchor bounds what a bundle carries.
-
-What a check proves, offline: every event hashes to itself and links to the next up to the
-head; the head is the bundle's anchor (and one of an anchors file's lines, when given);
-every entry, approval and finding the bundle states is what those events say (nothing
-added, changed or left out); every spent approval was decided by someone else in the chain
-and binds exactly the movement that spent it; and the gateway's records give the stated
-balance and findings. Any edit is named, exit 3. What it cannot prove: that the gateway
-answered those records (they are as fetched); a head kept elsewhere (an anchors file)
-is what ties the chain to the history itself.
-
-Only what the history and lookups already hold enters it: no key, secret or card data.
+``history verify`` walks the chain (``--since-anchor FILE``: only what came after the file's
+newest anchor) and checks it against anchors, heads kept outside the history
+(``history anchor``). ``order REF --evidence FILE`` writes an order's bundle: the order as
+looked up, the history's entries, approvals and findings on it, and the chain's events from
+the order's first event to a head (the first matching anchor at or after its last event, else
+the newest event). ``history check-evidence FILE`` checks a bundle offline: the events hash
+and link up to the head, and every entry, approval, finding and balance it states is what
+those events and records give. Nothing but what the history and lookups hold enters it.
 """
 
 from __future__ import annotations
@@ -564,14 +536,17 @@ def _findings(doc: dict[str, Any], events: list[dict[str, Any]]) -> None:
         if recorded is None or recorded["new_ref"] != f.get("reference"):
             raise EvidenceError(f"findings: #{number} on {f.get('reference')} was not "
                                 "recorded in the chain")
-        if filed.get("state") == "resolved":
-            note = filed.get("resolution")
-            if not any(e["operation"] == "resolve" and e["new_ref"] == f.get("reference")
-                       and e["reason"] == note and (e["operator"] or e["os_user"])
-                       == filed.get("resolvedBy") for e in events if e["kind"] == "begin"):
-                raise EvidenceError(f"findings: #{number}'s resolution by "
-                                    f"{filed.get('resolvedBy')!r} ({note!r}) is not the "
-                                    "chain's")
+        if filed.get("state") == "resolved" and not _resolved_in(events, f.get("reference"),
+                                                                  filed):
+            raise EvidenceError(f"findings: #{number}'s resolution by "
+                                f"{filed.get('resolvedBy')!r} ({filed.get('resolution')!r}) "
+                                "is not the chain's")
+
+
+def _resolved_in(events: list[dict[str, Any]], reference: Any, filed: dict[str, Any]) -> bool:
+    return any(e["kind"] == "begin" and e["operation"] == "resolve"
+               and e["new_ref"] == reference and e["reason"] == filed.get("resolution")
+               and (e["operator"] or e["os_user"]) == filed.get("resolvedBy") for e in events)
 
 
 def _records(doc: dict[str, Any]) -> list[TransactionRecord]:
@@ -593,8 +568,6 @@ def _records(doc: dict[str, Any]) -> list[TransactionRecord]:
 def _gateway_story(doc: dict[str, Any], reference: str, entries: Iterable[Entry],
                    records: list[TransactionRecord]) -> None:
     """The stated balance, findings and verdict are what the records and entries give."""
-    from walletctl.errors import RefusedError
-    from walletctl.models.ledger import balance_from_records
     from walletctl.ops.order import findings_on
 
     found = findings_on(reference, list(entries), records)
@@ -603,20 +576,7 @@ def _gateway_story(doc: dict[str, Any], reference: str, entries: Iterable[Entry]
     if said != sorted((f.kind, f.reference) for f in found):
         raise EvidenceError(f"findings: the bundle states {said}; its records and entries "
                             f"give {sorted((f.kind, f.reference) for f in found)}")
-    try:
-        balance = balance_from_records(reference, records)
-    except RefusedError:
-        balance = None
-    stated_balance = doc.get("balance")
-    if balance is None:
-        if stated_balance is not None:
-            raise EvidenceError("balance: stated, but the records give none")
-    else:
-        for name in ("authorised", "captured", "refunded", "capturable", "refundable"):
-            value = stated_balance.get(name) if isinstance(stated_balance, dict) else None
-            if value is None or Decimal(str(value)) != getattr(balance, name):
-                raise EvidenceError(f"balance: {name} is {value}; the records give "
-                                    f"{getattr(balance, name):f}")
+    _same_balance(doc.get("balance"), reference, records)
     verdict = _dict(doc, "verdict")
     open_named = [f for f in stated if f.get("kind") != "unchecked"
                   and not (isinstance(f.get("finding"), dict)
@@ -624,3 +584,21 @@ def _gateway_story(doc: dict[str, Any], reference: str, entries: Iterable[Entry]
     if verdict.get("agrees") is not (not open_named):
         raise EvidenceError(f"verdict: 'agrees' is {verdict.get('agrees')}, but "
                             f"{len(open_named)} open finding(s) are stated")
+
+
+def _same_balance(stated: Any, reference: str, records: list[TransactionRecord]) -> None:
+    """The stated balance is the one the records give (none when they give none)."""
+    from walletctl.errors import RefusedError
+    from walletctl.models.ledger import balance_from_records
+
+    try:
+        balance = balance_from_records(reference, records)
+    except RefusedError:
+        if stated is not None:
+            raise EvidenceError("balance: stated, but the records give none") from None
+        return
+    for name in ("authorised", "captured", "refunded", "capturable", "refundable"):
+        value = stated.get(name) if isinstance(stated, dict) else None
+        if value is None or Decimal(str(value)) != getattr(balance, name):
+            raise EvidenceError(f"balance: {name} is {value}; the records give "
+                                f"{getattr(balance, name):f}")

@@ -1,9 +1,6 @@
-"""``walletctl profile add``: the profile's table from the flags, saved, and what it can do.
-
-Every setting has a flag; what a flag leaves out the command's :class:`Prompts` may ask for
-(on a terminal: the required ids, the default currency, the shop URL). A secret never is
-asked for: the key's *source* is recorded. The notes say what the new profile can do and
-the one step left (if any).
+"""``walletctl profile add``: the profile's table from the flags (what a flag leaves out
+:class:`Prompts` may ask; a secret never: its source is recorded), saved, and notes on what it
+can do and the one step left.
 """
 
 from __future__ import annotations
@@ -15,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from walletctl.config.profile import NEEDED_REDIRECTS
 from walletctl.config.profiles_file import add_profile, file_mode, load_file
 from walletctl.errors import ConfigError, UsageError
 
@@ -33,13 +31,6 @@ FLAG_FOR_KEY = {
         "success_url", "error_url", "pending_url", "return_url", "cancel_url", "refused_url")},
     **{f"paths -> {k}": "--path" for k in (
         "checkout", "apm_transactions", "public_keys", "payment_accounts", "transactions")},
-}
-# --redirect-base URL fills every redirect URL from one shop address.
-REDIRECT_SUFFIXES = {
-    "success_url": "/ok",
-    "error_url": "/error",
-    "pending_url": "/pending",
-    "return_url": "/cart",
 }
 REQUIRED = (("base_url", "Gateway base URL"), ("merchant_id", "merchantId"),
             ("store_id", "storeId"),
@@ -257,7 +248,7 @@ def _redirects(base: str | None, given: dict[str, str | None]) -> dict[str, str]
     table: dict[str, str] = {}
     if base:
         root = base.rstrip("/")
-        table.update({key: root + suffix for key, suffix in REDIRECT_SUFFIXES.items()})
+        table.update({key: root + suffix for key, suffix in NEEDED_REDIRECTS.items()})
     table.update({key: value for key, value in given.items() if value})
     return table
 
@@ -308,7 +299,7 @@ def _after_add(name: str, target: Path, suggest: Callable[..., str]) -> list[str
     def cmd(*words: str) -> str:
         return f"`{suggest(*words)}`"
 
-    missing = [k for k in REDIRECT_SUFFIXES if k not in saved.redirects]
+    missing = [k for k in NEEDED_REDIRECTS if k not in saved.redirects]
     if missing:
         notes.append("checkout needs redirect URLs (or pass them to checkout): "
                      + cmd("set", name, f"redirects.{missing[0]}", "https://your-shop/...")
@@ -316,8 +307,7 @@ def _after_add(name: str, target: Path, suggest: Callable[..., str]) -> list[str
     if saved.currency is None:
         notes.append("no default currency: checkout and authorize need --currency on each "
                      "call; " + cmd("set", name, "currency", "EUR"))
-    auth = saved.auth
-    if not (auth.service_secret_env or auth.service_secret_file or auth.service_secret):
+    if not saved.auth.has_service_secret:
         notes.append("`walletctl keys` (and smoke's browser-wallet scenario) send the API key "
                      "as the public key service's secret; if the service has its own: "
                      + cmd("set", name, "auth.service_secret_env", "VAR"))

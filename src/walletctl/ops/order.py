@@ -1,11 +1,7 @@
-"""``walletctl order REF``: one order as the gateway and the desk's history each tell it.
-
-:func:`order_view` reads, and writes nothing: one lookup of the order at the gateway (the
-original and its follow-ups), the history's entries on it (one indexed query on the original
-reference), the approval requests on it, the comparison ``recon --ref REF`` makes
-(:func:`walletctl.ops.recon.compare.compare_original`, the same rules, nothing else), and the
-balance the follow-up rules give (:func:`walletctl.models.ledger.balance_from_records`). It
-ends in one verdict: the history and the gateway agree, or each disagreement named.
+"""``walletctl order REF``: one order as the gateway and the desk's history each tell it — one
+lookup, the history's entries and approval requests on it, recon's comparison
+(:func:`walletctl.ops.recon.compare.compare_original`), the balance, and one verdict. It
+writes nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
@@ -33,7 +28,7 @@ from walletctl.ops.recon.compare import (
     compare_original,
     seen,
 )
-from walletctl.ops.recon.run import ours
+from walletctl.ops.recon.run import existing_history, ours
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
@@ -150,25 +145,16 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
     """Everything known about ``reference`` (see the module's docstring); ``keep``: called
     with the open history and the finished view (an evidence bundle is written from both);
     it needs a history."""
-    from walletctl.config.dburl import DbUrl
-    from walletctl.history import history_location, open_location
     from walletctl.history.recorder import now_utc
 
-    where = history_location(profile)
-    shared = isinstance(where, DbUrl)
-    view = OrderView(reference=reference, profile=profile.name,
-                     history=where.display() if isinstance(where, DbUrl) else str(where),
-                     backend="postgresql" if shared else "sqlite", now=now_utc(),
+    named, backend, store = existing_history(profile, f"walletctl order {reference}")
+    view = OrderView(reference=reference, profile=profile.name, history=named,
+                     backend=backend if store is not None else "none", now=now_utc(),
                      zone=profile.timezone, merchant_id=profile.merchant_id,
                      store_id=profile.store_id)
-    store: HistoryStore | None = None
-    if shared or (isinstance(where, Path) and where.exists()):
-        store = open_location(where, create=False, purpose=f"walletctl order {reference}")
-    else:
-        view.backend = "none"
-        if keep is not None:
-            raise ConfigError(f"--evidence: no history at {view.history}: a bundle is the "
-                              "history's entries and their chain")
+    if store is None and keep is not None:
+        raise ConfigError(f"--evidence: no history at {view.history}: a bundle is the "
+                          "history's entries and their chain")
     try:
         if store is not None:
             _read_history(store, profile, view)
@@ -217,16 +203,10 @@ def findings_on(reference: str, entries: list[Entry],
 
 def _utc(text: str | None, zone: str | None) -> str:
     """A gateway date as the history's UTC form (as given when it cannot be read)."""
-    if not text:
-        return ""
+    from zoneinfo import ZoneInfo
+
+    from walletctl.history.recorder import utc_text
     from walletctl.models.records import parse_timestamp
 
-    tz: Any = UTC
-    if zone:
-        from zoneinfo import ZoneInfo
-
-        tz = ZoneInfo(zone)
-    when = parse_timestamp(text, tz)
-    if when is None:
-        return text
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    when = parse_timestamp(text, ZoneInfo(zone) if zone else UTC) if text else None
+    return utc_text(when) if when is not None else text or ""

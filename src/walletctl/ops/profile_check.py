@@ -1,10 +1,7 @@
-"""``walletctl profile check``: what a profile can run, and why not.
-
-Offline by default: the file parses, its permissions, each secret is found, the auth header
-builds, which commands have what they need (with the ``profile set`` line that adds what one
-misses). ``online`` adds two read-only requests (a lookup of a reference that cannot exist,
-and the public key service's keys) to prove the gateway accepts the API key and the service
-user and secret.
+"""``walletctl profile check``: what a profile can run, and why not. Offline: the file, its
+permissions, each secret, the auth header, each command's needs (with the ``profile set`` line
+that adds what is missing). ``online`` adds a lookup of a reference that cannot exist and the
+public key service's keys, to prove the gateway accepts the credentials.
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from walletctl.config.profile import NEEDED_REDIRECTS
 from walletctl.errors import AuthError, ConfigError, GatewayError, WalletctlError
 
 if TYPE_CHECKING:
@@ -58,7 +56,7 @@ def _check_profile(profile: Profile, suggest: Callable[..., str]) -> list[Check]
             results.append(Check(name, stage, True, shown))
         except ConfigError as exc:
             results.append(Check.failed(name, stage, exc))
-    if _service_secret(profile):
+    if profile.auth.has_service_secret:
         try:
             service_basic_auth(profile)
             results.append(Check(name, "service secret", True, "found"))
@@ -79,13 +77,12 @@ def _environment(profile: Profile) -> Check:
                   "and smoke --embedded refuse it")
 
 
-_NEEDED_REDIRECTS = ("success_url", "error_url", "pending_url", "return_url")
 _SMOKE_REDIRECT = "smoke redirect-sale, preauth-capture-refund, preauth-reversal, refusals"
 
 
 def _keys(profile: Profile, hint: str) -> list[Check]:
     """``walletctl keys``: the public key service's secret, or the API key in its place."""
-    if _service_secret(profile):
+    if profile.auth.has_service_secret:
         return [Check(profile.name, "keys", True, "service secret configured")]
     if profile.auth.scheme == "none":
         return []
@@ -94,15 +91,10 @@ def _keys(profile: Profile, hint: str) -> list[Check]:
                    "set); a service with its own secret answers 401", hint, warning=True)]
 
 
-def _service_secret(profile: Profile) -> bool:
-    auth = profile.auth
-    return bool(auth.service_secret_env or auth.service_secret_file or auth.service_secret)
-
-
 def _browser_wallet(profile: Profile, hint: str) -> list[Check]:
     """smoke's browser-wallet scenario: its first step asks the public key service."""
     name = profile.name
-    if _service_secret(profile) or profile.auth.scheme == "none":
+    if profile.auth.has_service_secret or profile.auth.scheme == "none":
         return [Check(name, "smoke browser-wallet", True, "service secret configured")]
     return [Check(
         name, "smoke browser-wallet", True,
@@ -123,7 +115,7 @@ def _commands(profile: Profile, key_ok: bool, suggest: Callable[..., str]) -> li
         return [Check(name, "commands", False, "none can run until the secret above is found")]
     out = [Check(name, "capture, refund, reverse, lookup, account", True,
                   "have what they need")]
-    missing = [k for k in _NEEDED_REDIRECTS if k not in profile.redirects]
+    missing = [k for k in NEEDED_REDIRECTS if k not in profile.redirects]
     if missing:
         out.append(Check(
             name, "checkout", True,

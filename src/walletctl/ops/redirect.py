@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from pydantic.alias_generators import to_camel
+
+from walletctl.config.profile import NEEDED_REDIRECTS, REDIRECT_KEYS
 from walletctl.constants import APM_PROVIDER
 from walletctl.errors import ConfigError, RequestValidationError, missing_options
 from walletctl.models.checkout import CheckoutRequest
@@ -34,14 +37,8 @@ if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import Profile
 
-REDIRECT_KEYS = {
-    "return_url": "returnUrl",
-    "success_url": "successUrl",
-    "pending_url": "pendingUrl",
-    "error_url": "errorUrl",
-    "cancel_url": "cancelUrl",
-    "refused_url": "refusedUrl",
-}
+# a profile's [redirects] key -> its name in the checkout's redirectDetails
+_WIRE_NAMES = {key: to_camel(key) for key in REDIRECT_KEYS}
 _OP_TAGS = {"capture": "CAP", "refund": "REF", "reverse": "REV"}
 
 
@@ -99,7 +96,7 @@ def build_checkout_request(profile: Profile, base: Mapping[str, Any] | None = No
         set_path(data, "checkoutDetails.paymentMethod", APM_PROVIDER)
     if get_path(data, "currencyCode") is None and profile.currency:
         set_path(data, "currencyCode", profile.currency)
-    for key, alias in REDIRECT_KEYS.items():
+    for key, alias in _WIRE_NAMES.items():
         if key in profile.redirects and get_path(data, f"redirectDetails.{alias}") is None:
             set_path(data, f"redirectDetails.{alias}", profile.redirects[key])
     for path, value in (overrides or {}).items():
@@ -117,18 +114,14 @@ _REQUIRED = {
     "--ref": ("clientSystemTransactionId",
               "required: your unique reference, the clientSystemTransactionId"),
 }
-_REDIRECTS_REQUIRED = ("success_url", "error_url", "pending_url", "return_url")
 
 
 def checkout_request(load_profile: Callable[[], Profile], base: dict[str, Any] | None,
                      overrides: dict[str, Any], *,
                      from_file: Path | None = None) -> tuple[Profile, CheckoutRequest]:
     """The selected profile and the checkout request the flags (``overrides``), the request
-    file (``base``) and the profile's defaults make, once every required value is given.
-
-    A value given nowhere is a usage error (exit 2) naming the flag, as Click's own required
-    options are; with ``--from-file`` it is the file that lacks it (exit 4, a request that
-    breaks a rule)."""
+    file (``base``) and the profile make; a required value given nowhere is a usage error
+    naming the flag (exit 2), or with ``--from-file`` the file's (exit 4)."""
     def absent(key: str) -> bool:
         return overrides.get(key) is None and (base is None or get_path(base, key) is None)
 
@@ -163,11 +156,11 @@ def _missing_from_profile(profile: Profile, absent: Callable[[str], bool],
         missing.append((["--currency"], ["currencyCode"],
                         f"required: profile {name!r} has no default currency"))
         hints.append(f'pass --currency EUR, or set currency = "EUR" under [profiles.{name}]')
-    urls = [key for key in _REDIRECTS_REQUIRED if key not in profile.redirects
-            and absent(f"redirectDetails.{REDIRECT_KEYS[key]}")]
+    urls = [key for key in NEEDED_REDIRECTS if key not in profile.redirects
+            and absent(f"redirectDetails.{_WIRE_NAMES[key]}")]
     if urls:
         missing.append((["--" + key.replace("_", "-") for key in urls],
-                        [f"redirectDetails.{REDIRECT_KEYS[key]}" for key in urls],
+                        [f"redirectDetails.{_WIRE_NAMES[key]}" for key in urls],
                         f"required: profile {name!r} has no [redirects] for them"
                         if len(urls) > 1 else
                         f"required: profile {name!r} has no [redirects] {urls[0]}"))

@@ -1,10 +1,7 @@
-"""A walletctl sandbox administered from outside its server: started inside this process
-(the pytest plugin, ``smoke --embedded``), waited for, given a profile (``sandbox serve
---write-profile | --print-profile``), and driven through its admin routes (``/_sandbox/*``,
-over :class:`walletctl.client.admin.SandboxAdmin`): decide a checkout, reset, read the
-ledger, faults and clock, the 3DS challenge, and seeding approved test transactions. Used by
-the ``walletctl sandbox`` commands, smoke and the pytest plugin (:mod:`walletctl.testing`),
-which reaches the sandbox's own code only through here.
+"""A walletctl sandbox administered from outside its server: started in this process, waited
+for, given a profile and driven through its ``/_sandbox/*`` routes over
+:class:`walletctl.client.admin.SandboxAdmin` — for the ``sandbox`` commands, smoke and the
+pytest plugin.
 """
 
 from __future__ import annotations
@@ -35,6 +32,7 @@ from walletctl.client.admin import (
     SandboxUnreachable,
     serve_command,
 )
+from walletctl.config.profile import NEEDED_REDIRECTS
 from walletctl.constants import Env
 from walletctl.errors import NetworkError, UsageError, WalletctlError
 from walletctl.models.money import exponent, parse_major
@@ -47,11 +45,8 @@ SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up t
 @contextmanager
 def embedded(*, api_key: str, service_secret: str = "", amount_format: str = "minor",
              clock_control: bool = False) -> Iterator[str]:
-    """A quiet sandbox on a free loopback port for the duration; yields its URL.
-
-    ``service_secret`` "" is what ``walletctl sandbox serve`` does without one: the API key
-    when one was given, else the default secret (:func:`default_service_secret`).
-    """
+    """A quiet sandbox on a free loopback port for the duration; yields its URL
+    (``service_secret`` "": as ``sandbox serve`` without one, :func:`default_service_secret`)."""
     from walletctl.sandbox.config import SandboxConfig
     from walletctl.sandbox.server import EmbeddedSandbox
 
@@ -131,12 +126,7 @@ def wait_ready(url: str, *, timeout: float = 30.0) -> Ready:
 MERCHANT_ID = "M-1001"
 STORE_ID = "S-01"
 USER_ID = "ops-bot"
-REDIRECTS = {
-    "success_url": "https://shop.example/ok",
-    "error_url": "https://shop.example/error",
-    "pending_url": "https://shop.example/pending",
-    "return_url": "https://shop.example/cart",
-}
+REDIRECTS = {key: "https://shop.example" + path for key, path in NEEDED_REDIRECTS.items()}
 
 
 def profile_table(url: str, *, amount_format: str, api_key: str, service_secret: str,
@@ -170,9 +160,15 @@ def profile_text(name: str, table: dict[str, Any]) -> str:
     return tomlkit.dumps(doc)
 
 
-def _is_loopback_url(url: str) -> bool:
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine's loopback (``localhost``, 127.0.0.0/8, ::1)."""
+    import ipaddress
+
     host = urlsplit(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path:
@@ -185,7 +181,7 @@ def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path
         existing = load_file(path).profiles.get(name)
         if existing is not None:
             why = ("is a production profile; a sandbox never replaces it"
-                   if existing.is_production else None if _is_loopback_url(existing.base_url)
+                   if existing.is_production else None if is_loopback(existing.base_url)
                    else f"points to {existing.base_url}, not a local sandbox")
             if why is not None:
                 raise UsageError(

@@ -1,18 +1,8 @@
-"""The files a user names: input files read safely, output files checked before anything is sent.
-
-Reading (``--from-file``, ``--event``, ``--3ds``):
-
-* only a regular file (or ``-`` for stdin) is read: a FIFO, ``/dev/zero`` or a socket is
-  refused at once ("not a regular file") instead of hanging;
-* at most :data:`MAX_INPUT_BYTES`;
-* JSON numbers become ``Decimal``; a duplicate key is refused (which one would win is
-  a guess); nesting deeper than :data:`MAX_DEPTH` is refused (no ``RecursionError``).
-
-Writing (``--journal``, ``--results``, ``--junit``, ``--json-file``): a path is written only
-when it is a regular file (or one to be created) in a directory that exists and is writable. A
-directory, a FIFO (it would block until someone reads it), a character or block device
-(``/dev/full``: every write fails, after the money moved) or a socket is refused at once,
-exit 4 naming the option; nothing was sent.
+"""The files a user names. Input files (``--from-file``, ``--event``, ``--3ds``): a regular file
+or ``-`` only, at most :data:`MAX_INPUT_BYTES`, JSON numbers as ``Decimal``, no duplicate key,
+at most :data:`MAX_DEPTH` deep. Output files (``--journal``, ``--results``, ``--junit``,
+``--json-file``): a regular file (or one to create) in a writable directory, checked before
+anything is sent (exit 4 naming the option).
 """
 
 from __future__ import annotations
@@ -129,32 +119,32 @@ def output_problem(path: Path, *, create_parent: bool = False,
         try:
             mode = os.stat(path).st_mode
         except (FileNotFoundError, NotADirectoryError):  # its directory is checked below
-            mode = None
-        if mode is not None:
-            for test, what in _KINDS:
-                if test(mode):
-                    return f"{shown} is {what}, not a regular file"
-            if not stat.S_ISREG(mode):
-                return f"{shown} is not a regular file"
-            if write and not os.access(path, os.W_OK):
-                return f"{shown} is not writable"
-            return None
-        parent = path.parent
-        if not write:
-            return None
-        if create_parent and not parent.is_dir():
-            try:
-                parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                return f"cannot create the directory {parent}: {exc.strerror or exc}"
-        if not parent.is_dir():
-            return f"the directory {repr(str(parent))[1:-1]} does not exist"
-        if not os.access(parent, os.W_OK | os.X_OK):
-            return f"the directory {repr(str(parent))[1:-1]} is not writable"
+            return _new_file_problem(path.parent, create_parent) if write else None
+        kind = next((what for test, what in _KINDS if test(mode)), None)
+        if kind is not None:
+            return f"{shown} is {kind}, not a regular file"
+        if not stat.S_ISREG(mode):
+            return f"{shown} is not a regular file"
+        if write and not os.access(path, os.W_OK):
+            return f"{shown} is not writable"
     except ValueError:  # an embedded NUL
         return f"{shown} is not a valid path"
     except OSError as exc:
         return f"{shown}: {exc.strerror or type(exc).__name__}"
+    return None
+
+
+def _new_file_problem(parent: Path, create_parent: bool) -> str | None:
+    """Why a new file cannot be made in ``parent`` (made first with ``create_parent``)."""
+    if create_parent and not parent.is_dir():
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"cannot create the directory {parent}: {exc.strerror or exc}"
+    if not parent.is_dir():
+        return f"the directory {repr(str(parent))[1:-1]} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"the directory {repr(str(parent))[1:-1]} is not writable"
     return None
 
 

@@ -1,18 +1,13 @@
-"""Browser wallet operations: ``keys`` (public key service), ``account``, ``authorize``.
-
-No Typer here. Every function takes a :class:`~walletctl.client.gateway.GatewayClient` (or a
-profile) and returns models; secrets stay ``SecretStr`` until the caller decides (masked).
-
-Key cache: ``<user cache dir>/walletctl/keys/<profile>-<hash>.json`` (mode 0600, directory
-0700), one file per profile + base URL + merchant + store, reused until 60 s before the key's
-``expiresAt``. It holds the API key and the encryption key, like the saved-secret files.
+"""Browser wallet operations: ``keys`` (public key service), ``account``, ``authorize``
+(docs/walletpay.md). Key cache: ``<user cache dir>/walletctl/keys/<profile>-<hash>.json``
+(0600), one per profile, base URL, merchant and store, reused until 60 s before the key's
+``expiresAt``; it holds the API key and the encryption key.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -106,16 +101,12 @@ def cached_keys(profile: Profile, now: datetime | None = None) -> PublicKeys | N
 
 
 def _write_cache(path: Path, keys: PublicKeys) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = {"apiKey": keys.api_key.get_secret_value(),
-            "encryptionKey": keys.encryption_key.get_secret_value(),
-            "encryptionKeyId": keys.encryption_key_id, "expiresAt": keys.expires_at}
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    from walletctl.config.profiles_file import write_private
+
+    write_private(path, json.dumps({
+        "apiKey": keys.api_key.get_secret_value(),
+        "encryptionKey": keys.encryption_key.get_secret_value(),
+        "encryptionKeyId": keys.encryption_key_id, "expiresAt": keys.expires_at}).encode())
 
 
 def prepare_keys(client: GatewayClient) -> PreparedCall:
@@ -272,11 +263,8 @@ def build_authorization(profile: Profile, account: PaymentAccount, *, amount: De
                         currency: str, reference: str, kind: str, key_id: str | None,
                         cryptogram: str | None = None, eci: str | None = None,
                         three_ds: ThreeDSecure | None = None) -> AuthorizationRequest:
-    """The authorization for ``account``; refuses what the gateway would (nothing sent).
-
-    A ``Token`` account needs cryptogram + ECI; a ``Card`` (PAN_ONLY) account needs 3DS data.
-    Both refusals are :class:`RequestValidationError` (exit code VALIDATION).
-    """
+    """The authorization for ``account``; refuses what the gateway would (nothing sent): a
+    ``Token`` account needs cryptogram + ECI, a ``Card`` (PAN_ONLY) account 3DS data."""
     auth_type = AUTH_TYPES.get(kind)
     if auth_type is None:
         raise RequestValidationError([("--type", "must be sale or preauth")])
@@ -372,10 +360,9 @@ class AuthorizeInput:
 
 def authorization_from(load_profile: Callable[[], Profile],
                        given: AuthorizeInput) -> Authorization:
-    """The authorization the options describe, the event file and the 3DS result read and
-    checked against each other; what is missing or breaks a rule is refused before the
-    history, the lock or the gateway is touched (the profile is loaded after the options
-    are checked: a usage error comes first, as Click's own)."""
+    """The authorization the options, the event file and the 3DS result describe, checked
+    against each other before anything is touched (the profile is loaded after the options:
+    a usage error comes first, as Click's own)."""
     from walletctl.errors import missing_options
     from walletctl.models.inputs import check_inputs
     detail, tds, account_id = _sources(given)

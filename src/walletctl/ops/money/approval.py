@@ -1,12 +1,7 @@
-"""Four eyes in the money protocol: when a movement needs a second operator's approval.
-
-A profile's ``[history.approvals]`` sets per-operation amounts. Above its amount a capture,
-refund or reversal is not sent: a request bound to the exact movement is filed (exit 12,
-its id printed). With ``--approval ID`` the same command sends it, if ID was approved by
-someone else for exactly this movement, and spends it in the transaction that records the
-intent. A batch files one request for its whole file (bound to the file's sha256) and
-spends it before its first row is sent. The storage and its rules:
-:mod:`walletctl.history.approvals`.
+"""Four eyes in the money protocol (docs/history.md, "Four eyes"): above ``[history.approvals]``
+a movement files a request bound to it (exit 12) instead of being sent; ``--approval ID``
+spends an approval given by someone else with the intent. A batch files one request for its
+file. The storage and its rules: :mod:`walletctl.history.approvals`.
 """
 
 from __future__ import annotations
@@ -127,11 +122,9 @@ def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: 
 def gate_batch(store: HistoryStore, profile: Profile, request: Request,
                approval: int | None, *, batch_id: str, limit: Decimal | None,
                spend: bool = True) -> int | None:
-    """A batch's approval, before its first row is sent: the approval id it runs under
-    (checked, and spent for ``batch_id`` when ``spend``), None when none is needed or
-    given; else file one request for the whole file, record the filing, and raise
-    AwaitingApprovalError (``limit``: the lowest approval amount the file's rows are under,
-    for its message)."""
+    """A batch's approval before its first row: the id it runs under (checked; spent when
+    ``spend``), None when none is needed; else one request filed and recorded for the file,
+    and AwaitingApprovalError (``limit``: the lowest approval amount, for its message)."""
     if approval is None and (limit is None or not request.bound_rows):
         return None
     now = now_utc()

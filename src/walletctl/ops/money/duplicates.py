@@ -1,20 +1,14 @@
-"""The likely-duplicate hold: the commonest double refund at a desk is the same refund typed
-twice (two agents on one ticket, Enter pressed in a second terminal, a batch re-fed).
-
-A capture, refund or reversal identical in original, operation, amount and currency to one
-the gateway shows, or the history holds (approved or still unknown), from the last N minutes
-(the profile's ``[history] duplicate_window``, default 10; 0 turns the hold off) is not sent.
-The hold names the earlier movement: its reference, time and who made it. An explicit
-``--allow-duplicate`` sends it anyway. Batch rows are held against movements made outside
-their batch only: the rows of one file are each intended once.
+"""The likely-duplicate hold (docs/money.md, "A likely duplicate is held"): a capture, refund
+or reversal identical to one the gateway shows or the history holds from the last
+``[history] duplicate_window`` minutes is not sent unless ``--allow-duplicate``; a batch's
+rows are held against movements from outside their batch only.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -22,14 +16,12 @@ from walletctl.errors import HeldError
 from walletctl.models.ledger import KIND_OF_OP, kind_of
 from walletctl.models.money import format_major
 from walletctl.models.outcome import REFUSAL_STATES
+from walletctl.models.records import parse_timestamp
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.history.store import Entry, HistoryStore
     from walletctl.models.records import TransactionRecord
-
-_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
-
 
 @dataclass(frozen=True)
 class Duplicate:
@@ -56,18 +48,10 @@ class Duplicate:
                  "--allow-duplicate")
 
 
-def parse_time(text: str | None) -> datetime | None:
-    """A gateway or history timestamp (no zone: UTC, as the gateway's samples are)."""
-    m = _TIME.match((text or "").strip())
-    if m is None:
-        return None
-    when = datetime.strptime(m.group(1).replace(" ", "T"), "%Y-%m-%dT%H:%M:%S")
-    zone = m.group(2)
-    if zone and zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        hh, mm = int(zone[1:3]), int(zone[-2:])
-        when -= sign * timedelta(hours=hh, minutes=mm)
-    return when.replace(tzinfo=UTC)
+def _when(text: str | None) -> datetime | None:
+    """A gateway or history time to the second (no zone: UTC, as the gateway's samples are)."""
+    when = parse_timestamp(text.replace(" ", "T", 1)) if text else None
+    return None if when is None else when.replace(microsecond=0)
 
 
 def find_duplicate(*, operation: str, original_ref: str, amount: Decimal, currency: str,
@@ -89,12 +73,12 @@ def find_duplicate(*, operation: str, original_ref: str, amount: Decimal, curren
     who: dict[str, tuple[str, datetime | None]] = {}
     found: list[tuple[datetime | None, str]] = []
     for e in entries:
-        when = parse_time(e.time)
+        when = _when(e.time)
         if e.operation == operation and same(e.reference, e.currency or "", e.amount, when):
             who[e.reference] = (f"{e.who} (profile {e.profile})", when)
             found.append((when, e.reference))
     for r in records:
-        when = parse_time(r.transaction_date_time)  # no time shown: not known to be recent
+        when = _when(r.transaction_date_time)  # no time shown: not known to be recent
         if when is not None and kind_of(r.type) == KIND_OF_OP[operation] \
                 and r.state not in REFUSAL_STATES \
                 and same(r.client_system_transaction_id, r.currency_code, r.transaction_amount,
@@ -111,10 +95,8 @@ def likely_duplicate(store: HistoryStore | None, profile: Profile, *, operation:
                      original_ref: str, amount: Decimal, currency: str,
                      records: Iterable[TransactionRecord], now: datetime, itself: frozenset[str],
                      batch_id: str | None = None) -> Duplicate | None:
-    """The hold, for a single command or a batch row: the gateway's ``records`` of the
-    original and the history's recent movements on it. ``itself``: this movement's own
-    reference (a batch: its rows' on this original); ``batch_id``: a batch's own rows are
-    not duplicates of each other."""
+    """The hold against the gateway's ``records`` and the history's recent movements on the
+    original; ``itself``: this movement's own references; ``batch_id``: not its own rows."""
     window = profile.history.duplicate_window
     entries: list[Entry] = []
     if store is not None and window > 0:

@@ -1,16 +1,6 @@
-"""Earlier intents whose outcome is unknown: judged against what the gateway shows.
-
-One judgement for every path: a single command's re-run, a batch row, and
-``history --unknown --reconcile``. An intent is identified by the transaction at the
-gateway (merchant id, store id, operation, original and new reference), so one left by
-another profile, or by a URL spelled another way, is found and resolved here too.
-
-* the intent's reference is there and IS the intent (operation, amount, currency)
-  -> ``applied``: its outcome is recorded from the record's state;
-* it is there as another transaction -> ``conflict``: nothing is trusted or sent;
-* it is not there -> ``absent``: not applied (re-sending it under the SAME reference is
-  idempotent at the gateway). A browser-wallet authorisation is never proven absent by the
-  redirect wallet's lookup: it stays unknown.
+"""Earlier intents whose outcome is unknown, judged against what the gateway shows (docs/money.md,
+"An earlier outcome is accepted only when the record matches"): one judgement for a re-run, a
+batch row and ``history --unknown --reconcile`` — ``applied``, ``conflict`` or ``absent``.
 """
 
 from __future__ import annotations
@@ -113,20 +103,9 @@ def judge(entry: Entry, records: list[TransactionRecord]) -> Judged:
 
 def taken(client: GatewayClient, intended: Intended, original_ref: str,
           rec: Recording) -> TransactionRecord:
-    """The gateway answered 409 (``intended.reference`` is already used): one lookup of that
-    reference (it may belong to another original) says by what, judged by
-    :func:`verdict_of` (the rule of re-runs, batches and recon); the outcome is recorded in
-    ``rec``:
-
-    * this very intent (an earlier attempt whose answer was lost, or another operator's
-      identical movement) -> its record is returned and its state recorded: nothing new
-      was applied, nothing is left unknown;
-    * another transaction holds the reference -> :class:`DeclinedError` (exit 5), recorded
-      ``declined``: nothing was applied under it, so it never blocks later movements nor
-      shows in recon;
-    * not there, or the lookup fails -> :class:`UnknownOutcomeError` (exit 8): the same
-      command run again, or ``history --unknown --reconcile``, looks it up.
-    """
+    """The gateway answered 409 (the reference is used): one lookup, judged by
+    :func:`verdict_of`, says by what — this very intent (its record returned), another
+    transaction (DeclinedError, recorded declined) or nothing known (UnknownOutcomeError)."""
     ref = intended.reference
     try:
         verdict, record, conflicts = verdict_of(intended, lookup_or_none(client, ref))
@@ -236,10 +215,8 @@ def reconcile(store: HistoryStore, entries: list[Entry],
 
 def needs_lookup(store: HistoryStore | None, original_ref: str, operation: str, *,
                  batch_id: str, since: str) -> bool:
-    """Whether the history holds, from outside this batch, a movement sent on the original
-    (it may still be unknown) or one begun since ``since`` (a batch row then takes the
-    lookup path: earlier intents are resolved and the duplicate hold checked before it is
-    sent). Conservative (any merchant; a resolved movement counts too) and one probe."""
+    """Whether the history holds, from outside this batch, a movement on the original sent
+    before or begun since ``since`` (the row then takes the lookup path); one probe."""
     if store is None:
         return False
     return store.touched(operation=operation, original_ref=original_ref, batch_id=batch_id,

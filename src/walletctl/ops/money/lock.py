@@ -1,19 +1,9 @@
-"""One lock per original transaction on this machine, across processes.
-
-Every money movement on an original (merchant id, store id, original reference) holds its
-lock from the pre-flight lookup to the recorded answer, so a second shell, profile or batch
-on the same original waits behind the first and then sees its result. The key is the
-transaction at the gateway, never the profile's name or how its URL is spelled.
-
-The locks are POSIX byte-range locks on ONE file (:func:`lock_path`): each key is one
-byte at an offset taken from its hash, so any number of originals share one file and one
-descriptor, and the kernel releases a killed process's locks. Such locks belong to the
-process: the batch serialises its own rows on one original with asyncio locks first. Where
-``fcntl`` does not exist (Windows) the lock is a no-op.
-
-When the history is shared (a team's database), :func:`hold_original` also takes the
-original's lock there, after this machine's: two operators on two machines then serialise
-on one order as two shells on one machine do, and the one waiting is told who holds it.
+"""One lock per original (merchant id, store id, reference) on this machine, across processes,
+and on a shared history also in its database (docs/money.md, "One movement at a time on an
+original"). The machine's locks are POSIX byte-range locks on one file (:func:`lock_path`),
+a byte per key at an offset from its hash; the kernel drops a killed process's locks. They
+belong to the process: a batch serialises its own rows with asyncio locks first. Without
+``fcntl`` (Windows) the lock is a no-op.
 """
 
 from __future__ import annotations
@@ -178,13 +168,9 @@ def money_locks() -> MoneyLocks:
 
 
 class DeskLocks:
-    """A batch's rows' locks at the desk (a shared history), taken a group at a time.
-
-    Rows ask within one turn of the event loop; one statement then tries all their locks,
-    one releases the ones given back since, and ``probe`` (the rows' history check, run
-    right after the locks were taken, so it sees everything committed before) answers for
-    the rows that got theirs: three round trips per group instead of three per row. A row
-    whose original is busy elsewhere asks again after a pause."""
+    """A batch's rows' locks at the desk (a shared history), taken a group at a time: what
+    rows ask within one turn of the event loop is released, tried and ``probe``d (their
+    history check) in three round trips; a row whose original is busy asks again later."""
 
     def __init__(self, shared: SharedLocks,
                  probe: Callable[[list[str]], set[str]] | None = None) -> None:

@@ -1,11 +1,6 @@
-"""What each operation brings to the money pipeline (:func:`.pipeline.move`): how its earlier
-intents are found, its plan and pre-flight, its request, and the meaning of its answer.
-
-* :class:`FollowUp`      — capture, refund, reversal of an original (the ledger's rules)
-* :class:`Checkout`      — a redirect-wallet checkout under its own reference
-
-A browser-wallet authorization brings its own (``ops/walletpay.py``'s ``Authorization``, an
-:class:`UnderItsOwnReference` as a checkout is).
+"""What each operation brings to :func:`.pipeline.move`: how its earlier intents are found, its
+plan and pre-flight, its request and the meaning of its answer — :class:`FollowUp` (capture,
+refund, reversal) and :class:`Checkout`; an authorization's is ``ops/walletpay.Authorization``.
 """
 
 from __future__ import annotations
@@ -45,11 +40,8 @@ NOUN = KIND_OF_OP  # capture, refund, reversal: what the command calls its movem
 
 
 class UnderItsOwnReference:
-    """A movement under a reference of its own (checkout, authorization): that reference is
-    its identity. Earlier unknown intents under it are looked up only when there are some;
-    any conflict stops it, an applied one is reported; nothing else is held as a likely
-    duplicate (a second one under the reference is the earlier intent, or the gateway's
-    replay or 409)."""
+    """A movement under a reference of its own (checkout, authorization): its identity.
+    Earlier intents under it are looked up only when there are some; no duplicate hold."""
 
     op: str
 
@@ -152,10 +144,8 @@ class FollowUp:
 
     def send(self, client: GatewayClient, plan: FollowUpPlan,
              rec: Recording) -> FollowUpResponse | TransactionRecord:
-        """An answer that does not prove "not applied" leaves the intent unknown in the
-        history, for the next run (or ``history --unknown --reconcile``) to look up. Unlike
-        a batch row, a single command does not look up and re-send by itself: the operator
-        decides, and the re-run resolves it before anything else is sent."""
+        """An answer that does not prove "not applied" leaves the intent unknown, for the
+        re-run (or ``history --unknown --reconcile``) to look up; nothing is re-sent here."""
         req = plan.request
         new = req.client_system_transaction_id
         try:

@@ -1,19 +1,7 @@
-"""The money pipeline: one function runs the steps of every single movement — checkout,
-capture, refund, reverse and authorize — in this order (docs/money.md):
-
-    lock the movement's reference (this machine, then the desk's shared history)
-    -> look up and resolve earlier unknown intents on it (any profile or URL)   [earlier.py]
-    -> plan and pre-flight                                          [the operation's own]
-    -> likely-duplicate hold                                              [duplicates.py]
-    -> the desk's policy (require_reason, limits); four eyes above the approval amount
-    -> confirmation
-    -> intent recorded (committed; an approval spent with it) -> send -> interpret
-    -> record the outcome (one history entry per movement)
-
-An operation supplies only what is its own (:class:`Movement`: how its earlier intents are
-found, its plan, its request and the meaning of its answer: :mod:`.movements`). A batch row
-is scheduled by ops/batch and goes through the same step functions (the lock, the earlier
-verdict, the duplicate hold, the approval), with group commit and retries of its own.
+"""The money pipeline: :func:`move` runs the steps of every single movement (checkout, capture,
+refund, reverse, authorize) in the order docs/money.md draws; each operation brings only what
+is its own (:class:`Movement`, :mod:`.movements`). A batch row goes through the same step
+functions from ops/batch.
 """
 
 from __future__ import annotations
@@ -157,11 +145,9 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
 
 def desk_rules(store: HistoryStore | None, profile: Profile, planned: Planned, ask: Ask,
                desk: Desk[PlanT], rec: Recording, approval: int | None) -> WriteHook | None:
-    """The desk's rules for one movement, before its confirmation: a reason where the
-    profile requires one; above the profile's limit a reason and the amount typed; above
-    the approval amount a second operator's approval (filed, exit 12; or checked now and
-    spent with the intent: the hook returned). A second operator's approval replaces the
-    typed amount."""
+    """The desk's rules for one movement, before its confirmation: ``require_reason``,
+    ``limits`` (a reason and the amount typed) and, above the approval amount, four eyes
+    (filed, exit 12; or the hook that spends it with the intent), which replaces the limit."""
     above = approval_amount(profile, planned.op, planned.currency)
     four_eyes = approval is not None or (above is not None and planned.amount > above)
     settings = profile.history

@@ -1,32 +1,7 @@
 """What ``walletctl recon`` finds (findings, totals per currency, counts, the exit code) and
-how one original is compared: what the desk recorded against what one lookup shows.
-
-Kinds of finding (docs/history.md, "Reconciliation"):
-
-* ``unrecorded`` — money moved at the gateway (a capture, refund or reversal, Approved or
-  not yet final) under an original that was looked up, with no history entry and no journal
-  row for its reference: made in a dashboard or by another tool;
-* ``absent`` / ``state`` / ``amount`` / ``type`` — a history entry (or journal row) the
-  gateway does not confirm: nothing under its reference, another state, another amount or
-  currency, another kind of transaction;
-* ``unknown`` — an entry whose outcome is still unknown (what the gateway shows is said);
-* ``unchecked`` — an original whose lookup could not be answered: nothing about it is known.
-
-The rules of interpretation are the money protocol's, not a second version of them:
-:func:`walletctl.ops.money.earlier.judge` decides whether the record under an entry's
-reference IS that entry (operation, amount, currency), and
-:func:`walletctl.models.outcome.history_outcome` what a state means. What recon adds is
-whether the history's outcome agrees with it:
-
-=================  ==========================================================
-history outcome    agrees with
-=================  ==========================================================
-approved           the record, Approved
-created            the record, in any state (the customer decides later)
-declined, error    no record, or the record in a refusal state
-unknown            never: listed as still open, with what the gateway shows
-refused            not compared (nothing was sent)
-=================  ==========================================================
+how one original is compared: what the desk recorded against what one lookup shows. The kinds
+of finding and when an outcome agrees: docs/history.md, "Reconciliation". Whether a record IS
+an entry is the money protocol's rule (:func:`walletctl.ops.money.earlier.judge`).
 """
 
 from __future__ import annotations
@@ -150,8 +125,12 @@ class Totals:
     def _pair(self, currency: str, operation: str) -> tuple[Side, Side]:
         return self.sums.setdefault(currency, {}).setdefault(operation, (Side(), Side()))
 
-    def history(self, currency: str, operation: str, amount: Decimal) -> None:
-        self._pair(currency, operation)[0].add(amount)
+    def history_entry(self, e: Entry) -> None:
+        """An approved follow-up's amount on the history's side."""
+        if e.outcome == "approved" and e.operation in OP_OF_KIND.values() and e.currency \
+                and e.amount is not None:
+            with contextlib.suppress(InvalidOperation):
+                self._pair(e.currency.upper(), e.operation)[0].add(Decimal(e.amount))
 
     def gateway(self, currency: str, operation: str, amount: Decimal) -> None:
         self._pair(currency, operation)[1].add(amount)
@@ -309,19 +288,13 @@ def compare_original(
     totals: Totals,
     counts: Counts,
 ) -> list[Finding]:
-    """Findings about ``original``: its entries the gateway does not confirm, its entries
-    still unknown, and the money its lookup shows that no entry records.
-
-    ``recorded_elsewhere`` (called only when a record is not explained by ``expected``):
-    the references the desk recorded for this original outside the window or journals."""
+    """Findings about ``original``: its entries the gateway does not confirm or that are still
+    unknown, and the money its lookup shows that no entry records (``recorded_elsewhere``:
+    the desk's other references on it, asked only when needed)."""
     found: list[Finding] = []
     accounted: set[str] = set()
     for exp in expected:
-        e = exp.entry
-        if e.outcome == "approved" and e.operation in OP_OF_KIND.values() and e.currency \
-                and e.amount is not None:
-            with contextlib.suppress(InvalidOperation):
-                totals.history(e.currency.upper(), e.operation, Decimal(e.amount))
+        totals.history_entry(exp.entry)
         finding = judge_expected(exp, records, accounted)
         if finding is None:
             counts.agreed += 1

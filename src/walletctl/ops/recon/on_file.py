@@ -1,15 +1,11 @@
-"""Recon's findings on file: recorded (``recon --record``), listed (``recon findings``) and
-resolved (``recon resolve``), kept by :mod:`walletctl.history.findings`.
-
-A finding is matched to what is on file by what it is about (merchant, store, kind,
-reference, entry), so a resolved one found again is shown as resolved, with its note, and
-not reported as new.
+"""Recon's findings on file (``recon --record``, ``recon findings``, ``recon resolve``), kept by
+:mod:`walletctl.history.findings` and matched by what they are about (merchant, store, kind,
+reference, entry): a resolved one found again is shown resolved, not reported as new.
 """
 
 from __future__ import annotations
 
 import socket
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -19,8 +15,6 @@ from walletctl.history.store import Intent
 from walletctl.ops.recon.compare import MISMATCHES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from walletctl.config.profile import Profile
     from walletctl.history.store import HistoryStore
     from walletctl.ops.recon.compare import Finding
@@ -67,13 +61,10 @@ class FindingList:
     state: str | None  # open | resolved | None (all)
 
 
-@contextmanager
-def _store(profile: Profile, purpose: str) -> Iterator[HistoryStore]:
+def _store(profile: Profile, purpose: str) -> HistoryStore:
     from walletctl.history import history_location, open_location
 
-    found = history_location(profile)
-    with open_location(found, create=False, purpose=purpose) as store:
-        yield store
+    return open_location(history_location(profile), create=False, purpose=purpose)
 
 
 def listing(profile: Profile, *, state: str | None) -> FindingList:

@@ -1,18 +1,8 @@
-"""``walletctl recon``: the history (and batch journals) against lookups at the gateway.
-
-:func:`reconcile` is the one operation: it reads what the desk recorded in the window
-(history entries, batch journals, the orders named by ``--ref`` and ``--refs FILE``), looks
-every order up on the batch engine (:class:`~walletctl.ops.batch.balance_report.BalanceReport`:
-concurrency, token bucket, the shared Retry-After pause, retries and the circuit breaker),
-compares each order as its lookup arrives (``compare``) and returns a
-:class:`~walletctl.ops.recon.compare.ReconResult`. It reads only: nothing is sent but
-lookups; with ``record``, each mismatch not yet on file is filed as a finding in the history
-(``on_file``), and every finding shows what is on file.
-
-The history is read through :class:`~walletctl.history.store.HistoryStore` only, so a local
-file and a team's PostgreSQL database are read the same way. Only the profile's merchant and
-store count (entries written before the history kept merchant ids: the profile's name at
-its URL). Journals are read, never locked or written: a running batch may hold one.
+"""``walletctl recon``: :func:`reconcile` reads what the desk recorded in the window (history
+entries through :class:`~walletctl.history.store.HistoryStore`, batch journals read but never
+locked, the orders named by ``--ref``/``--refs``), looks every order up on the batch engine
+(:class:`~walletctl.ops.batch.balance_report.BalanceReport`) and compares each as its lookup
+arrives. Nothing is sent but lookups; ``record`` files each new mismatch in the history.
 """
 
 from __future__ import annotations
@@ -49,6 +39,21 @@ class ReconRequest:
     record: bool = False  # file each mismatch as a finding in the history (recon --record)
 
 
+def existing_history(profile: Profile,
+                     purpose: str) -> tuple[str, str, HistoryStore | None]:
+    """The profile's history: where (no password), its backend, and the store opened when
+    there is one to read (a database; a file that exists)."""
+    from walletctl.config.dburl import DbUrl
+    from walletctl.history import history_location, open_location
+
+    where = history_location(profile)
+    if isinstance(where, DbUrl):
+        return where.display(), "postgresql", open_location(where, create=False,
+                                                            purpose=purpose)
+    store = open_location(where, create=False, purpose=purpose) if where.exists() else None
+    return str(where), "sqlite", store
+
+
 def _when(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -65,17 +70,10 @@ def reconcile(profile: Profile, request: ReconRequest, *,
               progress: Callable[[], None] | None = None) -> ReconResult:
     """Compare the profile's history and the named journals with the gateway (see the
     module's docstring); ``progress`` is called once per order looked up."""
-    from walletctl.config.dburl import DbUrl
-    from walletctl.history import history_location, open_location
     from walletctl.ops.batch.balance_report import Report
 
-    where = history_location(profile)
-    shared = isinstance(where, DbUrl)
-    named = where.display() if isinstance(where, DbUrl) else str(where)
-    store: HistoryStore | None = None
-    if shared or (isinstance(where, Path) and where.exists()):
-        store = open_location(where, create=False, purpose="walletctl recon")
-    elif request.record:
+    named, backend, store = existing_history(profile, "walletctl recon")
+    if store is None and request.record:
         raise ConfigError(f"recon --record: no history at {named} to record findings in",
                           hint="findings are kept in the history: record a movement first, "
                                "or set [history] in the profile")
@@ -93,7 +91,7 @@ def reconcile(profile: Profile, request: ReconRequest, *,
             plan.extra.update(read_refs(request.refs_file))
         result = ReconResult(
             profile=profile.name, merchant_id=profile.merchant_id, store_id=profile.store_id,
-            history=named, backend="postgresql" if shared else "sqlite",
+            history=named, backend=backend,
             journals=[str(p) for p in request.journals], since=request.since,
             until=request.until, operations=sorted(request.operations), report=Report())
         result.counts.not_compared = plan.not_compared

@@ -1,25 +1,9 @@
-"""``walletctl smoke``: prove a profile, its credentials and its gateway work end to end.
-
-Library first: :func:`run_smoke` runs the selected scenarios against a profile (or a private
-embedded sandbox) and returns a :class:`SmokeReport`; :mod:`.report` turns it into JUnit XML
-or JSON. Exit codes (``SmokeReport.exit_code``): 0 every selected scenario passed,
-10 a scenario failed, 9 credentials refused (the first 401/403 aborts the run), 3 a profile
-problem (raised as ConfigError before anything is sent, or met during the run).
-
-The framework: a :class:`Scenario` is a named sequence of :class:`Step` objects. Each step
-is a function of a :class:`ScenarioRun` (the per-scenario state, the run's target and the
-reference minting) that either returns (passed, optionally with a one-line detail) or raises:
-
-* :class:`StepFailed` — an assertion on state or amounts did not hold (``check``/``check_equal``);
-* :class:`StepSkipped` — the step cannot run here (e.g. no headless approval on this gateway);
-  the rest of the scenario is skipped with a reason naming this step;
-* a :class:`~walletctl.errors.WalletctlError` — reported as a failure with its message, except
-  401/403 answers and profile problems, which abort the whole run (fail fast) with the
-  credentials / config exit code;
-* anything else — reported as an *error* (a bug in walletctl or the scenario), message masked.
-
-The runner never prints: it tells a :class:`SmokeObserver` (the CLI's live view) about progress
-and returns a :class:`SmokeReport`, which the report writers turn into JUnit XML or JSON.
+"""``walletctl smoke``: prove a profile, its credentials and its gateway work end to end
+(docs/ci.md). :func:`run_smoke` runs :class:`Scenario` s (named sequences of :class:`Step`)
+and returns a :class:`SmokeReport`. A step returns (passed) or raises :class:`StepFailed`,
+:class:`StepSkipped` (the rest of its scenario is skipped), a WalletctlError (a failure; a
+401/403 or a profile problem aborts the run) or anything else (an error, masked). The runner
+never prints: a :class:`SmokeObserver` hears the progress.
 """
 
 from __future__ import annotations
@@ -318,38 +302,30 @@ def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: S
         obs.step_started(step_result)
         mark = ctx.exchanges.mark() if ctx.exchanges is not None else 0
         start = clock()
-        stop_reason: str | None = None
+        stop_reason: str | None = f"not run: step '{step.name}' failed"
         aborted: RunAborted | None = None
         try:
             detail = step.action(run)
         except StepFailed as exc:
-            step_result.status = "failed"
-            step_result.message = mask(exc.message)
-            step_result.error_type = "AssertionError"
-            stop_reason = f"not run: step '{step.name}' failed"
+            _ended(step_result, "failed", mask(exc.message), "AssertionError")
         except StepSkipped as exc:
-            step_result.status = "skipped"
-            step_result.message = mask(exc.reason)
+            _ended(step_result, "skipped", mask(exc.reason), None)
             stop_reason = f"not run: step '{step.name}' was skipped ({mask(exc.reason)})"
         except Exception as exc:
             aborted = _abort_for(exc)
-            step_result.status = "failed"
             if aborted is not None:
-                step_result.message = mask(aborted.message)
-                step_result.error_type = _type_name(exc)
+                _ended(step_result, "failed", mask(aborted.message), _type_name(exc))
                 stop_reason = f"not run: run aborted ({mask(aborted.message)})"
             elif isinstance(exc, WalletctlError):
-                step_result.message = mask(exc.message)
-                step_result.error_type = _type_name(exc)
-                stop_reason = f"not run: step '{step.name}' failed"
+                _ended(step_result, "failed", mask(exc.message), _type_name(exc))
             else:  # a bug: report its type and (masked) text, never a traceback
-                step_result.status = "error"
-                step_result.message = mask(f"{type(exc).__name__}: {exc}")
-                step_result.error_type = type(exc).__name__
+                _ended(step_result, "error", mask(f"{type(exc).__name__}: {exc}"),
+                       type(exc).__name__)
                 stop_reason = f"not run: step '{step.name}' raised an error"
         else:
             step_result.status = "passed"
             step_result.detail = mask(detail) if detail else None
+            stop_reason = None
         step_result.duration = clock() - start
         if ctx.exchanges is not None:
             step_result.exchanges = ctx.exchanges.since(mark)
@@ -358,6 +334,10 @@ def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: S
             _skip_rest(result.steps[index + 1 :], stop_reason, obs)
             return aborted
     return None
+
+
+def _ended(step: StepResult, status: StepStatus, message: str, error_type: str | None) -> None:
+    step.status, step.message, step.error_type = status, message, error_type
 
 
 def _skip_rest(steps: Sequence[StepResult], reason: str, obs: SmokeObserver) -> None:
@@ -409,13 +389,9 @@ def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserve
               transport: httpx.BaseTransport | None = None,
               trace: Callable[[str], None] | None = None, embedded: bool = False,
               masker: Masker | None = None, log: ExchangeLog | None = None) -> SmokeReport:
-    """Run the selected scenarios against ``profile``; never raises for a failing step.
-
-    Raises ConfigError (profile/secret problems found before anything is sent) and UsageError
-    (bad options). ``masker`` collects every secret seen; pass one to mask other output too.
-    ``log`` receives the (masked) summary of every HTTP exchange of the run; ``trace`` gets
-    the gateway client's masked request/response trace lines (``--verbose``).
-    """
+    """Run the selected scenarios against ``profile`` (a failing step is in the report; a
+    bad option or profile raises before anything is sent). ``masker`` collects the secrets
+    seen, ``log`` every exchange (masked), ``trace`` the client's ``--verbose`` lines."""
     from walletctl.ops.smoke.target import ExchangeLog, open_target
 
     selected, amounts = validate_options(options)

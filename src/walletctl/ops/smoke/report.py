@@ -1,19 +1,5 @@
-"""Smoke report writers: JUnit XML (what CI systems read) and a JSON document.
-
-JUnit shape (the de-facto schema read by GitHub/GitLab/Jenkins)::
-
-    <testsuites name tests failures errors skipped time>
-      <testsuite name tests failures errors skipped time timestamp hostname>   one per scenario
-        <properties><property name="reference" value="..."/>...</properties>
-        <testcase name classname time>                                          one per step
-          <failure message type>request/response summary</failure>
-          (or <error message type>, or <skipped message/>)
-        </testcase>
-        <system-out>references of this scenario</system-out>
-      </testsuite>
-    </testsuites>
-
-Every text has already been masked by the runner; the writers mask again (defence in depth).
+"""Smoke report writers: JUnit XML (a ``<testsuite>`` per scenario, a ``<testcase>`` per step, as
+CI systems read it) and a JSON document. The runner masked every text; the writers mask again.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The smoke scenarios: the catalogue (:data:`SCENARIOS`, :func:`select`, :func:`describe`),
-their amounts (:class:`Amounts`) and their steps.
-
-Each step runs through walletctl's own paths (request building, pre-flight, client) and
-asserts on states and amounts. Amounts are whole major units by default so they are valid in
-every currency (JPY, EUR, BHD) and never hit the sandbox's magic endings (01-05: see
-``walletctl.sandbox.config``); ``--amount NAME=VALUE`` overrides them (e.g. for a gateway with
-a minimum amount).
-
-The browser-wallet scenario needs no browser: the emulated wallet of the walletctl sandbox
-mints the wallet tokens (its admin route), and the Create Payment Account API is called the
-way the client script would (``PublicApiKey`` with the key just issued). Two credentials are
-covered: a device token (``CRYPTOGRAM_3DS``: the sale, with its cryptogram + ECI) and a
-``PAN_ONLY`` card (the pre-authorisation, with the sandbox's simulated 3DS result). Against a
-gateway that is not a walletctl sandbox, minting a token needs a real wallet in a browser:
-that step is skipped with a reason, and so is the rest of the scenario.
+"""The smoke scenarios: the catalogue (:data:`SCENARIOS`, :func:`select`, :func:`describe`), their
+amounts (:class:`Amounts`: whole major units by default, valid in every currency and clear of
+the sandbox's magic endings; ``--amount NAME=VALUE`` overrides) and their steps, which run
+through walletctl's own request building, pre-flight and client. The browser-wallet scenario
+needs no browser on a walletctl sandbox (its emulated wallet mints the tokens); elsewhere that
+step is skipped with a reason (docs/ci.md).
 """
 
 from __future__ import annotations
@@ -26,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from walletctl.client.admin import THREE_DS_CHALLENGE, WALLET_TOKEN
 from walletctl.errors import GatewayError, RefusedError, UsageError
-from walletctl.models.ledger import Balance, balance_from_records, kind_of
+from walletctl.models.ledger import KIND_OF_OP, Balance, balance_from_records, kind_of
 from walletctl.models.money import exponent, format_major, to_decimal
 from walletctl.ops.smoke import (
     Scenario,
@@ -87,7 +77,6 @@ class Amounts:
 # -- the redirect wallet -----------------------------------------------------------------------
 
 APPROVED = "Approved"
-NOUNS = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
 # checkout's redirectDetails where the profile's [redirects] has none (its keys)
 DEFAULT_REDIRECTS = {
     "return_url": "https://shop.example/smoke/return",
@@ -153,10 +142,10 @@ def approve_step() -> Step:
 
 
 def _original(run: ScenarioRun, records: list[TransactionRecord]) -> TransactionRecord:
-    from walletctl.ops.smoke.target import original_record
+    from walletctl.models.outcome import find_record
 
     ref = run.state["original"]
-    if (rec := original_record(records, ref)) is None:
+    if (rec := find_record(records, ref)) is None:
         raise StepFailed(f"lookup of {ref} returned no record with that reference")
     return rec
 
@@ -187,15 +176,15 @@ def followup_step(name: str, op: str, tag: str, amount_of: Callable[[Amounts], D
     def action(run: ScenarioRun) -> str:
         target = run.target
         original = original_of(run)
-        new_ref = run.ref(tag, f"{NOUNS[op]} of {original}")
+        new_ref = run.ref(tag, f"{KIND_OF_OP[op]} of {original}")
         amount = amount_of(_amounts(run)) if amount_of else None
         plan = _plan_followup(run, op, original, amount, new_ref)
         response = target.client.followup(plan.request)
-        check_equal(response.state, APPROVED, f"state of the {NOUNS[op]} {new_ref}")
+        check_equal(response.state, APPROVED, f"state of the {KIND_OF_OP[op]} {new_ref}")
         if response.client_system_transaction_id is not None:
             check_equal(response.client_system_transaction_id, new_ref,
-                        f"clientSystemTransactionId of the {NOUNS[op]} answer")
-        return f"{NOUNS[op]} of {_money(run, plan.request.amount)}: {response.state}"
+                        f"clientSystemTransactionId of the {KIND_OF_OP[op]} answer")
+        return f"{KIND_OF_OP[op]} of {_money(run, plan.request.amount)}: {response.state}"
 
     return Step(name, action)
 
@@ -253,30 +242,30 @@ def refusal_step(name: str, op: str, tag: str,
         original = run.state["original"]
         balance, _ = _balance(run)
         amount = amount_of(_amounts(run), balance)
-        new_ref = run.ref(tag, f"refused {NOUNS[op]} of {original}")
+        new_ref = run.ref(tag, f"refused {KIND_OF_OP[op]} of {original}")
         try:
             _plan_followup(run, op, original, amount, new_ref)
         except RefusedError:
             pass  # walletctl would not send it: good; now prove the gateway refuses it too
         else:
-            raise StepFailed(f"walletctl's pre-flight accepted a {NOUNS[op]} of "
+            raise StepFailed(f"walletctl's pre-flight accepted a {KIND_OF_OP[op]} of "
                              f"{_money(run, amount)} on {original} ({balance.summary()})")
         request = make_followup_request(target.profile, op, original,  # type: ignore[arg-type]
                                         new_ref, amount, target.currency)
         run.state.setdefault("refused", set()).add(new_ref)
-        refused = (f"{NOUNS[op]} of {_money(run, amount)} refused by the pre-flight and by "
+        refused = (f"{KIND_OF_OP[op]} of {_money(run, amount)} refused by the pre-flight and by "
                    "the gateway")
         try:
             response = target.client.followup(request)
         except GatewayError as exc:
             if exc.status in (401, 403):
                 raise
-            check(exc.status == 422, f"expected the gateway to refuse the {NOUNS[op]} with "
+            check(exc.status == 422, f"expected the gateway to refuse the {KIND_OF_OP[op]} with "
                                      f"HTTP 422, got: {exc.message}")
             code = f", code {exc.code}" if exc.code else ""
             return f"{refused} (HTTP {exc.status}{code})"
         check(response.state != APPROVED,
-              f"the gateway ACCEPTED a {NOUNS[op]} of {_money(run, amount)} on {original} "
+              f"the gateway ACCEPTED a {KIND_OF_OP[op]} of {_money(run, amount)} on {original} "
               f"({balance.summary()}): {new_ref} is {response.state}")
         return f"{refused} (state {response.state})"
 

@@ -1,24 +1,9 @@
-"""What a smoke run talks to: a profile's gateway (real sandbox or walletctl's embedded one).
-
-:class:`Target` bundles the gateway client (whose transport records every exchange), the
-client of the walletctl sandbox's admin routes (:class:`~walletctl.client.admin.SandboxAdmin`,
-over the same recording transport), and the redirect approver:
-
-1. ``--approve-url-command CMD`` when given: ``CMD <redirectUrl>`` is run (also with
-   ``WALLETCTL_SMOKE_REDIRECT_URL`` / ``WALLETCTL_SMOKE_REFERENCE`` in its environment);
-   exit status 0 means the customer approved.
-2. otherwise the walletctl sandbox's headless approval ``POST /_sandbox/checkouts/{ref}/approve``;
-3. a gateway without that route (404 and no ``/_sandbox/ledger``) needs a person or a browser:
-   the approval step is *skipped with a reason*, and so is the rest of its scenario.
-
-:class:`RecordingTransport` wraps the httpx transport the gateway client uses; each exchange is
-summarised (method, path, status, time, masked and truncated bodies; never headers) into an
-:class:`ExchangeLog`. The runner marks the log before a step and attaches what came after.
-
-:class:`HistoryTransport`: a run against a real gateway moves real money, so each
-money-moving request is recorded in the history like a single command's (begin before it
-leaves, complete on the answer). Runs against walletctl's own sandbox (embedded, or
-answering ``/_sandbox/health``) are not.
+"""What a smoke run talks to: a profile's gateway, through a :class:`Target` holding the gateway
+client and the sandbox admin client (:class:`~walletctl.client.admin.SandboxAdmin`) over one
+:class:`RecordingTransport` (each exchange summarised, masked, into an :class:`ExchangeLog`),
+and the redirect approver: ``--approve-url-command``, else the sandbox's headless approval, else
+skipped with a reason. Against a real gateway :class:`HistoryTransport` records each
+money-moving request in the history as a single command would.
 """
 
 from __future__ import annotations
@@ -48,7 +33,7 @@ from walletctl.errors import ConfigError, ResponseError, UsageError
 from walletctl.history.recorder import now_utc, os_user
 from walletctl.history.store import Completion, HistoryStore, Intent
 from walletctl.masking import Masker
-from walletctl.models.outcome import history_outcome
+from walletctl.models.outcome import find_record, history_outcome
 from walletctl.ops.smoke import StepFailed, StepSkipped
 
 if TYPE_CHECKING:
@@ -131,7 +116,7 @@ class Target:
         delay = 0.2
         while True:
             records = self.client.lookup(reference)
-            original = original_record(records, reference)
+            original = find_record(records, reference)
             if original is None or original.state != PENDING or time.monotonic() >= deadline:
                 return records
             time.sleep(delay)
@@ -140,11 +125,6 @@ class Target:
     def close(self) -> None:
         self.client.close()
         self.admin.close()
-
-
-def original_record(records: list[TransactionRecord],
-                    reference: str) -> TransactionRecord | None:
-    return next((r for r in records if r.client_system_transaction_id == reference), None)
 
 
 def _error_text(refused: SandboxRefused) -> str:
@@ -163,16 +143,13 @@ def known_secrets(profile: Profile) -> list[str]:
     from walletctl.config.secrets import auth_header, service_basic_auth
 
     found: list[str] = []
-    header = auth_header(profile)
-    if header is not None:
-        found.append(header[1])
-        found.append(header[1].split(" ", 1)[-1])
     try:
         service = service_basic_auth(profile)
     except ConfigError:
         service = None  # only the browser-wallet scenario needs it; it reports it then
-    if service is not None:  # the header, its token and the password in it
-        found.extend(credential_parts(service[1]))
+    for header in (auth_header(profile), service):  # each header, its token, a password
+        if header is not None:
+            found.extend(credential_parts(header[1]))
     if profile.auth.key:
         found.append(profile.auth.key)
     return found
@@ -229,22 +206,15 @@ def embedded_sandbox(*, amount_format: str = "minor") -> Iterator[Profile]:
 
 
 def environment_transport(base_url: str) -> httpx.HTTPTransport:
-    """A transport that honours HTTP(S)_PROXY / ALL_PROXY / NO_PROXY like httpx's own default.
-
-    httpx only reads the proxy variables for the transport it builds itself; smoke supplies
-    its own (recording) transport, so it resolves the proxy here. Loopback is never proxied.
-    """
-    import ipaddress
+    """A transport that honours HTTP(S)_PROXY / ALL_PROXY / NO_PROXY as httpx's own default
+    does (httpx reads them only for a transport it builds); loopback is never proxied."""
     import urllib.request
     from urllib.parse import urlsplit
 
+    from walletctl.ops.sandbox_admin import is_loopback
+
     parts = urlsplit(base_url)
-    host = parts.hostname or ""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback or urllib.request.proxy_bypass(host):
+    if is_loopback(base_url) or urllib.request.proxy_bypass(parts.hostname or ""):
         return httpx.HTTPTransport()
     proxies = urllib.request.getproxies()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
