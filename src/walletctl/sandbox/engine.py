@@ -139,25 +139,20 @@ def expire_if_due(store: Store, row: TxRow, now: datetime) -> TxRow:
 
 def payer_fields(row: TxRow) -> dict[str, Any]:
     """The provider-side payer fields of an approved checkout (from its own data)."""
-    co = row.checkout or {}
-    details = co.get("checkoutDetails") or {}
+    details = (row.checkout or {}).get("checkoutDetails") or {}
     first = details.get("cardholderFirstName") or "Test"
     last = details.get("cardholderLastName") or "Payer"
-    email = details.get("cardholderEmail") or "payer@sandbox.invalid"
-    bill = row.billing or {}
-    ship = row.shipping or {}
+    bill, ship = row.billing or {}, row.shipping or {}
     digest = hashlib.sha256(row.id.encode()).hexdigest()
     return {
         "apmPayerAccountNumber": f"WV2-{digest[:10].upper()}",
-        "apmPayerEmailAddress": email,
+        "apmPayerEmailAddress": details.get("cardholderEmail") or "payer@sandbox.invalid",
         "apmProviderTransactionId": f"PRV-{digest[10:26].upper()}",
-        "apmPayerShippingName": " ".join(
-            x for x in (ship.get("firstName") or first, ship.get("lastName") or last) if x
-        ),
+        "apmPayerShippingName": f"{ship.get('firstName') or first} {ship.get('lastName') or last}",
         "apmPayerShippingStreet1": _street(ship) or _street(bill),
-        "apmPayerShippingCityName": ship.get("city") or bill.get("city"),
-        "apmPayerShippingPostalCode": ship.get("zipPostalCode") or bill.get("zipPostalCode"),
-        "apmPayerShippingCountry": ship.get("countryCode") or bill.get("countryCode"),
+        "apmPayerShippingCityName": _either(ship, bill, "city"),
+        "apmPayerShippingPostalCode": _either(ship, bill, "zipPostalCode"),
+        "apmPayerShippingCountry": _either(ship, bill, "countryCode"),
         "apmPayerShippingPhone": ship.get("telephoneNumber")
         or details.get("cardholderMobilePhone"),
         "apmPayerID": f"PAYER-{digest[26:38].upper()}",
@@ -170,9 +165,13 @@ def payer_fields(row: TxRow) -> dict[str, Any]:
         "apmPayerBillingPhone": details.get("cardholderMobilePhone")
         or details.get("cardholderHomePhone"),
         "apmPayerBillingPostalCode": bill.get("zipPostalCode"),
-        "apmPayerCountryCode": bill.get("countryCode") or ship.get("countryCode"),
-        "apmPayerStateOrProvince": bill.get("state") or ship.get("state"),
+        "apmPayerCountryCode": _either(bill, ship, "countryCode"),
+        "apmPayerStateOrProvince": _either(bill, ship, "state"),
     }
+
+
+def _either(first: dict[str, Any], second: dict[str, Any], key: str) -> Any:
+    return first.get(key) or second.get(key)
 
 
 def _street(addr: dict[str, Any]) -> str | None:

@@ -23,7 +23,7 @@ import threading
 import urllib.parse
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
@@ -488,11 +488,26 @@ async def payment_accounts(st: WalletPayState, request: Request) -> Any:
     """Create Payment Account: verify + decrypt the wallet token, return the account id."""
     cred = auth.authenticate(st.ctx, request)  # 401 first, before the body is read
     body = await _read(request, PaymentAccountBody)
-    merchant_id, store_id = body.merchant_id, body.store_id
-    auth.require_scope(cred, merchant_id, store_id)
+    auth.require_scope(cred, body.merchant_id, body.store_id)
     token = _extract_token(body.payment_data)
     pair = st.key_for_api_key(cred.key)
-    details = _open_payment_data(st, token, pair, merchant_id)
+    details = _open_payment_data(st, token, pair, body.merchant_id)
+    now = st.ctx.now()
+    account = _new_account(details, body, pair.key_id, now)
+    st.ctx.store.add_walletpay_account(
+        account_id=account.id, merchant_id=account.merchant_id, store_id=account.store_id,
+        key_id=pair.key_id, data=account.data(), now=now)
+    out = {k: v for k, v in account.public().items()
+           if k in ("transactionAccountId", "cardType", "cardNetwork", "maskedCardNumber",
+                    "expiryMonth", "expiryYear")}
+    if account.card_type == "Token":
+        out.update(cryptogram=account.cryptogram, eciIndicator=account.eci)
+    return out
+
+
+def _new_account(details: Any, body: PaymentAccountBody, key_id: str,
+                 now: datetime) -> Account:
+    """The payment account a decrypted credential describes (400 / 422 when it cannot be)."""
     pan = details.get("pan")
     try:
         month = int(details.get("expirationMonth"))
@@ -502,31 +517,22 @@ async def payment_accounts(st: WalletPayState, request: Request) -> Any:
                        "paymentData: expirationMonth/expirationYear are required") from None
     if not isinstance(pan, str) or not pan.isdigit() or not 12 <= len(pan) <= 19:
         raise ApiError(400, "PaymentDataMalformed", "paymentData: pan must be 12-19 digits")
-    now = st.ctx.now()
     if not 1 <= month <= 12 or (year, month) < (now.year, now.month):
         raise ApiError(422, "CardExpired", "paymentData: the card has expired")
-    is_token = details["authMethod"] == "CRYPTOGRAM_3DS"
-    cryptogram = details.get("cryptogram") if is_token else None
-    eci = details.get("eciIndicator") if is_token else None
-    if is_token and (not isinstance(cryptogram, str) or not cryptogram):
-        raise ApiError(400, "PaymentDataMalformed",
-                       "paymentData: a CRYPTOGRAM_3DS credential needs a cryptogram")
-    account = Account(
-        id="ta_" + secrets.token_hex(10), merchant_id=merchant_id, store_id=store_id,
-        key_id=pair.key_id, card_type="Token" if is_token else "Card", network=card_network(pan),
-        pan=pan, expiry_month=month, expiry_year=year, reference=body.client_system_transaction_id,
-        cryptogram=cryptogram, eci=str(eci) if eci is not None else None,
+    cryptogram, eci = None, None
+    if details["authMethod"] == "CRYPTOGRAM_3DS":
+        cryptogram, eci = details.get("cryptogram"), details.get("eciIndicator")
+        if not isinstance(cryptogram, str) or not cryptogram:
+            raise ApiError(400, "PaymentDataMalformed",
+                           "paymentData: a CRYPTOGRAM_3DS credential needs a cryptogram")
+    return Account(
+        id="ta_" + secrets.token_hex(10), merchant_id=body.merchant_id, store_id=body.store_id,
+        key_id=key_id, card_type="Card" if cryptogram is None else "Token",
+        network=card_network(pan), pan=pan, expiry_month=month, expiry_year=year,
+        reference=body.client_system_transaction_id, cryptogram=cryptogram,
+        eci=str(eci) if eci is not None else None,
         decline=pan in {c.pan for c in TEST_CARDS if c.decline},
     )
-    st.ctx.store.add_walletpay_account(
-        account_id=account.id, merchant_id=merchant_id, store_id=store_id, key_id=pair.key_id,
-        data=account.data(), now=now)
-    out = {k: v for k, v in account.public().items()
-           if k in ("transactionAccountId", "cardType", "cardNetwork", "maskedCardNumber",
-                    "expiryMonth", "expiryYear")}
-    if is_token:
-        out.update(cryptogram=account.cryptogram, eciIndicator=account.eci)
-    return out
 
 
 def get_account(st: WalletPayState, account_id: str, merchant_id: str, store_id: str,
