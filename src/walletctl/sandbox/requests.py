@@ -169,7 +169,8 @@ def parse_model(model: type[M], data: dict[str, Any], fmt: str) -> M:
         raise SandboxError(400, "(request): the body could not be read") from None
 
 
-def _get(data: Any, name: str) -> Any:
+def get_folded(data: Any, name: str) -> Any:
+    """``data[name]`` with the key in any ASCII letter case (None when absent or not a dict)."""
     if isinstance(data, dict):
         for key, value in data.items():
             if fold_key(key) == name.lower():
@@ -240,7 +241,7 @@ def integer_problem(value: Any) -> str | None:
 
 def check_numbers(data: Any, fmt: str) -> None:
     """Walk a parsed body: strict money fields, strict integer fields."""
-    currency = _get(data, "currencyCode")
+    currency = get_folded(data, "currencyCode")
     cur = currency.upper() if isinstance(currency, str) else "EUR"
     stack: list[tuple[Any, str]] = [(data, "")]
     while stack:

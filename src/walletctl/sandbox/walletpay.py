@@ -1,15 +1,8 @@
 """The browser wallet (WalletPay) in the sandbox: the gateway's routes (public keys, payment
-accounts, authorizations stored in the shared ledger with method ``WalletPay``, the hosted
-3DS challenge), the emulated wallet provider (test cards, signed and encrypted ECv2-shaped
-tokens: :mod:`walletctl.sandbox.crypto`), the simulated 3DS step, the client script's files
-(ETag, gzip, caching) and the demo merchant's server, which calls the gateway's route bodies
-in process. Credentials: :mod:`walletctl.sandbox.auth`; cross-origin routes:
-:mod:`walletctl.sandbox.middleware`.
-
-Keys, payment accounts (with their single-use flag), 3DS results and seen token
-``messageId`` values live in the store's ``walletpay_*`` tables (``serve --db PATH`` keeps
-them; ``/_sandbox/reset`` clears all but the sandbox-level keys); only the demo merchant's
-orders and results are in memory.
+accounts, authorizations in the shared ledger, the hosted 3DS challenge), the emulated wallet
+provider (test cards, ECv2-shaped tokens), the client script's files and the demo merchant.
+Keys, accounts, 3DS results and seen ``messageId`` values live in the store's ``walletpay_*``
+tables; only the demo merchant's orders and results are in memory.
 """
 
 from __future__ import annotations
@@ -55,6 +48,7 @@ from walletctl.sandbox.requests import (
     ThreeDSecureBody,
     WalletTokenBody,
     form_values,
+    get_folded,
     read_model,
     read_query,
 )
@@ -65,7 +59,6 @@ M = TypeVar("M", bound=WireModel)
 API_KEY_TTL = timedelta(minutes=30)
 TOKEN_TTL_SECONDS = 300
 DEFAULT_KEY_ID = "ek_sandbox_default"
-# ids of the wallet provider's signing keys in the store's walletpay_keys table
 ROOT_KEY_ID = "wallet_root"
 INTERMEDIATE_KEY_ID = "wallet_intermediate"
 CHALLENGE_TTL = timedelta(minutes=15)
@@ -99,9 +92,7 @@ WALLET_REASONS: dict[str, int] = {
 
 @dataclass(frozen=True)
 class TestCard:
-    """A card of the emulated wallet. ``pan`` is the FPAN (PAN_ONLY) or the device token;
-    ``funding`` CREDIT, DEBIT or PREPAID (what ``allowCreditCards`` / ``allowPrepaidCards``
-    filter in the sheet)."""
+    """A card of the emulated wallet: ``pan`` is the FPAN (PAN_ONLY) or the device token."""
 
     id: str
     label: str
@@ -177,8 +168,6 @@ def mask(pan: str) -> str:
 class KeyPair:
     key_id: str
     private: ec.EllipticCurvePrivateKey
-    merchant_id: str | None
-    store_id: str | None
 
 
 @dataclass
@@ -198,8 +187,7 @@ class Account:
     cryptogram_used: bool = False
     decline: bool = False
 
-    def data(self) -> dict[str, Any]:
-        """The stored form (store ``walletpay_accounts.data``; ids and used flag are columns)."""
+    def data(self) -> dict[str, Any]:  # the store's walletpay_accounts.data
         return {"cardType": self.card_type, "cardNetwork": self.network, "pan": self.pan,
                 "expiryMonth": self.expiry_month, "expiryYear": self.expiry_year,
                 "reference": self.reference, "cryptogram": self.cryptogram, "eci": self.eci,
@@ -266,18 +254,16 @@ class DemoSession:
 
 
 class WalletPayState:
-    """The browser wallet's state beside the store: the parsed keys (a stored key never
-    changes) and the demo merchant's orders and results."""
+    """The browser wallet's signing keys and the demo merchant's orders and results."""
 
     def __init__(self, ctx: SandboxContext) -> None:
         self.ctx = ctx
         self.lock = threading.Lock()
-        self._keys: dict[str, KeyPair] = {}
         self.signer = WalletSigner(root=self._sandbox_key(ROOT_KEY_ID),
                                    intermediate=self._sandbox_key(INTERMEDIATE_KEY_ID))
-        self.default_key = KeyPair(DEFAULT_KEY_ID, self._sandbox_key(DEFAULT_KEY_ID), None, None)
+        self.default_key = KeyPair(DEFAULT_KEY_ID, self._sandbox_key(DEFAULT_KEY_ID))
         self.demo_sessions: dict[str, DemoSession] = {}
-        # the demo merchant's (in memory, bounded; never a cryptogram or a PAN)
+        # bounded; never a cryptogram or a PAN
         self.demo_results: deque[dict[str, Any]] = deque(maxlen=DEMO_RESULTS_MAX)
 
     def _sandbox_key(self, key_id: str) -> ec.EllipticCurvePrivateKey:
@@ -290,7 +276,6 @@ class WalletPayState:
     def reset(self) -> None:
         """``/_sandbox/reset``: forget all but the sandbox-level keys."""
         with self.lock:
-            self._keys.clear()
             self.demo_sessions.clear()
             self.demo_results.clear()
         self.ctx.store.reset_walletpay()
@@ -304,37 +289,16 @@ class WalletPayState:
         now = min(self.now_ms(), crypto.now_ms())
         return self.ctx.store.claim_message_id(message_id, expires_ms, now)
 
-    def add_key(self, pair: KeyPair) -> None:
-        self.ctx.store.add_walletpay_key(
-            key_id=pair.key_id, private_pem=crypto.private_key_pem(pair.private),
-            merchant_id=pair.merchant_id, store_id=pair.store_id, now=self.ctx.now())
-        with self.lock:
-            self._keys[pair.key_id] = pair
-
-    def key(self, key_id: str) -> KeyPair | None:
-        with self.lock:
-            pair = self._keys.get(key_id)
-        if pair is not None:
-            return pair
-        row = self.ctx.store.walletpay_key(key_id)
-        if row is None:
-            return None
-        pair = KeyPair(row.key_id, crypto.load_private_key_pem(row.private_pem),
-                       row.merchant_id, row.store_id)
-        with self.lock:
-            self._keys[key_id] = pair
-        return pair
-
     def key_for_api_key(self, api_key: str) -> KeyPair:
         if api_key == self.ctx.config.api_key:
             return self.default_key
         info = self.ctx.store.api_key_info(api_key)
         key_id = info.extra.get("encryptionKeyId") if info else None
-        pair = self.key(key_id) if isinstance(key_id, str) and key_id else None
-        if pair is None:
+        row = self.ctx.store.walletpay_key(key_id) if isinstance(key_id, str) and key_id else None
+        if row is None:
             raise ApiError(401, "Unauthorized",
                            "no encryption key is bound to this API key (sandbox restarted?)")
-        return pair
+        return KeyPair(row.key_id, crypto.load_private_key_pem(row.private_pem))
 
 
 # -- files: the client script, its declaration, the test driver, the demo page -----------
@@ -413,22 +377,14 @@ def _scope(request: Request, *names: str) -> dict[str, str]:
     return read_query(request.scope["query_string"], names, names)
 
 
-def _get(data: dict[str, Any], name: str) -> Any:
-    for key, value in data.items():
-        if key.lower() == name.lower():
-            return value
-    return None
-
-
 def _extract_token(payment_data: dict[str, Any] | str) -> Any:
     """The wallet's token inside ``paymentData`` (the wallet's own document, read as given)."""
     if isinstance(payment_data, str):
         return payment_data
-    if _get(payment_data, "protocolVersion") is not None:
+    if get_folded(payment_data, "protocolVersion") is not None:
         return payment_data
-    pmd = _get(payment_data, "paymentMethodData")
-    tok = _get(pmd, "tokenizationData") if isinstance(pmd, dict) else None
-    token = _get(tok, "token") if isinstance(tok, dict) else None
+    pmd = get_folded(payment_data, "paymentMethodData")
+    token = get_folded(get_folded(pmd, "tokenizationData"), "token")
     if token is None:
         raise ApiError(400, "MissingField",
                        "paymentData.paymentMethodData.tokenizationData.token: is required")
@@ -441,12 +397,13 @@ def issue_keys(st: WalletPayState, merchant_id: str, store_id: str) -> dict[str,
     expires = now + API_KEY_TTL
     api_key = "pk_" + secrets.token_urlsafe(24)
     key_id = "ek_" + secrets.token_hex(8)
-    pair = KeyPair(key_id, crypto.new_private_key(), merchant_id, store_id)
+    private = crypto.new_private_key()
     with ctx.store.atomic():  # the API key and its encryption key are stored together
-        st.add_key(pair)
+        ctx.store.add_walletpay_key(key_id=key_id, private_pem=crypto.private_key_pem(private),
+                                    merchant_id=merchant_id, store_id=store_id, now=now)
         ctx.store.issue_api_key(key=api_key, merchant_id=merchant_id, store_id=store_id,
                                 expires_at=expires, now=now, encryptionKeyId=key_id)
-    return {"apiKey": api_key, "encryptionKey": crypto.public_key_b64(pair.private),
+    return {"apiKey": api_key, "encryptionKey": crypto.public_key_b64(private),
             "encryptionKeyId": key_id, "expiresAt": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
