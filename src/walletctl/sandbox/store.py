@@ -265,18 +265,15 @@ class Store:
                 self._conn.execute("COMMIT")
 
     def _one(self, sql: str, *params: Any) -> sqlite3.Row | None:
-        """The first row of one query (in its own transaction, or the caller's)."""
         with self.atomic() as conn:
             found: sqlite3.Row | None = conn.execute(sql, params).fetchone()
         return found
 
     def _execute(self, sql: str, *params: Any) -> int:
-        """Run one statement; the number of rows it changed."""
         with self.atomic() as conn:
             return conn.execute(sql, params).rowcount
 
     def _rows(self, sql: str, *params: Any) -> list[TxRow]:
-        """Every ``transactions`` row one query selects."""
         with self.atomic() as conn:
             return [_row(r) for r in conn.execute(sql, params).fetchall()]
 
@@ -355,7 +352,6 @@ class Store:
         return row
 
     def _tx(self, where: str, *params: Any) -> TxRow | None:
-        """The ``transactions`` row matching ``where`` (a fixed condition, never user input)."""
         found = self._one(f"SELECT * FROM transactions WHERE {where}", *params)  # noqa: S608
         return _row(found) if found else None
 
@@ -398,13 +394,9 @@ class Store:
         return self._rows("SELECT * FROM transactions ORDER BY seq")
 
     def ledger_pages(self, page: int = LEDGER_PAGE) -> Iterator[list[str]]:
-        """The ``GET /_sandbox/ledger`` view of every transaction stored when the read
-        began, oldest first, ``page`` at a time, each transaction as one compact JSON object
-        (keys in the view's order; the stored text as it is: amounts as decimal strings,
-        times as ISO 8601 UTC, as :meth:`create_transaction` stores them). Each page is one
-        short read by ``seq`` (the store is free between pages, so a ledger of millions is
-        read while other requests are served); a transaction changed during the read is
-        seen as its page found it."""
+        """The ``GET /_sandbox/ledger`` view of every transaction stored when the read began,
+        oldest first, as compact JSON objects, ``page`` at a time; each page is one short read
+        by ``seq``, so other requests are served between pages."""
         top = self._one("SELECT MAX(seq) FROM transactions")
         last, after = (top[0] if top else None) or 0, 0
         while after < last:
@@ -476,9 +468,8 @@ class Store:
         now: datetime,
         keep: bool = False,
     ) -> str:
-        """Store a key pair (PEM private key) unless ``key_id`` exists; return the stored PEM
-        (so the sandbox-level keys are "load or create"). ``keep=True`` rows (the static key's
-        encryption key, the wallet's signing keys) survive :meth:`reset_walletpay`."""
+        """Store a key pair unless ``key_id`` exists; the stored PEM ("load or create").
+        ``keep=True`` rows survive :meth:`reset_walletpay`."""
         with self.atomic() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO walletpay_keys (key_id, private_pem, merchant_id, "
@@ -533,9 +524,8 @@ class Store:
             found["id"], found["account_id"], json.loads(found["data"]), bool(found["used"]))
 
     def mark_walletpay_used(self, kind: str, item_id: str) -> bool:
-        """Set the used flag of an account's cryptogram (``account``) / a 3DS result
-        (``three_ds``); False if it was set or is unknown: single use holds across threads
-        and restarts."""
+        """Set the used flag of an ``account`` or a ``three_ds`` result; False if it was set
+        or is unknown."""
         table = _WALLETPAY_USABLE.get(kind)
         if table is None:
             raise ValueError(f"kind: must be one of {', '.join(_WALLETPAY_USABLE)}")
