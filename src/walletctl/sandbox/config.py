@@ -170,14 +170,20 @@ def _coerce(name: str, raw: Any, label: str) -> Any:
     if name == "seed" and raw is None:
         return None
     text = str(raw).strip()
-    if name.endswith("_rate"):
-        try:
-            number = Decimal(text)
-        except InvalidOperation:
-            raise ValueError(f"{label}: must be a number") from None
-        if not number.is_finite() or not 0 <= number <= 1:
-            raise ValueError(f"{label}: must be a rate between 0 and 1")
-        return float(number)
+    return _rate(text, label) if name.endswith("_rate") else _whole(name, text, label)
+
+
+def _rate(text: str, label: str) -> float:
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        raise ValueError(f"{label}: must be a number") from None
+    if not number.is_finite() or not 0 <= number <= 1:
+        raise ValueError(f"{label}: must be a rate between 0 and 1")
+    return float(number)
+
+
+def _whole(name: str, text: str, label: str) -> int:
     if not _WHOLE.fullmatch(text):
         try:
             Decimal(text)

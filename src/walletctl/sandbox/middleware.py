@@ -247,24 +247,30 @@ class GuardMiddleware:
         if refusal is not None or kind in (None, "health"):
             return refusal  # gateway, documents, static: Host only
         if kind in ("admin", "demo") or (kind == "page" and scope.get("method") != "GET"):
-            given = head.values.get(b"origin")
-            origin = None if given is None else given.decode("latin-1")
-            own = {o.decode("latin-1") for o in _own_origins(head.get(b"host"))}
-            if self.config.public_url:
-                own.add(_origin(self.config.public_url))
-            if origin is not None and origin.lower() not in own:
-                return 403, (f"Origin: {origin[:100]!r} is not this sandbox's origin (admin, "
-                             "demo and hosted-page routes refuse cross-site requests)")
-            site = head.get(b"sec-fetch-site").decode("latin-1").lower()
-            if site in ("cross-site", "same-site"):
-                return 403, (f"Sec-Fetch-Site: {site} (admin, demo and hosted-page routes "
-                             "refuse cross-site requests)")
+            refusal = self._cross_site_refusal(head)
+            if refusal is not None:
+                return refusal
         token = self.config.admin_token
         if kind == "admin" and token and not hmac.compare_digest(head.get(_TOKEN),
                                                                 token.encode()):
             return 401, (f"{SANDBOX_TOKEN_HEADER}: the sandbox's admin token is required "
                          "(printed by `walletctl sandbox serve`; --admin-token or "
                          "$WALLETCTL_SANDBOX_TOKEN)")
+        return None
+
+    def _cross_site_refusal(self, head: _Head) -> tuple[int, str] | None:
+        given = head.values.get(b"origin")
+        origin = None if given is None else given.decode("latin-1")
+        own = {o.decode("latin-1") for o in _own_origins(head.get(b"host"))}
+        if self.config.public_url:
+            own.add(_origin(self.config.public_url))
+        if origin is not None and origin.lower() not in own:
+            return 403, (f"Origin: {origin[:100]!r} is not this sandbox's origin (admin, "
+                         "demo and hosted-page routes refuse cross-site requests)")
+        site = head.get(b"sec-fetch-site").decode("latin-1").lower()
+        if site in ("cross-site", "same-site"):
+            return 403, (f"Sec-Fetch-Site: {site} (admin, demo and hosted-page routes "
+                         "refuse cross-site requests)")
         return None
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:

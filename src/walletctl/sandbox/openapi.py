@@ -514,13 +514,7 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
     answers: dict[str, Any] = {}
     ctype = _NOT_JSON.get(path)
     if path in _PAGE_ANSWERS:
-        answers.update({status: {"description": what, **({} if status == "303" else _HTML_PAGE)}
-                        for status, what in _PAGE_ANSWERS[path].get(method, ())
-                        or _PAGE_ANSWERS[path]["get"]})
-        for status, what in _PAGE_ERRORS[path]:
-            if method == "post" or status != 400:
-                answers[str(status)] = {"description": f"an HTML message page: {what}",
-                                        **_HTML_PAGE}
+        answers.update(_page_answers(method, path))
     elif ctype is not None:
         answers["200"] = {"description": "the file", "content": {ctype: {"schema": {
             "type": "string"}}}}
@@ -543,6 +537,18 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
         errors.pop("503")
     answers.update({k: v for k, v in errors.items() if k not in answers})
     return dict(sorted(answers.items()))
+
+
+def _page_answers(method: str, path: str) -> dict[str, Any]:
+    """A hosted page's answers: a redirect or a page, and its HTML error pages."""
+    answers = {status: {"description": what, **({} if status == "303" else _HTML_PAGE)}
+               for status, what in _PAGE_ANSWERS[path].get(method, ())
+               or _PAGE_ANSWERS[path]["get"]}
+    for status, what in _PAGE_ERRORS[path]:
+        if method == "post" or status != 400:
+            answers[str(status)] = {"description": f"an HTML message page: {what}",
+                                    **_HTML_PAGE}
+    return answers
 
 
 # -- GET /docs ----------------------------------------------------------------------------------
