@@ -71,9 +71,9 @@ SHIPPING = {"standard": Decimal("0.00"), "express": Decimal("5.00"),
             "overnight": Decimal("12.50")}
 OFFERS = {"SAVE2": Decimal("2.00")}
 
-# Reasons that are plain validation / authentication failures: they take the gateway's
-# generic description; any other reason (CryptogramUsed, ...) is the error's description.
-_GENERIC = frozenset({"MissingField", "InvalidField", "Unauthorized"})
+# Reasons that are plain validation / authentication failures, and their status: they take
+# the gateway's generic description; any other reason is the error's description.
+_GENERIC = {"MissingField": 400, "InvalidField": 400, "Unauthorized": 401}
 # The browser-wallet routes' own error descriptions and their status (docs/sandbox.md,
 # "Browser-wallet reasons", lists the same; tests/sandbox/test_docs_agree.py compares them).
 WALLET_REASONS: dict[str, int] = {
@@ -136,11 +136,14 @@ CARDS_BY_ID = {c.id: c for c in TEST_CARDS}
 
 
 class ApiError(SandboxError):
-    """A browser-wallet route's error, in the same vocabulary as endpoints 1-3 (code by
-    status, e.g. ``TRX-422``; description names the reason, e.g. ``CryptogramUsed``)."""
+    """A browser-wallet route's error: the status its ``reason`` has, the code by status
+    (``TRX-422``) and the reason as description (``CryptogramUsed``) unless generic."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(status, message, description=None if reason in _GENERIC else reason)
+    def __init__(self, reason: str, message: str) -> None:
+        if reason in _GENERIC:
+            super().__init__(_GENERIC[reason], message)
+        else:
+            super().__init__(WALLET_REASONS[reason], message, description=reason)
 
 
 def card_network(pan: str) -> str:
@@ -296,7 +299,7 @@ class WalletPayState:
         key_id = info.extra.get("encryptionKeyId") if info else None
         row = self.ctx.store.walletpay_key(key_id) if isinstance(key_id, str) and key_id else None
         if row is None:
-            raise ApiError(401, "Unauthorized",
+            raise ApiError("Unauthorized",
                            "no encryption key is bound to this API key (sandbox restarted?)")
         return KeyPair(row.key_id, crypto.load_private_key_pem(row.private_pem))
 
@@ -386,7 +389,7 @@ def _extract_token(payment_data: dict[str, Any] | str) -> Any:
     pmd = get_folded(payment_data, "paymentMethodData")
     token = get_folded(get_folded(pmd, "tokenizationData"), "token")
     if token is None:
-        raise ApiError(400, "MissingField",
+        raise ApiError("MissingField",
                        "paymentData.paymentMethodData.tokenizationData.token: is required")
     return token
 
@@ -432,11 +435,10 @@ def _open_payment_data(st: WalletPayState, token: Any, pair: KeyPair,
         payload = crypto.open_token(token, pair.private, st.signer.root.public_key(),
                                     st.claim_message_id, now=st.now_ms())
     except TokenError as exc:
-        status = 400 if exc.reason == "malformed" else 422
-        raise ApiError(status, f"PaymentData{exc.reason.title().replace('_', '')}",
+        raise ApiError(f"PaymentData{exc.reason.title().replace('_', '')}",
                        f"paymentData: {exc.message}") from None
     if payload.get("gatewayMerchantId") != merchant_id:
-        raise ApiError(422, "PaymentDataMerchantMismatch",
+        raise ApiError("PaymentDataMerchantMismatch",
                        "paymentData: gatewayMerchantId does not match merchantId")
     return payload["paymentMethodDetails"]
 
@@ -470,17 +472,17 @@ def _new_account(details: Any, body: PaymentAccountBody, key_id: str,
         month = int(details.get("expirationMonth"))
         year = int(details.get("expirationYear"))
     except (TypeError, ValueError):
-        raise ApiError(400, "PaymentDataMalformed",
+        raise ApiError("PaymentDataMalformed",
                        "paymentData: expirationMonth/expirationYear are required") from None
     if not isinstance(pan, str) or not pan.isdigit() or not 12 <= len(pan) <= 19:
-        raise ApiError(400, "PaymentDataMalformed", "paymentData: pan must be 12-19 digits")
+        raise ApiError("PaymentDataMalformed", "paymentData: pan must be 12-19 digits")
     if not 1 <= month <= 12 or (year, month) < (now.year, now.month):
-        raise ApiError(422, "CardExpired", "paymentData: the card has expired")
+        raise ApiError("CardExpired", "paymentData: the card has expired")
     cryptogram, eci = None, None
     if details["authMethod"] == "CRYPTOGRAM_3DS":
         cryptogram, eci = details.get("cryptogram"), details.get("eciIndicator")
         if not isinstance(cryptogram, str) or not cryptogram:
-            raise ApiError(400, "PaymentDataMalformed",
+            raise ApiError("PaymentDataMalformed",
                            "paymentData: a CRYPTOGRAM_3DS credential needs a cryptogram")
     return Account(
         id="ta_" + secrets.token_hex(10), merchant_id=body.merchant_id, store_id=body.store_id,
@@ -497,10 +499,10 @@ def get_account(st: WalletPayState, account_id: str, merchant_id: str, store_id:
     row = st.ctx.store.walletpay_account(account_id)
     account = Account.from_row(row) if row is not None else None
     if account is None or account.merchant_id != merchant_id or account.store_id != store_id:
-        raise ApiError(404, "PaymentAccountNotFound",
+        raise ApiError("PaymentAccountNotFound",
                        f"transactionAccountId: {account_id} is not known for this merchant/store")
     if key_id is not None and key_id != account.key_id:
-        raise ApiError(403, "EncryptionKeyMismatch",
+        raise ApiError("EncryptionKeyMismatch",
                        "encryptionKeyId: does not match the key the payment account was made with")
     return account
 
@@ -517,14 +519,14 @@ async def payment_account(st: WalletPayState, request: Request) -> Any:
 def _check_cryptogram(req: AuthorizationRequest, account: Account) -> None:
     """A Token account pays with its own cryptogram and ECI, once."""
     if not req.cryptogram or not req.eci_indicator:
-        raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
+        raise ApiError("MissingField", "cryptogram: and eciIndicator are required for a "
                                             "Token (CRYPTOGRAM_3DS) payment account")
     if not auth.same_text(req.cryptogram, account.cryptogram or "") or \
             req.eci_indicator != account.eci:
-        raise ApiError(422, "CryptogramMismatch",
+        raise ApiError("CryptogramMismatch",
                        "cryptogram: does not match the payment account (or wrong ECI)")
     if account.cryptogram_used:
-        raise ApiError(422, "CryptogramUsed", "cryptogram: was already used by an "
+        raise ApiError("CryptogramUsed", "cryptogram: was already used by an "
                                               "authorization (get a new wallet token)")
 
 
@@ -534,28 +536,28 @@ def _three_ds_result_for(st: WalletPayState, req: AuthorizationRequest,
     is bound, for this amount, currency and reference)."""
     given = req.three_d_secure
     if given is None:
-        raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
+        raise ApiError("ThreeDSecureRequired", "threeDSecure: is required for a Card "
                                                     "(PAN_ONLY) payment account")
     found = st.ctx.store.three_ds(given.three_ds_server_trans_id)
     # a hosted challenge's own row has no authenticationValue: it never matches
     if found is None or found.parent_id != account.id or not auth.same_text(
             found.data.get("authenticationValue", ""), given.authentication_value) or \
             found.data.get("eci") != given.eci:
-        raise ApiError(422, "ThreeDSecureInvalid",
+        raise ApiError("ThreeDSecureInvalid",
                        "threeDSecure: does not match a 3DS result for this payment account")
     if found.used:
-        raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
+        raise ApiError("ThreeDSecureUsed", "threeDSecure: was already used")
     if account.cryptogram_used:  # the used flag of a Card account: authorized once
-        raise ApiError(422, "PaymentAccountUsed", "transactionAccountId: a Card (PAN_ONLY) "
+        raise ApiError("PaymentAccountUsed", "transactionAccountId: a Card (PAN_ONLY) "
                        "payment account is authorized once, for the amount the payer "
                        "approved")
     amount, currency = found.data.get("amount"), found.data.get("currencyCode")
     if amount is not None and (Decimal(amount) != req.amount or currency != req.currency_code):
-        raise ApiError(422, "ThreeDSecureInvalid", f"threeDSecure: the payer approved {amount} "
+        raise ApiError("ThreeDSecureInvalid", f"threeDSecure: the payer approved {amount} "
                        f"{currency}, not {req.amount} {req.currency_code}")
     reference = found.data.get("reference")
     if reference is not None and reference != req.client_system_transaction_id:
-        raise ApiError(422, "ThreeDSecureInvalid", "threeDSecure: was made for another "
+        raise ApiError("ThreeDSecureInvalid", "threeDSecure: was made for another "
                        "clientSystemTransactionId")
     return found
 
@@ -586,7 +588,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
                    "apmProviderTransactionId": account.id},
         )
     except DuplicateReferenceError:
-        raise ApiError(409, "DuplicateReference", f"clientSystemTransactionId: "
+        raise ApiError("DuplicateReference", f"clientSystemTransactionId: "
                        f"{req.client_system_transaction_id} is already used") from None
     if state == "Approved":  # a Token's cryptogram, or a Card's one approved amount
         ctx.store.mark_walletpay_used("account", account.id)
@@ -632,20 +634,20 @@ async def wallet_token(st: WalletPayState, request: Request) -> Any:
     body = await _read(request, WalletTokenBody)
     card = CARDS_BY_ID.get(body.card_id)
     if card is None:
-        raise ApiError(400, "InvalidField", f"cardId: must be one of {', '.join(CARDS_BY_ID)}")
+        raise ApiError("InvalidField", f"cardId: must be one of {', '.join(CARDS_BY_ID)}")
     enc = body.encryption_key
     if enc:
         try:
             recipient = crypto.load_public_key(enc, "encryptionKey")
         except TokenError as exc:
-            raise ApiError(400, "InvalidField", exc.message) from None
+            raise ApiError("InvalidField", exc.message) from None
     else:
         key = body.public_key_api
         if not key or not key.strip():
-            raise ApiError(400, "MissingField", "publicKeyApi: is required (non-empty string) "
+            raise ApiError("MissingField", "publicKeyApi: is required (non-empty string) "
                                                 "unless encryptionKey is given")
         if key != st.ctx.config.api_key and st.ctx.store.api_key_info(key) is None:
-            raise ApiError(401, "Unauthorized", "publicKeyApi: is not a key issued by the gateway")
+            raise ApiError("Unauthorized", "publicKeyApi: is not a key issued by the gateway")
         recipient = st.key_for_api_key(key).private.public_key()
     seconds = TOKEN_TTL_SECONDS if body.message_expiry_seconds is None \
         else body.message_expiry_seconds
@@ -684,7 +686,7 @@ def _card_account(st: WalletPayState, account_id: str, merchant_id: str,
                   store_id: str) -> Account:
     account = get_account(st, account_id, merchant_id, store_id, None)
     if account.card_type != "Card":
-        raise ApiError(422, "ThreeDSecureNotNeeded",
+        raise ApiError("ThreeDSecureNotNeeded",
                        "transactionAccountId: a Token account carries a cryptogram, not 3DS")
     return account
 
@@ -708,7 +710,7 @@ async def three_ds_challenge(st: WalletPayState, request: Request) -> Any:
     binding: dict[str, Any] = {}
     if body.amount is not None or body.currency_code is not None:
         if body.amount is None or body.currency_code is None:
-            raise ApiError(400, "InvalidField", "amount: and currencyCode are given together")
+            raise ApiError("InvalidField", "amount: and currencyCode are given together")
         binding.update(amount=str(body.amount), currencyCode=body.currency_code)
     if body.client_system_transaction_id is not None:
         binding["reference"] = body.client_system_transaction_id
@@ -722,7 +724,7 @@ async def three_ds_create(st: WalletPayState, request: Request) -> Any:
     body = await _read(request, ChallengeRequestBody)
     account = _card_account(st, body.transaction_account_id, body.merchant_id, body.store_id)
     if account.cryptogram_used:
-        raise ApiError(422, "PaymentAccountUsed",
+        raise ApiError("PaymentAccountUsed",
                        "transactionAccountId: this Card payment account was already authorized")
     now = st.ctx.now()
     challenge_id = CHALLENGE_PREFIX + secrets.token_hex(16)
@@ -742,8 +744,7 @@ def _find_challenge(st: WalletPayState, challenge_id: str) -> tuple[WalletPayRow
         CHALLENGE_PREFIX) else None
     account_row = st.ctx.store.walletpay_account(row.parent_id) if row is not None else None
     if row is None or account_row is None or not row.data.get("challenge"):
-        raise ApiError(404, "ThreeDSecureChallengeNotFound",
-                       "challengeId: no such 3DS challenge")
+        raise ApiError("ThreeDSecureChallengeNotFound", "challengeId: no such 3DS challenge")
     return row, Account.from_row(account_row)
 
 
@@ -758,7 +759,7 @@ async def three_ds_status(st: WalletPayState, request: Request) -> Any:
     challenge_id = request.path_params["challenge_id"]
     row, account = _find_challenge(st, challenge_id)
     if account.merchant_id != q["merchantId"] or account.store_id != q["storeId"]:
-        raise ApiError(404, "ThreeDSecureChallengeNotFound",
+        raise ApiError("ThreeDSecureChallengeNotFound",
                        "challengeId: no such 3DS challenge for this merchant/store")
     currency = str(row.data["currencyCode"])
     out: dict[str, Any] = {
@@ -804,10 +805,10 @@ async def three_ds_answer(st: WalletPayState, request: Request) -> Any:
         with st.ctx.store.atomic():
             row, account = _find_challenge(st, challenge_id)
             if _expired(st, row):
-                raise ApiError(410, "ThreeDSecureChallengeExpired",
+                raise ApiError("ThreeDSecureChallengeExpired",
                                "challengeId: the challenge has expired")
             if not st.ctx.store.mark_walletpay_used("three_ds", challenge_id):
-                raise ApiError(409, "ThreeDSecureChallengeUsed",
+                raise ApiError("ThreeDSecureChallengeUsed",
                                "challengeId: the challenge was already answered")
             binding = {k: row.data[k] for k in ("amount", "currencyCode", "reference")}
             _three_ds_result(st, account, answers[0] == "pass",
@@ -837,13 +838,13 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
     q = read_query(request.scope["query_string"], _SESSION_PARAMS)
     for name, fixed in (("merchantId", DEMO_MERCHANT), ("storeId", DEMO_STORE)):
         if q.get(name) not in (None, "", fixed):
-            raise ApiError(400, "InvalidField", f"{name}: the demo merchant is {fixed} only "
+            raise ApiError("InvalidField", f"{name}: the demo merchant is {fixed} only "
                                                 "(use the public key service for others)")
     reference = q.get("ref") or "demo-" + secrets.token_hex(6)
     try:
         check_reference(reference)
     except ValueError as exc:
-        raise ApiError(400, "InvalidField", f"ref: {exc}") from None
+        raise ApiError("InvalidField", f"ref: {exc}") from None
     currency = (q.get("currency") or "EUR").upper()
     try:
         check_currency(currency)
@@ -851,10 +852,10 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
         if amount <= 0:
             raise ValueError("must be greater than zero")
     except ValueError as exc:
-        raise ApiError(400, "InvalidField", f"amount/currency: {exc}") from None
+        raise ApiError("InvalidField", f"amount/currency: {exc}") from None
     with st.lock:
         if reference in st.demo_sessions:
-            raise ApiError(409, "DemoOrderExists", f"ref: order {reference} already exists")
+            raise ApiError("DemoOrderExists", f"ref: order {reference} already exists")
     keys = issue_keys(st, DEMO_MERCHANT, DEMO_STORE)
     session = DemoSession(
         reference=reference, merchant_id=DEMO_MERCHANT, store_id=DEMO_STORE,
@@ -879,12 +880,12 @@ async def demo_quote_route(st: WalletPayState, request: Request) -> Any:
     body = await _read(request, DemoQuoteBody)
     session = st.demo_sessions.get(body.reference)
     if session is None:
-        raise ApiError(404, "DemoOrderNotFound", "reference: no such demo order (reload the page)")
+        raise ApiError("DemoOrderNotFound", "reference: no such demo order (reload the page)")
     error: dict[str, str] | None = None
     option, address, code = body.shipping_option_id, body.shipping_address, body.offer_code
     with st.lock:
         if session.paid:
-            raise ApiError(409, "DemoOrderPaid", "reference: this order is already paid")
+            raise ApiError("DemoOrderPaid", "reference: this order is already paid")
         if session.shipping is not None and option is not None:
             if option not in SHIPPING:
                 error = {"reason": "SHIPPING_OPTION_INVALID", "intent": "SHIPPING_OPTION",
@@ -930,7 +931,7 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
                         "eciIndicator": detail.eci_indicator}
     with st.lock:
         if session.paid:
-            raise ApiError(409, "DemoOrderPaid", f"reference: order {session.reference} "
+            raise ApiError("DemoOrderPaid", f"reference: order {session.reference} "
                                                  "is already paid")
         total = session.total()
         approved = body.approved_total
