@@ -1,11 +1,6 @@
-"""The emulated wallet's payment token: real ECv2-shaped cryptography (sandbox only).
-
-:meth:`WalletSigner.seal` signs (ECDSA P-256: the root key over the intermediate key, the
-intermediate key over the message) and encrypts (ECIES on P-256: ECDH, HKDF-SHA256, AES-256-CTR,
-HMAC-SHA256 tag) a payload to a recipient's public key; :func:`open_token` checks shape, root
-signature and expiry of the intermediate key, message signature, tag (constant time),
-decryption, payload shape, message expiry and replay of ``messageId``. The token, the
-signed strings and the payload are laid out in docs/walletpay.md ("The wallet token"). A
+"""The emulated wallet's payment token: real ECv2-shaped cryptography (sandbox only), laid out
+in docs/walletpay.md ("The wallet token"): ECDSA P-256 signatures (root key over intermediate
+key over message) and ECIES on P-256 (ECDH, HKDF-SHA256, AES-256-CTR, HMAC-SHA256 tag). A
 :class:`TokenError` message never holds key material or card data.
 """
 
@@ -40,8 +35,7 @@ AUTH_METHODS = ("PAN_ONLY", "CRYPTOGRAM_3DS")
 
 
 class TokenError(Exception):
-    """The token is refused. ``reason`` is a short machine word (tampered, expired, replayed,
-    malformed, wrong_key); the message is safe to show (no keys, no card data)."""
+    """The token is refused; ``reason``: tampered, expired, replayed, malformed or wrong_key."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -66,8 +60,7 @@ def new_private_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def private_key_pem(key: ec.EllipticCurvePrivateKey) -> str:
-    """PKCS#8 PEM (unencrypted) of a sandbox test key, for the sandbox's own store only."""
+def private_key_pem(key: ec.EllipticCurvePrivateKey) -> str:  # for the sandbox's store only
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -76,7 +69,6 @@ def private_key_pem(key: ec.EllipticCurvePrivateKey) -> str:
 
 
 def load_private_key_pem(pem: str) -> ec.EllipticCurvePrivateKey:
-    """The key stored by :func:`private_key_pem` (a ValueError names no key material)."""
     try:
         key = serialization.load_pem_private_key(pem.encode("ascii"), password=None)
     except (ValueError, TypeError, UnicodeEncodeError):
@@ -145,7 +137,7 @@ def now_ms() -> int:
 @dataclass
 class WalletSigner:
     """The emulated wallet provider: a root key (trusted by the gateway) and an intermediate
-    signing key signed by it. Both private keys stay in the sandbox process."""
+    signing key signed by it."""
 
     root: ec.EllipticCurvePrivateKey = field(default_factory=new_private_key)
     intermediate: ec.EllipticCurvePrivateKey = field(default_factory=new_private_key)
@@ -158,7 +150,6 @@ class WalletSigner:
         *,
         intermediate_expiration_ms: int | None = None,
     ) -> dict[str, Any]:
-        """Encrypt ``payload`` to ``recipient`` and sign it: the ECv2-shaped token object."""
         eph = new_private_key()
         eph_pub = eph.public_key().public_bytes(
             serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from walletctl.errors import RefusedError, RequestValidationError
 from walletctl.models.checkout import CHECKOUT_TYPES
+from walletctl.models.followup import ApmResponseDetails, FollowUpResponse
 from walletctl.models.ledger import Balance, Entry, check_followup
 from walletctl.models.money import AmountFormat, parse_major
 from walletctl.models.records import (
@@ -240,14 +241,9 @@ def apply_followup(
             amount = check_followup(balance, op, req.amount, req.currency_code)
         except RefusedError as exc:
             raise SandboxError(422, exc.message) from None
-        magic = magic_of(original.amount, original.currency)
-        refused = (magic == "capture-refused" and op == "capture") or (
-            magic == "refund-refused" and op == "refund"
-        )
         tx_id = str(uuid.uuid4())
-        method = original.method
-        if refused:
-            status = 422
+        if magic_of(original.amount, original.currency) == f"{op}-refused":
+            status, state, code, payer = 422, "Errored", "RefusedByProvider", None
             body: dict[str, Any] = error_body(
                 422,
                 f"the provider refused the {op} of {amount} {original.currency} "
@@ -255,16 +251,12 @@ def apply_followup(
                 code="PRV-422",
                 description="RefusedByProvider",
             )
-            state, code, payer = "Errored", "RefusedByProvider", None
         else:
-            status = 200
-            state, code, payer = "Approved", _FOLLOWUPS[op][1], original.payer
-            from walletctl.models.followup import ApmResponseDetails, FollowUpResponse
-
+            status, state, code, payer = 200, "Approved", _FOLLOWUPS[op][1], original.payer
             body = FollowUpResponse(  # the 2.4 response, serialised by the shared model
                 id=tx_id, state=state, provider_state_code=code, currency_code=original.currency,
                 client_system_transaction_id=req.client_system_transaction_id,
-                apm_details=ApmResponseDetails(apm_provider_name=method,
+                apm_details=ApmResponseDetails(apm_provider_name=original.method,
                                                apm_payment_method="ecom"),
             ).to_wire(fmt)
         store.create_transaction(
@@ -278,7 +270,7 @@ def apply_followup(
             currency=original.currency,
             state=state,
             provider_state_code=code,
-            method=method,
+            method=original.method,
             now=now,
             billing=original.billing,
             shipping=None,
