@@ -520,14 +520,14 @@ def _check_cryptogram(req: AuthorizationRequest, account: Account) -> None:
     """A Token account pays with its own cryptogram and ECI, once."""
     if not req.cryptogram or not req.eci_indicator:
         raise ApiError("MissingField", "cryptogram: and eciIndicator are required for a "
-                                            "Token (CRYPTOGRAM_3DS) payment account")
+                                       "Token (CRYPTOGRAM_3DS) payment account")
     if not auth.same_text(req.cryptogram, account.cryptogram or "") or \
             req.eci_indicator != account.eci:
         raise ApiError("CryptogramMismatch",
                        "cryptogram: does not match the payment account (or wrong ECI)")
     if account.cryptogram_used:
         raise ApiError("CryptogramUsed", "cryptogram: was already used by an "
-                                              "authorization (get a new wallet token)")
+                                         "authorization (get a new wallet token)")
 
 
 def _three_ds_result_for(st: WalletPayState, req: AuthorizationRequest,
@@ -537,7 +537,7 @@ def _three_ds_result_for(st: WalletPayState, req: AuthorizationRequest,
     given = req.three_d_secure
     if given is None:
         raise ApiError("ThreeDSecureRequired", "threeDSecure: is required for a Card "
-                                                    "(PAN_ONLY) payment account")
+                                               "(PAN_ONLY) payment account")
     found = st.ctx.store.three_ds(given.three_ds_server_trans_id)
     # a hosted challenge's own row has no authenticationValue: it never matches
     if found is None or found.parent_id != account.id or not auth.same_text(
@@ -645,7 +645,7 @@ async def wallet_token(st: WalletPayState, request: Request) -> Any:
         key = body.public_key_api
         if not key or not key.strip():
             raise ApiError("MissingField", "publicKeyApi: is required (non-empty string) "
-                                                "unless encryptionKey is given")
+                                           "unless encryptionKey is given")
         if key != st.ctx.config.api_key and st.ctx.store.api_key_info(key) is None:
             raise ApiError("Unauthorized", "publicKeyApi: is not a key issued by the gateway")
         recipient = st.key_for_api_key(key).private.public_key()
@@ -839,7 +839,7 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
     for name, fixed in (("merchantId", DEMO_MERCHANT), ("storeId", DEMO_STORE)):
         if q.get(name) not in (None, "", fixed):
             raise ApiError("InvalidField", f"{name}: the demo merchant is {fixed} only "
-                                                "(use the public key service for others)")
+                                           "(use the public key service for others)")
     reference = q.get("ref") or "demo-" + secrets.token_hex(6)
     try:
         check_reference(reference)
@@ -932,7 +932,7 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
     with st.lock:
         if session.paid:
             raise ApiError("DemoOrderPaid", f"reference: order {session.reference} "
-                                                 "is already paid")
+                                            "is already paid")
         total = session.total()
         approved = body.approved_total
         if session.authorize:
