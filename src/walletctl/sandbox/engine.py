@@ -26,7 +26,7 @@ from walletctl.models.records import (
     format_timestamp,
 )
 from walletctl.sandbox.config import SandboxContext, magic_of, minor_units
-from walletctl.sandbox.replies import Outcome, SandboxError, error_body, invalid_body
+from walletctl.sandbox.replies import SandboxError, error_body, invalid_body
 from walletctl.sandbox.requests import AMOUNT_TEXT, SeedRequest
 from walletctl.sandbox.store import DuplicateReferenceError, Store, TxRow
 
@@ -213,18 +213,17 @@ def apply_followup(
     req: FollowUpRequest,
     now: datetime,
     fmt: AmountFormat,
-) -> Outcome:
-    """Capture / refund / reversal in one store transaction: the identical request again is
-    replayed, another with its reference 409; unknown invoice 404; a rule broken 422; magic
-    amounts 02/05 store an ``Errored`` record and answer 422."""
+) -> tuple[int, dict[str, Any], bool]:
+    """Capture / refund / reversal in one store transaction -> ``(status, body, replayed)``:
+    the identical request again is replayed, another with its reference 409; unknown invoice
+    404; a rule broken 422; magic amounts 02/05 store an ``Errored`` record and answer 422."""
     digest = request_hash(req.model_dump(mode="json", by_alias=True))
     op = req.operation
     with store.atomic():
         existing = store.get(req.merchant_id, req.store_id, req.client_system_transaction_id)
         if existing is not None:
             if existing.request_hash == digest and existing.response is not None:
-                return Outcome(existing.response_status or 200, existing.response,
-                               {"X-Sandbox-Replayed": "true"})
+                return existing.response_status or 200, existing.response, True
             raise SandboxError(
                 409,
                 f"clientSystemTransactionId {req.client_system_transaction_id} is already used "
@@ -280,7 +279,7 @@ def apply_followup(
             response_status=status,
             tx_id=tx_id,
         )
-    return Outcome(status, body)
+    return status, body, False
 
 
 # -- records (spec 2.5) -------------------------------------------------------------------

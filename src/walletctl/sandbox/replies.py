@@ -1,22 +1,14 @@
-"""What a sandbox route answers: :class:`Outcome`, and the gateway error object
-``{code, description, details: {message}}`` every error is (:func:`error_body`).
+"""The gateway error object ``{code, description, details: {message}}`` every sandbox error is
+(:func:`error_body`), and :class:`SandboxError`, which carries one up to its route.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from walletctl.errors import RequestValidationError
 
-__all__ = ["Outcome", "SandboxError", "error_body", "invalid_body"]
-
-
-@dataclass
-class Outcome:
-    status: int
-    body: Any
-    headers: dict[str, str] = field(default_factory=dict)
+__all__ = ["SandboxError", "error_body", "invalid_body"]
 
 
 class SandboxError(Exception):

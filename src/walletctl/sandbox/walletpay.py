@@ -223,10 +223,8 @@ class Account:
 
 
 @dataclass
-class DemoSession:
+class DemoSession:  # an order of the demo merchant (DEMO_MERCHANT, DEMO_STORE)
     reference: str
-    merchant_id: str
-    store_id: str
     api_key: str = field(repr=False)
     key_id: str
     kind: str = "sale"
@@ -823,12 +821,9 @@ async def three_ds_answer(st: WalletPayState, request: Request) -> Any:
     return RedirectResponse(f"{back}{sep}challengeId={challenge_id}", status_code=303)
 
 
-# -- the demo merchant's server --------------------------------------------------------------
-# GET session: keys from the public key service for the demo's own merchant (M-1001 / S-01)
-# only, a new order, the public API key for the page. POST quote: the shop's price for the
-# payer's choices, remembered, so the server authorizes exactly the total the payer approved.
-# POST result: event.detail (the cryptogram kept, never listed), Get Payment Account, then the
-# authorization, once per order. GET results: the last DEMO_RESULTS_MAX records, redacted.
+# -- the demo merchant's server: an order with its keys; the price of the payer's choices,
+# remembered, so exactly the approved total is authorized; the result (account, then the
+# authorization, once per order); the last results, never a cryptogram ---------------------
 
 _SESSION_PARAMS = ("merchantId", "storeId", "ref", "currency", "amount", "type", "authorize",
                    "scenario")
@@ -858,8 +853,7 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
             raise ApiError("DemoOrderExists", f"ref: order {reference} already exists")
     keys = issue_keys(st, DEMO_MERCHANT, DEMO_STORE)
     session = DemoSession(
-        reference=reference, merchant_id=DEMO_MERCHANT, store_id=DEMO_STORE,
-        api_key=keys["apiKey"], key_id=keys["encryptionKeyId"],
+        reference=reference, api_key=keys["apiKey"], key_id=keys["encryptionKeyId"],
         kind="preauth" if q.get("type") == "preauth" else "sale",
         amount=amount, currency=currency,
         authorize=q.get("authorize", "1") not in ("0", "false", "no"),
@@ -869,7 +863,7 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
         st.demo_sessions[reference] = session
         while len(st.demo_sessions) > DEMO_SESSIONS_MAX:
             st.demo_sessions.pop(next(iter(st.demo_sessions)))
-    return {"merchantId": session.merchant_id, "storeId": session.store_id,
+    return {"merchantId": DEMO_MERCHANT, "storeId": DEMO_STORE,
             "clientSystemTransactionId": reference, "publicKeyApi": session.api_key,
             "amount": f"{session.amount:.2f}", "currencyCode": session.currency,
             "type": session.kind, "authorize": session.authorize, "quote": session.quote()}
@@ -924,8 +918,7 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
     if session is None or not account_id:
         record["outcome"] = "error" if detail.code else "unknown-session"
         return _record(st, record)
-    record.update(encryptionKeyId=session.key_id, merchantId=session.merchant_id,
-                  storeId=session.store_id)
+    record.update(encryptionKeyId=session.key_id, merchantId=DEMO_MERCHANT, storeId=DEMO_STORE)
     # the cryptogram is kept for the authorization only, never listed
     record["stored"] = {"cryptogram": detail.cryptogram is not None,
                         "eciIndicator": detail.eci_indicator}
@@ -938,8 +931,7 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
         if session.authorize:
             session.paid = True
     try:
-        account = get_account(st, account_id, session.merchant_id, session.store_id,
-                              session.key_id)
+        account = get_account(st, account_id, DEMO_MERCHANT, DEMO_STORE, session.key_id)
     except ApiError as exc:
         record.update(outcome="account-error", account=exc.body)
         return _record(st, record)
@@ -973,7 +965,7 @@ def _charge(st: WalletPayState, session: DemoSession, account: Account, detail: 
                                         authentication_value=three["authenticationValue"],
                                         eci=three["eci"])
         req = AuthorizationBody(
-            merchant_id=session.merchant_id, store_id=session.store_id, user_id=DEMO_USER,
+            merchant_id=DEMO_MERCHANT, store_id=DEMO_STORE, user_id=DEMO_USER,
             type="ecom.sale" if session.kind == "sale" else "ecom.preauthorization",
             amount=total, currency_code=session.currency,
             client_system_transaction_id=session.reference, transaction_account_id=account.id,
