@@ -103,7 +103,7 @@ class TestCard:
     expiry_year: int
     eci: str | None = None
     decline: bool = False
-    funding: str = "CREDIT"
+    funding: str = "CREDIT"  # or DEBIT, PREPAID: what the sheet's allow*Cards options filter
 
     def public(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label, "cardNetwork": self.network,
