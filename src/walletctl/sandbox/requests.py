@@ -91,8 +91,10 @@ def _surrogate_at(data: Any) -> str | None:
     return None
 
 
-def parse_json(raw: bytes, *, where: str = "(request)") -> Any:
-    """Decode a request body strictly; raise SandboxError(400) naming the rule."""
+def parse_object(raw: bytes, *, where: str = "(request)") -> dict[str, Any]:
+    """Decode a body that must be a JSON object, strictly; 400 naming the rule."""
+    if not raw.strip():
+        raise SandboxError(400, f"{where}: a JSON body is required")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -113,13 +115,6 @@ def parse_json(raw: bytes, *, where: str = "(request)") -> Any:
     if "\\u" in text and (bad := _surrogate_at(data)) is not None:
         raise SandboxError(400, f"{bad}: contains a lone UTF-16 surrogate escape (\\ud800-"
                            "\\udfff without its pair), which is not text")
-    return data
-
-
-def parse_object(raw: bytes, *, where: str = "(request)") -> dict[str, Any]:
-    if not raw.strip():
-        raise SandboxError(400, f"{where}: a JSON body is required")
-    data = parse_json(raw, where=where)
     if not isinstance(data, dict):
         raise SandboxError(400, f"{where}: the body must be a JSON object")
     return data
