@@ -119,6 +119,8 @@ def _stored(name: str, value: Any) -> Any:
     8601 text, amounts as decimal text, flags as 0/1."""
     if name in _JSON_COLUMNS:
         return dump_json(value)
+    if value is None or type(value) is str:  # most columns: as they are
+        return value
     if isinstance(value, datetime):
         return iso_utc(value)
     if isinstance(value, Decimal):
@@ -211,7 +213,7 @@ LEDGER_PAGE: Final = 1000  # transactions per read of :meth:`Store.ledger_pages`
 _LEDGER_JSON: Final = "json_object(" + ", ".join(
     f"'{key}', {column}" for key, column in _LEDGER_VIEW.items()) + ")"
 # Columns of ``transactions`` stored as JSON, and the ones :meth:`Store.update` may change.
-_JSON_COLUMNS: Final = ("billing", "shipping", "payer", "checkout", "response")
+_JSON_COLUMNS: Final = frozenset({"billing", "shipping", "payer", "checkout", "response"})
 _UPDATABLE: Final = frozenset({
     *_JSON_COLUMNS, "state", "provider_state_code", "token_used", "expires_at",
     "provider_transaction_id", "request_hash", "response_status",
