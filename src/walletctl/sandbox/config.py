@@ -27,14 +27,11 @@ DEFAULT_API_KEY = "sandbox-api-key"
 DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox default
 MAX_LATENCY_MS = 10_000
 MAX_RETRY_AFTER_S = 60
-# connection limits (sandbox/protocol.py): request line + headers, and the seconds a client
-# has to send a complete request after connecting or after its previous response
-MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_BYTES = 64 * 1024  # request line and headers (sandbox/protocol.py)
+# defaults of SandboxConfig's limits (see its fields)
 DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0
-# the seconds a client has to take (read) an answer the sandbox has written
 DEFAULT_WRITE_TIMEOUT = 15.0
-# bytes of request bodies held at once across all connections (sandbox/middleware.py)
 DEFAULT_BODY_BUDGET = 32 * 1024 * 1024
 
 

@@ -386,8 +386,7 @@ class BodyLimitMiddleware:
                  body_budget: int = DEFAULT_BODY_BUDGET) -> None:
         self.app = app
         self.max_body = max_body
-        # bytes of request bodies held at once, across all connections (the server's event
-        # loop is the only user: no lock)
+        # the body budget (SandboxConfig.body_budget); the event loop is its only user: no lock
         self.budget, self.held = body_budget, 0
 
     def _take(self, size: int) -> bool:
