@@ -56,6 +56,7 @@ from walletctl.sandbox.requests import CheckoutBody, FollowUpBody
 from walletctl.sandbox.store import Store, TxRow
 
 _LOOKUP_PARAMS = ("merchantId", "storeId", "clientSystemTransactionId")
+_REPLAYED = {"X-Sandbox-Replayed": "true"}  # the stored answer to the identical request
 
 
 def create_app(config: SandboxConfig) -> FastAPI:
@@ -108,7 +109,7 @@ def create_app(config: SandboxConfig) -> FastAPI:
         row, replayed = engine.create_checkout(store, req, ctx.now())
         url = f"{ctx.base_url(request)}/pay/{row.token}"
         body = CheckoutResponse(redirect_url=url).to_wire(fmt)
-        return JSONResponse(body, headers={"X-Sandbox-Replayed": "true"} if replayed else None)
+        return JSONResponse(body, headers=_REPLAYED if replayed else None)
 
     # -- endpoint 2: follow-ups ------------------------------------------------------------
 
@@ -117,8 +118,8 @@ def create_app(config: SandboxConfig) -> FastAPI:
     async def followup(request: Request) -> JSONResponse:
         auth.require_server(ctx, request, "POST /api/v5/apmTransactions")
         req = await requests.read_model(request, FollowUpBody)
-        answer = engine.apply_followup(store, req, ctx.now(), fmt)
-        return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
+        status, body, replayed = engine.apply_followup(store, req, ctx.now(), fmt)
+        return JSONResponse(body, status_code=status, headers=_REPLAYED if replayed else None)
 
     # -- endpoint 3: lookup ----------------------------------------------------------------
 

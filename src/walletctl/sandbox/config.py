@@ -1,18 +1,6 @@
-"""Sandbox settings (:class:`SandboxConfig`, :class:`FaultConfig`), its magic test amounts,
-and the running app's context (:class:`SandboxContext`).
-
-Cheap to import (no FastAPI / uvicorn): ``walletctl sandbox --help`` and the CLI flag
-parsing use it.
-
-Faults (docs/sandbox.md, "Faults"): ``latency=50;jitter=10;error-rate=0.2;status=503;
-throttle-rate=0.1;retry-after=1;drop-rate=0.05;error-after-rate=0;seed=7`` as server flags,
-``POST /_sandbox/faults`` JSON or the per-request ``X-Sandbox-Fault`` header: milliseconds added
-to every ``/api/v5`` request, fractions answered ``status`` before anything is stored, 429 with
-``Retry-After``, committed then dropped mid-answer, or committed then answered ``status``; a
-seed makes the draws reproducible.
-
-Magic test amounts: the provider's outcome is chosen by the last two digits of the checkout
-amount in minor units (EUR 12.01 -> ``01``), :data:`MAGIC_HELP`; any other amount is approved.
+"""Sandbox settings (:class:`SandboxConfig`, :class:`FaultConfig`: docs/sandbox.md, "Faults"),
+the magic test amounts and the running app's context (:class:`SandboxContext`). Cheap to
+import (no FastAPI / uvicorn): the CLI's flag parsing uses it.
 """
 
 from __future__ import annotations
@@ -39,14 +27,11 @@ DEFAULT_API_KEY = "sandbox-api-key"
 DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox default
 MAX_LATENCY_MS = 10_000
 MAX_RETRY_AFTER_S = 60
-# connection limits (sandbox/protocol.py): request line + headers, and the seconds a client
-# has to send a complete request after connecting or after its previous response
-MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_BYTES = 64 * 1024  # request line and headers (sandbox/protocol.py)
+# defaults of SandboxConfig's limits (see its fields)
 DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0
-# the seconds a client has to take (read) an answer the sandbox has written
 DEFAULT_WRITE_TIMEOUT = 15.0
-# bytes of request bodies held at once across all connections (sandbox/middleware.py)
 DEFAULT_BODY_BUDGET = 32 * 1024 * 1024
 
 
@@ -131,12 +116,8 @@ class FaultConfig:
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[Any, Any]]) -> FaultConfig:
-        """Build from ``(name, value)`` pairs (the header's dashed names, or snake_case).
-
-        Raises ValueError naming the field as the caller spelled it and the rule; a name
-        given twice, or two spellings of one setting (``drop-rate`` and ``drop_rate``), are
-        refused.
-        """
+        """Build from ``(name, value)`` pairs (dashed or snake_case names); ValueError naming
+        the field as the caller spelled it, also for one setting given twice."""
         values: dict[str, Any] = {}
         spelled: dict[str, str] = {}  # setting -> the key the caller used for it
         names = {f.name for f in fields(cls)}
@@ -179,25 +160,27 @@ _SEED_DIGITS = 20  # a seed is any integer of at most this many digits
 
 
 def _coerce(name: str, raw: Any, label: str) -> Any:
-    """``raw`` as setting ``name``'s type; errors name it ``label`` (as the caller spelled it).
-
-    The cost is bounded by the value's length: a whole-number setting is read from its text
-    (digits only, its range checked on the digits before any conversion), a rate through
-    ``Decimal`` compared with 0 and 1 before ``float``; ``1e999999999`` is refused at once.
-    """
+    """``raw`` as setting ``name``'s type (errors name it ``label``), at a cost bounded by its
+    length: whole numbers are range-checked on their digits, rates as ``Decimal``."""
     if isinstance(raw, bool):
         raise ValueError(f"{label}: must be a number")
     if name == "seed" and raw is None:
         return None
     text = str(raw).strip()
-    if name.endswith("_rate"):
-        try:
-            number = Decimal(text)
-        except InvalidOperation:
-            raise ValueError(f"{label}: must be a number") from None
-        if not number.is_finite() or not 0 <= number <= 1:
-            raise ValueError(f"{label}: must be a rate between 0 and 1")
-        return float(number)
+    return _rate(text, label) if name.endswith("_rate") else _whole(name, text, label)
+
+
+def _rate(text: str, label: str) -> float:
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        raise ValueError(f"{label}: must be a number") from None
+    if not number.is_finite() or not 0 <= number <= 1:
+        raise ValueError(f"{label}: must be a rate between 0 and 1")
+    return float(number)
+
+
+def _whole(name: str, text: str, label: str) -> int:
     if not _WHOLE.fullmatch(text):
         try:
             Decimal(text)
@@ -218,12 +201,8 @@ def _coerce(name: str, raw: Any, label: str) -> Any:
 
 @dataclass
 class SandboxConfig:
-    """Everything :func:`walletctl.sandbox.app.create_app` needs.
-
-    ``clock`` returns an aware UTC datetime; tests inject one to make expiry deterministic.
-    ``public_url`` is the base of the hosted-page links in ``redirectUrl`` (None = taken
-    from the request's own Host). ``allow_clock_control`` enables ``POST /_sandbox/clock``.
-    """
+    """Everything :func:`walletctl.sandbox.app.create_app` needs. ``public_url``: the base of
+    the sandbox's own links (None: the request's Host)."""
 
     db_path: str | None = None
     amount_format: AmountFormat = "minor"
@@ -273,8 +252,8 @@ class SandboxConfig:
 
 @dataclass
 class SandboxContext:
-    """What the routes share: the settings, the store, the clock (``now()``: the injected
-    clock plus any ``/_sandbox/clock`` offset, an aware UTC datetime), faults and RNGs."""
+    """What the routes share: the settings, the store, the clock (plus any
+    ``/_sandbox/clock`` offset), faults and RNGs."""
 
     config: SandboxConfig
     store: Store
@@ -303,7 +282,7 @@ class SandboxContext:
             self._rngs.clear()
 
 
-# -- magic test amounts (see the module docstring) -------------------------------------------
+# -- magic test amounts: the last two minor-unit digits of a checkout choose its outcome ------
 
 MAGIC: Final[dict[int, str]] = {1: "decline", 2: "capture-refused", 3: "pending",
                                 4: "errored", 5: "refund-refused"}

@@ -1,11 +1,5 @@
 """The sandbox's control routes (``/_sandbox/*``): health, values, reset, deciding a checkout,
-the ledger, faults, seeding and the clock.
-
-Never faulted; Host/Origin-guarded and, when the sandbox has an admin token,
-``X-Sandbox-Token`` required (:mod:`walletctl.sandbox.middleware`). Starlette matches routes in
-the order they were added: :func:`walletctl.sandbox.app.create_app` adds these after the
-gateway and hosted-page routes and before the browser wallet's
-(:mod:`walletctl.sandbox.walletpay`, ``/_sandbox/wallet/*``, ``/_sandbox/3ds/challenge``).
+the ledger, faults, seeding and the clock (never faulted; guarded by the middleware).
 """
 
 from __future__ import annotations
@@ -27,8 +21,7 @@ from walletctl.sandbox.store import Store
 
 
 def _json_ledger(store: Store) -> Iterator[bytes]:
-    """The ledger document, a page of transactions per chunk; ``count`` comes last (the
-    transactions the document holds)."""
+    """The ledger document, a page of transactions per chunk; ``count`` comes last."""
     count = 0
     yield b'{"transactions":['
     for page in store.ledger_pages():
@@ -43,7 +36,6 @@ def _ndjson_ledger(store: Store) -> Iterator[bytes]:
 
 
 def install(app: FastAPI, ctx: SandboxContext) -> None:
-    """Add the ``/_sandbox/*`` control routes to ``app``."""
     config, store = ctx.config, ctx.store
     fmt = config.amount_format
 
@@ -102,10 +94,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     @app.get("/_sandbox/ledger", tags=["sandbox"], response_class=StreamingResponse)
     async def ledger(request: Request) -> StreamingResponse:
-        # Streamed: each page of the ledger is read in a worker thread, its JSON written by
-        # SQLite with the GIL released, so the event loop serves other clients meanwhile,
-        # and memory stays flat in its size. A HEAD stops after the first part (head.py).
-        # NDJSON (one transaction a line) when asked for; else the JSON document.
+        # Streamed from a worker thread, a page at a time: flat memory, the loop stays free.
         if SANDBOX_LEDGER_NDJSON in request.headers.get("accept", ""):
             return StreamingResponse(_ndjson_ledger(store), media_type=SANDBOX_LEDGER_NDJSON)
         return StreamingResponse(_json_ledger(store), media_type="application/json")

@@ -1,11 +1,6 @@
-"""The emulated wallet's payment token: real ECv2-shaped cryptography (sandbox only).
-
-:meth:`WalletSigner.seal` signs (ECDSA P-256: the root key over the intermediate key, the
-intermediate key over the message) and encrypts (ECIES on P-256: ECDH, HKDF-SHA256, AES-256-CTR,
-HMAC-SHA256 tag) a payload to a recipient's public key; :func:`open_token` checks shape, root
-signature and expiry of the intermediate key, message signature, tag (constant time),
-decryption, payload shape, message expiry and replay of ``messageId``. The token, the
-signed strings and the payload are laid out in docs/walletpay.md ("The wallet token"). A
+"""The emulated wallet's payment token: real ECv2-shaped cryptography (sandbox only), laid out
+in docs/walletpay.md ("The wallet token"): ECDSA P-256 signatures (root key over intermediate
+key over message) and ECIES on P-256 (ECDH, HKDF-SHA256, AES-256-CTR, HMAC-SHA256 tag). A
 :class:`TokenError` message never holds key material or card data.
 """
 
@@ -40,8 +35,7 @@ AUTH_METHODS = ("PAN_ONLY", "CRYPTOGRAM_3DS")
 
 
 class TokenError(Exception):
-    """The token is refused. ``reason`` is a short machine word (tampered, expired, replayed,
-    malformed, wrong_key); the message is safe to show (no keys, no card data)."""
+    """The token is refused; ``reason``: tampered, expired, replayed, malformed or wrong_key."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -66,8 +60,7 @@ def new_private_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def private_key_pem(key: ec.EllipticCurvePrivateKey) -> str:
-    """PKCS#8 PEM (unencrypted) of a sandbox test key, for the sandbox's own store only."""
+def private_key_pem(key: ec.EllipticCurvePrivateKey) -> str:  # for the sandbox's store only
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -76,7 +69,6 @@ def private_key_pem(key: ec.EllipticCurvePrivateKey) -> str:
 
 
 def load_private_key_pem(pem: str) -> ec.EllipticCurvePrivateKey:
-    """The key stored by :func:`private_key_pem` (a ValueError names no key material)."""
     try:
         key = serialization.load_pem_private_key(pem.encode("ascii"), password=None)
     except (ValueError, TypeError, UnicodeEncodeError):
@@ -145,7 +137,7 @@ def now_ms() -> int:
 @dataclass
 class WalletSigner:
     """The emulated wallet provider: a root key (trusted by the gateway) and an intermediate
-    signing key signed by it. Both private keys stay in the sandbox process."""
+    signing key signed by it."""
 
     root: ec.EllipticCurvePrivateKey = field(default_factory=new_private_key)
     intermediate: ec.EllipticCurvePrivateKey = field(default_factory=new_private_key)
@@ -158,7 +150,6 @@ class WalletSigner:
         *,
         intermediate_expiration_ms: int | None = None,
     ) -> dict[str, Any]:
-        """Encrypt ``payload`` to ``recipient`` and sign it: the ECv2-shaped token object."""
         eph = new_private_key()
         eph_pub = eph.public_key().public_bytes(
             serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
@@ -204,6 +195,13 @@ def _json_object(text: Any, what: str) -> dict[str, Any]:
     return value
 
 
+def _epoch_ms(value: Any, what: str) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        raise TokenError("malformed", f"{what} must be epoch milliseconds") from None
+
+
 def open_token(
     token: Any,
     recipient: ec.EllipticCurvePrivateKey,
@@ -222,52 +220,15 @@ def open_token(
     isk = tok.get("intermediateSigningKey")
     if not isinstance(signed_message, str) or not isinstance(isk, dict):
         raise TokenError("malformed", "signedMessage and intermediateSigningKey are required")
-    signed_key = isk.get("signedKey")
-    signatures = isk.get("signatures")
-    if not isinstance(signed_key, str) or not isinstance(signatures, list) or not signatures:
-        raise TokenError("malformed", "intermediateSigningKey needs signedKey and signatures")
-    key_data = _json_object(signed_key, "intermediateSigningKey.signedKey")
-    root_ok = any(
-        _verify(root_public, b64d(sig, "intermediateSigningKey.signatures"),
-                _signed_string(SENDER_ID, PROTOCOL_VERSION, signed_key))
-        for sig in signatures
-    )
-    if not root_ok:
-        raise TokenError("tampered", "intermediate signing key is not signed by the wallet root")
-    try:
-        key_expiry = int(str(key_data.get("keyExpiration")))
-    except ValueError:
-        raise TokenError("malformed", "keyExpiration must be epoch milliseconds") from None
-    if key_expiry <= now:
-        raise TokenError("expired", "intermediate signing key has expired")
-    inter_pub = load_public_key(key_data.get("keyValue"), "intermediate keyValue")
     if not _verify(
-        inter_pub,
+        _intermediate_key(isk, root_public, now),
         b64d(tok.get("signature"), "signature"),
         _signed_string(SENDER_ID, RECIPIENT_ID, PROTOCOL_VERSION, signed_message),
     ):
         raise TokenError("tampered", "message signature does not verify")
-    msg = _json_object(signed_message, "signedMessage")
-    ciphertext = b64d(msg.get("encryptedMessage"), "encryptedMessage")
-    eph_pub_raw = b64d(msg.get("ephemeralPublicKey"), "ephemeralPublicKey")
-    tag = b64d(msg.get("tag"), "tag")
-    try:
-        eph_pub = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), eph_pub_raw)
-    except ValueError:
-        raise TokenError("malformed", "ephemeralPublicKey is not a P-256 point") from None
-    shared = recipient.exchange(ec.ECDH(), eph_pub)
-    enc_key, mac_key = _derive(eph_pub_raw, shared)
-    expected = hmac.new(mac_key, ciphertext, hashlib.sha256).digest()
-    if not hmac.compare_digest(expected, tag):
-        raise TokenError(
-            "wrong_key", "tag does not verify (tampered, or encrypted to another encryption key)"
-        )
-    payload = _json_object(_decode_utf8(_ctr(enc_key, ciphertext)), "decrypted message")
+    payload = _decrypt(_json_object(signed_message, "signedMessage"), recipient)
     message_id = payload.get("messageId")
-    try:
-        expiration = int(str(payload.get("messageExpiration")))
-    except ValueError:
-        raise TokenError("malformed", "messageExpiration must be epoch milliseconds") from None
+    expiration = _epoch_ms(payload.get("messageExpiration"), "messageExpiration")
     if not isinstance(message_id, str) or not message_id:
         raise TokenError("malformed", "messageId is required")
     details = payload.get("paymentMethodDetails")
@@ -281,11 +242,44 @@ def open_token(
     return payload
 
 
-def _decode_utf8(data: bytes) -> str:
+def _intermediate_key(isk: dict[str, Any], root_public: ec.EllipticCurvePublicKey,
+                      now: int) -> ec.EllipticCurvePublicKey:
+    """The intermediate signing key, signed by the wallet root and not expired."""
+    signed_key = isk.get("signedKey")
+    signatures = isk.get("signatures")
+    if not isinstance(signed_key, str) or not isinstance(signatures, list) or not signatures:
+        raise TokenError("malformed", "intermediateSigningKey needs signedKey and signatures")
+    key_data = _json_object(signed_key, "intermediateSigningKey.signedKey")
+    if not any(
+        _verify(root_public, b64d(sig, "intermediateSigningKey.signatures"),
+                _signed_string(SENDER_ID, PROTOCOL_VERSION, signed_key))
+        for sig in signatures
+    ):
+        raise TokenError("tampered", "intermediate signing key is not signed by the wallet root")
+    if _epoch_ms(key_data.get("keyExpiration"), "keyExpiration") <= now:
+        raise TokenError("expired", "intermediate signing key has expired")
+    return load_public_key(key_data.get("keyValue"), "intermediate keyValue")
+
+
+def _decrypt(msg: dict[str, Any], recipient: ec.EllipticCurvePrivateKey) -> dict[str, Any]:
+    """The signed message's payload: the tag checked (constant time), then decrypted."""
+    ciphertext = b64d(msg.get("encryptedMessage"), "encryptedMessage")
+    eph_pub_raw = b64d(msg.get("ephemeralPublicKey"), "ephemeralPublicKey")
+    tag = b64d(msg.get("tag"), "tag")
     try:
-        return data.decode("utf-8")
+        eph_pub = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), eph_pub_raw)
+    except ValueError:
+        raise TokenError("malformed", "ephemeralPublicKey is not a P-256 point") from None
+    enc_key, mac_key = _derive(eph_pub_raw, recipient.exchange(ec.ECDH(), eph_pub))
+    if not hmac.compare_digest(hmac.new(mac_key, ciphertext, hashlib.sha256).digest(), tag):
+        raise TokenError(
+            "wrong_key", "tag does not verify (tampered, or encrypted to another encryption key)"
+        )
+    try:
+        text = _ctr(enc_key, ciphertext).decode("utf-8")
     except UnicodeDecodeError:
         raise TokenError("malformed", "decrypted message is not UTF-8 JSON") from None
+    return _json_object(text, "decrypted message")
 
 
 def new_message_id() -> str:

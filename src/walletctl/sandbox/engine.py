@@ -1,13 +1,6 @@
 """The sandbox's behaviour: checkouts, the customer's decision, follow-ups, seeded
-checkouts, and the 2.5 records it answers.
-
-Business rules come from :mod:`walletctl.models.ledger` (the same rule set as the CLI
-pre-flight and batch), so the sandbox and walletctl can never disagree. The provider's outcome
-is chosen by the checkout amount (the magic amounts of :mod:`walletctl.sandbox.config`).
-
-States: ``Pending`` (checkout created), ``Approved``, ``Errored``, ``Declined``,
-``Cancelled``, ``Expired``. Follow-up records: ``Approved`` with ``CapturedByProvider`` /
-``RefundedByProvider`` / ``ReversedByProvider``, or ``Errored`` with ``RefusedByProvider``.
+checkouts and the 2.5 records. Business rules are :mod:`walletctl.models.ledger`'s (the CLI's
+own); the provider's outcome is chosen by the checkout amount (:data:`config.MAGIC`).
 """
 
 from __future__ import annotations
@@ -23,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from walletctl.errors import RefusedError, RequestValidationError
 from walletctl.models.checkout import CHECKOUT_TYPES
+from walletctl.models.followup import ApmResponseDetails, FollowUpResponse
 from walletctl.models.ledger import Balance, Entry, check_followup
 from walletctl.models.money import AmountFormat, parse_major
 from walletctl.models.records import (
@@ -32,7 +26,7 @@ from walletctl.models.records import (
     format_timestamp,
 )
 from walletctl.sandbox.config import SandboxContext, magic_of, minor_units
-from walletctl.sandbox.replies import Outcome, SandboxError, error_body, invalid_body
+from walletctl.sandbox.replies import SandboxError, error_body, invalid_body
 from walletctl.sandbox.requests import AMOUNT_TEXT, SeedRequest
 from walletctl.sandbox.store import DuplicateReferenceError, Store, TxRow
 
@@ -64,14 +58,11 @@ _FOLLOWUPS: Final = {"capture": ("capture", "CapturedByProvider"),
 
 
 def approved_code(kind: str) -> str:
-    """The provider code of an approved original (sale or pre-authorisation)."""
     return "AuthorizedByProvider" if kind == "preauth" else "CapturedByProvider"
 
 
 def request_hash(dumped: dict[str, Any]) -> str:
-    """The digest of a parsed request dumped to its wire names: same body (any key case) ->
-    same hash (one dump serves the stored copy and the replay check: the checkout route is
-    the sandbox's hottest write)."""
+    """The digest of a request dumped to its wire names: same body (any key case), same hash."""
     canon = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
 
@@ -84,13 +75,9 @@ def _entry(row: TxRow) -> Entry:
 
 
 def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> tuple[TxRow, bool]:
-    """Store a ``Pending`` checkout with a fresh single-use page token -> ``(row, replayed)``.
-
-    The same checkout sent again (a client retrying after a lost answer: the identical
-    request, any key case) gets the stored checkout back (``replayed``: same page token, so the
-    same ``redirectUrl``), like a follow-up. Raises :class:`SandboxError` 409 when the
-    reference is used by anything else.
-    """
+    """Store a ``Pending`` checkout with a fresh single-use page token -> ``(row, replayed)``:
+    the identical checkout again gets the stored one back; 409 when the reference is used by
+    anything else."""
     stored = req.model_dump(mode="json", by_alias=True, exclude_none=True)
     digest = request_hash(stored)  # an explicit null and an absent field are the same request
     timeout = req.checkout_details.redirect_url_timeout or 0
@@ -130,7 +117,6 @@ def create_checkout(store: Store, req: CheckoutRequest, now: datetime) -> tuple[
 
 
 def expire_if_due(store: Store, row: TxRow, now: datetime) -> TxRow:
-    """A ``Pending`` checkout whose link has expired becomes ``Expired``."""
     if row.state == "Pending" and row.expires_at is not None and now >= row.expires_at:
         return store.update(row.id, now=now, state="Expired",
                             provider_state_code="ExpiredAtProvider", token_used=True)
@@ -139,25 +125,20 @@ def expire_if_due(store: Store, row: TxRow, now: datetime) -> TxRow:
 
 def payer_fields(row: TxRow) -> dict[str, Any]:
     """The provider-side payer fields of an approved checkout (from its own data)."""
-    co = row.checkout or {}
-    details = co.get("checkoutDetails") or {}
+    details = (row.checkout or {}).get("checkoutDetails") or {}
     first = details.get("cardholderFirstName") or "Test"
     last = details.get("cardholderLastName") or "Payer"
-    email = details.get("cardholderEmail") or "payer@sandbox.invalid"
-    bill = row.billing or {}
-    ship = row.shipping or {}
+    bill, ship = row.billing or {}, row.shipping or {}
     digest = hashlib.sha256(row.id.encode()).hexdigest()
     return {
         "apmPayerAccountNumber": f"WV2-{digest[:10].upper()}",
-        "apmPayerEmailAddress": email,
+        "apmPayerEmailAddress": details.get("cardholderEmail") or "payer@sandbox.invalid",
         "apmProviderTransactionId": f"PRV-{digest[10:26].upper()}",
-        "apmPayerShippingName": " ".join(
-            x for x in (ship.get("firstName") or first, ship.get("lastName") or last) if x
-        ),
+        "apmPayerShippingName": f"{ship.get('firstName') or first} {ship.get('lastName') or last}",
         "apmPayerShippingStreet1": _street(ship) or _street(bill),
-        "apmPayerShippingCityName": ship.get("city") or bill.get("city"),
-        "apmPayerShippingPostalCode": ship.get("zipPostalCode") or bill.get("zipPostalCode"),
-        "apmPayerShippingCountry": ship.get("countryCode") or bill.get("countryCode"),
+        "apmPayerShippingCityName": _either(ship, bill, "city"),
+        "apmPayerShippingPostalCode": _either(ship, bill, "zipPostalCode"),
+        "apmPayerShippingCountry": _either(ship, bill, "countryCode"),
         "apmPayerShippingPhone": ship.get("telephoneNumber")
         or details.get("cardholderMobilePhone"),
         "apmPayerID": f"PAYER-{digest[26:38].upper()}",
@@ -170,9 +151,13 @@ def payer_fields(row: TxRow) -> dict[str, Any]:
         "apmPayerBillingPhone": details.get("cardholderMobilePhone")
         or details.get("cardholderHomePhone"),
         "apmPayerBillingPostalCode": bill.get("zipPostalCode"),
-        "apmPayerCountryCode": bill.get("countryCode") or ship.get("countryCode"),
-        "apmPayerStateOrProvince": bill.get("state") or ship.get("state"),
+        "apmPayerCountryCode": _either(bill, ship, "countryCode"),
+        "apmPayerStateOrProvince": _either(bill, ship, "state"),
     }
+
+
+def _either(first: dict[str, Any], second: dict[str, Any], key: str) -> Any:
+    return first.get(key) or second.get(key)
 
 
 def _street(addr: dict[str, Any]) -> str | None:
@@ -182,20 +167,14 @@ def _street(addr: dict[str, Any]) -> str | None:
 
 
 def redirect_url(row: TxRow, which: str) -> str:
-    """``successUrl`` / ``refusedUrl`` / ``cancelUrl`` / ``pendingUrl`` / ``errorUrl``."""
     urls = (row.checkout or {}).get("redirectDetails") or {}
     found = urls.get(which) or urls.get("errorUrl")
     return str(found) if found else "about:blank"
 
 
 def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow, str]:
-    """Apply the customer's decision to a checkout; return it and the redirect key.
-
-    ``row`` is a checkout as read inside the caller's ``store.atomic()``; ``action`` is one
-    of :data:`ACTIONS` (both callers check it first, each answering in its own form). Raises
-    :class:`SandboxError` 409 when the checkout is no longer ``Pending`` (or just expired):
-    only a checkout is ever ``Pending``, never a follow-up.
-    """
+    """Apply the customer's decision (one of :data:`ACTIONS`) to a checkout; return it and
+    the redirect key. 409 when the checkout is no longer ``Pending``."""
     with store.atomic():
         row = expire_if_due(store, row, now)
         if row.state == "Expired":
@@ -214,7 +193,6 @@ def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow,
 
 
 def _approve(store: Store, row: TxRow, now: datetime) -> TxRow:
-    """A checkout approved by the provider, with its payer fields; its link used."""
     payer = payer_fields(row)
     return store.update(row.id, now=now, state="Approved",
                         provider_state_code=approved_code(row.kind), payer=payer,
@@ -223,7 +201,6 @@ def _approve(store: Store, row: TxRow, now: datetime) -> TxRow:
 
 
 def not_found(field: str, merchant_id: str, store_id: str, reference: str) -> SandboxError:
-    """The 404 for a reference the merchant and store do not have."""
     return SandboxError(404, f"{field} {reference}: no transaction with this reference for "
                         f"merchant {merchant_id}, store {store_id}")
 
@@ -236,23 +213,17 @@ def apply_followup(
     req: FollowUpRequest,
     now: datetime,
     fmt: AmountFormat,
-) -> Outcome:
-    """Capture / refund / reversal with the shared ledger rules, in ONE transaction.
-
-    * a reference already used: identical request -> the stored answer replayed; any other
-      -> 409 (nothing stored);
-    * unknown ``clientSystemInvoiceId`` -> 404; a rule broken -> 422 (nothing stored);
-    * magic amounts 02/05 -> an ``Errored`` record is stored and 422 answered;
-    * otherwise an ``Approved`` follow-up record is stored and the 2.4 response answered.
-    """
+) -> tuple[int, dict[str, Any], bool]:
+    """Capture / refund / reversal in one store transaction -> ``(status, body, replayed)``:
+    the identical request again is replayed, another with its reference 409; unknown invoice
+    404; a rule broken 422; magic amounts 02/05 store an ``Errored`` record and answer 422."""
     digest = request_hash(req.model_dump(mode="json", by_alias=True))
     op = req.operation
     with store.atomic():
         existing = store.get(req.merchant_id, req.store_id, req.client_system_transaction_id)
         if existing is not None:
             if existing.request_hash == digest and existing.response is not None:
-                return Outcome(existing.response_status or 200, existing.response,
-                               {"X-Sandbox-Replayed": "true"})
+                return existing.response_status or 200, existing.response, True
             raise SandboxError(
                 409,
                 f"clientSystemTransactionId {req.client_system_transaction_id} is already used "
@@ -269,14 +240,9 @@ def apply_followup(
             amount = check_followup(balance, op, req.amount, req.currency_code)
         except RefusedError as exc:
             raise SandboxError(422, exc.message) from None
-        magic = magic_of(original.amount, original.currency)
-        refused = (magic == "capture-refused" and op == "capture") or (
-            magic == "refund-refused" and op == "refund"
-        )
         tx_id = str(uuid.uuid4())
-        method = original.method
-        if refused:
-            status = 422
+        if magic_of(original.amount, original.currency) == f"{op}-refused":
+            status, state, code, payer = 422, "Errored", "RefusedByProvider", None
             body: dict[str, Any] = error_body(
                 422,
                 f"the provider refused the {op} of {amount} {original.currency} "
@@ -284,16 +250,12 @@ def apply_followup(
                 code="PRV-422",
                 description="RefusedByProvider",
             )
-            state, code, payer = "Errored", "RefusedByProvider", None
         else:
-            status = 200
-            state, code, payer = "Approved", _FOLLOWUPS[op][1], original.payer
-            from walletctl.models.followup import ApmResponseDetails, FollowUpResponse
-
+            status, state, code, payer = 200, "Approved", _FOLLOWUPS[op][1], original.payer
             body = FollowUpResponse(  # the 2.4 response, serialised by the shared model
                 id=tx_id, state=state, provider_state_code=code, currency_code=original.currency,
                 client_system_transaction_id=req.client_system_transaction_id,
-                apm_details=ApmResponseDetails(apm_provider_name=method,
+                apm_details=ApmResponseDetails(apm_provider_name=original.method,
                                                apm_payment_method="ecom"),
             ).to_wire(fmt)
         store.create_transaction(
@@ -307,7 +269,7 @@ def apply_followup(
             currency=original.currency,
             state=state,
             provider_state_code=code,
-            method=method,
+            method=original.method,
             now=now,
             billing=original.billing,
             shipping=None,
@@ -317,7 +279,7 @@ def apply_followup(
             response_status=status,
             tx_id=tx_id,
         )
-    return Outcome(status, body)
+    return status, body, False
 
 
 # -- records (spec 2.5) -------------------------------------------------------------------
@@ -333,7 +295,7 @@ RECORD_TYPES: Final = {
 
 
 def record_body(row: TxRow, fmt: AmountFormat) -> dict[str, Any]:
-    """One 2.5 transaction details record (payer fields null when there are none)."""
+    """One 2.5 transaction details record (every payer field, null when there is none)."""
     payer = _strings(row.payer)
     rec = TransactionRecord(
         id=row.id,
@@ -380,29 +342,23 @@ def _marked(record: Any) -> Any:
 
 
 def amounts_as_numbers(data: list[dict[str, Any]] | dict[str, Any]) -> bytes:
-    """JSON of lookup records (a list), or of an answer holding records as values (the admin
-    decision's ``record``), with each record's ``transactionAmount`` a JSON number (spec 2.5
-    types it decimal), written from its exact decimal text (never through a float): one type
-    wherever a record is answered."""
+    """JSON of records (a list, or an answer holding one as a value) with each
+    ``transactionAmount`` a JSON number written from its exact decimal text, never a float."""
     out = ([_marked(rec) for rec in data] if isinstance(data, list)
            else {key: _marked(value) for key, value in data.items()})
     text = json.dumps(out, separators=(",", ":"))
     return _MARKED.sub(lambda m: m.group(1), text).encode()
 
 
-# -- POST /_sandbox/seed: approved checkouts at once, for batch rehearsals --------------------
-# Each is stored as if created by POST /api/v5/checkout and approved on the hosted page (with
-# payer fields), all or nothing (a reference in use: 409). Amounts are major units whatever
-# the wire format; one ending in a magic value that decides the approval (01, 03, 04) is
-# refused, 02 and 05 (follow-ups refused later) are allowed on purpose.
+# -- POST /_sandbox/seed: approved checkouts at once, all or nothing; amounts in major units,
+# never ending in a magic value that decides the approval (02 and 05 are allowed) ------------
 
 _APPROVAL_MAGIC = {1: "declined on approval", 3: "pending at the provider",
                    4: "errored on approval"}
 
 
 def parse_seed(data: dict[str, Any]) -> tuple[SeedRequest, list[Decimal]]:
-    """The request and its amounts (Decimal, in major units); 400 naming the field (keys read
-    like every JSON route's; the wire's amount rules do not apply)."""
+    """The request and its amounts (major units); 400 naming the field."""
     try:
         req = SeedRequest.from_wire(data)
     except RequestValidationError as exc:
@@ -425,7 +381,7 @@ def parse_seed(data: dict[str, Any]) -> tuple[SeedRequest, list[Decimal]]:
 
 
 def seed_checkouts(ctx: SandboxContext, req: SeedRequest, amounts: list[Decimal]) -> dict[str, Any]:
-    """Store every transaction approved, in one database transaction."""
+    """Store every transaction approved (with payer fields), in one database transaction."""
     store = ctx.store
     now = ctx.now()
     type_str = CHECKOUT_TYPES[req.kind]

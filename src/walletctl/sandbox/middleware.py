@@ -1,17 +1,7 @@
-"""What runs around every route (pure ASGI middleware), outermost first as
-:func:`walletctl.sandbox.app.create_app` stacks it; the rules are docs/sandbox.md's
-("Security model", "Connections and limits", "Faults"):
-
-* :class:`HeadMiddleware` - HEAD wherever GET is (routed as GET, answered without the body).
-* :class:`GuardMiddleware` - one of each singleton header, the head size, ``Host`` on every
-  route, ``Origin`` / ``Sec-Fetch-Site`` on admin, demo-API and hosted-page form routes, the
-  admin token; redirects to the sandbox on its public URL; the security headers.
-* :class:`CorsMiddleware` - CORS for :data:`CORS_ROUTES` (what ``walletpay.js`` calls from a
-  merchant's origin) and nothing else; no credentials.
-* :class:`BodyLimitMiddleware` - :data:`MAX_BODY` per body, the body budget across all
-  connections (503 beyond), JSON content types (forms on ``/pay/*``); the body is replayed.
-* :class:`FaultMiddleware` - the server's or ``X-Sandbox-Fault``'s faults on ``/api/v5``;
-  "commit then drop" sends half a body under a longer ``Content-Length`` and closes.
+"""The ASGI middleware around every route, outermost first (docs/sandbox.md, "Security
+model", "Connections and limits", "Faults"): HEAD as GET; the guard (singleton headers, head
+size, Host, Origin on admin/demo/page routes, admin token, security headers); CORS for the
+routes ``walletpay.js`` calls; body limits and content types; injected faults on ``/api/v5``.
 """
 
 from __future__ import annotations
@@ -74,9 +64,8 @@ def _with_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
 
 
 class HeadMiddleware:
-    """A HEAD is routed as GET and answered with its status and headers, no body. The answer
-    ends with the first part of the body, and the app then hears that the client has gone, so
-    a streamed body (the ledger) stops there: a HEAD costs the same whatever GET would send."""
+    """A HEAD is routed as GET and answered without the body; the app then hears that the
+    client has gone, so a streamed body (the ledger) stops at its first part."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -136,8 +125,7 @@ _SINGLETONS: dict[bytes, str] = {
 
 
 def route_class(path: str) -> str | None:
-    """``admin``, ``health``, ``emulator``, ``demo``, ``page`` or None (gateway API, static
-    files, documents)."""
+    """``admin``, ``health``, ``emulator``, ``demo``, ``page`` or None (gateway, files)."""
     if path.startswith("/_sandbox/"):
         if path == "/_sandbox/health":
             return "health"
@@ -150,7 +138,7 @@ def route_class(path: str) -> str | None:
 
 
 def host_name(value: str) -> str:
-    """``Host`` header value -> lower-case host name without port or brackets."""
+    """A ``Host`` value's lower-case name without port or brackets."""
     value = value.strip().lower()
     if value.startswith("["):
         return value[1:].partition("]")[0]
@@ -228,7 +216,6 @@ class GuardMiddleware:
         return value
 
     def _host_refusal(self, raw: bytes) -> tuple[int, str] | None:
-        """The Host rule; ``raw`` is the header's value."""
         config = self.config
         key = (config.host, config.public_url, config.allowed_hosts)
         if key != self._hosts_for:  # the names change only with the configuration
@@ -260,24 +247,30 @@ class GuardMiddleware:
         if refusal is not None or kind in (None, "health"):
             return refusal  # gateway, documents, static: Host only
         if kind in ("admin", "demo") or (kind == "page" and scope.get("method") != "GET"):
-            given = head.values.get(b"origin")
-            origin = None if given is None else given.decode("latin-1")
-            own = {o.decode("latin-1") for o in _own_origins(head.get(b"host"))}
-            if self.config.public_url:
-                own.add(_origin(self.config.public_url))
-            if origin is not None and origin.lower() not in own:
-                return 403, (f"Origin: {origin[:100]!r} is not this sandbox's origin (admin, "
-                             "demo and hosted-page routes refuse cross-site requests)")
-            site = head.get(b"sec-fetch-site").decode("latin-1").lower()
-            if site in ("cross-site", "same-site"):
-                return 403, (f"Sec-Fetch-Site: {site} (admin, demo and hosted-page routes "
-                             "refuse cross-site requests)")
+            refusal = self._cross_site_refusal(head)
+            if refusal is not None:
+                return refusal
         token = self.config.admin_token
         if kind == "admin" and token and not hmac.compare_digest(head.get(_TOKEN),
                                                                 token.encode()):
             return 401, (f"{SANDBOX_TOKEN_HEADER}: the sandbox's admin token is required "
                          "(printed by `walletctl sandbox serve`; --admin-token or "
                          "$WALLETCTL_SANDBOX_TOKEN)")
+        return None
+
+    def _cross_site_refusal(self, head: _Head) -> tuple[int, str] | None:
+        given = head.values.get(b"origin")
+        origin = None if given is None else given.decode("latin-1")
+        own = {o.decode("latin-1") for o in _own_origins(head.get(b"host"))}
+        if self.config.public_url:
+            own.add(_origin(self.config.public_url))
+        if origin is not None and origin.lower() not in own:
+            return 403, (f"Origin: {origin[:100]!r} is not this sandbox's origin (admin, "
+                         "demo and hosted-page routes refuse cross-site requests)")
+        site = head.get(b"sec-fetch-site").decode("latin-1").lower()
+        if site in ("cross-site", "same-site"):
+            return 403, (f"Sec-Fetch-Site: {site} (admin, demo and hosted-page routes "
+                         "refuse cross-site requests)")
         return None
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
@@ -370,8 +363,7 @@ def media_type(value: str | None) -> str:
 
 
 def json_charset(value: str | None) -> str | None:
-    """The ``charset`` of a JSON ``Content-Type`` when it is not UTF-8 (None: absent or
-    ``utf-8``, any case, quoted or not)."""
+    """The ``charset`` of a ``Content-Type`` when it is not UTF-8 (None: absent or utf-8)."""
     for param in (value or "").split(";")[1:]:
         name, _, given = param.partition("=")
         if name.strip().lower() == "charset":
@@ -394,8 +386,7 @@ class BodyLimitMiddleware:
                  body_budget: int = DEFAULT_BODY_BUDGET) -> None:
         self.app = app
         self.max_body = max_body
-        # bytes of request bodies held at once, across all connections (the server's event
-        # loop is the only user: no lock)
+        # the body budget (SandboxConfig.body_budget); the event loop is its only user: no lock
         self.budget, self.held = body_budget, 0
 
     def _take(self, size: int) -> bool:
@@ -441,8 +432,8 @@ class BodyLimitMiddleware:
             self.held -= held[0]
 
     async def _read(self, scope: Scope, receive: Any, send: Any, held: list[int]) -> None:
-        """Read the body within the budget (``held[0]`` bytes reserved, grown for a chunked
-        body), check its type and hand it to the route."""
+        """Read the body within the budget (``held[0]`` bytes reserved, grown as a chunked
+        body arrives), check its type and hand it to the route."""
         chunks: list[bytes] = []
         size = 0
         more = True
@@ -522,8 +513,7 @@ class FaultMiddleware:
         self.ctx = ctx
 
     def _faults(self, scope: Scope) -> FaultConfig:
-        """The request's ``X-Sandbox-Fault`` (read on a loopback host only), else the server's
-        faults; ValueError naming the rule the header breaks."""
+        """The request's ``X-Sandbox-Fault`` (on a loopback host only), else the server's."""
         header = _header(scope, b"x-sandbox-fault")
         if header is None or not is_loopback(self.ctx.config.host):
             return self.ctx.faults

@@ -1,13 +1,6 @@
-"""The sandbox's OpenAPI document and its ``/docs`` page.
-
-The document: every route, request schemas from the routes' own models
-(:mod:`walletctl.sandbox.requests`), response schemas from the shared models, the gateway
-error object, the ``PublicApiKey`` and ``Basic`` security schemes, declared path and query
-parameters; routes that answer HTML or JavaScript are listed with their content type.
-
-``/docs``: Swagger UI served entirely by the sandbox (offline): its script, style sheet and
-icon come from the ``swagger-ui-bundle`` package, under ``/docs/assets/`` (a fixed list of
-three files, never a path from the request)."""
+"""The sandbox's OpenAPI document (request schemas from the routes' own models, answers from
+the shared models, what routes reading ``Request`` themselves take) and its ``/docs`` page,
+Swagger UI served offline from the ``swagger-ui-bundle`` package."""
 
 from __future__ import annotations
 
@@ -69,8 +62,7 @@ def errors_doc(*statuses: int) -> dict[str, dict[str, Any]]:
 
 
 def openapi_document(app: FastAPI) -> dict[str, Any]:
-    """The OpenAPI document of ``app`` (built once): routes plus the shared models' schemas,
-    the error object and the ``PublicApiKey`` scheme."""
+    """The OpenAPI document of ``app`` (built once)."""
     if app.openapi_schema:
         return app.openapi_schema
     doc = get_openapi(title=app.title, version=app.version, description=app.description,
@@ -124,7 +116,7 @@ _KEY_CASE = ("Keys are read in any ASCII letter case (merchantId, MerchantId, ME
 
 
 def _wire_models(model: type[BaseModel], found: dict[type[WireModel], None]) -> None:
-    """``model`` and every model nested in it that reads keys as the wire does, into ``found``."""
+    """``model`` and every wire model nested in it, into ``found``."""
     if model in found or not issubclass(model, WireModel):
         return
     found[model] = None
@@ -139,8 +131,8 @@ def _wire_models(model: type[BaseModel], found: dict[type[WireModel], None]) -> 
 
 
 def _note_key_spellings(schemas: dict[str, Any], models: dict[type[WireModel], None]) -> None:
-    """State on each request object's schema what its model reads besides the table spelling:
-    keys in any letter case, and the samples' variant names (``x-key-variants``)."""
+    """State on each request schema that keys are read in any case, and the samples' variant
+    names (``x-key-variants``)."""
     component = {model.__name__: name for name, model in REQUEST_MODELS.items()}
     pending = {model.__name__: dict(model._variants) for model in models}
     for name, variants in pending.items():
@@ -200,8 +192,7 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
 
 
 def _declare_path_parameters(doc: dict[str, Any]) -> None:
-    """Declare every ``{name}`` of a path template (routes that read ``Request`` directly
-    leave them out, which makes the document invalid for tools like schemathesis)."""
+    """Declare every ``{name}`` of a path template (routes reading ``Request`` leave them out)."""
     for path, item in doc.get("paths", {}).items():
         names = re.findall(r"{([^}:]+)(?::[^}]*)?}", path)
         for operation in item.values():
@@ -466,8 +457,8 @@ _POSITIVE_MONEY = frozenset({"amount"})  # request amounts that must be above ze
 
 
 def _money_types(schemas: dict[str, Any], fmt: str) -> None:
-    """Amounts and rates as the server reads and writes them (pydantic would say
-    string-or-number, which a generated client turns into a float)."""
+    """Amounts and rates as the server reads and writes them (not pydantic's string-or-number,
+    which a generated client turns into a float)."""
     for name, schema in schemas.items():
         for prop, sub in (schema.get("properties") or {}).items():
             if not isinstance(sub, dict):
@@ -489,8 +480,7 @@ def _money_types(schemas: dict[str, Any], fmt: str) -> None:
 
 
 def _describe_operations(doc: dict[str, Any]) -> None:
-    """Request bodies, query parameters, security and answers of routes that read
-    ``Request`` themselves (FastAPI cannot see what they read)."""
+    """Request bodies, query parameters, security and answers FastAPI cannot see."""
     queries = _queries()
     for path, item in doc.get("paths", {}).items():
         for method, op in item.items():
@@ -524,13 +514,7 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
     answers: dict[str, Any] = {}
     ctype = _NOT_JSON.get(path)
     if path in _PAGE_ANSWERS:
-        answers.update({status: {"description": what, **({} if status == "303" else _HTML_PAGE)}
-                        for status, what in _PAGE_ANSWERS[path].get(method, ())
-                        or _PAGE_ANSWERS[path]["get"]})
-        for status, what in _PAGE_ERRORS[path]:
-            if method == "post" or status != 400:
-                answers[str(status)] = {"description": f"an HTML message page: {what}",
-                                        **_HTML_PAGE}
+        answers.update(_page_answers(method, path))
     elif ctype is not None:
         answers["200"] = {"description": "the file", "content": {ctype: {"schema": {
             "type": "string"}}}}
@@ -555,6 +539,18 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
     return dict(sorted(answers.items()))
 
 
+def _page_answers(method: str, path: str) -> dict[str, Any]:
+    """A hosted page's answers: a redirect or a page, and its HTML error pages."""
+    answers = {status: {"description": what, **({} if status == "303" else _HTML_PAGE)}
+               for status, what in _PAGE_ANSWERS[path].get(method, ())
+               or _PAGE_ANSWERS[path]["get"]}
+    for status, what in _PAGE_ERRORS[path]:
+        if method == "post" or status != 400:
+            answers[str(status)] = {"description": f"an HTML message page: {what}",
+                                    **_HTML_PAGE}
+    return answers
+
+
 # -- GET /docs ----------------------------------------------------------------------------------
 
 ASSETS = {
@@ -565,7 +561,6 @@ ASSETS = {
 
 
 def install_docs_page(app: FastAPI) -> None:
-    """Add ``/docs`` and ``/docs/assets/{name}`` to ``app``."""
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> Response:

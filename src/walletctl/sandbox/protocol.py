@@ -1,9 +1,7 @@
-"""Bounded connections: uvicorn's httptools and h11 protocols with a header limit (431), a
-request deadline (408 / close), a write deadline (abort), a connection cap (503) and
-gateway-shaped answers to malformed HTTP (400), which uvicorn's settings cannot give
-(docs/sandbox.md, "Connections and limits"). Every answer written here is the gateway error
-object with ``Connection: close``; the connection then half-closes and drains what the client
-still sends for up to :data:`LINGER` seconds (so it reads the answer, not a reset).
+"""Bounded connections (docs/sandbox.md, "Connections and limits"): uvicorn's httptools and h11
+protocols with a header limit (431), a request deadline (408), a write deadline, a connection
+cap (503) and gateway-shaped 400s for malformed HTTP. Such an answer closes the connection
+after draining for up to :data:`LINGER` seconds (so the client reads it, not a reset).
 """
 
 from __future__ import annotations
@@ -38,8 +36,7 @@ _DESCRIPTIONS = {408: "RequestTimeout", 431: "RequestHeaderFieldsTooLarge"}
 
 
 def default_max_connections() -> int:
-    """Half the soft ``RLIMIT_NOFILE`` (the other half is left for the database, the
-    listener and connections being refused), at least 16 and at most 10 000."""
+    """Half the soft ``RLIMIT_NOFILE``, at least 16 and at most 10 000."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return _MAX_CONNECTIONS_CAP
@@ -48,7 +45,6 @@ def default_max_connections() -> int:
 
 @dataclass
 class ConnectionLimits:
-    """The limits one server applies to each of its connections."""
 
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     write_timeout: float = DEFAULT_WRITE_TIMEOUT
@@ -66,7 +62,6 @@ class ConnectionLimits:
 
 def error_response(status: int, message: str,
                    extra: list[tuple[bytes, bytes]] | None = None) -> bytes:
-    """A complete HTTP/1.1 answer in the gateway error shape, closing the connection."""
     body = json.dumps(error_body(status, message, description=_DESCRIPTIONS.get(status)),
                       separators=(",", ":")).encode()
     phrase = http.HTTPStatus(status).phrase
@@ -78,11 +73,8 @@ def error_response(status: int, message: str,
 
 
 class _Bounded(asyncio.Protocol):
-    """The limits, shared by both protocol classes; see the module docstring.
-
-    A subclass says whether the current request's head and whole message are in
-    (:meth:`_head_in`, :meth:`_message_in`).
-    """
+    """The limits of both protocol classes; each says whether the current request's head and
+    whole message are in (:meth:`_head_in`, :meth:`_message_in`)."""
 
     limits = ConnectionLimits()
     # provided by the uvicorn protocol class this is mixed into
@@ -138,8 +130,7 @@ class _Bounded(asyncio.Protocol):
 
     def _unsent(self) -> int:
         """Bytes of answers not yet taken by the client: the transport's buffer plus, on
-        Linux, the socket's send queue (which shrinks as the client reads even while the
-        event loop is late to refill it)."""
+        Linux, the socket's send queue."""
         unsent = self.transport.get_write_buffer_size()
         sock = self.transport.get_extra_info("socket")
         if _OUTQ is not None and sock is not None:
@@ -161,13 +152,11 @@ class _Bounded(asyncio.Protocol):
             self._write_deadline.cancel()
             self._write_deadline = None
 
-    def _cycles(self) -> list[Any]:
-        """The requests of this connection not yet answered (running or queued)."""
+    def _cycles(self) -> list[Any]:  # the requests not yet answered (running or queued)
         return [self.cycle]
 
     def _drop_answers(self) -> None:
-        """Every route of this connection still running sees a disconnect and writes nothing
-        more (the transport is closed or about to be)."""
+        """Every route of this connection still running sees a disconnect."""
         for cycle in self._cycles():
             if cycle is not None and not cycle.response_complete:
                 cycle.disconnected = True
@@ -184,8 +173,7 @@ class _Bounded(asyncio.Protocol):
         self.transport.abort()  # nothing taken in time: drop the rest, free the slot
 
     def shutdown(self) -> None:
-        """The server stops: a client that is not reading its answer is not waited for, and
-        a pipelined route still running on a connection uvicorn closes writes nothing."""
+        """The server stops: a client not reading its answer is not waited for."""
         super().shutdown()  # type: ignore[misc]
         if self.flow.write_paused:
             self._drop_answers()
@@ -202,9 +190,7 @@ class _Bounded(asyncio.Protocol):
         super().resume_writing()
 
     def _after_response(self) -> None:
-        """An answer is complete: if part of it is still unsent, the client must take it
-        within the deadline, counted from this answer (closing would wait for it for ever);
-        while writing is paused, the deadline counted from the pause stands."""
+        """An answer is complete: what is still unsent must be taken within the deadline."""
         if not self.flow.write_paused:
             self._disarm_write()
         if self.transport.get_write_buffer_size():
@@ -286,8 +272,6 @@ class _Bounded(asyncio.Protocol):
 
 
 class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
-    """uvicorn's httptools protocol with the sandbox's limits."""
-
     def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
         self._bounded_init(config)
@@ -339,8 +323,6 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
 
 
 class SandboxH11Protocol(_Bounded, H11Protocol):
-    """uvicorn's h11 protocol with the sandbox's limits."""
-
     def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
         self._bounded_init(config)
@@ -359,7 +341,6 @@ class SandboxH11Protocol(_Bounded, H11Protocol):
 
 
 def protocol_class(http_name: str) -> type[asyncio.Protocol]:
-    """The bounded protocol for uvicorn's ``http`` setting (``httptools`` or ``h11``)."""
     return SandboxHttpToolsProtocol if http_name == "httptools" else SandboxH11Protocol
 
 

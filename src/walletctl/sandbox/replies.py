@@ -1,32 +1,17 @@
-"""What a sandbox route answers: :class:`Outcome`, and the one error vocabulary.
-
-Every error, on every route, is the gateway error object ``{code, description, details:
-{message}}`` (:func:`error_body`); :class:`SandboxError` carries one up to the route that
-answers it.
+"""The gateway error object ``{code, description, details: {message}}`` every sandbox error is
+(:func:`error_body`), and :class:`SandboxError`, which carries one up to its route.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from walletctl.errors import RequestValidationError
 
-__all__ = ["Outcome", "SandboxError", "error_body", "invalid_body"]
-
-
-@dataclass
-class Outcome:
-    """What a route answers: a status, a JSON body and extra headers."""
-
-    status: int
-    body: Any
-    headers: dict[str, str] = field(default_factory=dict)
+__all__ = ["SandboxError", "error_body", "invalid_body"]
 
 
 class SandboxError(Exception):
-    """An error answer in the gateway error object shape."""
-
     def __init__(self, status: int, message: str, *, code: str | None = None,
                  description: str | None = None) -> None:
         super().__init__(message)
@@ -69,7 +54,6 @@ _ERRORS: Final[dict[int, tuple[str, str]]] = {
 def error_body(
     status: int, message: str, *, code: str | None = None, description: str | None = None
 ) -> dict[str, Any]:
-    """The gateway error object ``{code, description, details: {message}}``."""
     default_code, default_desc = _ERRORS.get(status, (f"GEN-{status}", "Error"))
     return {
         "code": code or default_code,

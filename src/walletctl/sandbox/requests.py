@@ -1,14 +1,7 @@
-"""Reading a request, once and strictly (docs/sandbox.md, "Strict input"): JSON bodies
-(:func:`parse_json`: UTF-8, JSON only, no key twice, nesting at most :data:`MAX_DEPTH`, no lone
-surrogate; :func:`check_numbers`: strict money and integer fields; :func:`read_model`: then the
-route's model, which every later check uses), query strings (:func:`read_query`: names in any
-ASCII letter case, each once, UTF-8 values), and one model per JSON route (wire names in any
-letter case plus the samples' variants, never the Python names; unknown keys refused on the
-gateway's requests, dropped on the browser-sent ones).
-
-A JSON number is kept as an ``int`` of at most :data:`_INT_TEXT_MAX` digits or as a
-``Decimal`` (both linear in its text) and never converted after a refusal, so ``1e999999999``
-costs what its 11 characters do. Every problem is a 400 :class:`SandboxError` naming the field.
+"""Reading a request once and strictly (docs/sandbox.md, "Strict input"): JSON bodies, query
+strings and the one model of each JSON route. A JSON number is kept as a short ``int`` or a
+``Decimal`` (both linear in its text), so ``1e999999999`` costs what its characters do. Every
+problem is a 400 :class:`SandboxError` naming the field.
 """
 
 from __future__ import annotations
@@ -45,25 +38,13 @@ AMOUNT_TEXT = re.compile(r"-?([0-9]+)(?:\.([0-9]+))?", re.ASCII)
 _INT_TEXT_MAX = 64  # longer JSON integers are kept as Decimal (int() would refuse > 4300)
 
 
-class _Duplicate(ValueError):
-    pass
-
-
-class _Constant(ValueError):
-    pass
-
-
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _Duplicate(key)
+            raise SandboxError(400, f"{key}: given twice (each key may appear once per object)")
         out[key] = value
     return out
-
-
-def _constant(name: str) -> Any:
-    raise _Constant(name)
 
 
 def _int(text: str) -> int | Decimal:
@@ -110,20 +91,21 @@ def _surrogate_at(data: Any) -> str | None:
     return None
 
 
-def parse_json(raw: bytes, *, where: str = "(request)") -> Any:
-    """Decode a request body strictly; raise SandboxError(400) naming the rule."""
+def parse_object(raw: bytes, *, where: str = "(request)") -> dict[str, Any]:
+    """Decode a body that must be a JSON object, strictly; 400 naming the rule."""
+    if not raw.strip():
+        raise SandboxError(400, f"{where}: a JSON body is required")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SandboxError(400, f"{where}: the body is not UTF-8 text") from None
+
+    def constant(name: str) -> Any:
+        raise SandboxError(400, f"{where}: {name} is not a JSON number")
+
     try:
         data = json.loads(text, parse_float=Decimal, parse_int=_int,
-                          parse_constant=_constant, object_pairs_hook=_pairs)
-    except _Duplicate as exc:
-        raise SandboxError(400, f"{exc.args[0]}: given twice (each key may appear once "
-                           "per object)") from None
-    except _Constant as exc:
-        raise SandboxError(400, f"{where}: {exc.args[0]} is not a JSON number") from None
+                          parse_constant=constant, object_pairs_hook=_pairs)
     except RecursionError:
         raise SandboxError(400, f"{where}: JSON nested deeper than {MAX_DEPTH} levels") from None
     except ValueError:
@@ -133,34 +115,23 @@ def parse_json(raw: bytes, *, where: str = "(request)") -> Any:
     if "\\u" in text and (bad := _surrogate_at(data)) is not None:
         raise SandboxError(400, f"{bad}: contains a lone UTF-16 surrogate escape (\\ud800-"
                            "\\udfff without its pair), which is not text")
-    return data
-
-
-def parse_object(raw: bytes, *, where: str = "(request)") -> dict[str, Any]:
-    """:func:`parse_json` for a body that must be a JSON object (empty = error)."""
-    if not raw.strip():
-        raise SandboxError(400, f"{where}: a JSON body is required")
-    data = parse_json(raw, where=where)
     if not isinstance(data, dict):
         raise SandboxError(400, f"{where}: the body must be a JSON object")
     return data
 
 
 def read_body(raw: bytes, fmt: str, *, where: str = "(request)") -> dict[str, Any]:
-    """The one reading of a JSON route's body: a strict JSON object with strict amounts."""
     data = parse_object(raw, where=where)
     check_numbers(data, fmt)
     return data
 
 
 async def read_model(request: Request, model: type[M], *, where: str = "(request)") -> M:
-    """A JSON route's one reading of its body: :func:`read_body`, then the route's model."""
     fmt = request.app.state.ctx.config.amount_format
     return parse_model(model, read_body(await request.body(), fmt, where=where), fmt)
 
 
 def parse_model(model: type[M], data: dict[str, Any], fmt: str) -> M:
-    """``data`` as ``model``; a 400 naming the fields and rules it breaks."""
     try:
         return model.from_wire(data, fmt)  # type: ignore[arg-type]
     except RequestValidationError as exc:
@@ -169,7 +140,8 @@ def parse_model(model: type[M], data: dict[str, Any], fmt: str) -> M:
         raise SandboxError(400, "(request): the body could not be read") from None
 
 
-def _get(data: Any, name: str) -> Any:
+def get_folded(data: Any, name: str) -> Any:
+    """``data[name]`` with the key in any ASCII letter case (None when absent or not a dict)."""
     if isinstance(data, dict):
         for key, value in data.items():
             if fold_key(key) == name.lower():
@@ -190,7 +162,7 @@ def _minor_hint(text: str, currency: str) -> str:
 
 
 def check_amount(value: Any, path: str, currency: str, fmt: str) -> None:
-    """Refuse an amount the sandbox could misread; see the module docstring."""
+    """Refuse an amount the sandbox could misread (400 naming ``path``)."""
     if isinstance(value, bool):
         raise SandboxError(400, f"{path}: must be an amount, not a boolean")
     if isinstance(value, Decimal):
@@ -221,8 +193,7 @@ def check_amount(value: Any, path: str, currency: str, fmt: str) -> None:
 
 
 def integer_problem(value: Any) -> str | None:
-    """Why ``value`` (parsed by :func:`parse_json`) is not a JSON integer, else None. Reads
-    only its type and exponent: never converts it."""
+    """Why ``value`` is not a JSON integer, else None (never converts it)."""
     if isinstance(value, bool):
         return "must be an integer, not a boolean"
     if isinstance(value, int) or value is None or isinstance(value, dict | list):
@@ -240,7 +211,7 @@ def integer_problem(value: Any) -> str | None:
 
 def check_numbers(data: Any, fmt: str) -> None:
     """Walk a parsed body: strict money fields, strict integer fields."""
-    currency = _get(data, "currencyCode")
+    currency = get_folded(data, "currencyCode")
     cur = currency.upper() if isinstance(currency, str) else "EUR"
     stack: list[tuple[Any, str]] = [(data, "")]
     while stack:
@@ -269,11 +240,8 @@ def _unquote(raw: bytes) -> bytes:
 
 def read_query(query: bytes, names: Iterable[str],
                required: Iterable[str] = ()) -> dict[str, str]:
-    """``{name: value}`` for the ``names`` given in ``query`` (the raw query string).
-
-    Raises :class:`SandboxError` (400) for a parameter given twice, a value that is not
-    UTF-8, and (all at once) the ``required`` ones that are missing or blank.
-    """
+    """``{name: value}`` for the ``names`` in the raw ``query`` (any ASCII letter case); 400
+    for a name given twice, a value not UTF-8, and the ``required`` ones missing or blank."""
     wanted = {name.lower(): name for name in names}
     found: dict[str, str] = {}
     for part in query.split(b"&"):

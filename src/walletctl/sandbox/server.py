@@ -1,7 +1,6 @@
-"""Running the sandbox: :func:`serve` (foreground, ``walletctl sandbox serve``) and
-:class:`EmbeddedSandbox` (a background thread: the demo, tests, ``smoke --embedded``), on
-uvicorn's uvloop + httptools stack when installed (else asyncio + h11), loopback by default;
-port 0 picks a free port (bound here, so the real port is known before serving)."""
+"""Running the sandbox: :func:`serve` (foreground) and :class:`EmbeddedSandbox` (a background
+thread), on uvloop + httptools when installed (else asyncio + h11). The socket is bound here,
+so with port 0 the real port is known before serving."""
 
 from __future__ import annotations
 
@@ -90,7 +89,7 @@ class _Server(uvicorn.Server):
 
 
 def _log_config(quiet: bool) -> dict[str, Any]:
-    """Server and access logs on stderr (stdout carries only the URL and ready lines)."""
+    """Logs on stderr (stdout carries only the URL and ready lines)."""
     level = "WARNING" if quiet else "INFO"
     return {
         "version": 1,
@@ -106,8 +105,6 @@ def _log_config(quiet: bool) -> dict[str, Any]:
 
 
 class _Config(uvicorn.Config):
-    """uvicorn's settings plus the limits read by the sandbox's protocol classes."""
-
     sandbox_limits: ConnectionLimits | None = None
 
 
@@ -137,8 +134,8 @@ def _uvicorn_config(app: FastAPI, config: SandboxConfig, port: int, quiet: bool,
 
 
 def _outward_host(host: str) -> str:
-    """A name other machines can use for a wildcard bind (the primary interface's address,
-    found without sending a packet), else the machine's host name."""
+    """A name other machines can use for a wildcard bind: the primary interface's address,
+    else the host name."""
     if host not in ("0.0.0.0", "::", ""):
         return host
     family = socket.AF_INET6 if host == "::" else socket.AF_INET
@@ -152,8 +149,7 @@ def _outward_host(host: str) -> str:
 
 
 def expose(config: SandboxConfig, host: str, port: int) -> list[str]:
-    """Settings for a non-loopback bind: a usable ``public_url`` and an admin token (generated
-    when not given). Returns the warning lines to print (empty on loopback)."""
+    """A ``public_url`` and an admin token for a non-loopback bind; the lines to print."""
     if is_loopback(host):
         return []
     lines = [f"WARNING: the sandbox is bound to {host}, reachable from the network. It is a "
@@ -175,8 +171,8 @@ def expose(config: SandboxConfig, host: str, port: int) -> list[str]:
 
 
 def _listen(config: SandboxConfig, host: str, port: int) -> tuple[socket.socket, str, list[str]]:
-    """Bind ``host:port`` for ``config``: the socket, its URL and :func:`expose`'s warning
-    lines. ``config`` gets the host, and the socket's URL as public URL when it has none."""
+    """The bound socket, its URL and :func:`expose`'s lines; ``config`` gets the host and a
+    public URL."""
     if config.faults.active and not is_loopback(host):
         raise ValueError("faults: fault injection is only allowed on a loopback host")
     config.host = host
@@ -189,8 +185,7 @@ def _listen(config: SandboxConfig, host: str, port: int) -> tuple[socket.socket,
     return sock, url, lines
 
 
-def _write_ready_file(path: Path, url: str) -> None:
-    """Write ``url`` to ``path`` atomically (a watcher never reads half a line)."""
+def _write_ready_file(path: Path, url: str) -> None:  # atomically: never half a line
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(url + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -199,14 +194,9 @@ def _write_ready_file(path: Path, url: str) -> None:
 def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = None,
           ready_file: Path | None = None,
           on_listen: Callable[[str], None] | None = None) -> None:
-    """Serve in the foreground until SIGINT/SIGTERM.
-
-    Prints ``walletctl sandbox listening on http://HOST:PORT`` then a ready line, and writes
-    the URL to ``ready_file`` (when given) once requests are accepted; the file is removed
-    again when the server stops.
-    Raises ValueError when faults are asked for on a non-loopback host, OSError when the
-    port cannot be bound.
-    """
+    """Serve in the foreground until SIGINT/SIGTERM: the listening line, then the ready line
+    and ``ready_file`` (removed on stop) once requests are accepted. ValueError for faults on a
+    non-loopback host, OSError when the port cannot be bound."""
     stream = out or sys.stdout
     sock, url, warnings = _listen(config, host, port)
     for line in warnings:
@@ -258,7 +248,6 @@ class EmbeddedSandbox:
     def __init__(self, config: SandboxConfig | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, startup_timeout: float = 15.0,
                  stack: tuple[str, str] | None = None) -> None:
-        """``stack`` = (loop, http), e.g. ("asyncio", "h11"); default: the fastest installed."""
         self.config = config or SandboxConfig(quiet=True)
         self.stack = stack
         self.host = host

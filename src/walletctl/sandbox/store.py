@@ -1,13 +1,7 @@
-"""The sandbox's SQLite store (:class:`Store`): the ledger (``transactions``: originals and
-follow-ups, amounts as Decimal MAJOR units in :class:`TxRow`), the API keys the public key
-service issued (``api_keys``), and the browser wallet's ``walletpay_*`` tables (kept by
-:meth:`Store.reset`, cleared by :meth:`Store.reset_walletpay`).
-
-Every public method is ONE short ``BEGIN IMMEDIATE`` ... ``COMMIT``; :meth:`Store.atomic`
-groups several (re-entrant: a method called inside joins the outer transaction). One
-connection guarded by a re-entrant lock makes the store thread-safe. ``Store(path)`` is a file
-DB in WAL mode (a restarted ``--db`` sandbox keeps everything); ``Store(None)`` in memory.
-Times are stored as UTC ISO 8601 text, dicts as compact sorted JSON.
+"""The sandbox's SQLite store: the ledger (``transactions``), the API keys the public key
+service issued and the browser wallet's ``walletpay_*`` tables. Every public method is one
+short transaction; :meth:`Store.atomic` groups several (nested calls join the outer one).
+``Store(path)`` is a file in WAL mode, ``Store(None)`` in memory.
 """
 
 from __future__ import annotations
@@ -23,10 +17,6 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Final
 
-__all__ = ["ApiKeyRow", "DuplicateReferenceError", "Store", "TxRow", "WalletPayKeyRow",
-           "WalletPayRow"]
-
-# Kinds and states of stored transactions.
 KINDS: Final = ("sale", "preauth", "capture", "refund", "reversal")
 ORIGINAL_KINDS: Final = ("sale", "preauth")
 STATES: Final = ("Pending", "Approved", "Errored", "Declined", "Cancelled", "Expired")
@@ -42,7 +32,7 @@ class DuplicateReferenceError(Exception):
 
 @dataclass(frozen=True)
 class TxRow:
-    """One stored transaction (original or follow-up). Amounts are Decimal MAJOR units."""
+    """One stored transaction (original or follow-up); the amount in major units."""
 
     id: str
     merchant_id: str
@@ -107,7 +97,6 @@ class WalletPayRow:
 
 
 def iso_utc(value: datetime) -> str:
-    """How times are stored: ISO 8601 in UTC."""
     return value.astimezone(UTC).isoformat()
 
 
@@ -120,10 +109,23 @@ def parse_dt(value: str | None) -> datetime | None:
 
 
 def dump_json(value: Any) -> str | None:
-    """How dicts are stored: compact JSON with sorted keys (None stays NULL)."""
     if value is None:
         return None
     return json.dumps(value, default=str, separators=(",", ":"), sort_keys=True)
+
+
+def _stored(name: str, value: Any) -> Any:
+    """A ``transactions`` column's value as stored: dicts as sorted JSON, times as UTC ISO
+    8601 text, amounts as decimal text, flags as 0/1."""
+    if name in _JSON_COLUMNS:
+        return dump_json(value)
+    if value is None or type(value) is str:  # most columns: as they are
+        return value
+    if isinstance(value, datetime):
+        return iso_utc(value)
+    if isinstance(value, Decimal):
+        return f"{value:f}"
+    return int(value) if isinstance(value, bool) else value
 
 
 _SCHEMA: Final = """
@@ -211,7 +213,7 @@ LEDGER_PAGE: Final = 1000  # transactions per read of :meth:`Store.ledger_pages`
 _LEDGER_JSON: Final = "json_object(" + ", ".join(
     f"'{key}', {column}" for key, column in _LEDGER_VIEW.items()) + ")"
 # Columns of ``transactions`` stored as JSON, and the ones :meth:`Store.update` may change.
-_JSON_COLUMNS: Final = ("billing", "shipping", "payer", "checkout", "response")
+_JSON_COLUMNS: Final = frozenset({"billing", "shipping", "payer", "checkout", "response"})
 _UPDATABLE: Final = frozenset({
     *_JSON_COLUMNS, "state", "provider_state_code", "token_used", "expires_at",
     "provider_transaction_id", "request_hash", "response_status",
@@ -265,18 +267,15 @@ class Store:
                 self._conn.execute("COMMIT")
 
     def _one(self, sql: str, *params: Any) -> sqlite3.Row | None:
-        """The first row of one query (in its own transaction, or the caller's)."""
         with self.atomic() as conn:
             found: sqlite3.Row | None = conn.execute(sql, params).fetchone()
         return found
 
     def _execute(self, sql: str, *params: Any) -> int:
-        """Run one statement; the number of rows it changed."""
         with self.atomic() as conn:
             return conn.execute(sql, params).rowcount
 
     def _rows(self, sql: str, *params: Any) -> list[TxRow]:
-        """Every ``transactions`` row one query selects."""
         with self.atomic() as conn:
             return [_row(r) for r in conn.execute(sql, params).fetchall()]
 
@@ -317,6 +316,7 @@ class Store:
     ) -> TxRow:
         """Store one transaction (``type_str``: the wire type its records show; ``payer``: the
         2.5 ``apmPayer*`` fields); :class:`DuplicateReferenceError` if the reference exists."""
+        columns = {k: v for k, v in locals().items() if k not in ("self", "now", "tx_id")}
         if kind not in KINDS:
             raise ValueError(f"kind: must be one of {', '.join(KINDS)}")
         if state not in STATES:
@@ -324,59 +324,36 @@ class Store:
         if not isinstance(amount, Decimal):
             raise TypeError("amount: must be a Decimal")
         tx_id = tx_id or str(uuid.uuid4())
-        stamp = iso_utc(now)
+        row = {"id": tx_id, **columns, "created_at": now, "updated_at": now}
+        sql = (f"INSERT INTO transactions ({', '.join(row)}) "  # noqa: S608 - fixed names
+               f"VALUES ({', '.join('?' * len(row))})")
         with self.atomic() as conn:
             try:
-                conn.execute(
-                    "INSERT INTO transactions (id, merchant_id, store_id, reference, "
-                    "invoice_reference, kind, type_str, amount, currency, state, "
-                    "provider_state_code, method, created_at, updated_at, billing, shipping, "
-                    "payer, checkout, token, expires_at, provider_transaction_id, request_hash, "
-                    "response, response_status) VALUES "
-                    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        tx_id, merchant_id, store_id, reference, invoice_reference, kind,
-                        type_str, f"{amount:f}", currency, state, provider_state_code, method,
-                        stamp, stamp, dump_json(billing), dump_json(shipping), dump_json(payer),
-                        dump_json(checkout), token, iso_utc(expires_at) if expires_at else None,
-                        provider_transaction_id, request_hash, dump_json(response),
-                        response_status,
-                    ),
-                )
+                conn.execute(sql, [_stored(k, v) for k, v in row.items()])
             except sqlite3.IntegrityError as exc:
                 if "reference" in str(exc) or "transactions.merchant_id" in str(exc):
                     raise DuplicateReferenceError(reference) from None
                 raise
-            row = self.get_by_id(tx_id)
-        assert row is not None
-        return row
+            found = self.get_by_id(tx_id)
+        assert found is not None
+        return found
 
     def update(self, tx_id: str, *, now: datetime, **columns: Any) -> TxRow:
         """Change columns of one row (state, provider_state_code, token_used, ...)."""
         bad = set(columns) - _UPDATABLE
         if bad:
             raise ValueError(f"cannot update {', '.join(sorted(bad))}")
-        sets = ["updated_at = ?"]
-        values: list[Any] = [iso_utc(now)]
-        for name, value in columns.items():
-            sets.append(f"{name} = ?")
-            if name in _JSON_COLUMNS:
-                value = dump_json(value)
-            elif name == "expires_at" and value is not None:
-                value = iso_utc(value)
-            elif name == "token_used":
-                value = int(bool(value))
-            values.append(value)
-        values.append(tx_id)
+        changes = {"updated_at": now, **columns}
+        sets = ", ".join(f"{name} = ?" for name in changes)
         with self.atomic() as conn:
-            conn.execute(f"UPDATE transactions SET {', '.join(sets)} WHERE id = ?", values)  # noqa: S608
+            conn.execute(f"UPDATE transactions SET {sets} WHERE id = ?",  # noqa: S608
+                         [*(_stored(k, v) for k, v in changes.items()), tx_id])
             row = self.get_by_id(tx_id)
         if row is None:
             raise KeyError(tx_id)
         return row
 
     def _tx(self, where: str, *params: Any) -> TxRow | None:
-        """The ``transactions`` row matching ``where`` (a fixed condition, never user input)."""
         found = self._one(f"SELECT * FROM transactions WHERE {where}", *params)  # noqa: S608
         return _row(found) if found else None
 
@@ -419,13 +396,9 @@ class Store:
         return self._rows("SELECT * FROM transactions ORDER BY seq")
 
     def ledger_pages(self, page: int = LEDGER_PAGE) -> Iterator[list[str]]:
-        """The ``GET /_sandbox/ledger`` view of every transaction stored when the read
-        began, oldest first, ``page`` at a time, each transaction as one compact JSON object
-        (keys in the view's order; the stored text as it is: amounts as decimal strings,
-        times as ISO 8601 UTC, as :meth:`create_transaction` stores them). Each page is one
-        short read by ``seq`` (the store is free between pages, so a ledger of millions is
-        read while other requests are served); a transaction changed during the read is
-        seen as its page found it."""
+        """The ``GET /_sandbox/ledger`` view of every transaction stored when the read began,
+        oldest first, as compact JSON objects, ``page`` at a time; each page is one short read
+        by ``seq``, so other requests are served between pages."""
         top = self._one("SELECT MAX(seq) FROM transactions")
         last, after = (top[0] if top else None) or 0, 0
         while after < last:
@@ -497,9 +470,8 @@ class Store:
         now: datetime,
         keep: bool = False,
     ) -> str:
-        """Store a key pair (PEM private key) unless ``key_id`` exists; return the stored PEM
-        (so the sandbox-level keys are "load or create"). ``keep=True`` rows (the static key's
-        encryption key, the wallet's signing keys) survive :meth:`reset_walletpay`."""
+        """Store a key pair unless ``key_id`` exists; the stored PEM ("load or create").
+        ``keep=True`` rows survive :meth:`reset_walletpay`."""
         with self.atomic() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO walletpay_keys (key_id, private_pem, merchant_id, "
@@ -554,9 +526,8 @@ class Store:
             found["id"], found["account_id"], json.loads(found["data"]), bool(found["used"]))
 
     def mark_walletpay_used(self, kind: str, item_id: str) -> bool:
-        """Set the used flag of an account's cryptogram (``account``) / a 3DS result
-        (``three_ds``); False if it was set or is unknown: single use holds across threads
-        and restarts."""
+        """Set the used flag of an ``account`` or a ``three_ds`` result; False if it was set
+        or is unknown."""
         table = _WALLETPAY_USABLE.get(kind)
         if table is None:
             raise ValueError(f"kind: must be one of {', '.join(_WALLETPAY_USABLE)}")

@@ -1,15 +1,8 @@
 """The browser wallet (WalletPay) in the sandbox: the gateway's routes (public keys, payment
-accounts, authorizations stored in the shared ledger with method ``WalletPay``, the hosted
-3DS challenge), the emulated wallet provider (test cards, signed and encrypted ECv2-shaped
-tokens: :mod:`walletctl.sandbox.crypto`), the simulated 3DS step, the client script's files
-(ETag, gzip, caching) and the demo merchant's server, which calls the gateway's route bodies
-in process. Credentials: :mod:`walletctl.sandbox.auth`; cross-origin routes:
-:mod:`walletctl.sandbox.middleware`.
-
-Keys, payment accounts (with their single-use flag), 3DS results and seen token
-``messageId`` values live in the store's ``walletpay_*`` tables (``serve --db PATH`` keeps
-them; ``/_sandbox/reset`` clears all but the sandbox-level keys); only the demo merchant's
-orders and results are in memory.
+accounts, authorizations in the shared ledger, the hosted 3DS challenge), the emulated wallet
+provider (test cards, ECv2-shaped tokens), the client script's files and the demo merchant.
+Keys, accounts, 3DS results and seen ``messageId`` values live in the store's ``walletpay_*``
+tables; only the demo merchant's orders and results are in memory.
 """
 
 from __future__ import annotations
@@ -23,7 +16,7 @@ import threading
 import urllib.parse
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,6 +48,7 @@ from walletctl.sandbox.requests import (
     ThreeDSecureBody,
     WalletTokenBody,
     form_values,
+    get_folded,
     read_model,
     read_query,
 )
@@ -65,7 +59,6 @@ M = TypeVar("M", bound=WireModel)
 API_KEY_TTL = timedelta(minutes=30)
 TOKEN_TTL_SECONDS = 300
 DEFAULT_KEY_ID = "ek_sandbox_default"
-# ids of the wallet provider's signing keys in the store's walletpay_keys table
 ROOT_KEY_ID = "wallet_root"
 INTERMEDIATE_KEY_ID = "wallet_intermediate"
 CHALLENGE_TTL = timedelta(minutes=15)
@@ -78,9 +71,9 @@ SHIPPING = {"standard": Decimal("0.00"), "express": Decimal("5.00"),
             "overnight": Decimal("12.50")}
 OFFERS = {"SAVE2": Decimal("2.00")}
 
-# Reasons that are plain validation / authentication failures: they take the gateway's
-# generic description; any other reason (CryptogramUsed, ...) is the error's description.
-_GENERIC = frozenset({"MissingField", "InvalidField", "Unauthorized"})
+# Reasons that are plain validation / authentication failures, and their status: they take
+# the gateway's generic description; any other reason is the error's description.
+_GENERIC = {"MissingField": 400, "InvalidField": 400, "Unauthorized": 401}
 # The browser-wallet routes' own error descriptions and their status (docs/sandbox.md,
 # "Browser-wallet reasons", lists the same; tests/sandbox/test_docs_agree.py compares them).
 WALLET_REASONS: dict[str, int] = {
@@ -99,9 +92,7 @@ WALLET_REASONS: dict[str, int] = {
 
 @dataclass(frozen=True)
 class TestCard:
-    """A card of the emulated wallet. ``pan`` is the FPAN (PAN_ONLY) or the device token;
-    ``funding`` CREDIT, DEBIT or PREPAID (what ``allowCreditCards`` / ``allowPrepaidCards``
-    filter in the sheet)."""
+    """A card of the emulated wallet: ``pan`` is the FPAN (PAN_ONLY) or the device token."""
 
     id: str
     label: str
@@ -112,7 +103,7 @@ class TestCard:
     expiry_year: int
     eci: str | None = None
     decline: bool = False
-    funding: str = "CREDIT"
+    funding: str = "CREDIT"  # or DEBIT, PREPAID: what the sheet's allow*Cards options filter
 
     def public(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label, "cardNetwork": self.network,
@@ -145,11 +136,14 @@ CARDS_BY_ID = {c.id: c for c in TEST_CARDS}
 
 
 class ApiError(SandboxError):
-    """A browser-wallet route's error, in the same vocabulary as endpoints 1-3 (code by
-    status, e.g. ``TRX-422``; description names the reason, e.g. ``CryptogramUsed``)."""
+    """A browser-wallet route's error: the status its ``reason`` has, the code by status
+    (``TRX-422``) and the reason as description (``CryptogramUsed``) unless generic."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(status, message, description=None if reason in _GENERIC else reason)
+    def __init__(self, reason: str, message: str) -> None:
+        if reason in _GENERIC:
+            super().__init__(_GENERIC[reason], message)
+        else:
+            super().__init__(WALLET_REASONS[reason], message, description=reason)
 
 
 def card_network(pan: str) -> str:
@@ -177,8 +171,6 @@ def mask(pan: str) -> str:
 class KeyPair:
     key_id: str
     private: ec.EllipticCurvePrivateKey
-    merchant_id: str | None
-    store_id: str | None
 
 
 @dataclass
@@ -198,8 +190,7 @@ class Account:
     cryptogram_used: bool = False
     decline: bool = False
 
-    def data(self) -> dict[str, Any]:
-        """The stored form (store ``walletpay_accounts.data``; ids and used flag are columns)."""
+    def data(self) -> dict[str, Any]:  # the store's walletpay_accounts.data
         return {"cardType": self.card_type, "cardNetwork": self.network, "pan": self.pan,
                 "expiryMonth": self.expiry_month, "expiryYear": self.expiry_year,
                 "reference": self.reference, "cryptogram": self.cryptogram, "eci": self.eci,
@@ -232,10 +223,8 @@ class Account:
 
 
 @dataclass
-class DemoSession:
+class DemoSession:  # an order of the demo merchant (DEMO_MERCHANT, DEMO_STORE)
     reference: str
-    merchant_id: str
-    store_id: str
     api_key: str = field(repr=False)
     key_id: str
     kind: str = "sale"
@@ -266,18 +255,16 @@ class DemoSession:
 
 
 class WalletPayState:
-    """The browser wallet's state beside the store: the parsed keys (a stored key never
-    changes) and the demo merchant's orders and results."""
+    """The browser wallet's signing keys and the demo merchant's orders and results."""
 
     def __init__(self, ctx: SandboxContext) -> None:
         self.ctx = ctx
         self.lock = threading.Lock()
-        self._keys: dict[str, KeyPair] = {}
         self.signer = WalletSigner(root=self._sandbox_key(ROOT_KEY_ID),
                                    intermediate=self._sandbox_key(INTERMEDIATE_KEY_ID))
-        self.default_key = KeyPair(DEFAULT_KEY_ID, self._sandbox_key(DEFAULT_KEY_ID), None, None)
+        self.default_key = KeyPair(DEFAULT_KEY_ID, self._sandbox_key(DEFAULT_KEY_ID))
         self.demo_sessions: dict[str, DemoSession] = {}
-        # the demo merchant's (in memory, bounded; never a cryptogram or a PAN)
+        # bounded; never a cryptogram or a PAN
         self.demo_results: deque[dict[str, Any]] = deque(maxlen=DEMO_RESULTS_MAX)
 
     def _sandbox_key(self, key_id: str) -> ec.EllipticCurvePrivateKey:
@@ -290,7 +277,6 @@ class WalletPayState:
     def reset(self) -> None:
         """``/_sandbox/reset``: forget all but the sandbox-level keys."""
         with self.lock:
-            self._keys.clear()
             self.demo_sessions.clear()
             self.demo_results.clear()
         self.ctx.store.reset_walletpay()
@@ -304,37 +290,16 @@ class WalletPayState:
         now = min(self.now_ms(), crypto.now_ms())
         return self.ctx.store.claim_message_id(message_id, expires_ms, now)
 
-    def add_key(self, pair: KeyPair) -> None:
-        self.ctx.store.add_walletpay_key(
-            key_id=pair.key_id, private_pem=crypto.private_key_pem(pair.private),
-            merchant_id=pair.merchant_id, store_id=pair.store_id, now=self.ctx.now())
-        with self.lock:
-            self._keys[pair.key_id] = pair
-
-    def key(self, key_id: str) -> KeyPair | None:
-        with self.lock:
-            pair = self._keys.get(key_id)
-        if pair is not None:
-            return pair
-        row = self.ctx.store.walletpay_key(key_id)
-        if row is None:
-            return None
-        pair = KeyPair(row.key_id, crypto.load_private_key_pem(row.private_pem),
-                       row.merchant_id, row.store_id)
-        with self.lock:
-            self._keys[key_id] = pair
-        return pair
-
     def key_for_api_key(self, api_key: str) -> KeyPair:
         if api_key == self.ctx.config.api_key:
             return self.default_key
         info = self.ctx.store.api_key_info(api_key)
         key_id = info.extra.get("encryptionKeyId") if info else None
-        pair = self.key(key_id) if isinstance(key_id, str) and key_id else None
-        if pair is None:
-            raise ApiError(401, "Unauthorized",
+        row = self.ctx.store.walletpay_key(key_id) if isinstance(key_id, str) and key_id else None
+        if row is None:
+            raise ApiError("Unauthorized",
                            "no encryption key is bound to this API key (sandbox restarted?)")
-        return pair
+        return KeyPair(row.key_id, crypto.load_private_key_pem(row.private_pem))
 
 
 # -- files: the client script, its declaration, the test driver, the demo page -----------
@@ -413,24 +378,16 @@ def _scope(request: Request, *names: str) -> dict[str, str]:
     return read_query(request.scope["query_string"], names, names)
 
 
-def _get(data: dict[str, Any], name: str) -> Any:
-    for key, value in data.items():
-        if key.lower() == name.lower():
-            return value
-    return None
-
-
 def _extract_token(payment_data: dict[str, Any] | str) -> Any:
     """The wallet's token inside ``paymentData`` (the wallet's own document, read as given)."""
     if isinstance(payment_data, str):
         return payment_data
-    if _get(payment_data, "protocolVersion") is not None:
+    if get_folded(payment_data, "protocolVersion") is not None:
         return payment_data
-    pmd = _get(payment_data, "paymentMethodData")
-    tok = _get(pmd, "tokenizationData") if isinstance(pmd, dict) else None
-    token = _get(tok, "token") if isinstance(tok, dict) else None
+    pmd = get_folded(payment_data, "paymentMethodData")
+    token = get_folded(get_folded(pmd, "tokenizationData"), "token")
     if token is None:
-        raise ApiError(400, "MissingField",
+        raise ApiError("MissingField",
                        "paymentData.paymentMethodData.tokenizationData.token: is required")
     return token
 
@@ -441,12 +398,13 @@ def issue_keys(st: WalletPayState, merchant_id: str, store_id: str) -> dict[str,
     expires = now + API_KEY_TTL
     api_key = "pk_" + secrets.token_urlsafe(24)
     key_id = "ek_" + secrets.token_hex(8)
-    pair = KeyPair(key_id, crypto.new_private_key(), merchant_id, store_id)
+    private = crypto.new_private_key()
     with ctx.store.atomic():  # the API key and its encryption key are stored together
-        st.add_key(pair)
+        ctx.store.add_walletpay_key(key_id=key_id, private_pem=crypto.private_key_pem(private),
+                                    merchant_id=merchant_id, store_id=store_id, now=now)
         ctx.store.issue_api_key(key=api_key, merchant_id=merchant_id, store_id=store_id,
                                 expires_at=expires, now=now, encryptionKeyId=key_id)
-    return {"apiKey": api_key, "encryptionKey": crypto.public_key_b64(pair.private),
+    return {"apiKey": api_key, "encryptionKey": crypto.public_key_b64(private),
             "encryptionKeyId": key_id, "expiresAt": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
@@ -475,11 +433,10 @@ def _open_payment_data(st: WalletPayState, token: Any, pair: KeyPair,
         payload = crypto.open_token(token, pair.private, st.signer.root.public_key(),
                                     st.claim_message_id, now=st.now_ms())
     except TokenError as exc:
-        status = 400 if exc.reason == "malformed" else 422
-        raise ApiError(status, f"PaymentData{exc.reason.title().replace('_', '')}",
+        raise ApiError(f"PaymentData{exc.reason.title().replace('_', '')}",
                        f"paymentData: {exc.message}") from None
     if payload.get("gatewayMerchantId") != merchant_id:
-        raise ApiError(422, "PaymentDataMerchantMismatch",
+        raise ApiError("PaymentDataMerchantMismatch",
                        "paymentData: gatewayMerchantId does not match merchantId")
     return payload["paymentMethodDetails"]
 
@@ -488,45 +445,51 @@ async def payment_accounts(st: WalletPayState, request: Request) -> Any:
     """Create Payment Account: verify + decrypt the wallet token, return the account id."""
     cred = auth.authenticate(st.ctx, request)  # 401 first, before the body is read
     body = await _read(request, PaymentAccountBody)
-    merchant_id, store_id = body.merchant_id, body.store_id
-    auth.require_scope(cred, merchant_id, store_id)
+    auth.require_scope(cred, body.merchant_id, body.store_id)
     token = _extract_token(body.payment_data)
     pair = st.key_for_api_key(cred.key)
-    details = _open_payment_data(st, token, pair, merchant_id)
+    details = _open_payment_data(st, token, pair, body.merchant_id)
+    now = st.ctx.now()
+    account = _new_account(details, body, pair.key_id, now)
+    st.ctx.store.add_walletpay_account(
+        account_id=account.id, merchant_id=account.merchant_id, store_id=account.store_id,
+        key_id=pair.key_id, data=account.data(), now=now)
+    out = {k: v for k, v in account.public().items()
+           if k in ("transactionAccountId", "cardType", "cardNetwork", "maskedCardNumber",
+                    "expiryMonth", "expiryYear")}
+    if account.card_type == "Token":
+        out.update(cryptogram=account.cryptogram, eciIndicator=account.eci)
+    return out
+
+
+def _new_account(details: Any, body: PaymentAccountBody, key_id: str,
+                 now: datetime) -> Account:
+    """The payment account a decrypted credential describes (400 / 422 when it cannot be)."""
     pan = details.get("pan")
     try:
         month = int(details.get("expirationMonth"))
         year = int(details.get("expirationYear"))
     except (TypeError, ValueError):
-        raise ApiError(400, "PaymentDataMalformed",
+        raise ApiError("PaymentDataMalformed",
                        "paymentData: expirationMonth/expirationYear are required") from None
     if not isinstance(pan, str) or not pan.isdigit() or not 12 <= len(pan) <= 19:
-        raise ApiError(400, "PaymentDataMalformed", "paymentData: pan must be 12-19 digits")
-    now = st.ctx.now()
+        raise ApiError("PaymentDataMalformed", "paymentData: pan must be 12-19 digits")
     if not 1 <= month <= 12 or (year, month) < (now.year, now.month):
-        raise ApiError(422, "CardExpired", "paymentData: the card has expired")
-    is_token = details["authMethod"] == "CRYPTOGRAM_3DS"
-    cryptogram = details.get("cryptogram") if is_token else None
-    eci = details.get("eciIndicator") if is_token else None
-    if is_token and (not isinstance(cryptogram, str) or not cryptogram):
-        raise ApiError(400, "PaymentDataMalformed",
-                       "paymentData: a CRYPTOGRAM_3DS credential needs a cryptogram")
-    account = Account(
-        id="ta_" + secrets.token_hex(10), merchant_id=merchant_id, store_id=store_id,
-        key_id=pair.key_id, card_type="Token" if is_token else "Card", network=card_network(pan),
-        pan=pan, expiry_month=month, expiry_year=year, reference=body.client_system_transaction_id,
-        cryptogram=cryptogram, eci=str(eci) if eci is not None else None,
+        raise ApiError("CardExpired", "paymentData: the card has expired")
+    cryptogram, eci = None, None
+    if details["authMethod"] == "CRYPTOGRAM_3DS":
+        cryptogram, eci = details.get("cryptogram"), details.get("eciIndicator")
+        if not isinstance(cryptogram, str) or not cryptogram:
+            raise ApiError("PaymentDataMalformed",
+                           "paymentData: a CRYPTOGRAM_3DS credential needs a cryptogram")
+    return Account(
+        id="ta_" + secrets.token_hex(10), merchant_id=body.merchant_id, store_id=body.store_id,
+        key_id=key_id, card_type="Card" if cryptogram is None else "Token",
+        network=card_network(pan), pan=pan, expiry_month=month, expiry_year=year,
+        reference=body.client_system_transaction_id, cryptogram=cryptogram,
+        eci=str(eci) if eci is not None else None,
         decline=pan in {c.pan for c in TEST_CARDS if c.decline},
     )
-    st.ctx.store.add_walletpay_account(
-        account_id=account.id, merchant_id=merchant_id, store_id=store_id, key_id=pair.key_id,
-        data=account.data(), now=now)
-    out = {k: v for k, v in account.public().items()
-           if k in ("transactionAccountId", "cardType", "cardNetwork", "maskedCardNumber",
-                    "expiryMonth", "expiryYear")}
-    if is_token:
-        out.update(cryptogram=account.cryptogram, eciIndicator=account.eci)
-    return out
 
 
 def get_account(st: WalletPayState, account_id: str, merchant_id: str, store_id: str,
@@ -534,10 +497,10 @@ def get_account(st: WalletPayState, account_id: str, merchant_id: str, store_id:
     row = st.ctx.store.walletpay_account(account_id)
     account = Account.from_row(row) if row is not None else None
     if account is None or account.merchant_id != merchant_id or account.store_id != store_id:
-        raise ApiError(404, "PaymentAccountNotFound",
+        raise ApiError("PaymentAccountNotFound",
                        f"transactionAccountId: {account_id} is not known for this merchant/store")
     if key_id is not None and key_id != account.key_id:
-        raise ApiError(403, "EncryptionKeyMismatch",
+        raise ApiError("EncryptionKeyMismatch",
                        "encryptionKeyId: does not match the key the payment account was made with")
     return account
 
@@ -554,15 +517,15 @@ async def payment_account(st: WalletPayState, request: Request) -> Any:
 def _check_cryptogram(req: AuthorizationRequest, account: Account) -> None:
     """A Token account pays with its own cryptogram and ECI, once."""
     if not req.cryptogram or not req.eci_indicator:
-        raise ApiError(400, "MissingField", "cryptogram: and eciIndicator are required for a "
-                                            "Token (CRYPTOGRAM_3DS) payment account")
+        raise ApiError("MissingField", "cryptogram: and eciIndicator are required for a "
+                                       "Token (CRYPTOGRAM_3DS) payment account")
     if not auth.same_text(req.cryptogram, account.cryptogram or "") or \
             req.eci_indicator != account.eci:
-        raise ApiError(422, "CryptogramMismatch",
+        raise ApiError("CryptogramMismatch",
                        "cryptogram: does not match the payment account (or wrong ECI)")
     if account.cryptogram_used:
-        raise ApiError(422, "CryptogramUsed", "cryptogram: was already used by an "
-                                              "authorization (get a new wallet token)")
+        raise ApiError("CryptogramUsed", "cryptogram: was already used by an "
+                                         "authorization (get a new wallet token)")
 
 
 def _three_ds_result_for(st: WalletPayState, req: AuthorizationRequest,
@@ -571,28 +534,28 @@ def _three_ds_result_for(st: WalletPayState, req: AuthorizationRequest,
     is bound, for this amount, currency and reference)."""
     given = req.three_d_secure
     if given is None:
-        raise ApiError(400, "ThreeDSecureRequired", "threeDSecure: is required for a Card "
-                                                    "(PAN_ONLY) payment account")
+        raise ApiError("ThreeDSecureRequired", "threeDSecure: is required for a Card "
+                                               "(PAN_ONLY) payment account")
     found = st.ctx.store.three_ds(given.three_ds_server_trans_id)
     # a hosted challenge's own row has no authenticationValue: it never matches
     if found is None or found.parent_id != account.id or not auth.same_text(
             found.data.get("authenticationValue", ""), given.authentication_value) or \
             found.data.get("eci") != given.eci:
-        raise ApiError(422, "ThreeDSecureInvalid",
+        raise ApiError("ThreeDSecureInvalid",
                        "threeDSecure: does not match a 3DS result for this payment account")
     if found.used:
-        raise ApiError(422, "ThreeDSecureUsed", "threeDSecure: was already used")
+        raise ApiError("ThreeDSecureUsed", "threeDSecure: was already used")
     if account.cryptogram_used:  # the used flag of a Card account: authorized once
-        raise ApiError(422, "PaymentAccountUsed", "transactionAccountId: a Card (PAN_ONLY) "
+        raise ApiError("PaymentAccountUsed", "transactionAccountId: a Card (PAN_ONLY) "
                        "payment account is authorized once, for the amount the payer "
                        "approved")
     amount, currency = found.data.get("amount"), found.data.get("currencyCode")
     if amount is not None and (Decimal(amount) != req.amount or currency != req.currency_code):
-        raise ApiError(422, "ThreeDSecureInvalid", f"threeDSecure: the payer approved {amount} "
+        raise ApiError("ThreeDSecureInvalid", f"threeDSecure: the payer approved {amount} "
                        f"{currency}, not {req.amount} {req.currency_code}")
     reference = found.data.get("reference")
     if reference is not None and reference != req.client_system_transaction_id:
-        raise ApiError(422, "ThreeDSecureInvalid", "threeDSecure: was made for another "
+        raise ApiError("ThreeDSecureInvalid", "threeDSecure: was made for another "
                        "clientSystemTransactionId")
     return found
 
@@ -623,7 +586,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
                    "apmProviderTransactionId": account.id},
         )
     except DuplicateReferenceError:
-        raise ApiError(409, "DuplicateReference", f"clientSystemTransactionId: "
+        raise ApiError("DuplicateReference", f"clientSystemTransactionId: "
                        f"{req.client_system_transaction_id} is already used") from None
     if state == "Approved":  # a Token's cryptogram, or a Card's one approved amount
         ctx.store.mark_walletpay_used("account", account.id)
@@ -669,20 +632,20 @@ async def wallet_token(st: WalletPayState, request: Request) -> Any:
     body = await _read(request, WalletTokenBody)
     card = CARDS_BY_ID.get(body.card_id)
     if card is None:
-        raise ApiError(400, "InvalidField", f"cardId: must be one of {', '.join(CARDS_BY_ID)}")
+        raise ApiError("InvalidField", f"cardId: must be one of {', '.join(CARDS_BY_ID)}")
     enc = body.encryption_key
     if enc:
         try:
             recipient = crypto.load_public_key(enc, "encryptionKey")
         except TokenError as exc:
-            raise ApiError(400, "InvalidField", exc.message) from None
+            raise ApiError("InvalidField", exc.message) from None
     else:
         key = body.public_key_api
         if not key or not key.strip():
-            raise ApiError(400, "MissingField", "publicKeyApi: is required (non-empty string) "
-                                                "unless encryptionKey is given")
+            raise ApiError("MissingField", "publicKeyApi: is required (non-empty string) "
+                                           "unless encryptionKey is given")
         if key != st.ctx.config.api_key and st.ctx.store.api_key_info(key) is None:
-            raise ApiError(401, "Unauthorized", "publicKeyApi: is not a key issued by the gateway")
+            raise ApiError("Unauthorized", "publicKeyApi: is not a key issued by the gateway")
         recipient = st.key_for_api_key(key).private.public_key()
     seconds = TOKEN_TTL_SECONDS if body.message_expiry_seconds is None \
         else body.message_expiry_seconds
@@ -721,7 +684,7 @@ def _card_account(st: WalletPayState, account_id: str, merchant_id: str,
                   store_id: str) -> Account:
     account = get_account(st, account_id, merchant_id, store_id, None)
     if account.card_type != "Card":
-        raise ApiError(422, "ThreeDSecureNotNeeded",
+        raise ApiError("ThreeDSecureNotNeeded",
                        "transactionAccountId: a Token account carries a cryptogram, not 3DS")
     return account
 
@@ -745,7 +708,7 @@ async def three_ds_challenge(st: WalletPayState, request: Request) -> Any:
     binding: dict[str, Any] = {}
     if body.amount is not None or body.currency_code is not None:
         if body.amount is None or body.currency_code is None:
-            raise ApiError(400, "InvalidField", "amount: and currencyCode are given together")
+            raise ApiError("InvalidField", "amount: and currencyCode are given together")
         binding.update(amount=str(body.amount), currencyCode=body.currency_code)
     if body.client_system_transaction_id is not None:
         binding["reference"] = body.client_system_transaction_id
@@ -759,7 +722,7 @@ async def three_ds_create(st: WalletPayState, request: Request) -> Any:
     body = await _read(request, ChallengeRequestBody)
     account = _card_account(st, body.transaction_account_id, body.merchant_id, body.store_id)
     if account.cryptogram_used:
-        raise ApiError(422, "PaymentAccountUsed",
+        raise ApiError("PaymentAccountUsed",
                        "transactionAccountId: this Card payment account was already authorized")
     now = st.ctx.now()
     challenge_id = CHALLENGE_PREFIX + secrets.token_hex(16)
@@ -779,8 +742,7 @@ def _find_challenge(st: WalletPayState, challenge_id: str) -> tuple[WalletPayRow
         CHALLENGE_PREFIX) else None
     account_row = st.ctx.store.walletpay_account(row.parent_id) if row is not None else None
     if row is None or account_row is None or not row.data.get("challenge"):
-        raise ApiError(404, "ThreeDSecureChallengeNotFound",
-                       "challengeId: no such 3DS challenge")
+        raise ApiError("ThreeDSecureChallengeNotFound", "challengeId: no such 3DS challenge")
     return row, Account.from_row(account_row)
 
 
@@ -795,7 +757,7 @@ async def three_ds_status(st: WalletPayState, request: Request) -> Any:
     challenge_id = request.path_params["challenge_id"]
     row, account = _find_challenge(st, challenge_id)
     if account.merchant_id != q["merchantId"] or account.store_id != q["storeId"]:
-        raise ApiError(404, "ThreeDSecureChallengeNotFound",
+        raise ApiError("ThreeDSecureChallengeNotFound",
                        "challengeId: no such 3DS challenge for this merchant/store")
     currency = str(row.data["currencyCode"])
     out: dict[str, Any] = {
@@ -841,10 +803,10 @@ async def three_ds_answer(st: WalletPayState, request: Request) -> Any:
         with st.ctx.store.atomic():
             row, account = _find_challenge(st, challenge_id)
             if _expired(st, row):
-                raise ApiError(410, "ThreeDSecureChallengeExpired",
+                raise ApiError("ThreeDSecureChallengeExpired",
                                "challengeId: the challenge has expired")
             if not st.ctx.store.mark_walletpay_used("three_ds", challenge_id):
-                raise ApiError(409, "ThreeDSecureChallengeUsed",
+                raise ApiError("ThreeDSecureChallengeUsed",
                                "challengeId: the challenge was already answered")
             binding = {k: row.data[k] for k in ("amount", "currencyCode", "reference")}
             _three_ds_result(st, account, answers[0] == "pass",
@@ -859,12 +821,9 @@ async def three_ds_answer(st: WalletPayState, request: Request) -> Any:
     return RedirectResponse(f"{back}{sep}challengeId={challenge_id}", status_code=303)
 
 
-# -- the demo merchant's server --------------------------------------------------------------
-# GET session: keys from the public key service for the demo's own merchant (M-1001 / S-01)
-# only, a new order, the public API key for the page. POST quote: the shop's price for the
-# payer's choices, remembered, so the server authorizes exactly the total the payer approved.
-# POST result: event.detail (the cryptogram kept, never listed), Get Payment Account, then the
-# authorization, once per order. GET results: the last DEMO_RESULTS_MAX records, redacted.
+# -- the demo merchant's server: an order with its keys; the price of the payer's choices,
+# remembered, so exactly the approved total is authorized; the result (account, then the
+# authorization, once per order); the last results, never a cryptogram ---------------------
 
 _SESSION_PARAMS = ("merchantId", "storeId", "ref", "currency", "amount", "type", "authorize",
                    "scenario")
@@ -874,13 +833,13 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
     q = read_query(request.scope["query_string"], _SESSION_PARAMS)
     for name, fixed in (("merchantId", DEMO_MERCHANT), ("storeId", DEMO_STORE)):
         if q.get(name) not in (None, "", fixed):
-            raise ApiError(400, "InvalidField", f"{name}: the demo merchant is {fixed} only "
-                                                "(use the public key service for others)")
+            raise ApiError("InvalidField", f"{name}: the demo merchant is {fixed} only "
+                                           "(use the public key service for others)")
     reference = q.get("ref") or "demo-" + secrets.token_hex(6)
     try:
         check_reference(reference)
     except ValueError as exc:
-        raise ApiError(400, "InvalidField", f"ref: {exc}") from None
+        raise ApiError("InvalidField", f"ref: {exc}") from None
     currency = (q.get("currency") or "EUR").upper()
     try:
         check_currency(currency)
@@ -888,14 +847,13 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
         if amount <= 0:
             raise ValueError("must be greater than zero")
     except ValueError as exc:
-        raise ApiError(400, "InvalidField", f"amount/currency: {exc}") from None
+        raise ApiError("InvalidField", f"amount/currency: {exc}") from None
     with st.lock:
         if reference in st.demo_sessions:
-            raise ApiError(409, "DemoOrderExists", f"ref: order {reference} already exists")
+            raise ApiError("DemoOrderExists", f"ref: order {reference} already exists")
     keys = issue_keys(st, DEMO_MERCHANT, DEMO_STORE)
     session = DemoSession(
-        reference=reference, merchant_id=DEMO_MERCHANT, store_id=DEMO_STORE,
-        api_key=keys["apiKey"], key_id=keys["encryptionKeyId"],
+        reference=reference, api_key=keys["apiKey"], key_id=keys["encryptionKeyId"],
         kind="preauth" if q.get("type") == "preauth" else "sale",
         amount=amount, currency=currency,
         authorize=q.get("authorize", "1") not in ("0", "false", "no"),
@@ -905,7 +863,7 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
         st.demo_sessions[reference] = session
         while len(st.demo_sessions) > DEMO_SESSIONS_MAX:
             st.demo_sessions.pop(next(iter(st.demo_sessions)))
-    return {"merchantId": session.merchant_id, "storeId": session.store_id,
+    return {"merchantId": DEMO_MERCHANT, "storeId": DEMO_STORE,
             "clientSystemTransactionId": reference, "publicKeyApi": session.api_key,
             "amount": f"{session.amount:.2f}", "currencyCode": session.currency,
             "type": session.kind, "authorize": session.authorize, "quote": session.quote()}
@@ -916,12 +874,12 @@ async def demo_quote_route(st: WalletPayState, request: Request) -> Any:
     body = await _read(request, DemoQuoteBody)
     session = st.demo_sessions.get(body.reference)
     if session is None:
-        raise ApiError(404, "DemoOrderNotFound", "reference: no such demo order (reload the page)")
+        raise ApiError("DemoOrderNotFound", "reference: no such demo order (reload the page)")
     error: dict[str, str] | None = None
     option, address, code = body.shipping_option_id, body.shipping_address, body.offer_code
     with st.lock:
         if session.paid:
-            raise ApiError(409, "DemoOrderPaid", "reference: this order is already paid")
+            raise ApiError("DemoOrderPaid", "reference: this order is already paid")
         if session.shipping is not None and option is not None:
             if option not in SHIPPING:
                 error = {"reason": "SHIPPING_OPTION_INVALID", "intent": "SHIPPING_OPTION",
@@ -960,22 +918,20 @@ async def demo_result_route(st: WalletPayState, request: Request) -> Any:
     if session is None or not account_id:
         record["outcome"] = "error" if detail.code else "unknown-session"
         return _record(st, record)
-    record.update(encryptionKeyId=session.key_id, merchantId=session.merchant_id,
-                  storeId=session.store_id)
+    record.update(encryptionKeyId=session.key_id, merchantId=DEMO_MERCHANT, storeId=DEMO_STORE)
     # the cryptogram is kept for the authorization only, never listed
     record["stored"] = {"cryptogram": detail.cryptogram is not None,
                         "eciIndicator": detail.eci_indicator}
     with st.lock:
         if session.paid:
-            raise ApiError(409, "DemoOrderPaid", f"reference: order {session.reference} "
-                                                 "is already paid")
+            raise ApiError("DemoOrderPaid", f"reference: order {session.reference} "
+                                            "is already paid")
         total = session.total()
         approved = body.approved_total
         if session.authorize:
             session.paid = True
     try:
-        account = get_account(st, account_id, session.merchant_id, session.store_id,
-                              session.key_id)
+        account = get_account(st, account_id, DEMO_MERCHANT, DEMO_STORE, session.key_id)
     except ApiError as exc:
         record.update(outcome="account-error", account=exc.body)
         return _record(st, record)
@@ -1009,7 +965,7 @@ def _charge(st: WalletPayState, session: DemoSession, account: Account, detail: 
                                         authentication_value=three["authenticationValue"],
                                         eci=three["eci"])
         req = AuthorizationBody(
-            merchant_id=session.merchant_id, store_id=session.store_id, user_id=DEMO_USER,
+            merchant_id=DEMO_MERCHANT, store_id=DEMO_STORE, user_id=DEMO_USER,
             type="ecom.sale" if session.kind == "sale" else "ecom.preauthorization",
             amount=total, currency_code=session.currency,
             client_system_transaction_id=session.reference, transaction_account_id=account.id,
