@@ -11,23 +11,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
     from walletctl.history.approvals import Approval
 
-APPROVE_HELP = ("Approve another operator's request to move money above the profile's "
-                "approval amount (four eyes).")
-HELP = "List approval requests (four eyes); show one, or refuse one."
-approvals_app = typer.Typer(help=HELP, rich_markup_mode=None, add_completion=False,
-                            no_args_is_help=False)
+approvals_app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=False)
 
 _ID = typer.Argument(min=1, help="The request's id (printed when it was filed).")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("approve", help=APPROVE_HELP)(approve)
-    app.add_typer(approvals_app, name="approvals", help=HELP)
+    app.command("approve", help=COMMANDS["approve"][1])(approve)
+    app.add_typer(approvals_app, name="approvals", help=COMMANDS["approvals"][1])
 
 
 @approvals_app.callback(invoke_without_command=True)
@@ -40,7 +37,6 @@ def approvals(
     every_merchant: Annotated[bool, typer.Option(
         "--every-merchant", help="Also other merchants' and stores' requests.")] = False,
 ) -> None:
-    """List approval requests (four eyes): the profile's merchant and store, oldest first."""
     if ctx.invoked_subcommand is not None:
         return
     from walletctl.cli.common import parse_when
@@ -87,7 +83,6 @@ def approve(
         help="The profile's name, required to approve against a production profile "
         "without a terminal (on one it is typed).")] = None,
 ) -> None:
-    """Approve another operator's request above the approval amount (four eyes)."""
     _decide(ctx, approval, approve=True, reason=reason, yes=yes,
             confirm_profile=confirm_profile)
 

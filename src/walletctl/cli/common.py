@@ -1,13 +1,8 @@
 """What command modules share: the options several declare, the client, the dry run, the
 confirmations (a y/N, a typed amount, a production profile's name), request files.
 
-Production profiles' safeguards (``environment = "production"``): before a command that needs
-more than a y/N (a batch, ``smoke``, the approval of a request) sends anything to a production
-profile's gateway, :func:`confirm_production` has the profile's name typed on a terminal, or
-given as ``--confirm-profile NAME`` without one; :func:`refuse_production` stops the commands
-made for a sandbox; :func:`production_tag` starts every confirmation line and summary. Every
-refusal is a :class:`~walletctl.errors.UsageError` (exit 2), raised before anything is sent.
-Heavy modules (the client, httpx) are imported inside the functions.
+Every refusal is a :class:`~walletctl.errors.UsageError` (exit 2), raised before anything is
+sent.
 """
 
 from __future__ import annotations
@@ -38,6 +33,14 @@ Currency = Annotated[
 ConfirmAmount = Annotated[
     str | None,
     typer.Option(help="The amount, typed to confirm one above the profile's limit."),
+]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")]
+Rate = Annotated[float | None, typer.Option(min=0.01, help="Max requests per second.")]
+# the lookups of `lookup --batch` and `recon` (the batch engine)
+LookupConcurrency = Annotated[int, typer.Option(min=1, max=512, help="Lookups in flight.")]
+LookupFailures = Annotated[
+    int, typer.Option(min=1, help="Stop after K consecutive failed lookups.")
 ]
 
 
@@ -78,11 +81,6 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
         answer = False
     if not answer:
         raise UsageError(f"{action} cancelled: nothing was sent")
-
-
-def ask_amount() -> Callable[[str], str] | None:
-    """A prompt for a typed amount on a terminal (None without one)."""
-    return terminal_prompt()
 
 
 def terminal_prompt(*, empty_ok: bool = False) -> Callable[[str], str] | None:

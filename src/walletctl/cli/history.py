@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import State, get_state
 
 if TYPE_CHECKING:
@@ -20,15 +21,11 @@ if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.history.store import Entry, Filters, HistoryStore
 
-HELP = ("List, verify and reconcile the history (audit log) of money movements: a local "
-        "file, or a team's shared PostgreSQL database.")
-history_app = typer.Typer(
-    help=HELP, rich_markup_mode=None, add_completion=False, no_args_is_help=False
-)
+history_app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=False)
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(history_app, name="history", help=HELP)
+    app.add_typer(history_app, name="history", help=COMMANDS["history"][1])
 
 
 def _profile_or_none(st: State) -> Profile | None:
@@ -86,7 +83,6 @@ def history(
             "--path", help="Print where the history is (a file, or a database URL) and exit.")
     ] = False,
 ) -> None:
-    """List, verify and reconcile the history (audit log) of money movements."""
     if ctx.invoked_subcommand is not None:
         return
     from dataclasses import replace

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate
 from walletctl.cli.state import get_state
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
 
 if TYPE_CHECKING:
     from walletctl.ops.batch.balance_report import Report
-
-_BATCH = "Balance report (--batch)"
 
 
 def register(app: typer.Typer) -> None:
@@ -29,34 +28,20 @@ def lookup(
         str | None,
         typer.Argument(help="The merchant reference (clientSystemTransactionId)."),
     ] = None,
-    batch: Annotated[
-        Path | None,
-        typer.Option(help="File of references (CSV with a ref column, one per line, or JSONL); "
-                     "'-' for stdin: one balance row per reference.", rich_help_panel=_BATCH),
-    ] = None,
-    open_only: Annotated[
-        bool, typer.Option("--open", help="Only approved pre-authorisations with something "
-                           "left to capture.", rich_help_panel=_BATCH),
+    batch: Annotated[Path | None, typer.Option(
+        help="File of references (CSV with a ref column, one per line, or JSONL); '-' for "
+             "stdin: one balance row per reference.")] = None,
+    open_only: Annotated[bool, typer.Option(
+        "--open", help="Only approved pre-authorisations with something left to capture.")
     ] = False,
-    older_than: Annotated[
-        str | None, typer.Option(help="Only references whose first transaction is older, "
-                                 "e.g. 6d, 12h.", rich_help_panel=_BATCH),
-    ] = None,
+    older_than: Annotated[str | None, typer.Option(
+        help="Only references whose first transaction is older, e.g. 6d, 12h.")] = None,
     state: Annotated[
-        list[str] | None, typer.Option(help="Only this state (repeatable).",
-                                       rich_help_panel=_BATCH),
+        list[str] | None, typer.Option(help="Only this state (repeatable).")
     ] = None,
-    concurrency: Annotated[
-        int, typer.Option(min=1, max=512, help="Lookups in flight.", rich_help_panel=_BATCH)
-    ] = 32,
-    rate: Annotated[
-        float | None,
-        typer.Option(min=0.01, help="Max requests per second.", rich_help_panel=_BATCH),
-    ] = None,
-    max_failures: Annotated[
-        int, typer.Option(min=1, help="Stop after K consecutive failed lookups.",
-                          rich_help_panel=_BATCH)
-    ] = 10,
+    concurrency: LookupConcurrency = 32,
+    rate: Rate = None,
+    max_failures: LookupFailures = 10,
 ) -> None:
     """Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV."""
     if batch is not None:

@@ -1,22 +1,20 @@
 """``walletctl profile list|show|add|set|unset|default|remove|check|example``: the profiles file.
 
-``add`` makes a profile every command can use: every setting has a flag; on a terminal the
-missing required ids are asked for, then the currency, the shop URL and where the service
-user's secret is (a secret itself never is: its *source* is recorded); with no id given and a
-walletctl sandbox at the URL, the profile is the sandbox's own. ``set|unset|default`` edit the
-file in place with tomlkit (comments and layout kept), checked with the loader's rules before
-it is written. ``check`` hands its checks to :mod:`walletctl.ops.profile_check`.
-Heavy imports (Rich tables, tomli-w, pydantic) happen inside the commands only.
+``add`` asks on a terminal for the missing required ids, then the currency, the shop URL and
+where the service user's secret is (a secret itself never is: its *source* is recorded).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from walletctl.cli.common import Yes
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import ENV, State, command_line, get_state
 
 if TYPE_CHECKING:
@@ -31,21 +29,7 @@ profile_app = typer.Typer(
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
-    app.add_typer(
-        profile_app,
-        name="profile",
-        help="List, show, add, change, remove and check merchant profiles (profiles.toml).",
-    )
-
-
-# --------------------------------------------------------------------------- output helpers
-
-
-def _note(message: str) -> None:
-    from walletctl.render.console import print_note
-
-    print_note(message)
+    app.add_typer(profile_app, name="profile", help=COMMANDS["profile"][1])
 
 
 def _selected_default(pf: ProfilesFile) -> str | None:
@@ -160,10 +144,6 @@ def show(
 
 # --------------------------------------------------------------------------- add
 
-_REDIRECTS = "Redirect defaults for checkout (redirectDetails)"
-_AUTH = "Credentials (sources only: a secret is never taken from the command line)"
-
-
 def _ask_ids(missing: list[tuple[str, str]]) -> dict[str, str]:
     """Prompt (stderr) for the required ids that were not given; refuse without a terminal."""
     from walletctl.errors import UsageError
@@ -200,23 +180,15 @@ def _ask_currency() -> str | None:
     return answer or None
 
 
-def _ask_shop() -> str | None:
-    if not ENV.is_interactive():
-        return None
-    shop = typer.prompt("Shop URL for checkout's redirects (--redirect-base; empty: none)",
-                        default="", show_default=False, err=True).strip()
-    return str(shop) or None
+def _ask_optional(question: str) -> Callable[[], str | None]:
+    """A question asked on a terminal (empty: None); without one, None."""
+    def ask() -> str | None:
+        if not ENV.is_interactive():
+            return None
+        return str(typer.prompt(question, default="", show_default=False, err=True)).strip() \
+            or None
 
-
-def _ask_service_secret_env() -> str | None:
-    """On a terminal, after the service user: where its secret is (an environment
-    variable's name, never the secret itself; empty: the API secret is sent as it)."""
-    if not ENV.is_interactive():
-        return None
-    answer = typer.prompt("The service user's secret: the environment variable holding it "
-                          "(--service-secret-env; empty: the API secret)",
-                          default="", show_default=False, err=True).strip()
-    return str(answer) or None
+    return ask
 
 
 def add(
@@ -247,44 +219,39 @@ def add(
         "confirmations say PRODUCTION, its batches need its name typed or --confirm-profile, "
         "sandbox commands refuse it.")] = None,
     auth_scheme: Annotated[str, typer.Option(
-        "--auth-scheme", help="PublicApiKey | Bearer | Basic | header | none.",
-        rich_help_panel=_AUTH)] = "PublicApiKey",
+        "--auth-scheme", help="PublicApiKey | Bearer | Basic | header | none.")] = "PublicApiKey",
     header: Annotated[str | None, typer.Option(
-        "--header", help="Header name for --auth-scheme header.", rich_help_panel=_AUTH)] = None,
+        "--header", help="Header name for --auth-scheme header.")] = None,
     username: Annotated[str | None, typer.Option(
-        "--username", help="Basic auth user (default: --user-id).", rich_help_panel=_AUTH)] = None,
+        "--username", help="Basic auth user (default: --user-id).")] = None,
     key_env: Annotated[str | None, typer.Option(
-        "--key-env", help="Read the API key from this environment variable.",
-        rich_help_panel=_AUTH)] = None,
+        "--key-env", help="Read the API key from this environment variable.")] = None,
     key_file: Annotated[Path | None, typer.Option(
-        "--key-file", help="Read the API key from this file (must be 0600).",
-        rich_help_panel=_AUTH)] = None,
+        "--key-file", help="Read the API key from this file (must be 0600).")] = None,
     keyring: Annotated[bool, typer.Option(
-        "--keyring", help="Read the API key from the system keyring.",
-        rich_help_panel=_AUTH)] = False,
+        "--keyring", help="Read the API key from the system keyring.")] = False,
     service_secret_env: Annotated[str | None, typer.Option(
         "--service-secret-env", help="Public key service secret (walletctl keys) from this "
-        "environment variable (default: the API key).", rich_help_panel=_AUTH)] = None,
+        "environment variable (default: the API key).")] = None,
     service_secret_file: Annotated[Path | None, typer.Option(
-        "--service-secret-file", help="Public key service secret from this file (0600).",
-        rich_help_panel=_AUTH)] = None,
+        "--service-secret-file", help="Public key service secret from this file (0600).")] = None,
     redirect_base: Annotated[str | None, typer.Option(
         "--redirect-base", help="Shop URL: sets success_url=URL/ok, error_url=URL/error, "
-        "pending_url=URL/pending, return_url=URL/cart.", rich_help_panel=_REDIRECTS)] = None,
+        "pending_url=URL/pending, return_url=URL/cart.")] = None,
     success_url: Annotated[str | None, typer.Option(
-        "--success-url", help="Payment successful.", rich_help_panel=_REDIRECTS)] = None,
+        "--success-url", help="Payment successful.")] = None,
     error_url: Annotated[str | None, typer.Option(
-        "--error-url", help="Payment unsuccessful.", rich_help_panel=_REDIRECTS)] = None,
+        "--error-url", help="Payment unsuccessful.")] = None,
     pending_url: Annotated[str | None, typer.Option(
-        "--pending-url", help="Payment pending.", rich_help_panel=_REDIRECTS)] = None,
+        "--pending-url", help="Payment pending.")] = None,
     return_url: Annotated[str | None, typer.Option(
-        "--return-url", help="Customer goes back to the shop.", rich_help_panel=_REDIRECTS)
+        "--return-url", help="Customer goes back to the shop.")
     ] = None,
     cancel_url: Annotated[str | None, typer.Option(
-        "--cancel-url", help="Cancelled (default: the error URL).", rich_help_panel=_REDIRECTS)
+        "--cancel-url", help="Cancelled (default: the error URL).")
     ] = None,
     refused_url: Annotated[str | None, typer.Option(
-        "--refused-url", help="Refused (default: the error URL).", rich_help_panel=_REDIRECTS)
+        "--refused-url", help="Refused (default: the error URL).")
     ] = None,
     path: Annotated[list[str] | None, typer.Option(
         "--path", help="Path override KEY=/path (repeatable), e.g. checkout=/api/v6/checkout.")
@@ -319,8 +286,13 @@ def add(
                    "cancel_url": cancel_url, "refused_url": refused_url},
         paths=path or [], default=default, force=force)
     added = add_new_profile(ask, config_path(state.config_path),
-                            Prompts(ids=_ask_ids, currency=_ask_currency, shop=_ask_shop,
-                                    service_secret_env=_ask_service_secret_env),
+                            Prompts(ids=_ask_ids, currency=_ask_currency,
+                                    shop=_ask_optional("Shop URL for checkout's redirects "
+                                                       "(--redirect-base; empty: none)"),
+                                    service_secret_env=_ask_optional(
+                                        "The service user's secret: the environment variable "
+                                        "holding it (--service-secret-env; empty: the API "
+                                        "secret)")),
                             suggest=lambda *words: command_line(state, "profile", *words))
     render_added(state.output_format, added)
 
@@ -342,6 +314,14 @@ def _report(state: State, record: dict[str, Any], line: str) -> None:
     render_saved(state.output_format, record)
 
 
+def _setting(state: State, key: str) -> tuple[Path, str]:
+    """(the profiles file, ``key`` dotted as the file spells it)."""
+    from walletctl.config.profiles_file import config_path, split_key
+
+    table, leaf = split_key(key)
+    return config_path(state.config_path), f"{table}.{leaf}".lstrip(".")
+
+
 def set_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile to change.")],
@@ -355,12 +335,10 @@ def set_cmd(
     Secrets are never taken inline: set a source (auth.key_env VAR, auth.key_file PATH,
     auth.keyring true); setting one source of a secret removes the profile's other ones.
     """
-    from walletctl.config.profiles_file import config_path, parse_value, set_value, split_key
+    from walletctl.config.profiles_file import parse_value, set_value
 
     state = get_state(ctx)
-    path = config_path(state.config_path)
-    table, leaf = split_key(key)
-    dotted = f"{table}.{leaf}".lstrip(".")
+    path, dotted = _setting(state, key)
     result = set_value(path, name, dotted, parse_value(dotted, value))
     shown = f"; see `{command_line(state, 'profile', 'show', name)}`"
     line = (f"profile {name!r}: {dotted} set ({path})" if result.changed
@@ -379,12 +357,10 @@ def unset_cmd(
 ) -> None:
     """Remove one setting of a profile (back to its default); a required one is refused."""
     from walletctl.config.profile import REQUIRED_PROFILE_KEYS
-    from walletctl.config.profiles_file import config_path, split_key, unset_value
+    from walletctl.config.profiles_file import unset_value
 
     state = get_state(ctx)
-    path = config_path(state.config_path)
-    table, leaf = split_key(key)
-    dotted = f"{table}.{leaf}".lstrip(".")
+    path, dotted = _setting(state, key)
     if dotted in REQUIRED_PROFILE_KEYS:
         from walletctl.errors import UsageError
 
@@ -427,7 +403,7 @@ profile_app.command("default")(default_cmd)
 def remove(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile to remove.")],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: Yes = False,
 ) -> None:
     """Remove a profile from the profiles file (asks first on a terminal)."""
     from walletctl.config.profiles_file import config_path, load_file, remove_profile
@@ -447,14 +423,14 @@ def remove(
                 f"refusing to remove profile {name!r} without --yes (no terminal to confirm on)"
             )
         if not typer.confirm(f"Remove profile {name!r} from {path}?", default=False, err=True):
-            _note("nothing removed")
+            from walletctl.render.console import print_note
+
+            print_note("nothing removed")
             return
     result = remove_profile(path, name)
-    _note(f"removed profile {name!r} from {path}")
-    from walletctl.render.profiles import render_saved
-
-    render_saved(state.output_format, {"profile": name, "file": str(path), "removed": True,
-                                       "default_profile": result.file.default_profile})
+    _report(state, {"profile": name, "file": str(path), "removed": True,
+                    "default_profile": result.file.default_profile},
+            f"removed profile {name!r} from {path}")
 
 
 # --------------------------------------------------------------------------- check

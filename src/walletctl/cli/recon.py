@@ -1,9 +1,6 @@
-"""``walletctl recon``: the history (and batch journals) against lookups at the gateway.
-
-The command parses its options, calls :func:`walletctl.ops.recon.run.reconcile` and hands
-the result to :mod:`walletctl.render.recon`; the exit code is the result's own rule (0
-agree, 13 mismatch, 6/7/9 lookups not answered, 130 interrupted).
-"""
+"""``walletctl recon``: the history (and batch journals) against lookups at the gateway;
+the exit code is the result's own rule (0 agree, 13 mismatch, 6/7/9 lookups not answered,
+130 interrupted)."""
 
 from __future__ import annotations
 
@@ -12,21 +9,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
     from walletctl.ops.recon.compare import ReconResult
 
-HELP = ("Reconcile the history (and batch journals) with the gateway over a time window: "
-        "exit 13 naming each mismatch.")
-_FLOW = "Lookups (the batch engine)"
-
-
 recon_app = typer.Typer(no_args_is_help=False)
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(recon_app, name="recon", help=HELP)
+    app.add_typer(recon_app, name="recon", help=COMMANDS["recon"][1])
 
 
 @recon_app.callback(invoke_without_command=True)
@@ -52,28 +46,14 @@ def recon(
         "--op", metavar="OP",
         help="Only this operation (repeatable): checkout, authorize, capture, refund, "
              "reverse. Default: all.")] = None,
-    concurrency: Annotated[int, typer.Option(
-        min=1, max=512, help="Lookups in flight.", rich_help_panel=_FLOW)] = 32,
-    rate: Annotated[float | None, typer.Option(
-        min=0.01, help="Max requests per second.", rich_help_panel=_FLOW)] = None,
-    max_failures: Annotated[int, typer.Option(
-        min=1, help="Stop after K consecutive failed lookups.", rich_help_panel=_FLOW)] = 10,
+    concurrency: LookupConcurrency = 32,
+    rate: Rate = None,
+    max_failures: LookupFailures = 10,
     record: Annotated[bool, typer.Option(
         "--record", help="File each mismatch not yet on file as a finding in the history "
                          "(an entry of its chain), to be resolved with `recon resolve`.")
     ] = False,
 ) -> None:
-    """Reconcile the history (and batch journals) with the gateway over a time window: exit
-    13 naming each mismatch.
-
-    Reports money moved at the gateway with no history entry, entries the gateway does not
-    confirm (absent, another state or amount), entries still unknown, and totals per
-    currency. Nothing is sent but lookups. With --record, each mismatch not yet on file is
-    filed as a finding in the history; a finding resolved with `recon resolve` is shown
-    with its note and not reported as new (exit 13 only for open ones).
-
-    Example (nightly): walletctl -p desk -o json recon --since 1d --record > recon.json
-    """
     if ctx.invoked_subcommand is not None:
         return
     from datetime import UTC, datetime

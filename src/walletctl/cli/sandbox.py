@@ -1,9 +1,6 @@
 """``walletctl sandbox``: run the local sandbox gateway (``serve``, ``wait``, ``values``,
 ``demo``), and drive a running one through its admin routes (:mod:`walletctl.ops.sandbox_admin`):
 the one at ``--url``, else the selected profile's gateway (a production profile is refused).
-
-Each command parses its options, calls one function of :mod:`walletctl.ops` (``serve``: the
-sandbox's server) and hands the result to :mod:`walletctl.render.sandbox`.
 """
 
 from __future__ import annotations
@@ -16,23 +13,13 @@ from typing import Annotated, Any
 
 import typer
 
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import command_line, get_state
 from walletctl.constants import Env, ExitCode
 from walletctl.errors import UsageError, WalletctlError
 from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, DEFAULT_WRITE_TIMEOUT
 
-HELP = (
-    "Local stateful sandbox gateway (redirect wallet endpoints 1-3, hosted approval "
-    "page, faults, magic test values) and the one-command demo."
-)
-sandbox_app = typer.Typer(
-    name="sandbox",
-    help=HELP,
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-
-_FAULTS = "Fault injection (loopback only; also per request: X-Sandbox-Fault header)"
+sandbox_app = typer.Typer(name="sandbox", no_args_is_help=True, rich_markup_mode=None)
 
 
 class DemoFailed(WalletctlError):
@@ -40,8 +27,7 @@ class DemoFailed(WalletctlError):
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``walletctl sandbox ...`` to ``app``."""
-    app.add_typer(sandbox_app, name="sandbox", help=HELP)
+    app.add_typer(sandbox_app, name="sandbox", help=COMMANDS["sandbox"][1])
 
 
 # -- the local sandbox -----------------------------------------------------------------------
@@ -80,24 +66,17 @@ def serve_cmd(
                      "https://shop.example) may call the browser-wallet routes from a page; "
                      "default: any."),
     ] = None,
-    latency: Annotated[int, typer.Option(help="Added latency, ms.", min=0,
-                                         rich_help_panel=_FAULTS)] = 0,
-    jitter: Annotated[int, typer.Option(help="± jitter on the latency, ms.", min=0,
-                                        rich_help_panel=_FAULTS)] = 0,
-    error_rate: Annotated[float, typer.Option(help="Rate of 5xx before commit (0-1).",
-                                              rich_help_panel=_FAULTS)] = 0.0,
-    error_status: Annotated[int, typer.Option(help="The 5xx status to answer.",
-                                              rich_help_panel=_FAULTS)] = 503,
-    throttle_rate: Annotated[float, typer.Option(help="Rate of 429 answers (0-1).",
-                                                 rich_help_panel=_FAULTS)] = 0.0,
-    retry_after: Annotated[int, typer.Option(help="Retry-After seconds on 429.",
-                                             rich_help_panel=_FAULTS)] = 1,
+    latency: Annotated[int, typer.Option(help="Added latency, ms.", min=0)] = 0,
+    jitter: Annotated[int, typer.Option(help="± jitter on the latency, ms.", min=0)] = 0,
+    error_rate: Annotated[float, typer.Option(help="Rate of 5xx before commit (0-1).")] = 0.0,
+    error_status: Annotated[int, typer.Option(help="The 5xx status to answer.")] = 503,
+    throttle_rate: Annotated[float, typer.Option(help="Rate of 429 answers (0-1).")] = 0.0,
+    retry_after: Annotated[int, typer.Option(help="Retry-After seconds on 429.")] = 1,
     drop_rate: Annotated[float, typer.Option(
-        help="Rate of commit-then-drop-the-connection (0-1).", rich_help_panel=_FAULTS)] = 0.0,
+        help="Rate of commit-then-drop-the-connection (0-1).")] = 0.0,
     error_after_rate: Annotated[float, typer.Option(
-        help="Rate of 5xx after commit (0-1).", rich_help_panel=_FAULTS)] = 0.0,
-    seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.",
-                                             rich_help_panel=_FAULTS)] = None,
+        help="Rate of 5xx after commit (0-1).")] = 0.0,
+    seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.")] = None,
     admin_token: Annotated[
         str | None,
         typer.Option("--admin-token", help="Token required (X-Sandbox-Token) on /_sandbox/* "
@@ -342,25 +321,16 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
                     lambda: amount_format(base) if url else state.profile().amount_format)
 
 
-@sandbox_app.command("approve")
-def approve_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
+def _decision(action: str, help_text: str) -> None:
+    @sandbox_app.command(action, help=help_text)
+    def command(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
                 admin_token: AdminToken = None) -> None:
-    """Approve a pending checkout, as the customer would on the hosted page."""
-    _decide(ctx, ref, "approve", url, admin_token)
+        _decide(ctx, ref, action, url, admin_token)
 
 
-@sandbox_app.command("decline")
-def decline_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
-                admin_token: AdminToken = None) -> None:
-    """Decline a pending checkout (state Declined)."""
-    _decide(ctx, ref, "decline", url, admin_token)
-
-
-@sandbox_app.command("cancel")
-def cancel_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
-               admin_token: AdminToken = None) -> None:
-    """Cancel a pending checkout (state Cancelled)."""
-    _decide(ctx, ref, "cancel", url, admin_token)
+_decision("approve", "Approve a pending checkout, as the customer would on the hosted page.")
+_decision("decline", "Decline a pending checkout (state Declined).")
+_decision("cancel", "Cancel a pending checkout (state Cancelled).")
 
 
 @sandbox_app.command("reset")
@@ -399,42 +369,29 @@ def ledger_cmd(ctx: typer.Context, url: SandboxURL = None,
 
 # -- faults ----------------------------------------------------------------------------------
 
-_FAULT_PANEL = "Faults to set (the others stay as they are; --clear first resets them all)"
-
 
 @sandbox_app.command("faults")
 def faults_cmd(
     ctx: typer.Context,
     latency: Annotated[int | None, typer.Option(
-        "--latency", help="Added latency, ms.", min=0, max=10_000,
-        rich_help_panel=_FAULT_PANEL)] = None,
+        "--latency", help="Added latency, ms.", min=0, max=10_000)] = None,
     jitter: Annotated[int | None, typer.Option(
-        "--jitter", help="± jitter on the latency, ms.", min=0, max=10_000,
-        rich_help_panel=_FAULT_PANEL)] = None,
+        "--jitter", help="± jitter on the latency, ms.", min=0, max=10_000)] = None,
     error_rate: Annotated[float | None, typer.Option(
-        "--error-rate", help="Rate of 5xx before commit (0-1).", min=0.0, max=1.0,
-        rich_help_panel=_FAULT_PANEL)] = None,
+        "--error-rate", help="Rate of 5xx before commit (0-1).", min=0.0, max=1.0)] = None,
     error_status: Annotated[int | None, typer.Option(
-        "--error-status", help="The 5xx status to answer.", min=500, max=599,
-        rich_help_panel=_FAULT_PANEL)
-    ] = None,
+        "--error-status", help="The 5xx status to answer.", min=500, max=599)] = None,
     throttle_rate: Annotated[float | None, typer.Option(
-        "--throttle-rate", help="Rate of 429 answers (0-1).", min=0.0, max=1.0,
-        rich_help_panel=_FAULT_PANEL)
-    ] = None,
+        "--throttle-rate", help="Rate of 429 answers (0-1).", min=0.0, max=1.0)] = None,
     retry_after: Annotated[int | None, typer.Option(
-        "--retry-after", help="Retry-After seconds on 429.", min=0, max=60,
-        rich_help_panel=_FAULT_PANEL)
-    ] = None,
+        "--retry-after", help="Retry-After seconds on 429.", min=0, max=60)] = None,
     drop_rate: Annotated[float | None, typer.Option(
         "--drop-rate", help="Rate of commit-then-drop-the-connection (0-1).",
-        min=0.0, max=1.0,
-        rich_help_panel=_FAULT_PANEL)] = None,
+        min=0.0, max=1.0)] = None,
     error_after_rate: Annotated[float | None, typer.Option(
-        "--error-after-rate", help="Rate of 5xx after commit (0-1).", min=0.0, max=1.0,
-        rich_help_panel=_FAULT_PANEL)] = None,
-    seed: Annotated[int | None, typer.Option(
-        "--seed", help="Seed for reproducible faults.", rich_help_panel=_FAULT_PANEL)] = None,
+        "--error-after-rate", help="Rate of 5xx after commit (0-1).", min=0.0, max=1.0)] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed for reproducible faults.")
+                    ] = None,
     clear: Annotated[bool, typer.Option(
         "--clear", help="Remove every fault (then apply the options given, if any).")] = False,
     url: SandboxURL = None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.common import Amount, ConfirmAmount, Currency, Reason
+from walletctl.cli.common import Amount, ConfirmAmount, Currency, DryRun, Reason, Yes
 from walletctl.cli.state import get_state
 
 if TYPE_CHECKING:
@@ -112,13 +112,17 @@ def authorize(
     ] = None,
     reason: Reason = None,
     confirm_amount: ConfirmAmount = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")
-    ] = False,
+    yes: Yes = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Authorize (sale or pre-authorization) a payment account from the browser wallet."""
-    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run, production_tag
+    from walletctl.cli.common import (
+        confirm,
+        make_client,
+        print_dry_run,
+        production_tag,
+        terminal_prompt,
+    )
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.money import format_major
@@ -145,7 +149,7 @@ def authorize(
     ask = Ask(op="authorize", ref=reference, reason=checked_reason,
               confirm_amount=confirm_amount, dry_run=dry_run)
     store = None if dry_run else open_for(profile, purpose=f"walletctl authorize {reference}")
-    desk = Desk(confirm=confirm_plan, ask_amount=ask_amount(), on_wait=render_waiting)
+    desk = Desk(confirm=confirm_plan, ask_amount=terminal_prompt(), on_wait=render_waiting)
     with make_client(state) as client:
         moved = move(client, store, movement, ask, desk)
     if dry_run and moved.plan is not None:
@@ -155,8 +159,6 @@ def authorize(
     if moved.answer is not None:
         interpret_authorization(reference, moved.answer)
 
-
-# -- helpers ---------------------------------------------------------------------------------
 
 
 def _account_id(arg: str | None, event: Path | None, read_event: Any) -> str:
