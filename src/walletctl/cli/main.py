@@ -1,18 +1,9 @@
 """The walletctl Typer app and its single error boundary.
 
-Every command module under ``walletctl.cli`` exposes ``register(app)``; the commands and their
-modules are listed in :mod:`walletctl.cli.registry` and imported only when they run. Heavy
-libraries are imported inside the command bodies so ``walletctl --help`` stays fast.
-
-Everything the command line can get wrong, Click's own errors included, ends the same way as
-walletctl's own errors::
-
-    walletctl: error: lookup: missing REF (usage: walletctl lookup [OPTIONS] REF)
-    hint: see `walletctl lookup --help`
-
-exit 2 (usage). Unknown commands and options get "did you mean". A stdout closed by its
-reader (``walletctl lookup REF | head -1``) ends quietly with status 141, as a Unix tool killed
-by SIGPIPE does: no message, and nothing is flushed into the closed pipe at exit.
+Everything the command line can get wrong, Click's own errors included, ends as walletctl's
+own errors do (``walletctl: error: ...`` and a hint; usage errors exit 2, with "did you mean"
+for unknown commands and options). A stdout closed by its reader (``walletctl lookup REF |
+head -1``) ends quietly with status 141, as a Unix tool killed by SIGPIPE does.
 """
 
 from __future__ import annotations
@@ -20,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import click
 import typer
@@ -143,19 +134,11 @@ class _BoundaryGroup(TyperGroup):
             formatter.write_dl(rows)
 
     def main(  # type: ignore[override]
-        self,
-        args: list[str] | None = None,
-        prog_name: str | None = None,
-        complete_var: str | None = None,
-        standalone_mode: bool = True,
-        **extra: Any,
+        self, args: list[str] | None = None, prog_name: str | None = None,
+        complete_var: str | None = None, standalone_mode: bool = True, **extra: Any,
     ) -> Any:
-        """Parse and run, with every error of the command line in walletctl's voice.
-
-        Click's usage errors (missing argument, unknown option or command, bad value) become
-        ``walletctl: error: ...`` + a hint, exit 2; a closed stdout ends quietly (exit 141).
-        Used by ``walletctl`` itself and by test runners that call the app.
-        """
+        """Parse and run, with every error of the command line in walletctl's voice (used by
+        ``walletctl`` itself and by test runners that call the app)."""
         code = run_command(self, list(sys.argv[1:] if args is None else args),
                            prog_name or "walletctl", extra)
         if standalone_mode:
@@ -287,35 +270,20 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     ctx: typer.Context,
-    profile: Annotated[
-        Optional[str],  # noqa: UP045 - Typer needs Optional on 3.11
-        typer.Option("--profile", "-p", help="Merchant profile to use.", envvar=Env.PROFILE),
-    ] = None,
-    config: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--config", help="Profiles file.", envvar=Env.CONFIG, dir_okay=False),
-    ] = None,
-    output: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--output",
-            "-o",
-            help="table | json | ndjson | csv (default: table on a terminal, json when piped).",
-        ),
+    profile: Annotated[str | None, typer.Option(
+        "--profile", "-p", help="Merchant profile to use.", envvar=Env.PROFILE)] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="Profiles file.", envvar=Env.CONFIG, dir_okay=False)] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o",
+        help="table | json | ndjson | csv (default: table on a terminal, json when piped).")
     ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Trace requests and responses (masked).")
     ] = False,
-    timeout: Annotated[
-        Optional[float],  # noqa: UP045
-        typer.Option(
-            "--timeout",
-            help="Request timeout in seconds (overrides the profile).",
-            min=0.1,
-            max=MAX_TIMEOUT,
-            callback=_finite_timeout,
-        ),
-    ] = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", help="Request timeout in seconds (overrides the profile).", min=0.1,
+        max=MAX_TIMEOUT, callback=_finite_timeout)] = None,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.", envvar=Env.DEBUG)
     ] = False,
@@ -386,7 +354,7 @@ def read_answer(prompt: str = "") -> str:
 
 
 def run(argv: list[str] | None = None) -> None:
-    """Console-script entry point (the error boundary lives in ``_BoundaryGroup``)."""
+    """Console-script entry point."""
     install_signal_handlers()
     click.termui.visible_prompt_func = read_answer
     # A connection's generator closed by the garbage collector after a timeout (httpcore)

@@ -1,18 +1,6 @@
-"""Fitting human output to the terminal without breaking a word.
-
-``print_table`` (``fit_table``: the same as a renderable, for a live view): a Rich table
-whose columns may wrap only between words. When the narrowest table that keeps every word
-and number whole is still wider than the terminal, the columns named in ``drop`` are left
-out, in that order, then others from the right, and a note says which ("hidden at N
-columns"; ``-o json`` keeps everything). Text outside tables: ``console.wrap_words``.
-
-A table is printed without its top edge, the line of blanks that made every table (or the
-line under its title) start with an empty line.
-
-``fit_phrases``: a one-line result made of phrases ("Captured 15.00 EUR of REF", "as NEW:",
-"Approved (CapturedByProvider)") that breaks between phrases, and inside a phrase wider
-than the terminal only between its words.
-"""
+"""Fitting human output to the terminal without breaking a word: tables whose columns wrap
+only between words (columns left out, and named, when even that is too wide), and lines of
+phrases that break between phrases."""
 
 from __future__ import annotations
 
@@ -47,19 +35,15 @@ def _column_span(headers: Sequence[str], rows: Sequence[Sequence[str]], i: int,
 
 
 def _overhead(columns: int) -> int:
-    """Cells a SIMPLE_HEAD table (pad_edge=False) adds around its columns: a blank edge on
-    each side, and padding + divider + padding (3) between two columns."""
+    """Cells a SIMPLE_HEAD table (pad_edge=False) adds: an edge each side, 3 between two."""
     return 2 + 3 * (columns - 1)
 
 
 def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]], keep: Sequence[int],
             no_wrap: set[int], width: int) -> list[int] | None:
-    """Column widths that fit ``width`` with every word whole, or None when none do.
-
-    Rich's own collapsing narrows wide columns below their longest word (and folds it), so
-    the widths are set here: each column gets its longest word, then the room left goes to
-    the columns that still wrap, the most starved first.
-    """
+    """Column widths that fit ``width`` with every word whole (None: none do): each column
+    its longest word, then the room left to the most starved (Rich's own collapsing would
+    fold a word)."""
     spans = [_column_span(headers, rows, i, i in no_wrap) for i in keep]
     room = width - _overhead(len(keep))
     widths = [low for low, _ in spans]
@@ -95,9 +79,7 @@ def _build(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[st
 
 
 class _WithoutTopEdge:
-    """``table`` printed without its top edge (a line of blanks in a SIMPLE_HEAD box): the
-    title, or else the header, is the first line. The bottom edge stays: one blank line
-    between the table and what follows it."""
+    """``table`` printed without its top edge (a line of blanks in a SIMPLE_HEAD box)."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
@@ -123,10 +105,9 @@ def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
 def fit_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
                 no_wrap: Sequence[int] = (), drop: Sequence[int] = (),
                 width: int) -> tuple[list[int], list[int] | None, list[int]]:
-    """(the columns kept, their widths, the columns left out in that order) for a table
-    that fits ``width`` with every word and number whole: the columns in ``drop`` are left
-    out first, in that order, then the others from the right; the first column stays
-    (widths None: even it alone is wider)."""
+    """(the columns kept, their widths, the columns left out) for a table that fits
+    ``width`` with every word whole: ``drop`` left out first, then the others from the
+    right; the first column stays (widths None: even it alone is wider)."""
     keep = list(range(len(headers)))
     fixed = set(no_wrap)
     widths = _widths(headers, rows, keep, fixed, width)
@@ -143,8 +124,8 @@ def fit_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
 def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[str]], *,
               justify: dict[int, str] | None = None, no_wrap: Sequence[int] = (),
               drop: Sequence[int] = (), width: int) -> tuple[Any, list[str]]:
-    """(the table, fitted to ``width``, as a renderable; the headers of the columns left
-    out). A title wider than the table goes above it as its own line, never folded."""
+    """(the table fitted to ``width``, as a renderable; the headers of the columns left
+    out)."""
     from rich.console import Group
     from rich.text import Text
 
@@ -154,8 +135,7 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
     parts: list[Any] = []
     span = None if widths is None else sum(widths) + _overhead(len(keep))
     if title and (span is None or Text.from_markup(title).cell_len > span):
-        # a title wider than the table (a long path) is its own line(s), broken between
-        # words only: a word wider than the terminal is left whole for the terminal to wrap
+        # a title wider than the table (a long path) is its own line(s), never folded
         heading = Text.from_markup(wrap_words(title, width, "", measure=_markup_width))
         heading.no_wrap, heading.overflow = True, "ignore"
         parts.append(heading)
@@ -174,8 +154,7 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
 def print_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[str]], *,
                 justify: dict[int, str] | None = None, no_wrap: Sequence[int] = (),
                 drop: Sequence[int] = (), width: int | None = None) -> list[str]:
-    """Print the table fitted to the terminal (``fit_table``); returns the headers of the
-    columns left out."""
+    """Print :func:`fit_table`'s table; returns the headers of the columns left out."""
     width = width or terminal_width()
     table, hidden = fit_table(title, headers, rows, justify=justify, no_wrap=no_wrap,
                               drop=drop, width=width)
@@ -184,8 +163,8 @@ def print_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequen
 
 
 def fit_phrases(phrases: Sequence[str], width: int | None = None, indent: str = "  ") -> str:
-    """Join ``phrases`` with spaces, breaking lines between phrases, and inside a phrase
-    wider than ``width`` only between its words (Rich markup kept)."""
+    """``phrases`` joined, lines broken between phrases (inside one wider than ``width``:
+    between its words)."""
     from rich.text import Text
 
     width = width or terminal_width()
@@ -208,8 +187,7 @@ def fit_phrases(phrases: Sequence[str], width: int | None = None, indent: str = 
 
 
 def print_phrases(phrases: Sequence[str], indent: str = "  ") -> None:
-    """``phrases`` as one line on stdout, fitted (``fit_phrases``) on a terminal only
-    (Rich markup: escape what came from outside)."""
+    """``phrases`` (Rich markup) as one line on stdout, fitted on a terminal only."""
     console = out()
     console.print(fit_phrases(phrases, indent=indent) if console.is_terminal
                   else " ".join(phrases), soft_wrap=True, crop=False, highlight=False)
