@@ -60,6 +60,12 @@ def print_dry_run(state: State, calls: list[PreparedCall]) -> None:
     render_dry_run(state.output_format, [c.describe() for c in calls])
 
 
+def missing(command: str, argument: str, instead: str) -> UsageError:
+    """``command`` run without its ``argument`` (or the option given ``instead`` of it)."""
+    return UsageError(f"{command}: missing {argument} (usage: walletctl {command} [OPTIONS] "
+                      f"{argument}, or {instead})", hint=f"see `walletctl {command} --help`")
+
+
 def confirm(summary: str, *, yes: bool, action: str) -> None:
     """Ask on a terminal; refuse without one unless --yes."""
     if yes:
@@ -135,11 +141,7 @@ def parse_when(text: str, flag: str, now: datetime | None = None) -> str:
 
 
 def read_request_file(path: Path) -> dict[str, Any]:
-    """A JSON or TOML request file (by extension; JSON numbers become Decimal).
-
-    Special files are refused, size and nesting are bounded, duplicate keys are refused
-    (``walletctl.ops.user_files``).
-    """
+    """A JSON or TOML request file (by extension; JSON numbers become Decimal)."""
     from walletctl.ops.user_files import read_document
 
     where = str(path)
@@ -167,18 +169,11 @@ def _shown(name: str) -> str:
 
 def confirm_production(profile: Profile, given: str | None, *, action: str,
                        ask: Callable[[str], str] | None = None) -> bool:
-    """Require the profile's name before ``action`` is done against a production profile.
-
-    ``given`` is the value of ``--confirm-profile`` (None when absent). Whatever the
-    environment, a given name must be exactly ``profile.name`` (a script that names another
-    profile than the one it runs against is stopped). For a production profile without
-    ``given``: on a terminal the name is asked for (``ask``, default: a prompt on stderr when
-    stdin is a terminal); without one it is refused. ``--yes`` has no part in this.
-
-    Returns True when the name was typed at the prompt (the operator saw what is about to be
-    done and confirmed it: a caller may skip its own y/N question), False otherwise.
-    Raises :class:`UsageError` (exit 2) when refused: nothing has been sent.
-    """
+    """Require the profile's name before ``action`` is done against a production profile:
+    ``given`` (``--confirm-profile``), whatever the environment, must be exactly its name;
+    without it a production profile's name is asked for on a terminal (``ask``), refused
+    without one (``--yes`` has no part in this). True when the name was typed at the prompt
+    (a caller may skip its own y/N question)."""
     if given is not None:
         if given != profile.name:
             where = "production profile" if profile.is_production else "profile"

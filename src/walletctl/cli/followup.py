@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from walletctl.cli.common import ConfirmAmount, DryRun, Rate, Reason, Yes
+from walletctl.cli.common import ConfirmAmount, DryRun, Rate, Reason, Yes, missing
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
 
@@ -124,10 +124,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 confirm_profile=tuple(confirm_profile or ()), reason=reason,
                 confirm_amount=confirm_amount)))
         if ref is None:
-            raise UsageError(
-                f"{op}: missing REF (usage: walletctl {op} [OPTIONS] REF, or --batch FILE)",
-                hint=f"see `walletctl {op} --help`",
-            )
+            raise missing(op, "REF", "--batch FILE")
         _single(ctx, op, ref, amount=amount, currency=currency, new_ref=new_ref, yes=yes,
                 dry_run=dry_run, reason=reason, confirm_amount=confirm_amount,
                 allow_duplicate=allow_duplicate, approval=approval,

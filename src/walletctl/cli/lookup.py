@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate
+from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate, missing
 from walletctl.cli.state import get_state
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
@@ -51,10 +51,7 @@ def lookup(
             ctx, source=batch, open_only=open_only, older_than=older_than, states=state,
             concurrency=concurrency, rate=rate, max_failures=max_failures))
     if ref is None:
-        raise UsageError(
-            "lookup: missing REF (usage: walletctl lookup [OPTIONS] REF, or --batch FILE)",
-            hint="see `walletctl lookup --help`",
-        )
+        raise missing("lookup", "REF", "--batch FILE")
     from walletctl.cli.common import make_client
     from walletctl.models.inputs import check_inputs
     from walletctl.render.records import render_records

@@ -169,7 +169,7 @@ def _account_id(arg: str | None, event: Path | None, read_event: Any) -> str:
     if event is not None:
         return str(read_event(event).transaction_account_id)
     if not arg:
-        raise UsageError("account: missing TRANSACTION_ACCOUNT_ID (usage: walletctl account "
-                         "[OPTIONS] TRANSACTION_ACCOUNT_ID, or --event FILE)",
-                         hint="see `walletctl account --help`")
+        from walletctl.cli.common import missing
+
+        raise missing("account", "TRANSACTION_ACCOUNT_ID", "--event FILE")
     return arg

@@ -8,7 +8,7 @@ from typing import Any
 
 from walletctl.history.approvals import Approval
 from walletctl.render.fit import print_markup, print_table
-from walletctl.render.output import RowStream, emit, first_rows
+from walletctl.render.output import RowStream, emit, first_rows, minute
 
 STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
                 "spent": "dim", "expired": "magenta"}
@@ -42,7 +42,7 @@ def _flat(found: Approval, now: str) -> dict[str, Any]:
 
 
 def _when(stamp: str | None) -> str:
-    return (stamp or "")[:16].replace("T", " ") + (" UTC" if stamp else "")
+    return minute(stamp) + (" UTC" if stamp else "")
 
 
 TABLE_ROWS = 200  # requests a table shows (every one is in the data formats)

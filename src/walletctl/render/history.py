@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from walletctl.history.store import ENTRY_FIELDS, Entry
 from walletctl.render.console import out, print_error, print_note
 from walletctl.render.fit import fit_phrases, print_markup, print_table
-from walletctl.render.output import emit, emit_rows, write_json, write_rows
+from walletctl.render.output import emit, emit_rows, minute, write_json, write_rows
 
 if TYPE_CHECKING:
     from walletctl.ops.desk import Rulebook, SetUp
@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 
 OUTCOME_STYLES = {"approved": "green", "created": "cyan", "declined": "red",
                   "refused": "magenta", "unknown": "bold yellow", "error": "red"}
+
+def outcome_markup(outcome: str, shown: str | None = None) -> str:
+    """``shown`` (default: the outcome itself) in the outcome's colour."""
+    style = OUTCOME_STYLES.get(outcome, "")
+    shown = outcome if shown is None else shown
+    return f"[{style}]{shown}[/]" if style else shown
+
 
 TABLE_ROWS = 50  # entries a table shows without --last
 
@@ -64,7 +71,6 @@ def _table(entries: Sequence[Entry], path: str) -> None:
     headers = ["#", "Time (UTC)", "Op", "Reference / reason", "Amount", "Outcome", "Operator"]
     rows: list[list[str]] = []
     for e in entries:
-        style = OUTCOME_STYLES.get(e.outcome, "")
         # The reference the action used, and the operator's reason on a second, dim line.
         ref = escape(e.new_ref or e.original_ref or "")
         if e.operation == "policy" and e.note:  # the change itself: key: old -> new
@@ -73,8 +79,8 @@ def _table(entries: Sequence[Entry], path: str) -> None:
             ref += f"\n[dim]{escape(e.reason)}[/]"
         amount = f"{e.amount} {e.currency}" if e.amount is not None else ""
         outcome = e.outcome + (f" ({e.exit_code})" if e.exit_code else "")
-        rows.append([str(e.id), e.time[:16].replace("T", " "), e.operation, ref, amount,
-                     f"[{style}]{outcome}[/]" if style else outcome, escape(_who(e))])
+        rows.append([str(e.id), minute(e.time), e.operation, ref, amount,
+                     outcome_markup(e.outcome, outcome), escape(_who(e))])
     print_table(None, headers, rows, justify={0: "right", 4: "right"}, no_wrap=(0, 4, 5),
                 drop=(1, 6, 2, 5))
     unknown = sum(1 for e in entries if e.outcome == "unknown")
@@ -229,7 +235,7 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
         return
     print_markup(escape(f"The desk's policy in history {book.history}:"))
     print_table(None, ["Rule", "Value", "Set by", "Set at (UTC)"],
-                [[r.key, r.value, r.set_by or "", (r.set_at or "")[:16].replace("T", " ")]
+                [[r.key, r.value, r.set_by or "", minute(r.set_at)]
                  for r in book.rules], no_wrap=(0, 1), drop=(3, 2))
 
 

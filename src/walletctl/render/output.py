@@ -184,6 +184,11 @@ def write_text(text: str) -> None:
     sys.stdout.flush()
 
 
+def minute(stamp: str | None) -> str:
+    """``2026-11-22 09:30`` of an ISO time (empty for none)."""
+    return (stamp or "")[:16].replace("T", " ")
+
+
 def cell(value: Any) -> str:
     if value is None:
         return "-"

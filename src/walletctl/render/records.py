@@ -30,6 +30,14 @@ def record_dict(record: TransactionRecord) -> dict[str, Any]:
     return data
 
 
+def state_markup(state: str) -> str:
+    """A state the gateway sent, escaped, in its colour."""
+    from rich.markup import escape
+
+    style = STATE_STYLES.get(state.lower(), "")
+    return f"[{style}]{escape(state)}[/]" if style else escape(state)
+
+
 def render_records(records: Sequence[TransactionRecord], fmt: str, reference: str) -> None:
     rows = [record_dict(r) for r in records]
     emit(fmt, rows, columns=CSV_COLUMNS, table=lambda: _table(records, reference))
@@ -49,13 +57,11 @@ def _table(records: Sequence[TransactionRecord], reference: str) -> None:
     headers = ["Reference", "Type", "State", "Amount", "Provider state", "Date/time (as given)"]
     rows: list[list[str]] = []
     for rec in records:
-        style = STATE_STYLES.get(rec.state.lower(), "")
-        state = escape(rec.state)
         # Cells are gateway text: escaped, or a "[" in a state would be read as Rich markup.
         rows.append([
             escape(rec.client_system_transaction_id),
             escape((rec.type or "").removeprefix("ecom.")),
-            f"[{style}]{state}[/]" if style else state,
+            state_markup(rec.state),
             format_major(rec.transaction_amount, rec.currency_code.upper()),
             escape(rec.provider_state_code or ""),
             escape(rec.transaction_date_time or ""),
