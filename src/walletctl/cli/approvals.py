@@ -75,8 +75,7 @@ def refuse(
 def approve(
     ctx: typer.Context,
     approval: Annotated[int, _ID],
-    reason: Annotated[str | None, typer.Option(help="A note recorded with the approval.")
-                      ] = None,
+    reason: Annotated[str | None, typer.Option(help="A note recorded with the approval.")] = None,
     yes: Annotated[bool, typer.Option(
         "--yes", "-y", help="Do not ask (scripts): the request is still checked.")] = False,
     confirm_profile: Annotated[str | None, typer.Option(

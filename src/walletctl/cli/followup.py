@@ -79,9 +79,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
         resume: Annotated[
             bool, typer.Option("--resume", help="Continue an interrupted batch.")
         ] = False,
-        concurrency: Annotated[
-            int, typer.Option(min=1, max=256, help="Requests in flight.")
-        ] = 8,
+        concurrency: Annotated[int, typer.Option(min=1, max=256, help="Requests in flight.")] = 8,
         rate: Rate = None,
         results: Annotated[
             Path | None, typer.Option(help="Per-row results (.ndjson/.jsonl or .csv).")

@@ -36,9 +36,7 @@ def lookup(
     ] = False,
     older_than: Annotated[str | None, typer.Option(
         help="Only references whose first transaction is older, e.g. 6d, 12h.")] = None,
-    state: Annotated[
-        list[str] | None, typer.Option(help="Only this state (repeatable).")
-    ] = None,
+    state: Annotated[list[str] | None, typer.Option(help="Only this state (repeatable).")] = None,
     concurrency: LookupConcurrency = 32,
     rate: Rate = None,
     max_failures: LookupFailures = 10,

@@ -209,9 +209,7 @@ def add(
         str | None, typer.Option(
             "--currency", help="Default ISO 4217 currency (asked on a terminal when missing).")
     ] = None,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Request timeout in seconds.")
-    ] = None,
+    timeout: Annotated[float | None, typer.Option(help="Request timeout in seconds.")] = None,
     timezone: Annotated[str | None, typer.Option(
         "--timezone", help="IANA zone of the gateway's timestamps, e.g. Europe/Paris.")] = None,
     environment: Annotated[str | None, typer.Option(
@@ -238,15 +236,10 @@ def add(
     redirect_base: Annotated[str | None, typer.Option(
         "--redirect-base", help="Shop URL: sets success_url=URL/ok, error_url=URL/error, "
         "pending_url=URL/pending, return_url=URL/cart.")] = None,
-    success_url: Annotated[str | None, typer.Option(
-        "--success-url", help="Payment successful.")] = None,
-    error_url: Annotated[str | None, typer.Option(
-        "--error-url", help="Payment unsuccessful.")] = None,
-    pending_url: Annotated[str | None, typer.Option(
-        "--pending-url", help="Payment pending.")] = None,
-    return_url: Annotated[str | None, typer.Option(
-        "--return-url", help="Customer goes back to the shop.")
-    ] = None,
+    success_url: Annotated[str | None, typer.Option(help="Payment successful.")] = None,
+    error_url: Annotated[str | None, typer.Option(help="Payment unsuccessful.")] = None,
+    pending_url: Annotated[str | None, typer.Option(help="Payment pending.")] = None,
+    return_url: Annotated[str | None, typer.Option(help="Customer goes back to the shop.")] = None,
     cancel_url: Annotated[str | None, typer.Option(
         "--cancel-url", help="Cancelled (default: the error URL).")
     ] = None,

@@ -74,8 +74,7 @@ def serve_cmd(
     retry_after: Annotated[int, typer.Option(help="Retry-After seconds on 429.")] = 1,
     drop_rate: Annotated[float, typer.Option(
         help="Rate of commit-then-drop-the-connection (0-1).")] = 0.0,
-    error_after_rate: Annotated[float, typer.Option(
-        help="Rate of 5xx after commit (0-1).")] = 0.0,
+    error_after_rate: Annotated[float, typer.Option(help="Rate of 5xx after commit (0-1).")] = 0.0,
     seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.")] = None,
     admin_token: Annotated[
         str | None,
@@ -390,8 +389,7 @@ def faults_cmd(
         min=0.0, max=1.0)] = None,
     error_after_rate: Annotated[float | None, typer.Option(
         "--error-after-rate", help="Rate of 5xx after commit (0-1).", min=0.0, max=1.0)] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed for reproducible faults.")
-                    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.")] = None,
     clear: Annotated[bool, typer.Option(
         "--clear", help="Remove every fault (then apply the options given, if any).")] = False,
     url: SandboxURL = None,
@@ -439,8 +437,7 @@ def seed_cmd(
         "`walletctl capture --batch`.")] = "seed.csv",
     merchant_id: Annotated[str | None, typer.Option(
         "--merchant-id", help="merchantId (default: the profile's).")] = None,
-    store_id: Annotated[str | None, typer.Option(
-        "--store-id", help="storeId (default: the profile's).")] = None,
+    store_id: Annotated[str | None, typer.Option(help="storeId (default: the profile's).")] = None,
     random_seed: Annotated[int | None, typer.Option(
         "--random-seed", help="Seed of the amounts drawn from a range (same seed, same "
         "amounts).")] = None,

@@ -63,9 +63,7 @@ def account(
         str | None, typer.Argument(help="The transactionAccountId from event.detail.")
     ] = None,
     event: Annotated[Path | None, typer.Option("--event", help=_EVENT_HELP)] = None,
-    encryption_key_id: Annotated[
-        str | None, typer.Option("--encryption-key-id", help=_KEY_ID_HELP)
-    ] = None,
+    encryption_key_id: Annotated[str | None, typer.Option(help=_KEY_ID_HELP)] = None,
 ) -> None:
     """Show a payment account (Get Payment Account), card number masked."""
     from walletctl.cli.common import make_client
@@ -107,9 +105,7 @@ def authorize(
                                   "stdin), e.g. the output of `walletctl sandbox 3ds`; supplies "
                                   "the account when it names one.")
     ] = None,
-    encryption_key_id: Annotated[
-        str | None, typer.Option("--encryption-key-id", help=_KEY_ID_HELP)
-    ] = None,
+    encryption_key_id: Annotated[str | None, typer.Option(help=_KEY_ID_HELP)] = None,
     reason: Reason = None,
     confirm_amount: ConfirmAmount = None,
     yes: Yes = False,
