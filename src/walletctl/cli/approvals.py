@@ -1,9 +1,5 @@
-"""``walletctl approve ID`` and ``walletctl approvals [show|refuse]``: four eyes.
-
-A capture, refund or reversal above the profile's ``[history.approvals]`` amount is filed
-as a request (exit 12) instead of sent; another operator approves it here, and the
-requester sends it with ``--approval ID``. See docs/history.md "Approvals".
-"""
+"""``walletctl approve ID`` and ``walletctl approvals [show|refuse]``: four eyes (see
+docs/history.md "Approvals")."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
 """Every file derived from the command tree, and ``walletctl completion SHELL``.
 
-The command tree is read from the click commands themselves; the static shell completion
-scripts (``completions/``: bash, zsh, fish, PowerShell, each native to its shell) and the man
-page (``man/walletctl.1``, with the README's exit codes and docs/guide.md's environment
-table) are rendered from it, so a new command, option or argument appears in all of them when
-they are regenerated (tests fail while they are stale)::
-
-    python -m walletctl.cli.completions     # rewrites completions/* and man/walletctl.1
-
-The scripts skip option values when finding the command (``walletctl -p sandbox <TAB>``
-offers commands), complete the values of choice options, profile names for ``-p`` (read from
-the profiles file) and file names for path options only. ``walletctl completion SHELL``
-prints the shipped script (static: TAB costs no Python start-up); its one copy is the
-repository's ``completions/`` (the wheel carries it inside the package: walletctl/shipped.py).
+The static shell completion scripts (``completions/``) and the man page
+(``man/walletctl.1``, with the README's exit codes and docs/guide.md's environment table) are
+rendered from the click commands themselves by ``python -m walletctl.cli.completions`` (tests
+fail while they are stale). ``walletctl completion SHELL`` prints the shipped script.
 """
 
 from __future__ import annotations
@@ -703,29 +694,17 @@ def render_from_checkout() -> str:
     return render_manpage(command_tree(), readme, guide)
 
 
-def write_manpage() -> Path:
-    """Rewrite the checkout's ``man/walletctl.1``; its path."""
-    from walletctl import shipped
-
-    if not shipped.in_checkout():
-        raise SystemExit("python -m walletctl.cli.completions: run it from a source checkout")
-    target = shipped.CHECKOUT / "man" / "walletctl.1"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_from_checkout(), encoding="utf-8")
-    return target
-
-
 # --------------------------------------------------------------------------- the generator
 
 
 def render_all() -> dict[str, str]:
-    """{file name in completions/: its text} as the command tree renders it now."""
+    """{file name in completions/: its text}."""
     tree = command_tree()
     return {SHELLS[shell]: render(tree) for shell, render in RENDERERS.items()}
 
 
 def shipped_script(shell: str) -> str:
-    """The shipped script for ``shell`` (bash, zsh, fish, powershell)."""
+    """The shipped script for ``shell``."""
     from walletctl import shipped
 
     return shipped.read("completions", SHELLS[shell])
@@ -735,7 +714,6 @@ _COMPLETION_HELP = "Print the shell completion script for bash, zsh, fish or pow
 
 
 def register(app: typer_t.Typer) -> None:
-    """``walletctl completion SHELL`` (loaded lazily like every command)."""
     import typer
 
     @app.command("completion", help=_COMPLETION_HELP + """
@@ -778,15 +756,16 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.directory is None and not shipped.in_checkout():
         parser.error("not running from a source checkout: name a DIRECTORY")
-    target: Path = args.directory or shipped.CHECKOUT / "completions"
-    target.mkdir(parents=True, exist_ok=True)
     from walletctl.render.output import write_text
 
-    for name, text in render_all().items():
-        (target / name).write_text(text, encoding="utf-8")
-        write_text(f"wrote {target / name}\n")
+    files = {(args.directory or shipped.CHECKOUT / "completions") / name: text
+             for name, text in render_all().items()}
     if args.directory is None:
-        write_text(f"wrote {write_manpage()}\n")
+        files[shipped.CHECKOUT / "man" / "walletctl.1"] = render_from_checkout()
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        write_text(f"wrote {path}\n")
     return 0
 
 

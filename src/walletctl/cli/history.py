@@ -1,9 +1,6 @@
-"""``walletctl history``: the local audit log of money-moving actions.
-
-``history`` lists entries (filters, -o json|ndjson|csv), ``--path`` prints where it lives,
-``--unknown --reconcile`` looks unknown outcomes up at the gateway, ``verify`` checks the
-hash chain (and the heads ``anchor`` printed, kept outside the history).
-"""
+"""``walletctl history``: the audit log of money-moving actions (list, reconcile the
+unknown outcomes, verify and anchor the hash chain, check an evidence bundle, set up, the
+desk's policy)."""
 
 from __future__ import annotations
 

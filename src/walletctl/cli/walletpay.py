@@ -1,12 +1,4 @@
-"""``walletctl keys | account | authorize``: the browser wallet (WalletPay) from a terminal.
-
-* ``keys``: API key + encryption key from the public key service (masked unless
-  ``--show-secret``; cached until expiry; ``--save`` stores them in the profile's secret store).
-* ``account``: Get Payment Account for a ``transactionAccountId`` (or a posted ``event.detail``).
-* ``authorize``: ``ecom.sale`` / ``ecom.preauthorization`` on a payment account. A ``Card``
-  (PAN_ONLY) account without 3DS data, or a ``Token`` account without cryptogram/ECI, is
-  refused before sending (exit code 4, VALIDATION).
-"""
+"""``walletctl keys | account | authorize``: the browser wallet (WalletPay) from a terminal."""
 
 from __future__ import annotations
 

@@ -201,6 +201,19 @@ def print_markup(markup: str, indent: str = "  ") -> None:
                   soft_wrap=True, crop=False, highlight=False)
 
 
+def print_fields(title: str, fields: Sequence[tuple[str, str]]) -> None:
+    """``title`` (markup), then a field a line: its name in bold, its text beside it, broken
+    between words (a value's later lines, and its continuations, under its start)."""
+    from rich.markup import escape
+
+    width = max((len(key) for key, _ in fields), default=0)
+    print_markup(title)
+    for key, text in fields:
+        for n, line in enumerate(text.split("\n")):
+            label = f"[bold]{escape(key):<{width}}[/bold]" if n == 0 else " " * width
+            print_markup(f"  {label}  {escape(line)}", indent=" " * (width + 4))
+
+
 def _markup_width(markup: str) -> int:
     """Cells ``markup`` takes on the screen: its Rich tags (even unbalanced) left out."""
     from rich.markup import RE_TAGS

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import print_note
-from walletctl.render.fit import print_markup
+from walletctl.render.fit import print_fields, print_markup
 from walletctl.render.output import cell, emit_rows
 
 if TYPE_CHECKING:
@@ -50,13 +50,8 @@ def render_profile(output_format: str, name: str, settings: dict[str, Any]) -> N
     else:
         from rich.markup import escape
 
-        # Setting and value per line, never folded: a long path stays one word (copyable).
-        rows = _flatten(settings)
-        width = max(len(key) for key, _ in rows)
-        print_markup(f"profile {escape(name)}")
-        for key, value in rows:
-            print_markup(f"  [bold]{key:<{width}}[/bold]  {escape(value)}",
-                         indent=" " * (width + 4))
+        # never folded: a long path stays one word (copyable)
+        print_fields(f"profile {escape(name)}", _flatten(settings))
 
 
 def _flatten(settings: dict[str, Any], *, empty: str = "-") -> list[tuple[str, str]]:

@@ -1,10 +1,6 @@
 """``walletctl recon``'s report: a table per kind of finding, the totals and a line of
 counts; one JSON document; NDJSON or CSV a row per finding, then the rest (NDJSON: one
-object; CSV: a ``total`` row per currency and operation).
-
-Findings come in a fixed order (original, reference, entry), so two runs over the same
-records print the same report.
-"""
+object; CSV: a ``total`` row per currency and operation)."""
 
 from __future__ import annotations
 
