@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from walletctl.cli.profile import EXAMPLES
+
 if TYPE_CHECKING:
     import typer as typer_t
 
@@ -39,7 +41,7 @@ KNOWN_VALUES: Final = {
 # Values offered for a command's argument: "path" -> words, or a marker.
 ARGUMENT_VALUES: Final = {
     "completion": "bash zsh fish powershell",
-    "profile example": "reference sandbox production-key-env key-file keyring",
+    "profile example": " ".join(EXAMPLES),
     "profile show": PROFILES,
     "profile remove": PROFILES,
     "profile check": PROFILES,
@@ -62,7 +64,6 @@ class Argument:
     name: str
     values: str = ""  # as Option.values
     many: bool = False
-    required: bool = False
 
 
 @dataclass
@@ -143,7 +144,7 @@ def command_tree() -> dict[str, Node]:
             elif param.param_type_name == "argument":
                 node.arguments.append(Argument(
                     name=param.name or "arg", values=ARGUMENT_VALUES.get(path, ""),
-                    many=param.nargs == -1, required=bool(param.required)))
+                    many=param.nargs == -1))
         node.options.append(Option(opts=("--help", "-h"), help="Show help", takes_value=False,
                                    full_help="Show the help and exit."))
         names = cmd.list_commands(ctx) if hasattr(cmd, "list_commands") else []

@@ -468,7 +468,7 @@ profile_app.command("check")(check)
 # --------------------------------------------------------------------------- example
 
 
-_EXAMPLES = ("reference", "sandbox", "production-key-env", "key-file", "keyring")
+EXAMPLES = ("reference", "sandbox", "production-key-env", "key-file", "keyring")
 
 
 @profile_app.command("example")
@@ -482,7 +482,7 @@ def example(
     from walletctl.errors import UsageError
     from walletctl.render.output import write_text
 
-    if kind not in _EXAMPLES:
+    if kind not in EXAMPLES:
         raise UsageError(f"profile example: no example {kind!r}",
-                         hint="one of: " + ", ".join(_EXAMPLES))
+                         hint="one of: " + ", ".join(EXAMPLES))
     write_text(shipped.read("sample-configs", f"{kind}.toml"))

@@ -5,16 +5,13 @@ the exit code is the result's own rule (0 agree, 13 mismatch, 6/7/9 lookups not 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
-
-if TYPE_CHECKING:
-    from walletctl.ops.recon.compare import ReconResult
 
 recon_app = typer.Typer(no_args_is_help=False)
 
@@ -90,30 +87,7 @@ def recon(
     with lookup_progress("orders") as tick:
         result = reconcile(profile, request, progress=tick)
     render_recon(result, st.output_format)
-    _explain(result)
     raise typer.Exit(result.exit_code)
-
-
-def _explain(result: ReconResult) -> None:
-    """One stderr line when the exit is not 0: the mismatches named, or why lookups were
-    not answered."""
-    from walletctl.constants import ExitCode
-    from walletctl.render.console import print_error, print_hint, print_note
-    from walletctl.render.recon import mismatch_message
-
-    code = result.exit_code
-    if code == ExitCode.MISMATCH:
-        print_error(mismatch_message(result))
-    report = result.report
-    if report.fatal:
-        print_note(f"stopped: {report.fatal}")
-        print_hint(report.fatal_hint)
-    unchecked = result.of("unchecked")
-    if unchecked and code != ExitCode.INTERRUPTED:
-        names = ", ".join(f.original for f in unchecked[:5])
-        more = f" and {len(unchecked) - 5} more" if len(unchecked) > 5 else ""
-        print_error(f"recon: {len(unchecked)} order(s) could not be looked up ({names}{more}):"
-                    " the comparison is incomplete; run it again later")
 
 
 @recon_app.command("findings")

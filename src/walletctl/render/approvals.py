@@ -25,9 +25,8 @@ def render_filed(fmt: str, found: Approval) -> None:
     """A money command filed ``found`` instead of sending (its error follows on stderr)."""
     now = found.created_at  # just filed: pending
     if fmt != "table":
-        emit(fmt, [{"status": "awaiting_approval", **_flat(found, now)}],
-             document={"status": "awaiting_approval", "approval": found.to_dict(now)},
-             columns=("status", *CSV_COLUMNS))
+        _emit(fmt, found, now, {"status": "awaiting_approval", "approval": found.to_dict(now)},
+              status="awaiting_approval")
         return
     from rich.markup import escape
 
@@ -39,6 +38,12 @@ def _flat(found: Approval, now: str) -> dict[str, Any]:
     row = found.to_dict(now)
     row.pop("batch_detail", None)
     return row
+
+
+def _emit(fmt: str, found: Approval, now: str, document: Any = None, **first: str) -> None:
+    """One request in a data format (CSV and NDJSON without the batch's rows)."""
+    emit(fmt, [{**first, **_flat(found, now)}], document=document or found.to_dict(now),
+         columns=(*first, *CSV_COLUMNS))
 
 
 def _when(stamp: str | None) -> str:
@@ -87,7 +92,7 @@ def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
 def render_request(fmt: str, found: Approval, now: str) -> None:
     """One request in full: what ``approve`` shows before asking (stdout)."""
     if fmt != "table":
-        emit(fmt, [_flat(found, now)], document=found.to_dict(now), columns=CSV_COLUMNS)
+        _emit(fmt, found, now)
         return
     from rich.markup import escape
 
@@ -143,7 +148,7 @@ def render_decided(fmt: str, found: Approval) -> None:
     """``approve`` / ``approvals refuse``: what was decided."""
     now = found.decided_at or ""
     if fmt != "table":
-        emit(fmt, [_flat(found, now)], document=found.to_dict(now), columns=CSV_COLUMNS)
+        _emit(fmt, found, now)
         return
     from rich.markup import escape
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from walletctl.constants import ExitCode
 from walletctl.history.findings import Recorded
 from walletctl.models.money import quantize
 from walletctl.ops.recon.compare import LABELS, UNCONFIRMED, Finding, ReconResult, Side, money_text
 from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
-from walletctl.render.console import out
+from walletctl.render.console import out, print_error, print_hint, print_note
 from walletctl.render.fit import fit_phrases
 from walletctl.render.fit import print_table as fitted
 from walletctl.render.output import RowStream, emit, write_json
@@ -74,8 +75,25 @@ def _csv_row(f: Finding) -> dict[str, Any]:
 
 
 def render_recon(result: ReconResult, fmt: str) -> None:
-    """The report in ``fmt``; NDJSON and CSV through the listings' one writer per format
-    (the findings come from the comparison, which holds them to order them)."""
+    """The report in ``fmt``; on stderr, when the exit is not 0, the mismatches named or why
+    lookups were not answered."""
+    _report(result, fmt)
+    code = result.exit_code
+    if code == ExitCode.MISMATCH:
+        print_error(mismatch_message(result))
+    report = result.report
+    if report.fatal:
+        print_note(f"stopped: {report.fatal}")
+        print_hint(report.fatal_hint)
+    unchecked = result.of("unchecked")
+    if unchecked and code != ExitCode.INTERRUPTED:
+        names = ", ".join(f.original for f in unchecked[:5])
+        more = f" and {len(unchecked) - 5} more" if len(unchecked) > 5 else ""
+        print_error(f"recon: {len(unchecked)} order(s) could not be looked up ({names}{more}):"
+                    " the comparison is incomplete; run it again later")
+
+
+def _report(result: ReconResult, fmt: str) -> None:
     if fmt in ("ndjson", "csv"):
         stream = RowStream(fmt, columns=CSV_COLUMNS)
         for f in result.findings:
