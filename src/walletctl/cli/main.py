@@ -147,6 +147,7 @@ class _BoundaryGroup(TyperGroup):
 
     def invoke(self, ctx: click.Context) -> object:
         from walletctl.errors import WalletctlError
+        from walletctl.render.console import print_error
 
         try:
             return super().invoke(ctx)
@@ -157,27 +158,28 @@ class _BoundaryGroup(TyperGroup):
             from walletctl.cli.state import carry_options
 
             _traceback_if_debug(ctx)
-            _report(exc.message, carry_options(exc.hint, ctx.find_root().obj))
+            print_error(exc.message, carry_options(exc.hint, ctx.find_root().obj))
             ctx.exit(int(exc.exit_code))
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM and SIGHUP (see run())
             _traceback_if_debug(ctx)
-            _report("interrupted", None)
+            print_error("interrupted")
             ctx.exit(int(ExitCode.INTERRUPTED))
         except _PASS_THROUGH as exc:
             _shorten_click_message(exc)
             raise
         except Exception as exc:  # a bug: never a traceback (it could show secrets) unless --debug
             _traceback_if_debug(ctx)
-            _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
+            print_error(f"internal error: {type(exc).__name__}",
+                        "run again with --debug and report it")
             ctx.exit(int(ExitCode.ERROR))
         except BaseException as exc:
             if type(exc).__name__ != "DeadlineExceeded":  # client.answer_guard's SIGALRM deadline
                 raise
             # the deadline fired outside the request it guards (between two steps)
             _traceback_if_debug(ctx)
-            _report("no answer within the deadline (twice the profile's timeout)",
-                    "if it was moving money, check with `walletctl lookup REF` before trying "
-                    "again; a larger timeout (--timeout) may help")
+            print_error("no answer within the deadline (twice the profile's timeout)",
+                        "if it was moving money, check with `walletctl lookup REF` before "
+                        "trying again; a larger timeout (--timeout) may help")
             ctx.exit(int(ExitCode.NETWORK))
         return None
 
@@ -194,17 +196,11 @@ def _shortened(message: str) -> str:
 
 
 def _traceback_if_debug(ctx: click.Context) -> None:
-    if _debug_enabled(ctx):
+    if getattr(ctx.find_root().obj, "debug", False) or "--debug" in sys.argv \
+            or os.environ.get(Env.DEBUG, "") not in ("", "0"):
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-
-
-def _debug_enabled(ctx: click.Context) -> bool:
-    state = ctx.find_root().obj
-    if getattr(state, "debug", False) or "--debug" in sys.argv:
-        return True
-    return os.environ.get(Env.DEBUG, "") not in ("", "0")
 
 
 app = typer.Typer(
@@ -311,12 +307,6 @@ def main(
     state.verbose = verbose
     state.timeout = timeout
     state.debug = debug
-
-
-def _report(message: str, hint: str | None) -> None:
-    from walletctl.render.console import print_error
-
-    print_error(message, hint)
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
@@ -441,13 +431,6 @@ def _sentence(text: str) -> str:
     return text
 
 
-def _command_path(ctx: click.Context | None) -> str:
-    """``lookup`` / ``sandbox serve`` (empty at the root)."""
-    if ctx is None:
-        return ""
-    return ctx.command_path.partition(" ")[2]
-
-
 def _guess_path(command: click.Command, args: list[str]) -> str:
     """The command path named in ``args`` (for errors Click raises without a context)."""
     words: list[str] = []
@@ -466,7 +449,8 @@ def _guess_path(command: click.Command, args: list[str]) -> str:
 def describe_usage_error(exc: click.UsageError, fallback_path: str = "") -> tuple[str, str]:
     """(message, hint) for one of Click's usage errors."""
     ctx = exc.ctx
-    path = _command_path(ctx) if ctx is not None else fallback_path
+    # `lookup` / `sandbox serve` (empty at the root)
+    path = ctx.command_path.partition(" ")[2] if ctx is not None else fallback_path
     where = f"walletctl {path}".strip()
     message, hint = _described(exc, ctx, where)
     message = _shortened(message)

@@ -137,22 +137,13 @@ def serve_cmd(
             drop_rate=drop_rate, error_after_rate=error_after_rate, seed=seed,
         )
         config = SandboxConfig(
-            db_path=str(db) if db else None,
-            amount_format=amount_format,  # type: ignore[arg-type]
-            faults=faults,
-            public_url=public_url,
-            api_key=api_key or DEFAULT_API_KEY,
+            db_path=str(db) if db else None, amount_format=amount_format,  # type: ignore[arg-type]
+            faults=faults, public_url=public_url, api_key=api_key or DEFAULT_API_KEY,
             # one configured secret closes every door: no default secret left to mint keys
-            service_secret=service_secret or "",
-            admin_token=admin_token or None,
-            host=host,
-            allow_clock_control=clock_control,
-            quiet=quiet,
-            allowed_origins=parse_origins(allow_origin or ()),
-            request_timeout=request_timeout,
-            write_timeout=write_timeout,
-            max_connections=max_connections,
-        )
+            service_secret=service_secret or "", admin_token=admin_token or None, host=host,
+            allow_clock_control=clock_control, quiet=quiet,
+            allowed_origins=parse_origins(allow_origin or ()), request_timeout=request_timeout,
+            write_timeout=write_timeout, max_connections=max_connections)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     import sqlite3
@@ -181,7 +172,6 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
     if name is None and not print_it:
         return None
     from walletctl.config.profile import valid_profile_name
-    from walletctl.errors import UsageError
     from walletctl.ops.sandbox_admin import profile_table, profile_text, write_profile
     from walletctl.render.console import print_note
     from walletctl.render.output import write_text

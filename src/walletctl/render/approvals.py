@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from walletctl.history.approvals import Approval
+from walletctl.render.console import escape
 from walletctl.render.fit import print_markup, print_table
 from walletctl.render.output import RowStream, emit, first_rows, minute
 
@@ -28,8 +29,6 @@ def render_filed(fmt: str, found: Approval) -> None:
         _emit(fmt, found, now, {"status": "awaiting_approval", "approval": found.to_dict(now)},
               status="awaiting_approval")
         return
-    from rich.markup import escape
-
     print_markup(escape(f"approval #{found.id} filed: {found.what()}, by {found.requester}; "
                         f"expires {_when(found.expires_at)}"))
 
@@ -68,8 +67,6 @@ def render_approvals(fmt: str, found: Iterable[Approval], now: str, *, where: st
 
 
 def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
-    from rich.markup import escape
-
     if not found:
         print_markup(f"No approval requests in {escape(where)} match.")
         return
@@ -94,8 +91,6 @@ def render_request(fmt: str, found: Approval, now: str) -> None:
     if fmt != "table":
         _emit(fmt, found, now)
         return
-    from rich.markup import escape
-
     for label, value in _request_lines(found, now):
         print_markup(f"{label + ':':<16}{escape(value)}", indent=" " * 16)
     if found.kind == "batch" and found.batch_detail:
@@ -131,8 +126,6 @@ def _request_lines(found: Approval, now: str) -> list[tuple[str, str]]:
 
 
 def _batch_rows(detail: dict[str, Any]) -> None:
-    from rich.markup import escape
-
     rows = detail.get("rows", [])
     above = int(detail.get("above", len(rows)))
     print_markup(f"rows above the approval amount: {above}")
@@ -150,8 +143,6 @@ def render_decided(fmt: str, found: Approval) -> None:
     if fmt != "table":
         _emit(fmt, found, now)
         return
-    from rich.markup import escape
-
     if found.state == "approved":
         print_markup(escape(f"approved #{found.id}: {found.requester}'s {found.what()}; "
                             f"they send it with --approval {found.id} before "

@@ -12,7 +12,7 @@ from typing import Any
 
 from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.balance_report import AMOUNTS, COLUMNS, BalanceRow, Report
-from walletctl.render.console import err, out, print_hint, print_note
+from walletctl.render.console import err, escape, out, print_hint, print_note
 from walletctl.render.fit import print_table
 from walletctl.render.output import RowStream
 
@@ -63,8 +63,6 @@ class BalanceWriter:
             sys.stdout.flush()
 
     def _table(self, totals: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
-        from rich.markup import escape
-
         console = out()
         # the narrower the terminal, the fewer amounts: the ones a desk reads first stay
         print_table(escape(self.title), ["Reference", "State", "Cur",
@@ -92,8 +90,6 @@ _CELLS = (*AMOUNTS, "first", "last")
 
 
 def _row(r: BalanceRow) -> list[str]:
-    from rich.markup import escape
-
     if r.error is not None:
         return [escape(r.ref), "[red]error[/]", "", *[""] * len(_CELLS)]
     places = _places(r.currency)

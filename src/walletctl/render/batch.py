@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
-from walletctl.render.console import err, out, print_hint, print_message, print_note
+from walletctl.render.console import err, escape, out, print_hint, print_message, print_note
 from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import write_json, write_rows
 
@@ -81,8 +81,6 @@ def _dry_run(output_format: str, result: BatchResult) -> None:
 
 def _dry_run_table(result: BatchResult, shown: list[dict[str, Any]],
                    tally: dict[str, int]) -> None:
-    from rich.markup import escape
-
     plan = result.plan
     tag = "PRODUCTION " if result.profile.is_production else ""
     columns = ("line", "ref", "new_ref", "amount", "currency", "status")
@@ -215,8 +213,6 @@ def summary(output_format: str, result: BatchResult) -> None:
 
 
 def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> None:
-    from rich.markup import escape
-
     report, op, production = result.report, result.op, result.production
     assert report is not None
     if production:  # plain words at the start of a line: NO_COLOR, any width

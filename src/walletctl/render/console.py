@@ -50,6 +50,13 @@ def err() -> Console:
     return _on("stderr", soft_wrap=True)
 
 
+def escape(text: str) -> str:
+    """``text`` shown as it is in Rich markup (Rich is imported on first use)."""
+    from rich.markup import escape as escape_markup
+
+    return escape_markup(text)
+
+
 # C0 controls (but none of them kept), DEL and C1: shown as \x1b etc., never sent raw to
 # a terminal (an argument's escape sequence would otherwise be echoed by an error)
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}

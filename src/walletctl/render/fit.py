@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import cell_width, out, wrap_words
+from walletctl.render.console import cell_width, escape, out, wrap_words
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -143,8 +143,6 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
     parts.append(_WithoutTopEdge(_build(title, headers, rows, keep, justify or {},
                                         set(no_wrap), widths)))
     if hidden:
-        from rich.markup import escape
-
         parts.append(Text.from_markup(fit_phrases(
             [f"(hidden at {width} columns:", *(escape(h) + "," for h in hidden[:-1]),
              escape(hidden[-1]) + ";", "-o json shows every field)"], width), style="dim"))
@@ -204,8 +202,6 @@ def print_markup(markup: str, indent: str = "  ") -> None:
 def print_fields(title: str, fields: Sequence[tuple[str, str]]) -> None:
     """``title`` (markup), then a field a line: its name in bold, its text beside it, broken
     between words (a value's later lines, and its continuations, under its start)."""
-    from rich.markup import escape
-
     width = max((len(key) for key, _ in fields), default=0)
     print_markup(title)
     for key, text in fields:

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletctl.models.money import format_major
-from walletctl.render.console import out, print_note
+from walletctl.render.console import escape, out, print_note
 from walletctl.render.fit import fit_phrases, print_markup
 from walletctl.render.output import emit
 
@@ -43,8 +43,6 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
                alreadyApplied=True, historyEntry=entry)
 
     def table() -> None:
-        from rich.markup import escape
-
         print_markup(
             f"{tag}{VERB[op]} {money} of {escape(ref)} as {escape(new)}: {escape(record.state)} "
             "— already applied " + (
@@ -65,8 +63,6 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
                response.state, providerStateCode=response.provider_state_code, id=response.id)
 
     def table() -> None:
-        from rich.markup import escape
-
         color = {"Approved": "green", "Pending": "yellow"}.get(response.state, "red")
         # The state and provider code are gateway text: escaped, never read as Rich markup.
         # Lines break between phrases only (a narrow terminal never splits "Approved (...)").

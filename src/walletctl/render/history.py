@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
-from walletctl.render.console import out, print_error, print_note
+from walletctl.render.console import escape, out, print_error, print_note
 from walletctl.render.fit import fit_phrases, print_markup, print_table
 from walletctl.render.output import emit, emit_rows, minute, write_json, write_rows
 
@@ -62,8 +62,6 @@ def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:
 
 
 def _table(entries: Sequence[Entry], path: str) -> None:
-    from rich.markup import escape
-
     console = out()
     if not entries:
         console.print(f"No entries in {escape(path)} match.")
@@ -175,8 +173,6 @@ def render_verified(fmt: str, found: Verified) -> None:
 
 
 def _verdict(record: dict[str, Any]) -> None:
-    from rich.markup import escape
-
     head = record["headHash"]
     tip = f"; head: event {record['headEvent']}, hash {head[:16]}" if head else ""
     count = record["anchors"]
@@ -200,8 +196,6 @@ def render_setup(fmt: str, done: SetUp) -> None:
     if fmt != "table":
         emit_rows([record], fmt, document=record)
         return
-    from rich.markup import escape
-
     what = ("created" if done.before == 0 else
             f"upgraded from {done.before}" if done.applied else "already current")
     print_markup(escape(f"history {done.history}: schema version {done.after} ({what})"))
@@ -223,8 +217,6 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
             document["changed"] = {"key": key, "old": old, "new": new}
         emit_rows(rows, fmt, document=document)
         return
-    from rich.markup import escape
-
     if book.changed is not None:
         key, old, new = book.changed
         said = "unchanged" if old == new else f"{old or '(unset)'} -> {new or '(unset)'}"
@@ -242,8 +234,6 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
 def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
     """``history --unknown --reconcile``: one line per entry looked up (a checkout has no
     new reference: its line names the original alone)."""
-    from rich.markup import escape
-
     rows = [
         {"id": r.entry.id, "operation": r.entry.operation, "originalRef": r.entry.original_ref,
          "newRef": r.entry.new_ref, "outcome": r.outcome, "note": r.note}
@@ -263,8 +253,6 @@ def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
 
 def render_evidence_check(checked: Checked, fmt: str) -> None:
     """``history check-evidence``: what held."""
-    from rich.markup import escape
-
     if fmt != "table":
         write_json({"holds": True, **asdict(checked)})
         return

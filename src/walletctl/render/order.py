@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from walletctl.models.money import format_major
 from walletctl.ops.order import OrderView, Step
 from walletctl.ops.recon.compare import OPERATIONS, money_text
-from walletctl.render.console import out, print_error, print_note
+from walletctl.render.console import escape, out, print_error, print_note
 from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import emit, minute
 
@@ -75,8 +75,6 @@ def _when(stamp: str) -> str:
 
 
 def _history(step: Step) -> str:
-    from rich.markup import escape
-
     e = step.entry
     if e is None:
         return "[bold red]no entry[/]"
@@ -102,8 +100,6 @@ def _gateway(step: Step) -> str:
 
 
 def _approval_phrases(a: Approval, now: str) -> list[str]:
-    from rich.markup import escape
-
     phrases = [f"Approval #{a.id}", f"({a.status(now)}):", *escape(a.what()).split()]
     phrases += ["requested", "by", f"{escape(a.requester)},", minute(a.created_at) + ";"]
     if a.decided_by:
@@ -118,8 +114,6 @@ def _approval_phrases(a: Approval, now: str) -> list[str]:
 
 
 def _table(view: OrderView) -> None:
-    from rich.markup import escape
-
     console = out()
     where = ["no history"] if view.backend == "none" else [
         "history", escape(view.history), f"({view.backend})"]
@@ -140,8 +134,6 @@ def _table(view: OrderView) -> None:
 
 
 def _findings(view: OrderView) -> list[list[str]]:
-    from rich.markup import escape
-
     lines = []
     for f in view.disagreements:
         filed = [f"(finding #{f.recorded.id})"] if f.recorded is not None else []
@@ -158,8 +150,6 @@ def _findings(view: OrderView) -> list[list[str]]:
 
 
 def _timeline(steps: list[Step]) -> None:
-    from rich.markup import escape
-
     if not steps:
         return
     days = {s.time[:10] for s in steps}

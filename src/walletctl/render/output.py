@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from walletctl.render.console import escape
 from walletctl.render.fit import print_table
 
 _Row = TypeVar("_Row")
@@ -209,8 +210,6 @@ def emit_rows(rows: Sequence[dict[str, Any]], fmt: str, title: str = "", *,
         return
 
     def table() -> None:
-        from rich.markup import escape
-
         columns = list(rows[0]) if rows else []
         print_table(escape(title), [escape(c.replace("_", " ")) for c in columns],
                     [[escape(cell(v)) for v in row.values()] for row in rows],

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import print_note
+from walletctl.render.console import escape, print_note
 from walletctl.render.fit import print_fields, print_markup
 from walletctl.render.output import cell, emit_rows
 
@@ -48,8 +48,6 @@ def render_profile(output_format: str, name: str, settings: dict[str, Any]) -> N
         emit_rows([{"setting": k, "value": v} for k, v in _flatten(settings, empty="")],
                   "csv", "")
     else:
-        from rich.markup import escape
-
         # never folded: a long path stays one word (copyable)
         print_fields(f"profile {escape(name)}", _flatten(settings))
 
@@ -86,8 +84,6 @@ def render_checks(output_format: str, results: list[dict[str, Any]]) -> None:
     if output_format != "table":
         emit_rows(results, output_format)
         return
-    from rich.markup import escape
-
     for r in results:
         status = ("[yellow]warn[/yellow]" if r["warning"] else "[green]ok  [/green]") \
             if r["ok"] else "[bold red]FAIL[/bold red]"

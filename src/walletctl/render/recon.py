@@ -13,7 +13,7 @@ from walletctl.models.money import quantize
 from walletctl.ops.recon.compare import LABELS, UNCONFIRMED, Finding, ReconResult, Side, money_text
 from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
-from walletctl.render.console import out, print_error, print_hint, print_note
+from walletctl.render.console import escape, out, print_error, print_hint, print_note
 from walletctl.render.fit import fit_phrases
 from walletctl.render.fit import print_table as fitted
 from walletctl.render.output import RowStream, emit, write_json
@@ -141,8 +141,6 @@ def _short_time(text: str | None) -> str:
 
 
 def _tables(result: ReconResult) -> None:
-    from rich.markup import escape
-
     console = out()
 
     def print_table(*args: Any, **kwargs: Any) -> None:
@@ -185,8 +183,6 @@ def _tables(result: ReconResult) -> None:
 def _finding_tables(result: ReconResult) -> list[tuple[list[Any], str, list[str],
                                                        list[list[str]], dict[str, Any]]]:
     """(findings, title, headers, rows, print_table's options) of each kind of finding."""
-    from rich.markup import escape
-
     unrecorded = result.of("unrecorded", resolved=False)
     unconfirmed = result.of(*UNCONFIRMED, resolved=False)
     unknown = result.of("unknown", resolved=False)
@@ -250,8 +246,6 @@ FINDING_COLUMNS = ("id", "state", "kind", "original", "reference", "entry", "mov
 
 def render_findings(found: FindingList, fmt: str) -> None:
     """``recon findings``: one row per finding on file."""
-    from rich.markup import escape
-
     rows = [{c: getattr(r, c) for c in FINDING_COLUMNS} for r in found.findings]
 
     def table() -> None:
@@ -273,8 +267,6 @@ def render_findings(found: FindingList, fmt: str) -> None:
 
 def render_resolved(found: Recorded, fmt: str) -> None:
     """``recon resolve``: the finding as it is now."""
-    from rich.markup import escape
-
     if fmt == "table":
         out().print(escape(f"Finding #{found.id} ({found.kind} {found.reference}) resolved "
                            f"by {found.resolved_by} at {found.resolved_at}: "

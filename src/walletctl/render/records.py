@@ -10,7 +10,7 @@ from walletctl.masking import mask_body
 from walletctl.models.ledger import balance_from_records
 from walletctl.models.money import format_major
 from walletctl.models.records import TransactionRecord
-from walletctl.render.console import out
+from walletctl.render.console import escape, out
 from walletctl.render.fit import fit_phrases, natural_width, print_table, terminal_width
 from walletctl.render.output import emit
 
@@ -32,8 +32,6 @@ def record_dict(record: TransactionRecord) -> dict[str, Any]:
 
 def state_markup(state: str) -> str:
     """A state the gateway sent, escaped, in its colour."""
-    from rich.markup import escape
-
     style = STATE_STYLES.get(state.lower(), "")
     return f"[{style}]{escape(state)}[/]" if style else escape(state)
 
@@ -52,8 +50,6 @@ def short_datetime(text: str) -> str:
 
 
 def _table(records: Sequence[TransactionRecord], reference: str) -> None:
-    from rich.markup import escape
-
     headers = ["Reference", "Type", "State", "Amount", "Provider state", "Date/time (as given)"]
     rows: list[list[str]] = []
     for rec in records:

@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
-from walletctl.render.console import print_message, print_note, wrap_words
+from walletctl.render.console import escape, print_message, print_note, wrap_words
 from walletctl.render.fit import print_table, terminal_width
 from walletctl.render.output import RowStream, emit, first_rows
 
@@ -115,8 +115,6 @@ def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str)
             stream.write(t)
         stream.close({"count": stream.count} if output == "json" else None)
         return
-    from rich.markup import escape
-
     shown, count = first_rows(transactions, LEDGER_TABLE_ROWS)
     headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
                "Store"]
@@ -129,8 +127,6 @@ def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str)
 
 
 def _ledger_row(t: dict[str, Any]) -> list[str]:
-    from rich.markup import escape
-
     def text(key: str) -> str:
         return escape(str(t.get(key) or ""))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from walletctl.masking import mask_body, mask_secret
-from walletctl.render.console import print_note
+from walletctl.render.console import escape, print_note
 from walletctl.render.fit import print_fields
 from walletctl.render.output import emit
 
@@ -98,8 +98,6 @@ def _remask(text: str) -> str:
 
 def _emit(fmt: str, row: dict[str, Any], title: str) -> None:
     def table() -> None:
-        from rich.markup import escape
-
         # a key shown with --show-secret stays whole (the terminal wraps it)
         print_fields(escape(title), [(key, _cell(value)) for key, value in row.items()
                                      if value is not None])
