@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from walletctl.cli.common import confirm, confirm_production, parse_when, production_tag
 from walletctl.cli.registry import COMMANDS
-from walletctl.cli.state import get_state
+from walletctl.cli.state import ENV, get_state
 
 if TYPE_CHECKING:
     from walletctl.history.approvals import Approval
@@ -35,7 +36,6 @@ def approvals(
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
-    from walletctl.cli.common import parse_when
     from walletctl.ops.desk import list_requests
     from walletctl.render.approvals import render_approvals
 
@@ -84,7 +84,6 @@ def approve(
 
 def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | None,
             yes: bool, confirm_profile: str | None = None) -> None:
-    from walletctl.cli.common import confirm, production_tag
     from walletctl.history.policy import clean_reason
     from walletctl.ops.desk import decide
     from walletctl.render.approvals import render_decided, render_request
@@ -95,16 +94,12 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
     verb = "approval" if approve else "refusal"
 
     def ask(found: Approval, now: str) -> None:
-        from walletctl.cli.state import ENV
-
         if ENV.is_interactive() and (not yes or (approve and profile.is_production)):
             render_request("table", found, now)  # in full, before the approver is asked
-        if approve:  # a production profile's name, typed (it then replaces the y/N)
-            from walletctl.cli.common import confirm_production
-
-            if confirm_production(profile, confirm_profile,
-                                  action=f"approve #{found.id} ({found.what()})"):
-                return
+        # a production profile's name, typed, replaces the y/N
+        if approve and confirm_production(profile, confirm_profile,
+                                          action=f"approve #{found.id} ({found.what()})"):
+            return
         confirm(f"{production_tag(profile)}{'Approve' if approve else 'Refuse'} "
                 f"#{found.id}: {found.requester}'s {found.what()}", yes=yes,
                 action=f"{verb} of #{found.id}")

@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from walletctl.cli.common import confirm_profiles, refuse_unconfirmed, terminal_prompt
+from walletctl.cli.state import ENV, get_state
 from walletctl.errors import AwaitingApprovalError, UsageError
 from walletctl.ops.batch.job import BatchAsk, BatchDesk, batch, profile_loader
 from walletctl.ops.batch.journal import BatchValidationError
+from walletctl.render.console import print_note
 
 if TYPE_CHECKING:
     from walletctl.cli.state import State
@@ -19,7 +22,6 @@ if TYPE_CHECKING:
 
 def run_batch(ctx: typer.Context, ask: BatchAsk) -> int:
     """Run the batch; returns an :class:`~walletctl.constants.ExitCode` value."""
-    from walletctl.cli.state import get_state
     from walletctl.render.approvals import render_filed
     from walletctl.render.batch import render_batch, render_invalid_rows
 
@@ -36,9 +38,7 @@ def run_batch(ctx: typer.Context, ask: BatchAsk) -> int:
 
 
 def _desk(state: State, ask: BatchAsk) -> BatchDesk:
-    from walletctl.cli.common import confirm_profiles, refuse_unconfirmed, terminal_prompt
     from walletctl.render.batch import BatchWatch
-    from walletctl.render.console import print_note
 
     def profile() -> Profile:
         prof = state.profile()
@@ -59,8 +59,6 @@ def _desk(state: State, ask: BatchAsk) -> BatchDesk:
 
 def _confirm_send(op: str, rows: int, money: str) -> bool:
     """A refund's or reversal's y/N on a terminal; without one, --yes is required."""
-    from walletctl.cli.state import ENV
-
     if not ENV.is_interactive():
         raise UsageError(f"{op} batch of {rows} row(s) ({money}) needs confirmation",
                          hint="pass --yes to confirm without a terminal")

@@ -7,8 +7,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.common import Amount, ConfirmAmount, Currency, DryRun, Reason
+from walletctl.cli.common import (
+    Amount,
+    ConfirmAmount,
+    Currency,
+    DryRun,
+    Reason,
+    make_client,
+    print_dry_run,
+    production_tag,
+    read_request_file,
+    terminal_prompt,
+)
 from walletctl.cli.state import get_state
+from walletctl.errors import RequestValidationError
+from walletctl.render.console import print_note
 
 if TYPE_CHECKING:
     from walletctl.ops.money.movements import Created
@@ -69,8 +82,6 @@ def checkout(
     dry_run: DryRun = False,
 ) -> None:
     """Create a checkout (spec 2.1) and print the redirect URL for the customer."""
-    from walletctl.cli.common import make_client, print_dry_run, read_request_file
-    from walletctl.errors import RequestValidationError
     from walletctl.history.policy import clean_reason
     from walletctl.models.checkout import parse_checkout_type
     from walletctl.models.inputs import check_inputs
@@ -119,7 +130,6 @@ def checkout(
     if dry_run:
         print_dry_run(st, [call])
         return
-    from walletctl.cli.common import terminal_prompt
     from walletctl.history import open_for
     from walletctl.ops.money.movements import Checkout
     from walletctl.ops.money.pipeline import Ask, Desk, move
@@ -137,7 +147,6 @@ def checkout(
 
         render_existing(st.output_format, ref_, moved)
         return
-    from walletctl.cli.common import production_tag
     from walletctl.render.checkout import render_checkout
 
     created = moved.answer
@@ -149,7 +158,6 @@ def checkout(
 def _open_in_browser(created: Created) -> None:
     """``--open``: the redirect URL in a browser, while it still leads somewhere."""
     from walletctl.render.checkout import WAITING
-    from walletctl.render.console import print_note
 
     url = created.response.redirect_url
     if created.replayed and created.state != WAITING:

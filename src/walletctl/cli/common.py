@@ -17,6 +17,7 @@ import typer
 
 from walletctl.cli.state import ENV, State
 from walletctl.errors import RequestValidationError, UsageError
+from walletctl.render.console import print_stderr
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient, PreparedCall
@@ -46,7 +47,6 @@ LookupFailures = Annotated[
 
 def make_client(state: State) -> GatewayClient:
     from walletctl.client.gateway import GatewayClient
-    from walletctl.render.console import print_stderr
 
     return GatewayClient(
         state.profile(), transport=ENV.transport, trace=print_stderr if state.verbose else None
@@ -75,8 +75,6 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
             f"refusing to send the {action} without confirmation: no terminal to ask on",
             hint="pass --yes to confirm non-interactively",
         )
-    from walletctl.render.console import print_stderr
-
     print_stderr(summary)
     try:
         answer = typer.confirm(f"Proceed with the {action}?", default=False, err=True)
@@ -96,8 +94,6 @@ def terminal_prompt(*, empty_ok: bool = False) -> Callable[[str], str] | None:
         return None
 
     def ask(question: str) -> str:
-        from walletctl.render.console import print_stderr
-
         extra: dict[str, Any] = {"default": "", "show_default": False} if empty_ok else {}
         try:
             return str(typer.prompt(question, err=True, **extra))

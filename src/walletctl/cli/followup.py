@@ -7,9 +7,23 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from walletctl.cli.common import ConfirmAmount, DryRun, Rate, Reason, Yes, missing
+from walletctl.cli.common import (
+    ConfirmAmount,
+    DryRun,
+    Rate,
+    Reason,
+    Yes,
+    confirm,
+    confirm_profiles,
+    make_client,
+    missing,
+    print_dry_run,
+    production_tag,
+    terminal_prompt,
+)
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
+from walletctl.errors import AwaitingApprovalError, DeclinedError, UsageError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -102,8 +116,6 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
             "--offline", help="With --dry-run: validate only, no read-only pre-flight lookups.")
         ] = False,
     ) -> None:
-        from walletctl.errors import UsageError
-
         if batch is not None:
             if ref is not None or amount is not None or new_ref is not None:
                 raise UsageError(
@@ -136,7 +148,6 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
             currency: str | None, new_ref: str | None, yes: bool, dry_run: bool,
             reason: str | None, confirm_amount: str | None, allow_duplicate: bool,
             approval: int | None, confirm_profile: list[str]) -> None:
-    from walletctl.cli.common import confirm_profiles, production_tag
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.inputs import check_inputs
@@ -155,8 +166,6 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
     # a shared history connects while the rest of the command loads (its first use, the
     # desk's lock on the order, is before anything is sent)
     store = None if dry_run else open_for(profile, purpose=f"walletctl {op} {ref}")
-    from walletctl.cli.common import confirm, make_client, print_dry_run, terminal_prompt
-    from walletctl.errors import AwaitingApprovalError, DeclinedError
     from walletctl.models.money import format_major
     from walletctl.ops.money.movements import NOUN, follow_up, interpret_followup
     from walletctl.ops.money.pipeline import Ask, Desk

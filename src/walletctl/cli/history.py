@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from walletctl.cli.common import make_client, parse_when
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import State, get_state
+from walletctl.constants import Env, ExitCode
+from walletctl.errors import ConfigError, UnknownOutcomeError, UsageError
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
@@ -32,7 +35,6 @@ def _profile_or_none(st: State) -> Profile | None:
     import os
 
     from walletctl.config.profiles_file import config_path, load_file
-    from walletctl.constants import Env
 
     chosen = st.profile_name or os.environ.get(Env.PROFILE)
     path = config_path(st.config_path)
@@ -115,8 +117,6 @@ def history(
 def _filters(*, since: str | None, until: str | None, outcome: str | None, reconcile: bool,
              clash: bool, **given: Any) -> Filters:
     """The listing's filters from the options (checked: usage errors, exit 2)."""
-    from walletctl.cli.common import parse_when
-    from walletctl.errors import UsageError
     from walletctl.history.store import OUTCOMES, Filters
 
     if clash:
@@ -131,9 +131,7 @@ def _filters(*, since: str | None, until: str | None, outcome: str | None, recon
 
 
 def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
-    from walletctl.cli.common import make_client
     from walletctl.config.profiles_file import load_profile
-    from walletctl.errors import ConfigError, UnknownOutcomeError
     from walletctl.ops.money.earlier import reconcile
 
     clients: dict[str, GatewayClient | str] = {}
@@ -209,7 +207,6 @@ def verify(
              "edits.")] = None,
 ) -> None:
     """Check the hash chain: exit 0 when intact, 3 naming the first problem."""
-    from walletctl.constants import ExitCode
     from walletctl.ops.evidence import verify as run_verify
     from walletctl.render.history import render_verified
 

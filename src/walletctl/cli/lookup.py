@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate, missing
+from walletctl.cli.common import (
+    LookupConcurrency,
+    LookupFailures,
+    Rate,
+    duration,
+    make_client,
+    missing,
+)
 from walletctl.cli.state import get_state
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
@@ -50,7 +57,6 @@ def lookup(
             concurrency=concurrency, rate=rate, max_failures=max_failures))
     if ref is None:
         raise missing("lookup", "REF", "--batch FILE")
-    from walletctl.cli.common import make_client
     from walletctl.models.inputs import check_inputs
     from walletctl.render.records import render_records
 
@@ -130,8 +136,6 @@ def _lookup_batch(
 
 
 def _age(text: str) -> timedelta:
-    from walletctl.cli.common import duration
-
     age = duration(text)
     if age is None:
         raise UsageError("--older-than: must be a number and a unit (s, m, h, d, w), e.g. 6d")

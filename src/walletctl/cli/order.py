@@ -8,8 +8,10 @@ from typing import Annotated
 
 import typer
 
+from walletctl.cli.common import make_client
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
+from walletctl.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -31,15 +33,12 @@ def order(
              "file (`walletctl history anchor` lines) at or after the order's last event.")
     ] = None,
 ) -> None:
-    from walletctl.cli.common import make_client
     from walletctl.models.inputs import check_inputs
     from walletctl.ops.order import order_view
     from walletctl.render.order import render_order
 
     check_inputs(references={"REF": ref})  # the rule lookup and the money commands apply
     if anchor is not None and evidence is None:
-        from walletctl.errors import UsageError
-
         raise UsageError("--anchor: goes with --evidence FILE (the bundle it ends)")
     from walletctl.ops.user_files import check_output
 

@@ -15,7 +15,10 @@ import typer
 
 from walletctl.cli.common import Yes
 from walletctl.cli.registry import COMMANDS
-from walletctl.cli.state import ENV, State, command_line, get_state
+from walletctl.cli.state import ENV, State, carry_options, command_line, get_state
+from walletctl.constants import PATH_KEYS
+from walletctl.errors import ConfigError, UsageError
+from walletctl.render.console import print_note
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile, ProfilesFile
@@ -79,8 +82,6 @@ def _profile_settings(profile: Profile, default: str | None) -> dict[str, Any]:
         describe_secret_source,
         describe_service_secret_source,
     )
-    from walletctl.constants import PATH_KEYS
-
     auth = profile.auth
     return {
         "name": profile.name,
@@ -146,8 +147,6 @@ def show(
 
 def _ask_ids(missing: list[tuple[str, str]]) -> dict[str, str]:
     """Prompt (stderr) for the required ids that were not given; refuse without a terminal."""
-    from walletctl.errors import UsageError
-
     if not ENV.is_interactive():
         flags = ", ".join(f"--{k.replace('_', '-')}" for k, _ in missing)
         raise UsageError(f"profile add: missing {flags}",
@@ -300,7 +299,6 @@ _KEY_HELP = ("Dotted setting, e.g. currency, timeout, auth.key_env, redirects.su
 
 
 def _report(state: State, record: dict[str, Any], line: str) -> None:
-    from walletctl.render.console import print_note
     from walletctl.render.profiles import render_saved
 
     print_note(line)
@@ -355,8 +353,6 @@ def unset_cmd(
     state = get_state(ctx)
     path, dotted = _setting(state, key)
     if dotted in REQUIRED_PROFILE_KEYS:
-        from walletctl.errors import UsageError
-
         again = command_line(state, "profile", "set", name, dotted, "VALUE")
         raise UsageError(f"{dotted}: required, it cannot be unset",
                          hint=f"change it: `{again}`")
@@ -400,7 +396,6 @@ def remove(
 ) -> None:
     """Remove a profile from the profiles file (asks first on a terminal)."""
     from walletctl.config.profiles_file import config_path, load_file, remove_profile
-    from walletctl.errors import ConfigError, UsageError
 
     state = get_state(ctx)
     path = config_path(state.config_path)
@@ -416,8 +411,6 @@ def remove(
                 f"refusing to remove profile {name!r} without --yes (no terminal to confirm on)"
             )
         if not typer.confirm(f"Remove profile {name!r} from {path}?", default=False, err=True):
-            from walletctl.render.console import print_note
-
             print_note("nothing removed")
             return
     result = remove_profile(path, name)
@@ -448,7 +441,6 @@ def check(
     fails (with --online: 9 credentials refused, 7 gateway unreachable, 6 gateway failing).
     Nothing is sent unless --online.
     """
-    from walletctl.cli.state import carry_options
     from walletctl.config.profiles_file import config_path
     from walletctl.ops.profile_check import check_profiles
     from walletctl.render.profiles import render_checks
@@ -479,7 +471,6 @@ def example(
 ) -> None:
     """Print a commented profiles file (every setting with its default and meaning)."""
     from walletctl import shipped
-    from walletctl.errors import UsageError
     from walletctl.render.output import write_text
 
     if kind not in EXAMPLES:

@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 
-from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate
+from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate, parse_when
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
+from walletctl.errors import UsageError
 
 recon_app = typer.Typer(no_args_is_help=False)
 
@@ -55,8 +56,6 @@ def recon(
         return
     from datetime import UTC, datetime
 
-    from walletctl.cli.common import parse_when
-    from walletctl.errors import UsageError
     from walletctl.models.inputs import check_inputs
     from walletctl.ops.batch.balance_report import LookupOptions
     from walletctl.ops.batch.flow import check_flow_options

@@ -13,10 +13,12 @@ from typing import Annotated, Any
 
 import typer
 
+from walletctl.cli.common import confirm, refuse_production
 from walletctl.cli.registry import COMMANDS
-from walletctl.cli.state import command_line, get_state
+from walletctl.cli.state import ENV, command_line, get_state
 from walletctl.constants import Env, ExitCode
 from walletctl.errors import UsageError, WalletctlError
+from walletctl.render.console import print_note
 from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, DEFAULT_WRITE_TIMEOUT
 
 sandbox_app = typer.Typer(name="sandbox", no_args_is_help=True, rich_markup_mode=None)
@@ -173,7 +175,6 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
         return None
     from walletctl.config.profile import valid_profile_name
     from walletctl.ops.sandbox_admin import profile_table, profile_text, write_profile
-    from walletctl.render.console import print_note
     from walletctl.render.output import write_text
     from walletctl.sandbox.config import DEFAULT_API_KEY
 
@@ -286,8 +287,6 @@ def _sandbox_url(ctx: typer.Context, url: str | None,
     if url:
         return url.rstrip("/"), {}
     prof = get_state(ctx).profile()
-    from walletctl.cli.common import refuse_production
-
     refuse_production(prof, command=f"sandbox {command}")
     return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
 
@@ -330,14 +329,11 @@ def reset_cmd(ctx: typer.Context, url: SandboxURL = None,
               ] = False) -> None:
     """Delete every transaction and issued key of a running sandbox (asked first on a
     terminal)."""
-    from walletctl.cli.state import ENV
     from walletctl.ops.sandbox_admin import reset
     from walletctl.render.sandbox import render_record
 
     base, _ = _sandbox_url(ctx, url, "reset")
     if not yes and ENV.is_interactive():
-        from walletctl.cli.common import confirm
-
         confirm(f"sandbox reset: every transaction and issued key of the sandbox at {base} "
                 "will be deleted", yes=False, action="reset")
     render_record(reset(base, token=admin_token), get_state(ctx).output_format,

@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.state import carry_options, get_state
+from walletctl.cli.common import confirm_production, refuse_production
+from walletctl.cli.state import ENV, carry_options, get_state
+from walletctl.errors import ConfigError, UsageError
+from walletctl.render.console import print_stderr
 
 if TYPE_CHECKING:
     from walletctl.ops.smoke import SmokeOptions, SmokeReport
@@ -110,11 +113,8 @@ def _run(
     state: Any, profile_name: str | None, embedded: bool, options: SmokeOptions,
     confirm_profile: str | None = None,
 ) -> tuple[SmokeReport, Any]:
-    from walletctl.cli.common import confirm_production, refuse_production
-    from walletctl.cli.state import ENV
     from walletctl.masking import Masker
     from walletctl.ops.smoke import run_smoke, smoke_profile
-    from walletctl.render.console import print_stderr
     from walletctl.render.smoke_views import smoke_observer
 
     base = None
@@ -123,8 +123,6 @@ def _run(
         state.typed_profile = profile_name  # carried into hints like the global -p
         state._profile = None
     if embedded:
-        from walletctl.errors import ConfigError, UsageError
-
         if confirm_profile is not None:
             raise UsageError("--confirm-profile: not with --embedded (it tests a private "
                              "sandbox, never a profile's gateway)")

@@ -7,8 +7,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.common import Amount, ConfirmAmount, Currency, DryRun, Reason, Yes
+from walletctl.cli.common import (
+    Amount,
+    ConfirmAmount,
+    Currency,
+    DryRun,
+    Reason,
+    Yes,
+    confirm,
+    make_client,
+    missing,
+    print_dry_run,
+    production_tag,
+    terminal_prompt,
+)
 from walletctl.cli.state import get_state
+from walletctl.errors import UsageError
 
 if TYPE_CHECKING:
     from walletctl.ops.walletpay import AuthorizationPlan
@@ -39,7 +53,6 @@ def keys(
     ] = False,
 ) -> None:
     """Fetch an API key and encryption key for the profile (public key service)."""
-    from walletctl.cli.common import make_client
     from walletctl.ops.walletpay import get_keys
     from walletctl.render.walletpay import render_keys
 
@@ -58,7 +71,6 @@ def account(
     encryption_key_id: Annotated[str | None, typer.Option(help=_KEY_ID_HELP)] = None,
 ) -> None:
     """Show a payment account (Get Payment Account), card number masked."""
-    from walletctl.cli.common import make_client
     from walletctl.ops.walletpay import get_account, read_event, resolve_key_id
 
     state = get_state(ctx)
@@ -104,13 +116,6 @@ def authorize(
     dry_run: DryRun = False,
 ) -> None:
     """Authorize (sale or pre-authorization) a payment account from the browser wallet."""
-    from walletctl.cli.common import (
-        confirm,
-        make_client,
-        print_dry_run,
-        production_tag,
-        terminal_prompt,
-    )
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.money import format_major
@@ -150,14 +155,10 @@ def authorize(
 
 
 def _account_id(arg: str | None, event: Path | None, read_event: Any) -> str:
-    from walletctl.errors import UsageError
-
     if arg and event is not None:
         raise UsageError("give TRANSACTION_ACCOUNT_ID or --event, not both")
     if event is not None:
         return str(read_event(event).transaction_account_id)
     if not arg:
-        from walletctl.cli.common import missing
-
         raise missing("account", "TRANSACTION_ACCOUNT_ID", "--event FILE")
     return arg
