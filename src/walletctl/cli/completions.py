@@ -77,6 +77,16 @@ class Node:
     command: Any = None  # the click command: its full help, usage line and epilog
 
     @property
+    def names(self) -> list[str]:
+        """Its subcommands' names."""
+        return [name for name, _ in self.children]
+
+    @property
+    def spellings(self) -> list[str]:
+        """Every spelling of its options."""
+        return [o for opt in self.options for o in opt.opts]
+
+    @property
     def takes(self) -> dict[str, str]:
         """Every option spelling that takes a value -> its values."""
         return {o: opt.values for opt in self.options if opt.takes_value for o in opt.opts}
@@ -195,9 +205,8 @@ def _root_options_for(tree: Tree, node: Node) -> list[Option]:
     unless the command spells one of them itself."""
     if not node.path:
         return []
-    own = {o for opt in node.options for o in opt.opts}
     return [opt for opt in tree[""].options
-            if opt.opts[0] != "--help" and not own.intersection(opt.opts)]
+            if opt.opts[0] != "--help" and not set(node.spellings).intersection(opt.opts)]
 
 
 # --------------------------------------------------------------------------- bash
@@ -211,10 +220,10 @@ def bash(tree: Tree) -> str:
 
     lines = [f"# {HEADER.format('bash')}",
              "# Install: echo 'source <(walletctl completion bash)' >> ~/.bashrc"]
-    lines += case("_walletctl_groups", [(p, " ".join(c for c, _ in n.children))
-                                        for p, n in tree.items()], "PATH: its subcommands")
-    lines += case("_walletctl_options", [(p, " ".join(o for opt in n.options for o in opt.opts))
-                                         for p, n in tree.items()], "PATH: its options")
+    lines += case("_walletctl_groups", [(p, " ".join(n.names)) for p, n in tree.items()],
+                  "PATH: its subcommands")
+    lines += case("_walletctl_options", [(p, " ".join(n.spellings)) for p, n in tree.items()],
+                  "PATH: its options")
     lines += case("_walletctl_takes", [(p, " ".join(n.takes)) for p, n in tree.items()],
                   "PATH: its options that take a value")
     lines += case("_walletctl_values", [(f"{p}|{o}", v) for p, n in tree.items()
@@ -439,7 +448,7 @@ def fish(tree: Tree) -> str:
              "function __walletctl_groups", "    switch $argv[1]"]
     for path, node in tree.items():
         if node.children:
-            lines.append(f"        case '{path}'; echo {' '.join(c for c, _ in node.children)}")
+            lines.append(f"        case '{path}'; echo {' '.join(node.names)}")
     lines += ["    end", "end", "function __walletctl_takes", "    switch $argv[1]"]
     for path, node in tree.items():
         if node.takes:
@@ -458,7 +467,7 @@ def _fish_condition(tree: Tree, path: str, node: Node) -> str:
         return f"-n \"__walletctl_at '{path}'\""
     spelled = {o for opt in node.options if opt.opts[0] != "--help" for o in opt.opts}
     owners = [p for p, n in tree.items()
-              if p and spelled.intersection(o for opt in n.options for o in opt.opts)]
+              if p and spelled.intersection(n.spellings)]
     return "-n \"not __walletctl_at_any " + " ".join(f"'{p}'" for p in owners) + '"'
 
 
@@ -493,13 +502,12 @@ def powershell(tree: Tree) -> str:
              "$walletctlWords = @{"]
     for path, node in tree.items():
         args = _arg_values(node)
-        words = [c for c, _ in node.children] + (args.split() if "@" not in args else [])
-        lines.append(f"    '{path}' = " + ps_list(words + [o for opt in node.options
-                                                            for o in opt.opts]))
+        words = node.names + (args.split() if "@" not in args else [])
+        lines.append(f"    '{path}' = " + ps_list(words + node.spellings))
     lines += ["}", "$walletctlGroups = @{"]
     for path, node in tree.items():
         if node.children:
-            lines.append(f"    '{path}' = " + ps_list([c for c, _ in node.children]))
+            lines.append(f"    '{path}' = " + ps_list(node.names))
     lines += ["}", "$walletctlValues = @{  # 'path|option' = values"]
     for path, node in tree.items():
         for opt, values in node.takes.items():

@@ -231,6 +231,7 @@ def version_text() -> str:
     """What a bug report needs, read from the installed distributions' metadata without
     importing the libraries (``--version`` stays as cheap as ``--help``)."""
     import platform
+    import textwrap
     from importlib.metadata import PackageNotFoundError, version
 
     from walletctl import __version__
@@ -241,18 +242,13 @@ def version_text() -> str:
         except PackageNotFoundError:
             return "not installed"
 
-    items = [f"{name} {installed(name)}" for name in LIBRARIES]
-    lines = [f"walletctl {__version__}",
-             f"Python {platform.python_version()} ({platform.python_implementation()})"
-             f" on {platform.platform()}"]
-    line = "libraries:"
-    for i, item in enumerate(items):  # wrapped at 79 columns, never inside "name version"
-        item += "," if i < len(items) - 1 else ""
-        if len(line) + 1 + len(item) > 79:
-            lines.append(line)
-            line = " "
-        line += " " + item
-    return "\n".join([*lines, line]) + "\n"
+    # wrapped at 79 columns, never inside "name version" (no-break spaces hold it together)
+    items = ", ".join(f"{name} {installed(name)}".replace(" ", "\xa0") for name in LIBRARIES)
+    libraries = textwrap.fill(f"libraries: {items}", 79, subsequent_indent="  ",
+                              break_long_words=False, break_on_hyphens=False)
+    return (f"walletctl {__version__}\nPython {platform.python_version()} "
+            f"({platform.python_implementation()}) on {platform.platform()}\n"
+            + libraries.replace("\xa0", " ") + "\n")
 
 
 def _version(value: bool) -> None:

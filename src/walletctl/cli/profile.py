@@ -156,36 +156,28 @@ def _ask_ids(missing: list[tuple[str, str]]) -> dict[str, str]:
             for key, label in missing}
 
 
-def _ask_currency() -> str | None:
-    """On a terminal, the default currency (re-asked until it is an ISO 4217 code; empty:
-    none). Without one: None, and a note says what that means."""
-    if not ENV.is_interactive():
-        return None
+def _currency_code(text: str) -> str:
+    """The ISO 4217 code typed (empty: none); anything else is asked again."""
+    import click
 
-    def code(text: str) -> str:
-        import click
+    from walletctl.models.money import check_currency
 
-        from walletctl.models.money import check_currency
-
-        if not text.strip():
-            return ""
-        try:
-            return check_currency(text.strip().upper())
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-
-    answer: str = typer.prompt("Default currency, e.g. EUR (--currency; empty: none)",
-                               default="", show_default=False, value_proc=code, err=True)
-    return answer or None
+    if not text.strip():
+        return ""
+    try:
+        return check_currency(text.strip().upper())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
-def _ask_optional(question: str) -> Callable[[], str | None]:
+def _ask_optional(question: str,
+                  check: Callable[[str], str] | None = None) -> Callable[[], str | None]:
     """A question asked on a terminal (empty: None); without one, None."""
     def ask() -> str | None:
         if not ENV.is_interactive():
             return None
-        return str(typer.prompt(question, default="", show_default=False, err=True)).strip() \
-            or None
+        return str(typer.prompt(question, default="", show_default=False, value_proc=check,
+                                err=True)).strip() or None
 
     return ask
 
@@ -278,7 +270,10 @@ def add(
                    "cancel_url": cancel_url, "refused_url": refused_url},
         paths=path or [], default=default, force=force)
     added = add_new_profile(ask, config_path(state.config_path),
-                            Prompts(ids=_ask_ids, currency=_ask_currency,
+                            Prompts(ids=_ask_ids,
+                                    currency=_ask_optional("Default currency, e.g. EUR "
+                                                           "(--currency; empty: none)",
+                                                           _currency_code),
                                     shop=_ask_optional("Shop URL for checkout's redirects "
                                                        "(--redirect-base; empty: none)"),
                                     service_secret_env=_ask_optional(

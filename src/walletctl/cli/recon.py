@@ -66,9 +66,8 @@ def recon(
 
     check_flow_options(concurrency, rate, max_failures)
     now = datetime.now(UTC)
-    to = parse_when(until, "--until", now) if until else parse_when(now.isoformat(), "--until", now)
-    frm = parse_when(since, "--since", now) if since else (
-        None if ref else parse_when("1d", "--since", now))
+    to = parse_when(until or now.isoformat(), "--until", now)
+    frm = parse_when(since or "1d", "--since", now) if since or not ref else None
     if frm is not None and frm >= to:
         raise UsageError(f"--since: must be before --until ({frm} is not before {to})")
     for value in ref or ():  # the rule lookup and the money commands apply: exit 4

@@ -26,9 +26,7 @@ def totals_dict(report: Report) -> dict[str, dict[str, Any]]:
 
 
 class BalanceWriter:
-    """The rows as they arrive: the data formats through the listings' one writer per
-    format (:class:`~walletctl.render.output.RowStream`), a table keeps the first
-    :data:`TABLE_ROWS`."""
+    """The rows as they arrive (a table keeps the first :data:`TABLE_ROWS`)."""
 
     def __init__(self, fmt: str, *, title: str) -> None:
         self.fmt = fmt

@@ -181,9 +181,7 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
 
 
 def summary(output_format: str, result: BatchResult) -> None:
-    """The run's counts; ``result.production`` names the production profiles it used (then
-    the table starts with a PRODUCTION line and the data formats say ``"environment":
-    "production"``)."""
+    """The run's counts (and the production profiles it used)."""
     report, production, results = result.report, result.production, result.results
     assert report is not None
     # rows this run sent over the time the run took: neither rows done by an earlier run

@@ -35,8 +35,7 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
                    record: TransactionRecord, *, tag: str = "") -> None:
     """The movement was already there: an earlier run's unknown outcome turned out applied
     (``entry``: its history entry; nothing was sent this time), or the gateway answered 409
-    and a lookup showed this very movement (``entry`` None). ``tag`` starts the sentence
-    (``"PRODUCTION: "`` on a production profile)."""
+    and a lookup showed this very movement (``entry`` None)."""
     new = record.client_system_transaction_id
     money = format_major(record.transaction_amount, record.currency_code)
     row = _row(op, ref, new, record.transaction_amount, record.currency_code, record.state,
@@ -55,8 +54,7 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
 
 def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
                   response: FollowUpResponse, *, tag: str = "") -> None:
-    """The gateway's answer to the follow-up ``plan`` sent; ``tag`` starts the sentence
-    (``"PRODUCTION: "`` on a production profile)."""
+    """The gateway's answer to the follow-up ``plan`` sent."""
     req = plan.request
     money = format_major(req.amount, req.currency_code)
     row = _row(op, ref, req.client_system_transaction_id, req.amount, req.currency_code,

@@ -52,9 +52,8 @@ def render_location(path: str) -> None:
 
 
 def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:
-    """The entries in ``fmt``: the data formats streamed as the store reads them (memory
-    flat in the size of the history); a table holds the ones it shows (a screenful, or
-    --last N: :func:`render_listing` asks the store for no more)."""
+    """The entries in ``fmt``: the data formats streamed as the store reads them; a table
+    holds the ones it shows."""
     if fmt == "table":
         _table(list(entries), path)
         return
