@@ -185,6 +185,17 @@ def write_text(text: str) -> None:
     sys.stdout.flush()
 
 
+def flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested objects' keys dotted (``record.transactionAmount``)."""
+    row: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            row.update(flat(value, f"{prefix}{key}."))
+        else:
+            row[f"{prefix}{key}"] = value
+    return row
+
+
 def minute(stamp: str | None) -> str:
     """``2026-11-22 09:30`` of an ISO time (empty for none)."""
     return (stamp or "")[:16].replace("T", " ")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import escape, print_note
 from walletctl.render.fit import print_fields, print_markup
-from walletctl.render.output import cell, emit_rows
+from walletctl.render.output import cell, emit_rows, flat
 
 if TYPE_CHECKING:
     from walletctl.ops.new_profile import Added
@@ -55,20 +54,16 @@ def render_profile(output_format: str, name: str, settings: dict[str, Any]) -> N
 def _flatten(settings: dict[str, Any], *, empty: str = "-") -> list[tuple[str, str]]:
     """(setting, value) rows, a nested table's keys dotted (``history.limits.capture``); an
     unset value reads ``empty`` (a CSV cell stays empty)."""
-    overridden = set(settings.get("paths_overridden", ()))
-
-    def rows(prefix: str, table: dict[str, Any]) -> Iterator[tuple[str, str]]:
-        for key, value in table.items():
-            if isinstance(value, dict):
-                yield from rows(f"{prefix}{key}.", value)
-                continue
-            text = (empty if value is None else ("yes" if value else "no")
-                    if isinstance(value, bool) else cell(value))
-            if prefix == "paths." and key not in overridden:
-                text += " (default)"
-            yield f"{prefix}{key}", text
-
-    return list(rows("", {k: v for k, v in settings.items() if k != "paths_overridden"}))
+    overridden = {f"paths.{key}" for key in settings.get("paths_overridden", ())}
+    rows = []
+    for key, value in flat(settings).items():
+        if key == "paths_overridden":
+            continue
+        text = (empty if value is None else ("yes" if value else "no")
+                if isinstance(value, bool) else cell(value))
+        default = key.startswith("paths.") and key not in overridden
+        rows.append((key, text + (" (default)" if default else "")))
+    return rows
 
 
 def render_added(output_format: str, added: Added) -> None:
