@@ -12,7 +12,7 @@ from typing import Any
 
 from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.balance_report import AMOUNTS, COLUMNS, BalanceRow, Report
-from walletctl.render.console import err, escape, out, print_hint, print_note
+from walletctl.render.console import err, escape, out, print_note, print_stopped
 from walletctl.render.fit import print_table
 from walletctl.render.output import RowStream
 
@@ -160,6 +160,4 @@ def finish_report(writer: BalanceWriter, report: Report) -> None:
     if report.duplicates > len(report.folded):
         print_note(f"... {report.duplicates - len(report.folded)} more repeated reference(s) "
                    "folded")
-    if report.fatal:
-        print_note(f"stopped: {report.fatal}")
-        print_hint(report.fatal_hint)
+    print_stopped(report.fatal, report.fatal_hint)

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
-from walletctl.render.console import err, escape, out, print_hint, print_message, print_note
+from walletctl.render.console import err, escape, out, print_message, print_note, print_stopped
 from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import write_json, write_rows
 
@@ -32,10 +32,8 @@ def render_batch(output_format: str, result: BatchResult) -> int:
         print_note("aborted: nothing was sent")
     elif result.dry_run:
         _dry_run(output_format, result)
-        report = result.report
-        if report is not None and report.fatal:
-            print_note(f"pre-flight stopped: {report.fatal}")
-            print_hint(report.fatal_hint)
+        if result.report is not None:
+            print_stopped(result.report.fatal, result.report.fatal_hint, "pre-flight stopped")
     else:
         assert result.report is not None
         summary(output_format, result)
@@ -244,9 +242,7 @@ def _summary_notes(result: BatchResult) -> None:
     if report.breaker_open:
         print_note(f"circuit breaker open after {report.breaker_threshold} consecutive gateway "
                    f"failures ({report.breaker_reason}); {left} row(s) left")
-    if report.fatal:
-        print_note(f"stopped: {report.fatal}")
-        print_hint(report.fatal_hint)
+    print_stopped(report.fatal, report.fatal_hint)
     unnamed = max(0, report.counts.get("refused", 0) - NAMED_ON_STDERR) + max(
         0, report.counts.get("unknown", 0) - NAMED_ON_STDERR)
     if unnamed:

@@ -169,10 +169,12 @@ def print_note(message: str) -> None:
     sys.stderr.flush()
 
 
-def print_hint(hint: str | None) -> None:
-    """``hint: ...`` on stderr (after a note that says what stopped)."""
-    if hint:
-        write_fitted(sys.stderr, f"hint: {hint}")
+def print_stopped(why: str | None, hint: str | None, what: str = "stopped") -> None:
+    """Why a run stopped, when it did, and the hint on what to do about it (stderr)."""
+    if why:
+        print_note(f"{what}: {why}")
+        if hint:
+            write_fitted(sys.stderr, f"hint: {hint}")
 
 
 def print_stderr(text: str = "") -> None:

@@ -13,7 +13,7 @@ from walletctl.models.money import quantize
 from walletctl.ops.recon.compare import LABELS, UNCONFIRMED, Finding, ReconResult, Side, money_text
 from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
-from walletctl.render.console import escape, out, print_error, print_hint, print_note
+from walletctl.render.console import escape, out, print_error, print_stopped
 from walletctl.render.fit import fit_phrases
 from walletctl.render.fit import print_table as fitted
 from walletctl.render.output import RowStream, emit, write_json
@@ -81,10 +81,7 @@ def render_recon(result: ReconResult, fmt: str) -> None:
     code = result.exit_code
     if code == ExitCode.MISMATCH:
         print_error(mismatch_message(result))
-    report = result.report
-    if report.fatal:
-        print_note(f"stopped: {report.fatal}")
-        print_hint(report.fatal_hint)
+    print_stopped(result.report.fatal, result.report.fatal_hint)
     unchecked = result.of("unchecked")
     if unchecked and code != ExitCode.INTERRUPTED:
         names = ", ".join(f.original for f in unchecked[:5])
