@@ -23,12 +23,7 @@ from walletctl.render.console import print_note
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile, ProfilesFile
 
-profile_app = typer.Typer(
-    help="Manage merchant profiles (the TOML profiles file).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    pretty_exceptions_show_locals=False,
-)
+profile_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def register(app: typer.Typer) -> None:
@@ -39,9 +34,6 @@ def _selected_default(pf: ProfilesFile) -> str | None:
     if pf.default_profile:
         return pf.default_profile
     return next(iter(pf.profiles)) if len(pf.profiles) == 1 else None
-
-
-# --------------------------------------------------------------------------- list
 
 
 @profile_app.command("list")
@@ -70,9 +62,6 @@ def list_profiles(ctx: typer.Context) -> None:
         for p in pf.profiles.values()
     ]
     render_profile_list(state.output_format, rows, path)
-
-
-# --------------------------------------------------------------------------- show
 
 
 def _profile_settings(profile: Profile, default: str | None) -> dict[str, Any]:
@@ -143,8 +132,6 @@ def show(
     render_profile(state.output_format, profile.name, settings)
 
 
-# --------------------------------------------------------------------------- add
-
 def _ask_ids(missing: list[tuple[str, str]]) -> dict[str, str]:
     """Prompt (stderr) for the required ids that were not given; refuse without a terminal."""
     if not ENV.is_interactive():
@@ -182,6 +169,7 @@ def _ask_optional(question: str,
     return ask
 
 
+@profile_app.command("add")
 def add(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile name (letters, digits, '-', '_').")],
@@ -284,11 +272,6 @@ def add(
     render_added(state.output_format, added)
 
 
-profile_app.command("add")(add)
-
-
-# --------------------------------------------------------------------------- set, unset, default
-
 _KEY_HELP = ("Dotted setting, e.g. currency, timeout, auth.key_env, redirects.success_url, "
              "history.approvals.refund (`walletctl profile example` lists them all).")
 
@@ -308,6 +291,8 @@ def _setting(state: State, key: str) -> tuple[Path, str]:
     return config_path(state.config_path), f"{table}.{leaf}".lstrip(".")
 
 
+# `profile set NAME timeout -1`: a negative VALUE is a value, not an option
+@profile_app.command("set", context_settings={"ignore_unknown_options": True})
 def set_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile to change.")],
@@ -336,6 +321,7 @@ def set_cmd(
             line + shown)
 
 
+@profile_app.command("unset")
 def unset_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile to change.")],
@@ -358,6 +344,7 @@ def unset_cmd(
                     "changed": result.changed}, line)
 
 
+@profile_app.command("default")
 def default_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile to use when none is selected.")],
@@ -372,15 +359,6 @@ def default_cmd(
             else f"{name!r} already is the default profile; nothing changed")
     _report(state, {"profile": name, "file": str(path), "default": True,
                     "changed": result.changed}, line)
-
-
-# `profile set NAME timeout -1`: a negative VALUE is a value, not an option
-profile_app.command("set", context_settings={"ignore_unknown_options": True})(set_cmd)
-profile_app.command("unset")(unset_cmd)
-profile_app.command("default")(default_cmd)
-
-
-# --------------------------------------------------------------------------- remove
 
 
 @profile_app.command("remove")
@@ -414,8 +392,7 @@ def remove(
             f"removed profile {name!r} from {path}")
 
 
-# --------------------------------------------------------------------------- check
-
+@profile_app.command("check")
 def check(
     ctx: typer.Context,
     name: Annotated[
@@ -447,12 +424,6 @@ def check(
                            carry=lambda hint: carry_options(hint, state))
     render_checks(state.output_format, [asdict(c) for c in found.checks])
     found.raise_failure()
-
-
-profile_app.command("check")(check)
-
-
-# --------------------------------------------------------------------------- example
 
 
 EXAMPLES = ("reference", "sandbox", "production-key-env", "key-file", "keyring")

@@ -352,9 +352,6 @@ def ledger_cmd(ctx: typer.Context, url: SandboxURL = None,
         render_ledger(transactions, get_state(ctx).output_format, base)
 
 
-# -- faults ----------------------------------------------------------------------------------
-
-
 @sandbox_app.command("faults")
 def faults_cmd(
     ctx: typer.Context,
@@ -397,9 +394,6 @@ def faults_cmd(
     changes = {key: value for key, value in given.items() if value is not None}
     data = update_faults(base, changes, clear=clear, token=admin_token)
     render_faults(data, get_state(ctx).output_format, base)
-
-
-# -- seed ------------------------------------------------------------------------------------
 
 
 @sandbox_app.command("seed")
@@ -460,8 +454,6 @@ def seed_cmd(
     render_seed(result, state.output_format, base,
                 next_step=command_line(state, op, "--batch", csv_path))
 
-
-# -- 3DS ------------------------------------------------------------------------------------
 
 RESULTS = {"pass": "success", "fail": "failure"}
 
