@@ -4,6 +4,7 @@ the exit code is the result's own rule (0 agree, 13 mismatch, 6/7/9 lookups not 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -54,8 +55,6 @@ def recon(
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
-    from datetime import UTC, datetime
-
     from walletctl.models.inputs import check_inputs
     from walletctl.ops.batch.balance_report import LookupOptions
     from walletctl.ops.batch.flow import check_flow_options
@@ -65,11 +64,7 @@ def recon(
     from walletctl.render.recon import render_recon
 
     check_flow_options(concurrency, rate, max_failures)
-    now = datetime.now(UTC)
-    to = parse_when(until or now.isoformat(), "--until", now)
-    frm = parse_when(since or "1d", "--since", now) if since or not ref else None
-    if frm is not None and frm >= to:
-        raise UsageError(f"--since: must be before --until ({frm} is not before {to})")
+    frm, to = _window(since, until, every_time=bool(ref))
     for value in ref or ():  # the rule lookup and the money commands apply: exit 4
         check_inputs(references={"--ref": value})
     for name in op or ():
@@ -86,6 +81,16 @@ def recon(
         result = reconcile(profile, request, progress=tick)
     render_recon(result, st.output_format)
     raise typer.Exit(result.exit_code)
+
+
+def _window(since: str | None, until: str | None, every_time: bool) -> tuple[str | None, str]:
+    """(--since, --until) as stored: until now and, unless ``every_time``, from 1d ago."""
+    now = datetime.now(UTC)
+    to = parse_when(until or now.isoformat(), "--until", now)
+    frm = parse_when(since or "1d", "--since", now) if since or not every_time else None
+    if frm is not None and frm >= to:
+        raise UsageError(f"--since: must be before --until ({frm} is not before {to})")
+    return frm, to
 
 
 @recon_app.command("findings")
