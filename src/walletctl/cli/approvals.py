@@ -1,9 +1,5 @@
-"""``walletctl approve ID`` and ``walletctl approvals [show|refuse]``: four eyes.
-
-A capture, refund or reversal above the profile's ``[history.approvals]`` amount is filed
-as a request (exit 12) instead of sent; another operator approves it here, and the
-requester sends it with ``--approval ID``. See docs/history.md "Approvals".
-"""
+"""``walletctl approve ID`` and ``walletctl approvals [show|refuse]``: four eyes (see
+docs/history.md "Approvals")."""
 
 from __future__ import annotations
 
@@ -11,23 +7,21 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from walletctl.cli.state import get_state
+from walletctl.cli.common import confirm, confirm_production, parse_when, production_tag
+from walletctl.cli.registry import COMMANDS
+from walletctl.cli.state import ENV, get_state
 
 if TYPE_CHECKING:
     from walletctl.history.approvals import Approval
 
-APPROVE_HELP = ("Approve another operator's request to move money above the profile's "
-                "approval amount (four eyes).")
-HELP = "List approval requests (four eyes); show one, or refuse one."
-approvals_app = typer.Typer(help=HELP, rich_markup_mode=None, add_completion=False,
-                            no_args_is_help=False)
+approvals_app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=False)
 
 _ID = typer.Argument(min=1, help="The request's id (printed when it was filed).")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("approve", help=APPROVE_HELP)(approve)
-    app.add_typer(approvals_app, name="approvals", help=HELP)
+    app.command("approve", help=COMMANDS["approve"][1])(approve)
+    app.add_typer(approvals_app, name="approvals", help=COMMANDS["approvals"][1])
 
 
 @approvals_app.callback(invoke_without_command=True)
@@ -40,10 +34,8 @@ def approvals(
     every_merchant: Annotated[bool, typer.Option(
         "--every-merchant", help="Also other merchants' and stores' requests.")] = False,
 ) -> None:
-    """List approval requests (four eyes): the profile's merchant and store, oldest first."""
     if ctx.invoked_subcommand is not None:
         return
-    from walletctl.cli.common import parse_when
     from walletctl.ops.desk import list_requests
     from walletctl.render.approvals import render_approvals
 
@@ -79,22 +71,19 @@ def refuse(
 def approve(
     ctx: typer.Context,
     approval: Annotated[int, _ID],
-    reason: Annotated[str | None, typer.Option(help="A note recorded with the approval.")
-                      ] = None,
+    reason: Annotated[str | None, typer.Option(help="A note recorded with the approval.")] = None,
     yes: Annotated[bool, typer.Option(
         "--yes", "-y", help="Do not ask (scripts): the request is still checked.")] = False,
     confirm_profile: Annotated[str | None, typer.Option(
         help="The profile's name, required to approve against a production profile "
         "without a terminal (on one it is typed).")] = None,
 ) -> None:
-    """Approve another operator's request above the approval amount (four eyes)."""
     _decide(ctx, approval, approve=True, reason=reason, yes=yes,
             confirm_profile=confirm_profile)
 
 
 def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | None,
             yes: bool, confirm_profile: str | None = None) -> None:
-    from walletctl.cli.common import confirm, production_tag
     from walletctl.history.policy import clean_reason
     from walletctl.ops.desk import decide
     from walletctl.render.approvals import render_decided, render_request
@@ -105,16 +94,12 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
     verb = "approval" if approve else "refusal"
 
     def ask(found: Approval, now: str) -> None:
-        from walletctl.cli.state import ENV
-
         if ENV.is_interactive() and (not yes or (approve and profile.is_production)):
             render_request("table", found, now)  # in full, before the approver is asked
-        if approve:  # a production profile's name, typed (it then replaces the y/N)
-            from walletctl.cli.common import confirm_production
-
-            if confirm_production(profile, confirm_profile,
-                                  action=f"approve #{found.id} ({found.what()})"):
-                return
+        # a production profile's name, typed, replaces the y/N
+        if approve and confirm_production(profile, confirm_profile,
+                                          action=f"approve #{found.id} ({found.what()})"):
+            return
         confirm(f"{production_tag(profile)}{'Approve' if approve else 'Refuse'} "
                 f"#{found.id}: {found.requester}'s {found.what()}", yes=yes,
                 action=f"{verb} of #{found.id}")

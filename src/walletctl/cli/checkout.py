@@ -7,15 +7,26 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.common import Amount, ConfirmAmount, Currency, Reason
+from walletctl.cli.common import (
+    Amount,
+    ConfirmAmount,
+    Currency,
+    DryRun,
+    Reason,
+    make_client,
+    print_dry_run,
+    production_tag,
+    read_request_file,
+    terminal_prompt,
+)
 from walletctl.cli.state import get_state
+from walletctl.errors import RequestValidationError
+from walletctl.render.console import print_note
 
 if TYPE_CHECKING:
     from walletctl.ops.money.movements import Created
 
-_BILLING = "Billing address"
-_CARDHOLDER = "Cardholder"
-_REDIRECTS = "Redirect URLs (default: the profile's [redirects])"
+
 def register(app: typer.Typer) -> None:
     app.command("checkout", no_args_is_help=False)(checkout)
 
@@ -38,29 +49,24 @@ def checkout(
             "for stdin). Flags override it.",
         ),
     ] = None,
-    first_name: Annotated[str | None, typer.Option(rich_help_panel=_CARDHOLDER)] = None,
-    last_name: Annotated[str | None, typer.Option(rich_help_panel=_CARDHOLDER)] = None,
-    email: Annotated[str | None, typer.Option(rich_help_panel=_CARDHOLDER)] = None,
+    first_name: str | None = None,
+    last_name: str | None = None,
+    email: str | None = None,
     mobile_phone: Annotated[
-        str | None,
-        typer.Option(help="{cc}-{number}, e.g. 49-1701234567.", rich_help_panel=_CARDHOLDER),
+        str | None, typer.Option(help="{cc}-{number}, e.g. 49-1701234567.")
     ] = None,
-    house_number: Annotated[str | None, typer.Option(rich_help_panel=_BILLING)] = None,
-    street: Annotated[str | None, typer.Option(rich_help_panel=_BILLING)] = None,
-    city: Annotated[str | None, typer.Option(rich_help_panel=_BILLING)] = None,
-    zip_code: Annotated[str | None, typer.Option("--zip", rich_help_panel=_BILLING)] = None,
-    state: Annotated[
-        str | None, typer.Option(help="ISO 3166-2, e.g. DE-BY.", rich_help_panel=_BILLING)
-    ] = None,
-    country: Annotated[
-        str | None, typer.Option(help="ISO 3166 alpha-3, e.g. DEU.", rich_help_panel=_BILLING)
-    ] = None,
-    success_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
-    error_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
-    pending_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
-    return_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
-    cancel_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
-    refused_url: Annotated[str | None, typer.Option(rich_help_panel=_REDIRECTS)] = None,
+    house_number: str | None = None,
+    street: str | None = None,
+    city: str | None = None,
+    zip_code: Annotated[str | None, typer.Option("--zip")] = None,
+    state: Annotated[str | None, typer.Option(help="ISO 3166-2, e.g. DE-BY.")] = None,
+    country: Annotated[str | None, typer.Option(help="ISO 3166 alpha-3, e.g. DEU.")] = None,
+    success_url: str | None = None,
+    error_url: str | None = None,
+    pending_url: str | None = None,
+    return_url: str | None = None,
+    cancel_url: str | None = None,
+    refused_url: str | None = None,
     redirect_timeout: Annotated[
         int | None, typer.Option(help="Seconds the redirect link lives (0-900, 0 = never).")
     ] = None,
@@ -73,13 +79,9 @@ def checkout(
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the redirect URL in a browser.")
     ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")
-    ] = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Create a checkout (spec 2.1) and print the redirect URL for the customer."""
-    from walletctl.cli.common import make_client, print_dry_run, read_request_file
-    from walletctl.errors import RequestValidationError
     from walletctl.history.policy import clean_reason
     from walletctl.models.checkout import parse_checkout_type
     from walletctl.models.inputs import check_inputs
@@ -128,7 +130,6 @@ def checkout(
     if dry_run:
         print_dry_run(st, [call])
         return
-    from walletctl.cli.common import ask_amount
     from walletctl.history import open_for
     from walletctl.ops.money.movements import Checkout
     from walletctl.ops.money.pipeline import Ask, Desk, move
@@ -136,7 +137,7 @@ def checkout(
 
     ref_ = request.client_system_transaction_id
     ask = Ask(op="checkout", ref=ref_, reason=checked_reason, confirm_amount=confirm_amount)
-    desk: Desk[Any] = Desk(confirm=lambda _plan: None, ask_amount=ask_amount(),
+    desk: Desk[Any] = Desk(confirm=lambda _plan: None, ask_amount=terminal_prompt(),
                            on_wait=render_waiting)
     with client:
         moved = move(client, open_for(profile, purpose=f"walletctl checkout {ref_}"),
@@ -146,7 +147,6 @@ def checkout(
 
         render_existing(st.output_format, ref_, moved)
         return
-    from walletctl.cli.common import production_tag
     from walletctl.render.checkout import render_checkout
 
     created = moved.answer
@@ -158,7 +158,6 @@ def checkout(
 def _open_in_browser(created: Created) -> None:
     """``--open``: the redirect URL in a browser, while it still leads somewhere."""
     from walletctl.render.checkout import WAITING
-    from walletctl.render.console import print_note
 
     url = created.response.redirect_url
     if created.replayed and created.state != WAITING:

@@ -1,13 +1,8 @@
 """What command modules share: the options several declare, the client, the dry run, the
 confirmations (a y/N, a typed amount, a production profile's name), request files.
 
-Production profiles' safeguards (``environment = "production"``): before a command that needs
-more than a y/N (a batch, ``smoke``, the approval of a request) sends anything to a production
-profile's gateway, :func:`confirm_production` has the profile's name typed on a terminal, or
-given as ``--confirm-profile NAME`` without one; :func:`refuse_production` stops the commands
-made for a sandbox; :func:`production_tag` starts every confirmation line and summary. Every
-refusal is a :class:`~walletctl.errors.UsageError` (exit 2), raised before anything is sent.
-Heavy modules (the client, httpx) are imported inside the functions.
+Every refusal is a :class:`~walletctl.errors.UsageError` (exit 2), raised before anything is
+sent.
 """
 
 from __future__ import annotations
@@ -22,6 +17,7 @@ import typer
 
 from walletctl.cli.state import ENV, State
 from walletctl.errors import RequestValidationError, UsageError
+from walletctl.render.console import print_stderr
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient, PreparedCall
@@ -39,11 +35,18 @@ ConfirmAmount = Annotated[
     str | None,
     typer.Option(help="The amount, typed to confirm one above the profile's limit."),
 ]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")]
+Rate = Annotated[float | None, typer.Option(min=0.01, help="Max requests per second.")]
+# the lookups of `lookup --batch` and `recon` (the batch engine)
+LookupConcurrency = Annotated[int, typer.Option(min=1, max=512, help="Lookups in flight.")]
+LookupFailures = Annotated[
+    int, typer.Option(min=1, help="Stop after K consecutive failed lookups.")
+]
 
 
 def make_client(state: State) -> GatewayClient:
     from walletctl.client.gateway import GatewayClient
-    from walletctl.render.console import print_stderr
 
     return GatewayClient(
         state.profile(), transport=ENV.transport, trace=print_stderr if state.verbose else None
@@ -57,6 +60,12 @@ def print_dry_run(state: State, calls: list[PreparedCall]) -> None:
     render_dry_run(state.output_format, [c.describe() for c in calls])
 
 
+def missing(command: str, argument: str, instead: str) -> UsageError:
+    """``command`` run without its ``argument`` (or the option given ``instead`` of it)."""
+    return UsageError(f"{command}: missing {argument} (usage: walletctl {command} [OPTIONS] "
+                      f"{argument}, or {instead})", hint=f"see `walletctl {command} --help`")
+
+
 def confirm(summary: str, *, yes: bool, action: str) -> None:
     """Ask on a terminal; refuse without one unless --yes."""
     if yes:
@@ -66,8 +75,6 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
             f"refusing to send the {action} without confirmation: no terminal to ask on",
             hint="pass --yes to confirm non-interactively",
         )
-    from walletctl.render.console import print_stderr
-
     print_stderr(summary)
     try:
         answer = typer.confirm(f"Proceed with the {action}?", default=False, err=True)
@@ -80,11 +87,6 @@ def confirm(summary: str, *, yes: bool, action: str) -> None:
         raise UsageError(f"{action} cancelled: nothing was sent")
 
 
-def ask_amount() -> Callable[[str], str] | None:
-    """A prompt for a typed amount on a terminal (None without one)."""
-    return terminal_prompt()
-
-
 def terminal_prompt(*, empty_ok: bool = False) -> Callable[[str], str] | None:
     """A question asked on stderr when stdin is a terminal (None without one); Ctrl-D is
     an empty answer, and so is an empty line when ``empty_ok`` (else it is asked again)."""
@@ -92,8 +94,6 @@ def terminal_prompt(*, empty_ok: bool = False) -> Callable[[str], str] | None:
         return None
 
     def ask(question: str) -> str:
-        from walletctl.render.console import print_stderr
-
         extra: dict[str, Any] = {"default": "", "show_default": False} if empty_ok else {}
         try:
             return str(typer.prompt(question, err=True, **extra))
@@ -137,11 +137,7 @@ def parse_when(text: str, flag: str, now: datetime | None = None) -> str:
 
 
 def read_request_file(path: Path) -> dict[str, Any]:
-    """A JSON or TOML request file (by extension; JSON numbers become Decimal).
-
-    Special files are refused, size and nesting are bounded, duplicate keys are refused
-    (``walletctl.ops.user_files``).
-    """
+    """A JSON or TOML request file (by extension; JSON numbers become Decimal)."""
     from walletctl.ops.user_files import read_document
 
     where = str(path)
@@ -169,18 +165,11 @@ def _shown(name: str) -> str:
 
 def confirm_production(profile: Profile, given: str | None, *, action: str,
                        ask: Callable[[str], str] | None = None) -> bool:
-    """Require the profile's name before ``action`` is done against a production profile.
-
-    ``given`` is the value of ``--confirm-profile`` (None when absent). Whatever the
-    environment, a given name must be exactly ``profile.name`` (a script that names another
-    profile than the one it runs against is stopped). For a production profile without
-    ``given``: on a terminal the name is asked for (``ask``, default: a prompt on stderr when
-    stdin is a terminal); without one it is refused. ``--yes`` has no part in this.
-
-    Returns True when the name was typed at the prompt (the operator saw what is about to be
-    done and confirmed it: a caller may skip its own y/N question), False otherwise.
-    Raises :class:`UsageError` (exit 2) when refused: nothing has been sent.
-    """
+    """Require the profile's name before ``action`` is done against a production profile:
+    ``given`` (``--confirm-profile``), whatever the environment, must be exactly its name;
+    without it a production profile's name is asked for on a terminal (``ask``), refused
+    without one (``--yes`` has no part in this). True when the name was typed at the prompt
+    (a caller may skip its own y/N question)."""
     if given is not None:
         if given != profile.name:
             where = "production profile" if profile.is_production else "profile"

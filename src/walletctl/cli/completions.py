@@ -1,18 +1,9 @@
 """Every file derived from the command tree, and ``walletctl completion SHELL``.
 
-The command tree is read from the click commands themselves; the static shell completion
-scripts (``completions/``: bash, zsh, fish, PowerShell, each native to its shell) and the man
-page (``man/walletctl.1``, with the README's exit codes and docs/guide.md's environment
-table) are rendered from it, so a new command, option or argument appears in all of them when
-they are regenerated (tests fail while they are stale)::
-
-    python -m walletctl.cli.completions     # rewrites completions/* and man/walletctl.1
-
-The scripts skip option values when finding the command (``walletctl -p sandbox <TAB>``
-offers commands), complete the values of choice options, profile names for ``-p`` (read from
-the profiles file) and file names for path options only. ``walletctl completion SHELL``
-prints the shipped script (static: TAB costs no Python start-up); its one copy is the
-repository's ``completions/`` (the wheel carries it inside the package: walletctl/shipped.py).
+The static shell completion scripts (``completions/``) and the man page
+(``man/walletctl.1``, with the README's exit codes and docs/guide.md's environment table) are
+rendered from the click commands themselves by ``python -m walletctl.cli.completions`` (tests
+fail while they are stale). ``walletctl completion SHELL`` prints the shipped script.
 """
 
 from __future__ import annotations
@@ -25,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+from walletctl.cli.profile import EXAMPLES
 
 if TYPE_CHECKING:
     import typer as typer_t
@@ -48,7 +41,7 @@ KNOWN_VALUES: Final = {
 # Values offered for a command's argument: "path" -> words, or a marker.
 ARGUMENT_VALUES: Final = {
     "completion": "bash zsh fish powershell",
-    "profile example": "reference sandbox production-key-env key-file keyring",
+    "profile example": " ".join(EXAMPLES),
     "profile show": PROFILES,
     "profile remove": PROFILES,
     "profile check": PROFILES,
@@ -71,7 +64,6 @@ class Argument:
     name: str
     values: str = ""  # as Option.values
     many: bool = False
-    required: bool = False
 
 
 @dataclass
@@ -83,6 +75,16 @@ class Node:
     options: list[Option] = field(default_factory=list)
     arguments: list[Argument] = field(default_factory=list)
     command: Any = None  # the click command: its full help, usage line and epilog
+
+    @property
+    def names(self) -> list[str]:
+        """Its subcommands' names."""
+        return [name for name, _ in self.children]
+
+    @property
+    def spellings(self) -> list[str]:
+        """Every spelling of its options."""
+        return [o for opt in self.options for o in opt.opts]
 
     @property
     def takes(self) -> dict[str, str]:
@@ -152,7 +154,7 @@ def command_tree() -> dict[str, Node]:
             elif param.param_type_name == "argument":
                 node.arguments.append(Argument(
                     name=param.name or "arg", values=ARGUMENT_VALUES.get(path, ""),
-                    many=param.nargs == -1, required=bool(param.required)))
+                    many=param.nargs == -1))
         node.options.append(Option(opts=("--help", "-h"), help="Show help", takes_value=False,
                                    full_help="Show the help and exit."))
         names = cmd.list_commands(ctx) if hasattr(cmd, "list_commands") else []
@@ -203,9 +205,8 @@ def _root_options_for(tree: Tree, node: Node) -> list[Option]:
     unless the command spells one of them itself."""
     if not node.path:
         return []
-    own = {o for opt in node.options for o in opt.opts}
     return [opt for opt in tree[""].options
-            if opt.opts[0] != "--help" and not own.intersection(opt.opts)]
+            if opt.opts[0] != "--help" and not set(node.spellings).intersection(opt.opts)]
 
 
 # --------------------------------------------------------------------------- bash
@@ -219,10 +220,10 @@ def bash(tree: Tree) -> str:
 
     lines = [f"# {HEADER.format('bash')}",
              "# Install: echo 'source <(walletctl completion bash)' >> ~/.bashrc"]
-    lines += case("_walletctl_groups", [(p, " ".join(c for c, _ in n.children))
-                                        for p, n in tree.items()], "PATH: its subcommands")
-    lines += case("_walletctl_options", [(p, " ".join(o for opt in n.options for o in opt.opts))
-                                         for p, n in tree.items()], "PATH: its options")
+    lines += case("_walletctl_groups", [(p, " ".join(n.names)) for p, n in tree.items()],
+                  "PATH: its subcommands")
+    lines += case("_walletctl_options", [(p, " ".join(n.spellings)) for p, n in tree.items()],
+                  "PATH: its options")
     lines += case("_walletctl_takes", [(p, " ".join(n.takes)) for p, n in tree.items()],
                   "PATH: its options that take a value")
     lines += case("_walletctl_values", [(f"{p}|{o}", v) for p, n in tree.items()
@@ -447,7 +448,7 @@ def fish(tree: Tree) -> str:
              "function __walletctl_groups", "    switch $argv[1]"]
     for path, node in tree.items():
         if node.children:
-            lines.append(f"        case '{path}'; echo {' '.join(c for c, _ in node.children)}")
+            lines.append(f"        case '{path}'; echo {' '.join(node.names)}")
     lines += ["    end", "end", "function __walletctl_takes", "    switch $argv[1]"]
     for path, node in tree.items():
         if node.takes:
@@ -466,7 +467,7 @@ def _fish_condition(tree: Tree, path: str, node: Node) -> str:
         return f"-n \"__walletctl_at '{path}'\""
     spelled = {o for opt in node.options if opt.opts[0] != "--help" for o in opt.opts}
     owners = [p for p, n in tree.items()
-              if p and spelled.intersection(o for opt in n.options for o in opt.opts)]
+              if p and spelled.intersection(n.spellings)]
     return "-n \"not __walletctl_at_any " + " ".join(f"'{p}'" for p in owners) + '"'
 
 
@@ -501,13 +502,12 @@ def powershell(tree: Tree) -> str:
              "$walletctlWords = @{"]
     for path, node in tree.items():
         args = _arg_values(node)
-        words = [c for c, _ in node.children] + (args.split() if "@" not in args else [])
-        lines.append(f"    '{path}' = " + ps_list(words + [o for opt in node.options
-                                                            for o in opt.opts]))
+        words = node.names + (args.split() if "@" not in args else [])
+        lines.append(f"    '{path}' = " + ps_list(words + node.spellings))
     lines += ["}", "$walletctlGroups = @{"]
     for path, node in tree.items():
         if node.children:
-            lines.append(f"    '{path}' = " + ps_list([c for c, _ in node.children]))
+            lines.append(f"    '{path}' = " + ps_list(node.names))
     lines += ["}", "$walletctlValues = @{  # 'path|option' = values"]
     for path, node in tree.items():
         for opt, values in node.takes.items():
@@ -703,29 +703,17 @@ def render_from_checkout() -> str:
     return render_manpage(command_tree(), readme, guide)
 
 
-def write_manpage() -> Path:
-    """Rewrite the checkout's ``man/walletctl.1``; its path."""
-    from walletctl import shipped
-
-    if not shipped.in_checkout():
-        raise SystemExit("python -m walletctl.cli.completions: run it from a source checkout")
-    target = shipped.CHECKOUT / "man" / "walletctl.1"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_from_checkout(), encoding="utf-8")
-    return target
-
-
 # --------------------------------------------------------------------------- the generator
 
 
 def render_all() -> dict[str, str]:
-    """{file name in completions/: its text} as the command tree renders it now."""
+    """{file name in completions/: its text}."""
     tree = command_tree()
     return {SHELLS[shell]: render(tree) for shell, render in RENDERERS.items()}
 
 
 def shipped_script(shell: str) -> str:
-    """The shipped script for ``shell`` (bash, zsh, fish, powershell)."""
+    """The shipped script for ``shell``."""
     from walletctl import shipped
 
     return shipped.read("completions", SHELLS[shell])
@@ -735,7 +723,6 @@ _COMPLETION_HELP = "Print the shell completion script for bash, zsh, fish or pow
 
 
 def register(app: typer_t.Typer) -> None:
-    """``walletctl completion SHELL`` (loaded lazily like every command)."""
     import typer
 
     @app.command("completion", help=_COMPLETION_HELP + """
@@ -778,15 +765,16 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.directory is None and not shipped.in_checkout():
         parser.error("not running from a source checkout: name a DIRECTORY")
-    target: Path = args.directory or shipped.CHECKOUT / "completions"
-    target.mkdir(parents=True, exist_ok=True)
     from walletctl.render.output import write_text
 
-    for name, text in render_all().items():
-        (target / name).write_text(text, encoding="utf-8")
-        write_text(f"wrote {target / name}\n")
+    files = {(args.directory or shipped.CHECKOUT / "completions") / name: text
+             for name, text in render_all().items()}
     if args.directory is None:
-        write_text(f"wrote {write_manpage()}\n")
+        files[shipped.CHECKOUT / "man" / "walletctl.1"] = render_from_checkout()
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        write_text(f"wrote {path}\n")
     return 0
 
 

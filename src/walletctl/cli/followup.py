@@ -1,8 +1,4 @@
-"""``walletctl capture|refund|reverse``: follow-ups of a checkout, single or ``--batch``.
-
-Each looks the reference up first and refuses what the gateway would refuse (showing the
-numbers); the new reference is derived deterministically (``REF-CAP1``) unless ``--new-ref``.
-"""
+"""``walletctl capture|refund|reverse``: follow-ups of a checkout, single or ``--batch``."""
 
 from __future__ import annotations
 
@@ -11,32 +7,35 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from walletctl.cli.common import ConfirmAmount, Reason
+from walletctl.cli.common import (
+    ConfirmAmount,
+    DryRun,
+    Rate,
+    Reason,
+    Yes,
+    confirm,
+    confirm_profiles,
+    make_client,
+    missing,
+    print_dry_run,
+    production_tag,
+    terminal_prompt,
+)
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
+from walletctl.errors import AwaitingApprovalError, DeclinedError, UsageError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.ops.redirect import FollowUpPlan
 
 Op = Literal["capture", "refund", "reverse"]
-_BATCH = "Batch mode"
-
-_HELP = {
-    "capture": "Capture an approved pre-authorisation (default: all that remains).",
-    "refund": "Refund a captured sale or pre-authorisation (default: all still refundable).",
-    "reverse": "Reverse (release) an uncaptured pre-authorisation.",
-}
-
-
-_NEW_REF_HELP = {
-    op: f"Reference of the new transaction (default: derived, REF-{tag}1, REF-{tag}2, ...)."
-    for op, tag in (("capture", "CAP"), ("refund", "REF"), ("reverse", "REV"))
-}
+_TAG = {"capture": "CAP", "refund": "REF", "reverse": "REV"}
 
 
 def register(app: typer.Typer) -> None:
     for op in ("capture", "refund", "reverse"):
-        app.command(op, help=_HELP[op])(_make(op))
+        app.command(op, help=COMMANDS[op][1])(_make(op))
 
 
 def _make(op: Op):  # type: ignore[no-untyped-def]
@@ -52,12 +51,12 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
         currency: Annotated[
             str | None, typer.Option(help="Must match the original's currency.")
         ] = None,
-        new_ref: str | None = typer.Option(None, help=_NEW_REF_HELP[op]),  # per operation
+        new_ref: str | None = typer.Option(  # per operation
+            None, help=f"Reference of the new transaction (default: derived, REF-{_TAG[op]}1, "
+            f"REF-{_TAG[op]}2, ...)."),
         reason: Reason = None,
         confirm_amount: ConfirmAmount = None,
-        yes: Annotated[
-            bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")
-        ] = False,
+        yes: Yes = False,
         confirm_profile: Annotated[
             list[str] | None,
             typer.Option(
@@ -76,9 +75,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 "it such a likely duplicate is held, exit 11.",
             ),
         ] = False,
-        dry_run: Annotated[
-            bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")
-        ] = False,
+        dry_run: DryRun = False,
         approval: Annotated[
             int | None,
             typer.Option(
@@ -87,147 +84,70 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 "request (or batch file) above the profile's approval amount.",
             ),
         ] = None,
-        batch: Annotated[
-            Path | None,
-            typer.Option(
-                help="CSV or JSONL file of rows (ref, amount, currency[, new_ref]); '-' for stdin.",
-                rich_help_panel=_BATCH,
-            ),
+        batch: Annotated[Path | None, typer.Option(
+            help="CSV or JSONL file of rows (ref, amount, currency[, new_ref]); '-' for stdin.")
         ] = None,
         journal: Annotated[
-            Path | None,
-            typer.Option(help="Journal file (default: beside the input).", rich_help_panel=_BATCH),
+            Path | None, typer.Option(help="Journal file (default: beside the input).")
         ] = None,
         resume: Annotated[
-            bool,
-            typer.Option("--resume", help="Continue an interrupted batch.", rich_help_panel=_BATCH),
+            bool, typer.Option("--resume", help="Continue an interrupted batch.")
         ] = False,
-        concurrency: Annotated[
-            int, typer.Option(min=1, max=256, help="Requests in flight.", rich_help_panel=_BATCH)
-        ] = 8,
-        rate: Annotated[
-            float | None,
-            typer.Option(min=0.01, help="Max requests per second.", rich_help_panel=_BATCH),
-        ] = None,
+        concurrency: Annotated[int, typer.Option(min=1, max=256, help="Requests in flight.")] = 8,
+        rate: Rate = None,
         results: Annotated[
-            Path | None,
-            typer.Option(help="Per-row results (.ndjson/.jsonl or .csv).", rich_help_panel=_BATCH),
+            Path | None, typer.Option(help="Per-row results (.ndjson/.jsonl or .csv).")
         ] = None,
         skip_invalid: Annotated[
-            bool,
-            typer.Option(
-                "--skip-invalid",
-                help="Send the valid rows, report the rest.",
-                rich_help_panel=_BATCH,
-            ),
+            bool, typer.Option("--skip-invalid", help="Send the valid rows, report the rest.")
         ] = False,
         max_failures: Annotated[
-            int,
-            typer.Option(
-                min=1, help="Stop after K consecutive gateway failures.", rich_help_panel=_BATCH
-            ),
+            int, typer.Option(min=1, help="Stop after K consecutive gateway failures.")
         ] = 10,
         batch_id: Annotated[
             str | None,
-            typer.Option(
-                help="Batch id for derived references (default: from the input).",
-                rich_help_panel=_BATCH,
-            ),
+            typer.Option(help="Batch id for derived references (default: from the input)."),
         ] = None,
-        full_preflight: Annotated[
-            bool,
-            typer.Option(
-                "--full-preflight",
-                help="Look every row's original up before sending (two round trips a row).",
-                rich_help_panel=_BATCH,
-            ),
+        full_preflight: Annotated[bool, typer.Option(
+            "--full-preflight",
+            help="Look every row's original up before sending (two round trips a row).")
         ] = False,
-        offline: Annotated[
-            bool,
-            typer.Option(
-                "--offline",
-                help="With --dry-run: validate only, no read-only pre-flight lookups.",
-                rich_help_panel=_BATCH,
-            ),
+        offline: Annotated[bool, typer.Option(
+            "--offline", help="With --dry-run: validate only, no read-only pre-flight lookups.")
         ] = False,
     ) -> None:
         if batch is not None:
             if ref is not None or amount is not None or new_ref is not None:
-                from walletctl.errors import UsageError
-
                 raise UsageError(
                     "--batch takes its references and amounts from the file; "
                     "drop REF/--amount/--new-ref"
                 )
-            from walletctl.cli.batch import run_batch_command
+            from walletctl.cli.batch import run_batch
+            from walletctl.ops.batch.job import BatchAsk
 
-            code = run_batch_command(
-                ctx,
-                op=op,
-                source=batch,
-                journal=journal,
-                resume=resume,
-                concurrency=concurrency,
-                rate=rate,
-                results=results,
-                skip_invalid=skip_invalid,
-                max_failures=max_failures,
-                batch_id=batch_id,
-                dry_run=dry_run,
-                yes=yes,
-                full_preflight=full_preflight,
-                offline=offline,
-                allow_duplicate=allow_duplicate,
-                approval=approval,
-                confirm_profile=confirm_profile or [],
-                reason=reason,
-                confirm_amount=confirm_amount,
-            )
-            raise typer.Exit(code)
+            raise typer.Exit(run_batch(ctx, BatchAsk(
+                op=op, source=batch, journal=journal, resume=resume, concurrency=concurrency,
+                rate=rate, results=results, skip_invalid=skip_invalid,
+                max_failures=max_failures, batch_id=batch_id, dry_run=dry_run, yes=yes,
+                full_preflight=full_preflight, offline=offline,
+                allow_duplicate=allow_duplicate, approval=approval,
+                confirm_profile=tuple(confirm_profile or ()), reason=reason,
+                confirm_amount=confirm_amount)))
         if ref is None:
-            from walletctl.errors import UsageError
+            raise missing(op, "REF", "--batch FILE")
+        _single(ctx, op, ref, amount=amount, currency=currency, new_ref=new_ref, yes=yes,
+                dry_run=dry_run, reason=reason, confirm_amount=confirm_amount,
+                allow_duplicate=allow_duplicate, approval=approval,
+                confirm_profile=confirm_profile or [])
 
-            raise UsageError(
-                f"{op}: missing REF (usage: walletctl {op} [OPTIONS] REF, or --batch FILE)",
-                hint=f"see `walletctl {op} --help`",
-            )
-        _single(
-            ctx,
-            op,
-            ref,
-            amount=amount,
-            currency=currency,
-            new_ref=new_ref,
-            yes=yes,
-            dry_run=dry_run,
-            reason=reason,
-            confirm_amount=confirm_amount,
-            allow_duplicate=allow_duplicate,
-            approval=approval,
-            confirm_profile=confirm_profile or [],
-        )
-
-    command.__doc__ = _HELP[op]
+    command.__doc__ = COMMANDS[op][1]
     return command
 
 
-def _single(
-    ctx: typer.Context,
-    op: Op,
-    ref: str,
-    *,
-    amount: str | None,
-    currency: str | None,
-    new_ref: str | None,
-    yes: bool,
-    dry_run: bool,
-    reason: str | None = None,
-    confirm_amount: str | None = None,
-    allow_duplicate: bool = False,
-    approval: int | None = None,
-    confirm_profile: list[str] | None = None,
-) -> None:
-    from walletctl.cli.common import confirm_profiles, production_tag
+def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
+            currency: str | None, new_ref: str | None, yes: bool, dry_run: bool,
+            reason: str | None, confirm_amount: str | None, allow_duplicate: bool,
+            approval: int | None, confirm_profile: list[str]) -> None:
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.inputs import check_inputs
@@ -242,12 +162,10 @@ def _single(
     profile = st.profile()
     # a name given must be this profile's (a single movement asks no name: its y/N says
     # PRODUCTION)
-    confirm_profiles([profile], confirm_profile or (), action=f"{op} {ref}", required=False)
+    confirm_profiles([profile], confirm_profile, action=f"{op} {ref}", required=False)
     # a shared history connects while the rest of the command loads (its first use, the
     # desk's lock on the order, is before anything is sent)
     store = None if dry_run else open_for(profile, purpose=f"walletctl {op} {ref}")
-    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run
-    from walletctl.errors import AwaitingApprovalError, DeclinedError
     from walletctl.models.money import format_major
     from walletctl.ops.money.movements import NOUN, follow_up, interpret_followup
     from walletctl.ops.money.pipeline import Ask, Desk
@@ -266,7 +184,7 @@ def _single(
                     f"{_where(profile)}\n  now: "
                     f"{plan.balance.summary()}", yes=yes, action=NOUN[op])
 
-    desk: Desk[FollowUpPlan] = Desk(confirm=confirm_plan, ask_amount=ask_amount(),
+    desk: Desk[FollowUpPlan] = Desk(confirm=confirm_plan, ask_amount=terminal_prompt(),
                                     on_wait=render_waiting)
     try:
         with make_client(st) as client:

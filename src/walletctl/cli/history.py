@@ -1,9 +1,6 @@
-"""``walletctl history``: the local audit log of money-moving actions.
-
-``history`` lists entries (filters, -o json|ndjson|csv), ``--path`` prints where it lives,
-``--unknown --reconcile`` looks unknown outcomes up at the gateway, ``verify`` checks the
-hash chain (and the heads ``anchor`` printed, kept outside the history).
-"""
+"""``walletctl history``: the audit log of money-moving actions (list, reconcile the
+unknown outcomes, verify and anchor the hash chain, check an evidence bundle, set up, the
+desk's policy)."""
 
 from __future__ import annotations
 
@@ -13,22 +10,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from walletctl.cli.common import make_client, parse_when
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import State, get_state
+from walletctl.constants import Env, ExitCode
+from walletctl.errors import ConfigError, UnknownOutcomeError, UsageError
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import Profile
     from walletctl.history.store import Entry, Filters, HistoryStore
 
-HELP = ("List, verify and reconcile the history (audit log) of money movements: a local "
-        "file, or a team's shared PostgreSQL database.")
-history_app = typer.Typer(
-    help=HELP, rich_markup_mode=None, add_completion=False, no_args_is_help=False
-)
+history_app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=False)
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(history_app, name="history", help=HELP)
+    app.add_typer(history_app, name="history", help=COMMANDS["history"][1])
 
 
 def _profile_or_none(st: State) -> Profile | None:
@@ -38,7 +35,6 @@ def _profile_or_none(st: State) -> Profile | None:
     import os
 
     from walletctl.config.profiles_file import config_path, load_file
-    from walletctl.constants import Env
 
     chosen = st.profile_name or os.environ.get(Env.PROFILE)
     path = config_path(st.config_path)
@@ -86,7 +82,6 @@ def history(
             "--path", help="Print where the history is (a file, or a database URL) and exit.")
     ] = False,
 ) -> None:
-    """List, verify and reconcile the history (audit log) of money movements."""
     if ctx.invoked_subcommand is not None:
         return
     from dataclasses import replace
@@ -122,8 +117,6 @@ def history(
 def _filters(*, since: str | None, until: str | None, outcome: str | None, reconcile: bool,
              clash: bool, **given: Any) -> Filters:
     """The listing's filters from the options (checked: usage errors, exit 2)."""
-    from walletctl.cli.common import parse_when
-    from walletctl.errors import UsageError
     from walletctl.history.store import OUTCOMES, Filters
 
     if clash:
@@ -138,9 +131,7 @@ def _filters(*, since: str | None, until: str | None, outcome: str | None, recon
 
 
 def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
-    from walletctl.cli.common import make_client
     from walletctl.config.profiles_file import load_profile
-    from walletctl.errors import ConfigError, UnknownOutcomeError
     from walletctl.ops.money.earlier import reconcile
 
     clients: dict[str, GatewayClient | str] = {}
@@ -216,7 +207,6 @@ def verify(
              "edits.")] = None,
 ) -> None:
     """Check the hash chain: exit 0 when intact, 3 naming the first problem."""
-    from walletctl.constants import ExitCode
     from walletctl.ops.evidence import verify as run_verify
     from walletctl.render.history import render_verified
 

@@ -9,14 +9,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from walletctl.cli.common import (
+    LookupConcurrency,
+    LookupFailures,
+    Rate,
+    duration,
+    make_client,
+    missing,
+)
 from walletctl.cli.state import get_state
 from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
 
 if TYPE_CHECKING:
     from walletctl.ops.batch.balance_report import Report
-
-_BATCH = "Balance report (--batch)"
 
 
 def register(app: typer.Typer) -> None:
@@ -29,34 +35,18 @@ def lookup(
         str | None,
         typer.Argument(help="The merchant reference (clientSystemTransactionId)."),
     ] = None,
-    batch: Annotated[
-        Path | None,
-        typer.Option(help="File of references (CSV with a ref column, one per line, or JSONL); "
-                     "'-' for stdin: one balance row per reference.", rich_help_panel=_BATCH),
-    ] = None,
-    open_only: Annotated[
-        bool, typer.Option("--open", help="Only approved pre-authorisations with something "
-                           "left to capture.", rich_help_panel=_BATCH),
+    batch: Annotated[Path | None, typer.Option(
+        help="File of references (CSV with a ref column, one per line, or JSONL); '-' for "
+             "stdin: one balance row per reference.")] = None,
+    open_only: Annotated[bool, typer.Option(
+        "--open", help="Only approved pre-authorisations with something left to capture.")
     ] = False,
-    older_than: Annotated[
-        str | None, typer.Option(help="Only references whose first transaction is older, "
-                                 "e.g. 6d, 12h.", rich_help_panel=_BATCH),
-    ] = None,
-    state: Annotated[
-        list[str] | None, typer.Option(help="Only this state (repeatable).",
-                                       rich_help_panel=_BATCH),
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option(min=1, max=512, help="Lookups in flight.", rich_help_panel=_BATCH)
-    ] = 32,
-    rate: Annotated[
-        float | None,
-        typer.Option(min=0.01, help="Max requests per second.", rich_help_panel=_BATCH),
-    ] = None,
-    max_failures: Annotated[
-        int, typer.Option(min=1, help="Stop after K consecutive failed lookups.",
-                          rich_help_panel=_BATCH)
-    ] = 10,
+    older_than: Annotated[str | None, typer.Option(
+        help="Only references whose first transaction is older, e.g. 6d, 12h.")] = None,
+    state: Annotated[list[str] | None, typer.Option(help="Only this state (repeatable).")] = None,
+    concurrency: LookupConcurrency = 32,
+    rate: Rate = None,
+    max_failures: LookupFailures = 10,
 ) -> None:
     """Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV."""
     if batch is not None:
@@ -66,11 +56,7 @@ def lookup(
             ctx, source=batch, open_only=open_only, older_than=older_than, states=state,
             concurrency=concurrency, rate=rate, max_failures=max_failures))
     if ref is None:
-        raise UsageError(
-            "lookup: missing REF (usage: walletctl lookup [OPTIONS] REF, or --batch FILE)",
-            hint="see `walletctl lookup --help`",
-        )
-    from walletctl.cli.common import make_client
+        raise missing("lookup", "REF", "--batch FILE")
     from walletctl.models.inputs import check_inputs
     from walletctl.render.records import render_records
 
@@ -150,8 +136,6 @@ def _lookup_batch(
 
 
 def _age(text: str) -> timedelta:
-    from walletctl.cli.common import duration
-
     age = duration(text)
     if age is None:
         raise UsageError("--older-than: must be a number and a unit (s, m, h, d, w), e.g. 6d")

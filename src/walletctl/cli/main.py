@@ -1,18 +1,9 @@
 """The walletctl Typer app and its single error boundary.
 
-Every command module under ``walletctl.cli`` exposes ``register(app)``; the commands and their
-modules are listed in :mod:`walletctl.cli.registry` and imported only when they run. Heavy
-libraries are imported inside the command bodies so ``walletctl --help`` stays fast.
-
-Everything the command line can get wrong, Click's own errors included, ends the same way as
-walletctl's own errors::
-
-    walletctl: error: lookup: missing REF (usage: walletctl lookup [OPTIONS] REF)
-    hint: see `walletctl lookup --help`
-
-exit 2 (usage). Unknown commands and options get "did you mean". A stdout closed by its
-reader (``walletctl lookup REF | head -1``) ends quietly with status 141, as a Unix tool killed
-by SIGPIPE does: no message, and nothing is flushed into the closed pipe at exit.
+Everything the command line can get wrong, Click's own errors included, ends as walletctl's
+own errors do (``walletctl: error: ...`` and a hint; usage errors exit 2, with "did you mean"
+for unknown commands and options). A stdout closed by its reader (``walletctl lookup REF |
+head -1``) ends quietly with status 141, as a Unix tool killed by SIGPIPE does.
 """
 
 from __future__ import annotations
@@ -20,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import click
 import typer
@@ -143,19 +134,11 @@ class _BoundaryGroup(TyperGroup):
             formatter.write_dl(rows)
 
     def main(  # type: ignore[override]
-        self,
-        args: list[str] | None = None,
-        prog_name: str | None = None,
-        complete_var: str | None = None,
-        standalone_mode: bool = True,
-        **extra: Any,
+        self, args: list[str] | None = None, prog_name: str | None = None,
+        complete_var: str | None = None, standalone_mode: bool = True, **extra: Any,
     ) -> Any:
-        """Parse and run, with every error of the command line in walletctl's voice.
-
-        Click's usage errors (missing argument, unknown option or command, bad value) become
-        ``walletctl: error: ...`` + a hint, exit 2; a closed stdout ends quietly (exit 141).
-        Used by ``walletctl`` itself and by test runners that call the app.
-        """
+        """Parse and run, with every error of the command line in walletctl's voice (used by
+        ``walletctl`` itself and by test runners that call the app)."""
         code = run_command(self, list(sys.argv[1:] if args is None else args),
                            prog_name or "walletctl", extra)
         if standalone_mode:
@@ -164,6 +147,7 @@ class _BoundaryGroup(TyperGroup):
 
     def invoke(self, ctx: click.Context) -> object:
         from walletctl.errors import WalletctlError
+        from walletctl.render.console import print_error
 
         try:
             return super().invoke(ctx)
@@ -174,27 +158,28 @@ class _BoundaryGroup(TyperGroup):
             from walletctl.cli.state import carry_options
 
             _traceback_if_debug(ctx)
-            _report(exc.message, carry_options(exc.hint, ctx.find_root().obj))
+            print_error(exc.message, carry_options(exc.hint, ctx.find_root().obj))
             ctx.exit(int(exc.exit_code))
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM and SIGHUP (see run())
             _traceback_if_debug(ctx)
-            _report("interrupted", None)
+            print_error("interrupted")
             ctx.exit(int(ExitCode.INTERRUPTED))
         except _PASS_THROUGH as exc:
             _shorten_click_message(exc)
             raise
         except Exception as exc:  # a bug: never a traceback (it could show secrets) unless --debug
             _traceback_if_debug(ctx)
-            _report(f"internal error: {type(exc).__name__}", "run again with --debug and report it")
+            print_error(f"internal error: {type(exc).__name__}",
+                        "run again with --debug and report it")
             ctx.exit(int(ExitCode.ERROR))
         except BaseException as exc:
             if type(exc).__name__ != "DeadlineExceeded":  # client.answer_guard's SIGALRM deadline
                 raise
             # the deadline fired outside the request it guards (between two steps)
             _traceback_if_debug(ctx)
-            _report("no answer within the deadline (twice the profile's timeout)",
-                    "if it was moving money, check with `walletctl lookup REF` before trying "
-                    "again; a larger timeout (--timeout) may help")
+            print_error("no answer within the deadline (twice the profile's timeout)",
+                        "if it was moving money, check with `walletctl lookup REF` before "
+                        "trying again; a larger timeout (--timeout) may help")
             ctx.exit(int(ExitCode.NETWORK))
         return None
 
@@ -211,17 +196,11 @@ def _shortened(message: str) -> str:
 
 
 def _traceback_if_debug(ctx: click.Context) -> None:
-    if _debug_enabled(ctx):
+    if getattr(ctx.find_root().obj, "debug", False) or "--debug" in sys.argv \
+            or os.environ.get(Env.DEBUG, "") not in ("", "0"):
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-
-
-def _debug_enabled(ctx: click.Context) -> bool:
-    state = ctx.find_root().obj
-    if getattr(state, "debug", False) or "--debug" in sys.argv:
-        return True
-    return os.environ.get(Env.DEBUG, "") not in ("", "0")
 
 
 app = typer.Typer(
@@ -252,6 +231,7 @@ def version_text() -> str:
     """What a bug report needs, read from the installed distributions' metadata without
     importing the libraries (``--version`` stays as cheap as ``--help``)."""
     import platform
+    import textwrap
     from importlib.metadata import PackageNotFoundError, version
 
     from walletctl import __version__
@@ -262,18 +242,13 @@ def version_text() -> str:
         except PackageNotFoundError:
             return "not installed"
 
-    items = [f"{name} {installed(name)}" for name in LIBRARIES]
-    lines = [f"walletctl {__version__}",
-             f"Python {platform.python_version()} ({platform.python_implementation()})"
-             f" on {platform.platform()}"]
-    line = "libraries:"
-    for i, item in enumerate(items):  # wrapped at 79 columns, never inside "name version"
-        item += "," if i < len(items) - 1 else ""
-        if len(line) + 1 + len(item) > 79:
-            lines.append(line)
-            line = " "
-        line += " " + item
-    return "\n".join([*lines, line]) + "\n"
+    # wrapped at 79 columns, never inside "name version" (no-break spaces hold it together)
+    items = ", ".join(f"{name} {installed(name)}".replace(" ", "\xa0") for name in LIBRARIES)
+    libraries = textwrap.fill(f"libraries: {items}", 79, subsequent_indent="  ",
+                              break_long_words=False, break_on_hyphens=False)
+    return (f"walletctl {__version__}\nPython {platform.python_version()} "
+            f"({platform.python_implementation()}) on {platform.platform()}\n"
+            + libraries.replace("\xa0", " ") + "\n")
 
 
 def _version(value: bool) -> None:
@@ -287,35 +262,20 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     ctx: typer.Context,
-    profile: Annotated[
-        Optional[str],  # noqa: UP045 - Typer needs Optional on 3.11
-        typer.Option("--profile", "-p", help="Merchant profile to use.", envvar=Env.PROFILE),
-    ] = None,
-    config: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--config", help="Profiles file.", envvar=Env.CONFIG, dir_okay=False),
-    ] = None,
-    output: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--output",
-            "-o",
-            help="table | json | ndjson | csv (default: table on a terminal, json when piped).",
-        ),
+    profile: Annotated[str | None, typer.Option(
+        "--profile", "-p", help="Merchant profile to use.", envvar=Env.PROFILE)] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="Profiles file.", envvar=Env.CONFIG, dir_okay=False)] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o",
+        help="table | json | ndjson | csv (default: table on a terminal, json when piped).")
     ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Trace requests and responses (masked).")
     ] = False,
-    timeout: Annotated[
-        Optional[float],  # noqa: UP045
-        typer.Option(
-            "--timeout",
-            help="Request timeout in seconds (overrides the profile).",
-            min=0.1,
-            max=MAX_TIMEOUT,
-            callback=_finite_timeout,
-        ),
-    ] = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", help="Request timeout in seconds (overrides the profile).", min=0.1,
+        max=MAX_TIMEOUT, callback=_finite_timeout)] = None,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.", envvar=Env.DEBUG)
     ] = False,
@@ -343,12 +303,6 @@ def main(
     state.verbose = verbose
     state.timeout = timeout
     state.debug = debug
-
-
-def _report(message: str, hint: str | None) -> None:
-    from walletctl.render.console import print_error
-
-    print_error(message, hint)
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
@@ -386,7 +340,7 @@ def read_answer(prompt: str = "") -> str:
 
 
 def run(argv: list[str] | None = None) -> None:
-    """Console-script entry point (the error boundary lives in ``_BoundaryGroup``)."""
+    """Console-script entry point."""
     install_signal_handlers()
     click.termui.visible_prompt_func = read_answer
     # A connection's generator closed by the garbage collector after a timeout (httpcore)
@@ -473,13 +427,6 @@ def _sentence(text: str) -> str:
     return text
 
 
-def _command_path(ctx: click.Context | None) -> str:
-    """``lookup`` / ``sandbox serve`` (empty at the root)."""
-    if ctx is None:
-        return ""
-    return ctx.command_path.partition(" ")[2]
-
-
 def _guess_path(command: click.Command, args: list[str]) -> str:
     """The command path named in ``args`` (for errors Click raises without a context)."""
     words: list[str] = []
@@ -498,7 +445,8 @@ def _guess_path(command: click.Command, args: list[str]) -> str:
 def describe_usage_error(exc: click.UsageError, fallback_path: str = "") -> tuple[str, str]:
     """(message, hint) for one of Click's usage errors."""
     ctx = exc.ctx
-    path = _command_path(ctx) if ctx is not None else fallback_path
+    # `lookup` / `sandbox serve` (empty at the root)
+    path = ctx.command_path.partition(" ")[2] if ctx is not None else fallback_path
     where = f"walletctl {path}".strip()
     message, hint = _described(exc, ctx, where)
     message = _shortened(message)

@@ -1,9 +1,5 @@
-"""``walletctl order REF``: one order as the gateway and the history each tell it.
-
-The command parses its options, calls :func:`walletctl.ops.order.order_view` and hands the
-result to :mod:`walletctl.render.order`; it exits 0 when the history and the gateway agree
-(or there is no history to compare), 13 when a disagreement is named (recon's code).
-"""
+"""``walletctl order REF``: one order as the gateway and the history each tell it; exit 0
+when they agree (or there is no history to compare), 13 naming each disagreement."""
 
 from __future__ import annotations
 
@@ -12,14 +8,14 @@ from typing import Annotated
 
 import typer
 
+from walletctl.cli.common import make_client
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
-
-HELP = ("One order: the gateway's records, the history's entries, approvals, recon findings, "
-        "the balance and a verdict; exit 13 naming each disagreement.")
+from walletctl.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
-    app.command("order", help=HELP)(order)
+    app.command("order", help=COMMANDS["order"][1])(order)
 
 
 def order(
@@ -37,29 +33,12 @@ def order(
              "file (`walletctl history anchor` lines) at or after the order's last event.")
     ] = None,
 ) -> None:
-    """One order: the gateway's records, the history's entries, approvals, recon findings,
-    the balance and a verdict; exit 13 naming each disagreement.
-
-    What happened to this order? One lookup at the gateway (the original and its
-    follow-ups, with their states), every history entry on it (operator, reason, outcome,
-    approval), every approval request on it, what `recon --ref REF` finds, and the
-    balance; it ends in one line: the history and the gateway agree, or each disagreement
-    named. Reads only: nothing is sent but the lookup, nothing is written to the history.
-
-    With --evidence FILE it also writes a bundle an auditor checks offline with
-    `walletctl history check-evidence FILE [--anchor ANCHORS]`.
-
-    Example: walletctl -p desk order ORDER-1042 --evidence order-1042.json
-    """
-    from walletctl.cli.common import make_client
     from walletctl.models.inputs import check_inputs
     from walletctl.ops.order import order_view
     from walletctl.render.order import render_order
 
     check_inputs(references={"REF": ref})  # the rule lookup and the money commands apply
     if anchor is not None and evidence is None:
-        from walletctl.errors import UsageError
-
         raise UsageError("--anchor: goes with --evidence FILE (the bundle it ends)")
     from walletctl.ops.user_files import check_output
 

@@ -1,60 +1,39 @@
 """``walletctl profile list|show|add|set|unset|default|remove|check|example``: the profiles file.
 
-``add`` makes a profile every command can use: every setting has a flag; on a terminal the
-missing required ids are asked for, then the currency, the shop URL and where the service
-user's secret is (a secret itself never is: its *source* is recorded); with no id given and a
-walletctl sandbox at the URL, the profile is the sandbox's own. ``set|unset|default`` edit the
-file in place with tomlkit (comments and layout kept), checked with the loader's rules before
-it is written. ``check`` hands its checks to :mod:`walletctl.ops.profile_check`.
-Heavy imports (Rich tables, tomli-w, pydantic) happen inside the commands only.
+``add`` asks on a terminal for the missing required ids, then the currency, the shop URL and
+where the service user's secret is (a secret itself never is: its *source* is recorded).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.state import ENV, State, command_line, get_state
+from walletctl.cli.common import Yes
+from walletctl.cli.registry import COMMANDS
+from walletctl.cli.state import ENV, State, carry_options, command_line, get_state
+from walletctl.constants import PATH_KEYS
+from walletctl.errors import ConfigError, UsageError
+from walletctl.render.console import print_note
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile, ProfilesFile
 
-profile_app = typer.Typer(
-    help="Manage merchant profiles (the TOML profiles file).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    pretty_exceptions_show_locals=False,
-)
+profile_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
-    app.add_typer(
-        profile_app,
-        name="profile",
-        help="List, show, add, change, remove and check merchant profiles (profiles.toml).",
-    )
-
-
-# --------------------------------------------------------------------------- output helpers
-
-
-def _note(message: str) -> None:
-    from walletctl.render.console import print_note
-
-    print_note(message)
+    app.add_typer(profile_app, name="profile", help=COMMANDS["profile"][1])
 
 
 def _selected_default(pf: ProfilesFile) -> str | None:
     if pf.default_profile:
         return pf.default_profile
     return next(iter(pf.profiles)) if len(pf.profiles) == 1 else None
-
-
-# --------------------------------------------------------------------------- list
 
 
 @profile_app.command("list")
@@ -85,9 +64,6 @@ def list_profiles(ctx: typer.Context) -> None:
     render_profile_list(state.output_format, rows, path)
 
 
-# --------------------------------------------------------------------------- show
-
-
 def _profile_settings(profile: Profile, default: str | None) -> dict[str, Any]:
     """Every setting of ``profile`` for display; secret sources described, never read out."""
     from walletctl.config.profile import REDIRECT_KEYS
@@ -95,8 +71,6 @@ def _profile_settings(profile: Profile, default: str | None) -> dict[str, Any]:
         describe_secret_source,
         describe_service_secret_source,
     )
-    from walletctl.constants import PATH_KEYS
-
     auth = profile.auth
     return {
         "name": profile.name,
@@ -158,16 +132,8 @@ def show(
     render_profile(state.output_format, profile.name, settings)
 
 
-# --------------------------------------------------------------------------- add
-
-_REDIRECTS = "Redirect defaults for checkout (redirectDetails)"
-_AUTH = "Credentials (sources only: a secret is never taken from the command line)"
-
-
 def _ask_ids(missing: list[tuple[str, str]]) -> dict[str, str]:
     """Prompt (stderr) for the required ids that were not given; refuse without a terminal."""
-    from walletctl.errors import UsageError
-
     if not ENV.is_interactive():
         flags = ", ".join(f"--{k.replace('_', '-')}" for k, _ in missing)
         raise UsageError(f"profile add: missing {flags}",
@@ -177,48 +143,33 @@ def _ask_ids(missing: list[tuple[str, str]]) -> dict[str, str]:
             for key, label in missing}
 
 
-def _ask_currency() -> str | None:
-    """On a terminal, the default currency (re-asked until it is an ISO 4217 code; empty:
-    none). Without one: None, and a note says what that means."""
-    if not ENV.is_interactive():
-        return None
+def _currency_code(text: str) -> str:
+    """The ISO 4217 code typed (empty: none); anything else is asked again."""
+    import click
 
-    def code(text: str) -> str:
-        import click
+    from walletctl.models.money import check_currency
 
-        from walletctl.models.money import check_currency
-
-        if not text.strip():
-            return ""
-        try:
-            return check_currency(text.strip().upper())
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-
-    answer: str = typer.prompt("Default currency, e.g. EUR (--currency; empty: none)",
-                               default="", show_default=False, value_proc=code, err=True)
-    return answer or None
+    if not text.strip():
+        return ""
+    try:
+        return check_currency(text.strip().upper())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
-def _ask_shop() -> str | None:
-    if not ENV.is_interactive():
-        return None
-    shop = typer.prompt("Shop URL for checkout's redirects (--redirect-base; empty: none)",
-                        default="", show_default=False, err=True).strip()
-    return str(shop) or None
+def _ask_optional(question: str,
+                  check: Callable[[str], str] | None = None) -> Callable[[], str | None]:
+    """A question asked on a terminal (empty: None); without one, None."""
+    def ask() -> str | None:
+        if not ENV.is_interactive():
+            return None
+        return str(typer.prompt(question, default="", show_default=False, value_proc=check,
+                                err=True)).strip() or None
+
+    return ask
 
 
-def _ask_service_secret_env() -> str | None:
-    """On a terminal, after the service user: where its secret is (an environment
-    variable's name, never the secret itself; empty: the API secret is sent as it)."""
-    if not ENV.is_interactive():
-        return None
-    answer = typer.prompt("The service user's secret: the environment variable holding it "
-                          "(--service-secret-env; empty: the API secret)",
-                          default="", show_default=False, err=True).strip()
-    return str(answer) or None
-
-
+@profile_app.command("add")
 def add(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile name (letters, digits, '-', '_').")],
@@ -237,9 +188,7 @@ def add(
         str | None, typer.Option(
             "--currency", help="Default ISO 4217 currency (asked on a terminal when missing).")
     ] = None,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Request timeout in seconds.")
-    ] = None,
+    timeout: Annotated[float | None, typer.Option(help="Request timeout in seconds.")] = None,
     timezone: Annotated[str | None, typer.Option(
         "--timezone", help="IANA zone of the gateway's timestamps, e.g. Europe/Paris.")] = None,
     environment: Annotated[str | None, typer.Option(
@@ -247,44 +196,34 @@ def add(
         "confirmations say PRODUCTION, its batches need its name typed or --confirm-profile, "
         "sandbox commands refuse it.")] = None,
     auth_scheme: Annotated[str, typer.Option(
-        "--auth-scheme", help="PublicApiKey | Bearer | Basic | header | none.",
-        rich_help_panel=_AUTH)] = "PublicApiKey",
+        "--auth-scheme", help="PublicApiKey | Bearer | Basic | header | none.")] = "PublicApiKey",
     header: Annotated[str | None, typer.Option(
-        "--header", help="Header name for --auth-scheme header.", rich_help_panel=_AUTH)] = None,
+        "--header", help="Header name for --auth-scheme header.")] = None,
     username: Annotated[str | None, typer.Option(
-        "--username", help="Basic auth user (default: --user-id).", rich_help_panel=_AUTH)] = None,
+        "--username", help="Basic auth user (default: --user-id).")] = None,
     key_env: Annotated[str | None, typer.Option(
-        "--key-env", help="Read the API key from this environment variable.",
-        rich_help_panel=_AUTH)] = None,
+        "--key-env", help="Read the API key from this environment variable.")] = None,
     key_file: Annotated[Path | None, typer.Option(
-        "--key-file", help="Read the API key from this file (must be 0600).",
-        rich_help_panel=_AUTH)] = None,
+        "--key-file", help="Read the API key from this file (must be 0600).")] = None,
     keyring: Annotated[bool, typer.Option(
-        "--keyring", help="Read the API key from the system keyring.",
-        rich_help_panel=_AUTH)] = False,
+        "--keyring", help="Read the API key from the system keyring.")] = False,
     service_secret_env: Annotated[str | None, typer.Option(
         "--service-secret-env", help="Public key service secret (walletctl keys) from this "
-        "environment variable (default: the API key).", rich_help_panel=_AUTH)] = None,
+        "environment variable (default: the API key).")] = None,
     service_secret_file: Annotated[Path | None, typer.Option(
-        "--service-secret-file", help="Public key service secret from this file (0600).",
-        rich_help_panel=_AUTH)] = None,
+        "--service-secret-file", help="Public key service secret from this file (0600).")] = None,
     redirect_base: Annotated[str | None, typer.Option(
         "--redirect-base", help="Shop URL: sets success_url=URL/ok, error_url=URL/error, "
-        "pending_url=URL/pending, return_url=URL/cart.", rich_help_panel=_REDIRECTS)] = None,
-    success_url: Annotated[str | None, typer.Option(
-        "--success-url", help="Payment successful.", rich_help_panel=_REDIRECTS)] = None,
-    error_url: Annotated[str | None, typer.Option(
-        "--error-url", help="Payment unsuccessful.", rich_help_panel=_REDIRECTS)] = None,
-    pending_url: Annotated[str | None, typer.Option(
-        "--pending-url", help="Payment pending.", rich_help_panel=_REDIRECTS)] = None,
-    return_url: Annotated[str | None, typer.Option(
-        "--return-url", help="Customer goes back to the shop.", rich_help_panel=_REDIRECTS)
-    ] = None,
+        "pending_url=URL/pending, return_url=URL/cart.")] = None,
+    success_url: Annotated[str | None, typer.Option(help="Payment successful.")] = None,
+    error_url: Annotated[str | None, typer.Option(help="Payment unsuccessful.")] = None,
+    pending_url: Annotated[str | None, typer.Option(help="Payment pending.")] = None,
+    return_url: Annotated[str | None, typer.Option(help="Customer goes back to the shop.")] = None,
     cancel_url: Annotated[str | None, typer.Option(
-        "--cancel-url", help="Cancelled (default: the error URL).", rich_help_panel=_REDIRECTS)
+        "--cancel-url", help="Cancelled (default: the error URL).")
     ] = None,
     refused_url: Annotated[str | None, typer.Option(
-        "--refused-url", help="Refused (default: the error URL).", rich_help_panel=_REDIRECTS)
+        "--refused-url", help="Refused (default: the error URL).")
     ] = None,
     path: Annotated[list[str] | None, typer.Option(
         "--path", help="Path override KEY=/path (repeatable), e.g. checkout=/api/v6/checkout.")
@@ -319,29 +258,41 @@ def add(
                    "cancel_url": cancel_url, "refused_url": refused_url},
         paths=path or [], default=default, force=force)
     added = add_new_profile(ask, config_path(state.config_path),
-                            Prompts(ids=_ask_ids, currency=_ask_currency, shop=_ask_shop,
-                                    service_secret_env=_ask_service_secret_env),
+                            Prompts(ids=_ask_ids,
+                                    currency=_ask_optional("Default currency, e.g. EUR "
+                                                           "(--currency; empty: none)",
+                                                           _currency_code),
+                                    shop=_ask_optional("Shop URL for checkout's redirects "
+                                                       "(--redirect-base; empty: none)"),
+                                    service_secret_env=_ask_optional(
+                                        "The service user's secret: the environment variable "
+                                        "holding it (--service-secret-env; empty: the API "
+                                        "secret)")),
                             suggest=lambda *words: command_line(state, "profile", *words))
     render_added(state.output_format, added)
 
-
-profile_app.command("add")(add)
-
-
-# --------------------------------------------------------------------------- set, unset, default
 
 _KEY_HELP = ("Dotted setting, e.g. currency, timeout, auth.key_env, redirects.success_url, "
              "history.approvals.refund (`walletctl profile example` lists them all).")
 
 
 def _report(state: State, record: dict[str, Any], line: str) -> None:
-    from walletctl.render.console import print_note
     from walletctl.render.profiles import render_saved
 
     print_note(line)
     render_saved(state.output_format, record)
 
 
+def _setting(state: State, key: str) -> tuple[Path, str]:
+    """(the profiles file, ``key`` dotted as the file spells it)."""
+    from walletctl.config.profiles_file import config_path, split_key
+
+    table, leaf = split_key(key)
+    return config_path(state.config_path), f"{table}.{leaf}".lstrip(".")
+
+
+# `profile set NAME timeout -1`: a negative VALUE is a value, not an option
+@profile_app.command("set", context_settings={"ignore_unknown_options": True})
 def set_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile to change.")],
@@ -355,12 +306,10 @@ def set_cmd(
     Secrets are never taken inline: set a source (auth.key_env VAR, auth.key_file PATH,
     auth.keyring true); setting one source of a secret removes the profile's other ones.
     """
-    from walletctl.config.profiles_file import config_path, parse_value, set_value, split_key
+    from walletctl.config.profiles_file import parse_value, set_value
 
     state = get_state(ctx)
-    path = config_path(state.config_path)
-    table, leaf = split_key(key)
-    dotted = f"{table}.{leaf}".lstrip(".")
+    path, dotted = _setting(state, key)
     result = set_value(path, name, dotted, parse_value(dotted, value))
     shown = f"; see `{command_line(state, 'profile', 'show', name)}`"
     line = (f"profile {name!r}: {dotted} set ({path})" if result.changed
@@ -372,6 +321,7 @@ def set_cmd(
             line + shown)
 
 
+@profile_app.command("unset")
 def unset_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile to change.")],
@@ -379,15 +329,11 @@ def unset_cmd(
 ) -> None:
     """Remove one setting of a profile (back to its default); a required one is refused."""
     from walletctl.config.profile import REQUIRED_PROFILE_KEYS
-    from walletctl.config.profiles_file import config_path, split_key, unset_value
+    from walletctl.config.profiles_file import unset_value
 
     state = get_state(ctx)
-    path = config_path(state.config_path)
-    table, leaf = split_key(key)
-    dotted = f"{table}.{leaf}".lstrip(".")
+    path, dotted = _setting(state, key)
     if dotted in REQUIRED_PROFILE_KEYS:
-        from walletctl.errors import UsageError
-
         again = command_line(state, "profile", "set", name, dotted, "VALUE")
         raise UsageError(f"{dotted}: required, it cannot be unset",
                          hint=f"change it: `{again}`")
@@ -398,6 +344,7 @@ def unset_cmd(
                     "changed": result.changed}, line)
 
 
+@profile_app.command("default")
 def default_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile to use when none is selected.")],
@@ -414,24 +361,14 @@ def default_cmd(
                     "changed": result.changed}, line)
 
 
-# `profile set NAME timeout -1`: a negative VALUE is a value, not an option
-profile_app.command("set", context_settings={"ignore_unknown_options": True})(set_cmd)
-profile_app.command("unset")(unset_cmd)
-profile_app.command("default")(default_cmd)
-
-
-# --------------------------------------------------------------------------- remove
-
-
 @profile_app.command("remove")
 def remove(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Profile to remove.")],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: Yes = False,
 ) -> None:
     """Remove a profile from the profiles file (asks first on a terminal)."""
     from walletctl.config.profiles_file import config_path, load_file, remove_profile
-    from walletctl.errors import ConfigError, UsageError
 
     state = get_state(ctx)
     path = config_path(state.config_path)
@@ -447,18 +384,15 @@ def remove(
                 f"refusing to remove profile {name!r} without --yes (no terminal to confirm on)"
             )
         if not typer.confirm(f"Remove profile {name!r} from {path}?", default=False, err=True):
-            _note("nothing removed")
+            print_note("nothing removed")
             return
     result = remove_profile(path, name)
-    _note(f"removed profile {name!r} from {path}")
-    from walletctl.render.profiles import render_saved
-
-    render_saved(state.output_format, {"profile": name, "file": str(path), "removed": True,
-                                       "default_profile": result.file.default_profile})
+    _report(state, {"profile": name, "file": str(path), "removed": True,
+                    "default_profile": result.file.default_profile},
+            f"removed profile {name!r} from {path}")
 
 
-# --------------------------------------------------------------------------- check
-
+@profile_app.command("check")
 def check(
     ctx: typer.Context,
     name: Annotated[
@@ -479,7 +413,6 @@ def check(
     fails (with --online: 9 credentials refused, 7 gateway unreachable, 6 gateway failing).
     Nothing is sent unless --online.
     """
-    from walletctl.cli.state import carry_options
     from walletctl.config.profiles_file import config_path
     from walletctl.ops.profile_check import check_profiles
     from walletctl.render.profiles import render_checks
@@ -493,13 +426,7 @@ def check(
     found.raise_failure()
 
 
-profile_app.command("check")(check)
-
-
-# --------------------------------------------------------------------------- example
-
-
-_EXAMPLES = ("reference", "sandbox", "production-key-env", "key-file", "keyring")
+EXAMPLES = ("reference", "sandbox", "production-key-env", "key-file", "keyring")
 
 
 @profile_app.command("example")
@@ -510,10 +437,9 @@ def example(
 ) -> None:
     """Print a commented profiles file (every setting with its default and meaning)."""
     from walletctl import shipped
-    from walletctl.errors import UsageError
     from walletctl.render.output import write_text
 
-    if kind not in _EXAMPLES:
+    if kind not in EXAMPLES:
         raise UsageError(f"profile example: no example {kind!r}",
-                         hint="one of: " + ", ".join(_EXAMPLES))
+                         hint="one of: " + ", ".join(EXAMPLES))
     write_text(shipped.read("sample-configs", f"{kind}.toml"))

@@ -1,32 +1,25 @@
-"""``walletctl recon``: the history (and batch journals) against lookups at the gateway.
-
-The command parses its options, calls :func:`walletctl.ops.recon.run.reconcile` and hands
-the result to :mod:`walletctl.render.recon`; the exit code is the result's own rule (0
-agree, 13 mismatch, 6/7/9 lookups not answered, 130 interrupted).
-"""
+"""``walletctl recon``: the history (and batch journals) against lookups at the gateway;
+the exit code is the result's own rule (0 agree, 13 mismatch, 6/7/9 lookups not answered,
+130 interrupted)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
+from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate, parse_when
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
-
-if TYPE_CHECKING:
-    from walletctl.ops.recon.compare import ReconResult
-
-HELP = ("Reconcile the history (and batch journals) with the gateway over a time window: "
-        "exit 13 naming each mismatch.")
-_FLOW = "Lookups (the batch engine)"
-
+from walletctl.errors import UsageError
 
 recon_app = typer.Typer(no_args_is_help=False)
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(recon_app, name="recon", help=HELP)
+    app.add_typer(recon_app, name="recon", help=COMMANDS["recon"][1])
 
 
 @recon_app.callback(invoke_without_command=True)
@@ -52,34 +45,16 @@ def recon(
         "--op", metavar="OP",
         help="Only this operation (repeatable): checkout, authorize, capture, refund, "
              "reverse. Default: all.")] = None,
-    concurrency: Annotated[int, typer.Option(
-        min=1, max=512, help="Lookups in flight.", rich_help_panel=_FLOW)] = 32,
-    rate: Annotated[float | None, typer.Option(
-        min=0.01, help="Max requests per second.", rich_help_panel=_FLOW)] = None,
-    max_failures: Annotated[int, typer.Option(
-        min=1, help="Stop after K consecutive failed lookups.", rich_help_panel=_FLOW)] = 10,
+    concurrency: LookupConcurrency = 32,
+    rate: Rate = None,
+    max_failures: LookupFailures = 10,
     record: Annotated[bool, typer.Option(
         "--record", help="File each mismatch not yet on file as a finding in the history "
                          "(an entry of its chain), to be resolved with `recon resolve`.")
     ] = False,
 ) -> None:
-    """Reconcile the history (and batch journals) with the gateway over a time window: exit
-    13 naming each mismatch.
-
-    Reports money moved at the gateway with no history entry, entries the gateway does not
-    confirm (absent, another state or amount), entries still unknown, and totals per
-    currency. Nothing is sent but lookups. With --record, each mismatch not yet on file is
-    filed as a finding in the history; a finding resolved with `recon resolve` is shown
-    with its note and not reported as new (exit 13 only for open ones).
-
-    Example (nightly): walletctl -p desk -o json recon --since 1d --record > recon.json
-    """
     if ctx.invoked_subcommand is not None:
         return
-    from datetime import UTC, datetime
-
-    from walletctl.cli.common import parse_when
-    from walletctl.errors import UsageError
     from walletctl.models.inputs import check_inputs
     from walletctl.ops.batch.balance_report import LookupOptions
     from walletctl.ops.batch.flow import check_flow_options
@@ -89,12 +64,7 @@ def recon(
     from walletctl.render.recon import render_recon
 
     check_flow_options(concurrency, rate, max_failures)
-    now = datetime.now(UTC)
-    to = parse_when(until, "--until", now) if until else parse_when(now.isoformat(), "--until", now)
-    frm = parse_when(since, "--since", now) if since else (
-        None if ref else parse_when("1d", "--since", now))
-    if frm is not None and frm >= to:
-        raise UsageError(f"--since: must be before --until ({frm} is not before {to})")
+    frm, to = _window(since, until, every_time=bool(ref))
     for value in ref or ():  # the rule lookup and the money commands apply: exit 4
         check_inputs(references={"--ref": value})
     for name in op or ():
@@ -110,30 +80,17 @@ def recon(
     with lookup_progress("orders") as tick:
         result = reconcile(profile, request, progress=tick)
     render_recon(result, st.output_format)
-    _explain(result)
     raise typer.Exit(result.exit_code)
 
 
-def _explain(result: ReconResult) -> None:
-    """One stderr line when the exit is not 0: the mismatches named, or why lookups were
-    not answered."""
-    from walletctl.constants import ExitCode
-    from walletctl.render.console import print_error, print_hint, print_note
-    from walletctl.render.recon import mismatch_message
-
-    code = result.exit_code
-    if code == ExitCode.MISMATCH:
-        print_error(mismatch_message(result))
-    report = result.report
-    if report.fatal:
-        print_note(f"stopped: {report.fatal}")
-        print_hint(report.fatal_hint)
-    unchecked = result.of("unchecked")
-    if unchecked and code != ExitCode.INTERRUPTED:
-        names = ", ".join(f.original for f in unchecked[:5])
-        more = f" and {len(unchecked) - 5} more" if len(unchecked) > 5 else ""
-        print_error(f"recon: {len(unchecked)} order(s) could not be looked up ({names}{more}):"
-                    " the comparison is incomplete; run it again later")
+def _window(since: str | None, until: str | None, every_time: bool) -> tuple[str | None, str]:
+    """(--since, --until) as stored: until now and, unless ``every_time``, from 1d ago."""
+    now = datetime.now(UTC)
+    to = parse_when(until or now.isoformat(), "--until", now)
+    frm = parse_when(since or "1d", "--since", now) if since or not every_time else None
+    if frm is not None and frm >= to:
+        raise UsageError(f"--since: must be before --until ({frm} is not before {to})")
+    return frm, to
 
 
 @recon_app.command("findings")

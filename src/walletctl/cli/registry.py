@@ -1,11 +1,5 @@
-"""walletctl's commands: name -> module and help line, and loading one when it runs.
-
-The root group (:mod:`walletctl.cli.main`) lists the commands from :data:`COMMANDS` for
-``walletctl --help`` and builds one with :func:`load_command` only when it is run, so
-``walletctl --help`` and ``--version`` import no command module. A loaded command's float
-options refuse nan and inf, and the money commands' ``--help`` ends with examples
-(tests/project/test_help_examples.py runs each with the real command; lines <= 76 chars).
-"""
+"""walletctl's commands: name -> module and help line, and loading one when it runs (so
+``walletctl --help`` and ``--version`` import no command module)."""
 
 from __future__ import annotations
 
@@ -15,9 +9,8 @@ from typing import Any, Final
 import click
 import typer
 
-# Every command, in --help order: name -> (module under walletctl.cli, one-line help).
-# Modules are imported only when their command runs, so `walletctl --help`/`--version` stay
-# cheap; tests/project/test_cli_layout.py keeps these help lines equal to the real ones.
+# Every command, in --help order: name -> (module under walletctl.cli, one-line help: the
+# command's own, or its docstring's first line; tests/project/test_cli_layout.py checks them).
 COMMANDS: dict[str, tuple[str, str]] = {
     "checkout": (
         "checkout",
@@ -109,24 +102,16 @@ class _FiniteFloat(click.types.FloatParamType):
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
+        import math
+
         result = super().convert(value, param, ctx)
-        return _finite(self, result, value, param, ctx)
+        if isinstance(result, float) and not math.isfinite(result):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return result
 
 
-class _FiniteFloatRange(click.FloatRange):
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> Any:
-        result = super().convert(value, param, ctx)
-        return _finite(self, result, value, param, ctx)
-
-
-def _finite(kind: click.ParamType[Any], result: Any, value: Any, param: click.Parameter | None,
-            ctx: click.Context | None) -> Any:
-    import math
-
-    if isinstance(result, float) and not math.isfinite(result):
-        kind.fail(f"{value!r} is not a finite number", param, ctx)
-    return result
+class _FiniteFloatRange(_FiniteFloat, click.FloatRange):
+    pass
 
 
 def finite_floats(command: Any) -> None:

@@ -1,9 +1,6 @@
 """``walletctl sandbox``: run the local sandbox gateway (``serve``, ``wait``, ``values``,
 ``demo``), and drive a running one through its admin routes (:mod:`walletctl.ops.sandbox_admin`):
 the one at ``--url``, else the selected profile's gateway (a production profile is refused).
-
-Each command parses its options, calls one function of :mod:`walletctl.ops` (``serve``: the
-sandbox's server) and hands the result to :mod:`walletctl.render.sandbox`.
 """
 
 from __future__ import annotations
@@ -16,23 +13,15 @@ from typing import Annotated, Any
 
 import typer
 
-from walletctl.cli.state import command_line, get_state
+from walletctl.cli.common import confirm, refuse_production
+from walletctl.cli.registry import COMMANDS
+from walletctl.cli.state import ENV, command_line, get_state
 from walletctl.constants import Env, ExitCode
 from walletctl.errors import UsageError, WalletctlError
+from walletctl.render.console import print_note
 from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, DEFAULT_WRITE_TIMEOUT
 
-HELP = (
-    "Local stateful sandbox gateway (redirect wallet endpoints 1-3, hosted approval "
-    "page, faults, magic test values) and the one-command demo."
-)
-sandbox_app = typer.Typer(
-    name="sandbox",
-    help=HELP,
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-
-_FAULTS = "Fault injection (loopback only; also per request: X-Sandbox-Fault header)"
+sandbox_app = typer.Typer(name="sandbox", no_args_is_help=True, rich_markup_mode=None)
 
 
 class DemoFailed(WalletctlError):
@@ -40,8 +29,7 @@ class DemoFailed(WalletctlError):
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``walletctl sandbox ...`` to ``app``."""
-    app.add_typer(sandbox_app, name="sandbox", help=HELP)
+    app.add_typer(sandbox_app, name="sandbox", help=COMMANDS["sandbox"][1])
 
 
 # -- the local sandbox -----------------------------------------------------------------------
@@ -80,24 +68,16 @@ def serve_cmd(
                      "https://shop.example) may call the browser-wallet routes from a page; "
                      "default: any."),
     ] = None,
-    latency: Annotated[int, typer.Option(help="Added latency, ms.", min=0,
-                                         rich_help_panel=_FAULTS)] = 0,
-    jitter: Annotated[int, typer.Option(help="± jitter on the latency, ms.", min=0,
-                                        rich_help_panel=_FAULTS)] = 0,
-    error_rate: Annotated[float, typer.Option(help="Rate of 5xx before commit (0-1).",
-                                              rich_help_panel=_FAULTS)] = 0.0,
-    error_status: Annotated[int, typer.Option(help="The 5xx status to answer.",
-                                              rich_help_panel=_FAULTS)] = 503,
-    throttle_rate: Annotated[float, typer.Option(help="Rate of 429 answers (0-1).",
-                                                 rich_help_panel=_FAULTS)] = 0.0,
-    retry_after: Annotated[int, typer.Option(help="Retry-After seconds on 429.",
-                                             rich_help_panel=_FAULTS)] = 1,
+    latency: Annotated[int, typer.Option(help="Added latency, ms.", min=0)] = 0,
+    jitter: Annotated[int, typer.Option(help="± jitter on the latency, ms.", min=0)] = 0,
+    error_rate: Annotated[float, typer.Option(help="Rate of 5xx before commit (0-1).")] = 0.0,
+    error_status: Annotated[int, typer.Option(help="The 5xx status to answer.")] = 503,
+    throttle_rate: Annotated[float, typer.Option(help="Rate of 429 answers (0-1).")] = 0.0,
+    retry_after: Annotated[int, typer.Option(help="Retry-After seconds on 429.")] = 1,
     drop_rate: Annotated[float, typer.Option(
-        help="Rate of commit-then-drop-the-connection (0-1).", rich_help_panel=_FAULTS)] = 0.0,
-    error_after_rate: Annotated[float, typer.Option(
-        help="Rate of 5xx after commit (0-1).", rich_help_panel=_FAULTS)] = 0.0,
-    seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.",
-                                             rich_help_panel=_FAULTS)] = None,
+        help="Rate of commit-then-drop-the-connection (0-1).")] = 0.0,
+    error_after_rate: Annotated[float, typer.Option(help="Rate of 5xx after commit (0-1).")] = 0.0,
+    seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.")] = None,
     admin_token: Annotated[
         str | None,
         typer.Option("--admin-token", help="Token required (X-Sandbox-Token) on /_sandbox/* "
@@ -159,22 +139,13 @@ def serve_cmd(
             drop_rate=drop_rate, error_after_rate=error_after_rate, seed=seed,
         )
         config = SandboxConfig(
-            db_path=str(db) if db else None,
-            amount_format=amount_format,  # type: ignore[arg-type]
-            faults=faults,
-            public_url=public_url,
-            api_key=api_key or DEFAULT_API_KEY,
+            db_path=str(db) if db else None, amount_format=amount_format,  # type: ignore[arg-type]
+            faults=faults, public_url=public_url, api_key=api_key or DEFAULT_API_KEY,
             # one configured secret closes every door: no default secret left to mint keys
-            service_secret=service_secret or "",
-            admin_token=admin_token or None,
-            host=host,
-            allow_clock_control=clock_control,
-            quiet=quiet,
-            allowed_origins=parse_origins(allow_origin or ()),
-            request_timeout=request_timeout,
-            write_timeout=write_timeout,
-            max_connections=max_connections,
-        )
+            service_secret=service_secret or "", admin_token=admin_token or None, host=host,
+            allow_clock_control=clock_control, quiet=quiet,
+            allowed_origins=parse_origins(allow_origin or ()), request_timeout=request_timeout,
+            write_timeout=write_timeout, max_connections=max_connections)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     import sqlite3
@@ -203,9 +174,7 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
     if name is None and not print_it:
         return None
     from walletctl.config.profile import valid_profile_name
-    from walletctl.errors import UsageError
     from walletctl.ops.sandbox_admin import profile_table, profile_text, write_profile
-    from walletctl.render.console import print_note
     from walletctl.render.output import write_text
     from walletctl.sandbox.config import DEFAULT_API_KEY
 
@@ -318,8 +287,6 @@ def _sandbox_url(ctx: typer.Context, url: str | None,
     if url:
         return url.rstrip("/"), {}
     prof = get_state(ctx).profile()
-    from walletctl.cli.common import refuse_production
-
     refuse_production(prof, command=f"sandbox {command}")
     return prof.base_url.rstrip("/"), {"merchantId": prof.merchant_id, "storeId": prof.store_id}
 
@@ -342,25 +309,16 @@ def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
                     lambda: amount_format(base) if url else state.profile().amount_format)
 
 
-@sandbox_app.command("approve")
-def approve_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
+def _decision(action: str, help_text: str) -> None:
+    @sandbox_app.command(action, help=help_text)
+    def command(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
                 admin_token: AdminToken = None) -> None:
-    """Approve a pending checkout, as the customer would on the hosted page."""
-    _decide(ctx, ref, "approve", url, admin_token)
+        _decide(ctx, ref, action, url, admin_token)
 
 
-@sandbox_app.command("decline")
-def decline_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
-                admin_token: AdminToken = None) -> None:
-    """Decline a pending checkout (state Declined)."""
-    _decide(ctx, ref, "decline", url, admin_token)
-
-
-@sandbox_app.command("cancel")
-def cancel_cmd(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
-               admin_token: AdminToken = None) -> None:
-    """Cancel a pending checkout (state Cancelled)."""
-    _decide(ctx, ref, "cancel", url, admin_token)
+_decision("approve", "Approve a pending checkout, as the customer would on the hosted page.")
+_decision("decline", "Decline a pending checkout (state Declined).")
+_decision("cancel", "Cancel a pending checkout (state Cancelled).")
 
 
 @sandbox_app.command("reset")
@@ -371,14 +329,11 @@ def reset_cmd(ctx: typer.Context, url: SandboxURL = None,
               ] = False) -> None:
     """Delete every transaction and issued key of a running sandbox (asked first on a
     terminal)."""
-    from walletctl.cli.state import ENV
     from walletctl.ops.sandbox_admin import reset
     from walletctl.render.sandbox import render_record
 
     base, _ = _sandbox_url(ctx, url, "reset")
     if not yes and ENV.is_interactive():
-        from walletctl.cli.common import confirm
-
         confirm(f"sandbox reset: every transaction and issued key of the sandbox at {base} "
                 "will be deleted", yes=False, action="reset")
     render_record(reset(base, token=admin_token), get_state(ctx).output_format,
@@ -397,44 +352,27 @@ def ledger_cmd(ctx: typer.Context, url: SandboxURL = None,
         render_ledger(transactions, get_state(ctx).output_format, base)
 
 
-# -- faults ----------------------------------------------------------------------------------
-
-_FAULT_PANEL = "Faults to set (the others stay as they are; --clear first resets them all)"
-
-
 @sandbox_app.command("faults")
 def faults_cmd(
     ctx: typer.Context,
     latency: Annotated[int | None, typer.Option(
-        "--latency", help="Added latency, ms.", min=0, max=10_000,
-        rich_help_panel=_FAULT_PANEL)] = None,
+        "--latency", help="Added latency, ms.", min=0, max=10_000)] = None,
     jitter: Annotated[int | None, typer.Option(
-        "--jitter", help="± jitter on the latency, ms.", min=0, max=10_000,
-        rich_help_panel=_FAULT_PANEL)] = None,
+        "--jitter", help="± jitter on the latency, ms.", min=0, max=10_000)] = None,
     error_rate: Annotated[float | None, typer.Option(
-        "--error-rate", help="Rate of 5xx before commit (0-1).", min=0.0, max=1.0,
-        rich_help_panel=_FAULT_PANEL)] = None,
+        "--error-rate", help="Rate of 5xx before commit (0-1).", min=0.0, max=1.0)] = None,
     error_status: Annotated[int | None, typer.Option(
-        "--error-status", help="The 5xx status to answer.", min=500, max=599,
-        rich_help_panel=_FAULT_PANEL)
-    ] = None,
+        "--error-status", help="The 5xx status to answer.", min=500, max=599)] = None,
     throttle_rate: Annotated[float | None, typer.Option(
-        "--throttle-rate", help="Rate of 429 answers (0-1).", min=0.0, max=1.0,
-        rich_help_panel=_FAULT_PANEL)
-    ] = None,
+        "--throttle-rate", help="Rate of 429 answers (0-1).", min=0.0, max=1.0)] = None,
     retry_after: Annotated[int | None, typer.Option(
-        "--retry-after", help="Retry-After seconds on 429.", min=0, max=60,
-        rich_help_panel=_FAULT_PANEL)
-    ] = None,
+        "--retry-after", help="Retry-After seconds on 429.", min=0, max=60)] = None,
     drop_rate: Annotated[float | None, typer.Option(
         "--drop-rate", help="Rate of commit-then-drop-the-connection (0-1).",
-        min=0.0, max=1.0,
-        rich_help_panel=_FAULT_PANEL)] = None,
+        min=0.0, max=1.0)] = None,
     error_after_rate: Annotated[float | None, typer.Option(
-        "--error-after-rate", help="Rate of 5xx after commit (0-1).", min=0.0, max=1.0,
-        rich_help_panel=_FAULT_PANEL)] = None,
-    seed: Annotated[int | None, typer.Option(
-        "--seed", help="Seed for reproducible faults.", rich_help_panel=_FAULT_PANEL)] = None,
+        "--error-after-rate", help="Rate of 5xx after commit (0-1).", min=0.0, max=1.0)] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.")] = None,
     clear: Annotated[bool, typer.Option(
         "--clear", help="Remove every fault (then apply the options given, if any).")] = False,
     url: SandboxURL = None,
@@ -458,9 +396,6 @@ def faults_cmd(
     render_faults(data, get_state(ctx).output_format, base)
 
 
-# -- seed ------------------------------------------------------------------------------------
-
-
 @sandbox_app.command("seed")
 def seed_cmd(
     ctx: typer.Context,
@@ -482,8 +417,7 @@ def seed_cmd(
         "`walletctl capture --batch`.")] = "seed.csv",
     merchant_id: Annotated[str | None, typer.Option(
         "--merchant-id", help="merchantId (default: the profile's).")] = None,
-    store_id: Annotated[str | None, typer.Option(
-        "--store-id", help="storeId (default: the profile's).")] = None,
+    store_id: Annotated[str | None, typer.Option(help="storeId (default: the profile's).")] = None,
     random_seed: Annotated[int | None, typer.Option(
         "--random-seed", help="Seed of the amounts drawn from a range (same seed, same "
         "amounts).")] = None,
@@ -520,8 +454,6 @@ def seed_cmd(
     render_seed(result, state.output_format, base,
                 next_step=command_line(state, op, "--batch", csv_path))
 
-
-# -- 3DS ------------------------------------------------------------------------------------
 
 RESULTS = {"pass": "success", "fail": "failure"}
 

@@ -1,97 +1,68 @@
-"""``walletctl smoke``: end-to-end checks of a profile + credentials + gateway, for CI.
-
-The command parses options, calls :func:`walletctl.ops.smoke.run_smoke` and hands the report
-to the writers; :mod:`walletctl.render.smoke_views` shows the progress on stderr (a live Rich
-table on a terminal, one line per step otherwise) and the summary. Heavy imports stay inside
-the command.
-"""
+"""``walletctl smoke``: end-to-end checks of a profile + credentials + gateway, for CI."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.state import carry_options, get_state
+from walletctl.cli.common import confirm_production, refuse_production
+from walletctl.cli.state import ENV, carry_options, get_state
+from walletctl.errors import ConfigError, UsageError
+from walletctl.render.console import print_stderr
 
 if TYPE_CHECKING:
     from walletctl.ops.smoke import SmokeOptions, SmokeReport
 
+
 def register(app: typer.Typer) -> None:
-    """Add ``smoke`` to ``app``."""
     app.command("smoke")(smoke)
 
 
 def smoke(
     ctx: typer.Context,
-    scenario: Annotated[
-        Optional[list[str]],  # noqa: UP045 - Typer needs Optional on 3.11
-        typer.Option("--scenario", "-s", help="Run only this scenario (repeatable).",
-                     metavar="NAME"),
+    scenario: Annotated[list[str] | None, typer.Option(
+        "--scenario", "-s", help="Run only this scenario (repeatable).", metavar="NAME")] = None,
+    list_: Annotated[bool, typer.Option(
+        "--list", help="List the scenarios with a one-line description.")] = False,
+    profile: Annotated[str | None, typer.Option(
+        "--profile", "-p", help="Profile to test (same as walletctl --profile).")] = None,
+    embedded: Annotated[bool, typer.Option(
+        "--embedded", help="Start a private sandbox on a free loopback port for the duration "
+        "of the run and test against it.")] = False,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Write a JUnit XML report (one testcase per step).", dir_okay=False,
+        metavar="FILE")] = None,
+    json_: Annotated[bool, typer.Option(
+        "--json", help="Print the machine-readable JSON report on stdout.")] = False,
+    json_file: Annotated[Path | None, typer.Option(
+        "--json-file", help="Also write the JSON report to FILE.", dir_okay=False,
+        metavar="FILE")] = None,
+    currency: Annotated[str | None, typer.Option(
+        "--currency", help="Currency of the scenarios (default: the profile's, else EUR).")
     ] = None,
-    list_: Annotated[
-        bool, typer.Option("--list", help="List the scenarios with a one-line description.")
-    ] = False,
-    profile: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--profile", "-p", help="Profile to test (same as walletctl --profile)."),
-    ] = None,
-    embedded: Annotated[
-        bool,
-        typer.Option("--embedded", help="Start a private sandbox on a free loopback port for "
-                     "the duration of the run and test against it."),
-    ] = False,
-    junit: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--junit", help="Write a JUnit XML report (one testcase per step).",
-                     dir_okay=False, metavar="FILE"),
-    ] = None,
-    json_: Annotated[
-        bool, typer.Option("--json", help="Print the machine-readable JSON report on stdout.")
-    ] = False,
-    json_file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--json-file", help="Also write the JSON report to FILE.",
-                     dir_okay=False, metavar="FILE"),
-    ] = None,
-    currency: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--currency", help="Currency of the scenarios (default: the profile's, "
-                     "else EUR)."),
-    ] = None,
-    ref_prefix: Annotated[
-        str, typer.Option("--ref-prefix", help="Prefix of every reference of the run "
-                          "(references are PREFIX-RUNID-...).")
-    ] = "smoke",
-    amount: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--amount", help="Override a scenario amount in major units, "
-                     "NAME=VALUE (repeatable; see docs/ci.md).", metavar="NAME=VALUE"),
-    ] = None,
-    approve_url_command: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--approve-url-command", help="Approver for the redirect step: run "
-                     "CMD <redirectUrl>; exit status 0 = approved.", metavar="CMD"),
-    ] = None,
-    approve_timeout: Annotated[
-        float, typer.Option("--approve-timeout", help="Seconds the approver command may take.",
-                            min=1)
-    ] = 300.0,
-    settle_timeout: Annotated[
-        float, typer.Option("--settle-timeout", help="Seconds to wait for an approved "
-                            "checkout to leave Pending.", min=0)
-    ] = 10.0,
-    fail_on_skip: Annotated[
-        bool, typer.Option("--fail-on-skip", help="Exit 10 when a step was skipped (e.g. no "
-                           "headless approval on this gateway).")
-    ] = False,
-    confirm_profile: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--confirm-profile", metavar="NAME", help="The profile's name: a "
-                     "production profile's smoke run (it moves money) needs it without a "
-                     "terminal (on one, the name is asked for).")
-    ] = None,
+    ref_prefix: Annotated[str, typer.Option(
+        "--ref-prefix", help="Prefix of every reference of the run (references are "
+        "PREFIX-RUNID-...).")] = "smoke",
+    amount: Annotated[list[str] | None, typer.Option(
+        "--amount", help="Override a scenario amount in major units, NAME=VALUE (repeatable; "
+        "see docs/ci.md).", metavar="NAME=VALUE")] = None,
+    approve_url_command: Annotated[str | None, typer.Option(
+        "--approve-url-command", help="Approver for the redirect step: run CMD <redirectUrl>; "
+        "exit status 0 = approved.", metavar="CMD")] = None,
+    approve_timeout: Annotated[float, typer.Option(
+        "--approve-timeout", help="Seconds the approver command may take.", min=1)] = 300.0,
+    settle_timeout: Annotated[float, typer.Option(
+        "--settle-timeout", help="Seconds to wait for an approved checkout to leave Pending.",
+        min=0)] = 10.0,
+    fail_on_skip: Annotated[bool, typer.Option(
+        "--fail-on-skip", help="Exit 10 when a step was skipped (e.g. no headless approval on "
+        "this gateway).")] = False,
+    confirm_profile: Annotated[str | None, typer.Option(
+        "--confirm-profile", metavar="NAME", help="The profile's name: a production profile's "
+        "smoke run (it moves money) needs it without a terminal (on one, the name is asked "
+        "for).")] = None,
 ) -> None:
     """Run end-to-end smoke scenarios against a profile's gateway or an embedded sandbox.
 
@@ -142,11 +113,8 @@ def _run(
     state: Any, profile_name: str | None, embedded: bool, options: SmokeOptions,
     confirm_profile: str | None = None,
 ) -> tuple[SmokeReport, Any]:
-    from walletctl.cli.common import confirm_production, refuse_production
-    from walletctl.cli.state import ENV
     from walletctl.masking import Masker
     from walletctl.ops.smoke import run_smoke, smoke_profile
-    from walletctl.render.console import print_stderr
     from walletctl.render.smoke_views import smoke_observer
 
     base = None
@@ -155,8 +123,6 @@ def _run(
         state.typed_profile = profile_name  # carried into hints like the global -p
         state._profile = None
     if embedded:
-        from walletctl.errors import ConfigError, UsageError
-
         if confirm_profile is not None:
             raise UsageError("--confirm-profile: not with --embedded (it tests a private "
                              "sandbox, never a profile's gateway)")

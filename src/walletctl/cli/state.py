@@ -1,8 +1,4 @@
-"""Global CLI state (set by the root callback) and the injectable environment.
-
-Tests replace :data:`ENV` fields (e.g. ``ENV.transport``) instead of patching internals,
-the way httpie's ``Environment`` is swapped in its tests.
-"""
+"""Global CLI state (set by the root callback) and the environment tests swap (:data:`ENV`)."""
 
 from __future__ import annotations
 
@@ -31,14 +27,10 @@ class Environment:
     stdout_isatty: bool | None = None
 
     def is_interactive(self) -> bool:
-        if self.stdin_isatty is not None:
-            return self.stdin_isatty
-        return sys.stdin.isatty()
+        return sys.stdin.isatty() if self.stdin_isatty is None else self.stdin_isatty
 
     def stdout_is_terminal(self) -> bool:
-        if self.stdout_isatty is not None:
-            return self.stdout_isatty
-        return sys.stdout.isatty()
+        return sys.stdout.isatty() if self.stdout_isatty is None else self.stdout_isatty
 
 
 ENV = Environment()

@@ -1,12 +1,4 @@
-"""``walletctl keys | account | authorize``: the browser wallet (WalletPay) from a terminal.
-
-* ``keys``: API key + encryption key from the public key service (masked unless
-  ``--show-secret``; cached until expiry; ``--save`` stores them in the profile's secret store).
-* ``account``: Get Payment Account for a ``transactionAccountId`` (or a posted ``event.detail``).
-* ``authorize``: ``ecom.sale`` / ``ecom.preauthorization`` on a payment account. A ``Card``
-  (PAN_ONLY) account without 3DS data, or a ``Token`` account without cryptogram/ECI, is
-  refused before sending (exit code 4, VALIDATION).
-"""
+"""``walletctl keys | account | authorize``: the browser wallet (WalletPay) from a terminal."""
 
 from __future__ import annotations
 
@@ -15,8 +7,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.common import Amount, ConfirmAmount, Currency, Reason
+from walletctl.cli.common import (
+    Amount,
+    ConfirmAmount,
+    Currency,
+    DryRun,
+    Reason,
+    Yes,
+    confirm,
+    make_client,
+    missing,
+    print_dry_run,
+    production_tag,
+    terminal_prompt,
+)
 from walletctl.cli.state import get_state
+from walletctl.errors import UsageError
 
 if TYPE_CHECKING:
     from walletctl.ops.walletpay import AuthorizationPlan
@@ -47,7 +53,6 @@ def keys(
     ] = False,
 ) -> None:
     """Fetch an API key and encryption key for the profile (public key service)."""
-    from walletctl.cli.common import make_client
     from walletctl.ops.walletpay import get_keys
     from walletctl.render.walletpay import render_keys
 
@@ -63,12 +68,9 @@ def account(
         str | None, typer.Argument(help="The transactionAccountId from event.detail.")
     ] = None,
     event: Annotated[Path | None, typer.Option("--event", help=_EVENT_HELP)] = None,
-    encryption_key_id: Annotated[
-        str | None, typer.Option("--encryption-key-id", help=_KEY_ID_HELP)
-    ] = None,
+    encryption_key_id: Annotated[str | None, typer.Option(help=_KEY_ID_HELP)] = None,
 ) -> None:
     """Show a payment account (Get Payment Account), card number masked."""
-    from walletctl.cli.common import make_client
     from walletctl.ops.walletpay import get_account, read_event, resolve_key_id
 
     state = get_state(ctx)
@@ -107,18 +109,13 @@ def authorize(
                                   "stdin), e.g. the output of `walletctl sandbox 3ds`; supplies "
                                   "the account when it names one.")
     ] = None,
-    encryption_key_id: Annotated[
-        str | None, typer.Option("--encryption-key-id", help=_KEY_ID_HELP)
-    ] = None,
+    encryption_key_id: Annotated[str | None, typer.Option(help=_KEY_ID_HELP)] = None,
     reason: Reason = None,
     confirm_amount: ConfirmAmount = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the exact request; send nothing.")
-    ] = False,
+    yes: Yes = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Authorize (sale or pre-authorization) a payment account from the browser wallet."""
-    from walletctl.cli.common import ask_amount, confirm, make_client, print_dry_run, production_tag
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.money import format_major
@@ -145,7 +142,7 @@ def authorize(
     ask = Ask(op="authorize", ref=reference, reason=checked_reason,
               confirm_amount=confirm_amount, dry_run=dry_run)
     store = None if dry_run else open_for(profile, purpose=f"walletctl authorize {reference}")
-    desk = Desk(confirm=confirm_plan, ask_amount=ask_amount(), on_wait=render_waiting)
+    desk = Desk(confirm=confirm_plan, ask_amount=terminal_prompt(), on_wait=render_waiting)
     with make_client(state) as client:
         moved = move(client, store, movement, ask, desk)
     if dry_run and moved.plan is not None:
@@ -156,18 +153,12 @@ def authorize(
         interpret_authorization(reference, moved.answer)
 
 
-# -- helpers ---------------------------------------------------------------------------------
-
 
 def _account_id(arg: str | None, event: Path | None, read_event: Any) -> str:
-    from walletctl.errors import UsageError
-
     if arg and event is not None:
         raise UsageError("give TRANSACTION_ACCOUNT_ID or --event, not both")
     if event is not None:
         return str(read_event(event).transaction_account_id)
     if not arg:
-        raise UsageError("account: missing TRANSACTION_ACCOUNT_ID (usage: walletctl account "
-                         "[OPTIONS] TRANSACTION_ACCOUNT_ID, or --event FILE)",
-                         hint="see `walletctl account --help`")
+        raise missing("account", "TRANSACTION_ACCOUNT_ID", "--event FILE")
     return arg

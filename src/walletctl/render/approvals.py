@@ -7,8 +7,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from walletctl.history.approvals import Approval
+from walletctl.render.console import escape
 from walletctl.render.fit import print_markup, print_table
-from walletctl.render.output import RowStream, emit, first_rows
+from walletctl.render.output import RowStream, emit, first_rows, minute
 
 STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
                 "spent": "dim", "expired": "magenta"}
@@ -25,12 +26,9 @@ def render_filed(fmt: str, found: Approval) -> None:
     """A money command filed ``found`` instead of sending (its error follows on stderr)."""
     now = found.created_at  # just filed: pending
     if fmt != "table":
-        emit(fmt, [{"status": "awaiting_approval", **_flat(found, now)}],
-             document={"status": "awaiting_approval", "approval": found.to_dict(now)},
-             columns=("status", *CSV_COLUMNS))
+        _emit(fmt, found, now, {"status": "awaiting_approval", "approval": found.to_dict(now)},
+              status="awaiting_approval")
         return
-    from rich.markup import escape
-
     print_markup(escape(f"approval #{found.id} filed: {found.what()}, by {found.requester}; "
                         f"expires {_when(found.expires_at)}"))
 
@@ -41,8 +39,14 @@ def _flat(found: Approval, now: str) -> dict[str, Any]:
     return row
 
 
+def _emit(fmt: str, found: Approval, now: str, document: Any = None, **first: str) -> None:
+    """One request in a data format (CSV and NDJSON without the batch's rows)."""
+    emit(fmt, [{**first, **_flat(found, now)}], document=document or found.to_dict(now),
+         columns=(*first, *CSV_COLUMNS))
+
+
 def _when(stamp: str | None) -> str:
-    return (stamp or "")[:16].replace("T", " ") + (" UTC" if stamp else "")
+    return minute(stamp) + (" UTC" if stamp else "")
 
 
 TABLE_ROWS = 200  # requests a table shows (every one is in the data formats)
@@ -63,8 +67,6 @@ def render_approvals(fmt: str, found: Iterable[Approval], now: str, *, where: st
 
 
 def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
-    from rich.markup import escape
-
     if not found:
         print_markup(f"No approval requests in {escape(where)} match.")
         return
@@ -87,10 +89,8 @@ def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
 def render_request(fmt: str, found: Approval, now: str) -> None:
     """One request in full: what ``approve`` shows before asking (stdout)."""
     if fmt != "table":
-        emit(fmt, [_flat(found, now)], document=found.to_dict(now), columns=CSV_COLUMNS)
+        _emit(fmt, found, now)
         return
-    from rich.markup import escape
-
     for label, value in _request_lines(found, now):
         print_markup(f"{label + ':':<16}{escape(value)}", indent=" " * 16)
     if found.kind == "batch" and found.batch_detail:
@@ -126,8 +126,6 @@ def _request_lines(found: Approval, now: str) -> list[tuple[str, str]]:
 
 
 def _batch_rows(detail: dict[str, Any]) -> None:
-    from rich.markup import escape
-
     rows = detail.get("rows", [])
     above = int(detail.get("above", len(rows)))
     print_markup(f"rows above the approval amount: {above}")
@@ -143,10 +141,8 @@ def render_decided(fmt: str, found: Approval) -> None:
     """``approve`` / ``approvals refuse``: what was decided."""
     now = found.decided_at or ""
     if fmt != "table":
-        emit(fmt, [_flat(found, now)], document=found.to_dict(now), columns=CSV_COLUMNS)
+        _emit(fmt, found, now)
         return
-    from rich.markup import escape
-
     if found.state == "approved":
         print_markup(escape(f"approved #{found.id}: {found.requester}'s {found.what()}; "
                             f"they send it with --approval {found.id} before "

@@ -12,7 +12,7 @@ from typing import Any
 
 from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.balance_report import AMOUNTS, COLUMNS, BalanceRow, Report
-from walletctl.render.console import err, out, print_hint, print_note
+from walletctl.render.console import err, escape, out, print_note, print_stopped
 from walletctl.render.fit import print_table
 from walletctl.render.output import RowStream
 
@@ -26,9 +26,7 @@ def totals_dict(report: Report) -> dict[str, dict[str, Any]]:
 
 
 class BalanceWriter:
-    """The rows as they arrive: the data formats through the listings' one writer per
-    format (:class:`~walletctl.render.output.RowStream`), a table keeps the first
-    :data:`TABLE_ROWS`."""
+    """The rows as they arrive (a table keeps the first :data:`TABLE_ROWS`)."""
 
     def __init__(self, fmt: str, *, title: str) -> None:
         self.fmt = fmt
@@ -63,8 +61,6 @@ class BalanceWriter:
             sys.stdout.flush()
 
     def _table(self, totals: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
-        from rich.markup import escape
-
         console = out()
         # the narrower the terminal, the fewer amounts: the ones a desk reads first stay
         print_table(escape(self.title), ["Reference", "State", "Cur",
@@ -92,8 +88,6 @@ _CELLS = (*AMOUNTS, "first", "last")
 
 
 def _row(r: BalanceRow) -> list[str]:
-    from rich.markup import escape
-
     if r.error is not None:
         return [escape(r.ref), "[red]error[/]", "", *[""] * len(_CELLS)]
     places = _places(r.currency)
@@ -166,6 +160,4 @@ def finish_report(writer: BalanceWriter, report: Report) -> None:
     if report.duplicates > len(report.folded):
         print_note(f"... {report.duplicates - len(report.folded)} more repeated reference(s) "
                    "folded")
-    if report.fatal:
-        print_note(f"stopped: {report.fatal}")
-        print_hint(report.fatal_hint)
+    print_stopped(report.fatal, report.fatal_hint)

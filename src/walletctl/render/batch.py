@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
-from walletctl.render.console import err, out, print_hint, print_message, print_note
+from walletctl.render.console import err, escape, out, print_message, print_note, print_stopped
 from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import write_json, write_rows
 
@@ -32,10 +32,8 @@ def render_batch(output_format: str, result: BatchResult) -> int:
         print_note("aborted: nothing was sent")
     elif result.dry_run:
         _dry_run(output_format, result)
-        report = result.report
-        if report is not None and report.fatal:
-            print_note(f"pre-flight stopped: {report.fatal}")
-            print_hint(report.fatal_hint)
+        if result.report is not None:
+            print_stopped(result.report.fatal, result.report.fatal_hint, "pre-flight stopped")
     else:
         assert result.report is not None
         summary(output_format, result)
@@ -81,8 +79,6 @@ def _dry_run(output_format: str, result: BatchResult) -> None:
 
 def _dry_run_table(result: BatchResult, shown: list[dict[str, Any]],
                    tally: dict[str, int]) -> None:
-    from rich.markup import escape
-
     plan = result.plan
     tag = "PRODUCTION " if result.profile.is_production else ""
     columns = ("line", "ref", "new_ref", "amount", "currency", "status")
@@ -183,9 +179,7 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
 
 
 def summary(output_format: str, result: BatchResult) -> None:
-    """The run's counts; ``result.production`` names the production profiles it used (then
-    the table starts with a PRODUCTION line and the data formats say ``"environment":
-    "production"``)."""
+    """The run's counts (and the production profiles it used)."""
     report, production, results = result.report, result.production, result.results
     assert report is not None
     # rows this run sent over the time the run took: neither rows done by an earlier run
@@ -215,8 +209,6 @@ def summary(output_format: str, result: BatchResult) -> None:
 
 
 def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> None:
-    from rich.markup import escape
-
     report, op, production = result.report, result.op, result.production
     assert report is not None
     if production:  # plain words at the start of a line: NO_COLOR, any width
@@ -250,9 +242,7 @@ def _summary_notes(result: BatchResult) -> None:
     if report.breaker_open:
         print_note(f"circuit breaker open after {report.breaker_threshold} consecutive gateway "
                    f"failures ({report.breaker_reason}); {left} row(s) left")
-    if report.fatal:
-        print_note(f"stopped: {report.fatal}")
-        print_hint(report.fatal_hint)
+    print_stopped(report.fatal, report.fatal_hint)
     unnamed = max(0, report.counts.get("refused", 0) - NAMED_ON_STDERR) + max(
         0, report.counts.get("unknown", 0) - NAMED_ON_STDERR)
     if unnamed:

@@ -23,7 +23,6 @@ WAITING = "Pending"  # the one state whose redirect URL still leads somewhere
 
 def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
                     tag: str = "") -> None:
-    """``tag`` starts the sentence (``"PRODUCTION: "`` on a production profile)."""
     response = created.response
     ref = request.client_system_transaction_id
     if fmt != "table":

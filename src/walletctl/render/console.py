@@ -34,7 +34,7 @@ _CONSOLES: dict[str, Console] = {}
 
 
 def _on(stream: str, soft_wrap: bool) -> Console:
-    """The console of ``sys.<stream>``, made anew when the stream is swapped (CliRunner)."""
+    """The console of ``sys.<stream>`` (made anew when a test runner swaps the stream)."""
     found = _CONSOLES.get(stream)
     if found is None or found.file is not getattr(sys, stream):
         found = _CONSOLES[stream] = _console(file=getattr(sys, stream), highlight=False,
@@ -43,13 +43,18 @@ def _on(stream: str, soft_wrap: bool) -> Console:
 
 
 def out() -> Console:
-    """Console for data (stdout)."""
     return _on("stdout", soft_wrap=False)
 
 
 def err() -> Console:
-    """Console for diagnostics and progress (stderr)."""
     return _on("stderr", soft_wrap=True)
+
+
+def escape(text: str) -> str:
+    """``text`` shown as it is in Rich markup (Rich is imported on first use)."""
+    from rich.markup import escape as escape_markup
+
+    return escape_markup(text)
 
 
 # C0 controls (but none of them kept), DEL and C1: shown as \x1b etc., never sent raw to
@@ -71,11 +76,9 @@ def cell_width(text: str) -> int:
 
 def wrap_words(text: str, width: int, indent: str = "  ",
                measure: Callable[[str], int] = cell_width) -> str:
-    """``text`` with each line longer than ``width`` broken between words, never inside one:
-    its continuation lines start with ``indent``; a word wider than the terminal stands on a
-    line of its own (the terminal wraps it, whole). THE wrapping of every message on a
-    terminal (errors, notes, hints, results) and of the phrases of ``fit.fit_phrases``
-    (whose ``measure`` leaves Rich's markup tags out)."""
+    """``text`` with each line longer than ``width`` broken between words, never inside one
+    (continuation lines start with ``indent``; a word wider than the terminal stands on its
+    own line): the wrapping of every message on a terminal."""
     import re
 
     lines: list[str] = []
@@ -106,8 +109,8 @@ def wrap_words(text: str, width: int, indent: str = "  ",
 
 
 def _parts(word: str, room: int, measure: Callable[[str], int]) -> list[str]:
-    """``word``, or when it is wider than ``room`` and a list of settings (``a=1;b=2``),
-    its settings each ending at a ``;``: a word otherwise stays whole."""
+    """``word``; when wider than ``room``, a list of settings (``a=1;b=2``) split after its
+    ``;``s."""
     if measure(word) <= room or ";" not in word.rstrip(";"):
         return [word]
     parts = [part + ";" for part in word.split(";")]
@@ -122,8 +125,8 @@ def _parts(word: str, room: int, measure: Callable[[str], int]) -> list[str]:
 
 
 def terminal_columns(stream: TextIO) -> int | None:
-    """The width of the terminal ``stream`` writes to ($COLUMNS first), or None when it is
-    not a terminal: piped text is never wrapped (a script or a log reads whole lines)."""
+    """The width of the terminal ``stream`` writes to ($COLUMNS first); None when it is
+    not a terminal (piped text is never wrapped)."""
     import os
 
     try:
@@ -142,13 +145,13 @@ def terminal_columns(stream: TextIO) -> int | None:
 
 
 def write_fitted(stream: TextIO, text: str, indent: str = "  ") -> None:
-    """``text`` and a line end on ``stream``, wrapped at words to its terminal's width."""
+    """``text`` and a line end on ``stream``, wrapped at words on a terminal."""
     width = terminal_columns(stream)
     stream.write((wrap_words(text, width, indent) if width else text) + "\n")
 
 
 def print_message(text: str, indent: str = "  ") -> None:
-    """A result or a message on stdout, wrapped at words on a terminal (never when piped)."""
+    """A result or a message on stdout."""
     write_fitted(sys.stdout, text, indent)
     sys.stdout.flush()
 
@@ -166,13 +169,14 @@ def print_note(message: str) -> None:
     sys.stderr.flush()
 
 
-def print_hint(hint: str | None) -> None:
-    """``hint: ...`` on stderr (after a note that says what stopped)."""
-    if hint:
-        write_fitted(sys.stderr, f"hint: {hint}")
+def print_stopped(why: str | None, hint: str | None, what: str = "stopped") -> None:
+    """Why a run stopped, when it did, and the hint on what to do about it (stderr)."""
+    if why:
+        print_note(f"{what}: {why}")
+        if hint:
+            write_fitted(sys.stderr, f"hint: {hint}")
 
 
 def print_stderr(text: str = "") -> None:
-    """A line on stderr (a request trace, a confirmation's summary; empty: the line end a
-    prompt left open when it was ended with Ctrl-D), wrapped at words on a terminal."""
+    """A line on stderr (empty: the line end a prompt ended with Ctrl-D left open)."""
     write_fitted(sys.stderr, text)

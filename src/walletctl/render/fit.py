@@ -1,25 +1,13 @@
-"""Fitting human output to the terminal without breaking a word.
-
-``print_table`` (``fit_table``: the same as a renderable, for a live view): a Rich table
-whose columns may wrap only between words. When the narrowest table that keeps every word
-and number whole is still wider than the terminal, the columns named in ``drop`` are left
-out, in that order, then others from the right, and a note says which ("hidden at N
-columns"; ``-o json`` keeps everything). Text outside tables: ``console.wrap_words``.
-
-A table is printed without its top edge, the line of blanks that made every table (or the
-line under its title) start with an empty line.
-
-``fit_phrases``: a one-line result made of phrases ("Captured 15.00 EUR of REF", "as NEW:",
-"Approved (CapturedByProvider)") that breaks between phrases, and inside a phrase wider
-than the terminal only between its words.
-"""
+"""Fitting human output to the terminal without breaking a word: tables whose columns wrap
+only between words (columns left out, and named, when even that is too wide), and lines of
+phrases that break between phrases."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import cell_width, out, wrap_words
+from walletctl.render.console import cell_width, escape, out, wrap_words
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -47,19 +35,15 @@ def _column_span(headers: Sequence[str], rows: Sequence[Sequence[str]], i: int,
 
 
 def _overhead(columns: int) -> int:
-    """Cells a SIMPLE_HEAD table (pad_edge=False) adds around its columns: a blank edge on
-    each side, and padding + divider + padding (3) between two columns."""
+    """Cells a SIMPLE_HEAD table (pad_edge=False) adds: an edge each side, 3 between two."""
     return 2 + 3 * (columns - 1)
 
 
 def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]], keep: Sequence[int],
             no_wrap: set[int], width: int) -> list[int] | None:
-    """Column widths that fit ``width`` with every word whole, or None when none do.
-
-    Rich's own collapsing narrows wide columns below their longest word (and folds it), so
-    the widths are set here: each column gets its longest word, then the room left goes to
-    the columns that still wrap, the most starved first.
-    """
+    """Column widths that fit ``width`` with every word whole (None: none do): each column
+    its longest word, then the room left to the most starved (Rich's own collapsing would
+    fold a word)."""
     spans = [_column_span(headers, rows, i, i in no_wrap) for i in keep]
     room = width - _overhead(len(keep))
     widths = [low for low, _ in spans]
@@ -95,9 +79,7 @@ def _build(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[st
 
 
 class _WithoutTopEdge:
-    """``table`` printed without its top edge (a line of blanks in a SIMPLE_HEAD box): the
-    title, or else the header, is the first line. The bottom edge stays: one blank line
-    between the table and what follows it."""
+    """``table`` printed without its top edge (a line of blanks in a SIMPLE_HEAD box)."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
@@ -123,10 +105,9 @@ def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
 def fit_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
                 no_wrap: Sequence[int] = (), drop: Sequence[int] = (),
                 width: int) -> tuple[list[int], list[int] | None, list[int]]:
-    """(the columns kept, their widths, the columns left out in that order) for a table
-    that fits ``width`` with every word and number whole: the columns in ``drop`` are left
-    out first, in that order, then the others from the right; the first column stays
-    (widths None: even it alone is wider)."""
+    """(the columns kept, their widths, the columns left out) for a table that fits
+    ``width`` with every word whole: ``drop`` left out first, then the others from the
+    right; the first column stays (widths None: even it alone is wider)."""
     keep = list(range(len(headers)))
     fixed = set(no_wrap)
     widths = _widths(headers, rows, keep, fixed, width)
@@ -143,8 +124,8 @@ def fit_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
 def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[str]], *,
               justify: dict[int, str] | None = None, no_wrap: Sequence[int] = (),
               drop: Sequence[int] = (), width: int) -> tuple[Any, list[str]]:
-    """(the table, fitted to ``width``, as a renderable; the headers of the columns left
-    out). A title wider than the table goes above it as its own line, never folded."""
+    """(the table fitted to ``width``, as a renderable; the headers of the columns left
+    out)."""
     from rich.console import Group
     from rich.text import Text
 
@@ -154,8 +135,7 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
     parts: list[Any] = []
     span = None if widths is None else sum(widths) + _overhead(len(keep))
     if title and (span is None or Text.from_markup(title).cell_len > span):
-        # a title wider than the table (a long path) is its own line(s), broken between
-        # words only: a word wider than the terminal is left whole for the terminal to wrap
+        # a title wider than the table (a long path) is its own line(s), never folded
         heading = Text.from_markup(wrap_words(title, width, "", measure=_markup_width))
         heading.no_wrap, heading.overflow = True, "ignore"
         parts.append(heading)
@@ -163,8 +143,6 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
     parts.append(_WithoutTopEdge(_build(title, headers, rows, keep, justify or {},
                                         set(no_wrap), widths)))
     if hidden:
-        from rich.markup import escape
-
         parts.append(Text.from_markup(fit_phrases(
             [f"(hidden at {width} columns:", *(escape(h) + "," for h in hidden[:-1]),
              escape(hidden[-1]) + ";", "-o json shows every field)"], width), style="dim"))
@@ -174,8 +152,7 @@ def fit_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence
 def print_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[str]], *,
                 justify: dict[int, str] | None = None, no_wrap: Sequence[int] = (),
                 drop: Sequence[int] = (), width: int | None = None) -> list[str]:
-    """Print the table fitted to the terminal (``fit_table``); returns the headers of the
-    columns left out."""
+    """Print :func:`fit_table`'s table; returns the headers of the columns left out."""
     width = width or terminal_width()
     table, hidden = fit_table(title, headers, rows, justify=justify, no_wrap=no_wrap,
                               drop=drop, width=width)
@@ -184,8 +161,8 @@ def print_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequen
 
 
 def fit_phrases(phrases: Sequence[str], width: int | None = None, indent: str = "  ") -> str:
-    """Join ``phrases`` with spaces, breaking lines between phrases, and inside a phrase
-    wider than ``width`` only between its words (Rich markup kept)."""
+    """``phrases`` joined, lines broken between phrases (inside one wider than ``width``:
+    between its words)."""
     from rich.text import Text
 
     width = width or terminal_width()
@@ -208,8 +185,7 @@ def fit_phrases(phrases: Sequence[str], width: int | None = None, indent: str = 
 
 
 def print_phrases(phrases: Sequence[str], indent: str = "  ") -> None:
-    """``phrases`` as one line on stdout, fitted (``fit_phrases``) on a terminal only
-    (Rich markup: escape what came from outside)."""
+    """``phrases`` (Rich markup) as one line on stdout, fitted on a terminal only."""
     console = out()
     console.print(fit_phrases(phrases, indent=indent) if console.is_terminal
                   else " ".join(phrases), soft_wrap=True, crop=False, highlight=False)
@@ -221,6 +197,17 @@ def print_markup(markup: str, indent: str = "  ") -> None:
     console.print(wrap_words(markup, console.width, indent, measure=_markup_width)
                   if console.is_terminal else markup,
                   soft_wrap=True, crop=False, highlight=False)
+
+
+def print_fields(title: str, fields: Sequence[tuple[str, str]]) -> None:
+    """``title`` (markup), then a field a line: its name in bold, its text beside it, broken
+    between words (a value's later lines, and its continuations, under its start)."""
+    width = max((len(key) for key, _ in fields), default=0)
+    print_markup(title)
+    for key, text in fields:
+        for n, line in enumerate(text.split("\n")):
+            label = f"[bold]{escape(key):<{width}}[/bold]" if n == 0 else " " * width
+            print_markup(f"  {label}  {escape(line)}", indent=" " * (width + 4))
 
 
 def _markup_width(markup: str) -> int:

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletctl.models.money import format_major
-from walletctl.render.console import out, print_note
+from walletctl.render.console import escape, out, print_note
 from walletctl.render.fit import fit_phrases, print_markup
 from walletctl.render.output import emit
 
@@ -35,16 +35,13 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
                    record: TransactionRecord, *, tag: str = "") -> None:
     """The movement was already there: an earlier run's unknown outcome turned out applied
     (``entry``: its history entry; nothing was sent this time), or the gateway answered 409
-    and a lookup showed this very movement (``entry`` None). ``tag`` starts the sentence
-    (``"PRODUCTION: "`` on a production profile)."""
+    and a lookup showed this very movement (``entry`` None)."""
     new = record.client_system_transaction_id
     money = format_major(record.transaction_amount, record.currency_code)
     row = _row(op, ref, new, record.transaction_amount, record.currency_code, record.state,
                alreadyApplied=True, historyEntry=entry)
 
     def table() -> None:
-        from rich.markup import escape
-
         print_markup(
             f"{tag}{VERB[op]} {money} of {escape(ref)} as {escape(new)}: {escape(record.state)} "
             "— already applied " + (
@@ -57,16 +54,13 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
 
 def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
                   response: FollowUpResponse, *, tag: str = "") -> None:
-    """The gateway's answer to the follow-up ``plan`` sent; ``tag`` starts the sentence
-    (``"PRODUCTION: "`` on a production profile)."""
+    """The gateway's answer to the follow-up ``plan`` sent."""
     req = plan.request
     money = format_major(req.amount, req.currency_code)
     row = _row(op, ref, req.client_system_transaction_id, req.amount, req.currency_code,
                response.state, providerStateCode=response.provider_state_code, id=response.id)
 
     def table() -> None:
-        from rich.markup import escape
-
         color = {"Approved": "green", "Pending": "yellow"}.get(response.state, "red")
         # The state and provider code are gateway text: escaped, never read as Rich markup.
         # Lines break between phrases only (a narrow terminal never splits "Approved (...)").

@@ -10,9 +10,9 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
-from walletctl.render.console import out, print_error, print_note
+from walletctl.render.console import escape, out, print_error, print_note
 from walletctl.render.fit import fit_phrases, print_markup, print_table
-from walletctl.render.output import emit, emit_rows, write_json, write_rows
+from walletctl.render.output import emit, emit_rows, minute, write_json, write_rows
 
 if TYPE_CHECKING:
     from walletctl.ops.desk import Rulebook, SetUp
@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 
 OUTCOME_STYLES = {"approved": "green", "created": "cyan", "declined": "red",
                   "refused": "magenta", "unknown": "bold yellow", "error": "red"}
+
+def outcome_markup(outcome: str, shown: str | None = None) -> str:
+    """``shown`` (default: the outcome itself) in the outcome's colour."""
+    style = OUTCOME_STYLES.get(outcome, "")
+    shown = outcome if shown is None else shown
+    return f"[{style}]{shown}[/]" if style else shown
+
 
 TABLE_ROWS = 50  # entries a table shows without --last
 
@@ -45,9 +52,8 @@ def render_location(path: str) -> None:
 
 
 def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:
-    """The entries in ``fmt``: the data formats streamed as the store reads them (memory
-    flat in the size of the history); a table holds the ones it shows (a screenful, or
-    --last N: :func:`render_listing` asks the store for no more)."""
+    """The entries in ``fmt``: the data formats streamed as the store reads them; a table
+    holds the ones it shows."""
     if fmt == "table":
         _table(list(entries), path)
         return
@@ -55,8 +61,6 @@ def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:
 
 
 def _table(entries: Sequence[Entry], path: str) -> None:
-    from rich.markup import escape
-
     console = out()
     if not entries:
         console.print(f"No entries in {escape(path)} match.")
@@ -64,7 +68,6 @@ def _table(entries: Sequence[Entry], path: str) -> None:
     headers = ["#", "Time (UTC)", "Op", "Reference / reason", "Amount", "Outcome", "Operator"]
     rows: list[list[str]] = []
     for e in entries:
-        style = OUTCOME_STYLES.get(e.outcome, "")
         # The reference the action used, and the operator's reason on a second, dim line.
         ref = escape(e.new_ref or e.original_ref or "")
         if e.operation == "policy" and e.note:  # the change itself: key: old -> new
@@ -73,8 +76,8 @@ def _table(entries: Sequence[Entry], path: str) -> None:
             ref += f"\n[dim]{escape(e.reason)}[/]"
         amount = f"{e.amount} {e.currency}" if e.amount is not None else ""
         outcome = e.outcome + (f" ({e.exit_code})" if e.exit_code else "")
-        rows.append([str(e.id), e.time[:16].replace("T", " "), e.operation, ref, amount,
-                     f"[{style}]{outcome}[/]" if style else outcome, escape(_who(e))])
+        rows.append([str(e.id), minute(e.time), e.operation, ref, amount,
+                     outcome_markup(e.outcome, outcome), escape(_who(e))])
     print_table(None, headers, rows, justify={0: "right", 4: "right"}, no_wrap=(0, 4, 5),
                 drop=(1, 6, 2, 5))
     unknown = sum(1 for e in entries if e.outcome == "unknown")
@@ -169,8 +172,6 @@ def render_verified(fmt: str, found: Verified) -> None:
 
 
 def _verdict(record: dict[str, Any]) -> None:
-    from rich.markup import escape
-
     head = record["headHash"]
     tip = f"; head: event {record['headEvent']}, hash {head[:16]}" if head else ""
     count = record["anchors"]
@@ -194,8 +195,6 @@ def render_setup(fmt: str, done: SetUp) -> None:
     if fmt != "table":
         emit_rows([record], fmt, document=record)
         return
-    from rich.markup import escape
-
     what = ("created" if done.before == 0 else
             f"upgraded from {done.before}" if done.applied else "already current")
     print_markup(escape(f"history {done.history}: schema version {done.after} ({what})"))
@@ -217,8 +216,6 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
             document["changed"] = {"key": key, "old": old, "new": new}
         emit_rows(rows, fmt, document=document)
         return
-    from rich.markup import escape
-
     if book.changed is not None:
         key, old, new = book.changed
         said = "unchanged" if old == new else f"{old or '(unset)'} -> {new or '(unset)'}"
@@ -229,15 +226,13 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
         return
     print_markup(escape(f"The desk's policy in history {book.history}:"))
     print_table(None, ["Rule", "Value", "Set by", "Set at (UTC)"],
-                [[r.key, r.value, r.set_by or "", (r.set_at or "")[:16].replace("T", " ")]
+                [[r.key, r.value, r.set_by or "", minute(r.set_at)]
                  for r in book.rules], no_wrap=(0, 1), drop=(3, 2))
 
 
 def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
     """``history --unknown --reconcile``: one line per entry looked up (a checkout has no
     new reference: its line names the original alone)."""
-    from rich.markup import escape
-
     rows = [
         {"id": r.entry.id, "operation": r.entry.operation, "originalRef": r.entry.original_ref,
          "newRef": r.entry.new_ref, "outcome": r.outcome, "note": r.note}
@@ -257,8 +252,6 @@ def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
 
 def render_evidence_check(checked: Checked, fmt: str) -> None:
     """``history check-evidence``: what held."""
-    from rich.markup import escape
-
     if fmt != "table":
         write_json({"holds": True, **asdict(checked)})
         return

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from walletctl.models.money import format_major
 from walletctl.ops.order import OrderView, Step
 from walletctl.ops.recon.compare import OPERATIONS, money_text
-from walletctl.render.console import out, print_error, print_note
+from walletctl.render.console import escape, out, print_error, print_note
 from walletctl.render.fit import fit_phrases, print_table
-from walletctl.render.output import emit
+from walletctl.render.output import emit, minute
 
 if TYPE_CHECKING:
     from walletctl.history.approvals import Approval
@@ -75,16 +75,12 @@ def _when(stamp: str) -> str:
 
 
 def _history(step: Step) -> str:
-    from rich.markup import escape
-
     e = step.entry
     if e is None:
         return "[bold red]no entry[/]"
-    from walletctl.render.history import OUTCOME_STYLES
+    from walletctl.render.history import outcome_markup
 
-    style = OUTCOME_STYLES.get(e.outcome, "")
-    outcome = f"[{style}]{e.outcome}[/]" if style else e.outcome
-    text = f"#{e.id} {outcome} {escape(e.operator or e.os_user)}"
+    text = f"#{e.id} {outcome_markup(e.outcome)} {escape(e.operator or e.os_user)}"
     why = [f"approval #{e.approval}"] if e.approval is not None else []
     if e.reason:
         why.append(escape(e.reason))
@@ -94,30 +90,21 @@ def _history(step: Step) -> str:
 
 
 def _gateway(step: Step) -> str:
-    from rich.markup import escape
-
-    from walletctl.render.records import STATE_STYLES
+    from walletctl.render.records import state_markup
 
     if step.record is None:
         sent = step.entry is not None and step.entry.outcome != "refused" \
             and step.step in OPERATIONS  # a money step (not approval, finding, ...)
         return "nothing" if sent else "[dim]-[/]"
-    state = step.record.state
-    style = STATE_STYLES.get(state.lower(), "")
-    return f"[{style}]{escape(state)}[/]" if style else escape(state)
+    return state_markup(step.record.state)
 
 
 def _approval_phrases(a: Approval, now: str) -> list[str]:
-    from rich.markup import escape
-
-    def at(stamp: str | None) -> str:
-        return (stamp or "")[:16].replace("T", " ")
-
     phrases = [f"Approval #{a.id}", f"({a.status(now)}):", *escape(a.what()).split()]
-    phrases += ["requested", "by", f"{escape(a.requester)},", at(a.created_at) + ";"]
+    phrases += ["requested", "by", f"{escape(a.requester)},", minute(a.created_at) + ";"]
     if a.decided_by:
         verb = "refused" if a.state == "refused" else "approved"
-        phrases += [verb, "by", escape(a.decided_by) + ",", at(a.decided_at) + ";"]
+        phrases += [verb, "by", escape(a.decided_by) + ",", minute(a.decided_at) + ";"]
     if a.spent_entry is not None:
         phrases += ["spent", "by", f"entry #{a.spent_entry}"]
     elif a.spent_batch:
@@ -127,8 +114,6 @@ def _approval_phrases(a: Approval, now: str) -> list[str]:
 
 
 def _table(view: OrderView) -> None:
-    from rich.markup import escape
-
     console = out()
     where = ["no history"] if view.backend == "none" else [
         "history", escape(view.history), f"({view.backend})"]
@@ -149,8 +134,6 @@ def _table(view: OrderView) -> None:
 
 
 def _findings(view: OrderView) -> list[list[str]]:
-    from rich.markup import escape
-
     lines = []
     for f in view.disagreements:
         filed = [f"(finding #{f.recorded.id})"] if f.recorded is not None else []
@@ -161,14 +144,12 @@ def _findings(view: OrderView) -> list[list[str]]:
         lines.append([
             "[green]resolved[/]", f"finding #{r.id}:", *escape(f.note).split(), "-",
             "resolved", "by", f"{escape(r.resolved_by or '')},",
-            f"{(r.resolved_at or '')[:16].replace('T', ' ')}:",
+            f"{minute(r.resolved_at)}:",
             *escape(r.resolution or "").split()])
     return lines
 
 
 def _timeline(steps: list[Step]) -> None:
-    from rich.markup import escape
-
     if not steps:
         return
     days = {s.time[:10] for s in steps}

@@ -1,11 +1,5 @@
 """Writers for the data formats: one JSON document, NDJSON lines, CSV, or a Rich table.
-
-``--output json`` prints exactly one JSON document on stdout and nothing else. A listing
-(history, approvals, a ledger, balances) goes through :class:`RowStream`, the one writer per
-format: rows are written as they are read, so memory stays flat in their number. Generic
-rows (settings, checks, records) go through :func:`emit_rows`: a table that fits the
-terminal (the ``drop_order`` columns left out first when it cannot), the data forms whole.
-"""
+``--output json`` prints exactly one JSON document on stdout and nothing else."""
 
 from __future__ import annotations
 
@@ -17,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from walletctl.render.console import escape
 from walletctl.render.fit import print_table
 
 _Row = TypeVar("_Row")
@@ -38,18 +33,11 @@ def write_json(data: Any) -> None:
 
 
 class RowStream:
-    """A listing written to stdout as its rows come, in one data format: each row is written
-    and forgotten (memory flat in their number), the first one flushed at once.
-
-    * ``json``: an array, byte for byte what :func:`write_json` prints for the whole list;
-      with ``key``, the array is the first member of a document, :meth:`close`'s ``tail``
-      the members after it;
-    * ``ndjson``: a line per row, then ``tail`` (when given) as a last line;
-    * ``csv``: a header (``columns``, else the first row's keys) and a line per row; the
-      ``tail`` is no CSV row (the caller says it elsewhere, if at all).
-
-    Use it for every listing; :func:`write_rows` writes a whole iterable at once.
-    """
+    """A listing written to stdout as its rows come (memory flat in their number), the
+    first one flushed at once. ``json``: an array, byte for byte what :func:`write_json`
+    prints for the whole list (with ``key``: the first member of a document, ``close``'s
+    ``tail`` the members after it); ``ndjson``: a line per row, then ``tail``; ``csv``: a
+    header (``columns``, else the first row's keys) and a line per row, no ``tail``."""
 
     def __init__(self, fmt: str, *, columns: Sequence[str] | None = None,
                  key: str | None = None) -> None:
@@ -94,8 +82,6 @@ class RowStream:
         out.flush()
 
     def _csv_writer(self, first: list[str]) -> None:
-        """The header: ``columns``, else the first row's keys (a row's other keys are left
-        out, a missing one is an empty cell)."""
         self._cells = self._columns or first
         self._csv = csv.writer(sys.stdout, lineterminator="\n")
         self._csv.writerow(self._cells)
@@ -151,12 +137,8 @@ def _cell(value: Any) -> str:
 
 
 def csv_safe(text: str) -> str:
-    """Neutralise spreadsheet formulas in text that came from the gateway.
-
-    A cell starting with ``=``, ``+``, ``@``, a tab/CR, or ``-`` not followed by a number
-    is run as a formula when the CSV is opened in a spreadsheet; a leading ``'`` keeps it
-    text. Amounts are written from ``Decimal`` and never pass through here.
-    """
+    """A cell a spreadsheet would run as a formula (``=``, ``+``, ``@``, a tab/CR, or ``-``
+    not followed by a number) kept text by a leading ``'``."""
     if not text:
         return text
     first = text[0]
@@ -198,10 +180,25 @@ def render_dry_run(output_format: str, described: list[dict[str, Any]]) -> None:
 
 
 def write_text(text: str) -> None:
-    """A document as it is (a shipped file, a script, a profile) on stdout, flushed: what
-    comes after it (a note, an error) follows it."""
+    """A document as it is (a shipped file, a script, a profile) on stdout, flushed."""
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested objects' keys dotted (``record.transactionAmount``)."""
+    row: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            row.update(flat(value, f"{prefix}{key}."))
+        else:
+            row[f"{prefix}{key}"] = value
+    return row
+
+
+def minute(stamp: str | None) -> str:
+    """``2026-11-22 09:30`` of an ISO time (empty for none)."""
+    return (stamp or "")[:16].replace("T", " ")
 
 
 def cell(value: Any) -> str:
@@ -224,8 +221,6 @@ def emit_rows(rows: Sequence[dict[str, Any]], fmt: str, title: str = "", *,
         return
 
     def table() -> None:
-        from rich.markup import escape
-
         columns = list(rows[0]) if rows else []
         print_table(escape(title), [escape(c.replace("_", " ")) for c in columns],
                     [[escape(cell(v)) for v in row.values()] for row in rows],

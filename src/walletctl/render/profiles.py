@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from walletctl.render.console import print_note
-from walletctl.render.fit import print_markup
-from walletctl.render.output import cell, emit_rows
+from walletctl.render.console import escape, print_note
+from walletctl.render.fit import print_fields, print_markup
+from walletctl.render.output import cell, emit_rows, flat
 
 if TYPE_CHECKING:
     from walletctl.ops.new_profile import Added
@@ -48,34 +47,23 @@ def render_profile(output_format: str, name: str, settings: dict[str, Any]) -> N
         emit_rows([{"setting": k, "value": v} for k, v in _flatten(settings, empty="")],
                   "csv", "")
     else:
-        from rich.markup import escape
-
-        # Setting and value per line, never folded: a long path stays one word (copyable).
-        rows = _flatten(settings)
-        width = max(len(key) for key, _ in rows)
-        print_markup(f"profile {escape(name)}")
-        for key, value in rows:
-            print_markup(f"  [bold]{key:<{width}}[/bold]  {escape(value)}",
-                         indent=" " * (width + 4))
+        # never folded: a long path stays one word (copyable)
+        print_fields(f"profile {escape(name)}", _flatten(settings))
 
 
 def _flatten(settings: dict[str, Any], *, empty: str = "-") -> list[tuple[str, str]]:
     """(setting, value) rows, a nested table's keys dotted (``history.limits.capture``); an
     unset value reads ``empty`` (a CSV cell stays empty)."""
-    overridden = set(settings.get("paths_overridden", ()))
-
-    def rows(prefix: str, table: dict[str, Any]) -> Iterator[tuple[str, str]]:
-        for key, value in table.items():
-            if isinstance(value, dict):
-                yield from rows(f"{prefix}{key}.", value)
-                continue
-            text = (empty if value is None else ("yes" if value else "no")
-                    if isinstance(value, bool) else cell(value))
-            if prefix == "paths." and key not in overridden:
-                text += " (default)"
-            yield f"{prefix}{key}", text
-
-    return list(rows("", {k: v for k, v in settings.items() if k != "paths_overridden"}))
+    overridden = {f"paths.{key}" for key in settings.get("paths_overridden", ())}
+    rows = []
+    for key, value in flat(settings).items():
+        if key == "paths_overridden":
+            continue
+        text = (empty if value is None else ("yes" if value else "no")
+                if isinstance(value, bool) else cell(value))
+        default = key.startswith("paths.") and key not in overridden
+        rows.append((key, text + (" (default)" if default else "")))
+    return rows
 
 
 def render_added(output_format: str, added: Added) -> None:
@@ -91,8 +79,6 @@ def render_checks(output_format: str, results: list[dict[str, Any]]) -> None:
     if output_format != "table":
         emit_rows(results, output_format)
         return
-    from rich.markup import escape
-
     for r in results:
         status = ("[yellow]warn[/yellow]" if r["warning"] else "[green]ok  [/green]") \
             if r["ok"] else "[bold red]FAIL[/bold red]"

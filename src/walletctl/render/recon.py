@@ -1,22 +1,19 @@
 """``walletctl recon``'s report: a table per kind of finding, the totals and a line of
 counts; one JSON document; NDJSON or CSV a row per finding, then the rest (NDJSON: one
-object; CSV: a ``total`` row per currency and operation).
-
-Findings come in a fixed order (original, reference, entry), so two runs over the same
-records print the same report.
-"""
+object; CSV: a ``total`` row per currency and operation)."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
 
+from walletctl.constants import ExitCode
 from walletctl.history.findings import Recorded
 from walletctl.models.money import quantize
 from walletctl.ops.recon.compare import LABELS, UNCONFIRMED, Finding, ReconResult, Side, money_text
 from walletctl.ops.recon.on_file import FindingList
 from walletctl.render.balances import run_summary
-from walletctl.render.console import out
+from walletctl.render.console import escape, out, print_error, print_stopped
 from walletctl.render.fit import fit_phrases
 from walletctl.render.fit import print_table as fitted
 from walletctl.render.output import RowStream, emit, write_json
@@ -78,8 +75,22 @@ def _csv_row(f: Finding) -> dict[str, Any]:
 
 
 def render_recon(result: ReconResult, fmt: str) -> None:
-    """The report in ``fmt``; NDJSON and CSV through the listings' one writer per format
-    (the findings come from the comparison, which holds them to order them)."""
+    """The report in ``fmt``; on stderr, when the exit is not 0, the mismatches named or why
+    lookups were not answered."""
+    _report(result, fmt)
+    code = result.exit_code
+    if code == ExitCode.MISMATCH:
+        print_error(mismatch_message(result))
+    print_stopped(result.report.fatal, result.report.fatal_hint)
+    unchecked = result.of("unchecked")
+    if unchecked and code != ExitCode.INTERRUPTED:
+        names = ", ".join(f.original for f in unchecked[:5])
+        more = f" and {len(unchecked) - 5} more" if len(unchecked) > 5 else ""
+        print_error(f"recon: {len(unchecked)} order(s) could not be looked up ({names}{more}):"
+                    " the comparison is incomplete; run it again later")
+
+
+def _report(result: ReconResult, fmt: str) -> None:
     if fmt in ("ndjson", "csv"):
         stream = RowStream(fmt, columns=CSV_COLUMNS)
         for f in result.findings:
@@ -127,8 +138,6 @@ def _short_time(text: str | None) -> str:
 
 
 def _tables(result: ReconResult) -> None:
-    from rich.markup import escape
-
     console = out()
 
     def print_table(*args: Any, **kwargs: Any) -> None:
@@ -171,8 +180,6 @@ def _tables(result: ReconResult) -> None:
 def _finding_tables(result: ReconResult) -> list[tuple[list[Any], str, list[str],
                                                        list[list[str]], dict[str, Any]]]:
     """(findings, title, headers, rows, print_table's options) of each kind of finding."""
-    from rich.markup import escape
-
     unrecorded = result.of("unrecorded", resolved=False)
     unconfirmed = result.of(*UNCONFIRMED, resolved=False)
     unknown = result.of("unknown", resolved=False)
@@ -236,8 +243,6 @@ FINDING_COLUMNS = ("id", "state", "kind", "original", "reference", "entry", "mov
 
 def render_findings(found: FindingList, fmt: str) -> None:
     """``recon findings``: one row per finding on file."""
-    from rich.markup import escape
-
     rows = [{c: getattr(r, c) for c in FINDING_COLUMNS} for r in found.findings]
 
     def table() -> None:
@@ -259,8 +264,6 @@ def render_findings(found: FindingList, fmt: str) -> None:
 
 def render_resolved(found: Recorded, fmt: str) -> None:
     """``recon resolve``: the finding as it is now."""
-    from rich.markup import escape
-
     if fmt == "table":
         out().print(escape(f"Finding #{found.id} ({found.kind} {found.reference}) resolved "
                            f"by {found.resolved_by} at {found.resolved_at}: "

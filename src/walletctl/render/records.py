@@ -10,7 +10,7 @@ from walletctl.masking import mask_body
 from walletctl.models.ledger import balance_from_records
 from walletctl.models.money import format_major
 from walletctl.models.records import TransactionRecord
-from walletctl.render.console import out
+from walletctl.render.console import escape, out
 from walletctl.render.fit import fit_phrases, natural_width, print_table, terminal_width
 from walletctl.render.output import emit
 
@@ -30,6 +30,12 @@ def record_dict(record: TransactionRecord) -> dict[str, Any]:
     return data
 
 
+def state_markup(state: str) -> str:
+    """A state the gateway sent, escaped, in its colour."""
+    style = STATE_STYLES.get(state.lower(), "")
+    return f"[{style}]{escape(state)}[/]" if style else escape(state)
+
+
 def render_records(records: Sequence[TransactionRecord], fmt: str, reference: str) -> None:
     rows = [record_dict(r) for r in records]
     emit(fmt, rows, columns=CSV_COLUMNS, table=lambda: _table(records, reference))
@@ -44,18 +50,14 @@ def short_datetime(text: str) -> str:
 
 
 def _table(records: Sequence[TransactionRecord], reference: str) -> None:
-    from rich.markup import escape
-
     headers = ["Reference", "Type", "State", "Amount", "Provider state", "Date/time (as given)"]
     rows: list[list[str]] = []
     for rec in records:
-        style = STATE_STYLES.get(rec.state.lower(), "")
-        state = escape(rec.state)
         # Cells are gateway text: escaped, or a "[" in a state would be read as Rich markup.
         rows.append([
             escape(rec.client_system_transaction_id),
             escape((rec.type or "").removeprefix("ecom.")),
-            f"[{style}]{state}[/]" if style else state,
+            state_markup(rec.state),
             format_major(rec.transaction_amount, rec.currency_code.upper()),
             escape(rec.provider_state_code or ""),
             escape(rec.transaction_date_time or ""),

@@ -8,9 +8,9 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
-from walletctl.render.console import print_message, print_note, wrap_words
+from walletctl.render.console import escape, print_message, print_note, wrap_words
 from walletctl.render.fit import print_table, terminal_width
-from walletctl.render.output import RowStream, emit, first_rows
+from walletctl.render.output import RowStream, emit, first_rows, flat
 
 if TYPE_CHECKING:
     from walletctl.ops.sandbox_admin import Ready
@@ -33,7 +33,7 @@ LEDGER_COLUMNS = ("reference", "invoiceReference", "kind", "amount", "currency",
 
 def render_record(data: dict[str, Any], output: str, line: str) -> None:
     """One result object: a line for people; JSON, one NDJSON line, or a CSV row (scalars)."""
-    emit(output, [_flat(data)] if output == "csv" else [data], document=data,
+    emit(output, [flat(data)] if output == "csv" else [data], document=data,
          table=lambda: print_message(line))
 
 
@@ -46,17 +46,6 @@ def render_three_ds(data: dict[str, Any], output: str) -> None:
             f"{data.get('threeDSServerTransId')} (for authorize: -o json | walletctl authorize "
             "--3ds -)")
     render_record(data, output, line)
-
-
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested objects as dotted columns (``record.transactionAmount``) for CSV."""
-    row: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            row.update(_flat(value, f"{prefix}{key}."))
-        else:
-            row[f"{prefix}{key}"] = value
-    return row
 
 
 def render_decision(data: dict[str, Any], output: str, ref: str,
@@ -115,8 +104,6 @@ def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str)
             stream.write(t)
         stream.close({"count": stream.count} if output == "json" else None)
         return
-    from rich.markup import escape
-
     shown, count = first_rows(transactions, LEDGER_TABLE_ROWS)
     headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
                "Store"]
@@ -129,8 +116,6 @@ def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str)
 
 
 def _ledger_row(t: dict[str, Any]) -> list[str]:
-    from rich.markup import escape
-
     def text(key: str) -> str:
         return escape(str(t.get(key) or ""))
 

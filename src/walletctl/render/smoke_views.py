@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
-from walletctl.render.console import err, out, print_error, print_message, print_note
+from walletctl.render.console import err, escape, out, print_error, print_message, print_note
 from walletctl.render.fit import fit_table, print_phrases
 from walletctl.render.output import emit_rows
 
@@ -117,8 +117,6 @@ def _results_table(results: list[ScenarioResult], *, live: bool, width: int) -> 
 def _scenario_rows(sc: ScenarioResult, *, live: bool) -> list[list[str]]:
     """A scenario's rows (Rich markup): one per step, or (live) one when it is all pending
     or passed."""
-    from rich.markup import escape
-
     def status(word: str) -> str:
         icon, style, text = _STATUS_STYLE[word]
         return f"[{style}]{icon} {text}[/]"
@@ -173,8 +171,6 @@ def render_smoke(report: SmokeReport, document: str, mask: Callable[[str], str],
 
 
 def _summary(report: SmokeReport, mask: Callable[[str], str]) -> None:
-    from rich.markup import escape
-
     console = out()
     if console.is_terminal and not err().is_terminal:
         console.print(_results_table(report.scenarios, live=False, width=console.width),

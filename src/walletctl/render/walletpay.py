@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from walletctl.masking import mask_body, mask_secret
-from walletctl.render.console import print_note
-from walletctl.render.fit import print_markup
+from walletctl.render.console import escape, print_note
+from walletctl.render.fit import print_fields
 from walletctl.render.output import emit
 
 if TYPE_CHECKING:
@@ -98,17 +98,9 @@ def _remask(text: str) -> str:
 
 def _emit(fmt: str, row: dict[str, Any], title: str) -> None:
     def table() -> None:
-        # a field and its value a line, broken between words: a key shown with --show-secret
-        # stays whole (the terminal wraps a word wider than itself)
-        from rich.markup import escape
-
-        shown = {key: _cell(value) for key, value in row.items() if value is not None}
-        width = max((len(key) for key in shown), default=0)
-        print_markup(escape(title))
-        for key, text in shown.items():
-            for n, line in enumerate(text.split("\n")):
-                label = f"[bold]{escape(key):<{width}}[/bold]" if n == 0 else " " * width
-                print_markup(f"  {label}  {escape(line)}", indent=" " * (width + 4))
+        # a key shown with --show-secret stays whole (the terminal wraps it)
+        print_fields(escape(title), [(key, _cell(value)) for key, value in row.items()
+                                     if value is not None])
 
     emit(fmt, [row], document=row, table=table)
 
