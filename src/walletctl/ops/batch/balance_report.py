@@ -22,22 +22,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from walletctl.errors import (
-    GatewayError,
-    NetworkError,
-    NotConnectedError,
-    RedirectError,
-    RefusedError,
-    ResponseError,
-    UnknownOutcomeError,
-)
+from walletctl.errors import GatewayError, RefusedError
 from walletctl.ops.batch.flow import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
     MAX_ATTEMPTS,
     FlowControlled,
+    Lookup,
+    LookupRefused,
+    Retry,
+    Stopped,
 )
 from walletctl.ops.batch.input_rows import (
     BoundedLines,
@@ -55,12 +51,6 @@ FOLDED_SHOWN = 5  # duplicate references named on stderr (all are counted in the
 AMOUNTS = ("authorised", "captured", "refunded", "reversed", "capturable", "refundable")
 COLUMNS = ("line", "ref", "kind", "state", "currency", *AMOUNTS, "first_time", "last_time",
            "error")
-
-
-class Lookup(Protocol):
-    """What the report needs of :class:`walletctl.client.gateway.AsyncGatewayClient`."""
-
-    async def lookup(self, reference: str) -> list[TransactionRecord]: ...
 
 
 @dataclass(slots=True)
@@ -221,6 +211,8 @@ class BalanceReport(FlowControlled):
     """Runs the lookups; ``rows()`` yields every reference's row in input order."""
 
     report: Report
+    opt: LookupOptions
+    jitter = 0.0
     NOT_DONE = "not looked up"
     FAILURES = "consecutive failures"
 
@@ -294,61 +286,17 @@ class BalanceReport(FlowControlled):
             self.report.elapsed = time.monotonic() - started
 
     async def _one(self, line: int, ref: str) -> BalanceRow:
-        delay = self.opt.backoff_initial
-        attempts = throttled = connect_fails = 0
-        why = ""
-        while not self.halted:
-            await self.pause.wait()
-            await self.bucket.acquire()
-            if self.halted:
-                break
-            self.report.requests += 1
-            try:
-                records = await self.client.lookup(ref)
-            except GatewayError as exc:
-                self._heard()
-                if exc.status == 404:
-                    self.breaker.success()
-                    return balance_row(line, ref, [])
-                if exc.status == 429:
-                    self.throttled(exc.retry_after, delay, exc.retry_after_asked)
-                    throttled += 1
-                    if throttled < 50:
-                        continue
-                    why = "HTTP 429 kept coming"
-                    break
-                if exc.status < 500:
-                    self.breaker.success()
-                    if exc.status in (401, 403):
-                        self._fatal(exc)
-                    return BalanceRow(line, ref, error=exc.message)
-                why = exc.message
-            except NotConnectedError as exc:
-                why = exc.message
-                connect_fails += 1
-                if not self._answered and connect_fails >= self.opt.unreachable_after \
-                        and self.report.fatal is None:
-                    self._fatal(exc)
-                    break
-            except RedirectError as exc:  # the base_url is wrong for every reference
-                self._heard()
-                self._fatal(exc)
-                return BalanceRow(line, ref, error=exc.message)
-            except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
-                self._heard()  # connected, then no (readable) answer
-                why = exc.message
-            else:
-                self._heard()
-                self.breaker.success()
-                return balance_row(line, ref, records)
-            attempts += 1
-            if attempts >= self.opt.max_attempts:
-                self.breaker.failure(f"lookup {ref}: {why}")
-                return BalanceRow(line, ref, error=f"lookup kept failing: {why}")
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.opt.backoff_max)
-        return BalanceRow(line, ref, error=self._halt_reason() if not why or self.halted
-                          else why)
-
-    def _heard(self) -> None:
-        self._answered = True
+        try:
+            return balance_row(line, ref, await self.lookup(self.client, ref))
+        except LookupRefused as exc:
+            if not isinstance(exc.error, GatewayError) or exc.error.status in (401, 403):
+                self._fatal(exc.error)
+            return BalanceRow(line, ref, error=exc.error.message)
+        except Retry as exc:
+            if exc.exhausted:
+                self.breaker.failure(f"lookup {ref}: {exc.why}")
+                return BalanceRow(line, ref, error=f"lookup kept failing: {exc.why}")
+            why = self._halt_reason() if self.halted else "HTTP 429 kept coming"
+            return BalanceRow(line, ref, error=why)
+        except Stopped:
+            return BalanceRow(line, ref, error=self._halt_reason())

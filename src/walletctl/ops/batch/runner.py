@@ -45,9 +45,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -70,10 +69,12 @@ from walletctl.models.outcome import (
 )
 from walletctl.ops.batch.flow import (
     BACKOFF_INITIAL,
-    BACKOFF_JITTER,
     BACKOFF_MAX,
     MAX_ATTEMPTS,
     FlowControlled,
+    LookupRefused,
+    Retry,
+    Stopped,
 )
 from walletctl.ops.batch.input_rows import Op, Problem, Row
 from walletctl.ops.batch.journal import (
@@ -94,20 +95,10 @@ if TYPE_CHECKING:
     from walletctl.history.store import HistoryStore
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
     from walletctl.models.records import TransactionRecord
+    from walletctl.ops.batch.driver import BatchAudit
 
 _T = TypeVar("_T")
 
-
-class Audit(Protocol):
-    """The history's half of the run (``driver.BatchAudit``): rows begun as they are sent,
-    completed with their outcome."""
-
-    store: HistoryStore
-
-    def on_send(self, items: list[tuple[JournalRow, int]]) -> None: ...
-
-    def on_result(self, result: RowResult) -> None: ...
-MAX_THROTTLED = 50  # 429s tolerated per row on top of max_attempts
 
 
 @dataclass(frozen=True)
@@ -274,20 +265,6 @@ class Gateway(Protocol):
     async def lookup(self, reference: str) -> list[TransactionRecord]: ...
 
 
-class _Retry(Exception):
-    """This attempt failed in a way that proves nothing was applied: try again."""
-
-    def __init__(self, why: str, *, retry_after: float | None = None, throttled: bool = False):
-        super().__init__(why)
-        self.why = why
-        self.retry_after = retry_after
-        self.throttled = throttled
-
-
-class _Stopped(Exception):
-    """No new attempt may start (Ctrl-C, circuit breaker open, fatal error)."""
-
-
 class _Done(Exception):
     """The row reached a final state inside a retry loop."""
 
@@ -351,6 +328,7 @@ class GroupCommit(Generic[_T]):
 
 class BatchRunner(FlowControlled):
     report: RunReport
+    opt: RunOptions
     _since: str | None = None
 
     def __init__(
@@ -360,8 +338,7 @@ class BatchRunner(FlowControlled):
         options: RunOptions,
         *,
         on_result: Callable[[RowResult], None] | None = None,
-        on_start: Callable[[JournalRow], None] | None = None,
-        audit: Audit | None = None,
+        audit: BatchAudit | None = None,
     ) -> None:
         super().__init__(options.rate, options.max_failures)
         self.journal = journal
@@ -375,9 +352,7 @@ class BatchRunner(FlowControlled):
         self.gateway_for = gateway_for
         self.opt = options
         self.on_result = on_result
-        self.on_start = on_start
         self._commit_sent = GroupCommit(self._write_sent)
-        self._connect_failures: dict[str, int] = {}  # per row, only until the first answer
         self.report = RunReport(breaker_threshold=options.max_failures)
         self._locks: dict[str, list[Any]] = {}  # ref -> [Lock, users]
         # Rows left 'unknown' this run, per original: counted as applied by later pre-flights.
@@ -452,8 +427,6 @@ class BatchRunner(FlowControlled):
     async def _process_locked(self, row: JournalRow) -> None:
         if self._not_started(row):
             return
-        if self.on_start is not None:
-            self.on_start(row)
         client = self.gateway_for(row.profile)
         if self.opt.predict:
             await self._row(client, row)
@@ -505,7 +478,7 @@ class BatchRunner(FlowControlled):
                 self._predicted(row)
                 return
             await self._send(client, row)
-        except (_Stopped, _GaveUp) as exc:
+        except (Stopped, _GaveUp) as exc:
             self._left(row, exc.why if isinstance(exc, _GaveUp) else self._halt_reason())
         except _Refused as exc:
             self._finish(row, "refused", detail=f"gateway: {exc}")
@@ -533,8 +506,8 @@ class BatchRunner(FlowControlled):
     async def _send(self, client: Gateway, row: JournalRow) -> None:
         call = self._template(client.profile).call(row)
         try:
-            await self._retrying(lambda: self._attempt(client, row, call))
-        except _Retry as exc:
+            await self.retrying(lambda: self._attempt(client, row, call))
+        except Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"{self.opt.op} {row.new_ref}: {exc.why}")
             self._left(row, f"gave up after retries: {exc.why}",
@@ -557,14 +530,14 @@ class BatchRunner(FlowControlled):
         except NotConnectedError as exc:  # the connection was never made: nothing was sent
             self.journal.finish(row.key, "planned", detail=exc.message)
             self._connect_failed(exc, row.key)
-            raise _Retry(exc.message) from None
+            raise Retry(exc.message) from None
         except RedirectError as exc:
             # Not followed, and the same for every row: stop. Left 'unknown' (a redirect
             # should mean nothing was processed; the next run's lookup makes sure).
             self._heard()
             self.journal.finish(row.key, "unknown", detail=exc.message)
             self._fatal(exc)
-            raise _Stopped from None
+            raise Stopped from None
         except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
             self.report.note("no_answer")
             self.journal.finish(row.key, "unknown", detail=exc.message)
@@ -576,7 +549,7 @@ class BatchRunner(FlowControlled):
                 self.breaker.success()
                 self.journal.finish(row.key, "planned", detail=exc.message)
                 self._fatal(exc)
-                raise _Stopped from None
+                raise Stopped from None
             if meaning_of_failure(exc) == "refused":  # a documented 4xx: nothing stored
                 self.breaker.success()
                 if exc.status == 404:  # the next run sends it again
@@ -603,7 +576,7 @@ class BatchRunner(FlowControlled):
         self, client: Gateway, row: JournalRow, *, settle: bool, why: str,
         throttled: bool = False, retry_after: float | None = None,
     ) -> NoReturn:
-        """The outcome is unclear: look the new reference up. Found -> _Done; absent -> _Retry."""
+        """The outcome is unclear: look the new reference up. Found -> _Done; absent -> Retry."""
         found = self._record_if_found(row, await self._lookup(client, row.new_ref))
         if not found and settle and self.opt.settle > 0:
             await asyncio.sleep(self.opt.settle)
@@ -614,7 +587,7 @@ class BatchRunner(FlowControlled):
         self.report.note("absent_on_lookup")
         # Proven absent: the row was never applied. Back to planned, send again (same ref).
         self.journal.finish(row.key, "planned", detail=f"absent after: {why}")
-        raise _Retry(f"{why} (lookup: absent)", retry_after=retry_after, throttled=throttled)
+        raise Retry(f"{why} (lookup: absent)", retry_after=retry_after, throttled=throttled)
 
     def _template(self, profile: Profile) -> RequestTemplate:
         found = self._templates.get(profile.name)
@@ -755,115 +728,19 @@ class BatchRunner(FlowControlled):
                          detail=f"state {state!r}: not known to be done or refused")
 
     # ---- gateway calls -------------------------------------------------------------------
-    async def _gate(self) -> None:
-        if self.halted:
-            raise _Stopped
-        await self.pause.wait()
-        await self.bucket.acquire()
-        if self.halted:
-            raise _Stopped
-        self.report.requests += 1
-
-    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
-        """Run ``attempt`` until it returns or raises anything but :class:`_Retry`.
-
-        Between attempts: jittered exponential backoff (``backoff_initial`` doubling up to
-        ``backoff_max``, plus up to ``BACKOFF_JITTER`` s), or no wait after a 429 with
-        Retry-After (the shared pause holds it). Gives up (re-raising the last _Retry) after
-        ``max_attempts`` failed attempts, ``MAX_THROTTLED`` 429s, or when the run halts.
-        A plain loop rather than tenacity: this runs once or twice per row, and tenacity's
-        per-call setup cost more CPU than the rest of the row's bookkeeping.
-        """
-        tries = throttled = 0
-        while True:
-            try:
-                return await attempt()
-            except _Retry as exc:
-                if exc.throttled:
-                    throttled += 1
-                else:
-                    tries += 1
-                if tries >= self.opt.max_attempts or throttled >= MAX_THROTTLED or self.halted:
-                    raise
-                if exc.throttled and exc.retry_after is not None:
-                    delay = 0.0
-                else:
-                    n = tries + throttled  # every attempt so far
-                    delay = min(self.opt.backoff_initial * 2.0 ** min(n - 1, 60)
-                                + random.uniform(0, BACKOFF_JITTER), self.opt.backoff_max)
-                await asyncio.sleep(delay)
+    def _note(self, event: str) -> None:
+        self.report.note(event)
 
     async def _lookup(self, client: Gateway, reference: str) -> list[TransactionRecord]:
-        """A lookup is a read: safe to repeat after any failure."""
-
-        async def once() -> list[TransactionRecord]:
-            await self._gate()
-            try:
-                records = await client.lookup(reference)
-            except GatewayError as exc:
-                self._heard()
-                self._note_status(exc.status)
-                if exc.status == 404:
-                    self.breaker.success()
-                    return []
-                raise self._classify(exc, f"lookup {reference}") from None
-            except NotConnectedError as exc:
-                self._connect_failed(exc, reference)
-                raise _Retry(exc.message) from None
-            except RedirectError as exc:  # the base_url is wrong for every request alike
-                self._heard()
-                self._fatal(exc)
-                raise _Stopped from None
-            except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
-                # connected, then no (readable) answer: the gateway is reachable
-                self._heard()
-                self.report.note("network")
-                raise _Retry(exc.message) from None
-            self._heard()
-            self.breaker.success()
-            return records
-
         try:
-            return await self._retrying(once)
-        except _Retry as exc:
+            return await self.lookup(client, reference)
+        except LookupRefused as exc:
+            err, what = exc.error, f"lookup {reference}: {exc.error.message}"
+            if isinstance(err, GatewayError) and err.status not in (401, 403):
+                raise _Refused(what) from None
+            self._fatal(err, what if isinstance(err, GatewayError) else None)
+            raise Stopped from None
+        except Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"lookup {reference}: {exc.why}")
             raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
-
-    def _note_status(self, status: int) -> None:
-        if status == 429:
-            self.report.note("throttled")
-        elif status >= 500:
-            self.report.note("gateway_5xx")
-
-    def _classify(self, exc: GatewayError, what: str) -> Exception:
-        """A lookup's error status: retry (429, 5xx), stop everything (auth) or give up."""
-        if exc.status == 429:
-            self.throttled(exc.retry_after, self.opt.backoff_initial, exc.retry_after_asked)
-            return _Retry("HTTP 429", retry_after=exc.retry_after, throttled=True)
-        if exc.status >= 500:
-            return _Retry(exc.message)
-        self.breaker.success()
-        if exc.status in (401, 403):
-            self._fatal(exc, f"{what}: {exc.message}")
-            return _Stopped()
-        return _Refused(f"{what}: {exc.message}")
-
-    def _heard(self) -> None:
-        """The gateway answered (any HTTP status): it is reachable."""
-        if not self._answered:
-            self._answered = True
-            self._connect_failures.clear()
-
-    def _connect_failed(self, exc: NetworkError, key: str) -> None:
-        """A connect failure. When one row's connection failed ``unreachable_after`` times in a
-        row (its retries back off 0.2 s, 0.4 s, ...) before the gateway ever answered this
-        run, the gateway is unreachable: stop the batch now with the single command's
-        message (exit 7) instead of backing off on every row."""
-        self.report.note("network")
-        if self._answered:
-            return
-        fails = self._connect_failures[key] = self._connect_failures.get(key, 0) + 1
-        if fails >= self.opt.unreachable_after:
-            self._fatal(exc)
-            raise _Stopped from None
