@@ -166,64 +166,53 @@ def check_ref(value: str) -> str:
     return check_reference(value)
 
 
+_NO_CURRENCY = "is required (no currency column value and no profile currency)"
+
+
+def _given(value: Any) -> Any:
+    """None for a field left out or empty."""
+    return None if value is None or value == "" else value
+
+
+def _string(value: Any, missing: str = "is required") -> str:
+    if value is None:
+        raise ValueError(missing)
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return value
+
+
 def validate_fields(
     line: int, data: dict[str, Any], default_currency: str | None
 ) -> Row | Problem:
     """Check one row's fields; the first broken field wins (one message per row)."""
-    ref = data.get("ref")
-    if ref is None or ref == "":
-        return Problem(line, "ref", "is required")
-    if not isinstance(ref, str):
-        return Problem(line, "ref", "must be a string")
+    name = "ref"
     try:
+        ref = _string(_given(data.get("ref")))
         check_ref(ref)
+        name = "currency"
+        raw = _given(data.get("currency"))
+        currency = check_currency(_string(_given(default_currency) if raw is None else raw,
+                                          _NO_CURRENCY))
+        name = "amount"
+        raw = _given(data.get("amount"))
+        if raw is None:
+            raise ValueError("is required")
+        amount = parse_major(raw.strip() if isinstance(raw, str) else raw, currency)
+        if amount <= 0:
+            raise ValueError("must be greater than zero")
+        name = "new_ref"
+        new_ref = _given(data.get("new_ref"))
+        if new_ref is not None:
+            check_ref(_string(new_ref))
+            if new_ref == ref:
+                raise ValueError("must differ from ref (the original's reference)")
+        name = "profile"
+        profile = _given(data.get("profile"))
+        if profile is not None and not (isinstance(profile, str) and _PROFILE.fullmatch(profile)):
+            raise ValueError("must be a profile name (letters, digits, _ . -)")
     except ValueError as exc:
-        return Problem(line, "ref", str(exc))
-
-    raw_currency = data.get("currency")
-    if raw_currency is None or raw_currency == "":
-        if not default_currency:
-            return Problem(
-                line, "currency", "is required (no currency column value and no profile currency)"
-            )
-        raw_currency = default_currency
-    if not isinstance(raw_currency, str):
-        return Problem(line, "currency", "must be a string")
-    try:
-        currency = check_currency(raw_currency)
-    except ValueError as exc:
-        return Problem(line, "currency", str(exc))
-
-    raw_amount = data.get("amount")
-    if raw_amount is None or raw_amount == "":
-        return Problem(line, "amount", "is required")
-    if isinstance(raw_amount, str) and raw_amount != raw_amount.strip():
-        raw_amount = raw_amount.strip()
-    try:
-        amount = parse_major(raw_amount, currency)
-    except ValueError as exc:
-        return Problem(line, "amount", str(exc))
-    if amount <= 0:
-        return Problem(line, "amount", "must be greater than zero")
-
-    new_ref = data.get("new_ref")
-    if new_ref == "":
-        new_ref = None
-    if new_ref is not None:
-        if not isinstance(new_ref, str):
-            return Problem(line, "new_ref", "must be a string")
-        try:
-            check_ref(new_ref)
-        except ValueError as exc:
-            return Problem(line, "new_ref", str(exc))
-        if new_ref == ref:
-            return Problem(line, "new_ref", "must differ from ref (the original's reference)")
-
-    profile = data.get("profile")
-    if profile == "":
-        profile = None
-    if profile is not None and (not isinstance(profile, str) or not _PROFILE.fullmatch(profile)):
-        return Problem(line, "profile", "must be a profile name (letters, digits, _ . -)")
+        return Problem(line, name, str(exc))
     return Row(line, ref, amount, currency, new_ref, profile)
 
 
