@@ -26,10 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from walletctl.errors import GatewayError, RefusedError
 from walletctl.ops.batch.flow import (
-    BACKOFF_INITIAL,
-    BACKOFF_MAX,
-    MAX_ATTEMPTS,
     FlowControlled,
+    FlowOptions,
     Lookup,
     LookupRefused,
     Retry,
@@ -197,14 +195,8 @@ def _checked(line: int, ref: object, missing: str) -> tuple[int, str | None, str
 
 
 @dataclass(frozen=True)
-class LookupOptions:
+class LookupOptions(FlowOptions):
     concurrency: int = 32
-    rate: float | None = None
-    max_failures: int = 10
-    max_attempts: int = MAX_ATTEMPTS
-    backoff_initial: float = BACKOFF_INITIAL
-    backoff_max: float = BACKOFF_MAX
-    unreachable_after: int = 3
 
 
 class BalanceReport(FlowControlled):

@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from walletctl.client.gateway import MAX_RETRY_AFTER
@@ -203,15 +204,18 @@ class StopReport(Protocol):
     requests: int
 
 
-class FlowOptions(Protocol):
-    @property
-    def max_attempts(self) -> int: ...
-    @property
-    def backoff_initial(self) -> float: ...
-    @property
-    def backoff_max(self) -> float: ...
-    @property
-    def unreachable_after(self) -> int: ...
+@dataclass(frozen=True)
+class FlowOptions:
+    """The flow options of both engines (follow-ups, balance lookups)."""
+
+    concurrency: int = 8
+    rate: float | None = None
+    max_failures: int = 10
+    max_attempts: int = MAX_ATTEMPTS
+    backoff_initial: float = BACKOFF_INITIAL
+    backoff_max: float = BACKOFF_MAX
+    # connect failures before any answer that make the gateway unreachable (stop the run)
+    unreachable_after: int = 3
 
 
 class Lookup(Protocol):

@@ -1,42 +1,36 @@
-"""``capture|refund|reverse --batch``, from the parsed options to the run's result.
-
-    options and output files checked -> the input read (stdin spooled) -> the journal
-    opened (a dry run: a scratch copy of it) -> pass 1: the plan (nothing sent)
-    -> the desk's rules: --reason, the limits          [history.policy.check_batch_policy]
-    -> four eyes: one approval binds the whole file     [ops.money.approval]
-    -> production profiles' names typed, the refund/reverse y/N -> the approval spent
-    -> pass 2: the rows sent                            [driver.py]  -> the exit code
-
-A journal this run created is removed when the run stops before its first row is sent: it
-held nothing but the plan. The command's conversation with the operator (prompts, notes,
-progress) is the CLI's :class:`BatchDesk`; the result is :class:`BatchResult`, rendered
-while :func:`batch` holds it open (a dry run's rows are read from its journal).
+"""``capture|refund|reverse --batch``, from the parsed options to the run's result: the input
+read, the journal opened, pass 1 (the plan), the desk's rules, four eyes, the confirmations,
+pass 2 (:mod:`.driver`) or the dry run, the exit code. A journal this run created is removed
+when the run stops before its first row is sent. The operator's side (prompts, notes,
+progress) is the CLI's :class:`BatchDesk`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, closing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
-from walletctl.history.policy import amount_rule
+from walletctl.history import open_for
+from walletctl.history.policy import PolicyRefusal, amount_rule, check_batch_policy, clean_reason
 from walletctl.ops.batch.flow import check_flow_options, stop_code
-from walletctl.ops.batch.input_rows import STDIN
-from walletctl.ops.batch.journal import Plan
+from walletctl.ops.batch.input_rows import OPS, STDIN, batch_input
+from walletctl.ops.batch.journal import FINAL_STATES, Journal, Plan, default_batch_id, plan_batch
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.ops.batch.driver import ResultsWriter, Watch
     from walletctl.ops.batch.input_rows import Op
-    from walletctl.ops.batch.journal import Journal, JournalRow
+    from walletctl.ops.batch.journal import JournalRow
     from walletctl.ops.batch.runner import RunOptions, RunReport
 
 BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
@@ -169,8 +163,6 @@ def profile_loader(config_path: Path | None, timeout: float | None) -> Callable[
     """A row's profile by name, from the profiles file, with the command line's --timeout."""
 
     def load(name: str) -> Profile:
-        from dataclasses import replace
-
         from walletctl.config.profiles_file import load_profile
 
         prof = load_profile(name, config_path)
@@ -183,9 +175,6 @@ def profile_loader(config_path: Path | None, timeout: float | None) -> Callable[
 @contextmanager
 def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
     """Plan, check, confirm and run (or dry-run) a batch; the result is valid inside."""
-    from walletctl.history.policy import clean_reason
-    from walletctl.ops.batch.journal import default_batch_id
-
     _check(ask)
     reason = clean_reason(ask.reason)
     profile, load_profile = _under_rulebook(ask, desk)
@@ -203,24 +192,21 @@ def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
         profiles = RowProfiles(profile, load_profile)
         result = BatchResult(op=ask.op, batch_id=bid, journal=journal_path, results=ask.results,
                              plan=Plan(), profile=profile, dry_run=ask.dry_run)
-        approval: int | None = None
         try:  # before the first row is sent: a journal this run created goes on failure
             approval, typed = _prepare(ask, desk, jr, source, profiles, bound, result, reason)
             if not ask.dry_run:
                 _confirm_send(ask, desk, result.plan, typed)
                 approval = _approved(ask, profiles, jr, result.plan, source, bound, bid,
                                      spend=True)
-        except _Aborted:
+        except BaseException as exc:
+            _drop_new_journal(ask, jr)
+            if not isinstance(exc, _Aborted):
+                raise
             result.aborted, result.code = True, int(ExitCode.USAGE)
-        except BaseException:
-            _drop_new_journal(ask, jr)
-            raise
         result.production = profiles.production()
-        if result.aborted:
-            _drop_new_journal(ask, jr)
-        elif ask.dry_run:
+        if ask.dry_run:
             _dry_run(ask, desk, jr, result, profiles)
-        else:
+        elif not result.aborted:
             _run(ask, desk, jr, result, profiles, stack, approval=approval, reason=reason)
         yield result
 
@@ -231,7 +217,6 @@ def _under_rulebook(ask: BatchAsk, desk: BatchDesk) -> tuple[Profile, Callable[[
     profile = desk.profile()
     if ask.dry_run:
         return profile, desk.load_profile
-    from walletctl.history import open_for
     from walletctl.history.rulebook import read, under_rulebook
 
     with open_for(profile, purpose=f"walletctl {ask.op} --batch") as store:
@@ -243,7 +228,6 @@ def _under_rulebook(ask: BatchAsk, desk: BatchDesk) -> tuple[Profile, Callable[[
 def _check(ask: BatchAsk) -> None:
     """The options, and the files a run writes, before anything is read or sent: a FIFO
     would block, a directory or /dev/full would fail after the money moved."""
-    from walletctl.ops.batch.input_rows import OPS
     from walletctl.ops.user_files import check_output
 
     if ask.op not in OPS:
@@ -262,7 +246,6 @@ def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
              reason: str | None) -> tuple[int | None, bool]:
     """Pass 1 and every check before the confirmation: (the approval the batch runs under,
     whether a production profile's name was typed)."""
-    from walletctl.ops.batch.journal import plan_batch
     from walletctl.ops.batch.runner import request_problem
 
     result.plan = plan = plan_batch(
@@ -308,8 +291,6 @@ def _desk_rules(ask: BatchAsk, desk: BatchDesk, jr: Journal, profiles: RowProfil
     """``require_reason`` and the limits of every profile the rows to send use (under four
     eyes the approval replaces the limits, as for a single command); a refusal is recorded
     in the history as a single command's is."""
-    from walletctl.history.policy import PolicyRefusal, check_batch_policy
-
     requiring = next((p.name for p in _used(jr, profiles)
                       if ask.op in p.history.require_reason), None)
     above, limits = ({}, {}) if four_eyes else _above_limits(ask.op, jr, profiles)
@@ -324,8 +305,6 @@ def _desk_rules(ask: BatchAsk, desk: BatchDesk, jr: Journal, profiles: RowProfil
 
 def _used(jr: Journal, profiles: RowProfiles) -> list[Profile]:
     """The command's profile, then those the rows to send name."""
-    from walletctl.ops.batch.journal import FINAL_STATES
-
     names = {row.profile for row in jr.rows() if row.state not in FINAL_STATES}
     names -= {None, profiles.profile.name}
     return [profiles.profile, *(profiles(name) for name in sorted(n for n in names if n))]
@@ -376,7 +355,6 @@ def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
 def _record_refusal(ask: BatchAsk, profile: Profile, batch_id: str, reason: str | None,
                     refusal: Exception) -> NoReturn:
     """Raise the batch's refusal through the recorder: one history entry, ``refused``."""
-    from walletctl.history import open_for
     from walletctl.history.recorder import recording
 
     store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")
@@ -412,7 +390,6 @@ def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
     lowest = min((amount for amount, _whose in amounts.values()), default=None)
     if ask.approval is None and lowest is None:
         return None
-    from walletctl.history import open_for
     from walletctl.ops.money.approval import batch_request, gate_batch
 
     if source.display != STDIN and file_hash(source.path, None) != bound:
@@ -433,8 +410,6 @@ def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
 
 # ---- input and journal ---------------------------------------------------------------------
 def _input(source: Path, scratch: Path) -> _Source:
-    from walletctl.ops.batch.input_rows import batch_input
-
     path, display = batch_input(source, scratch)
     return _Source(path, display, file_hash(path, None) if display == STDIN else None)
 
@@ -459,10 +434,6 @@ def _journal_path(ask: BatchAsk, batch_id: str) -> Path:
 def _open_journal(ask: BatchAsk, path: Path, batch_id: str, display: str,
                   scratch: Path) -> Journal:
     """The journal; a dry run plans into a copy (the real journal is never touched)."""
-    import sqlite3
-
-    from walletctl.ops.batch.journal import Journal
-
     if ask.dry_run:
         real, path = path, scratch / "dry-run.journal"
         if real.exists():
@@ -560,8 +531,6 @@ def _dry_run(ask: BatchAsk, desk: BatchDesk, jr: Journal, result: BatchResult,
 
 def dry_status(row: JournalRow, checked: bool) -> str:
     """done-earlier | would-send | would-refuse | unchecked (the lookup did not answer)."""
-    from walletctl.ops.batch.journal import FINAL_STATES
-
     if row.state == "refused" and row.attempts == 0:  # refused by this check, never sent
         return "would-refuse"
     if row.state in FINAL_STATES:

@@ -1,21 +1,10 @@
-"""The batch journal: SQLite in WAL mode, written BEFORE each send.
+"""The batch journal: SQLite in WAL mode, one row per batch row keyed ``ref#occurrence`` (the
+n-th row naming that original in the file), written BEFORE each send (docs/batch.md has its
+states). WAL with ``synchronous=NORMAL`` is durable against a killed process, the guarantee
+needed. No secrets: references, amounts, states and one-line details only.
 
-One row per batch row, keyed by ``ref#occurrence`` (the n-th row naming that original in the
-file), so that editing other rows of the file and re-running keeps every key and reference::
-
-    planned ──> sent ──> confirmed | refused | unknown
-                  ^                              │
-                  └──── (lookup proved absent) ──┘
-
-``sent`` is committed before the request leaves, so after a kill every row that might have
-reached the gateway is ``sent`` or ``unknown`` and is reconciled by lookup before anything is
-re-sent. WAL with ``synchronous=NORMAL`` is durable against a killed process (the guarantee we
-need); ``--journal`` on a local disk is assumed. No secrets are stored: references, amounts,
-states and one-line details only.
-
-Pass 1 (:func:`plan_batch`) reads the whole input, validates every row and records the plan
-in ONE journal transaction, nothing sent: when rows are invalid (and ``--skip-invalid`` is
-not given) it is rolled back, so a failed validation leaves no trace.
+Pass 1 (:func:`plan_batch`) validates every row and records the plan in ONE transaction,
+nothing sent, rolled back when rows are invalid (and ``--skip-invalid`` is not given).
 """
 
 from __future__ import annotations
@@ -258,18 +247,12 @@ class Journal:
         """This run's rows in file order, read page by page (memory stays flat)."""
         last = -1
         while True:
-            chunk = self.db.execute(
-                _PAGE,
-                (self.run, last, page),
-            ).fetchall()
+            chunk = self.db.execute(_PAGE, (self.run, last, page)).fetchall()
             if not chunk:
                 return
             for r in chunk:
                 yield _to_row(r)
             last = int(chunk[-1][1])
-
-    def mark_sent(self, key: str) -> None:
-        self.mark_sent_many([key])
 
     def mark_sent_many(self, keys: list[str]) -> None:
         """Committed before the requests are sent, with any outcomes recorded since the last
@@ -283,15 +266,8 @@ class Journal:
         )
         self.commit()
 
-    def finish(
-        self,
-        key: str,
-        state: State,
-        *,
-        txn_id: str | None = None,
-        txn_state: str | None = None,
-        detail: str | None = None,
-    ) -> None:
+    def finish(self, key: str, state: State, *, txn_id: str | None = None,
+               txn_state: str | None = None, detail: str | None = None) -> None:
         """Record an outcome. Group commit: it becomes durable with the next
         ``mark_sent_many`` or at the end of the run. Losing it to a crash is safe: the row
         is still ``sent`` on disk, and a resume reconciles it by lookup before anything is

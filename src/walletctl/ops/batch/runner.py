@@ -1,45 +1,13 @@
-"""The async batch runner: exactly-once follow-ups on one connection pool.
+"""Pass 2 of a batch: the async runner, exactly-once follow-ups on one connection pool.
 
-The money protocol's steps are the single command's (``ops.money`` and
-``models.outcome``): the same per-original lock, earlier-intent judgement, duplicate hold,
-answer interpretation and history identity. What is the batch's own is scheduling: rows
-naming the same original run one after another, others concurrently; retries; group
-commit. Per row::
-
-    journal final (confirmed/refused)?  -> skip (an earlier run did it)
-    lock the original (shared with single commands and other batches on this machine)
-    direct row? (the only row on its original, never sent, no journal history, and the
-                 history holds nothing on the original from outside the batch)
-                                        -> straight to the POST below (one round trip);
-                                           the gateway's own rules refuse what the
-                                           pre-flight would have refused
-    lookup(original ref)                -> our new reference already there? -> is it ours
-                                           (operation, amount, currency)? record it : conflict
-                                        -> earlier unknown intents from outside resolved
-                                        -> pre-flight balance check (ledger rules) -> refused?
-                                        -> likely duplicate of a movement from outside? held
-    journal 'sent' (committed; one write per loop turn for all rows sending in it)
-                                ->  POST follow-up
-        2xx                     -> Approved: confirmed / a stated refusal: refused /
-                                   any other state: unknown (looked up by the next run)
-        connect failed          -> nothing sent: back to 'planned', back off, send again
-        429 / 5xx / 409 / drop  -> 'unknown': lookup(new ref) -> found: record it
-                                   (429: after the pause)      proven absent: send again
-                                                               (same reference)
-        404                     -> refused, nothing stored: sent again by the next run
-        3xx                     -> 'unknown', stop the batch (the base_url is wrong)
-        other documented 4xx    -> refused
-
-A row is re-sent ONLY after a lookup proved its reference absent, and always with the same
-reference. Retries: jittered exponential backoff, bounded attempts (see ``_retrying``).
-
-The two records of a row, the journal and the history, have one writer: the runner. The
-``sent`` state of every row leaving in one event-loop turn and their history entries are
-committed together before the requests leave (:class:`GroupCommit`: two SQLite transactions
-per row were a fifth of a batch's CPU at concurrency 64); an outcome goes to the journal and
-then to the history from the same call (``_finish``), so the two cannot disagree.
+The money protocol's steps are the single command's (``ops.money``, ``models.outcome``); the
+batch's own are scheduling (rows on one original one after another, others concurrently),
+retries and group commit. A row is re-sent only after a lookup proved its reference absent,
+and always with the same reference. The runner is the one writer of a row's two records: the
+journal's ``sent`` and the history's entry of every row leaving in one event-loop turn are
+committed together before the requests leave (:class:`GroupCommit`), and an outcome goes to
+both from ``_finish``. Row by row, the behaviour is docs/batch.md's.
 """
-
 
 from __future__ import annotations
 
@@ -68,10 +36,8 @@ from walletctl.models.outcome import (
     meaning_of_state,
 )
 from walletctl.ops.batch.flow import (
-    BACKOFF_INITIAL,
-    BACKOFF_MAX,
-    MAX_ATTEMPTS,
     FlowControlled,
+    FlowOptions,
     LookupRefused,
     Retry,
     Stopped,
@@ -101,26 +67,15 @@ _T = TypeVar("_T")
 
 
 
-@dataclass(frozen=True)
-class RunOptions:
+@dataclass(frozen=True, kw_only=True)
+class RunOptions(FlowOptions):
     op: Op
-    concurrency: int = 8
-    rate: float | None = None
-    max_failures: int = 10
-    max_attempts: int = MAX_ATTEMPTS
     # After a timeout/drop, wait this long before trusting "absent" (a slow gateway may still
     # be committing the first request). 5xx answers need no settling: the gateway is done.
     settle: float = 0.5
-    backoff_initial: float = BACKOFF_INITIAL
-    backoff_max: float = BACKOFF_MAX
-    # One round trip for rows that need no lookup (see _direct); False: full pre-flight always.
-    direct: bool = True
-    # Dry run: lookups and pre-flight only; rows that would be sent are journaled as such.
-    predict: bool = False
-    # Connect failures before any answer that make the gateway "unreachable" (stop the batch).
-    unreachable_after: int = 3
-    # Send rows identical to a recent movement made outside this batch (else: held).
-    allow_duplicate: bool = False
+    direct: bool = True  # one round trip for rows that need no lookup (see _direct)
+    predict: bool = False  # dry run: lookups and pre-flight only, nothing sent
+    allow_duplicate: bool = False  # send rows held as likely duplicates
 
 
 @dataclass
