@@ -1,22 +1,17 @@
-"""Balance reports: ``walletctl lookup --batch FILE`` on the batch engine.
+"""``walletctl lookup --batch FILE``: balance reports on the batch engine's flow control.
 
-Every reference is looked up concurrently (the runner's token bucket, shared Retry-After
-pause and circuit breaker), and one :class:`BalanceRow` comes out per reference, IN INPUT
-ORDER: a reorder window of ``4 × concurrency`` rows holds finished rows until the earlier ones
-are done, and the reader waits while the window is full, so memory stays flat in the number of
-references. A reference that cannot be answered (unknown, refused, kept failing) is a row with
-an ``error``; the run goes on. Lookups are reads: retrying them is always safe.
-
-A reference listed again (the same reference on a later line) is folded into its first line:
-looked up once, one row, counted once in the totals; ``Report.duplicates`` says how many lines
-were folded. The set of references seen is the one thing kept for the whole run (about 100
-bytes a distinct reference).
+Every reference is looked up concurrently, and one :class:`BalanceRow` comes out per
+reference, in input order; a reference that cannot be answered is a row with an ``error``,
+and the run goes on. A reference listed again is folded into its first line: looked up once,
+counted once (``Report.duplicates``); the set of references seen is the one thing kept for
+the whole run (about 100 bytes a distinct reference).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -216,66 +211,45 @@ class BalanceReport(FlowControlled):
 
     async def rows(self, refs: Iterator[tuple[int, str | None, str]]) -> AsyncIterator[BalanceRow]:
         """Every reference's row, in input order (rows not looked up after a stop carry an
-        error saying why)."""
+        error saying why). At most ``4 × concurrency`` rows are in flight or waiting for an
+        earlier one, so memory stays flat in the number of references."""
         started = time.monotonic()
-        window = 4 * self.opt.concurrency
-        todo: asyncio.Queue[tuple[int, int, str | None, str] | None] = asyncio.Queue(window)
-        done: asyncio.Queue[tuple[int, BalanceRow] | None] = asyncio.Queue()
-        slots = asyncio.Semaphore(window)  # rows read but not yet handed out
+        slots = asyncio.Semaphore(self.opt.concurrency)
+        window: deque[asyncio.Task[BalanceRow]] = deque()
 
-        seen: dict[str, int] = {}  # reference -> its first line (kept for the whole run)
+        async def row(line: int, ref: str | None, problem: str) -> BalanceRow:
+            if ref is None:
+                shown, _, why = problem.rpartition("\0")
+                return BalanceRow(line, shown, error=why)
+            async with slots:
+                return await self._one(line, ref)
 
-        async def produce() -> None:
-            seq = 0
-            for line, ref, problem in refs:
-                if ref is not None:
-                    first = seen.setdefault(ref, line)
-                    if first != line:  # the same reference again: folded, counted once
-                        self.report.duplicates += 1
-                        if len(self.report.folded) < FOLDED_SHOWN:
-                            self.report.folded.append((line, ref, first))
-                        continue
-                await slots.acquire()
-                await todo.put((seq, line, ref, problem))
-                seq += 1
-                self.report.references += 1
-            for _ in range(self.opt.concurrency):
-                await todo.put(None)
-
-        async def work() -> None:
-            while (item := await todo.get()) is not None:
-                seq, line, ref, problem = item
-                if ref is None:
-                    shown, _, why = problem.rpartition("\0")
-                    row = BalanceRow(line, shown, error=why)
-                elif self.halted:
-                    row = BalanceRow(line, ref, error=self._halt_reason())
-                else:
-                    row = await self._one(line, ref)
-                await done.put((seq, row))
-
-        async def run_all() -> None:
-            try:
-                await asyncio.gather(produce(), *(work() for _ in range(self.opt.concurrency)))
-            finally:
-                await done.put(None)
-
-        task = asyncio.create_task(run_all())
-        pending: dict[int, BalanceRow] = {}
-        next_seq = 0
         try:
-            while (item := await done.get()) is not None:
-                pending[item[0]] = item[1]
-                while next_seq in pending:
-                    slots.release()
-                    yield pending.pop(next_seq)
-                    next_seq += 1
-            await task
+            for item in self._folded(refs):
+                window.append(asyncio.create_task(row(*item)))
+                if len(window) >= 4 * self.opt.concurrency:
+                    yield await window.popleft()
+            while window:
+                yield await window.popleft()
         finally:
-            if not task.done():
+            for task in window:
                 task.cancel()
             self.report.breaker_open = self.breaker.open
             self.report.elapsed = time.monotonic() - started
+
+    def _folded(self, refs: Iterator[tuple[int, str | None, str]],
+                ) -> Iterator[tuple[int, str | None, str]]:
+        """``refs`` without the references listed again (counted, the first few named)."""
+        seen: dict[str, int] = {}  # reference -> its first line (kept for the whole run)
+        for line, ref, problem in refs:
+            first = line if ref is None else seen.setdefault(ref, line)
+            if first != line:
+                self.report.duplicates += 1
+                if len(self.report.folded) < FOLDED_SHOWN:
+                    self.report.folded.append((line, str(ref), first))
+                continue
+            self.report.references += 1
+            yield line, ref, problem
 
     async def _one(self, line: int, ref: str) -> BalanceRow:
         try:
