@@ -1,14 +1,8 @@
-"""Batch input: CSV (header row) or JSON Lines, streamed row by row and validated.
-
-A row names the ORIGINAL transaction (``ref``: its clientSystemTransactionId), the amount in
-major units, the currency (or the profile's default), and optionally the new reference to use
-(``new_ref``) and a profile name. Nothing here touches the network or the journal.
-
-A line (a CSV row or a JSON Lines object) is at most :data:`MAX_LINE` bytes and a CSV field at
-most :data:`MAX_FIELD` characters (``lookup --batch`` reads its files the same way). A longer
-line is never held in memory: it is read through in 64 KiB steps, counted in
-:attr:`BoundedLines.too_long`, and handed on as an empty line (so line numbers stay right),
-whose row the reader reports.
+"""Batch input: CSV (header row) or JSON Lines, streamed row by row and validated; nothing here
+touches the network or the journal. A line is at most :data:`MAX_LINE` bytes and a CSV field
+at most :data:`MAX_FIELD` characters (``lookup --batch`` reads its files the same way): a
+longer line is read through, never held, and handed on as an empty line whose row the reader
+reports (:class:`BoundedLines`).
 """
 
 from __future__ import annotations
@@ -28,7 +22,6 @@ from walletctl.models.money import check_currency, parse_major
 
 Op = Literal["capture", "refund", "reverse"]
 OPS: tuple[Op, ...] = ("capture", "refund", "reverse")
-InputFormat = Literal["csv", "jsonl"]
 
 COLUMNS = ("ref", "amount", "currency", "new_ref", "profile")
 REQUIRED = ("ref", "amount")
@@ -40,24 +33,23 @@ _STEP = 64 * 1024
 
 
 class BoundedLines:
-    """Decoded lines of ``fh`` (UTF-8, a leading BOM dropped), each at most ``limit`` bytes.
+    """Decoded lines of ``fh`` (UTF-8, a leading BOM dropped), each at most MAX_LINE bytes.
 
     ``errors`` is the decoding policy: ``strict`` raises :class:`UnicodeDecodeError` (a
     money batch refuses such a file), ``replace`` shows the bad bytes as U+FFFD.
     """
 
-    def __init__(self, fh: BinaryIO, *, limit: int = MAX_LINE, errors: str = "strict") -> None:
+    def __init__(self, fh: BinaryIO, *, errors: str = "strict") -> None:
         self.fh = fh
-        self.limit = limit
         self.errors = errors
         self.number = 0  # lines read so far
         self.too_long: list[int] = []  # numbers of the lines longer than the limit
 
     def __iter__(self) -> Iterator[str]:
         first = True
-        while raw := self.fh.readline(self.limit + 1):
+        while raw := self.fh.readline(MAX_LINE + 1):
             self.number += 1
-            if len(raw) > self.limit and not raw.endswith(b"\n"):
+            if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
                 while (rest := self.fh.readline(_STEP)) and not rest.endswith(b"\n"):
                     pass  # the rest of an over-long line: read through, never kept
                 self.too_long.append(self.number)
@@ -147,7 +139,7 @@ class Problem:
         return f"line {self.line}: {self.field}: {self.rule}"
 
 
-def detect_format(path: Path, first_bytes: bytes) -> InputFormat:
+def detect_format(path: Path, first_bytes: bytes) -> Literal["csv", "jsonl"]:
     """By extension (.csv / .jsonl / .ndjson / .json), else by the first non-blank character."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
@@ -227,22 +219,9 @@ def _csv_rows(
     except csv.Error as exc:
         yield Problem(1, "(header)", f"not valid CSV ({exc})")
         return
-    if text.too_long:
-        yield Problem(1, "(header)", text.problem())
-        return
     names = [h.strip().lower().lstrip("\ufeff") for h in header]
-    unknown = [n for n in names if n not in COLUMNS]
-    if unknown:
-        yield Problem(
-            1, f"column {unknown[0][:40]!r}", f"unknown column (expected {', '.join(COLUMNS)})"
-        )
-        return
-    missing = [c for c in REQUIRED if c not in names]
-    if missing:
-        yield Problem(1, f"column {missing[0]!r}", "is required in the header row")
-        return
-    if len(set(names)) != len(names):
-        yield Problem(1, "(header)", "a column is named twice")
+    if (bad := _header_problem(text, names)) is not None:
+        yield bad
         return
     for line, values, problem in csv_lines(text, reader, stop_on_error=True):
         if values is None:
@@ -251,6 +230,21 @@ def _csv_rows(
             yield Problem(line, "(row)", f"has {len(values)} fields, the header has {len(names)}")
         else:
             yield validate_fields(line, dict(zip(names, values, strict=True)), default_currency)
+
+
+def _header_problem(text: BoundedLines, names: list[str]) -> Problem | None:
+    unknown = [n for n in names if n not in COLUMNS]
+    missing = [c for c in REQUIRED if c not in names]
+    if text.too_long:
+        return Problem(1, "(header)", text.problem())
+    if unknown:
+        return Problem(1, f"column {unknown[0][:40]!r}",
+                       f"unknown column (expected {', '.join(COLUMNS)})")
+    if missing:
+        return Problem(1, f"column {missing[0]!r}", "is required in the header row")
+    if len(set(names)) != len(names):
+        return Problem(1, "(header)", "a column is named twice")
+    return None
 
 
 def _jsonl_rows(text: BoundedLines, default_currency: str | None) -> Iterator[Row | Problem]:

@@ -20,6 +20,10 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar
 
+from pydantic import ValidationError
+
+from walletctl.client.gateway import FollowUpCall
+from walletctl.constants import APM_PROVIDER
 from walletctl.errors import (
     GatewayError,
     NetworkError,
@@ -29,6 +33,9 @@ from walletctl.errors import (
     ResponseError,
     UnknownOutcomeError,
 )
+from walletctl.models.base import dumps
+from walletctl.models.ledger import balance_from_records, check_followup
+from walletctl.models.money import to_wire
 from walletctl.models.outcome import (
     Intended,
     conflict_note,
@@ -56,7 +63,6 @@ from walletctl.ops.money.earlier import needs_lookup, resolve_earlier, verdict_o
 from walletctl.ops.money.lock import DeskLocks, MoneyLocks, hold_row, lock_key, money_locks
 
 if TYPE_CHECKING:
-    from walletctl.client.gateway import FollowUpCall
     from walletctl.config.profile import Profile
     from walletctl.history.store import HistoryStore
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
@@ -140,8 +146,6 @@ _FIELD_OF = {"clientSystemInvoiceId": "ref", "clientSystemTransactionId": "new_r
 def request_problem(profile: Profile, op: Op, row: Row) -> Problem | None:
     """Build ``row``'s request with the request model (with a stand-in for a derived new
     reference); a refusal becomes the row's problem, named by the batch column."""
-    from pydantic import ValidationError
-
     stand_in = JournalRow("", row.line, row.ref, row.new_ref or "cap-00000000-0", row.amount,
                           row.currency, row.profile, "planned", 0, None, None, None)
     try:
@@ -159,32 +163,21 @@ def request_problem(profile: Profile, op: Op, row: Row) -> Problem | None:
 
 def build_request(profile: Profile, op: Op, row: JournalRow) -> FollowUpRequest:
     """The spec 2.3 request for one row (also what --dry-run prints)."""
-    from walletctl.constants import APM_PROVIDER
     from walletctl.models.followup import OPERATION_TYPES, ApmRequestDetails, FollowUpRequest
 
     return FollowUpRequest(
-        merchant_id=profile.merchant_id,
-        store_id=profile.store_id,
-        user_id=profile.user_id,
-        type=OPERATION_TYPES[op],
-        amount=row.amount,
-        currency_code=row.currency,
-        client_system_transaction_id=row.new_ref,
-        client_system_invoice_id=row.ref,
-        apm_details=ApmRequestDetails(apm_provider=APM_PROVIDER),
-    )
+        merchant_id=profile.merchant_id, store_id=profile.store_id, user_id=profile.user_id,
+        type=OPERATION_TYPES[op], amount=row.amount, currency_code=row.currency,
+        client_system_transaction_id=row.new_ref, client_system_invoice_id=row.ref,
+        apm_details=ApmRequestDetails(apm_provider=APM_PROVIDER))
 
 
 class RequestTemplate:
-    """A profile's follow-up body for one operation, with the row's fields filled in: the
-    bytes :func:`build_request` would send for the row (tests/batch check that they are
-    equal, byte for byte), without building and validating a model per row again. Every row
-    of a run passed ``build_request`` when the run was planned (``request_problem``);
-    building it a second time per row cost a tenth of a row's CPU."""
+    """A profile's follow-up body for one operation, the row's fields filled in: the bytes
+    :func:`build_request` would send (tests/batch check it), without a model per row again
+    (every row passed ``build_request`` when planned; a second time cost a tenth of its CPU)."""
 
     def __init__(self, profile: Profile, op: Op) -> None:
-        from walletctl.constants import APM_PROVIDER
-        from walletctl.models.base import dumps
         from walletctl.models.followup import OPERATION_TYPES
 
         self.op = op
@@ -194,19 +187,14 @@ class RequestTemplate:
                 "userId": profile.user_id, "type": self.type}
         self._head = dumps(head)[:-1] + ',"amount":'
         self._tail = ',"apmDetails":' + dumps({"apmProvider": APM_PROVIDER}) + "}"
-        # imported once here, not per row (client.aio brings aiohttp: only a real run needs it)
-        from walletctl.client.gateway import FollowUpCall
-        from walletctl.models.money import to_wire
-
-        self._call, self._to_wire = FollowUpCall, to_wire
 
     def call(self, row: JournalRow) -> FollowUpCall:
         text = json.dumps  # JSON string literals, escaped as the model's encoder does
-        amount = self._to_wire(row.amount, row.currency, self.fmt)
+        amount = to_wire(row.amount, row.currency, self.fmt)
         body = (f'{self._head}{text(amount)},"currencyCode":{text(row.currency)},'
                 f'"clientSystemTransactionId":{text(row.new_ref)},'
                 f'"clientSystemInvoiceId":{text(row.ref)}{self._tail}')
-        return self._call(body.encode(), row.new_ref, row.ref, row.amount, row.currency,
+        return FollowUpCall(body.encode(), row.new_ref, row.ref, row.amount, row.currency,
                           self.type, self.op)
 
 
@@ -286,15 +274,9 @@ class BatchRunner(FlowControlled):
     opt: RunOptions
     _since: str | None = None
 
-    def __init__(
-        self,
-        journal: Journal,
-        gateway_for: Callable[[str | None], Gateway],
-        options: RunOptions,
-        *,
-        on_result: Callable[[RowResult], None] | None = None,
-        audit: BatchAudit | None = None,
-    ) -> None:
+    def __init__(self, journal: Journal, gateway_for: Callable[[str | None], Gateway],
+                 options: RunOptions, *, on_result: Callable[[RowResult], None] | None = None,
+                 audit: BatchAudit | None = None) -> None:
         super().__init__(options.rate, options.max_failures)
         self.journal = journal
         # The history's half of the row's record (None: off, or a dry run); earlier intents
@@ -527,10 +509,8 @@ class BatchRunner(FlowControlled):
         self._by_state(row, resp.state, resp.id)
         raise _Done
 
-    async def _reconcile(
-        self, client: Gateway, row: JournalRow, *, settle: bool, why: str,
-        throttled: bool = False, retry_after: float | None = None,
-    ) -> NoReturn:
+    async def _reconcile(self, client: Gateway, row: JournalRow, *, settle: bool, why: str,
+                         throttled: bool = False, retry_after: float | None = None) -> NoReturn:
         """The outcome is unclear: look the new reference up. Found -> _Done; absent -> Retry."""
         found = self._record_if_found(row, await self._lookup(client, row.new_ref))
         if not found and settle and self.opt.settle > 0:
@@ -551,30 +531,16 @@ class BatchRunner(FlowControlled):
         return found
 
     # ---- results -------------------------------------------------------------------------
-    def _finish(
-        self,
-        row: JournalRow,
-        state: State,
-        *,
-        txn_id: str | None = None,
-        txn_state: str | None = None,
-        detail: str | None = None,
-    ) -> None:
+    def _finish(self, row: JournalRow, state: State, *, txn_id: str | None = None,
+                txn_state: str | None = None, detail: str | None = None) -> None:
         self.journal.finish(row.key, state, txn_id=txn_id, txn_state=txn_state, detail=detail)
         if state == "unknown":
             self._unknown.setdefault(row.ref, []).append((row.amount, row.new_ref))
         self._emit(row, state, txn_id=txn_id, txn_state=txn_state, detail=detail)
 
-    def _emit(
-        self,
-        row: JournalRow,
-        status: str,
-        *,
-        txn_id: str | None = None,
-        txn_state: str | None = None,
-        detail: str | None = None,
-        earlier: bool = False,
-    ) -> None:
+    def _emit(self, row: JournalRow, status: str, *, txn_id: str | None = None,
+              txn_state: str | None = None, detail: str | None = None,
+              earlier: bool = False) -> None:
         if earlier:
             txn_id, txn_state, detail = row.txn_id, row.txn_state, row.detail
             self.report.earlier += 1
@@ -643,8 +609,6 @@ class BatchRunner(FlowControlled):
         return True
 
     def _preflight(self, row: JournalRow, records: Sequence[TransactionRecord]) -> str | None:
-        from walletctl.models.ledger import balance_from_records, check_followup
-
         try:
             balance = balance_from_records(row.ref, records)
             for amount, _ in self._unknown.get(row.ref, ()):
@@ -682,7 +646,7 @@ class BatchRunner(FlowControlled):
             self._finish(row, "unknown", txn_id=txn_id, txn_state=state,
                          detail=f"state {state!r}: not known to be done or refused")
 
-    # ---- gateway calls -------------------------------------------------------------------
+    # ---- lookups ---------------------------------------------------------------------------
     def _note(self, event: str) -> None:
         self.report.note(event)
 
