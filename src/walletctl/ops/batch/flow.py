@@ -1,8 +1,7 @@
-"""Flow control for the batch runner: token bucket, Retry-After, circuit breaker, backoff;
-the flow options both batch front ends take and how a run that stopped early exits
-(``capture|refund|reverse --batch``, ``lookup --batch``, ``recon``).
-
-Clocks are injectable so the unit tests need no sleeping.
+"""Flow control of both batch engines (``capture|refund|reverse --batch``, ``lookup --batch``,
+``recon``): token bucket, Retry-After pause, circuit breaker, retries with backoff, the lookup,
+signals, the flow options and how a run that stopped early exits. Clocks are injectable so
+the unit tests need no sleeping.
 """
 
 from __future__ import annotations
@@ -102,14 +101,9 @@ def stop_code(report: StopReport) -> int | None:
 class TokenBucket:
     """``rate`` tokens per second, at most ``burst`` saved up. ``rate=None``: unlimited."""
 
-    def __init__(
-        self,
-        rate: float | None,
-        burst: float | None = None,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
+    def __init__(self, rate: float | None, burst: float | None = None, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         if rate is not None and rate <= 0:
             raise ValueError("rate must be > 0")
         self.rate = rate
