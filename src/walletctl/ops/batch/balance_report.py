@@ -27,6 +27,7 @@ from walletctl.ops.batch.flow import (
     LookupRefused,
     Retry,
     Stopped,
+    StopReport,
 )
 from walletctl.ops.batch.input_rows import (
     BoundedLines,
@@ -119,19 +120,12 @@ class Filters:
 
 
 @dataclass
-class Report:
+class Report(StopReport):
     references: int = 0
     shown: int = 0
     errors: int = 0
-    requests: int = 0
-    elapsed: float = 0.0
     totals: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # currency -> sums
     counts: dict[str, int] = field(default_factory=dict)  # currency -> rows
-    breaker_open: bool = False
-    fatal: str | None = None
-    fatal_code: int | None = None
-    fatal_hint: str | None = None
-    interrupted: bool = False
     duplicates: int = 0  # lines repeating an earlier line's reference: looked up and counted once
     # the first few of them: (line, reference, the line it repeats), for a note on stderr
     folded: list[tuple[int, str, int]] = field(default_factory=list)
@@ -204,9 +198,8 @@ class BalanceReport(FlowControlled):
     FAILURES = "consecutive failures"
 
     def __init__(self, client: Lookup, options: LookupOptions) -> None:
-        super().__init__(options.rate, options.max_failures)
+        super().__init__(options)
         self.client = client
-        self.opt = options
         self.report = Report()
 
     async def rows(self, refs: Iterator[tuple[int, str | None, str]]) -> AsyncIterator[BalanceRow]:

@@ -187,15 +187,18 @@ class Pause:
             await asyncio.sleep(min(left, 0.5))
 
 
-class StopReport(Protocol):
-    """The part of a run's report that says whether, and why, it stopped early."""
+@dataclass
+class StopReport:
+    """What both engines' reports hold: requests, time, and whether and why a run stopped
+    early."""
 
-    interrupted: bool
-    breaker_open: bool
-    fatal: str | None
-    fatal_code: int | None
-    fatal_hint: str | None
-    requests: int
+    requests: int = 0
+    elapsed: float = 0.0
+    interrupted: bool = False
+    breaker_open: bool = False
+    fatal: str | None = None  # e.g. credentials refused: every row would fail the same way
+    fatal_code: int | None = None  # the ExitCode for ``fatal``
+    fatal_hint: str | None = None  # the single command's hint for the same error
 
 
 @dataclass(frozen=True)
@@ -250,9 +253,10 @@ class FlowControlled:
     opt: FlowOptions
     jitter: float = BACKOFF_JITTER  # seconds of random wait added to each backoff
 
-    def __init__(self, rate: float | None, max_failures: int) -> None:
-        self.bucket = TokenBucket(rate)
-        self.breaker = CircuitBreaker(max_failures)
+    def __init__(self, options: FlowOptions) -> None:
+        self.opt = options
+        self.bucket = TokenBucket(options.rate)
+        self.breaker = CircuitBreaker(options.max_failures)
         self.pause = Pause()
         self._answered = False  # any HTTP answer this run (connect failures before: fatal)
         self._connect_failures: dict[str, int] = {}  # per row, only until the first answer

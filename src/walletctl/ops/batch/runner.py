@@ -48,6 +48,7 @@ from walletctl.ops.batch.flow import (
     LookupRefused,
     Retry,
     Stopped,
+    StopReport,
 )
 from walletctl.ops.batch.input_rows import Op, Problem, Row
 from walletctl.ops.batch.journal import (
@@ -110,21 +111,13 @@ class RowResult:
 
 
 @dataclass
-class RunReport:
+class RunReport(StopReport):
     counts: dict[str, int] = field(
-        default_factory=lambda: {"confirmed": 0, "refused": 0, "unknown": 0, "pending": 0}
-    )
+        default_factory=lambda: {"confirmed": 0, "refused": 0, "unknown": 0, "pending": 0})
     confirmed_totals: dict[str, Decimal] = field(default_factory=dict)
     earlier: int = 0  # rows finished by an earlier run
-    requests: int = 0
     sent_rows: int = 0  # rows whose request left in this run (the rate counts these only)
-    elapsed: float = 0.0
-    interrupted: bool = False
-    breaker_open: bool = False
     breaker_reason: str | None = None
-    fatal: str | None = None  # e.g. credentials refused: every row would fail the same way
-    fatal_code: int | None = None  # the ExitCode for ``fatal``
-    fatal_hint: str | None = None  # the single command's hint for the same error
     breaker_threshold: int = 0
     # What happened on the way (for the summary and the fault tests): throttled, gateway_5xx,
     # network, no_answer, found_on_lookup (an unclear send that had been applied),
@@ -277,7 +270,7 @@ class BatchRunner(FlowControlled):
     def __init__(self, journal: Journal, gateway_for: Callable[[str | None], Gateway],
                  options: RunOptions, *, on_result: Callable[[RowResult], None] | None = None,
                  audit: BatchAudit | None = None) -> None:
-        super().__init__(options.rate, options.max_failures)
+        super().__init__(options)
         self.journal = journal
         # The history's half of the row's record (None: off, or a dry run); earlier intents
         # and the duplicate hold look in its store, as the single command's do.
@@ -287,7 +280,6 @@ class BatchRunner(FlowControlled):
         self._desk: DeskLocks | None = None
         self._desk_ready = False
         self.gateway_for = gateway_for
-        self.opt = options
         self.on_result = on_result
         self._commit_sent = GroupCommit(self._write_sent)
         self.report = RunReport(breaker_threshold=options.max_failures)
