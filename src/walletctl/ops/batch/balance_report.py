@@ -30,6 +30,7 @@ from walletctl.ops.batch.flow import (
     StopReport,
 )
 from walletctl.ops.batch.input_rows import (
+    TOO_LONG,
     BoundedLines,
     check_ref,
     csv_lines,
@@ -152,7 +153,7 @@ def iter_refs(path: Path) -> Iterator[tuple[int, str | None, str]]:
         text = BoundedLines(raw, errors="replace")
         if head[:1] == b"{":
             for line, data, problem in json_lines(text):
-                if problem == text.problem():  # over-long
+                if problem == TOO_LONG:
                     yield line, None, problem
                 else:
                     ref = data.get("ref") if isinstance(data, dict) else None

@@ -139,16 +139,10 @@ class TokenBucket:
 
 
 class CircuitBreaker:
-    """Opens after ``threshold`` consecutive gateway failures; any success resets the count.
-
-    A failure is an OPERATION (a row's lookup or send) that still failed after all its
-    retries, not a single 5xx: under a 20-30% fault rate, answers complete out of order and
-    cheap error answers bunch together, so counting single requests trips on a gateway
-    that is in fact working. Definitive answers (2xx, 4xx) count as successes.
-
-    Once open it stays open for the rest of the run: no new row is started, rows in flight
-    finish, and what is left is reported (re-run the command to continue).
-    """
+    """Opens, for the rest of the run, after ``threshold`` consecutive failures; a definitive
+    answer (2xx, 4xx) resets the count. A failure is an OPERATION (a row's lookup or send)
+    that failed after all its retries, not one 5xx: under a 20-30% fault rate cheap error
+    answers bunch together, and counting requests trips on a gateway that is working."""
 
     def __init__(self, threshold: int) -> None:
         if threshold < 1:
@@ -323,14 +317,10 @@ class FlowControlled:
         self.report.requests += 1
 
     async def retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
-        """Run ``attempt`` until it returns or raises anything but :class:`Retry`.
-
-        Between attempts: jittered exponential backoff (``backoff_initial`` doubling up to
-        ``backoff_max``, plus up to ``jitter`` s), or no wait after a 429 with Retry-After
-        (the shared pause holds it). Gives up (re-raising the last Retry) after
-        ``max_attempts`` failed attempts, :data:`MAX_THROTTLED` 429s, or when the run halts.
-        A plain loop rather than tenacity: its per-call setup cost more CPU than the rest of
-        a row's bookkeeping."""
+        """Run ``attempt`` until it returns or raises anything but :class:`Retry`, backing off
+        between attempts (after a 429 with Retry-After the shared pause waits instead); the
+        last Retry is raised again after ``max_attempts``, :data:`MAX_THROTTLED` 429s, or a
+        halt. (Not tenacity: its per-call setup cost more CPU than a row's bookkeeping.)"""
         tries = throttled = 0
         while True:
             try:

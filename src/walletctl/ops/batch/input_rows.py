@@ -30,6 +30,7 @@ _PROFILE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_LINE = 64 * 1024  # bytes of one input line
 MAX_FIELD = MAX_LINE  # characters of one CSV field (csv.field_size_limit, set deliberately)
 _STEP = 64 * 1024
+TOO_LONG = f"longer than {MAX_LINE:,} bytes (a batch line's limit)"
 
 
 class BoundedLines:
@@ -61,9 +62,6 @@ class BoundedLines:
                 first = False
             yield text
 
-    def problem(self) -> str:
-        return f"longer than {MAX_LINE:,} bytes (a batch line's limit)"
-
 
 def csv_reader(lines: BoundedLines, *, strict: bool = False) -> Any:
     """``csv.reader`` over bounded lines, with the field limit set to :data:`MAX_FIELD` (a
@@ -90,7 +88,7 @@ def csv_lines(text: BoundedLines, reader: Any, *, stop_on_error: bool,
                 return
             values = []
         while reported < len(text.too_long):  # over-long lines read as empty ones
-            yield text.too_long[reported], None, text.problem()
+            yield text.too_long[reported], None, TOO_LONG
             reported += 1
         if values is None:
             return
@@ -106,7 +104,7 @@ def json_lines(text: BoundedLines) -> Iterator[tuple[int, Any, str]]:
     for raw in text:
         line = text.number
         if text.too_long and text.too_long[-1] == line:
-            yield line, None, text.problem()
+            yield line, None, TOO_LONG
         elif raw.strip():
             try:
                 data, problem = loads(raw), ""
@@ -236,7 +234,7 @@ def _header_problem(text: BoundedLines, names: list[str]) -> Problem | None:
     unknown = [n for n in names if n not in COLUMNS]
     missing = [c for c in REQUIRED if c not in names]
     if text.too_long:
-        return Problem(1, "(header)", text.problem())
+        return Problem(1, "(header)", TOO_LONG)
     if unknown:
         return Problem(1, f"column {unknown[0][:40]!r}",
                        f"unknown column (expected {', '.join(COLUMNS)})")

@@ -415,11 +415,8 @@ class BatchRunner(FlowControlled):
             pass
 
     def _direct(self, row: JournalRow) -> bool:
-        """One round trip: the row is the only one on its original (its key is ``ref#0`` and
-        there is no ``ref#1``, in this file or an earlier run's), it was never sent and has
-        no history. Its new reference is then certainly unknown to the gateway, so the
-        lookup could find nothing to reconcile, and the gateway itself refuses what the
-        pre-flight would refuse. One primary-key read: nothing grows with the journal."""
+        """One round trip (docs/batch.md, "One round trip, or two"): the only row on its
+        original (key ``ref#0``, no ``ref#1``), never sent, no journal detail."""
         return (self.opt.direct and not self.opt.predict and row.state == "planned"
                 and row.attempts == 0 and row.detail is None and row.key == f"{row.ref}#0"
                 and self.journal.get(f"{row.ref}#1") is None)
