@@ -124,8 +124,8 @@ def test_resume_reconciles_a_row_left_sent_by_a_killed_run(
     plan_batch(src, jr)
     rows = list(jr.rows())
     # A killed run: PA1 was sent and applied, PA2 marked sent but never left the process.
-    jr.mark_sent(rows[0].key)
-    jr.mark_sent(rows[1].key)
+    jr.mark_sent_many([rows[0].key])
+    jr.mark_sent_many([rows[1].key])
     req_ref = rows[0].new_ref
     from walletctl.models.records import TransactionRecord
 

@@ -136,10 +136,10 @@ def test_journal_state_transitions_and_wal(tmp_path: Path) -> None:
     rows = list(jr.rows())
     assert [r.key for r in rows] == ["PA1#0", "PA1#1", "PA2#0"]
     assert [r.state for r in rows] == ["planned"] * 3
-    jr.mark_sent(rows[0].key)
+    jr.mark_sent_many([rows[0].key])
     assert jr.get(rows[0].key).state == "sent"  # type: ignore[union-attr]
     jr.finish(rows[0].key, "unknown", detail="timeout")
-    jr.mark_sent(rows[0].key)
+    jr.mark_sent_many([rows[0].key])
     jr.finish(rows[0].key, "confirmed", txn_id="T1", txn_state="Approved")
     jr.finish(rows[1].key, "refused", detail="pre-flight")
     got = jr.get(rows[0].key)
@@ -152,7 +152,7 @@ def test_journal_state_transitions_and_wal(tmp_path: Path) -> None:
     other = sqlite3.connect(str(tmp_path / "j.sqlite"))
     assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert other.execute("SELECT state FROM rows WHERE key='PA1#0'").fetchone()[0] == "sent"
-    jr.mark_sent(rows[2].key)  # the next send commits the outcomes recorded before it
+    jr.mark_sent_many([rows[2].key])  # the next send commits the outcomes recorded before it
     assert other.execute("SELECT state FROM rows WHERE key='PA1#0'").fetchone()[0] == "confirmed"
     assert other.execute("SELECT state FROM rows WHERE key='PA2#0'").fetchone()[0] == "sent"
     other.close()
@@ -176,7 +176,7 @@ def test_rerun_after_editing_the_file_keeps_keys_and_references(tmp_path: Path) 
 def test_changed_amount_of_a_sent_row_is_refused(tmp_path: Path) -> None:
     jr = journal(tmp_path)
     plan_batch(write(tmp_path, "in.csv", "ref,amount\nPA1,1\n"), jr, default_currency="EUR")
-    jr.mark_sent("PA1#0")
+    jr.mark_sent_many(["PA1#0"])
     jr.close()
     jr = journal(tmp_path)
     with pytest.raises(BatchValidationError) as info:

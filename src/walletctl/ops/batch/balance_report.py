@@ -1,45 +1,36 @@
-"""Balance reports: ``walletctl lookup --batch FILE`` on the batch engine.
+"""``walletctl lookup --batch FILE``: balance reports on the batch engine's flow control.
 
-Every reference is looked up concurrently (the runner's token bucket, shared Retry-After
-pause and circuit breaker), and one :class:`BalanceRow` comes out per reference, IN INPUT
-ORDER: a reorder window of ``4 × concurrency`` rows holds finished rows until the earlier ones
-are done, and the reader waits while the window is full, so memory stays flat in the number of
-references. A reference that cannot be answered (unknown, refused, kept failing) is a row with
-an ``error``; the run goes on. Lookups are reads: retrying them is always safe.
-
-A reference listed again (the same reference on a later line) is folded into its first line:
-looked up once, one row, counted once in the totals; ``Report.duplicates`` says how many lines
-were folded. The set of references seen is the one thing kept for the whole run (about 100
-bytes a distinct reference).
+Every reference is looked up concurrently, and one :class:`BalanceRow` comes out per
+reference, in input order; a reference that cannot be answered is a row with an ``error``,
+and the run goes on. A reference listed again is folded into its first line: looked up once,
+counted once (``Report.duplicates``); the set of references seen is the one thing kept for
+the whole run (about 100 bytes a distinct reference).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from walletctl.errors import (
-    GatewayError,
-    NetworkError,
-    NotConnectedError,
-    RedirectError,
-    RefusedError,
-    ResponseError,
-    UnknownOutcomeError,
-)
+from walletctl.errors import GatewayError, RefusedError
 from walletctl.ops.batch.flow import (
-    BACKOFF_INITIAL,
-    BACKOFF_MAX,
-    MAX_ATTEMPTS,
     FlowControlled,
+    FlowOptions,
+    Lookup,
+    LookupRefused,
+    Retry,
+    Stopped,
+    StopReport,
 )
 from walletctl.ops.batch.input_rows import (
+    TOO_LONG,
     BoundedLines,
     check_ref,
     csv_lines,
@@ -55,12 +46,6 @@ FOLDED_SHOWN = 5  # duplicate references named on stderr (all are counted in the
 AMOUNTS = ("authorised", "captured", "refunded", "reversed", "capturable", "refundable")
 COLUMNS = ("line", "ref", "kind", "state", "currency", *AMOUNTS, "first_time", "last_time",
            "error")
-
-
-class Lookup(Protocol):
-    """What the report needs of :class:`walletctl.client.gateway.AsyncGatewayClient`."""
-
-    async def lookup(self, reference: str) -> list[TransactionRecord]: ...
 
 
 @dataclass(slots=True)
@@ -136,19 +121,12 @@ class Filters:
 
 
 @dataclass
-class Report:
+class Report(StopReport):
     references: int = 0
     shown: int = 0
     errors: int = 0
-    requests: int = 0
-    elapsed: float = 0.0
     totals: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # currency -> sums
     counts: dict[str, int] = field(default_factory=dict)  # currency -> rows
-    breaker_open: bool = False
-    fatal: str | None = None
-    fatal_code: int | None = None
-    fatal_hint: str | None = None
-    interrupted: bool = False
     duplicates: int = 0  # lines repeating an earlier line's reference: looked up and counted once
     # the first few of them: (line, reference, the line it repeats), for a note on stderr
     folded: list[tuple[int, str, int]] = field(default_factory=list)
@@ -175,7 +153,7 @@ def iter_refs(path: Path) -> Iterator[tuple[int, str | None, str]]:
         text = BoundedLines(raw, errors="replace")
         if head[:1] == b"{":
             for line, data, problem in json_lines(text):
-                if problem == text.problem():  # over-long
+                if problem == TOO_LONG:
                     yield line, None, problem
                 else:
                     ref = data.get("ref") if isinstance(data, dict) else None
@@ -207,148 +185,78 @@ def _checked(line: int, ref: object, missing: str) -> tuple[int, str | None, str
 
 
 @dataclass(frozen=True)
-class LookupOptions:
+class LookupOptions(FlowOptions):
     concurrency: int = 32
-    rate: float | None = None
-    max_failures: int = 10
-    max_attempts: int = MAX_ATTEMPTS
-    backoff_initial: float = BACKOFF_INITIAL
-    backoff_max: float = BACKOFF_MAX
-    unreachable_after: int = 3
 
 
 class BalanceReport(FlowControlled):
     """Runs the lookups; ``rows()`` yields every reference's row in input order."""
 
     report: Report
+    opt: LookupOptions
+    jitter = 0.0
     NOT_DONE = "not looked up"
     FAILURES = "consecutive failures"
 
     def __init__(self, client: Lookup, options: LookupOptions) -> None:
-        super().__init__(options.rate, options.max_failures)
+        super().__init__(options)
         self.client = client
-        self.opt = options
         self.report = Report()
 
     async def rows(self, refs: Iterator[tuple[int, str | None, str]]) -> AsyncIterator[BalanceRow]:
         """Every reference's row, in input order (rows not looked up after a stop carry an
-        error saying why)."""
+        error saying why). At most ``4 × concurrency`` rows are in flight or waiting for an
+        earlier one, so memory stays flat in the number of references."""
         started = time.monotonic()
-        window = 4 * self.opt.concurrency
-        todo: asyncio.Queue[tuple[int, int, str | None, str] | None] = asyncio.Queue(window)
-        done: asyncio.Queue[tuple[int, BalanceRow] | None] = asyncio.Queue()
-        slots = asyncio.Semaphore(window)  # rows read but not yet handed out
+        slots = asyncio.Semaphore(self.opt.concurrency)
+        window: deque[asyncio.Task[BalanceRow]] = deque()
 
-        seen: dict[str, int] = {}  # reference -> its first line (kept for the whole run)
+        async def row(line: int, ref: str | None, problem: str) -> BalanceRow:
+            if ref is None:
+                shown, _, why = problem.rpartition("\0")
+                return BalanceRow(line, shown, error=why)
+            async with slots:
+                return await self._one(line, ref)
 
-        async def produce() -> None:
-            seq = 0
-            for line, ref, problem in refs:
-                if ref is not None:
-                    first = seen.setdefault(ref, line)
-                    if first != line:  # the same reference again: folded, counted once
-                        self.report.duplicates += 1
-                        if len(self.report.folded) < FOLDED_SHOWN:
-                            self.report.folded.append((line, ref, first))
-                        continue
-                await slots.acquire()
-                await todo.put((seq, line, ref, problem))
-                seq += 1
-                self.report.references += 1
-            for _ in range(self.opt.concurrency):
-                await todo.put(None)
-
-        async def work() -> None:
-            while (item := await todo.get()) is not None:
-                seq, line, ref, problem = item
-                if ref is None:
-                    shown, _, why = problem.rpartition("\0")
-                    row = BalanceRow(line, shown, error=why)
-                elif self.halted:
-                    row = BalanceRow(line, ref, error=self._halt_reason())
-                else:
-                    row = await self._one(line, ref)
-                await done.put((seq, row))
-
-        async def run_all() -> None:
-            try:
-                await asyncio.gather(produce(), *(work() for _ in range(self.opt.concurrency)))
-            finally:
-                await done.put(None)
-
-        task = asyncio.create_task(run_all())
-        pending: dict[int, BalanceRow] = {}
-        next_seq = 0
         try:
-            while (item := await done.get()) is not None:
-                pending[item[0]] = item[1]
-                while next_seq in pending:
-                    slots.release()
-                    yield pending.pop(next_seq)
-                    next_seq += 1
-            await task
+            for item in self._folded(refs):
+                window.append(asyncio.create_task(row(*item)))
+                if len(window) >= 4 * self.opt.concurrency:
+                    yield await window.popleft()
+            while window:
+                yield await window.popleft()
         finally:
-            if not task.done():
+            for task in window:
                 task.cancel()
             self.report.breaker_open = self.breaker.open
             self.report.elapsed = time.monotonic() - started
 
-    async def _one(self, line: int, ref: str) -> BalanceRow:
-        delay = self.opt.backoff_initial
-        attempts = throttled = connect_fails = 0
-        why = ""
-        while not self.halted:
-            await self.pause.wait()
-            await self.bucket.acquire()
-            if self.halted:
-                break
-            self.report.requests += 1
-            try:
-                records = await self.client.lookup(ref)
-            except GatewayError as exc:
-                self._heard()
-                if exc.status == 404:
-                    self.breaker.success()
-                    return balance_row(line, ref, [])
-                if exc.status == 429:
-                    self.throttled(exc.retry_after, delay, exc.retry_after_asked)
-                    throttled += 1
-                    if throttled < 50:
-                        continue
-                    why = "HTTP 429 kept coming"
-                    break
-                if exc.status < 500:
-                    self.breaker.success()
-                    if exc.status in (401, 403):
-                        self._fatal(exc)
-                    return BalanceRow(line, ref, error=exc.message)
-                why = exc.message
-            except NotConnectedError as exc:
-                why = exc.message
-                connect_fails += 1
-                if not self._answered and connect_fails >= self.opt.unreachable_after \
-                        and self.report.fatal is None:
-                    self._fatal(exc)
-                    break
-            except RedirectError as exc:  # the base_url is wrong for every reference
-                self._heard()
-                self._fatal(exc)
-                return BalanceRow(line, ref, error=exc.message)
-            except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
-                self._heard()  # connected, then no (readable) answer
-                why = exc.message
-            else:
-                self._heard()
-                self.breaker.success()
-                return balance_row(line, ref, records)
-            attempts += 1
-            if attempts >= self.opt.max_attempts:
-                self.breaker.failure(f"lookup {ref}: {why}")
-                return BalanceRow(line, ref, error=f"lookup kept failing: {why}")
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.opt.backoff_max)
-        return BalanceRow(line, ref, error=self._halt_reason() if not why or self.halted
-                          else why)
+    def _folded(self, refs: Iterator[tuple[int, str | None, str]],
+                ) -> Iterator[tuple[int, str | None, str]]:
+        """``refs`` without the references listed again (counted, the first few named)."""
+        seen: dict[str, int] = {}  # reference -> its first line (kept for the whole run)
+        for line, ref, problem in refs:
+            first = line if ref is None else seen.setdefault(ref, line)
+            if first != line:
+                self.report.duplicates += 1
+                if len(self.report.folded) < FOLDED_SHOWN:
+                    self.report.folded.append((line, str(ref), first))
+                continue
+            self.report.references += 1
+            yield line, ref, problem
 
-    def _heard(self) -> None:
-        self._answered = True
+    async def _one(self, line: int, ref: str) -> BalanceRow:
+        try:
+            return balance_row(line, ref, await self.lookup(self.client, ref))
+        except LookupRefused as exc:
+            if not isinstance(exc.error, GatewayError) or exc.error.status in (401, 403):
+                self._fatal(exc.error)
+            return BalanceRow(line, ref, error=exc.error.message)
+        except Retry as exc:
+            if exc.exhausted:
+                self.breaker.failure(f"lookup {ref}: {exc.why}")
+                return BalanceRow(line, ref, error=f"lookup kept failing: {exc.why}")
+            why = self._halt_reason() if self.halted else "HTTP 429 kept coming"
+            return BalanceRow(line, ref, error=why)
+        except Stopped:
+            return BalanceRow(line, ref, error=self._halt_reason())

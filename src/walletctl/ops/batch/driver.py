@@ -1,16 +1,8 @@
-"""Pass 2 of a ``capture|refund|reverse --batch``, driven: the async runner on one event
-loop, a gateway client per profile the rows name, the history's half of each row's record
-(:class:`BatchAudit`), the ``--results`` file (:class:`ResultsWriter`), and SIGINT /
-SIGTERM / SIGHUP (once: finish the requests in flight; twice: stop at once, the journal
-resumable). What the operator sees (progress, notes) is the caller's :class:`Watch`.
-
-The history: one entry per row, begun when the row is first sent in this run (with the
-journal's ``sent``, before the request leaves) and completed by the row's result. A row the
-pre-flight refuses is one entry, complete at birth (``refused``). A row sent by an earlier,
-interrupted run completes that run's unknown entry when this run learns its outcome.
-Completions ride along in the next group of begins (or are written in groups of 64, and at
-the end). Dry runs record nothing; with the history turned off the journal is the only
-record (it alone makes re-runs safe).
+"""Pass 2 of a batch, driven: the runner on one event loop, a gateway client per profile the
+rows name, SIGINT / SIGTERM / SIGHUP (once: finish the requests in flight; twice: stop at
+once, the journal resumable), the history's half of each row's record (:class:`BatchAudit`)
+and the ``--results`` file (:class:`ResultsWriter`). What the operator sees is the caller's
+:class:`Watch`.
 """
 
 from __future__ import annotations
@@ -26,6 +18,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from walletctl.constants import ExitCode
+from walletctl.history import history_url, open_for
 from walletctl.history.recorder import now_utc, os_user
 from walletctl.history.store import Completion, HistoryStore, Intent
 from walletctl.ops.batch.flow import stopped_by_signals
@@ -41,25 +34,19 @@ class Watch(Protocol):
 
     def live(self) -> AbstractContextManager[object]:
         """Held while the rows are sent (a progress bar on a terminal)."""
-        ...
 
     def on_result(self, result: RowResult) -> None: ...
 
     def stopping(self) -> None:
         """The first signal: the run finishes the requests in flight, then stops."""
-        ...
 
 
 def audit_for(profile: Profile, options: RunOptions, batch_id: str,
               profile_for: Callable[[str | None], Profile], *, approval: int | None = None,
               reason: str | None = None) -> BatchAudit | None:
     """The history recorder of a real run (None for a dry run or with the history off)."""
-    from walletctl.history import history_url
-
     if options.predict or (not profile.history.enabled and history_url(profile) is None):
         return None
-    from walletctl.history import open_for
-
     store = open_for(profile, purpose=f"walletctl {options.op} --batch {batch_id}")
     return BatchAudit(store, options.op, batch_id, profile_for, approval=approval,
                       reason=reason)
@@ -145,12 +132,13 @@ _GROUP = 64  # completions per history transaction
 
 
 class BatchAudit:
-    """``on_send`` / ``on_result`` for :class:`~walletctl.ops.batch.runner.BatchRunner`.
-
-    One entry per money movement: an entry is identified by the transaction at the gateway
-    (merchant, store, operation, new reference), and the store gives a row that is begun
-    again (a resumed run, a run on another journal over the same file, a row interrupted
-    after its begin) the entry it already has."""
+    """The history's half of a real run: one entry per row, begun when the row is first sent
+    in this run (with the journal's ``sent``, before the request leaves) and completed by its
+    result; a row the pre-flight refuses is one entry, complete at birth. An entry is the
+    transaction at the gateway (merchant, store, operation, new reference): a row begun again
+    (a resumed run, another journal over the same file) gets the entry it already has, and
+    completes an earlier, interrupted run's unknown entry. Completions are written in groups
+    (with the next begins, every 64, and at the end)."""
 
     def __init__(self, store: HistoryStore, op: str, batch_id: str,
                  profile_for: Callable[[str | None], Profile], approval: int | None = None,
@@ -235,9 +223,9 @@ class ResultsWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh: IO[str] | None = path.open("w", encoding="utf-8", newline="")
-        self._csv: Any = None
         self._n = 0
         self.failed: str | None = None
+        self._csv: Any = None
         if path.suffix.lower() == ".csv":
             self._csv = csv.DictWriter(self._fh, fieldnames=FIELDS, extrasaction="ignore")
             self._guarded(self._csv.writeheader)
@@ -248,7 +236,7 @@ class ResultsWriter:
         try:
             action(*args)
         except OSError as exc:
-            self.failed = (f"{exc.strerror or type(exc).__name__} after {self._n} row(s)")
+            self.failed = f"{exc.strerror or type(exc).__name__} after {self._n} row(s)"
             fh, self._fh = self._fh, None
             with contextlib.suppress(OSError):
                 fh.close()
@@ -261,18 +249,12 @@ class ResultsWriter:
                           {k: "" if v is None else v for k, v in record.items()})
         else:
             self._guarded(self._fh.write, json.dumps(record, separators=(",", ":")) + "\n")
-        if self._fh is None:
-            return
         self._n += 1
-        if self._n % 200 == 0:
+        if self._n % 200 == 0 and self._fh is not None:
             self._guarded(self._fh.flush)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._guarded(self._fh.flush)
-        if self._fh is not None:
-            fh, self._fh = self._fh, None
-            try:
-                fh.close()
-            except OSError as exc:
-                self.failed = f"{exc.strerror or type(exc).__name__} after {self._n} row(s)"
+        for step in ("flush", "close"):
+            if self._fh is not None:
+                self._guarded(getattr(self._fh, step))
+        self._fh = None

@@ -1,29 +1,44 @@
-"""Flow control for the batch runner: token bucket, Retry-After, circuit breaker, backoff;
-the flow options both batch front ends take and how a run that stopped early exits
-(``capture|refund|reverse --batch``, ``lookup --batch``, ``recon``).
-
-Clocks are injectable so the unit tests need no sleeping.
+"""Flow control of both batch engines (``capture|refund|reverse --batch``, ``lookup --batch``,
+``recon``): token bucket, Retry-After pause, circuit breaker, retries with backoff, the lookup,
+signals, the flow options and how a run that stopped early exits. Clocks are injectable so
+the unit tests need no sleeping.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Final, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from walletctl.client.gateway import MAX_RETRY_AFTER
 from walletctl.constants import ExitCode
-from walletctl.errors import UsageError, WalletctlError
+from walletctl.errors import (
+    GatewayError,
+    NetworkError,
+    NotConnectedError,
+    RedirectError,
+    ResponseError,
+    UnknownOutcomeError,
+    UsageError,
+    WalletctlError,
+)
 
+if TYPE_CHECKING:
+    from walletctl.models.records import TransactionRecord
+
+_T = TypeVar("_T")
 THROTTLE_BUDGET: Final = 300.0  # seconds of 429 pauses in one run, in all: then it stops
 BACKOFF_INITIAL: Final = 0.2
 BACKOFF_MAX: Final = 5.0
 BACKOFF_JITTER: Final = 0.2
 MAX_ATTEMPTS: Final = 8  # per row, for sends and for lookups
 MAX_CONCURRENCY: Final = 512
+MAX_THROTTLED: Final = 50  # 429s tolerated per row on top of max_attempts
 
 
 def check_flow_options(concurrency: int, rate: float | None, max_failures: int) -> None:
@@ -86,14 +101,9 @@ def stop_code(report: StopReport) -> int | None:
 class TokenBucket:
     """``rate`` tokens per second, at most ``burst`` saved up. ``rate=None``: unlimited."""
 
-    def __init__(
-        self,
-        rate: float | None,
-        burst: float | None = None,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
+    def __init__(self, rate: float | None, burst: float | None = None, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         if rate is not None and rate <= 0:
             raise ValueError("rate must be > 0")
         self.rate = rate
@@ -129,16 +139,10 @@ class TokenBucket:
 
 
 class CircuitBreaker:
-    """Opens after ``threshold`` consecutive gateway failures; any success resets the count.
-
-    A failure is an OPERATION (a row's lookup or send) that still failed after all its
-    retries, not a single 5xx: under a 20-30% fault rate, answers complete out of order and
-    cheap error answers bunch together, so counting single requests trips on a gateway
-    that is in fact working. Definitive answers (2xx, 4xx) count as successes.
-
-    Once open it stays open for the rest of the run: no new row is started, rows in flight
-    finish, and what is left is reported (re-run the command to continue).
-    """
+    """Opens, for the rest of the run, after ``threshold`` consecutive failures; a definitive
+    answer (2xx, 4xx) resets the count. A failure is an OPERATION (a row's lookup or send)
+    that failed after all its retries, not one 5xx: under a 20-30% fault rate cheap error
+    answers bunch together, and counting requests trips on a gateway that is working."""
 
     def __init__(self, threshold: int) -> None:
         if threshold < 1:
@@ -177,27 +181,79 @@ class Pause:
             await asyncio.sleep(min(left, 0.5))
 
 
-class StopReport(Protocol):
-    """The part of a run's report that says whether, and why, it stopped early."""
+@dataclass
+class StopReport:
+    """What both engines' reports hold: requests, time, and whether and why a run stopped
+    early."""
 
-    interrupted: bool
-    breaker_open: bool
-    fatal: str | None
-    fatal_code: int | None
-    fatal_hint: str | None
+    requests: int = 0
+    elapsed: float = 0.0
+    interrupted: bool = False
+    breaker_open: bool = False
+    fatal: str | None = None  # e.g. credentials refused: every row would fail the same way
+    fatal_code: int | None = None  # the ExitCode for ``fatal``
+    fatal_hint: str | None = None  # the single command's hint for the same error
+
+
+@dataclass(frozen=True)
+class FlowOptions:
+    """The flow options of both engines (follow-ups, balance lookups)."""
+
+    concurrency: int = 8
+    rate: float | None = None
+    max_failures: int = 10
+    max_attempts: int = MAX_ATTEMPTS
+    backoff_initial: float = BACKOFF_INITIAL
+    backoff_max: float = BACKOFF_MAX
+    # connect failures before any answer that make the gateway unreachable (stop the run)
+    unreachable_after: int = 3
+
+
+class Lookup(Protocol):
+    """What a lookup needs of :class:`walletctl.client.gateway.AsyncGatewayClient`."""
+
+    async def lookup(self, reference: str) -> list[TransactionRecord]: ...
+
+
+class Retry(Exception):
+    """This attempt failed in a way that proves nothing was applied: try again.
+    ``exhausted``: set when :meth:`FlowControlled.retrying` gave up after max_attempts."""
+
+    def __init__(self, why: str, *, retry_after: float | None = None, throttled: bool = False):
+        super().__init__(why)
+        self.why = why
+        self.retry_after = retry_after
+        self.throttled = throttled
+        self.exhausted = False
+
+
+class Stopped(Exception):
+    """No new attempt may start (Ctrl-C, circuit breaker open, fatal error)."""
+
+
+class LookupRefused(Exception):
+    """A lookup answered by a redirect or a 4xx other than 404: ``error``."""
+
+    def __init__(self, error: GatewayError | RedirectError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class FlowControlled:
     """What both batch engines (follow-ups, balance lookups) share: the rate limit, the
-    circuit breaker, the 429 pause, and a graceful stop."""
+    circuit breaker, the 429 pause, a graceful stop, retries and the lookup."""
 
     report: StopReport
+    opt: FlowOptions
+    jitter: float = BACKOFF_JITTER  # seconds of random wait added to each backoff
 
-    def __init__(self, rate: float | None, max_failures: int) -> None:
-        self.bucket = TokenBucket(rate)
-        self.breaker = CircuitBreaker(max_failures)
+    def __init__(self, options: FlowOptions) -> None:
+        self.opt = options
+        self.bucket = TokenBucket(options.rate)
+        self.breaker = CircuitBreaker(options.max_failures)
         self.pause = Pause()
         self._answered = False  # any HTTP answer this run (connect failures before: fatal)
+        self._connect_failures: dict[str, int] = {}  # per row, only until the first answer
         self._stopping = False
 
     def stop(self) -> None:
@@ -213,6 +269,9 @@ class FlowControlled:
     NOT_DONE = "not started"
     FAILURES = "consecutive gateway failures"
 
+    def _note(self, event: str) -> None:
+        """An event on the way (the runner's report counts them)."""
+
     def _fatal(self, exc: WalletctlError, message: str | None = None) -> None:
         """Stop the run with ``exc``'s exit code and hint (the first such error wins)."""
         if self.report.fatal is None:
@@ -226,8 +285,6 @@ class FlowControlled:
         ``fallback``). Once the run has paused :data:`THROTTLE_BUDGET` seconds in all, it
         stops (exit 6, the rows left resumable): a gateway that keeps throttling must not hold
         a batch for hours, 60 s at a time."""
-        from walletctl.errors import GatewayError
-
         later = GatewayError(429, hint="run the same command again later: the rows left are "
                                        "resumable, nothing is sent twice")
         if asked is not None and asked > MAX_RETRY_AFTER:  # not a wait a run can honour
@@ -249,3 +306,100 @@ class FlowControlled:
             return (f"{self.NOT_DONE}: circuit breaker open after {self.breaker.threshold} "
                     f"{self.FAILURES} ({self.breaker.last_failure})")
         return f"{self.NOT_DONE}: interrupted"
+
+    async def _gate(self) -> None:
+        if self.halted:
+            raise Stopped
+        await self.pause.wait()
+        await self.bucket.acquire()
+        if self.halted:
+            raise Stopped
+        self.report.requests += 1
+
+    async def retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``attempt`` until it returns or raises anything but :class:`Retry`, backing off
+        between attempts (after a 429 with Retry-After the shared pause waits instead); the
+        last Retry is raised again after ``max_attempts``, :data:`MAX_THROTTLED` 429s, or a
+        halt. (Not tenacity: its per-call setup cost more CPU than a row's bookkeeping.)"""
+        tries = throttled = 0
+        while True:
+            try:
+                return await attempt()
+            except Retry as exc:
+                if exc.throttled:
+                    throttled += 1
+                else:
+                    tries += 1
+                exc.exhausted = tries >= self.opt.max_attempts
+                if exc.exhausted or throttled >= MAX_THROTTLED or self.halted:
+                    raise
+                if exc.throttled and exc.retry_after is not None:
+                    delay = 0.0
+                else:
+                    n = tries + throttled  # every attempt so far
+                    delay = min(self.opt.backoff_initial * 2.0 ** min(n - 1, 60)
+                                + random.uniform(0, self.jitter), self.opt.backoff_max)
+                await asyncio.sleep(delay)
+
+    async def lookup(self, client: Lookup, reference: str) -> list[TransactionRecord]:
+        """``reference``'s records (a read: safe to repeat after any failure; 404: none).
+        Raises :class:`Stopped`, :class:`LookupRefused`, or the last :class:`Retry`."""
+
+        async def once() -> list[TransactionRecord]:
+            await self._gate()
+            try:
+                records = await client.lookup(reference)
+            except GatewayError as exc:
+                self._heard()
+                self._note_status(exc.status)
+                if exc.status == 429:
+                    self.throttled(exc.retry_after, self.opt.backoff_initial,
+                                   exc.retry_after_asked)
+                    raise Retry("HTTP 429", retry_after=exc.retry_after, throttled=True) from None
+                if exc.status >= 500:
+                    raise Retry(exc.message) from None
+                self.breaker.success()
+                if exc.status == 404:
+                    return []
+                raise LookupRefused(exc) from None
+            except NotConnectedError as exc:
+                self._connect_failed(exc, reference)
+                raise Retry(exc.message) from None
+            except RedirectError as exc:  # the base_url is wrong for every request alike
+                self._heard()
+                raise LookupRefused(exc) from None
+            except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
+                # connected, then no (readable) answer: the gateway is reachable
+                self._heard()
+                self._note("network")
+                raise Retry(exc.message) from None
+            self._heard()
+            self.breaker.success()
+            return records
+
+        return await self.retrying(once)
+
+    def _note_status(self, status: int) -> None:
+        if status == 429:
+            self._note("throttled")
+        elif status >= 500:
+            self._note("gateway_5xx")
+
+    def _heard(self) -> None:
+        """The gateway answered (any HTTP status): it is reachable."""
+        if not self._answered:
+            self._answered = True
+            self._connect_failures.clear()
+
+    def _connect_failed(self, exc: NetworkError, key: str) -> None:
+        """A connect failure. When one row's connection failed ``unreachable_after`` times in a
+        row before the gateway ever answered this run, the gateway is unreachable: stop the
+        run now with the single command's message (exit 7) instead of backing off on every
+        row."""
+        self._note("network")
+        if self._answered:
+            return
+        fails = self._connect_failures[key] = self._connect_failures.get(key, 0) + 1
+        if fails >= self.opt.unreachable_after:
+            self._fatal(exc)
+            raise Stopped from None

@@ -1,14 +1,8 @@
-"""Batch input: CSV (header row) or JSON Lines, streamed row by row and validated.
-
-A row names the ORIGINAL transaction (``ref``: its clientSystemTransactionId), the amount in
-major units, the currency (or the profile's default), and optionally the new reference to use
-(``new_ref``) and a profile name. Nothing here touches the network or the journal.
-
-A line (a CSV row or a JSON Lines object) is at most :data:`MAX_LINE` bytes and a CSV field at
-most :data:`MAX_FIELD` characters (``lookup --batch`` reads its files the same way). A longer
-line is never held in memory: it is read through in 64 KiB steps, counted in
-:attr:`BoundedLines.too_long`, and handed on as an empty line (so line numbers stay right),
-whose row the reader reports.
+"""Batch input: CSV (header row) or JSON Lines, streamed row by row and validated; nothing here
+touches the network or the journal. A line is at most :data:`MAX_LINE` bytes and a CSV field
+at most :data:`MAX_FIELD` characters (``lookup --batch`` reads its files the same way): a
+longer line is read through, never held, and handed on as an empty line whose row the reader
+reports (:class:`BoundedLines`).
 """
 
 from __future__ import annotations
@@ -28,7 +22,6 @@ from walletctl.models.money import check_currency, parse_major
 
 Op = Literal["capture", "refund", "reverse"]
 OPS: tuple[Op, ...] = ("capture", "refund", "reverse")
-InputFormat = Literal["csv", "jsonl"]
 
 COLUMNS = ("ref", "amount", "currency", "new_ref", "profile")
 REQUIRED = ("ref", "amount")
@@ -37,27 +30,27 @@ _PROFILE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_LINE = 64 * 1024  # bytes of one input line
 MAX_FIELD = MAX_LINE  # characters of one CSV field (csv.field_size_limit, set deliberately)
 _STEP = 64 * 1024
+TOO_LONG = f"longer than {MAX_LINE:,} bytes (a batch line's limit)"
 
 
 class BoundedLines:
-    """Decoded lines of ``fh`` (UTF-8, a leading BOM dropped), each at most ``limit`` bytes.
+    """Decoded lines of ``fh`` (UTF-8, a leading BOM dropped), each at most MAX_LINE bytes.
 
     ``errors`` is the decoding policy: ``strict`` raises :class:`UnicodeDecodeError` (a
     money batch refuses such a file), ``replace`` shows the bad bytes as U+FFFD.
     """
 
-    def __init__(self, fh: BinaryIO, *, limit: int = MAX_LINE, errors: str = "strict") -> None:
+    def __init__(self, fh: BinaryIO, *, errors: str = "strict") -> None:
         self.fh = fh
-        self.limit = limit
         self.errors = errors
         self.number = 0  # lines read so far
         self.too_long: list[int] = []  # numbers of the lines longer than the limit
 
     def __iter__(self) -> Iterator[str]:
         first = True
-        while raw := self.fh.readline(self.limit + 1):
+        while raw := self.fh.readline(MAX_LINE + 1):
             self.number += 1
-            if len(raw) > self.limit and not raw.endswith(b"\n"):
+            if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
                 while (rest := self.fh.readline(_STEP)) and not rest.endswith(b"\n"):
                     pass  # the rest of an over-long line: read through, never kept
                 self.too_long.append(self.number)
@@ -68,9 +61,6 @@ class BoundedLines:
                 text = text.removeprefix("\ufeff")
                 first = False
             yield text
-
-    def problem(self) -> str:
-        return f"longer than {MAX_LINE:,} bytes (a batch line's limit)"
 
 
 def csv_reader(lines: BoundedLines, *, strict: bool = False) -> Any:
@@ -98,7 +88,7 @@ def csv_lines(text: BoundedLines, reader: Any, *, stop_on_error: bool,
                 return
             values = []
         while reported < len(text.too_long):  # over-long lines read as empty ones
-            yield text.too_long[reported], None, text.problem()
+            yield text.too_long[reported], None, TOO_LONG
             reported += 1
         if values is None:
             return
@@ -114,7 +104,7 @@ def json_lines(text: BoundedLines) -> Iterator[tuple[int, Any, str]]:
     for raw in text:
         line = text.number
         if text.too_long and text.too_long[-1] == line:
-            yield line, None, text.problem()
+            yield line, None, TOO_LONG
         elif raw.strip():
             try:
                 data, problem = loads(raw), ""
@@ -147,7 +137,7 @@ class Problem:
         return f"line {self.line}: {self.field}: {self.rule}"
 
 
-def detect_format(path: Path, first_bytes: bytes) -> InputFormat:
+def detect_format(path: Path, first_bytes: bytes) -> Literal["csv", "jsonl"]:
     """By extension (.csv / .jsonl / .ndjson / .json), else by the first non-blank character."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
@@ -166,64 +156,53 @@ def check_ref(value: str) -> str:
     return check_reference(value)
 
 
+_NO_CURRENCY = "is required (no currency column value and no profile currency)"
+
+
+def _given(value: Any) -> Any:
+    """None for a field left out or empty."""
+    return None if value is None or value == "" else value
+
+
+def _string(value: Any, missing: str = "is required") -> str:
+    if value is None:
+        raise ValueError(missing)
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return value
+
+
 def validate_fields(
     line: int, data: dict[str, Any], default_currency: str | None
 ) -> Row | Problem:
     """Check one row's fields; the first broken field wins (one message per row)."""
-    ref = data.get("ref")
-    if ref is None or ref == "":
-        return Problem(line, "ref", "is required")
-    if not isinstance(ref, str):
-        return Problem(line, "ref", "must be a string")
+    name = "ref"
     try:
+        ref = _string(_given(data.get("ref")))
         check_ref(ref)
+        name = "currency"
+        raw = _given(data.get("currency"))
+        currency = check_currency(_string(_given(default_currency) if raw is None else raw,
+                                          _NO_CURRENCY))
+        name = "amount"
+        raw = _given(data.get("amount"))
+        if raw is None:
+            raise ValueError("is required")
+        amount = parse_major(raw.strip() if isinstance(raw, str) else raw, currency)
+        if amount <= 0:
+            raise ValueError("must be greater than zero")
+        name = "new_ref"
+        new_ref = _given(data.get("new_ref"))
+        if new_ref is not None:
+            check_ref(_string(new_ref))
+            if new_ref == ref:
+                raise ValueError("must differ from ref (the original's reference)")
+        name = "profile"
+        profile = _given(data.get("profile"))
+        if profile is not None and not (isinstance(profile, str) and _PROFILE.fullmatch(profile)):
+            raise ValueError("must be a profile name (letters, digits, _ . -)")
     except ValueError as exc:
-        return Problem(line, "ref", str(exc))
-
-    raw_currency = data.get("currency")
-    if raw_currency is None or raw_currency == "":
-        if not default_currency:
-            return Problem(
-                line, "currency", "is required (no currency column value and no profile currency)"
-            )
-        raw_currency = default_currency
-    if not isinstance(raw_currency, str):
-        return Problem(line, "currency", "must be a string")
-    try:
-        currency = check_currency(raw_currency)
-    except ValueError as exc:
-        return Problem(line, "currency", str(exc))
-
-    raw_amount = data.get("amount")
-    if raw_amount is None or raw_amount == "":
-        return Problem(line, "amount", "is required")
-    if isinstance(raw_amount, str) and raw_amount != raw_amount.strip():
-        raw_amount = raw_amount.strip()
-    try:
-        amount = parse_major(raw_amount, currency)
-    except ValueError as exc:
-        return Problem(line, "amount", str(exc))
-    if amount <= 0:
-        return Problem(line, "amount", "must be greater than zero")
-
-    new_ref = data.get("new_ref")
-    if new_ref == "":
-        new_ref = None
-    if new_ref is not None:
-        if not isinstance(new_ref, str):
-            return Problem(line, "new_ref", "must be a string")
-        try:
-            check_ref(new_ref)
-        except ValueError as exc:
-            return Problem(line, "new_ref", str(exc))
-        if new_ref == ref:
-            return Problem(line, "new_ref", "must differ from ref (the original's reference)")
-
-    profile = data.get("profile")
-    if profile == "":
-        profile = None
-    if profile is not None and (not isinstance(profile, str) or not _PROFILE.fullmatch(profile)):
-        return Problem(line, "profile", "must be a profile name (letters, digits, _ . -)")
+        return Problem(line, name, str(exc))
     return Row(line, ref, amount, currency, new_ref, profile)
 
 
@@ -238,22 +217,9 @@ def _csv_rows(
     except csv.Error as exc:
         yield Problem(1, "(header)", f"not valid CSV ({exc})")
         return
-    if text.too_long:
-        yield Problem(1, "(header)", text.problem())
-        return
     names = [h.strip().lower().lstrip("\ufeff") for h in header]
-    unknown = [n for n in names if n not in COLUMNS]
-    if unknown:
-        yield Problem(
-            1, f"column {unknown[0][:40]!r}", f"unknown column (expected {', '.join(COLUMNS)})"
-        )
-        return
-    missing = [c for c in REQUIRED if c not in names]
-    if missing:
-        yield Problem(1, f"column {missing[0]!r}", "is required in the header row")
-        return
-    if len(set(names)) != len(names):
-        yield Problem(1, "(header)", "a column is named twice")
+    if (bad := _header_problem(text, names)) is not None:
+        yield bad
         return
     for line, values, problem in csv_lines(text, reader, stop_on_error=True):
         if values is None:
@@ -262,6 +228,21 @@ def _csv_rows(
             yield Problem(line, "(row)", f"has {len(values)} fields, the header has {len(names)}")
         else:
             yield validate_fields(line, dict(zip(names, values, strict=True)), default_currency)
+
+
+def _header_problem(text: BoundedLines, names: list[str]) -> Problem | None:
+    unknown = [n for n in names if n not in COLUMNS]
+    missing = [c for c in REQUIRED if c not in names]
+    if text.too_long:
+        return Problem(1, "(header)", TOO_LONG)
+    if unknown:
+        return Problem(1, f"column {unknown[0][:40]!r}",
+                       f"unknown column (expected {', '.join(COLUMNS)})")
+    if missing:
+        return Problem(1, f"column {missing[0]!r}", "is required in the header row")
+    if len(set(names)) != len(names):
+        return Problem(1, "(header)", "a column is named twice")
+    return None
 
 
 def _jsonl_rows(text: BoundedLines, default_currency: str | None) -> Iterator[Row | Problem]:

@@ -1,42 +1,36 @@
-"""``capture|refund|reverse --batch``, from the parsed options to the run's result.
-
-    options and output files checked -> the input read (stdin spooled) -> the journal
-    opened (a dry run: a scratch copy of it) -> pass 1: the plan (nothing sent)
-    -> the desk's rules: --reason, the limits          [history.policy.check_batch_policy]
-    -> four eyes: one approval binds the whole file     [ops.money.approval]
-    -> production profiles' names typed, the refund/reverse y/N -> the approval spent
-    -> pass 2: the rows sent                            [driver.py]  -> the exit code
-
-A journal this run created is removed when the run stops before its first row is sent: it
-held nothing but the plan. The command's conversation with the operator (prompts, notes,
-progress) is the CLI's :class:`BatchDesk`; the result is :class:`BatchResult`, rendered
-while :func:`batch` holds it open (a dry run's rows are read from its journal).
+"""``capture|refund|reverse --batch``, from the parsed options to the run's result: the input
+read, the journal opened, pass 1 (the plan), the desk's rules, four eyes, the confirmations,
+pass 2 (:mod:`.driver`) or the dry run, the exit code. A journal this run created is removed
+when the run stops before its first row is sent. The operator's side (prompts, notes,
+progress) is the CLI's :class:`BatchDesk`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, closing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
-from walletctl.history.policy import amount_rule
+from walletctl.history import open_for
+from walletctl.history.policy import PolicyRefusal, amount_rule, check_batch_policy, clean_reason
 from walletctl.ops.batch.flow import check_flow_options, stop_code
-from walletctl.ops.batch.input_rows import STDIN
-from walletctl.ops.batch.journal import Plan
+from walletctl.ops.batch.input_rows import OPS, STDIN, batch_input
+from walletctl.ops.batch.journal import FINAL_STATES, Journal, Plan, default_batch_id, plan_batch
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.ops.batch.driver import ResultsWriter, Watch
     from walletctl.ops.batch.input_rows import Op
-    from walletctl.ops.batch.journal import Journal, JournalRow
+    from walletctl.ops.batch.journal import JournalRow
     from walletctl.ops.batch.runner import RunOptions, RunReport
 
 BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
@@ -118,13 +112,6 @@ class _Aborted(Exception):
     """The operator answered no to the y/N: nothing was sent."""
 
 
-@dataclass
-class _Source:
-    path: Path  # to read
-    display: str  # for messages
-    digest: str | None  # sha256 of spooled stdin
-
-
 class RowProfiles:
     """The profiles of a batch: the command's, and those its rows name (loaded once)."""
 
@@ -169,8 +156,6 @@ def profile_loader(config_path: Path | None, timeout: float | None) -> Callable[
     """A row's profile by name, from the profiles file, with the command line's --timeout."""
 
     def load(name: str) -> Profile:
-        from dataclasses import replace
-
         from walletctl.config.profiles_file import load_profile
 
         prof = load_profile(name, config_path)
@@ -183,46 +168,13 @@ def profile_loader(config_path: Path | None, timeout: float | None) -> Callable[
 @contextmanager
 def batch(ask: BatchAsk, desk: BatchDesk) -> Iterator[BatchResult]:
     """Plan, check, confirm and run (or dry-run) a batch; the result is valid inside."""
-    from walletctl.history.policy import clean_reason
-    from walletctl.ops.batch.journal import default_batch_id
-
     _check(ask)
     reason = clean_reason(ask.reason)
     profile, load_profile = _under_rulebook(ask, desk)
     with ExitStack() as stack:
-        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="walletctl-")))
-        source = _input(ask.source, scratch)
-        # four eyes bind the file's content: read it once for its hash, once to plan, and
-        # refuse it if it changed in between
-        bound = None if ask.dry_run else file_hash(source.path, source.digest)
-        bid = ask.batch_id or default_batch_id(
-            ask.op, None if source.digest else source.path, source.digest)
-        journal_path = _journal_path(ask, bid)
-        jr = _open_journal(ask, journal_path, bid, source.display, scratch)
-        stack.callback(jr.close)
-        profiles = RowProfiles(profile, load_profile)
-        result = BatchResult(op=ask.op, batch_id=bid, journal=journal_path, results=ask.results,
-                             plan=Plan(), profile=profile, dry_run=ask.dry_run)
-        approval: int | None = None
-        try:  # before the first row is sent: a journal this run created goes on failure
-            approval, typed = _prepare(ask, desk, jr, source, profiles, bound, result, reason)
-            if not ask.dry_run:
-                _confirm_send(ask, desk, result.plan, typed)
-                approval = _approved(ask, profiles, jr, result.plan, source, bound, bid,
-                                     spend=True)
-        except _Aborted:
-            result.aborted, result.code = True, int(ExitCode.USAGE)
-        except BaseException:
-            _drop_new_journal(ask, jr)
-            raise
-        result.production = profiles.production()
-        if result.aborted:
-            _drop_new_journal(ask, jr)
-        elif ask.dry_run:
-            _dry_run(ask, desk, jr, result, profiles)
-        else:
-            _run(ask, desk, jr, result, profiles, stack, approval=approval, reason=reason)
-        yield result
+        job = _Job(ask, desk, RowProfiles(profile, load_profile), reason, stack)
+        job.run()
+        yield job.result
 
 
 def _under_rulebook(ask: BatchAsk, desk: BatchDesk) -> tuple[Profile, Callable[[str], Profile]]:
@@ -231,7 +183,6 @@ def _under_rulebook(ask: BatchAsk, desk: BatchDesk) -> tuple[Profile, Callable[[
     profile = desk.profile()
     if ask.dry_run:
         return profile, desk.load_profile
-    from walletctl.history import open_for
     from walletctl.history.rulebook import read, under_rulebook
 
     with open_for(profile, purpose=f"walletctl {ask.op} --batch") as store:
@@ -243,7 +194,6 @@ def _under_rulebook(ask: BatchAsk, desk: BatchDesk) -> tuple[Profile, Callable[[
 def _check(ask: BatchAsk) -> None:
     """The options, and the files a run writes, before anything is read or sent: a FIFO
     would block, a directory or /dev/full would fail after the money moved."""
-    from walletctl.ops.batch.input_rows import OPS
     from walletctl.ops.user_files import check_output
 
     if ask.op not in OPS:
@@ -257,138 +207,277 @@ def _check(ask: BatchAsk) -> None:
     check_output(ask.results, "--results")
 
 
-def _prepare(ask: BatchAsk, desk: BatchDesk, jr: Journal, source: _Source,
-             profiles: RowProfiles, bound: str | None, result: BatchResult,
-             reason: str | None) -> tuple[int | None, bool]:
-    """Pass 1 and every check before the confirmation: (the approval the batch runs under,
-    whether a production profile's name was typed)."""
-    from walletctl.ops.batch.journal import plan_batch
-    from walletctl.ops.batch.runner import request_problem
+class _Job:
+    """One batch, from its input read and its journal opened to its result."""
 
-    result.plan = plan = plan_batch(
-        source.path, jr, default_currency=profiles.profile.currency,
-        skip_invalid=ask.skip_invalid, check_profile=profiles.problem,
-        display_name=source.display,
-        check_request=lambda row: request_problem(profiles(row.profile), ask.op, row))
-    _notes(ask, desk, jr, plan)
-    approval = ask.approval
-    if not ask.dry_run and plan.to_send:
-        _desk_rules(ask, desk, jr, profiles, reason,
-                    four_eyes=_under_four_eyes(ask, profiles, jr, bound))
-        approval = _approved(ask, profiles, jr, plan, source, bound, jr.batch_id,
-                             spend=False)
-    # a production profile (the command's or a row's): its name typed, or given
-    typed = desk.confirm_profiles(profiles.loaded.values(),
-                                  f"{ask.op} {plan.to_send} row(s) ({plan.money()})",
-                                  not ask.dry_run and plan.to_send > 0)
-    return approval, typed
+    def __init__(self, ask: BatchAsk, desk: BatchDesk, profiles: RowProfiles,
+                 reason: str | None, stack: ExitStack) -> None:
+        self.ask, self.desk, self.profiles, self.reason = ask, desk, profiles, reason
+        self.stack = stack
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="walletctl-")))
+        self.path, self.display = batch_input(ask.source, scratch)
+        digest = file_hash(self.path) if self.display == STDIN else None  # spooled stdin
+        # four eyes bind the file's content: read it once for its hash, once to plan, and
+        # refuse it if it changed in between
+        self.bound = None if ask.dry_run else digest or file_hash(self.path)
+        bid = ask.batch_id or default_batch_id(ask.op, None if digest else self.path, digest)
+        journal_path = _journal_path(ask, bid)
+        self.jr = _open_journal(ask, journal_path, bid, self.display, scratch)
+        stack.callback(self.jr.close)
+        self.result = BatchResult(op=ask.op, batch_id=bid, journal=journal_path,
+                                  results=ask.results, plan=Plan(), profile=profiles.profile,
+                                  dry_run=ask.dry_run)
 
+    def run(self) -> None:
+        ask, result = self.ask, self.result
+        try:  # before the first row is sent: a journal this run created goes on failure
+            approval, typed = self._prepare()
+            if not ask.dry_run:
+                self._confirm_send(typed)
+                approval = self._approved(spend=True)
+        except BaseException as exc:
+            self._drop_new_journal()
+            if not isinstance(exc, _Aborted):
+                raise
+            result.aborted, result.code = True, int(ExitCode.USAGE)
+        result.production = self.profiles.production()
+        if ask.dry_run:
+            self._dry_run()
+        elif not result.aborted:
+            self._run(approval)
 
-def _notes(ask: BatchAsk, desk: BatchDesk, jr: Journal, plan: Plan) -> None:
-    if ask.skip_invalid:
-        for problem in plan.problems:
-            desk.note(f"skipped invalid {problem}")
-        if plan.invalid > len(plan.problems):
-            desk.note(f"... {plan.invalid - len(plan.problems)} more invalid rows skipped")
-    if jr.existed and not ask.dry_run and plan.done_before:
-        desk.note(f"resuming batch {jr.batch_id}: {plan.done_before} row(s) already done "
-                  f"(journal {jr.path})")
+    def _prepare(self) -> tuple[int | None, bool]:
+        """Pass 1 and every check before the confirmation: (the approval the batch runs under,
+        whether a production profile's name was typed)."""
+        from walletctl.ops.batch.runner import request_problem
 
+        ask, profiles = self.ask, self.profiles
+        self.result.plan = plan = plan_batch(
+            self.path, self.jr, default_currency=profiles.profile.currency,
+            skip_invalid=ask.skip_invalid, check_profile=profiles.problem,
+            display_name=self.display,
+            check_request=lambda row: request_problem(profiles(row.profile), ask.op, row))
+        self._notes()
+        approval = ask.approval
+        if not ask.dry_run and plan.to_send:
+            self._desk_rules(four_eyes=self._under_four_eyes())
+            approval = self._approved(spend=False)
+        # a production profile (the command's or a row's): its name typed, or given
+        typed = self.desk.confirm_profiles(profiles.loaded.values(),
+                                           f"{ask.op} {plan.to_send} row(s) ({plan.money()})",
+                                           not ask.dry_run and plan.to_send > 0)
+        return approval, typed
 
-def _confirm_send(ask: BatchAsk, desk: BatchDesk, plan: Plan, typed: bool) -> None:
-    """A refund's or reversal's y/N (not when a production name was just typed)."""
-    if ask.op in ("refund", "reverse") and plan.to_send and not ask.yes and not typed \
-            and not desk.confirm_send(ask.op, plan.to_send, plan.money()):
-        raise _Aborted
+    def _notes(self) -> None:
+        ask, jr, plan, note = self.ask, self.jr, self.result.plan, self.desk.note
+        if ask.skip_invalid:
+            for problem in plan.problems:
+                note(f"skipped invalid {problem}")
+            if plan.invalid > len(plan.problems):
+                note(f"... {plan.invalid - len(plan.problems)} more invalid rows skipped")
+        if jr.existed and not ask.dry_run and plan.done_before:
+            note(f"resuming batch {jr.batch_id}: {plan.done_before} row(s) already done "
+                 f"(journal {jr.path})")
 
+    def _confirm_send(self, typed: bool) -> None:
+        """A refund's or reversal's y/N (not when a production name was just typed)."""
+        ask, plan = self.ask, self.result.plan
+        if ask.op in ("refund", "reverse") and plan.to_send and not ask.yes and not typed \
+                and not self.desk.confirm_send(ask.op, plan.to_send, plan.money()):
+            raise _Aborted
 
-# ---- the desk's rules ----------------------------------------------------------------------
-def _desk_rules(ask: BatchAsk, desk: BatchDesk, jr: Journal, profiles: RowProfiles,
-                reason: str | None, *, four_eyes: bool) -> None:
-    """``require_reason`` and the limits of every profile the rows to send use (under four
-    eyes the approval replaces the limits, as for a single command); a refusal is recorded
-    in the history as a single command's is."""
-    from walletctl.history.policy import PolicyRefusal, check_batch_policy
+    # ---- the desk's rules ------------------------------------------------------------------
+    def _desk_rules(self, *, four_eyes: bool) -> None:
+        """``require_reason`` and the limits of every profile the rows to send use (under four
+        eyes the approval replaces the limits, as for a single command); a refusal is recorded
+        in the history as a single command's is."""
+        ask, profile = self.ask, self.profiles.profile
+        requiring = next((p.name for p in self._used()
+                          if ask.op in p.history.require_reason), None)
+        above, limits = ({}, {}) if four_eyes else self._above_limits()
+        try:
+            check_batch_policy(
+                profile_name=requiring or profile.name, operation=ask.op,
+                reason_required=requiring is not None, above=above, limits=limits,
+                reason=self.reason, confirm_amount=ask.confirm_amount, ask=self.desk.ask_amount)
+        except PolicyRefusal:
+            from walletctl.history.recorder import recording
 
-    requiring = next((p.name for p in _used(jr, profiles)
-                      if ask.op in p.history.require_reason), None)
-    above, limits = ({}, {}) if four_eyes else _above_limits(ask.op, jr, profiles)
-    try:
-        check_batch_policy(
-            profile_name=requiring or profiles.profile.name, operation=ask.op,
-            reason_required=requiring is not None, above=above, limits=limits, reason=reason,
-            confirm_amount=ask.confirm_amount, ask=desk.ask_amount)
-    except PolicyRefusal as exc:
-        _record_refusal(ask, profiles.profile, jr.batch_id, reason, exc)
+            # the refusal raised through the recorder: one history entry, ``refused``
+            store = open_for(profile, purpose=f"walletctl {ask.op} --batch {self.jr.batch_id}")
+            with recording(store, profile, ask.op, None, reason=self.reason,
+                           batch_id=self.jr.batch_id):
+                raise
 
+    def _used(self) -> list[Profile]:
+        """The command's profile, then those the rows to send name."""
+        profiles = self.profiles
+        names = {row.profile for row in self.jr.rows() if row.state not in FINAL_STATES}
+        names -= {None, profiles.profile.name}
+        return [profiles.profile, *(profiles(name) for name in sorted(n for n in names if n))]
 
-def _used(jr: Journal, profiles: RowProfiles) -> list[Profile]:
-    """The command's profile, then those the rows to send name."""
-    from walletctl.ops.batch.journal import FINAL_STATES
+    def _approval_amounts(self) -> dict[str | None, tuple[Decimal, str]]:
+        from walletctl.ops.money.approval import threshold
 
-    names = {row.profile for row in jr.rows() if row.state not in FINAL_STATES}
-    names -= {None, profiles.profile.name}
-    return [profiles.profile, *(profiles(name) for name in sorted(n for n in names if n))]
+        return self.profiles.strictest(lambda prof: threshold(prof, self.ask.op))
 
+    def _under_four_eyes(self) -> bool:
+        """The batch runs under an approval: one given, or one it files (a row above the
+        approval amount of the command's profile or of its own)."""
+        if self.bound is None:
+            return False
+        if self.ask.approval is not None:
+            return True
+        amounts = self._approval_amounts()
+        return bool(amounts) and any(
+            (found := amounts.get(row.profile)) is not None and row.amount > found[0]
+            for row in self.jr.rows())
 
-def _approval_amounts(op: str, profiles: RowProfiles) -> dict[str | None, tuple[Decimal, str]]:
-    from walletctl.ops.money.approval import threshold
-
-    return profiles.strictest(lambda prof: threshold(prof, op))
-
-
-def _under_four_eyes(ask: BatchAsk, profiles: RowProfiles, jr: Journal,
-                     bound: str | None) -> bool:
-    """The batch runs under an approval: one given, or one it files (a row above the
-    approval amount of the command's profile or of its own)."""
-    if bound is None:
-        return False
-    if ask.approval is not None:
-        return True
-    amounts = _approval_amounts(ask.op, profiles)
-    return bool(amounts) and any(
-        (found := amounts.get(row.profile)) is not None and row.amount > found[0]
-        for row in jr.rows())
-
-
-def _above_limits(op: str, jr: Journal, profiles: RowProfiles,
-                  ) -> tuple[dict[str, tuple[int, Decimal]], dict[str, str]]:
-    """The file's rows above their limit (the command's profile's or their own, the lower):
-    per currency (rows, total), and the limits that apply. Every row of the file counts, so
-    a resumed run asks for the same total as the first."""
-    above: dict[str, tuple[int, Decimal]] = {}
-    limits: dict[str, str] = {}
-    # any currency's lowest limit: the stricter
-    strictest = profiles.strictest(lambda prof: amount_rule(prof.history.limits, op, None))
-    if not strictest:
+    def _above_limits(self) -> tuple[dict[str, tuple[int, Decimal]], dict[str, str]]:
+        """The file's rows above their limit (the command's profile's or their own, the
+        lower): per currency (rows, total), and the limits that apply. Every row of the file
+        counts, so a resumed run asks for the same total as the first."""
+        above: dict[str, tuple[int, Decimal]] = {}
+        limits: dict[str, str] = {}
+        # any currency's lowest limit: the stricter
+        strictest = self.profiles.strictest(
+            lambda prof: amount_rule(prof.history.limits, self.ask.op, None))
+        for row in self.jr.rows() if strictest else ():
+            found = strictest.get(row.profile)
+            if found is None or row.amount <= found[0]:
+                continue
+            rows, total = above.get(row.currency, (0, Decimal(0)))
+            above[row.currency] = (rows + 1, total + row.amount)
+            limit, name = found
+            limits[name] = f"{limit:f}"
         return above, limits
-    for row in jr.rows():
-        found = strictest.get(row.profile)
-        if found is None or row.amount <= found[0]:
-            continue
-        rows, total = above.get(row.currency, (0, Decimal(0)))
-        above[row.currency] = (rows + 1, total + row.amount)
-        limit, name = found
-        limits[name] = f"{limit:f}"
-    return above, limits
+
+    # ---- four eyes -------------------------------------------------------------------------
+    def _approved(self, *, spend: bool) -> int | None:
+        """File the batch for approval (exit 12), or check the one given and (``spend``, once
+        every confirmation is given) spend it; None: none needed. A row needs one above the
+        approval amount of the command's profile or of its own (the lower). Refused if the
+        file changed while it was planned."""
+        ask, plan, bound = self.ask, self.result.plan, self.bound
+        if bound is None or not plan.to_send:
+            return ask.approval
+        amounts = self._approval_amounts()
+        lowest = min((amount for amount, _whose in amounts.values()), default=None)
+        if ask.approval is None and lowest is None:
+            return None
+        from walletctl.ops.money.approval import batch_request, gate_batch
+
+        if self.display != STDIN and file_hash(self.path) != bound:
+            raise UsageError(f"--batch {self.display}: the file changed while it was read; "
+                             "run again")
+        profile, batch_id = self.profiles.profile, self.jr.batch_id
+        request = batch_request(
+            profile, ask.op, self.jr, file=self.display, sha256=bound, rows=plan.to_send,
+            totals=plan.money(),
+            amount_of=lambda row: None if (hit := amounts.get(row.profile)) is None else hit[0])
+        store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")
+        try:
+            return gate_batch(store, profile, request, ask.approval, batch_id=batch_id,
+                              limit=lowest, spend=spend)
+        finally:
+            store.close()
+
+    def _drop_new_journal(self) -> None:
+        """Nothing was sent: a journal this run created (holding only the plan) is removed."""
+        jr = self.jr
+        if jr.existed or self.ask.dry_run:
+            return
+        jr.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(jr.path) + suffix).unlink(missing_ok=True)
+
+    # ---- pass 2 ----------------------------------------------------------------------------
+    def _options(self) -> RunOptions:
+        from walletctl.ops.batch.runner import RunOptions
+
+        ask = self.ask
+        return RunOptions(op=ask.op, concurrency=ask.concurrency, rate=ask.rate,
+                          max_failures=ask.max_failures, direct=not ask.full_preflight,
+                          predict=ask.dry_run, allow_duplicate=ask.allow_duplicate)
+
+    def _run(self, approval: int | None) -> None:
+        from walletctl.ops.batch.driver import audit_for, drive
+
+        result, profiles = self.result, self.profiles
+        writer = self._results_writer()
+        options = self._options()
+        audit = audit_for(profiles.profile, options, self.jr.batch_id, profiles,
+                          approval=approval, reason=self.reason)
+        report = drive(self.jr, result.plan, options, profile_for=profiles,
+                       watch=self.desk.watch(profiles.profile, result.plan, False),
+                       writer=writer, audit=audit)
+        result.report, result.code = report, int(exit_code(report))
+        if writer is not None:
+            writer.close()
+            result.results_failed = writer.failed
+            if writer.failed is not None and result.code == ExitCode.OK:
+                result.code = int(ExitCode.USAGE)  # the run is done, the file asked for is not
+
+    def _results_writer(self) -> ResultsWriter | None:
+        path = self.ask.results
+        if path is None:
+            return None
+        from walletctl.ops.batch.driver import ResultsWriter
+
+        try:
+            writer = ResultsWriter(path)
+        except OSError as exc:
+            raise UsageError(f"--results {path}: cannot write ({exc.strerror})") from None
+        self.stack.callback(writer.close)
+        return writer
+
+    # ---- dry run ---------------------------------------------------------------------------
+    def _dry_run(self) -> None:
+        """Checked (the default): the real run's read-only pre-flight; it exits as the real run
+        would stop (9/7 when the gateway refuses the credentials or cannot be reached, 6 when
+        lookups kept failing, else 0: predicted refusals are listed, not an error)."""
+        from walletctl.ops.batch.driver import drive
+
+        result = self.result
+        if not self.ask.offline and result.plan.to_send:
+            result.report = drive(self.jr, result.plan, self._options(),
+                                  profile_for=self.profiles,
+                                  watch=self.desk.watch(self.profiles.profile, result.plan, True))
+            result.code = stop_code(result.report) or int(ExitCode.OK)
+        result.dry_rows = self._dry_rows(result.report)
+
+    def _dry_rows(self, report: RunReport | None) -> Iterator[DryRow]:
+        """Each row as the real run would send it: its body built with the row's own profile
+        (``profile`` column), as the runner does; written to --results as it is read."""
+        from walletctl.ops.batch.driver import ResultsWriter
+        from walletctl.ops.batch.runner import build_request
+
+        op = self.ask.op
+        writer = ResultsWriter(self.ask.results) if self.ask.results is not None else None
+        try:
+            for row in self.jr.rows():
+                status = dry_status(row, report is not None)
+                prof = self.profiles(row.profile)
+                body = build_request(prof, op, row).to_wire(prof.amount_format)
+                record: dict[str, Any] = {
+                    "line": row.line, "op": op, "ref": row.ref, "new_ref": row.new_ref,
+                    "amount": f"{row.amount:f}", "currency": row.currency, "status": status}
+                if status in ("would-refuse", "unchecked"):
+                    # an unchecked row's journal detail is an earlier run's: this run's reason
+                    record["reason"] = row.detail if status == "would-refuse" else (
+                        f"not checked: {report.fatal}" if report is not None and report.fatal
+                        else "not checked: the lookup of its original got no answer")
+                if writer is not None:
+                    writer.write(record)
+                yield DryRow(record, body)
+        finally:
+            if writer is not None:
+                writer.close()
 
 
-def _record_refusal(ask: BatchAsk, profile: Profile, batch_id: str, reason: str | None,
-                    refusal: Exception) -> NoReturn:
-    """Raise the batch's refusal through the recorder: one history entry, ``refused``."""
-    from walletctl.history import open_for
-    from walletctl.history.recorder import recording
-
-    store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")
-    with recording(store, profile, ask.op, None, reason=reason, batch_id=batch_id):
-        raise refusal
-
-
-# ---- four eyes -----------------------------------------------------------------------------
-def file_hash(path: Path, digest: str | None) -> str:
-    """sha256 of the batch file (stdin: of the spooled copy, already known)."""
-    if digest is not None:
-        return digest
+# ---- input and journal ---------------------------------------------------------------------
+def file_hash(path: Path) -> str:
+    """sha256 of the batch file."""
     found = hashlib.sha256()
     try:
         with path.open("rb") as fh:
@@ -397,46 +486,6 @@ def file_hash(path: Path, digest: str | None) -> str:
     except OSError as exc:
         raise UsageError(f"--batch {path}: cannot read ({exc.strerror})") from None
     return found.hexdigest()
-
-
-def _approved(ask: BatchAsk, profiles: RowProfiles, jr: Journal, plan: Plan,
-              source: _Source, bound: str | None, batch_id: str, *,
-              spend: bool) -> int | None:
-    """File the batch for approval (exit 12), or check the one given and (``spend``, once
-    every confirmation is given) spend it; None: none needed. A row needs one above the
-    approval amount of the command's profile or of its own (the lower). Refused if the file
-    changed while it was planned."""
-    if bound is None or not plan.to_send:
-        return ask.approval
-    amounts = _approval_amounts(ask.op, profiles)
-    lowest = min((amount for amount, _whose in amounts.values()), default=None)
-    if ask.approval is None and lowest is None:
-        return None
-    from walletctl.history import open_for
-    from walletctl.ops.money.approval import batch_request, gate_batch
-
-    if source.display != STDIN and file_hash(source.path, None) != bound:
-        raise UsageError(f"--batch {source.display}: the file changed while it was read; "
-                         "run again")
-    profile = profiles.profile
-    request = batch_request(
-        profile, ask.op, jr, file=source.display, sha256=bound, rows=plan.to_send,
-        totals=plan.money(),
-        amount_of=lambda row: None if (hit := amounts.get(row.profile)) is None else hit[0])
-    store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")
-    try:
-        return gate_batch(store, profile, request, ask.approval, batch_id=batch_id,
-                          limit=lowest, spend=spend)
-    finally:
-        store.close()
-
-
-# ---- input and journal ---------------------------------------------------------------------
-def _input(source: Path, scratch: Path) -> _Source:
-    from walletctl.ops.batch.input_rows import batch_input
-
-    path, display = batch_input(source, scratch)
-    return _Source(path, display, file_hash(path, None) if display == STDIN else None)
 
 
 def _journal_path(ask: BatchAsk, batch_id: str) -> Path:
@@ -459,10 +508,6 @@ def _journal_path(ask: BatchAsk, batch_id: str) -> Path:
 def _open_journal(ask: BatchAsk, path: Path, batch_id: str, display: str,
                   scratch: Path) -> Journal:
     """The journal; a dry run plans into a copy (the real journal is never touched)."""
-    import sqlite3
-
-    from walletctl.ops.batch.journal import Journal
-
     if ask.dry_run:
         real, path = path, scratch / "dry-run.journal"
         if real.exists():
@@ -473,58 +518,6 @@ def _open_journal(ask: BatchAsk, path: Path, batch_id: str, display: str,
         return Journal(path, batch_id=batch_id, op=ask.op, source=display)
     except OSError as exc:
         raise UsageError(f"--journal {path}: cannot open ({exc.strerror})") from None
-
-
-def _drop_new_journal(ask: BatchAsk, jr: Journal) -> None:
-    """Nothing was sent: a journal this run created (holding only the plan) is removed."""
-    if jr.existed or ask.dry_run:
-        return
-    jr.close()
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(jr.path) + suffix).unlink(missing_ok=True)
-
-
-# ---- pass 2 --------------------------------------------------------------------------------
-def _options(ask: BatchAsk) -> RunOptions:
-    from walletctl.ops.batch.runner import RunOptions
-
-    return RunOptions(op=ask.op, concurrency=ask.concurrency,
-                      rate=ask.rate, max_failures=ask.max_failures,
-                      direct=not ask.full_preflight, predict=ask.dry_run,
-                      allow_duplicate=ask.allow_duplicate)
-
-
-def _run(ask: BatchAsk, desk: BatchDesk, jr: Journal, result: BatchResult,
-         profiles: RowProfiles, stack: ExitStack, *, approval: int | None,
-         reason: str | None) -> None:
-    from walletctl.ops.batch.driver import audit_for, drive
-
-    writer = _results_writer(ask.results, stack)
-    options = _options(ask)
-    audit = audit_for(profiles.profile, options, jr.batch_id, profiles, approval=approval,
-                      reason=reason)
-    report = drive(jr, result.plan, options, profile_for=profiles,
-                   watch=desk.watch(profiles.profile, result.plan, False), writer=writer,
-                   audit=audit)
-    result.report, result.code = report, int(exit_code(report))
-    if writer is not None:
-        writer.close()
-        result.results_failed = writer.failed
-        if writer.failed is not None and result.code == ExitCode.OK:
-            result.code = int(ExitCode.USAGE)  # the run is done, but the file asked for is not
-
-
-def _results_writer(path: Path | None, stack: ExitStack) -> ResultsWriter | None:
-    if path is None:
-        return None
-    from walletctl.ops.batch.driver import ResultsWriter
-
-    try:
-        writer = ResultsWriter(path)
-    except OSError as exc:
-        raise UsageError(f"--results {path}: cannot write ({exc.strerror})") from None
-    stack.callback(writer.close)
-    return writer
 
 
 def exit_code(report: RunReport) -> ExitCode:
@@ -543,25 +536,8 @@ def exit_code(report: RunReport) -> ExitCode:
     return ExitCode.OK
 
 
-# ---- dry run -------------------------------------------------------------------------------
-def _dry_run(ask: BatchAsk, desk: BatchDesk, jr: Journal, result: BatchResult,
-             profiles: RowProfiles) -> None:
-    """Checked (the default): the real run's read-only pre-flight; it exits as the real run
-    would stop (9/7 when the gateway refuses the credentials or cannot be reached, 6 when
-    lookups kept failing, else 0: predicted refusals are listed, not an error)."""
-    from walletctl.ops.batch.driver import drive
-
-    if not ask.offline and result.plan.to_send:
-        result.report = drive(jr, result.plan, _options(ask), profile_for=profiles,
-                              watch=desk.watch(profiles.profile, result.plan, True))
-        result.code = stop_code(result.report) or int(ExitCode.OK)
-    result.dry_rows = _dry_rows(ask, jr, result.report, profiles)
-
-
 def dry_status(row: JournalRow, checked: bool) -> str:
     """done-earlier | would-send | would-refuse | unchecked (the lookup did not answer)."""
-    from walletctl.ops.batch.journal import FINAL_STATES
-
     if row.state == "refused" and row.attempts == 0:  # refused by this check, never sent
         return "would-refuse"
     if row.state in FINAL_STATES:
@@ -569,32 +545,3 @@ def dry_status(row: JournalRow, checked: bool) -> str:
     if not checked or row.detail == "would-send":
         return "would-send"
     return "unchecked"
-
-
-def _dry_rows(ask: BatchAsk, jr: Journal, report: RunReport | None,
-              profiles: RowProfiles) -> Iterator[DryRow]:
-    """Each row as the real run would send it: its body built with the row's own profile
-    (``profile`` column), as the runner does; written to --results as it is read."""
-    from walletctl.ops.batch.driver import ResultsWriter
-    from walletctl.ops.batch.runner import build_request
-
-    writer = ResultsWriter(ask.results) if ask.results is not None else None
-    try:
-        for row in jr.rows():
-            status = dry_status(row, report is not None)
-            prof = profiles(row.profile)
-            body = build_request(prof, ask.op, row).to_wire(prof.amount_format)
-            record: dict[str, Any] = {
-                "line": row.line, "op": ask.op, "ref": row.ref, "new_ref": row.new_ref,
-                "amount": f"{row.amount:f}", "currency": row.currency, "status": status}
-            if status in ("would-refuse", "unchecked"):
-                # an unchecked row's journal detail is an earlier run's: say this run's reason
-                record["reason"] = row.detail if status == "would-refuse" else (
-                    f"not checked: {report.fatal}" if report is not None and report.fatal
-                    else "not checked: the lookup of its original got no answer")
-            if writer is not None:
-                writer.write(record)
-            yield DryRow(record, body)
-    finally:
-        if writer is not None:
-            writer.close()

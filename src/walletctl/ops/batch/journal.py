@@ -1,21 +1,10 @@
-"""The batch journal: SQLite in WAL mode, written BEFORE each send.
+"""The batch journal: SQLite in WAL mode, one row per batch row keyed ``ref#occurrence`` (the
+n-th row naming that original in the file), written BEFORE each send (docs/batch.md has its
+states). WAL with ``synchronous=NORMAL`` is durable against a killed process, the guarantee
+needed. No secrets: references, amounts, states and one-line details only.
 
-One row per batch row, keyed by ``ref#occurrence`` (the n-th row naming that original in the
-file), so that editing other rows of the file and re-running keeps every key and reference::
-
-    planned ──> sent ──> confirmed | refused | unknown
-                  ^                              │
-                  └──── (lookup proved absent) ──┘
-
-``sent`` is committed before the request leaves, so after a kill every row that might have
-reached the gateway is ``sent`` or ``unknown`` and is reconciled by lookup before anything is
-re-sent. WAL with ``synchronous=NORMAL`` is durable against a killed process (the guarantee we
-need); ``--journal`` on a local disk is assumed. No secrets are stored: references, amounts,
-states and one-line details only.
-
-Pass 1 (:func:`plan_batch`) reads the whole input, validates every row and records the plan
-in ONE journal transaction, nothing sent: when rows are invalid (and ``--skip-invalid`` is
-not given) it is rolled back, so a failed validation leaves no trace.
+Pass 1 (:func:`plan_batch`) validates every row and records the plan in ONE transaction,
+nothing sent, rolled back when rows are invalid (and ``--skip-invalid`` is not given).
 """
 
 from __future__ import annotations
@@ -27,9 +16,10 @@ import socket
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -197,59 +187,55 @@ class Journal:
 
     def plan(self, row: Row) -> Problem | JournalRow:
         """Record ``row`` as planned (or match it to the same key of an earlier run)."""
-        (occ,) = self.db.execute(
-            "SELECT count(*) FROM rows WHERE seen=? AND ref=?", (self.run, row.ref)
-        ).fetchone()
+        (occ,) = self.db.execute("SELECT count(*) FROM rows WHERE seen=? AND ref=?",
+                                 (self.run, row.ref)).fetchone()
         key = f"{row.ref}#{occ}"
-        found = self._by_key(key)
         new_ref = row.new_ref or derive_reference(self.batch_id, self.op, row.ref, occ)
-        if found is not None:
-            prev = _to_row(found)
-            if prev.state == "refused" and (prev.detail or "").startswith(RECHECKED):
-                # Refused by walletctl's own pre-flight or answered 404: nothing was stored,
-                # so a new run checks it again (the original may have been approved since,
-                # or the base_url fixed).
-                prev = replace(prev, state="planned")
-                self.db.execute("UPDATE rows SET state='planned' WHERE key=?", (key,))
-            if prev.state != "planned" and (
-                prev.amount != row.amount or prev.currency != row.currency
-                or prev.new_ref != new_ref
-            ):
-                return Problem(
-                    row.line, "amount" if prev.new_ref == new_ref else "new_ref",
-                    f"differs from what the journal recorded for this row ({prev.state}: "
-                    f"{prev.amount} {prev.currency} as {prev.new_ref}); "
-                    "use a new --batch-id for a new batch",
-                )
-            try:
+        prev = self.get(key)
+        if prev is not None and (problem := self._changed(prev, row, new_ref)) is not None:
+            return problem
+        try:
+            if prev is None:
+                self.db.execute(
+                    "INSERT INTO rows (key, ref, occ, line, new_ref, amount, currency, profile, "
+                    "seen, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (key, row.ref, occ, row.line, new_ref, str(row.amount), row.currency,
+                     row.profile, self.run, time.time()))
+            else:
                 self.db.execute(
                     "UPDATE rows SET line=?, seen=?, amount=?, currency=?, profile=?, new_ref=? "
                     "WHERE key=?",
                     (row.line, self.run, str(row.amount), row.currency, row.profile, new_ref,
-                     key),
-                )
-            except sqlite3.IntegrityError:
-                return self._dup(row, new_ref)
-            return _to_row(self._by_key(key))
-        try:
-            self.db.execute(
-                "INSERT INTO rows (key, ref, occ, line, new_ref, amount, currency, profile, "
-                "seen, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, row.ref, occ, row.line, new_ref, str(row.amount), row.currency,
-                 row.profile, self.run, time.time()),
-            )
+                     key))
         except sqlite3.IntegrityError:
             return self._dup(row, new_ref)
-        return JournalRow(key, row.line, row.ref, new_ref, row.amount, row.currency,
-                          row.profile, "planned", 0, None, None, None)
+        if prev is None:
+            return JournalRow(key, row.line, row.ref, new_ref, row.amount, row.currency,
+                              row.profile, "planned", 0, None, None, None)
+        return _to_row(self._by_key(key))
+
+    def _changed(self, prev: JournalRow, row: Row, new_ref: str) -> Problem | None:
+        """An earlier run's row under the same key that the file now gives differently."""
+        if prev.state == "refused" and (prev.detail or "").startswith(RECHECKED):
+            # Refused by walletctl's own pre-flight or answered 404: nothing was stored, so a
+            # new run checks it again (the original may have been approved since, or the
+            # base_url fixed).
+            self.db.execute("UPDATE rows SET state='planned' WHERE key=?", (prev.key,))
+            return None
+        if prev.state == "planned" or (prev.amount, prev.currency, prev.new_ref) == (
+                row.amount, row.currency, new_ref):
+            return None
+        return Problem(row.line, "amount" if prev.new_ref == new_ref else "new_ref",
+                       f"differs from what the journal recorded for this row ({prev.state}: "
+                       f"{prev.amount} {prev.currency} as {prev.new_ref}); "
+                       "use a new --batch-id for a new batch")
 
     def _by_key(self, key: str) -> Any:
         return self.db.execute(_BY_KEY, (key,)).fetchone()
 
     def _dup(self, row: Row, new_ref: str) -> Problem:
-        other = self.db.execute(
-            "SELECT line, seen FROM rows WHERE new_ref=?", (new_ref,)
-        ).fetchone()
+        other = self.db.execute("SELECT line, seen FROM rows WHERE new_ref=?",
+                                (new_ref,)).fetchone()
         where = f"line {other[0]}" if other and other[1] == self.run else "an earlier run"
         return Problem(row.line, "new_ref", f"{new_ref!r} is already used by {where}")
 
@@ -258,18 +244,12 @@ class Journal:
         """This run's rows in file order, read page by page (memory stays flat)."""
         last = -1
         while True:
-            chunk = self.db.execute(
-                _PAGE,
-                (self.run, last, page),
-            ).fetchall()
+            chunk = self.db.execute(_PAGE, (self.run, last, page)).fetchall()
             if not chunk:
                 return
             for r in chunk:
                 yield _to_row(r)
             last = int(chunk[-1][1])
-
-    def mark_sent(self, key: str) -> None:
-        self.mark_sent_many([key])
 
     def mark_sent_many(self, keys: list[str]) -> None:
         """Committed before the requests are sent, with any outcomes recorded since the last
@@ -283,15 +263,8 @@ class Journal:
         )
         self.commit()
 
-    def finish(
-        self,
-        key: str,
-        state: State,
-        *,
-        txn_id: str | None = None,
-        txn_state: str | None = None,
-        detail: str | None = None,
-    ) -> None:
+    def finish(self, key: str, state: State, *, txn_id: str | None = None,
+               txn_state: str | None = None, detail: str | None = None) -> None:
         """Record an outcome. Group commit: it becomes durable with the next
         ``mark_sent_many`` or at the end of the run. Losing it to a crash is safe: the row
         is still ``sent`` on disk, and a resume reconciles it by lookup before anything is
@@ -392,6 +365,14 @@ class Plan:
         if len(self.problems) < MAX_PROBLEMS_KEPT:
             self.problems.append(problem)
 
+    def add(self, row: JournalRow) -> None:
+        self.rows += 1
+        if row.state in FINAL_STATES:
+            self.done_before += 1
+        else:
+            self.to_send += 1
+            self.totals[row.currency] = self.totals.get(row.currency, Decimal(0)) + row.amount
+
     def money(self) -> str:
         """The rows to send in words: ``12.00 EUR, 3.50 USD`` (``nothing``)."""
         from walletctl.models.money import format_major
@@ -414,35 +395,23 @@ def plan_batch(
     ``check_request(row)`` builds the row's request with the request model (a row the model
     refuses is an invalid row here, never a failure in the middle of the run).
     """
+    profile_rule = cache(check_profile) if check_profile is not None else None
+
+    def problem_of(row: Row) -> Problem | None:
+        if row.profile is not None and profile_rule is not None and \
+                (rule := profile_rule(row.profile)) is not None:
+            return Problem(row.line, "profile", rule)
+        return None if check_request is None else check_request(row)
+
     plan = Plan()
-    profile_rules: dict[str, str | None] = {}
     journal.begin()
     try:
         for item in iter_rows(source, default_currency=default_currency):
-            if isinstance(item, Problem):
-                plan.note(item)
-                continue
-            row: Row = item
-            if row.profile is not None and check_profile is not None:
-                if row.profile not in profile_rules:
-                    profile_rules[row.profile] = check_profile(row.profile)
-                rule = profile_rules[row.profile]
-                if rule is not None:
-                    plan.note(Problem(row.line, "profile", rule))
-                    continue
-            if check_request is not None and (problem := check_request(row)) is not None:
-                plan.note(problem)
-                continue
-            planned = journal.plan(row)
+            planned = item if isinstance(item, Problem) else problem_of(item) or journal.plan(item)
             if isinstance(planned, Problem):
                 plan.note(planned)
-                continue
-            plan.rows += 1
-            if planned.state in FINAL_STATES:
-                plan.done_before += 1
             else:
-                plan.to_send += 1
-                plan.totals[row.currency] = plan.totals.get(row.currency, Decimal(0)) + row.amount
+                plan.add(planned)
         if plan.invalid and not skip_invalid:
             raise BatchValidationError(plan.problems, plan.invalid, display_name or str(source))
     except BaseException:

@@ -1,58 +1,29 @@
-"""The async batch runner: exactly-once follow-ups on one connection pool.
+"""Pass 2 of a batch: the async runner, exactly-once follow-ups on one connection pool.
 
-The money protocol's steps are the single command's (``ops.money`` and
-``models.outcome``): the same per-original lock, earlier-intent judgement, duplicate hold,
-answer interpretation and history identity. What is the batch's own is scheduling: rows
-naming the same original run one after another, others concurrently; retries; group
-commit. Per row::
-
-    journal final (confirmed/refused)?  -> skip (an earlier run did it)
-    lock the original (shared with single commands and other batches on this machine)
-    direct row? (the only row on its original, never sent, no journal history, and the
-                 history holds nothing on the original from outside the batch)
-                                        -> straight to the POST below (one round trip);
-                                           the gateway's own rules refuse what the
-                                           pre-flight would have refused
-    lookup(original ref)                -> our new reference already there? -> is it ours
-                                           (operation, amount, currency)? record it : conflict
-                                        -> earlier unknown intents from outside resolved
-                                        -> pre-flight balance check (ledger rules) -> refused?
-                                        -> likely duplicate of a movement from outside? held
-    journal 'sent' (committed; one write per loop turn for all rows sending in it)
-                                ->  POST follow-up
-        2xx                     -> Approved: confirmed / a stated refusal: refused /
-                                   any other state: unknown (looked up by the next run)
-        connect failed          -> nothing sent: back to 'planned', back off, send again
-        429 / 5xx / 409 / drop  -> 'unknown': lookup(new ref) -> found: record it
-                                   (429: after the pause)      proven absent: send again
-                                                               (same reference)
-        404                     -> refused, nothing stored: sent again by the next run
-        3xx                     -> 'unknown', stop the batch (the base_url is wrong)
-        other documented 4xx    -> refused
-
-A row is re-sent ONLY after a lookup proved its reference absent, and always with the same
-reference. Retries: jittered exponential backoff, bounded attempts (see ``_retrying``).
-
-The two records of a row, the journal and the history, have one writer: the runner. The
-``sent`` state of every row leaving in one event-loop turn and their history entries are
-committed together before the requests leave (:class:`GroupCommit`: two SQLite transactions
-per row were a fifth of a batch's CPU at concurrency 64); an outcome goes to the journal and
-then to the history from the same call (``_finish``), so the two cannot disagree.
+The money protocol's steps are the single command's (``ops.money``, ``models.outcome``); the
+batch's own are scheduling (rows on one original one after another, others concurrently),
+retries and group commit. A row is re-sent only after a lookup proved its reference absent,
+and always with the same reference. The runner is the one writer of a row's two records: the
+journal's ``sent`` and the history's entry of every row leaving in one event-loop turn are
+committed together before the requests leave (:class:`GroupCommit`), and an outcome goes to
+both from ``_finish``. Row by row, the behaviour is docs/batch.md's.
 """
-
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar
 
+from pydantic import ValidationError
+
+from walletctl.client.gateway import FollowUpCall
+from walletctl.constants import APM_PROVIDER
 from walletctl.errors import (
     GatewayError,
     NetworkError,
@@ -62,6 +33,9 @@ from walletctl.errors import (
     ResponseError,
     UnknownOutcomeError,
 )
+from walletctl.models.base import dumps
+from walletctl.models.ledger import balance_from_records, check_followup
+from walletctl.models.money import to_wire
 from walletctl.models.outcome import (
     Intended,
     conflict_note,
@@ -69,11 +43,12 @@ from walletctl.models.outcome import (
     meaning_of_state,
 )
 from walletctl.ops.batch.flow import (
-    BACKOFF_INITIAL,
-    BACKOFF_JITTER,
-    BACKOFF_MAX,
-    MAX_ATTEMPTS,
     FlowControlled,
+    FlowOptions,
+    LookupRefused,
+    Retry,
+    Stopped,
+    StopReport,
 )
 from walletctl.ops.batch.input_rows import Op, Problem, Row
 from walletctl.ops.batch.journal import (
@@ -89,47 +64,25 @@ from walletctl.ops.money.earlier import needs_lookup, resolve_earlier, verdict_o
 from walletctl.ops.money.lock import DeskLocks, MoneyLocks, hold_row, lock_key, money_locks
 
 if TYPE_CHECKING:
-    from walletctl.client.gateway import FollowUpCall
     from walletctl.config.profile import Profile
     from walletctl.history.store import HistoryStore
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
     from walletctl.models.records import TransactionRecord
+    from walletctl.ops.batch.driver import BatchAudit
 
 _T = TypeVar("_T")
 
 
-class Audit(Protocol):
-    """The history's half of the run (``driver.BatchAudit``): rows begun as they are sent,
-    completed with their outcome."""
 
-    store: HistoryStore
-
-    def on_send(self, items: list[tuple[JournalRow, int]]) -> None: ...
-
-    def on_result(self, result: RowResult) -> None: ...
-MAX_THROTTLED = 50  # 429s tolerated per row on top of max_attempts
-
-
-@dataclass(frozen=True)
-class RunOptions:
+@dataclass(frozen=True, kw_only=True)
+class RunOptions(FlowOptions):
     op: Op
-    concurrency: int = 8
-    rate: float | None = None
-    max_failures: int = 10
-    max_attempts: int = MAX_ATTEMPTS
     # After a timeout/drop, wait this long before trusting "absent" (a slow gateway may still
     # be committing the first request). 5xx answers need no settling: the gateway is done.
     settle: float = 0.5
-    backoff_initial: float = BACKOFF_INITIAL
-    backoff_max: float = BACKOFF_MAX
-    # One round trip for rows that need no lookup (see _direct); False: full pre-flight always.
-    direct: bool = True
-    # Dry run: lookups and pre-flight only; rows that would be sent are journaled as such.
-    predict: bool = False
-    # Connect failures before any answer that make the gateway "unreachable" (stop the batch).
-    unreachable_after: int = 3
-    # Send rows identical to a recent movement made outside this batch (else: held).
-    allow_duplicate: bool = False
+    direct: bool = True  # one round trip for rows that need no lookup (see _direct)
+    predict: bool = False  # dry run: lookups and pre-flight only, nothing sent
+    allow_duplicate: bool = False  # send rows held as likely duplicates
 
 
 @dataclass
@@ -158,21 +111,13 @@ class RowResult:
 
 
 @dataclass
-class RunReport:
+class RunReport(StopReport):
     counts: dict[str, int] = field(
-        default_factory=lambda: {"confirmed": 0, "refused": 0, "unknown": 0, "pending": 0}
-    )
+        default_factory=lambda: {"confirmed": 0, "refused": 0, "unknown": 0, "pending": 0})
     confirmed_totals: dict[str, Decimal] = field(default_factory=dict)
     earlier: int = 0  # rows finished by an earlier run
-    requests: int = 0
     sent_rows: int = 0  # rows whose request left in this run (the rate counts these only)
-    elapsed: float = 0.0
-    interrupted: bool = False
-    breaker_open: bool = False
     breaker_reason: str | None = None
-    fatal: str | None = None  # e.g. credentials refused: every row would fail the same way
-    fatal_code: int | None = None  # the ExitCode for ``fatal``
-    fatal_hint: str | None = None  # the single command's hint for the same error
     breaker_threshold: int = 0
     # What happened on the way (for the summary and the fault tests): throttled, gateway_5xx,
     # network, no_answer, found_on_lookup (an unclear send that had been applied),
@@ -194,8 +139,6 @@ _FIELD_OF = {"clientSystemInvoiceId": "ref", "clientSystemTransactionId": "new_r
 def request_problem(profile: Profile, op: Op, row: Row) -> Problem | None:
     """Build ``row``'s request with the request model (with a stand-in for a derived new
     reference); a refusal becomes the row's problem, named by the batch column."""
-    from pydantic import ValidationError
-
     stand_in = JournalRow("", row.line, row.ref, row.new_ref or "cap-00000000-0", row.amount,
                           row.currency, row.profile, "planned", 0, None, None, None)
     try:
@@ -213,32 +156,21 @@ def request_problem(profile: Profile, op: Op, row: Row) -> Problem | None:
 
 def build_request(profile: Profile, op: Op, row: JournalRow) -> FollowUpRequest:
     """The spec 2.3 request for one row (also what --dry-run prints)."""
-    from walletctl.constants import APM_PROVIDER
     from walletctl.models.followup import OPERATION_TYPES, ApmRequestDetails, FollowUpRequest
 
     return FollowUpRequest(
-        merchant_id=profile.merchant_id,
-        store_id=profile.store_id,
-        user_id=profile.user_id,
-        type=OPERATION_TYPES[op],
-        amount=row.amount,
-        currency_code=row.currency,
-        client_system_transaction_id=row.new_ref,
-        client_system_invoice_id=row.ref,
-        apm_details=ApmRequestDetails(apm_provider=APM_PROVIDER),
-    )
+        merchant_id=profile.merchant_id, store_id=profile.store_id, user_id=profile.user_id,
+        type=OPERATION_TYPES[op], amount=row.amount, currency_code=row.currency,
+        client_system_transaction_id=row.new_ref, client_system_invoice_id=row.ref,
+        apm_details=ApmRequestDetails(apm_provider=APM_PROVIDER))
 
 
 class RequestTemplate:
-    """A profile's follow-up body for one operation, with the row's fields filled in: the
-    bytes :func:`build_request` would send for the row (tests/batch check that they are
-    equal, byte for byte), without building and validating a model per row again. Every row
-    of a run passed ``build_request`` when the run was planned (``request_problem``);
-    building it a second time per row cost a tenth of a row's CPU."""
+    """A profile's follow-up body for one operation, the row's fields filled in: the bytes
+    :func:`build_request` would send (tests/batch check it), without a model per row again
+    (every row passed ``build_request`` when planned; a second time cost a tenth of its CPU)."""
 
     def __init__(self, profile: Profile, op: Op) -> None:
-        from walletctl.constants import APM_PROVIDER
-        from walletctl.models.base import dumps
         from walletctl.models.followup import OPERATION_TYPES
 
         self.op = op
@@ -248,19 +180,14 @@ class RequestTemplate:
                 "userId": profile.user_id, "type": self.type}
         self._head = dumps(head)[:-1] + ',"amount":'
         self._tail = ',"apmDetails":' + dumps({"apmProvider": APM_PROVIDER}) + "}"
-        # imported once here, not per row (client.aio brings aiohttp: only a real run needs it)
-        from walletctl.client.gateway import FollowUpCall
-        from walletctl.models.money import to_wire
-
-        self._call, self._to_wire = FollowUpCall, to_wire
 
     def call(self, row: JournalRow) -> FollowUpCall:
         text = json.dumps  # JSON string literals, escaped as the model's encoder does
-        amount = self._to_wire(row.amount, row.currency, self.fmt)
+        amount = to_wire(row.amount, row.currency, self.fmt)
         body = (f'{self._head}{text(amount)},"currencyCode":{text(row.currency)},'
                 f'"clientSystemTransactionId":{text(row.new_ref)},'
                 f'"clientSystemInvoiceId":{text(row.ref)}{self._tail}')
-        return self._call(body.encode(), row.new_ref, row.ref, row.amount, row.currency,
+        return FollowUpCall(body.encode(), row.new_ref, row.ref, row.amount, row.currency,
                           self.type, self.op)
 
 
@@ -272,20 +199,6 @@ class Gateway(Protocol):
     async def followup_call(self, call: FollowUpCall) -> FollowUpResponse: ...
 
     async def lookup(self, reference: str) -> list[TransactionRecord]: ...
-
-
-class _Retry(Exception):
-    """This attempt failed in a way that proves nothing was applied: try again."""
-
-    def __init__(self, why: str, *, retry_after: float | None = None, throttled: bool = False):
-        super().__init__(why)
-        self.why = why
-        self.retry_after = retry_after
-        self.throttled = throttled
-
-
-class _Stopped(Exception):
-    """No new attempt may start (Ctrl-C, circuit breaker open, fatal error)."""
 
 
 class _Done(Exception):
@@ -351,19 +264,13 @@ class GroupCommit(Generic[_T]):
 
 class BatchRunner(FlowControlled):
     report: RunReport
+    opt: RunOptions
     _since: str | None = None
 
-    def __init__(
-        self,
-        journal: Journal,
-        gateway_for: Callable[[str | None], Gateway],
-        options: RunOptions,
-        *,
-        on_result: Callable[[RowResult], None] | None = None,
-        on_start: Callable[[JournalRow], None] | None = None,
-        audit: Audit | None = None,
-    ) -> None:
-        super().__init__(options.rate, options.max_failures)
+    def __init__(self, journal: Journal, gateway_for: Callable[[str | None], Gateway],
+                 options: RunOptions, *, on_result: Callable[[RowResult], None] | None = None,
+                 audit: BatchAudit | None = None) -> None:
+        super().__init__(options)
         self.journal = journal
         # The history's half of the row's record (None: off, or a dry run); earlier intents
         # and the duplicate hold look in its store, as the single command's do.
@@ -373,11 +280,8 @@ class BatchRunner(FlowControlled):
         self._desk: DeskLocks | None = None
         self._desk_ready = False
         self.gateway_for = gateway_for
-        self.opt = options
         self.on_result = on_result
-        self.on_start = on_start
         self._commit_sent = GroupCommit(self._write_sent)
-        self._connect_failures: dict[str, int] = {}  # per row, only until the first answer
         self.report = RunReport(breaker_threshold=options.max_failures)
         self._locks: dict[str, list[Any]] = {}  # ref -> [Lock, users]
         # Rows left 'unknown' this run, per original: counted as applied by later pre-flights.
@@ -452,8 +356,6 @@ class BatchRunner(FlowControlled):
     async def _process_locked(self, row: JournalRow) -> None:
         if self._not_started(row):
             return
-        if self.on_start is not None:
-            self.on_start(row)
         client = self.gateway_for(row.profile)
         if self.opt.predict:
             await self._row(client, row)
@@ -505,7 +407,7 @@ class BatchRunner(FlowControlled):
                 self._predicted(row)
                 return
             await self._send(client, row)
-        except (_Stopped, _GaveUp) as exc:
+        except (Stopped, _GaveUp) as exc:
             self._left(row, exc.why if isinstance(exc, _GaveUp) else self._halt_reason())
         except _Refused as exc:
             self._finish(row, "refused", detail=f"gateway: {exc}")
@@ -513,11 +415,8 @@ class BatchRunner(FlowControlled):
             pass
 
     def _direct(self, row: JournalRow) -> bool:
-        """One round trip: the row is the only one on its original (its key is ``ref#0`` and
-        there is no ``ref#1``, in this file or an earlier run's), it was never sent and has
-        no history. Its new reference is then certainly unknown to the gateway, so the
-        lookup could find nothing to reconcile, and the gateway itself refuses what the
-        pre-flight would refuse. One primary-key read: nothing grows with the journal."""
+        """One round trip (docs/batch.md, "One round trip, or two"): the only row on its
+        original (key ``ref#0``, no ``ref#1``), never sent, no journal detail."""
         return (self.opt.direct and not self.opt.predict and row.state == "planned"
                 and row.attempts == 0 and row.detail is None and row.key == f"{row.ref}#0"
                 and self.journal.get(f"{row.ref}#1") is None)
@@ -533,8 +432,8 @@ class BatchRunner(FlowControlled):
     async def _send(self, client: Gateway, row: JournalRow) -> None:
         call = self._template(client.profile).call(row)
         try:
-            await self._retrying(lambda: self._attempt(client, row, call))
-        except _Retry as exc:
+            await self.retrying(lambda: self._attempt(client, row, call))
+        except Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"{self.opt.op} {row.new_ref}: {exc.why}")
             self._left(row, f"gave up after retries: {exc.why}",
@@ -557,14 +456,14 @@ class BatchRunner(FlowControlled):
         except NotConnectedError as exc:  # the connection was never made: nothing was sent
             self.journal.finish(row.key, "planned", detail=exc.message)
             self._connect_failed(exc, row.key)
-            raise _Retry(exc.message) from None
+            raise Retry(exc.message) from None
         except RedirectError as exc:
             # Not followed, and the same for every row: stop. Left 'unknown' (a redirect
             # should mean nothing was processed; the next run's lookup makes sure).
             self._heard()
             self.journal.finish(row.key, "unknown", detail=exc.message)
             self._fatal(exc)
-            raise _Stopped from None
+            raise Stopped from None
         except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
             self.report.note("no_answer")
             self.journal.finish(row.key, "unknown", detail=exc.message)
@@ -576,7 +475,7 @@ class BatchRunner(FlowControlled):
                 self.breaker.success()
                 self.journal.finish(row.key, "planned", detail=exc.message)
                 self._fatal(exc)
-                raise _Stopped from None
+                raise Stopped from None
             if meaning_of_failure(exc) == "refused":  # a documented 4xx: nothing stored
                 self.breaker.success()
                 if exc.status == 404:  # the next run sends it again
@@ -599,11 +498,9 @@ class BatchRunner(FlowControlled):
         self._by_state(row, resp.state, resp.id)
         raise _Done
 
-    async def _reconcile(
-        self, client: Gateway, row: JournalRow, *, settle: bool, why: str,
-        throttled: bool = False, retry_after: float | None = None,
-    ) -> NoReturn:
-        """The outcome is unclear: look the new reference up. Found -> _Done; absent -> _Retry."""
+    async def _reconcile(self, client: Gateway, row: JournalRow, *, settle: bool, why: str,
+                         throttled: bool = False, retry_after: float | None = None) -> NoReturn:
+        """The outcome is unclear: look the new reference up. Found -> _Done; absent -> Retry."""
         found = self._record_if_found(row, await self._lookup(client, row.new_ref))
         if not found and settle and self.opt.settle > 0:
             await asyncio.sleep(self.opt.settle)
@@ -614,7 +511,7 @@ class BatchRunner(FlowControlled):
         self.report.note("absent_on_lookup")
         # Proven absent: the row was never applied. Back to planned, send again (same ref).
         self.journal.finish(row.key, "planned", detail=f"absent after: {why}")
-        raise _Retry(f"{why} (lookup: absent)", retry_after=retry_after, throttled=throttled)
+        raise Retry(f"{why} (lookup: absent)", retry_after=retry_after, throttled=throttled)
 
     def _template(self, profile: Profile) -> RequestTemplate:
         found = self._templates.get(profile.name)
@@ -623,30 +520,16 @@ class BatchRunner(FlowControlled):
         return found
 
     # ---- results -------------------------------------------------------------------------
-    def _finish(
-        self,
-        row: JournalRow,
-        state: State,
-        *,
-        txn_id: str | None = None,
-        txn_state: str | None = None,
-        detail: str | None = None,
-    ) -> None:
+    def _finish(self, row: JournalRow, state: State, *, txn_id: str | None = None,
+                txn_state: str | None = None, detail: str | None = None) -> None:
         self.journal.finish(row.key, state, txn_id=txn_id, txn_state=txn_state, detail=detail)
         if state == "unknown":
             self._unknown.setdefault(row.ref, []).append((row.amount, row.new_ref))
         self._emit(row, state, txn_id=txn_id, txn_state=txn_state, detail=detail)
 
-    def _emit(
-        self,
-        row: JournalRow,
-        status: str,
-        *,
-        txn_id: str | None = None,
-        txn_state: str | None = None,
-        detail: str | None = None,
-        earlier: bool = False,
-    ) -> None:
+    def _emit(self, row: JournalRow, status: str, *, txn_id: str | None = None,
+              txn_state: str | None = None, detail: str | None = None,
+              earlier: bool = False) -> None:
         if earlier:
             txn_id, txn_state, detail = row.txn_id, row.txn_state, row.detail
             self.report.earlier += 1
@@ -715,8 +598,6 @@ class BatchRunner(FlowControlled):
         return True
 
     def _preflight(self, row: JournalRow, records: Sequence[TransactionRecord]) -> str | None:
-        from walletctl.models.ledger import balance_from_records, check_followup
-
         try:
             balance = balance_from_records(row.ref, records)
             for amount, _ in self._unknown.get(row.ref, ()):
@@ -754,116 +635,20 @@ class BatchRunner(FlowControlled):
             self._finish(row, "unknown", txn_id=txn_id, txn_state=state,
                          detail=f"state {state!r}: not known to be done or refused")
 
-    # ---- gateway calls -------------------------------------------------------------------
-    async def _gate(self) -> None:
-        if self.halted:
-            raise _Stopped
-        await self.pause.wait()
-        await self.bucket.acquire()
-        if self.halted:
-            raise _Stopped
-        self.report.requests += 1
-
-    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
-        """Run ``attempt`` until it returns or raises anything but :class:`_Retry`.
-
-        Between attempts: jittered exponential backoff (``backoff_initial`` doubling up to
-        ``backoff_max``, plus up to ``BACKOFF_JITTER`` s), or no wait after a 429 with
-        Retry-After (the shared pause holds it). Gives up (re-raising the last _Retry) after
-        ``max_attempts`` failed attempts, ``MAX_THROTTLED`` 429s, or when the run halts.
-        A plain loop rather than tenacity: this runs once or twice per row, and tenacity's
-        per-call setup cost more CPU than the rest of the row's bookkeeping.
-        """
-        tries = throttled = 0
-        while True:
-            try:
-                return await attempt()
-            except _Retry as exc:
-                if exc.throttled:
-                    throttled += 1
-                else:
-                    tries += 1
-                if tries >= self.opt.max_attempts or throttled >= MAX_THROTTLED or self.halted:
-                    raise
-                if exc.throttled and exc.retry_after is not None:
-                    delay = 0.0
-                else:
-                    n = tries + throttled  # every attempt so far
-                    delay = min(self.opt.backoff_initial * 2.0 ** min(n - 1, 60)
-                                + random.uniform(0, BACKOFF_JITTER), self.opt.backoff_max)
-                await asyncio.sleep(delay)
+    # ---- lookups ---------------------------------------------------------------------------
+    def _note(self, event: str) -> None:
+        self.report.note(event)
 
     async def _lookup(self, client: Gateway, reference: str) -> list[TransactionRecord]:
-        """A lookup is a read: safe to repeat after any failure."""
-
-        async def once() -> list[TransactionRecord]:
-            await self._gate()
-            try:
-                records = await client.lookup(reference)
-            except GatewayError as exc:
-                self._heard()
-                self._note_status(exc.status)
-                if exc.status == 404:
-                    self.breaker.success()
-                    return []
-                raise self._classify(exc, f"lookup {reference}") from None
-            except NotConnectedError as exc:
-                self._connect_failed(exc, reference)
-                raise _Retry(exc.message) from None
-            except RedirectError as exc:  # the base_url is wrong for every request alike
-                self._heard()
-                self._fatal(exc)
-                raise _Stopped from None
-            except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
-                # connected, then no (readable) answer: the gateway is reachable
-                self._heard()
-                self.report.note("network")
-                raise _Retry(exc.message) from None
-            self._heard()
-            self.breaker.success()
-            return records
-
         try:
-            return await self._retrying(once)
-        except _Retry as exc:
+            return await self.lookup(client, reference)
+        except LookupRefused as exc:
+            err, what = exc.error, f"lookup {reference}: {exc.error.message}"
+            if isinstance(err, GatewayError) and err.status not in (401, 403):
+                raise _Refused(what) from None
+            self._fatal(err, what if isinstance(err, GatewayError) else None)
+            raise Stopped from None
+        except Retry as exc:
             if not self.halted:
                 self.breaker.failure(f"lookup {reference}: {exc.why}")
             raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
-
-    def _note_status(self, status: int) -> None:
-        if status == 429:
-            self.report.note("throttled")
-        elif status >= 500:
-            self.report.note("gateway_5xx")
-
-    def _classify(self, exc: GatewayError, what: str) -> Exception:
-        """A lookup's error status: retry (429, 5xx), stop everything (auth) or give up."""
-        if exc.status == 429:
-            self.throttled(exc.retry_after, self.opt.backoff_initial, exc.retry_after_asked)
-            return _Retry("HTTP 429", retry_after=exc.retry_after, throttled=True)
-        if exc.status >= 500:
-            return _Retry(exc.message)
-        self.breaker.success()
-        if exc.status in (401, 403):
-            self._fatal(exc, f"{what}: {exc.message}")
-            return _Stopped()
-        return _Refused(f"{what}: {exc.message}")
-
-    def _heard(self) -> None:
-        """The gateway answered (any HTTP status): it is reachable."""
-        if not self._answered:
-            self._answered = True
-            self._connect_failures.clear()
-
-    def _connect_failed(self, exc: NetworkError, key: str) -> None:
-        """A connect failure. When one row's connection failed ``unreachable_after`` times in a
-        row (its retries back off 0.2 s, 0.4 s, ...) before the gateway ever answered this
-        run, the gateway is unreachable: stop the batch now with the single command's
-        message (exit 7) instead of backing off on every row."""
-        self.report.note("network")
-        if self._answered:
-            return
-        fails = self._connect_failures[key] = self._connect_failures.get(key, 0) + 1
-        if fails >= self.opt.unreachable_after:
-            self._fatal(exc)
-            raise _Stopped from None
