@@ -68,10 +68,19 @@ if TYPE_CHECKING:
     from walletctl.history.store import HistoryStore
     from walletctl.models.followup import FollowUpRequest, FollowUpResponse
     from walletctl.models.records import TransactionRecord
-    from walletctl.ops.batch.driver import BatchAudit
 
 _T = TypeVar("_T")
 
+
+class Audit(Protocol):
+    """The history's half of the run (``driver.BatchAudit``; a protocol here, so the runner
+    does not import its driver): rows begun as they are sent, completed with their outcome."""
+
+    store: HistoryStore
+
+    def on_send(self, items: list[tuple[JournalRow, int]]) -> None: ...
+
+    def on_result(self, result: RowResult) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -269,7 +278,7 @@ class BatchRunner(FlowControlled):
 
     def __init__(self, journal: Journal, gateway_for: Callable[[str | None], Gateway],
                  options: RunOptions, *, on_result: Callable[[RowResult], None] | None = None,
-                 audit: BatchAudit | None = None) -> None:
+                 audit: Audit | None = None) -> None:
         super().__init__(options)
         self.journal = journal
         # The history's half of the row's record (None: off, or a dry run); earlier intents
