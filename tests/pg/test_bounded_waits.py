@@ -247,6 +247,30 @@ def test_a_listing_read_slowly_outlives_the_statement_timeout(
         store.close()
 
 
+def test_a_listing_the_server_refuses_leaves_no_transaction_open(
+        team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listing refused when its cursor is declared (a table this role may not read, a
+    mistake) ends its read-only transaction: the session's next statement and the next
+    listing run as if it had never been asked."""
+    from walletctl.history.postgres import PostgresHistory
+    from walletctl.history.store import StorageError
+
+    monkeypatch.setenv("PGPASSWORD", team.cluster.password("alice"))
+    store = PostgresHistory(parse_db_url(team.url("alice")))
+    try:
+        refused = store.read("SELECT * FROM no_such_table", stream=True)
+        with pytest.raises(StorageError, match="no_such_table") as refusal:
+            next(refused)
+        # ended by the read itself, while its error (and the frame it holds) is still alive:
+        # not later, by the garbage collector freeing what the read left open
+        assert store.db().info.transaction_status.name == "IDLE", refusal.value
+        assert store.read_one("SELECT 1") == (1,)
+        assert [row[0] for row in store.read("SELECT generate_series(1, 3)", stream=True)] \
+            == [1, 2, 3]
+    finally:
+        store.close()
+
+
 def test_a_freeze_inside_a_write_after_a_read_in_it_is_still_bounded(
         team: Team, db_proxy: FreezingProxy, monkeypatch: pytest.MonkeyPatch) -> None:
     """A read inside a write (the store looks up what an entry already records) keeps the

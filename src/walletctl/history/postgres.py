@@ -330,18 +330,18 @@ class PostgresHistory(HistoryStore):
             # listing of a million entries sorted and hashed them all before its first line.
             # Not the statement's time, but each wait for a page, is bounded.
             held = contextlib.ExitStack()
-            with bound.bound():
-                self._statement_timeout(db, on=False)
-                held.enter_context(db.transaction())
-                # it only reads; and a reader paused between pages (``| less``) is not a
-                # writer stalled holding locks, so the idle timeout does not end it
-                db.execute("SET TRANSACTION READ ONLY")
-                db.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
-                cursor = held.enter_context(db.cursor(name="walletctl_listing"))
-                cursor.itersize = LISTING_PAGE
-                cursor.execute(self.native_sql(sql), tuple(args))
-            rows_at = iter(cursor)
             try:
+                with bound.bound():
+                    self._statement_timeout(db, on=False)
+                    held.enter_context(db.transaction())
+                    # it only reads; and a reader paused between pages (``| less``) is not a
+                    # writer stalled holding locks, so the idle timeout does not end it
+                    db.execute("SET TRANSACTION READ ONLY")
+                    db.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
+                    cursor = held.enter_context(db.cursor(name="walletctl_listing"))
+                    cursor.itersize = LISTING_PAGE
+                    cursor.execute(self.native_sql(sql), tuple(args))
+                rows_at = iter(cursor)
                 while True:
                     outer = bound.arm()
                     try:
@@ -351,9 +351,9 @@ class PostgresHistory(HistoryStore):
                     if row is None:
                         return
                     yield row
-            finally:
+            finally:  # read to the end, stopped early or refused: the transaction ends here
                 with bound.bound(), contextlib.suppress(psycopg.Error):
-                    held.close()  # stopped early: the cursor is closed, the rest never read
+                    held.close()
         except psycopg.Error as exc:
             raise StorageError(f"history {self.where}: {self._why(exc)}") from None
 
