@@ -14,31 +14,29 @@ import pytest
 
 from walletpay.merchant_site import MerchantSite
 
-# A merchant page paying in profile prod (served by the merchant site, another origin).
-PROD_PAGE = """<!doctype html><html lang="en"><head><title>Prod shop</title>
+
+def _shop(title: str, reference: str, profile: str, merchant_number: str,
+          handlers: str = "") -> str:
+    """A merchant page with the wallet button, paying 5.00 EUR (served by the merchant site,
+    another origin); ``handlers``: the page's own callbacks."""
+    return f"""<!doctype html><html lang="en"><head><title>{title}</title>
 <script src="__GATEWAY__/walletpay.js"></script></head><body>
 <div id="merchant-wallet-button" hidden><button type="button">Pay</button></div>
 <script>
-  function handleWalletPayReady() {
+  function handleWalletPayReady() {{
     document.getElementById("merchant-wallet-button").hidden = false;
-  }
-  runWalletPay("M-1001", "S-01", "prod-1", ["PAN_ONLY", "CRYPTOGRAM_3DS"], ["VISA"], "DE",
-               "EUR", "FINAL", "5.00", "prod", "__KEY__", false, "MN-100000000001", "Shop", {});
+  }}{handlers}
+  runWalletPay("M-1001", "S-01", "{reference}", ["PAN_ONLY", "CRYPTOGRAM_3DS"], ["VISA"], "DE",
+               "EUR", "FINAL", "5.00", "{profile}", "__KEY__", false, "{merchant_number}",
+               "Shop", {{}});
 </script></body></html>"""
 
 
+# A merchant page paying in profile prod.
+PROD_PAGE = _shop("Prod shop", "prod-1", "prod", "MN-100000000001")
 # A shop that leaves for its confirmation page the moment it has the payment (no fetch first).
-LEAVING_PAGE = """<!doctype html><html lang="en"><head><title>Leaving shop</title>
-<script src="__GATEWAY__/walletpay.js"></script></head><body>
-<div id="merchant-wallet-button" hidden><button type="button">Pay</button></div>
-<script>
-  function handleWalletPayReady() {
-    document.getElementById("merchant-wallet-button").hidden = false;
-  }
-  function handlePaymentResult() { location.assign("/thanks"); }
-  runWalletPay("M-1001", "S-01", "leave-1", ["PAN_ONLY", "CRYPTOGRAM_3DS"], ["VISA"], "DE",
-               "EUR", "FINAL", "5.00", "test", "__KEY__", false, "", "Shop", {});
-</script></body></html>"""
+LEAVING_PAGE = _shop("Leaving shop", "leave-1", "test", "", handlers="""
+  function handlePaymentResult() { location.assign("/thanks"); }""")
 
 
 def _result(sandbox: Any, reference: str) -> dict[str, Any]:
