@@ -246,13 +246,15 @@ def installed_versions(names: tuple[str, ...]) -> dict[str, str]:
                     key = name.replace(".", "_").lower()
                     if number and key in wanted:
                         found.setdefault(wanted[key], number)
-    for name in set(names) - set(found):
+    unfound = [name for name in names if name not in found]
+    if unfound:
         from importlib.metadata import PackageNotFoundError, version
 
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "not installed"
+        for name in unfound:
+            try:
+                found[name] = version(name)
+            except PackageNotFoundError:
+                found[name] = "not installed"
     return found
 
 
