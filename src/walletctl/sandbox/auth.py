@@ -1,14 +1,9 @@
-"""The sandbox's one auth model (docs/sandbox.md, "Authentication"): the server key
-(``PublicApiKey <--api-key>``, every gateway route), the transaction key from the public key
-service (only its own merchant's and store's browser-wallet calls: it moves no money) and the
-service secret (``Basic``, the public key service only). :data:`ROUTES` is the table. No,
-malformed, unknown or expired key: 401; a key on a route or scope it does not authorise: 403.
-"""
+"""The sandbox's one auth model: :data:`ROUTES` is its table (docs/sandbox.md,
+"Authentication")."""
 
 from __future__ import annotations
 
 import base64
-import hmac
 import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
@@ -18,8 +13,6 @@ from walletctl.sandbox.replies import SandboxError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
-
-Kind = Literal["server", "transaction"]
 
 # route -> the credentials it accepts ("server" = server key only; "browser" = server key, or
 # a transaction key of the body's / query's merchant and store; "service" = Basic secret;
@@ -42,14 +35,10 @@ ROUTES: Final[dict[str, str]] = {
 class Credential:
     """An accepted ``PublicApiKey``: the server key, or a live transaction key."""
 
-    kind: Kind
+    kind: Literal["server", "transaction"]
     key: str
     merchant_id: str | None = None
     store_id: str | None = None
-
-
-def _unauthorized(message: str) -> SandboxError:
-    return SandboxError(401, message, description="AuthenticationError")
 
 
 def authenticate(ctx: SandboxContext, request: Request) -> Credential:
@@ -57,19 +46,19 @@ def authenticate(ctx: SandboxContext, request: Request) -> Credential:
     or expired (then :func:`require_scope`; :func:`require_server` checks both)."""
     header = request.headers.get("authorization")
     if not header:
-        raise _unauthorized("Authorization header is required: PublicApiKey <key>")
+        raise SandboxError(401, "Authorization header is required: PublicApiKey <key>")
     scheme, _, key = header.strip().partition(" ")
     key = key.strip()
     if scheme.lower() != "publicapikey" or not key:
-        raise _unauthorized("Authorization must use the PublicApiKey scheme")
-    if hmac.compare_digest(key.encode("utf-8", "replace"),
-                           ctx.config.api_key.encode("utf-8", "replace")):
+        raise SandboxError(401, "Authorization must use the PublicApiKey scheme")
+    if same_text(key, ctx.config.api_key):
         return Credential("server", key)
     info = ctx.store.api_key_info(key)
     if info is None:
-        raise _unauthorized("the API key is not valid")
+        raise SandboxError(401, "the API key is not valid")
     if info.expires_at is not None and ctx.now() >= info.expires_at:
-        raise _unauthorized("the API key has expired (ask the public key service for a new one)")
+        raise SandboxError(401, "the API key has expired (ask the public key service for a "
+                           "new one)")
     return Credential("transaction", key, info.merchant_id, info.store_id)
 
 
@@ -80,15 +69,14 @@ def require_server(ctx: SandboxContext, request: Request, route: str) -> None:
         raise SandboxError(
             403, f"Authorization: a per-transaction key from the public key service only "
             f"authorises the browser-wallet calls of its payment; {route} needs the "
-            "merchant's server key", description="AuthorizationError")
+            "merchant's server key")
 
 
 def require_scope(cred: Credential, merchant_id: str, store_id: str) -> None:
     """403 when a transaction key is used for another merchant or store."""
     if cred.kind == "transaction" and (cred.merchant_id != merchant_id
                                        or cred.store_id != store_id):
-        raise SandboxError(403, "the API key was not issued for this merchant and store",
-                           description="AuthorizationError")
+        raise SandboxError(403, "the API key was not issued for this merchant and store")
 
 
 def require_service_secret(ctx: SandboxContext, request: Request) -> None:

@@ -1,8 +1,5 @@
-"""The emulated wallet's payment token: real ECv2-shaped cryptography (sandbox only), laid out
-in docs/walletpay.md ("The wallet token"): ECDSA P-256 signatures (root key over intermediate
-key over message) and ECIES on P-256 (ECDH, HKDF-SHA256, AES-256-CTR, HMAC-SHA256 tag). A
-:class:`TokenError` message never holds key material or card data.
-"""
+"""The emulated wallet's payment token (docs/walletpay.md, "The wallet token"). A
+:class:`TokenError` message never holds key material or card data."""
 
 from __future__ import annotations
 
@@ -69,11 +66,8 @@ def private_key_pem(key: ec.EllipticCurvePrivateKey) -> str:  # for the sandbox'
 
 
 def load_private_key_pem(pem: str) -> ec.EllipticCurvePrivateKey:
-    try:
-        key = serialization.load_pem_private_key(pem.encode("ascii"), password=None)
-    except (ValueError, TypeError, UnicodeEncodeError):
-        raise ValueError("stored private key is not a PEM key") from None
-    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
+    key = serialization.load_pem_private_key(pem.encode("ascii"), password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):  # the store holds only its own keys
         raise ValueError("stored private key must be an EC P-256 key")
     return key
 

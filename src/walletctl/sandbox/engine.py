@@ -180,10 +180,8 @@ def decide(store: Store, row: TxRow, action: str, now: datetime) -> tuple[TxRow,
         if row.state == "Expired":
             return row, "errorUrl"
         if row.state != "Pending":
-            raise SandboxError(
-                409, f"checkout {row.reference} is {row.state}: it was already decided",
-                code="TRX-409", description="InvalidState",
-            )
+            raise SandboxError(409, f"checkout {row.reference} is {row.state}: it was already "
+                               "decided", description="InvalidState")
         outcome = _DECISIONS.get(action) if action != "approve" else _MAGIC_DECISIONS.get(
             magic_of(row.amount, row.currency) or "")
         if outcome is not None:

@@ -57,17 +57,9 @@ def approval_page(row: TxRow, token: str, now: datetime) -> str:
         if row.expires_at is not None
         else "<p class=\"note\">This link works once.</p>"
     )
-    buttons = "".join(
-        f"<form method=\"post\" action=\"/pay/{escape(token)}\">"
-        f"<input type=\"hidden\" name=\"action\" value=\"{value}\">"
-        f"<button type=\"submit\" id=\"{value}\">{label}</button></form>"
-        for value, label in (
-            ("approve", "Approve"),
-            ("decline", "Decline"),
-            ("cancel", "Cancel"),
-            ("pending", "Leave pending"),
-        )
-    )
+    buttons = _buttons(f"/pay/{token}", "action", "", (
+        ("approve", "Approve"), ("decline", "Decline"), ("cancel", "Cancel"),
+        ("pending", "Leave pending")))
     return_url = (co.get("redirectDetails") or {}).get("returnUrl")
     back = (
         f"<p><a id=\"return\" href=\"{escape(str(return_url))}\">Back to the shop</a></p>"
@@ -88,11 +80,8 @@ def approval_page(row: TxRow, token: str, now: datetime) -> str:
 def challenge_page(challenge_id: str, account: dict[str, Any], data: dict[str, Any]) -> str:
     """The shopper's 3-D Secure check: what is paid, to whom, with which card; pass or fail."""
     amount = format_major(Decimal(str(data["amount"])), str(data["currencyCode"]))
-    answers = "".join(
-        f"<form method=\"post\" action=\"/pay/3ds/{escape(challenge_id)}\">"
-        f"<input type=\"hidden\" name=\"answer\" value=\"{value}\">"
-        f"<button type=\"submit\" id=\"threeds-{value}\">{label}</button></form>"
-        for value, label in (("pass", "Confirm payment"), ("fail", "Fail authentication")))
+    answers = _buttons(f"/pay/3ds/{challenge_id}", "answer", "threeds-", (
+        ("pass", "Confirm payment"), ("fail", "Fail authentication")))
     body = (
         "<main><h1>3-D Secure check (sandbox)</h1>"
         "<p>Your bank asks you to confirm this payment. This is the walletctl sandbox: "
@@ -118,10 +107,14 @@ def message_page(title: str, message: str, status: int = 200) -> HTMLResponse:
                         status)
 
 
+def _buttons(action: str, name: str, id_prefix: str, choices: tuple[tuple[str, str], ...]) -> str:
+    """One form a choice, each posting ``name=value`` to ``action``."""
+    return "".join(
+        f"<form method=\"post\" action=\"{escape(action)}\">"
+        f"<input type=\"hidden\" name=\"{name}\" value=\"{value}\">"
+        f"<button type=\"submit\" id=\"{id_prefix}{value}\">{label}</button></form>"
+        for value, label in choices)
+
+
 def _money(value: Any, currency: str) -> str:
-    if value is None:
-        return ""
-    try:
-        return format_major(Decimal(str(value)), currency)
-    except Exception:
-        return str(value)
+    return "" if value is None else format_major(Decimal(str(value)), currency)

@@ -8,8 +8,6 @@ from typing import Any, Final
 
 from walletctl.errors import RequestValidationError
 
-__all__ = ["SandboxError", "error_body", "invalid_body"]
-
 
 class SandboxError(Exception):
     def __init__(self, status: int, message: str, *, code: str | None = None,

@@ -1,9 +1,5 @@
-"""The browser wallet (WalletPay) in the sandbox: the gateway's routes (public keys, payment
-accounts, authorizations in the shared ledger, the hosted 3DS challenge), the emulated wallet
-provider (test cards, ECv2-shaped tokens), the client script's files and the demo merchant.
-Keys, accounts, 3DS results and seen ``messageId`` values live in the store's ``walletpay_*``
-tables; only the demo merchant's orders and results are in memory.
-"""
+"""The browser wallet (WalletPay) in the sandbox: its gateway routes, the emulated wallet, the
+client script's files and the demo merchant (docs/walletpay.md)."""
 
 from __future__ import annotations
 
@@ -18,8 +14,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 from fastapi import FastAPI, Request
@@ -27,7 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from pydantic import ValidationError
 
 from walletctl.constants import WALLETPAY_METHOD
-from walletctl.models.base import WireModel, dumps
+from walletctl.models.base import dumps
 from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major, to_wire
 from walletctl.models.walletpay import AuthorizationRequest
@@ -53,8 +50,6 @@ from walletctl.sandbox.requests import (
     read_query,
 )
 from walletctl.sandbox.store import DuplicateReferenceError, TxRow, WalletPayRow
-
-M = TypeVar("M", bound=WireModel)
 
 API_KEY_TTL = timedelta(minutes=30)
 TOKEN_TTL_SECONDS = 300
@@ -368,9 +363,7 @@ def serve_asset(asset: Asset, request: Request, *, cors: bool = False) -> Respon
 # -- the gateway's side ------------------------------------------------------------------
 
 
-async def _read(request: Request, model: type[M]) -> M:
-    """A browser-wallet route's one reading of its body (errors say ``request body``)."""
-    return await read_model(request, model, where="request body")
+_read = partial(read_model, where="request body")  # a route's one reading of its body
 
 
 def _scope(request: Request, *names: str) -> dict[str, str]:
