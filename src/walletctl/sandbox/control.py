@@ -17,7 +17,7 @@ from walletctl.sandbox import engine, requests
 from walletctl.sandbox.config import MAGIC_HELP, FaultConfig, SandboxContext, is_loopback
 from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
-from walletctl.sandbox.store import Store
+from walletctl.sandbox.store import ORIGINAL_KINDS, Store
 
 
 def _json_ledger(store: Store) -> Iterator[bytes]:
@@ -55,9 +55,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         store.reset()
         ctx.reset_rngs()
         ctx.clock_offset = timedelta(0)
-        wallet = getattr(app.state, "walletpay", None)
-        if wallet is not None:  # browser-wallet keys, accounts and 3DS results
-            wallet.reset()
+        app.state.walletpay.reset()  # browser-wallet keys, accounts and 3DS results
         return {"reset": True}
 
     @app.post("/_sandbox/checkouts/{ref:path}/{action}", tags=["sandbox"])
@@ -72,7 +70,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         with store.atomic():
             rows = [
                 r for r in store.find_by_reference(ref)
-                if r.is_original
+                if r.kind in ORIGINAL_KINDS
                 and (merchant is None or r.merchant_id == merchant)
                 and (store_id is None or r.store_id == store_id)
             ]

@@ -1,8 +1,6 @@
 """The sandbox's SQLite store: the ledger (``transactions``), the API keys the public key
 service issued and the browser wallet's ``walletpay_*`` tables. Every public method is one
-short transaction; :meth:`Store.atomic` groups several (nested calls join the outer one).
-``Store(path)`` is a file in WAL mode, ``Store(None)`` in memory.
-"""
+short transaction; :meth:`Store.atomic` groups several."""
 
 from __future__ import annotations
 
@@ -24,10 +22,6 @@ STATES: Final = ("Pending", "Approved", "Errored", "Declined", "Cancelled", "Exp
 
 class DuplicateReferenceError(Exception):
     """``(merchant_id, store_id, reference)`` is already stored."""
-
-    def __init__(self, reference: str) -> None:
-        super().__init__(f"clientSystemTransactionId {reference!r} is already used")
-        self.reference = reference
 
 
 @dataclass(frozen=True)
@@ -59,10 +53,6 @@ class TxRow:
     request_hash: str | None = None
     response: dict[str, Any] | None = field(default=None, repr=False)
     response_status: int | None = None
-
-    @property
-    def is_original(self) -> bool:
-        return self.kind in ORIGINAL_KINDS
 
 
 @dataclass(frozen=True)
@@ -391,10 +381,6 @@ class Store:
     def find_by_token(self, token: str) -> TxRow | None:
         return self._tx("token = ?", token)
 
-    def ledger(self) -> list[TxRow]:
-        """Everything, oldest first."""
-        return self._rows("SELECT * FROM transactions ORDER BY seq")
-
     def ledger_pages(self, page: int = LEDGER_PAGE) -> Iterator[list[str]]:
         """The ``GET /_sandbox/ledger`` view of every transaction stored when the read began,
         oldest first, as compact JSON objects, ``page`` at a time; each page is one short read
@@ -441,15 +427,9 @@ class Store:
 
     def api_key_info(self, key: str) -> ApiKeyRow | None:
         found = self._one("SELECT * FROM api_keys WHERE key = ?", key)
-        if found is None:
-            return None
-        return ApiKeyRow(
-            key=found["key"],
-            merchant_id=found["merchant_id"],
-            store_id=found["store_id"],
-            expires_at=parse_dt(found["expires_at"]),
-            extra=json.loads(found["extra"] or "{}"),
-        )
+        return None if found is None else ApiKeyRow(
+            found["key"], found["merchant_id"], found["store_id"],
+            parse_dt(found["expires_at"]), json.loads(found["extra"] or "{}"))
 
     def is_valid_api_key(self, key: str, merchant_id: str, store_id: str, now: datetime) -> bool:
         """An issued key, for this merchant and store, not expired at ``now``."""

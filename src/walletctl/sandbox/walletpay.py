@@ -66,9 +66,6 @@ SHIPPING = {"standard": Decimal("0.00"), "express": Decimal("5.00"),
             "overnight": Decimal("12.50")}
 OFFERS = {"SAVE2": Decimal("2.00")}
 
-# Reasons that are plain validation / authentication failures, and their status: they take
-# the gateway's generic description; any other reason is the error's description.
-_GENERIC = {"MissingField": 400, "InvalidField": 400, "Unauthorized": 401}
 # The browser-wallet routes' own error descriptions and their status (docs/sandbox.md,
 # "Browser-wallet reasons", lists the same; tests/sandbox/test_docs_agree.py compares them).
 WALLET_REASONS: dict[str, int] = {
@@ -131,14 +128,11 @@ CARDS_BY_ID = {c.id: c for c in TEST_CARDS}
 
 
 class ApiError(SandboxError):
-    """A browser-wallet route's error: the status its ``reason`` has, the code by status
-    (``TRX-422``) and the reason as description (``CryptogramUsed``) unless generic."""
+    """A browser-wallet route's own error: the status its ``reason`` has, the code by status
+    (``TRX-422``) and the reason as description (``CryptogramUsed``)."""
 
     def __init__(self, reason: str, message: str) -> None:
-        if reason in _GENERIC:
-            super().__init__(_GENERIC[reason], message)
-        else:
-            super().__init__(WALLET_REASONS[reason], message, description=reason)
+        super().__init__(WALLET_REASONS[reason], message, description=reason)
 
 
 def card_network(pan: str) -> str:
@@ -292,8 +286,8 @@ class WalletPayState:
         key_id = info.extra.get("encryptionKeyId") if info else None
         row = self.ctx.store.walletpay_key(key_id) if isinstance(key_id, str) and key_id else None
         if row is None:
-            raise ApiError("Unauthorized",
-                           "no encryption key is bound to this API key (sandbox restarted?)")
+            raise SandboxError(401, "no encryption key is bound to this API key (sandbox "
+                               "restarted?)")
         return KeyPair(row.key_id, crypto.load_private_key_pem(row.private_pem))
 
 
@@ -380,8 +374,8 @@ def _extract_token(payment_data: dict[str, Any] | str) -> Any:
     pmd = get_folded(payment_data, "paymentMethodData")
     token = get_folded(get_folded(pmd, "tokenizationData"), "token")
     if token is None:
-        raise ApiError("MissingField",
-                       "paymentData.paymentMethodData.tokenizationData.token: is required")
+        raise SandboxError(400, "paymentData.paymentMethodData.tokenizationData.token: is "
+                           "required")
     return token
 
 
@@ -510,8 +504,8 @@ async def payment_account(st: WalletPayState, request: Request) -> Any:
 def _check_cryptogram(req: AuthorizationRequest, account: Account) -> None:
     """A Token account pays with its own cryptogram and ECI, once."""
     if not req.cryptogram or not req.eci_indicator:
-        raise ApiError("MissingField", "cryptogram: and eciIndicator are required for a "
-                                       "Token (CRYPTOGRAM_3DS) payment account")
+        raise SandboxError(400, "cryptogram: and eciIndicator are required for a Token "
+                           "(CRYPTOGRAM_3DS) payment account")
     if not auth.same_text(req.cryptogram, account.cryptogram or "") or \
             req.eci_indicator != account.eci:
         raise ApiError("CryptogramMismatch",
@@ -625,20 +619,20 @@ async def wallet_token(st: WalletPayState, request: Request) -> Any:
     body = await _read(request, WalletTokenBody)
     card = CARDS_BY_ID.get(body.card_id)
     if card is None:
-        raise ApiError("InvalidField", f"cardId: must be one of {', '.join(CARDS_BY_ID)}")
+        raise SandboxError(400, f"cardId: must be one of {', '.join(CARDS_BY_ID)}")
     enc = body.encryption_key
     if enc:
         try:
             recipient = crypto.load_public_key(enc, "encryptionKey")
         except TokenError as exc:
-            raise ApiError("InvalidField", exc.message) from None
+            raise SandboxError(400, exc.message) from None
     else:
         key = body.public_key_api
         if not key or not key.strip():
-            raise ApiError("MissingField", "publicKeyApi: is required (non-empty string) "
-                                           "unless encryptionKey is given")
+            raise SandboxError(400, "publicKeyApi: is required (non-empty string) unless "
+                               "encryptionKey is given")
         if key != st.ctx.config.api_key and st.ctx.store.api_key_info(key) is None:
-            raise ApiError("Unauthorized", "publicKeyApi: is not a key issued by the gateway")
+            raise SandboxError(401, "publicKeyApi: is not a key issued by the gateway")
         recipient = st.key_for_api_key(key).private.public_key()
     seconds = TOKEN_TTL_SECONDS if body.message_expiry_seconds is None \
         else body.message_expiry_seconds
@@ -701,7 +695,7 @@ async def three_ds_challenge(st: WalletPayState, request: Request) -> Any:
     binding: dict[str, Any] = {}
     if body.amount is not None or body.currency_code is not None:
         if body.amount is None or body.currency_code is None:
-            raise ApiError("InvalidField", "amount: and currencyCode are given together")
+            raise SandboxError(400, "amount: and currencyCode are given together")
         binding.update(amount=str(body.amount), currencyCode=body.currency_code)
     if body.client_system_transaction_id is not None:
         binding["reference"] = body.client_system_transaction_id
@@ -826,13 +820,13 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
     q = read_query(request.scope["query_string"], _SESSION_PARAMS)
     for name, fixed in (("merchantId", DEMO_MERCHANT), ("storeId", DEMO_STORE)):
         if q.get(name) not in (None, "", fixed):
-            raise ApiError("InvalidField", f"{name}: the demo merchant is {fixed} only "
-                                           "(use the public key service for others)")
+            raise SandboxError(400, f"{name}: the demo merchant is {fixed} only (use the "
+                               "public key service for others)")
     reference = q.get("ref") or "demo-" + secrets.token_hex(6)
     try:
         check_reference(reference)
     except ValueError as exc:
-        raise ApiError("InvalidField", f"ref: {exc}") from None
+        raise SandboxError(400, f"ref: {exc}") from None
     currency = (q.get("currency") or "EUR").upper()
     try:
         check_currency(currency)
@@ -840,7 +834,7 @@ async def demo_session_route(st: WalletPayState, request: Request) -> Any:
         if amount <= 0:
             raise ValueError("must be greater than zero")
     except ValueError as exc:
-        raise ApiError("InvalidField", f"amount/currency: {exc}") from None
+        raise SandboxError(400, f"amount/currency: {exc}") from None
     with st.lock:
         if reference in st.demo_sessions:
             raise ApiError("DemoOrderExists", f"ref: order {reference} already exists")
@@ -970,7 +964,7 @@ def _charge(st: WalletPayState, session: DemoSession, account: Account, detail: 
     except ValidationError:  # a demo order the gateway's rules refuse: nothing charged
         return error_body(400, "the demo order is not a valid authorization"), \
             "authorization-error"
-    except ApiError as exc:
+    except SandboxError as exc:
         return exc.body, "authorization-error"
     return result, str(result.get("state"))
 
