@@ -28,7 +28,7 @@ from walletctl.models.records import (
 from walletctl.sandbox.config import SandboxContext, magic_of, minor_units
 from walletctl.sandbox.replies import SandboxError, error_body, invalid_body
 from walletctl.sandbox.requests import AMOUNT_TEXT, SeedRequest
-from walletctl.sandbox.store import DuplicateReferenceError, Store, TxRow
+from walletctl.sandbox.store import DuplicateReferenceError, Store, TxRow, dump_json
 
 if TYPE_CHECKING:
     from walletctl.models.checkout import CheckoutRequest
@@ -63,8 +63,7 @@ def approved_code(kind: str) -> str:
 
 def request_hash(dumped: dict[str, Any]) -> str:
     """The digest of a request dumped to its wire names: same body (any key case), same hash."""
-    canon = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canon.encode()).hexdigest()
+    return hashlib.sha256(str(dump_json(dumped)).encode()).hexdigest()
 
 
 def _entry(row: TxRow) -> Entry:
@@ -270,7 +269,6 @@ def apply_followup(
             method=original.method,
             now=now,
             billing=original.billing,
-            shipping=None,
             payer=payer,
             request_hash=digest,
             response=body,

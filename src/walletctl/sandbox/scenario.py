@@ -1,8 +1,5 @@
-r"""The one-command demo (``walletctl sandbox demo``, docs/sandbox.md): real walletctl commands
-as subprocesses against an :class:`~walletctl.sandbox.server.EmbeddedSandbox` and a temporary
-0600 profiles file, echoed as a shell transcript in ``width`` columns (command lines broken
-between words with ``\`` continuations, so it can be pasted). Returns the first failed step.
-"""
+"""The one-command demo (``walletctl sandbox demo``, docs/sandbox.md): real walletctl commands
+as subprocesses against an embedded sandbox, echoed as a shell transcript."""
 
 from __future__ import annotations
 

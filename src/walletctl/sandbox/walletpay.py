@@ -725,8 +725,7 @@ async def three_ds_create(st: WalletPayState, request: Request) -> Any:
 
 def _find_challenge(st: WalletPayState, challenge_id: str) -> tuple[WalletPayRow, Account]:
     """The challenge and its account; 404 when unknown."""
-    row = st.ctx.store.three_ds(challenge_id) if challenge_id.startswith(
-        CHALLENGE_PREFIX) else None
+    row = st.ctx.store.three_ds(challenge_id)
     account_row = st.ctx.store.walletpay_account(row.parent_id) if row is not None else None
     if row is None or account_row is None or not row.data.get("challenge"):
         raise ApiError("ThreeDSecureChallengeNotFound", "challengeId: no such 3DS challenge")
