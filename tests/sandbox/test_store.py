@@ -58,7 +58,7 @@ def test_atomic_rolls_back_everything() -> None:
 
     with pytest.raises(RuntimeError):
         both_then_fail()
-    assert store.count() == 0
+    assert store.ledger() == []
 
 
 def test_lookup_returns_the_original_and_its_followups() -> None:

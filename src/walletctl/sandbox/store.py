@@ -381,6 +381,10 @@ class Store:
     def find_by_token(self, token: str) -> TxRow | None:
         return self._tx("token = ?", token)
 
+    def ledger(self) -> list[TxRow]:
+        """Everything, oldest first."""
+        return self._rows("SELECT * FROM transactions ORDER BY seq")
+
     def ledger_pages(self, page: int = LEDGER_PAGE) -> Iterator[list[str]]:
         """The ``GET /_sandbox/ledger`` view of every transaction stored when the read began,
         oldest first, as compact JSON objects, ``page`` at a time; each page is one short read
