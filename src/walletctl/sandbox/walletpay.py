@@ -367,9 +367,7 @@ def _scope(request: Request, *names: str) -> dict[str, str]:
 
 def _extract_token(payment_data: dict[str, Any] | str) -> Any:
     """The wallet's token inside ``paymentData`` (the wallet's own document, read as given)."""
-    if isinstance(payment_data, str):
-        return payment_data
-    if get_folded(payment_data, "protocolVersion") is not None:
+    if isinstance(payment_data, str) or get_folded(payment_data, "protocolVersion") is not None:
         return payment_data
     pmd = get_folded(payment_data, "paymentMethodData")
     token = get_folded(get_folded(pmd, "tokenizationData"), "token")
