@@ -383,7 +383,7 @@ def faults_cmd(
     Without options it shows them; each option sets one fault and keeps the others;
     --clear removes them all.
     """
-    from walletctl.ops.sandbox_admin import update_faults
+    from walletctl.ops.sandbox_admin import faults
     from walletctl.render.sandbox import render_faults
 
     base, _ = _sandbox_url(ctx, url, "faults")
@@ -392,7 +392,7 @@ def faults_cmd(
              "retry_after": retry_after, "drop_rate": drop_rate,
              "error_after_rate": error_after_rate, "seed": seed}
     changes = {key: value for key, value in given.items() if value is not None}
-    data = update_faults(base, changes, clear=clear, token=admin_token)
+    data = faults(base, changes, clear=clear, token=admin_token)
     render_faults(data, get_state(ctx).output_format, base)
 
 
@@ -426,33 +426,20 @@ def seed_cmd(
 ) -> None:
     """Create COUNT approved pre-authorisations (or sales) in a running sandbox at once, and
     write them as a CSV ready for `walletctl capture --batch` (refund --batch for sales)."""
-    from walletctl.models.money import check_currency
-    from walletctl.ops.sandbox_admin import SeedPlan, check_pattern, parse_amounts
+    from walletctl.ops.sandbox_admin import SeedPlan
     from walletctl.ops.sandbox_admin import seed as seed_transactions
     from walletctl.render.sandbox import render_seed
 
-    if kind not in ("preauth", "sale"):
-        raise UsageError("--kind: must be preauth or sale")
-    check_pattern(ref)
     base, params = _sandbox_url(ctx, url, "seed")
     state = get_state(ctx)
-    profile = None if url else state.profile()
-    merchant = merchant_id or params.get("merchantId")
-    shop = store_id or params.get("storeId")
-    if not merchant or not shop:
-        raise UsageError("--merchant-id and --store-id: required with --url (or select a "
-                         "profile instead of --url)")
-    try:
-        code = check_currency((currency or (profile and profile.currency) or "EUR").upper())
-    except ValueError as exc:
-        raise UsageError(f"--currency: {exc}") from None
-    low, high = parse_amounts(amount, code)
-    plan = SeedPlan(count=count, kind=kind, currency=code, merchant_id=merchant,
-                    store_id=shop, low=low, high=high, pattern=ref, random_seed=random_seed)
+    plan = SeedPlan(count=count, kind=kind, amount=amount, pattern=ref,
+                    currency=currency or (None if url else state.profile().currency) or "EUR",
+                    merchant_id=merchant_id or params.get("merchantId"),
+                    store_id=store_id or params.get("storeId"), random_seed=random_seed)
     result = seed_transactions(base, plan, csv_path, token=admin_token)
     op = "capture" if kind == "preauth" else "refund"
-    render_seed(result, state.output_format, base,
-                next_step=command_line(state, op, "--batch", csv_path))
+    render_seed(result, state.output_format, next_step=command_line(state, op, "--batch",
+                                                                    csv_path))
 
 
 RESULTS = {"pass": "success", "fail": "failure"}

@@ -76,9 +76,9 @@ def smoke(
     if list_:
         render_scenarios(catalogue.describe(), state.output_format, json_flag=json_)
         return
-    from walletctl.ops.smoke import SmokeOptions, validate_options
+    from walletctl.ops.smoke import SmokeOptions
 
-    options = SmokeOptions(
+    options = SmokeOptions(  # bad options fail before a sandbox starts or a request is sent
         scenarios=scenario or [],
         ref_prefix=ref_prefix,
         currency=currency,
@@ -88,7 +88,6 @@ def smoke(
         settle_timeout=settle_timeout,
         fail_on_skip=fail_on_skip,
     )
-    validate_options(options)  # bad options fail before a sandbox starts or a request is sent
     from walletctl.ops.smoke.report import to_json, to_junit, write_text
     from walletctl.ops.user_files import check_output
 

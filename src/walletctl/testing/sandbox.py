@@ -1,11 +1,5 @@
-"""The handle that the ``wallet_sandbox`` fixture gives a test: :class:`WalletSandbox`.
-
-It speaks to a running sandbox over HTTP only (its ``/_sandbox/*`` control routes, through
-:mod:`walletctl.ops.sandbox_admin`, the functions behind ``walletctl sandbox approve|ledger|
-faults...``), so the same object drives an embedded sandbox started by the plugin and an
-external one started by CI (``walletctl sandbox serve``). Nothing here imports the sandbox's
-server code.
-"""
+"""The handle the ``wallet_sandbox`` fixture gives a test (docs/testing.md): it drives an
+embedded or external sandbox over HTTP only, through :mod:`walletctl.ops.sandbox_admin`."""
 
 from __future__ import annotations
 
@@ -86,7 +80,7 @@ class WalletSandbox(Magic):
         """Forget every transaction, key and payment account; restore faults and clock."""
         self._control(admin.reset)
         if self._baseline_faults is not None:
-            self._control(admin.set_faults, self._baseline_faults)
+            self._control(admin.faults, self._baseline_faults, clear=True)
         if self._clock_offset:
             self._control(admin.advance_clock, -self._clock_offset)
             self._clock_offset = 0.0
@@ -125,7 +119,7 @@ class WalletSandbox(Magic):
         return str(data.get("now", ""))
 
     def current_faults(self) -> dict[str, Any]:
-        return self._control(admin.current_faults)
+        return self._control(admin.faults)
 
     def health(self) -> dict[str, Any]:
         """The sandbox's health route (``status``, ``version``, ``amountFormat``)."""
@@ -142,8 +136,8 @@ class WalletSandbox(Magic):
         """
         previous = self.current_faults()
         wanted = {key.replace("_", "-"): value for key, value in settings.items()}
-        applied = self._control(admin.set_faults, wanted)
+        applied = self._control(admin.faults, wanted, clear=True)
         try:
             yield applied
         finally:
-            self._control(admin.set_faults, previous)
+            self._control(admin.faults, previous, clear=True)

@@ -1,10 +1,7 @@
-"""``walletctl smoke``: prove a profile, its credentials and its gateway work end to end
-(docs/ci.md). :func:`run_smoke` runs :class:`Scenario` s (named sequences of :class:`Step`)
-and returns a :class:`SmokeReport`. A step returns (passed) or raises :class:`StepFailed`,
-:class:`StepSkipped` (the rest of its scenario is skipped), a WalletctlError (a failure; a
-401/403 or a profile problem aborts the run) or anything else (an error, masked). The runner
-never prints: a :class:`SmokeObserver` hears the progress.
-"""
+"""``walletctl smoke`` (docs/ci.md): :func:`run_smoke` runs :class:`Scenario` s and returns a
+:class:`SmokeReport`; a :class:`SmokeObserver` hears the progress. A step returns (passed) or
+raises :class:`StepFailed`, :class:`StepSkipped`, a WalletctlError (a failure; a 401/403 or a
+profile problem aborts the run) or anything else (an error, masked)."""
 
 from __future__ import annotations
 
@@ -359,6 +356,8 @@ def _type_name(exc: BaseException) -> str:
 
 @dataclass
 class SmokeOptions:
+    """A run's options, checked when made: a UsageError before anything starts."""
+
     scenarios: list[str] = field(default_factory=list)  # names; empty = all
     ref_prefix: str = "smoke"
     currency: str | None = None
@@ -368,6 +367,17 @@ class SmokeOptions:
     settle_timeout: float = 10.0
     fail_on_skip: bool = False
     run_id: str | None = None  # generated when None
+    selected: list[Scenario] = field(init=False)  # the scenarios named, in catalogue order
+    amounts_of: Amounts = field(init=False)  # the defaults with ``amounts`` applied
+
+    def __post_init__(self) -> None:
+        from walletctl.ops.smoke import scenarios as catalogue
+
+        _check_prefix(self.ref_prefix)
+        if self.approve_command is not None:
+            _check_command(self.approve_command)
+        self.selected = catalogue.select(self.scenarios)
+        self.amounts_of = catalogue.Amounts().with_overrides(self.amounts)
 
 
 @contextmanager
@@ -394,12 +404,10 @@ def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserve
     seen, ``log`` every exchange (masked), ``trace`` the client's ``--verbose`` lines."""
     from walletctl.ops.smoke.target import ExchangeLog, open_target
 
-    selected, amounts = validate_options(options)
     masker = masker if masker is not None else Masker()
     log = log if log is not None else ExchangeLog(masker)
     ctx = RunContext(run_id=options.run_id or new_run_id(), masker=masker,
-                     ref_prefix=_check_prefix(options.ref_prefix), exchanges=log,
-                     amounts=amounts)
+                     ref_prefix=options.ref_prefix, exchanges=log, amounts=options.amounts_of)
     with open_target(profile, masker, log, options, transport=transport, trace=trace,
                      embedded=embedded, history_run=ctx.run_id) as target:
         ctx.target = target
@@ -407,7 +415,7 @@ def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserve
                 "base_url": _without_userinfo(profile.base_url),
                 "merchant_id": profile.merchant_id, "store_id": profile.store_id,
                 "currency": target.currency}
-        return run_scenarios(selected, ctx, observer=observer, target_info=info,
+        return run_scenarios(options.selected, ctx, observer=observer, target_info=info,
                              fail_on_skip=options.fail_on_skip)
 
 
@@ -419,16 +427,6 @@ def _without_userinfo(url: str) -> str:
         return str(httpx.URL(url).copy_with(userinfo=b""))
     except (httpx.InvalidURL, TypeError, ValueError):
         return url
-
-
-def validate_options(options: SmokeOptions) -> tuple[list[Scenario], Amounts]:
-    """Check the options before anything starts; returns (scenarios, amounts). UsageError."""
-    from walletctl.ops.smoke import scenarios as catalogue
-
-    _check_prefix(options.ref_prefix)
-    if options.approve_command is not None:
-        _check_command(options.approve_command)
-    return catalogue.select(options.scenarios), catalogue.Amounts().with_overrides(options.amounts)
 
 
 def _check_command(command: str) -> None:
@@ -449,9 +447,8 @@ MAX_PREFIX_LENGTH = 24
 
 
 def _check_prefix(prefix: str) -> str:
-    """A prefix is itself a reference (the rule of models.fields), at most
-    :data:`MAX_PREFIX_LENGTH` characters: every reference minted from it stays within the
-    rule (``PREFIX-RUNID-SCENARIO-TAG``)."""
+    """A prefix is itself a reference, short enough for every reference minted from it
+    (``PREFIX-RUNID-SCENARIO-TAG``)."""
     from walletctl.models.fields import check_reference
 
     if len(prefix) > MAX_PREFIX_LENGTH:
