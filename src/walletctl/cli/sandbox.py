@@ -1,7 +1,5 @@
-"""``walletctl sandbox``: run the local sandbox gateway (``serve``, ``wait``, ``values``,
-``demo``), and drive a running one through its admin routes (:mod:`walletctl.ops.sandbox_admin`):
-the one at ``--url``, else the selected profile's gateway (a production profile is refused).
-"""
+"""``walletctl sandbox``: run the local sandbox gateway, and drive a running one (``--url``, else
+the selected profile's gateway) through :mod:`walletctl.ops.sandbox_admin`."""
 
 from __future__ import annotations
 
@@ -257,32 +255,24 @@ def demo_cmd(
 
 # -- a running sandbox: its URL, and the options every such command takes ------------------
 
-URL_HELP = "Sandbox base URL (default: the selected profile's base_url)."
-SandboxURL = Annotated[str | None, typer.Option("--url", help=URL_HELP)]
-_ADMIN_HELP = ("The sandbox's admin token (X-Sandbox-Token), needed when it serves on a "
-               "non-loopback host.")
-AdminToken = Annotated[
-    str | None,
-    typer.Option("--admin-token", help=_ADMIN_HELP, envvar=Env.SANDBOX_TOKEN,
-                 show_default=False),
-]
+SandboxURL = Annotated[str | None, typer.Option(
+    "--url", help="Sandbox base URL (default: the selected profile's base_url).")]
+AdminToken = Annotated[str | None, typer.Option(
+    "--admin-token", help="The sandbox's admin token (X-Sandbox-Token), needed when it serves "
+    "on a non-loopback host.", envvar=Env.SANDBOX_TOKEN, show_default=False)]
 Reference = Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")]
-
-
-def _is_http_url(url: str) -> bool:
-    import re
-
-    return len(url) <= 2048 and re.fullmatch(r"https?://[^\s/?#]+[^\s]*", url) is not None \
-        and url.isprintable()
 
 
 def _sandbox_url(ctx: typer.Context, url: str | None,
                  command: str) -> tuple[str, dict[str, str]]:
     """The sandbox URL and, when a profile is used, its merchantId/storeId filter (a
     production profile is refused: these commands act on a sandbox only)."""
+    import re
+
     if url is not None and not url.strip():  # `--url ""` must not fall back to the profile
         raise UsageError("--url: must not be empty (omit it to use the profile's gateway)")
-    if url is not None and not _is_http_url(url):
+    if url is not None and not (len(url) <= 2048 and url.isprintable()
+                                and re.fullmatch(r"https?://[^\s/?#]+[^\s]*", url)):
         raise UsageError("--url: must be an http(s) URL such as http://127.0.0.1:8765")
     if url:
         return url.rstrip("/"), {}
@@ -294,26 +284,21 @@ def _sandbox_url(ctx: typer.Context, url: str | None,
 # -- deciding a checkout, reset, ledger ------------------------------------------------------
 
 
-def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
-            token: str | None) -> None:
-    from walletctl.models.inputs import check_inputs
-    from walletctl.ops.sandbox_admin import amount_format, decide
-    from walletctl.render.sandbox import render_decision
-
-    check_inputs(references={"REF": ref})  # the rule every command applies: exit 4
-    base, params = _sandbox_url(ctx, url, action)
-    data = decide(base, ref, action, params=params, token=token)
-    state = get_state(ctx)
-    # the record's amounts: the profile's format, or (--url) the sandbox's
-    render_decision(data, state.output_format, ref,
-                    lambda: amount_format(base) if url else state.profile().amount_format)
-
-
 def _decision(action: str, help_text: str) -> None:
     @sandbox_app.command(action, help=help_text)
     def command(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
                 admin_token: AdminToken = None) -> None:
-        _decide(ctx, ref, action, url, admin_token)
+        from walletctl.models.inputs import check_inputs
+        from walletctl.ops.sandbox_admin import amount_format, decide
+        from walletctl.render.sandbox import render_decision
+
+        check_inputs(references={"REF": ref})  # the rule every command applies: exit 4
+        base, params = _sandbox_url(ctx, url, action)
+        data = decide(base, ref, action, params=params, token=admin_token)
+        state = get_state(ctx)
+        # the record's amounts: the profile's format, or (--url) the sandbox's
+        render_decision(data, state.output_format, ref,
+                        lambda: amount_format(base) if url else state.profile().amount_format)
 
 
 _decision("approve", "Approve a pending checkout, as the customer would on the hosted page.")
@@ -469,12 +454,10 @@ def three_ds_cmd(
     if outcome is None:
         raise UsageError(f"--result: must be pass or fail (got {result[:20]!r})")
     check_identifier(account, "ACCOUNT", max_length=255)
-    base, ids = _sandbox_url(ctx, url, "3ds")
-    merchant = merchant_id or ids.get("merchantId")
-    store = store_id or ids.get("storeId")
-    if not (merchant and store):  # --url: the account's merchant is still the profile's
+    base, _ = _sandbox_url(ctx, url, "3ds")
+    if not (merchant_id and store_id):  # with --url too, the account's merchant is the profile's
         profile = get_state(ctx).profile()
-        merchant, store = merchant or profile.merchant_id, store or profile.store_id
-    answer = three_ds_challenge(base, account, merchant_id=merchant, store_id=store,
+        merchant_id, store_id = merchant_id or profile.merchant_id, store_id or profile.store_id
+    answer = three_ds_challenge(base, account, merchant_id=merchant_id, store_id=store_id,
                                 outcome=outcome, token=admin_token)
     render_three_ds(answer, get_state(ctx).output_format)

@@ -112,8 +112,11 @@ def _run(
     state: Any, profile_name: str | None, embedded: bool, options: SmokeOptions,
     confirm_profile: str | None = None,
 ) -> tuple[SmokeReport, Any]:
+    from contextlib import nullcontext
+
     from walletctl.masking import Masker
-    from walletctl.ops.smoke import run_smoke, smoke_profile
+    from walletctl.ops.smoke import run_smoke
+    from walletctl.ops.smoke.target import embedded_sandbox
     from walletctl.render.smoke_views import smoke_observer
 
     base = None
@@ -137,7 +140,7 @@ def _run(
         confirm_production(base, confirm_profile,
                            action="run smoke scenarios against it (they move money)")
     masker = Masker()
-    with smoke_profile(base, embedded=embedded) as prof:
+    with embedded_sandbox() if base is None else nullcontext(base) as prof:
         observer = smoke_observer()
         try:
             report = run_smoke(

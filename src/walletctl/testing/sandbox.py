@@ -16,11 +16,7 @@ T = TypeVar("T")
 
 
 class Magic:
-    """The sandbox's magic amounts: the last two digits of a checkout amount in minor units
-    choose the provider's outcome (``walletctl sandbox values`` lists them).
-
-    Use them as whole-currency amounts, e.g. ``Decimal("10.01")`` is declined.
-    """
+    """The sandbox's magic amounts (``walletctl sandbox values``), in major units."""
 
     APPROVED: Final = Decimal("10.00")  # any amount not ending in 01-05
     DECLINED: Final = Decimal("10.01")  # declined by the provider on approval
@@ -36,13 +32,8 @@ class SandboxControlError(RuntimeError):
 
 @dataclass
 class WalletSandbox(Magic):
-    """A running sandbox as a test sees it (the magic amounts as its attributes too:
-    ``wallet_sandbox.DECLINED``).
-
-    ``base_url``, ``api_key``, ``merchant_id``, ``store_id``, ``user_id``,
-    ``service_secret`` describe how a merchant's code should reach it; the methods drive the
-    sandbox the way its hosted page and clock would.
-    """
+    """A running sandbox as a test sees it: how a merchant's code reaches it, the magic
+    amounts (``wallet_sandbox.DECLINED``), and methods that drive it as its hosted page would."""
 
     base_url: str
     api_key: str
@@ -110,10 +101,7 @@ class WalletSandbox(Magic):
         return self._decide(ref, "cancel")
 
     def advance_clock(self, seconds: float) -> str:
-        """Move the sandbox's clock on (expiry of redirect links, keys, 3DS results).
-
-        Rewound when the test ends. Returns the sandbox's new time (ISO 8601).
-        """
+        """Move the sandbox's clock on (rewound when the test ends); its new time."""
         data = self._control(admin.advance_clock, seconds)
         self._clock_offset += float(seconds)
         return str(data.get("now", ""))
@@ -127,13 +115,8 @@ class WalletSandbox(Magic):
 
     @contextlib.contextmanager
     def faults(self, **settings: Any) -> Iterator[dict[str, Any]]:
-        """Inject faults inside a ``with`` block; the previous faults come back after it.
-
-        Keywords use the sandbox's fault names with ``_`` for ``-``: ``latency=50``,
-        ``error_rate=1.0``, ``status=503``, ``throttle_rate=1.0``, ``retry_after=1``,
-        ``drop_rate=1.0`` (commit, then drop the connection), ``error_after_rate=1.0``,
-        ``seed=7``.
-        """
+        """Inject faults (the sandbox's names, ``_`` for ``-``: ``error_rate=1.0``) inside a
+        ``with`` block; the previous faults come back after it."""
         previous = self.current_faults()
         wanted = {key.replace("_", "-"): value for key, value in settings.items()}
         applied = self._control(admin.faults, wanted, clear=True)

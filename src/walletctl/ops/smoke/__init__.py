@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import secrets as _secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -378,21 +377,6 @@ class SmokeOptions:
             _check_command(self.approve_command)
         self.selected = catalogue.select(self.scenarios)
         self.amounts_of = catalogue.Amounts().with_overrides(self.amounts)
-
-
-@contextmanager
-def smoke_profile(profile: Profile | None, *, embedded: bool) -> Iterator[Profile]:
-    """The profile to test: the given one, or a private embedded sandbox's for the duration."""
-    if embedded:
-        from walletctl.ops.smoke.target import embedded_sandbox
-
-        fmt = profile.amount_format if profile is not None else "minor"
-        with embedded_sandbox(amount_format=fmt) as sandbox_profile:
-            yield sandbox_profile
-        return
-    if profile is None:
-        raise ConfigError("no profile selected", hint="pass --profile NAME or --embedded")
-    yield profile
 
 
 def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserver | None = None,

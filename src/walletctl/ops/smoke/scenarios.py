@@ -1,10 +1,5 @@
-"""The smoke scenarios: the catalogue (:data:`SCENARIOS`, :func:`select`, :func:`describe`), their
-amounts (:class:`Amounts`: whole major units by default, valid in every currency and clear of
-the sandbox's magic endings; ``--amount NAME=VALUE`` overrides) and their steps, which run
-through walletctl's own request building, pre-flight and client. The browser-wallet scenario
-needs no browser on a walletctl sandbox (its emulated wallet mints the tokens); elsewhere that
-step is skipped with a reason (docs/ci.md).
-"""
+"""The smoke scenarios (docs/ci.md): the catalogue, their :class:`Amounts` and their steps, which
+run through walletctl's own request building, pre-flight and client."""
 
 from __future__ import annotations
 

@@ -80,10 +80,8 @@ class Target:
         return "approved headlessly by the sandbox" + (f" (state {state})" if state else "")
 
     def is_walletctl_sandbox(self) -> bool:
-        if self._is_sandbox is None and self.profile.is_production:
-            self._is_sandbox = False  # not even probed: no /_sandbox/ request to production
-        if self._is_sandbox is None:
-            self._is_sandbox = self.admin.answers_health()
+        if self._is_sandbox is None:  # production is not even probed
+            self._is_sandbox = not self.profile.is_production and self.admin.answers_health()
         return self._is_sandbox
 
     def _approve_with_command(self, reference: str, redirect_url: str) -> str:
@@ -350,11 +348,10 @@ class HistoryTransport(httpx.BaseTransport):
         self._store: HistoryStore | None = None
 
     def _sandbox(self, request: httpx.Request) -> bool:
-        if self._is_sandbox is None and self._profile.is_production:
-            self._is_sandbox = False  # always recorded, never probed
-        if self._is_sandbox is None:
+        if self._is_sandbox is None:  # production is always recorded, never probed
             origin = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}"
-            self._is_sandbox = is_walletctl_sandbox(origin, self._inner)
+            self._is_sandbox = (not self._profile.is_production
+                                and is_walletctl_sandbox(origin, self._inner))
         return self._is_sandbox
 
     def _intent(self, request: httpx.Request) -> Intent | None:
