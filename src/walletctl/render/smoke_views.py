@@ -45,10 +45,8 @@ def smoke_observer() -> Any:
             _icon, _, word = _STATUS_STYLE[result.status]
             took = f" ({result.duration:.2f} s)" if result.status != "skipped" else ""
             note = _shown_note(result)
-            sys.stderr.write(
-                f"{word.upper():8} {result.scenario} / {result.name}{took}"
-                + (f": {_one_line(note)}" if note else "") + "\n"
-            )
+            sys.stderr.write(f"{word.upper():8} {result.scenario} / {result.name}{took}"
+                             + (f": {_one_line(note)}" if note else "") + "\n")
             sys.stderr.flush()
 
         def close(self) -> None:
@@ -199,11 +197,8 @@ def _finish(report: SmokeReport, written: Iterable[tuple[Path | None, str]],
             print_note(f"{what} written to {path}")
     code = report.exit_code
     if report.aborted is not None:
-        why = report.abort_hint or (
-            "check the profile's credentials (`walletctl profile check`)"
-            if code == ExitCode.AUTH
-            else None
-        )
+        why = report.abort_hint or ("check the profile's credentials (`walletctl profile "
+                                    "check`)" if code == ExitCode.AUTH else None)
         print_error(f"smoke run aborted: {report.aborted}", hint(why))
     elif code != ExitCode.OK:
         failed = [s.name for s in report.scenarios if s.status == "failed"]

@@ -37,9 +37,9 @@ class WalletSandbox(Magic):
 
     base_url: str
     api_key: str
-    merchant_id: str = "M-1001"
-    store_id: str = "S-01"
-    user_id: str = "ops-bot"
+    merchant_id: str = admin.MERCHANT_ID
+    store_id: str = admin.STORE_ID
+    user_id: str = admin.USER_ID
     service_secret: str = field(default="sandbox-secret", repr=False)
     admin_token: str | None = field(default=None, repr=False)
     amount_format: str = "minor"

@@ -78,9 +78,7 @@ def _show(value: Any) -> str:
 
 
 def new_run_id(now: datetime | None = None) -> str:
-    """A short id unique per run: UTC time to the second + 24 random bits
-    (``1122051730-a1b2c3``).
-    """
+    """A short id unique per run: UTC time + 24 random bits (``1122051730-a1b2c3``)."""
     stamp = (now or datetime.now(UTC)).strftime("%m%d%H%M%S")
     return f"{stamp}-{_secrets.token_hex(3)}"
 
