@@ -145,20 +145,10 @@ def profile_text(name: str, table: dict[str, Any]) -> str:
     return tomlkit.dumps(doc)
 
 
-def is_loopback(url: str) -> bool:
-    """Whether ``url``'s host is this machine's loopback (``localhost``, 127.0.0.0/8, ::1)."""
-    import ipaddress
-
-    host = urlsplit(url).hostname or ""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path:
     """Add (or update a sandbox's) profile ``name`` in the selected profiles file."""
     from walletctl.config.profiles_file import add_profile, config_path, load_file
+    from walletctl.sandbox.config import is_loopback
 
     path = config_path(config)
     replace = False
@@ -166,7 +156,8 @@ def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path
         existing = load_file(path).profiles.get(name)
         if existing is not None:
             why = ("is a production profile; a sandbox never replaces it"
-                   if existing.is_production else None if is_loopback(existing.base_url)
+                   if existing.is_production
+                   else None if is_loopback(urlsplit(existing.base_url).hostname or "")
                    else f"points to {existing.base_url}, not a local sandbox")
             if why is not None:
                 raise UsageError(

@@ -4,6 +4,7 @@ terminal, one line per step otherwise), the scenario list, the summary and why a
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,11 +174,10 @@ def _summary(report: SmokeReport, mask: Callable[[str], str]) -> None:
     if console.is_terminal and not err().is_terminal:
         console.print(_results_table(report.scenarios, live=False, width=console.width),
                       crop=False)
-    passed = sum(1 for s in report.scenarios if s.status == "passed")
-    failed = sum(1 for s in report.scenarios if s.status == "failed")
-    skipped = sum(1 for s in report.scenarios if s.status == "skipped")
-    print_phrases([f"run {escape(report.run_id)}:", f"{passed} passed,", f"{failed} failed,",
-                   f"{skipped} skipped", f"({len(report.scenarios)} scenarios,",
+    count = Counter(s.status for s in report.scenarios)
+    print_phrases([f"run {escape(report.run_id)}:", f"{count['passed']} passed,",
+                   f"{count['failed']} failed,", f"{count['skipped']} skipped",
+                   f"({len(report.scenarios)} scenarios,",
                    f"{report.duration:.2f} s)", "against",
                    escape(mask(report.target.get("base_url", "?")))])
     if report.references and report.target.get("profile") == "(embedded sandbox)":

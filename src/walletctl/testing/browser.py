@@ -39,11 +39,6 @@ def find_chromium() -> str | None:
     return None
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 @dataclass
 class WalletPayPage:
     """One page (Playwright ``Page``) with the driver loaded: ``pay``, ``cancel``,
@@ -60,8 +55,9 @@ class WalletPayPage:
         test's route answers: an ``evaluate``'s value would not survive a shop that navigates
         the moment it has the payment."""
         from playwright.sync_api import Error
+        from pydantic.alias_generators import to_camel
 
-        args = {_camel(k): v for k, v in options.items()}
+        args = {to_camel(k): v for k, v in options.items()}
         if card is not None:
             args["card"] = card
         if not self._listening:

@@ -36,19 +36,11 @@ ScenarioStatus = Literal["passed", "failed", "skipped"]
 
 
 class StepFailed(Exception):
-    """An assertion of a step did not hold. The message says what was expected and found."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    """An assertion of a step did not hold; the message says what was expected and found."""
 
 
 class StepSkipped(Exception):
-    """The step cannot run against this target; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """The step cannot run against this target; the message says why."""
 
 
 class RunAborted(Exception):
@@ -301,10 +293,10 @@ def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: S
         try:
             detail = step.action(run)
         except StepFailed as exc:
-            _ended(step_result, "failed", mask(exc.message), "AssertionError")
+            _ended(step_result, "failed", mask(str(exc)), "AssertionError")
         except StepSkipped as exc:
-            _ended(step_result, "skipped", mask(exc.reason), None)
-            stop_reason = f"not run: step '{step.name}' was skipped ({mask(exc.reason)})"
+            _ended(step_result, "skipped", mask(str(exc)), None)
+            stop_reason = f"not run: step '{step.name}' was skipped ({mask(str(exc))})"
         except Exception as exc:
             aborted = _abort_for(exc)
             if aborted is not None:

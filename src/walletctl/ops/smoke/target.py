@@ -198,10 +198,11 @@ def environment_transport(base_url: str) -> httpx.HTTPTransport:
     import urllib.request
     from urllib.parse import urlsplit
 
-    from walletctl.ops.sandbox_admin import is_loopback
+    from walletctl.sandbox.config import is_loopback
 
     parts = urlsplit(base_url)
-    if is_loopback(base_url) or urllib.request.proxy_bypass(parts.hostname or ""):
+    host = parts.hostname or ""
+    if is_loopback(host) or urllib.request.proxy_bypass(host):
         return httpx.HTTPTransport()
     proxies = urllib.request.getproxies()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
@@ -404,7 +405,7 @@ class HistoryTransport(httpx.BaseTransport):
                 outcome = history_outcome(state, op)
         elif status >= 500:
             outcome = "unknown"
-        elif status >= 400:
+        else:
             outcome = "error" if status in (401, 403, 429) else "declined"
         self._store.complete(entry, Completion(
             time=now_utc(), outcome=outcome, http_status=status, note=f"smoke run {self._run}"))
