@@ -131,11 +131,10 @@ def serve_cmd(
         raise UsageError("--amount-format: must be minor or decimal")
     check_token(admin_token)
     try:
-        faults = FaultConfig(
-            latency_ms=latency, jitter_ms=jitter, error_rate=error_rate,
-            error_status=error_status, throttle_rate=throttle_rate, retry_after=retry_after,
-            drop_rate=drop_rate, error_after_rate=error_after_rate, seed=seed,
-        )
+        faults = FaultConfig(latency_ms=latency, jitter_ms=jitter, error_rate=error_rate,
+                             error_status=error_status, throttle_rate=throttle_rate,
+                             retry_after=retry_after, drop_rate=drop_rate,
+                             error_after_rate=error_after_rate, seed=seed)
         config = SandboxConfig(
             db_path=str(db) if db else None, amount_format=amount_format,  # type: ignore[arg-type]
             faults=faults, public_url=public_url, api_key=api_key or DEFAULT_API_KEY,
@@ -160,10 +159,9 @@ def serve_cmd(
         raise UsageError(f"--db {db}: cannot use this SQLite database ({exc})") from None
     except OSError as exc:
         in_use = getattr(exc, "errno", None) == errno.EADDRINUSE
-        raise UsageError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-            hint="--port 0 picks a free port (printed on the first line)" if in_use else None,
-        ) from None
+        hint = "--port 0 picks a free port (printed on the first line)" if in_use else None
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                         hint=hint) from None
 
 
 def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
@@ -195,7 +193,7 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
 
 def _check_ready_file(path: Path) -> None:
     """Refuse an unusable --ready-file before anything is served."""
-    parent = path.parent if str(path.parent) else Path(".")
+    parent = path.parent
     if path.is_dir():
         raise UsageError(f"--ready-file {path}: is a directory")
     if not parent.is_dir():

@@ -152,9 +152,7 @@ class SmokeReport:
         if self.abort_code is not None:
             return self.abort_code
         statuses = {s.status for s in self.scenarios}
-        if "failed" in statuses:
-            return ExitCode.SMOKE_FAILED
-        if self.fail_on_skip and "skipped" in statuses:
+        if "failed" in statuses or (self.fail_on_skip and "skipped" in statuses):
             return ExitCode.SMOKE_FAILED
         return ExitCode.OK
 
