@@ -319,9 +319,8 @@ def _amounts(low_major: Decimal, high_major: Decimal, currency: str,
 
 
 def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> dict[str, Any]:
-    """Create ``plan.count`` approved transactions in the sandbox and write their CSV
-    (``ref,amount,currency``: ready for capture/reverse --batch, or refund --batch for sales);
-    the run's record."""
+    """Create ``plan.count`` approved transactions and write their ``ref,amount,currency`` CSV
+    (the input of --batch); the run's record."""
     from walletctl.models.money import check_currency
 
     if plan.kind not in ("preauth", "sale"):

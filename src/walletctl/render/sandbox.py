@@ -56,9 +56,8 @@ def render_decision(data: dict[str, Any], output: str, ref: str,
 
 
 def render_demo(run: Callable[..., str | None], output: str | None) -> str | None:
-    """``sandbox demo``: ``run(out, ...)`` writes the transcript as it goes, fitted to the
-    terminal (no --output, or table); a data format gets it whole at the end,
-    ``{"transcript": [lines], "failed": step or null}``. The failed step, if any."""
+    """``sandbox demo``: ``run(out, ...)`` writes the transcript as it goes (a table) or
+    whole at the end (a data format); the failed step, if any."""
     if output is None or output == "table":
         width = terminal_width()
         return run(sys.stdout, width=width, fit=lambda text: wrap_words(text, width))
@@ -89,8 +88,7 @@ LEDGER_TABLE_ROWS = 200  # transactions a table shows (every one is in the data 
 
 
 def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str) -> None:
-    """``sandbox ledger``: the data formats written as the sandbox sends the transactions
-    (``-o json``: ``{"transactions": [...], "count": N}``); a table shows the first
+    """``sandbox ledger``: the data formats streamed; a table shows the first
     :data:`LEDGER_TABLE_ROWS` and counts the rest."""
     if output != "table":
         stream = RowStream(output, columns=LEDGER_COLUMNS,

@@ -103,9 +103,7 @@ def _shown_note(step: StepResult) -> str:
 
 
 def _results_table(results: list[ScenarioResult], *, live: bool, width: int) -> Any:
-    """Steps of each scenario, fitted to ``width``; in the live view a finished passing
-    scenario (or one not yet started) folds into one row, so the table stays the height of
-    a terminal."""
+    """Steps of each scenario, fitted to ``width`` (live: see :func:`_scenario_rows`)."""
     rows = [row for sc in results for row in _scenario_rows(sc, live=live)]
     table, _ = fit_table("walletctl smoke" if live else None,
                          ["scenario", "step", "status", "time", "detail"], rows,
@@ -114,8 +112,8 @@ def _results_table(results: list[ScenarioResult], *, live: bool, width: int) -> 
 
 
 def _scenario_rows(sc: ScenarioResult, *, live: bool) -> list[list[str]]:
-    """A scenario's rows (Rich markup): one per step, or (live) one when it is all pending
-    or passed."""
+    """A scenario's rows (Rich markup): one per step, or (live, so the table stays the height
+    of a terminal) one when it is all pending or passed."""
     def status(word: str) -> str:
         icon, style, text = _STATUS_STYLE[word]
         return f"[{style}]{icon} {text}[/]"
@@ -158,10 +156,8 @@ def render_smoke(report: SmokeReport, document: str, mask: Callable[[str], str],
                  chosen: str | None, json_flag: bool,
                  written: Iterable[tuple[Path | None, str]],
                  hint: Callable[[str | None], str | None]) -> int:
-    """The run's report: its JSON ``document`` with ``--json`` or ``-o json`` (``chosen``:
-    the -o given), else a summary (a pipe too: a CI log reads it); the report files
-    ``written`` named, and why it failed. Returns the exit code. ``hint`` completes a hint's
-    `walletctl` commands with the user's global options."""
+    """The run's JSON ``document`` (``--json`` or ``-o json``) or summary, the report files
+    ``written`` and why it failed; the exit code. ``hint`` completes a hint's commands."""
     if json_flag or chosen == "json":
         sys.stdout.write(document)
     else:

@@ -371,9 +371,8 @@ def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserve
               transport: httpx.BaseTransport | None = None,
               trace: Callable[[str], None] | None = None, embedded: bool = False,
               masker: Masker | None = None, log: ExchangeLog | None = None) -> SmokeReport:
-    """Run the selected scenarios against ``profile`` (a failing step is in the report; a
-    bad option or profile raises before anything is sent). ``masker`` collects the secrets
-    seen, ``log`` every exchange (masked), ``trace`` the client's ``--verbose`` lines."""
+    """Run the selected scenarios against ``profile`` (a failing step is in the report);
+    ``masker`` collects the secrets seen, ``log`` every exchange, ``trace`` --verbose lines."""
     from walletctl.ops.smoke.target import ExchangeLog, open_target
 
     masker = masker if masker is not None else Masker()
