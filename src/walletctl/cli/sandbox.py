@@ -1,7 +1,5 @@
-"""``walletctl sandbox``: run the local sandbox gateway (``serve``, ``wait``, ``values``,
-``demo``), and drive a running one through its admin routes (:mod:`walletctl.ops.sandbox_admin`):
-the one at ``--url``, else the selected profile's gateway (a production profile is refused).
-"""
+"""``walletctl sandbox``: run the local sandbox gateway, and drive a running one (``--url``, else
+the selected profile's gateway) through :mod:`walletctl.ops.sandbox_admin`."""
 
 from __future__ import annotations
 
@@ -133,11 +131,10 @@ def serve_cmd(
         raise UsageError("--amount-format: must be minor or decimal")
     check_token(admin_token)
     try:
-        faults = FaultConfig(
-            latency_ms=latency, jitter_ms=jitter, error_rate=error_rate,
-            error_status=error_status, throttle_rate=throttle_rate, retry_after=retry_after,
-            drop_rate=drop_rate, error_after_rate=error_after_rate, seed=seed,
-        )
+        faults = FaultConfig(latency_ms=latency, jitter_ms=jitter, error_rate=error_rate,
+                             error_status=error_status, throttle_rate=throttle_rate,
+                             retry_after=retry_after, drop_rate=drop_rate,
+                             error_after_rate=error_after_rate, seed=seed)
         config = SandboxConfig(
             db_path=str(db) if db else None, amount_format=amount_format,  # type: ignore[arg-type]
             faults=faults, public_url=public_url, api_key=api_key or DEFAULT_API_KEY,
@@ -162,10 +159,9 @@ def serve_cmd(
         raise UsageError(f"--db {db}: cannot use this SQLite database ({exc})") from None
     except OSError as exc:
         in_use = getattr(exc, "errno", None) == errno.EADDRINUSE
-        raise UsageError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-            hint="--port 0 picks a free port (printed on the first line)" if in_use else None,
-        ) from None
+        hint = "--port 0 picks a free port (printed on the first line)" if in_use else None
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                         hint=hint) from None
 
 
 def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
@@ -197,7 +193,7 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
 
 def _check_ready_file(path: Path) -> None:
     """Refuse an unusable --ready-file before anything is served."""
-    parent = path.parent if str(path.parent) else Path(".")
+    parent = path.parent
     if path.is_dir():
         raise UsageError(f"--ready-file {path}: is a directory")
     if not parent.is_dir():
@@ -257,32 +253,24 @@ def demo_cmd(
 
 # -- a running sandbox: its URL, and the options every such command takes ------------------
 
-URL_HELP = "Sandbox base URL (default: the selected profile's base_url)."
-SandboxURL = Annotated[str | None, typer.Option("--url", help=URL_HELP)]
-_ADMIN_HELP = ("The sandbox's admin token (X-Sandbox-Token), needed when it serves on a "
-               "non-loopback host.")
-AdminToken = Annotated[
-    str | None,
-    typer.Option("--admin-token", help=_ADMIN_HELP, envvar=Env.SANDBOX_TOKEN,
-                 show_default=False),
-]
+SandboxURL = Annotated[str | None, typer.Option(
+    "--url", help="Sandbox base URL (default: the selected profile's base_url).")]
+AdminToken = Annotated[str | None, typer.Option(
+    "--admin-token", help="The sandbox's admin token (X-Sandbox-Token), needed when it serves "
+    "on a non-loopback host.", envvar=Env.SANDBOX_TOKEN, show_default=False)]
 Reference = Annotated[str, typer.Argument(help="The checkout's clientSystemTransactionId.")]
-
-
-def _is_http_url(url: str) -> bool:
-    import re
-
-    return len(url) <= 2048 and re.fullmatch(r"https?://[^\s/?#]+[^\s]*", url) is not None \
-        and url.isprintable()
 
 
 def _sandbox_url(ctx: typer.Context, url: str | None,
                  command: str) -> tuple[str, dict[str, str]]:
     """The sandbox URL and, when a profile is used, its merchantId/storeId filter (a
     production profile is refused: these commands act on a sandbox only)."""
+    import re
+
     if url is not None and not url.strip():  # `--url ""` must not fall back to the profile
         raise UsageError("--url: must not be empty (omit it to use the profile's gateway)")
-    if url is not None and not _is_http_url(url):
+    if url is not None and not (len(url) <= 2048 and url.isprintable()
+                                and re.fullmatch(r"https?://[^\s/?#]+[^\s]*", url)):
         raise UsageError("--url: must be an http(s) URL such as http://127.0.0.1:8765")
     if url:
         return url.rstrip("/"), {}
@@ -294,26 +282,21 @@ def _sandbox_url(ctx: typer.Context, url: str | None,
 # -- deciding a checkout, reset, ledger ------------------------------------------------------
 
 
-def _decide(ctx: typer.Context, ref: str, action: str, url: str | None,
-            token: str | None) -> None:
-    from walletctl.models.inputs import check_inputs
-    from walletctl.ops.sandbox_admin import amount_format, decide
-    from walletctl.render.sandbox import render_decision
-
-    check_inputs(references={"REF": ref})  # the rule every command applies: exit 4
-    base, params = _sandbox_url(ctx, url, action)
-    data = decide(base, ref, action, params=params, token=token)
-    state = get_state(ctx)
-    # the record's amounts: the profile's format, or (--url) the sandbox's
-    render_decision(data, state.output_format, ref,
-                    lambda: amount_format(base) if url else state.profile().amount_format)
-
-
 def _decision(action: str, help_text: str) -> None:
     @sandbox_app.command(action, help=help_text)
     def command(ctx: typer.Context, ref: Reference, url: SandboxURL = None,
                 admin_token: AdminToken = None) -> None:
-        _decide(ctx, ref, action, url, admin_token)
+        from walletctl.models.inputs import check_inputs
+        from walletctl.ops.sandbox_admin import amount_format, decide
+        from walletctl.render.sandbox import render_decision
+
+        check_inputs(references={"REF": ref})  # the rule every command applies: exit 4
+        base, params = _sandbox_url(ctx, url, action)
+        data = decide(base, ref, action, params=params, token=admin_token)
+        state = get_state(ctx)
+        # the record's amounts: the profile's format, or (--url) the sandbox's
+        render_decision(data, state.output_format, ref,
+                        lambda: amount_format(base) if url else state.profile().amount_format)
 
 
 _decision("approve", "Approve a pending checkout, as the customer would on the hosted page.")
@@ -383,7 +366,7 @@ def faults_cmd(
     Without options it shows them; each option sets one fault and keeps the others;
     --clear removes them all.
     """
-    from walletctl.ops.sandbox_admin import update_faults
+    from walletctl.ops.sandbox_admin import faults
     from walletctl.render.sandbox import render_faults
 
     base, _ = _sandbox_url(ctx, url, "faults")
@@ -392,7 +375,7 @@ def faults_cmd(
              "retry_after": retry_after, "drop_rate": drop_rate,
              "error_after_rate": error_after_rate, "seed": seed}
     changes = {key: value for key, value in given.items() if value is not None}
-    data = update_faults(base, changes, clear=clear, token=admin_token)
+    data = faults(base, changes, clear=clear, token=admin_token)
     render_faults(data, get_state(ctx).output_format, base)
 
 
@@ -426,33 +409,20 @@ def seed_cmd(
 ) -> None:
     """Create COUNT approved pre-authorisations (or sales) in a running sandbox at once, and
     write them as a CSV ready for `walletctl capture --batch` (refund --batch for sales)."""
-    from walletctl.models.money import check_currency
-    from walletctl.ops.sandbox_admin import SeedPlan, check_pattern, parse_amounts
+    from walletctl.ops.sandbox_admin import SeedPlan
     from walletctl.ops.sandbox_admin import seed as seed_transactions
     from walletctl.render.sandbox import render_seed
 
-    if kind not in ("preauth", "sale"):
-        raise UsageError("--kind: must be preauth or sale")
-    check_pattern(ref)
     base, params = _sandbox_url(ctx, url, "seed")
     state = get_state(ctx)
-    profile = None if url else state.profile()
-    merchant = merchant_id or params.get("merchantId")
-    shop = store_id or params.get("storeId")
-    if not merchant or not shop:
-        raise UsageError("--merchant-id and --store-id: required with --url (or select a "
-                         "profile instead of --url)")
-    try:
-        code = check_currency((currency or (profile and profile.currency) or "EUR").upper())
-    except ValueError as exc:
-        raise UsageError(f"--currency: {exc}") from None
-    low, high = parse_amounts(amount, code)
-    plan = SeedPlan(count=count, kind=kind, currency=code, merchant_id=merchant,
-                    store_id=shop, low=low, high=high, pattern=ref, random_seed=random_seed)
+    plan = SeedPlan(count=count, kind=kind, amount=amount, pattern=ref,
+                    currency=currency or (None if url else state.profile().currency) or "EUR",
+                    merchant_id=merchant_id or params.get("merchantId"),
+                    store_id=store_id or params.get("storeId"), random_seed=random_seed)
     result = seed_transactions(base, plan, csv_path, token=admin_token)
     op = "capture" if kind == "preauth" else "refund"
-    render_seed(result, state.output_format, base,
-                next_step=command_line(state, op, "--batch", csv_path))
+    render_seed(result, state.output_format, next_step=command_line(state, op, "--batch",
+                                                                    csv_path))
 
 
 RESULTS = {"pass": "success", "fail": "failure"}
@@ -482,12 +452,10 @@ def three_ds_cmd(
     if outcome is None:
         raise UsageError(f"--result: must be pass or fail (got {result[:20]!r})")
     check_identifier(account, "ACCOUNT", max_length=255)
-    base, ids = _sandbox_url(ctx, url, "3ds")
-    merchant = merchant_id or ids.get("merchantId")
-    store = store_id or ids.get("storeId")
-    if not (merchant and store):  # --url: the account's merchant is still the profile's
+    base, _ = _sandbox_url(ctx, url, "3ds")
+    if not (merchant_id and store_id):  # with --url too, the account's merchant is the profile's
         profile = get_state(ctx).profile()
-        merchant, store = merchant or profile.merchant_id, store or profile.store_id
-    answer = three_ds_challenge(base, account, merchant_id=merchant, store_id=store,
+        merchant_id, store_id = merchant_id or profile.merchant_id, store_id or profile.store_id
+    answer = three_ds_challenge(base, account, merchant_id=merchant_id, store_id=store_id,
                                 outcome=outcome, token=admin_token)
     render_three_ds(answer, get_state(ctx).output_format)

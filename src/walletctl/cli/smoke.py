@@ -69,32 +69,23 @@ def smoke(
     Exit status: 0 every selected scenario passed, 10 a scenario failed, 9 credentials
     refused, 3 profile problem, 2 a production profile not confirmed (or with --embedded).
     """
+    from walletctl.ops.smoke import SmokeOptions
     from walletctl.ops.smoke import scenarios as catalogue
+    from walletctl.ops.smoke.report import to_json, to_junit, write_text
+    from walletctl.ops.user_files import check_output
     from walletctl.render.smoke_views import render_scenarios, render_smoke
 
     state = get_state(ctx)
     if list_:
         render_scenarios(catalogue.describe(), state.output_format, json_flag=json_)
         return
-    from walletctl.ops.smoke import SmokeOptions, validate_options
-
-    options = SmokeOptions(
-        scenarios=scenario or [],
-        ref_prefix=ref_prefix,
-        currency=currency,
-        amounts=amount or [],
-        approve_command=approve_url_command,
-        approve_timeout=approve_timeout,
-        settle_timeout=settle_timeout,
-        fail_on_skip=fail_on_skip,
-    )
-    validate_options(options)  # bad options fail before a sandbox starts or a request is sent
-    from walletctl.ops.smoke.report import to_json, to_junit, write_text
-    from walletctl.ops.user_files import check_output
-
+    # bad options fail before a sandbox starts or a request is sent
+    options = SmokeOptions(scenarios=scenario or [], ref_prefix=ref_prefix, currency=currency,
+                           amounts=amount or [], approve_command=approve_url_command,
+                           approve_timeout=approve_timeout, settle_timeout=settle_timeout,
+                           fail_on_skip=fail_on_skip)
     for path, flag in ((junit, "--junit"), (json_file, "--json-file")):
-        if path is not None:
-            check_output(path, flag, create_parent=True)  # fails before the run, not after
+        check_output(path, flag, create_parent=True)  # fails before the run, not after
     report, masker = _run(state, profile, embedded, options, confirm_profile)
 
     if junit is not None:
@@ -109,12 +100,13 @@ def smoke(
         raise typer.Exit(code)
 
 
-def _run(
-    state: Any, profile_name: str | None, embedded: bool, options: SmokeOptions,
-    confirm_profile: str | None = None,
-) -> tuple[SmokeReport, Any]:
+def _run(state: Any, profile_name: str | None, embedded: bool, options: SmokeOptions,
+         confirm_profile: str | None = None) -> tuple[SmokeReport, Any]:
+    from contextlib import nullcontext
+
     from walletctl.masking import Masker
-    from walletctl.ops.smoke import run_smoke, smoke_profile
+    from walletctl.ops.smoke import run_smoke
+    from walletctl.ops.smoke.target import embedded_sandbox
     from walletctl.render.smoke_views import smoke_observer
 
     base = None
@@ -138,19 +130,12 @@ def _run(
         confirm_production(base, confirm_profile,
                            action="run smoke scenarios against it (they move money)")
     masker = Masker()
-    with smoke_profile(base, embedded=embedded) as prof:
+    with embedded_sandbox() if base is None else nullcontext(base) as prof:
         observer = smoke_observer()
         try:
-            report = run_smoke(
-                prof,
-                options,
-                observer=observer,
-                transport=None if embedded else ENV.transport,
-                trace=(lambda line: print_stderr(masker.text(line))) if state.verbose
-                else None,
-                embedded=embedded,
-                masker=masker,
-            )
+            trace = (lambda line: print_stderr(masker.text(line))) if state.verbose else None
+            report = run_smoke(prof, options, observer=observer, trace=trace, masker=masker,
+                               transport=None if embedded else ENV.transport, embedded=embedded)
         finally:
             observer.close()
     return report, masker

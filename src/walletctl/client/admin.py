@@ -1,13 +1,5 @@
-"""The one HTTP client of a walletctl sandbox's admin routes (``/_sandbox/*``).
-
-Every caller reaches those routes through :class:`SandboxAdmin`: the ``walletctl sandbox``
-commands and the pytest plugin (both through :mod:`walletctl.ops.sandbox_admin`), ``sandbox
-wait`` and smoke (whose exchanges go through its recording transport). It owns the route
-paths, the admin token header (``X-Sandbox-Token``, printable ASCII only, sent only when
-there is a token), the timeout (30 s unless the caller's profile sets one) and what a failed
-call raises: :class:`SandboxUnreachable` (no answer, exit 7), :class:`SandboxRefused` (an
-error status) or a :class:`~walletctl.errors.ResponseError` (a success without a JSON
-object: every admin route answers one).
+"""The one HTTP client of a walletctl sandbox's admin routes (``/_sandbox/*``): the ``sandbox``
+commands, smoke and the pytest plugin reach them through :class:`SandboxAdmin`.
 """
 
 from __future__ import annotations
@@ -35,23 +27,15 @@ WALLET_TOKEN = "/_sandbox/wallet/token"  # noqa: S105 - a route, not a secret
 TIMEOUT = 30.0  # seconds, each admin call
 
 
-def decision_path(reference: str, action: str) -> str:
-    """``/_sandbox/checkouts/{ref}/{action}``, the reference quoted whole ('#', '/', spaces)."""
-    return f"/_sandbox/checkouts/{quote(reference, safe='')}/{action}"
-
-
 def check_token(token: str | None) -> None:
-    """An HTTP header carries printable ASCII only: any other token could never be sent
-    (the value itself is a secret and is not echoed)."""
+    """An HTTP header carries printable ASCII only (the token is a secret: never echoed)."""
     if token and not (token.isascii() and token.isprintable()):
         raise UsageError("--admin-token: must be printable ASCII (letters, digits, "
                          "punctuation): it is sent in the X-Sandbox-Token header")
 
 
 def serve_command(url: str, *extra: str) -> str:
-    """The ``walletctl sandbox serve`` line that starts a sandbox where ``url`` points: its
-    port (a sandbox otherwise picks a free one, which the profile's URL would not reach) and
-    its host unless the loopback default."""
+    """The ``walletctl sandbox serve`` line that starts a sandbox where ``url`` points."""
     from urllib.parse import urlsplit
 
     words = ["walletctl", "sandbox", "serve"]
@@ -92,12 +76,9 @@ class SandboxRefused(GatewayError):
 
 
 class SandboxAdmin:
-    """A running sandbox's admin routes at ``base_url``.
-
-    ``transport`` (smoke's recording one) and ``timeout`` (a profile's) replace httpx's
-    default transport and the 30 s default; without a transport the proxy variables apply as
-    for any httpx client. Use it as a context manager, or :meth:`close` it.
-    """
+    """A running sandbox's admin routes at ``base_url`` (``token``: its X-Sandbox-Token);
+    a context manager. A failed call raises :class:`SandboxUnreachable` (no answer, exit 7),
+    :class:`SandboxRefused` (an error status) or a ResponseError (no JSON object)."""
 
     def __init__(self, base_url: str, *, token: str | None = None,
                  transport: httpx.BaseTransport | None = None,
@@ -138,8 +119,6 @@ class SandboxAdmin:
 
     @contextmanager
     def _unreachable(self, method: str, path: str) -> Iterator[None]:
-        """An exchange (or the reading of its answer) that gets no answer raises
-        :class:`SandboxUnreachable`."""
         url = self.base_url + path
         request = f"{method} {path}"
         try:
@@ -155,20 +134,16 @@ class SandboxAdmin:
 
     def call(self, method: str, path: str, *, params: dict[str, str] | None = None,
              json_body: Any = None, exact: bool = False) -> dict[str, Any]:
-        """One request; its JSON object, or the refusal raised (see the module's text).
-        ``exact``: its fractional numbers read as ``Decimal`` (a record's amount)."""
+        """One request's JSON object (``exact``: its fractions as ``Decimal``)."""
         resp = self.send(method, path, params=params, json_body=json_body)
         data = _json(resp, exact)
         self._refuse_error(resp, method, path, data)
-        if data is None:
-            raise ResponseError(f"the sandbox answered HTTP {resp.status_code} without JSON")
         if not isinstance(data, dict):
             raise ResponseError(f"{method} {path}: the sandbox answered no JSON object")
         return data
 
     @staticmethod
     def _refuse_error(resp: httpx.Response, method: str, path: str, data: Any) -> None:
-        """Raise :class:`SandboxRefused` for an error status (``data``: its JSON, if any)."""
         if resp.status_code < 400:
             return
         err = data if isinstance(data, dict) else {}
@@ -182,10 +157,8 @@ class SandboxAdmin:
 
     @contextmanager
     def ledger(self) -> Iterator[Iterator[dict[str, Any]]]:
-        """The sandbox's transactions, oldest first, read as they arrive (one a line,
-        ``Accept: application/x-ndjson``) while the caller iterates inside the ``with``;
-        an error status is raised before. A sandbox that answers the whole JSON document
-        instead (one from before the ledger was streamed) is read whole."""
+        """The sandbox's transactions, oldest first, read (NDJSON) as the caller iterates
+        inside the ``with``; an older sandbox's whole JSON document is read whole."""
         with self._unreachable("GET", LEDGER), self._http.stream(
                 "GET", LEDGER, headers={"Accept": SANDBOX_LEDGER_NDJSON}) as resp:
             if resp.status_code >= 400:
@@ -224,7 +197,8 @@ class SandboxAdmin:
                params: dict[str, str] | None = None) -> dict[str, Any]:
         """Approve, decline or cancel a pending checkout (``params``: its merchantId and
         storeId, when known)."""
-        return self.call("POST", decision_path(reference, action), params=params, exact=True)
+        path = f"/_sandbox/checkouts/{quote(reference, safe='')}/{action}"  # '#', '/' quoted
+        return self.call("POST", path, params=params, exact=True)
 
 
 def _json(resp: httpx.Response, exact: bool = False) -> Any:
@@ -236,8 +210,7 @@ def _json(resp: httpx.Response, exact: bool = False) -> Any:
 
 
 def is_walletctl_sandbox(base_url: str, transport: httpx.BaseTransport) -> bool:
-    """Whether the gateway at ``base_url`` is a walletctl sandbox (its health route answers
-    200), asked over ``transport``, which stays open: it is the caller's."""
+    """Whether ``base_url`` is a walletctl sandbox, asked over the caller's ``transport``."""
     with SandboxAdmin(base_url, transport=_Borrowed(transport)) as admin:
         return admin.answers_health()
 

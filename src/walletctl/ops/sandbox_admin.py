@@ -1,8 +1,6 @@
-"""A walletctl sandbox administered from outside its server: started in this process, waited
-for, given a profile and driven through its ``/_sandbox/*`` routes over
-:class:`walletctl.client.admin.SandboxAdmin` — for the ``sandbox`` commands, smoke and the
-pytest plugin.
-"""
+"""A walletctl sandbox administered from outside its server (started here, waited for, given
+a profile, driven over :class:`~walletctl.client.admin.SandboxAdmin`): for the ``sandbox``
+commands, smoke and the pytest plugin."""
 
 from __future__ import annotations
 
@@ -45,8 +43,7 @@ SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up t
 @contextmanager
 def embedded(*, api_key: str, service_secret: str = "", amount_format: str = "minor",
              clock_control: bool = False) -> Iterator[str]:
-    """A quiet sandbox on a free loopback port for the duration; yields its URL
-    (``service_secret`` "": as ``sandbox serve`` without one, :func:`default_service_secret`)."""
+    """A quiet sandbox on a free loopback port for the duration; yields its URL."""
     from walletctl.sandbox.config import SandboxConfig
     from walletctl.sandbox.server import EmbeddedSandbox
 
@@ -65,8 +62,7 @@ def default_service_secret(api_key: str) -> str:
 
 
 def profile_toml(base_url: str, **options: Any) -> str:
-    """A profiles file for the sandbox at ``base_url`` (keys by environment variable; the
-    options of :func:`walletctl.sandbox.scenario.profile_toml`)."""
+    """:func:`walletctl.sandbox.scenario.profile_toml`, for the pytest plugin."""
     from walletctl.sandbox.scenario import profile_toml as sandbox_profile
 
     return sandbox_profile(base_url, **options)
@@ -74,25 +70,12 @@ def profile_toml(base_url: str, **options: Any) -> str:
 
 # -- waiting for one -------------------------------------------------------------------------------
 
-class SandboxNotReady(NetworkError):
-    """The sandbox did not answer its health route in time (exit code 7)."""
-
-
-@dataclass(frozen=True)
-class Ready:
-    url: str
-    waited: float  # seconds
-    attempts: int
-    version: str
-    amount_format: str
-
-
-def wait_ready(url: str, *, timeout: float = 30.0) -> Ready:
-    """Return once ``url`` is a ready sandbox; raise :class:`SandboxNotReady` after
-    ``timeout`` seconds (the message names the last thing that went wrong)."""
+def wait_ready(url: str, *, timeout: float = 30.0) -> dict[str, Any]:
+    """Once ``url`` is a ready sandbox, the wait's record (``url``, ``waitedSeconds``,
+    ``attempts``, ``version``, ``amountFormat``); a NetworkError after ``timeout`` seconds."""
     base = url.rstrip("/")
     if not base.startswith(("http://", "https://")):
-        raise SandboxNotReady(f"URL: must start with http:// or https://, not {url!r}")
+        raise NetworkError(f"URL: must start with http:// or https://, not {url!r}")
     start = time.monotonic()
     deadline = start + timeout
     pause, attempts, last = 0.05, 0, "no answer yet"
@@ -104,8 +87,10 @@ def wait_ready(url: str, *, timeout: float = 30.0) -> Ready:
                 resp = admin.send("GET", HEALTH, timeout=max(0.1, min(2.0, left)))
                 data = resp.json() if resp.status_code == 200 else None
                 if isinstance(data, dict) and data.get("status") == "ok":
-                    return Ready(base, time.monotonic() - start, attempts,
-                                 str(data.get("version", "")), str(data.get("amountFormat", "")))
+                    return {"url": base, "ready": True,
+                            "waitedSeconds": round(time.monotonic() - start, 3),
+                            "attempts": attempts, "version": str(data.get("version", "")),
+                            "amountFormat": str(data.get("amountFormat", ""))}
                 last = f"{HEALTH} answered HTTP {resp.status_code}"
             except SandboxUnreachable as exc:
                 last = exc.cause
@@ -115,7 +100,7 @@ def wait_ready(url: str, *, timeout: float = 30.0) -> Ready:
                 break
             time.sleep(pause)
             pause = min(pause * 2, 0.5)
-    raise SandboxNotReady(
+    raise NetworkError(
         f"the sandbox at {base} was not ready after {timeout:g} s "
         f"({attempts} attempts; last: {last})",
         hint=f"start it with {serve_command(base, '--ready-file', 'PATH')}, or raise --timeout")
@@ -160,20 +145,10 @@ def profile_text(name: str, table: dict[str, Any]) -> str:
     return tomlkit.dumps(doc)
 
 
-def is_loopback(url: str) -> bool:
-    """Whether ``url``'s host is this machine's loopback (``localhost``, 127.0.0.0/8, ::1)."""
-    import ipaddress
-
-    host = urlsplit(url).hostname or ""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path:
     """Add (or update a sandbox's) profile ``name`` in the selected profiles file."""
     from walletctl.config.profiles_file import add_profile, config_path, load_file
+    from walletctl.sandbox.config import is_loopback
 
     path = config_path(config)
     replace = False
@@ -181,7 +156,8 @@ def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path
         existing = load_file(path).profiles.get(name)
         if existing is not None:
             why = ("is a production profile; a sandbox never replaces it"
-                   if existing.is_production else None if is_loopback(existing.base_url)
+                   if existing.is_production
+                   else None if is_loopback(urlsplit(existing.base_url).hostname or "")
                    else f"points to {existing.base_url}, not a local sandbox")
             if why is not None:
                 raise UsageError(
@@ -196,7 +172,6 @@ def write_profile(config: Path | None, name: str, table: dict[str, Any]) -> Path
 
 def _call(base: str, method: str, path: str, *, token: str | None = None,
           json_body: Any = None) -> dict[str, Any]:
-    """One admin route's answer (see :meth:`SandboxAdmin.call`)."""
     with SandboxAdmin(base, token=token) as admin:
         return admin.call(method, path, json_body=json_body)
 
@@ -227,8 +202,7 @@ def reset(base: str, *, token: str | None = None) -> dict[str, Any]:
 
 @contextmanager
 def ledger(base: str, *, token: str | None = None) -> Iterator[Iterator[dict[str, Any]]]:
-    """Every transaction the sandbox holds, oldest first, as the sandbox sends them: read
-    while the caller iterates inside the ``with`` (memory flat in the ledger's size)."""
+    """Every transaction the sandbox holds, read as the caller iterates inside the ``with``."""
     with SandboxAdmin(base, token=token) as admin, admin.ledger() as transactions:
         yield transactions
 
@@ -240,8 +214,7 @@ def advance_clock(base: str, seconds: float, *, token: str | None = None) -> dic
 
 def three_ds_challenge(base: str, account: str, *, merchant_id: str, store_id: str,
                        outcome: str, token: str | None = None) -> dict[str, Any]:
-    """The sandbox's 3DS challenge for a Card account, passed (``success``) or failed (an
-    admin route: ``token`` when the sandbox has one)."""
+    """The sandbox's 3DS challenge for a Card account, passed (``success``) or failed."""
     data = _call(base, "POST", THREE_DS_CHALLENGE, token=token, json_body={
         "transactionAccountId": account, "merchantId": merchant_id, "storeId": store_id,
         "outcome": outcome})
@@ -251,8 +224,7 @@ def three_ds_challenge(base: str, account: str, *, merchant_id: str, store_id: s
 
 
 def failure_line(exc: WalletctlError, base: str) -> str:
-    """One line for a failed admin call naming its request (what the pytest plugin raises):
-    ``POST /_sandbox/reset: HTTP 401 ...`` or ``...: cannot reach the sandbox at URL (...)``."""
+    """One line for a failed admin call naming its request (what the pytest plugin raises)."""
     if isinstance(exc, SandboxUnreachable):
         return f"{exc.request}: cannot reach the sandbox at {base} ({exc.cause})"
     if isinstance(exc, SandboxRefused):
@@ -262,24 +234,15 @@ def failure_line(exc: WalletctlError, base: str) -> str:
 
 # -- faults ----------------------------------------------------------------------------------------
 
-def current_faults(base: str, *, token: str | None = None) -> dict[str, Any]:
-    return _call(base, "GET", FAULTS, token=token)
-
-
-def set_faults(base: str, settings: dict[str, Any], *, token: str | None = None) -> dict[str, Any]:
-    """Replace the sandbox's faults with ``settings``; the faults now in force."""
-    return _call(base, "POST", FAULTS, token=token, json_body=settings)
-
-
-def update_faults(base: str, changes: dict[str, Any], *, clear: bool,
-                  token: str | None) -> dict[str, Any]:
+def faults(base: str, changes: dict[str, Any] | None = None, *, clear: bool = False,
+           token: str | None = None) -> dict[str, Any]:
     """The sandbox's faults after ``changes`` (on top of the current ones, or of none with
     ``clear``); no change and no clear only reads them."""
     with SandboxAdmin(base, token=token) as admin:
         if not changes and not clear:
             return admin.call("GET", FAULTS)
         merged = {} if clear else admin.call("GET", FAULTS)
-        merged.update(changes)
+        merged.update(changes or {})
         return admin.call("POST", FAULTS, json_body=merged)
 
 
@@ -287,27 +250,17 @@ def update_faults(base: str, changes: dict[str, Any], *, clear: bool,
 
 @dataclass(frozen=True)
 class SeedPlan:
+    """``sandbox seed``'s options, checked by :func:`seed`."""
+
     count: int
     kind: str  # sale | preauth
     currency: str
-    merchant_id: str
-    store_id: str
-    low: Decimal
-    high: Decimal
+    merchant_id: str | None
+    store_id: str | None
+    amount: str  # 12.50 (every one) or 5.00-50.00 (a range)
     pattern: str  # str.format pattern with {n} (and optionally {run})
     random_seed: int | None = None
     run: str = field(default_factory=lambda: secrets.token_hex(3))  # {run}: new on each run
-
-
-@dataclass(frozen=True)
-class SeedResult:
-    created: int
-    kind: str
-    currency: str
-    csv: str  # the file written ("-" = stdout)
-    total: Decimal
-    first: str
-    last: str
 
 
 def parse_amounts(text: str, currency: str) -> tuple[Decimal, Decimal]:
@@ -343,16 +296,17 @@ def check_pattern(pattern: str) -> None:
         raise UsageError(f"--ref: the pattern gives {sample[:70]!r}, which {exc}") from None
 
 
-def _amounts(plan: SeedPlan) -> Iterator[Decimal]:
+def _amounts(low_major: Decimal, high_major: Decimal, currency: str,
+             random_seed: int | None) -> Iterator[Decimal]:
     """Amounts in [low, high]; a range never ends in a magic value (01-05 minor units)."""
-    exp = exponent(plan.currency)
-    low = int(plan.low.scaleb(exp))
-    high = int(plan.high.scaleb(exp))
-    rng = random.Random(plan.random_seed)
+    exp = exponent(currency)
+    low = int(low_major.scaleb(exp))
+    high = int(high_major.scaleb(exp))
+    rng = random.Random(random_seed)
     plain = [m for m in range(low, min(high, low + 200) + 1) if not 1 <= m % 100 <= 5]
     if low == high:
         while True:
-            yield plan.low
+            yield low_major
     if not plain:
         raise UsageError("--amount: the range holds only magic amounts (ending in 01-05)")
     while True:
@@ -364,10 +318,22 @@ def _amounts(plan: SeedPlan) -> Iterator[Decimal]:
         yield Decimal(minor).scaleb(-exp)
 
 
-def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> SeedResult:
-    """Create ``plan.count`` approved transactions in the sandbox and write their CSV
-    (``ref,amount,currency``: ready for capture/reverse --batch, or refund --batch for sales)."""
-    amounts = _amounts(plan)
+def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> dict[str, Any]:
+    """Create ``plan.count`` approved transactions and write their ``ref,amount,currency`` CSV
+    (the input of --batch); the run's record."""
+    from walletctl.models.money import check_currency
+
+    if plan.kind not in ("preauth", "sale"):
+        raise UsageError("--kind: must be preauth or sale")
+    check_pattern(plan.pattern)
+    if not plan.merchant_id or not plan.store_id:
+        raise UsageError("--merchant-id and --store-id: required with --url (or select a "
+                         "profile instead of --url)")
+    try:
+        currency = check_currency(plan.currency.upper())
+    except ValueError as exc:
+        raise UsageError(f"--currency: {exc}") from None
+    amounts = _amounts(*parse_amounts(plan.amount, currency), currency, plan.random_seed)
     rows = [(plan.pattern.format(n=n, run=plan.run), next(amounts))
             for n in range(1, plan.count + 1)]
     if len({ref for ref, _ in rows}) != len(rows):
@@ -379,18 +345,19 @@ def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> SeedRe
                 chunk = rows[start:start + SEED_CHUNK]
                 admin.call("POST", SEED, json_body={
                     "merchantId": plan.merchant_id, "storeId": plan.store_id,
-                    "currency": plan.currency, "kind": plan.kind,
+                    "currency": currency, "kind": plan.kind,
                     "transactions": [{"reference": r, "amount": f"{a:f}"} for r, a in chunk],
                 })
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(("ref", "amount", "currency"))
-        writer.writerows((ref, f"{amount:f}", plan.currency) for ref, amount in rows)
+        writer.writerows((ref, f"{amount:f}", currency) for ref, amount in rows)
     finally:
         if fh is not sys.stdout:
             fh.close()
-    return SeedResult(created=len(rows), kind=plan.kind, currency=plan.currency, csv=target,
-                      total=sum((a for _, a in rows), Decimal(0)), first=rows[0][0],
-                      last=rows[-1][0])
+    total = sum((a for _, a in rows), Decimal(0))
+    return {"created": len(rows), "kind": plan.kind, "currency": currency,
+            "total": f"{total:f}", "first": rows[0][0], "last": rows[-1][0], "csv": target,
+            "url": base}
 
 
 def _open(target: str) -> Any:

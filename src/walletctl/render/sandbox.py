@@ -5,24 +5,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from walletctl.models.money import format_major
 from walletctl.render.console import escape, print_message, print_note, wrap_words
 from walletctl.render.fit import print_table, terminal_width
 from walletctl.render.output import RowStream, emit, first_rows, flat
 
-if TYPE_CHECKING:
-    from walletctl.ops.sandbox_admin import Ready
 
-
-def render_ready(ready: Ready, output: str) -> None:
+def render_ready(ready: dict[str, Any], output: str) -> None:
     """``sandbox wait``: one line for people, one record for scripts."""
-    record = {"url": ready.url, "ready": True, "waitedSeconds": round(ready.waited, 3),
-              "attempts": ready.attempts, "version": ready.version,
-              "amountFormat": ready.amount_format}
-    render_record(record, output, f"sandbox at {ready.url} is ready (waited {ready.waited:.2f}"
-                  f" s, {ready.attempts} attempt{'s' if ready.attempts != 1 else ''})")
+    tries = ready["attempts"]
+    render_record(ready, output, f"sandbox at {ready['url']} is ready (waited "
+                  f"{ready['waitedSeconds']:.2f} s, {tries} attempt{'s' if tries != 1 else ''})")
 
 
 # -- headless control: approve/decline/cancel, reset, ledger, values (every --output) ------
@@ -61,9 +56,8 @@ def render_decision(data: dict[str, Any], output: str, ref: str,
 
 
 def render_demo(run: Callable[..., str | None], output: str | None) -> str | None:
-    """``sandbox demo``: ``run(out, ...)`` writes the transcript as it goes, fitted to the
-    terminal (no --output, or table); a data format gets it whole at the end,
-    ``{"transcript": [lines], "failed": step or null}``. The failed step, if any."""
+    """``sandbox demo``: ``run(out, ...)`` writes the transcript as it goes (a table) or
+    whole at the end (a data format); the failed step, if any."""
     if output is None or output == "table":
         width = terminal_width()
         return run(sys.stdout, width=width, fit=lambda text: wrap_words(text, width))
@@ -94,8 +88,7 @@ LEDGER_TABLE_ROWS = 200  # transactions a table shows (every one is in the data 
 
 
 def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str) -> None:
-    """``sandbox ledger``: the data formats written as the sandbox sends the transactions
-    (``-o json``: ``{"transactions": [...], "count": N}``); a table shows the first
+    """``sandbox ledger``: the data formats streamed; a table shows the first
     :data:`LEDGER_TABLE_ROWS` and counts the rest."""
     if output != "table":
         stream = RowStream(output, columns=LEDGER_COLUMNS,
@@ -183,15 +176,13 @@ def render_faults(data: dict[str, Any], output: str, url: str) -> None:
     print_message("\n".join(lines), indent=" " * 19)
 
 
-def render_seed(result: Any, output: str, url: str, *, next_step: str) -> None:
+def render_seed(record: dict[str, Any], output: str, *, next_step: str) -> None:
     """``sandbox seed``: what was created, where the CSV is, and the batch to run next."""
-    record = {"created": result.created, "kind": result.kind, "currency": result.currency,
-              "total": f"{result.total:f}", "first": result.first, "last": result.last,
-              "csv": result.csv, "url": url}
-    what = "pre-authorisations" if result.kind == "preauth" else "sales"
-    line = (f"{result.created} approved {what} ({format_major(result.total, result.currency)}"
-            f", {result.first} .. {result.last}) in the sandbox at {url}")
-    if result.csv == "-":  # stdout holds the CSV
+    what = "pre-authorisations" if record["kind"] == "preauth" else "sales"
+    total = format_major(Decimal(record["total"]), record["currency"])
+    line = (f"{record['created']} approved {what} ({total}, {record['first']} .. "
+            f"{record['last']}) in the sandbox at {record['url']}")
+    if record["csv"] == "-":  # stdout holds the CSV
         print_note(line)
         return
     render_record(record, output, line)

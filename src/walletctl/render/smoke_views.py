@@ -4,6 +4,7 @@ terminal, one line per step otherwise), the scenario list, the summary and why a
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,10 +46,8 @@ def smoke_observer() -> Any:
             _icon, _, word = _STATUS_STYLE[result.status]
             took = f" ({result.duration:.2f} s)" if result.status != "skipped" else ""
             note = _shown_note(result)
-            sys.stderr.write(
-                f"{word.upper():8} {result.scenario} / {result.name}{took}"
-                + (f": {_one_line(note)}" if note else "") + "\n"
-            )
+            sys.stderr.write(f"{word.upper():8} {result.scenario} / {result.name}{took}"
+                             + (f": {_one_line(note)}" if note else "") + "\n")
             sys.stderr.flush()
 
         def close(self) -> None:
@@ -104,9 +103,7 @@ def _shown_note(step: StepResult) -> str:
 
 
 def _results_table(results: list[ScenarioResult], *, live: bool, width: int) -> Any:
-    """Steps of each scenario, fitted to ``width``; in the live view a finished passing
-    scenario (or one not yet started) folds into one row, so the table stays the height of
-    a terminal."""
+    """Steps of each scenario, fitted to ``width`` (live: see :func:`_scenario_rows`)."""
     rows = [row for sc in results for row in _scenario_rows(sc, live=live)]
     table, _ = fit_table("walletctl smoke" if live else None,
                          ["scenario", "step", "status", "time", "detail"], rows,
@@ -115,8 +112,8 @@ def _results_table(results: list[ScenarioResult], *, live: bool, width: int) -> 
 
 
 def _scenario_rows(sc: ScenarioResult, *, live: bool) -> list[list[str]]:
-    """A scenario's rows (Rich markup): one per step, or (live) one when it is all pending
-    or passed."""
+    """A scenario's rows (Rich markup): one per step, or (live, so the table stays the height
+    of a terminal) one when it is all pending or passed."""
     def status(word: str) -> str:
         icon, style, text = _STATUS_STYLE[word]
         return f"[{style}]{icon} {text}[/]"
@@ -159,10 +156,8 @@ def render_smoke(report: SmokeReport, document: str, mask: Callable[[str], str],
                  chosen: str | None, json_flag: bool,
                  written: Iterable[tuple[Path | None, str]],
                  hint: Callable[[str | None], str | None]) -> int:
-    """The run's report: its JSON ``document`` with ``--json`` or ``-o json`` (``chosen``:
-    the -o given), else a summary (a pipe too: a CI log reads it); the report files
-    ``written`` named, and why it failed. Returns the exit code. ``hint`` completes a hint's
-    `walletctl` commands with the user's global options."""
+    """The run's JSON ``document`` (``--json`` or ``-o json``) or summary, the report files
+    ``written`` and why it failed; the exit code. ``hint`` completes a hint's commands."""
     if json_flag or chosen == "json":
         sys.stdout.write(document)
     else:
@@ -175,11 +170,10 @@ def _summary(report: SmokeReport, mask: Callable[[str], str]) -> None:
     if console.is_terminal and not err().is_terminal:
         console.print(_results_table(report.scenarios, live=False, width=console.width),
                       crop=False)
-    passed = sum(1 for s in report.scenarios if s.status == "passed")
-    failed = sum(1 for s in report.scenarios if s.status == "failed")
-    skipped = sum(1 for s in report.scenarios if s.status == "skipped")
-    print_phrases([f"run {escape(report.run_id)}:", f"{passed} passed,", f"{failed} failed,",
-                   f"{skipped} skipped", f"({len(report.scenarios)} scenarios,",
+    count = Counter(s.status for s in report.scenarios)
+    print_phrases([f"run {escape(report.run_id)}:", f"{count['passed']} passed,",
+                   f"{count['failed']} failed,", f"{count['skipped']} skipped",
+                   f"({len(report.scenarios)} scenarios,",
                    f"{report.duration:.2f} s)", "against",
                    escape(mask(report.target.get("base_url", "?")))])
     if report.references and report.target.get("profile") == "(embedded sandbox)":
@@ -199,11 +193,8 @@ def _finish(report: SmokeReport, written: Iterable[tuple[Path | None, str]],
             print_note(f"{what} written to {path}")
     code = report.exit_code
     if report.aborted is not None:
-        why = report.abort_hint or (
-            "check the profile's credentials (`walletctl profile check`)"
-            if code == ExitCode.AUTH
-            else None
-        )
+        why = report.abort_hint or ("check the profile's credentials (`walletctl profile "
+                                    "check`)" if code == ExitCode.AUTH else None)
         print_error(f"smoke run aborted: {report.aborted}", hint(why))
     elif code != ExitCode.OK:
         failed = [s.name for s in report.scenarios if s.status == "failed"]

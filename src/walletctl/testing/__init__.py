@@ -1,17 +1,5 @@
-"""walletctl's pytest plugin: a real, stateful sandbox gateway for your own tests.
-
-Installed with walletctl and registered through the ``pytest11`` entry point, so pytest
-loads it in any project where walletctl is installed (``-p walletctl.testing`` also works,
-and ``-p no:walletctl.testing`` turns it off). Its fixtures are opt-in: nothing starts unless a
-test asks for one. docs/testing.md describes them and their options: ``wallet_sandbox``
-(:class:`~walletctl.testing.sandbox.WalletSandbox`, one sandbox a session, reset around each
-test), ``wallet_sandbox_session``, ``wallet_checkout``
-(:class:`~walletctl.testing.browser.WalletPayBrowser`) and ``wallet_profile``
-(:class:`WalletProfile`).
-
-This module imports only pytest and the standard library at import time; the sandbox server
-is imported when a fixture first needs it (through :mod:`walletctl.ops.sandbox_admin`).
-"""
+"""walletctl's pytest plugin (the ``pytest11`` entry point): opt-in fixtures of a real sandbox,
+described in docs/testing.md. Only pytest and the standard library are imported up front."""
 
 from __future__ import annotations
 
@@ -79,11 +67,9 @@ def _setting(config: pytest.Config, name: str) -> str | None:
 
 @pytest.fixture(scope="session")
 def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbox]:
-    """The session's sandbox (embedded, or external with --wallet-sandbox-url); not reset.
-
-    Prefer ``wallet_sandbox``, which resets it before every test.
-    """
-    from walletctl.ops.sandbox_admin import default_service_secret
+    """The session's sandbox (embedded, or external with --wallet-sandbox-url); not reset."""
+    from walletctl.errors import WalletctlError
+    from walletctl.ops.sandbox_admin import default_service_secret, embedded, wait_ready
     from walletctl.testing.sandbox import WalletSandbox
 
     def get(name: str) -> str:
@@ -99,12 +85,14 @@ def wallet_sandbox_session(pytestconfig: pytest.Config) -> Iterator[WalletSandbo
     url = _setting(pytestconfig, "url")
     with ExitStack() as stack:
         if url:
-            handle = WalletSandbox(base_url=url.rstrip("/"), external=True, **ids)
-            _wait_ready(handle.base_url, _seconds(get("wait")))
-            handle.amount_format = str(handle.health().get("amountFormat", "minor"))
+            base = url.rstrip("/")
+            try:
+                ready = wait_ready(base, timeout=_seconds(get("wait")))
+            except WalletctlError as exc:  # not ready in time, or not a URL at all
+                _stop(f"--wallet-sandbox-url {base}: {exc}")
+            handle = WalletSandbox(base_url=base, external=True,
+                                   amount_format=ready["amountFormat"] or "minor", **ids)
         else:
-            from walletctl.ops.sandbox_admin import embedded
-
             fmt = get("amount-format")
             if fmt not in ("minor", "decimal"):
                 _stop(f"wallet_sandbox_amount_format: must be minor or decimal, not {fmt!r}")
@@ -128,16 +116,6 @@ def _seconds(text: str) -> float:
 def _stop(message: str) -> NoReturn:
     """End the whole run once with a usage error (exit 4), not an error in every test."""
     pytest.exit(f"walletctl sandbox: {message}", returncode=pytest.ExitCode.USAGE_ERROR)
-
-
-def _wait_ready(url: str, timeout: float) -> None:
-    from walletctl.errors import WalletctlError
-    from walletctl.ops.sandbox_admin import wait_ready
-
-    try:
-        wait_ready(url, timeout=timeout)
-    except WalletctlError as exc:  # not ready in time, or not a URL at all
-        _stop(f"--wallet-sandbox-url {url}: {exc}")
 
 
 @pytest.fixture

@@ -1,20 +1,5 @@
-"""A merchant's checkout page in a real browser, with the sandbox's test driver loaded.
-
-:class:`WalletPayBrowser` launches Chromium through Playwright (imported only here, when a
-browser is asked for: ``pip install playwright``, or walletctl's ``browser`` extra) and opens
-pages whose every frame carries ``/walletpay-testing.js`` from the sandbox, so a test pays
-through the sandbox's real sheet without reaching into it::
-
-    with WalletPayBrowser(wallet_sandbox.base_url) as browser:
-        checkout = browser.open("http://127.0.0.1:8000/checkout")
-        detail = checkout.pay("mc-token")                   # the event.detail the page got
-        checkout.pay("visa-pan", shipping_option="express")  # then, on the 3DS page:
-        checkout.challenge("pass")
-
-The pytest plugin's ``wallet_checkout`` fixture is one of these for the ``wallet_sandbox``.
-Keyword options are the driver's (``WalletPayTesting.pay``) in snake case: ``email``,
-``billing``, ``shipping``, ``shipping_option``, ``offer``, ``timeout_ms``.
-"""
+"""A merchant's checkout page in headless Chromium (Playwright) with the sandbox's test driver
+loaded in every frame: the ``wallet_checkout`` fixture (docs/testing.md)."""
 
 from __future__ import annotations
 
@@ -54,11 +39,6 @@ def find_chromium() -> str | None:
     return None
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 @dataclass
 class WalletPayPage:
     """One page (Playwright ``Page``) with the driver loaded: ``pay``, ``cancel``,
@@ -70,17 +50,14 @@ class WalletPayPage:
     _listening: bool = field(default=False, repr=False)
 
     def pay(self, card: str | None = None, **options: Any) -> dict[str, Any]:
-        """Open the sheet (through the merchant's button), choose ``card``, fill what is given,
-        press Pay; the ``event.detail`` of the page's ``handlePaymentResult``.
-
-        The detail comes back as a request the page sends (``keepalive``, to the gateway's
-        origin, which the page's CSP allows already) and this test's route answers; it never
-        reaches the network. Neither an ``evaluate``'s value, a binding's call nor a console
-        line survives a shop that navigates the moment it has the payment: Playwright drops
-        each when the page's document goes away first."""
+        """Open the sheet, choose ``card``, fill what is given, press Pay; the ``event.detail``
+        of the page's ``handlePaymentResult``. It comes back as a ``keepalive`` request this
+        test's route answers: an ``evaluate``'s value would not survive a shop that navigates
+        the moment it has the payment."""
         from playwright.sync_api import Error
+        from pydantic.alias_generators import to_camel
 
-        args = {_camel(k): v for k, v in options.items()}
+        args = {to_camel(k): v for k, v in options.items()}
         if card is not None:
             args["card"] = card
         if not self._listening:
@@ -135,11 +112,8 @@ class WalletPayPage:
 
 @dataclass
 class WalletPayBrowser:
-    """Headless Chromium whose pages carry the test driver of the sandbox at ``base_url``.
-
-    A context manager (or call :meth:`start` / :meth:`close`). ``executable``: a Chromium
-    binary (default :func:`find_chromium`); ``launch``: more ``chromium.launch`` options.
-    """
+    """Headless Chromium whose pages carry the test driver of the sandbox at ``base_url``
+    (a context manager; ``launch``: more ``chromium.launch`` options)."""
 
     base_url: str
     executable: str | None = None

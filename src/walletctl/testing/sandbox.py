@@ -1,11 +1,5 @@
-"""The handle that the ``wallet_sandbox`` fixture gives a test: :class:`WalletSandbox`.
-
-It speaks to a running sandbox over HTTP only (its ``/_sandbox/*`` control routes, through
-:mod:`walletctl.ops.sandbox_admin`, the functions behind ``walletctl sandbox approve|ledger|
-faults...``), so the same object drives an embedded sandbox started by the plugin and an
-external one started by CI (``walletctl sandbox serve``). Nothing here imports the sandbox's
-server code.
-"""
+"""The handle the ``wallet_sandbox`` fixture gives a test (docs/testing.md): it drives an
+embedded or external sandbox over HTTP only, through :mod:`walletctl.ops.sandbox_admin`."""
 
 from __future__ import annotations
 
@@ -22,11 +16,7 @@ T = TypeVar("T")
 
 
 class Magic:
-    """The sandbox's magic amounts: the last two digits of a checkout amount in minor units
-    choose the provider's outcome (``walletctl sandbox values`` lists them).
-
-    Use them as whole-currency amounts, e.g. ``Decimal("10.01")`` is declined.
-    """
+    """The sandbox's magic amounts (``walletctl sandbox values``), in major units."""
 
     APPROVED: Final = Decimal("10.00")  # any amount not ending in 01-05
     DECLINED: Final = Decimal("10.01")  # declined by the provider on approval
@@ -42,19 +32,14 @@ class SandboxControlError(RuntimeError):
 
 @dataclass
 class WalletSandbox(Magic):
-    """A running sandbox as a test sees it (the magic amounts as its attributes too:
-    ``wallet_sandbox.DECLINED``).
-
-    ``base_url``, ``api_key``, ``merchant_id``, ``store_id``, ``user_id``,
-    ``service_secret`` describe how a merchant's code should reach it; the methods drive the
-    sandbox the way its hosted page and clock would.
-    """
+    """A running sandbox as a test sees it: how a merchant's code reaches it, the magic
+    amounts (``wallet_sandbox.DECLINED``), and methods that drive it as its hosted page would."""
 
     base_url: str
     api_key: str
-    merchant_id: str = "M-1001"
-    store_id: str = "S-01"
-    user_id: str = "ops-bot"
+    merchant_id: str = admin.MERCHANT_ID
+    store_id: str = admin.STORE_ID
+    user_id: str = admin.USER_ID
     service_secret: str = field(default="sandbox-secret", repr=False)
     admin_token: str | None = field(default=None, repr=False)
     amount_format: str = "minor"
@@ -86,7 +71,7 @@ class WalletSandbox(Magic):
         """Forget every transaction, key and payment account; restore faults and clock."""
         self._control(admin.reset)
         if self._baseline_faults is not None:
-            self._control(admin.set_faults, self._baseline_faults)
+            self._control(admin.faults, self._baseline_faults, clear=True)
         if self._clock_offset:
             self._control(admin.advance_clock, -self._clock_offset)
             self._clock_offset = 0.0
@@ -116,16 +101,13 @@ class WalletSandbox(Magic):
         return self._decide(ref, "cancel")
 
     def advance_clock(self, seconds: float) -> str:
-        """Move the sandbox's clock on (expiry of redirect links, keys, 3DS results).
-
-        Rewound when the test ends. Returns the sandbox's new time (ISO 8601).
-        """
+        """Move the sandbox's clock on (rewound when the test ends); its new time."""
         data = self._control(admin.advance_clock, seconds)
         self._clock_offset += float(seconds)
         return str(data.get("now", ""))
 
     def current_faults(self) -> dict[str, Any]:
-        return self._control(admin.current_faults)
+        return self._control(admin.faults)
 
     def health(self) -> dict[str, Any]:
         """The sandbox's health route (``status``, ``version``, ``amountFormat``)."""
@@ -133,17 +115,12 @@ class WalletSandbox(Magic):
 
     @contextlib.contextmanager
     def faults(self, **settings: Any) -> Iterator[dict[str, Any]]:
-        """Inject faults inside a ``with`` block; the previous faults come back after it.
-
-        Keywords use the sandbox's fault names with ``_`` for ``-``: ``latency=50``,
-        ``error_rate=1.0``, ``status=503``, ``throttle_rate=1.0``, ``retry_after=1``,
-        ``drop_rate=1.0`` (commit, then drop the connection), ``error_after_rate=1.0``,
-        ``seed=7``.
-        """
+        """Inject faults (the sandbox's names, ``_`` for ``-``: ``error_rate=1.0``) inside a
+        ``with`` block; the previous faults come back after it."""
         previous = self.current_faults()
         wanted = {key.replace("_", "-"): value for key, value in settings.items()}
-        applied = self._control(admin.set_faults, wanted)
+        applied = self._control(admin.faults, wanted, clear=True)
         try:
             yield applied
         finally:
-            self._control(admin.set_faults, previous)
+            self._control(admin.faults, previous, clear=True)

@@ -1,17 +1,13 @@
-"""``walletctl smoke``: prove a profile, its credentials and its gateway work end to end
-(docs/ci.md). :func:`run_smoke` runs :class:`Scenario` s (named sequences of :class:`Step`)
-and returns a :class:`SmokeReport`. A step returns (passed) or raises :class:`StepFailed`,
-:class:`StepSkipped` (the rest of its scenario is skipped), a WalletctlError (a failure; a
-401/403 or a profile problem aborts the run) or anything else (an error, masked). The runner
-never prints: a :class:`SmokeObserver` hears the progress.
-"""
+"""``walletctl smoke`` (docs/ci.md): :func:`run_smoke` runs :class:`Scenario` s and returns a
+:class:`SmokeReport`; a :class:`SmokeObserver` hears the progress. A step returns (passed) or
+raises :class:`StepFailed`, :class:`StepSkipped`, a WalletctlError (a failure; a 401/403 or a
+profile problem aborts the run) or anything else (an error, masked)."""
 
 from __future__ import annotations
 
 import secrets as _secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,19 +36,11 @@ ScenarioStatus = Literal["passed", "failed", "skipped"]
 
 
 class StepFailed(Exception):
-    """An assertion of a step did not hold. The message says what was expected and found."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    """An assertion of a step did not hold; the message says what was expected and found."""
 
 
 class StepSkipped(Exception):
-    """The step cannot run against this target; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """The step cannot run against this target; the message says why."""
 
 
 class RunAborted(Exception):
@@ -82,9 +70,7 @@ def _show(value: Any) -> str:
 
 
 def new_run_id(now: datetime | None = None) -> str:
-    """A short id unique per run: UTC time to the second + 24 random bits
-    (``1122051730-a1b2c3``).
-    """
+    """A short id unique per run: UTC time + 24 random bits (``1122051730-a1b2c3``)."""
     stamp = (now or datetime.now(UTC)).strftime("%m%d%H%M%S")
     return f"{stamp}-{_secrets.token_hex(3)}"
 
@@ -166,9 +152,7 @@ class SmokeReport:
         if self.abort_code is not None:
             return self.abort_code
         statuses = {s.status for s in self.scenarios}
-        if "failed" in statuses:
-            return ExitCode.SMOKE_FAILED
-        if self.fail_on_skip and "skipped" in statuses:
+        if "failed" in statuses or (self.fail_on_skip and "skipped" in statuses):
             return ExitCode.SMOKE_FAILED
         return ExitCode.OK
 
@@ -307,10 +291,10 @@ def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: S
         try:
             detail = step.action(run)
         except StepFailed as exc:
-            _ended(step_result, "failed", mask(exc.message), "AssertionError")
+            _ended(step_result, "failed", mask(str(exc)), "AssertionError")
         except StepSkipped as exc:
-            _ended(step_result, "skipped", mask(exc.reason), None)
-            stop_reason = f"not run: step '{step.name}' was skipped ({mask(exc.reason)})"
+            _ended(step_result, "skipped", mask(str(exc)), None)
+            stop_reason = f"not run: step '{step.name}' was skipped ({mask(str(exc))})"
         except Exception as exc:
             aborted = _abort_for(exc)
             if aborted is not None:
@@ -359,6 +343,8 @@ def _type_name(exc: BaseException) -> str:
 
 @dataclass
 class SmokeOptions:
+    """A run's options, checked when made: a UsageError before anything starts."""
+
     scenarios: list[str] = field(default_factory=list)  # names; empty = all
     ref_prefix: str = "smoke"
     currency: str | None = None
@@ -368,38 +354,31 @@ class SmokeOptions:
     settle_timeout: float = 10.0
     fail_on_skip: bool = False
     run_id: str | None = None  # generated when None
+    selected: list[Scenario] = field(init=False)  # the scenarios named, in catalogue order
+    amounts_of: Amounts = field(init=False)  # the defaults with ``amounts`` applied
 
+    def __post_init__(self) -> None:
+        from walletctl.ops.smoke import scenarios as catalogue
 
-@contextmanager
-def smoke_profile(profile: Profile | None, *, embedded: bool) -> Iterator[Profile]:
-    """The profile to test: the given one, or a private embedded sandbox's for the duration."""
-    if embedded:
-        from walletctl.ops.smoke.target import embedded_sandbox
-
-        fmt = profile.amount_format if profile is not None else "minor"
-        with embedded_sandbox(amount_format=fmt) as sandbox_profile:
-            yield sandbox_profile
-        return
-    if profile is None:
-        raise ConfigError("no profile selected", hint="pass --profile NAME or --embedded")
-    yield profile
+        _check_prefix(self.ref_prefix)
+        if self.approve_command is not None:
+            _check_command(self.approve_command)
+        self.selected = catalogue.select(self.scenarios)
+        self.amounts_of = catalogue.Amounts().with_overrides(self.amounts)
 
 
 def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserver | None = None,
               transport: httpx.BaseTransport | None = None,
               trace: Callable[[str], None] | None = None, embedded: bool = False,
               masker: Masker | None = None, log: ExchangeLog | None = None) -> SmokeReport:
-    """Run the selected scenarios against ``profile`` (a failing step is in the report; a
-    bad option or profile raises before anything is sent). ``masker`` collects the secrets
-    seen, ``log`` every exchange (masked), ``trace`` the client's ``--verbose`` lines."""
+    """Run the selected scenarios against ``profile`` (a failing step is in the report);
+    ``masker`` collects the secrets seen, ``log`` every exchange, ``trace`` --verbose lines."""
     from walletctl.ops.smoke.target import ExchangeLog, open_target
 
-    selected, amounts = validate_options(options)
     masker = masker if masker is not None else Masker()
     log = log if log is not None else ExchangeLog(masker)
     ctx = RunContext(run_id=options.run_id or new_run_id(), masker=masker,
-                     ref_prefix=_check_prefix(options.ref_prefix), exchanges=log,
-                     amounts=amounts)
+                     ref_prefix=options.ref_prefix, exchanges=log, amounts=options.amounts_of)
     with open_target(profile, masker, log, options, transport=transport, trace=trace,
                      embedded=embedded, history_run=ctx.run_id) as target:
         ctx.target = target
@@ -407,7 +386,7 @@ def run_smoke(profile: Profile, options: SmokeOptions, *, observer: SmokeObserve
                 "base_url": _without_userinfo(profile.base_url),
                 "merchant_id": profile.merchant_id, "store_id": profile.store_id,
                 "currency": target.currency}
-        return run_scenarios(selected, ctx, observer=observer, target_info=info,
+        return run_scenarios(options.selected, ctx, observer=observer, target_info=info,
                              fail_on_skip=options.fail_on_skip)
 
 
@@ -419,16 +398,6 @@ def _without_userinfo(url: str) -> str:
         return str(httpx.URL(url).copy_with(userinfo=b""))
     except (httpx.InvalidURL, TypeError, ValueError):
         return url
-
-
-def validate_options(options: SmokeOptions) -> tuple[list[Scenario], Amounts]:
-    """Check the options before anything starts; returns (scenarios, amounts). UsageError."""
-    from walletctl.ops.smoke import scenarios as catalogue
-
-    _check_prefix(options.ref_prefix)
-    if options.approve_command is not None:
-        _check_command(options.approve_command)
-    return catalogue.select(options.scenarios), catalogue.Amounts().with_overrides(options.amounts)
 
 
 def _check_command(command: str) -> None:
@@ -449,9 +418,8 @@ MAX_PREFIX_LENGTH = 24
 
 
 def _check_prefix(prefix: str) -> str:
-    """A prefix is itself a reference (the rule of models.fields), at most
-    :data:`MAX_PREFIX_LENGTH` characters: every reference minted from it stays within the
-    rule (``PREFIX-RUNID-SCENARIO-TAG``)."""
+    """A prefix is itself a reference, short enough for every reference minted from it
+    (``PREFIX-RUNID-SCENARIO-TAG``)."""
     from walletctl.models.fields import check_reference
 
     if len(prefix) > MAX_PREFIX_LENGTH:

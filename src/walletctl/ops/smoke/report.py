@@ -1,6 +1,5 @@
-"""Smoke report writers: JUnit XML (a ``<testsuite>`` per scenario, a ``<testcase>`` per step, as
-CI systems read it) and a JSON document. The runner masked every text; the writers mask again.
-"""
+"""Smoke reports: JUnit XML (a testsuite per scenario, a testcase per step) and JSON (docs/ci.md);
+the runner masked every text, the writers mask again."""
 
 from __future__ import annotations
 

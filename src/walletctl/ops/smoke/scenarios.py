@@ -1,10 +1,5 @@
-"""The smoke scenarios: the catalogue (:data:`SCENARIOS`, :func:`select`, :func:`describe`), their
-amounts (:class:`Amounts`: whole major units by default, valid in every currency and clear of
-the sandbox's magic endings; ``--amount NAME=VALUE`` overrides) and their steps, which run
-through walletctl's own request building, pre-flight and client. The browser-wallet scenario
-needs no browser on a walletctl sandbox (its emulated wallet mints the tokens); elsewhere that
-step is skipped with a reason (docs/ci.md).
-"""
+"""The smoke scenarios (docs/ci.md): the catalogue, their :class:`Amounts` and their steps, which
+run through walletctl's own request building, pre-flight and client."""
 
 from __future__ import annotations
 
@@ -60,10 +55,8 @@ class Amounts:
             name, sep, value = pair.partition("=")
             name = name.strip().replace("-", "_")
             if not sep or name not in self.names():
-                raise UsageError(
-                    f"--amount: {pair!r} must be NAME=VALUE with NAME one of "
-                    + ", ".join(self.names())
-                )
+                raise UsageError(f"--amount: {pair!r} must be NAME=VALUE with NAME one of "
+                                 + ", ".join(self.names()))
             try:
                 amount = to_decimal(value.strip())
             except ValueError as exc:
@@ -141,23 +134,16 @@ def approve_step() -> Step:
     return Step("approve", action)
 
 
-def _original(run: ScenarioRun, records: list[TransactionRecord]) -> TransactionRecord:
-    from walletctl.models.outcome import find_record
-
-    ref = run.state["original"]
-    if (rec := find_record(records, ref)) is None:
-        raise StepFailed(f"lookup of {ref} returned no record with that reference")
-    return rec
-
-
 def lookup_approved_step(kind: str) -> Step:
     """Lookup: the original is Approved with the checkout's amount and currency."""
 
     def action(run: ScenarioRun) -> str:
+        from walletctl.models.outcome import find_record
+
         target = run.target
         ref = run.state["original"]
-        records = target.settled_records(ref)
-        rec = _original(run, records)
+        if (rec := find_record(target.settled_records(ref), ref)) is None:
+            raise StepFailed(f"lookup of {ref} returned no record with that reference")
         check_equal(rec.state, APPROVED, f"state of {ref}")
         check_equal(rec.transaction_amount, run.state["amount"], f"transactionAmount of {ref}")
         check_equal(rec.currency_code.upper(), target.currency, f"currencyCode of {ref}")
@@ -494,17 +480,12 @@ def select(names: list[str]) -> list[Scenario]:
         return list(SCENARIOS.values())
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
-        raise UsageError(
-            f"--scenario: unknown scenario {unknown[0]!r}; choose from "
-            + ", ".join(SCENARIOS),
-            hint="`walletctl smoke --list` describes them",
-        )
+        raise UsageError(f"--scenario: unknown scenario {unknown[0]!r}; choose from "
+                         + ", ".join(SCENARIOS), hint="`walletctl smoke --list` describes them")
     wanted = set(names)
     return [s for s in SCENARIOS.values() if s.name in wanted]
 
 
 def describe() -> list[dict[str, Any]]:
-    return [
-        {"name": s.name, "description": s.description, "steps": [st.name for st in s.steps]}
-        for s in SCENARIOS.values()
-    ]
+    return [{"name": s.name, "description": s.description, "steps": [st.name for st in s.steps]}
+            for s in SCENARIOS.values()]

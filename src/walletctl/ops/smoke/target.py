@@ -1,10 +1,6 @@
-"""What a smoke run talks to: a profile's gateway, through a :class:`Target` holding the gateway
-client and the sandbox admin client (:class:`~walletctl.client.admin.SandboxAdmin`) over one
-:class:`RecordingTransport` (each exchange summarised, masked, into an :class:`ExchangeLog`),
-and the redirect approver: ``--approve-url-command``, else the sandbox's headless approval, else
-skipped with a reason. Against a real gateway :class:`HistoryTransport` records each
-money-moving request in the history as a single command would.
-"""
+"""What a smoke run talks to (:class:`Target`): the gateway client and the sandbox admin
+client over one :class:`RecordingTransport` (every exchange, masked, in an :class:`ExchangeLog`),
+the checkout approver, and against a real gateway :class:`HistoryTransport`."""
 
 from __future__ import annotations
 
@@ -44,7 +40,6 @@ if TYPE_CHECKING:
 ENV_REDIRECT_URL = "WALLETCTL_SMOKE_REDIRECT_URL"
 ENV_REFERENCE = "WALLETCTL_SMOKE_REFERENCE"
 PENDING = "Pending"
-EMBEDDED_MERCHANT = ("SMOKE-MERCHANT", "SMOKE-STORE", "smoke-bot")
 
 
 @dataclass
@@ -85,10 +80,8 @@ class Target:
         return "approved headlessly by the sandbox" + (f" (state {state})" if state else "")
 
     def is_walletctl_sandbox(self) -> bool:
-        if self._is_sandbox is None and self.profile.is_production:
-            self._is_sandbox = False  # not even probed: no /_sandbox/ request to production
-        if self._is_sandbox is None:
-            self._is_sandbox = self.admin.answers_health()
+        if self._is_sandbox is None:  # production is not even probed
+            self._is_sandbox = not self.profile.is_production and self.admin.answers_health()
         return self._is_sandbox
 
     def _approve_with_command(self, reference: str, redirect_url: str) -> str:
@@ -160,8 +153,7 @@ def open_target(profile: Profile, masker: Masker, log: ExchangeLog, options: Smo
                 transport: httpx.BaseTransport | None = None,
                 trace: Callable[[str], None] | None = None, embedded: bool = False,
                 history_run: str | None = None) -> Iterator[Target]:
-    """A :class:`Target` for ``profile`` (the run's ``options``: its currency and approver)
-    whose HTTP exchanges go to ``log`` (masked)."""
+    """A :class:`Target` for ``profile`` whose HTTP exchanges go to ``log`` (masked)."""
     from walletctl.client.gateway import GatewayClient, profile_timeout
     from walletctl.models.money import check_currency
 
@@ -185,36 +177,32 @@ def open_target(profile: Profile, masker: Masker, log: ExchangeLog, options: Smo
         target.close()
 
 
-def embedded_profile(url: str, api_key: str, amount_format: str = "minor") -> Profile:
-    """The profile of a private embedded sandbox (inline, per-run random key; the checkout
-    step gives the redirect URLs)."""
-    merchant, store, user = EMBEDDED_MERCHANT
-    return Profile(
-        name="embedded", base_url=url, merchant_id=merchant, store_id=store, user_id=user,
-        amount_format="decimal" if amount_format == "decimal" else "minor", currency="EUR",
-        timeout=15.0, auth=AuthSettings(scheme="PublicApiKey", key=api_key))
-
-
 @contextmanager
 def embedded_sandbox(*, amount_format: str = "minor") -> Iterator[Profile]:
-    """Start a private sandbox on a free loopback port for the duration; yield its profile."""
+    """A private sandbox on a free loopback port for the duration; yields its profile (a
+    per-run random key; the checkout step gives the redirect URLs)."""
     from walletctl.ops.sandbox_admin import embedded
 
     secret = "smoke-" + _secrets.token_urlsafe(18)
     with embedded(api_key=secret, service_secret=secret, amount_format=amount_format) as url:
-        yield embedded_profile(url, secret, amount_format)
+        yield Profile(
+            name="embedded", base_url=url, merchant_id="SMOKE-MERCHANT", store_id="SMOKE-STORE",
+            user_id="smoke-bot", amount_format="decimal" if amount_format == "decimal"
+            else "minor", currency="EUR", timeout=15.0,
+            auth=AuthSettings(scheme="PublicApiKey", key=secret))
 
 
 def environment_transport(base_url: str) -> httpx.HTTPTransport:
-    """A transport that honours HTTP(S)_PROXY / ALL_PROXY / NO_PROXY as httpx's own default
-    does (httpx reads them only for a transport it builds); loopback is never proxied."""
+    """A transport that honours the proxy variables as httpx's own default does (httpx reads
+    them only for a transport it builds); loopback is never proxied."""
     import urllib.request
     from urllib.parse import urlsplit
 
-    from walletctl.ops.sandbox_admin import is_loopback
+    from walletctl.sandbox.config import is_loopback
 
     parts = urlsplit(base_url)
-    if is_loopback(base_url) or urllib.request.proxy_bypass(parts.hostname or ""):
+    host = parts.hostname or ""
+    if is_loopback(host) or urllib.request.proxy_bypass(host):
         return httpx.HTTPTransport()
     proxies = urllib.request.getproxies()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
@@ -361,11 +349,10 @@ class HistoryTransport(httpx.BaseTransport):
         self._store: HistoryStore | None = None
 
     def _sandbox(self, request: httpx.Request) -> bool:
-        if self._is_sandbox is None and self._profile.is_production:
-            self._is_sandbox = False  # always recorded, never probed
-        if self._is_sandbox is None:
+        if self._is_sandbox is None:  # production is always recorded, never probed
             origin = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}"
-            self._is_sandbox = is_walletctl_sandbox(origin, self._inner)
+            self._is_sandbox = (not self._profile.is_production
+                                and is_walletctl_sandbox(origin, self._inner))
         return self._is_sandbox
 
     def _intent(self, request: httpx.Request) -> Intent | None:
@@ -418,7 +405,7 @@ class HistoryTransport(httpx.BaseTransport):
                 outcome = history_outcome(state, op)
         elif status >= 500:
             outcome = "unknown"
-        elif status >= 400:
+        else:
             outcome = "error" if status in (401, 403, 429) else "declined"
         self._store.complete(entry, Completion(
             time=now_utc(), outcome=outcome, http_status=status, note=f"smoke run {self._run}"))
