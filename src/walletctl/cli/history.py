@@ -4,7 +4,6 @@ desk's policy)."""
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,10 +13,9 @@ from walletctl.cli.common import make_client, parse_when
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import State, get_state
 from walletctl.constants import Env, ExitCode
-from walletctl.errors import ConfigError, UnknownOutcomeError, UsageError
+from walletctl.errors import UnknownOutcomeError, UsageError
 
 if TYPE_CHECKING:
-    from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import Profile
     from walletctl.history.store import Entry, Filters, HistoryStore
 
@@ -131,56 +129,12 @@ def _filters(*, since: str | None, until: str | None, outcome: str | None, recon
 
 
 def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
-    from walletctl.config.profiles_file import load_profile
-    from walletctl.ops.money.earlier import reconcile
-
-    clients: dict[str, GatewayClient | str] = {}
-
-    def client_of(name: str) -> GatewayClient | str:
-        if name not in clients:
-            try:
-                prof = load_profile(name, st.config_path)
-            except ConfigError as exc:
-                clients[name] = f"profile {name}: {exc.message}"
-            else:
-                scoped = State(profile_name=prof.name, config_path=st.config_path,
-                               timeout=st.timeout, verbose=st.verbose)
-                clients[name] = make_client(scoped)
-        return clients[name]
-
-    def client_for(entry: Entry) -> GatewayClient | str:
-        """A client for the entry's merchant and store: its own profile's, else the
-        selected profile's; how either spells the gateway's URL does not matter. An entry
-        written before the history kept merchant ids needs its profile at its old URL."""
-        names = [entry.profile]
-        if entry.merchant_id is not None:
-            with contextlib.suppress(ConfigError):
-                names.append(st.profile().name)
-        why = f"profile {entry.profile} now points at another gateway"
-        for name in dict.fromkeys(names):
-            found = client_of(name)
-            if isinstance(found, str):
-                why = found
-                continue
-            prof = found.profile
-            if entry.merchant_id is None:
-                if prof.base_url == entry.base_url:
-                    return found
-            elif (prof.merchant_id, prof.store_id) == (entry.merchant_id, entry.store_id):
-                return found
-            else:
-                why = (f"no profile for merchant {entry.merchant_id} store {entry.store_id} "
-                       "(select one with -p)")
-        return why
-
-    try:
-        results = reconcile(store, entries, client_for)
-    finally:
-        for c in clients.values():
-            if not isinstance(c, str):
-                c.close()
+    from walletctl.ops.lookups import reconcile_unknown
     from walletctl.render.history import render_reconciled
 
+    results = reconcile_unknown(store, entries, selected=st.profile, connect=lambda name: (
+        make_client(State(profile_name=name, config_path=st.config_path, timeout=st.timeout,
+                          verbose=st.verbose))))
     render_reconciled(st.output_format, results)
     left = sum(1 for r in results if r.outcome == "unknown")
     if left:

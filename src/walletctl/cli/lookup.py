@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -18,11 +19,10 @@ from walletctl.cli.common import (
     missing,
 )
 from walletctl.cli.state import get_state
-from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from walletctl.ops.batch.balance_report import Report
+    from walletctl.ops.batch.balance_report import BalanceRow
 
 
 def register(app: typer.Typer) -> None:
@@ -79,18 +79,11 @@ def _lookup_batch(
     rate: float | None,
     max_failures: int,
 ) -> int:
-    import asyncio
-    import tempfile
     from datetime import UTC, datetime
 
-    from walletctl.ops.batch.balance_report import (
-        BalanceReport,
-        Filters,
-        LookupOptions,
-        iter_refs,
-    )
-    from walletctl.ops.batch.flow import check_flow_options, stop_code, stopped_by_signals
-    from walletctl.ops.batch.input_rows import batch_input
+    from walletctl.ops.batch.balance_report import Filters, LookupOptions
+    from walletctl.ops.batch.flow import check_flow_options
+    from walletctl.ops.lookups import balance_report
     from walletctl.render.balances import BalanceWriter, finish_report, lookup_progress
 
     check_flow_options(concurrency, rate, max_failures)
@@ -101,38 +94,19 @@ def _lookup_batch(
         now=datetime.now(UTC),
     )
     st = get_state(ctx)
-    profile = st.profile()
     fmt = st.output_format
-    with tempfile.TemporaryDirectory(prefix="walletctl-") as scratch:
-        path, name = batch_input(source, Path(scratch))
-        writer = BalanceWriter(fmt, title=f"Balances of the references in {name}")
-        options = LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures)
+    writers: list[BalanceWriter] = []
 
-        async def main() -> Report:
-            from walletctl.client.aio import AsyncGatewayClient
+    def writer(name: str) -> Callable[[BalanceRow], None]:
+        writers.append(BalanceWriter(fmt, title=f"Balances of the references in {name}"))
+        return writers[0].write
 
-            client = AsyncGatewayClient(profile, max_connections=concurrency)
-            engine = BalanceReport(client, options)
-            try:
-                with stopped_by_signals(engine.stop), \
-                        lookup_progress(fmt=fmt) as update:
-                    async for row in engine.rows(iter_refs(path)):
-                        update()
-                        if filters.keep(row):
-                            engine.report.add(row)
-                            writer.write(row)
-            finally:
-                await client.aclose()
-            return engine.report
-
-        report = asyncio.run(main())
-    finish_report(writer, report)
-    stopped = stop_code(report)
-    if stopped is not None:
-        return stopped
-    if report.errors:  # the report is complete, but some references have no balance
-        return int(ExitCode.DECLINED)
-    return int(ExitCode.OK)
+    report, code = balance_report(
+        st.profile(), source, filters,
+        LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures),
+        writer=writer, progress=lambda: lookup_progress(fmt=fmt))
+    finish_report(writers[0], report)
+    return code
 
 
 def _age(text: str) -> timedelta:
