@@ -1,12 +1,13 @@
 """``walletctl lookup``: every transaction record sharing a merchant reference, or with
-``--batch FILE|-`` a balance report of many on the batch engine."""
+``--batch FILE|-`` a balance report of many on the batch engine; ``walletctl order REF``:
+one order as the gateway and the history each tell it (exit 13 naming each
+disagreement)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -18,15 +19,14 @@ from walletctl.cli.common import (
     make_client,
     missing,
 )
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
 from walletctl.errors import UsageError
-
-if TYPE_CHECKING:
-    from walletctl.ops.batch.balance_report import BalanceRow
 
 
 def register(app: typer.Typer) -> None:
     app.command("lookup")(lookup)
+    app.command("order", help=COMMANDS["order"][1])(order)
 
 
 def lookup(
@@ -84,7 +84,7 @@ def _lookup_batch(
     from walletctl.ops.batch.balance_report import Filters, LookupOptions
     from walletctl.ops.batch.flow import check_flow_options
     from walletctl.ops.lookups import balance_report
-    from walletctl.render.balances import BalanceWriter, finish_report, lookup_progress
+    from walletctl.render.balances import BalanceWriter, lookup_progress
 
     check_flow_options(concurrency, rate, max_failures)
     filters = Filters(
@@ -94,18 +94,12 @@ def _lookup_batch(
         now=datetime.now(UTC),
     )
     st = get_state(ctx)
-    fmt = st.output_format
-    writers: list[BalanceWriter] = []
-
-    def writer(name: str) -> Callable[[BalanceRow], None]:
-        writers.append(BalanceWriter(fmt, title=f"Balances of the references in {name}"))
-        return writers[0].write
-
+    writer = BalanceWriter(st.output_format)
     report, code = balance_report(
         st.profile(), source, filters,
         LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures),
-        writer=writer, progress=lambda: lookup_progress(fmt=fmt))
-    finish_report(writers[0], report)
+        writer=writer.start, progress=lambda: lookup_progress(fmt=writer.fmt))
+    writer.finish(report)
     return code
 
 
@@ -114,3 +108,40 @@ def _age(text: str) -> timedelta:
     if age is None:
         raise UsageError("--older-than: must be a number and a unit (s, m, h, d, w), e.g. 6d")
     return age
+
+
+def order(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(
+        help="The order's merchant reference (the original checkout's).")],
+    evidence: Annotated[Path | None, typer.Option(
+        "--evidence", metavar="FILE",
+        help="Also write the order's evidence bundle (JSON) to FILE: the view, the history's "
+             "events up to a head, approvals and findings; `walletctl history "
+             "check-evidence FILE` checks it offline.")] = None,
+    anchor: Annotated[Path | None, typer.Option(
+        "--anchor", metavar="FILE",
+        help="With --evidence: end the bundle's chain at the first head of this anchors "
+             "file (`walletctl history anchor` lines) at or after the order's last event.")
+    ] = None,
+) -> None:
+    from walletctl.models.inputs import check_inputs
+    from walletctl.ops.order import order_view
+    from walletctl.render.order import render_order
+
+    check_inputs(references={"REF": ref})  # the rule lookup and the money commands apply
+    if anchor is not None and evidence is None:
+        raise UsageError("--anchor: goes with --evidence FILE (the bundle it ends)")
+    from walletctl.ops.user_files import check_output
+
+    check_output(evidence, "--evidence")
+    st = get_state(ctx)
+    with make_client(st) as client:
+        if evidence is None:
+            view, written = order_view(st.profile(), client, ref), None
+        else:
+            from walletctl.ops.evidence import order_with_evidence
+
+            view, written = order_with_evidence(st.profile(), client, ref, evidence, anchor)
+    render_order(view, st.output_format, written)
+    raise typer.Exit(view.exit_code)
