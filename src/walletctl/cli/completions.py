@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from walletctl.cli.profile import EXAMPLES
+from walletctl.cli.registry import COMMANDS
 
 if TYPE_CHECKING:
     import typer as typer_t
@@ -697,13 +698,10 @@ def shipped_script(shell: str) -> str:
     return shipped.read("completions", SHELLS[shell])
 
 
-_COMPLETION_HELP = "Print the shell completion script for bash, zsh, fish or powershell."
-
-
 def register(app: typer_t.Typer) -> None:
     import typer
 
-    @app.command("completion", help=_COMPLETION_HELP + """
+    @app.command("completion", help=COMMANDS["completion"][1] + """
 
     \b
     bash, in ~/.bashrc:

@@ -27,22 +27,13 @@ def register(app: typer.Typer) -> None:
 
 
 def _profile_or_none(st: State) -> Profile | None:
-    """The selected profile, or None when there is none to select (no profiles file yet,
-    or several and none chosen): the history then has its default place. A profiles file
-    that breaks a rule is an error, never a silent fall back to another history."""
     import os
 
-    from walletctl.config.profiles_file import config_path, load_file
+    from walletctl.config.profiles_file import config_path
+    from walletctl.ops.profile_view import profile_or_none
 
-    chosen = st.profile_name or os.environ.get(Env.PROFILE)
-    path = config_path(st.config_path)
-    if chosen is None and not path.exists():
-        return None
-    if chosen is None:
-        found = load_file(path)
-        if found.default_profile is None and len(found.profiles) != 1:
-            return None
-    return st.profile()
+    return profile_or_none(st.profile_name or os.environ.get(Env.PROFILE),
+                           config_path(st.config_path), st.profile)
 
 
 @history_app.callback(invoke_without_command=True)

@@ -1,8 +1,9 @@
-"""What ``profile list`` and ``profile show`` display: a secret's source is described, the
-secret never read out."""
+"""The profiles as ``profile list`` and ``profile show`` display them (a secret's source is
+described, the secret never read out), and the one whose history a command uses."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,21 @@ def _default(pf: ProfilesFile) -> str | None:
     if pf.default_profile:
         return pf.default_profile
     return next(iter(pf.profiles)) if len(pf.profiles) == 1 else None
+
+
+def profile_or_none(name: str | None, path: Path,
+                    load: Callable[[], Profile]) -> Profile | None:
+    """``load()``: the profile ``name`` (or the file's default) selects; None when there is
+    none to select (no profiles file yet, or several and none chosen): the history then has
+    its default place. A profiles file that breaks a rule is an error, never a silent fall
+    back to another history."""
+    if name is None and not path.exists():
+        return None
+    if name is None:
+        found = load_file(path)
+        if found.default_profile is None and len(found.profiles) != 1:
+            return None
+    return load()
 
 
 def profile_rows(path: Path) -> list[dict[str, Any]] | None:
