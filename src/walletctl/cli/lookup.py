@@ -49,58 +49,38 @@ def lookup(
     max_failures: LookupFailures = 10,
 ) -> None:
     """Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV."""
-    if batch is not None:
+    st = get_state(ctx)
+    if batch is not None:  # a balance row per reference, on the batch engine
         if ref is not None:
             raise UsageError("--batch takes its references from the file; drop REF")
-        raise typer.Exit(_lookup_batch(
-            ctx, source=batch, open_only=open_only, older_than=older_than, states=state,
-            concurrency=concurrency, rate=rate, max_failures=max_failures))
+        from datetime import UTC, datetime
+
+        from walletctl.ops.batch.balance_report import Filters, LookupOptions
+        from walletctl.ops.batch.flow import check_flow_options
+        from walletctl.ops.lookups import balance_report
+        from walletctl.render.balances import BalanceWriter, lookup_progress
+
+        check_flow_options(concurrency, rate, max_failures)
+        filters = Filters(
+            open_only=open_only, older_than=_age(older_than) if older_than else None,
+            states=frozenset(s.strip().lower() for s in state or () if s.strip()),
+            now=datetime.now(UTC))
+        writer = BalanceWriter(st.output_format)
+        report, code = balance_report(
+            st.profile(), batch, filters,
+            LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures),
+            writer=writer.start, progress=lambda: lookup_progress(fmt=writer.fmt))
+        writer.finish(report)
+        raise typer.Exit(code)
     if ref is None:
         raise missing("lookup", "REF", "--batch FILE")
     from walletctl.models.inputs import check_inputs
     from walletctl.render.records import render_records
 
     check_inputs(references={"REF": ref})  # the request model's rule, before any lookup
-
-    st = get_state(ctx)
     with make_client(st) as client:
         records = client.lookup(ref)
     render_records(records, st.output_format, ref)
-
-
-def _lookup_batch(
-    ctx: typer.Context,
-    *,
-    source: Path,
-    open_only: bool,
-    older_than: str | None,
-    states: list[str] | None,
-    concurrency: int,
-    rate: float | None,
-    max_failures: int,
-) -> int:
-    from datetime import UTC, datetime
-
-    from walletctl.ops.batch.balance_report import Filters, LookupOptions
-    from walletctl.ops.batch.flow import check_flow_options
-    from walletctl.ops.lookups import balance_report
-    from walletctl.render.balances import BalanceWriter, lookup_progress
-
-    check_flow_options(concurrency, rate, max_failures)
-    filters = Filters(
-        open_only=open_only,
-        older_than=_age(older_than) if older_than else None,
-        states=frozenset(s.strip().lower() for s in states or () if s.strip()),
-        now=datetime.now(UTC),
-    )
-    st = get_state(ctx)
-    writer = BalanceWriter(st.output_format)
-    report, code = balance_report(
-        st.profile(), source, filters,
-        LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures),
-        writer=writer.start, progress=lambda: lookup_progress(fmt=writer.fmt))
-    writer.finish(report)
-    return code
 
 
 def _age(text: str) -> timedelta:
