@@ -128,7 +128,7 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                 )
             from walletctl.ops.batch.job import BatchAsk
 
-            raise typer.Exit(run_batch(ctx, BatchAsk(
+            raise typer.Exit(_batch(ctx, BatchAsk(
                 op=op, source=batch, journal=journal, resume=resume, concurrency=concurrency,
                 rate=rate, results=results, skip_invalid=skip_invalid,
                 max_failures=max_failures, batch_id=batch_id, dry_run=dry_run, yes=yes,
@@ -225,7 +225,7 @@ def _where(profile: Profile) -> str:
     return f" (profile {profile.name}, {profile.base_url})" if profile.is_production else ""
 
 
-def run_batch(ctx: typer.Context, ask: BatchAsk) -> int:
+def _batch(ctx: typer.Context, ask: BatchAsk) -> int:
     """The batch (:func:`walletctl.ops.batch.job.batch`) given the operator's prompts;
     returns an :class:`~walletctl.constants.ExitCode` value."""
     from walletctl.ops.batch.job import batch

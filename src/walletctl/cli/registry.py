@@ -59,11 +59,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "file, or a team's shared PostgreSQL database.",
     ),
     "approve": (
-        "approvals",
+        "history",
         "Approve another operator's request to move money above the profile's approval "
         "amount (four eyes).",
     ),
-    "approvals": ("approvals", "List approval requests (four eyes); show one, or refuse one."),
+    "approvals": ("history", "List approval requests (four eyes); show one, or refuse one."),
     "recon": (
         "recon",
         "Reconcile the history (and batch journals) with the gateway over a time window: "
