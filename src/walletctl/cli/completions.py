@@ -79,17 +79,14 @@ class Node:
 
     @property
     def names(self) -> list[str]:
-        """Its subcommands' names."""
         return [name for name, _ in self.children]
 
     @property
     def spellings(self) -> list[str]:
-        """Every spelling of its options."""
         return [o for opt in self.options for o in opt.opts]
 
     @property
-    def takes(self) -> dict[str, str]:
-        """Every option spelling that takes a value -> its values."""
+    def takes(self) -> dict[str, str]:  # each spelling of an option taking a value -> values
         return {o: opt.values for opt in self.options if opt.takes_value for o in opt.opts}
 
 
@@ -115,8 +112,11 @@ def _values(param: Any) -> str:
 def _option(param: Any, ctx: Any) -> Option:
     takes = not param.is_flag and not param.count
     metavar = ""
-    if takes:
-        metavar = param.make_metavar(ctx) if _metavar_takes_ctx(param) else param.make_metavar()
+    if takes:  # click 8.2 passes the context
+        import inspect
+
+        make = param.make_metavar
+        metavar = make(ctx) if "ctx" in inspect.signature(make).parameters else make()
     return Option(
         opts=(*param.opts, *param.secondary_opts),
         help=first_sentence(getattr(param, "help", None)),
@@ -126,12 +126,6 @@ def _option(param: Any, ctx: Any) -> Option:
         metavar=metavar,
         full_help=" ".join((getattr(param, "help", None) or "").split()),
     )
-
-
-def _metavar_takes_ctx(param: Any) -> bool:
-    import inspect
-
-    return "ctx" in inspect.signature(param.make_metavar).parameters
 
 
 def command_tree() -> dict[str, Node]:
