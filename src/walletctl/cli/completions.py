@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from walletctl.cli.profile import EXAMPLES
+from walletctl.cli.registry import COMMANDS
 
 if TYPE_CHECKING:
     import typer as typer_t
@@ -78,17 +79,14 @@ class Node:
 
     @property
     def names(self) -> list[str]:
-        """Its subcommands' names."""
         return [name for name, _ in self.children]
 
     @property
     def spellings(self) -> list[str]:
-        """Every spelling of its options."""
         return [o for opt in self.options for o in opt.opts]
 
     @property
-    def takes(self) -> dict[str, str]:
-        """Every option spelling that takes a value -> its values."""
+    def takes(self) -> dict[str, str]:  # each spelling of an option taking a value -> values
         return {o: opt.values for opt in self.options if opt.takes_value for o in opt.opts}
 
 
@@ -114,8 +112,11 @@ def _values(param: Any) -> str:
 def _option(param: Any, ctx: Any) -> Option:
     takes = not param.is_flag and not param.count
     metavar = ""
-    if takes:
-        metavar = param.make_metavar(ctx) if _metavar_takes_ctx(param) else param.make_metavar()
+    if takes:  # click 8.2 passes the context
+        import inspect
+
+        make = param.make_metavar
+        metavar = make(ctx) if "ctx" in inspect.signature(make).parameters else make()
     return Option(
         opts=(*param.opts, *param.secondary_opts),
         help=first_sentence(getattr(param, "help", None)),
@@ -125,12 +126,6 @@ def _option(param: Any, ctx: Any) -> Option:
         metavar=metavar,
         full_help=" ".join((getattr(param, "help", None) or "").split()),
     )
-
-
-def _metavar_takes_ctx(param: Any) -> bool:
-    import inspect
-
-    return "ctx" in inspect.signature(param.make_metavar).parameters
 
 
 def command_tree() -> dict[str, Node]:
@@ -209,7 +204,67 @@ def _root_options_for(tree: Tree, node: Node) -> list[Option]:
             if opt.opts[0] != "--help" and not set(node.spellings).intersection(opt.opts)]
 
 
+# How a shell offers a value: profile names, file names, the words, free text (nothing).
+OFFERS = {
+    "zsh": ("_walletctl_profiles", "_files", "({})", " "),
+    "fish": (" -x -a '(__walletctl_profiles)'", " -r -F", " -x -a '{}'", " -x"),
+}
+
+
+def _offer(shell: str, values: str) -> str:
+    profiles, files, words, free = OFFERS[shell]
+    if values in (PROFILES, FILES):
+        return profiles if values == PROFILES else files
+    return words.format(values) if values else free
+
+
 # --------------------------------------------------------------------------- bash
+
+
+# after the tables: profile names, the reply, and the completion function itself
+BASH_FUNCTIONS = r"""_walletctl_profiles() {
+    local f="${WALLETCTL_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/walletctl/profiles.toml}"
+    [ -r "$f" ] && sed -n 's/^[[:space:]]*\[profiles\.\([A-Za-z0-9_-]*\)\].*/\1/p' "$f"
+}
+_walletctl_reply() {  # WORDS | @profiles | @files | '' (free text: nothing offered)
+    case "$1" in
+        @profiles) COMPREPLY=( $(compgen -W "$(_walletctl_profiles)" -- "$cur") ) ;;
+        @files) compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -f -- "$cur") ) ;;
+        "") COMPREPLY=() ;;
+        *) COMPREPLY=( $(compgen -W "$1" -- "$cur") ) ;;
+    esac
+}
+_walletctl() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="" w skip="" i takes values
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w="${COMP_WORDS[i]}"
+        if [ -n "$skip" ]; then skip=""; continue; fi
+        case "$w" in
+            -*=*) continue ;;
+            -*) [[ " $(_walletctl_takes "$path") $(_walletctl_takes '') " == *" $w "* ]] && skip=1; continue ;;
+        esac
+        if [[ " $(_walletctl_groups "$path") " == *" $w "* ]]; then
+            path="${path:+$path }$w"
+        fi
+    done
+    [ "$COMP_CWORD" -gt 1 ] && prev="${COMP_WORDS[COMP_CWORD-1]}"
+    takes=" $(_walletctl_takes "$path") $(_walletctl_takes '') "
+    if [[ "$prev" == -* && "$takes" == *" $prev "* ]]; then
+        values="$(_walletctl_values "$path" "$prev")"
+        [ -z "$values" ] && values="$(_walletctl_values '' "$prev")"
+        _walletctl_reply "$values"
+        return
+    fi
+    if [[ "$cur" == -* ]]; then
+        COMPREPLY=( $(compgen -W "$(_walletctl_options "$path")" -- "$cur") )
+    elif [ -n "$(_walletctl_groups "$path")" ]; then
+        COMPREPLY=( $(compgen -W "$(_walletctl_groups "$path")" -- "$cur") )
+    else
+        _walletctl_reply "$(_walletctl_args "$path")"
+    fi
+}
+complete -F _walletctl walletctl
+"""  # noqa: E501
 
 
 def bash(tree: Tree) -> str:
@@ -231,66 +286,10 @@ def bash(tree: Tree) -> str:
                   "PATH OPTION: the option's values", key="$1|$2")
     lines += case("_walletctl_args", [(p, _arg_values(n)) for p, n in tree.items()],
                   "PATH: the values of its argument")
-    lines += [
-        "_walletctl_profiles() {",
-        '    local f="${WALLETCTL_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/walletctl/profiles.toml}"',  # noqa: E501
-        '    [ -r "$f" ] && sed -n \'s/^[[:space:]]*\\[profiles\\.\\([A-Za-z0-9_-]*\\)\\].*/\\1/p\' "$f"',  # noqa: E501
-        "}",
-        "_walletctl_reply() {  # WORDS | @profiles | @files | '' (free text: nothing offered)",
-        '    case "$1" in',
-        f'        {PROFILES}) COMPREPLY=( $(compgen -W "$(_walletctl_profiles)" -- "$cur") ) ;;',
-        f'        {FILES}) compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -f -- "$cur") ) ;;',  # noqa: E501
-        '        "") COMPREPLY=() ;;',
-        '        *) COMPREPLY=( $(compgen -W "$1" -- "$cur") ) ;;',
-        "    esac",
-        "}",
-        "_walletctl() {",
-        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="" w skip="" i takes values',
-        "    for ((i = 1; i < COMP_CWORD; i++)); do",
-        '        w="${COMP_WORDS[i]}"',
-        '        if [ -n "$skip" ]; then skip=""; continue; fi',
-        '        case "$w" in',
-        "            -*=*) continue ;;",
-        '            -*) [[ " $(_walletctl_takes "$path") $(_walletctl_takes \'\') " == *" $w "* ]]'
-        " && skip=1; continue ;;",
-        "        esac",
-        '        if [[ " $(_walletctl_groups "$path") " == *" $w "* ]]; then',
-        '            path="${path:+$path }$w"',
-        "        fi",
-        "    done",
-        '    [ "$COMP_CWORD" -gt 1 ] && prev="${COMP_WORDS[COMP_CWORD-1]}"',
-        '    takes=" $(_walletctl_takes "$path") $(_walletctl_takes \'\') "',
-        '    if [[ "$prev" == -* && "$takes" == *" $prev "* ]]; then',
-        '        values="$(_walletctl_values "$path" "$prev")"',
-        '        [ -z "$values" ] && values="$(_walletctl_values \'\' "$prev")"',
-        '        _walletctl_reply "$values"',
-        "        return",
-        "    fi",
-        '    if [[ "$cur" == -* ]]; then',
-        '        COMPREPLY=( $(compgen -W "$(_walletctl_options "$path")" -- "$cur") )',
-        '    elif [ -n "$(_walletctl_groups "$path")" ]; then',
-        '        COMPREPLY=( $(compgen -W "$(_walletctl_groups "$path")" -- "$cur") )',
-        "    else",
-        '        _walletctl_reply "$(_walletctl_args "$path")"',
-        "    fi",
-        "}",
-        "complete -F _walletctl walletctl",
-        "",
-    ]
-    return "\n".join(lines)
+    return "\n".join([*lines, BASH_FUNCTIONS])
 
 
 # --------------------------------------------------------------------------- zsh
-
-
-def _zsh_action(values: str, message: str) -> str:
-    if values == PROFILES:
-        return f":{message}:_walletctl_profiles"
-    if values == FILES:
-        return f":{message}:_files"
-    if values:
-        return f":{message}:({values})"
-    return f":{message}: "  # free text: the message, no candidates
 
 
 def _zsh_specs(options: list[Option]) -> list[str]:
@@ -308,7 +307,7 @@ def _zsh_specs(options: list[Option]) -> list[str]:
                 spec += "=" if name.startswith("--") else "+"
             spec += f"[{_zsh_q(opt.help)}]"
             if opt.takes_value:
-                spec += _zsh_action(opt.values, message)
+                spec += f":{message}:" + _offer("zsh", opt.values)
             specs.append(f"'{spec}'")
     return specs
 
@@ -317,27 +316,30 @@ def _zsh_function(path: str) -> str:
     return "_walletctl" + "".join("__" + word.replace("-", "_") for word in path.split())
 
 
+ZSH_PROFILES = r"""_walletctl_profiles() {
+    local f=${opt_args[--config]:-${WALLETCTL_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/walletctl/profiles.toml}} line
+    local -a names
+    f=${~f}
+    if [[ -r $f ]]; then
+        for line in ${(f)"$(<$f)"}; do
+            [[ $line =~ '^[[:space:]]*\[profiles\.([A-Za-z0-9_-]+)\]' ]] && names+=(${match[1]})
+        done
+    fi
+    _describe -t profiles 'profile' names
+}"""  # noqa: E501
+ZSH_REGISTER = r"""# Autoloaded from $fpath (the #compdef line): complete now. Sourced: register.
+if [[ "${zsh_eval_context[-1]}" == loadautofunc ]]; then
+    _walletctl "$@"
+else
+    compdef _walletctl walletctl
+fi
+"""
+
+
 def zsh(tree: Tree) -> str:
-    lines = [
-        "#compdef walletctl",
-        f"# {HEADER.format('zsh')}",
-        "# Install: mkdir -p ~/.zfunc && walletctl completion zsh > ~/.zfunc/_walletctl, and in",
-        "# ~/.zshrc, before compinit: fpath=(~/.zfunc $fpath)",
-        "",
-        "_walletctl_profiles() {",
-        "    local f=${opt_args[--config]:-${WALLETCTL_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}"
-        "/walletctl/profiles.toml}} line",
-        "    local -a names",
-        "    f=${~f}",
-        "    if [[ -r $f ]]; then",
-        "        for line in ${(f)\"$(<$f)\"}; do",
-        "            [[ $line =~ '^[[:space:]]*\\[profiles\\.([A-Za-z0-9_-]+)\\]' ]] &&"
-        " names+=(${match[1]})",
-        "        done",
-        "    fi",
-        "    _describe -t profiles 'profile' names",
-        "}",
-    ]
+    lines = ["#compdef walletctl", f"# {HEADER.format('zsh')}",
+             "# Install: mkdir -p ~/.zfunc && walletctl completion zsh > ~/.zfunc/_walletctl,"
+             " and in", "# ~/.zshrc, before compinit: fpath=(~/.zfunc $fpath)", "", ZSH_PROFILES]
     for path, node in tree.items():
         options = _zsh_specs([*node.options, *_root_options_for(tree, node)])
         lines += ["", f"{_zsh_function(path)}() {{"]
@@ -365,95 +367,68 @@ def zsh(tree: Tree) -> str:
         args = []
         for a in node.arguments:
             message = a.name.replace("_", " ")
-            action = _zsh_action(a.values, message)
+            action = f":{message}:" + _offer("zsh", a.values)
             if not a.values:  # free text: the message, unless an option is being typed
                 action = f':{message}:_guard "^-*" "{message}"'
             args.append("'" + ("*" if a.many else "") + action + "'")
         lines += [f"        {spec} \\" for spec in args]
         lines[-1] = lines[-1].removesuffix(" \\")
         lines.append("}")
-    lines += [
-        "",
-        "# Autoloaded from $fpath (the #compdef line): complete now. Sourced: register.",
-        'if [[ "${zsh_eval_context[-1]}" == loadautofunc ]]; then',
-        '    _walletctl "$@"',
-        "else",
-        "    compdef _walletctl walletctl",
-        "fi",
-        "",
-    ]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", ZSH_REGISTER])
 
 
 # --------------------------------------------------------------------------- fish
 
 
-def _fish_values(values: str) -> str:
-    if values == PROFILES:
-        return " -x -a '(__walletctl_profiles)'"
-    if values == FILES:
-        return " -r -F"
-    if values:
-        return f" -x -a '{values}'"
-    return " -x"  # a free-text value: nothing offered, no file names either
-
-
-_FISH_FUNCTIONS = [  # the end of __walletctl_takes; the path typed so far; the profiles
-    "    end",
-    "end",
-    "function __walletctl_path  # the command path typed so far, option values skipped",
-    "    set -l path ''",
-    "    set -l skip 0",
-    "    for w in (commandline -opc)[2..-1]",
-    "        if test $skip = 1; set skip 0; continue; end",
-    "        switch $w",
-    "            case '-*=*'; continue",
-    "            case '-*'",
-    "                if contains -- $w (string split ' ' -- (__walletctl_takes $path)) "
-    "(string split ' ' -- (__walletctl_takes ''))",
-    "                    set skip 1",
-    "                end",
-    "                continue",
-    "        end",
-    "        if contains -- $w (string split ' ' -- (__walletctl_groups $path))",
-    "            set path (string trim -- \"$path $w\")",
-    "        end",
-    "    end",
-    "    echo $path",
-    "end",
-    "function __walletctl_at",
-    "    test \"$(__walletctl_path)\" = \"$argv[1]\"",
-    "end",
-    "function __walletctl_at_any",
-    "    contains -- \"$(__walletctl_path)\" $argv",
-    "end",
-    "function __walletctl_profiles",
-    "    set -l f $WALLETCTL_CONFIG",
-    "    if test -z \"$f\"",
-    "        set -l base $XDG_CONFIG_HOME",
-    "        test -z \"$base\"; and set base $HOME/.config",
-    "        set f $base/walletctl/profiles.toml",
-    "    end",
-    "    test -r $f; and string replace -rf '^\\s*\\[profiles\\.([A-Za-z0-9_-]+)\\].*' '$1' "
-    "< $f",
-    "end",
-]
+# the command path typed so far, at a path or one of several, and the profiles' names
+FISH_FUNCTIONS = r"""function __walletctl_path  # the command path typed so far, option values skipped
+    set -l path ''
+    set -l skip 0
+    for w in (commandline -opc)[2..-1]
+        if test $skip = 1; set skip 0; continue; end
+        switch $w
+            case '-*=*'; continue
+            case '-*'
+                if contains -- $w (string split ' ' -- (__walletctl_takes $path)) (string split ' ' -- (__walletctl_takes ''))
+                    set skip 1
+                end
+                continue
+        end
+        if contains -- $w (string split ' ' -- (__walletctl_groups $path))
+            set path (string trim -- "$path $w")
+        end
+    end
+    echo $path
+end
+function __walletctl_at
+    test "$(__walletctl_path)" = "$argv[1]"
+end
+function __walletctl_at_any
+    contains -- "$(__walletctl_path)" $argv
+end
+function __walletctl_profiles
+    set -l f $WALLETCTL_CONFIG
+    if test -z "$f"
+        set -l base $XDG_CONFIG_HOME
+        test -z "$base"; and set base $HOME/.config
+        set f $base/walletctl/profiles.toml
+    end
+    test -r $f; and string replace -rf '^\s*\[profiles\.([A-Za-z0-9_-]+)\].*' '$1' < $f
+end"""  # noqa: E501
 
 
 def fish(tree: Tree) -> str:
+    def switch(name: str, rows: list[tuple[str, str]]) -> list[str]:
+        cases = [f"        case '{path}'; echo {words}" for path, words in rows if words]
+        return [f"function {name}", "    switch $argv[1]", *cases, "    end", "end"]
+
     lines = [f"# {HEADER.format('fish')}",
              "# Install: mkdir -p ~/.config/fish/completions && walletctl completion fish >"
              " ~/.config/fish/completions/walletctl.fish",
              "complete -c walletctl -f",
-             "function __walletctl_groups", "    switch $argv[1]"]
-    for path, node in tree.items():
-        if node.children:
-            lines.append(f"        case '{path}'; echo {' '.join(node.names)}")
-    lines += ["    end", "end", "function __walletctl_takes", "    switch $argv[1]"]
-    for path, node in tree.items():
-        if node.takes:
-            lines.append(f"        case '{path}'; echo {' '.join(node.takes)}")
-    lines += _FISH_FUNCTIONS
+             *switch("__walletctl_groups", [(p, " ".join(n.names)) for p, n in tree.items()]),
+             *switch("__walletctl_takes", [(p, " ".join(n.takes)) for p, n in tree.items()]),
+             FISH_FUNCTIONS]
     for path, node in tree.items():
         lines += _fish_node(tree, path, node)
     lines.append("")
@@ -484,7 +459,7 @@ def _fish_node(tree: Tree, path: str, node: Node) -> list[str]:
     for opt in node.options:
         flags = " ".join(f"-l {o[2:]}" if o.startswith("--") else f"-s {o[1:]}"
                          for o in opt.opts)
-        extra = _fish_values(opt.values) if opt.takes_value else ""
+        extra = _offer("fish", opt.values) if opt.takes_value else ""
         lines.append(f"complete -c walletctl {cond} {flags}{extra} -d '{_fish_q(opt.help)}'")
     return lines
 
@@ -492,63 +467,61 @@ def _fish_node(tree: Tree, path: str, node: Node) -> list[str]:
 # --------------------------------------------------------------------------- PowerShell
 
 
+# finds the path typed so far and offers its words, or the values of the option before
+PS_COMPLETER = r"""Register-ArgumentCompleter -Native -CommandName walletctl -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+    $path = ''; $skip = $false; $prev = ''
+    foreach ($el in $commandAst.CommandElements | Select-Object -Skip 1) {
+        $w = $el.ToString()
+        if ($w -eq $wordToComplete -and $el.Extent.EndOffset -ge $cursorPosition) { break }
+        $prev = $w
+        if ($skip) { $skip = $false; continue }
+        if ($w.StartsWith('-')) {
+            if ($walletctlValues.ContainsKey("$path|$w") -or $walletctlValues.ContainsKey("|$w")) { $skip = $true }
+            continue
+        }
+        $kids = $walletctlGroups[$path]
+        if ($kids -and $kids -contains $w) { $path = ($path + ' ' + $w).Trim() }
+    }
+    $words = $walletctlWords[$path]
+    if ($skip) {
+        $v = $walletctlValues["$path|$prev"]
+        if ($null -eq $v) { $v = $walletctlValues["|$prev"] }
+        if ($v -eq '@profiles') {
+            $f = $env:WALLETCTL_CONFIG
+            if (-not $f) { $f = Join-Path $HOME '.config/walletctl/profiles.toml' }
+            $words = @(Select-String -Path $f -Pattern '^\s*\[profiles\.([A-Za-z0-9_-]+)\]' -ErrorAction SilentlyContinue | ForEach-Object { $_.Matches[0].Groups[1].Value })
+        } elseif ($v -eq '@files' -or -not $v) { return }
+        else { $words = $v -split ' ' }
+    }
+    $words | Where-Object { $_ -like "$wordToComplete*" } |
+        ForEach-Object { [System.Management.Automation.CompletionResult]::new($_, $_, 'ParameterValue', $_) }
+}
+"""  # noqa: E501
+
+
 def powershell(tree: Tree) -> str:
-    def ps_list(words: list[str]) -> str:
+    def table(head: str, rows: list[tuple[str, str]]) -> list[str]:
+        return [f"${head}", *(f"    '{key}' = {value}" for key, value in rows), "}"]
+
+    def listed(words: list[str]) -> str:
         return "@(" + ",".join(f"'{w}'" for w in words) + ")"
 
-    lines = [f"# {HEADER.format('PowerShell')}",
-             "# Install: walletctl completion powershell | Out-String | Invoke-Expression"
-             " (add the line to $PROFILE)",
-             "$walletctlWords = @{"]
-    for path, node in tree.items():
-        args = _arg_values(node)
-        words = node.names + (args.split() if "@" not in args else [])
-        lines.append(f"    '{path}' = " + ps_list(words + node.spellings))
-    lines += ["}", "$walletctlGroups = @{"]
-    for path, node in tree.items():
-        if node.children:
-            lines.append(f"    '{path}' = " + ps_list(node.names))
-    lines += ["}", "$walletctlValues = @{  # 'path|option' = values"]
-    for path, node in tree.items():
-        for opt, values in node.takes.items():
-            lines.append(f"    '{path}|{opt}' = '{values}'")
-    lines += [
-        "}",
-        "Register-ArgumentCompleter -Native -CommandName walletctl -ScriptBlock {",
-        "    param($wordToComplete, $commandAst, $cursorPosition)",
-        "    $path = ''; $skip = $false; $prev = ''",
-        "    foreach ($el in $commandAst.CommandElements | Select-Object -Skip 1) {",
-        "        $w = $el.ToString()",
-        "        if ($w -eq $wordToComplete -and $el.Extent.EndOffset -ge $cursorPosition) { break }",  # noqa: E501
-        "        $prev = $w",
-        "        if ($skip) { $skip = $false; continue }",
-        "        if ($w.StartsWith('-')) {",
-        "            if ($walletctlValues.ContainsKey(\"$path|$w\") -or "
-        "$walletctlValues.ContainsKey(\"|$w\")) { $skip = $true }",
-        "            continue",
-        "        }",
-        "        $kids = $walletctlGroups[$path]",
-        "        if ($kids -and $kids -contains $w) { $path = ($path + ' ' + $w).Trim() }",
-        "    }",
-        "    $words = $walletctlWords[$path]",
-        "    if ($skip) {",
-        "        $v = $walletctlValues[\"$path|$prev\"]",
-        "        if ($null -eq $v) { $v = $walletctlValues[\"|$prev\"] }",
-        f"        if ($v -eq '{PROFILES}') {{",
-        "            $f = $env:WALLETCTL_CONFIG",
-        "            if (-not $f) { $f = Join-Path $HOME '.config/walletctl/profiles.toml' }",
-        "            $words = @(Select-String -Path $f -Pattern '^\\s*\\[profiles\\.([A-Za-z0-9_-]+)\\]'"  # noqa: E501
-        " -ErrorAction SilentlyContinue | ForEach-Object { $_.Matches[0].Groups[1].Value })",
-        f"        }} elseif ($v -eq '{FILES}' -or -not $v) {{ return }}",
-        "        else { $words = $v -split ' ' }",
-        "    }",
-        '    $words | Where-Object { $_ -like "$wordToComplete*" } |',
-        "        ForEach-Object { [System.Management.Automation.CompletionResult]::new("
-        "$_, $_, 'ParameterValue', $_) }",
-        "}",
-        "",
-    ]
-    return "\n".join(lines)
+    def args(node: Node) -> list[str]:
+        values = _arg_values(node)
+        return values.split() if "@" not in values else []
+
+    return "\n".join([
+        f"# {HEADER.format('PowerShell')}",
+        "# Install: walletctl completion powershell | Out-String | Invoke-Expression"
+        " (add the line to $PROFILE)",
+        *table("walletctlWords = @{", [(p, listed(n.names + args(n) + n.spellings))
+                                       for p, n in tree.items()]),
+        *table("walletctlGroups = @{", [(p, listed(n.names)) for p, n in tree.items()
+                                        if n.children]),
+        *table("walletctlValues = @{  # 'path|option' = values",
+               [(f"{p}|{o}", f"'{v}'") for p, n in tree.items() for o, v in n.takes.items()]),
+        PS_COMPLETER])
 
 
 RENDERERS: dict[str, Callable[[Tree], str]] = {
@@ -719,13 +692,10 @@ def shipped_script(shell: str) -> str:
     return shipped.read("completions", SHELLS[shell])
 
 
-_COMPLETION_HELP = "Print the shell completion script for bash, zsh, fish or powershell."
-
-
 def register(app: typer_t.Typer) -> None:
     import typer
 
-    @app.command("completion", help=_COMPLETION_HELP + """
+    @app.command("completion", help=COMMANDS["completion"][1] + """
 
     \b
     bash, in ~/.bashrc:

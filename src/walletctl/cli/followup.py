@@ -19,14 +19,18 @@ from walletctl.cli.common import (
     missing,
     print_dry_run,
     production_tag,
+    refuse_unconfirmed,
     terminal_prompt,
 )
 from walletctl.cli.registry import COMMANDS
-from walletctl.cli.state import get_state
+from walletctl.cli.state import ENV, State, get_state
 from walletctl.errors import AwaitingApprovalError, DeclinedError, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from walletctl.config.profile import Profile
+    from walletctl.ops.batch.job import BatchAsk, BatchDesk
     from walletctl.ops.redirect import FollowUpPlan
 
 Op = Literal["capture", "refund", "reverse"]
@@ -122,10 +126,9 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
                     "--batch takes its references and amounts from the file; "
                     "drop REF/--amount/--new-ref"
                 )
-            from walletctl.cli.batch import run_batch
             from walletctl.ops.batch.job import BatchAsk
 
-            raise typer.Exit(run_batch(ctx, BatchAsk(
+            raise typer.Exit(_batch(ctx, BatchAsk(
                 op=op, source=batch, journal=journal, resume=resume, concurrency=concurrency,
                 rate=rate, results=results, skip_invalid=skip_invalid,
                 max_failures=max_failures, batch_id=batch_id, dry_run=dry_run, yes=yes,
@@ -220,3 +223,52 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
 def _where(profile: Profile) -> str:
     """`` (profile prod, https://gw...)`` on a production profile's confirmation line."""
     return f" (profile {profile.name}, {profile.base_url})" if profile.is_production else ""
+
+
+def _batch(ctx: typer.Context, ask: BatchAsk) -> int:
+    """The batch (:func:`walletctl.ops.batch.job.batch`) given the operator's prompts;
+    returns an :class:`~walletctl.constants.ExitCode` value."""
+    from walletctl.ops.batch.job import batch
+    from walletctl.ops.batch.journal import BatchValidationError
+    from walletctl.render.approvals import render_filed
+    from walletctl.render.batch import render_batch, render_invalid_rows
+
+    state = get_state(ctx)
+    try:
+        with batch(ask, _desk(state, ask)) as result:
+            return render_batch(state.output_format, result)
+    except BatchValidationError as exc:
+        render_invalid_rows(exc)
+        raise
+    except AwaitingApprovalError as exc:  # filed, not sent: its id on stdout, then exit 12
+        render_filed(state.output_format, exc.approval)
+        raise
+
+
+def _desk(state: State, ask: BatchAsk) -> BatchDesk:
+    from walletctl.ops.batch.job import BatchDesk, profile_loader
+    from walletctl.render.batch import BatchWatch, render_note
+
+    def profile() -> Profile:
+        prof = state.profile()
+        if not ask.dry_run:  # a production profile in a pipe: refused before any file is read
+            refuse_unconfirmed(prof, ask.confirm_profile, action=f"run the {ask.op} batch "
+                               f"{ask.source}")
+        return prof
+
+    def confirm_names(profiles: Iterable[Profile], action: str, required: bool) -> bool:
+        return confirm_profiles(profiles, ask.confirm_profile, action=action,
+                                required=required)
+
+    return BatchDesk(profile=profile,
+                     load_profile=profile_loader(state.config_path, state.timeout),
+                     confirm_profiles=confirm_names, confirm_send=_confirm_send,
+                     note=render_note, watch=BatchWatch, ask_amount=terminal_prompt())
+
+
+def _confirm_send(op: str, rows: int, money: str) -> bool:
+    """A refund's or reversal's y/N on a terminal; without one, --yes is required."""
+    if not ENV.is_interactive():
+        raise UsageError(f"{op} batch of {rows} row(s) ({money}) needs confirmation",
+                         hint="pass --yes to confirm without a terminal")
+    return typer.confirm(f"{op.capitalize()} {rows} row(s), {money}?", default=False, err=True)

@@ -1,24 +1,30 @@
 """``walletctl history``: the audit log of money-moving actions (list, reconcile the
 unknown outcomes, verify and anchor the hash chain, check an evidence bundle, set up, the
-desk's policy)."""
+desk's policy); ``walletctl approve ID`` and ``walletctl approvals [show|refuse]``: four
+eyes (see docs/history.md "Approvals")."""
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from walletctl.cli.common import make_client, parse_when
+from walletctl.cli.common import (
+    confirm,
+    confirm_production,
+    make_client,
+    parse_when,
+    production_tag,
+)
 from walletctl.cli.registry import COMMANDS
-from walletctl.cli.state import State, get_state
+from walletctl.cli.state import ENV, State, get_state
 from walletctl.constants import Env, ExitCode
-from walletctl.errors import ConfigError, UnknownOutcomeError, UsageError
+from walletctl.errors import UnknownOutcomeError, UsageError
 
 if TYPE_CHECKING:
-    from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import Profile
+    from walletctl.history.approvals import Approval
     from walletctl.history.store import Entry, Filters, HistoryStore
 
 history_app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=False)
@@ -26,25 +32,18 @@ history_app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_i
 
 def register(app: typer.Typer) -> None:
     app.add_typer(history_app, name="history", help=COMMANDS["history"][1])
+    app.command("approve", help=COMMANDS["approve"][1])(approve)
+    app.add_typer(approvals_app, name="approvals", help=COMMANDS["approvals"][1])
 
 
 def _profile_or_none(st: State) -> Profile | None:
-    """The selected profile, or None when there is none to select (no profiles file yet,
-    or several and none chosen): the history then has its default place. A profiles file
-    that breaks a rule is an error, never a silent fall back to another history."""
     import os
 
-    from walletctl.config.profiles_file import config_path, load_file
+    from walletctl.config.profiles_file import config_path
+    from walletctl.ops.profile_view import profile_or_none
 
-    chosen = st.profile_name or os.environ.get(Env.PROFILE)
-    path = config_path(st.config_path)
-    if chosen is None and not path.exists():
-        return None
-    if chosen is None:
-        found = load_file(path)
-        if found.default_profile is None and len(found.profiles) != 1:
-            return None
-    return st.profile()
+    return profile_or_none(st.profile_name or os.environ.get(Env.PROFILE),
+                           config_path(st.config_path), st.profile)
 
 
 @history_app.callback(invoke_without_command=True)
@@ -131,56 +130,12 @@ def _filters(*, since: str | None, until: str | None, outcome: str | None, recon
 
 
 def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
-    from walletctl.config.profiles_file import load_profile
-    from walletctl.ops.money.earlier import reconcile
-
-    clients: dict[str, GatewayClient | str] = {}
-
-    def client_of(name: str) -> GatewayClient | str:
-        if name not in clients:
-            try:
-                prof = load_profile(name, st.config_path)
-            except ConfigError as exc:
-                clients[name] = f"profile {name}: {exc.message}"
-            else:
-                scoped = State(profile_name=prof.name, config_path=st.config_path,
-                               timeout=st.timeout, verbose=st.verbose)
-                clients[name] = make_client(scoped)
-        return clients[name]
-
-    def client_for(entry: Entry) -> GatewayClient | str:
-        """A client for the entry's merchant and store: its own profile's, else the
-        selected profile's; how either spells the gateway's URL does not matter. An entry
-        written before the history kept merchant ids needs its profile at its old URL."""
-        names = [entry.profile]
-        if entry.merchant_id is not None:
-            with contextlib.suppress(ConfigError):
-                names.append(st.profile().name)
-        why = f"profile {entry.profile} now points at another gateway"
-        for name in dict.fromkeys(names):
-            found = client_of(name)
-            if isinstance(found, str):
-                why = found
-                continue
-            prof = found.profile
-            if entry.merchant_id is None:
-                if prof.base_url == entry.base_url:
-                    return found
-            elif (prof.merchant_id, prof.store_id) == (entry.merchant_id, entry.store_id):
-                return found
-            else:
-                why = (f"no profile for merchant {entry.merchant_id} store {entry.store_id} "
-                       "(select one with -p)")
-        return why
-
-    try:
-        results = reconcile(store, entries, client_for)
-    finally:
-        for c in clients.values():
-            if not isinstance(c, str):
-                c.close()
+    from walletctl.ops.lookups import reconcile_unknown
     from walletctl.render.history import render_reconciled
 
+    results = reconcile_unknown(store, entries, selected=st.profile, connect=lambda name: (
+        make_client(State(profile_name=name, config_path=st.config_path, timeout=st.timeout,
+                          verbose=st.verbose))))
     render_reconciled(st.output_format, results)
     left = sum(1 for r in results if r.outcome == "unknown")
     if left:
@@ -327,3 +282,94 @@ def policy_unset(
 
     st = get_state(ctx)
     render_rulebook(st.output_format, change_policy(_profile_or_none(st), key, None))
+
+
+# --------------------------------------------------------------------------- four eyes
+
+approvals_app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=False)
+
+_ID = typer.Argument(min=1, help="The request's id (printed when it was filed).")
+
+
+@approvals_app.callback(invoke_without_command=True)
+def approvals(
+    ctx: typer.Context,
+    state: Annotated[str | None, typer.Option(
+        help="pending, approved, refused, spent or expired.")] = None,
+    since: Annotated[str | None, typer.Option(
+        help="Filed from this date/time (UTC) or duration ago (7d, 12h).")] = None,
+    every_merchant: Annotated[bool, typer.Option(
+        "--every-merchant", help="Also other merchants' and stores' requests.")] = False,
+) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    from walletctl.ops.desk import list_requests
+    from walletctl.render.approvals import render_approvals
+
+    st = get_state(ctx)
+    with list_requests(st.profile(), state=state,
+                       since=None if since is None else parse_when(since, "--since"),
+                       every_merchant=every_merchant) as listed:
+        render_approvals(st.output_format, listed.found, listed.now, where=listed.where)
+
+
+@approvals_app.command("show")
+def show(ctx: typer.Context, approval: Annotated[int, _ID]) -> None:
+    """Show one request in full: the exact movement (or batch file) and its state."""
+    from walletctl.ops.desk import show as show_request
+    from walletctl.render.approvals import render_request
+
+    st = get_state(ctx)
+    found, now = show_request(st.profile(), approval)
+    render_request(st.output_format, found, now)
+
+
+@approvals_app.command("refuse")
+def refuse(
+    ctx: typer.Context,
+    approval: Annotated[int, _ID],
+    reason: Annotated[str, typer.Option(help="Why (recorded; the requester sees it).")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Refuse another operator's request: it can then never be sent."""
+    _decide(ctx, approval, approve=False, reason=reason, yes=yes)
+
+
+def approve(
+    ctx: typer.Context,
+    approval: Annotated[int, _ID],
+    reason: Annotated[str | None, typer.Option(help="A note recorded with the approval.")] = None,
+    yes: Annotated[bool, typer.Option(
+        "--yes", "-y", help="Do not ask (scripts): the request is still checked.")] = False,
+    confirm_profile: Annotated[str | None, typer.Option(
+        help="The profile's name, required to approve against a production profile "
+        "without a terminal (on one it is typed).")] = None,
+) -> None:
+    _decide(ctx, approval, approve=True, reason=reason, yes=yes,
+            confirm_profile=confirm_profile)
+
+
+def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | None,
+            yes: bool, confirm_profile: str | None = None) -> None:
+    from walletctl.history.policy import clean_reason
+    from walletctl.ops.desk import decide
+    from walletctl.render.approvals import render_decided, render_request
+
+    st = get_state(ctx)
+    checked_reason = clean_reason(reason)
+    profile = st.profile()
+    verb = "approval" if approve else "refusal"
+
+    def ask(found: Approval, now: str) -> None:
+        if ENV.is_interactive() and (not yes or (approve and profile.is_production)):
+            render_request("table", found, now)  # in full, before the approver is asked
+        # a production profile's name, typed, replaces the y/N
+        if approve and confirm_production(profile, confirm_profile,
+                                          action=f"approve #{found.id} ({found.what()})"):
+            return
+        confirm(f"{production_tag(profile)}{'Approve' if approve else 'Refuse'} "
+                f"#{found.id}: {found.requester}'s {found.what()}", yes=yes,
+                action=f"{verb} of #{found.id}")
+
+    done = decide(profile, approval, approve=approve, reason=checked_reason, confirm=ask)
+    render_decided(st.output_format, done)

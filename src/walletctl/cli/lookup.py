@@ -1,11 +1,13 @@
 """``walletctl lookup``: every transaction record sharing a merchant reference, or with
-``--batch FILE|-`` a balance report of many on the batch engine."""
+``--batch FILE|-`` a balance report of many on the batch engine; ``walletctl order REF``:
+one order as the gateway and the history each tell it (exit 13 naming each
+disagreement)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -17,16 +19,14 @@ from walletctl.cli.common import (
     make_client,
     missing,
 )
+from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
-from walletctl.constants import ExitCode
 from walletctl.errors import UsageError
-
-if TYPE_CHECKING:
-    from walletctl.ops.batch.balance_report import Report
 
 
 def register(app: typer.Typer) -> None:
     app.command("lookup")(lookup)
+    app.command("order", help=COMMANDS["order"][1])(order)
 
 
 def lookup(
@@ -49,90 +49,38 @@ def lookup(
     max_failures: LookupFailures = 10,
 ) -> None:
     """Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV."""
-    if batch is not None:
+    st = get_state(ctx)
+    if batch is not None:  # a balance row per reference, on the batch engine
         if ref is not None:
             raise UsageError("--batch takes its references from the file; drop REF")
-        raise typer.Exit(_lookup_batch(
-            ctx, source=batch, open_only=open_only, older_than=older_than, states=state,
-            concurrency=concurrency, rate=rate, max_failures=max_failures))
+        from datetime import UTC, datetime
+
+        from walletctl.ops.batch.balance_report import Filters, LookupOptions
+        from walletctl.ops.batch.flow import check_flow_options
+        from walletctl.ops.lookups import balance_report
+        from walletctl.render.balances import BalanceWriter, lookup_progress
+
+        check_flow_options(concurrency, rate, max_failures)
+        filters = Filters(
+            open_only=open_only, older_than=_age(older_than) if older_than else None,
+            states=frozenset(s.strip().lower() for s in state or () if s.strip()),
+            now=datetime.now(UTC))
+        writer = BalanceWriter(st.output_format)
+        report, code = balance_report(
+            st.profile(), batch, filters,
+            LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures),
+            writer=writer.start, progress=lambda: lookup_progress(fmt=writer.fmt))
+        writer.finish(report)
+        raise typer.Exit(code)
     if ref is None:
         raise missing("lookup", "REF", "--batch FILE")
     from walletctl.models.inputs import check_inputs
     from walletctl.render.records import render_records
 
     check_inputs(references={"REF": ref})  # the request model's rule, before any lookup
-
-    st = get_state(ctx)
     with make_client(st) as client:
         records = client.lookup(ref)
     render_records(records, st.output_format, ref)
-
-
-def _lookup_batch(
-    ctx: typer.Context,
-    *,
-    source: Path,
-    open_only: bool,
-    older_than: str | None,
-    states: list[str] | None,
-    concurrency: int,
-    rate: float | None,
-    max_failures: int,
-) -> int:
-    import asyncio
-    import tempfile
-    from datetime import UTC, datetime
-
-    from walletctl.ops.batch.balance_report import (
-        BalanceReport,
-        Filters,
-        LookupOptions,
-        iter_refs,
-    )
-    from walletctl.ops.batch.flow import check_flow_options, stop_code, stopped_by_signals
-    from walletctl.ops.batch.input_rows import batch_input
-    from walletctl.render.balances import BalanceWriter, finish_report, lookup_progress
-
-    check_flow_options(concurrency, rate, max_failures)
-    filters = Filters(
-        open_only=open_only,
-        older_than=_age(older_than) if older_than else None,
-        states=frozenset(s.strip().lower() for s in states or () if s.strip()),
-        now=datetime.now(UTC),
-    )
-    st = get_state(ctx)
-    profile = st.profile()
-    fmt = st.output_format
-    with tempfile.TemporaryDirectory(prefix="walletctl-") as scratch:
-        path, name = batch_input(source, Path(scratch))
-        writer = BalanceWriter(fmt, title=f"Balances of the references in {name}")
-        options = LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures)
-
-        async def main() -> Report:
-            from walletctl.client.aio import AsyncGatewayClient
-
-            client = AsyncGatewayClient(profile, max_connections=concurrency)
-            engine = BalanceReport(client, options)
-            try:
-                with stopped_by_signals(engine.stop), \
-                        lookup_progress(fmt=fmt) as update:
-                    async for row in engine.rows(iter_refs(path)):
-                        update()
-                        if filters.keep(row):
-                            engine.report.add(row)
-                            writer.write(row)
-            finally:
-                await client.aclose()
-            return engine.report
-
-        report = asyncio.run(main())
-    finish_report(writer, report)
-    stopped = stop_code(report)
-    if stopped is not None:
-        return stopped
-    if report.errors:  # the report is complete, but some references have no balance
-        return int(ExitCode.DECLINED)
-    return int(ExitCode.OK)
 
 
 def _age(text: str) -> timedelta:
@@ -140,3 +88,40 @@ def _age(text: str) -> timedelta:
     if age is None:
         raise UsageError("--older-than: must be a number and a unit (s, m, h, d, w), e.g. 6d")
     return age
+
+
+def order(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(
+        help="The order's merchant reference (the original checkout's).")],
+    evidence: Annotated[Path | None, typer.Option(
+        "--evidence", metavar="FILE",
+        help="Also write the order's evidence bundle (JSON) to FILE: the view, the history's "
+             "events up to a head, approvals and findings; `walletctl history "
+             "check-evidence FILE` checks it offline.")] = None,
+    anchor: Annotated[Path | None, typer.Option(
+        "--anchor", metavar="FILE",
+        help="With --evidence: end the bundle's chain at the first head of this anchors "
+             "file (`walletctl history anchor` lines) at or after the order's last event.")
+    ] = None,
+) -> None:
+    from walletctl.models.inputs import check_inputs
+    from walletctl.ops.order import order_view
+    from walletctl.render.order import render_order
+
+    check_inputs(references={"REF": ref})  # the rule lookup and the money commands apply
+    if anchor is not None and evidence is None:
+        raise UsageError("--anchor: goes with --evidence FILE (the bundle it ends)")
+    from walletctl.ops.user_files import check_output
+
+    check_output(evidence, "--evidence")
+    st = get_state(ctx)
+    with make_client(st) as client:
+        if evidence is None:
+            view, written = order_view(st.profile(), client, ref), None
+        else:
+            from walletctl.ops.evidence import order_with_evidence
+
+            view, written = order_with_evidence(st.profile(), client, ref, evidence, anchor)
+    render_order(view, st.output_format, written)
+    raise typer.Exit(view.exit_code)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import click
 import typer
@@ -28,47 +28,25 @@ _PASS_THROUGH: tuple[type[BaseException], ...] = (
     *(c for c in typer.BadParameter.__mro__ if c.__name__ in ("ClickException", "TyperException")),
 )
 
-# Global options that may also be written after the command (`walletctl lookup REF -o json`):
-# option -> takes a value. They are moved in front of the command unless that command
-# defines an option of the same name itself (e.g. `smoke --profile`).
-GLOBAL_OPTIONS: dict[str, bool] = {
-    "--profile": True,
-    "-p": True,
-    "--config": True,
-    "--output": True,
-    "-o": True,
-    "--timeout": True,
-    "--verbose": False,
-    "-v": False,
-    "--debug": False,
-}
-
-
-def _own_options(command: Any) -> set[str]:
-    names: set[str] = set()
-    for param in getattr(command, "params", []):
-        names.update(getattr(param, "opts", []))
-        names.update(getattr(param, "secondary_opts", []))
-    return names
-
-
 def hoist_global_options(args: list[str], group: Any, ctx: click.Context) -> list[str]:
-    """Move global options given after the command name in front of it."""
-    position = _command_position(args)
+    """Move the global options given after the command name (`walletctl lookup REF -o json`)
+    in front of it, unless that command defines an option of the same name itself (e.g.
+    `smoke --profile`)."""
+    # the root's options but --version -> whether each takes a value
+    globals_ = {o: not p.is_flag for p in group.params if p.name != "version" for o in p.opts}
+    position = _command_position(args, globals_)
     if position is None or args[position] not in COMMANDS:
         return args
     command = group.get_command(ctx, args[position])
-    if command is None:
-        return args
     rest = args[position + 1 :]
-    hoisted, kept = _split_globals(rest, _command_options(command, rest))
+    hoisted, kept = _split_globals(rest, globals_, _command_options(command, rest))
     return args[:position] + hoisted + [args[position]] + kept
 
 
-def _command_position(args: list[str]) -> int | None:
+def _command_position(args: list[str], globals_: dict[str, bool]) -> int | None:
     """Where the first bare word is, when it is a command (a leading option's value is not)."""
     position = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
-    while position is not None and position > 0 and GLOBAL_OPTIONS.get(args[position - 1]):
+    while position is not None and position > 0 and globals_.get(args[position - 1]):
         position = next(
             (i for i in range(position + 1, len(args)) if not args[i].startswith("-")), None
         )
@@ -77,15 +55,14 @@ def _command_position(args: list[str]) -> int | None:
 
 def _command_options(command: Any, rest: list[str]) -> set[str]:
     """The options of ``command`` (and of its subcommand named in ``rest``): never hoisted."""
-    own = _own_options(command)
     sub_name = next((a for a in rest if not a.startswith("-")), None)
     sub = getattr(command, "commands", {}).get(sub_name) if sub_name else None
-    if sub is not None:
-        own |= _own_options(sub)
-    return own
+    return {name for cmd in (command, sub) if cmd is not None for param in cmd.params
+            for name in (*param.opts, *param.secondary_opts)}
 
 
-def _split_globals(rest: list[str], own: set[str]) -> tuple[list[str], list[str]]:
+def _split_globals(rest: list[str], globals_: dict[str, bool],
+                   own: set[str]) -> tuple[list[str], list[str]]:
     """(the global options in ``rest``, with their values; the words left for the command)."""
     hoisted: list[str] = []
     kept: list[str] = []
@@ -96,7 +73,7 @@ def _split_globals(rest: list[str], own: set[str]) -> tuple[list[str], list[str]
             kept.extend(rest[i:])
             break
         name, eq, _value = word.partition("=")
-        takes_value = GLOBAL_OPTIONS.get(name)
+        takes_value = globals_.get(name)
         if takes_value is None or name in own or (eq and not takes_value):
             kept.append(word)
         elif takes_value and not eq:
@@ -147,7 +124,6 @@ class _BoundaryGroup(TyperGroup):
 
     def invoke(self, ctx: click.Context) -> object:
         from walletctl.errors import WalletctlError
-        from walletctl.render.console import print_error
 
         try:
             return super().invoke(ctx)
@@ -157,31 +133,32 @@ class _BoundaryGroup(TyperGroup):
             # --debug adds the traceback; the exit code stays the documented one.
             from walletctl.cli.state import carry_options
 
-            _traceback_if_debug(ctx)
-            print_error(exc.message, carry_options(exc.hint, ctx.find_root().obj))
-            ctx.exit(int(exc.exit_code))
+            _fail(ctx, exc.exit_code, exc.message, carry_options(exc.hint, ctx.find_root().obj))
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM and SIGHUP (see run())
-            _traceback_if_debug(ctx)
-            print_error("interrupted")
-            ctx.exit(int(ExitCode.INTERRUPTED))
+            _fail(ctx, ExitCode.INTERRUPTED, "interrupted")
         except _PASS_THROUGH as exc:
             _shorten_click_message(exc)
             raise
         except Exception as exc:  # a bug: never a traceback (it could show secrets) unless --debug
-            _traceback_if_debug(ctx)
-            print_error(f"internal error: {type(exc).__name__}",
-                        "run again with --debug and report it")
-            ctx.exit(int(ExitCode.ERROR))
+            _fail(ctx, ExitCode.ERROR, f"internal error: {type(exc).__name__}",
+                  "run again with --debug and report it")
         except BaseException as exc:
             if type(exc).__name__ != "DeadlineExceeded":  # client.answer_guard's SIGALRM deadline
                 raise
             # the deadline fired outside the request it guards (between two steps)
-            _traceback_if_debug(ctx)
-            print_error("no answer within the deadline (twice the profile's timeout)",
-                        "if it was moving money, check with `walletctl lookup REF` before "
-                        "trying again; a larger timeout (--timeout) may help")
-            ctx.exit(int(ExitCode.NETWORK))
-        return None
+            _fail(ctx, ExitCode.NETWORK,
+                  "no answer within the deadline (twice the profile's timeout)",
+                  "if it was moving money, check with `walletctl lookup REF` before trying "
+                  "again; a larger timeout (--timeout) may help")
+
+
+def _fail(ctx: click.Context, code: int, message: str, hint: str | None = None) -> NoReturn:
+    """The error line (and the traceback, with --debug) of the exception being handled."""
+    from walletctl.render.console import print_error
+
+    _traceback_if_debug(ctx)
+    print_error(message, hint)
+    ctx.exit(int(code))
 
 
 def _shorten_click_message(exc: BaseException) -> None:

@@ -9,19 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from walletctl.cli.common import Yes
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import ENV, State, carry_options, command_line, get_state
-from walletctl.constants import PATH_KEYS
 from walletctl.errors import ConfigError, UsageError
 from walletctl.render.console import print_note
-
-if TYPE_CHECKING:
-    from walletctl.config.profile import Profile, ProfilesFile
 
 profile_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -30,88 +26,16 @@ def register(app: typer.Typer) -> None:
     app.add_typer(profile_app, name="profile", help=COMMANDS["profile"][1])
 
 
-def _selected_default(pf: ProfilesFile) -> str | None:
-    if pf.default_profile:
-        return pf.default_profile
-    return next(iter(pf.profiles)) if len(pf.profiles) == 1 else None
-
-
 @profile_app.command("list")
 def list_profiles(ctx: typer.Context) -> None:
     """List the profiles (name, base URL, merchant, store, auth, environment; * = default)."""
-    from walletctl.config.profiles_file import config_path, load_file
+    from walletctl.config.profiles_file import config_path
+    from walletctl.ops.profile_view import profile_rows
     from walletctl.render.profiles import render_profile_list
 
     state = get_state(ctx)
     path = config_path(state.config_path)
-    if not path.exists():
-        render_profile_list(state.output_format, None, path)
-        return
-    pf = load_file(path)
-    default = _selected_default(pf)
-    rows = [
-        {
-            "name": p.name,
-            "default": p.name == default,
-            "base_url": p.base_url,
-            "merchant_id": p.merchant_id,
-            "store_id": p.store_id,
-            "auth": p.auth.scheme,
-            "environment": p.environment,
-        }
-        for p in pf.profiles.values()
-    ]
-    render_profile_list(state.output_format, rows, path)
-
-
-def _profile_settings(profile: Profile, default: str | None) -> dict[str, Any]:
-    """Every setting of ``profile`` for display; secret sources described, never read out."""
-    from walletctl.config.profile import REDIRECT_KEYS
-    from walletctl.config.secrets import (
-        describe_secret_source,
-        describe_service_secret_source,
-    )
-    auth = profile.auth
-    return {
-        "name": profile.name,
-        "file": str(profile.source) if profile.source else None,
-        "default": profile.name == default,
-        "base_url": profile.base_url,
-        "merchant_id": profile.merchant_id,
-        "store_id": profile.store_id,
-        "user_id": profile.user_id,
-        "amount_format": profile.amount_format,
-        "currency": profile.currency,
-        "timeout": profile.timeout,
-        "timezone": profile.timezone,
-        "environment": profile.environment,
-        "auth": {
-            "scheme": auth.scheme,
-            "header": auth.header,
-            "username": auth.username,
-            "secret": describe_secret_source(profile),
-            "service_secret": describe_service_secret_source(profile),
-        },
-        "paths": {key: profile.path(key) for key in PATH_KEYS},
-        "paths_overridden": sorted(profile.paths),
-        "redirects": {key: profile.redirects.get(key) for key in REDIRECT_KEYS},
-        "history": _history_settings(profile),
-    }
-
-
-def _history_settings(profile: Profile) -> dict[str, Any]:
-    """The history's place and the desk's rules (``profile set NAME history.KEY``)."""
-    history = profile.history
-    return {
-        "enabled": history.enabled,
-        "path": str(history.path) if history.path else None,
-        "url": history.url,  # never holds a password (refused when loaded)
-        "require_reason": ", ".join(history.require_reason) or None,
-        "limits": dict(history.limits),
-        "approvals": dict(history.approvals),
-        "approval_hours": history.approval_hours,
-        "duplicate_window": history.duplicate_window,
-    }
+    render_profile_list(state.output_format, profile_rows(path), path)
 
 
 @profile_app.command("show")
@@ -122,14 +46,13 @@ def show(
     ] = None,
 ) -> None:
     """Show every setting of a profile; the secret's source is described, never the secret."""
-    from walletctl.config.profiles_file import config_path, load_file, select_profile
+    from walletctl.config.profiles_file import config_path
+    from walletctl.ops.profile_view import profile_settings
     from walletctl.render.profiles import render_profile
 
     state = get_state(ctx)
-    pf = load_file(config_path(state.config_path))
-    profile = select_profile(pf, name or state.profile_name)
-    settings = _profile_settings(profile, _selected_default(pf))
-    render_profile(state.output_format, profile.name, settings)
+    found, settings = profile_settings(config_path(state.config_path), name or state.profile_name)
+    render_profile(state.output_format, found, settings)
 
 
 def _ask_ids(missing: list[tuple[str, str]]) -> dict[str, str]:

@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Show the transaction and its follow-ups (spec 2.5) as a table, JSON, NDJSON or CSV.",
     ),
     "order": (
-        "order",
+        "lookup",
         "One order: the gateway's records, the history's entries, approvals, recon findings, "
         "the balance and a verdict; exit 13 naming each disagreement.",
     ),
@@ -59,11 +59,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "file, or a team's shared PostgreSQL database.",
     ),
     "approve": (
-        "approvals",
+        "history",
         "Approve another operator's request to move money above the profile's approval "
         "amount (four eyes).",
     ),
-    "approvals": ("approvals", "List approval requests (four eyes); show one, or refuse one."),
+    "approvals": ("history", "List approval requests (four eyes); show one, or refuse one."),
     "recon": (
         "recon",
         "Reconcile the history (and batch journals) with the gateway over a time window: "
@@ -81,17 +81,11 @@ def load_command(name: str) -> Any:
     entry = COMMANDS.get(name)
     if entry is None:
         return None
-    module = importlib.import_module(f"walletctl.cli.{entry[0]}")
     holder = typer.Typer(rich_markup_mode=None, add_completion=False)
-    module.register(holder)
-    if not (holder.registered_commands or holder.registered_groups):
-        return None
+    importlib.import_module(f"walletctl.cli.{entry[0]}").register(holder)
     built = typer.main.get_command(holder)
     finite_floats(built)  # nan / inf refused by every float option (--timeout, --rate, ...)
-    commands = getattr(built, "commands", None)
-    command = commands.get(name) if commands is not None else built
-    if command is None or command.name != name:
-        return None
+    command = built.commands[name] if isinstance(built, click.Group) else built
     command.epilog = epilog(name) or command.epilog  # the money commands' --help examples
     return command
 

@@ -26,15 +26,23 @@ def totals_dict(report: Report) -> dict[str, dict[str, Any]]:
 
 
 class BalanceWriter:
-    """The rows as they arrive (a table keeps the first :data:`TABLE_ROWS`)."""
+    """The rows as they arrive (a table keeps the first :data:`TABLE_ROWS`), then the totals
+    and the summary; on stderr, the references folded and why the run stopped."""
 
-    def __init__(self, fmt: str, *, title: str) -> None:
+    def __init__(self, fmt: str) -> None:
         self.fmt = fmt
-        self.title = title
+        self.title = ""
         self._kept: list[BalanceRow] = []
         self._more = 0
-        self._stream = None if fmt == "table" else RowStream(
-            fmt, columns=COLUMNS, key="rows" if fmt == "json" else None)
+        self._stream: RowStream | None = None
+
+    def start(self, name: str) -> Callable[[BalanceRow], None]:
+        """Begin the report on the input ``name``; returns the function a row goes to."""
+        self.title = f"Balances of the references in {name}"
+        if self.fmt != "table":
+            self._stream = RowStream(self.fmt, columns=COLUMNS,
+                                     key="rows" if self.fmt == "json" else None)
+        return self.write
 
     def write(self, row: BalanceRow) -> None:
         if self._stream is not None:
@@ -44,7 +52,9 @@ class BalanceWriter:
         else:
             self._more += 1
 
-    def finish(self, report: Report, summary: dict[str, Any]) -> None:
+    def finish(self, report: Report) -> None:
+        summary = {"references": report.references, "duplicates_folded": report.duplicates,
+                   "shown": report.shown, "errors": report.errors, **run_summary(report)}
         totals = totals_dict(report)
         if self._stream is not None:
             self._stream.close({"totals": totals, "summary": summary}
@@ -59,6 +69,12 @@ class BalanceWriter:
         elif self.fmt == "table":
             self._table(totals, summary)
             sys.stdout.flush()
+        for line, ref, first in report.folded:
+            print_note(f"line {line}: {ref} repeats line {first}: looked up and counted once")
+        if report.duplicates > len(report.folded):
+            print_note(f"... {report.duplicates - len(report.folded)} more repeated "
+                       "reference(s) folded")
+        print_stopped(report.fatal, report.fatal_hint)
 
     def _table(self, totals: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
         console = out()
@@ -146,18 +162,3 @@ def lookup_progress(what: str = "references", *,
     with progress:
         yield lambda: progress.advance(task)
 
-
-def finish_report(writer: BalanceWriter, report: Report) -> None:
-    """The totals and summary after the rows; on stderr, the references folded and why the
-    run stopped."""
-    summary = {
-        "references": report.references, "duplicates_folded": report.duplicates,
-        "shown": report.shown, "errors": report.errors, **run_summary(report),
-    }
-    writer.finish(report, summary)
-    for line, ref, first in report.folded:
-        print_note(f"line {line}: {ref} repeats line {first}: looked up and counted once")
-    if report.duplicates > len(report.folded):
-        print_note(f"... {report.duplicates - len(report.folded)} more repeated reference(s) "
-                   "folded")
-    print_stopped(report.fatal, report.fatal_hint)

@@ -25,6 +25,8 @@ DRY_RUN_TABLE_ROWS = 20
 NAMED_ON_STDERR = 5  # refused / unknown rows named on stderr (all of them go to --results)
 MAX_SHOWN = 20  # invalid rows listed on stderr
 
+render_note = print_note  # the batch's notes (rows skipped, a run resumed) on stderr
+
 
 def render_batch(output_format: str, result: BatchResult) -> int:
     """The batch's output (a dry run's rows, or the run's summary); returns its exit code."""

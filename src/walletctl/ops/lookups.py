@@ -1,0 +1,111 @@
+"""Orders looked up at the gateway outside a movement: ``lookup --batch``'s balance report,
+and ``history --unknown --reconcile`` with a client for each entry's merchant."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from walletctl.constants import ExitCode
+from walletctl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from walletctl.client.gateway import GatewayClient
+    from walletctl.config.profile import Profile
+    from walletctl.history.store import Entry, HistoryStore
+    from walletctl.ops.batch.balance_report import BalanceRow, Filters, LookupOptions, Report
+    from walletctl.ops.money.earlier import Reconciled
+
+
+def balance_report(profile: Profile, source: Path, filters: Filters, options: LookupOptions,
+                   *, writer: Callable[[str], Callable[[BalanceRow], Any]],
+                   progress: Callable[[], AbstractContextManager[Callable[[], None]]]
+                   ) -> tuple[Report, int]:
+    """Look up every reference of ``source`` (a file, or ``-``: stdin); each row the
+    filters keep goes to ``writer(the input's name)``. (The report, its exit code.)"""
+    import asyncio
+    import tempfile
+
+    from walletctl.client.aio import AsyncGatewayClient
+    from walletctl.ops.batch.balance_report import BalanceReport, iter_refs
+    from walletctl.ops.batch.flow import stop_code, stopped_by_signals
+    from walletctl.ops.batch.input_rows import batch_input
+
+    with tempfile.TemporaryDirectory(prefix="walletctl-") as scratch:
+        path, name = batch_input(source, Path(scratch))
+        write = writer(name)
+
+        async def run() -> Report:
+            client = AsyncGatewayClient(profile, max_connections=options.concurrency)
+            engine = BalanceReport(client, options)
+            try:
+                with stopped_by_signals(engine.stop), progress() as tick:
+                    async for row in engine.rows(iter_refs(path)):
+                        tick()
+                        if filters.keep(row):
+                            engine.report.add(row)
+                            write(row)
+            finally:
+                await client.aclose()
+            return engine.report
+
+        report = asyncio.run(run())
+    stopped = stop_code(report)
+    if stopped is not None:
+        return report, stopped
+    # complete, but some references have no balance
+    return report, int(ExitCode.DECLINED if report.errors else ExitCode.OK)
+
+
+def reconcile_unknown(store: HistoryStore, entries: list[Entry], *,
+                      selected: Callable[[], Profile],
+                      connect: Callable[[str], GatewayClient]) -> list[Reconciled]:
+    """Look each entry up with the client (``connect(profile name)``) of its merchant and
+    store: its own profile's, else the ``selected`` profile's; how either spells the
+    gateway's URL does not matter. An entry written before the history kept merchant ids
+    needs its profile at its old URL."""
+    from walletctl.ops.money.earlier import reconcile
+
+    clients: dict[str, GatewayClient | str] = {}
+
+    def client_of(name: str) -> GatewayClient | str:
+        if name not in clients:
+            try:
+                clients[name] = connect(name)
+            except ConfigError as exc:
+                clients[name] = f"profile {name}: {exc.message}"
+        return clients[name]
+
+    def client_for(entry: Entry) -> GatewayClient | str:
+        names = [entry.profile]
+        if entry.merchant_id is not None:
+            with contextlib.suppress(ConfigError):
+                names.append(selected().name)
+        why = f"profile {entry.profile} now points at another gateway"
+        for name in dict.fromkeys(names):
+            found = client_of(name)
+            if isinstance(found, str):
+                why = found
+                continue
+            prof = found.profile
+            if entry.merchant_id is None:
+                if prof.base_url == entry.base_url:
+                    return found
+            elif (prof.merchant_id, prof.store_id) == (entry.merchant_id, entry.store_id):
+                return found
+            else:
+                why = (f"no profile for merchant {entry.merchant_id} store {entry.store_id} "
+                       "(select one with -p)")
+        return why
+
+    try:
+        return reconcile(store, entries, client_for)
+    finally:
+        for c in clients.values():
+            if not isinstance(c, str):
+                c.close()
+
