@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from walletctl.history.chain import ALL, COLUMN_TYPES, LATER
-from walletctl.history.store import HistoryStore, Intent, StorageError, Transaction
+from walletctl.history.store import HistoryStore, StorageError
 
 _COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in ALL)  # a new file has them all
 SCHEMA = f"""
@@ -255,9 +255,3 @@ class SqliteHistory(HistoryStore):
             if isinstance(exc, sqlite3.Error):
                 raise StorageError(f"history {self.where}: {exc}") from None
             raise
-
-    def _check_rulebook(self, tx: Transaction, begun: list[tuple[Intent, int]]) -> None:
-        """The desk's rulebook, checked by the store (a PostgreSQL trigger checks it there)."""
-        from walletctl.history.rulebook import refuse_forbidden
-
-        refuse_forbidden(self, tx, begun)

@@ -1,18 +1,12 @@
 """The history's storage: an append-only, hash-chained event log, and its one interface.
 
-Each money-moving action is an *entry*: a ``begin`` event written (and committed) before the
-request leaves, then a ``complete`` event when its outcome is known (a re-run or
-``history --unknown --reconcile`` may add later ones). Events are never updated or deleted,
-so every event carries ``hash = sha256(prev_hash + canonical(event))``: an edited, deleted or
-reordered event breaks the chain and :meth:`HistoryStore.verify` names the first broken one.
-
-:class:`HistoryStore` is that interface and everything the two backends share (queries,
-identity, chain walking); :class:`~walletctl.history.sqlite.SqliteHistory` (one person's
-file) and :class:`~walletctl.history.postgres.PostgresHistory` (a team's shared database)
-supply a connection, a write transaction under the chain's lock and their schema. Appends
-read the chain's tip and insert under that lock, so concurrent writers extend one chain and
-none is lost. Only plain text values are stored: callers pass references, amounts and
-reasons, never keys or card data.
+Each money-moving action is an *entry*: a ``begin`` event committed before the request
+leaves, then ``complete`` events once its outcome is known. Events are never updated or
+deleted; each carries ``hash = sha256(prev_hash + canonical(event))``, so an edited, deleted
+or reordered event breaks the chain (:meth:`HistoryStore.verify`). :class:`HistoryStore`
+holds everything the two backends share; :mod:`~walletctl.history.sqlite` and
+:mod:`~walletctl.history.postgres` supply a connection, a write under the chain's lock and
+their schema. Only plain text is stored: references, amounts and reasons, never secrets.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from walletctl.errors import ConfigError
 from walletctl.history.chain import (
@@ -44,9 +38,12 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
     Outcome,
 )
 
+if TYPE_CHECKING:
+    from walletctl.history.postgres import AdvisoryLocks
+
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",
-           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "SharedLocks",
-           "StorageError", "Transaction", "WriteHook", "chunks"]
+           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "StorageError",
+           "Transaction", "WriteHook", "chunks"]
 
 T = TypeVar("T")
 
@@ -64,24 +61,6 @@ class Head:
 class StorageError(ConfigError):
     """The history's backend failed (the file, the database server, the connection): one
     line naming where, never a password; like every profile/environment problem, exit 3."""
-
-
-class SharedLocks(Protocol):
-    """Per-original locks kept by a shared history, seen by every operator's machine."""
-
-    def try_acquire(self, key: str) -> bool: ...
-
-    def release(self, key: str) -> None: ...
-
-    def holder(self, key: str) -> str | None:
-        """Who holds ``key`` now (role and what it is doing), if that can be told."""
-        ...
-
-    def try_acquire_many(self, keys: list[str]) -> list[bool]:
-        """:meth:`try_acquire` for many keys in one round trip (a batch's rows)."""
-        ...
-
-    def release_many(self, keys: list[str]) -> None: ...
 
 
 # References looked up per query (the duplicate check, a batch's probe). Small enough that
@@ -145,13 +124,9 @@ WriteHook = Callable[[Transaction, list[int]], None]
 
 
 class HistoryStore:
-    """One open history: the interface every caller uses, whichever backend is behind it.
-
-    A backend supplies ``read`` (rows of one query), ``_write`` (a transaction holding the
-    chain's lock, yielding its connection) and ``where`` (how it is named in messages: a
-    file's path, or a database URL without its password). ``chained=False`` is the minimal
-    intent store (history off): the same table, but a completed entry's events are deleted
-    instead of kept."""
+    """One open history, whichever backend supplies ``read``, ``_write`` (a transaction
+    under the chain's lock) and ``where`` (a path, or a URL without its password).
+    ``chained=False``: the intent store (history off), where a completed entry is deleted."""
 
     where: str = ""
     chained: bool = True
@@ -191,7 +166,7 @@ class HistoryStore:
         """Whether this connection may change the desk's policy (a local file: its owner)."""
         return True
 
-    def shared_locks(self) -> SharedLocks | None:
+    def shared_locks(self) -> AdvisoryLocks | None:
         """The desk's per-original locks, when this history is shared (else None)."""
         return None
 
@@ -255,12 +230,11 @@ class HistoryStore:
                 ids.append(begun)
             if hook is not None:
                 hook(tx, ids)
-            self._check_rulebook(tx, new)
-            return ids
+            if not self.shared:  # a shared history's database checks the rulebook itself
+                from walletctl.history.rulebook import refuse_forbidden
 
-    def _check_rulebook(self, tx: Transaction, begun: list[tuple[Intent, int]]) -> None:
-        """Refuse (raise) a movement of ``begun`` the desk's rulebook forbids, rolling the
-        write back: a backend whose database does not check it itself (a local file)."""
+                refuse_forbidden(self, tx, new)
+            return ids
 
     def _begun(self, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
         """The entries already begun to send these intents' movements, by identity: one
