@@ -67,30 +67,30 @@ def check_policy(
     found = amount_rule(limits, operation, currency)
     if found is None or amount <= found:
         return
-    limit = f"{found:f}"
+    head = f"{operation} of {money} refused by {where}: above its limit of {found:f} {currency} "
+    _confirm(head, head, "amount", shown, currency, amount, reason=reason,
+             confirm_amount=confirm_amount, ask=ask, question=(
+                 f"{operation.capitalize()} of {money} is above {where}'s limit of {found:f}. "
+                 "Type the amount to confirm"))
+
+
+def _confirm(head: str, mismatch_head: str, word: str, shown: str, currency: str,
+             amount: Decimal, *, reason: str | None, confirm_amount: str | None,
+             ask: Callable[[str], str] | None, question: str) -> None:
+    """Above a limit: a reason, and the ``word`` (amount or total) typed to confirm (asked
+    on a terminal, ``confirm_amount`` without one); each missing one refused."""
     if reason is None:
-        raise PolicyRefusal(
-            f"{operation} of {money} refused by {where}: above its limit of {limit} {currency} "
-            "a reason is required; nothing was sent",
-            hint='add --reason "why" and confirm the amount',
-        )
+        raise PolicyRefusal(f"{head}a reason is required; nothing was sent",
+                            hint=f'add --reason "why" and confirm the {word}')
     typed = confirm_amount
     if typed is None and ask is not None:
-        typed = ask(
-            f"{operation.capitalize()} of {money} is above {where}'s limit of {limit}. "
-            "Type the amount to confirm"
-        )
+        typed = ask(question)
     if typed is None:
-        raise PolicyRefusal(
-            f"{operation} of {money} refused by {where}: above its limit of {limit} {currency} "
-            "the amount must be typed to confirm; nothing was sent",
-            hint=f"without a terminal, pass --confirm-amount {shown}",
-        )
+        raise PolicyRefusal(f"{head}the {word} must be typed to confirm; nothing was sent",
+                            hint=f"without a terminal, pass --confirm-amount {shown}")
     if not typed_amount_is(typed, amount):
-        raise PolicyRefusal(
-            f"{operation} of {money} refused by {where}: above its limit of {limit} {currency} "
-            f"the confirmed amount {typed.strip()[:40]!r} is not {money}; nothing was sent"
-        )
+        raise PolicyRefusal(f"{mismatch_head}the confirmed {word} {typed.strip()[:40]!r} is "
+                            f"not {shown} {currency}; nothing was sent")
 
 
 def _shown(amount: Decimal, currency: str) -> str:
@@ -141,25 +141,9 @@ def check_batch_policy(
     ((currency, (_rows, amount)),) = above.items()
     stated = (f"{count} row{'s' if count != 1 else ''} of {operation} above "
               f"{_limit_words(limits, currency)} total {amount:f} {currency}")
-    if reason is None:
-        raise PolicyRefusal(
-            f"{operation} batch refused: {stated}; a reason is required; nothing was sent",
-            hint='add --reason "why" and confirm the total',
-        )
-    typed = confirm_amount
-    if typed is None and ask is not None:
-        typed = ask(f"{stated}. Type the total to confirm")
-    if typed is None:
-        raise PolicyRefusal(
-            f"{operation} batch refused: {stated}; the total must be typed to confirm; "
-            "nothing was sent",
-            hint=f"without a terminal, pass --confirm-amount {amount:f}",
-        )
-    if not typed_amount_is(typed, amount):
-        raise PolicyRefusal(
-            f"{operation} batch refused: the confirmed total {typed.strip()[:40]!r} is not "
-            f"{amount:f} {currency}; nothing was sent"
-        )
+    _confirm(f"{operation} batch refused: {stated}; ", f"{operation} batch refused: ", "total",
+             f"{amount:f}", currency, amount, reason=reason, confirm_amount=confirm_amount,
+             ask=ask, question=f"{stated}. Type the total to confirm")
 
 
 def _limit_words(limits: dict[str, str], currency: str | None) -> str:

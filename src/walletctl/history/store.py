@@ -201,12 +201,9 @@ class HistoryStore:
     def append_many(self, intents: Iterable[Intent],
                     completions: Iterable[tuple[int, Completion]], *,
                     hook: WriteHook | None = None) -> list[int]:
-        """Completions, then intents, in ONE transaction (the chain's tip is read once):
-        the intents' entry ids. What a batch writes per group of sends.
-
-        One entry per money movement: an intent to send what an entry already records (the
-        same merchant, store, operation and reference, begun to be sent) is given that
-        entry's id instead of a new entry, whichever process, journal or resume asks."""
+        """Completions, then intents, in ONE transaction: the intents' entry ids. An intent
+        to send what an entry already records (:func:`_identity`) is given that entry's id:
+        one entry per money movement, whichever process, journal or resume asks."""
         todo = list(intents)
         done = list(completions)
         with self.transaction(chain=True) as tx:
@@ -237,9 +234,8 @@ class HistoryStore:
             return ids
 
     def _begun(self, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
-        """The entries already begun to send these intents' movements, by identity: one
-        query per REFS_PER_QUERY references (a batch's group of sends: a few queries, not one
-        per intent)."""
+        """The entries already begun to send these intents' movements, by identity (one
+        query per REFS_PER_QUERY references)."""
         refs = sorted({key[3] if key[3] is not None else key[4]
                        for key in map(_identity, intents) if key})
         found: dict[tuple[Any, ...], int] = {}
@@ -342,9 +338,8 @@ class HistoryStore:
 
     def unresolved(self, *, merchant_id: str, store_id: str, operation: str,
                    original_ref: str, legacy: tuple[str, str] | None = None) -> list[Entry]:
-        """Entries of this operation on the merchant's ``original_ref`` whose outcome is
-        still unknown, whichever profile or URL spelling made them. ``legacy`` (profile
-        name, base URL) also matches entries written before the history kept merchant ids."""
+        """Entries of this operation on the merchant's ``original_ref`` still unknown;
+        ``legacy`` (profile, base URL) matches entries written without merchant ids."""
         found = self.entries(
             Filters(operation=operation, outcome="unknown", original_ref=original_ref))
         return [e for e in found if (e.merchant_id, e.store_id) == (merchant_id, store_id)
@@ -352,16 +347,14 @@ class HistoryStore:
 
     def touched(self, *, operation: str, original_ref: str, batch_id: str,
                 since: str) -> bool:
-        """Whether any entry of this operation on ``original_ref`` from outside the batch
-        was sent (begun, whatever became of it) or began at or after ``since``: one indexed
-        probe, so that a batch row with nothing of the kind keeps its one round trip."""
+        """Whether an entry of this operation on ``original_ref`` from outside the batch was
+        sent (whatever became of it) or began at or after ``since`` (one indexed probe)."""
         return bool(self.touched_many(operation=operation, original_refs=[original_ref],
                                       batch_id=batch_id, since=since))
 
     def touched_many(self, *, operation: str, original_refs: list[str], batch_id: str,
                      since: str) -> set[str]:
-        """:meth:`touched` for many originals at once (a batch's group of rows): the ones
-        touched, in one query per REFS_PER_QUERY."""
+        """:meth:`touched` for many originals at once: the ones touched."""
         found: set[str] = set()
         for chunk, marks in chunks(original_refs, REFS_PER_QUERY):
             found.update(str(row[0]) for row in self.read(
@@ -380,9 +373,7 @@ class HistoryStore:
                 and (e.merchant_id, e.store_id) == (merchant_id, store_id)]
 
     def head(self) -> Head | None:
-        """The newest event (None: no event yet). ``history anchor`` prints it, so that a
-        team can keep it elsewhere: deleting the newest events, or recomputing the whole
-        chain, leaves a chain intact in itself, and only a head kept outside shows it."""
+        """The newest event (None: no event yet), which ``history anchor`` prints."""
         row = self.read_one("SELECT seq, entry, hash, time FROM events "
                         "WHERE seq = (SELECT MAX(seq) FROM events)")
         return Head(int(row[0]), int(row[1]), str(row[2]), str(row[3])) if row else None
@@ -394,8 +385,7 @@ class HistoryStore:
         return found is not None
 
     def hashes(self, events: Iterable[int]) -> dict[int, str]:
-        """The hash of each of these numbered events that is still here (one query per
-        500 numbers: an anchors file a nightly job has appended to for years)."""
+        """The hash of each of these numbered events that is still here."""
         found: dict[int, str] = {}
         for chunk, marks in chunks(sorted(set(events))):
             found.update((int(seq), str(digest)) for seq, digest in self.read(
@@ -403,7 +393,7 @@ class HistoryStore:
         return found
 
     def event_span(self, entries: list[int]) -> tuple[int, int]:
-        """The first and the last event of these entries (one indexed query per 500)."""
+        """The first and the last event of these entries."""
         first, last = None, None
         for chunk, marks in chunks(entries):
             row = self.read_one(f"SELECT MIN(seq), MAX(seq) FROM events WHERE entry IN ({marks})",  # noqa: S608 - placeholders only
@@ -416,8 +406,7 @@ class HistoryStore:
         return first, last
 
     def chain_events(self, first: int, last: int) -> Iterator[dict[str, Any]]:
-        """The events numbered ``first`` to ``last`` as they are stored (every hashed
-        column, ``prev_hash`` and ``hash``), read a row at a time."""
+        """The events numbered ``first`` to ``last`` as stored, read a row at a time."""
         names = ("seq", *ALL, "prev_hash", "hash")
         sql = SELECT_EVENTS.replace(" ORDER BY seq", " AND seq <= ? ORDER BY seq")
         for row in self.read(sql, (first - 1, last), stream=True):
@@ -428,9 +417,8 @@ class HistoryStore:
         return True
 
     def spent_undecided(self) -> list[int] | None:
-        """Approvals spent with no approving decision in the chain (the decision's event
-        was deleted, or the row was edited), by id; None when this role may not read the
-        approvals (an auditor granted the events only)."""
+        """Approvals spent with no approving decision in the chain, by id; None when this
+        role may not read the approvals (an auditor granted the events only)."""
         if not self._may_read("approvals"):
             return None
         return [int(row[0]) for row in self.read(
@@ -440,9 +428,8 @@ class HistoryStore:
 
     def verify(self, after: tuple[int, str] | None = None) -> tuple[int, Broken | None]:
         """Walk the chain: (events checked, the first broken one or None). ``after``: an
-        event already verified, (its number, its hash as kept outside): only the events
-        after it are walked, the first of them checked against that hash; the events up
-        to it are not read (an index range: the cost is the events added since)."""
+        event already verified (its number, its hash kept outside): only the events after
+        it are read, the first of them checked against that hash."""
         start, prev = after if after is not None else (0, GENESIS)
         expected = start + 1
         count = 0
