@@ -1,12 +1,7 @@
-"""Recon's findings kept in the history: recorded once, resolved once, with a note.
-
-``recon --record`` files each mismatch as a *finding*, identified by what it is about
-(merchant, store, kind, reference, the history entry it concerns): one already on file is
-not filed again. Each step (operation ``finding``, then ``resolve``) is an entry of the
-chain in the same transaction as its row, and a finding's id is the entry that recorded it.
-A finding is resolved once, by someone other than whoever made the movement it concerns; a
-resolved one is not reported as new. On PostgreSQL the database keeps these rules too
-(``migrations/V5.sql``); docs/history.md, "Findings on file", describes them.
+"""Recon's findings kept in the history: recorded once, resolved once, with a note, each
+step an entry of the chain in the same transaction as its row (a finding's id is the entry
+that recorded it). On PostgreSQL the database keeps the same rules (``migrations/V5.sql``);
+docs/history.md, "Findings on file", describes them.
 """
 
 from __future__ import annotations

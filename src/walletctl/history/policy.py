@@ -1,8 +1,6 @@
 """The desk's rules from a profile's ``[history]`` table (``require_reason``, ``limits``),
-enforced before anything is sent, for a single movement (:func:`check_policy`) and for a
-batch, whose typed amount is the total of its rows above the limit
-(:func:`check_batch_policy`). A breach raises :class:`PolicyRefusal` (a pre-flight
-refusal, exit 5), recorded as ``refused``. docs/history.md, "Desk rules", has the rules.
+enforced before anything is sent; a breach raises :class:`PolicyRefusal` (exit 5), recorded
+as ``refused``. docs/history.md, "Desk rules", has the rules.
 """
 
 from __future__ import annotations
@@ -114,14 +112,9 @@ def check_batch_policy(
     confirm_amount: str | None,
     ask: Callable[[str], str] | None,
 ) -> None:
-    """:func:`check_policy` for a batch, before any of its rows is sent.
-
-    ``reason_required`` (the operation is in the ``require_reason`` of ``profile_name``, a
-    profile of the batch) needs ``reason``. Rows above their profile's limit (``above``:
-    currency -> (rows, total); ``limits``: profile -> its limit, for the profiles of those
-    rows) need ``reason`` and the TOTAL of those rows typed to confirm (asked on a terminal,
-    ``confirm_amount`` without one). One total confirms one currency: rows above the limit
-    in several currencies are refused (split the file by currency)."""
+    """:func:`check_policy` for a batch, before any of its rows is sent: rows above their
+    profile's limit (``above``: currency -> (rows, total); ``limits``: profile -> its limit)
+    need a reason and their TOTAL typed to confirm, one currency at a time."""
     if reason_required and reason is None:
         raise PolicyRefusal(
             f"{operation} refused by profile {profile_name}: a reason is required; nothing "

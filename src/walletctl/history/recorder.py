@@ -18,7 +18,7 @@ import getpass
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -96,14 +96,8 @@ class Recording:
     extra: dict[str, str | None] = field(default_factory=dict)
 
     def planned(self, new_ref: str | None, amount: Decimal | None, currency: str | None) -> None:
-        from dataclasses import replace
-
-        self.intent = replace(
-            self.intent,
-            new_ref=new_ref,
-            amount=major_text(amount, currency),
-            currency=currency,
-        )
+        self.intent = replace(self.intent, new_ref=new_ref, amount=major_text(amount, currency),
+                              currency=currency)
 
     def sending(self, hook: WriteHook | None = None) -> None:
         """Commit the intent: from here on, a crash leaves the entry ``unknown``. ``hook``
@@ -145,8 +139,6 @@ class Recording:
         if self.entry is None:
             if outcome != "refused":  # nothing sent and nothing refused: not an action
                 return
-            from dataclasses import replace
-
             self.store.begin(replace(self.intent, outcome=outcome, exit_code=exit_code,
                                      note=note))
             return

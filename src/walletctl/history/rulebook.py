@@ -1,10 +1,7 @@
-"""The desk's rulebook: its policy kept in the history store (the team's database, or the
-local file), changed only by the store's owner, each change an entry of the chain. Its keys
-(``approvals.<op>[.<CUR>]``, ``limits.<op>[.<CUR>]``, ``require_reason``,
-``duplicate_window``, ``approval_hours``) and their meaning: docs/history.md, "The desk's
-policy". A profile's own ``[history]`` rules may only tighten them (:func:`under_rulebook`).
-On PostgreSQL the database checks every movement against it as its intent is recorded (a
-trigger of ``migrations/V3.sql``); on a local file the store does (:func:`refuse_forbidden`).
+"""The desk's rulebook: its policy kept in the history store, changed only by the store's
+owner, each change an entry of the chain (docs/history.md, "The desk's policy"). A profile
+may only tighten it (:func:`under_rulebook`). Each movement is checked against it as its
+intent is recorded: by a trigger on PostgreSQL, by :func:`refuse_forbidden` in a file.
 """
 
 from __future__ import annotations
