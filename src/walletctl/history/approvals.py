@@ -130,11 +130,7 @@ SELECT_APPROVALS = f"SELECT id, {', '.join(COLUMNS)} FROM approvals"  # noqa: S6
 
 
 def _row(row: tuple[Any, ...]) -> Approval:
-    values = dict(zip(("id", *COLUMNS), row, strict=True))
-    for name in ("id", "batch_rows", "spent_entry"):
-        if values[name] is not None:
-            values[name] = int(values[name])
-    return Approval(**values)
+    return Approval(**dict(zip(("id", *COLUMNS), row, strict=True)))
 
 
 def acting_as(store: HistoryStore) -> str:

@@ -1,6 +1,5 @@
 """Recon's findings on file (``recon --record``, ``recon findings``, ``recon resolve``), kept by
-:mod:`walletctl.history.findings` and matched by what they are about (merchant, store, kind,
-reference, entry): a resolved one found again is shown resolved, not reported as new.
+:mod:`walletctl.history.findings`: a resolved one found again is shown resolved, not new.
 """
 
 from __future__ import annotations
@@ -41,17 +40,12 @@ def with_files(store: HistoryStore, profile: Profile, findings: list[Finding], *
     if record and named:
         kept.record(store, merchant, [New(f.kind, f.original, f.reference, f.entry, f.note)
                                       for f in named], step=step(profile, "finding"))
-    if not named or not _has_findings(store):
+    if not named or not store._may_read("findings"):  # a database not yet upgraded: none
         return findings
     found = {r.identity: r for r in kept.on_file(store, merchant,
                                                  references={f.reference for f in named})}
     return [replace(f, recorded=found.get(identity(merchant, f.kind, f.reference, f.entry)))
             if f.kind in MISMATCHES else f for f in findings]
-
-
-def _has_findings(store: HistoryStore) -> bool:
-    """Whether this history can hold findings (a database not yet upgraded cannot)."""
-    return store._may_read("findings")
 
 
 @dataclass(frozen=True)
