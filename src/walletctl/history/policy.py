@@ -54,7 +54,7 @@ def check_policy(
     ask: Callable[[str], str] | None,
 ) -> None:
     """Refuse what the profile's rules forbid. ``ask`` prompts on a terminal (None: none)."""
-    shown = _shown(amount, currency)
+    shown = amount_text(amount, currency)
     money = f"{shown} {currency}"
     where = f"profile {profile_name}"
     if operation in require_reason and reason is None:
@@ -91,12 +91,12 @@ def _confirm(head: str, mismatch_head: str, word: str, shown: str, currency: str
                             f"not {shown} {currency}; nothing was sent")
 
 
-def _shown(amount: Decimal, currency: str) -> str:
+def amount_text(amount: Decimal, currency: str | None) -> str:
     """``20`` EUR as ``20.00``: the currency's decimals, as every other output shows it."""
     from walletctl.models.money import quantize
 
     try:
-        return f"{quantize(amount, currency):f}"
+        return f"{quantize(amount, currency) if currency else amount:f}"
     except ValueError:  # more decimals than the currency has: refused elsewhere, shown as is
         return f"{amount:f}"
 

@@ -13,7 +13,6 @@ a 5xx or an unparseable answer stays ``unknown``; a kill -9 leaves it ``unknown`
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import socket
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from walletctl.constants import ExitCode
 from walletctl.errors import DeclinedError, GatewayError, WalletctlError
+from walletctl.history.policy import amount_text
 from walletctl.history.store import (
     Completion,
     HistoryStore,
@@ -63,16 +63,7 @@ def os_user() -> str:
 
 
 def major_text(amount: Decimal | None, currency: str | None) -> str | None:
-    """``40`` EUR as ``40.00``: the currency's decimals, as every other output shows it."""
-    if amount is None:
-        return None
-    if currency:
-        from walletctl.models.money import quantize
-
-        # an amount the currency cannot hold is recorded as given (the request is refused)
-        with contextlib.suppress(ValueError):
-            amount = quantize(amount, currency)
-    return format(amount, "f")
+    return None if amount is None else amount_text(amount, currency)
 
 
 def outcome_of_error(exc: BaseException) -> str:
