@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
 from walletctl.errors import DeclinedError, GatewayError, WalletctlError
@@ -64,6 +64,13 @@ def os_user() -> str:
 
 def major_text(amount: Decimal | None, currency: str | None) -> str | None:
     return None if amount is None else amount_text(amount, currency)
+
+
+def intent_for(profile: Profile, operation: str, **fields: Any) -> Intent:
+    """An intent at ``profile``'s merchant and store, begun now by this machine's user."""
+    return Intent(time=now_utc(), os_user=os_user(), host=socket.gethostname(),
+                  profile=profile.name, base_url=profile.base_url, operation=operation,
+                  merchant_id=profile.merchant_id, store_id=profile.store_id, **fields)
 
 
 def outcome_of_error(exc: BaseException) -> str:
@@ -149,11 +156,8 @@ def recording(
     batch_id: str | None = None,
     batch_row: int | None = None,
 ) -> Iterator[Recording]:
-    rec = Recording(store, Intent(
-        time=now_utc(), os_user=os_user(), host=socket.gethostname(), profile=profile.name,
-        base_url=profile.base_url, operation=operation, original_ref=original_ref,
-        reason=reason, batch_id=batch_id, batch_row=batch_row,
-        merchant_id=profile.merchant_id, store_id=profile.store_id))
+    rec = Recording(store, intent_for(profile, operation, original_ref=original_ref,
+                                      reason=reason, batch_id=batch_id, batch_row=batch_row))
     try:
         yield rec
     except BaseException as exc:
