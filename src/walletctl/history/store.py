@@ -23,7 +23,6 @@ from walletctl.history.chain import (
     OPERATOR_AT,
     SELECT_EVENTS,
     Tip,
-    describe,
     event_hash,
 )
 from walletctl.history.entry import (  # the records, re-exported: callers import them here
@@ -452,7 +451,8 @@ class HistoryStore:
 
 def _what(values: Sequence[Any]) -> str:
     """A broken event, as :meth:`HistoryStore.verify` names it."""
-    what = describe(values[0], values[1])
+    kind, entry = values[0], values[1]
+    what = f"entry #{entry}" if kind == "begin" else f"the outcome of entry #{entry}"
     if values[OPERATOR_AT] is not None:  # a shared history names its writer
         what += f" (written by {values[OPERATOR_AT]})"
     return what
