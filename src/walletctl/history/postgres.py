@@ -290,10 +290,7 @@ class PostgresHistory(HistoryStore):
         self.db()
         return self.role
 
-    def _may_read(self, table: str) -> bool:
-        return self._may(table, "SELECT")
-
-    def _may(self, table: str, privilege: str) -> bool:
+    def may(self, table: str, privilege: str = "SELECT") -> bool:
         row = self.read_one("SELECT has_table_privilege(session_user, ?, ?)",
                             (f"{SCHEMA_NAME}.{table}", privilege))
         return bool(row and row[0])
@@ -388,9 +385,6 @@ class PostgresHistory(HistoryStore):
             raise StorageError(f"history {self.where}: {text}", hint=(
                 KINDS_HINT if isinstance(exc, psycopg.errors.InsufficientPrivilege)
                 else None)) from None
-
-    def may_change_rulebook(self) -> bool:
-        return self._may("policy", "INSERT")
 
     def shared_locks(self) -> AdvisoryLocks:
         return self._locks

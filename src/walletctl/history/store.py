@@ -161,9 +161,13 @@ class HistoryStore:
         """The database role this connection writes as (the events' ``operator``)."""
         return None
 
-    def may_change_rulebook(self) -> bool:
-        """Whether this connection may change the desk's policy (a local file: its owner)."""
+    def may(self, table: str, privilege: str = "SELECT") -> bool:
+        """Whether this connection holds ``privilege`` on ``table`` (a backend with roles
+        says; a local file is its owner's)."""
         return True
+
+    def may_change_rulebook(self) -> bool:
+        return self.may("policy", "INSERT")
 
     def shared_locks(self) -> AdvisoryLocks | None:
         """The desk's per-original locks, when this history is shared (else None)."""
@@ -411,14 +415,10 @@ class HistoryStore:
         for row in self.read(sql, (first - 1, last), stream=True):
             yield dict(zip(names, row, strict=True))
 
-    def _may_read(self, table: str) -> bool:
-        """Whether this connection may read ``table`` (a backend with roles says)."""
-        return True
-
     def spent_undecided(self) -> list[int] | None:
         """Approvals spent with no approving decision in the chain, by id; None when this
         role may not read the approvals (an auditor granted the events only)."""
-        if not self._may_read("approvals"):
+        if not self.may("approvals"):
             return None
         return [int(row[0]) for row in self.read(
             "SELECT a.id FROM approvals a WHERE a.state = 'spent' AND NOT EXISTS ("
