@@ -1,9 +1,6 @@
-"""Where a profile's secret comes from, and the auth headers built from it. The resolution order
-(key_env, key_file, keyring, inline key, the file ``walletctl keys --save`` wrote) and the
-permission rules are docs/profiles.md's ("Secret resolution order"): an empty source falls
-through to the next, a file too open is refused at once, and the error names every source
-tried. Secrets stay ``pydantic.SecretStr`` and never appear in messages. The optional
-``keyring`` package is imported only here.
+"""Where a profile's secret comes from (docs/profiles.md, "Secret resolution order": one
+walk of its sources, :func:`_sources`), and the auth headers built from it. Secrets stay
+``pydantic.SecretStr`` and never appear in messages; ``keyring`` is imported only here.
 """
 
 from __future__ import annotations
