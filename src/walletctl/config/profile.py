@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar
 from urllib.parse import urlsplit
@@ -207,11 +207,8 @@ REQUIRED_PROFILE_KEYS: tuple[str, ...] = ("base_url", "merchant_id", "store_id",
 PROFILE_KEYS: tuple[str, ...] = (*REQUIRED_PROFILE_KEYS, "amount_format", "currency", "timeout",
                                  "timezone", "environment", "auth", "paths", "redirects",
                                  "history")
-HISTORY_KEYS: tuple[str, ...] = ("enabled", "path", "url", "require_reason", "limits",
-                                 "duplicate_window", "approvals", "approval_hours")
-AUTH_KEYS: tuple[str, ...] = ("scheme", "key_env", "key_file", "keyring", "key", "header",
-                              "username", "service_secret_env", "service_secret_file",
-                              "service_secret")
+HISTORY_KEYS: tuple[str, ...] = tuple(f.name for f in fields(HistorySettings))
+AUTH_KEYS: tuple[str, ...] = tuple(f.name for f in fields(AuthSettings))
 AMOUNT_FORMATS: tuple[str, ...] = ("minor", "decimal")
 
 
@@ -242,11 +239,8 @@ class _Parser:
                 import difflib
 
                 close = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = (
-                    f"did you mean '{close[0]}'?"
-                    if close
-                    else "allowed keys: " + ", ".join(allowed)
-                )
+                hint = f"did you mean '{close[0]}'?" if close else "allowed keys: " + ", ".join(
+                    allowed)
                 self.fail(at(location, str(key)), "unknown key", hint)
 
     def table(self, value: Any, location: str) -> dict[str, Any]:

@@ -220,9 +220,11 @@ def save_file(path: Path, document: dict[str, Any]) -> ProfilesFile:
 
 
 @dataclass(frozen=True)
-class SaveResult:
+class EditResult:
     file: ProfilesFile
-    backup: Path | None = None  # kept for callers; comments are preserved, so always None
+    changed: bool = True
+    dropped: tuple[str, ...] = ()  # other sources of the same secret, removed by this edit
+    backup: Path | None = None  # none is made: edits keep the file's comments and layout
 
 
 @contextmanager
@@ -287,7 +289,7 @@ def toml_table(values: dict[str, Any]) -> Any:
 
 
 def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: bool = False,
-                replace: bool = False) -> SaveResult:
+                replace: bool = False) -> EditResult:
     """Add (or with ``replace`` overwrite) profile ``name``; the first profile becomes
     default. UsageError for a bad or used name; nothing written when the result is invalid."""
     import tomlkit
@@ -307,7 +309,7 @@ def add_profile(path: Path, name: str, table: dict[str, Any], *, make_default: b
         profiles[name] = toml_table(table)
         if make_default or len(profiles) == 1:
             _set_default(document, name)
-        return SaveResult(_write(path, document))  # nothing written when it is invalid
+        return EditResult(_write(path, document))  # nothing written when it is invalid
 
 
 def _set_default(document: Any, name: str) -> None:
@@ -328,7 +330,7 @@ def _existing(path: Path) -> Iterator[Any]:
         yield _read(path)
 
 
-def remove_profile(path: Path, name: str) -> SaveResult:
+def remove_profile(path: Path, name: str) -> EditResult:
     """Remove profile ``name``; a default_profile pointing at it is moved or dropped."""
     path = Path(path).expanduser()
     with _existing(path) as document:
@@ -339,14 +341,7 @@ def remove_profile(path: Path, name: str) -> SaveResult:
             del document["default_profile"]
             if len(profiles) == 1:
                 _set_default(document, next(iter(profiles)))
-        return SaveResult(_write(path, document))
-
-
-@dataclass(frozen=True)
-class EditResult:
-    file: ProfilesFile
-    changed: bool
-    dropped: tuple[str, ...] = ()  # other sources of the same secret, removed by this edit
+        return EditResult(_write(path, document))
 
 
 def _profile_table(document: Any, path: Path, name: str) -> Any:
@@ -442,7 +437,7 @@ def set_default(path: Path, name: str) -> EditResult:
         if document.get("default_profile") == name:
             return EditResult(load_file(path), False)
         _set_default(document, name)
-        return EditResult(_write(path, document), True)
+        return EditResult(_write(path, document))
 
 
 # --------------------------------------------------------------------------- dotted keys

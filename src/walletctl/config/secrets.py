@@ -1,19 +1,18 @@
-"""Where a profile's secret comes from, and the auth headers built from it. The resolution order
-(key_env, key_file, keyring, inline key, the file ``walletctl keys --save`` wrote) and the
-permission rules are docs/profiles.md's ("Secret resolution order"): an empty source falls
-through to the next, a file too open is refused at once, and the error names every source
-tried. Secrets stay ``pydantic.SecretStr`` and never appear in messages. The optional
-``keyring`` package is imported only here.
+"""Where a profile's secret comes from (docs/profiles.md, "Secret resolution order": one
+walk of its sources, :func:`_sources`), and the auth headers built from it. Secrets stay
+``pydantic.SecretStr`` and never appear in messages; ``keyring`` is imported only here.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from walletctl.config.profile import Profile, display_path
 from walletctl.config.profiles_file import check_private, config_path, file_mode, write_private
@@ -145,6 +144,55 @@ def _from_inline(profile: Profile, location: str) -> str:
     return _clean(profile.auth.key, location)
 
 
+class _Source(NamedTuple):
+    label: str  # the source a value came from, as `profile check` names it
+    read: Callable[[], str | _Miss]  # its value (never empty), or why it gave none
+    shown: str  # as `profile show` describes it (never the value)
+
+
+def _sources(profile: Profile, *, service: bool = False) -> list[_Source]:
+    """The configured sources of the API secret (``service``: the public key service's own
+    secret), in resolution order."""
+    auth, loc = profile.auth, f"{profile.location} -> auth"
+    name, env, path = (("service_secret", auth.service_secret_env, auth.service_secret_file)
+                       if service else ("key", auth.key_env, auth.key_file))
+    found: list[_Source] = []
+    if env:
+        state = "set" if os.environ.get(env, "").strip() else "not set"
+        found.append(_Source(f"env {env}", partial(_from_env, env, f"{loc} -> {name}_env"),
+                             f"env {env} ({state})"))
+    if path:
+        found.append(_Source(f"file {display_path(path)}", partial(
+            _from_file, path, f"{loc} -> {name}_file"), _describe_file(path, "file ")))
+    if service and auth.service_secret is not None:
+        found.append(_Source("inline", partial(
+            _clean, auth.service_secret, f"{loc} -> service_secret"), "inline"))
+    if service:
+        return found
+    if auth.keyring:
+        label = f"keyring {KEYRING_SERVICE}/{keyring_user(profile)}"
+        found.append(_Source(label, partial(_from_keyring, profile, "key", f"{loc} -> keyring"),
+                             label))
+    if auth.key is not None:
+        mode = file_mode(profile.source) if profile.source and profile.source.exists() else None
+        found.append(_Source("inline key", partial(_from_inline, profile, f"{loc} -> key"),
+                             "inline" if mode is None else f"inline (file is {mode:04o})"))
+    elif not auth.keyring and (saved := saved_secret_path(profile, "key")).exists():
+        found.append(_Source(f"saved file {display_path(saved)}", partial(
+            _from_file, saved, f"{loc} (saved secret)"), _describe_file(saved, "saved file ")))
+    return found
+
+
+def _first(sources: list[_Source], misses: list[_Miss]) -> tuple[str, str] | None:
+    """(value, label) of the first source that has a value; the others' misses kept."""
+    for source in sources:
+        got = source.read()
+        if isinstance(got, str):
+            return got, source.label
+        misses.append(got)
+    return None
+
+
 def resolve_secret(profile: Profile) -> SecretStr:
     """The profile's API secret from the first source that has it; ConfigError naming each
     source and why it gave nothing, or the file that is too open."""
@@ -153,23 +201,11 @@ def resolve_secret(profile: Profile) -> SecretStr:
 
 def resolve_secret_with_source(profile: Profile) -> tuple[SecretStr, str]:
     """Like :func:`resolve_secret`, plus a label of the source used (``env NAME``, ...)."""
-    auth = profile.auth
-    loc = f"{profile.location} -> auth"
     misses: list[_Miss] = []
-    if auth.key_env and (got := _kept(misses, _from_env(auth.key_env, f"{loc} -> key_env"))):
-        return _secret(got), f"env {auth.key_env}"
-    if auth.key_file and (got := _kept(misses, _from_file(auth.key_file, f"{loc} -> key_file"))):
-        return _secret(got), f"file {display_path(auth.key_file)}"
-    if auth.keyring:
-        got = _kept(misses, _from_keyring(profile, "key", f"{loc} -> keyring"))
-        if got is not None:
-            return _secret(got), f"keyring {KEYRING_SERVICE}/{keyring_user(profile)}"
-    if auth.key is not None:
-        return _secret(_from_inline(profile, f"{loc} -> key")), "inline key"
-    saved = saved_secret_path(profile, "key")
-    if not auth.keyring and saved.exists() and (
-            got := _kept(misses, _from_file(saved, f"{loc} (saved secret)"))):
-        return _secret(got), f"saved file {display_path(saved)}"
+    found = _first(_sources(profile), misses)
+    if found is not None:
+        return _secret(found[0]), found[1]
+    loc = f"{profile.location} -> auth"
     if not misses:
         raise ConfigError(
             "no secret configured",
@@ -178,15 +214,6 @@ def resolve_secret_with_source(profile: Profile) -> tuple[SecretStr, str]:
             '(or scheme = "none" for a gateway without auth)',
         )
     raise _none_found(misses, loc, "secret")
-
-
-def _kept(misses: list[_Miss], got: str | _Miss) -> str | None:
-    """``got`` when a source gave a value (never empty: an empty one is a miss); else None,
-    its miss kept in ``misses``."""
-    if isinstance(got, str):
-        return got
-    misses.append(got)
-    return None
 
 
 def _none_found(misses: list[_Miss], loc: str, what: str) -> ConfigError:
@@ -238,23 +265,15 @@ def service_basic_auth(profile: Profile) -> tuple[str, str] | None:
     service secret's sources, else the API secret; None when neither is configured and the
     scheme is "none"."""
     auth = profile.auth
-    loc = f"{profile.location} -> auth"
-    user = auth.username or profile.user_id
     misses: list[_Miss] = []
-    secret = (_kept(misses, _from_env(auth.service_secret_env, f"{loc} -> service_secret_env"))
-              if auth.service_secret_env else None)
-    if secret is None and auth.service_secret_file:
-        secret = _kept(misses, _from_file(auth.service_secret_file,
-                                          f"{loc} -> service_secret_file"))
-    if secret is None and auth.service_secret is not None:
-        secret = _clean(auth.service_secret, f"{loc} -> service_secret")
-    if secret is None and misses:
-        raise _none_found(misses, loc, "service secret")
-    if secret is None:
-        if auth.scheme == "none" and not auth.has_source:
-            return None
-        secret = resolve_secret(profile).get_secret_value()
-    return ("Authorization", _basic(user, secret, f"{profile.location} -> user_id"))
+    found = _first(_sources(profile, service=True), misses)
+    if found is None and misses:
+        raise _none_found(misses, f"{profile.location} -> auth", "service secret")
+    if found is None and auth.scheme == "none" and not auth.has_source:
+        return None
+    secret = found[0] if found else resolve_secret(profile).get_secret_value()
+    return ("Authorization", _basic(auth.username or profile.user_id, secret,
+                                    f"{profile.location} -> user_id"))
 
 
 # --------------------------------------------------------------------------- saved secrets
@@ -304,8 +323,8 @@ def save_secret(profile: Profile, name: str, value: str | SecretStr) -> str:
 # --------------------------------------------------------------------------- description
 
 
-def _describe_file(path: Path) -> str:
-    shown = display_path(path)
+def _describe_file(path: Path, what: str) -> str:
+    shown = what + display_path(path)
     if not path.exists():
         return f"{shown} (missing)"
     mode = file_mode(path)
@@ -314,41 +333,16 @@ def _describe_file(path: Path) -> str:
     return f"{shown} ({mode:04o}{', too open' if mode & 0o077 else ''})"
 
 
-def _env_and_file(env: str | None, path: Path | None) -> list[str]:
-    """An environment variable's and a file's part of a description (when configured)."""
-    parts: list[str] = []
-    if env:
-        parts.append(f"env {env} ({'set' if os.environ.get(env, '').strip() else 'not set'})")
-    if path:
-        parts.append(f"file {_describe_file(path)}")
-    return parts
-
-
 def describe_secret_source(profile: Profile) -> str:
     """Where the secret would come from, in resolution order (``env NAME (set), then file
     PATH (0600)``); never the secret, and the keyring is not queried (it could prompt)."""
-    auth = profile.auth
-    parts = _env_and_file(auth.key_env, auth.key_file)
-    if auth.keyring:
-        parts.append(f"keyring {KEYRING_SERVICE}/{keyring_user(profile)}")
-    if auth.key is not None:
-        mode = file_mode(profile.source) if profile.source and profile.source.exists() else None
-        parts.append(f"inline (file is {mode:04o})" if mode is not None else "inline")
-    if auth.key is None and not auth.keyring:
-        saved = saved_secret_path(profile, "key")
-        if saved.exists():
-            parts.append(f"saved file {_describe_file(saved)}")
+    parts = [source.shown for source in _sources(profile)]
     if not parts:
-        return "none (scheme none)" if auth.scheme == "none" else "not configured"
+        return "none (scheme none)" if profile.auth.scheme == "none" else "not configured"
     return ", then ".join(parts)
 
 
 def describe_service_secret_source(profile: Profile) -> str:
     """Where the public key service's Basic secret comes from (never the secret)."""
-    auth = profile.auth
-    parts = _env_and_file(auth.service_secret_env, auth.service_secret_file)
-    if auth.service_secret is not None:
-        parts.append("inline")
-    if not parts:
-        return "same as the API secret"
-    return ", then ".join(parts)
+    parts = [source.shown for source in _sources(profile, service=True)]
+    return ", then ".join(parts) if parts else "same as the API secret"

@@ -1,17 +1,10 @@
-"""The history (audit log) of money-moving actions: where it lives and how it is opened
-(one-line errors, never a traceback).
-
-Single commands use :func:`walletctl.history.recorder.recording` (one context manager around
-plan, confirm and send); batches use :class:`~walletctl.history.store.HistoryStore` (the
-interface of both backends) directly (``begin_many`` / ``complete_many``, one transaction per
-chunk of rows).
-``docs/history.md`` describes both.
+"""The history (audit log) of money-moving actions: where it lives and how it is opened.
 
 A team's shared history is a PostgreSQL database (``WALLETCTL_HISTORY_URL``, else the
 profile's ``[history] url``); one person's is a SQLite file (``WALLETCTL_AUDIT_LOG``, else
-the profile's ``[history] path``, else the data directory). A file named by the
-environment and a database named anywhere at once is refused: nobody's entries may land in
-a local file while the desk believes them shared.
+the profile's ``[history] path``, else the data directory). A file named by the environment
+and a database named anywhere at once is refused: no entry may land in a local file while
+the desk believes it shared. docs/history.md describes both.
 """
 
 from __future__ import annotations
@@ -75,11 +68,6 @@ def history_location(profile: Profile | None = None) -> Path | DbUrl:
     return data_dir() / FILE_NAME
 
 
-def intents_path() -> Path:
-    """The minimal intent store used when a profile turns the history off."""
-    return data_dir() / INTENTS_NAME
-
-
 def open_history(path: Path, *, chained: bool = True, create: bool = True) -> SqliteHistory:
     where = str(path)
     try:
@@ -126,4 +114,4 @@ def open_for(profile: Profile, *, purpose: str = "walletctl") -> HistoryStore:
         return open_shared(where, purpose=purpose, background=True)
     if profile.history.enabled:
         return open_history(where)
-    return open_history(intents_path(), chained=False)
+    return open_history(data_dir() / INTENTS_NAME, chained=False)  # the intent store

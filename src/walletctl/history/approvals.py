@@ -1,19 +1,15 @@
 """Four eyes: approval requests kept beside the history, in the same file or database.
 
-A money command above its profile's approval amount files a *request* bound to the exact
-request it would send (:meth:`Request.digest`), and sends nothing. Another operator
-approves or refuses it; the requester then runs the same command with ``--approval ID``,
-and the approval is *spent* in the same transaction that records the intent, so it moves
-money once. Every step is also an entry of the hash-chained history.
+A request is bound to the exact movement it would send (:meth:`Request.digest`); another
+operator decides it; the requester's run with ``--approval ID`` spends it in the transaction
+that records the intent. Every step is an entry of the chain (docs/history.md, "Four eyes").
 
     pending --approve (another operator)--> approved --spend (the requester)--> spent
        |                                       (until expires_at; after it: expired)
        +--refuse (another operator)--> refused
 
-The rules are checked here for both backends; on PostgreSQL a trigger checks them again
-against the roles the server authenticated (``migrations/V2.sql``, ``V3.sql``), so a client that
-skips this module (or psql) cannot approve its own request, spend another's, or reopen a
-spent one. A local file's "who" is the OS account, which is weaker: its owner can edit it.
+On PostgreSQL a trigger checks the same rules against the authenticated roles
+(``migrations/V2.sql``, ``V3.sql``); a local file's "who" is the OS account, which is weaker.
 """
 
 from __future__ import annotations
@@ -63,10 +59,8 @@ class Request:
     bound_rows: tuple[tuple[int, str, str, str], ...] = ()
 
     def digest(self) -> str:
-        """sha256 of the canonical request: everything that reaches the gateway or binds a
-        file (never the profile's name or URL, which may differ between two machines). The
-        store computes it from the stored fields (PostgreSQL: the database, the same way:
-        ``json_build_array(...)::text``), never a client."""
+        """sha256 of what reaches the gateway or binds a file (never the profile's name or
+        URL); PostgreSQL computes the same from the stored fields."""
         return bound_hash({name: getattr(self, name) for name in BOUND})
 
     def differences(self, other: Approval) -> list[str]:
@@ -136,11 +130,7 @@ SELECT_APPROVALS = f"SELECT id, {', '.join(COLUMNS)} FROM approvals"  # noqa: S6
 
 
 def _row(row: tuple[Any, ...]) -> Approval:
-    values = dict(zip(("id", *COLUMNS), row, strict=True))
-    for name in ("id", "batch_rows", "spent_entry"):
-        if values[name] is not None:
-            values[name] = int(values[name])
-    return Approval(**values)
+    return Approval(**dict(zip(("id", *COLUMNS), row, strict=True)))
 
 
 def acting_as(store: HistoryStore) -> str:
@@ -206,9 +196,8 @@ def listing(store: HistoryStore, *, now: str, state: str | None = None,
             since: str | None = None, merchant: tuple[str, str] | None = None,
             original_ref: str | None = None) -> Iterator[Approval]:
     """Requests, oldest first; ``state`` as :meth:`Approval.status` tells it;
-    ``original_ref``: only those on this order. Read :data:`LISTING_PAGE` at a time by id
-    (memory flat in their number; each page read whole, so a batch request's rows can be
-    read between pages on a connection that streams one query at a time)."""
+    ``original_ref``: only those on this order. Read a page at a time by id, each page read
+    whole (a batch's rows are read between pages on a connection that streams one query)."""
     sql, args = SELECT_APPROVALS + " WHERE id > ?", []
     if original_ref is not None:
         sql += " AND original_ref = ?"
@@ -243,10 +232,7 @@ def reserved_refs(store: HistoryStore, *, merchant: tuple[str, str], original_re
 
 def checked(store: HistoryStore, approval: int, *, merchant: tuple[str, str]) -> Approval:
     """The approval, if it exists and is the given merchant's (else ApprovalError)."""
-    found = get(store, approval)
-    if found is None:
-        raise ApprovalError(f"approval #{approval}: no such request in history {store.where}"
-                            " (`walletctl approvals` lists them)")
+    found = _existing(store, store, approval)
     if (found.merchant_id, found.store_id) != merchant:
         raise ApprovalError(
             f"approval #{approval} is for merchant {found.merchant_id} store "
@@ -261,7 +247,7 @@ def decide(store: HistoryStore, approval: int, *, approve: bool, reason: str | N
     is written to the history in the same transaction (``step``: its entry, completed)."""
     me = acting_as(store)
     with store.transaction(chain=True) as tx:
-        found = _locked(store, tx, approval)
+        found = _existing(store, tx, approval, detail=False)
         refuse_to_decide(found, me=me, now=now, approve=approve)
         tx.execute(
             "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, "
@@ -286,9 +272,10 @@ def refuse_to_decide(found: Approval, *, me: str, now: str, approve: bool) -> No
                             f"can be {verb}d")
 
 
-def _locked(store: HistoryStore, tx: Transaction, approval: int) -> Approval:
-    """The row, read inside the write transaction (which holds the chain's lock)."""
-    found = get(tx, approval, detail=False)
+def _existing(store: HistoryStore, reader: Reader, approval: int, *,
+              detail: bool = True) -> Approval:
+    """The approval (inside a write: read under the chain's lock), else ApprovalError."""
+    found = get(reader, approval, detail=detail)
     if found is None:
         raise ApprovalError(f"approval #{approval}: no such request in history {store.where}"
                             " (`walletctl approvals` lists them)")
@@ -297,13 +284,13 @@ def _locked(store: HistoryStore, tx: Transaction, approval: int) -> Approval:
 
 def spender(store: HistoryStore, approval: int, request: Request, *, now: str,
             batch_id: str | None = None) -> WriteHook:
-    """A hook for :meth:`HistoryStore.append_many`: spends ``approval`` inside the
-    transaction that records the intent (``ids[0]``), or, for a batch, the one that starts
-    it. The same movement (or batch) recorded again finds it spent by itself: allowed."""
+    """A hook for :meth:`HistoryStore.append_many`: spends ``approval`` in the transaction
+    that records the intent (``ids[0]``) or starts the batch (a re-run finds it spent by
+    itself: allowed)."""
     me = acting_as(store)
 
     def spend(tx: Transaction, ids: list[int]) -> None:
-        found = _locked(store, tx, approval)
+        found = _existing(store, tx, approval, detail=False)
         entry = ids[0] if ids else None
         refuse_to_spend(found, request, me=me, now=now, batch_id=batch_id, entry=entry)
         if found.state == "spent":

@@ -107,7 +107,3 @@ class Tip:
             self.db.execute(self.sql(insert_sql(len(group))),
                             [value for row in group for value in row])
         self._rows.clear()
-
-
-def describe(kind: Any, entry: Any) -> str:
-    return f"entry #{entry}" if kind == "begin" else f"the outcome of entry #{entry}"

@@ -1,17 +1,13 @@
-"""Recon's findings kept in the history: recorded once, resolved once, with a note.
-
-``recon --record`` files each mismatch as a *finding*, identified by what it is about
-(merchant, store, kind, reference, the history entry it concerns): one already on file is
-not filed again. Each step (operation ``finding``, then ``resolve``) is an entry of the
-chain in the same transaction as its row, and a finding's id is the entry that recorded it.
-A finding is resolved once, by someone other than whoever made the movement it concerns; a
-resolved one is not reported as new. On PostgreSQL the database keeps these rules too
-(``migrations/V5.sql``); docs/history.md, "Findings on file", describes them.
+"""Recon's findings kept in the history: recorded once, resolved once, with a note, each
+step an entry of the chain in the same transaction as its row (a finding's id is the entry
+that recorded it). On PostgreSQL the database keeps the same rules (``migrations/V5.sql``);
+docs/history.md, "Findings on file", describes them.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
+from itertools import starmap
 from typing import TYPE_CHECKING, Any
 
 from walletctl.errors import RefusedError
@@ -24,11 +20,6 @@ if TYPE_CHECKING:
     from walletctl.history.store import HistoryStore, Intent, Reader
 
 STATES: tuple[str, ...] = ("open", "resolved")
-COLUMNS: tuple[str, ...] = (
-    "id", "merchant_id", "store_id", "kind", "original", "reference", "entry", "movement_by",
-    "detail", "recorded_at", "recorded_by", "state", "resolved_at", "resolved_by",
-    "resolution", "resolved_entry")
-SELECT_FINDINGS = f"SELECT {', '.join(COLUMNS)} FROM findings"  # noqa: S608 - constant names
 NOTE_MAX = 500  # characters of a resolution's note
 
 
@@ -66,12 +57,8 @@ class Recorded:
         return asdict(self)
 
 
-def _row(row: tuple[Any, ...]) -> Recorded:
-    values = dict(zip(COLUMNS, row, strict=True))
-    for name in ("id", "entry", "resolved_entry"):
-        if values[name] is not None:
-            values[name] = int(values[name])
-    return Recorded(**values)
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Recorded))
+SELECT_FINDINGS = f"SELECT {', '.join(COLUMNS)} FROM findings"  # noqa: S608 - constant names
 
 
 def identity(merchant: tuple[str, str], kind: str, reference: str,
@@ -90,16 +77,16 @@ def on_file(reader: Reader, merchant: tuple[str, str], *,
         base += " AND state = ?"
         args.append(state)
     if references is None:
-        yield from map(_row, reader.read(base + " ORDER BY id", args, stream=True))
+        yield from starmap(Recorded, reader.read(base + " ORDER BY id", args, stream=True))
         return
     for chunk, marks in chunks(sorted(set(references))):
-        yield from map(_row, reader.read(f"{base} AND reference IN ({marks}) ORDER BY id",
-                                         [*args, *chunk]))
+        yield from starmap(Recorded, reader.read(
+            f"{base} AND reference IN ({marks}) ORDER BY id", [*args, *chunk]))
 
 
 def get(reader: Reader, finding: int) -> Recorded | None:
     row = reader.read_one(f"{SELECT_FINDINGS} WHERE id = ?", (finding,))
-    return _row(row) if row else None
+    return Recorded(*row) if row else None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,6 @@
 """The desk's rules from a profile's ``[history]`` table (``require_reason``, ``limits``),
-enforced before anything is sent, for a single movement (:func:`check_policy`) and for a
-batch, whose typed amount is the total of its rows above the limit
-(:func:`check_batch_policy`). A breach raises :class:`PolicyRefusal` (a pre-flight
-refusal, exit 5), recorded as ``refused``. docs/history.md, "Desk rules", has the rules.
+enforced before anything is sent; a breach raises :class:`PolicyRefusal` (exit 5), recorded
+as ``refused``. docs/history.md, "Desk rules", has the rules.
 """
 
 from __future__ import annotations
@@ -56,7 +54,7 @@ def check_policy(
     ask: Callable[[str], str] | None,
 ) -> None:
     """Refuse what the profile's rules forbid. ``ask`` prompts on a terminal (None: none)."""
-    shown = _shown(amount, currency)
+    shown = amount_text(amount, currency)
     money = f"{shown} {currency}"
     where = f"profile {profile_name}"
     if operation in require_reason and reason is None:
@@ -67,38 +65,38 @@ def check_policy(
     found = amount_rule(limits, operation, currency)
     if found is None or amount <= found:
         return
-    limit = f"{found:f}"
+    head = f"{operation} of {money} refused by {where}: above its limit of {found:f} {currency} "
+    _confirm(head, head, "amount", shown, currency, amount, reason=reason,
+             confirm_amount=confirm_amount, ask=ask, question=(
+                 f"{operation.capitalize()} of {money} is above {where}'s limit of {found:f}. "
+                 "Type the amount to confirm"))
+
+
+def _confirm(head: str, mismatch_head: str, word: str, shown: str, currency: str,
+             amount: Decimal, *, reason: str | None, confirm_amount: str | None,
+             ask: Callable[[str], str] | None, question: str) -> None:
+    """Above a limit: a reason, and the ``word`` (amount or total) typed to confirm (asked
+    on a terminal, ``confirm_amount`` without one); each missing one refused."""
     if reason is None:
-        raise PolicyRefusal(
-            f"{operation} of {money} refused by {where}: above its limit of {limit} {currency} "
-            "a reason is required; nothing was sent",
-            hint='add --reason "why" and confirm the amount',
-        )
+        raise PolicyRefusal(f"{head}a reason is required; nothing was sent",
+                            hint=f'add --reason "why" and confirm the {word}')
     typed = confirm_amount
     if typed is None and ask is not None:
-        typed = ask(
-            f"{operation.capitalize()} of {money} is above {where}'s limit of {limit}. "
-            "Type the amount to confirm"
-        )
+        typed = ask(question)
     if typed is None:
-        raise PolicyRefusal(
-            f"{operation} of {money} refused by {where}: above its limit of {limit} {currency} "
-            "the amount must be typed to confirm; nothing was sent",
-            hint=f"without a terminal, pass --confirm-amount {shown}",
-        )
+        raise PolicyRefusal(f"{head}the {word} must be typed to confirm; nothing was sent",
+                            hint=f"without a terminal, pass --confirm-amount {shown}")
     if not typed_amount_is(typed, amount):
-        raise PolicyRefusal(
-            f"{operation} of {money} refused by {where}: above its limit of {limit} {currency} "
-            f"the confirmed amount {typed.strip()[:40]!r} is not {money}; nothing was sent"
-        )
+        raise PolicyRefusal(f"{mismatch_head}the confirmed {word} {typed.strip()[:40]!r} is "
+                            f"not {shown} {currency}; nothing was sent")
 
 
-def _shown(amount: Decimal, currency: str) -> str:
+def amount_text(amount: Decimal, currency: str | None) -> str:
     """``20`` EUR as ``20.00``: the currency's decimals, as every other output shows it."""
     from walletctl.models.money import quantize
 
     try:
-        return f"{quantize(amount, currency):f}"
+        return f"{quantize(amount, currency) if currency else amount:f}"
     except ValueError:  # more decimals than the currency has: refused elsewhere, shown as is
         return f"{amount:f}"
 
@@ -114,14 +112,9 @@ def check_batch_policy(
     confirm_amount: str | None,
     ask: Callable[[str], str] | None,
 ) -> None:
-    """:func:`check_policy` for a batch, before any of its rows is sent.
-
-    ``reason_required`` (the operation is in the ``require_reason`` of ``profile_name``, a
-    profile of the batch) needs ``reason``. Rows above their profile's limit (``above``:
-    currency -> (rows, total); ``limits``: profile -> its limit, for the profiles of those
-    rows) need ``reason`` and the TOTAL of those rows typed to confirm (asked on a terminal,
-    ``confirm_amount`` without one). One total confirms one currency: rows above the limit
-    in several currencies are refused (split the file by currency)."""
+    """:func:`check_policy` for a batch, before any of its rows is sent: rows above their
+    profile's limit (``above``: currency -> (rows, total); ``limits``: profile -> its limit)
+    need a reason and their TOTAL typed to confirm, one currency at a time."""
     if reason_required and reason is None:
         raise PolicyRefusal(
             f"{operation} refused by profile {profile_name}: a reason is required; nothing "
@@ -141,25 +134,9 @@ def check_batch_policy(
     ((currency, (_rows, amount)),) = above.items()
     stated = (f"{count} row{'s' if count != 1 else ''} of {operation} above "
               f"{_limit_words(limits, currency)} total {amount:f} {currency}")
-    if reason is None:
-        raise PolicyRefusal(
-            f"{operation} batch refused: {stated}; a reason is required; nothing was sent",
-            hint='add --reason "why" and confirm the total',
-        )
-    typed = confirm_amount
-    if typed is None and ask is not None:
-        typed = ask(f"{stated}. Type the total to confirm")
-    if typed is None:
-        raise PolicyRefusal(
-            f"{operation} batch refused: {stated}; the total must be typed to confirm; "
-            "nothing was sent",
-            hint=f"without a terminal, pass --confirm-amount {amount:f}",
-        )
-    if not typed_amount_is(typed, amount):
-        raise PolicyRefusal(
-            f"{operation} batch refused: the confirmed total {typed.strip()[:40]!r} is not "
-            f"{amount:f} {currency}; nothing was sent"
-        )
+    _confirm(f"{operation} batch refused: {stated}; ", f"{operation} batch refused: ", "total",
+             f"{amount:f}", currency, amount, reason=reason, confirm_amount=confirm_amount,
+             ask=ask, question=f"{stated}. Type the total to confirm")
 
 
 def _limit_words(limits: dict[str, str], currency: str | None) -> str:

@@ -1,15 +1,10 @@
 """A team's shared history: the same event log in a PostgreSQL database (psycopg 3).
 
-The database keeps it, not the client: its schema (``history/migrations/V*.sql``, applied
-by the owner's ``walletctl history setup``) refuses UPDATE, DELETE and TRUNCATE of the
-events, for the owner too (whose maintenance path disables trigger events_append_only, in
-a transaction that enables it again); stamps each event's ``operator`` with the role the
-server authenticated; extends one chain under an advisory lock, checked by a trigger; and
-checks approvals, the desk's rulebook, roles and findings against those roles. Operators
-are granted SELECT and INSERT only. The per-original locks of the money protocol are
-advisory locks in the same database, so two operators on two machines serialise on one
-order as two shells on one machine do. Passwords come from libpq (``PGPASSWORD``,
-``~/.pgpass``, a service file).
+The database keeps it, not the client: its schema (``migrations/V*.sql``, applied by
+``walletctl history setup``) refuses changes to the events, stamps each with the role the
+server authenticated, extends one chain under an advisory lock and checks approvals, the
+rulebook and findings (docs/history.md). The money protocol's per-original locks are
+advisory locks in the same database. Passwords come from libpq, never from walletctl.
 """
 
 from __future__ import annotations
@@ -36,9 +31,8 @@ if TYPE_CHECKING:
 SCHEMA_NAME = "walletctl"
 CHAIN_LOCK = 0x77616C6C  # "wall": pg_advisory_xact_lock(CHAIN_LOCK, 0) guards the tip
 SETUP_LOCK = 0x77616C6D
-# (version, what it does): its SQL is migrations/V<version>.sql, run as it is, in order.
-# Append only: a released migration is never edited (tests/history/test_pg_migrations.py
-# pins each one's sha256), so that every database it migrated still opens.
+# (version, what it does): migrations/V<version>.sql, run in order. Append only: a released
+# one is never edited (tests/history/test_pg_migrations.py pins each one's sha256).
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, "events, append-only and one chain"),
     (2, "approvals (four eyes), kept by the database"),
@@ -53,9 +47,7 @@ def migration_sql(version: int) -> bytes:
     return (Path(__file__).with_name("migrations") / f"V{version}.sql").read_bytes()
 
 
-# What each kind of role is granted, and no more. Every kind reads the history; operators
-# append and file and spend requests, approvers append (their decisions) and decide,
-# auditors only read. The triggers check the kind again for each write (walletctl.roles).
+# What each kind of role is granted, and no more (the triggers check it again per write).
 _READ = (
     "GRANT USAGE ON SCHEMA walletctl TO {role}",
     "GRANT SELECT ON walletctl.events, walletctl.schema_version, walletctl.approvals, "
@@ -134,13 +126,10 @@ def connect(url: DbUrl, *, purpose: str = "walletctl") -> psycopg.Connection[Any
 
 
 class Watchdog:
-    """The client's own bound on each wait for the server. A frozen server, or a proxy
-    that stops forwarding while the kernel still acknowledges, answers nothing: no timeout
-    of the server's fires and TCP sees nothing wrong. Armed around each wait, it shuts the
-    connection's socket down once ``seconds`` pass, so libpq returns an error at once (a
-    StorageError, exit 3, or the outcome's warning) and the server, seeing the close, ends
-    the session and its locks. Arming is an attribute write; a thread looks 4 times a
-    second while the connection is open."""
+    """The client's own bound on each wait for the server (a frozen server or proxy answers
+    nothing, and no timeout fires): armed around each wait, it shuts the connection's socket
+    down once ``seconds`` pass, so libpq fails at once and the server ends the session and
+    its locks. A thread looks 4 times a second while the connection is open."""
 
     TICK = 0.25
 
@@ -213,10 +202,8 @@ class PostgresHistory(HistoryStore):
 
     def __init__(self, url: DbUrl, *, purpose: str = "walletctl",
                  background: bool = False) -> None:
-        """``background``: connect in a thread, so that the ~6 ms of a new connection
-        (SCRAM on both sides, a new server process) overlap what the command does before
-        its first use of the history (always before anything is sent); a failure is then
-        raised at that first use, with the same message."""
+        """``background``: connect in a thread while the command goes on (~6 ms saved); a
+        failure is raised at the first use, always before anything is sent."""
         self.url = url
         self.where = url.display()
         self._conn: psycopg.Connection[Any] | None = None
@@ -303,10 +290,7 @@ class PostgresHistory(HistoryStore):
         self.db()
         return self.role
 
-    def _may_read(self, table: str) -> bool:
-        return self._may(table, "SELECT")
-
-    def _may(self, table: str, privilege: str) -> bool:
+    def may(self, table: str, privilege: str = "SELECT") -> bool:
         row = self.read_one("SELECT has_table_privilege(session_user, ?, ?)",
                             (f"{SCHEMA_NAME}.{table}", privilege))
         return bool(row and row[0])
@@ -401,9 +385,6 @@ class PostgresHistory(HistoryStore):
             raise StorageError(f"history {self.where}: {text}", hint=(
                 KINDS_HINT if isinstance(exc, psycopg.errors.InsufficientPrivilege)
                 else None)) from None
-
-    def may_change_rulebook(self) -> bool:
-        return self._may("policy", "INSERT")
 
     def shared_locks(self) -> AdvisoryLocks:
         return self._locks
@@ -522,24 +503,20 @@ def setup(url: DbUrl, grants: Sequence[str], kind: str = "operator") -> SetupRes
                            (version,))
                 applied.append(f"{version}: {what}")
             for role in dict.fromkeys(grants):
-                if role.lower() == "public" or role.startswith("pg_"):
-                    raise StorageError(
-                        f"history {where}: --grant {role}: a built-in role would pass the "
-                        "grant to every role in it; grant each operator's own LOGIN role")
-                found = db.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s",
-                                   (role,)).fetchone()
-                if found is not None and found[0]:
-                    raise StorageError(
-                        f"history {where}: --grant {role}: a superuser can change anything, "
-                        "the history too; grant operator roles without superuser")
-                if found is None:
-                    raise StorageError(
-                        f"history {where}: --grant {role}: no such role (the database "
-                        f"administrator creates it first: CREATE ROLE {role} LOGIN)")
-                if role == owner:
-                    raise StorageError(
-                        f"history {where}: --grant {role}: that is the owner running setup; "
-                        "grant operator roles, which may only read and append")
+                builtin = role.lower() == "public" or role.startswith("pg_")
+                found = None if builtin else db.execute(
+                    "SELECT rolsuper FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+                refused = (
+                    "a built-in role would pass the grant to every role in it; grant each "
+                    "operator's own LOGIN role" if builtin else
+                    f"no such role (the database administrator creates it first: CREATE ROLE "
+                    f"{role} LOGIN)" if found is None else
+                    "a superuser can change anything, the history too; grant operator roles "
+                    "without superuser" if found[0] else
+                    "that is the owner running setup; grant operator roles, which may only "
+                    "read and append" if role == owner else None)
+                if refused is not None:
+                    raise StorageError(f"history {where}: --grant {role}: {refused}")
                 for grant in GRANTS[kind]:
                     db.execute(sql.SQL(grant).format(role=sql.Identifier(role)))
                 db.execute("INSERT INTO walletctl.roles (role, kind) VALUES (%s, %s) "

@@ -13,18 +13,18 @@ a 5xx or an unparseable answer stays ``unknown``; a kill -9 leaves it ``unknown`
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
 from walletctl.errors import DeclinedError, GatewayError, WalletctlError
+from walletctl.history.policy import amount_text
 from walletctl.history.store import (
     Completion,
     HistoryStore,
@@ -63,16 +63,14 @@ def os_user() -> str:
 
 
 def major_text(amount: Decimal | None, currency: str | None) -> str | None:
-    """``40`` EUR as ``40.00``: the currency's decimals, as every other output shows it."""
-    if amount is None:
-        return None
-    if currency:
-        from walletctl.models.money import quantize
+    return None if amount is None else amount_text(amount, currency)
 
-        # an amount the currency cannot hold is recorded as given (the request is refused)
-        with contextlib.suppress(ValueError):
-            amount = quantize(amount, currency)
-    return format(amount, "f")
+
+def intent_for(profile: Profile, operation: str, **fields: Any) -> Intent:
+    """An intent at ``profile``'s merchant and store, begun now by this machine's user."""
+    return Intent(time=now_utc(), os_user=os_user(), host=socket.gethostname(),
+                  profile=profile.name, base_url=profile.base_url, operation=operation,
+                  merchant_id=profile.merchant_id, store_id=profile.store_id, **fields)
 
 
 def outcome_of_error(exc: BaseException) -> str:
@@ -96,14 +94,8 @@ class Recording:
     extra: dict[str, str | None] = field(default_factory=dict)
 
     def planned(self, new_ref: str | None, amount: Decimal | None, currency: str | None) -> None:
-        from dataclasses import replace
-
-        self.intent = replace(
-            self.intent,
-            new_ref=new_ref,
-            amount=major_text(amount, currency),
-            currency=currency,
-        )
+        self.intent = replace(self.intent, new_ref=new_ref, amount=major_text(amount, currency),
+                              currency=currency)
 
     def sending(self, hook: WriteHook | None = None) -> None:
         """Commit the intent: from here on, a crash leaves the entry ``unknown``. ``hook``
@@ -145,8 +137,6 @@ class Recording:
         if self.entry is None:
             if outcome != "refused":  # nothing sent and nothing refused: not an action
                 return
-            from dataclasses import replace
-
             self.store.begin(replace(self.intent, outcome=outcome, exit_code=exit_code,
                                      note=note))
             return
@@ -166,11 +156,8 @@ def recording(
     batch_id: str | None = None,
     batch_row: int | None = None,
 ) -> Iterator[Recording]:
-    rec = Recording(store, Intent(
-        time=now_utc(), os_user=os_user(), host=socket.gethostname(), profile=profile.name,
-        base_url=profile.base_url, operation=operation, original_ref=original_ref,
-        reason=reason, batch_id=batch_id, batch_row=batch_row,
-        merchant_id=profile.merchant_id, store_id=profile.store_id))
+    rec = Recording(store, intent_for(profile, operation, original_ref=original_ref,
+                                      reason=reason, batch_id=batch_id, batch_row=batch_row))
     try:
         yield rec
     except BaseException as exc:

@@ -1,10 +1,7 @@
-"""The desk's rulebook: its policy kept in the history store (the team's database, or the
-local file), changed only by the store's owner, each change an entry of the chain. Its keys
-(``approvals.<op>[.<CUR>]``, ``limits.<op>[.<CUR>]``, ``require_reason``,
-``duplicate_window``, ``approval_hours``) and their meaning: docs/history.md, "The desk's
-policy". A profile's own ``[history]`` rules may only tighten them (:func:`under_rulebook`).
-On PostgreSQL the database checks every movement against it as its intent is recorded (a
-trigger of ``migrations/V3.sql``); on a local file the store does (:func:`refuse_forbidden`).
+"""The desk's rulebook: its policy kept in the history store, changed only by the store's
+owner, each change an entry of the chain (docs/history.md, "The desk's policy"). A profile
+may only tighten it (:func:`under_rulebook`). Each movement is checked against it as its
+intent is recorded: by a trigger on PostgreSQL, by :func:`refuse_forbidden` in a file.
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from walletctl.config.profile import APPROVAL_OPERATIONS, HISTORY_OPERATIONS, HistorySettings
 from walletctl.errors import UsageError
 from walletctl.history.policy import PolicyRefusal, amount_rule
 
@@ -21,13 +19,11 @@ if TYPE_CHECKING:
     from walletctl.config.profile import Profile
     from walletctl.history.store import HistoryStore, Intent, Transaction
 
-MONEY_OPS: tuple[str, ...] = ("checkout", "capture", "refund", "reverse", "authorize")
-FOUR_EYES_OPS: tuple[str, ...] = ("capture", "refund", "reverse")  # money leaving an order
-KEY_RULE = ("approvals.<op>[.<CUR>] (op: " + ", ".join(FOUR_EYES_OPS) + "), limits.<op>[.<CUR>]"
-            " (op: " + ", ".join(MONEY_OPS) + "), require_reason, duplicate_window or "
+KEY_RULE = (f"approvals.<op>[.<CUR>] (op: {', '.join(APPROVAL_OPERATIONS)}), limits.<op>[.<CUR>]"
+            f" (op: {', '.join(HISTORY_OPERATIONS)}), require_reason, duplicate_window or "
             "approval_hours")
-_AMOUNT_KEY = re.compile(r"(approvals\.(" + "|".join(FOUR_EYES_OPS) + r")|limits\.("
-                         + "|".join(MONEY_OPS) + r"))(\.[A-Z]{3})?")
+_AMOUNT_KEY = re.compile(r"(approvals\.(" + "|".join(APPROVAL_OPERATIONS) + r")|limits\.("
+                         + "|".join(HISTORY_OPERATIONS) + r"))(\.[A-Z]{3})?")
 _AMOUNT = re.compile(r"[0-9]{1,12}(\.[0-9]{1,4})?")
 BOUNDS = {"duplicate_window": (0, 1440), "approval_hours": (1, 720)}  # minutes, hours
 
@@ -50,9 +46,9 @@ def checked_value(key: str, value: str) -> str:
         ops = [op.strip() for op in text.split(",")]
         if text == "true":
             return text
-        if not all(op in MONEY_OPS for op in ops):
+        if not all(op in HISTORY_OPERATIONS for op in ops):
             raise UsageError(f"require_reason: must be true or a comma-separated list of "
-                             f"{', '.join(MONEY_OPS)}, not {value[:40]!r}")
+                             f"{', '.join(HISTORY_OPERATIONS)}, not {value[:40]!r}")
         return ",".join(dict.fromkeys(ops))
     if key in BOUNDS:
         low, high = BOUNDS[key]
@@ -115,14 +111,12 @@ def under_rulebook(book: dict[str, Rule], profile: Profile) -> Profile:
     stricter of the two for each rule. A profile that sets a looser value is refused."""
     if not book:
         return profile
-    from walletctl.config.profile import HistorySettings
-
     own = profile.history
     defaults = HistorySettings()
     reasons = set(own.require_reason)
     if "require_reason" in book:
         value = book["require_reason"].value
-        reasons |= set(MONEY_OPS if value == "true" else value.split(","))
+        reasons |= set(HISTORY_OPERATIONS if value == "true" else value.split(","))
     window, hours = own.duplicate_window, own.approval_hours
     if "duplicate_window" in book:
         rule = book["duplicate_window"]  # a longer window is the stricter one
@@ -137,7 +131,7 @@ def under_rulebook(book: dict[str, Rule], profile: Profile) -> Profile:
         hours = min(hours, int(rule.value))
     settings = replace(own, approvals=_lowest(book, "approvals", own.approvals, profile),
                        limits=_lowest(book, "limits", own.limits, profile),
-                       require_reason=tuple(op for op in MONEY_OPS if op in reasons),
+                       require_reason=tuple(op for op in HISTORY_OPERATIONS if op in reasons),
                        duplicate_window=window, approval_hours=hours)
     return replace(profile, history=settings)
 
@@ -178,7 +172,8 @@ def refuse_forbidden(store: HistoryStore, tx: Transaction,
                      begun: list[tuple[Intent, int]]) -> None:
     """Refuse (PolicyRefusal, the whole write rolled back) a movement of ``begun`` (intents
     about to be sent, with their entries) that the rulebook kept in ``store`` forbids."""
-    moving = [(i, e) for i, e in begun if i.outcome is None and i.operation in MONEY_OPS]
+    moving = [(i, e) for i, e in begun
+              if i.outcome is None and i.operation in HISTORY_OPERATIONS]
     if not moving:
         return
     book = {str(k): str(v) for k, v in tx.read("SELECT key, value FROM policy")}

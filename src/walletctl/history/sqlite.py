@@ -1,9 +1,6 @@
-"""One person's history: a SQLite file (WAL mode) on the operator's own disk.
-
-Appends take SQLite's write lock (``BEGIN IMMEDIATE``) to read the chain's tip and insert, so
-concurrent processes on this machine serialise and none is lost. The file is the writer's:
-its chain shows accidental and casual edits, not a determined owner (a team's history lives
-on PostgreSQL, where the database, not the writer, keeps it).
+"""One person's history: a SQLite file (WAL mode) on the operator's own disk. Appends take
+SQLite's write lock (``BEGIN IMMEDIATE``), so concurrent processes serialise. Its chain shows
+accidental and casual edits, not a determined owner's (a team's history is on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from walletctl.history.chain import ALL, COLUMN_TYPES, LATER
-from walletctl.history.store import HistoryStore, Intent, StorageError, Transaction
+from walletctl.history.store import HistoryStore, StorageError
 
 _COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in ALL)  # a new file has them all
 SCHEMA = f"""
@@ -74,11 +71,9 @@ CREATE INDEX IF NOT EXISTS events_time ON events(time);
 CREATE INDEX IF NOT EXISTS events_written_by ON events(COALESCE(operator, os_user));
 CREATE INDEX IF NOT EXISTS events_approval_id ON events(approval) WHERE approval IS NOT NULL;
 """
-# Each entry's outcome now and its latest completion: derived from the events, kept by
-# triggers in the same transaction as each append (and after any change or deletion, such
-# as the intent store's), so that listing unknown entries, or an entry's latest outcome,
-# is an index look-up and not a walk over every entry. A file written before it is filled
-# once, at its first open by this version.
+# Each entry's outcome now and its latest completion, kept by triggers with every append,
+# change or deletion (an index look-up, not a walk over every entry); a file written
+# before it is filled once, at its first open by this version.
 _OUTCOME_OF = """
 SELECT b.entry, COALESCE(c.outcome, b.outcome, 'unknown'), c.seq FROM events b
 LEFT JOIN events c ON c.seq = (
@@ -145,15 +140,12 @@ NO_CKPT_ON_CLOSE = 1006  # SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE (sqlite3.h)
 
 
 def skip_checkpoint_on_close(db: sqlite3.Connection, path: Path) -> bool:
-    """Leave the WAL in place when ``db`` closes (True: the setting is on). Otherwise the last
-    connection's close copies the WAL into the database and fsyncs it, ~10 ms paid by every
-    command that recorded an entry; commits are already in the WAL (a killed process keeps
-    them) and SQLite's automatic checkpoint folds it in from time to time. Python 3.12+
-    sets it with ``Connection.setconfig``; on CPython 3.11 it is set through the C API with
-    ctypes only where that is known to be sound (Linux x86-64: variadic integers pass in
-    registers), the handle read from the connection object's first field and checked by
-    reading the setting back and comparing the file name SQLite reports. Anywhere else, or
-    if a check fails, nothing changes and the checkpoint happens on close."""
+    """Leave the WAL in place when ``db`` closes (True: the setting is on), sparing every
+    command that recorded an entry the close's checkpoint and fsync (~10 ms); SQLite's
+    automatic checkpoint folds the WAL in from time to time. Python 3.12+ has
+    ``Connection.setconfig``; on CPython 3.11 the C API is called through ctypes only on
+    Linux x86-64, the handle checked by the file name SQLite reports and the setting read
+    back. Anywhere else, or if a check fails, the checkpoint happens on close."""
     setconfig = getattr(db, "setconfig", None)
     constant = getattr(sqlite3, "SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE", None)
     if setconfig is not None and constant is not None:
@@ -255,9 +247,3 @@ class SqliteHistory(HistoryStore):
             if isinstance(exc, sqlite3.Error):
                 raise StorageError(f"history {self.where}: {exc}") from None
             raise
-
-    def _check_rulebook(self, tx: Transaction, begun: list[tuple[Intent, int]]) -> None:
-        """The desk's rulebook, checked by the store (a PostgreSQL trigger checks it there)."""
-        from walletctl.history.rulebook import refuse_forbidden
-
-        refuse_forbidden(self, tx, begun)

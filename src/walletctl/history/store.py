@@ -1,18 +1,12 @@
 """The history's storage: an append-only, hash-chained event log, and its one interface.
 
-Each money-moving action is an *entry*: a ``begin`` event written (and committed) before the
-request leaves, then a ``complete`` event when its outcome is known (a re-run or
-``history --unknown --reconcile`` may add later ones). Events are never updated or deleted,
-so every event carries ``hash = sha256(prev_hash + canonical(event))``: an edited, deleted or
-reordered event breaks the chain and :meth:`HistoryStore.verify` names the first broken one.
-
-:class:`HistoryStore` is that interface and everything the two backends share (queries,
-identity, chain walking); :class:`~walletctl.history.sqlite.SqliteHistory` (one person's
-file) and :class:`~walletctl.history.postgres.PostgresHistory` (a team's shared database)
-supply a connection, a write transaction under the chain's lock and their schema. Appends
-read the chain's tip and insert under that lock, so concurrent writers extend one chain and
-none is lost. Only plain text values are stored: callers pass references, amounts and
-reasons, never keys or card data.
+Each money-moving action is an *entry*: a ``begin`` event committed before the request
+leaves, then ``complete`` events once its outcome is known. Events are never updated or
+deleted; each carries ``hash = sha256(prev_hash + canonical(event))``, so an edited, deleted
+or reordered event breaks the chain (:meth:`HistoryStore.verify`). :class:`HistoryStore`
+holds everything the two backends share; :mod:`~walletctl.history.sqlite` and
+:mod:`~walletctl.history.postgres` supply a connection, a write under the chain's lock and
+their schema. Only plain text is stored: references, amounts and reasons, never secrets.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from walletctl.errors import ConfigError
 from walletctl.history.chain import (
@@ -29,7 +23,6 @@ from walletctl.history.chain import (
     OPERATOR_AT,
     SELECT_EVENTS,
     Tip,
-    describe,
     event_hash,
 )
 from walletctl.history.entry import (  # the records, re-exported: callers import them here
@@ -44,9 +37,12 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
     Outcome,
 )
 
+if TYPE_CHECKING:
+    from walletctl.history.postgres import AdvisoryLocks
+
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",
-           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "SharedLocks",
-           "StorageError", "Transaction", "WriteHook", "chunks"]
+           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "StorageError",
+           "Transaction", "WriteHook", "chunks"]
 
 T = TypeVar("T")
 
@@ -64,24 +60,6 @@ class Head:
 class StorageError(ConfigError):
     """The history's backend failed (the file, the database server, the connection): one
     line naming where, never a password; like every profile/environment problem, exit 3."""
-
-
-class SharedLocks(Protocol):
-    """Per-original locks kept by a shared history, seen by every operator's machine."""
-
-    def try_acquire(self, key: str) -> bool: ...
-
-    def release(self, key: str) -> None: ...
-
-    def holder(self, key: str) -> str | None:
-        """Who holds ``key`` now (role and what it is doing), if that can be told."""
-        ...
-
-    def try_acquire_many(self, keys: list[str]) -> list[bool]:
-        """:meth:`try_acquire` for many keys in one round trip (a batch's rows)."""
-        ...
-
-    def release_many(self, keys: list[str]) -> None: ...
 
 
 # References looked up per query (the duplicate check, a batch's probe). Small enough that
@@ -145,13 +123,9 @@ WriteHook = Callable[[Transaction, list[int]], None]
 
 
 class HistoryStore:
-    """One open history: the interface every caller uses, whichever backend is behind it.
-
-    A backend supplies ``read`` (rows of one query), ``_write`` (a transaction holding the
-    chain's lock, yielding its connection) and ``where`` (how it is named in messages: a
-    file's path, or a database URL without its password). ``chained=False`` is the minimal
-    intent store (history off): the same table, but a completed entry's events are deleted
-    instead of kept."""
+    """One open history, whichever backend supplies ``read``, ``_write`` (a transaction
+    under the chain's lock) and ``where`` (a path, or a URL without its password).
+    ``chained=False``: the intent store (history off), where a completed entry is deleted."""
 
     where: str = ""
     chained: bool = True
@@ -187,11 +161,15 @@ class HistoryStore:
         """The database role this connection writes as (the events' ``operator``)."""
         return None
 
-    def may_change_rulebook(self) -> bool:
-        """Whether this connection may change the desk's policy (a local file: its owner)."""
+    def may(self, table: str, privilege: str = "SELECT") -> bool:
+        """Whether this connection holds ``privilege`` on ``table`` (a backend with roles
+        says; a local file is its owner's)."""
         return True
 
-    def shared_locks(self) -> SharedLocks | None:
+    def may_change_rulebook(self) -> bool:
+        return self.may("policy", "INSERT")
+
+    def shared_locks(self) -> AdvisoryLocks | None:
         """The desk's per-original locks, when this history is shared (else None)."""
         return None
 
@@ -226,12 +204,9 @@ class HistoryStore:
     def append_many(self, intents: Iterable[Intent],
                     completions: Iterable[tuple[int, Completion]], *,
                     hook: WriteHook | None = None) -> list[int]:
-        """Completions, then intents, in ONE transaction (the chain's tip is read once):
-        the intents' entry ids. What a batch writes per group of sends.
-
-        One entry per money movement: an intent to send what an entry already records (the
-        same merchant, store, operation and reference, begun to be sent) is given that
-        entry's id instead of a new entry, whichever process, journal or resume asks."""
+        """Completions, then intents, in ONE transaction: the intents' entry ids. An intent
+        to send what an entry already records (:func:`_identity`) is given that entry's id:
+        one entry per money movement, whichever process, journal or resume asks."""
         todo = list(intents)
         done = list(completions)
         with self.transaction(chain=True) as tx:
@@ -255,17 +230,15 @@ class HistoryStore:
                 ids.append(begun)
             if hook is not None:
                 hook(tx, ids)
-            self._check_rulebook(tx, new)
+            if not self.shared:  # a shared history's database checks the rulebook itself
+                from walletctl.history.rulebook import refuse_forbidden
+
+                refuse_forbidden(self, tx, new)
             return ids
 
-    def _check_rulebook(self, tx: Transaction, begun: list[tuple[Intent, int]]) -> None:
-        """Refuse (raise) a movement of ``begun`` the desk's rulebook forbids, rolling the
-        write back: a backend whose database does not check it itself (a local file)."""
-
     def _begun(self, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
-        """The entries already begun to send these intents' movements, by identity: one
-        query per REFS_PER_QUERY references (a batch's group of sends: a few queries, not one
-        per intent)."""
+        """The entries already begun to send these intents' movements, by identity (one
+        query per REFS_PER_QUERY references)."""
         refs = sorted({key[3] if key[3] is not None else key[4]
                        for key in map(_identity, intents) if key})
         found: dict[tuple[Any, ...], int] = {}
@@ -368,9 +341,8 @@ class HistoryStore:
 
     def unresolved(self, *, merchant_id: str, store_id: str, operation: str,
                    original_ref: str, legacy: tuple[str, str] | None = None) -> list[Entry]:
-        """Entries of this operation on the merchant's ``original_ref`` whose outcome is
-        still unknown, whichever profile or URL spelling made them. ``legacy`` (profile
-        name, base URL) also matches entries written before the history kept merchant ids."""
+        """Entries of this operation on the merchant's ``original_ref`` still unknown;
+        ``legacy`` (profile, base URL) matches entries written without merchant ids."""
         found = self.entries(
             Filters(operation=operation, outcome="unknown", original_ref=original_ref))
         return [e for e in found if (e.merchant_id, e.store_id) == (merchant_id, store_id)
@@ -378,16 +350,14 @@ class HistoryStore:
 
     def touched(self, *, operation: str, original_ref: str, batch_id: str,
                 since: str) -> bool:
-        """Whether any entry of this operation on ``original_ref`` from outside the batch
-        was sent (begun, whatever became of it) or began at or after ``since``: one indexed
-        probe, so that a batch row with nothing of the kind keeps its one round trip."""
+        """Whether an entry of this operation on ``original_ref`` from outside the batch was
+        sent (whatever became of it) or began at or after ``since`` (one indexed probe)."""
         return bool(self.touched_many(operation=operation, original_refs=[original_ref],
                                       batch_id=batch_id, since=since))
 
     def touched_many(self, *, operation: str, original_refs: list[str], batch_id: str,
                      since: str) -> set[str]:
-        """:meth:`touched` for many originals at once (a batch's group of rows): the ones
-        touched, in one query per REFS_PER_QUERY."""
+        """:meth:`touched` for many originals at once: the ones touched."""
         found: set[str] = set()
         for chunk, marks in chunks(original_refs, REFS_PER_QUERY):
             found.update(str(row[0]) for row in self.read(
@@ -406,9 +376,7 @@ class HistoryStore:
                 and (e.merchant_id, e.store_id) == (merchant_id, store_id)]
 
     def head(self) -> Head | None:
-        """The newest event (None: no event yet). ``history anchor`` prints it, so that a
-        team can keep it elsewhere: deleting the newest events, or recomputing the whole
-        chain, leaves a chain intact in itself, and only a head kept outside shows it."""
+        """The newest event (None: no event yet), which ``history anchor`` prints."""
         row = self.read_one("SELECT seq, entry, hash, time FROM events "
                         "WHERE seq = (SELECT MAX(seq) FROM events)")
         return Head(int(row[0]), int(row[1]), str(row[2]), str(row[3])) if row else None
@@ -420,8 +388,7 @@ class HistoryStore:
         return found is not None
 
     def hashes(self, events: Iterable[int]) -> dict[int, str]:
-        """The hash of each of these numbered events that is still here (one query per
-        500 numbers: an anchors file a nightly job has appended to for years)."""
+        """The hash of each of these numbered events that is still here."""
         found: dict[int, str] = {}
         for chunk, marks in chunks(sorted(set(events))):
             found.update((int(seq), str(digest)) for seq, digest in self.read(
@@ -429,7 +396,7 @@ class HistoryStore:
         return found
 
     def event_span(self, entries: list[int]) -> tuple[int, int]:
-        """The first and the last event of these entries (one indexed query per 500)."""
+        """The first and the last event of these entries."""
         first, last = None, None
         for chunk, marks in chunks(entries):
             row = self.read_one(f"SELECT MIN(seq), MAX(seq) FROM events WHERE entry IN ({marks})",  # noqa: S608 - placeholders only
@@ -442,22 +409,16 @@ class HistoryStore:
         return first, last
 
     def chain_events(self, first: int, last: int) -> Iterator[dict[str, Any]]:
-        """The events numbered ``first`` to ``last`` as they are stored (every hashed
-        column, ``prev_hash`` and ``hash``), read a row at a time."""
+        """The events numbered ``first`` to ``last`` as stored, read a row at a time."""
         names = ("seq", *ALL, "prev_hash", "hash")
         sql = SELECT_EVENTS.replace(" ORDER BY seq", " AND seq <= ? ORDER BY seq")
         for row in self.read(sql, (first - 1, last), stream=True):
             yield dict(zip(names, row, strict=True))
 
-    def _may_read(self, table: str) -> bool:
-        """Whether this connection may read ``table`` (a backend with roles says)."""
-        return True
-
     def spent_undecided(self) -> list[int] | None:
-        """Approvals spent with no approving decision in the chain (the decision's event
-        was deleted, or the row was edited), by id; None when this role may not read the
-        approvals (an auditor granted the events only)."""
-        if not self._may_read("approvals"):
+        """Approvals spent with no approving decision in the chain, by id; None when this
+        role may not read the approvals (an auditor granted the events only)."""
+        if not self.may("approvals"):
             return None
         return [int(row[0]) for row in self.read(
             "SELECT a.id FROM approvals a WHERE a.state = 'spent' AND NOT EXISTS ("
@@ -466,9 +427,8 @@ class HistoryStore:
 
     def verify(self, after: tuple[int, str] | None = None) -> tuple[int, Broken | None]:
         """Walk the chain: (events checked, the first broken one or None). ``after``: an
-        event already verified, (its number, its hash as kept outside): only the events
-        after it are walked, the first of them checked against that hash; the events up
-        to it are not read (an index range: the cost is the events added since)."""
+        event already verified (its number, its hash kept outside): only the events after
+        it are read, the first of them checked against that hash."""
         start, prev = after if after is not None else (0, GENESIS)
         expected = start + 1
         count = 0
@@ -491,7 +451,8 @@ class HistoryStore:
 
 def _what(values: Sequence[Any]) -> str:
     """A broken event, as :meth:`HistoryStore.verify` names it."""
-    what = describe(values[0], values[1])
+    kind, entry = values[0], values[1]
+    what = f"entry #{entry}" if kind == "begin" else f"the outcome of entry #{entry}"
     if values[OPERATOR_AT] is not None:  # a shared history names its writer
         what += f" (written by {values[OPERATOR_AT]})"
     return what

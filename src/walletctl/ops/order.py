@@ -142,9 +142,8 @@ class OrderView:
 
 def order_view(profile: Profile, client: GatewayClient, reference: str, *,
                keep: Callable[[HistoryStore, OrderView], None] | None = None) -> OrderView:
-    """Everything known about ``reference`` (see the module's docstring); ``keep``: called
-    with the open history and the finished view (an evidence bundle is written from both);
-    it needs a history."""
+    """Everything known about ``reference``; ``keep``: called with the open history and the
+    finished view (an evidence bundle is written from both)."""
     from walletctl.history.recorder import now_utc
 
     named, backend, store = existing_history(profile, f"walletctl order {reference}")
@@ -157,7 +156,12 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
                           "history's entries and their chain")
     try:
         if store is not None:
-            _read_history(store, profile, view)
+            from walletctl.history.approvals import listing
+
+            view.entries = [e for e in store.entries(Filters(original_ref=reference))
+                            if ours(e, profile)]
+            view.approvals = list(listing(store, now=view.now, original_ref=reference,
+                                          merchant=(profile.merchant_id, profile.store_id)))
         view.fetched_at = now_utc()
         # an order unknown to the gateway is the lookup's own error, unless the history
         # records something on it (then it is a disagreement to name)
@@ -178,15 +182,6 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
         if store is not None:
             store.close()
     return view
-
-
-def _read_history(store: HistoryStore, profile: Profile, view: OrderView) -> None:
-    from walletctl.history.approvals import listing
-
-    view.entries = [e for e in store.entries(Filters(original_ref=view.reference))
-                    if ours(e, profile)]
-    view.approvals = list(listing(store, now=view.now, original_ref=view.reference,
-                                  merchant=(profile.merchant_id, profile.store_id)))
 
 
 def findings_on(reference: str, entries: list[Entry],

@@ -23,7 +23,8 @@ from walletctl.history.store import StorageError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.history.store import HistoryStore, SharedLocks
+    from walletctl.history.postgres import AdvisoryLocks as SharedLocks
+    from walletctl.history.store import HistoryStore
 
 try:
     import fcntl

@@ -1,7 +1,6 @@
-"""What ``walletctl recon`` finds (findings, totals per currency, counts, the exit code) and
-how one original is compared: what the desk recorded against what one lookup shows. The kinds
-of finding and when an outcome agrees: docs/history.md, "Reconciliation". Whether a record IS
-an entry is the money protocol's rule (:func:`walletctl.ops.money.earlier.judge`).
+"""What ``walletctl recon`` finds and how one original is compared: what the desk recorded
+against what one lookup shows (docs/history.md, "Reconciliation"). Whether a record IS an
+entry is the money protocol's rule (:func:`walletctl.ops.money.earlier.judge`).
 """
 
 from __future__ import annotations
@@ -188,10 +187,8 @@ class ReconResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when everything checked agrees and every original was looked up; 13 when the
-        history and the gateway disagree (or an entry is still unknown); else the code of
-        what kept lookups from being answered (130 interrupted, 9 credentials refused, 7 not
-        reachable, 6 gateway errors or the circuit breaker)."""
+        """0 when everything agrees and every original was looked up; 13 on a mismatch; else
+        the code of what kept lookups from being answered (130, 9, 7 or 6)."""
         if self.report.interrupted:
             return int(ExitCode.INTERRUPTED)
         if self.mismatches:
@@ -288,9 +285,8 @@ def compare_original(
     totals: Totals,
     counts: Counts,
 ) -> list[Finding]:
-    """Findings about ``original``: its entries the gateway does not confirm or that are still
-    unknown, and the money its lookup shows that no entry records (``recorded_elsewhere``:
-    the desk's other references on it, asked only when needed)."""
+    """Findings about ``original``: its entries the gateway does not confirm or still unknown,
+    and money its lookup shows that no entry records (``recorded_elsewhere``: asked lazily)."""
     found: list[Finding] = []
     accounted: set[str] = set()
     for exp in expected:

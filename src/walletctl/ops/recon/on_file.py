@@ -1,11 +1,9 @@
 """Recon's findings on file (``recon --record``, ``recon findings``, ``recon resolve``), kept by
-:mod:`walletctl.history.findings` and matched by what they are about (merchant, store, kind,
-reference, entry): a resolved one found again is shown resolved, not reported as new.
+:mod:`walletctl.history.findings`: a resolved one found again is shown resolved, not new.
 """
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -20,14 +18,11 @@ if TYPE_CHECKING:
     from walletctl.ops.recon.compare import Finding
 
 
-def step(profile: Profile, operation: str) -> Intent:
+def _step(profile: Profile, operation: str) -> Intent:
     """A finding step's chain entry (its references and note are the finding's)."""
-    from walletctl.history.recorder import now_utc, os_user
+    from walletctl.history.recorder import intent_for
 
-    return Intent(time=now_utc(), os_user=os_user(), host=socket.gethostname(),
-                  profile=profile.name, base_url=profile.base_url, operation=operation,
-                  outcome="approved", exit_code=0, merchant_id=profile.merchant_id,
-                  store_id=profile.store_id)
+    return intent_for(profile, operation, outcome="approved", exit_code=0)
 
 
 def with_files(store: HistoryStore, profile: Profile, findings: list[Finding], *,
@@ -40,18 +35,13 @@ def with_files(store: HistoryStore, profile: Profile, findings: list[Finding], *
     named = [f for f in findings if f.kind in MISMATCHES]
     if record and named:
         kept.record(store, merchant, [New(f.kind, f.original, f.reference, f.entry, f.note)
-                                      for f in named], step=step(profile, "finding"))
-    if not named or not _has_findings(store):
+                                      for f in named], step=_step(profile, "finding"))
+    if not named or not store.may("findings"):  # a database not yet upgraded: none
         return findings
     found = {r.identity: r for r in kept.on_file(store, merchant,
                                                  references={f.reference for f in named})}
     return [replace(f, recorded=found.get(identity(merchant, f.kind, f.reference, f.entry)))
             if f.kind in MISMATCHES else f for f in findings]
-
-
-def _has_findings(store: HistoryStore) -> bool:
-    """Whether this history can hold findings (a database not yet upgraded cannot)."""
-    return store._may_read("findings")
 
 
 @dataclass(frozen=True)
@@ -94,4 +84,4 @@ def resolve(profile: Profile, finding: int, note: str) -> Recorded:
         raise UsageError(f"ID {finding}: must be a finding's number (1 or more)")
     with _store(profile, f"walletctl recon resolve {finding}") as store:
         return kept.resolve(store, finding, merchant=(profile.merchant_id, profile.store_id),
-                            note=text, step=step(profile, "resolve"))
+                            note=text, step=_step(profile, "resolve"))

@@ -1,8 +1,6 @@
 """``walletctl recon``: :func:`reconcile` reads what the desk recorded in the window (history
-entries through :class:`~walletctl.history.store.HistoryStore`, batch journals read but never
-locked, the orders named by ``--ref``/``--refs``), looks every order up on the batch engine
-(:class:`~walletctl.ops.batch.balance_report.BalanceReport`) and compares each as its lookup
-arrives. Nothing is sent but lookups; ``record`` files each new mismatch in the history.
+entries, batch journals, the orders named by ``--ref``/``--refs``), looks every order up on
+the batch engine and compares each as its lookup arrives. Nothing is sent but lookups.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ import asyncio
 import csv
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,14 +56,6 @@ def _when(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def _zone(profile: Profile) -> tzinfo:
-    if profile.timezone:
-        from zoneinfo import ZoneInfo
-
-        return ZoneInfo(profile.timezone)
-    return UTC
-
-
 def reconcile(profile: Profile, request: ReconRequest, *,
               progress: Callable[[], None] | None = None) -> ReconResult:
     """Compare the profile's history and the named journals with the gateway (see the
@@ -110,10 +100,13 @@ def reconcile(profile: Profile, request: ReconRequest, *,
 
 async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: DeskRefs,
                    result: ReconResult, progress: Callable[[], None] | None) -> None:
+    from zoneinfo import ZoneInfo
+
     from walletctl.client.aio import AsyncGatewayClient
     from walletctl.models.records import parse_timestamp
 
-    since, until, zone = _when(request.since), _when(request.until), _zone(profile)
+    since, until = _when(request.since), _when(request.until)
+    zone = ZoneInfo(profile.timezone) if profile.timezone else UTC
 
     def in_window(rec: TransactionRecord) -> bool:
         when = (parse_timestamp(rec.transaction_date_time, zone)
@@ -197,9 +190,8 @@ def history_entries(store: HistoryStore, profile: Profile, *, since: str | None,
 
 
 class DeskRefs:
-    """The references the desk recorded on an original at any time (its history entries
-    that were sent, and its journals' rows): what explains a record outside the window.
-    One indexed query per original, asked for only when needed, remembered."""
+    """The references the desk recorded on an original at any time (history entries sent,
+    journal rows): what explains a record outside the window. Asked when needed, kept."""
 
     def __init__(self, store: HistoryStore | None, profile: Profile, plan: Plan) -> None:
         self.store = store
@@ -263,9 +255,8 @@ def _check_file(flag: str, path: Path) -> None:
 
 
 def read_refs(path: Path) -> Iterator[str]:
-    """The references of a file of orders (CSV with a ``ref`` column, one a line, or JSON
-    Lines with ``ref``: the forms ``lookup --batch`` reads). A line that holds no valid
-    reference, or a file that cannot be read, is a usage error naming the flag: exit 2."""
+    """The references of a file of orders (the forms ``lookup --batch`` reads); a bad line
+    or an unreadable file is a usage error naming the flag (exit 2)."""
     from walletctl.ops.batch.balance_report import iter_refs
 
     _check_file("--refs", path)
