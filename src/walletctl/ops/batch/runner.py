@@ -45,6 +45,7 @@ from walletctl.models.outcome import (
 from walletctl.ops.batch.flow import (
     FlowControlled,
     FlowOptions,
+    Lookup,
     LookupRefused,
     Retry,
     Stopped,
@@ -200,14 +201,12 @@ class RequestTemplate:
                           self.type, self.op)
 
 
-class Gateway(Protocol):
+class Gateway(Lookup, Protocol):
     """What the runner needs of :class:`walletctl.client.gateway.AsyncGatewayClient`."""
 
     profile: Profile
 
     async def followup_call(self, call: FollowUpCall) -> FollowUpResponse: ...
-
-    async def lookup(self, reference: str) -> list[TransactionRecord]: ...
 
 
 class _Done(Exception):
