@@ -1,7 +1,7 @@
 """Pass 2 of a batch, driven: the runner on one event loop, a gateway client per profile the
 rows name, SIGINT / SIGTERM / SIGHUP (once: finish the requests in flight; twice: stop at
-once, the journal resumable), the history's half of each row's record (:class:`BatchAudit`)
-and the ``--results`` file (:class:`ResultsWriter`). What the operator sees is the caller's
+once, the journal resumable), the history's recorder opened (:func:`audit_for`) and the
+``--results`` file (:class:`ResultsWriter`). What the operator sees is the caller's
 :class:`Watch`.
 """
 
@@ -11,22 +11,24 @@ import asyncio
 import contextlib
 import csv
 import json
-import socket
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from walletctl.constants import ExitCode
 from walletctl.history import history_url, open_for
-from walletctl.history.recorder import now_utc, os_user
-from walletctl.history.store import Completion, HistoryStore, Intent
 from walletctl.ops.batch.flow import stopped_by_signals
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.ops.batch.journal import Journal, JournalRow, Plan
-    from walletctl.ops.batch.runner import Gateway, RowResult, RunOptions, RunReport
+    from walletctl.ops.batch.journal import Journal, Plan
+    from walletctl.ops.batch.runner import (
+        BatchAudit,
+        Gateway,
+        RowResult,
+        RunOptions,
+        RunReport,
+    )
 
 
 class Watch(Protocol):
@@ -45,6 +47,8 @@ def audit_for(profile: Profile, options: RunOptions, batch_id: str,
               profile_for: Callable[[str | None], Profile], *, approval: int | None = None,
               reason: str | None = None) -> BatchAudit | None:
     """The history recorder of a real run (None for a dry run or with the history off)."""
+    from walletctl.ops.batch.runner import BatchAudit
+
     if options.predict or (not profile.history.enabled and history_url(profile) is None):
         return None
     store = open_for(profile, purpose=f"walletctl {options.op} --batch {batch_id}")
@@ -117,96 +121,6 @@ def _count_from_journal(report: RunReport, jr: Journal) -> None:
     counts = jr.counts()
     report.counts.update(confirmed=counts["confirmed"], refused=counts["refused"],
                          unknown=counts["sent"] + counts["unknown"], pending=counts["planned"])
-
-
-# row status -> (history outcome, exit code of the row as a single command would have it)
-_OUTCOME = {
-    "confirmed": ("approved", ExitCode.OK),
-    "refused": ("declined", ExitCode.DECLINED),
-    "unknown": ("unknown", ExitCode.UNKNOWN_OUTCOME),
-    "pending": ("error", ExitCode.NETWORK),  # never reached the gateway: nothing was sent
-}
-
-
-_GROUP = 64  # completions per history transaction
-
-
-class BatchAudit:
-    """The history's half of a real run: one entry per row, begun when the row is first sent
-    in this run (with the journal's ``sent``, before the request leaves) and completed by its
-    result; a row the pre-flight refuses is one entry, complete at birth. An entry is the
-    transaction at the gateway (merchant, store, operation, new reference): a row begun again
-    (a resumed run, another journal over the same file) gets the entry it already has, and
-    completes an earlier, interrupted run's unknown entry. Completions are written in groups
-    (with the next begins, every 64, and at the end)."""
-
-    def __init__(self, store: HistoryStore, op: str, batch_id: str,
-                 profile_for: Callable[[str | None], Profile], approval: int | None = None,
-                 reason: str | None = None) -> None:
-        self.store = store
-        self.approval = approval  # the approval this batch spent (four eyes), if any
-        self.reason = reason  # the batch's --reason, in every row's entry
-        self.op = op
-        self.batch_id = batch_id
-        self._profile_for = profile_for
-        self._user = os_user()
-        self._host = socket.gethostname()
-        self._open: dict[str, int] = {}  # new reference -> entry id, for rows sent this run
-        self._done: list[tuple[int, Completion]] = []  # completions not yet written
-
-    def flush(self) -> None:
-        """Write the completions gathered so far (one transaction)."""
-        if self._done:
-            self.store.complete_many(self._done)
-            self._done.clear()
-
-    def close(self) -> None:
-        self.flush()
-        self.store.close()
-
-    def _intent(self, row: JournalRow | RowResult, *, outcome: str | None = None,
-                exit_code: int | None = None, note: str | None = None) -> Intent:
-        prof = self._profile_for(row.profile)
-        return Intent(time=now_utc(), os_user=self._user, host=self._host,
-                      profile=prof.name, base_url=prof.base_url,
-                      operation=self.op, original_ref=row.ref, new_ref=row.new_ref,
-                      amount=f"{row.amount:f}", currency=row.currency, reason=self.reason,
-                      batch_id=self.batch_id, batch_row=row.line,
-                      outcome=outcome, exit_code=exit_code, note=note,
-                      merchant_id=prof.merchant_id, store_id=prof.store_id,
-                      approval=self.approval if outcome is None else None)
-
-    def on_send(self, items: list[tuple[JournalRow, int]]) -> None:
-        """Rows about to be sent (journal already 'sent'): their entries are begun in one
-        transaction, with the completions gathered since the last write."""
-        rows = [row for row, _attempt in items if row.new_ref not in self._open]  # not retries
-        if not rows and not self._done:
-            return
-        ids = self.store.append_many([self._intent(row) for row in rows], self._done)
-        self._done.clear()
-        for row, entry in zip(rows, ids, strict=True):
-            self._open[row.new_ref] = entry
-
-    def on_result(self, result: RowResult) -> None:
-        outcome, code = _OUTCOME.get(result.status, ("unknown", ExitCode.UNKNOWN_OUTCOME))
-        note = result.detail or (f"state {result.txn_state}" if result.txn_state else None)
-        entry = self._open.pop(result.new_ref, None)
-        if entry is None:  # not sent in this run: an earlier, killed run may have sent it
-            found = self.store.movement(self._intent(result))
-            if found is not None and found[1] == "unknown":
-                entry = found[0]
-                note = f"resolved by a resumed batch run: {note or result.status}"
-        if entry is not None:
-            # Completions are written in groups: one lost to a kill leaves its entry
-            # `unknown`, which the resumed run (or `history --unknown --reconcile`) completes.
-            self._done.append((entry, Completion(time=now_utc(), outcome=outcome,
-                                                 exit_code=int(code), note=note)))
-            if len(self._done) >= _GROUP:
-                self.flush()
-        elif result.status == "refused" and not result.earlier_run:
-            # refused by the pre-flight: nothing was sent, one entry complete at birth
-            self.store.begin(self._intent(result, outcome="refused",
-                                          exit_code=int(ExitCode.DECLINED), note=note))
 
 
 FIELDS = (

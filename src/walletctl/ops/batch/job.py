@@ -449,11 +449,10 @@ class _Job:
     def _dry_rows(self, report: RunReport | None) -> Iterator[DryRow]:
         """Each row as the real run would send it: its body built with the row's own profile
         (``profile`` column), as the runner does; written to --results as it is read."""
-        from walletctl.ops.batch.driver import ResultsWriter
         from walletctl.ops.batch.runner import build_request
 
         op = self.ask.op
-        writer = ResultsWriter(self.ask.results) if self.ask.results is not None else None
+        writer = self._results_writer()
         try:
             for row in self.jr.rows():
                 status = dry_status(row, report is not None)

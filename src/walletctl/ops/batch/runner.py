@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar
 from pydantic import ValidationError
 
 from walletctl.client.gateway import FollowUpCall
-from walletctl.constants import APM_PROVIDER
+from walletctl.constants import APM_PROVIDER, ExitCode
 from walletctl.errors import (
     GatewayError,
     NetworkError,
@@ -33,6 +34,8 @@ from walletctl.errors import (
     ResponseError,
     UnknownOutcomeError,
 )
+from walletctl.history.recorder import now_utc, os_user
+from walletctl.history.store import Completion, Intent
 from walletctl.models.base import dumps
 from walletctl.models.ledger import balance_from_records, check_followup
 from walletctl.models.money import to_wire
@@ -45,6 +48,7 @@ from walletctl.models.outcome import (
 from walletctl.ops.batch.flow import (
     FlowControlled,
     FlowOptions,
+    Lookup,
     LookupRefused,
     Retry,
     Stopped,
@@ -70,17 +74,6 @@ if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
 
 _T = TypeVar("_T")
-
-
-class Audit(Protocol):
-    """The history's half of the run (``driver.BatchAudit``; a protocol here, so the runner
-    does not import its driver): rows begun as they are sent, completed with their outcome."""
-
-    store: HistoryStore
-
-    def on_send(self, items: list[tuple[JournalRow, int]]) -> None: ...
-
-    def on_result(self, result: RowResult) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,14 +193,12 @@ class RequestTemplate:
                           self.type, self.op)
 
 
-class Gateway(Protocol):
+class Gateway(Lookup, Protocol):
     """What the runner needs of :class:`walletctl.client.gateway.AsyncGatewayClient`."""
 
     profile: Profile
 
     async def followup_call(self, call: FollowUpCall) -> FollowUpResponse: ...
-
-    async def lookup(self, reference: str) -> list[TransactionRecord]: ...
 
 
 class _Done(Exception):
@@ -278,7 +269,7 @@ class BatchRunner(FlowControlled):
 
     def __init__(self, journal: Journal, gateway_for: Callable[[str | None], Gateway],
                  options: RunOptions, *, on_result: Callable[[RowResult], None] | None = None,
-                 audit: Audit | None = None) -> None:
+                 audit: BatchAudit | None = None) -> None:
         super().__init__(options)
         self.journal = journal
         # The history's half of the row's record (None: off, or a dry run); earlier intents
@@ -661,3 +652,94 @@ class BatchRunner(FlowControlled):
             if not self.halted:
                 self.breaker.failure(f"lookup {reference}: {exc.why}")
             raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
+
+
+# ---- the history's half of each row's record ------------------------------------------
+# row status -> (history outcome, exit code of the row as a single command would have it)
+_OUTCOME = {
+    "confirmed": ("approved", ExitCode.OK),
+    "refused": ("declined", ExitCode.DECLINED),
+    "unknown": ("unknown", ExitCode.UNKNOWN_OUTCOME),
+    "pending": ("error", ExitCode.NETWORK),  # never reached the gateway: nothing was sent
+}
+
+
+_GROUP = 64  # completions per history transaction
+
+
+class BatchAudit:
+    """The history's half of a real run: one entry per row, begun when the row is first sent
+    in this run (with the journal's ``sent``, before the request leaves) and completed by its
+    result; a row the pre-flight refuses is one entry, complete at birth. An entry is the
+    transaction at the gateway (merchant, store, operation, new reference): a row begun again
+    (a resumed run, another journal over the same file) gets the entry it already has, and
+    completes an earlier, interrupted run's unknown entry. Completions are written in groups
+    (with the next begins, every 64, and at the end)."""
+
+    def __init__(self, store: HistoryStore, op: str, batch_id: str,
+                 profile_for: Callable[[str | None], Profile], approval: int | None = None,
+                 reason: str | None = None) -> None:
+        self.store = store
+        self.approval = approval  # the approval this batch spent (four eyes), if any
+        self.reason = reason  # the batch's --reason, in every row's entry
+        self.op = op
+        self.batch_id = batch_id
+        self._profile_for = profile_for
+        self._user = os_user()
+        self._host = socket.gethostname()
+        self._open: dict[str, int] = {}  # new reference -> entry id, for rows sent this run
+        self._done: list[tuple[int, Completion]] = []  # completions not yet written
+
+    def flush(self) -> None:
+        """Write the completions gathered so far (one transaction)."""
+        if self._done:
+            self.store.complete_many(self._done)
+            self._done.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self.store.close()
+
+    def _intent(self, row: JournalRow | RowResult, *, outcome: str | None = None,
+                exit_code: int | None = None, note: str | None = None) -> Intent:
+        prof = self._profile_for(row.profile)
+        return Intent(time=now_utc(), os_user=self._user, host=self._host,
+                      profile=prof.name, base_url=prof.base_url,
+                      operation=self.op, original_ref=row.ref, new_ref=row.new_ref,
+                      amount=f"{row.amount:f}", currency=row.currency, reason=self.reason,
+                      batch_id=self.batch_id, batch_row=row.line,
+                      outcome=outcome, exit_code=exit_code, note=note,
+                      merchant_id=prof.merchant_id, store_id=prof.store_id,
+                      approval=self.approval if outcome is None else None)
+
+    def on_send(self, items: list[tuple[JournalRow, int]]) -> None:
+        """Rows about to be sent (journal already 'sent'): their entries are begun in one
+        transaction, with the completions gathered since the last write."""
+        rows = [row for row, _attempt in items if row.new_ref not in self._open]  # not retries
+        if not rows and not self._done:
+            return
+        ids = self.store.append_many([self._intent(row) for row in rows], self._done)
+        self._done.clear()
+        for row, entry in zip(rows, ids, strict=True):
+            self._open[row.new_ref] = entry
+
+    def on_result(self, result: RowResult) -> None:
+        outcome, code = _OUTCOME.get(result.status, ("unknown", ExitCode.UNKNOWN_OUTCOME))
+        note = result.detail or (f"state {result.txn_state}" if result.txn_state else None)
+        entry = self._open.pop(result.new_ref, None)
+        if entry is None:  # not sent in this run: an earlier, killed run may have sent it
+            found = self.store.movement(self._intent(result))
+            if found is not None and found[1] == "unknown":
+                entry = found[0]
+                note = f"resolved by a resumed batch run: {note or result.status}"
+        if entry is not None:
+            # Completions are written in groups: one lost to a kill leaves its entry
+            # `unknown`, which the resumed run (or `history --unknown --reconcile`) completes.
+            self._done.append((entry, Completion(time=now_utc(), outcome=outcome,
+                                                 exit_code=int(code), note=note)))
+            if len(self._done) >= _GROUP:
+                self.flush()
+        elif result.status == "refused" and not result.earlier_run:
+            # refused by the pre-flight: nothing was sent, one entry complete at birth
+            self.store.begin(self._intent(result, outcome="refused",
+                                          exit_code=int(ExitCode.DECLINED), note=note))
