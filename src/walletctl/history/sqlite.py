@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from walletctl.history.chain import ALL, COLUMN_TYPES, LATER
-from walletctl.history.store import HistoryStore, StorageError
+from walletctl.history.store import HistoryStore, Intent, StorageError, Transaction
 
 _COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in ALL)  # a new file has them all
 SCHEMA = f"""
@@ -247,3 +247,8 @@ class SqliteHistory(HistoryStore):
             if isinstance(exc, sqlite3.Error):
                 raise StorageError(f"history {self.where}: {exc}") from None
             raise
+
+    def _check_rulebook(self, tx: Transaction, begun: list[tuple[Intent, int]]) -> None:
+        from walletctl.history.rulebook import refuse_forbidden
+
+        refuse_forbidden(self, tx, begun)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from walletctl.errors import ConfigError
 from walletctl.history.chain import (
@@ -37,12 +37,9 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
     Outcome,
 )
 
-if TYPE_CHECKING:
-    from walletctl.history.postgres import AdvisoryLocks
-
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",
-           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "StorageError",
-           "Transaction", "WriteHook", "chunks"]
+           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "SharedLocks",
+           "StorageError", "Transaction", "WriteHook", "chunks"]
 
 T = TypeVar("T")
 
@@ -60,6 +57,21 @@ class Head:
 class StorageError(ConfigError):
     """The history's backend failed (the file, the database server, the connection): one
     line naming where, never a password; like every profile/environment problem, exit 3."""
+
+
+class SharedLocks(Protocol):
+    """Per-original locks kept by a shared history, seen by every operator's machine
+    (``postgres.AdvisoryLocks``)."""
+
+    def try_acquire(self, key: str) -> bool: ...
+
+    def release(self, key: str) -> None: ...
+
+    def holder(self, key: str) -> str | None: ...
+
+    def try_acquire_many(self, keys: list[str]) -> list[bool]: ...
+
+    def release_many(self, keys: list[str]) -> None: ...
 
 
 # References looked up per query (the duplicate check, a batch's probe). Small enough that
@@ -169,7 +181,7 @@ class HistoryStore:
     def may_change_rulebook(self) -> bool:
         return self.may("policy", "INSERT")
 
-    def shared_locks(self) -> AdvisoryLocks | None:
+    def shared_locks(self) -> SharedLocks | None:
         """The desk's per-original locks, when this history is shared (else None)."""
         return None
 
@@ -230,11 +242,12 @@ class HistoryStore:
                 ids.append(begun)
             if hook is not None:
                 hook(tx, ids)
-            if not self.shared:  # a shared history's database checks the rulebook itself
-                from walletctl.history.rulebook import refuse_forbidden
-
-                refuse_forbidden(self, tx, new)
+            self._check_rulebook(tx, new)
             return ids
+
+    def _check_rulebook(self, tx: Transaction, begun: list[tuple[Intent, int]]) -> None:
+        """Refuse a movement the desk's rulebook forbids, rolling the write back (a local
+        file's backend; a shared database checks it with a trigger)."""
 
     def _begun(self, intents: list[Intent]) -> dict[tuple[Any, ...], int]:
         """The entries already begun to send these intents' movements, by identity (one

@@ -23,8 +23,7 @@ from walletctl.history.store import StorageError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.history.postgres import AdvisoryLocks as SharedLocks
-    from walletctl.history.store import HistoryStore
+    from walletctl.history.store import HistoryStore, SharedLocks
 
 try:
     import fcntl
