@@ -125,16 +125,14 @@ _SINGLETONS: dict[bytes, str] = {
 
 
 def route_class(path: str) -> str | None:
-    """``admin``, ``health``, ``emulator``, ``demo``, ``page`` or None (gateway, files)."""
+    """``admin``, ``demo``, ``page`` or None (Host checked only: gateway, health, emulator)."""
+    if path == "/_sandbox/health" or path.startswith("/_sandbox/wallet/"):
+        return None
     if path.startswith("/_sandbox/"):
-        if path == "/_sandbox/health":
-            return "health"
-        return "emulator" if path.startswith("/_sandbox/wallet/") else "admin"
+        return "admin"
     if path.startswith("/demo/merchant/api/"):
         return "demo"
-    if path.startswith("/pay/"):
-        return "page"
-    return None
+    return "page" if path.startswith("/pay/") else None
 
 
 def host_name(value: str) -> str:
@@ -244,7 +242,7 @@ class GuardMiddleware:
             return 400, (f"{head.twice}: is given more than once (one {head.twice} header "
                          "per request)")
         refusal = self._host_refusal(head.get(b"host"))
-        if refusal is not None or kind in (None, "health"):
+        if refusal is not None or kind is None:
             return refusal  # gateway, documents, static: Host only
         if kind in ("admin", "demo") or (kind == "page" and scope.get("method") != "GET"):
             refusal = self._cross_site_refusal(head)
@@ -358,10 +356,6 @@ MAX_BODY = 1_000_000
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def media_type(value: str | None) -> str:
-    return (value or "").split(";", 1)[0].strip().lower()
-
-
 def json_charset(value: str | None) -> str | None:
     """The ``charset`` of a ``Content-Type`` when it is not UTF-8 (None: absent or utf-8)."""
     for param in (value or "").split(";")[1:]:
@@ -374,7 +368,7 @@ def json_charset(value: str | None) -> str | None:
 
 
 def _type_ok(path: str, value: str | None) -> tuple[bool, str]:
-    mt = media_type(value)
+    mt = (value or "").split(";", 1)[0].strip().lower()
     if path.startswith("/pay/"):
         return mt == "application/x-www-form-urlencoded", "application/x-www-form-urlencoded"
     return mt == "application/json" or (mt.startswith("application/") and
@@ -425,59 +419,49 @@ class BodyLimitMiddleware:
         if not self._take(announced):
             await self._over_budget(send)
             return
-        held = [announced]  # bytes reserved for this request, given back when it is answered
+        held = announced  # bytes reserved for this request, given back when it is answered
         try:
-            await self._read(scope, receive, send, held)
-        finally:
-            self.held -= held[0]
-
-    async def _read(self, scope: Scope, receive: Any, send: Any, held: list[int]) -> None:
-        """Read the body within the budget (``held[0]`` bytes reserved, grown as a chunked
-        body arrives), check its type and hand it to the route."""
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                await self._too_large(send)
-                return
-            if size > held[0]:  # a chunked body: reserved as it arrives
-                if not self._take(size - held[0]):
-                    await self._over_budget(send)
+            chunks: list[bytes] = []
+            size = 0
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
                     return
-                held[0] = size
-            if chunk:
-                chunks.append(chunk)
-            more = bool(message.get("more_body", False))
-        body = b"".join(chunks)
-        chunks.clear()  # one copy of the body while the route runs
-        if body and scope.get("method", "GET") in _BODY_METHODS:
-            ctype = _header(scope, b"content-type")
-            ok, wanted = _type_ok(str(scope.get("path", "")), ctype)
-            if not ok:
-                await send_error(send, 415, f"Content-Type: must be {wanted}")
-                return
-            charset = None if wanted != "application/json" else json_charset(ctype)
-            if charset is not None:
-                await send_error(send, 415, f"Content-Type: charset must be utf-8 (JSON bodies "
-                                 f"are read as UTF-8), not {charset!r}")
-                return
-        sent = False
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body:
+                    await self._too_large(send)
+                    return
+                if size > held:  # a chunked body: reserved as it arrives
+                    if not self._take(size - held):
+                        await self._over_budget(send)
+                        return
+                    held = size
+                if chunk:
+                    chunks.append(chunk)
+                more = bool(message.get("more_body", False))
+            body = b"".join(chunks)
+            chunks.clear()  # one copy of the body while the route runs
+            if body and scope.get("method", "GET") in _BODY_METHODS:
+                ctype = _header(scope, b"content-type")
+                ok, wanted = _type_ok(str(scope.get("path", "")), ctype)
+                if not ok:
+                    await send_error(send, 415, f"Content-Type: must be {wanted}")
+                    return
+                charset = None if wanted != "application/json" else json_charset(ctype)
+                if charset is not None:
+                    await send_error(send, 415, "Content-Type: charset must be utf-8 (JSON "
+                                     f"bodies are read as UTF-8), not {charset!r}")
+                    return
+            unread: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            message: Message = await receive()
-            return message
+            async def replay() -> Message:  # the body once, then the client's next message
+                return unread.pop() if unread else await receive()
 
-        await self.app(scope, replay, send)
+            await self.app(scope, replay, send)
+        finally:
+            self.held -= held
 
 
 # -- faults ------------------------------------------------------------------------------------

@@ -32,7 +32,6 @@ LINGER = 1.0
 _OUTQ = getattr(termios, "TIOCOUTQ", None)  # a socket's unsent bytes (Linux: SIOCOUTQ)
 READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)
 _MAX_CONNECTIONS_CAP = 10_000
-_DESCRIPTIONS = {408: "RequestTimeout", 431: "RequestHeaderFieldsTooLarge"}
 
 
 def default_max_connections() -> int:
@@ -62,7 +61,8 @@ class ConnectionLimits:
 
 def error_response(status: int, message: str,
                    extra: list[tuple[bytes, bytes]] | None = None) -> bytes:
-    body = json.dumps(error_body(status, message, description=_DESCRIPTIONS.get(status)),
+    described = "RequestTimeout" if status == 408 else None
+    body = json.dumps(error_body(status, message, description=described),
                       separators=(",", ":")).encode()
     phrase = http.HTTPStatus(status).phrase
     lines = [f"HTTP/1.1 {status} {phrase}".encode()]
@@ -76,7 +76,7 @@ class _Bounded(asyncio.Protocol):
     """The limits of both protocol classes; each says whether the current request's head and
     whole message are in (:meth:`_head_in`, :meth:`_message_in`)."""
 
-    limits = ConnectionLimits()
+    limits: ConnectionLimits  # set by protocol_class
     # provided by the uvicorn protocol class this is mixed into
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
@@ -85,8 +85,8 @@ class _Bounded(asyncio.Protocol):
     cycle: Any
     flow: Any
 
-    def _bounded_init(self, config: Any) -> None:
-        self.limits = getattr(config, "sandbox_limits", None) or self.limits
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # the uvicorn protocol's (next in the MRO)
         self._deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
         self._write_mark = 0  # _unsent() when the write deadline was armed
@@ -272,9 +272,8 @@ class _Bounded(asyncio.Protocol):
 
 
 class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
-    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
-        super().__init__(config, *args, **kwargs)
-        self._bounded_init(config)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._head_done = False
         self._message_done = False
         self._running: Any = None  # the request whose route runs (others queue, pipelined)
@@ -323,10 +322,6 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
 
 
 class SandboxH11Protocol(_Bounded, H11Protocol):
-    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
-        super().__init__(config, *args, **kwargs)
-        self._bounded_init(config)
-
     def _head_in(self) -> bool:
         return self.conn.their_state is not h11.IDLE
 
@@ -340,8 +335,9 @@ class SandboxH11Protocol(_Bounded, H11Protocol):
             self._arm()
 
 
-def protocol_class(http_name: str) -> type[asyncio.Protocol]:
-    return SandboxHttpToolsProtocol if http_name == "httptools" else SandboxH11Protocol
+def protocol_class(http_name: str, limits: ConnectionLimits) -> type[asyncio.Protocol]:
+    base = SandboxHttpToolsProtocol if http_name == "httptools" else SandboxH11Protocol
+    return type(base.__name__, (base,), {"limits": limits})
 
 
 def h11_buffer_limit(limits: ConnectionLimits) -> int:

@@ -104,10 +104,6 @@ def _log_config(quiet: bool) -> dict[str, Any]:
     }
 
 
-class _Config(uvicorn.Config):
-    sandbox_limits: ConnectionLimits | None = None
-
-
 def _uvicorn_config(app: FastAPI, config: SandboxConfig, port: int, quiet: bool,
                     stack: tuple[str, str] | None = None, *,
                     logs: bool = False) -> uvicorn.Config:
@@ -116,12 +112,12 @@ def _uvicorn_config(app: FastAPI, config: SandboxConfig, port: int, quiet: bool,
     limits = ConnectionLimits(request_timeout=config.request_timeout,
                               write_timeout=config.write_timeout,
                               max_connections=config.max_connections)
-    settings = _Config(
+    return uvicorn.Config(
         app,
         host=config.host,
         port=port,
         loop=loop,
-        http=protocol_class(http),  # bounded connections: see sandbox/protocol.py
+        http=protocol_class(http, limits),  # bounded connections: sandbox/protocol.py
         h11_max_incomplete_event_size=h11_buffer_limit(limits),
         lifespan="off",
         access_log=logs and not quiet,
@@ -129,8 +125,6 @@ def _uvicorn_config(app: FastAPI, config: SandboxConfig, port: int, quiet: bool,
         log_config=_log_config(quiet) if logs else None,
         timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
     )
-    settings.sandbox_limits = limits
-    return settings
 
 
 def _outward_host(host: str) -> str:
@@ -199,14 +193,8 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     non-loopback host, OSError when the port cannot be bound."""
     stream = out or sys.stdout
     sock, url, warnings = _listen(config, host, port)
-    for line in warnings:
-        sys.stderr.write(line + "\n")
+    sys.stderr.write("".join(line + "\n" for line in warnings))
     sys.stderr.flush()
-    try:
-        app = create_app(config)
-    except BaseException:
-        sock.close()
-        raise
     loop, http = _stack()
 
     def ready() -> None:
@@ -217,23 +205,19 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
                      "Ctrl-C stops it\n")
         stream.flush()
 
-    if on_listen is not None:  # e.g. `serve --write-profile`: the URL is known, not yet served
-        try:
-            on_listen(url)
-        except BaseException:
-            sock.close()
-            store_of(app).close()
-            raise
-    stream.write(f"walletctl sandbox listening on {url}\n")
-    stream.flush()
-    server = _Server(_uvicorn_config(app, config, sock.getsockname()[1], quiet=config.quiet,
-                                     logs=True),
-                     ready)
+    app: FastAPI | None = None
     try:
-        server.run(sockets=[sock])
+        app = create_app(config)
+        if on_listen is not None:  # e.g. `serve --write-profile`: the URL known, not served
+            on_listen(url)
+        stream.write(f"walletctl sandbox listening on {url}\n")
+        stream.flush()
+        _Server(_uvicorn_config(app, config, sock.getsockname()[1], quiet=config.quiet,
+                                stack=(loop, http), logs=True), ready).run(sockets=[sock])
     finally:
         sock.close()
-        store_of(app).close()
+        if app is not None:
+            store_of(app).close()
         if ready_file is not None:
             with contextlib.suppress(OSError):
                 ready_file.unlink()
