@@ -27,7 +27,7 @@ DEFAULT_API_KEY = "sandbox-api-key"
 DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox default
 MAX_LATENCY_MS = 10_000
 MAX_RETRY_AFTER_S = 60
-MAX_HEADER_BYTES = 64 * 1024  # request line and headers (sandbox/protocol.py)
+MAX_HEADER_BYTES = 64 * 1024  # request line and headers (sandbox/server.py)
 # defaults of SandboxConfig's limits (see its fields)
 DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0
@@ -225,7 +225,7 @@ class SandboxConfig:
     allowed_hosts: tuple[str, ...] = ()
     # a complete request within this many seconds of connecting / of the previous response
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    # open connections at most (0: half the descriptor limit, see sandbox/protocol.py)
+    # open connections at most (0: half the descriptor limit, see sandbox/server.py)
     max_connections: int = 0
     # an answer not taken by the client within this many seconds closes its connection
     write_timeout: float = DEFAULT_WRITE_TIMEOUT

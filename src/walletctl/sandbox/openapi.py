@@ -395,7 +395,7 @@ _PAGE_ERRORS: dict[str, tuple[tuple[int, str], ...]] = {
                                 (404, "no such check"), (409, "the check was already answered"),
                                 (410, "the check has expired")),
 }
-# answers any route can give before it runs: the connection layer (sandbox.protocol) and the
+# answers any route can give before it runs: the connection layer (sandbox.server) and the
 # guard, limits and CORS middleware
 _ANY_ROUTE = (400, 403, 405, 408, 413, 415, 431, 503)
 _JSON_ROUTE = (401, 404, 409, 422, 429)
