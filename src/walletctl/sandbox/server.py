@@ -23,7 +23,6 @@ import termios
 import threading
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
@@ -38,8 +37,6 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from walletctl.sandbox.app import create_app, store_of
 from walletctl.sandbox.config import (
-    DEFAULT_REQUEST_TIMEOUT,
-    DEFAULT_WRITE_TIMEOUT,
     MAX_HEADER_BYTES,
     SandboxConfig,
     is_loopback,
@@ -62,23 +59,6 @@ def default_max_connections() -> int:
     return max(16, min(_MAX_CONNECTIONS_CAP, soft // 2))
 
 
-@dataclass
-class ConnectionLimits:
-
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    write_timeout: float = DEFAULT_WRITE_TIMEOUT
-    max_connections: int = 0  # 0: default_max_connections()
-    max_header_bytes: int = MAX_HEADER_BYTES
-    # connections answered by _refuse and still draining (at most half the cap)
-    refusing: set[Any] = field(default_factory=set, compare=False, repr=False)
-
-    connections: int = field(init=False)  # the cap in force
-
-    def __post_init__(self) -> None:
-        fd_cap = default_max_connections()
-        self.connections = min(self.max_connections, fd_cap) if self.max_connections else fd_cap
-
-
 def error_response(status: int, message: str,
                    extra: list[tuple[bytes, bytes]] | None = None) -> bytes:
     described = "RequestTimeout" if status == 408 else None
@@ -96,7 +76,11 @@ class _Bounded(asyncio.Protocol):
     """The limits of both protocol classes; each says whether the current request's head and
     whole message are in (:meth:`_head_in`, :meth:`_message_in`)."""
 
-    limits: ConnectionLimits  # set by protocol_class
+    # set by protocol_class: the settings, the connection cap in force, and the connections
+    # answered by _refuse and still draining (at most half the cap)
+    sandbox: SandboxConfig
+    cap: int
+    refusing: set[Any]
     # provided by the uvicorn protocol class this is mixed into
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
@@ -126,7 +110,7 @@ class _Bounded(asyncio.Protocol):
     def _arm(self) -> None:
         self._disarm()
         self._head_bytes = 0
-        self._deadline = self.loop.call_later(self.limits.request_timeout, self._expired)
+        self._deadline = self.loop.call_later(self.sandbox.request_timeout, self._expired)
 
     def _disarm(self) -> None:
         if self._deadline is not None:
@@ -143,7 +127,7 @@ class _Bounded(asyncio.Protocol):
         if self._head_in() or not self._head_bytes:
             self.transport.close()  # nothing came, or the body stalled under a running route
             return
-        self._refuse(408, f"(request): not received within {self.limits.request_timeout:g} s "
+        self._refuse(408, f"(request): not received within {self.sandbox.request_timeout:g} s "
                      "(--request-timeout)")
 
     # -- the write deadline -------------------------------------------------------------------
@@ -164,7 +148,7 @@ class _Bounded(asyncio.Protocol):
     def _arm_write(self) -> None:
         if self._write_deadline is None:
             self._write_mark = self._unsent()
-            self._write_deadline = self.loop.call_later(self.limits.write_timeout,
+            self._write_deadline = self.loop.call_later(self.sandbox.write_timeout,
                                                         self._write_expired)
 
     def _disarm_write(self) -> None:
@@ -231,10 +215,10 @@ class _Bounded(asyncio.Protocol):
                 return
         extra = list(getattr(self.server_state, "default_headers", []))
         self.transport.write(error_response(status, message, extra))
-        if len(self.limits.refusing) >= max(4, self.limits.connections // 2):
+        if len(self.refusing) >= max(4, self.cap // 2):
             self.transport.close()  # enough connections draining: no descriptor to spare
             return
-        self.limits.refusing.add(self)
+        self.refusing.add(self)
         try:
             if self.transport.can_write_eof():
                 self.transport.write_eof()
@@ -250,21 +234,21 @@ class _Bounded(asyncio.Protocol):
             self._disarm()
         elif not self._head_in():
             self._head_bytes += len(data)
-            if self._head_bytes > self.limits.max_header_bytes:
+            if self._head_bytes > MAX_HEADER_BYTES:
                 self._too_large()
 
     # -- the transport's hooks (before/after uvicorn's own, next in the MRO) ------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
-        if len(self.connections) > self.limits.connections:
-            self._refuse(503, f"(connection): the sandbox has {self.limits.connections} "
+        if len(self.connections) > self.cap:
+            self._refuse(503, f"(connection): the sandbox has {self.cap} "
                          "open connections, its limit; try again shortly")
             return
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.limits.refusing.discard(self)
+        self.refusing.discard(self)
         self._disarm()
         self._disarm_write()
         if self._linger is not None:
@@ -280,7 +264,7 @@ class _Bounded(asyncio.Protocol):
 
     def _too_large(self) -> None:
         self._refuse(431, "(request): request line and headers larger than "
-                     f"{self.limits.max_header_bytes} bytes")
+                     f"{MAX_HEADER_BYTES} bytes")
 
     def send_400_response(self, msg: str) -> None:
         if self._refused:
@@ -318,7 +302,7 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
-        if len(self.url) > self.limits.max_header_bytes:
+        if len(self.url) > MAX_HEADER_BYTES:
             # httptools cannot parse a URL over 64 KiB (its offsets are 16-bit): a 431, not
             # "malformed" (the parser error this raises is answered by send_400_response)
             self._url_too_long = True
@@ -355,14 +339,12 @@ class SandboxH11Protocol(_Bounded, H11Protocol):
             self._arm()
 
 
-def protocol_class(http_name: str, limits: ConnectionLimits) -> type[asyncio.Protocol]:
+def protocol_class(http_name: str, config: SandboxConfig) -> type[asyncio.Protocol]:
+    """The bounded protocol class of one server (``config``'s limits)."""
     base = SandboxHttpToolsProtocol if http_name == "httptools" else SandboxH11Protocol
-    return type(base.__name__, (base,), {"limits": limits})
-
-
-def h11_buffer_limit(limits: ConnectionLimits) -> int:
-    """h11's own limit, set above ours so that ours (431, not 400) is met first."""
-    return limits.max_header_bytes + READ_SIZE + 1
+    fd_cap = default_max_connections()
+    cap = min(config.max_connections, fd_cap) if config.max_connections else fd_cap
+    return type(base.__name__, (base,), {"sandbox": config, "cap": cap, "refusing": set()})
 
 
 def _stack() -> tuple[str, str]:
@@ -446,16 +428,14 @@ def _uvicorn_config(app: FastAPI, config: SandboxConfig, port: int, quiet: bool,
                     logs: bool = False) -> uvicorn.Config:
     loop, http = stack or _stack()
     install_log_filter()
-    limits = ConnectionLimits(request_timeout=config.request_timeout,
-                              write_timeout=config.write_timeout,
-                              max_connections=config.max_connections)
     return uvicorn.Config(
         app,
         host=config.host,
         port=port,
         loop=loop,
-        http=protocol_class(http, limits),  # bounded connections
-        h11_max_incomplete_event_size=h11_buffer_limit(limits),
+        http=protocol_class(http, config),  # bounded connections
+        # h11's own limit, above ours so that ours (431, not 400) is met first
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES + READ_SIZE + 1,
         lifespan="off",
         access_log=logs and not quiet,
         log_level="warning" if quiet else "info",
