@@ -18,7 +18,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from walletctl.constants import SANDBOX_TOKEN_HEADER
 from walletctl.sandbox.config import (
-    DEFAULT_BODY_BUDGET,
     MAX_HEADER_BYTES,
     MAX_LATENCY_MS,
     FaultConfig,
@@ -195,11 +194,9 @@ def _own_origins(host: bytes) -> tuple[bytes, ...]:
 
 
 class GuardMiddleware:
-    def __init__(self, app: Any, config: SandboxConfig,
-                 max_header_bytes: int = MAX_HEADER_BYTES) -> None:
+    def __init__(self, app: Any, config: SandboxConfig) -> None:
         self.app = app
         self.config = config
-        self.max_header_bytes = max_header_bytes
         self._hosts: frozenset[str] = frozenset()
         self._hosts_for: tuple[Any, ...] | None = None
         self._accepted: set[bytes] = set()  # Host values already found to name this sandbox
@@ -235,9 +232,9 @@ class GuardMiddleware:
 
     def _refusal(self, scope: Scope, kind: str | None, head: _Head) -> tuple[int, str] | None:
         size = head.size + len(scope.get("raw_path") or b"") + len(scope["query_string"])
-        if size > self.max_header_bytes:  # a complete head; the protocol bounds partial ones
+        if size > MAX_HEADER_BYTES:  # a complete head; the protocol bounds partial ones
             return 431, (f"(request): request line and headers larger than "
-                         f"{self.max_header_bytes} bytes")
+                         f"{MAX_HEADER_BYTES} bytes")
         if head.twice is not None:  # RFC 9112 3.2 for Host; one reading for the others
             return 400, (f"{head.twice}: is given more than once (one {head.twice} header "
                          "per request)")
@@ -376,10 +373,8 @@ def _type_ok(path: str, value: str | None) -> tuple[bool, str]:
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: Any, max_body: int = MAX_BODY,
-                 body_budget: int = DEFAULT_BODY_BUDGET) -> None:
+    def __init__(self, app: Any, body_budget: int) -> None:
         self.app = app
-        self.max_body = max_body
         # the body budget (SandboxConfig.body_budget); the event loop is its only user: no lock
         self.budget, self.held = body_budget, 0
 
@@ -390,7 +385,7 @@ class BodyLimitMiddleware:
         return True
 
     async def _too_large(self, send: Any) -> None:
-        await send_error(send, 413, f"(request): body larger than {self.max_body} bytes",
+        await send_error(send, 413, f"(request): body larger than {MAX_BODY} bytes",
                          close=True)
 
     async def _over_budget(self, send: Any) -> None:
@@ -412,7 +407,7 @@ class BodyLimitMiddleware:
                                  close=True)
                 return
             text = text.lstrip("0")  # its size read from the digits: no int() of any length
-            if len(text) > len(str(self.max_body)) or int(text or "0") > self.max_body:
+            if len(text) > len(str(MAX_BODY)) or int(text or "0") > MAX_BODY:
                 await self._too_large(send)
                 return
             announced = int(text or "0")
@@ -430,7 +425,7 @@ class BodyLimitMiddleware:
                     return
                 chunk = message.get("body", b"")
                 size += len(chunk)
-                if size > self.max_body:
+                if size > MAX_BODY:
                     await self._too_large(send)
                     return
                 if size > held:  # a chunked body: reserved as it arrives

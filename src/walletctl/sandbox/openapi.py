@@ -135,11 +135,9 @@ def _note_key_spellings(schemas: dict[str, Any], models: dict[type[WireModel], N
     """State on each request schema that keys are read in any case, and the samples' variant
     names (``x-key-variants``)."""
     component = {model.__name__: name for name, model in REQUEST_MODELS.items()}
-    pending = {model.__name__: dict(model._variants) for model in models}
-    for name, variants in pending.items():
-        schema = schemas.get(component.get(name, name))
-        if schema is None:
-            continue
+    for model in models:
+        schema = schemas[component.get(model.__name__, model.__name__)]
+        variants = dict(model._variants)
         note = _KEY_CASE
         if variants:
             schema["x-key-variants"] = variants
@@ -194,7 +192,7 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
 
 def _declare_path_parameters(doc: dict[str, Any]) -> None:
     """Declare every ``{name}`` of a path template (routes reading ``Request`` leave them out)."""
-    for path, item in doc.get("paths", {}).items():
+    for path, item in doc["paths"].items():
         names = re.findall(r"{([^}:]+)(?::[^}]*)?}", path)
         for operation in item.values():
             params = operation.setdefault("parameters", [])
@@ -303,17 +301,14 @@ _CENT_CURRENCIES = [c for c in payable_currencies() if exponent(c) == 2]
 
 
 def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], ...]]:
+    scope = (("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID))
     return {
         ("get", "/api/v5/apmTransactions"): (
-            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
-            ("clientSystemTransactionId", True, _reference())),
-        ("get", "/api/v5/publicKeys/current"): (
-            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID)),
-        ("get", "/api/v5/threeDSecure/{challenge_id}"): (
-            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID)),
+            *scope, ("clientSystemTransactionId", True, _reference())),
+        ("get", "/api/v5/publicKeys/current"): scope,
+        ("get", "/api/v5/threeDSecure/{challenge_id}"): scope,
         ("get", "/api/v5/paymentAccounts/{account_id}"): (
-            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
-            ("encryptionKeyId", True, _KEY_ID)),
+            *scope, ("encryptionKeyId", True, _KEY_ID)),
         ("get", "/demo/merchant/api/session"): (
             ("ref", False, {**_reference(), "minLength": 0,  # empty: as if absent
                             "pattern": f"^$|{reference_pattern()}",
@@ -443,9 +438,7 @@ def _money_types(schemas: dict[str, Any], fmt: str) -> None:
     """Amounts and rates as the server reads and writes them (not pydantic's string-or-number,
     which a generated client turns into a float)."""
     for name, schema in schemas.items():
-        for prop, sub in (schema.get("properties") or {}).items():
-            if not isinstance(sub, dict):
-                continue
+        for prop, sub in schema.get("properties", {}).items():
             low = prop.lower()
             new: dict[str, Any]
             if name == "SeedItem" and low == "amount":  # major units, never a magic ending
@@ -465,7 +458,7 @@ def _money_types(schemas: dict[str, Any], fmt: str) -> None:
 def _describe_operations(doc: dict[str, Any]) -> None:
     """Request bodies, query parameters, security and answers FastAPI cannot see."""
     queries = _queries()
-    for path, item in doc.get("paths", {}).items():
+    for path, item in doc["paths"].items():
         for method, op in item.items():
             key = (method, path)
             body = _BODIES.get(key)
