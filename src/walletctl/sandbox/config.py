@@ -1,7 +1,5 @@
-"""Sandbox settings (:class:`SandboxConfig`, :class:`FaultConfig`: docs/sandbox.md, "Faults"),
-the magic test amounts and the running app's context (:class:`SandboxContext`). Cheap to
-import (no FastAPI / uvicorn): the CLI's flag parsing uses it.
-"""
+"""Sandbox settings, the magic test amounts and the running app's context; cheap to import (no
+FastAPI / uvicorn): the CLI's flag parsing uses it. Faults: docs/sandbox.md, "Faults"."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The ASGI middleware around every route, outermost first (docs/sandbox.md, "Security
-model", "Connections and limits", "Faults"): HEAD as GET; the guard (singleton headers, head
-size, Host, Origin on admin/demo/page routes, admin token, security headers); CORS for the
-routes ``walletpay.js`` calls; body limits and content types; injected faults on ``/api/v5``.
-"""
+"""The ASGI middleware around every route, outermost first: HEAD as GET, the guard, CORS, body
+limits, faults (docs/sandbox.md, "Security model", "Connections and limits", "Faults")."""
 
 from __future__ import annotations
 

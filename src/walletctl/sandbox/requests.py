@@ -1,8 +1,5 @@
-"""Reading a request once and strictly (docs/sandbox.md, "Strict input"): JSON bodies, query
-strings and the one model of each JSON route. A JSON number is kept as a short ``int`` or a
-``Decimal`` (both linear in its text), so ``1e999999999`` costs what its characters do. Every
-problem is a 400 :class:`SandboxError` naming the field.
-"""
+"""Reading a request once and strictly: JSON bodies, query strings and the one model of each
+JSON route; every problem a 400 naming the field (docs/sandbox.md, "Strict input")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """Running the sandbox: :func:`serve` (foreground) and :class:`EmbeddedSandbox` (a background
-thread), on uvloop + httptools when installed (else asyncio + h11). The socket is bound here,
-so with port 0 the real port is known before serving. Connections are bounded (docs/sandbox.md,
-"Connections and limits"): uvicorn's protocols with a header limit (431), a request deadline
-(408), a write deadline, a connection cap (503) and gateway-shaped 400s for malformed HTTP;
-such an answer closes the connection after draining for up to :data:`LINGER` seconds.
-"""
+thread) on a socket bound here (port 0: the real port known before serving), with bounded
+connections (docs/sandbox.md, "Connections and limits")."""
 
 from __future__ import annotations
 
@@ -45,7 +41,7 @@ from walletctl.sandbox.middleware import install_log_filter
 from walletctl.sandbox.replies import error_body
 from walletctl.sandbox.store import Store
 
-LINGER = 1.0
+LINGER = 1.0  # seconds a refused connection drains before the close
 _OUTQ = getattr(termios, "TIOCOUTQ", None)  # a socket's unsent bytes (Linux: SIOCOUTQ)
 READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)
 _MAX_CONNECTIONS_CAP = 10_000
