@@ -369,10 +369,29 @@ def url_for(host: str, port: int) -> str:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn.Server that reports readiness and exits quietly on SIGINT/SIGTERM."""
+    """uvicorn.Server on the bounded protocols that reports readiness and exits quietly on
+    SIGINT/SIGTERM; ``logs``: on stderr (``config.quiet``: warnings only), else none."""
 
-    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None] | None) -> None:
-        super().__init__(config)
+    def __init__(self, app: FastAPI, config: SandboxConfig, port: int, *, logs: bool = False,
+                 stack: tuple[str, str] | None = None,
+                 on_ready: Callable[[], None] | None = None) -> None:
+        loop, http = stack or _stack()
+        quiet = config.quiet or not logs
+        install_log_filter()
+        super().__init__(uvicorn.Config(
+            app,
+            host=config.host,
+            port=port,
+            loop=loop,
+            http=protocol_class(http, config),  # bounded connections
+            # h11's own limit, above ours so that ours (431, not 400) is met first
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES + READ_SIZE + 1,
+            lifespan="off",
+            access_log=logs and not quiet,
+            log_level="warning" if quiet else "info",
+            log_config=_log_config(quiet) if logs else None,
+            timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
+        ))
         self._on_ready = on_ready
         self.ready = threading.Event()
 
@@ -417,27 +436,6 @@ def _log_config(quiet: bool) -> dict[str, Any]:
             "uvicorn.access": {"handlers": ["stderr"], "level": level, "propagate": False},
         },
     }
-
-
-def _uvicorn_config(app: FastAPI, config: SandboxConfig, port: int, quiet: bool,
-                    stack: tuple[str, str] | None = None, *,
-                    logs: bool = False) -> uvicorn.Config:
-    loop, http = stack or _stack()
-    install_log_filter()
-    return uvicorn.Config(
-        app,
-        host=config.host,
-        port=port,
-        loop=loop,
-        http=protocol_class(http, config),  # bounded connections
-        # h11's own limit, above ours so that ours (431, not 400) is met first
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES + READ_SIZE + 1,
-        lifespan="off",
-        access_log=logs and not quiet,
-        log_level="warning" if quiet else "info",
-        log_config=_log_config(quiet) if logs else None,
-        timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
-    )
 
 
 def _outward_host(host: str) -> str:
@@ -525,8 +523,8 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
             on_listen(url)
         stream.write(f"walletctl sandbox listening on {url}\n")
         stream.flush()
-        _Server(_uvicorn_config(app, config, sock.getsockname()[1], quiet=config.quiet,
-                                stack=(loop, http), logs=True), ready).run(sockets=[sock])
+        _Server(app, config, sock.getsockname()[1], logs=True, stack=(loop, http),
+                on_ready=ready).run(sockets=[sock])
     finally:
         sock.close()
         if app is not None:
@@ -572,10 +570,7 @@ class EmbeddedSandbox:
         self._sock, self.url, _ = _listen(self.config, self.host, self.port)
         self.port = self._sock.getsockname()[1]
         self._app = create_app(self.config)
-        self._server = _Server(
-            _uvicorn_config(self._app, self.config, self.port, quiet=True, stack=self.stack),
-            None
-        )
+        self._server = _Server(self._app, self.config, self.port, stack=self.stack)
         server, sock = self._server, self._sock
 
         def run() -> None:
