@@ -32,6 +32,7 @@ MAX_DIGITS = 18  # minor units of any amount fit a signed 64-bit integer
 # the integer fields of the sandbox's request models (int32 in the spec), folded
 INT_KEYS = frozenset({"redirecturltimeout", "productquantity", "messageexpiryseconds"})
 AMOUNT_TEXT = re.compile(r"-?([0-9]+)(?:\.([0-9]+))?", re.ASCII)
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone one: JSON decodes a pair to one character
 _INT_TEXT_MAX = 64  # longer JSON integers are kept as Decimal (int() would refuse > 4300)
 
 
@@ -62,25 +63,17 @@ def _depth_ok(data: Any) -> bool:
     return True
 
 
-def _is_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _surrogate_at(data: Any) -> str | None:
     """The path of the first key or string holding a lone surrogate, else None."""
     stack: list[tuple[Any, str]] = [(data, "")]
     while stack:
         node, path = stack.pop()
         if isinstance(node, str):
-            if not _is_text(node):
+            if _SURROGATE.search(node):
                 return path or "(request)"
         elif isinstance(node, dict):
             for key, value in node.items():
-                if not _is_text(key):
+                if _SURROGATE.search(key):
                     return f"{path}.(key)" if path else "(key)"
                 stack.append((value, f"{path}.{key}" if path else key))
         elif isinstance(node, list):
