@@ -69,8 +69,7 @@ def error_response(status: int, message: str,
 
 
 class _Bounded(asyncio.Protocol):
-    """The limits of both protocol classes; each says whether the current request's head and
-    whole message are in (:meth:`_head_in`, :meth:`_message_in`)."""
+    """The limits of both protocol classes."""
 
     # set by protocol_class: the settings, the connection cap in force, and the connections
     # answered by _refuse and still draining (at most half the cap)
@@ -84,6 +83,9 @@ class _Bounded(asyncio.Protocol):
     server_state: Any
     cycle: Any
     flow: Any
+    # each protocol class: whether the current request's head, its whole message, are in
+    _head_in: Callable[[], bool]
+    _message_in: Callable[[], bool]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # the uvicorn protocol's (next in the MRO)
@@ -94,12 +96,6 @@ class _Bounded(asyncio.Protocol):
         self._head_bytes = 0
         self._refused = False
         self._url_too_long = False  # set by the httptools protocol's on_url
-
-    def _head_in(self) -> bool:
-        raise NotImplementedError
-
-    def _message_in(self) -> bool:
-        raise NotImplementedError
 
     # -- the deadline ----------------------------------------------------------------------
 
