@@ -403,11 +403,11 @@ class BodyLimitMiddleware:
                 await send_error(send, 400, "Content-Length: must be a whole number of bytes",
                                  close=True)
                 return
-            text = text.lstrip("0")  # its size read from the digits: no int() of any length
-            if len(text) > len(str(MAX_BODY)) or int(text or "0") > MAX_BODY:
+            text = text.lstrip("0") or "0"  # its size from the digits: no int() of any length
+            announced = int(text) if len(text) <= len(str(MAX_BODY)) else MAX_BODY + 1
+            if announced > MAX_BODY:
                 await self._too_large(send)
                 return
-            announced = int(text or "0")
         if not self._take(announced):
             await self._over_budget(send)
             return

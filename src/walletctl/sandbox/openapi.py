@@ -503,10 +503,9 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
         if code in errors:
             errors[code] = {**errors[code], "headers": headers}
     if path.startswith("/api/v5/"):
-        errors["5XX"] = {**errors_doc(503)["503"], "description": "an injected fault "
+        errors["5XX"] = {**errors.pop("503"), "description": "an injected fault "
                          "(X-Sandbox-Fault, /_sandbox/faults: 5xx, 429 and dropped "
                          "connections), or 503 at the connection limit"}
-        errors.pop("503")
     answers.update({k: v for k, v in errors.items() if k not in answers})
     return dict(sorted(answers.items()))
 
