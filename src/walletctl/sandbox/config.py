@@ -26,6 +26,7 @@ DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox def
 MAX_LATENCY_MS = 10_000
 MAX_RETRY_AFTER_S = 60
 MAX_HEADER_BYTES = 64 * 1024  # request line and headers (sandbox/server.py)
+HEAD_TOO_LARGE = f"(request): request line and headers larger than {MAX_HEADER_BYTES} bytes"
 # defaults of SandboxConfig's limits (see its fields)
 DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0

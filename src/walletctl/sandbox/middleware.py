@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from walletctl.constants import SANDBOX_TOKEN_HEADER
 from walletctl.sandbox.config import (
+    HEAD_TOO_LARGE,
     MAX_HEADER_BYTES,
     MAX_LATENCY_MS,
     FaultConfig,
@@ -230,8 +231,7 @@ class GuardMiddleware:
     def _refusal(self, scope: Scope, kind: str | None, head: _Head) -> tuple[int, str] | None:
         size = head.size + len(scope.get("raw_path") or b"") + len(scope["query_string"])
         if size > MAX_HEADER_BYTES:  # a complete head; the protocol bounds partial ones
-            return 431, (f"(request): request line and headers larger than "
-                         f"{MAX_HEADER_BYTES} bytes")
+            return 431, HEAD_TOO_LARGE
         if head.twice is not None:  # RFC 9112 3.2 for Host; one reading for the others
             return 400, (f"{head.twice}: is given more than once (one {head.twice} header "
                          "per request)")

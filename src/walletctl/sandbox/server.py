@@ -33,6 +33,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from walletctl.sandbox.app import create_app, store_of
 from walletctl.sandbox.config import (
+    HEAD_TOO_LARGE,
     MAX_HEADER_BYTES,
     SandboxConfig,
     is_loopback,
@@ -255,8 +256,7 @@ class _Bounded(asyncio.Protocol):
         self._after_data(data)
 
     def _too_large(self) -> None:
-        self._refuse(431, "(request): request line and headers larger than "
-                     f"{MAX_HEADER_BYTES} bytes")
+        self._refuse(431, HEAD_TOO_LARGE)
 
     def send_400_response(self, msg: str) -> None:
         if self._refused:
