@@ -271,10 +271,7 @@ class SandboxContext:
     def rng(self, seed: int | None) -> random.Random:
         """One RNG per seed, kept across requests so a seeded run is reproducible."""
         with self._rng_lock:
-            found = self._rngs.get(seed)
-            if found is None:
-                found = self._rngs[seed] = random.Random(seed)
-            return found
+            return self._rngs.get(seed) or self._rngs.setdefault(seed, random.Random(seed))
 
     def reset_rngs(self) -> None:
         with self._rng_lock:
