@@ -131,11 +131,9 @@ class _Bounded(asyncio.Protocol):
         unsent = self.transport.get_write_buffer_size()
         sock = self.transport.get_extra_info("socket")
         if _OUTQ is not None and sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 queued = fcntl.ioctl(sock.fileno(), _OUTQ, b"\0\0\0\0")
                 unsent += int.from_bytes(queued, sys.byteorder)
-            except OSError:
-                pass
         return unsent
 
     def _arm_write(self) -> None:
@@ -220,16 +218,6 @@ class _Bounded(asyncio.Protocol):
             return
         self._linger = self.loop.call_later(LINGER, self.transport.close)
 
-    def _after_data(self, data: bytes) -> None:
-        if self._refused or self.transport.is_closing():
-            return
-        if self._message_in():
-            self._disarm()
-        elif not self._head_in():
-            self._head_bytes += len(data)
-            if self._head_bytes > MAX_HEADER_BYTES:
-                self._too_large()
-
     # -- the transport's hooks (before/after uvicorn's own, next in the MRO) ------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -253,16 +241,20 @@ class _Bounded(asyncio.Protocol):
         if self._refused:
             return  # draining before the close
         super().data_received(data)
-        self._after_data(data)
-
-    def _too_large(self) -> None:
-        self._refuse(431, HEAD_TOO_LARGE)
+        if self._refused or self.transport.is_closing():
+            return
+        if self._message_in():
+            self._disarm()
+        elif not self._head_in():
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEADER_BYTES:
+                self._refuse(431, HEAD_TOO_LARGE)
 
     def send_400_response(self, msg: str) -> None:
         if self._refused:
             return
         if self._url_too_long:
-            self._too_large()
+            self._refuse(431, HEAD_TOO_LARGE)
             return
         self._refuse(400, "(request): malformed HTTP request")
 
