@@ -154,11 +154,6 @@ def allowed_hosts(config: SandboxConfig) -> frozenset[str]:
     return frozenset(names)
 
 
-def _origin(url: str) -> str:
-    parsed = urllib.parse.urlsplit(url)
-    return f"{parsed.scheme}://{parsed.netloc}".lower()
-
-
 class _Head(NamedTuple):
     """What the guard reads from a request's headers, in one pass (:func:`_read_head`)."""
 
@@ -255,7 +250,8 @@ class GuardMiddleware:
         origin = None if given is None else given.decode("latin-1")
         own = {o.decode("latin-1") for o in _own_origins(head.get(b"host"))}
         if self.config.public_url:
-            own.add(_origin(self.config.public_url))
+            public = urllib.parse.urlsplit(self.config.public_url)
+            own.add(f"{public.scheme}://{public.netloc}".lower())
         if origin is not None and origin.lower() not in own:
             return 403, (f"Origin: {origin[:100]!r} is not this sandbox's origin (admin, "
                          "demo and hosted-page routes refuse cross-site requests)")

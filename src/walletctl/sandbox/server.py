@@ -366,6 +366,16 @@ class _Server(uvicorn.Server):
         loop, http = stack or _stack()
         quiet = config.quiet or not logs
         install_log_filter()
+        to_stderr = {"handlers": ["stderr"], "level": "WARNING" if quiet else "INFO",
+                     "propagate": False}  # stdout carries only the URL and ready lines
+        log_config = {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(message)s"}},
+            "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
+                                    "stream": "ext://sys.stderr"}},
+            "loggers": {"uvicorn.error": to_stderr, "uvicorn.access": to_stderr},
+        }
         super().__init__(uvicorn.Config(
             app,
             host=config.host,
@@ -377,7 +387,7 @@ class _Server(uvicorn.Server):
             lifespan="off",
             access_log=logs and not quiet,
             log_level="warning" if quiet else "info",
-            log_config=_log_config(quiet) if logs else None,
+            log_config=log_config if logs else None,
             timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
         ))
         self._on_ready = on_ready
@@ -408,22 +418,6 @@ class _Server(uvicorn.Server):
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-
-
-def _log_config(quiet: bool) -> dict[str, Any]:
-    """Logs on stderr (stdout carries only the URL and ready lines)."""
-    level = "WARNING" if quiet else "INFO"
-    return {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(message)s"}},
-        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
-                                "stream": "ext://sys.stderr"}},
-        "loggers": {
-            "uvicorn.error": {"handlers": ["stderr"], "level": level, "propagate": False},
-            "uvicorn.access": {"handlers": ["stderr"], "level": level, "propagate": False},
-        },
-    }
 
 
 def _outward_host(host: str) -> str:
@@ -478,12 +472,6 @@ def _listen(config: SandboxConfig, host: str, port: int) -> tuple[socket.socket,
     return sock, url, lines
 
 
-def _write_ready_file(path: Path, url: str) -> None:  # atomically: never half a line
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(url + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = None,
           ready_file: Path | None = None,
           on_listen: Callable[[str], None] | None = None) -> None:
@@ -497,8 +485,10 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     loop, http = _stack()
 
     def ready() -> None:
-        if ready_file is not None:
-            _write_ready_file(ready_file, url)
+        if ready_file is not None:  # atomically: never half a line
+            tmp = ready_file.with_name(f".{ready_file.name}.{os.getpid()}.tmp")
+            tmp.write_text(url + "\n", encoding="utf-8")
+            os.replace(tmp, ready_file)
         stream.write(f"walletctl sandbox ready ({loop}/{http}, db "
                      f"{config.db_path or 'in-memory'}, amounts {config.amount_format})\n"
                      "Ctrl-C stops it\n")
