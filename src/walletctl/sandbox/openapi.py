@@ -35,6 +35,7 @@ from walletctl.sandbox.walletpay import CARDS_BY_ID
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 
+_ERROR_REF = {"$ref": _SCHEMA_REF.format(model="Error")}
 _ERROR_SCHEMA = {
     "type": "object",
     "required": ["code", "description", "details"],
@@ -48,16 +49,6 @@ _ERROR_SCHEMA = {
         },
     },
 }
-
-
-def errors_doc(*statuses: int) -> dict[str, dict[str, Any]]:
-    return {
-        str(s): {
-            "description": replies.error_body(s, "")["description"],
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-        }
-        for s in statuses
-    }
 
 
 def openapi_document(app: FastAPI) -> dict[str, Any]:
@@ -497,11 +488,12 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
             "schema": schema}}}
     else:
         answers["200"] = fastapi_answers.get("200", {"description": "OK"})
-    statuses = _ANY_ROUTE + (() if ctype is not None else _JSON_ROUTE)
-    errors = errors_doc(*statuses)
-    for code, headers in _HEADERS.items():
-        if code in errors:
-            errors[code] = {**errors[code], "headers": headers}
+    errors: dict[str, Any] = {}
+    for status in _ANY_ROUTE + (() if ctype is not None else _JSON_ROUTE):
+        errors[str(status)] = {"description": replies.error_body(status, "")["description"],
+                               "content": {"application/json": {"schema": _ERROR_REF}}}
+        if str(status) in _HEADERS:
+            errors[str(status)]["headers"] = _HEADERS[str(status)]
     if path.startswith("/api/v5/"):
         errors["5XX"] = {**errors.pop("503"), "description": "an injected fault "
                          "(X-Sandbox-Fault, /_sandbox/faults: 5xx, 429 and dropped "
