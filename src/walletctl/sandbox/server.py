@@ -17,7 +17,6 @@ import socket
 import sys
 import termios
 import threading
-import time
 from collections.abc import Callable, Generator
 from http import HTTPStatus
 from pathlib import Path
@@ -560,11 +559,9 @@ class EmbeddedSandbox:
 
         self._thread = threading.Thread(target=run, name="walletctl-sandbox", daemon=True)
         self._thread.start()
-        deadline = time.monotonic() + self.startup_timeout
-        while not server.ready.wait(0.05):
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("the embedded sandbox did not start in time")
+        if not server.ready.wait(self.startup_timeout):  # set once serving, or on failure
+            self.stop()
+            raise RuntimeError("the embedded sandbox did not start in time")
         if self._error is not None or not server.started:
             self.stop()
             raise RuntimeError(f"the embedded sandbox failed to start: {self._error!r}")
