@@ -1,7 +1,5 @@
-"""Sandbox settings (:class:`SandboxConfig`, :class:`FaultConfig`: docs/sandbox.md, "Faults"),
-the magic test amounts and the running app's context (:class:`SandboxContext`). Cheap to
-import (no FastAPI / uvicorn): the CLI's flag parsing uses it.
-"""
+"""Sandbox settings, the magic test amounts and the running app's context; cheap to import (no
+FastAPI / uvicorn): the CLI's flag parsing uses it. Faults: docs/sandbox.md, "Faults"."""
 
 from __future__ import annotations
 
@@ -27,7 +25,8 @@ DEFAULT_API_KEY = "sandbox-api-key"
 DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox default
 MAX_LATENCY_MS = 10_000
 MAX_RETRY_AFTER_S = 60
-MAX_HEADER_BYTES = 64 * 1024  # request line and headers (sandbox/protocol.py)
+MAX_HEADER_BYTES = 64 * 1024  # request line and headers (sandbox/server.py)
+HEAD_TOO_LARGE = f"(request): request line and headers larger than {MAX_HEADER_BYTES} bytes"
 # defaults of SandboxConfig's limits (see its fields)
 DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0
@@ -225,7 +224,7 @@ class SandboxConfig:
     allowed_hosts: tuple[str, ...] = ()
     # a complete request within this many seconds of connecting / of the previous response
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    # open connections at most (0: half the descriptor limit, see sandbox/protocol.py)
+    # open connections at most (0: half the descriptor limit, see sandbox/server.py)
     max_connections: int = 0
     # an answer not taken by the client within this many seconds closes its connection
     write_timeout: float = DEFAULT_WRITE_TIMEOUT
@@ -272,10 +271,7 @@ class SandboxContext:
     def rng(self, seed: int | None) -> random.Random:
         """One RNG per seed, kept across requests so a seeded run is reproducible."""
         with self._rng_lock:
-            found = self._rngs.get(seed)
-            if found is None:
-                found = self._rngs[seed] = random.Random(seed)
-            return found
+            return self._rngs.get(seed) or self._rngs.setdefault(seed, random.Random(seed))
 
     def reset_rngs(self) -> None:
         with self._rng_lock:

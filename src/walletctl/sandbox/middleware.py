@@ -1,8 +1,5 @@
-"""The ASGI middleware around every route, outermost first (docs/sandbox.md, "Security
-model", "Connections and limits", "Faults"): HEAD as GET; the guard (singleton headers, head
-size, Host, Origin on admin/demo/page routes, admin token, security headers); CORS for the
-routes ``walletpay.js`` calls; body limits and content types; injected faults on ``/api/v5``.
-"""
+"""The ASGI middleware around every route, outermost first: HEAD as GET, the guard, CORS, body
+limits, faults (docs/sandbox.md, "Security model", "Connections and limits", "Faults")."""
 
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from walletctl.constants import SANDBOX_TOKEN_HEADER
 from walletctl.sandbox.config import (
-    DEFAULT_BODY_BUDGET,
+    HEAD_TOO_LARGE,
     MAX_HEADER_BYTES,
     MAX_LATENCY_MS,
     FaultConfig,
@@ -125,16 +122,14 @@ _SINGLETONS: dict[bytes, str] = {
 
 
 def route_class(path: str) -> str | None:
-    """``admin``, ``health``, ``emulator``, ``demo``, ``page`` or None (gateway, files)."""
+    """``admin``, ``demo``, ``page`` or None (Host checked only: gateway, health, emulator)."""
+    if path == "/_sandbox/health" or path.startswith("/_sandbox/wallet/"):
+        return None
     if path.startswith("/_sandbox/"):
-        if path == "/_sandbox/health":
-            return "health"
-        return "emulator" if path.startswith("/_sandbox/wallet/") else "admin"
+        return "admin"
     if path.startswith("/demo/merchant/api/"):
         return "demo"
-    if path.startswith("/pay/"):
-        return "page"
-    return None
+    return "page" if path.startswith("/pay/") else None
 
 
 def host_name(value: str) -> str:
@@ -157,11 +152,6 @@ def allowed_hosts(config: SandboxConfig) -> frozenset[str]:
             names.add(parsed.hostname.lower())
     names.update(h.lower() for h in config.allowed_hosts)
     return frozenset(names)
-
-
-def _origin(url: str) -> str:
-    parsed = urllib.parse.urlsplit(url)
-    return f"{parsed.scheme}://{parsed.netloc}".lower()
 
 
 class _Head(NamedTuple):
@@ -197,11 +187,9 @@ def _own_origins(host: bytes) -> tuple[bytes, ...]:
 
 
 class GuardMiddleware:
-    def __init__(self, app: Any, config: SandboxConfig,
-                 max_header_bytes: int = MAX_HEADER_BYTES) -> None:
+    def __init__(self, app: Any, config: SandboxConfig) -> None:
         self.app = app
         self.config = config
-        self.max_header_bytes = max_header_bytes
         self._hosts: frozenset[str] = frozenset()
         self._hosts_for: tuple[Any, ...] | None = None
         self._accepted: set[bytes] = set()  # Host values already found to name this sandbox
@@ -237,14 +225,13 @@ class GuardMiddleware:
 
     def _refusal(self, scope: Scope, kind: str | None, head: _Head) -> tuple[int, str] | None:
         size = head.size + len(scope.get("raw_path") or b"") + len(scope["query_string"])
-        if size > self.max_header_bytes:  # a complete head; the protocol bounds partial ones
-            return 431, (f"(request): request line and headers larger than "
-                         f"{self.max_header_bytes} bytes")
+        if size > MAX_HEADER_BYTES:  # a complete head; the protocol bounds partial ones
+            return 431, HEAD_TOO_LARGE
         if head.twice is not None:  # RFC 9112 3.2 for Host; one reading for the others
             return 400, (f"{head.twice}: is given more than once (one {head.twice} header "
                          "per request)")
         refusal = self._host_refusal(head.get(b"host"))
-        if refusal is not None or kind in (None, "health"):
+        if refusal is not None or kind is None:
             return refusal  # gateway, documents, static: Host only
         if kind in ("admin", "demo") or (kind == "page" and scope.get("method") != "GET"):
             refusal = self._cross_site_refusal(head)
@@ -263,7 +250,8 @@ class GuardMiddleware:
         origin = None if given is None else given.decode("latin-1")
         own = {o.decode("latin-1") for o in _own_origins(head.get(b"host"))}
         if self.config.public_url:
-            own.add(_origin(self.config.public_url))
+            public = urllib.parse.urlsplit(self.config.public_url)
+            own.add(f"{public.scheme}://{public.netloc}".lower())
         if origin is not None and origin.lower() not in own:
             return 403, (f"Origin: {origin[:100]!r} is not this sandbox's origin (admin, "
                          "demo and hosted-page routes refuse cross-site requests)")
@@ -358,10 +346,6 @@ MAX_BODY = 1_000_000
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def media_type(value: str | None) -> str:
-    return (value or "").split(";", 1)[0].strip().lower()
-
-
 def json_charset(value: str | None) -> str | None:
     """The ``charset`` of a ``Content-Type`` when it is not UTF-8 (None: absent or utf-8)."""
     for param in (value or "").split(";")[1:]:
@@ -374,7 +358,7 @@ def json_charset(value: str | None) -> str | None:
 
 
 def _type_ok(path: str, value: str | None) -> tuple[bool, str]:
-    mt = media_type(value)
+    mt = (value or "").split(";", 1)[0].strip().lower()
     if path.startswith("/pay/"):
         return mt == "application/x-www-form-urlencoded", "application/x-www-form-urlencoded"
     return mt == "application/json" or (mt.startswith("application/") and
@@ -382,10 +366,8 @@ def _type_ok(path: str, value: str | None) -> tuple[bool, str]:
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: Any, max_body: int = MAX_BODY,
-                 body_budget: int = DEFAULT_BODY_BUDGET) -> None:
+    def __init__(self, app: Any, body_budget: int) -> None:
         self.app = app
-        self.max_body = max_body
         # the body budget (SandboxConfig.body_budget); the event loop is its only user: no lock
         self.budget, self.held = body_budget, 0
 
@@ -396,7 +378,7 @@ class BodyLimitMiddleware:
         return True
 
     async def _too_large(self, send: Any) -> None:
-        await send_error(send, 413, f"(request): body larger than {self.max_body} bytes",
+        await send_error(send, 413, f"(request): body larger than {MAX_BODY} bytes",
                          close=True)
 
     async def _over_budget(self, send: Any) -> None:
@@ -417,67 +399,57 @@ class BodyLimitMiddleware:
                 await send_error(send, 400, "Content-Length: must be a whole number of bytes",
                                  close=True)
                 return
-            text = text.lstrip("0")  # its size read from the digits: no int() of any length
-            if len(text) > len(str(self.max_body)) or int(text or "0") > self.max_body:
+            text = text.lstrip("0") or "0"  # its size from the digits: no int() of any length
+            announced = int(text) if len(text) <= len(str(MAX_BODY)) else MAX_BODY + 1
+            if announced > MAX_BODY:
                 await self._too_large(send)
                 return
-            announced = int(text or "0")
         if not self._take(announced):
             await self._over_budget(send)
             return
-        held = [announced]  # bytes reserved for this request, given back when it is answered
+        held = announced  # bytes reserved for this request, given back when it is answered
         try:
-            await self._read(scope, receive, send, held)
-        finally:
-            self.held -= held[0]
-
-    async def _read(self, scope: Scope, receive: Any, send: Any, held: list[int]) -> None:
-        """Read the body within the budget (``held[0]`` bytes reserved, grown as a chunked
-        body arrives), check its type and hand it to the route."""
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                await self._too_large(send)
-                return
-            if size > held[0]:  # a chunked body: reserved as it arrives
-                if not self._take(size - held[0]):
-                    await self._over_budget(send)
+            chunks: list[bytes] = []
+            size = 0
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
                     return
-                held[0] = size
-            if chunk:
-                chunks.append(chunk)
-            more = bool(message.get("more_body", False))
-        body = b"".join(chunks)
-        chunks.clear()  # one copy of the body while the route runs
-        if body and scope.get("method", "GET") in _BODY_METHODS:
-            ctype = _header(scope, b"content-type")
-            ok, wanted = _type_ok(str(scope.get("path", "")), ctype)
-            if not ok:
-                await send_error(send, 415, f"Content-Type: must be {wanted}")
-                return
-            charset = None if wanted != "application/json" else json_charset(ctype)
-            if charset is not None:
-                await send_error(send, 415, f"Content-Type: charset must be utf-8 (JSON bodies "
-                                 f"are read as UTF-8), not {charset!r}")
-                return
-        sent = False
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > MAX_BODY:
+                    await self._too_large(send)
+                    return
+                if size > held:  # a chunked body: reserved as it arrives
+                    if not self._take(size - held):
+                        await self._over_budget(send)
+                        return
+                    held = size
+                if chunk:
+                    chunks.append(chunk)
+                more = bool(message.get("more_body", False))
+            body = b"".join(chunks)
+            chunks.clear()  # one copy of the body while the route runs
+            if body and scope.get("method", "GET") in _BODY_METHODS:
+                ctype = _header(scope, b"content-type")
+                ok, wanted = _type_ok(str(scope.get("path", "")), ctype)
+                if not ok:
+                    await send_error(send, 415, f"Content-Type: must be {wanted}")
+                    return
+                charset = None if wanted != "application/json" else json_charset(ctype)
+                if charset is not None:
+                    await send_error(send, 415, "Content-Type: charset must be utf-8 (JSON "
+                                     f"bodies are read as UTF-8), not {charset!r}")
+                    return
+            unread: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            message: Message = await receive()
-            return message
+            async def replay() -> Message:  # the body once, then the client's next message
+                return unread.pop() if unread else await receive()
 
-        await self.app(scope, replay, send)
+            await self.app(scope, replay, send)
+        finally:
+            self.held -= held
 
 
 # -- faults ------------------------------------------------------------------------------------

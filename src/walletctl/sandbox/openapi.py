@@ -1,6 +1,5 @@
-"""The sandbox's OpenAPI document (request schemas from the routes' own models, answers from
-the shared models, what routes reading ``Request`` themselves take) and its ``/docs`` page,
-Swagger UI served offline from the ``swagger-ui-bundle`` package."""
+"""The sandbox's OpenAPI document (what FastAPI cannot see, added from the tables below) and
+its ``/docs`` page, Swagger UI served offline from the ``swagger-ui-bundle`` package."""
 
 from __future__ import annotations
 
@@ -36,6 +35,7 @@ from walletctl.sandbox.walletpay import CARDS_BY_ID
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 
+_ERROR_REF = {"$ref": _SCHEMA_REF.format(model="Error")}
 _ERROR_SCHEMA = {
     "type": "object",
     "required": ["code", "description", "details"],
@@ -49,16 +49,6 @@ _ERROR_SCHEMA = {
         },
     },
 }
-
-
-def errors_doc(*statuses: int) -> dict[str, dict[str, Any]]:
-    return {
-        str(s): {
-            "description": replies.error_body(s, "")["description"],
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-        }
-        for s in statuses
-    }
 
 
 def openapi_document(app: FastAPI) -> dict[str, Any]:
@@ -107,6 +97,8 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     for path, item in doc["paths"].items():
         for method, op in item.items():
             op["operationId"] = OPERATION_IDS.get((method, path), op.get("operationId"))
+            if method == "head":  # GET's name, its verb replaced
+                op["operationId"] = re.sub("^[a-z]+", "head", OPERATION_IDS[("get", path)])
     app.openapi_schema = doc
     return doc
 
@@ -134,11 +126,9 @@ def _note_key_spellings(schemas: dict[str, Any], models: dict[type[WireModel], N
     """State on each request schema that keys are read in any case, and the samples' variant
     names (``x-key-variants``)."""
     component = {model.__name__: name for name, model in REQUEST_MODELS.items()}
-    pending = {model.__name__: dict(model._variants) for model in models}
-    for name, variants in pending.items():
-        schema = schemas.get(component.get(name, name))
-        if schema is None:
-            continue
+    for model in models:
+        schema = schemas[component.get(model.__name__, model.__name__)]
+        variants = dict(model._variants)
         note = _KEY_CASE
         if variants:
             schema["x-key-variants"] = variants
@@ -193,13 +183,11 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
 
 def _declare_path_parameters(doc: dict[str, Any]) -> None:
     """Declare every ``{name}`` of a path template (routes reading ``Request`` leave them out)."""
-    for path, item in doc.get("paths", {}).items():
+    for path, item in doc["paths"].items():
         names = re.findall(r"{([^}:]+)(?::[^}]*)?}", path)
         for operation in item.values():
-            if not isinstance(operation, dict):
-                continue
             params = operation.setdefault("parameters", [])
-            have = {(p.get("name"), p.get("in")) for p in params if isinstance(p, dict)}
+            have = {(p["name"], p["in"]) for p in params}
             for name in names:
                 if (name, "path") not in have:
                     params.append({"name": name, "in": "path", "required": True,
@@ -209,7 +197,7 @@ def _declare_path_parameters(doc: dict[str, Any]) -> None:
                     param["schema"] = {"type": "string", "enum": list(ACTIONS)}
 
 
-# the operationId of every route: the method names of a generated client
+# the operationId of every route (HEAD: its GET's): a generated client's method names
 OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/api/v5/checkout"): "createCheckout",
     ("post", "/api/v5/apmTransactions"): "createFollowUp",
@@ -239,39 +227,18 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/api/v5/threeDSecure"): "createThreeDSecureChallenge",
     ("get", "/api/v5/threeDSecure/{challenge_id}"): "getThreeDSecureChallenge",
     ("get", "/pay/3ds/{challenge_id}"): "showThreeDSecurePage",
-    ("head", "/pay/3ds/{challenge_id}"): "headThreeDSecurePage",
     ("post", "/pay/3ds/{challenge_id}"): "answerThreeDSecure",
     ("get", "/walletpay-testing.js"): "getWalletpayTestingScript",
-    ("head", "/walletpay-testing.js"): "headWalletpayTestingScript",
     ("get", "/walletpay.js"): "getWalletpayScript",
-    ("head", "/walletpay.js"): "headWalletpayScript",
     ("get", "/walletpay.d.ts"): "getWalletpayTypes",
-    ("head", "/walletpay.d.ts"): "headWalletpayTypes",
     ("get", "/demo/merchant"): "getDemoMerchantPage",
-    ("head", "/demo/merchant"): "headDemoMerchantPage",
     ("get", "/demo/merchant.js"): "getDemoMerchantScript",
-    ("head", "/demo/merchant.js"): "headDemoMerchantScript",
     ("get", "/demo/merchant/api/session"): "getDemoSession",
     ("post", "/demo/merchant/api/quote"): "quoteDemoOrder",
     ("post", "/demo/merchant/api/result"): "recordDemoResult",
     ("get", "/demo/merchant/api/results"): "listDemoResults",
 }
 
-# request body schema of each JSON route (component name -> the route's model)
-REQUEST_MODELS: dict[str, type[BaseModel]] = {
-    "CheckoutRequest": requests.CheckoutBody,
-    "FollowUpRequest": requests.FollowUpBody,
-    "PublicKeysRequest": requests.PublicKeysBody,
-    "PaymentAccountRequest": requests.PaymentAccountBody,
-    "AuthorizationRequest": requests.AuthorizationBody,
-    "WalletTokenRequest": requests.WalletTokenBody,
-    "ThreeDSChallengeRequest": requests.ChallengeBody,
-    "ThreeDSecureRequest": requests.ChallengeRequestBody,
-    "DemoQuoteRequest": requests.DemoQuoteBody,
-    "DemoResultRequest": requests.DemoResultBody,
-    "ClockRequest": requests.ClockBody,
-    "SeedRequest": requests.SeedRequest,
-}
 _FAULT_RATE = {"type": "number", "minimum": 0, "maximum": 1}
 _FAULTS = {
     "type": "object", "additionalProperties": False,
@@ -290,22 +257,24 @@ _FAULTS = {
         "seed": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
     },
 }
-_BODIES: dict[tuple[str, str], str | dict[str, Any]] = {
-    ("post", "/api/v5/checkout"): "CheckoutRequest",
-    ("post", "/api/v5/apmTransactions"): "FollowUpRequest",
-    ("post", "/api/v5/publicKeys"): "PublicKeysRequest",
-    ("post", "/api/v5/paymentAccounts"): "PaymentAccountRequest",
-    ("post", "/api/v5/transactions"): "AuthorizationRequest",
-    ("post", "/wallet/token"): "WalletTokenRequest",
-    ("post", "/_sandbox/wallet/token"): "WalletTokenRequest",
-    ("post", "/_sandbox/3ds/challenge"): "ThreeDSChallengeRequest",
-    ("post", "/api/v5/threeDSecure"): "ThreeDSecureRequest",
-    ("post", "/demo/merchant/api/quote"): "DemoQuoteRequest",
-    ("post", "/demo/merchant/api/result"): "DemoResultRequest",
-    ("post", "/_sandbox/clock"): "ClockRequest",
+# the JSON body of each route: (component name, the route's model), or its schema
+_BODIES: dict[tuple[str, str], tuple[str, type[BaseModel]] | dict[str, Any]] = {
+    ("post", "/api/v5/checkout"): ("CheckoutRequest", requests.CheckoutBody),
+    ("post", "/api/v5/apmTransactions"): ("FollowUpRequest", requests.FollowUpBody),
+    ("post", "/api/v5/publicKeys"): ("PublicKeysRequest", requests.PublicKeysBody),
+    ("post", "/api/v5/paymentAccounts"): ("PaymentAccountRequest", requests.PaymentAccountBody),
+    ("post", "/api/v5/transactions"): ("AuthorizationRequest", requests.AuthorizationBody),
+    ("post", "/wallet/token"): ("WalletTokenRequest", requests.WalletTokenBody),
+    ("post", "/_sandbox/wallet/token"): ("WalletTokenRequest", requests.WalletTokenBody),
+    ("post", "/_sandbox/3ds/challenge"): ("ThreeDSChallengeRequest", requests.ChallengeBody),
+    ("post", "/api/v5/threeDSecure"): ("ThreeDSecureRequest", requests.ChallengeRequestBody),
+    ("post", "/demo/merchant/api/quote"): ("DemoQuoteRequest", requests.DemoQuoteBody),
+    ("post", "/demo/merchant/api/result"): ("DemoResultRequest", requests.DemoResultBody),
+    ("post", "/_sandbox/clock"): ("ClockRequest", requests.ClockBody),
     ("post", "/_sandbox/faults"): _FAULTS,
-    ("post", "/_sandbox/seed"): "SeedRequest",
+    ("post", "/_sandbox/seed"): ("SeedRequest", requests.SeedRequest),
 }
+REQUEST_MODELS = dict(body for body in _BODIES.values() if isinstance(body, tuple))
 _OPTIONAL_BODY = {("post", "/_sandbox/clock"), ("post", "/_sandbox/faults")}
 
 # query parameters: (name, required, schema)
@@ -323,17 +292,14 @@ _CENT_CURRENCIES = [c for c in payable_currencies() if exponent(c) == 2]
 
 
 def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], ...]]:
+    scope = (("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID))
     return {
         ("get", "/api/v5/apmTransactions"): (
-            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
-            ("clientSystemTransactionId", True, _reference())),
-        ("get", "/api/v5/publicKeys/current"): (
-            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID)),
-        ("get", "/api/v5/threeDSecure/{challenge_id}"): (
-            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID)),
+            *scope, ("clientSystemTransactionId", True, _reference())),
+        ("get", "/api/v5/publicKeys/current"): scope,
+        ("get", "/api/v5/threeDSecure/{challenge_id}"): scope,
         ("get", "/api/v5/paymentAccounts/{account_id}"): (
-            ("merchantId", True, _SCOPE_ID), ("storeId", True, _SCOPE_ID),
-            ("encryptionKeyId", True, _KEY_ID)),
+            *scope, ("encryptionKeyId", True, _KEY_ID)),
         ("get", "/demo/merchant/api/session"): (
             ("ref", False, {**_reference(), "minLength": 0,  # empty: as if absent
                             "pattern": f"^$|{reference_pattern()}",
@@ -385,14 +351,17 @@ _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/demo/merchant": "text/html",
     "/demo/merchant.js": "application/javascript",
 }
-_PAY_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
-    "type": "object", "required": ["action"], "additionalProperties": False,
-    "properties": {"action": {"type": "string", "enum": list(ACTIONS)}}}}},
-    "required": True}
-_CHALLENGE_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": {
-    "type": "object", "required": ["answer"], "additionalProperties": False,
-    "properties": {"answer": {"type": "string", "enum": ["pass", "fail"]}}}}},
-    "required": True}
+
+
+def _form(name: str, values: list[str]) -> dict[str, Any]:
+    """A hosted page's form: one required field of ``values``."""
+    return {"content": {"application/x-www-form-urlencoded": {"schema": {
+        "type": "object", "required": [name], "additionalProperties": False,
+        "properties": {name: {"type": "string", "enum": values}}}}}, "required": True}
+
+
+_FORMS = {("post", "/pay/{token}"): _form("action", list(ACTIONS)),
+          ("post", "/pay/3ds/{challenge_id}"): _form("answer", ["pass", "fail"])}
 _HTML_PAGE = {"content": {"text/html": {"schema": {"type": "string"}}}}
 # the hosted pages' answers (303: a redirect; else an HTML page), and their HTML errors
 _PAGE_ANSWERS: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {
@@ -412,7 +381,7 @@ _PAGE_ERRORS: dict[str, tuple[tuple[int, str], ...]] = {
                                 (404, "no such check"), (409, "the check was already answered"),
                                 (410, "the check has expired")),
 }
-# answers any route can give before it runs: the connection layer (sandbox.protocol) and the
+# answers any route can give before it runs: the connection layer (sandbox.server) and the
 # guard, limits and CORS middleware
 _ANY_ROUTE = (400, 403, 405, 408, 413, 415, 431, 503)
 _JSON_ROUTE = (401, 404, 409, 422, 429)
@@ -460,9 +429,7 @@ def _money_types(schemas: dict[str, Any], fmt: str) -> None:
     """Amounts and rates as the server reads and writes them (not pydantic's string-or-number,
     which a generated client turns into a float)."""
     for name, schema in schemas.items():
-        for prop, sub in (schema.get("properties") or {}).items():
-            if not isinstance(sub, dict):
-                continue
+        for prop, sub in schema.get("properties", {}).items():
             low = prop.lower()
             new: dict[str, Any]
             if name == "SeedItem" and low == "amount":  # major units, never a magic ending
@@ -482,21 +449,17 @@ def _money_types(schemas: dict[str, Any], fmt: str) -> None:
 def _describe_operations(doc: dict[str, Any]) -> None:
     """Request bodies, query parameters, security and answers FastAPI cannot see."""
     queries = _queries()
-    for path, item in doc.get("paths", {}).items():
+    for path, item in doc["paths"].items():
         for method, op in item.items():
-            if not isinstance(op, dict):
-                continue
             key = (method, path)
             body = _BODIES.get(key)
             if body is not None:
-                schema = {"$ref": _SCHEMA_REF.format(model=body)} if isinstance(body, str) \
-                    else body
+                schema = {"$ref": _SCHEMA_REF.format(model=body[0])} \
+                    if isinstance(body, tuple) else body
                 op["requestBody"] = {"required": key not in _OPTIONAL_BODY,
                                      "content": {"application/json": {"schema": schema}}}
-            if path == "/pay/{token}" and method == "post":
-                op["requestBody"] = _PAY_FORM
-            if path == "/pay/3ds/{challenge_id}" and method == "post":
-                op["requestBody"] = _CHALLENGE_FORM
+            if key in _FORMS:
+                op["requestBody"] = _FORMS[key]
             params = op.setdefault("parameters", [])
             for name, required, schema in queries.get(key, ()):
                 params.append({"name": name, "in": "query", "required": required,
@@ -525,16 +488,16 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
             "schema": schema}}}
     else:
         answers["200"] = fastapi_answers.get("200", {"description": "OK"})
-    statuses = _ANY_ROUTE + (() if ctype is not None else _JSON_ROUTE)
-    errors = errors_doc(*statuses)
-    for code, headers in _HEADERS.items():
-        if code in errors:
-            errors[code] = {**errors[code], "headers": headers}
+    errors: dict[str, Any] = {}
+    for status in _ANY_ROUTE + (() if ctype is not None else _JSON_ROUTE):
+        errors[str(status)] = {"description": replies.error_body(status, "")["description"],
+                               "content": {"application/json": {"schema": _ERROR_REF}}}
+        if str(status) in _HEADERS:
+            errors[str(status)]["headers"] = _HEADERS[str(status)]
     if path.startswith("/api/v5/"):
-        errors["5XX"] = {**errors_doc(503)["503"], "description": "an injected fault "
+        errors["5XX"] = {**errors.pop("503"), "description": "an injected fault "
                          "(X-Sandbox-Fault, /_sandbox/faults: 5xx, 429 and dropped "
                          "connections), or 503 at the connection limit"}
-        errors.pop("503")
     answers.update({k: v for k, v in errors.items() if k not in answers})
     return dict(sorted(answers.items()))
 

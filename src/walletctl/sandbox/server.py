@@ -1,31 +1,333 @@
 """Running the sandbox: :func:`serve` (foreground) and :class:`EmbeddedSandbox` (a background
-thread), on uvloop + httptools when installed (else asyncio + h11). The socket is bound here,
-so with port 0 the real port is known before serving."""
+thread) on a socket bound here (port 0: the real port known before serving), with bounded
+connections (docs/sandbox.md, "Connections and limits")."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
 import importlib.util
+import json
 import os
+import resource
 import secrets
 import signal
 import socket
 import sys
+import termios
 import threading
-import time
 from collections.abc import Callable, Generator
+from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+import h11
+import httptools
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from walletctl.sandbox.app import create_app, store_of
-from walletctl.sandbox.config import SandboxConfig, is_loopback
+from walletctl.sandbox.config import (
+    HEAD_TOO_LARGE,
+    MAX_HEADER_BYTES,
+    SandboxConfig,
+    is_loopback,
+)
 from walletctl.sandbox.middleware import install_log_filter
-from walletctl.sandbox.protocol import ConnectionLimits, h11_buffer_limit, protocol_class
+from walletctl.sandbox.replies import error_body
 from walletctl.sandbox.store import Store
+
+LINGER = 1.0  # seconds a refused connection drains before the close
+_OUTQ = getattr(termios, "TIOCOUTQ", None)  # a socket's unsent bytes (Linux: SIOCOUTQ)
+READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)
+_MAX_CONNECTIONS_CAP = 10_000
+
+
+def default_max_connections() -> int:
+    """Half the soft ``RLIMIT_NOFILE``, at least 16 and at most 10 000."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return _MAX_CONNECTIONS_CAP
+    return max(16, min(_MAX_CONNECTIONS_CAP, soft // 2))
+
+
+def error_response(status: int, message: str,
+                   extra: list[tuple[bytes, bytes]] | None = None) -> bytes:
+    described = "RequestTimeout" if status == 408 else None
+    body = json.dumps(error_body(status, message, description=described),
+                      separators=(",", ":")).encode()
+    phrase = HTTPStatus(status).phrase
+    lines = [f"HTTP/1.1 {status} {phrase}".encode()]
+    lines += [k + b": " + v for k, v in extra or []]
+    lines += [b"content-type: application/json", b"content-length: " + str(len(body)).encode(),
+              b"x-content-type-options: nosniff", b"connection: close"]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+class _Bounded(asyncio.Protocol):
+    """The limits of both protocol classes."""
+
+    # set by protocol_class: the settings, the connection cap in force, and the connections
+    # answered by _refuse and still draining (at most half the cap)
+    sandbox: SandboxConfig
+    cap: int
+    refusing: set[Any]
+    # provided by the uvicorn protocol class this is mixed into
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    connections: set[Any]
+    server_state: Any
+    cycle: Any
+    flow: Any
+    # each protocol class: whether the current request's head, its whole message, are in
+    _head_in: Callable[[], bool]
+    _message_in: Callable[[], bool]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # the uvicorn protocol's (next in the MRO)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None
+        self._write_mark = 0  # _unsent() when the write deadline was armed
+        self._linger: asyncio.TimerHandle | None = None
+        self._head_bytes = 0
+        self._refused = False
+        self._url_too_long = False  # set by the httptools protocol's on_url
+
+    # -- the deadline ----------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_bytes = 0
+        self._deadline = self.loop.call_later(self.sandbox.request_timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expired(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing() or self._refused:
+            return
+        working = self.cycle is not None and not self.cycle.response_complete
+        if working and self._message_in():
+            return  # a complete request is being answered
+        if self._head_in() or not self._head_bytes:
+            self.transport.close()  # nothing came, or the body stalled under a running route
+            return
+        self._refuse(408, f"(request): not received within {self.sandbox.request_timeout:g} s "
+                     "(--request-timeout)")
+
+    # -- the write deadline -------------------------------------------------------------------
+
+    def _unsent(self) -> int:
+        """Bytes of answers not yet taken by the client: the transport's buffer plus, on
+        Linux, the socket's send queue."""
+        unsent = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        if _OUTQ is not None and sock is not None:
+            with contextlib.suppress(OSError):
+                queued = fcntl.ioctl(sock.fileno(), _OUTQ, b"\0\0\0\0")
+                unsent += int.from_bytes(queued, sys.byteorder)
+        return unsent
+
+    def _arm_write(self) -> None:
+        if self._write_deadline is None:
+            self._write_mark = self._unsent()
+            self._write_deadline = self.loop.call_later(self.sandbox.write_timeout,
+                                                        self._write_expired)
+
+    def _disarm_write(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _cycles(self) -> list[Any]:  # the requests not yet answered (running or queued)
+        return [self.cycle]
+
+    def _drop_answers(self) -> None:
+        """Every route of this connection still running sees a disconnect."""
+        for cycle in self._cycles():
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True
+                cycle.message_event.set()
+
+    def _write_expired(self) -> None:
+        self._write_deadline = None
+        if not self.transport.get_write_buffer_size():
+            return
+        if self._unsent() < self._write_mark:  # the client took some: a new deadline
+            self._arm_write()
+            return
+        self._drop_answers()
+        self.transport.abort()  # nothing taken in time: drop the rest, free the slot
+
+    def shutdown(self) -> None:
+        """The server stops: a client not reading its answer is not waited for."""
+        super().shutdown()  # type: ignore[misc]
+        if self.flow.write_paused:
+            self._drop_answers()
+            self.transport.abort()
+        elif self.transport.is_closing():
+            self._drop_answers()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._arm_write()
+
+    def resume_writing(self) -> None:
+        self._disarm_write()
+        super().resume_writing()
+
+    def _after_response(self) -> None:
+        """An answer is complete: what is still unsent must be taken within the deadline."""
+        if not self.flow.write_paused:
+            self._disarm_write()
+        if self.transport.get_write_buffer_size():
+            self._arm_write()
+
+    # -- answering without the app -----------------------------------------------------------
+
+    def _refuse(self, status: int, message: str) -> None:
+        self._refused = True
+        self._disarm()
+        self.connections.discard(self)
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True  # the route running (if any) sees a disconnect
+            cycle.message_event.set()
+            if cycle.response_started:  # too late for another answer
+                self.transport.close()
+                return
+        extra = list(getattr(self.server_state, "default_headers", []))
+        self.transport.write(error_response(status, message, extra))
+        if len(self.refusing) >= max(4, self.cap // 2):
+            self.transport.close()  # enough connections draining: no descriptor to spare
+            return
+        self.refusing.add(self)
+        try:
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+        except (OSError, RuntimeError):
+            self.transport.close()
+            return
+        self._linger = self.loop.call_later(LINGER, self.transport.close)
+
+    # -- the transport's hooks (before/after uvicorn's own, next in the MRO) ------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if len(self.connections) > self.cap:
+            self._refuse(503, f"(connection): the sandbox has {self.cap} "
+                         "open connections, its limit; try again shortly")
+            return
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.refusing.discard(self)
+        self._disarm()
+        self._disarm_write()
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # draining before the close
+        super().data_received(data)
+        if self._refused or self.transport.is_closing():
+            return
+        if self._message_in():
+            self._disarm()
+        elif not self._head_in():
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEADER_BYTES:
+                self._refuse(431, HEAD_TOO_LARGE)
+
+    def send_400_response(self, msg: str) -> None:
+        if self._refused:
+            return
+        if self._url_too_long:
+            self._refuse(431, HEAD_TOO_LARGE)
+            return
+        self._refuse(400, "(request): malformed HTTP request")
+
+
+class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_done = False
+        self._message_done = False
+        self._running: Any = None  # the request whose route runs (others queue, pipelined)
+
+    def _head_in(self) -> bool:
+        return self._head_done
+
+    def _message_in(self) -> bool:
+        return self._message_done
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        self._running = cycle
+        super()._start_asgi_task(cycle, app)
+
+    def _cycles(self) -> list[Any]:
+        return [self._running, self.cycle, *(cycle for cycle, _app in self.pipeline)]
+
+    def on_message_begin(self) -> None:
+        self._head_done = self._message_done = False
+        self._url_too_long = False
+        super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > MAX_HEADER_BYTES:
+            # httptools cannot parse a URL over 64 KiB (its offsets are 16-bit): a 431, not
+            # "malformed" (the parser error this raises is answered by send_400_response)
+            self._url_too_long = True
+            raise httptools.HttpParserError("request target too long")
+
+    def on_headers_complete(self) -> None:
+        self._head_done = True
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._message_done = True
+        self._disarm()
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._after_response()
+        if not self.transport.is_closing() and not self.pipeline:
+            self._head_done = self._message_done = False
+            self._arm()
+
+
+class SandboxH11Protocol(_Bounded, H11Protocol):
+    def _head_in(self) -> bool:
+        return self.conn.their_state is not h11.IDLE
+
+    def _message_in(self) -> bool:
+        return self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._after_response()
+        if not self.transport.is_closing() and not self._message_in():
+            self._arm()
+
+
+def protocol_class(http_name: str, config: SandboxConfig) -> type[asyncio.Protocol]:
+    """The bounded protocol class of one server (``config``'s limits)."""
+    base = SandboxHttpToolsProtocol if http_name == "httptools" else SandboxH11Protocol
+    fd_cap = default_max_connections()
+    cap = min(config.max_connections, fd_cap) if config.max_connections else fd_cap
+    return type(base.__name__, (base,), {"sandbox": config, "cap": cap, "refusing": set()})
 
 
 def _stack() -> tuple[str, str]:
@@ -54,10 +356,39 @@ def url_for(host: str, port: int) -> str:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn.Server that reports readiness and exits quietly on SIGINT/SIGTERM."""
+    """uvicorn.Server on the bounded protocols that reports readiness and exits quietly on
+    SIGINT/SIGTERM; ``logs``: on stderr (``config.quiet``: warnings only), else none."""
 
-    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None] | None) -> None:
-        super().__init__(config)
+    def __init__(self, app: FastAPI, config: SandboxConfig, port: int, *, logs: bool = False,
+                 stack: tuple[str, str] | None = None,
+                 on_ready: Callable[[], None] | None = None) -> None:
+        loop, http = stack or _stack()
+        quiet = config.quiet or not logs
+        install_log_filter()
+        to_stderr = {"handlers": ["stderr"], "level": "WARNING" if quiet else "INFO",
+                     "propagate": False}  # stdout carries only the URL and ready lines
+        log_config = {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(message)s"}},
+            "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
+                                    "stream": "ext://sys.stderr"}},
+            "loggers": {"uvicorn.error": to_stderr, "uvicorn.access": to_stderr},
+        }
+        super().__init__(uvicorn.Config(
+            app,
+            host=config.host,
+            port=port,
+            loop=loop,
+            http=protocol_class(http, config),  # bounded connections
+            # h11's own limit, above ours so that ours (431, not 400) is met first
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES + READ_SIZE + 1,
+            lifespan="off",
+            access_log=logs and not quiet,
+            log_level="warning" if quiet else "info",
+            log_config=log_config if logs else None,
+            timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
+        ))
         self._on_ready = on_ready
         self.ready = threading.Event()
 
@@ -86,51 +417,6 @@ class _Server(uvicorn.Server):
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-
-
-def _log_config(quiet: bool) -> dict[str, Any]:
-    """Logs on stderr (stdout carries only the URL and ready lines)."""
-    level = "WARNING" if quiet else "INFO"
-    return {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(message)s"}},
-        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
-                                "stream": "ext://sys.stderr"}},
-        "loggers": {
-            "uvicorn.error": {"handlers": ["stderr"], "level": level, "propagate": False},
-            "uvicorn.access": {"handlers": ["stderr"], "level": level, "propagate": False},
-        },
-    }
-
-
-class _Config(uvicorn.Config):
-    sandbox_limits: ConnectionLimits | None = None
-
-
-def _uvicorn_config(app: FastAPI, config: SandboxConfig, port: int, quiet: bool,
-                    stack: tuple[str, str] | None = None, *,
-                    logs: bool = False) -> uvicorn.Config:
-    loop, http = stack or _stack()
-    install_log_filter()
-    limits = ConnectionLimits(request_timeout=config.request_timeout,
-                              write_timeout=config.write_timeout,
-                              max_connections=config.max_connections)
-    settings = _Config(
-        app,
-        host=config.host,
-        port=port,
-        loop=loop,
-        http=protocol_class(http),  # bounded connections: see sandbox/protocol.py
-        h11_max_incomplete_event_size=h11_buffer_limit(limits),
-        lifespan="off",
-        access_log=logs and not quiet,
-        log_level="warning" if quiet else "info",
-        log_config=_log_config(quiet) if logs else None,
-        timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
-    )
-    settings.sandbox_limits = limits
-    return settings
 
 
 def _outward_host(host: str) -> str:
@@ -185,12 +471,6 @@ def _listen(config: SandboxConfig, host: str, port: int) -> tuple[socket.socket,
     return sock, url, lines
 
 
-def _write_ready_file(path: Path, url: str) -> None:  # atomically: never half a line
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(url + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = None,
           ready_file: Path | None = None,
           on_listen: Callable[[str], None] | None = None) -> None:
@@ -199,41 +479,33 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     non-loopback host, OSError when the port cannot be bound."""
     stream = out or sys.stdout
     sock, url, warnings = _listen(config, host, port)
-    for line in warnings:
-        sys.stderr.write(line + "\n")
+    sys.stderr.write("".join(line + "\n" for line in warnings))
     sys.stderr.flush()
-    try:
-        app = create_app(config)
-    except BaseException:
-        sock.close()
-        raise
     loop, http = _stack()
 
     def ready() -> None:
-        if ready_file is not None:
-            _write_ready_file(ready_file, url)
+        if ready_file is not None:  # atomically: never half a line
+            tmp = ready_file.with_name(f".{ready_file.name}.{os.getpid()}.tmp")
+            tmp.write_text(url + "\n", encoding="utf-8")
+            os.replace(tmp, ready_file)
         stream.write(f"walletctl sandbox ready ({loop}/{http}, db "
                      f"{config.db_path or 'in-memory'}, amounts {config.amount_format})\n"
                      "Ctrl-C stops it\n")
         stream.flush()
 
-    if on_listen is not None:  # e.g. `serve --write-profile`: the URL is known, not yet served
-        try:
-            on_listen(url)
-        except BaseException:
-            sock.close()
-            store_of(app).close()
-            raise
-    stream.write(f"walletctl sandbox listening on {url}\n")
-    stream.flush()
-    server = _Server(_uvicorn_config(app, config, sock.getsockname()[1], quiet=config.quiet,
-                                     logs=True),
-                     ready)
+    app: FastAPI | None = None
     try:
-        server.run(sockets=[sock])
+        app = create_app(config)
+        if on_listen is not None:  # e.g. `serve --write-profile`: the URL known, not served
+            on_listen(url)
+        stream.write(f"walletctl sandbox listening on {url}\n")
+        stream.flush()
+        _Server(app, config, sock.getsockname()[1], logs=True, stack=(loop, http),
+                on_ready=ready).run(sockets=[sock])
     finally:
         sock.close()
-        store_of(app).close()
+        if app is not None:
+            store_of(app).close()
         if ready_file is not None:
             with contextlib.suppress(OSError):
                 ready_file.unlink()
@@ -275,10 +547,7 @@ class EmbeddedSandbox:
         self._sock, self.url, _ = _listen(self.config, self.host, self.port)
         self.port = self._sock.getsockname()[1]
         self._app = create_app(self.config)
-        self._server = _Server(
-            _uvicorn_config(self._app, self.config, self.port, quiet=True, stack=self.stack),
-            None
-        )
+        self._server = _Server(self._app, self.config, self.port, stack=self.stack)
         server, sock = self._server, self._sock
 
         def run() -> None:
@@ -290,11 +559,9 @@ class EmbeddedSandbox:
 
         self._thread = threading.Thread(target=run, name="walletctl-sandbox", daemon=True)
         self._thread.start()
-        deadline = time.monotonic() + self.startup_timeout
-        while not server.ready.wait(0.05):
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("the embedded sandbox did not start in time")
+        if not server.ready.wait(self.startup_timeout):  # set once serving, or on failure
+            self.stop()
+            raise RuntimeError("the embedded sandbox did not start in time")
         if self._error is not None or not server.started:
             self.stop()
             raise RuntimeError(f"the embedded sandbox failed to start: {self._error!r}")
