@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, ClassVar, Self
 
@@ -53,6 +54,19 @@ def fold_key(key: object) -> str:
     if isinstance(key, str):
         return key.lower() if key.isascii() else key
     return str(key)
+
+
+def spelled_as(*canon: str) -> Callable[[object], object]:
+    """A ``BeforeValidator``: a string that is one of ``canon`` in any letter case (also with
+    the British ``preauthorisation``) becomes that spelling; anything else is left as it is."""
+    by_folded = {c.lower(): c for c in canon}
+
+    def read(value: object) -> object:
+        if isinstance(value, str):
+            return by_folded.get(value.lower().replace("preauthorisation", "preauthorization"),
+                                 value)
+        return value
+    return read
 
 _NAME = r"[A-Za-z][A-Za-z0-9_]*(?:\[\d+\])*"
 _FIELD_PREFIX = re.compile(rf"^{_NAME}(?:\.{_NAME})*$")  # e.g. itemDetails[0].totalAmount

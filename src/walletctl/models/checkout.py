@@ -12,7 +12,7 @@ from typing import Annotated, ClassVar, Final, Literal
 from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from walletctl.constants import APM_PROVIDER
-from walletctl.models.base import ResponseModel, WireModel
+from walletctl.models.base import ResponseModel, WireModel, spelled_as
 from walletctl.models.fields import (
     CountryAlpha3,
     Currency,
@@ -30,31 +30,14 @@ from walletctl.models.money import quantize
 SALE: Final = "ecom.sale"
 PREAUTH: Final = "ecom.preAuthorization"
 CHECKOUT_TYPES: Final = {"sale": SALE, "preauth": PREAUTH}
-
-
-def _canonical_type(value: object) -> object:
-    """Accept any case of ``ecom.sale`` / ``ecom.preAuthorization`` (also British spelling)."""
-    if isinstance(value, str):
-        folded = value.lower().replace("preauthorisation", "preauthorization")
-        for canon in (SALE, PREAUTH):
-            if folded == canon.lower():
-                return canon
-    return value
-
-
-def _canonical_provider(value: object) -> object:
-    if isinstance(value, str) and value.lower() == APM_PROVIDER.lower():
-        return APM_PROVIDER
-    return value
-
-
+_checkout_type = spelled_as(SALE, PREAUTH)
 CheckoutType = Annotated[
-    Literal["ecom.sale", "ecom.preAuthorization"], BeforeValidator(_canonical_type)
+    Literal["ecom.sale", "ecom.preAuthorization"], BeforeValidator(_checkout_type)
 ]
 Language = Annotated[str, Field(pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")]
 Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254)]
 Phone = Annotated[str, Field(pattern=r"^\+?[0-9][0-9 ()-]{2,24}$")]
-Provider = Annotated[Literal["WalletV2"], BeforeValidator(_canonical_provider)]
+Provider = Annotated[Literal["WalletV2"], BeforeValidator(spelled_as(APM_PROVIDER))]
 
 
 class Details(WireModel):
@@ -306,7 +289,7 @@ def parse_checkout_type(value: str) -> str:
     """``sale``/``preauth`` (CLI words) or a wire value -> the wire value."""
     if value.lower() in CHECKOUT_TYPES:
         return CHECKOUT_TYPES[value.lower()]
-    canon = _canonical_type(value)
+    canon = _checkout_type(value)
     if canon in (SALE, PREAUTH):
         return str(canon)
     raise ValueError(f"{value!r} must be sale or preauth")
