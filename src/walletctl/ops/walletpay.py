@@ -465,13 +465,8 @@ class Authorization(UnderItsOwnReference):
         return Planned("authorize", self.reference, self.reference, self.amount, self.currency)
 
     def send(self, client: GatewayClient, plan: AuthorizationPlan,
-             rec: Recording) -> AuthorizationResponse | TransactionRecord:
-        try:
-            response = send_authorization(client, plan.call, plan.request)
-        except GatewayError as exc:
-            if exc.status != 409:
-                raise
-            return self.taken(client, self.amount, self.currency, rec)
+             rec: Recording) -> AuthorizationResponse:
+        response = send_authorization(client, plan.call, plan.request)
         rec.answered(response.state)
         return response
 
