@@ -48,22 +48,13 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C / SIGTERM
 
 
-class Paths:
-    """Default gateway paths (docs/gateway-api.md); each can be overridden per profile ([paths])."""
-
-    CHECKOUT: Final = "/api/v5/checkout"
-    APM_TRANSACTIONS: Final = "/api/v5/apmTransactions"
-    PUBLIC_KEYS: Final = "/api/v5/publicKeys"
-    PAYMENT_ACCOUNTS: Final = "/api/v5/paymentAccounts"
-    TRANSACTIONS: Final = "/api/v5/transactions"
-
-
+# Default gateway paths (docs/gateway-api.md); each can be overridden per profile ([paths]).
 PATH_KEYS: Final = {
-    "checkout": Paths.CHECKOUT,
-    "apm_transactions": Paths.APM_TRANSACTIONS,
-    "public_keys": Paths.PUBLIC_KEYS,
-    "payment_accounts": Paths.PAYMENT_ACCOUNTS,
-    "transactions": Paths.TRANSACTIONS,
+    "checkout": "/api/v5/checkout",
+    "apm_transactions": "/api/v5/apmTransactions",
+    "public_keys": "/api/v5/publicKeys",
+    "payment_accounts": "/api/v5/paymentAccounts",
+    "transactions": "/api/v5/transactions",
 }
 
 # Header carrying the sandbox's admin token to its /_sandbox/* control routes.

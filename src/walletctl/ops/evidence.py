@@ -17,7 +17,7 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,8 +70,7 @@ class Anchor:
     line: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": self.event, "entry": self.entry, "hash": self.hash,
-                "time": self.time, "history": self.history}
+        return {k: v for k, v in asdict(self).items() if k != "line"}
 
 
 @dataclass(frozen=True)
