@@ -252,19 +252,6 @@ def check_echo(data: Any, *, reference: str, amount: Decimal, currency: str, ope
             reference, "the gateway's answer does not match the request: " + "; ".join(found[:3]))
 
 
-def check_records(records: list[TransactionRecord]) -> list[TransactionRecord]:
-    """Sanity of a lookup: no negative (or non-finite) amounts."""
-    for n, record in enumerate(records):
-        amount = record.transaction_amount
-        if not amount.is_finite() or amount < 0:
-            raise ResponseError(
-                f"lookup response record [{n}]: transactionAmount: must be a non-negative "
-                f"amount, got {str(amount)[:40]}",
-                hint="the gateway's answer cannot be trusted: nothing was sent",
-            )
-    return records
-
-
 def check_reference_field(value: str, field: str) -> str:
     """A merchant reference typed by the user (the one rule of models.fields), before it
     goes into a request or URL: a :class:`RequestValidationError` naming ``field``."""
@@ -488,7 +475,16 @@ class _Base:
         return self.prepare("GET", "apm_transactions", params=params, reference=reference)
 
     def _records(self, data: Any) -> list[TransactionRecord]:
-        return check_records(parse_records(data, self.profile.amount_format))
+        """A lookup's records; negative (or non-finite) amounts are refused as malformed."""
+        records = parse_records(data, self.profile.amount_format)
+        for n, record in enumerate(records):
+            amount = record.transaction_amount
+            if not amount.is_finite() or amount < 0:
+                raise ResponseError(
+                    f"lookup response record [{n}]: transactionAmount: must be a non-negative "
+                    f"amount, got {str(amount)[:40]}",
+                    hint="the gateway's answer cannot be trusted: nothing was sent")
+        return records
 
 
 class GatewayClient(_Base):

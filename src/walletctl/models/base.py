@@ -169,7 +169,9 @@ def _currency_of(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _walk_money(obj: Any, convert: Any, path: str, problems: list[tuple[str, str]] | None) -> Any:
+def walk_money(obj: Any, convert: Any, path: str, problems: list[tuple[str, str]] | None) -> Any:
+    """``obj`` with ``convert`` applied to every money key's value; each ValueError is added
+    to ``problems`` with the value's path (raised when ``problems`` is None)."""
     if isinstance(obj, dict):
         out: dict[Any, Any] = {}
         for key, value in obj.items():
@@ -184,10 +186,10 @@ def _walk_money(obj: Any, convert: Any, path: str, problems: list[tuple[str, str
                     problems.append((sub, str(exc)))
                     out[key] = value
             else:
-                out[key] = _walk_money(value, convert, sub, problems)
+                out[key] = walk_money(value, convert, sub, problems)
         return out
     if isinstance(obj, list):
-        return [_walk_money(v, convert, f"{path}[{i}]", problems) for i, v in enumerate(obj)]
+        return [walk_money(v, convert, f"{path}[{i}]", problems) for i, v in enumerate(obj)]
     return obj
 
 
@@ -201,12 +203,12 @@ def decode_money(
         check_currency(currency)
     except ValueError:
         return data  # the currency field itself will be reported by validation
-    return _walk_money(data, lambda v: from_wire(v, currency, fmt), "", problems)
+    return walk_money(data, lambda v: from_wire(v, currency, fmt), "", problems)
 
 
 def encode_money(data: Any, currency: str, fmt: AmountFormat) -> Any:
     """``Decimal``/decimal-string major units -> wire amounts, for every money key."""
-    return _walk_money(data, lambda v: to_wire(Decimal(str(v)), currency, fmt), "", None)
+    return walk_money(data, lambda v: to_wire(Decimal(str(v)), currency, fmt), "", None)
 
 
 def validation_problems(exc: ValidationError) -> list[tuple[str, str]]:

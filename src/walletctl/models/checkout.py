@@ -12,7 +12,7 @@ from typing import Annotated, ClassVar, Final, Literal
 from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from walletctl.constants import APM_PROVIDER
-from walletctl.models.base import ResponseModel, WireModel, spelled_as
+from walletctl.models.base import ResponseModel, WireModel, spelled_as, walk_money
 from walletctl.models.fields import (
     CountryAlpha3,
     Currency,
@@ -204,35 +204,6 @@ class ShoppingCartDetails(WireModel):
                 )
         return self
 
-    def money_fields(self) -> list[tuple[str, Decimal]]:
-        """Every amount in the cart with its wire path (for the currency exponent check)."""
-        found: list[tuple[str, Decimal]] = []
-        if self.total_tax_amount is not None:
-            found.append(("totalTaxAmount", self.total_tax_amount))
-        for n, item in enumerate(self.item_details or []):
-            for name in (
-                "unit_amount",
-                "unit_tax_amount",
-                "total_amount",
-                "total_tax_amount",
-                "discount_amount",
-                "discount_tax_amount",
-            ):
-                value = getattr(item, name)
-                if value is not None:
-                    alias = ItemDetail.model_fields[name].alias or name
-                    found.append((f"itemDetails[{n}].{alias}", value))
-        if self.shipping_details is not None:
-            for name in ("shipping_amount", "shipping_tax_amount"):
-                value = getattr(self.shipping_details, name)
-                if value is not None:
-                    alias = ShippingDetails.model_fields[name].alias or name
-                    found.append((f"shippingDetails.{alias}", value))
-        for n, disc in enumerate(self.discount_details or []):
-            if disc.discount_amount is not None:
-                found.append((f"discountDetails[{n}].discountAmount", disc.discount_amount))
-        return found
-
 
 class CheckoutRequest(WireModel):
     merchant_id: Text
@@ -253,17 +224,13 @@ class CheckoutRequest(WireModel):
 
     @model_validator(mode="after")
     def _currency_exponent(self) -> CheckoutRequest:
-        amounts = [("amount", self.amount)]
-        if self.shopping_cart_details is not None:
-            amounts += [
-                (f"shoppingCartDetails.{path}", value)
-                for path, value in self.shopping_cart_details.money_fields()
-            ]
-        for path, value in amounts:
-            try:
-                quantize(value, self.currency_code)
-            except ValueError as exc:
-                raise ValueError(f"{path}: {exc}") from None
+        """Every amount, the cart's too, has at most the currency's decimals."""
+        problems: list[tuple[str, str]] = []
+        walk_money(self.model_dump(by_alias=True, exclude_none=True),
+                   lambda value: quantize(value, self.currency_code), "", problems)
+        if problems:
+            path, rule = problems[0]
+            raise ValueError(f"{path}: {rule}")
         return self
 
     @property

@@ -24,11 +24,9 @@ from typing import TYPE_CHECKING, Literal
 from walletctl.errors import (
     DeclinedError,
     GatewayError,
-    NetworkError,
     NotConnectedError,
     RefusedError,
     RequestValidationError,
-    WalletctlError,
 )
 from walletctl.models.ledger import KIND_OF_OP, kind_of
 from walletctl.models.money import format_major
@@ -73,11 +71,9 @@ def meaning_of_failure(exc: BaseException) -> Failure:
         return "not_sent"
     if isinstance(exc, GatewayError):
         return "refused" if exc.status in REFUSING_STATUSES else "unknown"
-    if isinstance(exc, NetworkError):
-        return "unknown"  # connected, then no answer: it may have been read
-    if isinstance(exc, WalletctlError):
-        return "unknown"  # an unknown outcome, an unreadable answer, a redirect
-    return "unknown"  # interrupted, or a bug after the request left
+    # connected then no answer, an unknown outcome, an unreadable answer, a redirect,
+    # an interrupt, or a bug after the request left: it may have been read
+    return "unknown"
 
 
 @dataclass(frozen=True)
