@@ -17,14 +17,11 @@ class Env:
     DEBUG: Final = "WALLETCTL_DEBUG"
     AUDIT_LOG: Final = "WALLETCTL_AUDIT_LOG"  # the history (audit log) file
     HISTORY_URL: Final = "WALLETCTL_HISTORY_URL"  # a team's shared history (PostgreSQL)
-    NO_COLOR: Final = "NO_COLOR"
     # Sandbox
     SANDBOX_DB: Final = "WALLETCTL_SANDBOX_DB"
     SANDBOX_API_KEY: Final = "WALLETCTL_SANDBOX_API_KEY"
     SANDBOX_TOKEN: Final = "WALLETCTL_SANDBOX_TOKEN"  # noqa: S105 - a variable name
     SANDBOX_SERVICE_SECRET: Final = "WALLETCTL_SANDBOX_SERVICE_SECRET"  # noqa: S105 - a name
-    # The pytest plugin (walletctl.testing): an external sandbox instead of an embedded one
-    SANDBOX_URL: Final = "WALLETCTL_SANDBOX_URL"
 
 
 class ExitCode(IntEnum):

@@ -25,21 +25,9 @@ from walletctl.errors import RequestValidationError
 from walletctl.models.fields import NOT_BLANK_PATTERN
 from walletctl.models.money import AmountFormat, from_wire, to_wire
 
-MONEY_KEYS = frozenset(
-    k.lower()
-    for k in (
-        "amount",
-        "unitAmount",
-        "unitTaxAmount",
-        "totalAmount",
-        "totalTaxAmount",
-        "discountAmount",
-        "discountTaxAmount",
-        "shippingAmount",
-        "shippingTaxAmount",
-        "transactionAmount",
-    )
-)
+MONEY_KEYS = frozenset(k.lower() for k in (
+    "amount", "unitAmount", "unitTaxAmount", "totalAmount", "totalTaxAmount", "discountAmount",
+    "discountTaxAmount", "shippingAmount", "shippingTaxAmount", "transactionAmount"))
 
 _KEY_MAPS: dict[type[BaseModel], dict[str, str]] = {}
 

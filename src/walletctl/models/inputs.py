@@ -37,17 +37,6 @@ def _rule(error: Mapping[str, Any]) -> str:
     return str(error.get("msg", "is not valid"))
 
 
-def input_problem(kind: Kind, value: str) -> str | None:
-    """The rule ``value`` breaks as a ``kind`` input, or None when it is fine."""
-    from pydantic import ValidationError
-
-    try:
-        _adapter(kind).validate_python(value)
-    except ValidationError as exc:
-        return _rule(exc.errors()[0])
-    return None
-
-
 def check_inputs(
     *,
     references: Mapping[str, str | None] | None = None,
@@ -56,14 +45,16 @@ def check_inputs(
 ) -> None:
     """Raise one :class:`RequestValidationError` (exit 4) naming every broken input; ``None``
     values (not given) are skipped. Keys are what the user typed: ``REF``, ``--amount``."""
+    from pydantic import ValidationError
+
     problems: list[tuple[str, str]] = []
     for kind, given in (("reference", references), ("amount", amounts),
                         ("currency", currencies)):
         for field, value in (given or {}).items():
-            if value is None:
-                continue
-            problem = input_problem(kind, value)
-            if problem is not None:
-                problems.append((field, problem))
+            try:
+                if value is not None:
+                    _adapter(kind).validate_python(value)
+            except ValidationError as exc:
+                problems.append((field, _rule(exc.errors()[0])))
     if problems:
         raise RequestValidationError(problems)

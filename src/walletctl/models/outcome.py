@@ -1,17 +1,7 @@
 """What an answer proves: the money protocol's rules of interpretation, written once.
 
-Every money movement (single command or batch row, first try or re-run) is judged by these
-functions only:
-
-* :func:`meaning_of_state`  — a state string: ``approved``, ``declined`` (a refusal the
-  gateway states) or ``unknown`` (``Pending``, empty, or a state walletctl does not know);
-* :func:`meaning_of_failure` — an error while sending: ``not_sent`` (the connection was
-  never made), ``refused`` (a documented 4xx validation answer, or walletctl's own
-  pre-flight) or ``unknown`` (anything that does not prove "not applied": 429 and 5xx that
-  may come after the request was read, 409, a redirect, a dropped or unreadable answer);
-* :func:`record_conflicts`  — whether a record found under an intent's reference IS that
-  intent (operation, amount, currency): an earlier outcome is accepted only when it is.
-
+Every money movement (single command or batch row, first try or re-run) is judged by
+:func:`meaning_of_state`, :func:`meaning_of_failure` and :func:`record_conflicts` only.
 Unknown unless proven: only ``not_sent`` and ``refused`` are final without a lookup.
 """
 

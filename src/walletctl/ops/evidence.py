@@ -1,14 +1,9 @@
 """What the history's chain proves, and how it is shown to someone outside it
-(docs/history.md, "Tamper evidence" and "Evidence bundles").
-
-``history verify`` walks the chain (``--since-anchor FILE``: only what came after the file's
-newest anchor) and checks it against anchors, heads kept outside the history
-(``history anchor``). ``order REF --evidence FILE`` writes an order's bundle: the order as
-looked up, the history's entries, approvals and findings on it, and the chain's events from
-the order's first event to a head (the first matching anchor at or after its last event, else
-the newest event). ``history check-evidence FILE`` checks a bundle offline: the events hash
-and link up to the head, and every entry, approval, finding and balance it states is what
-those events and records give. Nothing but what the history and lookups hold enters it.
+(docs/history.md, "Tamper evidence" and "Evidence bundles"): ``history verify`` and
+``history anchor``; ``order REF --evidence FILE`` writes an order's bundle (its records,
+entries, approvals, findings and the chain's events from its first event to a head), and
+``history check-evidence FILE`` checks one offline. Nothing but what the history and lookups
+hold enters a bundle.
 """
 
 from __future__ import annotations
@@ -236,7 +231,8 @@ class Segment:
 
 
 def segment(store: HistoryStore, view: OrderView, anchors_file: Path | None) -> Segment:
-    """The order's first event to the head it is checked against (see the module)."""
+    """The order's first event to its head: the first anchor of ``anchors_file`` at or
+    after its last event that the history matches, else the history's head."""
     anchors = read_anchors(anchors_file) if anchors_file is not None else []
     ids = sorted({e.id for e in view.entries})
     if not ids:
@@ -332,8 +328,9 @@ class Checked:
 
 
 def check_bundle(path: Path, anchors_file: Path | None = None) -> Checked:
-    """Check the bundle at ``path`` (see the module): the first thing that does not hold
-    raises EvidenceError naming it."""
+    """Check the bundle at ``path``: its events hash and link up to its head, and every
+    entry, approval, finding and balance it states is what those events and records give;
+    the first thing that does not hold raises EvidenceError naming it."""
     anchors = read_anchors(anchors_file) if anchors_file is not None else None
     doc = _load(path)
     events = _events(doc)
