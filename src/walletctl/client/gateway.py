@@ -416,7 +416,7 @@ class _Base:
                                          "timeout)")
         reason = clean_text(str(exc))
         if call.moves_money:
-            return UnknownOutcomeError(call.reference or "the request", reason)
+            return self._no_answer(call, reason)
         return ResponseError(f"unreadable answer from {call.where()}: {reason}")
 
     def _secrets(self, call: PreparedCall) -> tuple[str, ...]:
@@ -544,9 +544,7 @@ class GatewayClient(_Base):
             # Ctrl-C while a money move is in flight: it may have been applied, and running
             # the command again would derive a NEW reference and move the money twice.
             if call.moves_money:
-                raise UnknownOutcomeError(
-                    call.reference or "the request", "interrupted while waiting for the answer"
-                ) from None
+                raise self._no_answer(call, "interrupted while waiting for the answer") from None
             raise
 
     def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
