@@ -86,24 +86,15 @@ class PreparedCall:
 
     def secrets(self) -> tuple[str, ...]:
         """The credentials this request carries (to scrub from whatever comes back)."""
-        found: list[str] = []
-        for name in self.secret_headers:
-            value = self.request.headers.get(name)
-            if value:
-                found.extend(credential_parts(value))
-        return tuple(found)
+        values = (self.request.headers.get(name) for name in self.secret_headers)
+        return tuple(part for value in values if value for part in credential_parts(value))
 
     def describe(self) -> dict[str, Any]:
         """The exact request with secrets masked."""
-        body: Any = None
-        if self.request.content:
-            body = mask_body(loads(self.request.content))
-        return {
-            "method": self.request.method,
-            "url": str(self.request.url),
-            "headers": mask_headers(self.request.headers, self.secret_headers),
-            "body": body,
-        }
+        r = self.request
+        return {"method": r.method, "url": str(r.url),
+                "headers": mask_headers(r.headers, self.secret_headers),
+                "body": mask_body(loads(r.content)) if r.content else None}
 
 
 class Answer:

@@ -75,18 +75,11 @@ class Balance:
                 f"{original.reference} is a {original.kind}, not a sale or pre-authorisation",
                 hint="follow-ups take the reference of the original checkout",
             )
-        approved = original.state == APPROVED
-        authorised = original.amount if approved else ZERO
-        captured = authorised if original.kind == "sale" else ZERO
-        bal = cls(
-            reference=original.reference,
-            kind="sale" if original.kind == "sale" else "preauth",
-            state=original.state,
-            currency=original.currency,
-            authorised=authorised,
-            captured=captured,
-            refunded=ZERO,
-        )
+        sale = original.kind == "sale"
+        authorised = original.amount if original.state == APPROVED else ZERO
+        bal = cls(reference=original.reference, kind="sale" if sale else "preauth",
+                  state=original.state, currency=original.currency, authorised=authorised,
+                  captured=authorised if sale else ZERO, refunded=ZERO)
         for entry in followups:
             op = _KIND_OPS.get(entry.kind)
             if entry.state == APPROVED and op is not None:
@@ -199,13 +192,8 @@ def balance_from_records(reference: str, records: Sequence[TransactionRecord]) -
         kind = kind_of(rec.type)
         if kind is None:
             continue
-        entry = Entry(
-            kind,
-            rec.state,
-            rec.transaction_amount,
-            rec.currency_code.upper(),
-            rec.client_system_transaction_id,
-        )
+        entry = Entry(kind, rec.state, rec.transaction_amount, rec.currency_code.upper(),
+                      rec.client_system_transaction_id)
         if rec.client_system_transaction_id == reference and kind in ("sale", "preauth"):
             original = entry
         elif rec.client_system_transaction_id == reference:
