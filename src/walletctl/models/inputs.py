@@ -28,15 +28,6 @@ def _adapter(kind: Kind) -> Any:
                         "currency": Currency}[kind])
 
 
-def _rule(error: Mapping[str, Any]) -> str:
-    """One readable rule from pydantic's error (the value itself is never echoed raw)."""
-    ctx = error.get("ctx") or {}
-    kind_of = error.get("type")
-    if kind_of == "value_error" and "error" in ctx:
-        return str(ctx["error"]).replace("\n", " ")
-    return str(error.get("msg", "is not valid"))
-
-
 def check_inputs(
     *,
     references: Mapping[str, str | None] | None = None,
@@ -47,6 +38,8 @@ def check_inputs(
     values (not given) are skipped. Keys are what the user typed: ``REF``, ``--amount``."""
     from pydantic import ValidationError
 
+    from walletctl.models.base import validation_problems
+
     problems: list[tuple[str, str]] = []
     for kind, given in (("reference", references), ("amount", amounts),
                         ("currency", currencies)):
@@ -55,6 +48,6 @@ def check_inputs(
                 if value is not None:
                     _adapter(kind).validate_python(value)
             except ValidationError as exc:
-                problems.append((field, _rule(exc.errors()[0])))
+                problems.append((field, validation_problems(exc)[0][1]))
     if problems:
         raise RequestValidationError(problems)
