@@ -17,14 +17,11 @@ class Env:
     DEBUG: Final = "WALLETCTL_DEBUG"
     AUDIT_LOG: Final = "WALLETCTL_AUDIT_LOG"  # the history (audit log) file
     HISTORY_URL: Final = "WALLETCTL_HISTORY_URL"  # a team's shared history (PostgreSQL)
-    NO_COLOR: Final = "NO_COLOR"
     # Sandbox
     SANDBOX_DB: Final = "WALLETCTL_SANDBOX_DB"
     SANDBOX_API_KEY: Final = "WALLETCTL_SANDBOX_API_KEY"
     SANDBOX_TOKEN: Final = "WALLETCTL_SANDBOX_TOKEN"  # noqa: S105 - a variable name
     SANDBOX_SERVICE_SECRET: Final = "WALLETCTL_SANDBOX_SERVICE_SECRET"  # noqa: S105 - a name
-    # The pytest plugin (walletctl.testing): an external sandbox instead of an embedded one
-    SANDBOX_URL: Final = "WALLETCTL_SANDBOX_URL"
 
 
 class ExitCode(IntEnum):
@@ -48,22 +45,13 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C / SIGTERM
 
 
-class Paths:
-    """Default gateway paths (docs/gateway-api.md); each can be overridden per profile ([paths])."""
-
-    CHECKOUT: Final = "/api/v5/checkout"
-    APM_TRANSACTIONS: Final = "/api/v5/apmTransactions"
-    PUBLIC_KEYS: Final = "/api/v5/publicKeys"
-    PAYMENT_ACCOUNTS: Final = "/api/v5/paymentAccounts"
-    TRANSACTIONS: Final = "/api/v5/transactions"
-
-
+# Default gateway paths (docs/gateway-api.md); each can be overridden per profile ([paths]).
 PATH_KEYS: Final = {
-    "checkout": Paths.CHECKOUT,
-    "apm_transactions": Paths.APM_TRANSACTIONS,
-    "public_keys": Paths.PUBLIC_KEYS,
-    "payment_accounts": Paths.PAYMENT_ACCOUNTS,
-    "transactions": Paths.TRANSACTIONS,
+    "checkout": "/api/v5/checkout",
+    "apm_transactions": "/api/v5/apmTransactions",
+    "public_keys": "/api/v5/publicKeys",
+    "payment_accounts": "/api/v5/paymentAccounts",
+    "transactions": "/api/v5/transactions",
 }
 
 # Header carrying the sandbox's admin token to its /_sandbox/* control routes.

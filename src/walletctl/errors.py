@@ -103,17 +103,9 @@ class DeclinedError(WalletctlError):
 class GatewayError(WalletctlError):
     """The gateway answered with an error status and (usually) its error object."""
 
-    def __init__(
-        self,
-        status: int,
-        *,
-        code: str | None = None,
-        description: str | None = None,
-        detail: str | None = None,
-        hint: str | None = None,
-        body: Any = None,
-        retry_after: float | None = None,
-    ) -> None:
+    def __init__(self, status: int, *, code: str | None = None, description: str | None = None,
+                 detail: str | None = None, hint: str | None = None, body: Any = None,
+                 retry_after: float | None = None) -> None:
         self.status = status
         self.retry_after = retry_after  # seconds, from a 429/503 Retry-After header (capped)
         self.retry_after_asked: float | None = retry_after  # the same, before the cap

@@ -1,15 +1,9 @@
 """Secrets and card data: the one set of JSON keys that hold them, and every way they are masked.
 
-Below every layer (standard library only): the client scrubs answers and masks its trace and
-dry runs, render masks what commands show, smoke masks its reports, all with this module.
-
-* A secret is never shown, not even partly: :func:`mask_secret` replaces it by a short
-  fingerprint (``****(sha256:1a2b3c4d)``) so two values can be told apart without revealing
-  either. Card data (a PAN, a CVV) is too small a space for a fingerprint to hide it: its
-  value is replaced by :data:`MASK` alone.
-* Digit runs that look like card numbers keep their first 6 and last 4 digits.
-* :class:`Masker` is the smoke reports' net: known values and sensitive keys become
-  :data:`MASK` wherever they appear, in data or in free text.
+Below every layer (standard library only): the client, render and smoke all mask with it. A
+secret is never shown, not even partly: :func:`mask_secret` gives a short fingerprint so two
+values can be told apart. Card data is too small a space for a fingerprint: it becomes
+:data:`MASK`, and digit runs that look like card numbers keep their first 6 and last 4 digits.
 """
 
 from __future__ import annotations
@@ -23,31 +17,12 @@ MASK = "****"
 
 # Lower-cased JSON keys whose values are card data, then every key whose value is a secret.
 CARD_DATA_KEYS = frozenset({"pan", "cardnumber", "dpan", "cvv", "cvc"})
-SECRET_KEYS = CARD_DATA_KEYS | frozenset(
-    {
-        "apikey",
-        "publicapikey",
-        "publickeyapi",
-        "encryptionkey",
-        "privatekey",
-        "secret",
-        "password",
-        "key",
-        "authorization",
-        "token",
-        "wallettoken",
-        "cryptogram",
-        "onlinepaymentcryptogram",
-        "authenticationvalue",
-        "paymentdata",
-        "signature",
-        "signedmessage",
-        "signedkey",
-        "encryptedmessage",
-        "ephemeralpublickey",
-        "intermediatesigningkey",
-    }
-)
+SECRET_KEYS = CARD_DATA_KEYS | frozenset({
+    "apikey", "publicapikey", "publickeyapi", "encryptionkey", "privatekey", "secret", "password",
+    "key", "authorization", "token", "wallettoken", "cryptogram", "onlinepaymentcryptogram",
+    "authenticationvalue", "paymentdata", "signature", "signedmessage", "signedkey",
+    "encryptedmessage", "ephemeralpublickey", "intermediatesigningkey",
+})
 
 _SECRET_HEADERS = frozenset({"x-api-key", "api-key", "cookie", "set-cookie"})
 _AUTH_HEADERS = frozenset({"authorization", "proxy-authorization"})

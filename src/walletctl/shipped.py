@@ -1,12 +1,6 @@
 """Files walletctl ships beside its code: the shell completions, the sample profiles and the
-man page.
-
-Their one copy lives at the top of the repository (``completions/``, ``sample-configs/``,
-``man/``). The wheel carries them inside the package (hatch ``force-include`` in
-pyproject.toml: ``walletctl/completions/``, ``walletctl/sample-configs/``,
-``walletctl/man/``) and the man page also in its data (``share/man/man1/walletctl.1``). A
-checkout (an editable install, or ``PYTHONPATH=src``) has no such folders inside the
-package, so the repository's own are read.
+man page. Their one copy lives at the top of the repository; the wheel carries them inside the
+package (pyproject.toml's ``force-include``), so a checkout reads the repository's own.
 """
 
 from __future__ import annotations

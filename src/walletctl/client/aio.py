@@ -1,23 +1,17 @@
 """AsyncGatewayClient: the batch engines' client, on aiohttp's connection pool directly.
 
-Same requests, answers and error mapping as :class:`~walletctl.client.gateway.GatewayClient`
-(it shares ``_Base``), without httpx's request and response objects: for a batch row those
-cost about twice aiohttp's whole send (0.61 against 0.17-0.22 ms of CPU per request,
-measured with one process against benchmarks/stub_gateway.py), and a batch is CPU-bound on
-one core long before it is network-bound.
-
-What aiohttp's exceptions prove (the same split as the sync client's, see gateway.py):
+It shares ``_Base`` (requests, answers, error mapping) with the sync client but not httpx's
+request and response objects, which cost a batch row about twice aiohttp's whole send
+(benchmarks/batch.py). What aiohttp's exceptions prove:
 
     ClientConnectorError (refused, DNS, TLS), connect timeout, bad URL  -> nothing was sent
-    anything else after the connection was made (reset, disconnect,
-    read timeout, a malformed answer)                                   -> it may have arrived
+    anything else after the connection was made                        -> it may have arrived
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import ssl
 import time
 from typing import TYPE_CHECKING, Any, Literal, Self
 from urllib.parse import urlencode
@@ -74,13 +68,6 @@ def _connect_reason(exc: Exception) -> str:
     return reason_of(exc)
 
 
-def _ssl_context() -> ssl.SSLContext:
-    """The sync client's certificate store (httpx's defaults), so both verify alike."""
-    from walletctl.client._httpx import httpx
-
-    return httpx.create_ssl_context(trust_env=False)
-
-
 class AsyncGatewayClient(_Base):
     """Async client on one aiohttp connection pool (batch work)."""
 
@@ -106,9 +93,12 @@ class AsyncGatewayClient(_Base):
             self._session = None
 
     def _open(self) -> aiohttp.ClientSession:
+        from walletctl.client._httpx import httpx
+
+        # the sync client's certificate store (httpx's defaults), so both verify alike
         connector = aiohttp.TCPConnector(
-            limit=self._max_connections, limit_per_host=0, ssl=_ssl_context(),
-            keepalive_timeout=5.0)
+            limit=self._max_connections, limit_per_host=0,
+            ssl=httpx.create_ssl_context(trust_env=False), keepalive_timeout=5.0)
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=self._client_timeout,

@@ -1,16 +1,8 @@
-"""GatewayClient (sync) and AsyncGatewayClient: auth, paths, timeouts, error mapping.
+"""GatewayClient (sync; the async one is in aio.py): auth, paths, timeouts, error mapping.
 
-Knows HTTP, not the CLI. Import this module only where a request is really sent: importing
-httpx pulls in its own CLI dependencies when installed, which ``walletctl --help`` avoids.
-
-An answer is read, decoded and sanitised (:class:`Answer`; what the client does to every
-answer before anyone else sees it is :mod:`walletctl.client.answer_guard`); an error status
-becomes a :class:`~walletctl.errors.GatewayError`; a 2xx body of the wrong shape a
-``ResponseError`` with a lookup hint. A 2xx answer to a money move that names another
-reference, amount, currency, operation or original is not a success: it is an *unknown
-outcome* (exit 8) with a lookup hint (:func:`check_echo`). Lookups with negative amounts are
-refused as malformed (they would make the pre-flight allow more than remains).
-
+Import it only where a request is really sent (httpx is not cheap to import). Every answer is
+read, decoded and sanitised by :mod:`.answer_guard`; a 2xx answer to a money move that names
+another reference, amount, currency or operation is an unknown outcome (:func:`check_echo`).
 Transport errors are split by what they prove:
 
     connect failed (DNS, refused, connect timeout)  -> NetworkError: nothing was sent
@@ -94,24 +86,15 @@ class PreparedCall:
 
     def secrets(self) -> tuple[str, ...]:
         """The credentials this request carries (to scrub from whatever comes back)."""
-        found: list[str] = []
-        for name in self.secret_headers:
-            value = self.request.headers.get(name)
-            if value:
-                found.extend(credential_parts(value))
-        return tuple(found)
+        values = (self.request.headers.get(name) for name in self.secret_headers)
+        return tuple(part for value in values if value for part in credential_parts(value))
 
     def describe(self) -> dict[str, Any]:
         """The exact request with secrets masked."""
-        body: Any = None
-        if self.request.content:
-            body = mask_body(loads(self.request.content))
-        return {
-            "method": self.request.method,
-            "url": str(self.request.url),
-            "headers": mask_headers(self.request.headers, self.secret_headers),
-            "body": body,
-        }
+        r = self.request
+        return {"method": r.method, "url": str(r.url),
+                "headers": mask_headers(r.headers, self.secret_headers),
+                "body": mask_body(loads(r.content)) if r.content else None}
 
 
 class Answer:
@@ -171,43 +154,33 @@ def parse_retry_after(value: str | None, now: float | None = None, *,
 
 
 def gateway_error(call: PreparedCall, response: Answer) -> GatewayError:
-    code = description = detail = None
     body: Any = response.data  # sanitised and scrubbed of the request's credentials
-    if isinstance(body, dict):
-        lower = {str(k).lower(): v for k, v in body.items()}
-        code = _str(lower.get("code"))
-        description = _str(lower.get("description"))
-        details = lower.get("details")
-        if isinstance(details, dict):
-            detail = _str({str(k).lower(): v for k, v in details.items()}.get("message"))
-        elif isinstance(details, str):
-            detail = details
-    status = response.status
-    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    lower = _folded(body)
+    details = lower.get("details")
+    detail = _str(_folded(details).get("message")) if isinstance(details, dict) else (
+        details if isinstance(details, str) else None)
+    status, ref = response.status, call.reference
+    # what the gateway asked for, before the cap: a batch stops on one it will not honour
+    asked = parse_retry_after(response.headers.get("Retry-After"), cap=float("inf"))
+    retry_after = None if asked is None else min(asked, MAX_RETRY_AFTER)
     hint = None
     if status in (401, 403):
         hint = "check the profile's credentials (`walletctl profile check`)"
-    elif status == 404 and call.reference:
-        hint = (
-            f"no transaction {call.reference} for this merchant and store: check the reference "
-            "and the profile (`walletctl profile show`)"
-        )
-    elif status == 409 and call.moves_money and call.reference:
-        hint = (
-            f"the reference {call.reference} is taken: `walletctl lookup {call.reference}` "
-            "shows what holds it; a new transaction needs a new reference"
-        )
-    elif status >= 500 and call.moves_money and call.reference:
-        hint = f"check with `walletctl lookup {call.reference}` before trying again"
+    elif status == 404 and ref:
+        hint = (f"no transaction {ref} for this merchant and store: check the reference and the "
+                "profile (`walletctl profile show`)")
+    elif status == 409 and call.moves_money and ref:
+        hint = (f"the reference {ref} is taken: `walletctl lookup {ref}` shows what holds it; a "
+                "new transaction needs a new reference")
+    elif status >= 500 and call.moves_money and ref:
+        hint = f"check with `walletctl lookup {ref}` before trying again"
     elif status == 429:
         wait = "" if retry_after is None else f" {retry_after:g} s (Retry-After)"
         hint = f"the gateway is rate limiting: wait{wait} and try again"
     cls = AuthError if status in (401, 403) else GatewayError
-    error = cls(status, code=code, description=description, detail=detail, hint=hint,
-                body=mask_body(body), retry_after=retry_after)
-    # what the gateway asked for, before the cap: a batch stops on one it will not honour
-    error.retry_after_asked = parse_retry_after(response.headers.get("Retry-After"),
-                                                cap=float("inf"))
+    error = cls(status, code=_str(lower.get("code")), description=_str(lower.get("description")),
+                detail=detail, hint=hint, body=mask_body(body), retry_after=retry_after)
+    error.retry_after_asked = asked
     return error
 
 
@@ -268,19 +241,6 @@ def check_echo(data: Any, *, reference: str, amount: Decimal, currency: str, ope
     if found:
         raise UnknownOutcomeError(
             reference, "the gateway's answer does not match the request: " + "; ".join(found[:3]))
-
-
-def check_records(records: list[TransactionRecord]) -> list[TransactionRecord]:
-    """Sanity of a lookup: no negative (or non-finite) amounts."""
-    for n, record in enumerate(records):
-        amount = record.transaction_amount
-        if not amount.is_finite() or amount < 0:
-            raise ResponseError(
-                f"lookup response record [{n}]: transactionAmount: must be a non-negative "
-                f"amount, got {str(amount)[:40]}",
-                hint="the gateway's answer cannot be trusted: nothing was sent",
-            )
-    return records
 
 
 def check_reference_field(value: str, field: str) -> str:
@@ -447,7 +407,7 @@ class _Base:
                                          "timeout)")
         reason = clean_text(str(exc))
         if call.moves_money:
-            return UnknownOutcomeError(call.reference or "the request", reason)
+            return self._no_answer(call, reason)
         return ResponseError(f"unreadable answer from {call.where()}: {reason}")
 
     def _secrets(self, call: PreparedCall) -> tuple[str, ...]:
@@ -506,7 +466,16 @@ class _Base:
         return self.prepare("GET", "apm_transactions", params=params, reference=reference)
 
     def _records(self, data: Any) -> list[TransactionRecord]:
-        return check_records(parse_records(data, self.profile.amount_format))
+        """A lookup's records; negative (or non-finite) amounts are refused as malformed."""
+        records = parse_records(data, self.profile.amount_format)
+        for n, record in enumerate(records):
+            amount = record.transaction_amount
+            if not amount.is_finite() or amount < 0:
+                raise ResponseError(
+                    f"lookup response record [{n}]: transactionAmount: must be a non-negative "
+                    f"amount, got {str(amount)[:40]}",
+                    hint="the gateway's answer cannot be trusted: nothing was sent")
+        return records
 
 
 class GatewayClient(_Base):
@@ -539,7 +508,8 @@ class GatewayClient(_Base):
             # From here until the answer is handled, an interrupt (Ctrl-C, SIGTERM, SIGHUP)
             # leaves a money move's outcome unknown.
             with alarm(limit):
-                response = self._http.send(_httpx_request(call), stream=True)
+                assert isinstance(call.request, httpx.Request)  # this client builds no other
+                response = self._http.send(call.request, stream=True)
                 try:
                     if response.is_stream_consumed:  # an in-memory transport: already decoded
                         reader = BodyReader(None)
@@ -565,9 +535,7 @@ class GatewayClient(_Base):
             # Ctrl-C while a money move is in flight: it may have been applied, and running
             # the command again would derive a NEW reference and move the money twice.
             if call.moves_money:
-                raise UnknownOutcomeError(
-                    call.reference or "the request", "interrupted while waiting for the answer"
-                ) from None
+                raise self._no_answer(call, "interrupted while waiting for the answer") from None
             raise
 
     def request(self, method: str, path_key: str, **kwargs: Any) -> Any:
@@ -596,10 +564,3 @@ class GatewayClient(_Base):
 
     def lookup(self, reference: str) -> list[TransactionRecord]:
         return self._records(self.send(self.prepare_lookup(reference)))
-
-
-def _httpx_request(call: PreparedCall) -> httpx.Request:
-    r = call.request
-    if isinstance(r, httpx.Request):
-        return r
-    return httpx.Request(r.method, r.url, headers=r.headers, content=r.content)

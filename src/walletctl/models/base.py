@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, ClassVar, Self
 
@@ -24,21 +25,9 @@ from walletctl.errors import RequestValidationError
 from walletctl.models.fields import NOT_BLANK_PATTERN
 from walletctl.models.money import AmountFormat, from_wire, to_wire
 
-MONEY_KEYS = frozenset(
-    k.lower()
-    for k in (
-        "amount",
-        "unitAmount",
-        "unitTaxAmount",
-        "totalAmount",
-        "totalTaxAmount",
-        "discountAmount",
-        "discountTaxAmount",
-        "shippingAmount",
-        "shippingTaxAmount",
-        "transactionAmount",
-    )
-)
+MONEY_KEYS = frozenset(k.lower() for k in (
+    "amount", "unitAmount", "unitTaxAmount", "totalAmount", "totalTaxAmount", "discountAmount",
+    "discountTaxAmount", "shippingAmount", "shippingTaxAmount", "transactionAmount"))
 
 _KEY_MAPS: dict[type[BaseModel], dict[str, str]] = {}
 
@@ -53,6 +42,19 @@ def fold_key(key: object) -> str:
     if isinstance(key, str):
         return key.lower() if key.isascii() else key
     return str(key)
+
+
+def spelled_as(*canon: str) -> Callable[[object], object]:
+    """A ``BeforeValidator``: a string that is one of ``canon`` in any letter case (also with
+    the British ``preauthorisation``) becomes that spelling; anything else is left as it is."""
+    by_folded = {c.lower(): c for c in canon}
+
+    def read(value: object) -> object:
+        if isinstance(value, str):
+            return by_folded.get(value.lower().replace("preauthorisation", "preauthorization"),
+                                 value)
+        return value
+    return read
 
 _NAME = r"[A-Za-z][A-Za-z0-9_]*(?:\[\d+\])*"
 _FIELD_PREFIX = re.compile(rf"^{_NAME}(?:\.{_NAME})*$")  # e.g. itemDetails[0].totalAmount
@@ -155,7 +157,9 @@ def _currency_of(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _walk_money(obj: Any, convert: Any, path: str, problems: list[tuple[str, str]] | None) -> Any:
+def walk_money(obj: Any, convert: Any, path: str, problems: list[tuple[str, str]] | None) -> Any:
+    """``obj`` with ``convert`` applied to every money key's value; each ValueError is added
+    to ``problems`` with the value's path (raised when ``problems`` is None)."""
     if isinstance(obj, dict):
         out: dict[Any, Any] = {}
         for key, value in obj.items():
@@ -170,10 +174,10 @@ def _walk_money(obj: Any, convert: Any, path: str, problems: list[tuple[str, str
                     problems.append((sub, str(exc)))
                     out[key] = value
             else:
-                out[key] = _walk_money(value, convert, sub, problems)
+                out[key] = walk_money(value, convert, sub, problems)
         return out
     if isinstance(obj, list):
-        return [_walk_money(v, convert, f"{path}[{i}]", problems) for i, v in enumerate(obj)]
+        return [walk_money(v, convert, f"{path}[{i}]", problems) for i, v in enumerate(obj)]
     return obj
 
 
@@ -187,12 +191,12 @@ def decode_money(
         check_currency(currency)
     except ValueError:
         return data  # the currency field itself will be reported by validation
-    return _walk_money(data, lambda v: from_wire(v, currency, fmt), "", problems)
+    return walk_money(data, lambda v: from_wire(v, currency, fmt), "", problems)
 
 
 def encode_money(data: Any, currency: str, fmt: AmountFormat) -> Any:
     """``Decimal``/decimal-string major units -> wire amounts, for every money key."""
-    return _walk_money(data, lambda v: to_wire(Decimal(str(v)), currency, fmt), "", None)
+    return walk_money(data, lambda v: to_wire(Decimal(str(v)), currency, fmt), "", None)
 
 
 def validation_problems(exc: ValidationError) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ from typing import Annotated, ClassVar, Final, Literal
 from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from walletctl.constants import APM_PROVIDER
-from walletctl.models.base import ResponseModel, WireModel
+from walletctl.models.base import ResponseModel, WireModel, spelled_as, walk_money
 from walletctl.models.fields import (
     CountryAlpha3,
     Currency,
@@ -30,31 +30,14 @@ from walletctl.models.money import quantize
 SALE: Final = "ecom.sale"
 PREAUTH: Final = "ecom.preAuthorization"
 CHECKOUT_TYPES: Final = {"sale": SALE, "preauth": PREAUTH}
-
-
-def _canonical_type(value: object) -> object:
-    """Accept any case of ``ecom.sale`` / ``ecom.preAuthorization`` (also British spelling)."""
-    if isinstance(value, str):
-        folded = value.lower().replace("preauthorisation", "preauthorization")
-        for canon in (SALE, PREAUTH):
-            if folded == canon.lower():
-                return canon
-    return value
-
-
-def _canonical_provider(value: object) -> object:
-    if isinstance(value, str) and value.lower() == APM_PROVIDER.lower():
-        return APM_PROVIDER
-    return value
-
-
+_checkout_type = spelled_as(SALE, PREAUTH)
 CheckoutType = Annotated[
-    Literal["ecom.sale", "ecom.preAuthorization"], BeforeValidator(_canonical_type)
+    Literal["ecom.sale", "ecom.preAuthorization"], BeforeValidator(_checkout_type)
 ]
 Language = Annotated[str, Field(pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")]
 Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254)]
 Phone = Annotated[str, Field(pattern=r"^\+?[0-9][0-9 ()-]{2,24}$")]
-Provider = Annotated[Literal["WalletV2"], BeforeValidator(_canonical_provider)]
+Provider = Annotated[Literal["WalletV2"], BeforeValidator(spelled_as(APM_PROVIDER))]
 
 
 class Details(WireModel):
@@ -221,35 +204,6 @@ class ShoppingCartDetails(WireModel):
                 )
         return self
 
-    def money_fields(self) -> list[tuple[str, Decimal]]:
-        """Every amount in the cart with its wire path (for the currency exponent check)."""
-        found: list[tuple[str, Decimal]] = []
-        if self.total_tax_amount is not None:
-            found.append(("totalTaxAmount", self.total_tax_amount))
-        for n, item in enumerate(self.item_details or []):
-            for name in (
-                "unit_amount",
-                "unit_tax_amount",
-                "total_amount",
-                "total_tax_amount",
-                "discount_amount",
-                "discount_tax_amount",
-            ):
-                value = getattr(item, name)
-                if value is not None:
-                    alias = ItemDetail.model_fields[name].alias or name
-                    found.append((f"itemDetails[{n}].{alias}", value))
-        if self.shipping_details is not None:
-            for name in ("shipping_amount", "shipping_tax_amount"):
-                value = getattr(self.shipping_details, name)
-                if value is not None:
-                    alias = ShippingDetails.model_fields[name].alias or name
-                    found.append((f"shippingDetails.{alias}", value))
-        for n, disc in enumerate(self.discount_details or []):
-            if disc.discount_amount is not None:
-                found.append((f"discountDetails[{n}].discountAmount", disc.discount_amount))
-        return found
-
 
 class CheckoutRequest(WireModel):
     merchant_id: Text
@@ -270,17 +224,13 @@ class CheckoutRequest(WireModel):
 
     @model_validator(mode="after")
     def _currency_exponent(self) -> CheckoutRequest:
-        amounts = [("amount", self.amount)]
-        if self.shopping_cart_details is not None:
-            amounts += [
-                (f"shoppingCartDetails.{path}", value)
-                for path, value in self.shopping_cart_details.money_fields()
-            ]
-        for path, value in amounts:
-            try:
-                quantize(value, self.currency_code)
-            except ValueError as exc:
-                raise ValueError(f"{path}: {exc}") from None
+        """Every amount, the cart's too, has at most the currency's decimals."""
+        problems: list[tuple[str, str]] = []
+        walk_money(self.model_dump(by_alias=True, exclude_none=True),
+                   lambda value: quantize(value, self.currency_code), "", problems)
+        if problems:
+            path, rule = problems[0]
+            raise ValueError(f"{path}: {rule}")
         return self
 
     @property
@@ -306,7 +256,7 @@ def parse_checkout_type(value: str) -> str:
     """``sale``/``preauth`` (CLI words) or a wire value -> the wire value."""
     if value.lower() in CHECKOUT_TYPES:
         return CHECKOUT_TYPES[value.lower()]
-    canon = _canonical_type(value)
+    canon = _checkout_type(value)
     if canon in (SALE, PREAUTH):
         return str(canon)
     raise ValueError(f"{value!r} must be sale or preauth")

@@ -135,10 +135,6 @@ def check_reference(value: str) -> str:
     return value
 
 
-def _money(value: object) -> Decimal:
-    return to_decimal(value)
-
-
 def _non_negative(value: Decimal) -> Decimal:
     if value < 0:
         raise ValueError("must not be negative")
@@ -185,6 +181,6 @@ Reference = Annotated[
           json_schema_extra=_schema(minLength=1, maxLength=REFERENCE_MAX,
                                     pattern=reference_pattern)),
 ]
-Money = Annotated[Decimal, BeforeValidator(_money), AfterValidator(_non_negative)]
-PositiveMoney = Annotated[Decimal, BeforeValidator(_money), AfterValidator(_positive)]
-Rate = Annotated[Decimal, BeforeValidator(_money), AfterValidator(_non_negative)]
+Money = Annotated[Decimal, BeforeValidator(to_decimal), AfterValidator(_non_negative)]
+PositiveMoney = Annotated[Decimal, BeforeValidator(to_decimal), AfterValidator(_positive)]
+Rate = Annotated[Decimal, BeforeValidator(to_decimal), AfterValidator(_non_negative)]

@@ -7,7 +7,7 @@ from typing import Annotated, ClassVar, Final, Literal
 from pydantic import BeforeValidator, model_validator
 
 from walletctl.constants import APM_PROVIDER
-from walletctl.models.base import ResponseModel, WireModel
+from walletctl.models.base import ResponseModel, WireModel, spelled_as
 from walletctl.models.checkout import Provider, ShoppingCartDetails
 from walletctl.models.fields import Currency, PositiveMoney, Reference, Text
 from walletctl.models.money import quantize
@@ -19,18 +19,9 @@ Operation = Literal["capture", "refund", "reverse"]
 OPERATION_TYPES: Final[dict[str, str]] = {"capture": CAPTURE, "refund": REFUND, "reverse": REVERSAL}
 
 
-def _canonical_type(value: object) -> object:
-    if isinstance(value, str):
-        folded = value.lower().replace("preauthorisation", "preauthorization")
-        for canon in (CAPTURE, REFUND, REVERSAL):
-            if folded == canon.lower():
-                return canon
-    return value
-
-
 FollowUpType = Annotated[
     Literal["ecom.capture", "ecom.refund", "ecom.reversalPreauthorization"],
-    BeforeValidator(_canonical_type),
+    BeforeValidator(spelled_as(CAPTURE, REFUND, REVERSAL)),
 ]
 
 

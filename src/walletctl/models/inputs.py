@@ -28,26 +28,6 @@ def _adapter(kind: Kind) -> Any:
                         "currency": Currency}[kind])
 
 
-def _rule(error: Mapping[str, Any]) -> str:
-    """One readable rule from pydantic's error (the value itself is never echoed raw)."""
-    ctx = error.get("ctx") or {}
-    kind_of = error.get("type")
-    if kind_of == "value_error" and "error" in ctx:
-        return str(ctx["error"]).replace("\n", " ")
-    return str(error.get("msg", "is not valid"))
-
-
-def input_problem(kind: Kind, value: str) -> str | None:
-    """The rule ``value`` breaks as a ``kind`` input, or None when it is fine."""
-    from pydantic import ValidationError
-
-    try:
-        _adapter(kind).validate_python(value)
-    except ValidationError as exc:
-        return _rule(exc.errors()[0])
-    return None
-
-
 def check_inputs(
     *,
     references: Mapping[str, str | None] | None = None,
@@ -56,14 +36,18 @@ def check_inputs(
 ) -> None:
     """Raise one :class:`RequestValidationError` (exit 4) naming every broken input; ``None``
     values (not given) are skipped. Keys are what the user typed: ``REF``, ``--amount``."""
+    from pydantic import ValidationError
+
+    from walletctl.models.base import validation_problems
+
     problems: list[tuple[str, str]] = []
     for kind, given in (("reference", references), ("amount", amounts),
                         ("currency", currencies)):
         for field, value in (given or {}).items():
-            if value is None:
-                continue
-            problem = input_problem(kind, value)
-            if problem is not None:
-                problems.append((field, problem))
+            try:
+                if value is not None:
+                    _adapter(kind).validate_python(value)
+            except ValidationError as exc:
+                problems.append((field, validation_problems(exc)[0][1]))
     if problems:
         raise RequestValidationError(problems)

@@ -75,18 +75,11 @@ class Balance:
                 f"{original.reference} is a {original.kind}, not a sale or pre-authorisation",
                 hint="follow-ups take the reference of the original checkout",
             )
-        approved = original.state == APPROVED
-        authorised = original.amount if approved else ZERO
-        captured = authorised if original.kind == "sale" else ZERO
-        bal = cls(
-            reference=original.reference,
-            kind="sale" if original.kind == "sale" else "preauth",
-            state=original.state,
-            currency=original.currency,
-            authorised=authorised,
-            captured=captured,
-            refunded=ZERO,
-        )
+        sale = original.kind == "sale"
+        authorised = original.amount if original.state == APPROVED else ZERO
+        bal = cls(reference=original.reference, kind="sale" if sale else "preauth",
+                  state=original.state, currency=original.currency, authorised=authorised,
+                  captured=authorised if sale else ZERO, refunded=ZERO)
         for entry in followups:
             op = _KIND_OPS.get(entry.kind)
             if entry.state == APPROVED and op is not None:
@@ -127,62 +120,58 @@ class Balance:
         return text + (", reversed" if self.reversed else "")
 
 
-def check_followup(
-    balance: Balance, op: Op, amount: Decimal | None = None, currency: str | None = None
-) -> Decimal:
+def check_followup(balance: Balance, op: Op, amount: Decimal | None = None,
+                   currency: str | None = None) -> Decimal:
     """Return the amount to send (default: all that remains) or raise RefusedError."""
     ref, cur = balance.reference, balance.currency
     if currency is not None and currency.upper() != cur.upper():
         raise RefusedError(f"currency {currency.upper()} does not match {ref}'s currency {cur}")
     if balance.state != APPROVED:
-        raise RefusedError(
-            f"{ref} is {balance.state}, not Approved: nothing to {op}",
-            hint=f"check with `walletctl lookup {ref}`",
-        )
+        raise RefusedError(f"{ref} is {balance.state}, not Approved: nothing to {op}",
+                           hint=f"check with `walletctl lookup {ref}`")
     if balance.reversed:
         raise RefusedError(f"{ref} was reversed: nothing left to {op}")
     if amount is not None and amount <= 0:
         raise RefusedError(f"amount must be greater than zero (got {amount})")
-    if op == "capture":
-        if balance.kind != "preauth":
-            raise RefusedError(f"{ref} is a sale: only a pre-authorisation can be captured")
-        left = balance.capturable
-        if left <= 0:
-            raise RefusedError(f"{ref} is fully captured ({balance.summary()})")
-        if amount is not None and amount > left:
-            raise RefusedError(
-                f"capture of {format_major(amount, cur)} exceeds the remaining authorised "
-                f"amount {format_major(left, cur)} of {ref} ({balance.summary()})"
-            )
-        return left if amount is None else amount
-    if op == "refund":
-        left = balance.refundable
-        if left <= 0:
-            what = "nothing captured yet" if balance.captured == 0 else "already fully refunded"
-            raise RefusedError(f"{ref} has nothing to refund: {what} ({balance.summary()})")
-        if amount is not None and amount > left:
-            raise RefusedError(
-                f"refund of {format_major(amount, cur)} exceeds captured − refunded = "
-                f"{format_major(left, cur)} of {ref} ({balance.summary()})"
-            )
-        return left if amount is None else amount
+    if op == "reverse":
+        _check_reversal(balance, amount)
+        return balance.authorised
+    _check_within(balance, op, amount)
+    return balance.remaining(op) if amount is None else amount
+
+
+def _check_within(balance: Balance, op: Op, amount: Decimal | None) -> None:
+    """A capture (of a pre-authorisation) or a refund within what remains."""
+    ref, left = balance.reference, balance.remaining(op)
+    if op == "capture" and balance.kind != "preauth":
+        raise RefusedError(f"{ref} is a sale: only a pre-authorisation can be captured")
+    if left <= 0 and op == "capture":
+        raise RefusedError(f"{ref} is fully captured ({balance.summary()})")
+    if left <= 0:
+        what = "nothing captured yet" if balance.captured == 0 else "already fully refunded"
+        raise RefusedError(f"{ref} has nothing to refund: {what} ({balance.summary()})")
+    if amount is not None and amount > left:
+        room = ("the remaining authorised amount" if op == "capture"
+                else "captured − refunded =")
+        raise RefusedError(f"{op} of {format_major(amount, balance.currency)} exceeds {room} "
+                           f"{format_major(left, balance.currency)} of {ref} "
+                           f"({balance.summary()})")
+
+
+def _check_reversal(balance: Balance, amount: Decimal | None) -> None:
+    """A reversal: of a pre-authorisation with nothing captured, for all of it."""
+    ref, cur = balance.reference, balance.currency
     if balance.kind != "preauth":
-        raise RefusedError(
-            f"{ref} is a sale: only a pre-authorisation can be reversed",
-            hint=f"refund it instead: `walletctl refund {ref}`",
-        )
+        raise RefusedError(f"{ref} is a sale: only a pre-authorisation can be reversed",
+                           hint=f"refund it instead: `walletctl refund {ref}`")
     if balance.captured > 0:
-        raise RefusedError(
-            f"{ref} has captures ({balance.summary()}): a captured pre-authorisation cannot be "
-            "reversed",
-            hint=f"refund it instead: `walletctl refund {ref}`",
-        )
+        raise RefusedError(f"{ref} has captures ({balance.summary()}): a captured "
+                           "pre-authorisation cannot be reversed",
+                           hint=f"refund it instead: `walletctl refund {ref}`")
     if amount is not None and amount != balance.authorised:
-        raise RefusedError(
-            f"a reversal releases the whole pre-authorisation: amount must be "
-            f"{format_major(balance.authorised, cur)}, got {format_major(amount, cur)}"
-        )
-    return balance.authorised
+        raise RefusedError(f"a reversal releases the whole pre-authorisation: amount must be "
+                           f"{format_major(balance.authorised, cur)}, got "
+                           f"{format_major(amount, cur)}")
 
 
 def balance_from_records(reference: str, records: Sequence[TransactionRecord]) -> Balance:
@@ -199,13 +188,8 @@ def balance_from_records(reference: str, records: Sequence[TransactionRecord]) -
         kind = kind_of(rec.type)
         if kind is None:
             continue
-        entry = Entry(
-            kind,
-            rec.state,
-            rec.transaction_amount,
-            rec.currency_code.upper(),
-            rec.client_system_transaction_id,
-        )
+        entry = Entry(kind, rec.state, rec.transaction_amount, rec.currency_code.upper(),
+                      rec.client_system_transaction_id)
         if rec.client_system_transaction_id == reference and kind in ("sale", "preauth"):
             original = entry
         elif rec.client_system_transaction_id == reference:

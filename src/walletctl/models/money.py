@@ -16,34 +16,11 @@ AMOUNT_FORMATS: tuple[AmountFormat, ...] = ("minor", "decimal")
 
 # Every ISO 4217 code whose minor unit is not 2. Codes absent here and present in the
 # ISO list have exponent 2.
-_EXPONENTS: dict[str, int] = {
-    "BIF": 0,
-    "CLP": 0,
-    "DJF": 0,
-    "GNF": 0,
-    "ISK": 0,
-    "JPY": 0,
-    "KMF": 0,
-    "KRW": 0,
-    "PYG": 0,
-    "RWF": 0,
-    "UGX": 0,
-    "UYI": 0,
-    "VND": 0,
-    "VUV": 0,
-    "XAF": 0,
-    "XOF": 0,
-    "XPF": 0,
-    "BHD": 3,
-    "IQD": 3,
-    "JOD": 3,
-    "KWD": 3,
-    "LYD": 3,
-    "OMR": 3,
-    "TND": 3,
-    "CLF": 4,
-    "UYW": 4,
-}
+_EXPONENTS: dict[str, int] = {code: exp for exp, codes in (
+    (0, "BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX UYI VND VUV XAF XOF XPF"),
+    (3, "BHD IQD JOD KWD LYD OMR TND"),
+    (4, "CLF UYW"),
+) for code in codes.split()}
 # ISO 4217 codes with no minor unit ("N.A."): metals, funds, testing. Not payable.
 _NOT_PAYABLE = frozenset(
     {"XAU", "XAG", "XPD", "XPT", "XBA", "XBB", "XBC", "XBD", "XDR", "XSU", "XUA", "XTS", "XXX"}

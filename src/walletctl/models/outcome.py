@@ -1,17 +1,7 @@
 """What an answer proves: the money protocol's rules of interpretation, written once.
 
-Every money movement (single command or batch row, first try or re-run) is judged by these
-functions only:
-
-* :func:`meaning_of_state`  — a state string: ``approved``, ``declined`` (a refusal the
-  gateway states) or ``unknown`` (``Pending``, empty, or a state walletctl does not know);
-* :func:`meaning_of_failure` — an error while sending: ``not_sent`` (the connection was
-  never made), ``refused`` (a documented 4xx validation answer, or walletctl's own
-  pre-flight) or ``unknown`` (anything that does not prove "not applied": 429 and 5xx that
-  may come after the request was read, 409, a redirect, a dropped or unreadable answer);
-* :func:`record_conflicts`  — whether a record found under an intent's reference IS that
-  intent (operation, amount, currency): an earlier outcome is accepted only when it is.
-
+Every money movement (single command or batch row, first try or re-run) is judged by
+:func:`meaning_of_state`, :func:`meaning_of_failure` and :func:`record_conflicts` only.
 Unknown unless proven: only ``not_sent`` and ``refused`` are final without a lookup.
 """
 
@@ -24,11 +14,9 @@ from typing import TYPE_CHECKING, Literal
 from walletctl.errors import (
     DeclinedError,
     GatewayError,
-    NetworkError,
     NotConnectedError,
     RefusedError,
     RequestValidationError,
-    WalletctlError,
 )
 from walletctl.models.ledger import KIND_OF_OP, kind_of
 from walletctl.models.money import format_major
@@ -73,11 +61,9 @@ def meaning_of_failure(exc: BaseException) -> Failure:
         return "not_sent"
     if isinstance(exc, GatewayError):
         return "refused" if exc.status in REFUSING_STATUSES else "unknown"
-    if isinstance(exc, NetworkError):
-        return "unknown"  # connected, then no answer: it may have been read
-    if isinstance(exc, WalletctlError):
-        return "unknown"  # an unknown outcome, an unreadable answer, a redirect
-    return "unknown"  # interrupted, or a bug after the request left
+    # connected then no answer, an unknown outcome, an unreadable answer, a redirect,
+    # an interrupt, or a bug after the request left: it may have been read
+    return "unknown"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from walletctl.errors import RequestValidationError, ResponseError
-from walletctl.models.base import ResponseModel, decode_money, fold_key
+from walletctl.models.base import ResponseModel
 from walletctl.models.fields import Currency
 from walletctl.models.money import AmountFormat
 
@@ -116,16 +116,8 @@ def parse_records(data: Any, fmt: AmountFormat) -> list[TransactionRecord]:
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             raise ResponseError(f"lookup response record [{n}] is not an object")
-        currency = next(
-            (v for k, v in item.items() if fold_key(k) == "currencycode" and isinstance(v, str)),
-            None,
-        )
-        problems: list[tuple[str, str]] = []
-        decoded = decode_money(item, currency.upper(), fmt, problems) if currency else item
         try:
-            if problems:
-                raise RequestValidationError(problems)
-            records.append(TransactionRecord.from_wire(decoded))
+            records.append(TransactionRecord.from_wire(item, fmt))
         except RequestValidationError as exc:
             field, rule = exc.problems[0]
             raise ResponseError(f"lookup response record [{n}]: {field}: {rule}") from None

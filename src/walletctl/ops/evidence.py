@@ -1,14 +1,9 @@
 """What the history's chain proves, and how it is shown to someone outside it
-(docs/history.md, "Tamper evidence" and "Evidence bundles").
-
-``history verify`` walks the chain (``--since-anchor FILE``: only what came after the file's
-newest anchor) and checks it against anchors, heads kept outside the history
-(``history anchor``). ``order REF --evidence FILE`` writes an order's bundle: the order as
-looked up, the history's entries, approvals and findings on it, and the chain's events from
-the order's first event to a head (the first matching anchor at or after its last event, else
-the newest event). ``history check-evidence FILE`` checks a bundle offline: the events hash
-and link up to the head, and every entry, approval, finding and balance it states is what
-those events and records give. Nothing but what the history and lookups hold enters it.
+(docs/history.md, "Tamper evidence" and "Evidence bundles"): ``history verify`` and
+``history anchor``; ``order REF --evidence FILE`` writes an order's bundle (its records,
+entries, approvals, findings and the chain's events from its first event to a head), and
+``history check-evidence FILE`` checks one offline. Nothing but what the history and lookups
+hold enters a bundle.
 """
 
 from __future__ import annotations
@@ -17,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,8 +65,7 @@ class Anchor:
     line: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": self.event, "entry": self.entry, "hash": self.hash,
-                "time": self.time, "history": self.history}
+        return {k: v for k, v in asdict(self).items() if k != "line"}
 
 
 @dataclass(frozen=True)
@@ -219,25 +213,17 @@ def order_with_evidence(profile: Profile, client: GatewayClient, reference: str,
     written: list[Evidence] = []
 
     def keep(store: HistoryStore, view: OrderView) -> None:
-        count, seg = write_bundle(path, store, view, acting_as(store), anchors)
-        written.append(Evidence(path, count, seg.anchor.event, seg.anchor.hash,
-                                seg.anchored))
+        written.append(write_bundle(path, store, view, acting_as(store), anchors))
 
     view = order_view(profile, client, reference, keep=keep)
     return view, written[0]
 
 
-@dataclass
-class Segment:
-    """The events a bundle carries: from ``first`` to the head ``anchor``."""
-
-    first: int
-    anchor: Anchor
-    anchored: str  # where the head came from: "anchors FILE line N" or "the head when made"
-
-
-def segment(store: HistoryStore, view: OrderView, anchors_file: Path | None) -> Segment:
-    """The order's first event to the head it is checked against (see the module)."""
+def segment(store: HistoryStore, view: OrderView,
+            anchors_file: Path | None) -> tuple[int, Anchor, str]:
+    """The events a bundle carries: the order's first event, its head (the first anchor of
+    ``anchors_file`` at or after its last event that the history matches, else the
+    history's head) and where that head came from."""
     anchors = read_anchors(anchors_file) if anchors_file is not None else []
     ids = sorted({e.id for e in view.entries})
     if not ids:
@@ -248,18 +234,18 @@ def segment(store: HistoryStore, view: OrderView, anchors_file: Path | None) -> 
     held = store.hashes(a.event for a in anchors if a.event >= last)
     for a in sorted(anchors, key=lambda a: a.event):
         if a.event >= last and held.get(a.event) == a.hash:
-            return Segment(first, a, f"anchors {anchors_file} line {a.line}")
+            return first, a, f"anchors {anchors_file} line {a.line}"
     head = store.head()
     assert head is not None  # the order's entries are events
-    return Segment(first, Anchor(head.event, head.entry, head.hash, head.time, store.where),
-                   "the head when the bundle was made (no anchor given matched)")
+    return (first, Anchor(head.event, head.entry, head.hash, head.time, store.where),
+            "the head when the bundle was made (no anchor given matched)")
 
 
 def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
-                 anchors_file: Path | None) -> tuple[int, Segment]:
+                 anchors_file: Path | None) -> Evidence:
     """Write the bundle to ``path`` (the events as they are read, a row at a time; the file
-    replaced whole, never left half-written): (events written, the segment)."""
-    seg = segment(store, view, anchors_file)
+    replaced whole, never left half-written)."""
+    first, anchor, anchored = segment(store, view, anchors_file)
     head = {
         "format": FORMAT,
         "made": {"at": view.now, "by": made_by, "history": view.history,
@@ -273,7 +259,7 @@ def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
         "findings": [f.as_dict() for f in view.findings],
         "balance": None if view.balance is None else _balance_data(view),
         "verdict": {"agrees": not view.disagreements, "text": view.verdict},
-        "anchor": {**seg.anchor.to_dict(), "source": seg.anchored},
+        "anchor": {**anchor.to_dict(), "source": anchored},
     }
     count = 0
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -283,7 +269,7 @@ def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
                   encoding="utf-8") as out:
             text = json.dumps(head, indent=1, ensure_ascii=False)
             out.write(text[:-2] + ',\n "events": [')
-            for event in store.chain_events(seg.first, seg.anchor.event):
+            for event in store.chain_events(first, anchor.event):
                 out.write(("\n  " if count == 0 else ",\n  ")
                           + json.dumps(event, ensure_ascii=False, separators=(",", ":")))
                 count += 1
@@ -293,7 +279,7 @@ def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
         raise ConfigError(f"--evidence {path}: cannot write it: {exc.strerror}") from None
     finally:
         tmp.unlink(missing_ok=True)
-    return count, seg
+    return Evidence(path, count, anchor.event, anchor.hash, anchored)
 
 
 def record_data(record: TransactionRecord) -> dict[str, Any]:
@@ -333,8 +319,9 @@ class Checked:
 
 
 def check_bundle(path: Path, anchors_file: Path | None = None) -> Checked:
-    """Check the bundle at ``path`` (see the module): the first thing that does not hold
-    raises EvidenceError naming it."""
+    """Check the bundle at ``path``: its events hash and link up to its head, and every
+    entry, approval, finding and balance it states is what those events and records give;
+    the first thing that does not hold raises EvidenceError naming it."""
     anchors = read_anchors(anchors_file) if anchors_file is not None else None
     doc = _load(path)
     events = _events(doc)

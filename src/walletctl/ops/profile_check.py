@@ -80,29 +80,6 @@ def _environment(profile: Profile) -> Check:
 _SMOKE_REDIRECT = "smoke redirect-sale, preauth-capture-refund, preauth-reversal, refusals"
 
 
-def _keys(profile: Profile, hint: str) -> list[Check]:
-    """``walletctl keys``: the public key service's secret, or the API key in its place."""
-    if profile.auth.has_service_secret:
-        return [Check(profile.name, "keys", True, "service secret configured")]
-    if profile.auth.scheme == "none":
-        return []
-    return [Check(profile.name, "keys", True,
-                   "sends the API key as the public key service's secret (no service secret "
-                   "set); a service with its own secret answers 401", hint, warning=True)]
-
-
-def _browser_wallet(profile: Profile, hint: str) -> list[Check]:
-    """smoke's browser-wallet scenario: its first step asks the public key service."""
-    name = profile.name
-    if profile.auth.has_service_secret or profile.auth.scheme == "none":
-        return [Check(name, "smoke browser-wallet", True, "service secret configured")]
-    return [Check(
-        name, "smoke browser-wallet", True,
-        "its first step (public keys) sends the API key as the service secret: a gateway "
-        "(or `sandbox serve --service-secret`) with its own secret answers 401",
-        hint, warning=True)]
-
-
 def _commands(profile: Profile, key_ok: bool, suggest: Callable[..., str]) -> list[Check]:
     """Per command (and per smoke scenario): can it run, and if not, the `profile set` line
     that adds what it misses."""
@@ -125,12 +102,20 @@ def _commands(profile: Profile, key_ok: bool, suggest: Callable[..., str]) -> li
                       for k in missing), warning=True))
     else:
         out.append(Check(name, "checkout", True, "redirect URLs from [redirects]"))
-    currency_hint = set_line("currency", "EUR")
     if profile.currency is None:
         out.append(Check(name, "checkout, authorize currency", True,
                           "no default currency: pass --currency on each checkout and authorize",
-                          currency_hint, warning=True))
-    out.extend(_keys(profile, set_line("auth.service_secret_env", "VAR")))
+                          set_line("currency", "EUR"), warning=True))
+    # `walletctl keys`: the public key service's secret, or the API key in its place
+    secret_hint = set_line("auth.service_secret_env", "VAR")
+    has_secret, no_auth = profile.auth.has_service_secret, profile.auth.scheme == "none"
+    if has_secret:
+        out.append(Check(name, "keys", True, "service secret configured"))
+    elif not no_auth:
+        out.append(Check(name, "keys", True,
+                         "sends the API key as the public key service's secret (no service "
+                         "secret set); a service with its own secret answers 401", secret_hint,
+                         warning=True))
     approval = ("a walletctl sandbox approves headlessly; another gateway needs "
                 "--approve-url-command CMD")
     if profile.is_production:
@@ -138,46 +123,48 @@ def _commands(profile: Profile, key_ok: bool, suggest: Callable[..., str]) -> li
     out.append(Check(name, _SMOKE_REDIRECT, True,
                       f"have the key; currency {profile.currency or 'EUR (no default set)'}; "
                       f"approval: {approval}"))
-    out.extend(_browser_wallet(profile, set_line("auth.service_secret_env", "VAR")))
+    # smoke's browser-wallet scenario: its first step asks the public key service
+    if has_secret or no_auth:
+        out.append(Check(name, "smoke browser-wallet", True, "service secret configured"))
+    else:
+        out.append(Check(name, "smoke browser-wallet", True,
+                         "its first step (public keys) sends the API key as the service secret: "
+                         "a gateway (or `sandbox serve --service-secret`) with its own secret "
+                         "answers 401", secret_hint, warning=True))
     return out
 
 
-def _online(profile: Profile, transport: Any) -> tuple[Check, WalletctlError | None]:
-    """One read-only request: a lookup of a reference that cannot exist (404 = accepted).
-    A failure comes with its error, whose exit code the check then ends with (7 when the
+def _online(profile: Profile, transport: Any) -> tuple[list[Check], WalletctlError | None]:
+    """A lookup of a reference that cannot exist (404 = accepted), then (unless the scheme is
+    none) the public key service's keys (``walletctl keys``, smoke's browser wallet). A
+    failure comes with its error, whose exit code the check then ends with (7 when the
     gateway cannot be reached, 6 when it answers 5xx, 9 when it refuses the credentials)."""
     import secrets
 
     from walletctl.client.gateway import GatewayClient
-
-    ref = f"walletctl-check-{secrets.token_hex(4)}"
-    try:
-        with GatewayClient(profile, transport=transport) as client:
-            client.lookup(ref)
-    except GatewayError as exc:
-        if exc.status == 404:
-            return Check(profile.name, "online", True,
-                          f"credentials accepted (lookup of {ref}: HTTP 404, as expected)"), None
-        return Check.failed(profile.name, "online", exc), exc
-    except WalletctlError as exc:
-        return Check.failed(profile.name, "online", exc), exc
-    return Check(profile.name, "online", True, f"credentials accepted (lookup of {ref})"), None
-
-
-def _online_keys(profile: Profile, transport: Any) -> tuple[Check, WalletctlError | None]:
-    """One request to the public key service (``walletctl keys``, smoke's browser wallet):
-    its user and secret accepted, or the error (a 401 names the service secret)."""
-    from walletctl.client.gateway import GatewayClient
     from walletctl.ops.walletpay import fetch_keys
 
+    name, ref, step = profile.name, f"walletctl-check-{secrets.token_hex(4)}", "online"
+    done: list[Check] = []
     try:
         with GatewayClient(profile, transport=transport) as client:
-            fetch_keys(client)
+            try:
+                client.lookup(ref)
+                done.append(Check(name, step, True, f"credentials accepted (lookup of {ref})"))
+            except GatewayError as exc:
+                if exc.status != 404:
+                    raise
+                done.append(Check(name, step, True, f"credentials accepted (lookup of {ref}: "
+                                                    "HTTP 404, as expected)"))
+            if profile.auth.scheme != "none":
+                step = "online keys"
+                fetch_keys(client)
+                user = profile.auth.username or profile.user_id
+                done.append(Check(name, step, True, f"the public key service accepts user "
+                                                    f"{user} and the service secret"))
     except WalletctlError as exc:
-        return Check.failed(profile.name, "online keys", exc), exc
-    user = profile.auth.username or profile.user_id
-    return Check(profile.name, "online keys", True,
-                  f"the public key service accepts user {user} and the service secret"), None
+        return [*done, Check.failed(name, step, exc)], exc
+    return done, None
 
 
 def _file_checks(results: list[Check], path: Path, name: str | None, *,
@@ -248,11 +235,8 @@ def check_profiles(path: Path, name: str | None, *, every: bool, online: bool, t
         checks = _check_profile(profile, suggest)
         results.extend(checks)
         if online and all(r.ok for r in checks):
-            result, error = _online(profile, transport)
-            results.append(result)
-            if error is None and profile.auth.scheme != "none":
-                result, error = _online_keys(profile, transport)
-                results.append(result)
+            done, error = _online(profile, transport)
+            results.extend(done)
             if error is not None:
                 online_errors.append(error)
     return ProfileChecks([replace(r, hint=carry(r.hint)) for r in results], online_errors)

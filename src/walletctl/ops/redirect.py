@@ -189,7 +189,6 @@ class FollowUpPlan:
     op: Operation
     request: FollowUpRequest
     balance: Balance
-    records: list[TransactionRecord]
 
     @property
     def remaining_after(self) -> Decimal:
@@ -276,4 +275,4 @@ def plan_from_records(profile: Profile, op: Operation, reference: str,
             [("--new-ref", f"{new_ref} is already used by a transaction of {reference}")]
         )
     request = make_followup_request(profile, op, reference, new_ref, to_send, balance.currency)
-    return FollowUpPlan(op=op, request=request, balance=balance, records=records)
+    return FollowUpPlan(op=op, request=request, balance=balance)

@@ -109,21 +109,17 @@ def _write_cache(path: Path, keys: PublicKeys) -> None:
         "encryptionKeyId": keys.encryption_key_id, "expiresAt": keys.expires_at}).encode())
 
 
-def prepare_keys(client: GatewayClient) -> PreparedCall:
+def fetch_keys(client: GatewayClient) -> PublicKeys:
     from walletctl.config.secrets import service_basic_auth
+    from walletctl.errors import AuthError
 
     profile = client.profile
     auth = service_basic_auth(profile)
-    return client.prepare("POST", "public_keys",
-                          json={"merchantId": profile.merchant_id, "storeId": profile.store_id},
-                          auth=auth if auth is not None else False)
-
-
-def fetch_keys(client: GatewayClient) -> PublicKeys:
-    from walletctl.errors import AuthError
-
     try:
-        data = client.send(prepare_keys(client))
+        data = client.send(client.prepare(
+            "POST", "public_keys",
+            json={"merchantId": profile.merchant_id, "storeId": profile.store_id},
+            auth=auth if auth is not None else False))
     except AuthError as exc:
         exc.hint = service_secret_hint(client.profile)
         raise
@@ -227,29 +223,20 @@ def resolve_key_id(profile: Profile, explicit: str | None) -> str:
 # -- Get Payment Account -----------------------------------------------------------------------
 
 
-def prepare_account(client: GatewayClient, account_id: str, key_id: str) -> PreparedCall:
+def get_account(client: GatewayClient, account_id: str, key_id: str) -> PaymentAccount:
     check_identifier(account_id, "transactionAccountId", max_length=255)
     check_identifier(key_id, "--encryption-key-id", max_length=255)
     profile = client.profile
-    return client.prepare(
-        "GET", "payment_accounts", path_suffix="/" + quote(account_id, safe=""),
-        params={"merchantId": profile.merchant_id, "storeId": profile.store_id,
-                "encryptionKeyId": key_id},
-    )
-
-
-KEY_MISMATCH_HINT = (
-    "the payment account was made with another encryption key (e.g. before `keys --refresh`): "
-    "pass the encryptionKeyId your merchant server stored for it with --encryption-key-id"
-)
-
-
-def get_account(client: GatewayClient, account_id: str, key_id: str) -> PaymentAccount:
     try:
-        data = client.send(prepare_account(client, account_id, key_id))
+        data = client.send(client.prepare(
+            "GET", "payment_accounts", path_suffix="/" + quote(account_id, safe=""),
+            params={"merchantId": profile.merchant_id, "storeId": profile.store_id,
+                    "encryptionKeyId": key_id}))
     except GatewayError as exc:
         if "EncryptionKeyMismatch" in (exc.code, exc.description):
-            exc.hint = KEY_MISMATCH_HINT
+            exc.hint = ("the payment account was made with another encryption key (e.g. before "
+                        "`keys --refresh`): pass the encryptionKeyId your merchant server "
+                        "stored for it with --encryption-key-id")
         raise
     account: PaymentAccount = parse_model(PaymentAccount, data, client.profile,
                                           "payment account")
@@ -296,19 +283,10 @@ def build_authorization(profile: Profile, account: PaymentAccount, *, amount: De
         raise RequestValidationError(validation_problems(exc)) from None
 
 
-@dataclass(frozen=True)
-class ThreeDSInput:
-    """``--3ds``: the 3DS result, and the account it was run for when the file names it
-    (``walletctl sandbox 3ds`` does)."""
-
-    three_ds: ThreeDSecure
-    account_id: str | None = None
-
-
-def read_three_ds(path: Path) -> ThreeDSInput:
+def read_three_ds(path: Path) -> tuple[ThreeDSecure, str | None]:
     """``--3ds FILE|-``: JSON ``{threeDSServerTransId, authenticationValue, eci}``, as the
     sandbox's challenge answers (``transStatus`` is read past) or as ``walletctl sandbox
-    3ds`` prints it (``transactionAccountId`` too)."""
+    3ds`` prints it (with ``transactionAccountId``: the account it was run for, returned)."""
     from walletctl.ops.user_files import read_document
 
     data: Any = read_document(path, "--3ds")
@@ -321,7 +299,7 @@ def read_three_ds(path: Path) -> ThreeDSInput:
         account_id = account or None
         data = {k: v for k, v in data.items()
                 if str(k).lower() not in ("transstatus", "transactionaccountid")}
-    return ThreeDSInput(ThreeDSecure.from_wire(data), account_id)
+    return ThreeDSecure.from_wire(data), account_id
 
 
 def prepare_authorization(client: GatewayClient, req: AuthorizationRequest) -> PreparedCall:
@@ -383,10 +361,10 @@ def authorization_from(load_profile: Callable[[], Profile],
         reference=reference, amount=amount, currency=currency, kind=given.kind,
         cryptogram=given.cryptogram or (detail.cryptogram if detail else None),
         eci=given.eci or (detail.eci_indicator if detail else None),
-        three_ds=tds.three_ds if tds is not None else None)
+        three_ds=tds)
 
 
-def _sources(given: AuthorizeInput) -> tuple[PaymentResult | None, ThreeDSInput | None,
+def _sources(given: AuthorizeInput) -> tuple[PaymentResult | None, ThreeDSecure | None,
                                              str | None]:
     """The event and the 3DS result read, and the account they and ``--account`` agree on."""
     if given.event is not None and str(given.event) == str(given.three_ds) == "-":
@@ -395,19 +373,20 @@ def _sources(given: AuthorizeInput) -> tuple[PaymentResult | None, ThreeDSInput 
     if detail is not None and given.account_id and \
             given.account_id != detail.transaction_account_id:
         raise UsageError("--account differs from the event's transactionAccountId")
-    tds = read_three_ds(given.three_ds) if given.three_ds is not None else None
+    tds, tds_account = read_three_ds(given.three_ds) if given.three_ds is not None else (
+        None, None)
     account_id = given.account_id or (detail.transaction_account_id if detail else None)
-    if tds is not None and tds.account_id is not None:
-        if account_id and account_id != tds.account_id:
+    if tds_account is not None:
+        if account_id and account_id != tds_account:
             raise UsageError("--3ds was run for another account than "
                              + ("--account" if given.account_id else "the event's"),
                              hint="run `walletctl sandbox 3ds` for the account you charge")
-        account_id = tds.account_id
+        account_id = tds_account
     return detail, tds, account_id
 
 
 def _money(profile: Profile, amount: str, currency: str | None) -> tuple[Decimal, str]:
-    """``--amount`` in ``--currency`` (default: the profile's), greater than zero."""
+    """``--amount`` (checked greater than zero) in ``--currency`` (default: the profile's)."""
     from walletctl.errors import missing_options
     from walletctl.models.money import parse_major
     from walletctl.ops.redirect import checked_currency
@@ -419,12 +398,9 @@ def _money(profile: Profile, amount: str, currency: str | None) -> tuple[Decimal
             hint=f'pass --currency EUR, or set currency = "EUR" under [profiles.{profile.name}]')
     code = checked_currency(currency or profile.currency) or ""
     try:
-        value = parse_major(amount, code)
+        return parse_major(amount, code), code
     except ValueError as exc:
         raise RequestValidationError([("--amount", str(exc))]) from None
-    if value <= 0:
-        raise RequestValidationError([("--amount", "must be greater than zero")])
-    return value, code
 
 
 # -- the authorization through the money pipeline ----------------------------------------------
@@ -465,13 +441,8 @@ class Authorization(UnderItsOwnReference):
         return Planned("authorize", self.reference, self.reference, self.amount, self.currency)
 
     def send(self, client: GatewayClient, plan: AuthorizationPlan,
-             rec: Recording) -> AuthorizationResponse | TransactionRecord:
-        try:
-            response = send_authorization(client, plan.call, plan.request)
-        except GatewayError as exc:
-            if exc.status != 409:
-                raise
-            return self.taken(client, self.amount, self.currency, rec)
+             rec: Recording) -> AuthorizationResponse:
+        response = send_authorization(client, plan.call, plan.request)
         rec.answered(response.state)
         return response
 

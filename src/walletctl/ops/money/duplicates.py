@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from walletctl.history.store import Entry, HistoryStore
     from walletctl.models.records import TransactionRecord
 
+
 @dataclass(frozen=True)
 class Duplicate:
     operation: str
@@ -54,20 +55,25 @@ def _when(text: str | None) -> datetime | None:
     return None if when is None else when.replace(microsecond=0)
 
 
-def find_duplicate(*, operation: str, original_ref: str, amount: Decimal, currency: str,
-                   records: Iterable[TransactionRecord], entries: Iterable[Entry],
-                   now: datetime, window_minutes: int,
-                   exclude: frozenset[str] = frozenset()) -> Duplicate | None:
-    """The newest recent movement identical to this one, or None. ``entries``: the
-    history's recent movements on the original (see ``HistoryStore.recent``); ``exclude``:
-    references that are this movement itself (its own earlier attempts)."""
-    if window_minutes <= 0:
+def likely_duplicate(store: HistoryStore | None, profile: Profile, *, operation: str,
+                     original_ref: str, amount: Decimal, currency: str,
+                     records: Iterable[TransactionRecord], now: datetime, itself: frozenset[str],
+                     batch_id: str | None = None) -> Duplicate | None:
+    """The newest movement identical to this one in the gateway's ``records`` or the
+    history's recent movements on the original, or None; ``itself``: this movement's own
+    references (its earlier attempts); ``batch_id``: not its own batch's rows."""
+    window = profile.history.duplicate_window
+    if window <= 0:
         return None
-    since = now - timedelta(minutes=window_minutes)
+    since = now - timedelta(minutes=window)
+    entries: list[Entry] = [] if store is None else [e for e in store.recent(
+        merchant_id=profile.merchant_id, store_id=profile.store_id, operation=operation,
+        original_ref=original_ref, since=since.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+        if batch_id is None or e.batch_id != batch_id]
     cur = currency.upper()
 
     def same(ref: str, currency: str, value: Decimal | str | None, when: datetime | None) -> bool:
-        return ref not in exclude and currency.upper() == cur and value is not None \
+        return ref not in itself and currency.upper() == cur and value is not None \
             and Decimal(value) == amount and (when is None or when >= since)
 
     who: dict[str, tuple[str, datetime | None]] = {}
@@ -89,22 +95,3 @@ def find_duplicate(*, operation: str, original_ref: str, amount: Decimal, curren
     when, ref = max(found, key=lambda f: f[0] or since)
     person, recorded = who.get(ref, (None, None))
     return Duplicate(operation, original_ref, ref, amount, cur, recorded or when, person)
-
-
-def likely_duplicate(store: HistoryStore | None, profile: Profile, *, operation: str,
-                     original_ref: str, amount: Decimal, currency: str,
-                     records: Iterable[TransactionRecord], now: datetime, itself: frozenset[str],
-                     batch_id: str | None = None) -> Duplicate | None:
-    """The hold against the gateway's ``records`` and the history's recent movements on the
-    original; ``itself``: this movement's own references; ``batch_id``: not its own rows."""
-    window = profile.history.duplicate_window
-    entries: list[Entry] = []
-    if store is not None and window > 0:
-        since = (now - timedelta(minutes=window)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-        entries = [e for e in store.recent(
-            merchant_id=profile.merchant_id, store_id=profile.store_id, operation=operation,
-            original_ref=original_ref, since=since)
-            if batch_id is None or e.batch_id != batch_id]
-    return find_duplicate(operation=operation, original_ref=original_ref, amount=amount,
-                          currency=currency, records=records, entries=entries, now=now,
-                          window_minutes=window, exclude=itself)

@@ -200,11 +200,9 @@ def reconcile(store: HistoryStore, entries: list[Entry],
             continue
         try:
             records = lookup_or_none(client, entry.original_ref or entry.reference)
-        except GatewayError as exc:
-            done.append(Reconciled(entry, "unknown", f"lookup failed: HTTP {exc.status}"))
-            continue
         except WalletctlError as exc:
-            done.append(Reconciled(entry, "unknown", f"lookup failed: {type(exc).__name__}"))
+            why = f"HTTP {exc.status}" if isinstance(exc, GatewayError) else type(exc).__name__
+            done.append(Reconciled(entry, "unknown", f"lookup failed: {why}"))
             continue
         judged = judge(entry, records)
         if judged.verdict != "unknown":

@@ -70,17 +70,6 @@ class MoneyLocks:
         if fcntl is not None:
             fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, self._offset(key))
 
-    @contextmanager
-    def hold(self, key: str, *, what: str, on_wait: Callable[[str], None] | None = None,
-             limit: float = WAIT_LIMIT) -> Iterator[None]:
-        """Hold ``key``'s lock; wait (telling ``on_wait`` once) while another process has
-        it, up to ``limit`` seconds (then :class:`HeldError`: nothing was sent)."""
-        _wait(self, key, what=what, on_wait=on_wait, limit=limit)
-        try:
-            yield
-        finally:
-            self.release(key)
-
     def holder(self, key: str) -> str | None:
         return "another walletctl on this machine"
 
@@ -114,7 +103,9 @@ def hold_original(store: HistoryStore | None, key: str, *, what: str,
                   limit: float = WAIT_LIMIT) -> Iterator[None]:
     """The money protocol's per-original lock: this machine's, then (a shared history)
     the desk's, held from the lookup to the recorded answer."""
-    with money_locks().hold(key, what=what, on_wait=on_wait, limit=limit):
+    locks = money_locks()
+    _wait(locks, key, what=what, on_wait=on_wait, limit=limit)
+    try:
         shared = store.shared_locks() if store is not None else None
         if shared is None:
             yield
@@ -127,6 +118,8 @@ def hold_original(store: HistoryStore | None, key: str, *, what: str,
             yield
         finally:
             shared.release(key)
+    finally:
+        locks.release(key)
 
 
 _OPEN: dict[Path, MoneyLocks] = {}

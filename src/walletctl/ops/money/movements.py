@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from walletctl.errors import DeclinedError, GatewayError, UnknownOutcomeError, WalletctlError
 from walletctl.models.ledger import KIND_OF_OP
 from walletctl.models.money import parse_major
-from walletctl.models.outcome import Intended, Planned, meaning_of_failure, meaning_of_state
+from walletctl.models.outcome import Planned, meaning_of_failure, meaning_of_state
 from walletctl.ops.money.approval import references as approval_references
 from walletctl.ops.money.duplicates import likely_duplicate
 from walletctl.ops.money.earlier import (
@@ -22,7 +22,6 @@ from walletctl.ops.money.earlier import (
     lookup_or_none,
     resolve_earlier,
     settle,
-    taken,
     unresolved_for,
 )
 from walletctl.ops.money.pipeline import Ask, Desk, Moved, move
@@ -65,12 +64,6 @@ class UnderItsOwnReference:
     def hold_duplicate(self, store: HistoryStore | None, client: GatewayClient, plan: object,
                        records: list[TransactionRecord]) -> None:
         return None
-
-    def taken(self, client: GatewayClient, amount: Decimal, currency: str,
-              rec: Recording) -> TransactionRecord:
-        """The gateway answered 409: what one lookup of the reference shows."""
-        intended = Intended(self.own_reference(), self.op, amount, currency)
-        return taken(client, intended, self.own_reference(), rec)
 
 
 # ---- capture, refund, reversal --------------------------------------------------------------
@@ -143,20 +136,15 @@ class FollowUp:
             raise dup.error(now)
 
     def send(self, client: GatewayClient, plan: FollowUpPlan,
-             rec: Recording) -> FollowUpResponse | TransactionRecord:
+             rec: Recording) -> FollowUpResponse:
         """An answer that does not prove "not applied" leaves the intent unknown, for the
         re-run (or ``history --unknown --reconcile``) to look up; nothing is re-sent here."""
-        req = plan.request
-        new = req.client_system_transaction_id
+        new = plan.request.client_system_transaction_id
         try:
-            response = client.followup(req)
+            response = client.followup(plan.request)
         except WalletctlError as exc:
-            if isinstance(exc, GatewayError) and exc.status == 409:
-                # the reference is already used: by another transaction (refused), or by
-                # this very movement earlier: one lookup tells (earlier.taken)
-                intended = Intended(new, plan.op, req.amount, req.currency_code)
-                return taken(client, intended, req.client_system_invoice_id, rec)
-            if meaning_of_failure(exc) == "unknown":
+            is_409 = isinstance(exc, GatewayError) and exc.status == 409
+            if not is_409 and meaning_of_failure(exc) == "unknown":
                 exc.hint = (f"the outcome is recorded unknown: check with `walletctl lookup "
                             f"{new}`, or run the same command again: it looks {new} up first, "
                             "reports it done if applied, re-sends it under the same reference "
@@ -211,14 +199,8 @@ class Checkout(UnderItsOwnReference):
     def planned(self, plan: CheckoutRequest) -> Planned:
         return Planned("checkout", self.own_reference(), None, plan.amount, plan.currency_code)
 
-    def send(self, client: GatewayClient, plan: CheckoutRequest,
-             rec: Recording) -> Created | TransactionRecord:
-        try:
-            response = client.checkout(plan)
-        except GatewayError as exc:
-            if exc.status != 409:
-                raise
-            return self.taken(client, plan.amount, plan.currency_code, rec)
+    def send(self, client: GatewayClient, plan: CheckoutRequest, rec: Recording) -> Created:
+        response = client.checkout(plan)
         if response.replayed:
             state = _state_now(client, self.own_reference())
             rec.answered("Pending", outcome="created", note="checkout already existed "

@@ -11,14 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from walletctl.errors import GatewayError
 from walletctl.history.policy import check_policy
 from walletctl.history.recorder import Recording, recording
 from walletctl.history.rulebook import read as read_rulebook
 from walletctl.history.rulebook import under_rulebook
-from walletctl.models.outcome import Planned
+from walletctl.models.outcome import Intended, Planned
 from walletctl.ops.money.approval import gate_single
 from walletctl.ops.money.approval import threshold as approval_amount
-from walletctl.ops.money.earlier import Judged
+from walletctl.ops.money.earlier import Judged, taken
 from walletctl.ops.money.lock import hold_original, lock_key
 
 if TYPE_CHECKING:
@@ -86,10 +87,8 @@ class Movement(Protocol[PlanT, AnswerT_co]):
         """Raise when an identical movement was made minutes ago (likely a duplicate)."""
         ...
 
-    def send(self, client: GatewayClient, plan: PlanT,
-             rec: Recording) -> AnswerT_co | TransactionRecord:
-        """Send; record the answer in ``rec``. A 409 whose lookup shows this very movement
-        returns its record (nothing new was applied)."""
+    def send(self, client: GatewayClient, plan: PlanT, rec: Recording) -> AnswerT_co:
+        """Send; record the answer in ``rec`` (a 409 is :func:`move`'s to read)."""
         ...
 
 
@@ -108,8 +107,6 @@ class Moved(Generic[PlanT, AnswerT]):
 def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[PlanT, AnswerT],
          ask: Ask, desk: Desk[PlanT]) -> Moved[PlanT, AnswerT]:
     """Move the money once, or say why not (an exception with its exit code)."""
-    from walletctl.models.records import TransactionRecord
-
     profile = client.profile
     key = lock_key(profile, ask.ref)
     hold = (contextlib.nullcontext() if ask.dry_run
@@ -137,10 +134,15 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
         spend = desk_rules(store, profile, planned, ask, desk, rec, approval)
         desk.confirm(plan)
         rec.sending(hook=spend)
-        answer = movement.send(client, plan, rec)
-        if isinstance(answer, TransactionRecord):
-            return Moved(plan=plan, found=answer)
-        return Moved(plan=plan, answer=answer)
+        try:
+            return Moved(plan=plan, answer=movement.send(client, plan, rec))
+        except GatewayError as exc:
+            if exc.status != 409:
+                raise
+            # the reference is already used: by another transaction (refused), or by this
+            # very movement earlier: one lookup tells
+            intended = Intended(planned.reference, planned.op, planned.amount, planned.currency)
+            return Moved(plan=plan, found=taken(client, intended, planned.original, rec))
 
 
 def desk_rules(store: HistoryStore | None, profile: Profile, planned: Planned, ask: Ask,
