@@ -17,7 +17,7 @@ from walletctl.config.dburl import DbUrl
 from walletctl.errors import RefusedError, UsageError
 from walletctl.history import approvals
 from walletctl.history.approvals import STATES, Approval
-from walletctl.history.recorder import now_utc, os_user
+from walletctl.history.recorder import intent_for, now_utc, os_user
 from walletctl.history.rulebook import Rule
 from walletctl.history.store import Intent
 
@@ -163,12 +163,9 @@ def decide(profile: Profile, approval: int, *, approve: bool, reason: str | None
         approvals.refuse_to_decide(found, me=approvals.acting_as(store), now=now,
                                    approve=approve)
         confirm(found, now)
-        step = Intent(
-            time=now_utc(), os_user=os_user(), host=socket.gethostname(), profile=profile.name,
-            base_url=profile.base_url, operation="approval",
-            original_ref=found.original_ref, new_ref=found.new_ref,
-            batch_id=None, reason=reason, outcome="approved" if approve else "refused",
-            exit_code=0, note=f"{verb}d #{approval}: {found.requester}'s {found.what()}"[:300],
-            merchant_id=profile.merchant_id, store_id=profile.store_id)
+        step = intent_for(
+            profile, "approval", original_ref=found.original_ref, new_ref=found.new_ref,
+            reason=reason, outcome="approved" if approve else "refused", exit_code=0,
+            note=f"{verb}d #{approval}: {found.requester}'s {found.what()}"[:300])
         return approvals.decide(store, approval, approve=approve, reason=reason,
                                 now=now_utc(), step=step)

@@ -18,8 +18,8 @@ from walletctl.errors import AwaitingApprovalError
 from walletctl.history import approvals
 from walletctl.history.approvals import Approval, Request
 from walletctl.history.policy import amount_rule
-from walletctl.history.recorder import major_text, now_utc, os_user, utc_text
-from walletctl.history.store import Intent, WriteHook
+from walletctl.history.recorder import intent_for, major_text, now_utc, utc_text
+from walletctl.history.store import WriteHook
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -131,12 +131,10 @@ def gate_batch(store: HistoryStore, profile: Profile, request: Request,
     if approval is None:
         assert limit is not None
         found = _file(store, request, profile, now)
-        store.begin(Intent(
-            time=now, os_user=os_user(), host=socket.gethostname(), profile=profile.name,
-            base_url=profile.base_url, operation=request.operation, batch_id=batch_id,
-            outcome="refused", exit_code=int(ExitCode.AWAITING_APPROVAL),
-            note=f"awaiting approval #{found.id}: {found.what()}"[:300],
-            merchant_id=profile.merchant_id, store_id=profile.store_id, approval=found.id))
+        store.begin(intent_for(
+            profile, request.operation, batch_id=batch_id, outcome="refused",
+            exit_code=int(ExitCode.AWAITING_APPROVAL), approval=found.id,
+            note=f"awaiting approval #{found.id}: {found.what()}"[:300]))
         raise _awaiting(found, limit, profile)
     found = approvals.checked(store, approval, merchant=_merchant(profile))
     if not spend:  # said before any question is asked; spent after the last one
