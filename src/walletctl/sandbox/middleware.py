@@ -365,6 +365,33 @@ def _type_ok(path: str, value: str | None) -> tuple[bool, str]:
                                          mt.endswith("+json")), "application/json"
 
 
+def _announced(length: str | None) -> int | None:
+    """A request's Content-Length (0 without one; None: not digits), sized from its digits
+    (no int() of any length: anything longer than MAX_BODY's digits is MAX_BODY + 1)."""
+    if length is None:
+        return 0
+    text = length.strip()
+    if not text.isascii() or not text.isdigit():
+        return None
+    text = text.lstrip("0") or "0"
+    return int(text) if len(text) <= len(str(MAX_BODY)) else MAX_BODY + 1
+
+
+def _type_problem(scope: Scope) -> str | None:
+    """Why a body's Content-Type is refused (415), if it is."""
+    if scope.get("method", "GET") not in _BODY_METHODS:
+        return None
+    ctype = _header(scope, b"content-type")
+    ok, wanted = _type_ok(str(scope.get("path", "")), ctype)
+    if not ok:
+        return f"Content-Type: must be {wanted}"
+    charset = None if wanted != "application/json" else json_charset(ctype)
+    if charset is not None:
+        return ("Content-Type: charset must be utf-8 (JSON bodies are read as UTF-8), not "
+                f"{charset!r}")
+    return None
+
+
 class BodyLimitMiddleware:
     def __init__(self, app: Any, body_budget: int) -> None:
         self.app = app
@@ -391,19 +418,14 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length = _header(scope, b"content-length")
-        announced = 0
-        if length is not None:
-            text = length.strip()
-            if not text.isascii() or not text.isdigit():
-                await send_error(send, 400, "Content-Length: must be a whole number of bytes",
-                                 close=True)
-                return
-            text = text.lstrip("0") or "0"  # its size from the digits: no int() of any length
-            announced = int(text) if len(text) <= len(str(MAX_BODY)) else MAX_BODY + 1
-            if announced > MAX_BODY:
-                await self._too_large(send)
-                return
+        announced = _announced(_header(scope, b"content-length"))
+        if announced is None:
+            await send_error(send, 400, "Content-Length: must be a whole number of bytes",
+                             close=True)
+            return
+        if announced > MAX_BODY:
+            await self._too_large(send)
+            return
         if not self._take(announced):
             await self._over_budget(send)
             return
@@ -431,17 +453,9 @@ class BodyLimitMiddleware:
                 more = bool(message.get("more_body", False))
             body = b"".join(chunks)
             chunks.clear()  # one copy of the body while the route runs
-            if body and scope.get("method", "GET") in _BODY_METHODS:
-                ctype = _header(scope, b"content-type")
-                ok, wanted = _type_ok(str(scope.get("path", "")), ctype)
-                if not ok:
-                    await send_error(send, 415, f"Content-Type: must be {wanted}")
-                    return
-                charset = None if wanted != "application/json" else json_charset(ctype)
-                if charset is not None:
-                    await send_error(send, 415, "Content-Type: charset must be utf-8 (JSON "
-                                     f"bodies are read as UTF-8), not {charset!r}")
-                    return
+            if body and (problem := _type_problem(scope)) is not None:
+                await send_error(send, 415, problem)
+                return
             unread: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
             async def replay() -> Message:  # the body once, then the client's next message

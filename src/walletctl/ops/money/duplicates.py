@@ -66,10 +66,6 @@ def likely_duplicate(store: HistoryStore | None, profile: Profile, *, operation:
     if window <= 0:
         return None
     since = now - timedelta(minutes=window)
-    entries: list[Entry] = [] if store is None else [e for e in store.recent(
-        merchant_id=profile.merchant_id, store_id=profile.store_id, operation=operation,
-        original_ref=original_ref, since=since.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
-        if batch_id is None or e.batch_id != batch_id]
     cur = currency.upper()
 
     def same(ref: str, currency: str, value: Decimal | str | None, when: datetime | None) -> bool:
@@ -78,9 +74,9 @@ def likely_duplicate(store: HistoryStore | None, profile: Profile, *, operation:
 
     who: dict[str, tuple[str, datetime | None]] = {}
     found: list[tuple[datetime | None, str]] = []
-    for e in entries:
+    for e in _recent(store, profile, operation, original_ref, since, batch_id):
         when = _when(e.time)
-        if e.operation == operation and same(e.reference, e.currency or "", e.amount, when):
+        if same(e.reference, e.currency or "", e.amount, when):
             who[e.reference] = (f"{e.who} (profile {e.profile})", when)
             found.append((when, e.reference))
     for r in records:
@@ -95,3 +91,15 @@ def likely_duplicate(store: HistoryStore | None, profile: Profile, *, operation:
     when, ref = max(found, key=lambda f: f[0] or since)
     person, recorded = who.get(ref, (None, None))
     return Duplicate(operation, original_ref, ref, amount, cur, recorded or when, person)
+
+
+def _recent(store: HistoryStore | None, profile: Profile, operation: str, original_ref: str,
+            since: datetime, batch_id: str | None) -> list[Entry]:
+    """The history's movements of ``operation`` on the original since ``since``, but not
+    ``batch_id``'s own rows."""
+    if store is None:
+        return []
+    return [e for e in store.recent(
+        merchant_id=profile.merchant_id, store_id=profile.store_id, operation=operation,
+        original_ref=original_ref, since=since.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+        if e.operation == operation and (batch_id is None or e.batch_id != batch_id)]
