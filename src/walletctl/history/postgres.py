@@ -465,6 +465,36 @@ def _value(db: psycopg.Connection[Any], query: str, args: Sequence[Any] = ()) ->
     return row[0] if row else None
 
 
+def _migrate(db: psycopg.Connection[Any], before: int) -> list[str]:
+    """Apply the migrations after version ``before``; what each does."""
+    applied: list[str] = []
+    for version, what in MIGRATIONS:
+        if version <= before:
+            continue
+        db.execute(migration_sql(version))  # several statements, no parameters
+        db.execute("INSERT INTO walletctl.schema_version (version) VALUES (%s)", (version,))
+        applied.append(f"{version}: {what}")
+    return applied
+
+
+def _grant_refusal(db: psycopg.Connection[Any], role: str, owner: str) -> str | None:
+    """Why ``role`` may not be granted an operator's rights, if it may not."""
+    if role.lower() == "public" or role.startswith("pg_"):
+        return ("a built-in role would pass the grant to every role in it; grant each "
+                "operator's own LOGIN role")
+    found = db.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+    if found is None:
+        return (f"no such role (the database administrator creates it first: CREATE ROLE "
+                f"{role} LOGIN)")
+    if found[0]:
+        return ("a superuser can change anything, the history too; grant operator roles "
+                "without superuser")
+    if role == owner:
+        return ("that is the owner running setup; grant operator roles, which may only "
+                "read and append")
+    return None
+
+
 def setup(url: DbUrl, grants: Sequence[str], kind: str = "operator") -> SetupResult:
     """Apply the missing migrations; grant each role of ``grants`` what ``kind``
     (operator, approver or auditor) may do. A role may hold several kinds."""
@@ -494,28 +524,9 @@ def setup(url: DbUrl, grants: Sequence[str], kind: str = "operator") -> SetupRes
             if before > LATEST:
                 raise StorageError(f"history {where}: its schema is version {before}; this "
                                    f"walletctl knows {LATEST} (upgrade walletctl)")
-            applied: list[str] = []
-            for version, what in MIGRATIONS:
-                if version <= before:
-                    continue
-                db.execute(migration_sql(version))  # several statements, no parameters
-                db.execute("INSERT INTO walletctl.schema_version (version) VALUES (%s)",
-                           (version,))
-                applied.append(f"{version}: {what}")
+            applied = _migrate(db, before)
             for role in dict.fromkeys(grants):
-                builtin = role.lower() == "public" or role.startswith("pg_")
-                found = None if builtin else db.execute(
-                    "SELECT rolsuper FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
-                refused = (
-                    "a built-in role would pass the grant to every role in it; grant each "
-                    "operator's own LOGIN role" if builtin else
-                    f"no such role (the database administrator creates it first: CREATE ROLE "
-                    f"{role} LOGIN)" if found is None else
-                    "a superuser can change anything, the history too; grant operator roles "
-                    "without superuser" if found[0] else
-                    "that is the owner running setup; grant operator roles, which may only "
-                    "read and append" if role == owner else None)
-                if refused is not None:
+                if (refused := _grant_refusal(db, role, owner)) is not None:
                     raise StorageError(f"history {where}: --grant {role}: {refused}")
                 for grant in GRANTS[kind]:
                     db.execute(sql.SQL(grant).format(role=sql.Identifier(role)))
