@@ -33,13 +33,16 @@ class FaultProxy:
     ``pass``        forward and answer;
     ``drop-after``  forward (the sandbox commits), then close without answering;
     ``drop-before`` close without forwarding (nothing applied);
-    ``hold-after``  forward, set ``forwarded``, then keep the connection open, unanswered.
+    ``hold-after``  forward, set ``forwarded``, then keep the connection open, unanswered;
+    ``hold-before`` set ``received`` and hold the request until ``release``, then forward it
+                    (applied late, as by a slow gateway) and close without answering.
     """
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.mode = "pass"
         self.forwarded = threading.Event()
+        self.received = threading.Event()
         self.release = threading.Event()
         proxy = self
 
@@ -72,6 +75,12 @@ class FaultProxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 mode = proxy.mode
                 if mode == "drop-before":
+                    self.close_connection = True
+                    return
+                if mode == "hold-before":
+                    proxy.received.set()
+                    proxy.release.wait(60)
+                    self._forward(body)
                     self.close_connection = True
                     return
                 response = self._forward(body)

@@ -10,6 +10,7 @@ import pwd
 import signal
 import socket
 import subprocess
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -212,6 +213,52 @@ def test_kill_9_mid_request_leaves_unknown_that_reconcile_resolves(
     assert [e["outcome"] for e in desk.entries("--ref", "HF-1-CAP1")] == ["approved"]
     assert desk.run("history", "verify").returncode == 0
 
+
+
+def test_reconcile_does_not_call_a_request_still_in_flight_not_applied(
+    desk: Desk, proxy: FaultProxy
+) -> None:
+    """The client is killed while the gateway has not yet applied its request: a lookup
+    that does not show it proves nothing while it may still arrive. The entry stays unknown
+    (exit 8, the line says when to try again), and once the gateway applies it late, the
+    next reconcile records it approved: never 'not applied' for money that moved."""
+    desk.preauth("HK-1", "50.00")
+    proxy.mode = "hold-before"
+    proc = subprocess.Popen(desk.argv("capture", "HK-1", "--amount", "20"), env=desk.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(proxy.received.is_set)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.communicate(timeout=20)
+    early = desk.run("-o", "json", "history", "--unknown", "--reconcile")
+    assert early.returncode == 8, early
+    [line] = json.loads(early.stdout)
+    assert (line["newRef"], line["outcome"]) == ("HK-1-CAP1", "unknown"), line
+    assert "may still arrive" in line["note"], line
+    assert "lookup 1 of 1" not in early.stderr, early.stderr
+    assert [e["outcome"] for e in desk.entries("--ref", "HK-1-CAP1")] == ["unknown"]
+    proxy.mode = "pass"
+    proxy.release.set()  # the gateway applies it now, after the client is gone
+    wait_for(lambda: len(_moves(desk, "HK-1", "capture")) == 1)
+    done = json.loads(desk.ok("-o", "json", "history", "--unknown", "--reconcile"))
+    assert [(r["newRef"], r["outcome"]) for r in done] == [("HK-1-CAP1", "approved")]
+    assert [e["outcome"] for e in desk.entries("--ref", "HK-1-CAP1")] == ["approved"]
+
+
+def test_a_request_no_longer_in_flight_is_judged_by_the_lookup() -> None:
+    from types import SimpleNamespace
+
+    from walletctl.history.recorder import utc_text
+    from walletctl.ops.money.earlier import IN_FLIGHT_MARGIN, in_flight_for
+
+    def begun(seconds_ago: float) -> Any:
+        return SimpleNamespace(time=utc_text(datetime.now(UTC) - timedelta(
+            seconds=seconds_ago)))
+
+    assert 0 < in_flight_for(begun(0), 30) <= 30 + IN_FLIGHT_MARGIN
+    assert in_flight_for(begun(30 + IN_FLIGHT_MARGIN + 1), 30) == 0
+    assert in_flight_for(begun(600), 30) == 0
 
 
 def test_an_unusable_history_refuses_before_sending(desk: Desk) -> None:

@@ -139,7 +139,10 @@ def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
     render_reconciled(st.output_format, results)
     left = sum(1 for r in results if r.outcome == "unknown")
     if left:
-        raise UnknownOutcomeError(f"{left} of {len(results)} entries", "could not be looked up")
+        err = UnknownOutcomeError(f"{left} of {len(results)} entries", "not settled")
+        err.hint = ("each line above says why; run `walletctl history --unknown --reconcile` "
+                    "again later, or check the references with `walletctl lookup REF`")
+        raise err
 
 
 @history_app.command("verify")

@@ -5,8 +5,10 @@ batch row and ``history --unknown --reconcile`` — ``applied``, ``conflict`` or
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Literal
 
@@ -27,6 +29,7 @@ from walletctl.models.outcome import (
     history_outcome,
     record_conflicts,
 )
+from walletctl.models.records import parse_timestamp
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
@@ -205,10 +208,32 @@ def reconcile(store: HistoryStore, entries: list[Entry],
             done.append(Reconciled(entry, "unknown", f"lookup failed: {why}"))
             continue
         judged = judge(entry, records)
+        wait = in_flight_for(entry, client.profile.timeout)
+        if judged.verdict == "absent" and wait > 0:
+            done.append(Reconciled(entry, "unknown", f"{entry.reference} is not at the gateway "
+                                   f"yet, but a request begun then may still arrive: "
+                                   f"reconcile again in {wait} s"))
+            continue
         if judged.verdict != "unknown":
             record_judgement(store, judged, "reconciled")
         done.append(Reconciled(entry, judged.outcome, f"reconciled: {judged.note}"))
     return done
+
+
+IN_FLIGHT_MARGIN = 60  # seconds a gateway may still apply a request after the client's deadline
+
+
+def in_flight_for(entry: Entry, timeout: float) -> int:
+    """Seconds for which ``entry``'s request may still reach the gateway and be applied (0:
+    no longer). Its begin is committed just before the request leaves; the client waits at
+    most ``timeout``, and a gateway may still be working on it for a while after the client
+    is gone (killed, or timed out). Until then, a lookup that does not show it proves
+    nothing."""
+    began = parse_timestamp(entry.time.replace(" ", "T", 1)) if entry.time else None
+    if began is None:
+        return 0
+    left = began + timedelta(seconds=timeout + IN_FLIGHT_MARGIN) - datetime.now(UTC)
+    return max(0, math.ceil(left.total_seconds()))
 
 
 def needs_lookup(store: HistoryStore | None, original_ref: str, operation: str, *,
