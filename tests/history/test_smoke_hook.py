@@ -57,3 +57,27 @@ def test_smoke_against_a_gateway_records_each_money_move(tmp_path: Path) -> None
 
 def test_smoke_against_a_walletctl_sandbox_records_nothing(tmp_path: Path) -> None:
     assert _run(tmp_path, is_sandbox=True) == []
+
+
+def test_a_gateway_that_refuses_the_connection_leaves_nothing_unknown(tmp_path: Path) -> None:
+    """A stopped gateway (a real closed port): the connection is never made, so nothing was
+    sent, and the history says so instead of leaving an entry to reconcile for ever."""
+    import socket
+
+    import pytest
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed when the block ends: nothing listens there
+    path = tmp_path / "h.sqlite3"
+    os.environ["WALLETCTL_AUDIT_LOG"] = str(path)  # the root fixture restores it
+    profile = Profile(name="live", base_url=f"http://127.0.0.1:{port}", merchant_id="M",
+                      store_id="S", user_id="u", auth=AuthSettings(key="tk-SMOKE-secret"))
+    transport = HistoryTransport(httpx.HTTPTransport(), profile, "run-8")
+    with httpx.Client(transport=transport, base_url=profile.base_url) as client, \
+            pytest.raises(httpx.ConnectError):
+        client.post("/api/v5/checkout", json={"clientSystemTransactionId": "S-2",
+                                              "amount": "1234", "currencyCode": "EUR"})
+    with SqliteHistory(path) as store:
+        assert [(e.operation, e.original_ref, e.outcome) for e in store.entries()] == [
+            ("checkout", "S-2", "error")]

@@ -388,6 +388,10 @@ class HistoryTransport(httpx.BaseTransport):
         entry = self._store.begin(intent)
         try:
             response = self._inner.handle_request(request)
+        except httpx.ConnectError:  # the connection was never made: nothing was sent
+            self._store.complete(entry, Completion(
+                time=now_utc(), outcome="error", note="not sent: no connection (smoke)"))
+            raise
         except BaseException:
             self._store.complete(entry, Completion(
                 time=now_utc(), outcome="unknown", note="no answer (smoke)"))
