@@ -217,6 +217,9 @@ def test_bad_options_are_usage_errors(tmp_path: Path, cfg: Path) -> None:
     code, _, err = invoke(cfg, "capture", "--batch", str(tmp_path / "missing.csv"))
     assert code == ExitCode.USAGE
     assert "no such file" in err
+    code, _, err = invoke(cfg, "capture", "--batch", str(tmp_path))
+    assert code == ExitCode.USAGE
+    assert "a directory, not a file" in err
 
 
 @pytest.mark.parametrize(

@@ -169,6 +169,8 @@ def test_listing_filters_and_formats(tmp_path: Path) -> None:
     table = _cli(path, "-o", "table", "history").stdout
     assert "ORD-1-REF1" in table
     assert "6 entries" in table
+    one = _cli(path, "-o", "table", "history", "--last", "1").stdout
+    assert "\n1 entry\n" in one, one
     assert max(len(line) for line in table.splitlines()) <= 80
     bad = _cli(path, "history", "--since", "yesterday")
     assert bad.returncode == 2

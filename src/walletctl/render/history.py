@@ -82,7 +82,7 @@ def _table(entries: Sequence[Entry], path: str) -> None:
                 drop=(1, 6, 2, 5))
     unknown = sum(1 for e in entries if e.outcome == "unknown")
     console.print(
-        f"{len(entries)} entries"
+        f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}"
         + (f", {unknown} unknown (resolve: walletctl history --unknown --reconcile)"
            if unknown else "")
     )

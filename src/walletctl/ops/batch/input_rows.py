@@ -293,5 +293,6 @@ def batch_input(source: Path, scratch: Path) -> tuple[Path, str]:
                 out.write(chunk)
         return spooled, STDIN
     if not source.is_file():
-        raise UsageError(f"--batch {source}: no such file")
+        what = "a directory, not a file" if source.is_dir() else "no such file"
+        raise UsageError(f"--batch {source}: {what}")
     return source, str(source)
