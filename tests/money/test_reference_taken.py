@@ -38,6 +38,19 @@ def test_a_checkout_on_a_taken_reference_is_refused_and_recon_agrees(desk: Desk)
     assert not [e for e in desk.history() if e["outcome"] == "unknown"]
 
 
+def test_a_checkout_of_another_type_on_a_taken_reference_is_refused(desk: Desk) -> None:
+    """The same reference, amount and currency, but a sale asked where the gateway holds a
+    pre-authorisation (and the other way round): not this very checkout, so refused (exit
+    5), never reported as already created."""
+    for kind, held in (("sale", desk.preauth), ("preauth", desk.sale)):
+        ref = held(unique("KIND"), "40.00")
+        result = desk.run("-p", "desk-a", "checkout", "--amount", "40.00", "--ref", ref,
+                          "--type", kind, expect=DECLINED)
+        assert f"not a {kind}" in result.stderr, result
+        [entry] = _entries(desk, ref)
+        assert (entry["outcome"], entry["http_status"]) == ("declined", 409), entry
+
+
 def test_a_checkout_whose_409_is_this_very_checkout_is_reported_created(desk: Desk) -> None:
     ref = unique("LOST")
     desk.proxy.status_after_forward(409, method="POST", path_prefix=CHECKOUTS)

@@ -74,6 +74,7 @@ class Intended:
     operation: str  # capture | refund | reverse | checkout | authorize
     amount: Decimal | None
     currency: str | None
+    kind: str | None = None  # a checkout's record kind (sale, preauth), when known
 
     def describe(self) -> str:
         money = (f" of {format_major(self.amount, self.currency)}"
@@ -89,7 +90,7 @@ def record_conflicts(record: TransactionRecord, intended: Intended) -> list[str]
     """How the record under ``intended.reference`` differs from the intent (empty: it is it).
     A field the gateway does not show is not a difference."""
     found: list[str] = []
-    want_kind = KIND_OF_OP.get(intended.operation)
+    want_kind = intended.kind or KIND_OF_OP.get(intended.operation)
     shown_kind = kind_of(record.type)
     if want_kind is not None and record.type and shown_kind != want_kind:
         found.append(f"type {record.type}, not a {want_kind}")
@@ -124,6 +125,7 @@ class Planned:
     new_ref: str | None  # the new transaction's (None: a checkout, which is the original)
     amount: Decimal
     currency: str
+    kind: str | None = None  # a checkout's record kind (sale, preauth)
 
     @property
     def reference(self) -> str:

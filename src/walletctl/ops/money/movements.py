@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from walletctl.errors import DeclinedError, GatewayError, UnknownOutcomeError, WalletctlError
-from walletctl.models.ledger import KIND_OF_OP
+from walletctl.models.ledger import KIND_OF_OP, kind_of
 from walletctl.models.money import parse_major
 from walletctl.models.outcome import Planned, meaning_of_failure, meaning_of_state
 from walletctl.ops.money.approval import references as approval_references
@@ -197,7 +197,8 @@ class Checkout(UnderItsOwnReference):
         return self.request  # built and checked by the command (request file, flags)
 
     def planned(self, plan: CheckoutRequest) -> Planned:
-        return Planned("checkout", self.own_reference(), None, plan.amount, plan.currency_code)
+        return Planned("checkout", self.own_reference(), None, plan.amount, plan.currency_code,
+                       kind_of(plan.type))
 
     def send(self, client: GatewayClient, plan: CheckoutRequest, rec: Recording) -> Created:
         response = client.checkout(plan)

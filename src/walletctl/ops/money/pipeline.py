@@ -141,7 +141,8 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
                 raise
             # the reference is already used: by another transaction (refused), or by this
             # very movement earlier: one lookup tells
-            intended = Intended(planned.reference, planned.op, planned.amount, planned.currency)
+            intended = Intended(planned.reference, planned.op, planned.amount, planned.currency,
+                                planned.kind)
             return Moved(plan=plan, found=taken(client, intended, planned.original, rec))
 
 
