@@ -49,6 +49,11 @@ def test_a_checkout_of_another_type_on_a_taken_reference_is_refused(desk: Desk) 
         assert f"not a {kind}" in result.stderr, result
         [entry] = _entries(desk, ref)
         assert (entry["outcome"], entry["http_status"]) == ("declined", 409), entry
+        # the order's timeline: the refused attempt is not the gateway's record, which
+        # stands as its own step
+        steps = desk.run("-p", "desk-a", "-o", "json", "order", ref).json()["timeline"]
+        assert [(s["entry"] is not None, s["outcome"], s["gatewayState"]) for s in steps] \
+            == [(False, None, "Approved"), (True, "declined", None)], steps
 
 
 def test_a_checkout_whose_409_is_this_very_checkout_is_reported_created(desk: Desk) -> None:

@@ -124,7 +124,10 @@ class OrderView:
         steps: list[Step] = []
         claimed: set[str] = set()
         for e in self.entries:
-            sent = e.outcome != "refused" and e.operation in OPERATIONS
+            # not sent as the record under its reference: refused before sending, or
+            # refused by a 409 because another transaction holds that reference
+            sent = e.outcome != "refused" and e.operation in OPERATIONS and not (
+                e.outcome == "declined" and e.http_status == 409)
             record = find_record(self.records, e.reference) if sent else None
             if record is not None:
                 claimed.add(record.client_system_transaction_id)
