@@ -117,3 +117,23 @@ def test_a_batch_file_edited_after_its_approval(desk: Desk, tmp_path: Path,
     batch.write_text(text)
     desk.run(*run, "--approval", str(number), expect=0)
     assert [_approved(desk, r) for r in refs] == [1, 1]
+
+
+def test_a_batch_approval_carries_its_reason_to_the_approver(
+        desk: Desk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reason a batch is filed with is what the approver is shown, and it is bound: a
+    run under the approval with another reason sends nothing."""
+    _four_eyes(desk, refund="100.00")
+    ref = desk.sale(unique("LR"), "300.00")
+    batch = tmp_path / "rows.csv"
+    batch.write_text(f"ref,amount,currency\n{ref},150.00,EUR\n")
+    run = ("refund", "--batch", str(batch), "--yes", "-p", "desk-a")
+    filed = desk.run("-o", "json", *run, "--reason", "product recall", expect=12).json()
+    number = filed["approval"]["id"]
+    shown = desk.run("-o", "json", "approvals", "show", str(number)).json()
+    assert shown["reason"] == "product recall", shown
+    _approve_as(desk, monkeypatch, "second-operator", number)
+    desk.run(*run, "--approval", str(number), "--reason", "other", expect=5)
+    assert _approved(desk, ref) == 0
+    desk.run(*run, "--approval", str(number), "--reason", "product recall", expect=0)
+    assert _approved(desk, ref) == 1

@@ -106,7 +106,7 @@ def gate_single(store: HistoryStore | None, profile: Profile, planned: Planned,
 
 # ---- batches --------------------------------------------------------------------------------
 def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: str,
-                  rows: int, totals: str,
+                  rows: int, totals: str, reason: str | None,
                   amount_of: Callable[[JournalRow], Decimal | None]) -> Request:
     """One request for a whole file; ``amount_of`` gives the approval amount that applies to
     a row (the lowest of its profiles'). Every row above it is bound (line, reference,
@@ -115,7 +115,7 @@ def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: 
                   if (limit := amount_of(row)) is not None and row.amount > limit)
     return Request(kind="batch", profile=profile.name, base_url=profile.base_url,
                    merchant_id=profile.merchant_id, store_id=profile.store_id, operation=op,
-                   batch_file=file, batch_sha256=sha256, batch_rows=rows,
+                   reason=reason, batch_file=file, batch_sha256=sha256, batch_rows=rows,
                    batch_totals=totals, bound_rows=bound)
 
 
