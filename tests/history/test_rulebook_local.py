@@ -121,3 +121,26 @@ def test_policy_commands_from_outside_fit_the_terminal(tmp_path: Path, columns: 
     assert max(map(len, listed.splitlines())) <= columns, listed
     run("history", "policy", "unset", "nope", code=2)
     assert "no desk policy" not in run("history", "policy", "unset", "duplicate_window")
+
+
+@pytest.mark.parametrize(("key", "value", "ok"), [
+    ("approvals.refund.JPY", "5.5", False), ("approvals.refund.JPY", "500", True),
+    ("limits.capture.EUR", "5.001", False), ("limits.capture.EUR", "5.10", True),
+    ("approvals.refund.KWD", "5.125", True), ("approvals.refund", "5.001", True)])
+def test_a_currency_amount_has_that_currency_s_decimals(tmp_path: Path, key: str,
+                                                         value: str, ok: bool) -> None:
+    """``history policy set`` refuses an amount the currency cannot hold (one line naming
+    the key and the rule, exit 2, nothing stored); a key without a currency takes any."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WALLETCTL_AUDIT_LOG": str(tmp_path / "h.sqlite3"),
+           "WALLETCTL_CONFIG": str(tmp_path / "none.toml")}
+    done = subprocess.run([sys.executable, "-m", "walletctl", "history", "policy", "set", key,
+                           value], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == (0 if ok else 2), done
+    if not ok:
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith(f"walletctl: error: {key}: "), line
+        assert "decimal place" in line, line

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from walletctl.config.profile import APPROVAL_OPERATIONS, HISTORY_OPERATIONS, HistorySettings
 from walletctl.errors import UsageError
 from walletctl.history.policy import PolicyRefusal, amount_rule
+from walletctl.models.money import exponent
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -41,6 +42,11 @@ def checked_value(key: str, value: str) -> str:
         if not _AMOUNT.fullmatch(text) or Decimal(text) <= 0:
             raise UsageError(f"{key}: must be an amount above 0 in major units, digits and "
                              f"at most one point (e.g. 100.00), not {value[:40]!r}")
+        currency = key.rsplit(".", 1)[1] if key.count(".") == 2 else None
+        if currency is not None and "." in text and \
+                len(text.split(".")[1].rstrip("0")) > (places := exponent(currency)):
+            raise UsageError(f"{key}: {currency} amounts have at most {places} decimal "
+                             f"place(s), not {value[:40]!r}")
         return f"{Decimal(text):f}"
     if key == "require_reason":
         ops = [op.strip() for op in text.split(",")]
