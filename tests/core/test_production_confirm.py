@@ -79,3 +79,16 @@ def test_sandbox_commands_refuse_production() -> None:
         refuse_production(LIVE, command="sandbox reset")
     assert info.value.message == ("sandbox reset: profile 'live' is a production profile; "
                                   "sandbox reset only acts on a sandbox: nothing was sent")
+
+
+def test_a_decision_without_a_terminal_is_refused_as_a_decision_not_a_send(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``approve``/``approvals refuse`` without --yes and without a terminal: the one line
+    says the decision is not recorded (nothing is sent by a decision)."""
+    from walletctl.cli.common import confirm
+
+    monkeypatch.setattr(ENV, "stdin_isatty", False)
+    with pytest.raises(UsageError) as caught:
+        confirm("Refuse #3", yes=False, action="refusal of #3", doing="record")
+    assert caught.value.message.startswith(
+        "refusing to record the refusal of #3 without confirmation"), caught.value.message

@@ -66,13 +66,13 @@ def missing(command: str, argument: str, instead: str) -> UsageError:
                       f"{argument}, or {instead})", hint=f"see `walletctl {command} --help`")
 
 
-def confirm(summary: str, *, yes: bool, action: str) -> None:
+def confirm(summary: str, *, yes: bool, action: str, doing: str = "send") -> None:
     """Ask on a terminal; refuse without one unless --yes."""
     if yes:
         return
     if not ENV.is_interactive():
         raise UsageError(
-            f"refusing to send the {action} without confirmation: no terminal to ask on",
+            f"refusing to {doing} the {action} without confirmation: no terminal to ask on",
             hint="pass --yes to confirm non-interactively",
         )
     print_stderr(summary)

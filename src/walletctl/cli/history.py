@@ -372,7 +372,7 @@ def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | N
             return
         confirm(f"{production_tag(profile)}{'Approve' if approve else 'Refuse'} "
                 f"#{found.id}: {found.requester}'s {found.what()}", yes=yes,
-                action=f"{verb} of #{found.id}")
+                action=f"{verb} of #{found.id}", doing="record")
 
     done = decide(profile, approval, approve=approve, reason=checked_reason, confirm=ask)
     render_decided(st.output_format, done)
