@@ -39,15 +39,7 @@ def checked_value(key: str, value: str) -> str:
     """``value`` for ``key`` in its one spelling, or UsageError naming the key and rule."""
     text = value.strip()
     if _AMOUNT_KEY.fullmatch(key):
-        if not _AMOUNT.fullmatch(text) or Decimal(text) <= 0:
-            raise UsageError(f"{key}: must be an amount above 0 in major units, digits and "
-                             f"at most one point (e.g. 100.00), not {value[:40]!r}")
-        currency = key.rsplit(".", 1)[1] if key.count(".") == 2 else None
-        if currency is not None and "." in text and \
-                len(text.split(".")[1].rstrip("0")) > (places := exponent(currency)):
-            raise UsageError(f"{key}: {currency} amounts have at most {places} decimal "
-                             f"place(s), not {value[:40]!r}")
-        return f"{Decimal(text):f}"
+        return _checked_amount(key, value, text)
     if key == "require_reason":
         ops = [op.strip() for op in text.split(",")]
         if text == "true":
@@ -64,6 +56,18 @@ def checked_value(key: str, value: str) -> str:
         return str(int(text))
     checked_key(key)
     raise AssertionError(key)  # every known key is handled above
+
+
+def _checked_amount(key: str, value: str, text: str) -> str:
+    if not _AMOUNT.fullmatch(text) or Decimal(text) <= 0:
+        raise UsageError(f"{key}: must be an amount above 0 in major units, digits and "
+                         f"at most one point (e.g. 100.00), not {value[:40]!r}")
+    currency = key.rsplit(".", 1)[1] if key.count(".") == 2 else None
+    if currency is not None and "." in text and \
+            len(text.split(".")[1].rstrip("0")) > (places := exponent(currency)):
+        raise UsageError(f"{key}: {currency} amounts have at most {places} decimal "
+                         f"place(s), not {value[:40]!r}")
+    return f"{Decimal(text):f}"
 
 
 @dataclass(frozen=True)
