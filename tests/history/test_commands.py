@@ -10,6 +10,7 @@ import pwd
 import signal
 import socket
 import subprocess
+import threading
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -188,19 +189,24 @@ def test_history_off_keeps_no_history_but_reruns_stay_safe(
     assert not desk.history.exists()
 
 
+def _killed_once_it_is_held(desk: Desk, held: threading.Event, *argv: str) -> None:
+    """Run the command, and SIGKILL it once the proxy holds its request (``held`` set)."""
+    proc = subprocess.Popen(desk.argv(*argv), env=desk.env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        wait_for(held.is_set)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.communicate(timeout=20)
+    assert proc.returncode == -signal.SIGKILL
+
+
 def test_kill_9_mid_request_leaves_unknown_that_reconcile_resolves(
     desk: Desk, proxy: FaultProxy
 ) -> None:
     desk.preauth("HF-1", "50.00")
     proxy.mode = "hold-after"
-    proc = subprocess.Popen(desk.argv("capture", "HF-1", "--amount", "20"), env=desk.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_for(proxy.forwarded.is_set)
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.communicate(timeout=20)
-    assert proc.returncode == -signal.SIGKILL
+    _killed_once_it_is_held(desk, proxy.forwarded, "capture", "HF-1", "--amount", "20")
     proxy.release.set()
     proxy.mode = "pass"
     unknown = desk.entries("--unknown")
@@ -224,13 +230,7 @@ def test_reconcile_does_not_call_a_request_still_in_flight_not_applied(
     next reconcile records it approved: never 'not applied' for money that moved."""
     desk.preauth("HK-1", "50.00")
     proxy.mode = "hold-before"
-    proc = subprocess.Popen(desk.argv("capture", "HK-1", "--amount", "20"), env=desk.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_for(proxy.received.is_set)
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.communicate(timeout=20)
+    _killed_once_it_is_held(desk, proxy.received, "capture", "HK-1", "--amount", "20")
     early = desk.run("-o", "json", "history", "--unknown", "--reconcile")
     assert early.returncode == 8, early
     [line] = json.loads(early.stdout)

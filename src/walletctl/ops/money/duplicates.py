@@ -102,4 +102,4 @@ def _recent(store: HistoryStore | None, profile: Profile, operation: str, origin
     return [e for e in store.recent(
         merchant_id=profile.merchant_id, store_id=profile.store_id, operation=operation,
         original_ref=original_ref, since=since.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
-        if e.operation == operation and (batch_id is None or e.batch_id != batch_id)]
+        if batch_id is None or e.batch_id != batch_id]

@@ -208,8 +208,8 @@ def reconcile(store: HistoryStore, entries: list[Entry],
             done.append(Reconciled(entry, "unknown", f"lookup failed: {why}"))
             continue
         judged = judge(entry, records)
-        wait = in_flight_for(entry, client.profile.timeout)
-        if judged.verdict == "absent" and wait > 0:
+        wait = in_flight_for(entry, client.profile.timeout) if judged.verdict == "absent" else 0
+        if wait:
             done.append(Reconciled(entry, "unknown", f"{entry.reference} is not at the gateway "
                                    f"yet, but a request begun then may still arrive: "
                                    f"reconcile again in {wait} s"))
@@ -229,7 +229,7 @@ def in_flight_for(entry: Entry, timeout: float) -> int:
     most ``timeout``, and a gateway may still be working on it for a while after the client
     is gone (killed, or timed out). Until then, a lookup that does not show it proves
     nothing."""
-    began = parse_timestamp(entry.time.replace(" ", "T", 1)) if entry.time else None
+    began = parse_timestamp(entry.time) if entry.time else None  # the history's utc_text
     if began is None:
         return 0
     left = began + timedelta(seconds=timeout + IN_FLIGHT_MARGIN) - datetime.now(UTC)
