@@ -122,6 +122,12 @@ def serve_cmd(
         typer.Option("--print-profile", help="Print a ready profiles file for this sandbox on "
                      "stdout (server messages go to stderr)."),
     ] = False,
+    replay: Annotated[
+        Path | None,
+        typer.Option("--replay", metavar="DIR", help="Answer from a recording of `sandbox "
+                     "proxy --record DIR` (matching requests by route, body and order; "
+                     "others 501) instead of the sandbox's own rules.", file_okay=False),
+    ] = None,
 ) -> None:
     """Serve the sandbox gateway until Ctrl-C or SIGTERM (prints its URL, then a ready line)."""
     from walletctl.client.admin import check_token
@@ -151,6 +157,11 @@ def serve_cmd(
 
     if ready_file is not None:
         _check_ready_file(ready_file)
+    if replay is not None:
+        from walletctl.ops.fidelity import serve_replay
+
+        serve_replay(replay, host=host, port=port, ready_file=ready_file, config=config)
+        return
     on_listen = _profile_writer(ctx, config, write_profile, print_profile)
     try:
         serve(host, port, config, ready_file=ready_file, on_listen=on_listen,
@@ -200,6 +211,65 @@ def _check_ready_file(path: Path) -> None:
         raise UsageError(f"--ready-file {path}: the directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise UsageError(f"--ready-file {path}: the directory {parent} is not writable")
+
+
+@sandbox_app.command("proxy")
+def proxy_cmd(
+    upstream: Annotated[str, typer.Option(
+        "--upstream", help="The gateway to forward to (in practice its test environment), "
+        "e.g. https://test-gateway.example.", show_default=False)],
+    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="Port; 0 picks a free one.", min=0, max=65535)] = 0,
+    ready_file: Annotated[Path | None, typer.Option(
+        "--ready-file", help="Write the proxy's URL to this file once it accepts requests "
+        "(removed when it stops).", dir_okay=False)] = None,
+    record: Annotated[Path | None, typer.Option(
+        "--record", metavar="DIR", help="Write each exchange to one file in DIR (an empty "
+        "or new directory); secrets and card data masked.", file_okay=False)] = None,
+    log_format: Annotated[str, typer.Option(
+        "--log-format", help="Each violation on stderr as one line (text) or one JSON object "
+        "(json).")] = "text",
+    amount_format: Annotated[str, typer.Option(
+        "--amount-format", help="The amount format the traffic uses: minor (1234) or decimal "
+        "(12.34).")] = "minor",
+    timeout: Annotated[float, typer.Option(
+        "--upstream-timeout", metavar="SECONDS", min=0.1, max=3600.0,
+        help="Answer 504 when the upstream has not answered within this time.")] = 30.0,
+    max_connections: Annotated[int, typer.Option(
+        "--max-connections", min=0, help="Open client connections at most (0: half the "
+        "file-descriptor limit); also the connections to the upstream.")] = 0,
+) -> None:
+    """Forward traffic to a gateway unchanged, reporting every request and answer that
+    breaks the rules the sandbox enforces (one stderr line each); optionally record it."""
+    from walletctl.ops.fidelity import run_proxy
+
+    if ready_file is not None:
+        _check_ready_file(ready_file)
+    run_proxy(upstream, host=host, port=port, amount_format=amount_format,
+              ready_file=ready_file, record=record, log_format=log_format, timeout=timeout,
+              max_connections=max_connections)
+
+
+@sandbox_app.command("drift")
+def drift_cmd(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(
+        metavar="DIR", help="A recording of `sandbox proxy --record DIR`.", file_okay=False)],
+    amount_format: Annotated[str, typer.Option(
+        "--amount-format", help="The sandbox's amount format: minor or decimal.")] = "minor",
+    latency: Annotated[int, typer.Option(
+        "--latency", help="The sandbox's added latency, ms.", min=0, max=10_000)] = 0,
+) -> None:
+    """Replay a recording against a fresh sandbox and compare the answers field by field;
+    each difference names the setting that would align it (exit 13 on any difference)."""
+    from walletctl.ops.fidelity import drift
+    from walletctl.render.fidelity import render_drift
+
+    report = drift(directory, amount_format=amount_format, latency_ms=latency)
+    render_drift(report, get_state(ctx).output_format)
+    raise typer.Exit(report.exit_code)
 
 
 @sandbox_app.command("wait")
