@@ -47,6 +47,16 @@ def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else (path.rstrip(".") or "(body)")
 
 
+def _flat(data: Any, path: str = "") -> dict[str, Any]:
+    """A JSON body as ``{dotted path: scalar}`` (the 501's closest match counts them)."""
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_flat(value, f"{path}{key}."))
+        return out
+    return {path.rstrip(".") or "(body)": data}
+
+
 class PlaybackApp:
     """ASGI app answering from ``exchanges`` (in recorded order)."""
 
@@ -79,10 +89,15 @@ class PlaybackApp:
                 for i in items][:_CLOSEST_OF]
         pool = same or list(range(min(len(self.exchanges), _CLOSEST_OF)))
 
-        def score(i: int) -> float:
+        given = _flat(body)
+
+        def score(i: int) -> tuple[int, float]:
             ex = self.exchanges[i]
             text = f"{ex.request.method} {ex.request.path}?{ex.request.query}"
-            return difflib.SequenceMatcher(None, wanted, text).ratio()
+            recorded = _flat(self.canonical[i])
+            same = sum(1 for k, v in given.items() if recorded.get(k, given) == v)
+            return (same - len(given.keys() ^ recorded.keys()),
+                    difflib.SequenceMatcher(None, wanted, text).ratio())
 
         best = max(pool, key=score)
         ex = self.exchanges[best]
