@@ -8,7 +8,7 @@ _walletctl_groups() {  # PATH: its subcommands
         'history policy') echo 'set show unset' ;;
         'profile') echo 'add check default example list remove set show unset' ;;
         'recon') echo 'findings resolve' ;;
-        'sandbox') echo '3ds approve cancel decline demo faults ledger reset seed serve values wait' ;;
+        'sandbox') echo '3ds approve cancel decline demo drift faults ledger proxy reset seed serve values wait' ;;
     esac
 }
 _walletctl_options() {  # PATH: its options
@@ -56,11 +56,13 @@ _walletctl_options() {  # PATH: its options
         'sandbox cancel') echo '--url --admin-token --help -h' ;;
         'sandbox decline') echo '--url --admin-token --help -h' ;;
         'sandbox demo') echo '--keep-going --help -h' ;;
+        'sandbox drift') echo '--amount-format --latency --help -h' ;;
         'sandbox faults') echo '--latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --clear --url --admin-token --help -h' ;;
         'sandbox ledger') echo '--url --admin-token --help -h' ;;
+        'sandbox proxy') echo '--upstream --host --port --ready-file --record --log-format --amount-format --upstream-timeout --max-connections --help -h' ;;
         'sandbox reset') echo '--url --admin-token --yes -y --help -h' ;;
         'sandbox seed') echo '--kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token --help -h' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile --print-profile --help -h' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile --print-profile --replay --help -h' ;;
         'sandbox values') echo '--help -h' ;;
         'sandbox wait') echo '--timeout --help -h' ;;
         'smoke') echo '--scenario -s --list --profile -p --embedded --junit --json --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --fail-on-skip --confirm-profile --help -h' ;;
@@ -92,11 +94,13 @@ _walletctl_takes() {  # PATH: its options that take a value
         'sandbox approve') echo '--url --admin-token' ;;
         'sandbox cancel') echo '--url --admin-token' ;;
         'sandbox decline') echo '--url --admin-token' ;;
+        'sandbox drift') echo '--amount-format --latency' ;;
         'sandbox faults') echo '--latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --url --admin-token' ;;
         'sandbox ledger') echo '--url --admin-token' ;;
+        'sandbox proxy') echo '--upstream --host --port --ready-file --record --log-format --amount-format --upstream-timeout --max-connections' ;;
         'sandbox reset') echo '--url --admin-token' ;;
         'sandbox seed') echo '--kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile --replay' ;;
         'sandbox wait') echo '--timeout' ;;
         'smoke') echo '--scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile' ;;
     esac
@@ -142,9 +146,14 @@ _walletctl_values() {  # PATH OPTION: the option's values
         'reverse|--batch') echo '@files' ;;
         'reverse|--journal') echo '@files' ;;
         'reverse|--results') echo '@files' ;;
+        'sandbox drift|--amount-format') echo 'minor decimal' ;;
+        'sandbox proxy|--ready-file') echo '@files' ;;
+        'sandbox proxy|--record') echo '@files' ;;
+        'sandbox proxy|--amount-format') echo 'minor decimal' ;;
         'sandbox serve|--db') echo '@files' ;;
         'sandbox serve|--amount-format') echo 'minor decimal' ;;
         'sandbox serve|--ready-file') echo '@files' ;;
+        'sandbox serve|--replay') echo '@files' ;;
         'smoke|--profile') echo '@profiles' ;;
         'smoke|-p') echo '@profiles' ;;
         'smoke|--junit') echo '@files' ;;

@@ -9,7 +9,7 @@ function __walletctl_groups
         case 'history policy'; echo set show unset
         case 'profile'; echo add check default example list remove set show unset
         case 'recon'; echo findings resolve
-        case 'sandbox'; echo 3ds approve cancel decline demo faults ledger reset seed serve values wait
+        case 'sandbox'; echo 3ds approve cancel decline demo drift faults ledger proxy reset seed serve values wait
     end
 end
 function __walletctl_takes
@@ -38,11 +38,13 @@ function __walletctl_takes
         case 'sandbox approve'; echo --url --admin-token
         case 'sandbox cancel'; echo --url --admin-token
         case 'sandbox decline'; echo --url --admin-token
+        case 'sandbox drift'; echo --amount-format --latency
         case 'sandbox faults'; echo --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --url --admin-token
         case 'sandbox ledger'; echo --url --admin-token
+        case 'sandbox proxy'; echo --upstream --host --port --ready-file --record --log-format --amount-format --upstream-timeout --max-connections
         case 'sandbox reset'; echo --url --admin-token
         case 'sandbox seed'; echo --kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token
-        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile
+        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile --replay
         case 'sandbox wait'; echo --timeout
         case 'smoke'; echo --scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile
     end
@@ -360,8 +362,10 @@ complete -c walletctl -n "__walletctl_at 'sandbox'" -a approve -d 'Approve a pen
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a cancel -d 'Cancel a pending checkout (state Cancelled)'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a decline -d 'Decline a pending checkout (state Declined)'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a demo -d 'Run a full scenario against an embedded sandbox, printing...'
+complete -c walletctl -n "__walletctl_at 'sandbox'" -a drift -d 'Replay a recording against a fresh sandbox and compare th...'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a faults -d 'Show, set or clear a running sandbox\'s faults (for /api/v...'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a ledger -d 'List every transaction a running sandbox holds'
+complete -c walletctl -n "__walletctl_at 'sandbox'" -a proxy -d 'Forward traffic to a gateway unchanged, reporting every r...'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a reset -d 'Delete every transaction and issued key of a running sand...'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a seed -d 'Create COUNT approved pre-authorisations (or sales) in a...'
 complete -c walletctl -n "__walletctl_at 'sandbox'" -a serve -d 'Serve the sandbox gateway until Ctrl-C or SIGTERM (prints...'
@@ -385,6 +389,9 @@ complete -c walletctl -n "__walletctl_at 'sandbox decline'" -l admin-token -x -d
 complete -c walletctl -n "__walletctl_at 'sandbox decline'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox demo'" -l keep-going -d 'Run every step even after a failure'
 complete -c walletctl -n "__walletctl_at 'sandbox demo'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'sandbox drift'" -l amount-format -x -a 'minor decimal' -d 'The sandbox\'s amount format: minor or decimal'
+complete -c walletctl -n "__walletctl_at 'sandbox drift'" -l latency -x -d 'The sandbox\'s added latency, ms'
+complete -c walletctl -n "__walletctl_at 'sandbox drift'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l latency -x -d 'Added latency, ms'
 complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l jitter -x -d '± jitter on the latency, ms'
 complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l error-rate -x -d 'Rate of 5xx before commit (0-1)'
@@ -401,6 +408,16 @@ complete -c walletctl -n "__walletctl_at 'sandbox faults'" -l help -s h -d 'Show
 complete -c walletctl -n "__walletctl_at 'sandbox ledger'" -l url -x -d 'Sandbox base URL (default: the selected profile\'s base_url)'
 complete -c walletctl -n "__walletctl_at 'sandbox ledger'" -l admin-token -x -d 'The sandbox\'s admin token (X-Sandbox-Token), needed when...'
 complete -c walletctl -n "__walletctl_at 'sandbox ledger'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l upstream -x -d 'The gateway to forward to (in practice its test environme...'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l host -x -d 'Interface to bind (loopback by default)'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l port -x -d 'Port; 0 picks a free one'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l ready-file -r -F -d 'Write the proxy\'s URL to this file once it accepts reques...'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l record -r -F -d 'Write each exchange to one file in DIR (an empty or new d...'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l log-format -x -d 'Each violation on stderr as one line (text) or one JSON o...'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l amount-format -x -a 'minor decimal' -d 'The amount format the traffic uses: minor (1234) or decim...'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l upstream-timeout -x -d 'Answer 504 when the upstream has not answered within this...'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l max-connections -x -d 'Open client connections at most (0: half the file-descrip...'
+complete -c walletctl -n "__walletctl_at 'sandbox proxy'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox reset'" -l url -x -d 'Sandbox base URL (default: the selected profile\'s base_url)'
 complete -c walletctl -n "__walletctl_at 'sandbox reset'" -l admin-token -x -d 'The sandbox\'s admin token (X-Sandbox-Token), needed when...'
 complete -c walletctl -n "__walletctl_at 'sandbox reset'" -l yes -s y -d 'Do not ask on a terminal (a script is never asked)'
@@ -442,6 +459,7 @@ complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l max-connections -x 
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l ready-file -r -F -d 'Write the sandbox\'s URL to this file once it accepts requ...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l write-profile -x -d 'Save a ready profile for this sandbox as NAME in the prof...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l print-profile -d 'Print a ready profiles file for this sandbox on stdout (s...'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l replay -r -F -d 'Answer from a recording of `sandbox proxy --record DIR` (...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox values'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox wait'" -l timeout -x -d 'Give up after this many seconds (exit 7)'

@@ -19,6 +19,8 @@ EXEMPT = {
     "completion": "prints a shell script to save",
     "profile example": "prints a TOML file to save",
     "sandbox serve": "a server (its --print-profile prints TOML)",
+    "sandbox proxy": "a server",
+    "sandbox drift": "needs a recording: its -o json is parsed in tests/sandbox/test_fidelity.py",
     # a second operator's commands: their -o json is parsed where there are two operators
     # (tests/pg/test_approvals.py, tests/money/test_approvals_local.py)
     "approve": "a second operator",
