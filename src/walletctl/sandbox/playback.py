@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Final
+
+from starlette.types import Receive, Scope, Send
 
 from walletctl.sandbox.middleware import MAX_BODY
 from walletctl.sandbox.recording import Recorded, mask_body, masker_for
@@ -22,7 +23,6 @@ _DROPPED: Final = frozenset({"content-length", "transfer-encoding", "connection"
                              "server", "keep-alive"})
 _CLOSEST_OF: Final = 200  # candidates compared for the 501's "closest" (bounded cost)
 
-Send = Callable[[dict[str, Any]], Any]
 
 
 def _canonical(body: str) -> Any:
@@ -108,8 +108,7 @@ class PlaybackApp:
         shown = ex.request.path + (f"?{ex.request.query}" if ex.request.query else "")
         return f"#{ex.seq} {ex.request.method} {shown}{where}"
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Any],
-                       send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         chunks: list[bytes] = []
@@ -133,10 +132,10 @@ class PlaybackApp:
         body = _canonical(mask_body(masker_for([headers], [raw]), raw))
         index = self.match(method, path, query, body)
         if index is None:
-            message = (f"(replay): no recorded exchange matches {method} {path}; the closest "
-                       f"recorded request is {self.closest(method, path, query, body)}")
+            text = (f"(replay): no recorded exchange matches {method} {path}; the closest "
+                    f"recorded request is {self.closest(method, path, query, body)}")
             await _answer(send, 501, [], json.dumps(error_body(
-                501, message, code="REPLAY-501", description="NotRecorded")).encode())
+                501, text, code="REPLAY-501", description="NotRecorded")).encode())
             return
         answer = self.exchanges[index].answer
         out = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()

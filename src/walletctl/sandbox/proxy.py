@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
-from typing import Any, Final, TextIO
+from typing import Final, TextIO
 
 import httpx
+from starlette.types import Receive, Scope, Send
 
 from walletctl.masking import Masker
 from walletctl.models.money import AmountFormat
@@ -32,7 +32,6 @@ _HOP: Final = frozenset({"connection", "keep-alive", "proxy-connection", "te", "
 _ANSWER_HOP: Final = frozenset({"connection", "keep-alive", "transfer-encoding", "trailer",
                                 "upgrade", "content-length"})
 
-Send = Callable[[dict[str, Any]], Any]
 
 
 class ViolationLog:
@@ -90,7 +89,7 @@ class ProxyApp:
     async def close(self) -> None:
         await self.client.aclose()
 
-    async def _read_body(self, receive: Callable[[], Any], send: Send) -> bytes | None:
+    async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
         """The whole request body within the limits, None when answered already."""
         chunks: list[bytes] = []
         size = 0
@@ -109,8 +108,7 @@ class ProxyApp:
             more = bool(message.get("more_body", False))
         return b"".join(chunks)
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Any],
-                       send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             return
         if scope["type"] != "http":
@@ -131,7 +129,7 @@ class ProxyApp:
         finally:
             self.held -= announced
 
-    async def _exchange(self, scope: dict[str, Any], receive: Callable[[], Any], send: Send,
+    async def _exchange(self, scope: Scope, receive: Receive, send: Send,
                         started: float) -> None:
         body = await self._read_body(receive, send)
         if body is None:
