@@ -10,6 +10,7 @@ own request, never another client's.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
@@ -179,8 +180,9 @@ class ProxyApp:
                                              answer_dict.get("content-type", ""))
             finally:
                 self._masker = None
-        if self.recorder is not None:
-            self.recorder.write(
+        if self.recorder is not None:  # masked and written off the event loop
+            await asyncio.to_thread(
+                self.recorder.write, seq=self.recorder.next_seq(),
                 method=method, path=path, query=query.decode("latin-1"),
                 request_headers=request_headers, request_body=body, status=status,
                 answer_headers=answer_dict,

@@ -140,15 +140,21 @@ class Recorder:
                                  f"({len(existing)} exchanges); choose an empty directory")
         self.seq = 0
 
+    def next_seq(self) -> int:
+        """The number of the next exchange (taken in arrival order, written in any)."""
+        self.seq += 1
+        return self.seq
+
     def write(self, *, method: str, path: str, query: str,
               request_headers: Mapping[str, str], request_body: bytes, status: int,
               answer_headers: Mapping[str, str], answer_body: bytes, upstream_ms: float,
-              total_ms: float, violations: list[dict[str, str]]) -> Path:
-        self.seq += 1
+              total_ms: float, violations: list[dict[str, str]], seq: int = 0) -> Path:
+        """Write one exchange (thread-safe given ``seq`` from :meth:`next_seq`)."""
+        seq = seq or self.next_seq()
         masker = masker_for([request_headers, answer_headers], [request_body, answer_body])
         doc = {
             "format": FORMAT,
-            "seq": self.seq,
+            "seq": seq,
             "request": {"method": method, "path": masker.text(path),
                         "query": masker.text(query),
                         "headers": mask_headers(dict(request_headers)),
@@ -159,7 +165,7 @@ class Recorder:
             "violations": [{k: masker.text(v) for k, v in item.items()}
                            for item in violations],
         }
-        target = self.directory / f"{self.seq:06d}{SUFFIX}"
+        target = self.directory / f"{seq:06d}{SUFFIX}"
         tmp = target.with_name(f".{target.name}.tmp")
         tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         os.replace(tmp, target)
