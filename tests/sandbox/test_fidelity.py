@@ -176,6 +176,11 @@ def _traffic(out: dict[str, Any]) -> None:
     ]
     for name, args in steps:
         results[name] = _cli(config, *args)
+    # the browser wallet: a token account made as the client script would, then authorize
+    event = _wallet_event(proxy.url, json.loads(results["keys"].stdout)["apiKey"], work, out)
+    results["account"] = _cli(config, "account", "--event", str(event))
+    results["authorize"] = _cli(config, "authorize", "--event", str(event), "--amount", "3.00",
+                                "--currency", "EUR", "--ref", "CLI-WP", "--type", "sale", "-y")
     # 2. raw requests breaking each rule class (each must still reach the gateway)
     raw: dict[str, httpx.Response] = {}
     with httpx.Client(base_url=proxy.url, headers=AUTH, timeout=30) as client:
@@ -207,6 +212,29 @@ def _traffic(out: dict[str, Any]) -> None:
         # 3. a 1 MB body and a slow upstream answer do not hold another client
         out["concurrency"] = _concurrency(proxy.url)
     out["raw"] = raw
+
+
+def _wallet_event(url: str, api_key: str, work: Path, out: dict[str, Any]) -> Path:
+    """An ``event.detail`` file for a Token payment account created through the proxy."""
+    cards = httpx.get(url + "/_sandbox/wallet/cards", timeout=10).json()
+    cards = cards.get("cards", cards) if isinstance(cards, dict) else cards
+    card_id = next(c for c in cards if "token" in json.dumps(c).lower())["id"]
+    token = httpx.post(url + "/_sandbox/wallet/token", timeout=10, json={
+        "cardId": card_id, "gatewayMerchantId": M, "publicKeyApi": api_key}).json()
+    created = httpx.post(url + "/api/v5/paymentAccounts", timeout=30,
+                         headers={"Authorization": f"PublicApiKey {api_key}"},
+                         json={"merchantId": M, "storeId": S,
+                               "clientSystemTransactionId": "CLI-WP", "paymentData": token})
+    assert created.status_code == 200, created.text
+    account = created.json()
+    out["cryptogram"] = account["cryptogram"]
+    event = work / "event.json"
+    event.write_text(json.dumps({
+        "clientSystemTransactionId": "CLI-WP",
+        "transactionAccountId": account["transactionAccountId"],
+        "transactionMethod": "WalletPay", "cryptogram": account["cryptogram"],
+        "eciIndicator": account.get("eciIndicator")}))
+    return event
 
 
 def _concurrency(url: str) -> dict[str, float]:
@@ -302,7 +330,7 @@ def test_the_recording_holds_no_secret(world: dict[str, Any]) -> None:
     issued = world["keys"] + [v for k, v in json.loads(world["results"]["keys"].stdout).items()
                               if k in ("apiKey", "encryptionKey")]
     assert len(issued) == 4
-    for secret in [API_KEY, SERVICE_SECRET, *issued]:
+    for secret in [API_KEY, SERVICE_SECRET, *issued, world["cryptogram"]]:
         for i in range(len(secret) - 7):
             assert secret[i:i + 8] not in text, f"a piece of a secret: {secret[i:i + 8]!r}"
     first = json.loads(files[0].read_text())
