@@ -181,3 +181,50 @@ def test_the_recording_masks_credentials_card_numbers_and_structured_secrets(
     assert "411111******1111" in text
     with pytest.raises(ValueError, match="already holds a recording"):
         Recorder(tmp_path / "rec")
+
+
+def test_an_unreachable_upstream_is_a_502_naming_the_proxy() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proxy = ProxyApp(f"http://127.0.0.1:{port}", log=ViolationLog("text", io.StringIO()))
+
+    async def run() -> httpx.Response:
+        transport = httpx.ASGITransport(app=proxy)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            answer = await client.get("/api/v5/apmTransactions")
+        await proxy.close()
+        return answer
+
+    answer = asyncio.run(run())
+    assert answer.status_code == 502
+    assert answer.json()["details"]["message"].startswith("(proxy): the upstream gateway")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--upstream", "ftp://gw.example"], "--upstream 'ftp://gw.example': must be an http(s)"),
+    (["--upstream", "http://gw.example", "--log-format", "xml"], "--log-format: must be"),
+    (["--upstream", "http://gw.example", "--amount-format", "cents"], "--amount-format: must"),
+])
+def test_proxy_options_are_checked_before_serving(args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from walletctl.cli.main import app
+
+    result = CliRunner().invoke(app, ["sandbox", "proxy", *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_a_recording_directory_in_use_is_refused(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from walletctl.cli.main import app
+
+    (tmp_path / "000001.exchange.json").write_text("{}")
+    result = CliRunner().invoke(app, ["sandbox", "proxy", "--upstream", "http://gw.example",
+                                      "--record", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "already holds a recording" in result.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from walletctl.sandbox import server
-from walletctl.sandbox.config import SandboxConfig
+from walletctl.sandbox.config import SandboxConfig, is_loopback
 
 
 def serve_app(app: Any, config: SandboxConfig, host: str, port: int, *, name: str,
@@ -22,8 +22,12 @@ def serve_app(app: Any, config: SandboxConfig, host: str, port: int, *, name: st
     the ready line (with ``details``) and ``ready_file`` once requests are accepted. OSError
     when the port cannot be bound."""
     stream = out or sys.stdout
-    sock, url, warnings = server._listen(config, host, port)
-    sys.stderr.write("".join(line + "\n" for line in warnings))
+    config.host = host
+    sock = server._bind(host, port)
+    url = server.url_for(host, sock.getsockname()[1])
+    if not is_loopback(host):
+        sys.stderr.write(f"WARNING: the {name} is bound to {host}, reachable from the network: "
+                         "expose it only on a trusted network.\n")
     loop, http = server._stack()
 
     def ready() -> None:
