@@ -18,6 +18,7 @@ import httpx
 
 from walletctl.models.money import AmountFormat
 from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig
+from walletctl.sandbox.conformance import route_of
 from walletctl.sandbox.recording import Recorded, read_recording
 
 # the routes replayed (others, e.g. the browser wallet's masked tokens, cannot be)
@@ -216,7 +217,7 @@ def compare_recording(directory: Path, *, amount_format: AmountFormat = "minor",
         for ex in exchanges:
             refs = _references(ex)
             if not ex.request.path.startswith(_REPLAYED) or refs & broken:
-                why = ex.route if not refs & broken else _DEPENDS
+                why = _route_name(ex) if not refs & broken else _DEPENDS
                 report.skipped[why] = report.skipped.get(why, 0) + 1
                 broken |= refs
                 continue
@@ -258,6 +259,12 @@ def _references(ex: Recorded) -> set[str]:
     if ex.request.path.startswith("/_sandbox/checkouts/"):
         refs.add(ex.request.path[len("/_sandbox/checkouts/"):].rsplit("/", 1)[0])
     return refs
+
+
+def _route_name(ex: Recorded) -> str:
+    """The route of a request (``GET /api/v5/paymentAccounts/{account_id}``, not its id)."""
+    route = route_of(ex.request.method, ex.request.path)
+    return route.name if route is not None else ex.route
 
 
 def _json(answer: httpx.Response) -> Any:
