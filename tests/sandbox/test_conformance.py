@@ -228,3 +228,25 @@ def test_a_recording_directory_in_use_is_refused(tmp_path: Path) -> None:
                                       "--record", str(tmp_path)])
     assert result.exit_code == 2
     assert "already holds a recording" in result.stderr
+
+
+def test_the_body_budget_bounds_bodies_with_and_without_a_length(
+        decimal_gateway: EmbeddedSandbox) -> None:
+    proxy = ProxyApp(decimal_gateway.url, body_budget=1000,
+                     log=ViolationLog("text", io.StringIO()))
+
+    async def chunks() -> Any:
+        for _ in range(3):
+            yield b"x" * 400
+
+    async def run() -> list[int]:
+        transport = httpx.ASGITransport(app=proxy)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            sized = await client.post("/api/v5/checkout", content=b"x" * 1200)
+            chunked = await client.post("/api/v5/checkout", content=chunks())
+            small = await client.post("/api/v5/checkout", content=b"{}")
+        await proxy.close()
+        return [sized.status_code, chunked.status_code, small.status_code]
+
+    assert asyncio.run(run()) == [503, 503, 415]  # the small one reached the gateway
+    assert proxy.held == 0

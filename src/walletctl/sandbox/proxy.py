@@ -90,8 +90,15 @@ class ProxyApp:
     async def close(self) -> None:
         await self.client.aclose()
 
-    async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
-        """The whole request body within the limits, None when answered already."""
+    async def _over_budget(self, send: Send) -> None:
+        await _send_error(send, 503, f"(request): the proxy holds {self.budget} bytes of "
+                          "request bodies at once, across all connections; try again shortly")
+
+    async def _read_body(self, receive: Receive, send: Send,
+                         held: list[int]) -> bytes | None:
+        """The whole request body within the limits (``held[0]``: the bytes of the budget
+        this request holds, grown as a body without a length arrives), None when answered
+        already."""
         chunks: list[bytes] = []
         size = 0
         more = True
@@ -104,14 +111,18 @@ class ProxyApp:
             if size > MAX_BODY:
                 await _send_error(send, 413, f"(request): body larger than {MAX_BODY} bytes")
                 return None
+            if size > held[0]:
+                if self.held + size - held[0] > self.budget:
+                    await self._over_budget(send)
+                    return None
+                self.held += size - held[0]
+                held[0] = size
             if chunk:
                 chunks.append(chunk)
             more = bool(message.get("more_body", False))
         return b"".join(chunks)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            return
         if scope["type"] != "http":
             return
         started = time.perf_counter()
@@ -121,18 +132,18 @@ class ProxyApp:
             await _send_error(send, 413, f"(request): body larger than {MAX_BODY} bytes")
             return
         if self.held + announced > self.budget:
-            await _send_error(send, 503, f"(request): the proxy holds {self.budget} bytes of "
-                              "request bodies at once; try again shortly")
+            await self._over_budget(send)
             return
+        held = [announced]
         self.held += announced
         try:
-            await self._exchange(scope, receive, send, started)
+            await self._exchange(scope, receive, send, started, held)
         finally:
-            self.held -= announced
+            self.held -= held[0]
 
     async def _exchange(self, scope: Scope, receive: Receive, send: Send,
-                        started: float) -> None:
-        body = await self._read_body(receive, send)
+                        started: float, held: list[int]) -> None:
+        body = await self._read_body(receive, send, held)
         if body is None:
             return
         method, path = scope["method"], scope["path"]
