@@ -250,3 +250,16 @@ def test_the_body_budget_bounds_bodies_with_and_without_a_length(
 
     assert asyncio.run(run()) == [503, 503, 415]  # the small one reached the gateway
     assert proxy.held == 0
+
+
+def test_a_key_cannot_forge_a_line_and_many_violations_are_counted() -> None:
+    seen = Seen()
+    body = {f"bad\nviolation answer forged{i}": 1 for i in range(30)}
+    _, found = seen.checker.request("POST", "/api/v5/publicKeys", b"", json.dumps(body).encode())
+    assert len(found) == 21
+    assert found[-1].rule == "12 more violations not shown"  # 30 unknown keys, 2 missing
+    stream = io.StringIO()
+    log = ViolationLog("text", stream)
+    for violation in found:
+        log(violation)
+    assert all(line.startswith("violation request ") for line in stream.getvalue().splitlines())

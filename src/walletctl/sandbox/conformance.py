@@ -40,12 +40,27 @@ _LOOKUP_PARAMS: Final = ("merchantId", "storeId", "clientSystemTransactionId")
 _FINAL_STATES: Final = frozenset({"Approved", "Declined", "Cancelled", "Expired", "Errored"})
 
 
+MAX_PER_EXCHANGE: Final = 20  # violations reported per request or answer, then a count
+MAX_TEXT: Final = 500  # characters of a field or rule (a field name is the sender's text)
+
+
+def _plain(text: str) -> str:
+    """One line of at most :data:`MAX_TEXT` characters: control characters escaped, so
+    nobody's key can forge another stderr line."""
+    shown = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[:MAX_TEXT])
+    return shown + ("...(truncated)" if len(text) > MAX_TEXT else "")
+
+
 @dataclass(frozen=True)
 class Violation:
     direction: Direction
     route: str  # "POST /api/v5/checkout"
     field: str
     rule: str
+
+    def __post_init__(self) -> None:
+        for name in ("route", "field", "rule"):
+            object.__setattr__(self, name, _plain(getattr(self, name)))
 
     def line(self) -> str:
         return f"{self.direction} {self.route}: {self.field}: {self.rule}"
@@ -174,6 +189,11 @@ class Checker:
         self.orders = OrderBook()
 
     def _emit(self, found: list[Violation]) -> list[Violation]:
+        if len(found) > MAX_PER_EXCHANGE:
+            first = found[0]
+            found = [*found[:MAX_PER_EXCHANGE], Violation(
+                first.direction, first.route, "(more)",
+                f"{len(found) - MAX_PER_EXCHANGE} more violations not shown")]
         for violation in found:
             self.report(violation)
         return found
