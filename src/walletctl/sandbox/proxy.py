@@ -14,6 +14,7 @@ import asyncio
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Final, TextIO
 
 import httpx
@@ -21,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from walletctl.masking import Masker
 from walletctl.models.money import AmountFormat
-from walletctl.sandbox.conformance import Checker, Violation
+from walletctl.sandbox.conformance import Checker, Exchange, Violation
 from walletctl.sandbox.middleware import MAX_BODY
 from walletctl.sandbox.recording import Recorder, masker_for
 from walletctl.sandbox.replies import error_body
@@ -76,7 +77,9 @@ class ProxyApp:
         self.recorder = recorder
         self.budget, self.held = body_budget, 0
         self.checker = Checker(amount_format, self._found)
-        self._masker: Masker | None = None  # the exchange being checked (checks are sync)
+        self._masker: Masker | None = None  # the exchange being checked
+        # one thread runs every check, in order: the order book is never shared
+        self._checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proxy-checks")
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             limits=httpx.Limits(max_connections=max_connections,
@@ -89,6 +92,7 @@ class ProxyApp:
 
     async def close(self) -> None:
         await self.client.aclose()
+        self._checks.shutdown(wait=True)
 
     async def _over_budget(self, send: Send) -> None:
         await _send_error(send, 503, f"(request): the proxy holds {self.budget} bytes of "
@@ -150,12 +154,40 @@ class ProxyApp:
         query: bytes = scope.get("query_string", b"")
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         request_headers = dict(headers)
-        self._masker = masker_for([request_headers], [body])
-        found: list[Violation] = []
+        loop = asyncio.get_running_loop()
+        # checked beside the forwarding, on the checks' one thread (in arrival order; the
+        # event loop stays free for other clients whatever the body costs to read)
+        checked = loop.run_in_executor(self._checks, self._check_request, method, path, query,
+                                       body, request_headers)
         try:
-            exchange, found = self.checker.request(method, path, query, body)
+            await self._forward(scope, send, started, body, headers, checked)
+        finally:
+            await asyncio.wait([checked])  # never left running unawaited
+
+    def _check_request(self, method: str, path: str, query: bytes, body: bytes,
+                       headers: dict[str, str]) -> tuple[Exchange, list[Violation]]:
+        self._masker = masker_for([headers], [body])
+        try:
+            return self.checker.request(method, path, query, body)
         finally:
             self._masker = None
+
+    def _check_answer(self, exchange: Exchange, status: int, body: bytes,
+                      answer_body: bytes, request_headers: dict[str, str],
+                      answer_headers: dict[str, str]) -> list[Violation]:
+        self._masker = masker_for([request_headers, answer_headers], [body, answer_body])
+        try:
+            return self.checker.answer(exchange, status, answer_body,
+                                       answer_headers.get("content-type", ""))
+        finally:
+            self._masker = None
+
+    async def _forward(self, scope: Scope, send: Send, started: float, body: bytes,
+                       headers: list[tuple[str, str]],
+                       checked: asyncio.Future[tuple[Exchange, list[Violation]]]) -> None:
+        method, path = scope["method"], scope["path"]
+        query: bytes = scope.get("query_string", b"")
+        request_headers = dict(headers)
         url = self.upstream + (scope.get("raw_path") or path.encode()).decode("latin-1")
         if query:
             url += "?" + query.decode("latin-1")
@@ -184,13 +216,11 @@ class ProxyApp:
         self.exchanges += 1
         answer_dict = dict(answer_headers)
         encoded = answer_dict.get("content-encoding", "identity").lower() != "identity"
+        exchange, found = await checked
         if not encoded:
-            self._masker = masker_for([request_headers, answer_dict], [body, answer_body])
-            try:
-                found += self.checker.answer(exchange, status, answer_body,
-                                             answer_dict.get("content-type", ""))
-            finally:
-                self._masker = None
+            found = found + await asyncio.get_running_loop().run_in_executor(
+                self._checks, self._check_answer, exchange, status, body, answer_body,
+                request_headers, answer_dict)
         if self.recorder is not None:  # masked and written off the event loop
             await asyncio.to_thread(
                 self.recorder.write, seq=self.recorder.next_seq(),
