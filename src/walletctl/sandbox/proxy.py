@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from walletctl.masking import Masker
 from walletctl.models.money import AmountFormat
+from walletctl.sandbox.config import DEFAULT_BODY_BUDGET
 from walletctl.sandbox.conformance import Checker, Exchange, Violation
 from walletctl.sandbox.middleware import MAX_BODY
 from walletctl.sandbox.recording import Recorder, masker_for
@@ -70,7 +71,7 @@ class ProxyApp:
 
     def __init__(self, upstream: str, *, amount_format: AmountFormat = "minor",
                  log: ViolationLog | None = None, recorder: Recorder | None = None,
-                 body_budget: int = 32 * 1024 * 1024, timeout: float = 30.0,
+                 body_budget: int = DEFAULT_BODY_BUDGET, timeout: float = 30.0,
                  max_connections: int = 100) -> None:
         self.upstream = upstream.rstrip("/")
         self.log = log or ViolationLog()
