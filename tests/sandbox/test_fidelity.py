@@ -43,10 +43,11 @@ class Process:
         self.ready = workdir / f"{name}.url"
         self.err_path = workdir / f"{name}.err"
         env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+        self.out_path = workdir / f"{name}.out"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "walletctl", *args, "--port", "0",
              "--ready-file", str(self.ready)],
-            stdout=subprocess.DEVNULL, stderr=self.err_path.open("w"), env=env)
+            stdout=self.out_path.open("w"), stderr=self.err_path.open("w"), env=env)
         deadline = time.monotonic() + 60
         while not (self.ready.exists() and self.ready.read_text().endswith("\n")):
             assert self.proc.poll() is None, self.stderr()
@@ -374,8 +375,10 @@ def test_drift_refuses_a_directory_without_a_recording(tmp_path: Path) -> None:
 
 def test_serve_replay_answers_the_recorded_run_identically(world: dict[str, Any],
                                                            tmp_path: Path) -> None:
-    replay = Process(tmp_path, "replay", "sandbox", "serve", "--replay", str(world["record"]))
+    replay = Process(tmp_path, "replay", "sandbox", "serve", "--replay", str(world["record"]),
+                     "--print-profile")
     try:
+        assert f'base_url = "{replay.url}"' in replay.out_path.read_text()
         files = sorted(world["record"].glob("*.exchange.json"))
         with httpx.Client(base_url=replay.url, timeout=30) as client:
             for path in files:

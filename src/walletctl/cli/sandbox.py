@@ -157,12 +157,13 @@ def serve_cmd(
 
     if ready_file is not None:
         _check_ready_file(ready_file)
+    on_listen = _profile_writer(ctx, config, write_profile, print_profile)
     if replay is not None:
         from walletctl.ops.fidelity import serve_replay
 
-        serve_replay(replay, host=host, port=port, ready_file=ready_file, config=config)
+        serve_replay(replay, host=host, port=port, ready_file=ready_file, config=config,
+                     on_listen=on_listen, out=sys.stderr if print_profile else None)
         return
-    on_listen = _profile_writer(ctx, config, write_profile, print_profile)
     try:
         serve(host, port, config, ready_file=ready_file, on_listen=on_listen,
               out=sys.stderr if print_profile else None)

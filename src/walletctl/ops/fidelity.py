@@ -5,12 +5,14 @@ drift`` (replay a recording against a fresh sandbox, compare) and ``sandbox serv
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TextIO
 
 from walletctl.errors import UsageError
 
 if TYPE_CHECKING:
+    from walletctl.sandbox.config import SandboxConfig
     from walletctl.sandbox.drift import DriftReport
 
 LOG_FORMATS = ("text", "json")
@@ -82,7 +84,8 @@ def drift(directory: Path, *, amount_format: str = "minor", latency_ms: int = 0)
 
 
 def serve_replay(directory: Path, *, host: str, port: int, ready_file: Path | None,
-                 config: Any) -> None:
+                 config: SandboxConfig, on_listen: Callable[[str], None] | None = None,
+                 out: TextIO | None = None) -> None:
     """Serve a recording's answers in the foreground until SIGINT/SIGTERM."""
     from walletctl.sandbox.hosting import serve_app
     from walletctl.sandbox.playback import PlaybackApp
@@ -95,6 +98,7 @@ def serve_replay(directory: Path, *, host: str, port: int, ready_file: Path | No
     app = PlaybackApp(exchanges)
     try:
         serve_app(app, config, host, port, name="replay", ready_file=ready_file,
-                  details=f"{len(exchanges)} recorded exchanges from {directory}")
+                  details=f"{len(exchanges)} recorded exchanges from {directory}",
+                  on_listen=on_listen, out=out)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
