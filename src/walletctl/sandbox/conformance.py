@@ -202,18 +202,30 @@ class Checker:
 
     def request(self, method: str, path: str, query: bytes,
                 body: bytes) -> tuple[Exchange, list[Violation]]:
+        """Check a request and report what breaks a rule (:meth:`read_request`, then
+        :meth:`judge_request`)."""
+        ex, found = self.read_request(method, path, query, body)
+        return ex, self.judge_request(ex, found)
+
+    def read_request(self, method: str, path: str, query: bytes,
+                     body: bytes) -> tuple[Exchange, list[Violation]]:
+        """The request read and validated: no order touched, nothing reported (any thread
+        may run it)."""
         route = route_of(method, path)
         ex = Exchange(route, route.name if route else f"{method} {path}")
         if route is None:
             return ex, []
-        found: list[Violation] = []
         if route.request is not None:
-            found = self._request_body(ex, route.request, body)
-        elif route.name == "GET /api/v5/apmTransactions":
-            found = self._lookup_query(ex, query)
-        if ex.model is not None and route.name == "POST /api/v5/apmTransactions":
-            found += self._followup_rules(ex)
-        return ex, self._emit(found)
+            return ex, self._request_body(ex, route.request, body)
+        if route.name == "GET /api/v5/apmTransactions":
+            return ex, self._lookup_query(ex, query)
+        return ex, []
+
+    def judge_request(self, ex: Exchange, found: list[Violation]) -> list[Violation]:
+        """The order's rules on a read request, then every violation reported."""
+        if ex.model is not None and ex.name == "POST /api/v5/apmTransactions":
+            found = found + self._followup_rules(ex)
+        return self._emit(found)
 
     def _request_body(self, ex: Exchange, model: type[WireModel],
                       body: bytes) -> list[Violation]:
@@ -257,20 +269,29 @@ class Checker:
 
     def answer(self, ex: Exchange, status: int, body: bytes,
                content_type: str) -> list[Violation]:
+        """Check an answer and report what breaks a rule (:meth:`read_answer`, then
+        :meth:`judge_answer`)."""
+        found, parsed = self.read_answer(ex, status, body, content_type)
+        return self.judge_answer(ex, found, parsed)
+
+    def read_answer(self, ex: Exchange, status: int, body: bytes,
+                    content_type: str) -> tuple[list[Violation], list[Any] | None]:
+        """The answer read and validated -> (violations, the parsed objects to learn from,
+        None when there is nothing to learn): no order touched, nothing reported."""
         route = ex.route
         if route is None or "json" not in content_type.lower() or not body.strip():
-            return []
+            return [], None
         try:
             data: Any = reading.parse_object(b'{"_":' + body + b"}", where="(body)")["_"]
         except SandboxError as exc:
-            return self._emit([_from_message("answer", ex.name, exc.message)])
+            return [_from_message("answer", ex.name, exc.message)], None
         if status >= 400:
-            return self._emit(self._one("answer", ex.name, GatewayErrorObject, data))
+            return self._one("answer", ex.name, GatewayErrorObject, data)[0], None
         if route.answer is None or status >= 300:
-            return []
-        items = data if route.many and isinstance(data, list) else [data]
+            return [], None
         if route.many and not isinstance(data, list):
-            return self._emit([Violation("answer", ex.name, "(body)", "must be a JSON array")])
+            return [Violation("answer", ex.name, "(body)", "must be a JSON array")], None
+        items = data if route.many else [data]
         found: list[Violation] = []
         parsed: list[Any] = []
         for i, item in enumerate(items):
@@ -280,28 +301,34 @@ class Checker:
             except SandboxError as exc:
                 found.append(_from_message("answer", ex.name, where + exc.message))
                 continue
-            problems = self._one("answer", ex.name, route.answer, item, prefix=where)
+            problems, model = self._one("answer", ex.name, route.answer, item, prefix=where)
             found += problems
-            if not problems:
-                parsed.append(route.answer.from_wire(item, self.fmt))
-        if not found:
+            if model is not None:
+                parsed.append(model)
+        return found, parsed
+
+    def judge_answer(self, ex: Exchange, found: list[Violation],
+                     parsed: list[Any] | None) -> list[Violation]:
+        """What a valid answer says about its order (learnt, and checked against the order's
+        earlier answers), then every violation reported."""
+        if not found and parsed is not None:
             found = self._states(ex, parsed)
         return self._emit(found)
 
     def _one(self, direction: Direction, name: str, model: type[WireModel], data: Any,
-             prefix: str = "") -> list[Violation]:
+             prefix: str = "") -> tuple[list[Violation], Any]:
+        """``data`` validated by ``model`` -> (violations, the model or None)."""
         if not isinstance(data, dict):
             return [Violation(direction, name, prefix.rstrip(".") or "(body)",
-                              "must be a JSON object")]
+                              "must be a JSON object")], None
         try:
-            model.from_wire(data, self.fmt)
+            return [], model.from_wire(data, self.fmt)
         except RequestValidationError as exc:
             return [Violation(direction, name, prefix + (f or "(body)"), rule)
-                    for f, rule in exc.problems]
+                    for f, rule in exc.problems], None
         except (ValueError, TypeError, RecursionError):
             return [Violation(direction, name, prefix.rstrip(".") or "(body)",
-                              "could not be read")]
-        return []
+                              "could not be read")], None
 
     # -- the state machine -----------------------------------------------------------------
 

@@ -11,11 +11,12 @@ own request, never another client's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Final, TextIO
+from collections.abc import Callable, Iterator
+from typing import Any, Final, TextIO, TypeVar
 
 import httpx
 from starlette.types import Receive, Scope, Send
@@ -66,6 +67,17 @@ async def _send_error(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+INLINE_BYTES: Final = 64 * 1024  # bodies read on the event loop; larger ones on a thread
+_T = TypeVar("_T")
+
+
+async def _maybe_off_loop(size: int, func: Callable[..., _T], *args: Any) -> _T:
+    """``func(*args)`` here for small bodies, on a worker thread for large ones."""
+    if size <= INLINE_BYTES:
+        return func(*args)
+    return await asyncio.to_thread(func, *args)
+
+
 class ProxyApp:
     """The proxy as an ASGI app (``close()`` when done)."""
 
@@ -79,8 +91,6 @@ class ProxyApp:
         self.budget, self.held = body_budget, 0
         self.checker = Checker(amount_format, self._found)
         self._masker: Masker | None = None  # the exchange being checked
-        # one thread runs every check, in order: the order book is never shared
-        self._checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proxy-checks")
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             limits=httpx.Limits(max_connections=max_connections,
@@ -93,7 +103,6 @@ class ProxyApp:
 
     async def close(self) -> None:
         await self.client.aclose()
-        self._checks.shutdown(wait=True)
 
     async def _over_budget(self, send: Send) -> None:
         await _send_error(send, 503, f"(request): the proxy holds {self.budget} bytes of "
@@ -155,40 +164,12 @@ class ProxyApp:
         query: bytes = scope.get("query_string", b"")
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         request_headers = dict(headers)
-        loop = asyncio.get_running_loop()
-        # checked beside the forwarding, on the checks' one thread (in arrival order; the
-        # event loop stays free for other clients whatever the body costs to read)
-        checked = loop.run_in_executor(self._checks, self._check_request, method, path, query,
-                                       body, request_headers)
-        try:
-            await self._forward(scope, send, started, body, headers, checked)
-        finally:
-            await asyncio.wait([checked])  # never left running unawaited
-
-    def _check_request(self, method: str, path: str, query: bytes, body: bytes,
-                       headers: dict[str, str]) -> tuple[Exchange, list[Violation]]:
-        self._masker = masker_for([headers], [body])
-        try:
-            return self.checker.request(method, path, query, body)
-        finally:
-            self._masker = None
-
-    def _check_answer(self, exchange: Exchange, status: int, body: bytes,
-                      answer_body: bytes, request_headers: dict[str, str],
-                      answer_headers: dict[str, str]) -> list[Violation]:
-        self._masker = masker_for([request_headers, answer_headers], [body, answer_body])
-        try:
-            return self.checker.answer(exchange, status, answer_body,
-                                       answer_headers.get("content-type", ""))
-        finally:
-            self._masker = None
-
-    async def _forward(self, scope: Scope, send: Send, started: float, body: bytes,
-                       headers: list[tuple[str, str]],
-                       checked: asyncio.Future[tuple[Exchange, list[Violation]]]) -> None:
-        method, path = scope["method"], scope["path"]
-        query: bytes = scope.get("query_string", b"")
-        request_headers = dict(headers)
+        # a large body is read on a worker thread (the event loop stays free for the other
+        # clients); the order's rules and the report run here, on the loop, one at a time
+        ex, found, masker = await _maybe_off_loop(len(body), self._read_request, method,
+                                                  path, query, body, request_headers)
+        with self._masking(masker):
+            found = self.checker.judge_request(ex, found)
         url = self.upstream + (scope.get("raw_path") or path.encode()).decode("latin-1")
         if query:
             url += "?" + query.decode("latin-1")
@@ -217,11 +198,12 @@ class ProxyApp:
         self.exchanges += 1
         answer_dict = dict(answer_headers)
         encoded = answer_dict.get("content-encoding", "identity").lower() != "identity"
-        exchange, found = await checked
         if not encoded:
-            found = found + await asyncio.get_running_loop().run_in_executor(
-                self._checks, self._check_answer, exchange, status, body, answer_body,
+            problems, parsed, masker = await _maybe_off_loop(
+                len(body) + len(answer_body), self._read_answer, ex, status, body, answer_body,
                 request_headers, answer_dict)
+            with self._masking(masker):
+                found = found + self.checker.judge_answer(ex, problems, parsed)
         if self.recorder is not None:  # masked and written off the event loop
             await asyncio.to_thread(
                 self.recorder.write, seq=self.recorder.next_seq(),
@@ -231,6 +213,28 @@ class ProxyApp:
                 answer_body=answer_body if not encoded else b"(encoded answer not recorded)",
                 upstream_ms=upstream_ms, total_ms=(time.perf_counter() - started) * 1000,
                 violations=[v.to_json() for v in found])
+
+    def _read_request(self, method: str, path: str, query: bytes, body: bytes,
+                      headers: dict[str, str]) -> tuple[Exchange, list[Violation], Masker]:
+        ex, found = self.checker.read_request(method, path, query, body)
+        return ex, found, masker_for([headers], [body])
+
+    def _read_answer(self, ex: Exchange, status: int, body: bytes, answer_body: bytes,
+                     request_headers: dict[str, str], answer_headers: dict[str, str],
+                     ) -> tuple[list[Violation], list[Any] | None, Masker]:
+        found, parsed = self.checker.read_answer(ex, status, answer_body,
+                                                 answer_headers.get("content-type", ""))
+        return found, parsed, masker_for([request_headers, answer_headers],
+                                         [body, answer_body])
+
+    @contextlib.contextmanager
+    def _masking(self, masker: Masker) -> Iterator[None]:
+        """Violations reported meanwhile are masked with the exchange's secrets."""
+        self._masker = masker
+        try:
+            yield
+        finally:
+            self._masker = None
 
     async def _call(self, method: str, url: str, headers: list[tuple[str, str]],
                     body: bytes) -> tuple[int, list[tuple[str, str]], bytes] | None:
