@@ -135,12 +135,27 @@
   // screen the layout viewport (what position:fixed alone would cover) is larger than what
   // the payer sees. In a right-to-left page the origin of position:fixed is not where the
   // client coordinates start, so where the dialog landed is measured and corrected. Runs on
-  // open and on every visual viewport resize / scroll.
+  // open and on every visual viewport resize / scroll (and the page's zoom is undone first).
+  // The page's CSS zoom (on <html>, <body> or any ancestor) reaches the sheet however its
+  // styles are reset: an element's effective zoom is its parent's times its own. The dialog
+  // takes the inverse as its own zoom, so its px are the visual viewport's px.
+  function pageZoom() {
+    var z = sheet.host.currentCSSZoom; // the host's effective zoom (its own is 1)
+    if (typeof z !== "number" || !(z > 0)) {
+      // engines without currentCSSZoom: what 100 px of the unzoomed dialog measure
+      sheet.root.style.setProperty("zoom", "1");
+      sheet.root.style.setProperty("width", "100px");
+      z = sheet.root.getBoundingClientRect().width / 100 || 1;
+    }
+    return z;
+  }
+
   var fitting = false;
   function fitSheet() {
     var vv = global.visualViewport;
     if (!sheet || !vv) return;
     var st = sheet.root.style;
+    st.setProperty("zoom", String(1 / pageZoom()));
     st.setProperty("width", vv.width + "px");
     st.setProperty("height", vv.height + "px");
     st.setProperty("left", "0px");
