@@ -207,12 +207,23 @@
     }
   }
 
-  function cancelSheet() {
+  function cancelSheet(why) {
     var me = sheet;
     if (!me) return;
     closeSheet();
-    reportFailure(me.cfg, failure("CANCELED", "CANCELED: the payer closed the payment sheet"),
-                  me);
+    reportFailure(me.cfg, failure("CANCELED", "CANCELED: " + (typeof why === "string" ? why
+      : "the payer closed the payment sheet")), me);
+  }
+
+  // A single-page app that re-renders may take <walletpay-host> out of the document with
+  // the sheet open: that is a cancellation (the call settles, the next one can open a sheet).
+  function watchHost(me) {
+    me.watch = new MutationObserver(function () {
+      if (me === sheet && !me.host.isConnected) {
+        cancelSheet("the page removed the payment sheet (<walletpay-host>) while it was open");
+      }
+    });
+    me.watch.observe(document, { childList: true, subtree: true });
   }
 
   function buildBody(body, cfg) {
@@ -366,6 +377,7 @@
       cancelSheet();
     });
     document.body.appendChild(host);
+    watchHost(sheet);
     document.addEventListener("focusin", onFocusIn);
     root.showModal();
     fitSheet();
