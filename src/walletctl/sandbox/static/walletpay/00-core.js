@@ -101,6 +101,10 @@
     return global.location.origin;
   }
   var BASE = scriptOrigin();
+  // What the sheet relies on, as it was when this script loaded: a page that replaces
+  // fetch or attachShadow later can neither read the closed sheet nor its traffic.
+  var nativeFetch = global.fetch.bind(global);
+  var nativeAttachShadow = Element.prototype.attachShadow;
 
   // ---- errors and events ------------------------------------------------------------------
 

@@ -16,7 +16,7 @@
       f.cause = cause;
       throw f;
     }
-    return fetch(BASE + path, {
+    return nativeFetch(BASE + path, {
       method: body === undefined ? "GET" : "POST",
       headers: headers,
       body: body === undefined ? undefined : JSON.stringify(body),

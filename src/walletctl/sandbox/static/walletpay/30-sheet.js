@@ -354,7 +354,7 @@
       outcome: deferred(),
     };
     var host = document.createElement("walletpay-host");
-    var shadow = host.attachShadow({ mode: "closed" });
+    var shadow = nativeAttachShadow.call(host, { mode: "closed" });
     shadow.adoptedStyleSheets = [styles()];
     var root = h("dialog", { id: "walletpay-sheet", role: "dialog", "aria-modal": "true",
                              "aria-labelledby": "walletpay-title", lang: "en", dir: "ltr" });
