@@ -102,9 +102,11 @@
   }
   var BASE = scriptOrigin();
   // What the sheet relies on, as it was when this script loaded: a page that replaces
-  // fetch or attachShadow later can neither read the closed sheet nor its traffic.
+  // fetch, attachShadow or MessagePort's postMessage later can neither read the closed sheet
+  // nor its traffic.
   var nativeFetch = global.fetch.bind(global);
   var nativeAttachShadow = Element.prototype.attachShadow;
+  var nativePost = MessagePort.prototype.postMessage;
 
   // ---- errors and events ------------------------------------------------------------------
 

@@ -183,7 +183,7 @@
     }, function (err) {
       reply.ok = false;
       reply.error = String(err && err.message || err);
-    }).then(function () { port.postMessage(reply); });
+    }).then(function () { nativePost.call(port, reply); });
   }
 
   function offerTestingChannel() {
