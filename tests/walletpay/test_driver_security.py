@@ -13,7 +13,6 @@ import secrets
 from collections.abc import Iterator
 from typing import Any
 
-
 import httpx
 import pytest
 
@@ -144,7 +143,8 @@ def test_tokens_come_from_the_admin_api_once(sandbox: Any) -> None:
         issued = http.post("/_sandbox/testing/token")
         assert issued.status_code == 200, issued.text
         token = issued.json()["token"]
-        assert token.startswith("wpt_") and len(token) > 30
+        assert token.startswith("wpt_")
+        assert len(token) > 30
         first = http.post("/wallet/testing/redeem", json={"token": token},
                           headers={"Origin": "https://shop.example"})
         assert first.status_code == 200, first.text

@@ -120,5 +120,6 @@ def test_the_package_carries_the_sandbox_driver() -> None:
     assert (PACKAGE / "walletpay-testing.js").read_text(encoding="utf-8") == served, \
         "run: node packages/walletpay-testing/scripts/build-driver.js"
     as_module = (PACKAGE / "driver.js").read_text(encoding="utf-8")
-    assert as_module.endswith("module.exports = " + json.dumps(served, ensure_ascii=False) + ";\n"), \
+    expected = "module.exports = " + json.dumps(served, ensure_ascii=False) + ";\n"
+    assert as_module.endswith(expected), \
         "run: node packages/walletpay-testing/scripts/build-driver.js"

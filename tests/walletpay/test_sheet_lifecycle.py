@@ -14,7 +14,6 @@ from walletpay.shop_pages import BUTTON, add_pages, open_sheet, wait_event, wait
 
 pytestmark = pytest.mark.browser
 
-NO_SECTIONS = {"optional": {}}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,7 @@ def _pay_and_wait(page: Any) -> dict[str, Any]:
 ])
 def test_the_page_removing_the_open_sheet_cancels_it_and_the_next_payment_works(
         page: Any, shop: str, how: str) -> None:
-    open_sheet(page, shop, **NO_SECTIONS)
+    open_sheet(page, shop, optional={})
     page.evaluate(how)
     outcome = wait_outcome(page)
     assert (outcome["ok"], outcome["code"]) == (False, "CANCELED"), outcome
@@ -55,7 +54,7 @@ def test_the_page_removing_the_open_sheet_cancels_it_and_the_next_payment_works(
 
 
 def test_a_second_call_replaces_the_open_sheet(page: Any, shop: str) -> None:
-    open_sheet(page, shop, ref="first-call", **NO_SECTIONS)
+    open_sheet(page, shop, ref="first-call", optional={})
     page.evaluate("window.first = window.lastPromise; null")
     page.evaluate("run({ref: 'second-call', amount: '20.00', optional: {}})")
     code = page.evaluate("window.first.then(() => 'resolved', (e) => e.code)")

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 
-TOKEN_PREFIX = "wpt_"
+TOKEN_PREFIX = "wpt_"  # noqa: S105 - a prefix, not a secret
 TOKEN_TTL_SECONDS = 600
 MAX_LIVE_TOKENS = 1000  # the oldest unredeemed token goes first beyond this
 
