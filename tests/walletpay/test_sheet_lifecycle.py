@@ -15,7 +15,6 @@ from walletpay.shop_pages import BUTTON, add_pages, open_sheet, wait_event, wait
 pytestmark = pytest.mark.browser
 
 
-
 @pytest.fixture(scope="module")
 def shop(sandbox: Any) -> Iterator[str]:
     with add_pages(MerchantSite(sandbox.url)) as site:
