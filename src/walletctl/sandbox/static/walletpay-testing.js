@@ -57,15 +57,18 @@
     if (!ev.detail || !ev.detail.port) return;
     ev.stopImmediatePropagation(); // the page's own listeners never get the port
     ev.preventDefault();
-    if (port) port.close();
+    // a newer port (walletpay.js loaded again, or a page's request): the older one stays
+    // open, so the answers still on their way over it arrive
     port = ev.detail.port;
     gateway = ev.detail.gateway;
     port.onmessage = function (m) {
       var waiter = pending[m.data && m.data.id];
       if (!waiter) return;
       delete pending[m.data.id];
+      var error = String(m.data.error);
       if (m.data.ok) waiter.resolve(m.data.value);
-      else waiter.reject(fail(waiter.step + ": " + m.data.error));
+      else if (error.indexOf(waiter.step + ": ") === 0) waiter.reject(fail(error));
+      else waiter.reject(fail(waiter.step + ": " + error));
     };
   }, true);
 
@@ -130,7 +133,17 @@
       return connected(timeoutMs).then(function (p) {
         return new Promise(function (resolve, reject) {
           var id = ++seq;
-          pending[id] = { resolve: resolve, reject: reject, step: step };
+          // every answer within the call's time: a sheet that never answers ends the wait
+          var timer = setTimeout(function () {
+            delete pending[id];
+            reject(fail(step + ": no answer from the payment sheet within " +
+                        limitOf(timeoutMs) + " ms"));
+          }, limitOf(timeoutMs));
+          pending[id] = {
+            resolve: function (v) { clearTimeout(timer); resolve(v); },
+            reject: function (e) { clearTimeout(timer); reject(e); },
+            step: step,
+          };
           post.call(p, { id: id, op: op, args: args || {}, token: token });
         });
       });
