@@ -1,7 +1,7 @@
 """The sheet under the page's CSS ``zoom`` (Chromium, Playwright device profiles).
 
-A shop that sets ``zoom`` on ``<html>`` or ``<body>`` (0.8, 1.25, 2) on an iPhone SE, a Pixel 5
-and a 1280x800 window: each time Total, Pay and Cancel are inside ``window.visualViewport``
+A shop that sets ``zoom`` on ``<html>`` or ``<body>`` (0.5, 0.8, 1.25, 2) on an iPhone SE, a
+Pixel 5 and a 1280x800 window: each time Total, Pay and Cancel are inside ``window.visualViewport``
 and the sheet's text is as large as without the page's zoom. One page per device; the sheet
 is opened from the merchant's button and cancelled for each zoom. Screenshots go to
 tests/artifacts/zoom-<device>-<target>-<zoom>.png.
@@ -23,7 +23,7 @@ from walletpay.shop_pages import add_pages, page
 pytestmark = pytest.mark.browser
 
 SHEET_PARTS = ("#walletpay-total-line", "#walletpay-pay", "#walletpay-cancel")
-ZOOMS = (0.8, 1.25, 2)
+ZOOMS = (0.5, 0.8, 1.25, 2)
 TARGETS = ("html", "body")
 DEVICES = {"iphone-se": "iPhone SE", "pixel5": "Pixel 5", "desktop": None}
 SCREENSHOTS = {("iphone-se", "html", 1.25), ("iphone-se", "body", 2),
