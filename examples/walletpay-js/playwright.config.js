@@ -20,6 +20,7 @@ module.exports = defineConfig({
   webServer: servers,
   use: {
     baseURL: `http://127.0.0.1:${SHOP_PORT}`,
+    sandboxUrl: SANDBOX_URL, // the walletpay-testing fixture's sandbox
     // Debian's chromium (or CHROMIUM); `npx playwright install chromium` also works
     launchOptions: { executablePath: process.env.CHROMIUM || "/usr/bin/chromium" },
   },

@@ -78,7 +78,8 @@ async function pay(detail) {
   const challenge = (await gateway("POST", "/api/v5/threeDSecure", { body: {
     ...IDS, transactionAccountId: order.account, amount: "1234", currencyCode: "EUR",
     clientSystemTransactionId: reference,
-    returnUrl: `${BASE}/3ds-done?order=${reference}` } })).data;
+    returnUrl: `${BASE}/3ds-done?order=${reference}`,
+    merchantName: "Example shop" } })).data; // shown on the 3-D Secure page
   return { challengeUrl: challenge.challengeUrl };
 }
 

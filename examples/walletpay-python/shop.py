@@ -76,7 +76,8 @@ class Shop:
         challenge = self.gateway.post("/api/v5/threeDSecure", headers=self.server_auth, json={
             "merchantId": MERCHANT, "storeId": STORE, "transactionAccountId": order["account"],
             "amount": "1234", "currencyCode": CURRENCY, "clientSystemTransactionId": reference,
-            "returnUrl": f"{self.base_url}/3ds-done?order={reference}"}).json()
+            "returnUrl": f"{self.base_url}/3ds-done?order={reference}",
+            "merchantName": "Example shop"}).json()  # shown on the 3-D Secure page
         return {"challengeUrl": challenge["challengeUrl"]}
 
     def three_ds_done(self, reference: str, challenge_id: str) -> dict[str, Any]:

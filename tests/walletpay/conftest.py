@@ -208,6 +208,19 @@ def driven_page(browser: Any, sandbox: Any) -> Iterator[Any]:
     assert not errors, f"JavaScript errors on the page: {errors}"
 
 
+def driver_token(sandbox: Any) -> str:
+    """A one-time token for the test driver, from the sandbox's admin API (as a test runs)."""
+    resp = httpx.post(f"{sandbox.url}/_sandbox/testing/token")
+    assert resp.status_code == 200, resp.text
+    return str(resp.json()["token"])
+
+
+def drive(page: Any, sandbox: Any, expression: str) -> Any:
+    """``expression`` evaluated with ``T``, a fresh driver token: ``WalletPayTesting.pay({token:
+    T, card: ...})``."""
+    return page.evaluate(f"(T) => {expression}", driver_token(sandbox))
+
+
 @pytest.fixture
 def cli(sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """``cli("account", ...)``: the real CLI against ``sandbox``; checks no secret leaks."""

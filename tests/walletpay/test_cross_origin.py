@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from walletpay.cli_flow import authorize_event
+from walletpay.conftest import driver_token
 from walletpay.merchant_site import MerchantSite
 
 pytestmark = pytest.mark.browser
@@ -36,7 +37,8 @@ def test_pay_from_another_origin_then_cli_authorizes(
     ref = f"xo-{card}"
     page.goto(f"{site.url}/checkout?ref={ref}")
     assert page.evaluate("location.origin") != sandbox.url
-    paid = page.evaluate("(card) => WalletPayTesting.pay({card})", card)
+    paid = page.evaluate("([token, card]) => WalletPayTesting.pay({token, card})",
+                         [driver_token(sandbox), card])
     page.wait_for_function("document.getElementById('status').textContent.startsWith('stored')")
     detail = next(d for d in site.results if d.get("clientSystemTransactionId") == ref)
     assert detail == paid

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from walletpay.conftest import drive, driver_token
 from walletpay.merchant_site import MerchantSite
 
 
@@ -49,7 +50,7 @@ def _result(sandbox: Any, reference: str) -> dict[str, Any]:
 @pytest.mark.browser
 def test_pay_resolves_with_the_detail_the_page_received(driven_page: Any, sandbox: Any) -> None:
     driven_page.goto(f"{sandbox.url}/demo/merchant?ref=drv-token")
-    detail = driven_page.evaluate("WalletPayTesting.pay({card: 'mc-token'})")
+    detail = drive(driven_page, sandbox, "WalletPayTesting.pay({token: T, card: 'mc-token'})")
     assert detail == driven_page.evaluate("window.capturedDetail")
     assert detail["transactionAccountId"].startswith("ta_")
     assert detail["eciIndicator"] == "02"
@@ -60,7 +61,7 @@ def test_pay_resolves_with_the_detail_the_page_received(driven_page: Any, sandbo
 @pytest.mark.browser
 def test_sections_shipping_option_and_offer(driven_page: Any, sandbox: Any) -> None:
     driven_page.goto(f"{sandbox.url}/demo/merchant?scenario=full&ref=drv-full")
-    detail = driven_page.evaluate("""WalletPayTesting.pay({card: 'visa-token',
+    detail = drive(driven_page, sandbox, """WalletPayTesting.pay({token: T, card: 'visa-token',
         email: 'ada@shop.example', billing: {name: 'Ada L', postalCode: '10117'},
         shipping: {name: 'Ada L', countryCode: 'DE', postalCode: '80331'},
         shippingOption: 'overnight', offer: 'SAVE2'})""")
@@ -87,23 +88,25 @@ def test_refusals_name_the_problem(driven_page: Any, sandbox: Any, options: str,
                                    message: str) -> None:
     driven_page.goto(f"{sandbox.url}/demo/merchant?scenario=full")
     with pytest.raises(Exception, match="WalletPayTesting: ") as caught:
-        driven_page.evaluate(f"WalletPayTesting.pay({options})")
+        drive(driven_page, sandbox, f"WalletPayTesting.pay({{token: T, ...{options}}})")
     assert message in str(caught.value)
 
 
 @pytest.mark.browser
 def test_cancel_and_the_step_by_step_calls(driven_page: Any, sandbox: Any) -> None:
     driven_page.goto(f"{sandbox.url}/demo/merchant?scenario=full")
-    opened = driven_page.evaluate("WalletPayTesting.open()")
+    driven_page.evaluate("(t) => { window.s = WalletPayTesting.session(t); }",
+                         driver_token(sandbox))
+    opened = driven_page.evaluate("s.open()")
     assert opened["open"]
     assert opened["cards"][0] == "visa-pan"
     assert opened["sections"] == ["email", "billing", "shipping", "shippingOption", "offer"]
-    assert driven_page.evaluate("WalletPayTesting.chooseCard('amex-pan')")["card"] == "amex-pan"
-    express = driven_page.evaluate("WalletPayTesting.chooseShippingOption('express')")
+    assert driven_page.evaluate("s.chooseCard('amex-pan')")["card"] == "amex-pan"
+    express = driven_page.evaluate("s.chooseShippingOption('express')")
     assert express["total"] == "17.34"
-    message = driven_page.evaluate("WalletPayTesting.cancel()")
+    message = drive(driven_page, sandbox, "WalletPayTesting.cancel({token: T})")
     assert message.startswith("CANCELED: ")
-    assert driven_page.evaluate("WalletPayTesting.state()")["open"] is False
+    assert driven_page.evaluate("s.state()")["open"] is False
 
 
 @pytest.mark.browser
@@ -113,10 +116,11 @@ def test_the_page_still_cannot_read_the_sheet(driven_page: Any, sandbox: Any) ->
         window.addEventListener('walletpay-testing-connect', () => { window.seenPorts++; },
                                 true);""")
     driven_page.goto(f"{sandbox.url}/demo/merchant")
-    driven_page.evaluate("WalletPayTesting.open()")
+    drive(driven_page, sandbox, "WalletPayTesting.session(T).open()")
     assert driven_page.evaluate("document.querySelector('walletpay-host').shadowRoot") is None
     assert driven_page.evaluate("window.seenPorts") == 0
-    assert driven_page.evaluate("WalletPayTesting.pay({card: 'visa-token'})")["cryptogram"]
+    assert drive(driven_page, sandbox,
+                 "WalletPayTesting.pay({token: T, card: 'visa-token'})")["cryptogram"]
 
 
 @pytest.mark.browser
@@ -125,13 +129,14 @@ def test_a_prod_profile_sheet_is_never_driven(driven_page: Any, sandbox: Any) ->
         site.pages["/prod"] = PROD_PAGE
         driven_page.goto(f"{site.url}/prod")
         with pytest.raises(Exception, match="a prod profile's payment sheet is never driven"):
-            driven_page.evaluate("WalletPayTesting.pay({card: 'visa-token'})")
+            drive(driven_page, sandbox, "WalletPayTesting.pay({token: T, card: 'visa-token'})")
 
 
 @pytest.mark.browser
 def test_challenge_refuses_any_other_page(driven_page: Any, sandbox: Any) -> None:
     driven_page.goto(f"{sandbox.url}/demo/merchant")
-    with pytest.raises(Exception, match="timed out after 300 ms waiting for the sandbox's 3-D"):
+    with pytest.raises(Exception, match="3-D Secure: timed out after 300 ms waiting for the "
+                                        "sandbox's 3-D Secure page"):
         driven_page.evaluate("WalletPayTesting.challenge('pass', 300)")
     with pytest.raises(Exception, match='outcome must be "pass" or "fail"'):
         driven_page.evaluate("WalletPayTesting.challenge('maybe')")
@@ -177,7 +182,7 @@ def test_the_python_helper_answers_a_shop_that_leaves_at_once(driven_page: Any,
     with MerchantSite(sandbox.url) as site:
         site.pages["/leave"] = LEAVING_PAGE
         site.pages["/thanks"] = "<!doctype html><title>Thanks</title><p>Thanks</p>"
-        checkout = WalletPayPage(driven_page)
+        checkout = WalletPayPage(driven_page, token=lambda: driver_token(sandbox))
         for _ in range(10):
             driven_page.goto(f"{site.url}/leave")
             detail = checkout.pay("visa-token")

@@ -8,6 +8,7 @@ code blocks of docs/testing.md must be those files.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ from walletpay.conftest import _find_chromium, _skip_loudly
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+PACKAGE = ROOT / "packages" / "walletpay-testing"
 DOCS = ROOT / "docs" / "testing.md"
 
 
@@ -72,6 +74,11 @@ def test_the_javascript_example_passes(tmp_path: Path, sandbox: Any) -> None:
     chromium = _chromium()
     shop = tmp_path / "shop"
     shutil.copytree(EXAMPLES / "walletpay-js", shop)
+    # the walletpay-testing package as a merchant gets it: npm pack's tarball (no registry)
+    packed = subprocess.run([npm, "pack", "--pack-destination", str(shop)], cwd=PACKAGE,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    assert (shop / "walletpay-testing-0.1.0.tgz").is_file(), packed.stdout
     install = subprocess.run([npm, "install", "--no-audit", "--no-fund"], cwd=shop,
                              capture_output=True, text=True, timeout=300, check=False)
     assert install.returncode == 0, install.stdout + install.stderr
@@ -82,3 +89,37 @@ def test_the_javascript_example_passes(tmp_path: Path, sandbox: Any) -> None:
                           check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 passed" in done.stdout, done.stdout
+
+
+@pytest.mark.browser
+def test_the_selenium_example_passes(tmp_path: Path) -> None:
+    _chromium()
+    if shutil.which("chromedriver") is None:
+        _skip_loudly("chromedriver is not installed (apt-get install chromium-driver): the "
+                     "Selenium example is not run")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        _skip_loudly("selenium is not installed (pip install selenium): the Selenium "
+                     "example is not run")
+    shop = tmp_path / "shop"
+    shutil.copytree(EXAMPLES / "walletpay-selenium", shop)
+    shutil.copy(EXAMPLES / "walletpay-python" / "shop.py", shop / "shop.py")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "."],
+        cwd=shop, capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout, done.stdout
+
+
+def test_the_package_carries_the_sandbox_driver() -> None:
+    """packages/walletpay-testing ships the sandbox's own driver (scripts/build-driver.js
+    copies it before npm pack): the committed copies are that file."""
+    served = (ROOT / "src" / "walletctl" / "sandbox" / "static" /
+              "walletpay-testing.js").read_text(encoding="utf-8")
+    assert (PACKAGE / "walletpay-testing.js").read_text(encoding="utf-8") == served, \
+        "run: node packages/walletpay-testing/scripts/build-driver.js"
+    as_module = (PACKAGE / "driver.js").read_text(encoding="utf-8")
+    expected = "module.exports = " + json.dumps(served, ensure_ascii=False) + ";\n"
+    assert as_module.endswith(expected), \
+        "run: node packages/walletpay-testing/scripts/build-driver.js"

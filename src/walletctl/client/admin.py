@@ -23,6 +23,7 @@ FAULTS = "/_sandbox/faults"
 SEED = "/_sandbox/seed"
 CLOCK = "/_sandbox/clock"
 THREE_DS_CHALLENGE = "/_sandbox/3ds/challenge"
+DRIVER_TOKEN = "/_sandbox/testing/token"  # noqa: S105 - a path
 WALLET_TOKEN = "/_sandbox/wallet/token"  # noqa: S105 - a route, not a secret
 TIMEOUT = 30.0  # seconds, each admin call
 

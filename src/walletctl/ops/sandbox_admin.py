@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from walletctl.client.admin import (
     CLOCK,
+    DRIVER_TOKEN,
     FAULTS,
     HEALTH,
     RESET,
@@ -210,6 +211,11 @@ def ledger(base: str, *, token: str | None = None) -> Iterator[Iterator[dict[str
 def advance_clock(base: str, seconds: float, *, token: str | None = None) -> dict[str, Any]:
     """Move the sandbox's clock (``--clock-control`` sandboxes only); its new ``now``."""
     return _call(base, "POST", CLOCK, token=token, json_body={"advanceSeconds": seconds})
+
+
+def driver_token(base: str, *, token: str | None = None) -> str:
+    """A one-time token for the browser-test driver (it lets one page's sheet be driven)."""
+    return str(_call(base, "POST", DRIVER_TOKEN, token=token)["token"])
 
 
 def three_ds_challenge(base: str, account: str, *, merchant_id: str, store_id: str,

@@ -303,6 +303,7 @@ CORS_ROUTES: dict[str, tuple[str, ...]] = {
     "/walletpay.js": ("GET", "HEAD"),
     "/wallet/cards": ("GET",),
     "/wallet/token": ("POST",),
+    "/wallet/testing/redeem": ("POST",),
     "/api/v5/publicKeys/current": ("GET",),
     "/api/v5/paymentAccounts": ("POST",),
 }

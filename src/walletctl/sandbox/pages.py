@@ -80,6 +80,8 @@ def approval_page(row: TxRow, token: str, now: datetime) -> str:
 def challenge_page(challenge_id: str, account: dict[str, Any], data: dict[str, Any]) -> str:
     """The shopper's 3-D Secure check: what is paid, to whom, with which card; pass or fail."""
     amount = format_major(Decimal(str(data["amount"])), str(data["currencyCode"]))
+    # the shop's display name when its server gave one (merchantName), else its ids
+    shop = str(data.get("merchantName") or f"{account['merchantId']} / {account['storeId']}")
     answers = _buttons(f"/pay/3ds/{challenge_id}", "answer", "threeds-", (
         ("pass", "Confirm payment"), ("fail", "Fail authentication")))
     body = (
@@ -87,8 +89,7 @@ def challenge_page(challenge_id: str, account: dict[str, Any], data: dict[str, A
         "<p>Your bank asks you to confirm this payment. This is the walletctl sandbox: "
         "choose whether authentication succeeds.</p>"
         "<table><tbody>"
-        f"<tr><th scope=\"row\">Merchant</th><td>{escape(str(account['merchantId']))} / "
-        f"{escape(str(account['storeId']))}</td></tr>"
+        f"<tr><th scope=\"row\">Merchant</th><td id=\"threeds-merchant\">{escape(shop)}</td></tr>"
         f"<tr><th scope=\"row\">Amount</th><td class=\"amount\" id=\"threeds-amount\">"
         f"{escape(amount)}</td></tr>"
         f"<tr><th scope=\"row\">Card</th><td>{escape(str(account['cardNetwork']))} "

@@ -328,6 +328,8 @@ class ChallengeRequestBody(WireModel):
     currency_code: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
     client_system_transaction_id: Reference
     return_url: Url | None = None
+    # the shop's display name on the challenge page (as 3-D Secure's merchantName)
+    merchant_name: Annotated[str, Field(min_length=1, max_length=100)] | None = None
 
 
 class ThreeDSecureBody(_ThreeDSecure):
@@ -367,6 +369,12 @@ class WalletTokenBody(_Lenient):
     public_key_api: Short | None = None
     encryption_key: Annotated[str, Field(max_length=4096)] | None = None
     message_expiry_seconds: Annotated[int, Field(ge=-86_400, le=86_400)] | None = None
+
+
+class DriverTokenBody(_Lenient):
+    """``POST /wallet/testing/redeem``: the browser-test driver's one-time token."""
+
+    token: Annotated[str, Field(min_length=1, max_length=200)]
 
 
 class ChallengeBody(_Lenient):

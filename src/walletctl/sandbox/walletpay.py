@@ -31,6 +31,8 @@ from walletctl.models.walletpay import AuthorizationRequest
 from walletctl.sandbox import auth, crypto, pages
 from walletctl.sandbox.config import SandboxContext
 from walletctl.sandbox.crypto import TokenError, WalletSigner
+from walletctl.sandbox.driver_tokens import TOKEN_TTL_SECONDS as DRIVER_TOKEN_TTL
+from walletctl.sandbox.driver_tokens import DriverTokens
 from walletctl.sandbox.engine import approved_code
 from walletctl.sandbox.replies import SandboxError, error_body
 from walletctl.sandbox.requests import (
@@ -39,6 +41,7 @@ from walletctl.sandbox.requests import (
     ChallengeRequestBody,
     DemoQuoteBody,
     DemoResultBody,
+    DriverTokenBody,
     EventDetail,
     PaymentAccountBody,
     PublicKeysBody,
@@ -255,6 +258,7 @@ class WalletPayState:
         self.demo_sessions: dict[str, DemoSession] = {}
         # bounded; never a cryptogram or a PAN
         self.demo_results: deque[dict[str, Any]] = deque(maxlen=DEMO_RESULTS_MAX)
+        self.driver_tokens = DriverTokens()
 
     def _sandbox_key(self, key_id: str) -> ec.EllipticCurvePrivateKey:
         """A sandbox-level key: the stored one, else a new one (stored, kept by reset)."""
@@ -268,6 +272,7 @@ class WalletPayState:
         with self.lock:
             self.demo_sessions.clear()
             self.demo_results.clear()
+        self.driver_tokens.clear()
         self.ctx.store.reset_walletpay()
 
     def now_ms(self) -> int:
@@ -612,6 +617,21 @@ async def wallet_cards(st: WalletPayState, request: Request) -> Any:
     return {"cards": [c.public() for c in TEST_CARDS]}
 
 
+async def driver_token(st: WalletPayState, request: Request) -> Any:
+    """A one-time token for the browser-test driver (admin; a test process asks, no page can)."""
+    return {"token": st.driver_tokens.issue(), "expiresInSeconds": DRIVER_TOKEN_TTL}
+
+
+async def redeem_driver_token(st: WalletPayState, request: Request) -> Any:
+    """The payment sheet redeems the driver's one-time token before it obeys a command."""
+    body = await _read(request, DriverTokenBody)
+    if not st.driver_tokens.redeem(body.token):
+        raise SandboxError(403, "token: is not a live one-time test token (each token from "
+                           "POST /_sandbox/testing/token drives one page once, for "
+                           f"{DRIVER_TOKEN_TTL} s)")
+    return {"redeemed": True}
+
+
 async def wallet_token(st: WalletPayState, request: Request) -> Any:
     """Emulated wallet provider: mint a signed, encrypted ECv2-shaped token."""
     body = await _read(request, WalletTokenBody)
@@ -715,7 +735,7 @@ async def three_ds_create(st: WalletPayState, request: Request) -> Any:
     st.ctx.store.add_three_ds(trans_id=challenge_id, account_id=account.id, data={
         "challenge": True, "amount": str(body.amount), "currencyCode": body.currency_code,
         "reference": body.client_system_transaction_id, "returnUrl": body.return_url,
-        "expiresAt": expires.timestamp()}, now=now)
+        "merchantName": body.merchant_name, "expiresAt": expires.timestamp()}, now=now)
     return {"challengeId": challenge_id,
             "challengeUrl": f"{st.ctx.base_url(request)}/pay/3ds/{challenge_id}",
             "expiresAt": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
@@ -1017,6 +1037,8 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         ("/pay/3ds/{challenge_id}", "POST", three_ds_answer),
         ("/wallet/cards", "GET", wallet_cards),
         ("/wallet/token", "POST", wallet_token),
+        ("/wallet/testing/redeem", "POST", redeem_driver_token),
+        ("/_sandbox/testing/token", "POST", driver_token),
         ("/_sandbox/wallet/cards", "GET", wallet_cards),
         ("/_sandbox/wallet/token", "POST", wallet_token),
         ("/_sandbox/wallet/rootKey", "GET", wallet_root_key),

@@ -133,7 +133,8 @@ def wallet_checkout_session(wallet_sandbox_session: WalletSandbox,
     from walletctl.testing.browser import WalletPayBrowser
 
     browser = WalletPayBrowser(wallet_sandbox_session.base_url,
-                               executable=_setting(pytestconfig, "chromium"))
+                               executable=_setting(pytestconfig, "chromium"),
+                               admin_token=wallet_sandbox_session.admin_token)
     try:
         browser.start()
     except RuntimeError as exc:  # Playwright is not installed

@@ -8,6 +8,7 @@ import os
 import shutil
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -39,27 +40,37 @@ def find_chromium() -> str | None:
     return None
 
 
+def _no_token() -> str:
+    raise RuntimeError("WalletPayPage: no token source (open pages with WalletPayBrowser.open)")
+
+
 @dataclass
 class WalletPayPage:
     """One page (Playwright ``Page``) with the driver loaded: ``pay``, ``cancel``,
     ``challenge``, ``state``. A failure raises Playwright's ``Error`` whose message carries
-    the driver's ``WalletPayTesting: ...`` line."""
+    the driver's ``WalletPayTesting: <step>: ...`` line. Each call gets a one-time token
+    from the sandbox's admin API (``token``) and passes it to the driver: the sheet obeys
+    nothing else."""
 
     page: Any
+    token: Callable[[], str] = field(default=_no_token, repr=False)
     _answers: list[dict[str, Any]] = field(default_factory=list, repr=False)
     _listening: bool = field(default=False, repr=False)
 
     def pay(self, card: str | None = None, **options: Any) -> dict[str, Any]:
-        """Open the sheet, choose ``card``, fill what is given, press Pay; the ``event.detail``
-        of the page's ``handlePaymentResult``. It comes back as a ``keepalive`` request this
-        test's route answers: an ``evaluate``'s value would not survive a shop that navigates
-        the moment it has the payment."""
+        """Press the merchant's button (waiting for it; ``button="<css selector>"`` names
+        it, ``open_directly=True`` opens the sheet without it), choose ``card``, fill what is
+        given, press Pay; the ``event.detail`` of the page's ``handlePaymentResult``.
+        ``timeout_ms`` bounds every wait. The detail comes back as a ``keepalive`` request
+        this test's route answers: an ``evaluate``'s value would not survive a shop that
+        navigates the moment it has the payment."""
         from playwright.sync_api import Error
         from pydantic.alias_generators import to_camel
 
         args = {to_camel(k): v for k, v in options.items()}
         if card is not None:
             args["card"] = card
+        args["token"] = self.token()
         if not self._listening:
             self.page.route(ANSWER_ROUTE, self._heard)
             self._listening = True
@@ -87,13 +98,23 @@ class WalletPayPage:
 
     def cancel(self) -> str:
         """Cancel the open sheet; the ``handlePaymentError`` message (``CANCELED: ...``)."""
-        return str(self.page.evaluate("() => WalletPayTesting.cancel()"))
+        return str(self.page.evaluate("(t) => WalletPayTesting.cancel({token: t})",
+                                      self.token()))
 
     def challenge(self, outcome: str = "pass", timeout_ms: float = 20_000) -> dict[str, Any]:
         """Wait until the page is the sandbox's hosted 3DS page, then pass or fail it."""
+        from playwright.sync_api import Error
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         if outcome not in ("pass", "fail"):
             raise ValueError(f'challenge: outcome must be "pass" or "fail", not {outcome!r}')
-        self.page.wait_for_url(CHALLENGE_URL, timeout=timeout_ms)
+        try:
+            self.page.wait_for_url(CHALLENGE_URL, timeout=timeout_ms)
+        except PlaywrightTimeout:
+            raise Error(f"WalletPayTesting: 3-D Secure: the page did not reach the sandbox's "
+                        f"3-D Secure page (/pay/3ds/...) within {timeout_ms:g} ms; it is at "
+                        f"{self.page.url} (did the payment need 3-D Secure, and does the "
+                        f"shop send the payer to its challengeUrl?)") from None
         # Playwright's own click (not the driver's evaluate): the page navigates as it is
         # answered, which would destroy an evaluate's context before its value came back
         button = self.page.wait_for_selector(f"#threeds-{outcome}", timeout=timeout_ms)
@@ -106,7 +127,8 @@ class WalletPayPage:
 
     def state(self) -> dict[str, Any]:
         """The sheet's summary: ``ready``, ``open``, ``cards``, ``card``, ``total``, ``error``..."""
-        value: dict[str, Any] = self.page.evaluate("() => WalletPayTesting.state()")
+        value: dict[str, Any] = self.page.evaluate("(t) => WalletPayTesting.state({token: t})",
+                                                   self.token())
         return value
 
 
@@ -118,6 +140,7 @@ class WalletPayBrowser:
     base_url: str
     executable: str | None = None
     launch: dict[str, Any] = field(default_factory=dict)
+    admin_token: str | None = field(default=None, repr=False)
     _playwright: Any = field(default=None, repr=False)
     _browser: Any = field(default=None, repr=False)
     _driver: str = field(default="", repr=False)
@@ -154,7 +177,13 @@ class WalletPayBrowser:
         ctx.add_init_script(self._driver)
         page = ctx.new_page()
         page.goto(url)
-        return WalletPayPage(page)
+        return WalletPayPage(page, token=self.driver_token)
+
+    def driver_token(self) -> str:
+        """A one-time token for the driver, from the sandbox's admin API."""
+        from walletctl.ops.sandbox_admin import driver_token
+
+        return driver_token(self.base_url, token=self.admin_token)
 
     def close_pages(self) -> None:
         """Close every page :meth:`open` made (the browser stays up)."""

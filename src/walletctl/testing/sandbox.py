@@ -76,6 +76,11 @@ class WalletSandbox(Magic):
             self._control(admin.advance_clock, -self._clock_offset)
             self._clock_offset = 0.0
 
+    def driver_token(self) -> str:
+        """A one-time token for the browser-test driver (``WalletPayTesting.pay({token, ...})``
+        in a runner of your own, e.g. Selenium); the sheet obeys nothing else."""
+        return self._control(admin.driver_token)
+
     def ledger(self) -> list[dict[str, Any]]:
         """Every transaction the sandbox holds (originals and follow-ups), oldest first."""
         def read(base: str, *, token: str | None) -> list[dict[str, Any]]:

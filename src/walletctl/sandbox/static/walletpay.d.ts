@@ -20,11 +20,12 @@ type ButtonLocale = "en" | "ar" | "bg" | "ca" | "cs" | "da" | "de" | "el" | "es"
 /** Why a runWalletPay / startWalletPay Promise was rejected. */
 type WalletPayErrorCode =
   | "DEVELOPER_ERROR"    // a bad argument (thrown synchronously by runWalletPay) or misuse
-  | "CANCELED"           // the payer closed the sheet (Cancel or Escape)
+  | "CANCELED"           // the payer closed the sheet (Cancel or Escape), or the page removed it
+  | "IN_PROGRESS"        // runWalletPay while the open sheet is paying: refused at once
   | "GATEWAY_ERROR"      // the gateway refused the key, the token or the payment account
   | "NETWORK"            // the gateway could not be reached / the connection was lost
   | "WALLET_UNAVAILABLE" // no wallet, or no usable card with existingPaymentMethodRequired
-  | "SUPERSEDED";        // a newer runWalletPay call replaced this one
+  | "SUPERSEDED";        // a newer runWalletPay call replaced this one (and its open sheet)
 
 interface WalletPayError extends Error {
   name: "WalletPayError";

@@ -16,8 +16,11 @@
  * Values are echoed only when they are short and cannot be a key.
  *
  * Otherwise it returns a Promise: resolved with the success event.detail, or rejected with a
- * WalletPayError whose .code is CANCELED, GATEWAY_ERROR, NETWORK, WALLET_UNAVAILABLE or
- * SUPERSEDED; it settles at the first outcome (later ones reach the events only).
+ * WalletPayError whose .code is CANCELED, GATEWAY_ERROR, NETWORK, WALLET_UNAVAILABLE,
+ * SUPERSEDED or IN_PROGRESS; it settles at the first outcome (later ones reach the events
+ * only). A newer call replaces an open sheet (it reopens with the new total and reference),
+ * unless that sheet is paying: then the newer call is refused at once (IN_PROGRESS). A page
+ * that removes <walletpay-host> while the sheet is open cancels it (CANCELED).
  *
  * Events (spec section 6). Each one is delivered twice, so both styles work:
  *   1. window.<name>(event) when the page defines a global function of that name, and
@@ -98,6 +101,12 @@
     return global.location.origin;
   }
   var BASE = scriptOrigin();
+  // What the sheet relies on, as it was when this script loaded: a page that replaces
+  // fetch, attachShadow or MessagePort's postMessage later can neither read the closed sheet
+  // nor its traffic.
+  var nativeFetch = global.fetch.bind(global);
+  var nativeAttachShadow = Element.prototype.attachShadow;
+  var nativePost = MessagePort.prototype.postMessage;
 
   // ---- errors and events ------------------------------------------------------------------
 

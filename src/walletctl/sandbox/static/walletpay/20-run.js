@@ -16,7 +16,7 @@
       f.cause = cause;
       throw f;
     }
-    return fetch(BASE + path, {
+    return nativeFetch(BASE + path, {
       method: body === undefined ? "GET" : "POST",
       headers: headers,
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -90,10 +90,27 @@
       throw err;
     }
     var opts = optionalParams || {};
-    if (current) {
-      settle(current.outcome, false, failure("SUPERSEDED", "runWalletPay: a newer " +
-                                             "runWalletPay call replaced this one"));
+    if (sheet && sheet.paying) {
+      // the open sheet's card details are on their way: a second payment is refused at once
+      var busy = "runWalletPay: a payment is in progress on the open sheet; call again " +
+        "when it settles";
+      raise("handlePaymentError", busy);
+      var refusal = deferred();
+      settle(refusal, false, failure("IN_PROGRESS", busy));
+      return refusal.promise;
     }
+    var superseded = failure("SUPERSEDED", "runWalletPay: a newer runWalletPay call " +
+                             "replaced this one");
+    // an open sheet is replaced: it closes now and reopens with this call's total and
+    // reference once the call is ready (never two live payments)
+    var reopen = false;
+    if (sheet) {
+      var old = sheet;
+      closeSheet();
+      settle(old.outcome, false, superseded);
+      reopen = true;
+    }
+    if (current) settle(current.outcome, false, superseded);
     current = { args: args, opts: opts, cards: [], ready: false, done: false,
                 outcome: deferred() };
     var me = current;
@@ -133,6 +150,7 @@
       watchContainers(me);
       raise("handleWalletPayReady", null);
       warnWithoutContainer();
+      if (reopen && !sheet && me === current) openSheet(me);
     }).catch(function (err) {
       if (me !== current) return;
       current = null; // a refused key or missing wallet: nothing can start a payment

@@ -135,12 +135,27 @@
   // screen the layout viewport (what position:fixed alone would cover) is larger than what
   // the payer sees. In a right-to-left page the origin of position:fixed is not where the
   // client coordinates start, so where the dialog landed is measured and corrected. Runs on
-  // open and on every visual viewport resize / scroll.
+  // open and on every visual viewport resize / scroll (and the page's zoom is undone first).
+  // The page's CSS zoom (on <html>, <body> or any ancestor) reaches the sheet however its
+  // styles are reset: an element's effective zoom is its parent's times its own. The dialog
+  // takes the inverse as its own zoom, so its px are the visual viewport's px.
+  function pageZoom() {
+    var z = sheet.host.currentCSSZoom; // the host's effective zoom (its own is 1)
+    if (typeof z !== "number" || !(z > 0)) {
+      // engines without currentCSSZoom: what 100 px of the unzoomed dialog measure
+      sheet.root.style.setProperty("zoom", "1");
+      sheet.root.style.setProperty("width", "100px");
+      z = sheet.root.getBoundingClientRect().width / 100 || 1;
+    }
+    return z;
+  }
+
   var fitting = false;
   function fitSheet() {
     var vv = global.visualViewport;
     if (!sheet || !vv) return;
     var st = sheet.root.style;
+    st.setProperty("zoom", String(1 / pageZoom()));
     st.setProperty("width", vv.width + "px");
     st.setProperty("height", vv.height + "px");
     st.setProperty("left", "0px");
@@ -192,12 +207,23 @@
     }
   }
 
-  function cancelSheet() {
+  function cancelSheet(why) {
     var me = sheet;
     if (!me) return;
     closeSheet();
-    reportFailure(me.cfg, failure("CANCELED", "CANCELED: the payer closed the payment sheet"),
-                  me);
+    reportFailure(me.cfg, failure("CANCELED", "CANCELED: " + (typeof why === "string" ? why
+      : "the payer closed the payment sheet")), me);
+  }
+
+  // A single-page app that re-renders may take <walletpay-host> out of the document with
+  // the sheet open: that is a cancellation (the call settles, the next one can open a sheet).
+  function watchHost(me) {
+    me.watch = new MutationObserver(function () {
+      if (me === sheet && !me.host.isConnected) {
+        cancelSheet("the page removed the payment sheet (<walletpay-host>) while it was open");
+      }
+    });
+    me.watch.observe(document, { childList: true, subtree: true });
   }
 
   function buildBody(body, cfg) {
@@ -328,7 +354,7 @@
       outcome: deferred(),
     };
     var host = document.createElement("walletpay-host");
-    var shadow = host.attachShadow({ mode: "closed" });
+    var shadow = nativeAttachShadow.call(host, { mode: "closed" });
     shadow.adoptedStyleSheets = [styles()];
     var root = h("dialog", { id: "walletpay-sheet", role: "dialog", "aria-modal": "true",
                              "aria-labelledby": "walletpay-title", lang: "en", dir: "ltr" });
@@ -351,6 +377,7 @@
       cancelSheet();
     });
     document.body.appendChild(host);
+    watchHost(sheet);
     document.addEventListener("focusin", onFocusIn);
     root.showModal();
     fitSheet();

@@ -9,6 +9,10 @@
   // sheet's DOM: the shadow root stays closed. Only the sandbox's walletpay.js contains this
   // file (a real gateway's script has no such channel), and a prod profile's sheet refuses
   // every command.
+  // The port alone drives nothing: every command carries a one-time token that the test
+  // process got from the sandbox's admin API (POST /_sandbox/testing/token, which no page can
+  // call); the sheet redeems it with the sandbox (POST /wallet/testing/redeem, once) before it
+  // obeys. A page script that gets a port (no driver on the page) has no token to send.
 
   var TESTING_CONNECT = "walletpay-testing-connect";
   var TESTING_FIELDS = {
@@ -139,22 +143,47 @@
     },
   };
 
+  // token -> Promise of its redemption (true: this page may obey commands carrying it)
+  var testingGrants = Object.create(null);
+  var NO_TOKEN = "a one-time test token is required: the test process gets one from the " +
+    "sandbox's admin API (POST /_sandbox/testing/token) and passes it to the driver";
+
+  function granted(token) {
+    if (typeof token !== "string" || !token || token.length > 200) {
+      return Promise.reject(new Error(NO_TOKEN));
+    }
+    if (!testingGrants[token]) {
+      testingGrants[token] = api("/wallet/testing/redeem", { token: token }).then(function (r) {
+        if (!r.ok) {
+          throw new Error("the sandbox refused the test token (HTTP " + r.status + ": " +
+                          (r.data && r.data.details && r.data.details.message ||
+                           r.data && r.data.description || "no reason") + ")");
+        }
+        return true;
+      });
+      testingGrants[token].catch(function () { delete testingGrants[token]; });
+    }
+    return testingGrants[token];
+  }
+
   function answerTesting(port, msg) {
     var reply = { id: msg && msg.id };
-    try {
+    function answer() {
       if (!isPlainObject(msg) || !Object.prototype.hasOwnProperty.call(TESTING_OPS, msg.op)) {
         throw new Error("unknown command " + JSON.stringify(msg && msg.op));
       }
       if (current && current.args.profile === "prod" && msg.op !== "state") {
         throw new Error("a prod profile's payment sheet is never driven (use profile \"test\")");
       }
-      reply.value = TESTING_OPS[msg.op](isPlainObject(msg.args) ? msg.args : {});
+      return TESTING_OPS[msg.op](isPlainObject(msg.args) ? msg.args : {});
+    }
+    granted(isPlainObject(msg) ? msg.token : undefined).then(answer).then(function (value) {
       reply.ok = true;
-    } catch (err) {
+      reply.value = value;
+    }, function (err) {
       reply.ok = false;
       reply.error = String(err && err.message || err);
-    }
-    port.postMessage(reply);
+    }).then(function () { nativePost.call(port, reply); });
   }
 
   function offerTestingChannel() {

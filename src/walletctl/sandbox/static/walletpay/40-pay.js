@@ -232,6 +232,7 @@
       }, a.publicKeyApi);
     }).then(function (res) {
       var detail;
+      if (me !== sheet) return undefined; // cancelled meanwhile (the page removed the sheet)
       if (res.ok && res.data && typeof res.data.transactionAccountId === "string") {
         var isToken = res.data.cardType === "Token";
         detail = compact({
@@ -335,6 +336,7 @@
 
   function closeSheet() {
     var trigger = sheet && sheet.trigger;
+    if (sheet && sheet.watch) sheet.watch.disconnect();
     document.removeEventListener("focusin", onFocusIn);
     if (sheet && sheet.host) sheet.host.remove();
     sheet = null;
