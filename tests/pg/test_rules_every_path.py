@@ -6,7 +6,6 @@ database's owner — and refused by the database's own error (migrations/V6.sql)
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ OWNER = "desk_owner"
 
 
 @pytest.fixture
-def rules(pg_desk: PgDesk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PgDesk]:
+def rules(pg_desk: PgDesk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PgDesk:
     """A desk whose owner set it up: alice operates and approves, bob approves only, carol
     audits; the rulebook asks an approval above 100 EUR on a refund, a reason for every one."""
     from walletctl.config.dburl import parse_db_url
@@ -36,7 +35,7 @@ def rules(pg_desk: PgDesk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     setup(url, ["carol"], "auditor")
     for key, value in (("approvals.refund", "100"), ("require_reason", "refund")):
         _as(pg_desk, OWNER, _policy(key, value))
-    yield pg_desk
+    return pg_desk
 
 
 def _policy(key: str, value: str) -> Any:
@@ -146,7 +145,7 @@ def test_statements_no_row_trigger_sees_are_refused_even_for_the_owner(rules: Pg
                                                        match="refused"):
             db.execute(f"TRUNCATE walletctl.{table} CASCADE")
     with rules.connect(OWNER) as db, pytest.raises(psycopg.errors.InsufficientPrivilege,
-                                                   match="DELETE of walletctl.findings"):
+                                                   match=r"DELETE of walletctl\.findings"):
         db.execute("DELETE FROM walletctl.findings")
     with rules.connect(OWNER) as db:
         assert db.execute("SELECT count(*) FROM walletctl.policy").fetchone() == (2,)
@@ -220,4 +219,5 @@ def test_psql_as_alice_meets_the_same_refusals(rules: PgDesk, tmp_path: Path) ->
         done = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", rules.url("alice"),
                                "-c", sql], env=env, capture_output=True, text=True,
                               timeout=30, check=False)
-        assert done.returncode != 0 and said in done.stderr, (sql, done.stderr)
+        assert done.returncode != 0, (sql, done.stderr)
+        assert said in done.stderr, (sql, done.stderr)

@@ -7,6 +7,7 @@ intent is recorded: by a trigger on PostgreSQL, by :func:`refuse_forbidden` in a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from walletctl.models.money import exponent
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.history.store import HistoryStore, Intent, Transaction
+    from walletctl.history.store import Entry, HistoryStore, Intent, Transaction
 
 KEY_RULE = (f"approvals.<op>[.<CUR>] (op: {', '.join(APPROVAL_OPERATIONS)}), limits.<op>[.<CUR>]"
             f" (op: {', '.join(HISTORY_OPERATIONS)}), require_reason, duplicate_window or "
@@ -266,3 +267,54 @@ def _unapproved(intent: Intent, entry: int, amount: Decimal, approval: Any | Non
     if approval.expires_at <= intent.time:
         return f"{this} expired at {approval.expires_at}"
     return f"{this} does not cover this row" if overused else None
+
+
+# ---- after the fact: what recon and `order` flag -----------------------------------------------
+MOVED_MONEY = ("approved", "created")
+
+
+def unapproved_check(store: HistoryStore) -> Callable[[Entry], str | None]:
+    """Why an entry that moved money was above the desk's approval amount in force when it
+    was begun and spent no approval for itself (None: it was not): a movement that got past
+    the rulebook somehow is still named. The amount in force is read from the chain's policy
+    entries (every change of the rulebook is one), not from the rulebook today."""
+    changes: dict[str, list[tuple[int, str | None]]] = {}
+    for entry, key, note in store.read(
+            "SELECT entry, original_ref, note FROM events WHERE kind = 'begin' "
+            "AND operation = 'policy' AND original_ref LIKE 'approvals.%' ORDER BY entry"):
+        new = str(note or "").rpartition(" -> ")[2]
+        changes.setdefault(str(key), []).append((int(entry), None if new in ("", "(unset)")
+                                                 else new))
+    readable = store.may("approvals")
+
+    def in_force(key: str, entry: int) -> str | None:
+        value = None
+        for at, new in changes.get(key, ()):
+            if at > entry:
+                break
+            value = new
+        return value
+
+    def why(e: Entry) -> str | None:
+        if e.operation not in APPROVAL_OPERATIONS or e.outcome not in MOVED_MONEY or not e.id:
+            return None
+        try:
+            amount = Decimal(e.amount or "")
+        except InvalidOperation:
+            return None
+        rule = in_force(f"approvals.{e.operation}.{e.currency}", e.id) or in_force(
+            f"approvals.{e.operation}", e.id)
+        if rule is None or amount <= Decimal(rule):
+            return None
+        above = f"{e.operation} of {e.amount} {e.currency} is above the desk's approval amount " \
+                f"of {rule} when it was begun"
+        if e.approval is None:
+            return f"{above} and spent no approval"
+        if readable and store.read_one(
+                "SELECT 1 FROM approvals WHERE id = ? AND state = 'spent' AND operation = ? "
+                "AND (spent_entry = ? OR (spent_batch IS NOT NULL AND spent_batch = ?))",
+                (e.approval, e.operation, e.id, e.batch_id)) is None:
+            return f"{above}; approval #{e.approval} was not spent for it"
+        return None
+
+    return why

@@ -103,16 +103,19 @@ $do$;
 CREATE TRIGGER findings_keep BEFORE DELETE ON walletctl.findings
     FOR EACH STATEMENT EXECUTE FUNCTION walletctl.refuse_statement();
 
--- A request's expiry is the database's: its own clock plus the desk's approval_hours (24
--- when the policy sets none). A client may ask for an earlier one (a profile's stricter
--- approval_hours), never a later one.
+-- A request's expiry is the database's: its own clock plus the desk's approval_hours. A
+-- client may ask for an earlier one (a profile's stricter approval_hours), never a later
+-- one. With no approval_hours in the policy, the profile's stands (approvals_guard: at
+-- most 30 days).
 CREATE FUNCTION walletctl.approvals_expiry() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
-    hours int := coalesce((SELECT value::int FROM walletctl.policy
-                           WHERE key = 'approval_hours'), 24);
+    hours int := (SELECT value::int FROM walletctl.policy WHERE key = 'approval_hours');
     latest timestamptz := now() + make_interval(hours => hours);
     asked timestamptz;
 BEGIN
+    IF hours IS NULL THEN
+        RETURN NEW;
+    END IF;
     BEGIN
         asked := NEW.expires_at::timestamptz;
     EXCEPTION WHEN others THEN
@@ -138,6 +141,11 @@ ALTER TABLE walletctl.policy ADD CONSTRAINT policy_key_currency CHECK (
     'PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SLL SOS SRD SSP '
     'STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD USN UYI UYU UYW UZS VED '
     'VES VND VUV WST XAF XCD XCG XOF XPF YER ZAR ZMW ZWG', ' '))) NOT VALID;
+
+-- recon names a movement above the approval amount that spent no approval ('unapproved')
+ALTER TABLE walletctl.findings DROP CONSTRAINT findings_kind_check,
+    ADD CONSTRAINT findings_kind_check CHECK (kind IN ('unrecorded', 'absent', 'state',
+        'amount', 'type', 'unapproved', 'unknown'));
 
 -- A finding about money moved with no desk entry has no maker on file: another approver
 -- than the one who recorded it resolves it (the finding names both).
