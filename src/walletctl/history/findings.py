@@ -171,6 +171,9 @@ def refuse_to_resolve(found: Recorded | None, finding: int, *, merchant: tuple[s
     if found.state != "open":
         raise FindingError(f"finding #{finding} was resolved by {found.resolved_by} at "
                            f"{found.resolved_at}: a finding is resolved once")
+    if found.movement_by is None and found.recorded_by == me:
+        raise FindingError(f"finding #{finding} is about money moved with no desk entry, "
+                           f"recorded by {me}: another approver resolves it (four eyes)")
     if found.movement_by is not None and found.movement_by == me:
         raise FindingError(f"finding #{finding} is about {me}'s own movement (entry "
                            f"#{found.entry}): another approver resolves it (four eyes)")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from walletctl.config.profile import APPROVAL_OPERATIONS, HISTORY_OPERATIONS, HistorySettings
 from walletctl.errors import UsageError
 from walletctl.history.policy import PolicyRefusal, amount_rule
-from walletctl.models.money import exponent
+from walletctl.models.money import check_currency, exponent
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -34,6 +34,11 @@ def checked_key(key: str) -> None:
     """UsageError naming the rule, unless ``key`` is one of the rulebook's keys."""
     if not (_AMOUNT_KEY.fullmatch(key) or key == "require_reason" or key in BOUNDS):
         raise UsageError(f"policy key {key[:60]!r}: must be {KEY_RULE}")
+    if key.count(".") == 2:  # its currency: one a payment can be made in
+        try:
+            check_currency(key.rsplit(".", 1)[1])
+        except ValueError as exc:
+            raise UsageError(f"policy key {key!r}: the currency {exc}") from None
 
 
 def checked_value(key: str, value: str) -> str:
