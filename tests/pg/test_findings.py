@@ -74,9 +74,9 @@ def test_recorded_resolved_by_bob_not_reported_again_and_refused_for_alice(
     # resolving the other one makes recon agree (exit 0) on this order
     # a finding about nobody's movement has no maker on file: alice, who recorded it, may
     # not close it (it might be her own off-desk refund); bob, another approver, may
-    mine = alice.run("-p", "desk-a", "recon", "resolve", str(dash), "--note", "mine, fine",
+    hers = alice.run("-p", "desk-a", "recon", "resolve", str(dash), "--note", "mine, fine",
                      expect=REFUSED)
-    assert "recorded by alice" in mine.stderr, mine
+    assert "recorded by alice" in hers.stderr, hers
     bob.run("-p", "desk-a", "recon", "resolve", str(dash), "--note",
             "made in the dashboard by the shop", expect=0)
     alice.run(*recon, expect=0)

@@ -283,21 +283,22 @@ def unapproved_check(store: HistoryStore) -> Callable[[Entry], str | None]:
     was begun and spent no approval for itself (None: it was not): a movement that got past
     the rulebook somehow is still named. The amount in force is read from the chain's policy
     entries (every change of the rulebook is one), not from the rulebook today."""
-    changes: dict[str, list[tuple[int, str | None]]] = {}
-    for entry, key, note in store.read(
-            "SELECT entry, original_ref, note FROM events WHERE kind = 'begin' "
-            "AND operation = 'policy' AND original_ref LIKE 'approvals.%' ORDER BY entry"):
-        new = str(note or "").rpartition(" -> ")[2]
-        changes.setdefault(str(key), []).append((int(entry), None if new in ("", "(unset)")
-                                                 else new))
+    changes: dict[str, list[tuple[int, str | None]]] = {}  # key -> its changes, in order
     readable = store.may("approvals")
 
     def in_force(key: str, entry: int) -> str | None:
+        if key not in changes:  # one indexed look-up per key (events_ref)
+            changes[key] = [
+                (int(at), None if new in ("", "(unset)") else new)
+                for at, note in store.read(
+                    "SELECT entry, note FROM events WHERE original_ref = ? AND kind = 'begin' "
+                    "AND operation = 'policy' ORDER BY entry", (key,))
+                if (new := str(note or "").rpartition(" -> ")[2]) is not None]
         value = None
-        for at, new in changes.get(key, ()):
+        for at, then in changes[key]:
             if at > entry:
                 break
-            value = new
+            value = then
         return value
 
     def why(e: Entry) -> str | None:
