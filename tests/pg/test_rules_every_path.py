@@ -6,6 +6,7 @@ database's owner — and refused by the database's own error (migrations/V6.sql)
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,13 @@ import pytest
 from pg_fixtures import PgDesk
 from walletctl.history.chain import Tip
 
+from .conftest import Team
+
 ROW: dict[str, Any] = {"time": "2026-11-25T10:00:00.000Z", "os_user": "x", "host": "h",
                        "profile": "desk-a", "base_url": "http://x", "merchant_id": "M-1001",
                        "store_id": "S-01", "currency": "EUR"}
 OWNER = "desk_owner"
+SOON = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 @pytest.fixture
@@ -132,8 +136,8 @@ def test_control_characters_are_refused_in_every_text_field(rules: PgDesk) -> No
         db.execute(
             "INSERT INTO walletctl.approvals (kind, merchant_id, store_id, operation, amount, "
             "currency, reason, created_at, expires_at, request_hash) VALUES ('single', 'M', "
-            "'S', 'refund', '4500.00', 'EUR', %s, '', '2099-01-01T00:00:00Z', %s)",
-            ("\x1b[1Aamount: 45.00 EUR", "0" * 64))
+            "'S', 'refund', '4500.00', 'EUR', %s, '', %s, %s)",
+            ("\x1b[1Aamount: 45.00 EUR", SOON, "0" * 64))
     # ordinary text, accents and all, is kept
     _begin(rules, "alice", **_refund("O-9", "40.00", reason="Kundin möchte Rückerstattung"))
 
@@ -212,12 +216,85 @@ def test_psql_as_alice_meets_the_same_refusals(rules: PgDesk, tmp_path: Path) ->
             ("INSERT INTO walletctl.policy (key, value) VALUES ('approvals.capture.ZZZ', '1')",
              "permission denied"),
             ("TRUNCATE walletctl.findings", "permission denied"),
-            ("INSERT INTO walletctl.approvals (kind, merchant_id, store_id, operation, "
+            ("INSERT INTO walletctl.approvals (kind, merchant_id, store_id, operation, "  # noqa: S608 - a constant of the test
              "created_at, expires_at, request_hash, reason) VALUES ('single', 'M', 'S', "
-             "'refund', '', '2099-01-01T00:00:00Z', repeat('0', 64), E'x\\u202ey')",
+             f"'refund', '', '{SOON}', repeat('0', 64), E'x\\u202ey')",
              "approvals_reason_plain")):
         done = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", rules.url("alice"),
                                "-c", sql], env=env, capture_output=True, text=True,
                               timeout=30, check=False)
         assert done.returncode != 0, (sql, done.stderr)
         assert said in done.stderr, (sql, done.stderr)
+
+
+def test_an_approver_sees_what_the_database_bound(
+        rules: PgDesk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A batch request filed by Python saying "(2 rows, 250.00 EUR)" over 20 bound rows of
+    499.00: bob's summary, full view and confirmation read 20 rows, 9,980.00 EUR."""
+    from walletctl.config.dburl import parse_db_url
+    from walletctl.history import approvals
+    from walletctl.history.postgres import PostgresHistory
+    from walletctl.render.approvals import render_request
+
+    with rules.connect("alice") as db, db.transaction():
+        row = db.execute(
+            "INSERT INTO walletctl.approvals (kind, merchant_id, store_id, operation, "
+            "batch_file, batch_sha256, batch_rows, batch_totals, created_at, expires_at, "
+            "request_hash) VALUES ('batch', 'M-1001', 'S-01', 'refund', 'small.csv', %s, 2, "
+            "'250.00 EUR', '', %s, %s) RETURNING id",
+            ("a" * 64, SOON, "0" * 64)).fetchone()
+        assert row is not None
+        for line in range(1, 21):
+            db.execute("INSERT INTO walletctl.approval_rows VALUES (%s, %s, %s, '499.00', "
+                       "'EUR')", (row[0], line, f"O-{line}"))
+    monkeypatch.setenv("PGPASSFILE", str(rules.cluster.write_pgpass(tmp_path, "bob")))
+    with PostgresHistory(parse_db_url(rules.url("bob"))) as store:
+        found = approvals.get(store, int(row[0]))
+    assert found is not None
+    assert found.what() == ("refund batch small.csv (20 bound rows above the approval amount,"
+                            " 9,980.00 EUR)"), found
+    render_request("table", found, "2026-01-01T00:00:00.000Z")
+    shown = capsys.readouterr().out
+    assert "9,980.00 EUR" in shown, shown
+    assert "250.00" not in shown, shown
+
+
+def test_the_gateway_holds_no_money_the_desk_did_not_allow(
+        team: Team, tmp_path: Path) -> None:
+    """The team's desk (walletctl as alice, bob and the owner, a real sandbox gateway): a
+    refund above the approval amount is filed, not sent; alice's Python recording it as done,
+    or completing her pending entry as approved, is refused; money she moves with another
+    config (no team history) is named by recon."""
+    from money.conftest import unique
+
+    for key, value in (("approvals.refund", "100.00"), ("require_reason", "refund")):
+        team.owner.run("history", "policy", "set", key, value, expect=0)
+    ref = team.desk.sale(unique("AT"), "500.00")
+    team.alice.run("refund", ref, "--amount", "400.00", "--reason", "damaged", "--yes",
+                   "-p", "desk-a", expect=12)
+    [pending] = team.alice.run("-o", "json", "history", "--ref", ref, expect=0).json()
+    assert pending["outcome"] == "refused", pending
+    alice = PgDesk(team.cluster, team.db)
+    with pytest.raises(psycopg.errors.CheckViolation, match="is begun approved"):
+        _begin(alice, "alice", **_refund(ref, "400.00", merchant_id=team.desk.merchant_id,
+                                         store_id=team.desk.store_id, outcome="approved"))
+    with pytest.raises(psycopg.errors.CheckViolation, match="takes no outcome"):
+        _complete(alice, "alice", pending["id"], "approved")
+    assert not _refunds(team, ref)
+    team.bob.run("-p", "desk-a", "recon", "--ref", ref, expect=0)
+    # another config: her own local history, none of the team's
+    team.alice.run("refund", ref, "--amount", "400.00", "--reason", "x", "--yes", "-p",
+                   "desk-a", expect=0, env={"WALLETCTL_HISTORY_URL": "",
+                                            "WALLETCTL_AUDIT_LOG": str(tmp_path / "own.db")})
+    assert _refunds(team, ref) == ["400.00"]
+    found = team.bob.run("-p", "desk-a", "-o", "json", "recon", "--ref", ref,
+                         expect=13).json()
+    assert [f["kind"] for f in found["unrecorded"]] == ["unrecorded"], found
+
+
+def _refunds(team: Team, ref: str) -> list[str]:
+    from decimal import Decimal
+
+    return [f'{Decimal(r["transactionAmount"]).scaleb(-2):.2f}'
+            for r in team.desk.followups(ref, "refund") if r.get("state") == "Approved"]
