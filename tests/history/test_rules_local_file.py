@@ -158,3 +158,27 @@ def test_walletctls_own_writes_still_pass(path: Path) -> None:
         assert [e.outcome for e in store.entries() if e.operation == "refund"] == [
             "approved", "refused"]
         assert store.verify()[1] is None
+
+
+def test_the_cli_refuses_control_characters_naming_the_field(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 4, one line naming the field, nothing written; an ISO-less policy key: exit 2."""
+    from typer.testing import CliRunner
+
+    from walletctl.cli.main import app
+
+    history = tmp_path / "h.sqlite3"
+    monkeypatch.setenv("WALLETCTL_AUDIT_LOG", str(history))
+    monkeypatch.setenv("WALLETCTL_CONFIG", str(tmp_path / "none.toml"))
+    for argv, field in ((["recon", "resolve", "1", "--note", "ok\x1b[2Jamount: 45"], "--note"),
+                        (["approve", "1", "--reason", "fine\u202e", "--yes"], "--reason")):
+        done = CliRunner().invoke(app, argv, catch_exceptions=False)
+        assert done.exit_code == 4, done.output
+        [line] = done.stderr.strip().splitlines()[:1]
+        assert f"{field}: must not contain control characters" in line, done.stderr
+        assert "\x1b" not in done.stderr, done.stderr
+    assert not history.exists()
+    done = CliRunner().invoke(app, ["history", "policy", "set", "approvals.capture.ZZZ", "10"],
+                              catch_exceptions=False)
+    assert done.exit_code == 2, done.output
+    assert "'ZZZ' is not an ISO 4217 currency code" in done.stderr, done.stderr
