@@ -182,3 +182,31 @@ def test_the_cli_refuses_control_characters_naming_the_field(
                               catch_exceptions=False)
     assert done.exit_code == 2, done.output
     assert "'ZZZ' is not an ISO 4217 currency code" in done.stderr, done.stderr
+
+
+def test_text_written_before_the_checks_is_shown_escaped(
+        path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A reason that redraws the screen, kept from before the checks (a trigger dropped to
+    write it): `approvals show` and the approver's question print it escaped."""
+    from walletctl.render.approvals import render_request
+    from walletctl.render.console import print_stderr
+
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("DROP TRIGGER approvals_plain_insert")
+    db.execute("INSERT INTO approvals (kind, merchant_id, store_id, operation, original_ref, "
+               "new_ref, amount, currency, created_at, expires_at, requester, request_hash, "
+               "state, reason) VALUES ('single', 'M', 'S', 'refund', 'O-1', 'O-1-R1', "
+               "'4500.00', 'EUR', '', '2099-01-01T00:00:00.000Z', 'alice', '', 'pending', ?)",
+               ("ok\x1b[2J\x1b[Hamount: 45.00 EUR\u202e",))
+    db.close()
+    with SqliteHistory(path) as store:
+        found = approvals.get(store, 1)
+    assert found is not None
+    render_request("table", found, "2026-01-01T00:00:00.000Z")
+    print_stderr(f"Approve #1: {found.requester}'s {found.what()} ({found.reason})")
+    shown = capsys.readouterr()
+    for text in (shown.out, shown.err):
+        assert "\x1b" not in text, text
+        assert "\u202e" not in text, text
+    assert "ok\\x1b[2J\\x1b[Hamount: 45.00 EUR\\u202e" in shown.out, shown.out
+    assert "4500.00 EUR" in shown.out, shown.out

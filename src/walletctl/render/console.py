@@ -178,5 +178,7 @@ def print_stopped(why: str | None, hint: str | None, what: str = "stopped") -> N
 
 
 def print_stderr(text: str = "") -> None:
-    """A line on stderr (empty: the line end a prompt ended with Ctrl-D left open)."""
-    write_fitted(sys.stderr, text)
+    """A line on stderr (empty: the line end a prompt ended with Ctrl-D left open); a
+    question's summary holds what the history holds, shown escaped (its own line ends
+    kept)."""
+    write_fitted(sys.stderr, "\n".join(map(escaped, text.split("\n"))))
