@@ -291,6 +291,27 @@ def test_the_gateway_holds_no_money_the_desk_did_not_allow(
     found = team.bob.run("-p", "desk-a", "-o", "json", "recon", "--ref", ref,
                          expect=13).json()
     assert [f["kind"] for f in found["unrecorded"]] == ["unrecorded"], found
+    # the owner's maintenance path (triggers disabled) writes it in as moved: recon and
+    # `order` still name it, money moved above the approval amount with no approval
+    [record] = [r for r in team.desk.followups(ref, "refund") if r.get("state") == "Approved"]
+
+    def write_in(db: psycopg.Connection[Any], tip: Tip) -> None:
+        db.execute("ALTER TABLE walletctl.events DISABLE TRIGGER events_rulebook, "
+                   "DISABLE TRIGGER events_settled")
+        tip.append("begin", None, {**ROW, "merchant_id": team.desk.merchant_id,
+                                   "store_id": team.desk.store_id, "operation": "refund",
+                                   "original_ref": ref, "amount": "400.00", "reason": "x",
+                                   "new_ref": record["clientSystemTransactionId"]}, True)
+        tip.write()
+        tip.append("complete", tip.entry, {"time": ROW["time"], "outcome": "approved"}, True)
+        tip.write()
+        db.execute("ALTER TABLE walletctl.events ENABLE TRIGGER events_rulebook, "
+                   "ENABLE TRIGGER events_settled")
+
+    _as(alice, OWNER, write_in)
+    for argv in (("recon", "--ref", ref), ("order", ref)):
+        named = team.bob.run("-p", "desk-a", *argv, expect=13)
+        assert "moved without an approval" in named.stderr + named.stdout, named
 
 
 def _refunds(team: Team, ref: str) -> list[str]:
