@@ -137,7 +137,9 @@ def _plain_triggers() -> str:
     sql = []
     for table, columns in _TEXT.items():
         for when in ("INSERT", "UPDATE"):
-            test = " OR ".join(f"NEW.{c} GLOB '{_HAS_CONTROL}'" for c in columns)
+            # one GLOB over the row's texts joined (a control character joins none)
+            test = f"({' || '.join(f'COALESCE(NEW.{c}, {chr(39) * 2})' for c in columns)}) " \
+                   f"GLOB '{_HAS_CONTROL}'"
             sql.append(
                 f"CREATE TRIGGER IF NOT EXISTS {table}_plain_{when.lower()} BEFORE {when} ON "
                 f"{table} WHEN {test} BEGIN SELECT RAISE(ABORT, 'walletctl history: a text "
