@@ -277,8 +277,9 @@ def test_an_outcome_appended_by_another_operator_is_named_and_a_false_hash_is_fo
         tip = db.execute("SELECT seq, hash FROM walletctl.events ORDER BY seq DESC "
                          "LIMIT 1").fetchone()
         assert tip is not None
-        db.execute("INSERT INTO walletctl.events (seq, kind, entry, time, prev_hash, hash) "
-                   "VALUES (%s, 'complete', 1, '2026-11-24T03:31:00.000Z', %s, %s)",
+        db.execute("INSERT INTO walletctl.events (seq, kind, entry, time, outcome, prev_hash, "
+                   "hash) VALUES (%s, 'complete', 1, '2026-11-24T03:31:00.000Z', 'declined', "
+                   "%s, %s)",
                    (tip[0] + 1, tip[1], "f" * 64))
     broken = team.bob.run("history", "verify", expect=3)
     assert "(written by alice)" in broken.stderr, broken

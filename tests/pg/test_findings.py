@@ -72,9 +72,13 @@ def test_recorded_resolved_by_bob_not_reported_again_and_refused_for_alice(
     assert [f["finding"]["resolution"] for f in after["resolved"]] == [
         "the gateway lost it; ticket 4411"], after
     # resolving the other one makes recon agree (exit 0) on this order
-    # alice approves too: a finding about nobody's movement is hers to close
-    alice.run("-p", "desk-a", "recon", "resolve", str(dash), "--note",
-              "made in the dashboard by the shop", expect=0)
+    # a finding about nobody's movement has no maker on file: alice, who recorded it, may
+    # not close it (it might be her own off-desk refund); bob, another approver, may
+    hers = alice.run("-p", "desk-a", "recon", "resolve", str(dash), "--note", "mine, fine",
+                     expect=REFUSED)
+    assert "recorded by alice" in hers.stderr, hers
+    bob.run("-p", "desk-a", "recon", "resolve", str(dash), "--note",
+            "made in the dashboard by the shop", expect=0)
     alice.run(*recon, expect=0)
     view = bob.run("-p", "desk-a", "-o", "table", "order", sale, expect=0,
                    env={"COLUMNS": "80"})
@@ -88,5 +92,5 @@ def test_recorded_resolved_by_bob_not_reported_again_and_refused_for_alice(
     owner = team.owner.run("-p", "desk-a", "-o", "json", "recon", "findings", expect=0).json()
     assert [(f["id"], f["state"], f["resolved_by"]) for f in owner["findings"]
             if f["id"] in (own, dash)] == sorted([(own, "resolved", "bob"),
-                                                   (dash, "resolved", "alice")]), owner
+                                                   (dash, "resolved", "bob")]), owner
     bob.run("history", "verify", expect=0)

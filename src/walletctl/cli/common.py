@@ -17,7 +17,7 @@ import typer
 
 from walletctl.cli.state import ENV, State
 from walletctl.errors import RequestValidationError, UsageError
-from walletctl.render.console import print_stderr
+from walletctl.render.console import escape_controls, print_stderr
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient, PreparedCall
@@ -96,7 +96,7 @@ def terminal_prompt(*, empty_ok: bool = False) -> Callable[[str], str] | None:
     def ask(question: str) -> str:
         extra: dict[str, Any] = {"default": "", "show_default": False} if empty_ok else {}
         try:
-            return str(typer.prompt(question, err=True, **extra))
+            return str(typer.prompt(escape_controls(question), err=True, **extra))
         except typer.Abort:  # Ctrl-D: nothing typed
             print_stderr()
             return ""

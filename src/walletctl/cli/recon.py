@@ -125,15 +125,18 @@ def resolve(
         "--note", help="What was decided (required; kept in the history).")],
 ) -> None:
     """Close an open finding with a note: by an approver or the history's owner, never by
-    whoever made the movement it is about (enforced by the database on PostgreSQL).
+    whoever made the movement it is about, nor (money moved with no desk entry) by whoever
+    recorded it (enforced by the database on PostgreSQL).
 
     The resolution is an entry of the history's chain; recon shows the finding with its
     note from then on and no longer reports it as new. Exit 5 when refused.
 
     Example: walletctl -p desk recon resolve 12 --note "refund made in the dashboard, ticket 4411"
     """
+    from walletctl.models.plain import checked_plain
     from walletctl.ops.recon.on_file import resolve as resolve_finding
     from walletctl.render.recon import render_resolved
 
+    checked_plain("--note", note)  # before anything is opened (exit 4)
     st = get_state(ctx)
     render_resolved(resolve_finding(st.profile(), finding, note), st.output_format)

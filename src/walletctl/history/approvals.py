@@ -18,11 +18,13 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields, replace
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from walletctl.errors import RefusedError
 from walletctl.history import recorder
 from walletctl.history.store import HistoryStore, Intent, Reader, Transaction, WriteHook, chunks
+from walletctl.models.money import format_major
 
 DETAIL_ROWS = 200  # bound rows shown with a batch request
 Kind = Literal["single", "batch"]
@@ -107,10 +109,11 @@ class Approval(Request):
         return self.state
 
     def what(self) -> str:
-        """One line for people: ``refund of 150.00 EUR on ORDER-1 as ORDER-1-REF1``."""
+        """One line for people: ``refund of 150.00 EUR on ORDER-1 as ORDER-1-REF1``; a
+        batch's rows and totals as read (:func:`get`): those of its bound rows."""
         if self.kind == "batch":
-            return (f"{self.operation} batch {self.batch_file} ({self.batch_rows} rows, "
-                    f"{self.batch_totals})")
+            return (f"{self.operation} batch {self.batch_file} ({self.batch_rows} bound "
+                    f"rows above the approval amount, {self.batch_totals})")
         money = f" of {self.amount} {self.currency}" if self.amount else ""
         return f"{self.operation}{money} on {self.original_ref} as {self.new_ref}"
 
@@ -176,17 +179,36 @@ def get(reader: Reader, approval: int, *, detail: bool = True) -> Approval | Non
 
 
 def _shown(store: Reader, found: Approval) -> Approval:
-    """A batch approval with the rows it binds as its detail (what the approver is shown is
-    what a run can send: the bound rows, not a text the requester wrote)."""
+    """A batch approval as its approver sees it: what a run can send, computed from the rows
+    the database bound (approval_rows), never from text the requester wrote. Its rows
+    (``batch_rows``) and totals (``batch_totals``) are the bound rows' count and sums per
+    currency, its detail the first :data:`DETAIL_ROWS` of them."""
     if found.kind != "batch":
         return found
-    count = store.read_one("SELECT count(*) FROM approval_rows WHERE approval = ?", (found.id,))
+    count = 0
+    sums: dict[str, Decimal] = {}
+    for currency, amount in store.read(
+            "SELECT currency, amount FROM approval_rows WHERE approval = ?", (found.id,)):
+        count += 1
+        try:
+            sums[str(currency)] = sums.get(str(currency), Decimal(0)) + Decimal(amount)
+        except (InvalidOperation, TypeError):
+            sums[str(currency)] = Decimal("NaN")  # shown as such: nothing to approve
     rows = [{"line": int(line), "ref": ref, "amount": amount, "currency": currency}
             for line, ref, amount, currency in store.read(
                 "SELECT line, ref, amount, currency FROM approval_rows WHERE approval = ? "
                 "ORDER BY line LIMIT ?", (found.id, DETAIL_ROWS))]
-    detail = {"above": int(count[0]) if count else 0, "rows": rows}
-    return replace(found, batch_detail=json.dumps(detail, separators=(",", ":")))
+    detail = {"above": count, "rows": rows}
+    totals = "; ".join(_money(sums[c], c) for c in sorted(sums)) or "nothing bound"
+    return replace(found, batch_rows=count, batch_totals=totals,
+                   batch_detail=json.dumps(detail, separators=(",", ":")))
+
+
+def _money(amount: Decimal, currency: str) -> str:
+    try:
+        return format_major(amount, currency)
+    except (ArithmeticError, KeyError, ValueError):
+        return f"{amount} {currency}"
 
 
 LISTING_PAGE = 500  # requests per read of :func:`listing`

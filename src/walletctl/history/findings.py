@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from walletctl.errors import RefusedError
 from walletctl.history.approvals import acting_as
 from walletctl.history.store import chunks
+from walletctl.models.plain import escaped
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -113,6 +114,7 @@ def record(store: HistoryStore, merchant: tuple[str, str], found: list[New], *,
             key = identity(merchant, new.kind, new.reference, new.entry)
             if key in known:
                 continue
+            new = replace(new, detail=escaped(new.detail))  # a gateway's words, written out
             note = f"{new.kind} {new.reference}: {new.detail}"[:300]
             entry = tx.append("begin", None, vars(replace(
                 step, original_ref=new.original, new_ref=new.reference, note=note)))
@@ -171,6 +173,9 @@ def refuse_to_resolve(found: Recorded | None, finding: int, *, merchant: tuple[s
     if found.state != "open":
         raise FindingError(f"finding #{finding} was resolved by {found.resolved_by} at "
                            f"{found.resolved_at}: a finding is resolved once")
+    if found.movement_by is None and found.recorded_by == me:
+        raise FindingError(f"finding #{finding} is about money moved with no desk entry, "
+                           f"recorded by {me}: another approver resolves it (four eyes)")
     if found.movement_by is not None and found.movement_by == me:
         raise FindingError(f"finding #{finding} is about {me}'s own movement (entry "
                            f"#{found.entry}): another approver resolves it (four eyes)")

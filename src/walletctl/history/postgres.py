@@ -39,6 +39,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (3, "the desk's rulebook, roles, bound batch rows, entries numbered by the database"),
     (4, "indexes for every look-up; each entry's outcome kept beside the events"),
     (5, "recon's findings, recorded and resolved with their entries in the chain"),
+    (6, "every movement through the rulebook whatever its state; no control characters; "
+        "statement guards; the database's own approval expiry; ISO policy currencies"),
 )
 LATEST = MIGRATIONS[-1][0]
 

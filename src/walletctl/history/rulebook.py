@@ -7,6 +7,7 @@ intent is recorded: by a trigger on PostgreSQL, by :func:`refuse_forbidden` in a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
@@ -14,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from walletctl.config.profile import APPROVAL_OPERATIONS, HISTORY_OPERATIONS, HistorySettings
 from walletctl.errors import UsageError
 from walletctl.history.policy import PolicyRefusal, amount_rule
-from walletctl.models.money import exponent
+from walletctl.models.money import check_currency, exponent
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.history.store import HistoryStore, Intent, Transaction
+    from walletctl.history.store import Entry, HistoryStore, Intent, Transaction
 
 KEY_RULE = (f"approvals.<op>[.<CUR>] (op: {', '.join(APPROVAL_OPERATIONS)}), limits.<op>[.<CUR>]"
             f" (op: {', '.join(HISTORY_OPERATIONS)}), require_reason, duplicate_window or "
@@ -33,6 +34,11 @@ def checked_key(key: str) -> None:
     """UsageError naming the rule, unless ``key`` is one of the rulebook's keys."""
     if not (_AMOUNT_KEY.fullmatch(key) or key == "require_reason" or key in BOUNDS):
         raise UsageError(f"policy key {key[:60]!r}: must be {KEY_RULE}")
+    if key.count(".") == 2:  # its currency: one a payment can be made in
+        try:
+            check_currency(key.rsplit(".", 1)[1])
+        except ValueError as exc:
+            raise UsageError(f"policy key {key!r}: the currency {exc}") from None
 
 
 def checked_value(key: str, value: str) -> str:
@@ -266,3 +272,55 @@ def _unapproved(intent: Intent, entry: int, amount: Decimal, approval: Any | Non
     if approval.expires_at <= intent.time:
         return f"{this} expired at {approval.expires_at}"
     return f"{this} does not cover this row" if overused else None
+
+
+# ---- after the fact: what recon and `order` flag -----------------------------------------------
+MOVED_MONEY = ("approved", "created")
+
+
+def unapproved_check(store: HistoryStore) -> Callable[[Entry], str | None]:
+    """Why an entry that moved money was above the desk's approval amount in force when it
+    was begun and spent no approval for itself (None: it was not): a movement that got past
+    the rulebook somehow is still named. The amount in force is read from the chain's policy
+    entries (every change of the rulebook is one), not from the rulebook today."""
+    changes: dict[str, list[tuple[int, str | None]]] = {}  # key -> its changes, in order
+    readable = store.may("approvals")
+
+    def in_force(key: str, entry: int) -> str | None:
+        if key not in changes:  # one indexed look-up per key (events_ref)
+            changes[key] = [
+                (int(at), None if new in ("", "(unset)") else new)
+                for at, note in store.read(
+                    "SELECT entry, note FROM events WHERE original_ref = ? AND kind = 'begin' "
+                    "AND operation = 'policy' ORDER BY entry", (key,))
+                if (new := str(note or "").rpartition(" -> ")[2]) is not None]
+        value = None
+        for at, then in changes[key]:
+            if at > entry:
+                break
+            value = then
+        return value
+
+    def why(e: Entry) -> str | None:
+        if e.operation not in APPROVAL_OPERATIONS or e.outcome not in MOVED_MONEY or not e.id:
+            return None
+        try:
+            amount = Decimal(e.amount or "")
+        except InvalidOperation:
+            return None
+        rule = in_force(f"approvals.{e.operation}.{e.currency}", e.id) or in_force(
+            f"approvals.{e.operation}", e.id)
+        if rule is None or amount <= Decimal(rule):
+            return None
+        above = f"{e.operation} of {e.amount} {e.currency} is above the desk's approval amount " \
+                f"of {rule} when it was begun"
+        if e.approval is None:
+            return f"{above} and spent no approval"
+        if readable and store.read_one(
+                "SELECT 1 FROM approvals WHERE id = ? AND state = 'spent' AND operation = ? "
+                "AND (spent_entry = ? OR (spent_batch IS NOT NULL AND spent_batch = ?))",
+                (e.approval, e.operation, e.id, e.batch_id)) is None:
+            return f"{above}; approval #{e.approval} was not spent for it"
+        return None
+
+    return why

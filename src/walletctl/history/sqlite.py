@@ -15,6 +15,8 @@ from typing import Any
 
 from walletctl.history.chain import ALL, COLUMN_TYPES, LATER
 from walletctl.history.store import HistoryStore, Intent, StorageError, Transaction
+from walletctl.models.money import payable_currencies
+from walletctl.models.plain import CLASS
 
 _COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in ALL)  # a new file has them all
 SCHEMA = f"""
@@ -112,6 +114,82 @@ COMMIT;
 """  # noqa: S608 - constant SQL only
 
 
+# The file's own checks (the database's on PostgreSQL: migrations/V6.sql), made by every
+# open of the file: what a few lines of sqlite3 write is held to what walletctl writes.
+MONEY = "('checkout', 'capture', 'refund', 'reverse', 'authorize')"
+STEPS = "('policy', 'approval', 'finding', 'resolve')"
+# no control characters, no invisible or direction-changing ones (models.plain)
+_HAS_CONTROL = "*[" + CLASS.replace(chr(0), chr(1)) + "]*"  # SQL text holds no NUL
+_TEXT: dict[str, tuple[str, ...]] = {
+    "events": tuple(c for c in ALL if COLUMN_TYPES[c] == "TEXT"),
+    "approvals": ("profile", "base_url", "merchant_id", "store_id", "operation",
+                  "original_ref", "new_ref", "amount", "currency", "reason", "batch_file",
+                  "batch_sha256", "batch_totals", "requester", "requester_host",
+                  "decided_by", "decision_reason", "spent_batch"),
+    "approval_rows": ("ref", "amount", "currency"),
+    "policy": ("key", "value", "set_by"),
+    "findings": ("merchant_id", "store_id", "kind", "original", "reference", "movement_by",
+                 "detail", "recorded_by", "resolved_by", "resolution"),
+}
+
+
+def _plain_triggers() -> str:
+    sql = []
+    for table, columns in _TEXT.items():
+        for when in ("INSERT", "UPDATE"):
+            # one GLOB over the row's texts joined (a control character joins none)
+            test = f"({' || '.join(f'COALESCE(NEW.{c}, {chr(39) * 2})' for c in columns)}) " \
+                   f"GLOB '{_HAS_CONTROL}'"
+            sql.append(
+                f"CREATE TRIGGER IF NOT EXISTS {table}_plain_{when.lower()} BEFORE {when} ON "
+                f"{table} WHEN {test} BEGIN SELECT RAISE(ABORT, 'walletctl history: a text "
+                f"of {table} holds a control character (refused)'); END;")
+    return "\n".join(sql)
+
+
+_MOVEMENT = (f"(%(e)s.operation IN {MONEY} OR (%(e)s.amount IS NOT NULL "
+             f"AND %(e)s.operation NOT IN {STEPS}))")
+RULES = f"""
+CREATE TRIGGER IF NOT EXISTS events_born BEFORE INSERT ON events
+WHEN NEW.kind = 'begin' AND NEW.outcome IS NOT NULL AND {_MOVEMENT % {"e": "NEW"}}
+    AND (NEW.outcome <> 'refused' OR NEW.http_status IS NOT NULL) BEGIN
+SELECT RAISE(ABORT, 'walletctl policy: a movement is begun unsent or refused before sending');
+END;
+CREATE TRIGGER IF NOT EXISTS events_settled BEFORE INSERT ON events
+WHEN NEW.kind = 'complete' AND EXISTS (SELECT 1 FROM events b WHERE b.entry = NEW.entry
+    AND b.kind = 'begin' AND b.outcome IS NOT NULL AND {_MOVEMENT % {"e": "b"}}) BEGIN
+SELECT RAISE(ABORT, 'walletctl policy: an entry refused before sending takes no outcome');
+END;
+CREATE TRIGGER IF NOT EXISTS events_settled_once BEFORE INSERT ON events
+WHEN NEW.kind = 'complete' AND (SELECT outcome FROM events WHERE entry = NEW.entry
+    AND kind = 'complete' ORDER BY seq DESC LIMIT 1) IN ('refused', 'declined')
+    AND NEW.outcome IS NOT (SELECT outcome FROM events WHERE entry = NEW.entry
+    AND kind = 'complete' ORDER BY seq DESC LIMIT 1) BEGIN
+SELECT RAISE(ABORT, 'walletctl policy: a refused or declined entry never becomes moved');
+END;
+CREATE TRIGGER IF NOT EXISTS findings_keep BEFORE DELETE ON findings BEGIN
+    SELECT RAISE(ABORT, 'walletctl history: DELETE of findings refused');
+END;
+CREATE TRIGGER IF NOT EXISTS findings_resolver BEFORE UPDATE ON findings
+WHEN OLD.movement_by IS NULL AND NEW.resolved_by IS NOT NULL
+    AND NEW.resolved_by = OLD.recorded_by BEGIN
+SELECT RAISE(ABORT, 'walletctl findings: who recorded it may not resolve it (four eyes)');
+END;
+CREATE TRIGGER IF NOT EXISTS policy_key_currency BEFORE INSERT ON policy
+WHEN NEW.key GLOB '*.[A-Z][A-Z][A-Z]' AND substr(NEW.key, -3) NOT IN
+    ({", ".join(f"'{c}'" for c in payable_currencies())}) BEGIN
+    SELECT RAISE(ABORT, 'walletctl policy: a policy key''s currency is an ISO 4217 code');
+END;
+CREATE TRIGGER IF NOT EXISTS approvals_expiry AFTER INSERT ON approvals
+WHEN EXISTS (SELECT 1 FROM policy WHERE key = 'approval_hours') BEGIN
+    UPDATE approvals SET expires_at = min(expires_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now',
+        '+' || (SELECT CAST(value AS INTEGER) FROM policy WHERE key = 'approval_hours')
+        || ' hours')) WHERE id = NEW.id;
+END;
+{_plain_triggers()}
+"""  # noqa: S608 - constant SQL only
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Create the table, or add the later columns, indexes and the entries' outcomes to a
     file written before them."""
@@ -124,6 +202,9 @@ def migrate(db: sqlite3.Connection) -> None:
     if db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
                   "AND name LIKE 'entry_outcome_%'").fetchone()[0] < 4:
         db.executescript(_ENTRY_OUTCOME)
+    if db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+                  "AND name = 'approvals_expiry'").fetchone()[0] == 0:
+        db.executescript(f"BEGIN IMMEDIATE; {RULES} COMMIT;")
 
 
 def create_private(path: Path) -> None:

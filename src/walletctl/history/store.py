@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from walletctl.errors import ConfigError
@@ -36,6 +36,7 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
     Intent,
     Outcome,
 )
+from walletctl.models.plain import escaped, has_control
 
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",
            "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "SharedLocks",
@@ -219,8 +220,11 @@ class HistoryStore:
         """Completions, then intents, in ONE transaction: the intents' entry ids. An intent
         to send what an entry already records (:func:`_identity`) is given that entry's id:
         one entry per money movement, whichever process, journal or resume asks."""
-        todo = list(intents)
-        done = list(completions)
+        # a note may carry a gateway's words: written out, never refused (models.plain)
+        todo = [i if i.note is None or not has_control(i.note)
+                else replace(i, note=escaped(i.note)) for i in intents]
+        done = [(e, c if c.note is None or not has_control(c.note)
+                 else replace(c, note=escaped(c.note))) for e, c in completions]
         with self.transaction(chain=True) as tx:
             for entry, completion in done:
                 if not self.chained and completion.outcome != "unknown":

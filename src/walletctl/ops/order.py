@@ -27,6 +27,7 @@ from walletctl.ops.recon.compare import (
     Totals,
     compare_original,
     seen,
+    unapproved,
 )
 from walletctl.ops.recon.run import existing_history, ours
 
@@ -175,10 +176,11 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
         except RefusedError as exc:
             view.balance_note = exc.message
         if store is not None:
+            from walletctl.history.rulebook import unapproved_check
             from walletctl.ops.recon.on_file import with_files
 
             view.findings = with_files(store, profile, findings_on(
-                reference, view.entries, view.records), record=False)
+                reference, view.entries, view.records, unapproved_check(store)), record=False)
             if keep is not None:
                 keep(store, view)
     finally:
@@ -187,8 +189,8 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
     return view
 
 
-def findings_on(reference: str, entries: list[Entry],
-                records: list[TransactionRecord]) -> list[Finding]:
+def findings_on(reference: str, entries: list[Entry], records: list[TransactionRecord],
+                why: Callable[[Entry], str | None] | None = None) -> list[Finding]:
     """``recon --ref REF``'s comparison, with no window: every entry on the order is
     compared, so nothing at the gateway is explained by an entry outside it."""
     expected = [Expected(e, f"history #{e.id}") for e in entries
@@ -196,6 +198,8 @@ def findings_on(reference: str, entries: list[Entry],
     found = compare_original(reference, expected, records, in_window=lambda _rec: True,
                              recorded_elsewhere=set, operations=frozenset(OPERATIONS),
                              totals=Totals(), counts=Counts())
+    if why is not None:  # what the desk's rulebook did not allow, the gateway agreeing or not
+        found += unapproved(expected, why)
     return sorted(found, key=Finding.sort_key)
 
 

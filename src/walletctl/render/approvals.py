@@ -108,8 +108,8 @@ def _request_lines(found: Approval, now: str) -> list[tuple[str, str]]:
     else:
         lines += [("batch file", found.batch_file or ""),
                   ("file sha256", found.batch_sha256 or ""),
-                  ("rows to send", str(found.batch_rows)),
-                  ("totals", found.batch_totals or "")]
+                  ("bound rows", f"{found.batch_rows} above the approval amount"),
+                  ("bound totals", found.batch_totals or "")]
     lines += [("reason", found.reason or "(none)"),
               ("requested by", f"{found.requester} at {_when(found.created_at)}"
                                + (f" on {found.requester_host}" if found.requester_host else "")),

@@ -6,6 +6,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from walletctl.models.plain import escaped
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -51,20 +53,18 @@ def err() -> Console:
 
 
 def escape(text: str) -> str:
-    """``text`` shown as it is in Rich markup (Rich is imported on first use)."""
+    """``text`` shown as it is in Rich markup (Rich is imported on first use): what the
+    history, the database or the gateway hold reaches a terminal through here, each control,
+    bidi or invisible character written out (``\x1b``, ``\u202e``), never sent raw."""
     from rich.markup import escape as escape_markup
 
-    return escape_markup(text)
-
-
-# C0 controls (but none of them kept), DEL and C1: shown as \x1b etc., never sent raw to
-# a terminal (an argument's escape sequence would otherwise be echoed by an error)
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+    return escape_markup(escaped(text))
 
 
 def escape_controls(text: str) -> str:
-    """``text`` on one line with every control character written as ``\x1b``."""
-    return " ".join(text.splitlines()).translate(_CONTROLS)
+    """``text`` on one line with every control character written as ``\x1b`` (an
+    argument's escape sequence would otherwise be echoed by an error)."""
+    return escaped(" ".join(text.splitlines()))
 
 
 def cell_width(text: str) -> int:
@@ -178,5 +178,7 @@ def print_stopped(why: str | None, hint: str | None, what: str = "stopped") -> N
 
 
 def print_stderr(text: str = "") -> None:
-    """A line on stderr (empty: the line end a prompt ended with Ctrl-D left open)."""
-    write_fitted(sys.stderr, text)
+    """A line on stderr (empty: the line end a prompt ended with Ctrl-D left open); a
+    question's summary holds what the history holds, shown escaped (its own line ends
+    kept)."""
+    write_fitted(sys.stderr, "\n".join(map(escaped, text.split("\n"))))

@@ -20,6 +20,7 @@ from walletctl.history.approvals import Approval, Request
 from walletctl.history.policy import amount_rule
 from walletctl.history.recorder import intent_for, major_text, now_utc, utc_text
 from walletctl.history.store import WriteHook
+from walletctl.models.plain import checked_plain
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -111,6 +112,7 @@ def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: 
     """One request for a whole file; ``amount_of`` gives the approval amount that applies to
     a row (the lowest of its profiles'). Every row above it is bound (line, reference,
     amount, currency): a run under the approval sends no other row above the amount."""
+    checked_plain("batch file name", file)
     bound = tuple((row.line, row.ref, f"{row.amount:f}", row.currency) for row in jr.rows()
                   if (limit := amount_of(row)) is not None and row.amount > limit)
     return Request(kind="batch", profile=profile.name, base_url=profile.base_url,

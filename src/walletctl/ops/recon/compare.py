@@ -23,14 +23,18 @@ if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
     from walletctl.ops.batch.balance_report import Report
 
-Kind = Literal["unrecorded", "absent", "state", "amount", "type", "unknown", "unchecked"]
-UNCONFIRMED: tuple[Kind, ...] = ("absent", "state", "amount", "type")
+Kind = Literal["unrecorded", "absent", "state", "amount", "type", "unapproved", "unknown",
+               "unchecked"]
+# unapproved: the gateway may agree, the desk's rulebook does not (money moved above the
+# approval amount with no approval spent for it)
+UNCONFIRMED: tuple[Kind, ...] = ("absent", "state", "amount", "type", "unapproved")
 MISMATCHES: tuple[Kind, ...] = ("unrecorded", *UNCONFIRMED, "unknown")
 KINDS: tuple[Kind, ...] = (*MISMATCHES, "unchecked")
 # Each kind as a mismatch is named in one line ("ORDER-1-REF2 not in the history").
 LABELS: dict[Kind, str] = {
     "unrecorded": "not in the history", "absent": "absent", "state": "state differs",
-    "amount": "amount differs", "type": "another transaction", "unknown": "unknown",
+    "amount": "amount differs", "type": "another transaction",
+    "unapproved": "moved without an approval", "unknown": "unknown",
     "unchecked": "not checked"}
 # The operations recon compares (the history's names).
 OPERATIONS: tuple[str, ...] = ("checkout", "authorize", "capture", "refund", "reverse")
@@ -233,6 +237,17 @@ def _finding(kind: Kind, exp: Expected, note: str,
     return Finding(kind, exp.original, e.reference, e.operation, note, source=exp.source,
                    entry=e.id or None, outcome=e.outcome, amount=e.amount, currency=e.currency,
                    who=e.who if e.id else None, gateway=None if record is None else seen(record))
+
+
+def unapproved(expected: list[Expected],
+               why: Callable[[Entry], str | None]) -> list[Finding]:
+    """The entries of ``expected`` that moved money the desk's rulebook did not allow
+    (``why``: :func:`walletctl.history.rulebook.unapproved_check`), each a finding."""
+    found: list[Finding] = []
+    for exp in expected:
+        if exp.entry.id and (note := why(exp.entry)) is not None:
+            found.append(_finding("unapproved", exp, note, None))
+    return found
 
 
 def _agrees(outcome: str, state: str, operation: str) -> bool:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from walletctl.errors import UsageError
 from walletctl.history.findings import New, Recorded, identity
 from walletctl.history.store import Intent
+from walletctl.models.plain import checked_plain
 from walletctl.ops.recon.compare import MISMATCHES
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ def resolve(profile: Profile, finding: int, note: str) -> Recorded:
     """Close finding ``finding`` with ``note`` (its entry in the chain)."""
     from walletctl.history import findings as kept
 
+    checked_plain("--note", note)
     text = " ".join(note.split())
     if not text:
         raise UsageError("--note: a resolution says what was decided (not empty)")

@@ -18,7 +18,14 @@ from walletctl.errors import ConfigError, UsageError
 from walletctl.history.store import Entry, Filters, HistoryStore
 from walletctl.ops.batch.balance_report import BalanceReport, LookupOptions
 from walletctl.ops.batch.flow import stopped_by_signals
-from walletctl.ops.recon.compare import OPERATIONS, Expected, Finding, ReconResult, compare_original
+from walletctl.ops.recon.compare import (
+    OPERATIONS,
+    Expected,
+    Finding,
+    ReconResult,
+    compare_original,
+    unapproved,
+)
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -86,6 +93,12 @@ def reconcile(profile: Profile, request: ReconRequest, *,
             until=request.until, operations=sorted(request.operations), report=Report())
         result.counts.not_compared = plan.not_compared
         asyncio.run(_look_up(profile, request, plan, desk, result, progress))
+        if store is not None:
+            from walletctl.history.rulebook import unapproved_check
+
+            why = unapproved_check(store)
+            result.findings += [f for exps in plan.expected.values()
+                                for f in unapproved(exps, why)]
         result.findings.sort(key=Finding.sort_key)
         if store is not None and not result.report.interrupted:
             from walletctl.ops.recon.on_file import with_files
