@@ -88,6 +88,7 @@ LOCK_TIMEOUT_S = 8  # an append takes milliseconds; longer than the above, so a 
 STATEMENT_TIMEOUT_S = 10  # any one statement (a listing read row by row is exempt)
 DEADLINE_S = STATEMENT_TIMEOUT_S + 5  # the client's own: no answer at all, the socket is cut
 LISTING_PAGE = 500  # rows a listing's cursor fetches at a time
+NEWS_WAIT_S = 5.0  # approvals --watch reads again after this long without a NOTIFY
 
 
 def why(exc: BaseException) -> str:
@@ -391,6 +392,37 @@ class PostgresHistory(HistoryStore):
 
     def shared_locks(self) -> LeaseLocks:
         return self._locks
+
+    @contextmanager
+    def listening(self, channel: str) -> Iterator[None]:
+        self._listen(f"LISTEN {channel}")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(StorageError):
+                self._listen("UNLISTEN *")
+
+    def _listen(self, statement: str) -> None:
+        import psycopg
+
+        try:
+            db = self.db()
+            with self._deadline.bound():
+                db.execute(statement)
+        except psycopg.Error as exc:
+            raise StorageError(f"history {self.where}: {self._why(exc)}") from None
+
+    def wait_for_news(self, seconds: float) -> None:
+        """Until a NOTIFY on a channel listened to, or ``NEWS_WAIT_S`` (a safety net: the
+        caller reads again either way; ``seconds`` is a file's poll). Not bounded by the
+        watchdog: waiting is the point; a connection that is cut ends it (StorageError)."""
+        import psycopg
+
+        try:
+            for _ in self.db().notifies(timeout=NEWS_WAIT_S, stop_after=1):
+                pass
+        except psycopg.Error as exc:
+            raise StorageError(f"history {self.where}: {self._why(exc)}") from None
 
 
 LEASE_S = 20  # a desk lock not renewed for this long is free (a frozen or cut-off holder)

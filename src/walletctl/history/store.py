@@ -11,8 +11,9 @@ their schema. Only plain text is stored: references, amounts and reasons, never 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -194,6 +195,15 @@ class HistoryStore:
     def shared_locks(self) -> SharedLocks | None:
         """The desk's per-original locks, when this history is shared (else None)."""
         return None
+
+    def listening(self, channel: str) -> AbstractContextManager[None]:
+        """While inside, :meth:`wait_for_news` wakes for what is announced on ``channel``
+        (a shared history's NOTIFY); a file has no announcements."""
+        return nullcontext()
+
+    def wait_for_news(self, seconds: float) -> None:
+        """Wait until something is announced, or ``seconds`` pass (a file: just wait)."""
+        time.sleep(seconds)
 
     def __enter__(self) -> HistoryStore:
         return self
