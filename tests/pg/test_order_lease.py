@@ -100,3 +100,57 @@ def test_a_frozen_client_loses_the_order_within_the_lease(team: Team,
     amounts = sorted(r["transactionAmount"] for r in _approved(team.desk, ref))
     assert amounts == [500, 700], amounts
     alice.kill()  # (it ended on its own bound long ago, or ends now)
+
+
+def _store(team: Team, role: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from walletctl.config.dburl import parse_db_url
+    from walletctl.history.postgres import PostgresHistory
+
+    monkeypatch.setenv("PGPASSWORD", team.cluster.password(role))
+    return PostgresHistory(parse_db_url(team.url(role)), purpose=f"walletctl test {role}")
+
+
+def test_a_lease_is_one_holders_until_given_back_lapsed_or_its_session_ends(
+        team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    from walletctl.errors import HeldError
+    from walletctl.history.store import StorageError
+    from walletctl.ops.money.lock import Held
+
+    alice, bob = _store(team, "alice", monkeypatch), _store(team, "bob", monkeypatch)
+    mine, theirs = alice.shared_locks(), bob.shared_locks()
+    key, other = unique("K"), unique("K")
+    try:
+        assert mine.try_acquire_many([key, other]) == [True, True]
+        assert theirs.try_acquire_many([other, key]) == [False, False]
+        assert mine.try_acquire(key) is False  # not re-entrant: one holder, once
+        assert (theirs.holder(key) or "").startswith("alice (walletctl test alice"), \
+            theirs.holder(key)
+        mine.release(other)
+        assert theirs.try_acquire(other) is True
+        theirs.release(other)
+        # lapsed (no renewal for the lease's length): the next one takes it, and the
+        # holder learns it before sending
+        alice.read_one("WITH x AS (UPDATE walletctl.order_locks SET expires_at = "
+                       "clock_timestamp() - interval '1 second' WHERE token = ? RETURNING 1)"
+                       " SELECT count(*) FROM x", (mine.token,))
+        assert theirs.try_acquire(key) is True
+        with pytest.raises(HeldError, match="lapsed while this command held it"):
+            Held(mine, key, "O-1").confirm()
+        assert Held(theirs, key, "O-1").confirm() is None
+        theirs.release(key)
+        # a lease is at most a minute ahead, whoever writes it
+        assert mine.try_acquire(other) is True
+        with pytest.raises(StorageError, match="a lease lasts at most 60 s"):
+            alice.read_one("WITH x AS (UPDATE walletctl.order_locks SET expires_at = "
+                           "clock_timestamp() + interval '1 hour' WHERE token = ? "
+                           "RETURNING 1) SELECT count(*) FROM x", (mine.token,))
+        # the holder's session ends (a killed client): free at once, lease or not
+        alice.close()
+        deadline = time.monotonic() + 10
+        while not theirs.try_acquire(other):
+            assert time.monotonic() < deadline, "the ended session's lease was kept"
+            time.sleep(0.1)
+        theirs.release(other)
+    finally:
+        alice.close()
+        bob.close()
