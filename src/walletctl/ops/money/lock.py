@@ -1,6 +1,6 @@
 """One lock per order (the gateway's origin, merchant id, store id, original reference), shared
 by everyone who records into the same history (docs/money.md, "One movement at a time on an
-original"). A shared history (PostgreSQL) keeps it in its database as a lease
+order"). A shared history (PostgreSQL) keeps it in its database as a lease
 (``postgres.LeaseLocks``); a history file keeps it beside itself (:func:`lock_path`): POSIX
 byte-range locks on one file, a byte per key at an offset from its hash, dropped by the
 kernel when a process dies. They belong to the process: a batch serialises its own rows with
