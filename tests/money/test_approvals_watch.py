@@ -38,3 +38,15 @@ def test_each_request_is_shown_as_it_is_filed_and_ctrl_c_is_130(desk: Desk) -> N
         assert watcher.lines.empty()  # the earlier request was never shown
     finally:
         watcher.stop()
+
+
+def test_watch_takes_no_state_or_since(desk: Desk) -> None:
+    from typer.testing import CliRunner
+
+    from walletctl.cli.main import app
+
+    for extra in (("--state", "pending"), ("--since", "1d")):
+        result = CliRunner().invoke(app, ["-p", "desk-a", "approvals", "--watch", *extra],
+                                    env=desk.env, catch_exceptions=False)
+        assert result.exit_code == 2, result.output
+        assert "--watch shows requests as they are filed" in result.stderr, result.stderr
