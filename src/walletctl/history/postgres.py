@@ -521,22 +521,26 @@ class LeaseLocks:
     def _heartbeat(self) -> None:
         """Renew this process's leases every ``RENEW_S`` s on a connection of its own (a
         daemon thread: it ends with the process; a renewal that cannot get through lets
-        the leases lapse, which is the point)."""
+        the leases lapse, which is the point). The connection is made at the first
+        renewal: a command done within ``RENEW_S`` never pays for it."""
         import psycopg
 
+        if self._stop.wait(RENEW_S):
+            return
         try:
             db = connect(self._history.url, purpose="walletctl lease heartbeat")
         except StorageError:
             return
         with contextlib.closing(db):
-            while not self._stop.wait(RENEW_S):
-                if not self._held:
-                    continue
-                try:
-                    db.execute("UPDATE walletctl.order_locks SET expires_at = "
-                               "clock_timestamp() + make_interval(secs => %s) "
-                               "WHERE token = %s", (LEASE_S, self.token))
-                except psycopg.Error:
+            while True:
+                if self._held:
+                    try:
+                        db.execute("UPDATE walletctl.order_locks SET expires_at = "
+                                   "clock_timestamp() + make_interval(secs => %s) "
+                                   "WHERE token = %s", (LEASE_S, self.token))
+                    except psycopg.Error:
+                        return
+                if self._stop.wait(RENEW_S):
                     return
 
     def close(self) -> None:

@@ -2,8 +2,10 @@
 -- The desk's per-order locks as leases (docs/money.md): a row per order held, taken by one
 -- statement when free, expired, or left by a session that has ended; renewed by its
 -- holder's heartbeat; a client that stops renewing (frozen, cut off, killed) loses it when
--- expires_at passes, whatever its connection still looks like to the server.
-CREATE TABLE walletctl.order_locks (
+-- expires_at passes, whatever its connection still looks like to the server. UNLOGGED: a
+-- lease is worth nothing after a server restart (every session it names ended), so taking,
+-- renewing and giving one back costs no WAL and no flush to disk.
+CREATE UNLOGGED TABLE walletctl.order_locks (
     key text PRIMARY KEY CHECK (key ~ '^[0-9a-f]{64}$'),  -- sha256 of origin, merchant, store, order
     token text NOT NULL CHECK (length(token) <= 64),  -- the holder's (one per process)
     pid integer NOT NULL,  -- the holder's backend: gone, the lease is free at once
