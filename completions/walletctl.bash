@@ -15,7 +15,7 @@ _walletctl_options() {  # PATH: its options
     case "$1" in
         '') echo '--profile -p --config --output -o --verbose -v --timeout --debug --version --help -h' ;;
         'account') echo '--event --encryption-key-id --help -h' ;;
-        'approvals') echo '--state --since --every-merchant --help -h' ;;
+        'approvals') echo '--state --since --every-merchant --watch --help -h' ;;
         'approvals refuse') echo '--reason --yes -y --help -h' ;;
         'approvals show') echo '--help -h' ;;
         'approve') echo '--reason --yes -y --confirm-profile --help -h' ;;
@@ -45,7 +45,7 @@ _walletctl_options() {  # PATH: its options
         'profile set') echo '--help -h' ;;
         'profile show') echo '--help -h' ;;
         'profile unset') echo '--help -h' ;;
-        'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures --record --help -h' ;;
+        'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures --record --open --open-age --help -h' ;;
         'recon findings') echo '--open --state --help -h' ;;
         'recon resolve') echo '--note --help -h' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --yes -y --confirm-profile --allow-duplicate --dry-run --approval --batch --journal --resume --concurrency --rate --results --skip-invalid --max-failures --batch-id --full-preflight --offline --help -h' ;;
@@ -85,7 +85,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
         'order') echo '--evidence --anchor' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;
-        'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures' ;;
+        'recon') echo '--since --until --ref --refs --journal --op --concurrency --rate --max-failures --open-age' ;;
         'recon findings') echo '--state' ;;
         'recon resolve') echo '--note' ;;
         'refund') echo '--amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id' ;;

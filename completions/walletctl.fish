@@ -29,7 +29,7 @@ function __walletctl_takes
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'order'; echo --evidence --anchor
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
-        case 'recon'; echo --since --until --ref --refs --journal --op --concurrency --rate --max-failures
+        case 'recon'; echo --since --until --ref --refs --journal --op --concurrency --rate --max-failures --open-age
         case 'recon findings'; echo --state
         case 'recon resolve'; echo --note
         case 'refund'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
@@ -116,6 +116,7 @@ complete -c walletctl -n "__walletctl_at 'approvals'" -a show -d 'Show one reque
 complete -c walletctl -n "__walletctl_at 'approvals'" -l state -x -d 'pending, approved, refused, spent or expired'
 complete -c walletctl -n "__walletctl_at 'approvals'" -l since -x -d 'Filed from this date/time (UTC) or duration ago (7d, 12h)'
 complete -c walletctl -n "__walletctl_at 'approvals'" -l every-merchant -d 'Also other merchants\' and stores\' requests'
+complete -c walletctl -n "__walletctl_at 'approvals'" -l watch -d 'Print each new request as it is filed, one line each, unt...'
 complete -c walletctl -n "__walletctl_at 'approvals'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'approvals refuse'" -l reason -x -d 'Why (recorded; the requester sees it)'
 complete -c walletctl -n "__walletctl_at 'approvals refuse'" -l yes -s y -d 'Do not ask'
@@ -307,6 +308,8 @@ complete -c walletctl -n "__walletctl_at 'recon'" -l concurrency -x -d 'Lookups 
 complete -c walletctl -n "__walletctl_at 'recon'" -l rate -x -d 'Max requests per second'
 complete -c walletctl -n "__walletctl_at 'recon'" -l max-failures -x -d 'Stop after K consecutive failed lookups'
 complete -c walletctl -n "__walletctl_at 'recon'" -l record -d 'File each mismatch not yet on file as a finding in the hi...'
+complete -c walletctl -n "__walletctl_at 'recon'" -l open -d 'Also look up every order the history has an entry on from...'
+complete -c walletctl -n "__walletctl_at 'recon'" -l open-age -x -d 'With --open: how far back an order counts as open (a dura...'
 complete -c walletctl -n "__walletctl_at 'recon'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'recon findings'" -l open -d 'Only the open ones (not resolved)'
 complete -c walletctl -n "__walletctl_at 'recon findings'" -l state -x -d 'Only findings in this state: open or resolved'

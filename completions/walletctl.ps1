@@ -3,7 +3,7 @@
 $walletctlWords = @{
     '' = @('account','approvals','approve','authorize','capture','checkout','completion','history','keys','lookup','order','profile','recon','refund','reverse','sandbox','smoke','--profile','-p','--config','--output','-o','--verbose','-v','--timeout','--debug','--version','--help','-h')
     'account' = @('--event','--encryption-key-id','--help','-h')
-    'approvals' = @('refuse','show','--state','--since','--every-merchant','--help','-h')
+    'approvals' = @('refuse','show','--state','--since','--every-merchant','--watch','--help','-h')
     'approvals refuse' = @('--reason','--yes','-y','--help','-h')
     'approvals show' = @('--help','-h')
     'approve' = @('--reason','--yes','-y','--confirm-profile','--help','-h')
@@ -33,7 +33,7 @@ $walletctlWords = @{
     'profile set' = @('--help','-h')
     'profile show' = @('--help','-h')
     'profile unset' = @('--help','-h')
-    'recon' = @('findings','resolve','--since','--until','--ref','--refs','--journal','--op','--concurrency','--rate','--max-failures','--record','--help','-h')
+    'recon' = @('findings','resolve','--since','--until','--ref','--refs','--journal','--op','--concurrency','--rate','--max-failures','--record','--open','--open-age','--help','-h')
     'recon findings' = @('--open','--state','--help','-h')
     'recon resolve' = @('--note','--help','-h')
     'refund' = @('--amount','--currency','--new-ref','--reason','--confirm-amount','--yes','-y','--confirm-profile','--allow-duplicate','--dry-run','--approval','--batch','--journal','--resume','--concurrency','--rate','--results','--skip-invalid','--max-failures','--batch-id','--full-preflight','--offline','--help','-h')
@@ -186,6 +186,7 @@ $walletctlValues = @{  # 'path|option' = values
     'recon|--concurrency' = ''
     'recon|--rate' = ''
     'recon|--max-failures' = ''
+    'recon|--open-age' = ''
     'recon findings|--state' = ''
     'recon resolve|--note' = ''
     'refund|--amount' = ''

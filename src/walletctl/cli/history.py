@@ -303,13 +303,23 @@ def approvals(
         help="Filed from this date/time (UTC) or duration ago (7d, 12h).")] = None,
     every_merchant: Annotated[bool, typer.Option(
         "--every-merchant", help="Also other merchants' and stores' requests.")] = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Print each new request as it is filed, one line each, until "
+                        "Ctrl-C (exit 130).")] = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
-    from walletctl.ops.desk import list_requests
-    from walletctl.render.approvals import render_approvals
+    from walletctl.ops.desk import list_requests, watch_requests
+    from walletctl.render.approvals import render_approvals, render_watched
 
     st = get_state(ctx)
+    if watch:
+        if state is not None or since is not None:
+            raise UsageError("--watch shows requests as they are filed: it takes no "
+                             "--state or --since")
+        with watch_requests(st.profile(), every_merchant=every_merchant) as listed:
+            render_watched(st.output_format, listed.found, where=listed.where)
+        return
     with list_requests(st.profile(), state=state,
                        since=None if since is None else parse_when(since, "--since"),
                        every_merchant=every_merchant) as listed:

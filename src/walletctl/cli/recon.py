@@ -16,6 +16,7 @@ from walletctl.cli.state import get_state
 from walletctl.errors import UsageError
 
 recon_app = typer.Typer(no_args_is_help=False)
+OPEN_AGE = "180d"  # recon --open: an order with an entry this recent may still move money
 
 
 def register(app: typer.Typer) -> None:
@@ -52,6 +53,14 @@ def recon(
         "--record", help="File each mismatch not yet on file as a finding in the history "
                          "(an entry of its chain), to be resolved with `recon resolve`.")
     ] = False,
+    open_orders: Annotated[bool, typer.Option(
+        "--open", help="Also look up every order the history has an entry on from the last "
+                       "--open-age, whatever the window, and report any movement at the "
+                       "gateway the history lacks (money moved off the desk).")] = False,
+    open_age: Annotated[str, typer.Option(
+        "--open-age", metavar="AGE",
+        help="With --open: how far back an order counts as open (a duration: 180d).")
+    ] = OPEN_AGE,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -70,8 +79,10 @@ def recon(
     for name in op or ():
         if name not in OPERATIONS:
             raise UsageError(f"--op {name[:40]!r}: must be one of {', '.join(OPERATIONS)}")
+    opened = _open_since(open_age) if open_orders else None
     request = ReconRequest(
         until=to, since=frm, refs=tuple(dict.fromkeys(ref or ())), refs_file=refs,
+        open_since=opened,
         journals=tuple(journal or ()), operations=frozenset(op or OPERATIONS),
         lookup=LookupOptions(concurrency=concurrency, rate=rate, max_failures=max_failures),
         record=record)
@@ -91,6 +102,11 @@ def _window(since: str | None, until: str | None, every_time: bool) -> tuple[str
     if frm is not None and frm >= to:
         raise UsageError(f"--since: must be before --until ({frm} is not before {to})")
     return frm, to
+
+
+def _open_since(age: str) -> str:
+    """``--open-age`` as the history's time: a duration ago (``180d``) or a date."""
+    return parse_when(age, "--open-age", datetime.now(UTC))
 
 
 @recon_app.command("findings")

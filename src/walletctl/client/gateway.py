@@ -560,7 +560,11 @@ class GatewayClient(_Base):
 
     def followup(self, req: FollowUpRequest) -> FollowUpResponse:
         call = FollowUpCall.of(req, self.profile.amount_format)
-        return self._followup_answer(call, self.send(self._post_followup(call)))
+        data, answer = self._exchange(self._post_followup(call))
+        result = self._followup_answer(call, data)
+        if answer.headers.get("X-Sandbox-Replayed", "").lower() == "true":
+            result.mark_replayed()  # an identical earlier request's stored answer
+        return result
 
     def lookup(self, reference: str) -> list[TransactionRecord]:
         return self._records(self.send(self.prepare_lookup(reference)))

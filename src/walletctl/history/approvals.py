@@ -126,6 +126,8 @@ class Approval(Request):
         return found
 
 
+NEWS_CHANNEL = "walletctl_approvals"  # V7's trigger announces each new request's id here
+POLL_S = 0.5  # a history file is read for new requests this often (approvals --watch)
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Approval)
                                  if f.name not in ("id", "bound_rows"))
 _REQUEST_COLUMNS = tuple(f.name for f in fields(Request) if f.name != "bound_rows")
@@ -240,6 +242,33 @@ def listing(store: HistoryStore, *, now: str, state: str | None = None,
         if len(page) < LISTING_PAGE:
             return
         after = page[-1].id
+
+
+def newest_id(store: HistoryStore) -> int:
+    """The newest request's id (0: none yet)."""
+    row = store.read_one("SELECT coalesce(max(id), 0) FROM approvals")
+    return int(row[0]) if row else 0
+
+
+def watch(store: HistoryStore, *, after: int, merchant: tuple[str, str] | None = None,
+          every: float = POLL_S) -> Iterator[Approval]:
+    """Each request filed after id ``after``, as it is filed (never ending: the caller
+    stops it). Between reads the store waits for news (:meth:`HistoryStore.wait_for_news`:
+    a shared history's NOTIFY, a file's poll every ``every`` seconds)."""
+    sql, args = SELECT_APPROVALS + " WHERE id > ?", []
+    if merchant is not None:
+        sql += " AND merchant_id = ? AND store_id = ?"
+        args += list(merchant)
+    with store.listening(NEWS_CHANNEL):
+        while True:
+            page = [_row(row) for row in store.read(
+                f"{sql} ORDER BY id LIMIT {LISTING_PAGE}", [after, *args])]
+            for found in page:
+                yield _shown(store, found)
+            if page:
+                after = page[-1].id
+            if len(page) < LISTING_PAGE:
+                store.wait_for_news(every)
 
 
 def reserved_refs(store: HistoryStore, *, merchant: tuple[str, str], original_ref: str,

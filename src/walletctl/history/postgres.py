@@ -3,8 +3,8 @@
 The database keeps it, not the client: its schema (``migrations/V*.sql``, applied by
 ``walletctl history setup``) refuses changes to the events, stamps each with the role the
 server authenticated, extends one chain under an advisory lock and checks approvals, the
-rulebook and findings (docs/history.md). The money protocol's per-original locks are
-advisory locks in the same database. Passwords come from libpq, never from walletctl.
+rulebook and findings (docs/history.md). The money protocol's per-order locks are
+leases in the same database. Passwords come from libpq, never from walletctl.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (5, "recon's findings, recorded and resolved with their entries in the chain"),
     (6, "every movement through the rulebook whatever its state; no control characters; "
         "statement guards; the database's own approval expiry; ISO policy currencies"),
+    (7, "the desk's per-order locks as leases; new approval requests announced"),
 )
 LATEST = MIGRATIONS[-1][0]
 
@@ -62,7 +63,8 @@ GRANTS: dict[str, tuple[str, ...]] = {
                  "walletctl.approval_rows TO {role}",
                  "GRANT UPDATE (state, spent_at, spent_entry, spent_batch) "
                  "ON walletctl.approvals TO {role}",
-                 "GRANT INSERT ON walletctl.findings TO {role}"),
+                 "GRANT INSERT ON walletctl.findings TO {role}",
+                 "GRANT SELECT, INSERT, UPDATE, DELETE ON walletctl.order_locks TO {role}"),
     "approver": (*_READ,
                  "GRANT INSERT ON walletctl.events TO {role}",
                  "GRANT UPDATE (state, decided_by, decided_at, decision_reason) "
@@ -88,6 +90,7 @@ LOCK_TIMEOUT_S = 8  # an append takes milliseconds; longer than the above, so a 
 STATEMENT_TIMEOUT_S = 10  # any one statement (a listing read row by row is exempt)
 DEADLINE_S = STATEMENT_TIMEOUT_S + 5  # the client's own: no answer at all, the socket is cut
 LISTING_PAGE = 500  # rows a listing's cursor fetches at a time
+NEWS_WAIT_S = 5.0  # approvals --watch reads again after this long without a NOTIFY
 
 
 def why(exc: BaseException) -> str:
@@ -211,7 +214,7 @@ class PostgresHistory(HistoryStore):
         self._conn: psycopg.Connection[Any] | None = None
         self._failed: BaseException | None = None
         self._thread: threading.Thread | None = None
-        self._locks = AdvisoryLocks(self)
+        self._locks = LeaseLocks(self)
         self._deadline = Watchdog(DEADLINE_S)
         self._timed = True  # statement_timeout is on (connect sets it)
         if background:
@@ -277,6 +280,7 @@ class PostgresHistory(HistoryStore):
 
     def close(self) -> None:
         self._joined()
+        self._locks.close()
         self._deadline.close()
 
     def _why(self, exc: BaseException) -> str:
@@ -388,23 +392,67 @@ class PostgresHistory(HistoryStore):
                 KINDS_HINT if isinstance(exc, psycopg.errors.InsufficientPrivilege)
                 else None)) from None
 
-    def shared_locks(self) -> AdvisoryLocks:
+    def shared_locks(self) -> LeaseLocks:
         return self._locks
 
+    @contextmanager
+    def listening(self, channel: str) -> Iterator[None]:
+        self._listen(f"LISTEN {channel}")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(StorageError):
+                self._listen("UNLISTEN *")
 
-class AdvisoryLocks:
-    """The desk's per-original locks: session advisory locks in the history's database
-    (released by the server when the holder's connection ends, however it ends)."""
+    def _listen(self, statement: str) -> None:
+        import psycopg
+
+        try:
+            db = self.db()
+            with self._deadline.bound():
+                db.execute(statement)
+        except psycopg.Error as exc:
+            raise StorageError(f"history {self.where}: {self._why(exc)}") from None
+
+    def wait_for_news(self, seconds: float) -> None:
+        """Until a NOTIFY on a channel listened to, or ``NEWS_WAIT_S`` (a safety net: the
+        caller reads again either way; ``seconds`` is a file's poll). Not bounded by the
+        watchdog: waiting is the point; a connection that is cut ends it (StorageError)."""
+        import psycopg
+
+        try:
+            for _ in self.db().notifies(timeout=NEWS_WAIT_S, stop_after=1):
+                pass
+        except psycopg.Error as exc:
+            raise StorageError(f"history {self.where}: {self._why(exc)}") from None
+
+
+LEASE_S = 20  # a desk lock not renewed for this long is free (a frozen or cut-off holder)
+RENEW_S = 5  # the holder's heartbeat renews its leases this often
+
+
+class LeaseLocks:
+    """The desk's per-order locks: leases in ``walletctl.order_locks`` (V7), one row per
+    order held. A lease is taken by one statement when the order is free, its lease has
+    expired, or its holder's session has ended (a killed client: free at once); a heartbeat
+    thread on a connection of its own renews this process's leases every ``RENEW_S``
+    seconds, so a holder that stops answering (frozen, behind a dead proxy) loses them
+    within ``LEASE_S`` seconds, whatever the server still thinks of its connection.
+    :meth:`confirm` renews one on the command's own connection just before its request is
+    sent: a holder that lost its lease sends nothing."""
 
     def __init__(self, history: PostgresHistory) -> None:
+        import uuid
+
         self._history = history
+        self.token = uuid.uuid4().hex
+        self._held: set[str] = set()
+        self._beat: threading.Thread | None = None
+        self._stop = threading.Event()
 
     @staticmethod
-    def ids(key: str) -> tuple[int, int]:
-        digest = hashlib.sha256(key.encode()).digest()
-        high = int.from_bytes(digest[:4], "big", signed=True)
-        low = int.from_bytes(digest[4:8], "big", signed=True)
-        return (high, low) if (high, low) != (CHAIN_LOCK, 0) else (high, low + 1)
+    def digest(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
 
     def try_acquire(self, key: str) -> bool:
         return self.try_acquire_many([key])[0]
@@ -415,41 +463,90 @@ class AdvisoryLocks:
     def try_acquire_many(self, keys: list[str]) -> list[bool]:
         if not keys:
             return []
+        digests = [self.digest(key) for key in keys]
         rows = self._history.read(
-            "SELECT pg_try_advisory_lock(a, b) FROM unnest(?::int4[], ?::int4[]) "
-            "WITH ORDINALITY AS t(a, b, n) ORDER BY n", self._arrays(keys))
-        return [bool(row[0]) for row in rows]
+            "WITH asked AS (SELECT k, n FROM unnest(?::text[]) WITH ORDINALITY AS t(k, n)), "
+            "got AS (INSERT INTO walletctl.order_locks AS l (key, token, pid, doing, taken_at,"
+            " expires_at) SELECT DISTINCT ON (k) k, ?, pg_backend_pid(), "
+            "left(current_setting('application_name'), 100), clock_timestamp(), "
+            "clock_timestamp() + make_interval(secs => ?) FROM asked "
+            "ON CONFLICT (key) DO UPDATE SET token = excluded.token, pid = excluded.pid, "
+            "doing = excluded.doing, taken_at = excluded.taken_at, "
+            "expires_at = excluded.expires_at WHERE l.expires_at < clock_timestamp() "
+            "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.pid) "
+            "RETURNING l.key) "
+            "SELECT a.k IN (SELECT key FROM got) FROM asked a ORDER BY a.n",
+            (digests, self.token, LEASE_S))
+        got = [bool(row[0]) for row in rows]
+        self._held.update(d for d, ok in zip(digests, got, strict=True) if ok)
+        if self._held:
+            self._start_heartbeat()
+        return got
 
     def release_many(self, keys: list[str]) -> None:
         if not keys:
             return
-        with contextlib.suppress(StorageError):  # a lost connection released them
+        digests = [self.digest(key) for key in keys]
+        self._held.difference_update(digests)
+        with contextlib.suppress(StorageError):  # the lease lapses by itself
             self._history.read_one(
-                "SELECT count(pg_advisory_unlock(a, b)) FROM unnest(?::int4[], ?::int4[]) "
-                "AS t(a, b)", self._arrays(keys))
+                "WITH gone AS (DELETE FROM walletctl.order_locks WHERE key = ANY(?::text[]) "
+                "AND token = ? RETURNING 1) SELECT count(*) FROM gone", (digests, self.token))
 
-    def _arrays(self, keys: list[str]) -> tuple[list[int], list[int]]:
-        high, low = zip(*map(self.ids, keys), strict=True)
-        return list(high), list(low)
+    def confirm(self, key: str) -> bool:
+        """Renew ``key``'s lease now: False when it is no longer this process's."""
+        row = self._history.read_one(
+            "WITH kept AS (UPDATE walletctl.order_locks SET expires_at = clock_timestamp() + "
+            "make_interval(secs => ?) WHERE key = ? AND token = ? RETURNING 1) "
+            "SELECT count(*) FROM kept", (LEASE_S, self.digest(key), self.token))
+        return bool(row and row[0])
 
     def holder(self, key: str) -> str | None:
-        """The role holding ``key`` and what it said it is doing (its application_name)."""
-        high, low = self.ids(key)
+        """The role holding ``key``, what it said it is doing and since when."""
         try:
             row = self._history.read_one(
-                "SELECT a.usename, a.application_name FROM pg_locks l "
-                "JOIN pg_stat_activity a ON a.pid = l.pid "
-                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
-                "AND l.classid = ?::bigint::oid AND l.objid = ?::bigint::oid "
-                "AND l.database = (SELECT oid FROM pg_database "
-                "WHERE datname = current_database()) LIMIT 1",
-                (high & 0xFFFFFFFF, low & 0xFFFFFFFF))
+                "SELECT held_by, doing FROM walletctl.order_locks WHERE key = ? "
+                "AND expires_at >= clock_timestamp()", (self.digest(key),))
         except StorageError:
             return None
         if row is None:
             return None
         role, doing = row
         return f"{role} ({doing})" if doing else str(role)
+
+    def _start_heartbeat(self) -> None:
+        if self._beat is None:
+            self._beat = threading.Thread(target=self._heartbeat, daemon=True,
+                                          name="walletctl-lease-heartbeat")
+            self._beat.start()
+
+    def _heartbeat(self) -> None:
+        """Renew this process's leases every ``RENEW_S`` s on a connection of its own (a
+        daemon thread: it ends with the process; a renewal that cannot get through lets
+        the leases lapse, which is the point). The connection is made at the first
+        renewal: a command done within ``RENEW_S`` never pays for it."""
+        import psycopg
+
+        if self._stop.wait(RENEW_S):
+            return
+        try:
+            db = connect(self._history.url, purpose="walletctl lease heartbeat")
+        except StorageError:
+            return
+        with contextlib.closing(db):
+            while True:
+                if self._held:
+                    try:
+                        db.execute("UPDATE walletctl.order_locks SET expires_at = "
+                                   "clock_timestamp() + make_interval(secs => %s) "
+                                   "WHERE token = %s", (LEASE_S, self.token))
+                    except psycopg.Error:
+                        return
+                if self._stop.wait(RENEW_S):
+                    return
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 # ---- setup (the database owner's) -------------------------------------------------------

@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
-from walletctl.errors import DeclinedError, GatewayError, WalletctlError
+from walletctl.errors import DeclinedError, GatewayError, HeldError, WalletctlError
 from walletctl.history.policy import amount_text
 from walletctl.history.store import (
     Completion,
@@ -97,12 +97,13 @@ class Recording:
         self.intent = replace(self.intent, new_ref=new_ref, amount=major_text(amount, currency),
                               currency=currency)
 
-    def sending(self, hook: WriteHook | None = None) -> None:
+    def sending(self, hook: WriteHook | None = None, *, fresh: bool = False) -> None:
         """Commit the intent: from here on, a crash leaves the entry ``unknown``. ``hook``
-        runs in its transaction (an approval spent with it; raising records nothing)."""
+        runs in its transaction (an approval spent with it; raising records nothing).
+        ``fresh``: a reference this command derived, which no entry may have begun."""
         if self.store is not None and self.entry is None:
             try:
-                self.entry = self.store.begin(self.intent, hook=hook)
+                self.entry = self.store.begin(self.intent, hook=hook, fresh=fresh)
             except StorageError as exc:
                 raise StorageError(f"{exc.message}: the intent was not recorded; nothing "
                                    "was sent", hint=exc.hint) from None
@@ -174,7 +175,7 @@ def recording(
         else:
             raise
         outcome = outcome_of_error(exc)
-        if isinstance(exc, DeclinedError) and rec.outcome is not None:
+        if isinstance(exc, (DeclinedError, HeldError)) and rec.outcome is not None:
             outcome = rec.outcome
         note = "".join(c if c.isprintable() else "?" for c in note)[:300]
         rec._finish(outcome, code, getattr(exc, "status", None) or rec.http_status, note)

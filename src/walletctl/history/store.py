@@ -11,12 +11,13 @@ their schema. Only plain text is stored: references, amounts and reasons, never 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from walletctl.errors import ConfigError
+from walletctl.errors import ConfigError, HeldError
 from walletctl.history.chain import (
     ALL,
     GENESIS,
@@ -39,7 +40,8 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
 from walletctl.models.plain import escaped, has_control
 
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",
-           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "SharedLocks",
+           "Filters", "Head", "HistoryStore", "Intent", "Outcome", "Reader", "ReferenceTaken",
+           "SharedLocks",
            "StorageError", "Transaction", "WriteHook", "chunks"]
 
 T = TypeVar("T")
@@ -60,9 +62,14 @@ class StorageError(ConfigError):
     line naming where, never a password; like every profile/environment problem, exit 3."""
 
 
+class ReferenceTaken(HeldError):
+    """The reference a command derived is already begun by another entry: two commands
+    derived the same next reference at once; the later one sends nothing (exit 11)."""
+
+
 class SharedLocks(Protocol):
     """Per-original locks kept by a shared history, seen by every operator's machine
-    (``postgres.AdvisoryLocks``)."""
+    (``postgres.LeaseLocks``)."""
 
     def try_acquire(self, key: str) -> bool: ...
 
@@ -73,6 +80,10 @@ class SharedLocks(Protocol):
     def try_acquire_many(self, keys: list[str]) -> list[bool]: ...
 
     def release_many(self, keys: list[str]) -> None: ...
+
+    def confirm(self, key: str) -> bool:
+        """Whether ``key`` is still held by this process (renewing it), just before sending."""
+        ...
 
 
 # References looked up per query (the duplicate check, a batch's probe). Small enough that
@@ -186,6 +197,15 @@ class HistoryStore:
         """The desk's per-original locks, when this history is shared (else None)."""
         return None
 
+    def listening(self, channel: str) -> AbstractContextManager[None]:
+        """While inside, :meth:`wait_for_news` wakes for what is announced on ``channel``
+        (a shared history's NOTIFY); a file has no announcements."""
+        return nullcontext()
+
+    def wait_for_news(self, seconds: float) -> None:
+        """Wait until something is announced, or ``seconds`` pass (a file: just wait)."""
+        time.sleep(seconds)
+
     def __enter__(self) -> HistoryStore:
         return self
 
@@ -199,10 +219,14 @@ class HistoryStore:
 
     # ------------------------------------------------------------------ appending
 
-    def begin(self, intent: Intent, *, hook: WriteHook | None = None) -> int:
+    def begin(self, intent: Intent, *, hook: WriteHook | None = None,
+              fresh: bool = False) -> int:
         """Record an intent (committed before returning); its entry id. ``hook``: run in
-        the same transaction before the event is written (an approval spent with it)."""
-        return self.append_many([intent], (), hook=hook)[0]
+        the same transaction before the event is written (an approval spent with it).
+        ``fresh``: the intent's reference was derived by this command, so an entry already
+        begun under it is another command's (two that derived the same next reference):
+        :class:`ReferenceTaken`, nothing recorded."""
+        return self.append_many([intent], (), hook=hook, fresh=fresh)[0]
 
     def begin_many(self, intents: Iterable[Intent]) -> list[int]:
         """Record many intents in one transaction (a batch's rows): their entry ids."""
@@ -216,7 +240,7 @@ class HistoryStore:
 
     def append_many(self, intents: Iterable[Intent],
                     completions: Iterable[tuple[int, Completion]], *,
-                    hook: WriteHook | None = None) -> list[int]:
+                    hook: WriteHook | None = None, fresh: bool = False) -> list[int]:
         """Completions, then intents, in ONE transaction: the intents' entry ids. An intent
         to send what an entry already records (:func:`_identity`) is given that entry's id:
         one entry per money movement, whichever process, journal or resume asks."""
@@ -238,6 +262,12 @@ class HistoryStore:
             for intent in todo:
                 key = _identity(intent)
                 begun = found.get(key) if key else None
+                if begun is not None and fresh:
+                    raise ReferenceTaken(
+                        f"{intent.new_ref or intent.original_ref} was derived by another "
+                        f"command at the same moment (history entry #{begun}); nothing was "
+                        "sent", hint="run the command again: it looks the order up afresh "
+                        "and takes the next reference")
                 if begun is None:
                     begun = tx.append("begin", None, vars(intent))
                     new.append((intent, begun))

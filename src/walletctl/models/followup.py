@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Final, Literal
 
-from pydantic import BeforeValidator, model_validator
+from pydantic import BeforeValidator, PrivateAttr, model_validator
 
 from walletctl.constants import APM_PROVIDER
 from walletctl.models.base import ResponseModel, WireModel, spelled_as
@@ -79,3 +79,14 @@ class FollowUpResponse(ResponseModel):
     currency_code: str | None = None
     client_system_transaction_id: str | None = None
     apm_details: ApmResponseDetails | None = None
+    # not on the wire's body: set from the answer's X-Sandbox-Replayed header
+    _replayed: bool = PrivateAttr(default=False)
+
+    @property
+    def replayed(self) -> bool:
+        """The gateway replayed the stored answer of an identical earlier request under the
+        same reference: nothing was applied by this one."""
+        return self._replayed
+
+    def mark_replayed(self) -> None:
+        self._replayed = True

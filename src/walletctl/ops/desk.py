@@ -144,6 +144,17 @@ def list_requests(profile: Profile, *, state: str | None, since: str | None,
                                        merchant=merchant), now, store.where)
 
 
+@contextmanager
+def watch_requests(profile: Profile, *, every_merchant: bool = False) -> Iterator[Listed]:
+    """The requests filed from now on, each as it is filed (``approvals --watch``): found
+    never ends; the caller stops it (Ctrl-C)."""
+    with _open(profile, "approvals --watch") as store:
+        merchant = None if every_merchant else (profile.merchant_id, profile.store_id)
+        after = approvals.newest_id(store)
+        yield Listed(approvals.watch(store, after=after, merchant=merchant), now_utc(),
+                     store.where)
+
+
 def show(profile: Profile, approval: int) -> tuple[Approval, str]:
     with _open(profile, f"approvals show {approval}") as store:
         return approvals.checked(store, approval, merchant=(profile.merchant_id,

@@ -149,3 +149,23 @@ def render_decided(fmt: str, found: Approval) -> None:
                             f"{_when(found.expires_at)}"))
     else:
         print_markup(escape(f"refused #{found.id}: {found.requester}'s {found.what()}"))
+
+
+def render_watched(fmt: str, found: Iterable[Approval], *, where: str) -> None:
+    """``approvals --watch``: one line per request as it is filed (a table's line names
+    its id; the data formats write one JSON object a line), each flushed at once."""
+    import sys
+
+    from walletctl.render.console import escape_controls, print_stderr
+
+    print_stderr(f"watching {escape_controls(where)} for new approval requests (Ctrl-C "
+                 "to stop)")
+    for a in found:
+        now = a.created_at
+        if fmt == "table":
+            line = (f"#{a.id} {a.status(now)}: {a.what()}, by {a.requester}; expires "
+                    f"{_when(a.expires_at)}")
+            sys.stdout.write(escape_controls(line) + "\n")
+        else:
+            sys.stdout.write(json.dumps(a.to_dict(now)) + "\n")
+        sys.stdout.flush()

@@ -360,13 +360,14 @@ class BatchRunner(FlowControlled):
         if self.opt.predict:
             await self._row(client, row)
             return
-        # The money protocol's per-original lock, shared with single commands and other
-        # batches on this machine, and at the desk when the history is shared (held from
-        # the lookup to the recorded answer).
-        if self._money_locks is None:  # found once per run (the path lookup is not free)
-            self._money_locks = money_locks()
+        # The money protocol's per-order lock, shared with single commands and other
+        # batches recording into the same history: the desk's lease when it is shared, else
+        # the history file's lock (held from the lookup to the recorded answer).
+        desk = self._desk_locks(client)
+        if desk is None and self._money_locks is None:  # found once per run
+            self._money_locks = money_locks(self.history)
         key = lock_key(client.profile, row.ref)
-        async with hold_row(self._money_locks, self._desk_locks(client), key, row.ref):
+        async with hold_row(self._money_locks, desk, key, row.ref):
             try:
                 await self._row(client, row)
             finally:

@@ -1,9 +1,10 @@
-"""One lock per original (merchant id, store id, reference) on this machine, across processes,
-and on a shared history also in its database (docs/money.md, "One movement at a time on an
-original"). The machine's locks are POSIX byte-range locks on one file (:func:`lock_path`),
-a byte per key at an offset from its hash; the kernel drops a killed process's locks. They
-belong to the process: a batch serialises its own rows with asyncio locks first. Without
-``fcntl`` (Windows) the lock is a no-op.
+"""One lock per order (the gateway's origin, merchant id, store id, original reference), shared
+by everyone who records into the same history (docs/money.md, "One movement at a time on an
+order"). A shared history (PostgreSQL) keeps it in its database as a lease
+(``postgres.LeaseLocks``); a history file keeps it beside itself (:func:`lock_path`): POSIX
+byte-range locks on one file, a byte per key at an offset from its hash, dropped by the
+kernel when a process dies. They belong to the process: a batch serialises its own rows with
+asyncio locks first. Without ``fcntl`` (Windows) the file lock is a no-op.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from walletctl.constants import Env
 from walletctl.errors import ConfigError, HeldError
 from walletctl.history.store import StorageError
 
@@ -35,10 +37,32 @@ _SPAN = 1 << 40  # offsets within the file (sparse: the file itself stays empty)
 _BUSY = (errno.EAGAIN, errno.EACCES)
 
 
+def gateway_origin(base_url: str) -> str:
+    """The gateway a base URL names, however it is spelled: scheme, lowercase host, port
+    (the scheme's default when none is given); ``localhost``, 127.0.0.0/8 and ``::1`` are one
+    host (``loopback``). The path, user info, query and a trailing slash do not count."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url.strip())
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    port = port or {"http": 80, "https": 443}.get(scheme, 0)
+    host = (parts.hostname or "").rstrip(".").lower()
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost" or host.endswith(".localhost")
+    return f"{scheme}://{'loopback' if loopback else host}:{port}"
+
+
 def lock_key(profile: Profile, original_ref: str) -> str:
-    """One original transaction: its gateway (two sandboxes' orders of the same name are not
-    one order), merchant, store and reference."""
-    return (f"{profile.base_url.rstrip('/')}\0{profile.merchant_id}\0{profile.store_id}"
+    """One order: its gateway's origin (two sandboxes' orders of the same name are not one
+    order; two spellings of one gateway are one), merchant, store and original reference."""
+    return (f"{gateway_origin(profile.base_url)}\0{profile.merchant_id}\0{profile.store_id}"
             f"\0{original_ref}")
 
 
@@ -47,9 +71,15 @@ class MoneyLocks:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _check_private(path.parent)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                               0o600)
+        except OSError as exc:
+            raise ConfigError(
+                f"money lock {path}: cannot open it: {exc.strerror or exc}",
+                hint=f"it lives beside the history file; set {Env.AUDIT_LOG} or the "
+                     "profile's [history] path to a file in a folder you can write") from None
 
     @staticmethod
     def _offset(key: str) -> int:
@@ -97,63 +127,67 @@ def _wait(locks: MoneyLocks | SharedLocks, key: str, *, what: str,
         delay = min(delay * 2, 0.1)
 
 
+class Held:
+    """An order's lock while it is held: :meth:`confirm`, just before the request is sent,
+    proves it still is (a desk lease can lapse under a frozen client)."""
+
+    def __init__(self, shared: SharedLocks | None, key: str, what: str) -> None:
+        self._shared, self._key, self._what = shared, key, what
+
+    def confirm(self) -> None:
+        if self._shared is not None and not self._shared.confirm(self._key):
+            raise HeldError(
+                f"the desk's lock on {self._what} lapsed while this command held it (its "
+                "connection to the history stopped answering); nothing was sent",
+                hint=f"another operator may be moving money on {self._what}: run the "
+                     "command again (it looks the order up afresh)")
+
+
 @contextmanager
 def hold_original(store: HistoryStore | None, key: str, *, what: str,
                   on_wait: Callable[[str], None] | None = None,
-                  limit: float = WAIT_LIMIT) -> Iterator[None]:
-    """The money protocol's per-original lock: this machine's, then (a shared history)
-    the desk's, held from the lookup to the recorded answer."""
-    locks = money_locks()
-    _wait(locks, key, what=what, on_wait=on_wait, limit=limit)
-    try:
-        shared = store.shared_locks() if store is not None else None
-        if shared is None:
-            yield
-            return
-        try:  # the history's first use: a database that cannot be reached stops it here
-            _wait(shared, key, what=what, on_wait=on_wait, limit=limit)
-        except StorageError as exc:
-            raise StorageError(f"{exc.message}; nothing was sent", hint=exc.hint) from None
+                  limit: float = WAIT_LIMIT) -> Iterator[Held]:
+    """The money protocol's per-order lock, held from the lookup to the recorded answer:
+    the shared history's lease, or the file beside the history file."""
+    shared = store.shared_locks() if store is not None else None
+    if shared is None:
+        locks = money_locks(store)
+        _wait(locks, key, what=what, on_wait=on_wait, limit=limit)
         try:
-            yield
+            yield Held(None, key, what)
         finally:
-            shared.release(key)
+            locks.release(key)
+        return
+    try:  # the history's first use: a database that cannot be reached stops it here
+        _wait(shared, key, what=what, on_wait=on_wait, limit=limit)
+    except StorageError as exc:
+        raise StorageError(f"{exc.message}; nothing was sent", hint=exc.hint) from None
+    try:
+        yield Held(shared, key, what)
     finally:
-        locks.release(key)
+        shared.release(key)
 
 
 _OPEN: dict[Path, MoneyLocks] = {}
+LOCK_SUFFIX = ".lock"
 
 
-def lock_path() -> Path:
-    """``walletctl/money.lock`` in the user's runtime directory (``$XDG_RUNTIME_DIR``), else
-    in ``walletctl-UID`` in the system's temporary directory: one file per machine user,
-    whatever profile, history file or ``WALLETCTL_AUDIT_LOG`` a command uses."""
-    import tempfile
+def lock_path(store: HistoryStore | None) -> Path:
+    """The lock file of the orders recorded in ``store``'s file: ``<history file>.lock``
+    beside it, so everyone who records into one history file takes turns, whatever runtime
+    or temporary directory their environment names; with no store (a batch with the
+    history off), beside the intent store."""
+    from walletctl.history import INTENTS_NAME, data_dir
+    from walletctl.history.sqlite import SqliteHistory
 
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and Path(runtime).is_absolute():
-        return Path(runtime) / "walletctl" / "money.lock"
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    return Path(tempfile.gettempdir()) / f"walletctl-{uid}" / "money.lock"
-
-
-def _check_private(folder: Path) -> None:
-    """A lock folder in a shared directory must be ours and closed to others (a folder
-    someone else made, or a symlink to one, could hold our locks)."""
-    st = os.lstat(folder)
-    import stat
-
-    mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
-    if not stat.S_ISDIR(st.st_mode) or not mine or st.st_mode & 0o077:
-        raise ConfigError(f"lock folder {folder}: must be a directory of this user's with "
-                          "mode 0700", hint=f"remove it (rm -r {folder}); walletctl makes it anew")
+    history = store.path if isinstance(store, SqliteHistory) else data_dir() / INTENTS_NAME
+    return history.with_name(history.name + LOCK_SUFFIX)
 
 
-def money_locks() -> MoneyLocks:
-    """This process's locks (one per file: closing a second descriptor on the file would
-    drop the process's locks on it)."""
-    path = lock_path()
+def money_locks(store: HistoryStore | None) -> MoneyLocks:
+    """This process's locks on ``store``'s lock file (one descriptor per file: closing a
+    second one on the file would drop the process's locks on it)."""
+    path = lock_path(store)
     found = _OPEN.get(path)
     if found is None:
         found = _OPEN[path] = MoneyLocks(path)
@@ -223,22 +257,23 @@ class DeskLocks:
 
 
 @asynccontextmanager
-async def hold_row(locks: MoneyLocks, desk: DeskLocks | None, key: str,
+async def hold_row(locks: MoneyLocks | None, desk: DeskLocks | None, key: str,
                    original: str) -> AsyncIterator[None]:
-    """A batch row's form of :func:`hold_original` (never blocks the event loop): this
-    machine's lock, then the desk's, taken with other rows' (see :class:`DeskLocks`)."""
-    delay = 0.002
-    while not locks.try_acquire(key):
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.1)
-    try:
-        if desk is None:
-            yield
-            return
+    """A batch row's form of :func:`hold_original` (never blocks the event loop): the
+    desk's lease taken with other rows' (see :class:`DeskLocks`), else the file's lock."""
+    if desk is not None:
         await desk.acquire(key, original)
         try:
             yield
         finally:
             desk.release(key)
+        return
+    assert locks is not None, "a batch without a shared history locks the history's file"
+    delay = 0.002
+    while not locks.try_acquire(key):
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    try:
+        yield
     finally:
         locks.release(key)

@@ -11,16 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from walletctl.errors import GatewayError
+from walletctl.errors import GatewayError, HeldError
 from walletctl.history.policy import check_policy
 from walletctl.history.recorder import Recording, recording
 from walletctl.history.rulebook import read as read_rulebook
 from walletctl.history.rulebook import under_rulebook
+from walletctl.models.ledger import KIND_OF_OP
 from walletctl.models.outcome import Intended, Planned
 from walletctl.ops.money.approval import gate_single
 from walletctl.ops.money.approval import threshold as approval_amount
 from walletctl.ops.money.earlier import Judged, taken
-from walletctl.ops.money.lock import hold_original, lock_key
+from walletctl.ops.money.lock import Held, hold_original, lock_key
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
@@ -109,9 +110,10 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
     """Move the money once, or say why not (an exception with its exit code)."""
     profile = client.profile
     key = lock_key(profile, ask.ref)
-    hold = (contextlib.nullcontext() if ask.dry_run
-            else hold_original(store, key, what=ask.ref, on_wait=desk.on_wait))
-    with hold, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
+    hold: contextlib.AbstractContextManager[Held | None] = (
+        contextlib.nullcontext() if ask.dry_run
+        else hold_original(store, key, what=ask.ref, on_wait=desk.on_wait))
+    with hold as held, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
         # the desk's rulebook (kept in the history) over the profile's own rules
         book = {} if store is None else read_rulebook(store)
         profile = client.profile = under_rulebook(book, profile)
@@ -133,9 +135,26 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
             same.entry.approval
         spend = desk_rules(store, profile, planned, ask, desk, rec, approval)
         desk.confirm(plan)
-        rec.sending(hook=spend)
+        if held is not None:  # the lock is still this command's (a lease can lapse)
+            held.confirm()
+        # a reference this command derived (not an earlier intent's, re-sent): no other
+        # entry may hold it, and the gateway's answer must be to this very request
+        fresh = same is None and planned.op in KIND_OF_OP
+        rec.sending(hook=spend, fresh=fresh)
         try:
-            return Moved(plan=plan, answer=movement.send(client, plan, rec))
+            answer = movement.send(client, plan, rec)
+            if fresh and getattr(answer, "replayed", False) is True:
+                rec.answered(getattr(answer, "state", "Approved"), outcome="declined",
+                             note=f"the gateway replayed another request's answer under "
+                                  f"{planned.reference}: not this command's movement")
+                raise HeldError(
+                    f"the gateway answered {planned.reference} with the stored answer of an "
+                    "earlier identical request (another command derived the same reference "
+                    "at the same moment): that movement is not this command's; nothing was "
+                    "moved by it",
+                    hint=f"see `walletctl lookup {planned.original}`; run the command again "
+                         "if another movement is still meant")
+            return Moved(plan=plan, answer=answer)
         except GatewayError as exc:
             if exc.status != 409:
                 raise

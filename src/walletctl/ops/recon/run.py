@@ -42,6 +42,9 @@ class ReconRequest:
     operations: frozenset[str] = frozenset(OPERATIONS)
     lookup: LookupOptions = field(default_factory=LookupOptions)
     record: bool = False  # file each mismatch as a finding in the history (recon --record)
+    # recon --open: every order with an entry since then is looked up too, and every record
+    # of each order looked up is compared, whatever its time
+    open_since: str | None = None
 
 
 def existing_history(profile: Profile,
@@ -84,6 +87,9 @@ def reconcile(profile: Profile, request: ReconRequest, *,
         for path in request.journals:
             journal_rows(path, profile, request.operations, plan, desk, refs)
         plan.extra.update(refs)
+        if store is not None and request.open_since is not None:
+            plan.extra.update(open_orders(store, profile, since=request.open_since,
+                                          until=request.until, refs=refs))
         if request.refs_file is not None:
             plan.extra.update(read_refs(request.refs_file))
         result = ReconResult(
@@ -124,8 +130,8 @@ async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: De
     def in_window(rec: TransactionRecord) -> bool:
         when = (parse_timestamp(rec.transaction_date_time, zone)
                 if rec.transaction_date_time else None)
-        if when is None or until is None:
-            return True  # a record the gateway does not date is always compared
+        if when is None or until is None or request.open_since is not None:
+            return True  # undated, or recon --open: every record of the order
         return (since is None or when >= since) and when < until
 
     client = AsyncGatewayClient(profile, max_connections=request.lookup.concurrency)
@@ -200,6 +206,21 @@ def history_entries(store: HistoryStore, profile: Profile, *, since: str | None,
                 plan.not_compared += 1
                 continue
             plan.add(Expected(entry, f"history #{entry.id}"))
+
+
+def open_orders(store: HistoryStore, profile: Profile, *, since: str, until: str,
+                refs: frozenset[str]) -> set[str]:
+    """The orders that may still move money (``recon --open``): every original the history
+    has an entry on, at the profile's merchant and store, begun since ``since`` (the
+    documented age), whatever the window; only the ``refs`` orders when given. What the
+    gateway holds for each is looked up: a capture or refund made off the desk on an order
+    whose last entry is weeks old is found the next night."""
+    rows = store.read(
+        "SELECT DISTINCT original_ref FROM events WHERE kind = 'begin' AND time >= ? "
+        "AND time < ? AND original_ref IS NOT NULL AND ((merchant_id = ? AND store_id = ?) "
+        "OR (merchant_id IS NULL AND profile = ? AND base_url = ?))",
+        (since, until, profile.merchant_id, profile.store_id, profile.name, profile.base_url))
+    return {str(ref) for (ref,) in rows if not refs or ref in refs}
 
 
 class DeskRefs:
