@@ -308,10 +308,11 @@ def test_rate_and_concurrency_options_reach_the_runner(
 
 def test_unreachable_gateway_stops_the_batch_within_seconds(tmp_path: Path) -> None:
     import socket
-    import subprocess
     import time
 
-    from batch_helpers import PYTHON, cli_env
+    from batch_helpers import cli_env
+
+    from cli_runner import run_walletctl
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -319,9 +320,8 @@ def test_unreachable_gateway_stops_the_batch_within_seconds(tmp_path: Path) -> N
     cfg = write_profile(tmp_path, f"http://127.0.0.1:{port}")
     src = csv_file(tmp_path / "in.csv", [(f"UR-{i}", "1.00") for i in range(200)])
     started = time.monotonic()
-    proc = subprocess.run([PYTHON, "-m", "walletctl", "--config", str(cfg), "-o", "json",
-                           "capture", "--batch", str(src)], env=cli_env(tmp_path),
-                          capture_output=True, text=True, timeout=60)
+    proc = run_walletctl(["--config", str(cfg), "-o", "json", "capture", "--batch", str(src)],
+                         env=cli_env(tmp_path))
     took = time.monotonic() - started
     assert proc.returncode == ExitCode.NETWORK, proc.stderr
     assert "walletctl: stopped: could not connect" in proc.stderr
