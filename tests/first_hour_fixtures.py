@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import WALLETCTL, run_walletctl
+from cli_runner import WALLETCTL as WALLETCTL  # re-exported: the tests of this area use it
+from cli_runner import run_walletctl
 
 
 def walletctl_env(config: Path, **extra: str) -> dict[str, str]:

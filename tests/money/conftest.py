@@ -30,7 +30,8 @@ from typing import Any
 import httpx
 import pytest
 
-from cli_runner import WALLETCTL, run_walletctl
+from cli_runner import WALLETCTL as WALLETCTL  # re-exported: the tests of this area use it
+from cli_runner import run_walletctl
 from first_hour_fixtures import Served, embedded_serving
 
 from .faultproxy import FaultProxy

@@ -6,7 +6,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from cli_runner import WALLETCTL, run_walletctl
+from cli_runner import WALLETCTL as WALLETCTL  # re-exported: the tests of this area use it
+from cli_runner import run_walletctl
 
 
 def walletctl(*args: str, timeout: float = 60,
