@@ -75,3 +75,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             object.__setattr__(item, "_id", node_id.with_params(label))
         elif hasattr(item, "_nodeid"):  # older pytest: a plain string
             object.__setattr__(item, "_nodeid", f"{item.nodeid}[{label}]")
+
+
+def pytest_report_header() -> str:
+    from timescale import ENV, SCALE
+
+    return f"{ENV}: {SCALE:g} (the factor of every wall-clock bound; tests/timescale.py)"

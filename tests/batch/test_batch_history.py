@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from batch_helpers import ledger, seed_preauths, write_profile
 
+from cli_runner import run_walletctl
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
 
@@ -25,9 +25,7 @@ def sandbox_url() -> Iterator[str]:
 
 def walletctl(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, NO_COLOR="1")  # WALLETCTL_AUDIT_LOG comes from the test's conftest
-    return subprocess.run([sys.executable, "-m", "walletctl", "--config", str(cfg), "-o", "json",
-                           *args], capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
+    return run_walletctl(["--config", str(cfg), "-o", "json", *args], env=env)
 
 
 def test_every_row_is_one_history_entry(tmp_path: Path, sandbox_url: str) -> None:

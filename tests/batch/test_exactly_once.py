@@ -71,6 +71,7 @@ def make_batch(
 PATHS = {"direct": (), "full-preflight": ("--full-preflight",)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", list(PATHS))
 def test_1000_captures_under_faults_are_applied_exactly_once(
     tmp_path: Path, fresh: EmbeddedSandbox, path: str

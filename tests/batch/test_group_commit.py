@@ -12,8 +12,6 @@ import asyncio
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 import pytest
 from batch_helpers import http_gateway, write_profile
 
+from cli_runner import run_walletctl
 from walletctl.ops.batch.runner import GroupCommit
 
 
@@ -77,10 +76,8 @@ def test_each_row_is_sent_in_the_journal_and_begun_in_history_before_it_arrives(
     src = tmp_path / "rows.csv"
     src.write_text("ref,amount,currency\n" + "".join(f"GC-{i:03d},1.00,EUR\n" for i in range(60)))
     env = dict(os.environ, NO_COLOR="1", WALLETCTL_AUDIT_LOG=str(handler.history))
-    done = subprocess.run(
-        [sys.executable, "-m", "walletctl", "--config", str(cfg), "-o", "json", "capture",
-         "--batch", str(src), "--concurrency", "16"],
-        capture_output=True, text=True, env=env, timeout=120, check=False)
+    done = run_walletctl(["--config", str(cfg), "-o", "json", "capture", "--batch", str(src),
+                          "--concurrency", "16"], env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["confirmed"] == 60
     assert len(handler.seen) == 60, handler.seen

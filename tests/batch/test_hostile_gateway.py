@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from batch_helpers import http_gateway, write_profile
+
+from cli_runner import run_walletctl
 
 
 @dataclass
@@ -116,9 +117,7 @@ def gateway() -> Iterator[tuple[str, Behaviour]]:
 def walletctl(tmp: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
     cfg = write_profile(tmp, url, timeout=5.0)
     env = dict(os.environ, NO_COLOR="1")
-    return subprocess.run([sys.executable, "-m", "walletctl", "--config", str(cfg), "-o", "json",
-                           *args], capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
+    return run_walletctl(["--config", str(cfg), "-o", "json", *args], env=env)
 
 
 def rows(tmp: Path, *refs: str) -> Path:
@@ -201,9 +200,8 @@ def test_a_dry_run_shows_each_row_with_its_own_profile(
     src = tmp_path / "rows.csv"
     src.write_text("ref,amount,currency,profile\nDP-1,1.234,BHD,other\nDP-2,2.00,EUR,\n")
     env = dict(os.environ, NO_COLOR="1")
-    done = subprocess.run([sys.executable, "-m", "walletctl", "--config", str(cfg), "-o",
-                           "ndjson", "capture", "--batch", str(src), "--dry-run", "--offline"],
-                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    done = run_walletctl(["--config", str(cfg), "-o", "ndjson", "capture", "--batch",
+                          str(src), "--dry-run", "--offline"], env=env)
     assert done.returncode == 0, done.stderr
     bodies = {r["ref"]: r["request"] for r in map(json.loads, done.stdout.splitlines())
               if "request" in r}
@@ -217,9 +215,8 @@ def test_an_ndjson_run_ends_with_its_summary_on_one_line(
     url, _ = gateway
     cfg = write_profile(tmp_path, url)
     env = dict(os.environ, NO_COLOR="1")
-    done = subprocess.run([sys.executable, "-m", "walletctl", "--config", str(cfg), "-o",
-                           "ndjson", "capture", "--batch", str(rows(tmp_path, "NJ-1"))],
-                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    done = run_walletctl(["--config", str(cfg), "-o", "ndjson", "capture", "--batch",
+                          str(rows(tmp_path, "NJ-1"))], env=env)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 1, done.stdout

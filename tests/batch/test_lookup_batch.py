@@ -13,8 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 from batch_fakes import FakeGateway, Faults
-from batch_helpers import PYTHON, cli_env, seed_preauths_fast, set_faults, write_profile
+from batch_helpers import cli_env, seed_preauths_fast, set_faults, write_profile
 
+from cli_runner import run_walletctl
 from walletctl.errors import GatewayError
 from walletctl.models.records import TransactionRecord
 from walletctl.ops.batch.balance_report import BalanceReport, Filters, LookupOptions, iter_refs
@@ -32,9 +33,8 @@ def sandbox() -> Iterator[EmbeddedSandbox]:
 
 def cli(cfg: Path, home: Path, *args: str, stdin: str | None = None,
         columns: int = 80) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "walletctl", "--config", str(cfg), *args],
-                          env={**cli_env(home), "COLUMNS": str(columns)}, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    return run_walletctl(["--config", str(cfg), *args],
+                         env={**cli_env(home), "COLUMNS": str(columns)}, input=stdin)
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from cli_runner import run_walletctl
 from sandbox_fixtures import SANDBOX_API_KEY, TEST_KEY_ENV
 
 ORDER = ("checkout", "--amount", "40", "--ref", "ORDER-2001", "--type", "preauth")
@@ -20,9 +20,7 @@ ORDER = ("checkout", "--amount", "40", "--ref", "ORDER-2001", "--type", "preauth
 
 def walletctl(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, TEST_KEY_ENV: SANDBOX_API_KEY}
-    return subprocess.run([sys.executable, "-m", "walletctl", "--config", str(config),
-                           "-p", "sandbox", *args],
-                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    return run_walletctl(["--config", str(config), "-p", "sandbox", *args], env=env)
 
 
 def test_a_repeated_checkout_says_it_already_existed(live_sandbox: Any,

@@ -1,5 +1,5 @@
-"""A profile whose gateway (or sandbox) is not running, as a newcomer meets it: walletctl as a
-real subprocess against a port nobody listens on."""
+"""A profile whose gateway (or sandbox) is not running, as a newcomer meets it: walletctl
+(in-process) against a port nobody listens on."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import run_walletctl
 from first_hour_fixtures import WALLETCTL, walletctl_env
 from walletctl.constants import ExitCode
 from walletctl.sandbox.scenario import profile_toml
@@ -39,8 +40,7 @@ def down(tmp_path: Path) -> tuple[dict[str, str], int]:
 
 
 def _run(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*WALLETCTL, *argv], env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=60, check=False)
+    return run_walletctl(argv, env=env)  # in-process (tests/cli_runner.py)
 
 
 def test_profile_check_online_with_the_gateway_down_exits_network(

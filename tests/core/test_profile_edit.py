@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_runner import run_walletctl
 from walletctl.config import profiles_file
 
 HAND_WRITTEN = """\
@@ -31,9 +32,7 @@ ADD = ["profile", "add", "{name}", "--base-url", "https://gw.example", "--mercha
 def _walletctl(config: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
     env["WALLETCTL_CONFIG"] = str(config)
-    return subprocess.run([sys.executable, "-m", "walletctl", *argv], capture_output=True,
-                          text=True, env=env, timeout=60, check=False,
-                          stdin=subprocess.DEVNULL)
+    return run_walletctl(argv, env=env)  # in-process (tests/cli_runner.py)
 
 
 def test_add_then_remove_keeps_the_file_byte_for_byte(tmp_path: Path) -> None:

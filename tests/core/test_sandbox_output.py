@@ -6,10 +6,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from first_hour_fixtures import Served
+from first_hour_fixtures import Served, embedded_serving
+
+
+@pytest.fixture
+def served_sandbox(tmp_path: Path) -> Iterator[Served]:
+    """The sandbox in this process on a real port, its ``sbx`` profile as ``sandbox serve
+    --write-profile`` writes it (the served process is the point of the first-hour tests)."""
+    with embedded_serving(tmp_path) as served:
+        yield served
 
 
 @pytest.mark.parametrize("fmt", ["json", "ndjson", "csv", "table"])

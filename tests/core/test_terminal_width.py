@@ -212,6 +212,7 @@ def _fragments(screens: dict[int, str]) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_every_command_fits_40_60_and_80_columns(served: Served) -> None:
     socket = f"walletctl-width-{uuid.uuid4().hex[:8]}"
     try:

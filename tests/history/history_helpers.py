@@ -1,5 +1,6 @@
 """Fixtures for the history tests: a real-port sandbox, a fault proxy in front of it, and the
-CLI run as a real subprocess with its own history file."""
+CLI run in-process (a real subprocess where the process is the point) with its own history
+file."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from cli_runner import run_walletctl
 from walletctl.models.base import loads
 
 # Distinctive values: any appearance in the history is a leak, not a coincidence.
@@ -160,9 +162,15 @@ class Desk:
     def argv(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "walletctl", *args]
 
-    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(self.argv(*args), env=self.env(), capture_output=True, text=True,
-                              input=stdin, timeout=60, check=False)
+    def run(self, *args: str, stdin: str | None = None,
+            process: bool = False) -> subprocess.CompletedProcess[str]:
+        """``walletctl ARGS`` in this process (tests/cli_runner.py); ``process=True``: as a
+        real ``python -m walletctl`` (:meth:`argv` for a Popen of one's own)."""
+        if process:
+            proc = subprocess.run(self.argv(*args), env=self.env(), capture_output=True,
+                                  text=True, input=stdin, timeout=60, check=False)
+        else:
+            proc = run_walletctl(args, input=stdin, env=self.env())
         assert "Traceback" not in proc.stderr, proc.stderr
         return proc
 

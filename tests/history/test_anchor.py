@@ -9,12 +9,12 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from history_helpers import SRC, expect
 
+from cli_runner import run_walletctl
 from walletctl.history.chain import ALL, GENESIS, event_hash
 from walletctl.history.sqlite import SqliteHistory
 from walletctl.history.store import Completion, Intent
@@ -42,8 +42,7 @@ def _cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
     env.update(WALLETCTL_AUDIT_LOG=str(path), COLUMNS="80", NO_COLOR="1",
                PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "walletctl", *args], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = run_walletctl(args, env=env)  # in-process (tests/cli_runner.py)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

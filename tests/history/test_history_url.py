@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_walletctl
 from walletctl.config.dburl import DbUrlError, parse_db_url
 
 SECRET = "hunter2-xyz"
@@ -44,8 +44,7 @@ def test_bad_urls_name_the_rule_and_never_the_secret(url: str, rule: str) -> Non
 
 
 def _cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "walletctl", *argv], capture_output=True,
-                          text=True, env=env, timeout=60, check=False)
+    proc = run_walletctl(argv, env=env)  # in-process (tests/cli_runner.py)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

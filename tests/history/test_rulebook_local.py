@@ -92,15 +92,14 @@ def test_the_duplicate_window_and_approval_hours_only_tighten(tmp_path: Path) ->
 def test_policy_commands_from_outside_fit_the_terminal(tmp_path: Path, columns: int) -> None:
     """``history policy set/show/unset`` as a user types them, on a file of their own."""
     import os
-    import subprocess
-    import sys
+
+    from cli_runner import run_walletctl
 
     env = {**os.environ, "WALLETCTL_AUDIT_LOG": str(tmp_path / "h.sqlite3"),
            "WALLETCTL_CONFIG": str(tmp_path / "none.toml"), "COLUMNS": str(columns)}
 
     def run(*argv: str, code: int = 0) -> str:
-        done = subprocess.run([sys.executable, "-m", "walletctl", "-o", "table", *argv],
-                              capture_output=True, text=True, env=env, check=False)
+        done = run_walletctl(["-o", "table", *argv], env=env)  # in-process
         assert done.returncode == code, done
         assert "Traceback" not in done.stderr, done
         return done.stdout
@@ -132,13 +131,12 @@ def test_a_currency_amount_has_that_currency_s_decimals(tmp_path: Path, key: str
     """``history policy set`` refuses an amount the currency cannot hold (one line naming
     the key and the rule, exit 2, nothing stored); a key without a currency takes any."""
     import os
-    import subprocess
-    import sys
+
+    from cli_runner import run_walletctl
 
     env = {**os.environ, "WALLETCTL_AUDIT_LOG": str(tmp_path / "h.sqlite3"),
            "WALLETCTL_CONFIG": str(tmp_path / "none.toml")}
-    done = subprocess.run([sys.executable, "-m", "walletctl", "history", "policy", "set", key,
-                           value], capture_output=True, text=True, env=env, check=False)
+    done = run_walletctl(["history", "policy", "set", key, value], env=env)  # in-process
     assert done.returncode == (0 if ok else 2), done
     if not ok:
         [line] = done.stderr.strip().splitlines()

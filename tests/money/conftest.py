@@ -1,8 +1,10 @@
-"""Fixtures for the money-protocol tests: walletctl as real subprocesses, a served sandbox on a
-real port, and the tests' own fault proxy in front of it.
+"""Fixtures for the money-protocol tests: walletctl in-process (a real process where two at
+once or a kill is the point), a served sandbox on a real port, and the tests' own fault proxy
+in front of it.
 
 ``desk`` -> :class:`Desk`
-    ``served_sandbox`` (``walletctl sandbox serve --port 0 --write-profile sbx``) plus a
+    ``served_sandbox`` (the sandbox in this process on a real port, and the profile ``sbx``
+    that ``walletctl sandbox serve --port 0 --write-profile sbx`` would write) plus a
     :class:`FaultProxy` forwarding to it, and two more profiles made ONLY with
     ``walletctl profile add``: ``desk-a`` (``http://127.0.0.1:PROXYPORT``) and ``desk-b``
     (``http://localhost:PROXYPORT``), with the merchant, store and user ids, amount format,
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tomllib
 import uuid
 from collections.abc import Iterator, Sequence
@@ -29,11 +30,12 @@ from typing import Any
 import httpx
 import pytest
 
-from first_hour_fixtures import Served
+from cli_runner import WALLETCTL as WALLETCTL  # re-exported: the tests of this area use it
+from cli_runner import run_walletctl
+from first_hour_fixtures import Served, embedded_serving
 
 from .faultproxy import FaultProxy
 
-WALLETCTL = [sys.executable, "-m", "walletctl"]
 KEY_ENV = "WALLETCTL_MONEY_KEY"
 TYPES = {"capture": "ecom.capture", "refund": "ecom.refund",
          "reverse": "ecom.reversalPreauthorization"}
@@ -72,14 +74,20 @@ class Desk:
     # -- walletctl ---------------------------------------------------------------------------
 
     def run(self, *argv: str, expect: int | Sequence[int] | None = None,
-            timeout: float = 60, env: dict[str, str] | None = None) -> Result:
-        """``python -m walletctl ARGV`` (stdin closed, stdout/stderr piped).
+            timeout: float = 60, env: dict[str, str] | None = None,
+            process: bool = False) -> Result:
+        """``walletctl ARGV`` in this process (:mod:`cli_runner`: empty stdin, stdout/stderr
+        captured, the desk's environment); ``process=True``: as a real ``python -m walletctl``
+        (``timeout`` applies to it). Two at once, or a kill, go through :meth:`popen`.
 
         ``expect``: the exit code(s) the test requires; a mismatch fails with the whole output.
         """
-        proc = subprocess.run([*WALLETCTL, *argv], capture_output=True, text=True,
-                              timeout=timeout, env={**self.env, **(env or {})},
-                              stdin=subprocess.DEVNULL, check=False)
+        if process:
+            proc = subprocess.run([*WALLETCTL, *argv], capture_output=True, text=True,
+                                  timeout=timeout, env={**self.env, **(env or {})},
+                                  stdin=subprocess.DEVNULL, check=False)
+        else:
+            proc = run_walletctl(argv, env={**self.env, **(env or {})})
         result = Result(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
         if expect is not None:
             wanted = (expect,) if isinstance(expect, int) else tuple(expect)
@@ -175,10 +183,17 @@ def _profile_add(served_env: dict[str, str], name: str, base_url: str,
             "--currency", shown["currency"], "--timeout", "10", "--key-env", KEY_ENV,
             "--success-url", redirects["success_url"], "--error-url", redirects["error_url"],
             "--pending-url", redirects["pending_url"], "--return-url", redirects["return_url"]]
-    proc = subprocess.run([*WALLETCTL, *argv], capture_output=True, text=True, timeout=60,
-                          env=served_env, stdin=subprocess.DEVNULL, check=False)
+    proc = run_walletctl(argv, env=served_env)
     assert proc.returncode == 0, str(Result(tuple(argv), proc.returncode, proc.stdout,
                                             proc.stderr))
+
+
+@pytest.fixture
+def served_sandbox(tmp_path: Path) -> Iterator[Served]:
+    """The sandbox of the money tests: in this process, on a real port (the served process
+    is the point of the first-hour tests, not of these)."""
+    with embedded_serving(tmp_path) as served:
+        yield served
 
 
 @pytest.fixture

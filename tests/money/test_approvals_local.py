@@ -32,12 +32,14 @@ def _approve_as(desk: Desk, monkeypatch: pytest.MonkeyPatch, person: str, number
     from walletctl.ops import desk as desk_ops
     from walletctl.ops.desk import decide
 
-    monkeypatch.setenv("WALLETCTL_AUDIT_LOG", desk.env["WALLETCTL_AUDIT_LOG"])
-    monkeypatch.setattr(recorder, "os_user", lambda: person)
-    monkeypatch.setattr(desk_ops, "os_user", lambda: person)  # the step's account
-    profile = load_profile("desk-a", Path(desk.env["WALLETCTL_CONFIG"]))
-    return decide(profile, number, approve=approve, reason=None,
-                  confirm=lambda _found, _now: None)
+    # undone on return: the test's next commands run in this process as its own account
+    with monkeypatch.context() as patch:
+        patch.setenv("WALLETCTL_AUDIT_LOG", desk.env["WALLETCTL_AUDIT_LOG"])
+        patch.setattr(recorder, "os_user", lambda: person)
+        patch.setattr(desk_ops, "os_user", lambda: person)  # the step's account
+        profile = load_profile("desk-a", Path(desk.env["WALLETCTL_CONFIG"]))
+        return decide(profile, number, approve=approve, reason=None,
+                      confirm=lambda _found, _now: None)
 
 
 def _approved(desk: Desk, ref: str) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from first_hour_fixtures import Served, serving, walletctl_env
+from first_hour_fixtures import Served, embedded_serving, walletctl_env
 
 from .conftest import Desk, Result, unique
 
@@ -127,7 +127,7 @@ class Matrix:
 @pytest.fixture(scope="module")
 def one_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """One served sandbox for the whole matrix: every case works on references of its own."""
-    with serving(tmp_path_factory.mktemp("sandbox")) as served:
+    with embedded_serving(tmp_path_factory.mktemp("sandbox")) as served:
         yield served
 
 

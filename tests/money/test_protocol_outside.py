@@ -52,6 +52,7 @@ def _results(path: Path) -> list[dict[str, Any]]:
 # -- a. two desks press Enter at the same moment -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_two_simultaneous_refunds_exactly_one_goes_through(desk: Desk) -> None:
     trials = 20
     orders = [desk.sale(unique(f"SIM{i:02d}"), "50.00") for i in range(trials)]

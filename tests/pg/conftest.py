@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from money.conftest import WALLETCTL, Desk, Result, desk  # noqa: F401 - the fixture too
+from money.conftest import WALLETCTL, Desk, Result, desk, served_sandbox  # noqa: F401 - fixtures
 from pg_fixtures import PgCluster, PgDesk
 
 

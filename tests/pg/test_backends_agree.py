@@ -9,12 +9,12 @@ import csv
 import io
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_runner import run_walletctl
 from pg_fixtures import PgDesk
 from walletctl.config.dburl import parse_db_url
 from walletctl.history.postgres import PostgresHistory
@@ -48,8 +48,7 @@ def _fill(store: HistoryStore) -> None:
 
 
 def _cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "walletctl", *argv], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = run_walletctl(argv, env=env)  # in-process (tests/cli_runner.py)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

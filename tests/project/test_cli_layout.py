@@ -48,16 +48,14 @@ def test_no_copies_inside_the_package() -> None:
 
 
 def test_profile_example_prints_each_sample_config() -> None:
-    import subprocess
-    import sys
-
+    from cli_runner import run_walletctl
     from walletctl.cli.completions import ARGUMENT_VALUES
 
     kinds = ARGUMENT_VALUES["profile example"].split()
     assert sorted(kinds) == sorted(p.stem for p in (ROOT / "sample-configs").glob("*.toml"))
     for kind in kinds:
-        proc = subprocess.run([sys.executable, "-m", "walletctl", "profile", "example", kind],
-                              capture_output=True, text=True, timeout=60, check=True)
+        proc = run_walletctl(["profile", "example", kind])
+        assert proc.returncode == 0, proc
         assert proc.stdout == (ROOT / "sample-configs" / f"{kind}.toml").read_text("utf-8")
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import run_walletctl
 from walletctl.cli.completions import SHELLS, shipped_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "completions"
@@ -17,8 +18,13 @@ SCRIPT = Path(__file__).resolve().parents[2] / "completions"
 
 @pytest.mark.parametrize("shell", sorted(SHELLS))
 def test_completion_command_prints_the_shipped_script(shell: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "walletctl", "completion", shell],
-                          capture_output=True, text=True, timeout=60, check=True)
+    argv = ["completion", shell]
+    if shell == "bash":  # one as the installed tool prints it, in a process of its own
+        proc = subprocess.run([sys.executable, "-m", "walletctl", *argv],
+                              capture_output=True, text=True, timeout=60, check=True)
+    else:
+        proc = run_walletctl(argv)
+        assert proc.returncode == 0, proc
     assert proc.stdout == (SCRIPT / SHELLS[shell]).read_text(encoding="utf-8")
     assert proc.stdout == shipped_script(shell)
 

@@ -1,9 +1,9 @@
 """A new user's first hour, from a fresh clone: profiles made only with walletctl commands.
 
-The README's tour on a real port, as real subprocesses: a profile written by
-``walletctl sandbox serve --write-profile`` and another made by ``walletctl profile add``
-(every setting from flags), then checkout, approve, capture, refund, lookup, keys, account
-and authorize with each.
+The README's tour on a real port (once as real subprocesses, else in-process): a profile
+written by ``walletctl sandbox serve --write-profile`` and another made by ``walletctl profile
+add`` (every setting from flags), then checkout, approve, capture, refund, lookup, keys,
+account and authorize with each.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from first_hour_fixtures import Served, wallet_event
 
 
 def _tour(sb: Served, profile: str, ref: str, tmp_path: Path,
-          env: dict[str, str] | None = None) -> None:
+          env: dict[str, str] | None = None, process: bool = False) -> None:
     def run(*argv: str, check: int | None = 0) -> Any:
-        return sb.run("-p", profile, *argv, check=check, env=env)
+        return sb.run("-p", profile, *argv, check=check, env=env, process=process)
 
     out = run("-o", "table", "checkout", "--amount", "40.00", "--ref", ref, "--type", "preauth",
               "--first-name", "Ada", "--last-name", "Lovelace", "--email", "ada@example.com")
@@ -52,7 +52,7 @@ def test_served_profile_runs_the_readme_tour(served_sandbox: Served, tmp_path: P
     check = served_sandbox.run("-o", "table", "profile", "check", "--online")
     assert "FAIL" not in check.stdout, check.stdout
     assert "warn" not in check.stdout, check.stdout
-    _tour(served_sandbox, "sbx", "ORDER-FRESH-1", tmp_path)
+    _tour(served_sandbox, "sbx", "ORDER-FRESH-1", tmp_path, process=True)  # real processes
 
 
 def test_profile_add_alone_makes_a_working_profile(served_sandbox: Served,

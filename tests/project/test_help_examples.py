@@ -7,12 +7,12 @@ import os
 import platform
 import shlex
 import subprocess
-import sys
 from importlib.metadata import version
 from typing import Any
 
 import pytest
 
+from cli_runner import run_walletctl
 from walletctl import __version__
 from walletctl.cli.main import LIBRARIES
 from walletctl.cli.registry import EXAMPLES
@@ -21,8 +21,9 @@ MONEY_COMMANDS = ("checkout", "capture", "refund", "reverse", "lookup", "authori
 
 
 def walletctl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "walletctl", *args], capture_output=True,
-                          text=True, timeout=60, check=True, env=dict(os.environ, COLUMNS="80"))
+    done = run_walletctl(args, env=dict(os.environ, COLUMNS="80"))  # in-process
+    assert done.returncode == 0, done
+    return done
 
 
 @pytest.mark.parametrize("command", MONEY_COMMANDS)

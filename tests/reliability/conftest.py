@@ -1,16 +1,17 @@
-"""Fixtures for the reliability tests: walletctl as a real subprocess, profiles for a fake
-gateway or the sandbox on a real port."""
+"""Fixtures for the reliability tests: walletctl in-process (or a real subprocess), profiles
+for a fake gateway or the sandbox on a real port."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from cli_runner import WALLETCTL, run_walletctl
 
 from .fakegw import FakeGateway, Handler
 
@@ -59,10 +60,17 @@ def cli_env(config: Path | None, key: str = API_KEY) -> dict[str, str]:
 
 
 def run_cli(config: Path | None, *args: str, stdin: bytes | None = None,
-            timeout: float = 60, env: dict[str, str] | None = None) -> Run:
-    """``python -m walletctl ARGS`` in a subprocess (stdout/stderr piped: not a terminal)."""
+            timeout: float = 60, env: dict[str, str] | None = None,
+            process: bool = False) -> Run:
+    """``walletctl ARGS`` in this process (:mod:`cli_runner`; stdout/stderr captured: not a
+    terminal); ``process=True``: ``python -m walletctl ARGS`` in a subprocess, ended after
+    ``timeout`` seconds."""
+    if not process:
+        done = run_walletctl(args, input=stdin if stdin is not None else b"",
+                             env=env or cli_env(config))
+        return Run(done.returncode, done.stdout, done.stderr)
     proc = subprocess.run(
-        [sys.executable, "-m", "walletctl", *args],
+        [*WALLETCTL, *args],
         input=stdin if stdin is not None else b"", capture_output=True,
         env=env or cli_env(config), timeout=timeout,
     )

@@ -88,6 +88,7 @@ def bomb() -> bytes:
     return _gzip_bomb(1024 * 1024 * 1024)  # 1 GiB of zeros, about 1 MiB on the wire
 
 
+@pytest.mark.slow
 def test_gzip_bomb_is_refused_with_bounded_memory(
     gateway: Any, tmp_path: Path, bomb: bytes
 ) -> None:

@@ -6,12 +6,22 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import httpx
+import pytest
 
-from first_hour_fixtures import Served
+from first_hour_fixtures import Served, embedded_serving
+
+
+@pytest.fixture
+def served_sandbox(tmp_path: Path) -> Iterator[Served]:
+    """The sandbox in this process on a real port, its ``sbx`` profile as ``sandbox serve
+    --write-profile`` writes it (the served process is the point of the first-hour tests)."""
+    with embedded_serving(tmp_path) as served:
+        yield served
 
 
 def faults(sb: Served, *argv: str, check: int = 0) -> dict[str, object]:

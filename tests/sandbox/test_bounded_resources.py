@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from timescale import scaled
 from walletctl.sandbox.config import DEFAULT_BODY_BUDGET
 
 from .test_connections import Served, serve
@@ -100,7 +101,7 @@ def test_a_thousand_partial_bodies_stay_within_the_budget(many_descriptors: None
         assert refused > 0
         assert during - before < 150, (before, during)
         assert after - before < 150, (before, after)
-        assert health < 5.0  # generous: the machine may be loaded
+        assert health < scaled(5.0)
         # bodies fit again once the holders are gone
         answer = httpx.post(sb.url + "/api/v5/checkout", content=b"{}", timeout=10,
                             headers={"Content-Type": "application/json",

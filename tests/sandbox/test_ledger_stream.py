@@ -9,8 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from cli_runner import run_walletctl
 from walletctl.constants import SANDBOX_LEDGER_NDJSON
 from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
@@ -81,9 +80,7 @@ def test_health_is_answered_while_a_large_ledger_is_read(big: EmbeddedSandbox) -
 
 @pytest.mark.parametrize("fmt", ["ndjson", "csv", "json"])
 def test_the_ledger_command_streams_every_transaction(big: EmbeddedSandbox, fmt: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "walletctl", "-o", fmt, "sandbox", "ledger",
-                           "--url", big.url], capture_output=True, text=True, timeout=300,
-                          check=False)
+    proc = run_walletctl(["-o", fmt, "sandbox", "ledger", "--url", big.url])
     assert proc.returncode == 0, proc.stderr
     if fmt == "ndjson":
         rows = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -168,9 +165,8 @@ def test_a_sandbox_that_answers_the_whole_document_is_still_read() -> None:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        proc = subprocess.run([sys.executable, "-m", "walletctl", "-o", "ndjson", "sandbox",
-                               "ledger", "--url", f"http://127.0.0.1:{server.server_port}"],
-                              capture_output=True, text=True, timeout=120, check=False)
+        proc = run_walletctl(["-o", "ndjson", "sandbox", "ledger", "--url",
+                              f"http://127.0.0.1:{server.server_port}"])
     finally:
         server.shutdown()
     assert proc.returncode == 0, proc.stderr

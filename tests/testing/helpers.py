@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-WALLETCTL = [sys.executable, "-m", "walletctl"]
+from cli_runner import WALLETCTL as WALLETCTL  # re-exported: the tests of this area use it
+from cli_runner import run_walletctl
 
 
-def walletctl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def walletctl(*args: str, timeout: float = 60,
+              process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``walletctl ARGS`` in this process (tests/cli_runner.py); ``process=True``: a real
+    ``python -m walletctl`` ended after ``timeout`` seconds (a ``serve`` that could block)."""
+    if not process:
+        return run_walletctl(args)
     return subprocess.run([*WALLETCTL, *args], capture_output=True, text=True,
                           timeout=timeout, check=False)
 

@@ -103,7 +103,7 @@ def test_port_in_use_is_one_line_with_a_hint() -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        done = walletctl("sandbox", "serve", "--port", str(port), "--quiet")
+        done = walletctl("sandbox", "serve", "--port", str(port), "--quiet", process=True)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"walletctl: error: cannot listen on 127.0.0.1:{port}")
     assert "--port 0" in done.stderr
@@ -112,7 +112,7 @@ def test_port_in_use_is_one_line_with_a_hint() -> None:
 
 def test_unusable_ready_file_is_refused_before_serving(tmp_path: Path) -> None:
     done = walletctl("sandbox", "serve", "--port", "0", "--ready-file",
-                     str(tmp_path / "missing" / "url"))
+                     str(tmp_path / "missing" / "url"), process=True)
     assert done.returncode == 2, done.stderr
     assert "--ready-file" in done.stderr
     assert "does not exist" in done.stderr

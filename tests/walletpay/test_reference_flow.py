@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from cli_runner import run_walletctl
 from walletctl.models.fields import REFERENCE_RULE
 from walletpay.conftest import SERVER_AUTH
 
@@ -212,9 +213,8 @@ def test_a_reference_outside_the_rule_is_refused_at_the_first_step(
 
 
 def _walletctl(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "walletctl", "--config", str(config), *args],
-                          capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONIOENCODING": "utf-8"}, check=False)
+    return run_walletctl(["--config", str(config), *args],
+                         env={**os.environ, "PYTHONIOENCODING": "utf-8"})
 
 
 @pytest.mark.parametrize(("result", "state", "code"), [("pass", "Approved", 0),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,6 +25,7 @@ from walletctl.cli.common import (
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import ENV, State, get_state
 from walletctl.errors import AwaitingApprovalError, DeclinedError, UsageError
+from walletctl.models.operations import CONFIRMED, NAMES, TAG_OF, Op
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -33,12 +34,8 @@ if TYPE_CHECKING:
     from walletctl.ops.batch.job import BatchAsk, BatchDesk
     from walletctl.ops.redirect import FollowUpPlan
 
-Op = Literal["capture", "refund", "reverse"]
-_TAG = {"capture": "CAP", "refund": "REF", "reverse": "REV"}
-
-
 def register(app: typer.Typer) -> None:
-    for op in ("capture", "refund", "reverse"):
+    for op in NAMES:
         app.command(op, help=COMMANDS[op][1])(_make(op))
 
 
@@ -56,8 +53,8 @@ def _make(op: Op):  # type: ignore[no-untyped-def]
             str | None, typer.Option(help="Must match the original's currency.")
         ] = None,
         new_ref: str | None = typer.Option(  # per operation
-            None, help=f"Reference of the new transaction (default: derived, REF-{_TAG[op]}1, "
-            f"REF-{_TAG[op]}2, ...)."),
+            None, help=f"Reference of the new transaction (default: derived, REF-{TAG_OF[op]}1, "
+            f"REF-{TAG_OF[op]}2, ...)."),
         reason: Reason = None,
         confirm_amount: ConfirmAmount = None,
         yes: Yes = False,
@@ -179,7 +176,7 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
               allow_duplicate=allow_duplicate, dry_run=dry_run, approval=approval)
 
     def confirm_plan(plan: FollowUpPlan) -> None:
-        if op in ("refund", "reverse"):
+        if op in CONFIRMED:
             req = plan.request
             confirm(f"{production_tag(profile)}{NOUN[op].capitalize()} of "
                     f"{format_major(req.amount, req.currency_code)} "

@@ -11,12 +11,13 @@ from walletctl.models.base import ResponseModel, WireModel, spelled_as
 from walletctl.models.checkout import Provider, ShoppingCartDetails
 from walletctl.models.fields import Currency, PositiveMoney, Reference, Text
 from walletctl.models.money import quantize
+from walletctl.models.operations import WIRE_TYPE_OF, Op
 
 CAPTURE: Final = "ecom.capture"
 REFUND: Final = "ecom.refund"
 REVERSAL: Final = "ecom.reversalPreauthorization"
-Operation = Literal["capture", "refund", "reverse"]
-OPERATION_TYPES: Final[dict[str, str]] = {"capture": CAPTURE, "refund": REFUND, "reverse": REVERSAL}
+Operation = Op
+OPERATION_TYPES: Final[dict[str, str]] = WIRE_TYPE_OF
 
 
 FollowUpType = Annotated[

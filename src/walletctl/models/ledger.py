@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Literal
 
 from walletctl.errors import RefusedError
 from walletctl.models.money import format_major
+from walletctl.models.operations import KIND_OF_OP, OP_OF_KIND, Op
+
+__all__ = ["KIND_OF_OP", "Op"]  # re-exported: the follow-up rules speak of them
 
 if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
 
 Kind = Literal["sale", "preauth", "capture", "refund", "reversal"]
-Op = Literal["capture", "refund", "reverse"]
 APPROVED = "Approved"
 ZERO = Decimal(0)
 
@@ -36,11 +38,6 @@ _TYPE_KINDS: dict[str, Kind] = {
     "ecom.reversalpreauthorization": "reversal",
     "ecom.reversalpreauthorisation": "reversal",
 }
-
-
-_KIND_OPS: dict[Kind, Op] = {"capture": "capture", "refund": "refund", "reversal": "reverse"}
-# the record kind (and noun) each follow-up operation creates
-KIND_OF_OP: dict[str, Kind] = {op: kind for kind, op in _KIND_OPS.items()}
 
 
 def kind_of(type_str: str | None) -> Kind | None:
@@ -81,7 +78,7 @@ class Balance:
                   state=original.state, currency=original.currency, authorised=authorised,
                   captured=authorised if sale else ZERO, refunded=ZERO)
         for entry in followups:
-            op = _KIND_OPS.get(entry.kind)
+            op = OP_OF_KIND.get(entry.kind)
             if entry.state == APPROVED and op is not None:
                 bal = bal.applied(op, entry.amount)
         return bal

@@ -28,6 +28,7 @@ from walletctl.models.ledger import (
     kind_of,
 )
 from walletctl.models.money import check_currency, parse_major
+from walletctl.models.operations import TAG_OF
 from walletctl.models.records import TransactionRecord
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 # a profile's [redirects] key -> its name in the checkout's redirectDetails
 _WIRE_NAMES = {key: to_camel(key) for key in REDIRECT_KEYS}
-_OP_TAGS = {"capture": "CAP", "refund": "REF", "reverse": "REV"}
 
 
 def set_path(data: dict[str, Any], path: str, value: Any) -> None:
@@ -200,7 +200,7 @@ def derive_reference(reference: str, op: Operation, sequence: int) -> str:
 
     Within the reference rule for every valid ``reference``: it keeps the original's first
     character, ends in the tag, and counts code points (a cut never splits a character)."""
-    suffix = f"-{_OP_TAGS[op]}{sequence}"
+    suffix = f"-{TAG_OF[op]}{sequence}"
     if len(reference) + len(suffix) <= REFERENCE_MAX:
         return reference + suffix
     digest = hashlib.sha256(reference.encode("utf-8")).hexdigest()[:10]

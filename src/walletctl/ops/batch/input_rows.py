@@ -19,9 +19,10 @@ from typing import Any, BinaryIO, Literal
 from walletctl.errors import UsageError
 from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major
+from walletctl.models.operations import NAMES
+from walletctl.models.operations import Op as Op  # re-exported: the batch modules use it
 
-Op = Literal["capture", "refund", "reverse"]
-OPS: tuple[Op, ...] = ("capture", "refund", "reverse")
+OPS: tuple[Op, ...] = NAMES
 
 COLUMNS = ("ref", "amount", "currency", "new_ref", "profile")
 REQUIRED = ("ref", "amount")

@@ -22,6 +22,7 @@ from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
 from walletctl.history import open_for
 from walletctl.history.policy import PolicyRefusal, amount_rule, check_batch_policy, clean_reason
+from walletctl.models.operations import CONFIRMED
 from walletctl.ops.batch.flow import check_flow_options, stop_code
 from walletctl.ops.batch.input_rows import OPS, STDIN, batch_input
 from walletctl.ops.batch.journal import FINAL_STATES, Journal, Plan, default_batch_id, plan_batch
@@ -282,7 +283,7 @@ class _Job:
     def _confirm_send(self, typed: bool) -> None:
         """A refund's or reversal's y/N (not when a production name was just typed)."""
         ask, plan = self.ask, self.result.plan
-        if ask.op in ("refund", "reverse") and plan.to_send and not ask.yes and not typed \
+        if ask.op in CONFIRMED and plan.to_send and not ask.yes and not typed \
                 and not self.desk.confirm_send(ask.op, plan.to_send, plan.money()):
             raise _Aborted
 

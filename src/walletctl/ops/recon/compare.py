@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Literal
 
 from walletctl.constants import ExitCode
+from walletctl.models import operations
 from walletctl.models.ledger import kind_of
 from walletctl.models.money import format_major
 from walletctl.models.outcome import history_outcome, meaning_of_state
@@ -210,7 +211,7 @@ class ReconResult:
 
 
 # the record kinds a follow-up creates -> the history's operation names
-OP_OF_KIND = {"capture": "capture", "refund": "refund", "reversal": "reverse"}
+OP_OF_KIND: dict[str, str] = dict(operations.OP_OF_KIND)
 MOVED = ("approved", "created")  # outcomes that say something is at the gateway
 NOT_APPLIED = ("declined", "error")
 
