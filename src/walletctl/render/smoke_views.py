@@ -200,7 +200,8 @@ def _finish(report: SmokeReport, written: Iterable[tuple[Path | None, str]],
         failed = [s.name for s in report.scenarios if s.status == "failed"]
         if failed:
             print_error(f"smoke failed: {', '.join(failed)}", hint(
-                "`walletctl profile check` lists what each scenario needs"))
+                report.first_need() or "`walletctl profile check` lists what each scenario "
+                "needs"))
         else:
             print_error("smoke failed: steps were skipped (--fail-on-skip)")
     return int(code)
