@@ -14,7 +14,7 @@ function __walletctl_groups
 end
 function __walletctl_takes
     switch $argv[1]
-        case ''; echo --profile -p --config --output -o --timeout
+        case ''; echo --profile -p --config --output -o --timeout --log-format
         case 'account'; echo --event --encryption-key-id
         case 'approvals'; echo --state --since
         case 'approvals refuse'; echo --reason
@@ -104,6 +104,8 @@ complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbo
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l verbose -s v -d 'Trace requests and responses (masked)'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l timeout -x -d 'Request timeout in seconds (overrides the profile)'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l debug -d 'Show tracebacks of internal errors'
+complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l no-input -d 'Never ask: a question (a confirmation, a production profi...'
+complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l log-format -x -d 'json: every stderr line is one JSON object (level, messag...'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l version -d 'Show the versions of walletctl, Python and its libraries'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'account'" -l event -r -F -d 'A posted event.detail JSON file (\'-\' for stdin)'

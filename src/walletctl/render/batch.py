@@ -11,7 +11,16 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
-from walletctl.render.console import err, escape, out, print_message, print_note, print_stopped
+from walletctl.render.console import (
+    err,
+    escape,
+    log_event,
+    log_json,
+    out,
+    print_message,
+    print_note,
+    print_stopped,
+)
 from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import write_json, write_rows
 
@@ -107,6 +116,8 @@ class BatchWatch:
             plan, err().is_terminal and not predict,
             label="PRODUCTION batch" if profile.is_production else "batch")
         self.named = {"refused": 0, "unknown": 0, "pending": 0}
+        self.total = plan.rows
+        self.tally: dict[str, int] = {}
 
     def live(self) -> AbstractContextManager[object]:
         return self.progress if self.progress is not None else nullcontext()
@@ -115,6 +126,8 @@ class BatchWatch:
         from walletctl.ops.batch.runner import BatchRunner
 
         self.update(result)
+        if log_json() and not self.predict:
+            self._event(result)
         # A row left pending after its retries says why (a halted run's rows all share
         # the one reason the summary gives).
         if result.status in self.named and not self.predict and not (
@@ -124,6 +137,16 @@ class BatchWatch:
             if self.named[result.status] <= NAMED_ON_STDERR:
                 print_note(f"line {result.line}: {result.ref}: {result.status}: "
                            f"{result.detail or result.txn_state or ''}")
+
+    def _event(self, result: RowResult) -> None:
+        """``--log-format json``: a progress event with the counts so far, about every 1% of
+        the rows (and at the last one)."""
+        self.tally[result.status] = self.tally.get(result.status, 0) + 1
+        done = sum(self.tally.values())
+        if done % max(1, self.total // 100) and done != self.total:
+            return
+        log_event("info", f"batch: {done} of {self.total} rows", event="batch.progress",
+                  done=done, total=self.total, counts=dict(self.tally))
 
     def stopping(self) -> None:
         print_note("stopping: finishing requests in flight (Ctrl-C again to abort now; the "

@@ -339,7 +339,8 @@ class BatchValidationError(RequestValidationError):
     """Invalid rows and no --skip-invalid, a file that cannot be read as a batch (whatever
     --skip-invalid says), a file of invalid rows only, or one with no rows: nothing was sent."""
 
-    def __init__(self, problems: list[Problem], total: int, source: str) -> None:
+    def __init__(self, problems: list[Problem], total: int, source: str, *,
+                 skipping: bool = False) -> None:
         super().__init__([(f"line {p.line}: {p.field}", p.rule) for p in problems])
         shown = "; ".join(str(p) for p in problems[:3])
         more = f" (+{total - 3} more)" if total > 3 else ""
@@ -356,7 +357,9 @@ class BatchValidationError(RequestValidationError):
                 f"{total} invalid row{'s' if total != 1 else ''} in {source}: {shown}{more}; "
                 "nothing was sent"
             )
-            self.hint = "fix the rows, or pass --skip-invalid to send only the valid ones"
+            self.hint = ("fix the rows: --skip-invalid sends the valid ones, and this file has "
+                         "none" if skipping else
+                         "fix the rows, or pass --skip-invalid to send only the valid ones")
         self.args = (self.message,)
         self.total = total
 
@@ -434,7 +437,8 @@ def plan_batch(
         # valid row (skipping every row would send nothing and call that done)
         refused = bool(plan.invalid) and (not skip_invalid or not plan.rows or plan.fatal)
         if refused or not (plan.rows or plan.invalid):
-            raise BatchValidationError(plan.problems, plan.invalid, display_name or str(source))
+            raise BatchValidationError(plan.problems, plan.invalid, display_name or str(source),
+                                       skipping=skip_invalid)
     except BaseException:
         journal.rollback()
         raise
