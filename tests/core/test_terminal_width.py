@@ -53,6 +53,12 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("seed", "sandbox seed 3 --ref 'seed-{n:02}-{run}' --csv seed3.csv",
      "-o json sandbox seed 3 --ref 'seed-{n:02}-{run}' --csv seed3j.csv"),
     ("demo", "sandbox demo", None),
+    ("order", f"order {REF}", f"-o json order {REF}"),
+    # --help (issue 46): click's own layout never went under 50 columns
+    ("helproot", "--help", None),
+    ("helpcapture", "capture --help", None),
+    ("helpsmoke", "smoke --help", None),
+    ("helpserve", "sandbox serve --help", None),
 ]
 NOTE = re.compile(r"hidden at (\d+) columns")
 # Words any screen may show that no other rendering has (the hidden-columns note, prompts)

@@ -17,6 +17,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from walletctl.cli.help_format import FittedContext
 from walletctl.cli.registry import COMMANDS, load_command
 from walletctl.cli.state import get_state
 from walletctl.constants import MAX_TIMEOUT, Env, ExitCode
@@ -91,6 +92,8 @@ def _split_globals(rest: list[str], globals_: dict[str, bool],
 class _BoundaryGroup(TyperGroup):
     """The root group: lazy subcommands, and the error boundary (domain errors become one
     stderr line and their exit code)."""
+
+    context_class = FittedContext  # help at the terminal's width, down to 40 columns
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
