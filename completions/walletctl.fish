@@ -420,7 +420,7 @@ complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l admin-token -x -d 'T
 complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l host -x -d 'Interface to bind (loopback by default)'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l port -x -d 'Port; 0 picks a free one'
-complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l db -r -F -d 'SQLite file (kept across restarts); default: in memory'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l db -r -F -d 'SQLite file (kept across restarts); default: in memory, b...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l amount-format -x -a 'minor decimal' -d 'minor (1234) or decimal (12.34) amounts'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l api-key -x -d 'Static PublicApiKey accepted for every merchant (default:...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l public-url -x -d 'Base URL used in redirectUrl links'

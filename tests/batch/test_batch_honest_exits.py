@@ -116,3 +116,26 @@ def test_the_readme_says_what_a_batch_exit_means() -> None:
     ok = next(line for line in readme.splitlines() if line.startswith("| 0 | OK"))
     assert "every row" in ok, ok
     assert "input" in ok, ok
+
+
+@pytest.mark.parametrize(("width", "said"), [(40, "refused, unknown"),
+                                             (70, "elapsed"), (160, None)])
+def test_a_progress_bar_says_which_counters_it_dropped(width: int, said: str | None) -> None:
+    import io
+
+    from rich.console import Console
+
+    from walletctl.ops.batch.journal import Plan
+    from walletctl.render.batch import progress_bar
+
+    buffer = io.StringIO()
+    progress, _update = progress_bar(Plan(rows=3), True,
+                                     Console(file=buffer, force_terminal=True, width=width))
+    with progress:
+        pass
+    text = " ".join(buffer.getvalue().split())  # the note is wrapped at words to the width
+    if said is None:
+        assert "hidden at" not in text
+    else:
+        assert f"(hidden at {width} columns:" in text
+        assert said in text

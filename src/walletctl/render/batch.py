@@ -173,12 +173,18 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
     columns: list[Any] = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TaskProgressColumn(), TextColumn(counts_text), TimeElapsedColumn(),
                           TimeRemainingColumn()]
+    hidden: list[str] = []
     if console.width < 80:  # the bar fits a narrow terminal: fewer columns, never cut off
         columns = [TextColumn("{task.description}"), BarColumn(bar_width=8),
                    MofNCompleteColumn(), TextColumn(counts_text)]
+        hidden = ["percent", "elapsed", "remaining"]
     if console.width < 64:  # refused and unknown rows are named on stderr as they come
         columns = [TextColumn("{task.description}"), MofNCompleteColumn(),
                    TaskProgressColumn(), TextColumn("{task.fields[rate]:.0f} rows/s")]
+        hidden = ["bar", "refused", "unknown", "elapsed", "remaining"]  # such rows: named
+    if hidden:  # said as a table says its hidden columns
+        console.print(f"(hidden at {console.width} columns: {', '.join(hidden)})",
+                      soft_wrap=False, highlight=False)
     progress = Progress(*columns, console=console, transient=False)
     task = progress.add_task(label, total=plan.rows, failed=0, unknown=0, rate=0.0)
     counts = {"refused": 0, "unknown": 0, "sent": 0}
@@ -239,7 +245,8 @@ def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> No
     if production:  # plain words at the start of a line: NO_COLOR, any width
         print_message(f"PRODUCTION: {op} batch against production profile "
                       f"{', '.join(production)}")
-    totals = ", ".join(format_major(Decimal(v), c) for c, v in data["confirmed_totals"].items())
+    # an amount and its currency are never parted: one total a line, the column unwrapped
+    totals = "\n".join(format_major(Decimal(v), c) for c, v in data["confirmed_totals"].items())
     rows = [["confirmed", str(report.counts["confirmed"]), totals],
             ["done by an earlier run (included above)", str(report.earlier), ""],
             ["refused", str(report.counts["refused"]), ""],
@@ -249,7 +256,7 @@ def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> No
         rows.append(["invalid, skipped", str(result.plan.invalid), ""])
     print_table(f"{'PRODUCTION ' if production else ''}{op} batch {result.batch_id}",
                 ["rows", "count", "amount"], rows, justify={1: "right", 2: "right"},
-                no_wrap=(1,))
+                no_wrap=(1, 2))
     phrases = [f"{report.requests} requests", f"for {report.sent_rows} rows",
                f"in {report.elapsed:.1f} s", f"({rate:.0f} rows/s)",
                f"· journal {escape(str(result.journal))}"]
