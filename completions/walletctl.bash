@@ -13,7 +13,7 @@ _walletctl_groups() {  # PATH: its subcommands
 }
 _walletctl_options() {  # PATH: its options
     case "$1" in
-        '') echo '--profile -p --config --output -o --verbose -v --timeout --debug --version --help -h' ;;
+        '') echo '--profile -p --config --output -o --verbose -v --timeout --debug --no-input --log-format --version --help -h' ;;
         'account') echo '--event --encryption-key-id --help -h' ;;
         'approvals') echo '--state --since --every-merchant --watch --help -h' ;;
         'approvals refuse') echo '--reason --yes -y --help -h' ;;
@@ -70,7 +70,7 @@ _walletctl_options() {  # PATH: its options
 }
 _walletctl_takes() {  # PATH: its options that take a value
     case "$1" in
-        '') echo '--profile -p --config --output -o --timeout' ;;
+        '') echo '--profile -p --config --output -o --timeout --log-format' ;;
         'account') echo '--event --encryption-key-id' ;;
         'approvals') echo '--state --since' ;;
         'approvals refuse') echo '--reason' ;;

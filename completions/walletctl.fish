@@ -14,7 +14,7 @@ function __walletctl_groups
 end
 function __walletctl_takes
     switch $argv[1]
-        case ''; echo --profile -p --config --output -o --timeout
+        case ''; echo --profile -p --config --output -o --timeout --log-format
         case 'account'; echo --event --encryption-key-id
         case 'approvals'; echo --state --since
         case 'approvals refuse'; echo --reason
@@ -106,6 +106,8 @@ complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbo
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l verbose -s v -d 'Trace requests and responses (masked)'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l timeout -x -d 'Request timeout in seconds (overrides the profile)'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l debug -d 'Show tracebacks of internal errors'
+complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l no-input -d 'Never ask: a question (a confirmation, a production profi...'
+complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l log-format -x -d 'json: every stderr line is one JSON object (level, messag...'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l version -d 'Show the versions of walletctl, Python and its libraries'
 complete -c walletctl -n "not __walletctl_at_any 'history' 'profile add' 'sandbox wait' 'smoke'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'account'" -l event -r -F -d 'A posted event.detail JSON file (\'-\' for stdin)'
@@ -438,7 +440,7 @@ complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l admin-token -x -d 'T
 complete -c walletctl -n "__walletctl_at 'sandbox seed'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l host -x -d 'Interface to bind (loopback by default)'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l port -x -d 'Port; 0 picks a free one'
-complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l db -r -F -d 'SQLite file (kept across restarts); default: in memory'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l db -r -F -d 'SQLite file (kept across restarts); default: in memory, b...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l amount-format -x -a 'minor decimal' -d 'minor (1234) or decimal (12.34) amounts'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l api-key -x -d 'Static PublicApiKey accepted for every merchant (default:...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l public-url -x -d 'Base URL used in redirectUrl links'

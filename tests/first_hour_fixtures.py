@@ -29,7 +29,9 @@ from cli_runner import run_walletctl
 
 def walletctl_env(config: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
-    env.update({"WALLETCTL_CONFIG": str(config), "COLUMNS": "80", "NO_COLOR": "1"}, **extra)
+    env.update({"WALLETCTL_CONFIG": str(config), "COLUMNS": "80", "NO_COLOR": "1",
+                # a --write-profile sandbox keeps its ledger in the state directory: the test's
+                "XDG_STATE_HOME": str(config.parent / "state")}, **extra)
     return env
 
 

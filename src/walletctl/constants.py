@@ -22,6 +22,22 @@ class Env:
     SANDBOX_API_KEY: Final = "WALLETCTL_SANDBOX_API_KEY"
     SANDBOX_TOKEN: Final = "WALLETCTL_SANDBOX_TOKEN"  # noqa: S105 - a variable name
     SANDBOX_SERVICE_SECRET: Final = "WALLETCTL_SANDBOX_SERVICE_SECRET"  # noqa: S105 - a name
+    # CI: a whole profile from the environment (config/env_profile.py, docs/ci.md)
+    BASE_URL: Final = "WALLETCTL_BASE_URL"
+    MERCHANT_ID: Final = "WALLETCTL_MERCHANT_ID"
+    STORE_ID: Final = "WALLETCTL_STORE_ID"
+    USER_ID: Final = "WALLETCTL_USER_ID"
+    API_KEY: Final = "WALLETCTL_API_KEY"  # the key itself, as CI systems pass secrets
+    AUTH_SCHEME: Final = "WALLETCTL_AUTH_SCHEME"
+    SERVICE_SECRET: Final = "WALLETCTL_SERVICE_SECRET"  # noqa: S105 - a variable name
+    CURRENCY: Final = "WALLETCTL_CURRENCY"
+    AMOUNT_FORMAT: Final = "WALLETCTL_AMOUNT_FORMAT"
+    TIMEOUT: Final = "WALLETCTL_TIMEOUT"
+    ENVIRONMENT: Final = "WALLETCTL_ENVIRONMENT"
+    REDIRECT_PREFIX: Final = "WALLETCTL_"  # + SUCCESS_URL, ERROR_URL, ... (REDIRECT_KEYS)
+    # CI: every prompt refused (exit 2); diagnostics as JSON lines
+    NO_INPUT: Final = "WALLETCTL_NO_INPUT"
+    LOG_FORMAT: Final = "WALLETCTL_LOG_FORMAT"
 
 
 class ExitCode(IntEnum):

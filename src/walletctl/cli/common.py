@@ -72,7 +72,7 @@ def confirm(summary: str, *, yes: bool, action: str, doing: str = "send") -> Non
         return
     if not ENV.is_interactive():
         raise UsageError(
-            f"refusing to {doing} the {action} without confirmation: no terminal to ask on",
+            f"refusing to {doing} the {action} without confirmation: {ENV.why_not_asked()}",
             hint="pass --yes to confirm non-interactively",
         )
     print_stderr(summary)
@@ -186,7 +186,8 @@ def confirm_production(profile: Profile, given: str | None, *, action: str,
     if ask is None:
         raise UsageError(
             f"profile {profile.name!r} is a production profile: refusing to {action} "
-            f"without {FLAG} {profile.name} (no terminal to type its name on); "
+            f"without {FLAG} {profile.name} ("
+            f"{'--no-input' if ENV.no_input else 'no terminal to type its name on'}); "
             "nothing was sent",
             hint=f"pass {FLAG} {profile.name} (--yes does not replace it)")
     typed = ask(f"{TAG}: type the profile's name ({profile.name}) to {action}")

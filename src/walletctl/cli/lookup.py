@@ -78,8 +78,16 @@ def lookup(
     from walletctl.render.records import render_records
 
     check_inputs(references={"REF": ref})  # the request model's rule, before any lookup
+    from walletctl.errors import GatewayError
+    from walletctl.ops.lookups import absent_reference
+
     with make_client(st) as client:
-        records = client.lookup(ref)
+        try:
+            records = client.lookup(ref)
+        except GatewayError as exc:
+            if exc.status != 404:
+                raise
+            raise absent_reference(st.profile(), ref, exc) from None
     render_records(records, st.output_format, ref)
 
 

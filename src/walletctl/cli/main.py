@@ -17,6 +17,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from walletctl.cli.help_format import FittedContext
 from walletctl.cli.registry import COMMANDS, load_command
 from walletctl.cli.state import get_state
 from walletctl.constants import MAX_TIMEOUT, Env, ExitCode
@@ -92,6 +93,8 @@ class _BoundaryGroup(TyperGroup):
     """The root group: lazy subcommands, and the error boundary (domain errors become one
     stderr line and their exit code)."""
 
+    context_class = FittedContext  # help at the terminal's width, down to 40 columns
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
@@ -157,7 +160,7 @@ def _fail(ctx: click.Context, code: int, message: str, hint: str | None = None) 
     from walletctl.render.console import print_error
 
     _traceback_if_debug(ctx)
-    print_error(message, hint)
+    print_error(message, hint, code=int(code))
     ctx.exit(int(code))
 
 
@@ -281,6 +284,14 @@ def main(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.", envvar=Env.DEBUG)
     ] = False,
+    no_input: Annotated[bool, typer.Option(
+        "--no-input", envvar=Env.NO_INPUT, help="Never ask: a question (a confirmation, a "
+        "production profile's name, an amount) is refused with exit 2 and nothing is sent, "
+        "on a terminal too.")] = False,
+    log_format: Annotated[str, typer.Option(
+        "--log-format", envvar=Env.LOG_FORMAT, metavar="text|json", help="json: every "
+        "stderr line is one JSON object (level, message, hint, code; batch and smoke "
+        "progress as events).")] = "text",
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True,
@@ -291,6 +302,12 @@ def main(
     from click.core import ParameterSource
 
     state = get_state(ctx)
+    if profile is None and os.environ.get(Env.PROFILE, "x").strip() == "":
+        raise typer.BadParameter(f"${Env.PROFILE} is set but empty: it must name a profile "
+                                 "(unset it for the default one)", param_hint="--profile")
+    if profile is not None and not profile.strip():
+        raise typer.BadParameter("must name a profile, not be empty (leave it out for the "
+                                 "default one)", param_hint="--profile")
     state.profile_name = profile
     state.config_path = config
     typed = (ParameterSource.COMMANDLINE,)
@@ -302,6 +319,11 @@ def main(
                 "must be one of table, json, ndjson, csv", param_hint="--output"
             )
         state.output = output  # type: ignore[assignment]
+    if log_format not in LOG_FORMATS:
+        raise typer.BadParameter("must be text or json", param_hint="--log-format")
+    from walletctl.cli.state import ENV
+
+    ENV.no_input = no_input
     state.verbose = verbose
     state.timeout = timeout
     state.debug = debug
@@ -364,9 +386,72 @@ def run(argv: list[str] | None = None) -> None:
 # --------------------------------------------------------------------------- usage errors
 
 
+MIN_COLUMNS = 20  # the narrowest terminal walletctl lays anything out for
+
+
+XDG_DIRS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME",
+            "XDG_RUNTIME_DIR")
+
+
+def sane_environment() -> None:
+    """What the environment says that cannot be meant is ignored before anything reads it:
+    an XDG base directory that is not an absolute path (the XDG spec: ignored, the default
+    is used), and terminal sizes that are not numbers (:func:`ignore_bad_sizes`)."""
+    for name in XDG_DIRS:
+        value = os.environ.get(name)
+        if value is not None and not os.path.isabs(value):
+            del os.environ[name]
+    ignore_bad_sizes()
+
+
+def ignore_bad_sizes() -> None:
+    """``COLUMNS`` / ``LINES`` that are not a positive number are ignored (Rich and click read
+    them too: ``COLUMNS=0`` would lay every table out in no width at all); a width below
+    MIN_COLUMNS counts as MIN_COLUMNS."""
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        text = value.strip()
+        if not (text.isascii() and text.isdigit()) or not text.strip("0"):
+            del os.environ[name]
+            continue
+        number = min(int(text), 999_999) if len(text) <= 7 else 999_999
+        if name == "COLUMNS":
+            number = max(number, MIN_COLUMNS)
+        if str(number) != value:
+            os.environ[name] = str(number)
+
+
+LOG_FORMATS = ("text", "json")
+
+
+def _log_format(args: list[str]) -> str:
+    """--log-format's value, read before parsing (so that a usage error is logged in it too):
+    the last one given, else $WALLETCTL_LOG_FORMAT."""
+    chosen = os.environ.get(Env.LOG_FORMAT, "text")
+    for i, word in enumerate(args):
+        if word == "--":
+            break
+        if word == "--log-format" and i + 1 < len(args):
+            chosen = args[i + 1]
+        elif word.startswith("--log-format="):
+            chosen = word.partition("=")[2]
+    return chosen
+
+
 def run_command(command: click.Command, args: list[str], prog_name: str,
                 extra: dict[str, Any]) -> int:
     """Parse ``args`` and invoke ``command``; returns the process exit status."""
+    from walletctl.render.console import json_log
+
+    sane_environment()
+    with json_log(_log_format(args) == "json"):
+        return _run_command(command, args, prog_name, extra)
+
+
+def _run_command(command: click.Command, args: list[str], prog_name: str,
+                 extra: dict[str, Any]) -> int:
     try:
         with command.make_context(prog_name, args, **extra) as ctx:
             command.invoke(ctx)
@@ -415,7 +500,7 @@ def _guard_pipe(message: str, hint: str | None, code: int, *, plain: bool = Fals
         else:
             from walletctl.render.console import print_error
 
-            print_error(message, hint)
+            print_error(message, hint, code=code)
     except BrokenPipeError:
         return closed_pipe()
     return code

@@ -87,6 +87,9 @@ def load_command(name: str) -> Any:
     finite_floats(built)  # nan / inf refused by every float option (--timeout, --rate, ...)
     command = built.commands[name] if isinstance(built, click.Group) else built
     command.epilog = epilog(name) or command.epilog  # the money commands' --help examples
+    from walletctl.cli.help_format import fit_help
+
+    fit_help(command)  # help at the terminal's width, down to 40 columns
     return command
 
 

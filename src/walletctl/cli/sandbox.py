@@ -42,8 +42,9 @@ def serve_cmd(
     port: Annotated[int, typer.Option(help="Port; 0 picks a free one.", min=0, max=65535)] = 0,
     db: Annotated[
         Path | None,
-        typer.Option("--db", help="SQLite file (kept across restarts); default: in memory.",
-                     envvar=Env.SANDBOX_DB, dir_okay=False),
+        typer.Option("--db", help="SQLite file (kept across restarts); default: in memory, "
+                     "but with --write-profile NAME a file of NAME's in the user's state "
+                     "directory.", envvar=Env.SANDBOX_DB, dir_okay=False),
     ] = None,
     amount_format: Annotated[
         str, typer.Option("--amount-format", help="minor (1234) or decimal (12.34) amounts.")
@@ -136,6 +137,10 @@ def serve_cmd(
     if amount_format not in ("minor", "decimal"):
         raise UsageError("--amount-format: must be minor or decimal")
     check_token(admin_token)
+    if db is None and write_profile is not None:  # a profile outlives the process: so does
+        from walletctl.ops.sandbox_admin import default_sandbox_db  # the ledger it points at
+
+        db = default_sandbox_db(write_profile)
     try:
         faults = FaultConfig(latency_ms=latency, jitter_ms=jitter, error_rate=error_rate,
                              error_status=error_status, throttle_rate=throttle_rate,
@@ -197,7 +202,8 @@ def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
             write_text(profile_text(name or "sandbox", table))
         if name is not None:
             path = write_profile(state.config_path, name, table)
-            print_note(f"profile {name!r} for {url} saved to {path}: "
+            kept = f"; its ledger is kept in {config.db_path}" if config.db_path else ""
+            print_note(f"profile {name!r} for {url} saved to {path}{kept}: "
                        f"`walletctl -p {name} lookup REF`")
 
     return hook

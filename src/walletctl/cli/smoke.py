@@ -110,6 +110,9 @@ def _run(state: Any, profile_name: str | None, embedded: bool, options: SmokeOpt
     from walletctl.render.smoke_views import smoke_observer
 
     base = None
+    if profile_name is not None and not profile_name.strip():
+        raise UsageError("--profile: must name a profile, not be empty (leave it out for the "
+                         "default one)")
     if profile_name is not None:
         state.profile_name = profile_name
         state.typed_profile = profile_name  # carried into hints like the global -p

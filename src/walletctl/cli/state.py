@@ -25,9 +25,16 @@ class Environment:
     transport: Any = None  # httpx.BaseTransport for GatewayClient, when set
     stdin_isatty: bool | None = None  # None = ask sys.stdin
     stdout_isatty: bool | None = None
+    no_input: bool = False  # --no-input / $WALLETCTL_NO_INPUT: no prompt, even on a terminal
 
     def is_interactive(self) -> bool:
+        if self.no_input:
+            return False
         return sys.stdin.isatty() if self.stdin_isatty is None else self.stdin_isatty
+
+    def why_not_asked(self) -> str:
+        """Why a question cannot be asked (the refusal's words)."""
+        return "--no-input" if self.no_input else "no terminal to ask on"
 
     def stdout_is_terminal(self) -> bool:
         return sys.stdout.isatty() if self.stdout_isatty is None else self.stdout_isatty

@@ -53,6 +53,8 @@ class AuthSettings:
     service_secret_file: Path | None = None
     # An inline service secret (e.g. a sandbox's documented one): 0600 files only, like ``key``.
     service_secret: str | None = field(default=None, repr=False)
+    # The variable holding a walletctl sandbox's admin token (smoke's headless approvals)
+    sandbox_admin_token_env: str | None = None
 
     @property
     def has_source(self) -> bool:
@@ -426,11 +428,13 @@ class _Parser:
             service_inline = table["service_secret"]
             if not isinstance(service_inline, str) or not service_inline.strip():
                 self.fail(at(loc, "service_secret"), "must be a non-empty string")
+        admin_env = self.optional(table, "sandbox_admin_token_env", loc, self.env_name)
         return AuthSettings(
             scheme=scheme,  # type: ignore[arg-type]  # checked against AUTH_SCHEMES above
             key_env=key_env, key_file=key_file, keyring=keyring, key=key, header=header,
             username=username, service_secret_env=service_env,
-            service_secret_file=service_file, service_secret=service_inline)
+            service_secret_file=service_file, service_secret=service_inline,
+            sandbox_admin_token_env=admin_env)
 
     def header(self, table: dict[str, Any], loc: str, scheme: str) -> str | None:
         """The header's name: given exactly when the scheme is "header"."""

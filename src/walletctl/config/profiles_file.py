@@ -204,7 +204,13 @@ def select_profile(pf: ProfilesFile, name: str | None) -> Profile:
 
 
 def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
-    """Load the selected profile from the selected file (see the module docstring)."""
+    """Load the selected profile from the selected file (see the module docstring), or from
+    the environment alone when nothing is named and ``$WALLETCTL_BASE_URL`` is set
+    (config.env_profile)."""
+    from walletctl.config import env_profile
+
+    if env_profile.wanted(name, path):
+        return env_profile.from_environment()
     return select_profile(load_file(config_path(path)), name)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from walletctl.config.profile import Profile, display_path
 from walletctl.config.profiles_file import check_private, config_path, file_mode, write_private
+from walletctl.constants import Env
 from walletctl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -274,6 +275,20 @@ def service_basic_auth(profile: Profile) -> tuple[str, str] | None:
     secret = found[0] if found else resolve_secret(profile).get_secret_value()
     return ("Authorization", _basic(auth.username or profile.user_id, secret,
                                     f"{profile.location} -> user_id"))
+
+
+def sandbox_admin_token(profile: Profile) -> str | None:
+    """A walletctl sandbox's admin token for ``profile``: the variable its
+    ``auth.sandbox_admin_token_env`` names (a ConfigError when unset or empty), else
+    ``$WALLETCTL_SANDBOX_TOKEN``, else None."""
+    name = profile.auth.sandbox_admin_token_env
+    if name is None:
+        value = os.environ.get(Env.SANDBOX_TOKEN, "").strip()
+        return value or None
+    got = _from_env(name, f"{profile.location} -> auth -> sandbox_admin_token_env")
+    if isinstance(got, _Miss):
+        raise ConfigError(got.reason, location=got.location, hint=got.hint)
+    return got
 
 
 # --------------------------------------------------------------------------- saved secrets

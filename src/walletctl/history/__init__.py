@@ -54,6 +54,9 @@ def history_location(profile: Profile | None = None) -> Path | DbUrl:
     ``[history] path``, the data directory."""
     url = history_url(profile)
     env = os.environ.get(Env.AUDIT_LOG)
+    if env and not env.strip():  # never a file named " " in the working directory
+        raise ConfigError(f"{Env.AUDIT_LOG} is blank: it must name the history file",
+                          hint=f"unset {Env.AUDIT_LOG} for the default one")
     if url is not None:
         if env:
             raise ConfigError(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
-from walletctl.errors import ConfigError
+from walletctl.errors import ConfigError, GatewayError, WalletctlError
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -109,3 +109,44 @@ def reconcile_unknown(store: HistoryStore, entries: list[Entry], *,
             if not isinstance(c, str):
                 c.close()
 
+
+
+def absent_reference(profile: Profile, reference: str, exc: GatewayError) -> GatewayError:
+    """A lookup that found nothing (404), with a truer hint when the profile's gateway is a
+    walletctl sandbox that started after the history's first entry for ``reference`` there
+    and keeps its ledger in memory: the sandbox forgot it, the reference is not wrong."""
+    from walletctl.client.admin import HEALTH, SandboxAdmin
+    from walletctl.history import history_location, open_history
+    from walletctl.history.entry import Filters
+
+    if profile.is_production:
+        return exc
+    try:
+        with SandboxAdmin(profile.base_url, timeout=5) as admin:
+            answer = admin.send("GET", HEALTH)
+        health = answer.json() if answer.status_code == 200 else {}
+        started, persistent = health.get("startedAt"), health.get("persistent")
+        where = history_location(profile)
+        if not isinstance(started, str) or persistent or not isinstance(where, Path) \
+                or not where.is_file():
+            return exc
+        store = open_history(where, create=False)
+        try:
+            times = [e.time for e in store.entries(Filters(original_ref=reference))
+                     if e.base_url.rstrip("/") == profile.base_url.rstrip("/")]
+        finally:
+            store.close()
+    except (WalletctlError, OSError, ValueError, AttributeError):
+        return exc  # no better answer than the gateway's own
+    from datetime import datetime
+
+    first = min(times, default=None)
+    try:
+        if first is None or datetime.fromisoformat(first) >= datetime.fromisoformat(started):
+            return exc
+    except (ValueError, TypeError):  # a time spelled otherwise: no claim made
+        return exc
+    exc.hint = (f"this sandbox started at {started}, after the history's first entry for "
+                f"{reference} at this address ({first}), and keeps its ledger in memory: it "
+                "forgot the reference; serve it with --db FILE to keep its ledger")
+    return exc

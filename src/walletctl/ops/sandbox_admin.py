@@ -372,3 +372,24 @@ def _open(target: str) -> Any:
         return Path(target).open("w", encoding="utf-8", newline="")
     except OSError as exc:
         raise UsageError(f"--csv {target}: cannot write it ({exc.strerror or exc})") from None
+
+
+def default_sandbox_db(profile_name: str) -> Path:
+    """The ledger of ``sandbox serve --write-profile NAME`` without --db: a SQLite file in the
+    user's state directory (``$XDG_STATE_HOME/walletctl/sandbox/NAME.sqlite3``), so the
+    profile's lookups find what earlier runs made after a restart; a directory that cannot be
+    made is a UsageError naming it and --db."""
+    import platformdirs
+
+    from walletctl.config.profile import valid_profile_name
+
+    if not valid_profile_name(profile_name):
+        raise UsageError(f"--write-profile {profile_name!r}: use letters, digits, '-' and '_'")
+    folder = Path(platformdirs.user_state_dir("walletctl", appauthor=False)) / "sandbox"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise UsageError(f"cannot keep the sandbox's ledger in {folder}: "
+                         f"{exc.strerror or type(exc).__name__}",
+                         hint="pass --db FILE (or set XDG_STATE_HOME)") from None
+    return folder / f"{profile_name}.sqlite3"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import stat
 import sys
 from decimal import Decimal
@@ -125,7 +126,7 @@ def output_problem(path: Path, *, create_parent: bool = False,
             return f"{shown} is {kind}, not a regular file"
         if not stat.S_ISREG(mode):
             return f"{shown} is not a regular file"
-        if write and not os.access(path, os.W_OK):
+        if write and not (os.access(path, os.W_OK) and _opens(path, os.O_WRONLY | os.O_APPEND)):
             return f"{shown} is not writable"
     except ValueError:  # an embedded NUL
         return f"{shown} is not a valid path"
@@ -143,9 +144,28 @@ def _new_file_problem(parent: Path, create_parent: bool) -> str | None:
             return f"cannot create the directory {parent}: {exc.strerror or exc}"
     if not parent.is_dir():
         return f"the directory {repr(str(parent))[1:-1]} does not exist"
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not os.access(parent, os.W_OK | os.X_OK) or not _can_create(parent):
         return f"the directory {repr(str(parent))[1:-1]} is not writable"
     return None
+
+
+def _opens(path: Path, flags: int) -> bool:
+    """``path`` really opens with ``flags`` (``os.access`` answers yes to root, and knows
+    nothing of /proc, read-only mounts or quotas): opened and closed, nothing written."""
+    try:
+        os.close(os.open(path, flags, 0o600))
+    except OSError:
+        return False
+    return True
+
+
+def _can_create(parent: Path) -> bool:
+    """A file can really be made in ``parent``: a probe file is made and removed."""
+    probe = parent / f".walletctl-probe-{os.getpid()}-{secrets.token_hex(4)}"
+    if not _opens(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL):
+        return False
+    probe.unlink(missing_ok=True)
+    return True
 
 
 def check_output(path: Path | None, flag: str, *, create_parent: bool = False,

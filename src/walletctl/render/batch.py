@@ -11,7 +11,16 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from walletctl.models.money import format_major
-from walletctl.render.console import err, escape, out, print_message, print_note, print_stopped
+from walletctl.render.console import (
+    err,
+    escape,
+    log_event,
+    log_json,
+    out,
+    print_message,
+    print_note,
+    print_stopped,
+)
 from walletctl.render.fit import fit_phrases, print_table
 from walletctl.render.output import write_json, write_rows
 
@@ -107,6 +116,8 @@ class BatchWatch:
             plan, err().is_terminal and not predict,
             label="PRODUCTION batch" if profile.is_production else "batch")
         self.named = {"refused": 0, "unknown": 0, "pending": 0}
+        self.total = plan.rows
+        self.tally: dict[str, int] = {}
 
     def live(self) -> AbstractContextManager[object]:
         return self.progress if self.progress is not None else nullcontext()
@@ -115,6 +126,8 @@ class BatchWatch:
         from walletctl.ops.batch.runner import BatchRunner
 
         self.update(result)
+        if log_json() and not self.predict:
+            self._event(result)
         # A row left pending after its retries says why (a halted run's rows all share
         # the one reason the summary gives).
         if result.status in self.named and not self.predict and not (
@@ -124,6 +137,16 @@ class BatchWatch:
             if self.named[result.status] <= NAMED_ON_STDERR:
                 print_note(f"line {result.line}: {result.ref}: {result.status}: "
                            f"{result.detail or result.txn_state or ''}")
+
+    def _event(self, result: RowResult) -> None:
+        """``--log-format json``: a progress event with the counts so far, about every 1% of
+        the rows (and at the last one)."""
+        self.tally[result.status] = self.tally.get(result.status, 0) + 1
+        done = sum(self.tally.values())
+        if done % max(1, self.total // 100) and done != self.total:
+            return
+        log_event("info", f"batch: {done} of {self.total} rows", event="batch.progress",
+                  done=done, total=self.total, counts=dict(self.tally))
 
     def stopping(self) -> None:
         print_note("stopping: finishing requests in flight (Ctrl-C again to abort now; the "
@@ -150,12 +173,18 @@ def progress_bar(plan: Plan, on_terminal: bool, console: Any = None,
     columns: list[Any] = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TaskProgressColumn(), TextColumn(counts_text), TimeElapsedColumn(),
                           TimeRemainingColumn()]
+    hidden: list[str] = []
     if console.width < 80:  # the bar fits a narrow terminal: fewer columns, never cut off
         columns = [TextColumn("{task.description}"), BarColumn(bar_width=8),
                    MofNCompleteColumn(), TextColumn(counts_text)]
+        hidden = ["percent", "elapsed", "remaining"]
     if console.width < 64:  # refused and unknown rows are named on stderr as they come
         columns = [TextColumn("{task.description}"), MofNCompleteColumn(),
                    TaskProgressColumn(), TextColumn("{task.fields[rate]:.0f} rows/s")]
+        hidden = ["bar", "refused", "unknown", "elapsed", "remaining"]  # such rows: named
+    if hidden:  # said as a table says its hidden columns
+        console.print(f"(hidden at {console.width} columns: {', '.join(hidden)})",
+                      soft_wrap=False, highlight=False)
     progress = Progress(*columns, console=console, transient=False)
     task = progress.add_task(label, total=plan.rows, failed=0, unknown=0, rate=0.0)
     counts = {"refused": 0, "unknown": 0, "sent": 0}
@@ -216,7 +245,8 @@ def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> No
     if production:  # plain words at the start of a line: NO_COLOR, any width
         print_message(f"PRODUCTION: {op} batch against production profile "
                       f"{', '.join(production)}")
-    totals = ", ".join(format_major(Decimal(v), c) for c, v in data["confirmed_totals"].items())
+    # an amount and its currency are never parted: one total a line, the column unwrapped
+    totals = "\n".join(format_major(Decimal(v), c) for c, v in data["confirmed_totals"].items())
     rows = [["confirmed", str(report.counts["confirmed"]), totals],
             ["done by an earlier run (included above)", str(report.earlier), ""],
             ["refused", str(report.counts["refused"]), ""],
@@ -226,7 +256,7 @@ def _summary_table(result: BatchResult, data: dict[str, Any], rate: float) -> No
         rows.append(["invalid, skipped", str(result.plan.invalid), ""])
     print_table(f"{'PRODUCTION ' if production else ''}{op} batch {result.batch_id}",
                 ["rows", "count", "amount"], rows, justify={1: "right", 2: "right"},
-                no_wrap=(1,))
+                no_wrap=(1, 2))
     phrases = [f"{report.requests} requests", f"for {report.sent_rows} rows",
                f"in {report.elapsed:.1f} s", f"({rate:.0f} rows/s)",
                f"· journal {escape(str(result.journal))}"]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, TextIO
 
 from walletctl.models.plain import escaped
@@ -156,22 +157,134 @@ def print_message(text: str, indent: str = "  ") -> None:
     sys.stdout.flush()
 
 
-def print_error(message: str, hint: str | None = None) -> None:
-    """The one-line error format: ``walletctl: error: ...`` (+ an optional hint line)."""
-    write_fitted(sys.stderr, f"walletctl: error: {escape_controls(message)}")
+# --------------------------------------------------------------------------- --log-format json
+
+
+class JsonLines:
+    """``sys.stderr`` under ``--log-format json``: every line written becomes one JSON object.
+    A line that already is one (:func:`log_event`) passes; any other text (a library's, a
+    progress line) is wrapped as ``{"level": "info", "message": ...}``. Never a terminal:
+    nothing is drawn live or coloured."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._line(line)
+        return len(text)
+
+    def _line(self, line: str) -> None:
+        import json
+
+        if not line.strip():
+            return
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                if isinstance(json.loads(line), dict):
+                    self.inner.write(line + "\n")
+                    return
+            except ValueError:
+                pass
+        self.inner.write(json.dumps({"level": "info", "message": line.rstrip()},
+                                    ensure_ascii=False) + "\n")
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close_line(self) -> None:
+        """Write what is left of an unfinished line."""
+        if self._pending:
+            self._line(self._pending)
+            self._pending = ""
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.inner, "encoding", "utf-8") or "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+
+def log_json() -> bool:
+    """Diagnostics are JSON lines (``--log-format json``)."""
+    return isinstance(sys.stderr, JsonLines)
+
+
+@contextmanager
+def json_log(on: bool) -> Iterator[None]:
+    """For the duration: stderr as :class:`JsonLines` when ``on``."""
+    if not on or log_json():
+        yield
+        return
+    inner = sys.stderr
+    wrapper = JsonLines(inner)
+    sys.stderr = wrapper
+    try:
+        yield
+    finally:
+        with suppress(OSError, ValueError):
+            wrapper.close_line()
+        if sys.stderr is wrapper:
+            sys.stderr = inner
+
+
+def log_event(level: str, message: str | None = None, **fields: object) -> None:
+    """One JSON object on stderr (``--log-format json``): level, message, then ``fields``
+    that are not None (hint, code, an event's counts)."""
+    import json
+
+    record: dict[str, object] = {"level": level}
+    if message is not None:
+        record["message"] = " ".join(message.splitlines())[:MAX_LINE]
+    record.update({k: v for k, v in fields.items() if v is not None})
+    sys.stderr.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+    sys.stderr.flush()
+
+
+MAX_LINE = 1000  # characters of an error or hint line, its prefix included
+
+
+def capped(line: str) -> str:
+    """``line`` cut to MAX_LINE characters (a 100k-character path stays one readable line)."""
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 14] + "...(truncated)"
+
+
+def print_error(message: str, hint: str | None = None, *, code: int | None = None) -> None:
+    """The one-line error format: ``walletctl: error: ...`` (+ an optional hint line), each
+    at most MAX_LINE characters; with --log-format json one object (``code``: the exit code)."""
+    if log_json():
+        log_event("error", message, hint=hint and hint[:MAX_LINE], code=code)
+        return
+    write_fitted(sys.stderr, capped(f"walletctl: error: {escape_controls(message)}"))
     if hint:
-        write_fitted(sys.stderr, f"hint: {escape_controls(hint)}")
+        write_fitted(sys.stderr, capped(f"hint: {escape_controls(hint)}"))
     sys.stderr.flush()
 
 
 def print_note(message: str) -> None:
-    write_fitted(sys.stderr, f"walletctl: {escape_controls(message)}")
+    if log_json():
+        log_event("info", message)
+        return
+    write_fitted(sys.stderr, capped(f"walletctl: {escape_controls(message)}"))
     sys.stderr.flush()
 
 
 def print_stopped(why: str | None, hint: str | None, what: str = "stopped") -> None:
     """Why a run stopped, when it did, and the hint on what to do about it (stderr)."""
-    if why:
+    if why and log_json():
+        log_event("warning", f"{what}: {why}", hint=hint)
+    elif why:
         print_note(f"{what}: {why}")
         if hint:
             write_fitted(sys.stderr, f"hint: {hint}")

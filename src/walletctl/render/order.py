@@ -117,10 +117,11 @@ def _table(view: OrderView) -> None:
     console = out()
     where = ["no history"] if view.backend == "none" else [
         "history", escape(view.history), f"({view.backend})"]
-    # a long path folds rather than pushing the line past the terminal's edge
+    # a path wider than the terminal stands whole on a line of its own (the terminal shows
+    # its end on the next row; copied, it is one path), never cut at the edge
     console.print(fit_phrases([f"Order {escape(view.reference)};",
                                f"profile {escape(view.profile)};", *where]),
-                  overflow="fold", highlight=False)
+                  soft_wrap=True, crop=False, highlight=False)
     _timeline(view.timeline())
     lines = [_approval_phrases(a, view.now) for a in view.approvals] + _findings(view)
     if view.balance is not None:

@@ -10,7 +10,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.constants import ExitCode
-from walletctl.render.console import err, escape, out, print_error, print_message, print_note
+from walletctl.render.console import (
+    err,
+    escape,
+    log_event,
+    log_json,
+    out,
+    print_error,
+    print_message,
+    print_note,
+)
 from walletctl.render.fit import fit_table, print_phrases
 from walletctl.render.output import emit_rows
 
@@ -42,7 +51,19 @@ def smoke_observer() -> Any:
     class LineView(SmokeObserver):
         """One line per finished step (CI logs)."""
 
+        def __init__(self) -> None:
+            self.counts: dict[str, int] = {}
+
         def step_finished(self, result: StepResult) -> None:
+            self.counts[result.status] = self.counts.get(result.status, 0) + 1
+            if log_json():  # an event a CI system can count
+                log_event("error" if result.status in ("failed", "error") else "info",
+                          f"{result.scenario} / {result.name}: {result.status}",
+                          event="smoke.step", scenario=result.scenario, step=result.name,
+                          status=result.status, duration=round(result.duration, 3),
+                          note=_shown_note(result) or None, needs=result.needs,
+                          counts=dict(self.counts))
+                return
             _icon, _, word = _STATUS_STYLE[result.status]
             took = f" ({result.duration:.2f} s)" if result.status != "skipped" else ""
             note = _shown_note(result)
@@ -200,7 +221,8 @@ def _finish(report: SmokeReport, written: Iterable[tuple[Path | None, str]],
         failed = [s.name for s in report.scenarios if s.status == "failed"]
         if failed:
             print_error(f"smoke failed: {', '.join(failed)}", hint(
-                "`walletctl profile check` lists what each scenario needs"))
+                report.first_need() or "`walletctl profile check` lists what each scenario "
+                "needs"))
         else:
             print_error("smoke failed: steps were skipped (--fail-on-skip)")
     return int(code)

@@ -5,7 +5,7 @@ the ledger, faults, seeding and the clock (never faulted; guarded by the middlew
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -38,10 +38,14 @@ def _ndjson_ledger(store: Store) -> Iterator[bytes]:
 def install(app: FastAPI, ctx: SandboxContext) -> None:
     config, store = ctx.config, ctx.store
     fmt = config.amount_format
+    # when this sandbox started: a client tells a ledger that forgot (in memory, restarted)
+    # from a reference never used (walletctl lookup's hint)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
 
     @app.get("/_sandbox/health", tags=["sandbox"])
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "amountFormat": fmt, "version": __version__}
+        return {"status": "ok", "amountFormat": fmt, "version": __version__,
+                "startedAt": started, "persistent": config.db_path is not None}
 
     @app.get("/_sandbox/values", tags=["sandbox"])
     async def values() -> dict[str, Any]:

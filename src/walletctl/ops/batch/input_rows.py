@@ -128,11 +128,14 @@ class Row:
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """A row that cannot be sent: ``line N: field: rule``."""
+    """A row that cannot be sent: ``line N: field: rule``. ``whole_file``: the file itself
+    cannot be read as a batch (its header, its encoding, CSV that stops being read), which
+    ``--skip-invalid`` never skips."""
 
     line: int
     field: str
     rule: str
+    whole_file: bool = False
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.field}: {self.rule}"
@@ -216,15 +219,15 @@ def _csv_rows(
     except StopIteration:
         return
     except csv.Error as exc:
-        yield Problem(1, "(header)", f"not valid CSV ({exc})")
+        yield Problem(1, "(header)", f"not valid CSV ({exc})", whole_file=True)
         return
     names = [h.strip().lower().lstrip("\ufeff") for h in header]
     if (bad := _header_problem(text, names)) is not None:
         yield bad
         return
     for line, values, problem in csv_lines(text, reader, stop_on_error=True):
-        if values is None:
-            yield Problem(line, "(row)", problem)
+        if values is None:  # a record csv refuses ends the reading: the rest is unread
+            yield Problem(line, "(row)", problem, whole_file=problem != TOO_LONG)
         elif len(values) != len(names):
             yield Problem(line, "(row)", f"has {len(values)} fields, the header has {len(names)}")
         else:
@@ -235,14 +238,19 @@ def _header_problem(text: BoundedLines, names: list[str]) -> Problem | None:
     unknown = [n for n in names if n not in COLUMNS]
     missing = [c for c in REQUIRED if c not in names]
     if text.too_long:
-        return Problem(1, "(header)", TOO_LONG)
+        return Problem(1, "(header)", TOO_LONG, whole_file=True)
+    if len(names) == 1 and (sep := next((c for c in ";\t|" if c in names[0]), None)):
+        shown = "tab" if sep == "\t" else sep
+        return Problem(1, "(header)", f"is one column: the file looks {shown}-separated; a "
+                       f"batch CSV separates its columns with commas", whole_file=True)
     if unknown:
         return Problem(1, f"column {unknown[0][:40]!r}",
-                       f"unknown column (expected {', '.join(COLUMNS)})")
+                       f"unknown column (expected {', '.join(COLUMNS)})", whole_file=True)
     if missing:
-        return Problem(1, f"column {missing[0]!r}", "is required in the header row")
+        return Problem(1, f"column {missing[0]!r}", "is required in the header row",
+                       whole_file=True)
     if len(set(names)) != len(names):
-        return Problem(1, "(header)", "a column is named twice")
+        return Problem(1, "(header)", "a column is named twice", whole_file=True)
     return None
 
 
@@ -281,7 +289,7 @@ def iter_rows(path: Path, *, default_currency: str | None = None) -> Iterator[Ro
             else:
                 yield from _jsonl_rows(text, default_currency)
         except UnicodeDecodeError:
-            yield Problem(text.number, "(file)", "is not UTF-8 text")
+            yield Problem(text.number, "(file)", "is not UTF-8 text", whole_file=True)
 
 
 def batch_input(source: Path, scratch: Path) -> tuple[Path, str]:

@@ -412,7 +412,8 @@ class _Job:
         report = drive(self.jr, result.plan, options, profile_for=profiles,
                        watch=self.desk.watch(profiles.profile, result.plan, False),
                        writer=writer, audit=audit)
-        result.report, result.code = report, int(exit_code(report))
+        result.report = report
+        result.code = int(exit_code(report, skipped=result.plan.invalid))
         if writer is not None:
             writer.close()
             result.results_failed = writer.failed
@@ -520,8 +521,9 @@ def _open_journal(ask: BatchAsk, path: Path, batch_id: str, display: str,
         raise UsageError(f"--journal {path}: cannot open ({exc.strerror})") from None
 
 
-def exit_code(report: RunReport) -> ExitCode:
-    """A real run's exit code: how it stopped, else its worst row."""
+def exit_code(report: RunReport, *, skipped: int = 0) -> ExitCode:
+    """A real run's exit code: how it stopped, else its worst row, else VALIDATION when
+    ``skipped`` invalid rows of the input were left out (0 means every row was confirmed)."""
     stopped = stop_code(report)
     if stopped is not None:
         return ExitCode(stopped)
@@ -533,6 +535,8 @@ def exit_code(report: RunReport) -> ExitCode:
         return ExitCode.HELD
     if report.counts.get("refused", 0):
         return ExitCode.DECLINED
+    if skipped:
+        return ExitCode.VALIDATION
     return ExitCode.OK
 
 

@@ -336,17 +336,30 @@ def _running_owner(path: Path) -> str:
 
 
 class BatchValidationError(RequestValidationError):
-    """Invalid rows and no --skip-invalid: nothing was sent."""
+    """Invalid rows and no --skip-invalid, a file that cannot be read as a batch (whatever
+    --skip-invalid says), a file of invalid rows only, or one with no rows: nothing was sent."""
 
-    def __init__(self, problems: list[Problem], total: int, source: str) -> None:
+    def __init__(self, problems: list[Problem], total: int, source: str, *,
+                 skipping: bool = False) -> None:
         super().__init__([(f"line {p.line}: {p.field}", p.rule) for p in problems])
         shown = "; ".join(str(p) for p in problems[:3])
         more = f" (+{total - 3} more)" if total > 3 else ""
-        self.message = (
-            f"{total} invalid row{'s' if total != 1 else ''} in {source}: {shown}{more}; "
-            "nothing was sent"
-        )
-        self.hint = "fix the rows, or pass --skip-invalid to send only the valid ones"
+        whole = next((p for p in problems if p.whole_file), None)
+        if whole is not None:
+            self.message = f"{source} cannot be read as a batch: {whole}; nothing was sent"
+            self.hint = ("fix the file (a header row naming the columns ref, amount and "
+                         "optionally currency, new_ref, profile; UTF-8; commas)")
+        elif not total:
+            self.message = f"no rows in {source}: nothing was sent"
+            self.hint = "a batch file holds a header row and one row per movement"
+        else:
+            self.message = (
+                f"{total} invalid row{'s' if total != 1 else ''} in {source}: {shown}{more}; "
+                "nothing was sent"
+            )
+            self.hint = ("fix the rows: --skip-invalid sends the valid ones, and this file has "
+                         "none" if skipping else
+                         "fix the rows, or pass --skip-invalid to send only the valid ones")
         self.args = (self.message,)
         self.total = total
 
@@ -360,9 +373,17 @@ class Plan:
     done_before: int = 0
     totals: dict[str, Decimal] = field(default_factory=dict)  # of to_send rows, per currency
 
+    @property
+    def fatal(self) -> bool:
+        """A problem of the file itself (its header, its encoding) was found."""
+        return any(p.whole_file for p in self.problems)
+
     def note(self, problem: Problem) -> None:
         self.invalid += 1
-        if len(self.problems) < MAX_PROBLEMS_KEPT:
+        if problem.whole_file:
+            self.problems.insert(0, problem)  # named first, and kept whatever the count
+            del self.problems[MAX_PROBLEMS_KEPT:]
+        elif len(self.problems) < MAX_PROBLEMS_KEPT:
             self.problems.append(problem)
 
     def add(self, row: JournalRow) -> None:
@@ -412,8 +433,12 @@ def plan_batch(
                 plan.note(planned)
             else:
                 plan.add(planned)
-        if plan.invalid and not skip_invalid:
-            raise BatchValidationError(plan.problems, plan.invalid, display_name or str(source))
+        # a file-level problem is fatal whatever --skip-invalid says; so is a file with no
+        # valid row (skipping every row would send nothing and call that done)
+        refused = bool(plan.invalid) and (not skip_invalid or not plan.rows or plan.fatal)
+        if refused or not (plan.rows or plan.invalid):
+            raise BatchValidationError(plan.problems, plan.invalid, display_name or str(source),
+                                       skipping=skip_invalid)
     except BaseException:
         journal.rollback()
         raise

@@ -77,8 +77,12 @@ def new_run_id(now: datetime | None = None) -> str:
 
 @dataclass(frozen=True)
 class Step:
+    """``needs``: what the step needs from the profile and the gateway, in words (the hint
+    of a failed step)."""
+
     name: str
     action: Callable[[ScenarioRun], str | None]
+    needs: str = ""
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class StepResult:
     detail: str | None = None  # one-line outcome of a passed step (masked)
     error_type: str | None = None
     exchanges: list[Exchange] = field(default_factory=list)
+    needs: str | None = None  # a failed step: what it needs (its Step's ``needs``)
 
 
 @dataclass
@@ -159,6 +164,13 @@ class SmokeReport:
     @property
     def steps(self) -> list[StepResult]:
         return [step for sc in self.scenarios for step in sc.steps]
+
+    def first_need(self) -> str | None:
+        """The hint of a failed run: what its first failed step needs."""
+        failed = next((st for st in self.steps if st.status in ("failed", "error")), None)
+        if failed is None or not failed.needs:
+            return None
+        return f"step '{failed.name}' ({failed.scenario}) needs {failed.needs}"
 
     def count(self, *statuses: StepStatus) -> int:
         return sum(sc.count(*statuses) for sc in self.scenarios)
@@ -234,6 +246,10 @@ def _abort_for(exc: BaseException) -> RunAborted | None:
         return RunAborted(f"credentials refused: {exc.message}", ExitCode.AUTH, exc.hint)
     if isinstance(exc, ConfigError):
         return RunAborted(f"profile problem: {exc.message}", ExitCode.CONFIG, exc.hint)
+    if isinstance(exc, NotConnectedError):  # every later step would find the same: stop
+        return RunAborted(f"the gateway could not be reached: {exc.message}", ExitCode.NETWORK,
+                          exc.hint or "check the profile's base_url and the network (nothing "
+                          "was sent)")
     return None
 
 
@@ -311,6 +327,8 @@ def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: S
             step_result.detail = mask(detail) if detail else None
             stop_reason = None
         step_result.duration = clock() - start
+        if step_result.status in ("failed", "error") and step.needs:
+            step_result.needs = step.needs
         if ctx.exchanges is not None:
             step_result.exchanges = ctx.exchanges.since(mark)
         obs.step_finished(step_result)

@@ -104,6 +104,7 @@ def to_data(report: SmokeReport, masker: Masker) -> dict[str, Any]:
              "steps": [{"name": st.name, "status": st.status,
                         "duration": round(st.duration, 4), "message": st.message,
                         "detail": st.detail, "error_type": st.error_type,
+                        "needs": st.needs,
                         "exchanges": [ex.as_dict() for ex in st.exchanges]
                         if st.status in ("failed", "error") else []}
                        for st in sc.steps]}

@@ -99,6 +99,27 @@ def _plan_followup(run: ScenarioRun, op: str, original: str, amount: Decimal | N
                          currency=target.currency, new_reference=new_ref)
 
 
+# What each step needs (the hint when it fails): profile settings are named as
+# `walletctl profile set NAME KEY VALUE` spells them.
+NEEDS_CHECKOUT = ("the profile's base_url, merchant_id, store_id, user_id and API key (auth.*) "
+                  "accepted by the gateway's checkout path (paths.checkout)")
+NEEDS_APPROVE = ("a headless approver: a walletctl sandbox's admin route (a sandbox with an "
+                 "admin token: the profile's auth.sandbox_admin_token_env names the variable "
+                 "holding it, else $WALLETCTL_SANDBOX_TOKEN), or --approve-url-command CMD")
+NEEDS_LOOKUP = ("the gateway's lookup (GET paths.apm_transactions) answering the run's "
+                "records with the amounts and states the scenario expects")
+NEEDS_FOLLOWUP = ("an Approved original and the gateway's follow-up path "
+                  "(paths.apm_transactions) accepting the profile's API key")
+NEEDS_REFUSAL = ("a gateway that refuses what the spec forbids (HTTP 422 or a state that is "
+                 "not Approved) on its follow-up path (paths.apm_transactions)")
+NEEDS_KEYS = ("the public key service (paths.public_keys) and its secret (auth.service_secret_env"
+              " or auth.service_secret_file)")
+NEEDS_WALLET = ("a walletctl sandbox's wallet routes (tokens minted headlessly) and the public "
+                "keys of the previous step")
+NEEDS_AUTHORIZE = ("the payment accounts of the previous steps and the gateway's "
+                   "authorization path (paths.transactions)")
+
+
 def checkout_step(tag: str, kind: str, amount_of: Callable[[Amounts], Decimal]) -> Step:
     """POST checkout (``kind`` sale|preauth) under a fresh reference; keep the redirect URL."""
 
@@ -124,14 +145,14 @@ def checkout_step(tag: str, kind: str, amount_of: Callable[[Amounts], Decimal]) 
         run.state.update(redirect_url=url, original=ref, amount=amount)
         return f"{kind} of {_money(run, amount)}, redirectUrl received"
 
-    return Step("checkout", action)
+    return Step("checkout", action, NEEDS_CHECKOUT)
 
 
 def approve_step() -> Step:
     def action(run: ScenarioRun) -> str:
         return run.target.approve(run.state["original"], run.state["redirect_url"])
 
-    return Step("approve", action)
+    return Step("approve", action, NEEDS_APPROVE)
 
 
 def lookup_approved_step(kind: str) -> Step:
@@ -150,7 +171,7 @@ def lookup_approved_step(kind: str) -> Step:
         check_equal(kind_of(rec.type), kind, f"type of {ref} ({rec.type})")
         return f"{rec.state}, {_money(run, rec.transaction_amount)}"
 
-    return Step("lookup approved", action)
+    return Step("lookup approved", action, NEEDS_LOOKUP)
 
 
 def followup_step(name: str, op: str, tag: str, amount_of: Callable[[Amounts], Decimal] | None,
@@ -172,7 +193,7 @@ def followup_step(name: str, op: str, tag: str, amount_of: Callable[[Amounts], D
                         f"clientSystemTransactionId of the {KIND_OF_OP[op]} answer")
         return f"{KIND_OF_OP[op]} of {_money(run, plan.request.amount)}: {response.state}"
 
-    return Step(name, action)
+    return Step(name, action, NEEDS_FOLLOWUP)
 
 
 def _balance(run: ScenarioRun) -> tuple[Balance, list[TransactionRecord]]:
@@ -214,7 +235,7 @@ def totals_step(*, authorised: Callable[[Amounts], Decimal],
                 check_equal(by_ref[fref].state, APPROVED, f"state of {fref}")
         return f"{balance.summary()} ({len(records)} records)"
 
-    return Step(name, action)
+    return Step(name, action, NEEDS_LOOKUP)
 
 
 def refusal_step(name: str, op: str, tag: str,
@@ -255,7 +276,7 @@ def refusal_step(name: str, op: str, tag: str,
               f"({balance.summary()}): {new_ref} is {response.state}")
         return f"{refused} (state {response.state})"
 
-    return Step(name, action)
+    return Step(name, action, NEEDS_REFUSAL)
 
 
 # -- the browser wallet ------------------------------------------------------------------------
@@ -413,14 +434,16 @@ def lookup(run: ScenarioRun) -> str:
 
 
 def wallet_steps() -> tuple[Step, ...]:
-    return (Step("public keys", public_keys), Step("wallet tokens", wallet_tokens),
-            Step("create payment accounts", create_accounts),
-            Step("get payment accounts", get_accounts),
-            Step("authorize sale", partial(_authorize, kind="sale")),
-            Step("authorize pre-authorisation", partial(_authorize, kind="preauth")),
+    return (Step("public keys", public_keys, NEEDS_KEYS),
+            Step("wallet tokens", wallet_tokens, NEEDS_WALLET),
+            Step("create payment accounts", create_accounts, NEEDS_WALLET),
+            Step("get payment accounts", get_accounts, NEEDS_KEYS),
+            Step("authorize sale", partial(_authorize, kind="sale"), NEEDS_AUTHORIZE),
+            Step("authorize pre-authorisation", partial(_authorize, kind="preauth"),
+                 NEEDS_AUTHORIZE),
             followup_step("capture", "capture", "wcap", lambda a: a.wallet_preauth,
                           lambda run: run.state["accounts"]["preauth"]["ref"]),
-            Step("lookup", lookup))
+            Step("lookup", lookup, NEEDS_LOOKUP))
 
 
 # -- the catalogue -----------------------------------------------------------------------------

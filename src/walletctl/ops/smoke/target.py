@@ -148,6 +148,16 @@ def known_secrets(profile: Profile) -> list[str]:
     return found
 
 
+def admin_token(profile: Profile, embedded: bool) -> str | None:
+    """The admin token smoke sends to a walletctl sandbox's admin routes (a ConfigError before
+    any step when the profile names a variable that is not set); none to production."""
+    from walletctl.config.secrets import sandbox_admin_token
+
+    if embedded or profile.is_production:
+        return None
+    return sandbox_admin_token(profile)
+
+
 @contextmanager
 def open_target(profile: Profile, masker: Masker, log: ExchangeLog, options: SmokeOptions, *,
                 transport: httpx.BaseTransport | None = None,
@@ -157,7 +167,8 @@ def open_target(profile: Profile, masker: Masker, log: ExchangeLog, options: Smo
     from walletctl.client.gateway import GatewayClient, profile_timeout
     from walletctl.models.money import check_currency
 
-    for secret in known_secrets(profile):
+    token = admin_token(profile, embedded)
+    for secret in [*known_secrets(profile), *([token] if token else [])]:
         masker.add(secret)
     try:
         cur = check_currency(options.currency or profile.currency or "EUR")
@@ -168,7 +179,8 @@ def open_target(profile: Profile, masker: Masker, log: ExchangeLog, options: Smo
         inner = HistoryTransport(inner, profile, history_run)
     recording = RecordingTransport(inner, log)
     client = GatewayClient(profile, transport=recording, trace=trace)
-    admin = SandboxAdmin(profile.base_url, transport=recording, timeout=profile_timeout(profile))
+    admin = SandboxAdmin(profile.base_url, token=token, transport=recording,
+                         timeout=profile_timeout(profile))
     target = Target(profile=profile, client=client, admin=admin, masker=masker, currency=cur,
                     options=options, _is_sandbox=True if embedded else None)
     try:
