@@ -235,9 +235,10 @@ def proxy_cmd(
     record: Annotated[Path | None, typer.Option(
         "--record", metavar="DIR", help="Write each exchange to one file in DIR (an empty "
         "or new directory); secrets and card data masked.", file_okay=False)] = None,
-    log_format: Annotated[str, typer.Option(
-        "--log-format", help="Each violation on stderr as one line (text) or one JSON object "
-        "(json).")] = "text",
+    log_format: Annotated[str | None, typer.Option(
+        "--log-format", metavar="text|json", help="Each violation on stderr as one line "
+        "(text) or one JSON object (json); by default as walletctl's own --log-format.",
+        show_default=False)] = None,
     amount_format: Annotated[str, typer.Option(
         "--amount-format", help="The amount format the traffic uses: minor (1234) or decimal "
         "(12.34).")] = "minor",
@@ -251,11 +252,13 @@ def proxy_cmd(
     """Forward traffic to a gateway unchanged, reporting every request and answer that
     breaks the rules the sandbox enforces (one stderr line each); optionally record it."""
     from walletctl.ops.fidelity import run_proxy
+    from walletctl.render.console import log_json
 
     if ready_file is not None:
         _check_ready_file(ready_file)
     run_proxy(upstream, host=host, port=port, amount_format=amount_format,
-              ready_file=ready_file, record=record, log_format=log_format, timeout=timeout,
+              ready_file=ready_file, record=record,
+              log_format=log_format or ("json" if log_json() else "text"), timeout=timeout,
               max_connections=max_connections)
 
 
