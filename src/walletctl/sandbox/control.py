@@ -106,7 +106,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         if not is_loopback(config.host):
             raise SandboxError(403, "fault injection is only allowed on a loopback host")
         raw = await request.body()
-        data = requests.parse_object(raw) if raw.strip() else {}
+        data = await requests.read_object(request) if raw.strip() else {}
         try:
             ctx.faults = FaultConfig.from_pairs(data.items())
         except (ValueError, TypeError) as exc:
@@ -116,17 +116,22 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     @app.post("/_sandbox/seed", tags=["sandbox"])
     async def seed_route(request: Request) -> JSONResponse:
-        req, amounts = engine.parse_seed(requests.parse_object(await request.body()))
-        return JSONResponse(engine.seed_checkouts(ctx, req, amounts))
+        raw = await request.body()
+
+        def seed() -> dict[str, Any]:  # up to 10,000 rows: in a worker thread, not the loop
+            req, amounts = engine.parse_seed(requests.parse_object(raw))
+            return engine.seed_checkouts(ctx, req, amounts)
+
+        return JSONResponse(await requests.off_loop(request, seed))
 
     @app.post("/_sandbox/clock", tags=["sandbox"])
     async def clock(request: Request) -> dict[str, Any]:
         if not config.allow_clock_control:
             raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
         raw = await request.body()
-        data = requests.read_body(raw, fmt) if raw.strip() else {}
-        body = requests.parse_model(ClockBody, data, fmt)
-        offset = ctx.clock_offset + timedelta(seconds=float(body.advance_seconds))
+        body = (await requests.read_model(request, ClockBody) if raw.strip()
+                else requests.parse_model(ClockBody, {}, fmt))
+        offset = ctx.clock_offset + timedelta(seconds=body.advance_seconds)
         if abs(offset.total_seconds()) > CLOCK_MAX_SECONDS:  # valid, but not from here: 409
             raise SandboxError(409, f"advanceSeconds: the sandbox clock moves at most "
                                f"{CLOCK_MAX_SECONDS} seconds (ten years) from real time "

@@ -160,9 +160,9 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
     token["anyOf"] = [{"required": [name], "properties": {name: {"type": "string"}}}
                       for name in ("publicKeyApi", "encryptionKey")]  # one given, not null
     schemas["ClockRequest"]["properties"]["advanceSeconds"] = {
-        "type": "number", "minimum": -CLOCK_MAX_SECONDS, "maximum": CLOCK_MAX_SECONDS,
-        "default": 0, "description": "seconds (a decimal string is also read); the clock "
-                                     "stays within this of real time in total (409 beyond)"}
+        "type": "integer", "minimum": -CLOCK_MAX_SECONDS, "maximum": CLOCK_MAX_SECONDS,
+        "default": 0, "description": "whole seconds (a JSON integer); the clock stays within "
+                                     "this of real time in total (409 beyond)"}
     schemas["FollowUpRequest"]["properties"]["clientSystemTransactionId"]["description"] = (
         "the follow-up's own new reference: not its clientSystemInvoiceId (400 if equal)")
     schemas["AuthorizationRequest"]["properties"]["currencyCode"] = \

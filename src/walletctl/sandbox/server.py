@@ -478,6 +478,9 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     and ``ready_file`` (removed on stop) once requests are accepted. ValueError for faults on a
     non-loopback host, OSError when the port cannot be bound."""
     stream = out or sys.stdout
+    # a worker thread (a large body parsed, a seed) hands the event loop the GIL within
+    # half a millisecond, not Python's default 5 ms per hand-over (docs/sandbox.md)
+    sys.setswitchinterval(0.0005)
     sock, url, warnings = _listen(config, host, port)
     sys.stderr.write("".join(line + "\n" for line in warnings))
     sys.stderr.flush()

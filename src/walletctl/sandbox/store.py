@@ -328,6 +328,30 @@ class Store:
         assert found is not None
         return found
 
+    def insert_many(self, rows: list[dict[str, Any]]) -> None:
+        """Store whole rows (each with the same columns) in one database transaction, or
+        none: :class:`DuplicateReferenceError` naming a reference already stored."""
+        if not rows:
+            return
+        names = list(rows[0])
+        values = [[_stored(k, row[k]) for k in names] for row in rows]  # before the lock
+        sql = (f"INSERT INTO transactions ({', '.join(names)}) "  # noqa: S608 - fixed names
+               f"VALUES ({', '.join('?' * len(names))})")
+        try:
+            with self.atomic() as conn:
+                conn.executemany(sql, values)
+            return
+        except sqlite3.IntegrityError:
+            pass  # rolled back: nothing stored; name a reference already there
+        first = rows[0]
+        refs = {row["reference"] for row in rows}
+        with self.atomic() as conn:
+            taken = conn.execute(
+                "SELECT reference FROM transactions WHERE merchant_id = ? AND store_id = ?",
+                (first["merchant_id"], first["store_id"])).fetchall()
+        clash = next((r[0] for r in taken if r[0] in refs), first["reference"])
+        raise DuplicateReferenceError(clash)
+
     def update(self, tx_id: str, *, now: datetime, **columns: Any) -> TxRow:
         """Change columns of one row (state, provider_state_code, token_used, ...)."""
         bad = set(columns) - _UPDATABLE
