@@ -103,14 +103,14 @@ def main() -> None:
         proc.stdout.readline()
         work: list[tuple[str, Callable[[httpx.Client], httpx.Response]]] = [
             ("(idle: nothing sent for 2 s, the noise floor)", _idle)]
+        def post(path: str, body: bytes) -> Callable[[httpx.Client], httpx.Response]:
+            return lambda client: client.post(url + path, content=body, headers=JSON)
+
         for r in range(args.rounds):
-            body = _seed_body(r)
-            work.append((f"seed 10,000 rows #{r + 1}", lambda c, b=body: c.post(
-                url + "/_sandbox/seed", content=b, headers=JSON)))
+            work.append((f"seed 10,000 rows #{r + 1}", post("/_sandbox/seed", _seed_body(r))))
         for name, (path, body) in bodies().items():
-            work.append((name, lambda c, p=path, b=body: c.post(url + p, content=b,
-                                                                  headers=JSON)))
-        work.append(("full ledger read", lambda c: c.get(url + "/_sandbox/ledger")))
+            work.append((name, post(path, body)))
+        work.append(("full ledger read", lambda client: client.get(url + "/_sandbox/ledger")))
         with Poller(url) as poller, httpx.Client(timeout=120) as client:
             time.sleep(0.3)
             print(f"{'request':44} {'status':>6} {'took ms':>8} {'worst ms':>9} "

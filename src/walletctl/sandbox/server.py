@@ -45,6 +45,7 @@ LINGER = 1.0  # seconds a refused connection drains before the close
 _OUTQ = getattr(termios, "TIOCOUTQ", None)  # a socket's unsent bytes (Linux: SIOCOUTQ)
 READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)
 _MAX_CONNECTIONS_CAP = 10_000
+WRITE_BUFFER = 32 * 1024  # a connection's unsent answer bytes before its writer waits
 
 
 def default_max_connections() -> int:
@@ -71,11 +72,13 @@ def error_response(status: int, message: str,
 class _Bounded(asyncio.Protocol):
     """The limits of both protocol classes."""
 
-    # set by protocol_class: the settings, the connection cap in force, and the connections
-    # answered by _refuse and still draining (at most half the cap)
+    # set by protocol_class: the settings, the connection cap in force, the connections
+    # answered by _refuse and still draining (at most half the cap), and the bytes of
+    # incomplete request heads held across all connections (one cell: the loop's only)
     sandbox: SandboxConfig
     cap: int
     refusing: set[Any]
+    heads_held: list[int]
     # provided by the uvicorn protocol class this is mixed into
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
@@ -94,13 +97,30 @@ class _Bounded(asyncio.Protocol):
         self._write_mark = 0  # _unsent() when the write deadline was armed
         self._linger: asyncio.TimerHandle | None = None
         self._head_bytes = 0
+        self._head_held = 0  # this connection's share of heads_held
         self._refused = False
         self._url_too_long = False  # set by the httptools protocol's on_url
 
     # -- the deadline ----------------------------------------------------------------------
 
+    # -- the header budget --------------------------------------------------------------------
+
+    def _hold_head(self, size: int) -> bool:
+        """Count ``size`` bytes of an incomplete head against the budget; False when they
+        do not fit."""
+        if self.heads_held[0] + size > self.sandbox.header_budget:
+            return False
+        self.heads_held[0] += size
+        self._head_held += size
+        return True
+
+    def _release_head(self) -> None:
+        self.heads_held[0] -= self._head_held
+        self._head_held = 0
+
     def _arm(self) -> None:
         self._disarm()
+        self._release_head()
         self._head_bytes = 0
         self._deadline = self.loop.call_later(self.sandbox.request_timeout, self._expired)
 
@@ -158,9 +178,10 @@ class _Bounded(asyncio.Protocol):
 
     def _write_expired(self) -> None:
         self._write_deadline = None
-        if not self.transport.get_write_buffer_size():
+        unsent = self._unsent()
+        if not unsent:
             return
-        if self._unsent() < self._write_mark:  # the client took some: a new deadline
+        if unsent < self._write_mark:  # the client took some: a new deadline
             self._arm_write()
             return
         self._drop_answers()
@@ -184,17 +205,20 @@ class _Bounded(asyncio.Protocol):
         super().resume_writing()
 
     def _after_response(self) -> None:
-        """An answer is complete: what is still unsent must be taken within the deadline."""
-        if not self.flow.write_paused:
+        """An answer is complete: what is still unsent, in our buffer or the kernel's, must be
+        taken within the deadline (a deadline already running goes on: answers that the
+        kernel took but the client never read count from the first of them)."""
+        if not self.flow.write_paused and not self._unsent():
             self._disarm_write()
-        if self.transport.get_write_buffer_size():
-            self._arm_write()
+            return
+        self._arm_write()
 
     # -- answering without the app -----------------------------------------------------------
 
     def _refuse(self, status: int, message: str) -> None:
         self._refused = True
         self._disarm()
+        self._release_head()
         self.connections.discard(self)
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
@@ -204,6 +228,8 @@ class _Bounded(asyncio.Protocol):
                 self.transport.close()
                 return
         extra = list(getattr(self.server_state, "default_headers", []))
+        if status == 503:  # the connection cap or the header budget: soon, not now
+            extra.append((b"retry-after", b"1"))
         self.transport.write(error_response(status, message, extra))
         if len(self.refusing) >= max(4, self.cap // 2):
             self.transport.close()  # enough connections draining: no descriptor to spare
@@ -215,12 +241,22 @@ class _Bounded(asyncio.Protocol):
         except (OSError, RuntimeError):
             self.transport.close()
             return
-        self._linger = self.loop.call_later(LINGER, self.transport.close)
+        self._linger = self.loop.call_later(LINGER, self._close_refused)
+
+    def _close_refused(self) -> None:
+        """The end of the linger: an answer the client has not taken by now is dropped."""
+        if self.transport.get_write_buffer_size():
+            self.transport.abort()
+        else:
+            self.transport.close()
 
     # -- the transport's hooks (before/after uvicorn's own, next in the MRO) ------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        # answers queue at most WRITE_BUFFER bytes before the route waits (a streamed
+        # ledger): a slow reader holds little (docs/sandbox.md, "Connections and limits")
+        self.transport.set_write_buffer_limits(high=WRITE_BUFFER)
         if len(self.connections) > self.cap:
             self._refuse(503, f"(connection): the sandbox has {self.cap} "
                          "open connections, its limit; try again shortly")
@@ -230,6 +266,7 @@ class _Bounded(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.refusing.discard(self)
         self._disarm()
+        self._release_head()
         self._disarm_write()
         if self._linger is not None:
             self._linger.cancel()
@@ -239,15 +276,23 @@ class _Bounded(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return  # draining before the close
+        if not self._head_in() and not self._hold_head(len(data)):
+            self._refuse(503, f"(request): the sandbox holds {self.sandbox.header_budget} "
+                         "bytes of incomplete request heads at once, across all connections, "
+                         "and this one does not fit now; try again shortly")
+            return
         super().data_received(data)
         if self._refused or self.transport.is_closing():
             return
         if self._message_in():
             self._disarm()
+            self._release_head()
         elif not self._head_in():
             self._head_bytes += len(data)
             if self._head_bytes > MAX_HEADER_BYTES:
                 self._refuse(431, HEAD_TOO_LARGE)
+        else:
+            self._release_head()  # the head is in: the app holds it from here
 
     def send_400_response(self, msg: str) -> None:
         if self._refused:
@@ -327,7 +372,8 @@ def protocol_class(http_name: str, config: SandboxConfig) -> type[asyncio.Protoc
     base = SandboxHttpToolsProtocol if http_name == "httptools" else SandboxH11Protocol
     fd_cap = default_max_connections()
     cap = min(config.max_connections, fd_cap) if config.max_connections else fd_cap
-    return type(base.__name__, (base,), {"sandbox": config, "cap": cap, "refusing": set()})
+    return type(base.__name__, (base,), {"sandbox": config, "cap": cap, "refusing": set(),
+                                         "heads_held": [0]})
 
 
 def _stack() -> tuple[str, str]:

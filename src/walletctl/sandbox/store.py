@@ -8,7 +8,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -197,7 +197,7 @@ _LEDGER_VIEW: Final = {
     "amount": "amount", "currency": "currency", "state": "state",
     "providerStateCode": "provider_state_code", "method": "method",
     "createdAt": "created_at", "updatedAt": "updated_at"}
-LEDGER_PAGE: Final = 1000  # transactions per read of :meth:`Store.ledger_pages`
+LEDGER_PAGE: Final = 100  # transactions per read of :meth:`Store.ledger_pages`
 # Each transaction's view as compact JSON text, written by SQLite: a page is encoded with
 # the GIL released, so the server's event loop never waits for Python to encode one.
 _LEDGER_JSON: Final = "json_object(" + ", ".join(
@@ -409,7 +409,7 @@ class Store:
         """Everything, oldest first."""
         return self._rows("SELECT * FROM transactions ORDER BY seq")
 
-    def ledger_pages(self, page: int = LEDGER_PAGE) -> Iterator[list[str]]:
+    def ledger_pages(self, page: int = LEDGER_PAGE) -> Generator[list[str], None, None]:
         """The ``GET /_sandbox/ledger`` view of every transaction stored when the read began,
         oldest first, as compact JSON objects, ``page`` at a time; each page is one short read
         by ``seq``, so other requests are served between pages."""
