@@ -262,6 +262,7 @@ class SandboxContext:
     store: Store
     clock_offset: timedelta = timedelta(0)
     faults: FaultConfig = field(default_factory=FaultConfig)
+    stopping: bool = False  # set when the server stops: injected delays end at once
     _rngs: dict[int | None, random.Random] = field(default_factory=dict, repr=False)
     _rng_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -391,7 +391,9 @@ def seed_checkouts(ctx: SandboxContext, req: SeedRequest, amounts: list[Decimal]
     code = approved_code(req.kind)
     seen: set[str] = set()
     rows: list[dict[str, Any]] = []
-    for item, amount in zip(req.transactions, amounts, strict=True):
+    for i, (item, amount) in enumerate(zip(req.transactions, amounts, strict=True)):
+        if not i % 500 and ctx.stopping:
+            raise SandboxError(503, "(request): the sandbox is stopping; nothing was stored")
         if item.reference in seen:
             raise _seed_duplicate(item.reference)
         seen.add(item.reference)

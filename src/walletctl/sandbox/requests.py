@@ -131,7 +131,8 @@ async def off_loop(request: Request, work: Callable[[], T]) -> T:
     limiter = getattr(state, "worker_limiter", None)
     if limiter is None:  # made on the app's event loop, on first use
         limiter = state.worker_limiter = anyio.CapacityLimiter(WORKERS)
-    return await anyio.to_thread.run_sync(work, limiter=limiter)
+    # abandoned when the server stops: the thread ends on its own, the stop does not wait
+    return await anyio.to_thread.run_sync(work, limiter=limiter, abandon_on_cancel=True)
 
 
 async def read_object(request: Request, *, where: str = "(request)") -> dict[str, Any]:

@@ -35,6 +35,7 @@ from walletctl.sandbox.config import (
     HEAD_TOO_LARGE,
     MAX_HEADER_BYTES,
     SandboxConfig,
+    SandboxContext,
     is_loopback,
 )
 from walletctl.sandbox.middleware import install_log_filter
@@ -338,6 +339,13 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._head_done = True
+        scheme, sep, rest = self.url.partition(b"://")
+        if sep and scheme.lower() in (b"http", b"https"):
+            # an absolute-form target names the host (RFC 9112 3.2.2: the Host header is
+            # ignored then): the guard checks that name, not the header's
+            authority = rest.split(b"/", 1)[0].split(b"?", 1)[0].rpartition(b"@")[2]
+            self.headers[:] = [(k, v) for k, v in self.headers if k != b"host"]
+            self.headers.append((b"host", authority))
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
@@ -436,7 +444,12 @@ class _Server(uvicorn.Server):
             timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
         ))
         self._on_ready = on_ready
+        self._ctx: SandboxContext = app.state.ctx
         self.ready = threading.Event()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._ctx.stopping = True  # an injected delay in flight ends now, not in 10 s
+        await super().shutdown(sockets=sockets)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)

@@ -234,8 +234,13 @@ class Store:
         self._conn.executescript(_SCHEMA)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Close the database; a write still running in a worker thread when the server
+        stopped is not waited for beyond half a second (it ends with the process)."""
+        if self._lock.acquire(timeout=0.5):
+            try:
+                self._conn.close()
+            finally:
+                self._lock.release()
 
     @contextmanager
     def atomic(self) -> Iterator[sqlite3.Connection]:
