@@ -7,16 +7,22 @@ one type for ``transactionAmount``."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
+import resource
+import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from sandbox_fixtures import AUTH_HEADERS, MERCHANT_ID, STORE_ID, make_checkout_body
+from walletctl.sandbox.config import DEFAULT_HEADER_BUDGET
 
 from .test_connections import Served, serve
 
@@ -320,3 +326,119 @@ def test_a_stop_ends_a_delayed_request_at_once() -> None:
     print(f"\nstopped in {took:.2f} s with an 8 s delay in flight")
     assert answers == [503]
     assert took < 5.0, took
+
+
+# -- memory per connection and in total (issue 50): RSS before, while, after ------------------
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture
+def descriptors() -> Iterator[None]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 9000:
+        pytest.skip(f"needs 9,000 descriptors (hard limit {hard})")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 9000), hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _worst_health(url: str, seconds: float) -> float:
+    with HealthPoller(url) as poller:
+        time.sleep(seconds)
+    assert not poller.errors, poller.errors[:3]
+    return max(poller.latencies)
+
+
+@pytest.mark.slow
+def test_slow_ledger_readers_hold_a_bounded_buffer_each(descriptors: None) -> None:
+    """500 clients read a 50,000-transaction ledger 4 KB a second: each holds about a page and
+    its connection's buffer (before: about 1 MB each, kept after they left)."""
+    with serve(nofile=9000) as sb:
+        for n in range(5):
+            answer = httpx.post(sb.url + "/_sandbox/seed", headers=JSON, timeout=120,
+                                content=_seed_body(f"MEM{n}", 10_000))
+            assert answer.status_code == 200, answer.text
+        time.sleep(0.5)
+        before = _rss_mb(sb.proc.pid)
+        socks = []
+        for _ in range(500):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", sb.port))
+            sock.sendall(f"GET /_sandbox/ledger HTTP/1.1\r\nHost: 127.0.0.1:{sb.port}\r\n\r\n"
+                         .encode())
+            sock.setblocking(False)
+            socks.append(sock)
+        peak, worst = before, 0.0
+        try:
+            for _ in range(4):
+                for sock in socks:
+                    with contextlib.suppress(OSError):
+                        sock.recv(4096)
+                worst = max(worst, _worst_health(sb.url, 1.0))
+                peak = max(peak, _rss_mb(sb.proc.pid))
+        finally:
+            for sock in socks:
+                sock.close()
+        time.sleep(2.0)
+        after = _rss_mb(sb.proc.pid)
+        print(f"\n500 slow ledger readers: RSS before {before:.1f} MB, while {peak:.1f} MB, "
+              f"after {after:.1f} MB; health worst {worst * 1000:.0f} ms")
+        assert peak - before < 150, (before, peak)  # was +468 MB
+        assert after - before < 150, (before, after)
+        assert worst < 5.0  # generous: the machine may be loaded
+        assert httpx.get(sb.url + "/_sandbox/ledger", timeout=60).json()["count"] == 50_000
+
+
+@pytest.mark.slow
+def test_half_sent_heads_stay_within_the_header_budget(descriptors: None) -> None:
+    """4,000 connections each send 60 KB of a request head and stall: what does not fit the
+    16 MiB header budget is answered 503 at once (before: +252 MB, 197 MB kept)."""
+    with serve(nofile=9000) as sb:
+        time.sleep(0.3)
+        before = _rss_mb(sb.proc.pid)
+        head = (f"GET /_sandbox/health HTTP/1.1\r\nHost: 127.0.0.1:{sb.port}\r\n".encode()
+                + b"".join(b"X-Pad-%02d: %s\r\n" % (i, b"p" * 1000) for i in range(60)))
+        socks = []
+        try:
+            for _ in range(4000):
+                sock = socket.socket()
+                sock.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    sock.connect(("127.0.0.1", sb.port))
+                socks.append(sock)
+            time.sleep(0.5)
+            for sock in socks:
+                with contextlib.suppress(OSError):
+                    sock.send(head)
+            worst = _worst_health(sb.url, 2.0)
+            during = _rss_mb(sb.proc.pid)
+            answers = []
+            for sock in socks:
+                try:
+                    answers.append(sock.recv(200).split(b"\r\n", 1)[0])
+                except BlockingIOError:
+                    answers.append(b"(holding)")
+                except OSError:
+                    answers.append(b"(reset)")
+        finally:
+            for sock in socks:
+                sock.close()
+        time.sleep(2.0)
+        after = _rss_mb(sb.proc.pid)
+        holding = answers.count(b"(holding)")
+        refused = sum(a.startswith(b"HTTP/1.1 503") for a in answers)
+        print(f"\n4,000 half-sent heads: RSS before {before:.1f} MB, while {during:.1f} MB, "
+              f"after {after:.1f} MB; {holding} holding, {refused} answered 503; health worst "
+              f"{worst * 1000:.0f} ms")
+        assert refused > 3000, collections.Counter(answers).most_common(4)
+        assert holding * 60 * 1024 <= DEFAULT_HEADER_BUDGET + 256 * 1024
+        assert during - before < 120, (before, during)
+        assert after - before < 120, (before, after)
+        assert worst < 5.0

@@ -52,7 +52,7 @@ _ERRORS: Final[dict[int, tuple[str, str]]] = {
 
 QUOTE_MAX: Final = 48  # characters of a long rejected value an error message repeats
 MESSAGE_MAX: Final = 1000  # characters of an error message at most
-_LONG_WORD: Final = re.compile(r"\S{%d,}" % (2 * QUOTE_MAX + 1))
+_LONG_WORD: Final = re.compile(r"\S{" + str(2 * QUOTE_MAX + 1) + ",}")
 
 
 def _clip(match: re.Match[str]) -> str:
