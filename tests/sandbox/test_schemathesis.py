@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import base64
 import re
-from decimal import Decimal
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 import jsonschema_rs
@@ -330,8 +330,10 @@ def _machine() -> Any:
     from schemathesis.specs.openapi import stateful
 
     likely = stateful.is_likely_root_transition
-    stateful.is_likely_root_transition = lambda operation, node, produced: (
-        operation.method == "post" or likely(operation, node, produced))
+    def every_post(operation: Any, node: Any, produced_anywhere: set[str]) -> bool:
+        return operation.method == "post" or likely(operation, node, produced_anywhere)
+
+    stateful.is_likely_root_transition = every_post
     try:
         return schema.as_state_machine()
     finally:
