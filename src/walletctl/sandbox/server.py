@@ -45,6 +45,8 @@ from walletctl.sandbox.store import Store
 LINGER = 1.0  # seconds a refused connection drains before the close
 _OUTQ = getattr(termios, "TIOCOUTQ", None)  # a socket's unsent bytes (Linux: SIOCOUTQ)
 READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)
+_BYTES_ACKED = 120  # offset of tcpi_bytes_acked (u64) in Linux's struct tcp_info
+_TCP_INFO_SIZE = 232
 _MAX_CONNECTIONS_CAP = 10_000
 WRITE_BUFFER = 32 * 1024  # a connection's unsent answer bytes before its writer waits
 
@@ -95,7 +97,7 @@ class _Bounded(asyncio.Protocol):
         super().__init__(*args, **kwargs)  # the uvicorn protocol's (next in the MRO)
         self._deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
-        self._write_mark = 0  # _unsent() when the write deadline was armed
+        self._write_mark = 0  # _progress_mark() when the write deadline was armed
         self._linger: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._head_held = 0  # this connection's share of heads_held
@@ -156,9 +158,31 @@ class _Bounded(asyncio.Protocol):
                 unsent += int.from_bytes(queued, sys.byteorder)
         return unsent
 
+    def _acked(self) -> int | None:
+        """Bytes of answers the client's TCP has acknowledged so far (Linux ``TCP_INFO``
+        ``tcpi_bytes_acked``), else None. Once the client's receive buffer is full it grows
+        only as the client reads, however much more the server has written meanwhile."""
+        sock = self.transport.get_extra_info("socket")
+        option = getattr(socket, "TCP_INFO", None)
+        if sock is None or option is None:
+            return None
+        try:
+            info = sock.getsockopt(socket.IPPROTO_TCP, option, _TCP_INFO_SIZE)
+        except OSError:
+            return None
+        if len(info) < _BYTES_ACKED + 8:
+            return None
+        return int.from_bytes(info[_BYTES_ACKED:_BYTES_ACKED + 8], sys.byteorder)
+
+    def _progress_mark(self) -> int:
+        """What the write deadline compares: bytes acknowledged (growing), or where that is
+        not known, minus the bytes unsent (growing as the client takes them)."""
+        acked = self._acked()
+        return acked if acked is not None else -self._unsent()
+
     def _arm_write(self) -> None:
         if self._write_deadline is None:
-            self._write_mark = self._unsent()
+            self._write_mark = self._progress_mark()
             self._write_deadline = self.loop.call_later(self.sandbox.write_timeout,
                                                         self._write_expired)
 
@@ -182,7 +206,7 @@ class _Bounded(asyncio.Protocol):
         unsent = self._unsent()
         if not unsent:
             return
-        if unsent < self._write_mark:  # the client took some: a new deadline
+        if self._progress_mark() > self._write_mark:  # the client took some: a new deadline
             self._arm_write()
             return
         self._drop_answers()
