@@ -33,7 +33,9 @@ async def _ledger(request: Request, store: Store, *, ndjson: bool) -> AsyncItera
     try:
         if not ndjson:
             yield b'{"transactions":['
-        while (page := await requests.off_loop(request, lambda: next(pages, None))) is not None:
+        # a page read is short: a reader that goes waits for it, then the pages are closed
+        while (page := await requests.off_loop(request, lambda: next(pages, None),
+                                               abandon=False)) is not None:
             if ndjson:
                 data = ("\n".join(page) + "\n").encode()
             else:

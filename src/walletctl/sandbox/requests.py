@@ -164,15 +164,16 @@ def _paused(work: Callable[[], T]) -> T:
         return work()
 
 
-async def off_loop(request: Request, work: Callable[[], T]) -> T:
-    """``work()`` in a worker thread, at most :data:`WORKERS` of them per app at once."""
+async def off_loop(request: Request, work: Callable[[], T], *, abandon: bool = True) -> T:
+    """``work()`` in a worker thread, at most :data:`WORKERS` of them per app at once;
+    ``abandon``: a cancelled caller (the server stopping) does not wait for the thread."""
     state = request.app.state
     limiter = getattr(state, "worker_limiter", None)
     if limiter is None:  # made on the app's event loop, on first use
         limiter = state.worker_limiter = anyio.CapacityLimiter(WORKERS)
     # abandoned when the server stops: the thread ends on its own, the stop does not wait
     return await anyio.to_thread.run_sync(_paused, work, limiter=limiter,
-                                          abandon_on_cancel=True)
+                                          abandon_on_cancel=abandon)
 
 
 async def read_object(request: Request, *, where: str = "(request)") -> dict[str, Any]:
