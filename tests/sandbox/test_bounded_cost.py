@@ -392,7 +392,7 @@ def test_slow_ledger_readers_hold_a_bounded_buffer_each(descriptors: None) -> No
               f"after {after:.1f} MB; health worst {worst * 1000:.0f} ms")
         assert peak - before < 150, (before, peak)  # was +468 MB
         assert after - before < 150, (before, after)
-        assert worst < 5.0  # generous: the machine may be loaded
+        assert worst < 10.0  # generous: the machine may be loaded (measured 0.4-1.8 s)
         assert httpx.get(sb.url + "/_sandbox/ledger", timeout=60).json()["count"] == 50_000
 
 
@@ -441,4 +441,4 @@ def test_half_sent_heads_stay_within_the_header_budget(descriptors: None) -> Non
         assert holding * 60 * 1024 <= DEFAULT_HEADER_BUDGET + 256 * 1024
         assert during - before < 120, (before, during)
         assert after - before < 120, (before, after)
-        assert worst < 5.0
+        assert worst < 10.0  # generous: the machine may be loaded (measured 0.4-1.8 s)
