@@ -17,12 +17,21 @@ answers 503 to what does not fit); fails (exit 1) when the growth while they hol
 ``--max-growth-mb`` (default 150 in this mode) or more than a quarter of it stays after.
 
     python benchmarks/sandbox_memory.py --connections 1000 [--partial-kb 200]
+
+``--ledger-readers N``: seeds ``--ledger-rows`` transactions (default 50,000), then N clients
+ask for ``GET /_sandbox/ledger`` and read 4 KB of it every second; ``--half-headers N``: N
+connections each send 60 KB of a request head and stall. Both print the resident set before,
+while they hold, and after they have gone, and a normal client's worst latency meanwhile.
+
+    python benchmarks/sandbox_memory.py --ledger-readers 500
+    python benchmarks/sandbox_memory.py --half-headers 4000
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import resource
 import socket
@@ -128,6 +137,103 @@ def partial_bodies(port: int, pid: int, connections: int, partial_kb: int,
     return 0 if growth <= max_growth_mb and kept <= max_growth_mb / 4 else 1
 
 
+def _worst_latency(port: int, seconds: float) -> float:
+    """A normal client's worst latency over ``seconds`` (health and the faults route)."""
+    worst = 0.0
+    end = time.monotonic() + seconds
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        while time.monotonic() < end:
+            start = time.perf_counter()
+            sock.sendall(f"GET /_sandbox/health HTTP/1.1\r\nHost: 127.0.0.1:{port}"
+                         "\r\n\r\n".encode())
+            data = b""
+            while b"}" not in data:
+                data += sock.recv(4096)
+            worst = max(worst, time.perf_counter() - start)
+            time.sleep(0.02)
+    return worst
+
+
+def _seed(port: int, rows: int) -> None:
+    import json
+    for start in range(0, rows, 10_000):
+        body = json.dumps({"merchantId": "M-MEM", "storeId": "S-1", "currency": "EUR",
+                           "kind": "sale", "transactions": [
+                               {"reference": f"MEM-{i}", "amount": "10.00"}
+                               for i in range(start, min(rows, start + 10_000))]}).encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
+            sock.sendall(f"POST /_sandbox/seed HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                         f"Content-Type: application/json\r\nContent-Length: {len(body)}"
+                         "\r\nConnection: close\r\n\r\n".encode() + body)
+            answer = sock.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+
+
+def ledger_readers(port: int, pid: int, readers: int, rows: int) -> int:
+    _seed(port, rows)
+    time.sleep(0.5)
+    before = _status_kb(pid, "VmRSS")
+    socks = []
+    for _ in range(readers):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(f"GET /_sandbox/ledger HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+                     .encode())
+        socks.append(sock)
+    worst = 0.0
+    peak = before
+    for _ in range(5):  # read 4 KB a second each, five seconds
+        for sock in socks:
+            sock.setblocking(False)
+            with contextlib.suppress(OSError):
+                sock.recv(4096)
+        worst = max(worst, _worst_latency(port, 1.0))
+        peak = max(peak, _status_kb(pid, "VmRSS"))
+    for sock in socks:
+        sock.close()
+    time.sleep(3.0)
+    after = _status_kb(pid, "VmRSS")
+    print(f"{readers} slow readers of a {rows:,}-transaction ledger: RSS before "
+          f"{before / 1024:.1f} MB, while reading {peak / 1024:.1f} MB "
+          f"(+{(peak - before) / 1024:.1f} MB), after {after / 1024:.1f} MB "
+          f"(+{(after - before) / 1024:.1f} MB); a normal client's worst latency "
+          f"{worst * 1000:.0f} ms")
+    return 0
+
+
+def half_headers(port: int, pid: int, connections: int) -> int:
+    before = _status_kb(pid, "VmRSS")
+    head = (f"GET /_sandbox/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
+            + b"".join(b"X-Pad-%05d: %s\r\n" % (i, b"p" * 1000) for i in range(60)))
+    socks = []
+    for _ in range(connections):
+        sock = socket.socket()
+        sock.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            sock.connect(("127.0.0.1", port))
+        socks.append(sock)
+    time.sleep(0.5)
+    for sock in socks:
+        with contextlib.suppress(OSError):
+            sock.send(head)
+    worst = _worst_latency(port, 2.0)
+    during = _status_kb(pid, "VmRSS")
+    answers = collections.Counter(_status_of(s) for s in socks)
+    for sock in socks:
+        sock.close()
+    time.sleep(3.0)
+    after = _status_kb(pid, "VmRSS")
+    print(f"{connections} connections holding 60 KB of headers:")
+    for answer, count in answers.most_common():
+        print(f"  {count:5} {answer}")
+    print(f"RSS before {before / 1024:.1f} MB, while holding {during / 1024:.1f} MB "
+          f"(+{(during - before) / 1024:.1f} MB), after close {after / 1024:.1f} MB "
+          f"(+{(after - before) / 1024:.1f} MB); a normal client's worst latency "
+          f"{worst * 1000:.0f} ms")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=int, default=200)
@@ -135,15 +241,30 @@ def main() -> int:
                         help="default 64 (bodies), 150 (--connections)")
     parser.add_argument("--connections", type=int, default=0)
     parser.add_argument("--partial-kb", type=int, default=200)
+    parser.add_argument("--ledger-readers", type=int, default=0)
+    parser.add_argument("--ledger-rows", type=int, default=50_000)
+    parser.add_argument("--half-headers", type=int, default=0)
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if args.connections and soft != resource.RLIM_INFINITY and soft < args.connections + 64:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4 * args.connections), hard))
+    wanted = max(args.connections, args.ledger_readers, args.half_headers)
+    if wanted and soft != resource.RLIM_INFINITY and soft < wanted + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4 * wanted), hard))
     proc = subprocess.Popen(
         [sys.executable, "-m", "walletctl", "sandbox", "serve", "--port", "0", "-q"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    if args.ledger_readers or args.half_headers:
+        try:
+            assert proc.stdout is not None
+            port = int(proc.stdout.readline().rsplit(":", 1)[1])
+            proc.stdout.readline()  # ready line
+            if args.ledger_readers:
+                return ledger_readers(port, proc.pid, args.ledger_readers, args.ledger_rows)
+            return half_headers(port, proc.pid, args.half_headers)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
     if args.connections:
         try:
             assert proc.stdout is not None

@@ -62,7 +62,7 @@ _walletctl_options() {  # PATH: its options
         'sandbox proxy') echo '--upstream --host --port --ready-file --record --log-format --amount-format --upstream-timeout --max-connections --help -h' ;;
         'sandbox reset') echo '--url --admin-token --yes -y --help -h' ;;
         'sandbox seed') echo '--kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token --help -h' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile --print-profile --replay --help -h' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --clock-control --quiet -q --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --body-budget --header-budget --ready-file --write-profile --print-profile --replay --help -h' ;;
         'sandbox values') echo '--help -h' ;;
         'sandbox wait') echo '--timeout --help -h' ;;
         'smoke') echo '--scenario -s --list --profile -p --embedded --junit --json --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --fail-on-skip --confirm-profile --help -h' ;;
@@ -100,7 +100,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'sandbox proxy') echo '--upstream --host --port --ready-file --record --log-format --amount-format --upstream-timeout --max-connections' ;;
         'sandbox reset') echo '--url --admin-token' ;;
         'sandbox seed') echo '--kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token' ;;
-        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile --replay' ;;
+        'sandbox serve') echo '--host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --body-budget --header-budget --ready-file --write-profile --replay' ;;
         'sandbox wait') echo '--timeout' ;;
         'smoke') echo '--scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile' ;;
     esac

@@ -44,7 +44,7 @@ function __walletctl_takes
         case 'sandbox proxy'; echo --upstream --host --port --ready-file --record --log-format --amount-format --upstream-timeout --max-connections
         case 'sandbox reset'; echo --url --admin-token
         case 'sandbox seed'; echo --kind --amount --currency --ref --csv --merchant-id --store-id --random-seed --url --admin-token
-        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --ready-file --write-profile --replay
+        case 'sandbox serve'; echo --host --port --db --amount-format --api-key --public-url --allow-origin --latency --jitter --error-rate --error-status --throttle-rate --retry-after --drop-rate --error-after-rate --seed --admin-token --service-secret --request-timeout --write-timeout --max-connections --body-budget --header-budget --ready-file --write-profile --replay
         case 'sandbox wait'; echo --timeout
         case 'smoke'; echo --scenario -s --profile -p --junit --json-file --currency --ref-prefix --amount --approve-url-command --approve-timeout --settle-timeout --confirm-profile
     end
@@ -461,6 +461,8 @@ complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l service-secret -x -
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l request-timeout -x -d 'Close a connection that has not sent a complete request t...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l write-timeout -x -d 'Close a connection whose client has not taken (read) an a...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l max-connections -x -d 'Open connections at most; more are answered 503 (0: half...'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l body-budget -x -d 'Bytes of request bodies held at once, across all connecti...'
+complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l header-budget -x -d 'Bytes of incomplete request heads held at once, across al...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l ready-file -r -F -d 'Write the sandbox\'s URL to this file once it accepts requ...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l write-profile -x -d 'Save a ready profile for this sandbox as NAME in the prof...'
 complete -c walletctl -n "__walletctl_at 'sandbox serve'" -l print-profile -d 'Print a ready profiles file for this sandbox on stdout (s...'

@@ -50,7 +50,7 @@ $walletctlWords = @{
     'sandbox proxy' = @('--upstream','--host','--port','--ready-file','--record','--log-format','--amount-format','--upstream-timeout','--max-connections','--help','-h')
     'sandbox reset' = @('--url','--admin-token','--yes','-y','--help','-h')
     'sandbox seed' = @('--kind','--amount','--currency','--ref','--csv','--merchant-id','--store-id','--random-seed','--url','--admin-token','--help','-h')
-    'sandbox serve' = @('--host','--port','--db','--amount-format','--api-key','--public-url','--clock-control','--quiet','-q','--allow-origin','--latency','--jitter','--error-rate','--error-status','--throttle-rate','--retry-after','--drop-rate','--error-after-rate','--seed','--admin-token','--service-secret','--request-timeout','--write-timeout','--max-connections','--ready-file','--write-profile','--print-profile','--replay','--help','-h')
+    'sandbox serve' = @('--host','--port','--db','--amount-format','--api-key','--public-url','--clock-control','--quiet','-q','--allow-origin','--latency','--jitter','--error-rate','--error-status','--throttle-rate','--retry-after','--drop-rate','--error-after-rate','--seed','--admin-token','--service-secret','--request-timeout','--write-timeout','--max-connections','--body-budget','--header-budget','--ready-file','--write-profile','--print-profile','--replay','--help','-h')
     'sandbox values' = @('--help','-h')
     'sandbox wait' = @('--timeout','--help','-h')
     'smoke' = @('--scenario','-s','--list','--profile','-p','--embedded','--junit','--json','--json-file','--currency','--ref-prefix','--amount','--approve-url-command','--approve-timeout','--settle-timeout','--fail-on-skip','--confirm-profile','--help','-h')
@@ -286,6 +286,8 @@ $walletctlValues = @{  # 'path|option' = values
     'sandbox serve|--request-timeout' = ''
     'sandbox serve|--write-timeout' = ''
     'sandbox serve|--max-connections' = ''
+    'sandbox serve|--body-budget' = ''
+    'sandbox serve|--header-budget' = ''
     'sandbox serve|--ready-file' = '@files'
     'sandbox serve|--write-profile' = ''
     'sandbox serve|--replay' = '@files'

@@ -7,10 +7,15 @@ one type for ``transactionAmount``."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
+import resource
+import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +23,7 @@ import pytest
 
 from sandbox_fixtures import AUTH_HEADERS, MERCHANT_ID, STORE_ID, make_checkout_body
 from timescale import scaled
+from walletctl.sandbox.config import DEFAULT_HEADER_BUDGET
 
 from .test_connections import Served, serve
 
@@ -212,3 +218,228 @@ def test_transaction_amount_is_a_number_wherever_a_record_is_answered(served: Se
         "merchantId": MERCHANT_ID, "storeId": STORE_ID, "clientSystemTransactionId": "TYPE-1"})
     assert approved["record"]["transactionAmount"] == 4000
     assert looked_up.json()[0]["transactionAmount"] == 4000
+
+
+# -- work that grows with a request: off the loop (issue 50) -----------------------------------
+
+
+def _seed_body(prefix: str, n: int) -> bytes:
+    return json.dumps({"merchantId": "M-LOOP", "storeId": "S-1", "currency": "EUR",
+                       "kind": "sale", "transactions": [
+                           {"reference": f"{prefix}-{i}", "amount": "10.00"}
+                           for i in range(n)]}).encode()
+
+
+def _megabyte_bodies() -> list[tuple[str, str, bytes]]:
+    """(name, path, just under 1 MB of JSON) on routes that need no credential."""
+    zeros = b'{"x": [' + b",".join([b"0"] * 499_990) + b"]}"
+    objects = b'{"x": [' + b",".join([b"{}"] * 330_000) + b"]}"
+    keys = b"{" + b",".join(b'"k%d": 1' % i for i in range(80_000)) + b"}"
+    nested = b'{"x": ' + b'{"a": [' * 31 + b"0" * 900_000 + b"]}" * 31 + b"}"
+    bodies = [("500k zeros", "/wallet/token", zeros), ("330k objects", "/_sandbox/faults", objects),
+              ("80k keys", "/demo/merchant/api/result", keys),
+              ("deep nesting", "/_sandbox/wallet/token", nested)]
+    assert all(len(body) < 1_000_000 for _name, _path, body in bodies)
+    return bodies
+
+
+def test_no_request_holds_the_loop(served: Served) -> None:
+    """A 10,000-row seed, about 1 MB bodies of several shapes and a full ledger read, each
+    while a second client polls health: its worst latency stays low (goal < 100 ms, asserted
+    < 1 s: the machine may be loaded; benchmarks/sandbox_loop.py prints the figures)."""
+    work: list[tuple[str, str, str, bytes, int]] = [
+        ("seed 10,000", "POST", "/_sandbox/seed", _seed_body("LOOP", 10_000), 200),
+        *[(name, "POST", path, body, 400) for name, path, body in _megabyte_bodies()],
+        ("full ledger", "GET", "/_sandbox/ledger", b"", 200),
+    ]
+    worst: dict[str, float] = {}
+    with httpx.Client(timeout=120) as client:
+        for name, method, path, body, status in work:
+            with HealthPoller(served.url) as poller:
+                time.sleep(0.1)
+                answer = client.request(method, served.url + path, content=body, headers=JSON)
+                time.sleep(0.05)
+            assert answer.status_code == status, (name, answer.text[:300])
+            assert not poller.errors, poller.errors
+            worst[name] = max(poller.latencies)
+    assert len(answer.json()["transactions"]) >= 10_000
+    print("\nworst health latency: " + ", ".join(f"{name} {ms * 1000:.0f} ms"
+                                                  for name, ms in worst.items()))
+    assert max(worst.values()) < 1.0, worst
+
+
+@pytest.mark.parametrize("value", ['"١٠٠٠"', '"1_000"', '"+1000"', '" 1000 "', "1e3",
+                                   '"1000"', "1000.0", "true"])
+def test_advance_seconds_follows_the_integer_rule(served: Served, value: str) -> None:
+    answer = httpx.post(served.url + "/_sandbox/clock", headers=JSON,
+                        content=f'{{"advanceSeconds": {value}}}'.encode())
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["details"]["message"].startswith("advanceSeconds: must be an integer")
+
+
+def test_an_error_quotes_a_short_prefix_of_a_rejected_value(served: Served) -> None:
+    big = "k" * 900_000
+    sent = [("/api/v5/checkout", {**AUTH_HEADERS, **JSON}, _checkout("ECHO-1")[:-1]
+             + f', "{big}": 1}}'.encode()),
+            ("/_sandbox/faults", JSON, f'{{"{big}": 1}}'.encode())]
+    for path, headers, body in sent:
+        answer = httpx.post(served.url + path, headers=headers, content=body)
+        assert answer.status_code == 400, answer.text[:300]
+        assert len(answer.content) < 1200, len(answer.content)
+        assert "k… (90000" in answer.json()["details"]["message"]
+    answer = httpx.get(served.url + LOOKUP, headers=AUTH_HEADERS, params={
+        "merchantId": "m" * 30_000, "storeId": "S", "clientSystemTransactionId": "R"})
+    assert len(answer.content) < 1200, len(answer.content)
+
+
+@pytest.mark.parametrize("target", ["http://evil.example/_sandbox/ledger",
+                                    "HTTP://user@evil.example:80/_sandbox/health?x=1"])
+def test_an_absolute_form_target_meets_the_host_check(served: Served, target: str) -> None:
+    with served.connect() as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        assert sock.recv(200).startswith(b"HTTP/1.1 403 "), target
+    with served.connect() as sock:  # its own name: answered
+        sock.sendall(f"GET http://localhost:{served.port}/_sandbox/health HTTP/1.1\r\n"
+                     "Host: evil.example\r\nConnection: close\r\n\r\n".encode())
+        assert sock.recv(200).startswith(b"HTTP/1.1 200 ")
+
+
+def test_a_stop_ends_a_delayed_request_at_once() -> None:
+    """An injected 8 s delay in flight: SIGTERM ends it with a 503 and the process exits well
+    before the delay would have (goal 1 s; the serve helper asserts no traceback)."""
+    answers: list[int] = []
+
+    def ask(url: str) -> None:
+        answers.append(httpx.get(url + LOOKUP + "?merchantId=M&storeId=S&"
+                                 "clientSystemTransactionId=R", headers=AUTH_HEADERS,
+                                 timeout=30).status_code)
+
+    with serve("--latency", "8000") as sb:
+        asking = threading.Thread(target=ask, args=(sb.url,))
+        asking.start()
+        time.sleep(0.5)
+        start = time.perf_counter()
+        sb.proc.terminate()
+        sb.proc.wait(timeout=30)
+        took = time.perf_counter() - start
+        asking.join(timeout=30)
+    print(f"\nstopped in {took:.2f} s with an 8 s delay in flight")
+    assert answers == [503]
+    assert took < 5.0, took
+
+
+# -- memory per connection and in total (issue 50): RSS before, while, after ------------------
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture
+def descriptors() -> Iterator[None]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 9000:
+        pytest.skip(f"needs 9,000 descriptors (hard limit {hard})")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 9000), hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _worst_health(url: str, seconds: float) -> float:
+    with HealthPoller(url) as poller:
+        time.sleep(seconds)
+    assert not poller.errors, poller.errors[:3]
+    return max(poller.latencies)
+
+
+@pytest.mark.slow
+def test_slow_ledger_readers_hold_a_bounded_buffer_each(descriptors: None) -> None:
+    """500 clients read a 50,000-transaction ledger 4 KB a second: each holds about a page and
+    its connection's buffer (before: about 1 MB each, kept after they left)."""
+    with serve(nofile=9000) as sb:
+        for n in range(5):
+            answer = httpx.post(sb.url + "/_sandbox/seed", headers=JSON, timeout=120,
+                                content=_seed_body(f"MEM{n}", 10_000))
+            assert answer.status_code == 200, answer.text
+        time.sleep(0.5)
+        before = _rss_mb(sb.proc.pid)
+        socks = []
+        for _ in range(500):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", sb.port))
+            sock.sendall(f"GET /_sandbox/ledger HTTP/1.1\r\nHost: 127.0.0.1:{sb.port}\r\n\r\n"
+                         .encode())
+            sock.setblocking(False)
+            socks.append(sock)
+        peak, worst = before, 0.0
+        try:
+            for _ in range(4):
+                for sock in socks:
+                    with contextlib.suppress(OSError):
+                        sock.recv(4096)
+                worst = max(worst, _worst_health(sb.url, 1.0))
+                peak = max(peak, _rss_mb(sb.proc.pid))
+        finally:
+            for sock in socks:
+                sock.close()
+        time.sleep(2.0)
+        after = _rss_mb(sb.proc.pid)
+        print(f"\n500 slow ledger readers: RSS before {before:.1f} MB, while {peak:.1f} MB, "
+              f"after {after:.1f} MB; health worst {worst * 1000:.0f} ms")
+        assert peak - before < 150, (before, peak)  # was +468 MB
+        assert after - before < 150, (before, after)
+        assert worst < 10.0  # generous: the machine may be loaded (measured 0.4-1.8 s)
+        assert httpx.get(sb.url + "/_sandbox/ledger", timeout=60).json()["count"] == 50_000
+
+
+@pytest.mark.slow
+def test_half_sent_heads_stay_within_the_header_budget(descriptors: None) -> None:
+    """4,000 connections each send 60 KB of a request head and stall: what does not fit the
+    16 MiB header budget is answered 503 at once (before: +252 MB, 197 MB kept)."""
+    with serve(nofile=9000) as sb:
+        time.sleep(0.3)
+        before = _rss_mb(sb.proc.pid)
+        head = (f"GET /_sandbox/health HTTP/1.1\r\nHost: 127.0.0.1:{sb.port}\r\n".encode()
+                + b"".join(b"X-Pad-%02d: %s\r\n" % (i, b"p" * 1000) for i in range(60)))
+        socks = []
+        try:
+            for _ in range(4000):
+                sock = socket.socket()
+                sock.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    sock.connect(("127.0.0.1", sb.port))
+                socks.append(sock)
+            time.sleep(0.5)
+            for sock in socks:
+                with contextlib.suppress(OSError):
+                    sock.send(head)
+            worst = _worst_health(sb.url, 2.0)
+            during = _rss_mb(sb.proc.pid)
+            answers = []
+            for sock in socks:
+                try:
+                    answers.append(sock.recv(200).split(b"\r\n", 1)[0])
+                except BlockingIOError:
+                    answers.append(b"(holding)")
+                except OSError:
+                    answers.append(b"(reset)")
+        finally:
+            for sock in socks:
+                sock.close()
+        time.sleep(2.0)
+        after = _rss_mb(sb.proc.pid)
+        holding = answers.count(b"(holding)")
+        refused = sum(a.startswith(b"HTTP/1.1 503") for a in answers)
+        print(f"\n4,000 half-sent heads: RSS before {before:.1f} MB, while {during:.1f} MB, "
+              f"after {after:.1f} MB; {holding} holding, {refused} answered 503; health worst "
+              f"{worst * 1000:.0f} ms")
+        assert refused > 3000, collections.Counter(answers).most_common(4)
+        assert holding * 60 * 1024 <= DEFAULT_HEADER_BUDGET + 256 * 1024
+        assert during - before < 120, (before, during)
+        assert after - before < 120, (before, after)
+        assert worst < 10.0  # generous: the machine may be loaded (measured 0.4-1.8 s)

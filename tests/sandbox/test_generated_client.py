@@ -9,8 +9,10 @@ server accepts, and every answer the flow meets parses into its declared model.
 
 from __future__ import annotations
 
+import base64
 import importlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ import httpx
 import pytest
 
 from sandbox_fixtures import MERCHANT_ID, SANDBOX_API_KEY, STORE_ID, USER_ID
+from walletctl.sandbox.config import DEFAULT_SERVICE_SECRET
 from walletctl.sandbox.server import EmbeddedSandbox
 
 PACKAGE = "sandbox_gateway_client"
@@ -120,3 +123,79 @@ def test_generated_client_checkout_approve_capture_lookup(
     assert refused.status_code == 401
     assert isinstance(refused.parsed, models.Error)
     assert refused.parsed.code == "AUTH-401"
+
+
+def test_generated_client_walletpay_server_flow(
+        generated: Any, live_sandbox: EmbeddedSandbox) -> None:
+    """The browser wallet's server side, as a merchant's backend and the wallet script call
+    it, through the generated client only: a transaction key from the public key service
+    (Basic), the emulated wallet's token, a payment account (the transaction key), then the
+    authorization (the server key) - each answer its declared model."""
+    models = generated.models
+    basic = base64.b64encode(f"{USER_ID}:{DEFAULT_SERVICE_SECRET}".encode()).decode()
+    service = generated.client.AuthenticatedClient(base_url=live_sandbox.url, token=basic,
+                                                   prefix="Basic")
+    keys = generated.api__browser_wallet__create_public_key.sync_detailed(
+        client=service, body=models.PublicKeysRequest(merchant_id=MERCHANT_ID,
+                                                      store_id=STORE_ID))
+    assert keys.status_code == 200, keys.content
+    assert isinstance(keys.parsed, models.PublicKeysResponse)
+
+    anyone = generated.client.Client(base_url=live_sandbox.url)
+    token = generated.api__sandbox__create_sandbox_wallet_token.sync_detailed(
+        client=anyone, body=models.WalletTokenRequest(
+            card_id=models.WalletTokenRequestCardid.VISA_TOKEN, gateway_merchant_id=MERCHANT_ID,
+            public_key_api=keys.parsed.api_key))
+    assert token.status_code == 200, token.content
+    assert isinstance(token.parsed, models.WalletPaymentData)
+    sealed = token.parsed.payment_method_data.tokenization_data.token
+
+    browser = generated.client.AuthenticatedClient(
+        base_url=live_sandbox.url, token=keys.parsed.api_key, prefix="PublicApiKey")
+    checked = generated.api__browser_wallet__check_public_key.sync_detailed(
+        client=browser, merchant_id=MERCHANT_ID, store_id=STORE_ID)
+    assert checked.status_code == 200, checked.content
+    assert isinstance(checked.parsed, models.PublicKeyStatus)
+    account = generated.api__browser_wallet__create_payment_account.sync_detailed(
+        client=browser, body=models.PaymentAccountRequest(
+            merchant_id=MERCHANT_ID, store_id=STORE_ID, client_system_transaction_id="GEN-WP-1",
+            payment_data=sealed))
+    assert account.status_code == 200, account.content
+    assert isinstance(account.parsed, models.PaymentAccount)
+
+    server = generated.client.AuthenticatedClient(
+        base_url=live_sandbox.url, token=SANDBOX_API_KEY, prefix="PublicApiKey")
+    authorized = generated.api__browser_wallet__authorize_transaction.sync_detailed(
+        client=server, body=models.AuthorizationRequest(
+            merchant_id=MERCHANT_ID, store_id=STORE_ID, user_id=USER_ID,
+            type_=models.AuthorizationRequestType.ECOM_SALE, amount="1500",
+            currency_code=models.AuthorizationRequestCurrencycode.EUR,
+            client_system_transaction_id="GEN-WP-1",
+            transaction_account_id=account.parsed.transaction_account_id,
+            encryption_key_id=keys.parsed.encryption_key_id,
+            cryptogram=account.parsed.cryptogram, eci_indicator=account.parsed.eci_indicator))
+    assert authorized.status_code == 200, authorized.content
+    assert isinstance(authorized.parsed, models.AuthorizationResponse)
+    assert authorized.parsed.state == "Approved"
+    assert authorized.parsed.transaction_account_id == account.parsed.transaction_account_id
+
+
+def test_the_document_generates_without_warnings(live_sandbox: EmbeddedSandbox,
+                                                 tmp_path: Path) -> None:
+    doc = tmp_path / "openapi.json"
+    doc.write_bytes(httpx.get(f"{live_sandbox.url}/openapi.json", timeout=10).content)
+    tools = str(Path(sys.executable).parent)
+    done = subprocess.run(
+        [str(Path(tools) / "openapi-python-client"), "generate", "--path", str(doc),
+         "--meta", "none", "--output-path", str(tmp_path / PACKAGE)],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "WARNING" not in done.stdout + done.stderr, (done.stdout + done.stderr)[-3000:]
+    models = {p.stem for p in (tmp_path / PACKAGE / "models").glob("*.py")}
+    # one class per request model (no ItemDetailType1/Type2 halves), readable answer names
+    assert {"item_detail", "discount_detail", "wallet_token_request", "get_health_result",
+            "payment_account", "authorization_response"} <= models
+    assert not [m for m in models if re.fullmatch(
+        r"(item_detail|discount_detail|wallet_token_request)_type_\d+", m)]
+    assert not [m for m in models if "_sandbox_" in m and m.endswith(("_get", "_post"))]

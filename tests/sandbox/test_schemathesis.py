@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections import Counter
 from decimal import Decimal
 from typing import Any
 
@@ -310,3 +311,70 @@ def test_hypothesis_builds_its_regex_strategies_through_the_memoised_ones() -> N
     collection per worker: this fails instead (collection built the reference pattern)."""
     for name in ("regex_strategy", "_strategy"):
         assert getattr(getattr(hypothesis_regex, name), "built", None), name
+
+
+# -- the stateful phase: schemathesis follows the document's links ------------------------------
+
+STATEFUL: dict[str, Counter[str]] = {"links": Counter(), "operations": Counter(),
+                                     "failures": Counter()}
+STATEFUL_CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
+                   response_headers_conformance, response_schema_conformance]
+
+
+def _machine() -> Any:
+    """The state machine, every POST with a link allowed to start a scenario. Schemathesis
+    reads a field named like ``merchantId`` as a reference to a resource some other call must
+    create first, and starts no scenario from a call that has one nobody creates: none from
+    the checkout, the payment account or the public key, so no link was ever followed. The
+    sandbox takes any merchant and store: each of these starts a scenario here."""
+    from schemathesis.specs.openapi import stateful
+
+    likely = stateful.is_likely_root_transition
+    def every_post(operation: Any, node: Any, produced_anywhere: set[str]) -> bool:
+        return operation.method == "post" or likely(operation, node, produced_anywhere)
+
+    stateful.is_likely_root_transition = every_post
+    try:
+        return schema.as_state_machine()
+    finally:
+        stateful.is_likely_root_transition = likely
+
+
+class LinkedCalls(_machine()):  # type: ignore[misc]
+    """Calls chained by the document's links (checkout -> approve, capture, refund, reversal,
+    lookup; payment account -> authorization; public key -> its check), each answer checked
+    against the document."""
+
+    def step(self, input: Any) -> Any:
+        if input.transition is not None:
+            STATEFUL["links"][input.transition.id] += 1
+        return super().step(input)
+
+    def before_call(self, case: Any) -> None:
+        if case.meta is not None and case.meta.generation.mode.is_positive:
+            complete_positive(case)
+        STATEFUL["operations"][f"{case.method} {case.path}"] += 1
+        SENT.append(repr((case.path_parameters, case.query, case.body)))
+
+    def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+        return {"headers": AUTH_HEADERS}
+
+    def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+        for check in STATEFUL_CHECKS:
+            try:
+                case.validate_response(response, checks=[check])
+            except Exception:
+                STATEFUL["failures"][check.__name__] += 1
+                raise
+
+
+def test_the_stateful_phase_follows_the_links() -> None:
+    LinkedCalls.run(settings=settings(max_examples=25, stateful_step_count=6, deadline=None,
+                                      suppress_health_check=list(HealthCheck)))
+    links, calls = STATEFUL["links"], STATEFUL["operations"]
+    print(f"\nstateful: {sum(calls.values())} calls, {sum(links.values())} links followed, "
+          f"failures by check: {dict(STATEFUL['failures']) or 'none'}")
+    for link, count in links.most_common():
+        print(f"  {count:3} {link}")
+    assert sum(links.values()) > 0, "no link followed"
+    assert not STATEFUL["failures"]

@@ -93,7 +93,7 @@ def test_d_faults_are_restored(wallet_sandbox):
 def test_e_clock(wallet_sandbox):
     resp = checkout(wallet_sandbox, "C-1")
     url = resp.json()["redirectUrl"]
-    wallet_sandbox.advance_clock(901.5)
+    wallet_sandbox.advance_clock(902)
     assert httpx.get(url).headers["location"] == "https://shop.example/error"
 
 

@@ -17,7 +17,12 @@ from walletctl.cli.state import ENV, command_line, get_state
 from walletctl.constants import Env, ExitCode
 from walletctl.errors import UsageError, WalletctlError
 from walletctl.render.console import print_note
-from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, DEFAULT_WRITE_TIMEOUT
+from walletctl.sandbox.config import (
+    DEFAULT_BODY_BUDGET,
+    DEFAULT_HEADER_BUDGET,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+)
 
 sandbox_app = typer.Typer(name="sandbox", no_args_is_help=True, rich_markup_mode=None)
 
@@ -107,6 +112,18 @@ def serve_cmd(
                      help="Open connections at most; more are answered 503 (0: half the "
                      "process's file-descriptor limit)."),
     ] = 0,
+    body_budget: Annotated[
+        int,
+        typer.Option("--body-budget", metavar="BYTES", min=1,
+                     help="Bytes of request bodies held at once, across all connections; a "
+                     "body that does not fit is answered 503."),
+    ] = DEFAULT_BODY_BUDGET,
+    header_budget: Annotated[
+        int,
+        typer.Option("--header-budget", metavar="BYTES", min=1,
+                     help="Bytes of incomplete request heads held at once, across all "
+                     "connections; a connection whose head does not fit is answered 503."),
+    ] = DEFAULT_HEADER_BUDGET,
     ready_file: Annotated[
         Path | None,
         typer.Option("--ready-file", help="Write the sandbox's URL to this file once it "
@@ -153,7 +170,8 @@ def serve_cmd(
             service_secret=service_secret or "", admin_token=admin_token or None, host=host,
             allow_clock_control=clock_control, quiet=quiet,
             allowed_origins=parse_origins(allow_origin or ()), request_timeout=request_timeout,
-            write_timeout=write_timeout, max_connections=max_connections)
+            write_timeout=write_timeout, max_connections=max_connections,
+            body_budget=body_budget, header_budget=header_budget)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     import sqlite3

@@ -208,8 +208,9 @@ def ledger(base: str, *, token: str | None = None) -> Iterator[Iterator[dict[str
         yield transactions
 
 
-def advance_clock(base: str, seconds: float, *, token: str | None = None) -> dict[str, Any]:
-    """Move the sandbox's clock (``--clock-control`` sandboxes only); its new ``now``."""
+def advance_clock(base: str, seconds: int, *, token: str | None = None) -> dict[str, Any]:
+    """Move the sandbox's clock (``--clock-control`` sandboxes only) by whole seconds; its
+    new ``now``."""
     return _call(base, "POST", CLOCK, token=token, json_body={"advanceSeconds": seconds})
 
 

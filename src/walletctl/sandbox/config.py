@@ -32,6 +32,7 @@ DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0
 DEFAULT_WRITE_TIMEOUT = 15.0
 DEFAULT_BODY_BUDGET = 32 * 1024 * 1024
+DEFAULT_HEADER_BUDGET = 16 * 1024 * 1024
 
 
 def utc_now() -> datetime:
@@ -230,14 +231,17 @@ class SandboxConfig:
     write_timeout: float = DEFAULT_WRITE_TIMEOUT
     # bytes of request bodies held at once, across all connections (more: 503)
     body_budget: int = DEFAULT_BODY_BUDGET
+    # bytes of request heads not yet complete, across all connections (more: 503)
+    header_budget: int = DEFAULT_HEADER_BUDGET
 
     def __post_init__(self) -> None:
         for name in ("request_timeout", "write_timeout"):
             if not 0 < getattr(self, name) <= MAX_REQUEST_TIMEOUT:
                 raise ValueError(f"{name}: must be more than 0 and at most "
                                  f"{MAX_REQUEST_TIMEOUT:g} seconds")
-        if self.body_budget < 1:
-            raise ValueError("body_budget: must be a positive number of bytes")
+        for name in ("body_budget", "header_budget"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: must be a positive number of bytes")
         if self.max_connections < 0:
             raise ValueError("max_connections: must be 0 (automatic) or a positive number")
         if not self.service_secret:
@@ -258,6 +262,7 @@ class SandboxContext:
     store: Store
     clock_offset: timedelta = timedelta(0)
     faults: FaultConfig = field(default_factory=FaultConfig)
+    stopping: bool = False  # set when the server stops: injected delays end at once
     _rngs: dict[int | None, random.Random] = field(default_factory=dict, repr=False)
     _rng_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -4,7 +4,7 @@ the ledger, faults, seeding and the clock (never faulted; guarded by the middlew
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,20 +19,35 @@ from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
 from walletctl.sandbox.store import ORIGINAL_KINDS, Store
 
+LEDGER_CHUNK = 16 * 1024  # bytes handed to the connection at once
 
-def _json_ledger(store: Store) -> Iterator[bytes]:
-    """The ledger document, a page of transactions per chunk; ``count`` comes last."""
+
+async def _ledger(request: Request, store: Store, *, ndjson: bool) -> AsyncIterator[bytes]:
+    """The ledger document (``count`` last) or its NDJSON lines. Each page is read in a worker
+    thread (the workers of large bodies: a few threads, however many readers); each is sent
+    in parts of :data:`LEDGER_CHUNK` bytes, every part waiting until the connection has room,
+    so a reader that takes its answer slowly holds at most a page and the transport's buffer,
+    all of it freed when it goes."""
+    pages = store.ledger_pages()
     count = 0
-    yield b'{"transactions":['
-    for page in store.ledger_pages():
-        yield (("," if count else "") + ",".join(page)).encode()
-        count += len(page)
-    yield f'],"count":{count}}}'.encode()
-
-
-def _ndjson_ledger(store: Store) -> Iterator[bytes]:
-    for page in store.ledger_pages():
-        yield ("\n".join(page) + "\n").encode()
+    try:
+        if not ndjson:
+            yield b'{"transactions":['
+        # a page read is short: a reader that goes waits for it, then the pages are closed
+        while (page := await requests.off_loop(request, lambda: next(pages, None),
+                                               abandon=False)) is not None:
+            if ndjson:
+                data = ("\n".join(page) + "\n").encode()
+            else:
+                data = (("," if count else "") + ",".join(page)).encode()
+            count += len(page)
+            del page
+            for start in range(0, len(data), LEDGER_CHUNK):
+                yield data[start:start + LEDGER_CHUNK]
+        if not ndjson:
+            yield f'],"count":{count}}}'.encode()
+    finally:
+        pages.close()  # the reader has gone: its page read ends here
 
 
 def install(app: FastAPI, ctx: SandboxContext) -> None:
@@ -96,10 +111,13 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     @app.get("/_sandbox/ledger", tags=["sandbox"], response_class=StreamingResponse)
     async def ledger(request: Request) -> StreamingResponse:
-        # Streamed from a worker thread, a page at a time: flat memory, the loop stays free.
+        # Read a page at a time in a worker thread, sent in small parts: flat memory per
+        # reader, the loop stays free.
         if SANDBOX_LEDGER_NDJSON in request.headers.get("accept", ""):
-            return StreamingResponse(_ndjson_ledger(store), media_type=SANDBOX_LEDGER_NDJSON)
-        return StreamingResponse(_json_ledger(store), media_type="application/json")
+            return StreamingResponse(_ledger(request, store, ndjson=True),
+                                     media_type=SANDBOX_LEDGER_NDJSON)
+        return StreamingResponse(_ledger(request, store, ndjson=False),
+                                 media_type="application/json")
 
     @app.get("/_sandbox/faults", tags=["sandbox"])
     async def get_faults() -> dict[str, Any]:
@@ -110,7 +128,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         if not is_loopback(config.host):
             raise SandboxError(403, "fault injection is only allowed on a loopback host")
         raw = await request.body()
-        data = requests.parse_object(raw) if raw.strip() else {}
+        data = await requests.read_object(request) if raw.strip() else {}
         try:
             ctx.faults = FaultConfig.from_pairs(data.items())
         except (ValueError, TypeError) as exc:
@@ -120,17 +138,22 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
 
     @app.post("/_sandbox/seed", tags=["sandbox"])
     async def seed_route(request: Request) -> JSONResponse:
-        req, amounts = engine.parse_seed(requests.parse_object(await request.body()))
-        return JSONResponse(engine.seed_checkouts(ctx, req, amounts))
+        raw = await request.body()
+
+        def seed() -> dict[str, Any]:  # up to 10,000 rows: in a worker thread, not the loop
+            req, amounts = engine.parse_seed(requests.parse_object(raw))
+            return engine.seed_checkouts(ctx, req, amounts)
+
+        return JSONResponse(await requests.off_loop(request, seed))
 
     @app.post("/_sandbox/clock", tags=["sandbox"])
     async def clock(request: Request) -> dict[str, Any]:
         if not config.allow_clock_control:
             raise SandboxError(403, "clock control is disabled (serve with --clock-control)")
         raw = await request.body()
-        data = requests.read_body(raw, fmt) if raw.strip() else {}
-        body = requests.parse_model(ClockBody, data, fmt)
-        offset = ctx.clock_offset + timedelta(seconds=float(body.advance_seconds))
+        body = (await requests.read_model(request, ClockBody) if raw.strip()
+                else requests.parse_model(ClockBody, {}, fmt))
+        offset = ctx.clock_offset + timedelta(seconds=body.advance_seconds)
         if abs(offset.total_seconds()) > CLOCK_MAX_SECONDS:  # valid, but not from here: 409
             raise SandboxError(409, f"advanceSeconds: the sandbox clock moves at most "
                                f"{CLOCK_MAX_SECONDS} seconds (ten years) from real time "

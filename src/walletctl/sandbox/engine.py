@@ -124,11 +124,17 @@ def expire_if_due(store: Store, row: TxRow, now: datetime) -> TxRow:
 
 def payer_fields(row: TxRow) -> dict[str, Any]:
     """The provider-side payer fields of an approved checkout (from its own data)."""
-    details = (row.checkout or {}).get("checkoutDetails") or {}
+    return payer_of(row.id, row.checkout, row.billing, row.shipping)
+
+
+def payer_of(tx_id: str, checkout: dict[str, Any] | None, billing: dict[str, Any] | None,
+             shipping: dict[str, Any] | None) -> dict[str, Any]:
+    """:func:`payer_fields` of a transaction not stored yet."""
+    details = (checkout or {}).get("checkoutDetails") or {}
     first = details.get("cardholderFirstName") or "Test"
     last = details.get("cardholderLastName") or "Payer"
-    bill, ship = row.billing or {}, row.shipping or {}
-    digest = hashlib.sha256(row.id.encode()).hexdigest()
+    bill, ship = billing or {}, shipping or {}
+    digest = hashlib.sha256(tx_id.encode()).hexdigest()
     return {
         "apmPayerAccountNumber": f"WV2-{digest[:10].upper()}",
         "apmPayerEmailAddress": details.get("cardholderEmail") or "payer@sandbox.invalid",
@@ -377,27 +383,42 @@ def parse_seed(data: dict[str, Any]) -> tuple[SeedRequest, list[Decimal]]:
 
 
 def seed_checkouts(ctx: SandboxContext, req: SeedRequest, amounts: list[Decimal]) -> dict[str, Any]:
-    """Store every transaction approved (with payer fields), in one database transaction."""
-    store = ctx.store
+    """Store every transaction approved (with payer fields), in one database transaction.
+    Blocking (run it off the event loop): the rows are built first, then written in one
+    ``executemany`` under the store's lock."""
     now = ctx.now()
     type_str = CHECKOUT_TYPES[req.kind]
-    with store.atomic():
-        for item, amount in zip(req.transactions, amounts, strict=True):
-            checkout = {"merchantId": req.merchant_id, "storeId": req.store_id,
-                        "type": type_str, "amount": f"{amount:f}",
-                        "currencyCode": req.currency,
-                        "clientSystemTransactionId": item.reference,
-                        "checkoutDetails": {"paymentMethod": "WalletV2"}}
-            try:
-                row = store.create_transaction(
-                    merchant_id=req.merchant_id, store_id=req.store_id,
-                    reference=item.reference, kind=req.kind, type_str=type_str,
-                    amount=amount, currency=req.currency, state="Pending", method="WalletV2",
-                    now=now, checkout=checkout)
-            except DuplicateReferenceError:
-                raise SandboxError(
-                    409, f"transactions: reference {item.reference} is already used by this "
-                    "merchant and store; nothing was stored") from None
-            _approve(store, row, now)
+    code = approved_code(req.kind)
+    seen: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    for i, (item, amount) in enumerate(zip(req.transactions, amounts, strict=True)):
+        if not i % 500 and ctx.stopping:
+            raise SandboxError(503, "(request): the sandbox is stopping; nothing was stored")
+        if item.reference in seen:
+            raise _seed_duplicate(item.reference)
+        seen.add(item.reference)
+        checkout = {"merchantId": req.merchant_id, "storeId": req.store_id,
+                    "type": type_str, "amount": f"{amount:f}",
+                    "currencyCode": req.currency,
+                    "clientSystemTransactionId": item.reference,
+                    "checkoutDetails": {"paymentMethod": "WalletV2"}}
+        tx_id = str(uuid.uuid4())
+        payer = payer_of(tx_id, checkout, None, None)
+        rows.append({"id": tx_id, "merchant_id": req.merchant_id, "store_id": req.store_id,
+                     "reference": item.reference, "kind": req.kind, "type_str": type_str,
+                     "amount": amount, "currency": req.currency, "state": "Approved",
+                     "provider_state_code": code, "method": "WalletV2", "created_at": now,
+                     "updated_at": now, "payer": payer, "checkout": checkout,
+                     "token_used": True,
+                     "provider_transaction_id": payer["apmProviderTransactionId"]})
+    try:
+        ctx.store.insert_many(rows)
+    except DuplicateReferenceError as exc:
+        raise _seed_duplicate(str(exc.args[0])) from None
     return {"created": len(amounts), "kind": req.kind, "currency": req.currency,
             "merchantId": req.merchant_id, "storeId": req.store_id}
+
+
+def _seed_duplicate(reference: str) -> SandboxError:
+    return SandboxError(409, f"transactions: reference {reference} is already used by this "
+                        "merchant and store; nothing was stored")

@@ -477,11 +477,20 @@ class _QuietDrop(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.getMessage() == _DROP_LOG:
-            record.msg = "fault injected: response dropped after commit"
-            record.args = ()
-            record.levelno = logging.INFO
-            record.levelname = "INFO"
+            self._plain(record, "fault injected: response dropped after commit")
+        elif record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
+            # the server stops after its one-second grace: a route still running (a seed in
+            # its worker thread) is ended; one line, no traceback
+            self._plain(record, "stopping: a request still running was ended")
+            record.exc_info = record.exc_text = None
         return True
+
+    @staticmethod
+    def _plain(record: logging.LogRecord, message: str) -> None:
+        record.msg = message
+        record.args = ()
+        record.levelno = logging.INFO
+        record.levelname = "INFO"
 
 
 def install_log_filter() -> None:
@@ -506,6 +515,17 @@ class FaultMiddleware:
             return self.ctx.faults
         return FaultConfig.parse_header(header)
 
+    async def _delayed(self, seconds: float) -> bool:
+        """Wait ``seconds`` (an injected latency); False as soon as the server stops."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        while not self.ctx.stopping:
+            left = end - loop.time()
+            if left <= 0:
+                return True
+            await asyncio.sleep(min(left, 0.05))
+        return False
+
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not str(scope.get("path", "")).startswith("/api/v5"):
             await self.app(scope, receive, send)
@@ -522,8 +542,9 @@ class FaultMiddleware:
         r_throttle, r_error, r_drop, r_after, r_jitter = (rng.random() for _ in range(5))
         delay_ms = faults.latency_ms + (2 * r_jitter - 1) * faults.jitter_ms
         delay_ms = min(max(delay_ms, 0.0), float(MAX_LATENCY_MS))
-        if delay_ms:
-            await asyncio.sleep(delay_ms / 1000)
+        if delay_ms and not await self._delayed(delay_ms / 1000):
+            await send_error(send, 503, "(request): the sandbox is stopping", close=True)
+            return
         if r_throttle < faults.throttle_rate:
             await send_error(
                 send, 429, f"rate limit exceeded (sandbox fault); retry after "

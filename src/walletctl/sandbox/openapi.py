@@ -29,6 +29,7 @@ from walletctl.sandbox import replies, requests
 from walletctl.sandbox.auth import ROUTES
 from walletctl.sandbox.config import MAX_LATENCY_MS, MAX_RETRY_AFTER_S
 from walletctl.sandbox.engine import ACTIONS
+from walletctl.sandbox.middleware import route_class
 from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS
 from walletctl.sandbox.walletpay import CARDS_BY_ID
@@ -75,6 +76,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         schemas[name] = {**schema, "title": name}  # a generated client's class name
     schemas["DecideCheckoutResult"] = _DECIDED
     schemas["Error"] = _ERROR_SCHEMA
+    schemas.update(_RESULTS)
     _note_key_spellings(schemas, wire_models)
     fmt = app.state.ctx.config.amount_format
     _money_types(schemas, fmt)
@@ -85,8 +87,18 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
             "description": "`PublicApiKey <key>`: the server key (default sandbox-api-key), "
                            "or a per-transaction key for the browser-wallet calls",
         },
+        "TransactionKey": {
+            "type": "apiKey", "in": "header", "name": "Authorization",
+            "description": "`PublicApiKey <key>`: a per-transaction key from the public key "
+                           "service (createPublicKey), for its merchant and store only",
+        },
         "ServiceSecret": {"type": "http", "scheme": "basic",
                           "description": "`userId:<service secret>` (public key service)"},
+        "AdminToken": {
+            "type": "apiKey", "in": "header", "name": "X-Sandbox-Token",
+            "description": "the sandbox's admin token, required on /_sandbox/* (but health "
+                           "and the wallet emulator) when it has one (a non-loopback bind, "
+                           "or --admin-token)"},
     })
     _describe_operations(doc)
     _declare_path_parameters(doc)
@@ -99,6 +111,15 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
             op["operationId"] = OPERATION_IDS.get((method, path), op.get("operationId"))
             if method == "head":  # GET's name, its verb replaced
                 op["operationId"] = re.sub("^[a-z]+", "head", OPERATION_IDS[("get", path)])
+            ok = op["responses"].get("200", {}).get("content", {}).get("application/json")
+            if ok is not None and "$ref" not in ok.get("schema", {}) and \
+                    ok.get("schema", {}).get("type") != "array":
+                # FastAPI's "Response Health  Sandbox Health Get": a readable class name
+                opid = op["operationId"]
+                title = opid[0].upper() + opid[1:] + "Result"
+                schemas[title] = {**ok.get("schema", {}), "type": "object", "title": title}
+                ok["schema"] = {"$ref": _SCHEMA_REF.format(model=title)}
+    _link_operations(doc)
     app.openapi_schema = doc
     return doc
 
@@ -157,12 +178,14 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
     token["properties"]["encryptionKey"]["description"] = (
         "the recipient's public key: base64 of its DER SubjectPublicKeyInfo, EC P-256")
     token["properties"]["publicKeyApi"]["description"] = "a key the gateway issued"
-    token["anyOf"] = [{"required": [name], "properties": {name: {"type": "string"}}}
-                      for name in ("publicKeyApi", "encryptionKey")]  # one given, not null
+    # one of the two given, not null; if/then rather than anyOf: a generator makes one class
+    # of an object with if/then, and several partial ones of an anyOf
+    token["if"] = {"not": _given("publicKeyApi")}
+    token["then"] = _given("encryptionKey")
     schemas["ClockRequest"]["properties"]["advanceSeconds"] = {
-        "type": "number", "minimum": -CLOCK_MAX_SECONDS, "maximum": CLOCK_MAX_SECONDS,
-        "default": 0, "description": "seconds (a decimal string is also read); the clock "
-                                     "stays within this of real time in total (409 beyond)"}
+        "type": "integer", "minimum": -CLOCK_MAX_SECONDS, "maximum": CLOCK_MAX_SECONDS,
+        "default": 0, "description": "whole seconds (a JSON integer); the clock stays within "
+                                     "this of real time in total (409 beyond)"}
     schemas["FollowUpRequest"]["properties"]["clientSystemTransactionId"]["description"] = (
         "the follow-up's own new reference: not its clientSystemInvoiceId (400 if equal)")
     schemas["AuthorizationRequest"]["properties"]["currencyCode"] = \
@@ -174,11 +197,14 @@ def _rules_a_model_checks(schemas: dict[str, Any]) -> None:
     for name, given, also in (("DiscountDetail", "discountAmount", ("discountType",
                                                                     "discountName")),
                               ("ItemDetail", "unitTaxAmount", ("taxRate",))):
-        schemas[name]["anyOf"] = [
-            {"not": {"required": [given]}},
-            {"properties": {given: {"type": "null"}}},
-            {"required": list(also), "properties": {a: {"not": {"type": "null"}}
-                                                     for a in also}}]
+        schemas[name]["if"] = _given(given)
+        schemas[name]["then"] = _given(*also)
+
+
+def _given(*names: str) -> dict[str, Any]:
+    """The schema of an object in which each of ``names`` is present and not null."""
+    return {"required": list(names),
+            "properties": {name: {"not": {"type": "null"}} for name in names}}
 
 
 def _declare_path_parameters(doc: dict[str, Any]) -> None:
@@ -345,6 +371,64 @@ _GATEWAY_ANSWERS: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     ("get", "/api/v5/apmTransactions"): ("Records", {
         "type": "array", "items": {"$ref": _SCHEMA_REF.format(model="TransactionRecord")}}),
 }
+def _object(title: str, required: tuple[str, ...], **props: dict[str, Any]) -> dict[str, Any]:
+    """A named answer object: its documented keys (the answer may carry more)."""
+    return {"title": title, "type": "object", "required": list(required), "properties": props}
+
+
+_STR: dict[str, Any] = {"type": "string"}
+_OBJ: dict[str, Any] = {"type": "object"}
+# the 200 answers of the other JSON routes (components, by the names a generated client shows)
+_RESULTS: dict[str, dict[str, Any]] = {
+    "PublicKeysResponse": _object(
+        "PublicKeysResponse", ("apiKey", "encryptionKey", "encryptionKeyId", "expiresAt"),
+        apiKey={**_STR, "description": "a per-transaction PublicApiKey (browser calls)"},
+        encryptionKey={**_STR, "description": "base64 DER SubjectPublicKeyInfo, EC P-256"},
+        encryptionKeyId=_STR, expiresAt={**_STR, "format": "date-time"}),
+    "PublicKeyStatus": _object("PublicKeyStatus", ("merchantId", "storeId", "status"),
+                               merchantId=_STR, storeId=_STR, status=_STR),
+    "PaymentAccount": _object(
+        "PaymentAccount", ("transactionAccountId",), transactionAccountId=_STR,
+        cardType=_STR, cardNetwork=_STR, maskedCardNumber=_STR,
+        expiryMonth={"type": "integer"}, expiryYear={"type": "integer"},
+        cryptogram=_STR, eciIndicator=_STR),
+    "AuthorizationResponse": _object(
+        "AuthorizationResponse", ("id", "state", "clientSystemTransactionId",
+                                  "transactionAccountId"),
+        id=_STR, state=_STR, providerStateCode={"anyOf": [_STR, {"type": "null"}]},
+        currencyCode=_STR, clientSystemTransactionId=_STR, transactionAccountId=_STR,
+        type=_STR, amount={"anyOf": [_STR, {"type": "number"}]}, transactionMethod=_STR),
+    "WalletCards": _object("WalletCards", ("cards",), cards={"type": "array", "items": _OBJ}),
+    "WalletPaymentData": _object(
+        "WalletPaymentData", ("paymentMethodData",), paymentMethodData={
+            "type": "object", "required": ["type", "tokenizationData"], "properties": {
+                "type": _STR, "description": _STR, "info": _OBJ,
+                "tokenizationData": {"type": "object", "required": ["type", "token"],
+                                     "properties": {"type": _STR, "token": {
+                                         **_STR, "description": "the sealed token (JSON "
+                                         "text): paymentData of createPaymentAccount"}}}}}),
+    "WalletRootKey": _object("WalletRootKey", ("rootKey",), rootKey=_STR,
+                             protocolVersion=_STR),
+    "SeedResult": _object("SeedResult", ("created",), created={"type": "integer"},
+                          kind=_STR, currency=_STR, merchantId=_STR, storeId=_STR),
+    "FaultSettings": {"title": "FaultSettings", "type": "object",
+                      "description": "the fault settings in force"},
+}
+_RESULT_OF: dict[tuple[str, str], str] = {
+    ("post", "/api/v5/publicKeys"): "PublicKeysResponse",
+    ("get", "/api/v5/publicKeys/current"): "PublicKeyStatus",
+    ("post", "/api/v5/paymentAccounts"): "PaymentAccount",
+    ("get", "/api/v5/paymentAccounts/{account_id}"): "PaymentAccount",
+    ("post", "/api/v5/transactions"): "AuthorizationResponse",
+    ("get", "/wallet/cards"): "WalletCards",
+    ("get", "/_sandbox/wallet/cards"): "WalletCards",
+    ("post", "/wallet/token"): "WalletPaymentData",
+    ("post", "/_sandbox/wallet/token"): "WalletPaymentData",
+    ("get", "/_sandbox/wallet/rootKey"): "WalletRootKey",
+    ("post", "/_sandbox/seed"): "SeedResult",
+    ("post", "/_sandbox/faults"): "FaultSettings",
+    ("get", "/_sandbox/faults"): "FaultSettings",
+}
 _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/pay/{token}": "text/html",
     "/pay/3ds/{challenge_id}": "text/html",
@@ -469,9 +553,64 @@ def _describe_operations(doc: dict[str, Any]) -> None:
                                "schema": schema})
             credential = ROUTES.get(f"{method.upper()} {re.sub(r'{[^}]+}', '{id}', path)}")
             if credential is not None:
-                op["security"] = [{"ServiceSecret" if credential == "service" else
-                                   "PublicApiKey": []}]
+                op["security"] = [{"ServiceSecret": []}] if credential == "service" else \
+                    [{"PublicApiKey": []}] if credential == "server" else \
+                    [{"PublicApiKey": []}, {"TransactionKey": []}]
+            elif route_class(path) == "admin":
+                op["security"] = [{"AdminToken": []}, {}]  # {}: none on a loopback sandbox
             op["responses"] = _answers(key, op.get("responses", {}))
+
+
+# links between operations (what a client, or schemathesis' stateful phase, calls next):
+# (from method, from path) -> {link name: (operationId, parameters, request body)}
+_CHECKOUT_REF = "$request.body#/clientSystemTransactionId"
+_SCOPE = {"merchantId": "$request.body#/merchantId", "storeId": "$request.body#/storeId"}
+_FOLLOW_UP = {"merchantId": "$request.body#/merchantId", "storeId": "$request.body#/storeId",
+              "userId": "$request.body#/userId", "amount": "$request.body#/amount",
+              "currencyCode": "$request.body#/currencyCode",
+              "clientSystemInvoiceId": _CHECKOUT_REF,
+              "apmDetails": {"apmProvider": "$request.body#/checkoutDetails/paymentMethod"}}
+_LINKS: dict[tuple[str, str], dict[str, tuple[str, dict[str, Any], dict[str, Any] | None]]] = {
+    ("post", "/api/v5/checkout"): {
+        "DecideCheckout": ("decideCheckout", {"ref": _CHECKOUT_REF, "action": "approve",
+                                              "query.merchantId": "$request.body#/merchantId",
+                                              "query.storeId": "$request.body#/storeId"}, None),
+        "Lookup": ("lookupTransactions", {"query.merchantId": "$request.body#/merchantId",
+                                          "query.storeId": "$request.body#/storeId",
+                                          "query.clientSystemTransactionId": _CHECKOUT_REF},
+                   None),
+        "Capture": ("createFollowUp", {}, {**_FOLLOW_UP, "type": "ecom.capture"}),
+        "Refund": ("createFollowUp", {}, {**_FOLLOW_UP, "type": "ecom.refund"}),
+        "Reversal": ("createFollowUp", {}, {**_FOLLOW_UP, "type": "ecom.reversal"}),
+    },
+    ("post", "/api/v5/paymentAccounts"): {
+        "GetPaymentAccount": ("getPaymentAccount", {
+            "account_id": "$response.body#/transactionAccountId",
+            "query.merchantId": "$request.body#/merchantId",
+            "query.storeId": "$request.body#/storeId"}, None),
+        "Authorize": ("authorizeTransaction", {}, {
+            **_SCOPE, "transactionAccountId": "$response.body#/transactionAccountId",
+            "clientSystemTransactionId": "$request.body#/clientSystemTransactionId"}),
+    },
+    ("post", "/api/v5/publicKeys"): {
+        "CheckPublicKey": ("checkPublicKey", {"query.merchantId": "$request.body#/merchantId",
+                                              "query.storeId": "$request.body#/storeId"},
+                           None),
+    },
+}
+
+
+def _link_operations(doc: dict[str, Any]) -> None:
+    for (method, path), links in _LINKS.items():
+        ok = doc["paths"][path][method]["responses"]["200"]
+        ok["links"] = {}
+        for name, (operation, params, body) in links.items():
+            link: dict[str, Any] = {"operationId": operation}
+            if params:
+                link["parameters"] = params
+            if body is not None:
+                link["requestBody"] = body
+            ok["links"][name] = link
 
 
 def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str, Any]:
@@ -481,6 +620,12 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
     ctype = _NOT_JSON.get(path)
     if path in _PAGE_ANSWERS:
         answers.update(_page_answers(method, path))
+    elif ctype is not None and not ctype.startswith("text/"):
+        # a script for browsers: a client has nothing to parse (no content declared, so a
+        # generator has no type it cannot read)
+        answers["200"] = {"description": f"the file ({ctype})", "headers": {
+            "Content-Type": {"description": ctype, "schema": {"type": "string"}}}}
+        answers["304"] = {"description": "If-None-Match names the current ETag"}
     elif ctype is not None:
         answers["200"] = {"description": "the file", "content": {ctype: {"schema": {
             "type": "string"}}}}
@@ -489,6 +634,9 @@ def _answers(key: tuple[str, str], fastapi_answers: dict[str, Any]) -> dict[str,
         what, schema = _GATEWAY_ANSWERS[key]
         answers["200"] = {"description": what, "content": {"application/json": {
             "schema": schema}}}
+    elif key in _RESULT_OF:
+        answers["200"] = {"description": "OK", "content": {"application/json": {
+            "schema": {"$ref": _SCHEMA_REF.format(model=_RESULT_OF[key])}}}}
     else:
         answers["200"] = fastapi_answers.get("200", {"description": "OK"})
     errors: dict[str, Any] = {}

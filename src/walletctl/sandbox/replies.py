@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from walletctl.errors import RequestValidationError
@@ -49,6 +50,28 @@ _ERRORS: Final[dict[int, tuple[str, str]]] = {
 }
 
 
+QUOTE_MAX: Final = 48  # characters of a long rejected value an error message repeats
+MESSAGE_MAX: Final = 1000  # characters of an error message at most
+_LONG_WORD: Final = re.compile(r"\S{" + str(2 * QUOTE_MAX + 1) + ",}")
+
+
+def _clip(match: re.Match[str]) -> str:
+    word = match.group(0)
+    return f"{word[:QUOTE_MAX]}… ({len(word)} characters)"
+
+
+def clipped(message: str) -> str:
+    """``message`` with each run of more than twice :data:`QUOTE_MAX` non-space characters (a
+    rejected value, key or reference echoed) cut to its first :data:`QUOTE_MAX` and its
+    length, and at most :data:`MESSAGE_MAX` characters in all: an error never repeats a
+    large value back."""
+    if len(message) > 2 * QUOTE_MAX:
+        message = _LONG_WORD.sub(_clip, message)
+    if len(message) > MESSAGE_MAX:
+        message = message[:MESSAGE_MAX - 1] + "…"
+    return message
+
+
 def error_body(
     status: int, message: str, *, code: str | None = None, description: str | None = None
 ) -> dict[str, Any]:
@@ -56,5 +79,5 @@ def error_body(
     return {
         "code": code or default_code,
         "description": description or default_desc,
-        "details": {"message": message},
+        "details": {"message": clipped(message)},
     }

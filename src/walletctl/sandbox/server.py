@@ -35,6 +35,7 @@ from walletctl.sandbox.config import (
     HEAD_TOO_LARGE,
     MAX_HEADER_BYTES,
     SandboxConfig,
+    SandboxContext,
     is_loopback,
 )
 from walletctl.sandbox.middleware import install_log_filter
@@ -44,7 +45,10 @@ from walletctl.sandbox.store import Store
 LINGER = 1.0  # seconds a refused connection drains before the close
 _OUTQ = getattr(termios, "TIOCOUTQ", None)  # a socket's unsent bytes (Linux: SIOCOUTQ)
 READ_SIZE = 256 * 1024  # the most one socket read hands the protocol (asyncio and uvloop)
+_BYTES_ACKED = 120  # offset of tcpi_bytes_acked (u64) in Linux's struct tcp_info
+_TCP_INFO_SIZE = 232
 _MAX_CONNECTIONS_CAP = 10_000
+WRITE_BUFFER = 32 * 1024  # a connection's unsent answer bytes before its writer waits
 
 
 def default_max_connections() -> int:
@@ -71,11 +75,13 @@ def error_response(status: int, message: str,
 class _Bounded(asyncio.Protocol):
     """The limits of both protocol classes."""
 
-    # set by protocol_class: the settings, the connection cap in force, and the connections
-    # answered by _refuse and still draining (at most half the cap)
+    # set by protocol_class: the settings, the connection cap in force, the connections
+    # answered by _refuse and still draining (at most half the cap), and the bytes of
+    # incomplete request heads held across all connections (one cell: the loop's only)
     sandbox: SandboxConfig
     cap: int
     refusing: set[Any]
+    heads_held: list[int]
     # provided by the uvicorn protocol class this is mixed into
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
@@ -91,16 +97,33 @@ class _Bounded(asyncio.Protocol):
         super().__init__(*args, **kwargs)  # the uvicorn protocol's (next in the MRO)
         self._deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
-        self._write_mark = 0  # _unsent() when the write deadline was armed
+        self._write_mark = 0  # _progress_mark() when the write deadline was armed
         self._linger: asyncio.TimerHandle | None = None
         self._head_bytes = 0
+        self._head_held = 0  # this connection's share of heads_held
         self._refused = False
         self._url_too_long = False  # set by the httptools protocol's on_url
 
     # -- the deadline ----------------------------------------------------------------------
 
+    # -- the header budget --------------------------------------------------------------------
+
+    def _hold_head(self, size: int) -> bool:
+        """Count ``size`` bytes of an incomplete head against the budget; False when they
+        do not fit."""
+        if self.heads_held[0] + size > self.sandbox.header_budget:
+            return False
+        self.heads_held[0] += size
+        self._head_held += size
+        return True
+
+    def _release_head(self) -> None:
+        self.heads_held[0] -= self._head_held
+        self._head_held = 0
+
     def _arm(self) -> None:
         self._disarm()
+        self._release_head()
         self._head_bytes = 0
         self._deadline = self.loop.call_later(self.sandbox.request_timeout, self._expired)
 
@@ -135,9 +158,31 @@ class _Bounded(asyncio.Protocol):
                 unsent += int.from_bytes(queued, sys.byteorder)
         return unsent
 
+    def _acked(self) -> int | None:
+        """Bytes of answers the client's TCP has acknowledged so far (Linux ``TCP_INFO``
+        ``tcpi_bytes_acked``), else None. Once the client's receive buffer is full it grows
+        only as the client reads, however much more the server has written meanwhile."""
+        sock = self.transport.get_extra_info("socket")
+        option = getattr(socket, "TCP_INFO", None)
+        if sock is None or option is None:
+            return None
+        try:
+            info = sock.getsockopt(socket.IPPROTO_TCP, option, _TCP_INFO_SIZE)
+        except OSError:
+            return None
+        if len(info) < _BYTES_ACKED + 8:
+            return None
+        return int.from_bytes(info[_BYTES_ACKED:_BYTES_ACKED + 8], sys.byteorder)
+
+    def _progress_mark(self) -> int:
+        """What the write deadline compares: bytes acknowledged (growing), or where that is
+        not known, minus the bytes unsent (growing as the client takes them)."""
+        acked = self._acked()
+        return acked if acked is not None else -self._unsent()
+
     def _arm_write(self) -> None:
         if self._write_deadline is None:
-            self._write_mark = self._unsent()
+            self._write_mark = self._progress_mark()
             self._write_deadline = self.loop.call_later(self.sandbox.write_timeout,
                                                         self._write_expired)
 
@@ -158,9 +203,10 @@ class _Bounded(asyncio.Protocol):
 
     def _write_expired(self) -> None:
         self._write_deadline = None
-        if not self.transport.get_write_buffer_size():
+        unsent = self._unsent()
+        if not unsent:
             return
-        if self._unsent() < self._write_mark:  # the client took some: a new deadline
+        if self._progress_mark() > self._write_mark:  # the client took some: a new deadline
             self._arm_write()
             return
         self._drop_answers()
@@ -184,17 +230,20 @@ class _Bounded(asyncio.Protocol):
         super().resume_writing()
 
     def _after_response(self) -> None:
-        """An answer is complete: what is still unsent must be taken within the deadline."""
-        if not self.flow.write_paused:
+        """An answer is complete: what is still unsent, in our buffer or the kernel's, must be
+        taken within the deadline (a deadline already running goes on: answers that the
+        kernel took but the client never read count from the first of them)."""
+        if not self.flow.write_paused and not self._unsent():
             self._disarm_write()
-        if self.transport.get_write_buffer_size():
-            self._arm_write()
+            return
+        self._arm_write()
 
     # -- answering without the app -----------------------------------------------------------
 
     def _refuse(self, status: int, message: str) -> None:
         self._refused = True
         self._disarm()
+        self._release_head()
         self.connections.discard(self)
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
@@ -204,6 +253,8 @@ class _Bounded(asyncio.Protocol):
                 self.transport.close()
                 return
         extra = list(getattr(self.server_state, "default_headers", []))
+        if status == 503:  # the connection cap or the header budget: soon, not now
+            extra.append((b"retry-after", b"1"))
         self.transport.write(error_response(status, message, extra))
         if len(self.refusing) >= max(4, self.cap // 2):
             self.transport.close()  # enough connections draining: no descriptor to spare
@@ -215,12 +266,22 @@ class _Bounded(asyncio.Protocol):
         except (OSError, RuntimeError):
             self.transport.close()
             return
-        self._linger = self.loop.call_later(LINGER, self.transport.close)
+        self._linger = self.loop.call_later(LINGER, self._close_refused)
+
+    def _close_refused(self) -> None:
+        """The end of the linger: an answer the client has not taken by now is dropped."""
+        if self.transport.get_write_buffer_size():
+            self.transport.abort()
+        else:
+            self.transport.close()
 
     # -- the transport's hooks (before/after uvicorn's own, next in the MRO) ------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        # answers queue at most WRITE_BUFFER bytes before the route waits (a streamed
+        # ledger): a slow reader holds little (docs/sandbox.md, "Connections and limits")
+        self.transport.set_write_buffer_limits(high=WRITE_BUFFER)
         if len(self.connections) > self.cap:
             self._refuse(503, f"(connection): the sandbox has {self.cap} "
                          "open connections, its limit; try again shortly")
@@ -230,6 +291,7 @@ class _Bounded(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.refusing.discard(self)
         self._disarm()
+        self._release_head()
         self._disarm_write()
         if self._linger is not None:
             self._linger.cancel()
@@ -239,15 +301,23 @@ class _Bounded(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return  # draining before the close
+        if not self._head_in() and not self._hold_head(len(data)):
+            self._refuse(503, f"(request): the sandbox holds {self.sandbox.header_budget} "
+                         "bytes of incomplete request heads at once, across all connections, "
+                         "and this one does not fit now; try again shortly")
+            return
         super().data_received(data)
         if self._refused or self.transport.is_closing():
             return
         if self._message_in():
             self._disarm()
+            self._release_head()
         elif not self._head_in():
             self._head_bytes += len(data)
             if self._head_bytes > MAX_HEADER_BYTES:
                 self._refuse(431, HEAD_TOO_LARGE)
+        else:
+            self._release_head()  # the head is in: the app holds it from here
 
     def send_400_response(self, msg: str) -> None:
         if self._refused:
@@ -293,6 +363,13 @@ class SandboxHttpToolsProtocol(_Bounded, HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._head_done = True
+        scheme, sep, rest = self.url.partition(b"://")
+        if sep and scheme.lower() in (b"http", b"https"):
+            # an absolute-form target names the host (RFC 9112 3.2.2: the Host header is
+            # ignored then): the guard checks that name, not the header's
+            authority = rest.split(b"/", 1)[0].split(b"?", 1)[0].rpartition(b"@")[2]
+            self.headers[:] = [(k, v) for k, v in self.headers if k != b"host"]
+            self.headers.append((b"host", authority))
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
@@ -327,7 +404,8 @@ def protocol_class(http_name: str, config: SandboxConfig) -> type[asyncio.Protoc
     base = SandboxHttpToolsProtocol if http_name == "httptools" else SandboxH11Protocol
     fd_cap = default_max_connections()
     cap = min(config.max_connections, fd_cap) if config.max_connections else fd_cap
-    return type(base.__name__, (base,), {"sandbox": config, "cap": cap, "refusing": set()})
+    return type(base.__name__, (base,), {"sandbox": config, "cap": cap, "refusing": set(),
+                                         "heads_held": [0]})
 
 
 def _stack() -> tuple[str, str]:
@@ -390,7 +468,12 @@ class _Server(uvicorn.Server):
             timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
         ))
         self._on_ready = on_ready
+        self._ctx: SandboxContext = app.state.ctx
         self.ready = threading.Event()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._ctx.stopping = True  # an injected delay in flight ends now, not in 10 s
+        await super().shutdown(sockets=sockets)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
@@ -478,6 +561,9 @@ def serve(host: str, port: int, config: SandboxConfig, *, out: TextIO | None = N
     and ``ready_file`` (removed on stop) once requests are accepted. ValueError for faults on a
     non-loopback host, OSError when the port cannot be bound."""
     stream = out or sys.stdout
+    # a worker thread (a large body parsed, a seed) hands the event loop the GIL within
+    # half a millisecond, not Python's default 5 ms per hand-over (docs/sandbox.md)
+    sys.setswitchinterval(0.0005)
     sock, url, warnings = _listen(config, host, port)
     sys.stderr.write("".join(line + "\n" for line in warnings))
     sys.stderr.flush()

@@ -8,7 +8,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -197,7 +197,7 @@ _LEDGER_VIEW: Final = {
     "amount": "amount", "currency": "currency", "state": "state",
     "providerStateCode": "provider_state_code", "method": "method",
     "createdAt": "created_at", "updatedAt": "updated_at"}
-LEDGER_PAGE: Final = 1000  # transactions per read of :meth:`Store.ledger_pages`
+LEDGER_PAGE: Final = 100  # transactions per read of :meth:`Store.ledger_pages`
 # Each transaction's view as compact JSON text, written by SQLite: a page is encoded with
 # the GIL released, so the server's event loop never waits for Python to encode one.
 _LEDGER_JSON: Final = "json_object(" + ", ".join(
@@ -234,8 +234,13 @@ class Store:
         self._conn.executescript(_SCHEMA)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Close the database; a write still running in a worker thread when the server
+        stopped is not waited for beyond half a second (it ends with the process)."""
+        if self._lock.acquire(timeout=0.5):
+            try:
+                self._conn.close()
+            finally:
+                self._lock.release()
 
     @contextmanager
     def atomic(self) -> Iterator[sqlite3.Connection]:
@@ -328,6 +333,30 @@ class Store:
         assert found is not None
         return found
 
+    def insert_many(self, rows: list[dict[str, Any]]) -> None:
+        """Store whole rows (each with the same columns) in one database transaction, or
+        none: :class:`DuplicateReferenceError` naming a reference already stored."""
+        if not rows:
+            return
+        names = list(rows[0])
+        values = [[_stored(k, row[k]) for k in names] for row in rows]  # before the lock
+        sql = (f"INSERT INTO transactions ({', '.join(names)}) "  # noqa: S608 - fixed names
+               f"VALUES ({', '.join('?' * len(names))})")
+        try:
+            with self.atomic() as conn:
+                conn.executemany(sql, values)
+            return
+        except sqlite3.IntegrityError:
+            pass  # rolled back: nothing stored; name a reference already there
+        first = rows[0]
+        refs = {row["reference"] for row in rows}
+        with self.atomic() as conn:
+            taken = conn.execute(
+                "SELECT reference FROM transactions WHERE merchant_id = ? AND store_id = ?",
+                (first["merchant_id"], first["store_id"])).fetchall()
+        clash = next((r[0] for r in taken if r[0] in refs), first["reference"])
+        raise DuplicateReferenceError(clash)
+
     def update(self, tx_id: str, *, now: datetime, **columns: Any) -> TxRow:
         """Change columns of one row (state, provider_state_code, token_used, ...)."""
         bad = set(columns) - _UPDATABLE
@@ -385,7 +414,7 @@ class Store:
         """Everything, oldest first."""
         return self._rows("SELECT * FROM transactions ORDER BY seq")
 
-    def ledger_pages(self, page: int = LEDGER_PAGE) -> Iterator[list[str]]:
+    def ledger_pages(self, page: int = LEDGER_PAGE) -> Generator[list[str], None, None]:
         """The ``GET /_sandbox/ledger`` view of every transaction stored when the read began,
         oldest first, as compact JSON objects, ``page`` at a time; each page is one short read
         by ``seq``, so other requests are served between pages."""

@@ -45,7 +45,7 @@ class WalletSandbox(Magic):
     amount_format: str = "minor"
     external: bool = False
     magic: ClassVar[type[Magic]] = Magic
-    _clock_offset: float = field(default=0.0, repr=False)
+    _clock_offset: int = field(default=0, repr=False)
     _baseline_faults: dict[str, Any] | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:  # never shows a key
@@ -74,7 +74,7 @@ class WalletSandbox(Magic):
             self._control(admin.faults, self._baseline_faults, clear=True)
         if self._clock_offset:
             self._control(admin.advance_clock, -self._clock_offset)
-            self._clock_offset = 0.0
+            self._clock_offset = 0
 
     def driver_token(self) -> str:
         """A one-time token for the browser-test driver (``WalletPayTesting.pay({token, ...})``
@@ -105,10 +105,11 @@ class WalletSandbox(Magic):
         """Cancel a pending checkout (state Cancelled)."""
         return self._decide(ref, "cancel")
 
-    def advance_clock(self, seconds: float) -> str:
-        """Move the sandbox's clock on (rewound when the test ends); its new time."""
+    def advance_clock(self, seconds: int) -> str:
+        """Move the sandbox's clock on by whole seconds (rewound when the test ends); its new
+        time."""
         data = self._control(admin.advance_clock, seconds)
-        self._clock_offset += float(seconds)
+        self._clock_offset += seconds
         return str(data.get("now", ""))
 
     def current_faults(self) -> dict[str, Any]:
