@@ -138,8 +138,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                     "--record", str(record), "--amount-format", "decimal")
     out: dict[str, Any] = {"gateway": gateway, "proxy": proxy, "record": record,
                            "work": work, "results": {}, "keys": []}
-    old = {k: os.environ.get(k) for k in (KEY_ENV, SECRET_ENV)}
-    os.environ[KEY_ENV], os.environ[SECRET_ENV] = API_KEY, SERVICE_SECRET
+    # module-scoped: the per-test isolation (tests/conftest.py) is not in force yet, so the
+    # history and the state directory are the module's own, never the user's
+    own = {KEY_ENV: API_KEY, SECRET_ENV: SERVICE_SECRET,
+           "WALLETCTL_AUDIT_LOG": str(work / "history.sqlite3"),
+           "XDG_STATE_HOME": str(work / "state")}
+    old = {k: os.environ.get(k) for k in own}
+    os.environ.update(own)
     try:
         _traffic(out)
         assert proxy.stop() == 0

@@ -468,11 +468,15 @@ class _Server(uvicorn.Server):
             timeout_graceful_shutdown=1,  # SIGTERM ends a CI service within about a second
         ))
         self._on_ready = on_ready
-        self._ctx: SandboxContext = app.state.ctx
+        # the sandbox's own app has a context whose in-flight delays a stop ends; a proxy or a
+        # replay served on this stack has none
+        state = getattr(app, "state", None)
+        self._ctx: SandboxContext | None = getattr(state, "ctx", None)
         self.ready = threading.Event()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        self._ctx.stopping = True  # an injected delay in flight ends now, not in 10 s
+        if self._ctx is not None:
+            self._ctx.stopping = True  # an injected delay in flight ends now, not in 10 s
         await super().shutdown(sockets=sockets)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
