@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+# Module- and session-scoped fixtures run before the per-test isolation below: the history
+# (audit log) and the state directory of walletctl run from them are this process's own too,
+# never the user's (a history shared across runs would hold references a fresh sandbox reuses).
+_SESSION_STATE = Path(tempfile.mkdtemp(prefix="walletctl-tests-"))
+os.environ["WALLETCTL_AUDIT_LOG"] = str(_SESSION_STATE / "audit" / "history.sqlite3")
+os.environ["XDG_STATE_HOME"] = str(_SESSION_STATE / "state")
+os.environ["XDG_DATA_HOME"] = str(_SESSION_STATE / "share")
 
 # Property tests (hypothesis, schemathesis) are deterministic by default, so a run fails or
 # passes the same way on every machine and CI never fails on an example nobody can replay;
