@@ -1,0 +1,54 @@
+"""The history's Merkle tree on a local file (walletctl.history.tree): grown with the
+events, O(log n) nodes a proof, filled for a file written before it, checked by verify."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tree_checks import check_every_size, grow, intent
+from walletctl.history import open_history
+from walletctl.history.merkle import Frontier
+
+
+def test_every_size_1_to_1000_against_the_reference(tmp_path: Path) -> None:
+    with open_history(tmp_path / "h.sqlite3") as store:
+        grow(store)
+        check_every_size(store)
+        assert store.verify() == (1000, None)
+
+
+def test_nodes_stay_about_two_per_event(tmp_path: Path) -> None:
+    with open_history(tmp_path / "h.sqlite3") as store:
+        grow(store, 300)
+        count = store.read_one("SELECT count(*) FROM merkle_nodes")
+    assert count is not None
+    assert count[0] < 600
+
+
+def test_a_file_written_before_the_tree_is_filled_at_its_next_open(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    with open_history(path) as store:
+        grow(store, 40)
+        before = store.tree_root(40)
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE merkle_nodes")
+    with open_history(path) as store:
+        assert store.tree_root(40) == before
+        store.begin(intent(99))
+        assert store.verify() == (41, None)
+
+
+def test_verify_names_a_node_that_does_not_match_the_events(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    with open_history(path) as store:
+        grow(store, 20)
+    level, idx = Frontier.keys(20)[0]
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE merkle_nodes SET hash = ? WHERE level = ? AND idx = ?",
+                   (b"\x07" * 32, level, idx))
+    with open_history(path) as store:
+        count, broken = store.verify()
+    assert count == 20
+    assert broken is not None
+    assert "Merkle tree" in broken.problem
