@@ -54,3 +54,28 @@ def check_every_size(store: HistoryStore, size: int = SIZE) -> None:
             proof = store.consistency_proof(old, n)
             assert proof == ref.subproof(old, 0, n, True), (old, n)
             assert merkle.verify_consistency(old, n, ref.mth(0, old), root, proof)
+
+
+def rebuilt_nodes(rows: list[tuple[Any, ...]]) -> list[tuple[int, int, bytes]]:
+    """The tree's nodes recomputed from events (seq, *ALL values), as a determined owner who
+    rewrote the events would write them again."""
+    from walletctl.history.chain import event_leaf
+    from walletctl.history.merkle import Frontier
+
+    frontier = Frontier()
+    nodes: list[tuple[int, int, bytes]] = []
+    for seq, *values in rows:
+        nodes += frontier.add(event_leaf(seq, values))
+    return nodes
+
+
+def rebuild_tree_pg(db: Any) -> None:
+    """The owner's maintenance on a shared history: the tree's nodes replaced by ones
+    recomputed from the events as they are now (one transaction, the caller's)."""
+    rows = db.execute(f"SELECT seq, {', '.join(ALL)} FROM walletctl.events "  # noqa: S608
+                      "ORDER BY seq").fetchall()
+    db.execute("ALTER TABLE walletctl.merkle_nodes DISABLE TRIGGER merkle_nodes_append_only")
+    db.execute("DELETE FROM walletctl.merkle_nodes")
+    db.cursor().executemany("INSERT INTO walletctl.merkle_nodes VALUES (%s, %s, %s)",
+                            rebuilt_nodes(rows))
+    db.execute("ALTER TABLE walletctl.merkle_nodes ENABLE TRIGGER merkle_nodes_append_only")

@@ -9,8 +9,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tree_checks import check_every_size, grow, intent
 from pg_fixtures import PgDesk
+from tree_checks import check_every_size, grow, intent
 from walletctl.config.dburl import parse_db_url
 from walletctl.history.postgres import PostgresHistory, setup
 

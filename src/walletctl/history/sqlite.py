@@ -147,9 +147,12 @@ def fill_tree(db: sqlite3.Connection) -> None:
     tip = db.execute("SELECT MAX(seq) FROM events").fetchone()[0] or 0
     if stored_size(query) >= tip:
         return
+    def insert(nodes: list[tuple[int, int, bytes]]) -> None:
+        db.executemany(INSERT_NODE, nodes)
+
     db.execute("BEGIN IMMEDIATE")
     try:
-        fill(query, lambda nodes: db.executemany(INSERT_NODE, nodes),
+        fill(query, insert,
              lambda after: iter(db.execute(SELECT_EVENTS, (after,))))
         db.execute("COMMIT")
     except BaseException:
