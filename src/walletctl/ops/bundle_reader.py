@@ -32,6 +32,7 @@ _HEX = re.compile(r"[0-9a-f]{64}")
 _AMOUNT = re.compile(r"\d{1,15}(\.\d{1,6})?")
 _INTEGERS = frozenset(("entry", "http_status", "exit_code", "batch_row", "approval"))
 _RESOLVED = re.compile(r"resolved finding #(\d+):")
+NOT_ANCHORED = "not anchored: nothing outside the bundle vouches for its checkpoint"
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Reading:
         """Everything the proofs cover (what an edit of the file cannot change unseen)."""
         return {"reference": self.reference, "merchant": self.merchant,
                 "checkpoint": {"size": self.size, "root": self.root},
-                "anchored": self.anchored, "events": self.events, "entries": self.entries,
+                "anchored": self.anchored or NOT_ANCHORED, "events": self.events, "entries": self.entries,
                 "balance": self.balance, "approvals": self.approvals,
                 "findings": self.findings}
 
@@ -299,7 +300,7 @@ class _Story:
 
     def tell(self, into: Reading) -> None:
         into.events = self.count
-        totals = {"authorised": Decimal(0), "captured": Decimal(0), "refunded": Decimal(0)}
+        totals = {"checkedOut": Decimal(0), "captured": Decimal(0), "refunded": Decimal(0)}
         currencies: set[str] = set()
         reversed_ = False
         spent: dict[int, list[dict[str, Any]]] = {}
@@ -317,11 +318,14 @@ class _Story:
                 into.entries.append(step)
                 if begin["approval"] is not None:
                     spent.setdefault(int(begin["approval"]), []).append(step)
-                if outcome == "approved":
+                # a checkout the gateway accepted (created) is checked out; any other
+                # movement counts once the gateway approved it
+                if outcome == "approved" or (outcome, begin["operation"]) == (
+                        "created", "checkout"):
                     if begin["currency"]:
                         currencies.add(begin["currency"])
                     amount = Decimal(begin["amount"]) if begin["amount"] else Decimal(0)
-                    name = {"checkout": "authorised", "capture": "captured",
+                    name = {"checkout": "checkedOut", "capture": "captured",
                             "refund": "refunded"}.get(begin["operation"])
                     if name is not None:
                         totals[name] += amount
@@ -334,8 +338,12 @@ class _Story:
                     "approval": begin["approval"], "decision": begin["outcome"],
                     "decidedBy": _who(begin), "at": begin["time"],
                     "reason": begin["reason"], "note": begin["note"], "entry": entry,
+                    # the movement refused until approved (its request), then the one sent
+                    "requestedBy": [{"entry": s["entry"], "by": s["by"]} for s in spent.get(
+                        int(begin["approval"] or 0), []) if s["outcome"] == "refused"],
                     "spentBy": [{"entry": s["entry"], "by": s["by"], "outcome": s["outcome"]}
-                                for s in spent.get(int(begin["approval"] or 0), [])]})
+                                for s in spent.get(int(begin["approval"] or 0), [])
+                                if s["outcome"] != "refused"]})
             elif op == "finding":
                 into.findings.append({"finding": entry, "reference": begin["new_ref"],
                                       "note": begin["note"], "recordedBy": _who(begin),

@@ -268,7 +268,7 @@ def render_evidence_check(found: Reading, fmt: str) -> None:
              "--anchor ANCHORS or --trust-key PUB.pem)"]
     b = r["balance"]
     lines.append(f"  balance from the history's approved movements ({b['currency'] or '-'}): "
-                 f"authorised {b['authorised']}, captured {b['captured']}, refunded "
+                 f"checked out {b['checkedOut']}, captured {b['captured']}, refunded "
                  f"{b['refunded']}{', reversed' if b['reversed'] else ''}")
     for e in r["entries"]:
         money = f" {e['amount']} {e['currency']}" if e["amount"] else ""
@@ -279,8 +279,10 @@ def render_evidence_check(found: Reading, fmt: str) -> None:
     for a in r["approvals"]:
         spent = "; ".join(f"spent by #{s['entry']} ({s['by']}, {s['outcome']})"
                           for s in a["spentBy"]) or "not spent in this bundle"
-        lines.append(f"  approval #{a['approval']}: {a['decision']} by {a['decidedBy']} at "
-                     f"{a['at']} ({a['note']}); {spent}")
+        asked = "".join(f"requested by #{r['entry']} ({r['by']}); "
+                        for r in a["requestedBy"])
+        lines.append(f"  approval #{a['approval']}: {asked}{a['decision']} by "
+                     f"{a['decidedBy']} at {a['at']} ({a['note']}); {spent}")
     for f in r["findings"]:
         lines.append(f"  finding #{f['finding']} on {f['reference']}: {f['note']} (recorded "
                      f"by {f['recordedBy']} at {f['at']})")

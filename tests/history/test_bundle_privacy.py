@@ -1,0 +1,54 @@
+"""A per-order bundle holds the order's own events and nothing of any other entry but the
+proofs' hashes; its size is the order's, not the history's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from walletctl.history import open_history
+from walletctl.history.store import Completion, Filters, Intent
+from walletctl.ops.bundle_reader import check_bundle
+from walletctl.ops.evidence import write_bundle
+from walletctl.ops.order import OrderView
+
+
+def _intent(ref: str, user: str, amount: str, op: str = "refund") -> Intent:
+    return Intent(time="2026-11-02T10:00:00.000Z", os_user=user, host=f"{user}-host",
+                  profile="desk", base_url="https://gw.example", operation=op,
+                  original_ref=ref, new_ref=f"{ref}-R", amount=amount, currency="EUR",
+                  merchant_id="M-1", store_id="S-1")
+
+
+def test_the_bundle_of_order_1_next_to_2000_others_holds_none_of_them(tmp_path: Path) -> None:
+    others = [(f"OTHER-CUSTOMER-{i}", f"clerk{i}x", f"{1000 + i}.77") for i in range(2000)]
+    with open_history(tmp_path / "h.sqlite3") as store:
+        store.begin_many([_intent(ref, user, amount) for ref, user, amount in others[:1000]])
+        for n in range(5):  # ORDER-1: five movements, each completed (ten entries' events)
+            entry = store.begin(_intent("ORDER-1", "ann", f"{n + 1}.11",
+                                        "checkout" if n == 0 else "refund"))
+            store.complete(entry, Completion(time="2026-11-02T10:00:01.000Z",
+                                             outcome="approved", http_status=200))
+        store.begin_many([_intent(ref, user, amount) for ref, user, amount in others[1000:]])
+        view = OrderView(reference="ORDER-1", profile="desk", history=store.where,
+                         backend="sqlite", now="2026-11-03T00:00:00.000Z",
+                         merchant_id="M-1", store_id="S-1")
+        view.entries = list(store.entries(Filters(original_ref="ORDER-1")))
+        bundle = tmp_path / "order-1.ndjson"
+        written = write_bundle(bundle, store, view, "ann", None)
+    text = bundle.read_text()
+    assert written.events == 10
+    assert len(text.encode()) <= 64 * 1024, len(text)
+    for ref, user, amount in others:
+        assert ref not in text
+        assert user not in text
+        assert amount not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines[0]["checkpoint"]["size"] == 2010
+    assert {e["event"]["original_ref"] for e in lines[1:]
+            if e["event"]["kind"] == "begin"} == {"ORDER-1"}
+    reading = check_bundle(bundle).reading()
+    assert reading["anchored"].startswith("not anchored")
+    assert [e["amount"] for e in reading["entries"]] == ["1.11", "2.11", "3.11", "4.11",
+                                                         "5.11"]
+    assert reading["balance"]["refunded"] == "14.44"
