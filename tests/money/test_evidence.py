@@ -48,9 +48,10 @@ def _reading(path: Path, anchors: Path | None = None) -> dict[str, Any] | None:
     try:
         return check_bundle(path, anchors).reading()
     except EvidenceError as exc:
-        assert exc.exit_code == BROKEN
-        assert "\n" not in exc.message
-        return None
+        failed = exc
+    assert failed.exit_code == BROKEN
+    assert "\n" not in failed.message
+    return None
 
 
 def _edits() -> dict[str, Callable[[Lines], None]]:

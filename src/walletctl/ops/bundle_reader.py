@@ -56,7 +56,8 @@ class Reading:
         """Everything the proofs cover (what an edit of the file cannot change unseen)."""
         return {"reference": self.reference, "merchant": self.merchant,
                 "checkpoint": {"size": self.size, "root": self.root},
-                "anchored": self.anchored or NOT_ANCHORED, "events": self.events, "entries": self.entries,
+                "anchored": self.anchored or NOT_ANCHORED, "events": self.events,
+                "entries": self.entries,
                 "balance": self.balance, "approvals": self.approvals,
                 "findings": self.findings}
 
