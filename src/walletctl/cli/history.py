@@ -87,6 +87,7 @@ def history(
 
     from walletctl.config.dburl import DbUrl
     from walletctl.history import history_location, open_location
+    from walletctl.history.store import Filters
     from walletctl.render.history import render_entries, render_listing, render_location
 
     st = get_state(ctx)
@@ -108,7 +109,8 @@ def history(
             return
         render_listing(st.output_format,
                        lambda limit: store.entries(replace(filters, limit=limit or last)),
-                       lambda: store.count(filters), path=named, last=last)
+                       None if filters == Filters(limit=filters.limit) else (
+                           lambda: store.count(filters)), path=named, last=last)
     finally:
         store.close()
 

@@ -340,11 +340,12 @@ class HistoryStore:
         """Matching entries, oldest first (``limit``: the last N of them)."""
         f = filters or Filters()
         sql, args = self._where(f)
-        # by entry (walking entry_outcome's key, no sort), except under a time filter:
-        # ``+`` keeps SQLite from walking every entry in order to skip the sort, so that
-        # the time index finds the rows
+        # by entry: the begins walked in events_entry's order, newest first for --last (no
+        # sort: the first row is out before the history is read, whatever its size),
+        # except under a time filter: ``+`` keeps SQLite from walking every entry in order
+        # to skip the sort, so that the time index finds the rows
         timed = f.since is not None or f.until is not None
-        sql += " ORDER BY +b.entry" if timed else " ORDER BY s.entry"
+        sql += " ORDER BY +b.entry" if timed else " ORDER BY b.entry"
         if f.limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(f.limit)}) AS last_n ORDER BY 1"  # noqa: S608
         for row in self.read(sql, args, stream=True):

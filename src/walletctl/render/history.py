@@ -33,17 +33,20 @@ TABLE_ROWS = 50  # entries a table shows without --last
 
 
 def render_listing(fmt: str, entries: Callable[[int | None], Iterable[Entry]],
-                   count: Callable[[], int], *, path: str, last: int | None) -> None:
+                   count: Callable[[], int] | None, *, path: str, last: int | None) -> None:
     """``history``: the entries the filters select (``entries(limit)``; ``count()``: how
-    many); a table without --last shows a screenful, the other formats get them all."""
+    many, None when unfiltered: a count of the whole history would cost what the history
+    grows to); a table without --last shows a screenful, the other formats get them all."""
     if fmt != "table" or last is not None:
         render_entries(entries(None), fmt, path=path)
         return
-    total = count()
-    render_entries(entries(TABLE_ROWS), "table", path=path)
-    if total > TABLE_ROWS:
-        print_note(f"showing the last {TABLE_ROWS} of {total} entries: --last N, "
-                   "filters, or -o csv for all")
+    shown = list(entries(TABLE_ROWS + 1))  # one more than a screenful: are there more?
+    more = len(shown) > TABLE_ROWS
+    render_entries(shown[-TABLE_ROWS:], "table", path=path)
+    if more:
+        of = f" of {count()}" if count is not None else ""
+        print_note(f"showing the last {TABLE_ROWS}{of} entries (the newest is "
+                   f"#{shown[-1].id}): --last N, filters, or -o csv for all")
 
 
 def render_location(path: str) -> None:
