@@ -1,9 +1,10 @@
-"""What the history's chain proves, and how it is shown to someone outside it
-(docs/history.md, "Tamper evidence" and "Evidence bundles"): ``history verify`` and
-``history anchor``; ``order REF --evidence FILE`` writes an order's bundle (its records,
-entries, approvals, findings and the chain's events from its first event to a head), and
-``history check-evidence FILE`` checks one offline. Nothing but what the history and lookups
-hold enters a bundle.
+"""What the history proves, and how it is shown to someone outside it (docs/history.md,
+"Tamper evidence", "Anchors" and "Evidence bundles"): ``history verify`` (the chain, the
+Merkle tree, the checkpoints of an anchors file: consistency proofs and signatures) and
+``history anchor`` (a checkpoint, signed with ``--sign-key``); ``order REF --evidence FILE``
+writes an order's bundle: its own events, each with its inclusion proof to one checkpoint,
+and the gateway's records as fetched (:mod:`walletctl.ops.bundle_reader` checks one
+offline). Nothing of another entry enters a bundle but the proofs' hashes.
 """
 
 from __future__ import annotations
@@ -285,7 +286,8 @@ def parse_anchor(line: str, where: str, number: int) -> Anchor:
 
 @dataclass(frozen=True)
 class Evidence:
-    """The bundle ``order --evidence`` wrote: where, how many events, the head it ends at."""
+    """The bundle ``order --evidence`` wrote: where, how many events, the checkpoint its
+    proofs lead to (its size and root) and where that came from."""
 
     path: Path
     events: int
