@@ -486,7 +486,7 @@ def _fill_tree(db: psycopg.Connection[Any]) -> None:
     before migration 8): the events read through a server-side cursor, the nodes written
     a batch at a time (inside setup's transaction, under the chain's lock)."""
     from walletctl.history.chain import SELECT_EVENTS
-    from walletctl.history.tree import INSERT_NODE, fill
+    from walletctl.history.tree import fill
 
     def query(sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return db.execute(sql.replace("?", "%s"), args).fetchall()
@@ -497,10 +497,14 @@ def _fill_tree(db: psycopg.Connection[Any]) -> None:
             cursor.execute(SELECT_EVENTS.replace("?", "%s"), (after,))
             yield from cursor
 
+    def insert(nodes: list[tuple[int, int, bytes]]) -> None:
+        with db.cursor() as writer, writer.copy(
+                "COPY merkle_nodes (level, idx, hash) FROM STDIN") as out:
+            for node in nodes:
+                out.write_row(node)
+
     db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (CHAIN_LOCK,))
-    with db.cursor() as writer:
-        fill(query, lambda nodes: writer.executemany(INSERT_NODE.replace("?", "%s"), nodes),
-             events)
+    fill(query, insert, events)
 
 
 def _grant_refusal(db: psycopg.Connection[Any], role: str, owner: str) -> str | None:
