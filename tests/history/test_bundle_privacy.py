@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from walletctl.history import open_history
 from walletctl.history.store import Completion, Filters, Intent
 from walletctl.ops.bundle_reader import check_bundle
@@ -52,3 +54,47 @@ def test_the_bundle_of_order_1_next_to_2000_others_holds_none_of_them(tmp_path: 
     assert [e["amount"] for e in reading["entries"]] == ["1.11", "2.11", "3.11", "4.11",
                                                          "5.11"]
     assert reading["balance"]["refunded"] == "14.44"
+
+
+def test_a_bundle_proven_to_a_signed_checkpoint(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from walletctl.ops.evidence import EvidenceError, make_anchor
+
+    keys = {}
+    for name in ("desk", "other"):
+        key = Ed25519PrivateKey.generate()
+        (tmp_path / f"{name}.pem").write_bytes(key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption()))
+        keys[name] = tmp_path / f"{name}.pub.pem"
+        keys[name].write_bytes(key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    path = tmp_path / "h.sqlite3"
+    monkeypatch.setenv("WALLETCTL_AUDIT_LOG", str(path))
+    monkeypatch.delenv("WALLETCTL_HISTORY_URL", raising=False)
+    with open_history(path) as store:
+        store.begin_many([_intent("ORDER-1", "ann", "1.00"), _intent("ORDER-2", "bob", "2.00")])
+    anchors = tmp_path / "anchors.jsonl"
+    anchors.write_text(json.dumps(make_anchor(None, tmp_path / "desk.pem").to_dict()) + "\n")
+    with open_history(path) as store:
+        store.begin(_intent("ORDER-3", "cy", "3.00"))  # after the checkpoint
+        view = OrderView(reference="ORDER-1", profile="desk", history=store.where,
+                         backend="sqlite", now="2026-11-03T00:00:00.000Z",
+                         merchant_id="M-1", store_id="S-1")
+        view.entries = list(store.entries(Filters(original_ref="ORDER-1")))
+        signed, head = tmp_path / "signed.ndjson", tmp_path / "head.ndjson"
+        write_bundle(signed, store, view, "ann", anchors)
+        write_bundle(head, store, view, "ann", None)
+    assert json.loads(signed.read_text().splitlines()[0])["checkpoint"]["size"] == 2
+    reading = check_bundle(signed, trust_key=keys["desk"]).reading()
+    assert reading["anchored"].startswith("signed by the trusted key")
+    assert check_bundle(signed, anchors).reading()["anchored"].startswith("line 1 of")
+    with pytest.raises(EvidenceError, match="not the trusted key"):
+        check_bundle(signed, trust_key=keys["other"])
+    with pytest.raises(EvidenceError, match="is not signed"):
+        check_bundle(head, trust_key=keys["desk"])
+    with pytest.raises(EvidenceError, match="in no line of"):
+        check_bundle(head, anchors)
