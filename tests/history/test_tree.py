@@ -6,9 +6,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tree_checks import check_every_size, grow, intent
 from walletctl.history import open_history
 from walletctl.history.merkle import Frontier
+from walletctl.history.tree import TreeError
 
 
 def test_every_size_1_to_1000_against_the_reference(tmp_path: Path) -> None:
@@ -52,3 +55,16 @@ def test_verify_names_a_node_that_does_not_match_the_events(tmp_path: Path) -> N
     assert count == 20
     assert broken is not None
     assert "Merkle tree" in broken.problem
+
+
+def test_no_append_after_the_newest_events_were_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    with open_history(path) as store:
+        grow(store, 10)
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM events WHERE seq > 7")
+    with open_history(path) as store:
+        assert store.verify() == (7, None)  # by itself, a shorter chain holds
+        with pytest.raises(TreeError, match="holds 10 events but the chain ends at event 7"):
+            store.begin(intent(50))
+        assert store.verify() == (7, None)  # nothing was appended

@@ -103,10 +103,13 @@ class Tip:
         self._nodes: list[tuple[int, int, bytes]] = []
         self.frontier: Frontier | None = None
         if tree:
-            from walletctl.history.tree import read_frontier
+            from walletctl.history.tree import read_frontier, refuse_cut
 
-            self.frontier = read_frontier(
-                lambda q, a: db.execute(sql(q), a).fetchall(), self.seq)
+            def query(q: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+                return list(db.execute(sql(q), args).fetchall())
+
+            refuse_cut(query, self.seq)
+            self.frontier = read_frontier(query, self.seq)
 
     def append(self, kind: str, entry: int | None, row: dict[str, Any], chained: bool) -> int:
         if entry is None:

@@ -25,9 +25,9 @@ _PER_QUERY = 200  # nodes asked for per query (two parameters each)
 class TreeError(ConfigError):
     """A node the tree should hold is missing (never filled, or cut): exit 3."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, hint="a shared history's owner runs `walletctl history "
-                         "setup` once to fill its tree")
+    def __init__(self, message: str, hint: str = "a shared history's owner runs `walletctl "
+                 "history setup` once to fill its tree") -> None:
+        super().__init__(message, hint=hint)
 
 
 def fetch_nodes(query: Query, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
@@ -59,6 +59,17 @@ def stored_size(query: Query) -> int:
     """How many leaves the stored tree has (an index look-up)."""
     rows = list(query("SELECT MAX(idx) FROM merkle_nodes WHERE level = 0", ()))
     return 0 if not rows or rows[0][0] is None else int(rows[0][0]) + 1
+
+
+def refuse_cut(query: Query, events: int) -> None:
+    """Refuse to append to a tree that holds more leaves than the chain has events: the
+    newest events were deleted after they were written (their leaves stay)."""
+    leaves = stored_size(query)
+    if leaves > events:
+        raise TreeError(f"the Merkle tree holds {leaves} events but the chain ends at event "
+                        f"{events}: events were deleted after they were written (`walletctl "
+                        "history verify --anchor FILE` names them); nothing is appended",
+                        hint="keep the history as evidence, as it is")
 
 
 def root(query: Query, size: int) -> bytes:
