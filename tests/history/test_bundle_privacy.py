@@ -98,3 +98,30 @@ def test_a_bundle_proven_to_a_signed_checkpoint(tmp_path: Path,
         check_bundle(head, trust_key=keys["desk"])
     with pytest.raises(EvidenceError, match="in no line of"):
         check_bundle(head, anchors)
+
+
+@pytest.mark.parametrize("amount", ['"sNaN"', '"1e999999999"', '"NaN"', '"-Infinity"',
+                                    "1e999999999", "1.5", '"' + "9" * 400 + '"', "9" * 40])
+def test_an_odd_number_anywhere_is_exit_3_never_an_internal_error(tmp_path: Path,
+                                                                  amount: str) -> None:
+    from typer.testing import CliRunner
+
+    from walletctl.cli.main import app
+
+    with open_history(tmp_path / "h.sqlite3") as store:
+        store.begin(_intent("ORDER-1", "ann", "1.00"))
+        view = OrderView(reference="ORDER-1", profile="desk", history=store.where,
+                         backend="sqlite", now="2026-11-03T00:00:00.000Z",
+                         merchant_id="M-1", store_id="S-1")
+        view.entries = list(store.entries(Filters(original_ref="ORDER-1")))
+        write_bundle(tmp_path / "b.ndjson", store, view, "ann", None)
+    record = ('{"gateway": {"id": "1", "state": "Approved", "currencyCode": "EUR", '
+              f'"transactionAmount": {amount}, "clientSystemTransactionId": "ORDER-1-R", '
+              '"type": "refund"}, "fetchedAt": "2026-11-03T00:00:00.000Z"}')
+    bundle = tmp_path / "odd.ndjson"
+    bundle.write_text((tmp_path / "b.ndjson").read_text() + record + "\n")
+    result = CliRunner().invoke(app, ["history", "check-evidence", str(bundle)],
+                                env={"WALLETCTL_CONFIG": str(tmp_path / "none.toml")})
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output
+    assert "line 3" in result.stderr

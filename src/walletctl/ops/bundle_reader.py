@@ -247,8 +247,14 @@ def _record(data: dict[str, Any], number: int) -> dict[str, Any]:
 
     from walletctl.models.records import TransactionRecord
 
+    raw = data["gateway"]
+    amount = raw.get("transactionAmount") if isinstance(raw, dict) else None
+    if amount is not None and not (type(amount) is int or (
+            isinstance(amount, str) and _AMOUNT.fullmatch(amount.removeprefix("-")))):
+        raise EvidenceError(f"line {number}: a gateway record's transactionAmount "
+                            f"{str(amount)[:20]!r} is not an amount")
     try:
-        record = TransactionRecord.model_validate(data["gateway"])
+        record = TransactionRecord.model_validate(raw)
     except ValidationError:
         raise EvidenceError(f"line {number}: a gateway record not in the gateway's "
                             "form") from None
