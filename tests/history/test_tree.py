@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tree_checks import check_every_size, grow, intent
+from merkle_reference import Reference
+from tree_checks import check_every_size, grow, intent, leaves
 from walletctl.history import open_history
+from walletctl.history.chain import ALL
 from walletctl.history.merkle import Frontier
 from walletctl.history.tree import TreeError
 
@@ -68,3 +70,18 @@ def test_no_append_after_the_newest_events_were_deleted(tmp_path: Path) -> None:
         with pytest.raises(TreeError, match="holds 10 events but the chain ends at event 7"):
             store.begin(intent(50))
         assert store.verify() == (7, None)  # nothing was appended
+
+
+def test_events_written_past_the_client_get_their_leaves_at_the_next_append(
+        tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    with open_history(path) as store:
+        grow(store, 6)
+        before = store.read_one("SELECT count(*) FROM merkle_nodes")
+    with sqlite3.connect(path) as db:  # a copy of event 6 as event 7, by hand, no leaf
+        db.execute("INSERT INTO events SELECT seq + 1, " + ", ".join(ALL)  # noqa: S608
+                   + ", hash, hash FROM events WHERE seq = 6")
+    with open_history(path) as store:
+        store.begin(intent(70))  # the tree takes event 7's leaf, then event 8's
+        assert store.tree_root(8) == Reference(leaves(store)).mth(0, 8)
+        assert store.read_one("SELECT count(*) FROM merkle_nodes") != before

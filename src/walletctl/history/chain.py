@@ -103,13 +103,12 @@ class Tip:
         self._nodes: list[tuple[int, int, bytes]] = []
         self.frontier: Frontier | None = None
         if tree:
-            from walletctl.history.tree import read_frontier, refuse_cut
+            from walletctl.history.tree import tip_frontier
 
             def query(q: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
                 return list(db.execute(sql(q), args).fetchall())
 
-            refuse_cut(query, self.seq)
-            self.frontier = read_frontier(query, self.seq)
+            self.frontier, self._nodes = tip_frontier(query, self.seq)
 
     def append(self, kind: str, entry: int | None, row: dict[str, Any], chained: bool) -> int:
         if entry is None:

@@ -61,15 +61,28 @@ def stored_size(query: Query) -> int:
     return 0 if not rows or rows[0][0] is None else int(rows[0][0]) + 1
 
 
-def refuse_cut(query: Query, events: int) -> None:
-    """Refuse to append to a tree that holds more leaves than the chain has events: the
-    newest events were deleted after they were written (their leaves stay)."""
+def tip_frontier(query: Query, events: int) -> tuple[Frontier, list[tuple[int, int, bytes]]]:
+    """The tree's right edge to append event ``events + 1`` to, and the nodes of events
+    already in the chain without their leaves (written by hand, past the client: added now,
+    in the appending transaction). Refused when the tree holds more leaves than the chain
+    has events: the newest events were deleted after they were written."""
+    from walletctl.history.chain import SELECT_EVENTS, event_leaf
+
     leaves = stored_size(query)
     if leaves > events:
         raise TreeError(f"the Merkle tree holds {leaves} events but the chain ends at event "
                         f"{events}: events were deleted after they were written (`walletctl "
                         "history verify --anchor FILE` names them); nothing is appended",
                         hint="keep the history as evidence, as it is")
+    frontier = read_frontier(query, leaves)
+    nodes: list[tuple[int, int, bytes]] = []
+    if leaves < events:
+        for row in query(SELECT_EVENTS, (leaves,)):
+            if int(row[0]) != frontier.size + 1:
+                raise TreeError(f"event {frontier.size + 1} is missing: the tree cannot "
+                                "be extended", hint="keep the history as evidence, as it is")
+            nodes += frontier.add(event_leaf(int(row[0]), row[1:-2]))
+    return frontier, nodes
 
 
 def root(query: Query, size: int) -> bytes:

@@ -176,7 +176,7 @@ def verify(profile: Profile | None, *, anchors_file: Path | None,
         where = store.where
         failures = tuple(AnchorFailure(a, hashes.get(a.event)) for a in anchors
                          if hashes.get(a.event) != a.hash)
-        if not failures and head is not None:
+        if anchors and not failures and broken is None and head is not None:
             failures = _checkpoints(store, anchors, head.event, trusted)
     return Verified(history=where, backend="postgresql" if isinstance(found, DbUrl) else
                     "sqlite", events=count, broken=broken, head=head, anchors=len(anchors),
@@ -191,10 +191,14 @@ def _checkpoints(store: HistoryStore, anchors: list[Anchor], size: int,
     checkpoint's (consistency proofs from the stored tree, checked against the roots each
     line states); with ``trusted``, each is signed by that key."""
     from walletctl.history.merkle import verify_consistency
+    from walletctl.history.tree import TreeError
     from walletctl.ops.checkpoint import signed_by
 
     failures: list[AnchorFailure] = []
-    now = store.tree_root(size)
+    try:
+        now = store.tree_root(size)
+    except TreeError as exc:  # the walk found it whole: only a node written since is missing
+        return tuple(AnchorFailure(a, a.hash, exc.message) for a in anchors)
     checked = sorted((a.size, a.line, a.root, a) for a in anchors
                      if a.size is not None and a.root is not None)
     for a in anchors:
