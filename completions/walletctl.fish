@@ -23,9 +23,10 @@ function __walletctl_takes
         case 'capture'; echo --amount --currency --new-ref --reason --confirm-amount --confirm-profile --approval --batch --journal --concurrency --rate --results --max-failures --batch-id
         case 'checkout'; echo --amount --currency --ref --type --from-file --first-name --last-name --email --mobile-phone --house-number --street --city --zip --state --country --success-url --error-url --pending-url --return-url --cancel-url --refused-url --redirect-timeout --language --order-number --reason --confirm-amount
         case 'history'; echo --since --until --ref --op --profile --user --outcome --last
-        case 'history check-evidence'; echo --anchor
+        case 'history anchor'; echo --sign-key
+        case 'history check-evidence'; echo --anchor --trust-key
         case 'history setup'; echo --grant --role
-        case 'history verify'; echo --anchor --expect-head --since-anchor
+        case 'history verify'; echo --anchor --expect-head --since-anchor --trust-key
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'order'; echo --evidence --anchor
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
@@ -196,11 +197,11 @@ complete -c walletctl -n "__walletctl_at 'checkout'" -l dry-run -d 'Print the ex
 complete -c walletctl -n "__walletctl_at 'checkout'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'completion'" -a 'bash zsh fish powershell'
 complete -c walletctl -n "__walletctl_at 'completion'" -l help -s h -d 'Show help'
-complete -c walletctl -n "__walletctl_at 'history'" -a anchor -d 'Print the chain\'s head as one JSON line to keep outside t...'
+complete -c walletctl -n "__walletctl_at 'history'" -a anchor -d 'Print the history\'s checkpoint as one JSON line to keep o...'
 complete -c walletctl -n "__walletctl_at 'history'" -a check-evidence -d 'Check an order\'s evidence bundle offline: no database, no...'
 complete -c walletctl -n "__walletctl_at 'history'" -a policy -d 'The desk\'s rules (approval amounts, limits, required reas...'
 complete -c walletctl -n "__walletctl_at 'history'" -a setup -d 'Create or upgrade the history\'s schema (once, by the data...'
-complete -c walletctl -n "__walletctl_at 'history'" -a verify -d 'Check the hash chain: exit 0 when intact, 3 naming the fi...'
+complete -c walletctl -n "__walletctl_at 'history'" -a verify -d 'Check the hash chain and the Merkle tree: exit 0 when int...'
 complete -c walletctl -n "__walletctl_at 'history'" -l since -x -d 'From this date/time (UTC) or duration ago (7d, 12h)'
 complete -c walletctl -n "__walletctl_at 'history'" -l until -x -d 'Before this date/time or duration ago'
 complete -c walletctl -n "__walletctl_at 'history'" -l ref -x -d 'Original or new reference'
@@ -213,8 +214,10 @@ complete -c walletctl -n "__walletctl_at 'history'" -l reconcile -d 'Look the li
 complete -c walletctl -n "__walletctl_at 'history'" -l last -x -d 'Only the last N entries (table default: 50)'
 complete -c walletctl -n "__walletctl_at 'history'" -l path -d 'Print where the history is (a file, or a database URL) an...'
 complete -c walletctl -n "__walletctl_at 'history'" -l help -s h -d 'Show help'
+complete -c walletctl -n "__walletctl_at 'history anchor'" -l sign-key -r -F -d 'Sign the checkpoint with this Ed25519 private key (PKCS#8...'
 complete -c walletctl -n "__walletctl_at 'history anchor'" -l help -s h -d 'Show help'
-complete -c walletctl -n "__walletctl_at 'history check-evidence'" -l anchor -r -F -d 'An anchors file (`walletctl history anchor` lines) the bu...'
+complete -c walletctl -n "__walletctl_at 'history check-evidence'" -l anchor -r -F -d 'An anchors file (`walletctl history anchor` lines): the b...'
+complete -c walletctl -n "__walletctl_at 'history check-evidence'" -l trust-key -r -F -d 'An Ed25519 public key: the bundle\'s checkpoint must be si...'
 complete -c walletctl -n "__walletctl_at 'history check-evidence'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'history policy'" -a set -d 'Set one of the desk\'s rules (the owner only); recorded in...'
 complete -c walletctl -n "__walletctl_at 'history policy'" -a show -d 'List the desk\'s rules kept in the history (who set each,...'
@@ -229,6 +232,7 @@ complete -c walletctl -n "__walletctl_at 'history setup'" -l help -s h -d 'Show 
 complete -c walletctl -n "__walletctl_at 'history verify'" -l anchor -r -F -d 'A file of lines `walletctl history anchor` printed (kept...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l expect-head -x -d 'A head hash printed by an earlier verify (12+ hex digits)...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l since-anchor -r -F -d 'An anchors file as for --anchor: walk only the events aft...'
+complete -c walletctl -n "__walletctl_at 'history verify'" -l trust-key -r -F -d 'With --anchor: every checkpoint of the file must be signe...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'keys'" -l show-secret -d 'Print the keys themselves (default: a fingerprint)'
 complete -c walletctl -n "__walletctl_at 'keys'" -l save -d 'Store the API key and encryption key in the profile\'s sec...'
@@ -242,8 +246,8 @@ complete -c walletctl -n "__walletctl_at 'lookup'" -l concurrency -x -d 'Lookups
 complete -c walletctl -n "__walletctl_at 'lookup'" -l rate -x -d 'Max requests per second'
 complete -c walletctl -n "__walletctl_at 'lookup'" -l max-failures -x -d 'Stop after K consecutive failed lookups'
 complete -c walletctl -n "__walletctl_at 'lookup'" -l help -s h -d 'Show help'
-complete -c walletctl -n "__walletctl_at 'order'" -l evidence -r -F -d 'Also write the order\'s evidence bundle (JSON) to FILE: th...'
-complete -c walletctl -n "__walletctl_at 'order'" -l anchor -r -F -d 'With --evidence: end the bundle\'s chain at the first head...'
+complete -c walletctl -n "__walletctl_at 'order'" -l evidence -r -F -d 'Also write the order\'s evidence bundle (NDJSON) to FILE:...'
+complete -c walletctl -n "__walletctl_at 'order'" -l anchor -r -F -d 'With --evidence: prove the events to the newest checkpoin...'
 complete -c walletctl -n "__walletctl_at 'order'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'profile'" -a add -d 'Add a profile to the profiles file (created 0600 if missi...'
 complete -c walletctl -n "__walletctl_at 'profile'" -a check -d 'Check a profile: file, permissions, secrets, and which co...'

@@ -1,159 +1,242 @@
 """An order's evidence bundle from outside: written by ``walletctl order REF --evidence``
-on a real sandbox and history, checked by ``walletctl history check-evidence`` as a
-subprocess with no profile, no history and no gateway; then edited ten ways, each caught
-(exit 3, naming what broke); and no key or secret in it."""
+on a real sandbox and history (an approval decided by a second operator, a finding filed
+and resolved), checked by ``walletctl history check-evidence`` with no profile, history or
+gateway. Every edit the issue lists either fails (exit 3, one line) or leaves the reading
+unchanged; so does an edit of every leaf of the file in turn (the mutation test)."""
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.test_secrets import leaks
+from walletctl.errors import WalletctlError
+from walletctl.ops.bundle_reader import check_bundle
+from walletctl.ops.evidence import EvidenceError
 
 from .conftest import Desk
 from .test_order import MISMATCH, an_order
 
 BROKEN = 3
-Doc = dict[str, Any]
-# what each edit's one line names
-NAMED = {"amount": "amount", "event": "changed after it was written",
-         "drop-event": "missing", "drop-entry": "left out", "approver": "decided by",
-         "approved-amount": "request_hash", "record-state": "records and entries give",
-         "verdict": "verdict", "finding": "findings", "reorder": "missing",
-         "head": "anchor", "spent-by": "spent by"}
+Lines = list[dict[str, Any]]
 
 
-def _offline(desk: Desk, tmp: Path) -> dict[str, str]:
+def _offline(tmp: Path) -> dict[str, str]:
     """An environment with no profile, no history and no gateway: only the bundle."""
     return {"WALLETCTL_CONFIG": str(tmp / "none.toml"), "WALLETCTL_AUDIT_LOG": str(
         tmp / "no-history.sqlite3"), "WALLETCTL_HISTORY_URL": "", "HTTP_PROXY": "",
         "WALLETCTL_MONEY_KEY": ""}
 
 
-def _entry_of(doc: Doc, operation: str, amount: str) -> Doc:
-    return next(e for e in doc["history"] if (e["operation"], e["amount"]) == (
-        operation, amount))
+def _write(path: Path, lines: Lines) -> Path:
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+    return path
 
 
-def _event_of(doc: Doc, entry: int) -> Doc:
-    return next(e for e in doc["events"] if e["entry"] == entry and e["kind"] == "begin")
+def _event(lines: Lines, **match: Any) -> dict[str, Any]:
+    return next(line["event"] for line in lines if "event" in line and all(
+        line["event"][k] == v for k, v in match.items()))
 
 
-def _relinked(doc: Doc) -> None:
-    """Recompute every hash after an edit: a chain intact in itself (what only an anchor
-    kept elsewhere shows)."""
-    from walletctl.history.chain import ALL, event_hash
-
-    prev = doc["events"][0]["prev_hash"]
-    for e in doc["events"]:
-        e["prev_hash"] = prev
-        e["hash"] = prev = event_hash(prev, e["seq"], [e[c] for c in ALL])
-    doc["anchor"]["hash"] = prev
-
-
-def _edits(number: int) -> dict[str, Callable[[Doc], None]]:
-    def amount(doc: Doc) -> None:
-        _entry_of(doc, "refund", "150.00")["amount"] = "15.00"
-
-    def event_amount(doc: Doc) -> None:
-        _event_of(doc, _entry_of(doc, "refund", "20.00")["id"])["amount"] = "2.00"
-
-    def drop_event(doc: Doc) -> None:
-        del doc["events"][len(doc["events"]) // 2]
-
-    def drop_entry(doc: Doc) -> None:
-        doc["history"].remove(_entry_of(doc, "capture", "200.00"))
-
-    def approver(doc: Doc) -> None:
-        doc["approvals"][0]["decided_by"] = "someone-else"
-
-    def approved_amount(doc: Doc) -> None:
-        doc["approvals"][0]["amount"] = "1500.00"
-
-    def record_state(doc: Doc) -> None:
-        capture = next(r for r in doc["gateway"]["records"]
-                       if r["transactionAmount"] in ("200.00", "200", 200))
-        capture["state"] = "Declined"
-
-    def verdict(doc: Doc) -> None:
-        doc["verdict"]["agrees"] = True
-
-    def finding(doc: Doc) -> None:
-        doc["findings"].clear()
-
-    def reorder(doc: Doc) -> None:
-        events = doc["events"]
-        events[1], events[2] = events[2], events[1]
-
-    def head(doc: Doc) -> None:
-        doc["events"].pop()
-
-    def spent_by(doc: Doc) -> None:
-        doc["approvals"][0]["spent_entry"] = _entry_of(doc, "refund", "20.00")["id"]
-
-    return {"amount": amount, "event": event_amount, "drop-event": drop_event,
-            "drop-entry": drop_entry, "approver": approver, "approved-amount": approved_amount,
-            "record-state": record_state, "verdict": verdict, "finding": finding,
-            "reorder": reorder, "head": head, "spent-by": spent_by}
+def _reading(path: Path, anchors: Path | None = None) -> dict[str, Any] | None:
+    """The reading, or None when the check fails as it must (exit 3, EvidenceError)."""
+    try:
+        return check_bundle(path, anchors).reading()
+    except EvidenceError as exc:
+        failed = exc
+    assert failed.exit_code == BROKEN
+    assert "\n" not in failed.message
+    return None
 
 
-def test_a_bundle_checked_offline_and_every_edit_caught(
-        desk: Desk, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    ref, number = an_order(desk, monkeypatch)
-    bundle = tmp_path / "evidence.json"
-    got = desk.run("-p", "desk-a", "order", ref, "--evidence", str(bundle), expect=MISMATCH)
+def _edits() -> dict[str, Callable[[Lines], None]]:
+    def relabel(lines: Lines) -> None:
+        _event(lines, operation="approval")["outcome"] = "refused"
+
+    def requester(lines: Lines) -> None:  # the request: the movement refused until approved
+        _event(lines, operation="refund", outcome="refused")["os_user"] = "\u0430lice"
+
+    def decision_note(lines: Lines) -> None:
+        _event(lines, operation="approval")["reason"] = "looked fine"
+
+    def decision_time(lines: Lines) -> None:
+        _event(lines, operation="approval")["time"] = "2020-01-01T00:00:00.000Z"
+
+    def finding_note(lines: Lines) -> None:
+        e = _event(lines, operation="finding")
+        assert "7.5" in e["note"], e["note"]
+        e["note"] = e["note"].replace("7.5", "0.75")
+
+    def finding_recorder(lines: Lines) -> None:
+        _event(lines, operation="finding")["os_user"] = "someone-else"
+
+    def spent_amount(lines: Lines) -> None:
+        _event(lines, operation="refund", amount="150.00", kind="begin")["amount"] = "1.50"
+
+    def snan(lines: Lines) -> None:
+        _event(lines, operation="refund", amount="20.00", kind="begin")["amount"] = "sNaN"
+
+    def huge(lines: Lines) -> None:
+        _event(lines, operation="refund", amount="20.00", kind="begin")["amount"] = 1e300
+
+    def proof(lines: Lines) -> None:
+        lines[1]["proof"][0] = "0" * 64
+
+    def checkpoint_root(lines: Lines) -> None:
+        lines[0]["checkpoint"]["root"] = "1" * 64
+
+    def drop_begin(lines: Lines) -> None:
+        del lines[1]
+
+    return {"approval relabelled refused": relabel, "requester": requester,
+            "decision note": decision_note, "decision time": decision_time,
+            "finding note": finding_note, "finding recorder": finding_recorder,
+            "spent amount": spent_amount, "sNaN": snan, "huge": huge, "proof": proof,
+            "checkpoint root": checkpoint_root, "dropped begin": drop_begin}
+
+
+def _harmless() -> dict[str, Callable[[Lines], None]]:
+    def fake_record(lines: Lines) -> None:
+        record = next(line for line in lines if "gateway" in line)
+        fake = copy.deepcopy(record)
+        fake["gateway"]["state"] = "Declined"
+        fake["gateway"]["transactionAmount"] = "2.00"
+        lines.append(fake)
+
+    def verified(lines: Lines) -> None:
+        lines[0]["checkpoint"]["source"] = "(verified)"
+
+    def made_by(lines: Lines) -> None:
+        lines[0]["made"]["by"] = "the auditor"
+
+    return {"a fake Declined gateway record": fake_record, "(verified) typed in": verified,
+            "who made it": made_by}
+
+
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, (*path, key))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            yield from _leaves(item, (*path, n))
+    else:
+        yield path
+
+
+def _mutated(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, str):
+        return value[:-1] + ("0" if value[-1:] != "0" else "1") if value else "x"
+    return "x"  # None
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
+    for key in path[:-1]:
+        doc = doc[key]
+    doc[path[-1]] = value
+
+
+def _get(doc: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+@pytest.fixture
+def case(desk: Desk, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[Path, Path]:
+    """The order, its finding filed by recon and resolved, a signed-off anchor, the bundle."""
+    ref, _number = an_order(desk, monkeypatch)
+    found = desk.run("-p", "desk-a", "-o", "json", "recon", "--ref", ref, "--record",
+                     expect=MISMATCH).json()
+    finding = found["unrecorded"][0]["finding"]["id"]
+    desk.run("-p", "desk-a", "recon", "resolve", str(finding), "--note",
+             "refunded by the shop, ticket 9", expect=0)
+    anchors = tmp_path / "anchors.jsonl"
+    anchors.write_text(desk.run("history", "anchor", expect=0).stdout)
+    bundle = tmp_path / "case.ndjson"
+    got = desk.run("-p", "desk-a", "order", ref, "--evidence", str(bundle), "--anchor",
+                   str(anchors), expect=0)
     assert "check-evidence" in got.stderr, got
     text = bundle.read_text()
-    # the secrets grep of every output (tests/core/test_secrets.py), over the bundle
     assert not leaks(text, desk.api_key), "the bundle shows the API key"
     for secret in ("service_secret", "serviceSecret", "4111111111111111", "cryptogram"):
         assert secret not in text, secret
-    doc = json.loads(text)
-    assert doc["format"] == "walletctl-evidence/1"
-    assert [f["reference"] for f in doc["findings"]] == [f"{ref}-DASH1"], doc["findings"]
-    offline = _offline(desk, tmp_path)
-    ok = desk.run("-o", "json", "history", "check-evidence", str(bundle), env=offline,
-                  expect=0).json()
-    assert (ok["holds"], ok["entries"], ok["approvals"]) == (True, len(doc["history"]), 1), ok
-    desk.run("history", "check-evidence", str(bundle), env=offline, expect=0)
+    return bundle, anchors
 
-    for name, edit in _edits(number).items():
-        changed = copy.deepcopy(doc)
-        edit(changed)
-        path = tmp_path / f"edited-{name}.json"
-        path.write_text(json.dumps(changed))
-        failed = desk.run("history", "check-evidence", str(path), env=offline, expect=BROKEN)
-        assert "Traceback" not in failed.stderr, (name, failed)
-        assert len(failed.stderr.strip().splitlines()) <= 2, (name, failed.stderr)
-        assert NAMED[name] in failed.stderr, (name, failed.stderr)
 
-    # an edit with every hash after it recomputed holds in itself; the anchor kept
-    # elsewhere is what catches it
-    anchors = tmp_path / "anchors.jsonl"
-    anchors.write_text(desk.run("history", "anchor", expect=0).stdout)
-    anchored = tmp_path / "anchored.json"
-    desk.run("-p", "desk-a", "order", ref, "--evidence", str(anchored), "--anchor",
-             str(anchors), expect=MISMATCH)
-    desk.run("history", "check-evidence", str(anchored), "--anchor", str(anchors),
-             env=offline, expect=0)
-    forged = json.loads(anchored.read_text())
-    _event_of(forged, _entry_of(forged, "refund", "20.00")["id"])["reason"] = "forged"
-    _entry_of(forged, "refund", "20.00")["reason"] = "forged"
-    _relinked(forged)
-    path = tmp_path / "forged.json"
-    path.write_text(json.dumps(forged))
-    desk.run("history", "check-evidence", str(path), env=offline, expect=0)  # in itself
-    caught = desk.run("history", "check-evidence", str(path), "--anchor", str(anchors),
+def test_the_reading_is_told_from_the_proven_events(case: tuple[Path, Path], desk: Desk,
+                                                    tmp_path: Path) -> None:
+    bundle, anchors = case
+    offline = _offline(tmp_path)
+    plain = desk.run("-o", "table", "history", "check-evidence", str(bundle), env=offline,
+                     expect=0)
+    assert "not anchored" in plain.stdout, plain
+    assert "not covered by the proofs" in plain.stdout, plain
+    anchored = desk.run("-o", "json", "history", "check-evidence", str(bundle), "--anchor",
+                        str(anchors), env=offline, expect=0).json()
+    reading = anchored["reading"]
+    assert reading["anchored"].startswith("line 1 of")
+    assert reading["balance"] == {"currency": "EUR", "checkedOut": "400.00",
+                                  "captured": "300.00", "refunded": "170.00",
+                                  "reversed": False}
+    [approval] = reading["approvals"]
+    assert (approval["decision"], approval["decidedBy"].split("@")[0]) == (
+        "approved", "second-operator")
+    assert [s["outcome"] for s in approval["spentBy"]] == ["approved"]
+    [finding] = reading["findings"]
+    assert [r["resolution"] for r in finding["resolutions"]] == [
+        "refunded by the shop, ticket 9"]
+    assert anchored["notCovered"], anchored  # the gateway's records, set apart
+    for name, edit in _edits().items():
+        lines = [json.loads(line) for line in bundle.read_text().splitlines()]
+        edit(lines)
+        path = _write(tmp_path / "edited.ndjson", lines)
+        assert _reading(path) is None, name
+    for name, edit in _harmless().items():
+        lines = [json.loads(line) for line in bundle.read_text().splitlines()]
+        edit(lines)
+        path = _write(tmp_path / "harmless.ndjson", lines)
+        assert _reading(path) == check_bundle(bundle).reading(), name
+    # through the command: exit 3 and one line, never an internal error
+    lines = [json.loads(line) for line in bundle.read_text().splitlines()]
+    _edits()["sNaN"](lines)
+    failed = desk.run("history", "check-evidence", str(_write(tmp_path / "snan.ndjson", lines)),
                       env=offline, expect=BROKEN)
-    assert "anchor" in caught.stderr, caught
-    # not a bundle at all: one line, exit 3; a missing file: a usage error
-    (tmp_path / "junk.json").write_text("{not json")
-    desk.run("history", "check-evidence", str(tmp_path / "junk.json"), env=offline,
-             expect=BROKEN)
-    desk.run("history", "check-evidence", str(tmp_path / "absent.json"), env=offline,
+    assert len(failed.stderr.strip().splitlines()) <= 2, failed
+    for junk in ('{"amount": 1e999999999}', '{"format": NaN}', "[" * 5000, "\xff\xfe",
+                 '{"a": 1, "a": 2}', "9" * 5000):
+        (tmp_path / "junk.ndjson").write_text(junk)
+        desk.run("history", "check-evidence", str(tmp_path / "junk.ndjson"), env=offline,
+                 expect=BROKEN)
+    desk.run("history", "check-evidence", str(tmp_path / "absent.ndjson"), env=offline,
              expect=2)
+
+
+def test_every_leaf_edited_in_turn_fails_or_changes_nothing(case: tuple[Path, Path],
+                                                            tmp_path: Path) -> None:
+    bundle, anchors = case
+    original = [json.loads(line) for line in bundle.read_text().splitlines()]
+    for with_anchor in (None, anchors):
+        before = check_bundle(bundle, with_anchor).reading()
+        edits = 0
+        for n, line in enumerate(original):
+            for path in _leaves(line):
+                lines = copy.deepcopy(original)
+                _set(lines[n], path, _mutated(_get(lines[n], path)))
+                edited = _write(tmp_path / "mutant.ndjson", lines)
+                try:
+                    after = _reading(edited, with_anchor)
+                except WalletctlError as exc:  # anything but exit 3 is a failure
+                    raise AssertionError(f"line {n + 1} {path}: {exc!r}") from None
+                assert after is None or after == before, (n + 1, path)
+                edits += 1
+        assert edits > 300

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 
 from money.conftest import unique
+from tree_checks import rebuild_tree_pg
 from walletctl.history.chain import ALL, GENESIS, event_hash
 
 from .conftest import Operator, Team, person
@@ -29,7 +30,8 @@ def _maintain(team: Team, work: Callable[[psycopg.Connection[Any]], None]) -> No
 
 
 def _rechain(db: psycopg.Connection[Any]) -> None:
-    """Recompute every event's hash (and link) with walletctl's own hashing function."""
+    """Recompute every event's hash (and link) with walletctl's own hashing function, and
+    the Merkle tree's nodes from the events."""
     rows = db.execute(f"SELECT seq, {', '.join(ALL)} FROM walletctl.events "  # noqa: S608
                       "ORDER BY seq").fetchall()
     prev = GENESIS
@@ -38,6 +40,7 @@ def _rechain(db: psycopg.Connection[Any]) -> None:
         db.execute("UPDATE walletctl.events SET prev_hash = %s, hash = %s WHERE seq = %s",
                    (prev, digest, seq))
         prev = digest
+    rebuild_tree_pg(db)
 
 
 def _auditor(team: Team, home: Path) -> Operator:

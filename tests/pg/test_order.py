@@ -88,18 +88,22 @@ def test_bobs_evidence_of_alices_order_is_checked_offline(team: Team, tmp_path: 
     number = alice.run("-o", "json", *refund, expect=12).json()["approval"]["id"]
     bob.run("approve", str(number), "--yes", "-p", "desk-a", expect=0)
     alice.run(*refund, "--approval", str(number), expect=0)
-    bundle = tmp_path / "case.json"
+    bundle = tmp_path / "case.ndjson"
     bob.run("-p", "desk-a", "order", ref, "--evidence", str(bundle), expect=0)
-    doc = json.loads(bundle.read_text())
-    assert [(a["requester"], a["decided_by"], a["state"]) for a in doc["approvals"]] == [
-        ("alice", "bob", "spent")], doc["approvals"]
-    assert {e["operator"] for e in doc["history"]} == {"alice", "bob"}, doc["history"]
+    lines = [json.loads(line) for line in bundle.read_text().splitlines()]
     offline = {"WALLETCTL_CONFIG": str(tmp_path / "none.toml"), "WALLETCTL_HISTORY_URL": "",
                "WALLETCTL_AUDIT_LOG": str(tmp_path / "none.sqlite3"), "PGPASSFILE": ""}
-    desk.run("history", "check-evidence", str(bundle), env=offline, expect=0)
-    forged = copy.deepcopy(doc)
-    forged["approvals"][0]["decided_by"] = "alice"  # as if she approved her own refund
-    (tmp_path / "forged.json").write_text(json.dumps(forged))
-    caught = desk.run("history", "check-evidence", str(tmp_path / "forged.json"),
+    reading = desk.run("-o", "json", "history", "check-evidence", str(bundle), env=offline,
+                       expect=0).json()["reading"]
+    [approval] = reading["approvals"]
+    assert (approval["decidedBy"], [r["by"] for r in approval["requestedBy"]],
+            [s["by"] for s in approval["spentBy"]]) == ("bob", ["alice"], ["alice"]), approval
+    assert {e["by"] for e in reading["entries"]} == {"alice"}, reading["entries"]
+    forged = copy.deepcopy(lines)
+    decision = next(line["event"] for line in forged
+                    if "event" in line and line["event"]["operation"] == "approval")
+    decision["operator"] = "alice"  # as if she approved her own refund
+    (tmp_path / "forged.ndjson").write_text("".join(json.dumps(x) + "\n" for x in forged))
+    caught = desk.run("history", "check-evidence", str(tmp_path / "forged.ndjson"),
                       env=offline, expect=3)
-    assert "decided by" in caught.stderr, caught
+    assert "not in the checkpoint's tree" in caught.stderr, caught

@@ -114,5 +114,5 @@ def test_a_whole_listing_gives_its_first_entry_without_reading_them_all(
     plans.clear()
     listed = list(store.entries())
     assert listed[0].original_ref == "OLD-0"
-    [plan] = [json.loads(t[t.index("{"):]) for t in plans if "ORDER BY s.entry" in t]
+    [plan] = [json.loads(t[t.index("{"):]) for t in plans if "ORDER BY b.entry" in t]
     assert list(blocking(plan["Plan"])) == [], plan

@@ -87,6 +87,7 @@ def history(
 
     from walletctl.config.dburl import DbUrl
     from walletctl.history import history_location, open_location
+    from walletctl.history.store import Filters
     from walletctl.render.history import render_entries, render_listing, render_location
 
     st = get_state(ctx)
@@ -108,7 +109,8 @@ def history(
             return
         render_listing(st.output_format,
                        lambda limit: store.entries(replace(filters, limit=limit or last)),
-                       lambda: store.count(filters), path=named, last=last)
+                       None if filters == Filters(limit=filters.limit) else (
+                           lambda: store.count(filters)), path=named, last=last)
     finally:
         store.close()
 
@@ -163,30 +165,44 @@ def verify(
              "anchor (checked first), so the cost is what was added since; every line is "
              "checked as with --anchor. The full walk (without it) also finds older "
              "edits.")] = None,
+    trust_key: Annotated[Path | None, typer.Option(
+        "--trust-key", metavar="PUB.pem",
+        help="With --anchor: every checkpoint of the file must be signed by this Ed25519 "
+             "public key (unsigned or signed by another key: exit 3).")] = None,
 ) -> None:
-    """Check the hash chain: exit 0 when intact, 3 naming the first problem."""
+    """Check the hash chain and the Merkle tree: exit 0 when intact, 3 naming the first
+    problem. With --anchor, each checkpoint's tree must be a prefix of today's and of the
+    next checkpoint's (consistency proofs)."""
     from walletctl.ops.evidence import verify as run_verify
     from walletctl.render.history import render_verified
 
     st = get_state(ctx)
     found = run_verify(_profile_or_none(st), anchors_file=anchor, expect_head=expect_head,
-                       since_anchor=since_anchor)
+                       since_anchor=since_anchor, trust_key=trust_key)
     render_verified(st.output_format, found)  # like every command: JSON when piped
     if not found.intact:
         raise typer.Exit(int(ExitCode.CONFIG))  # a history that fails its check
 
 
 @history_app.command("anchor")
-def anchor(ctx: typer.Context) -> None:
-    """Print the chain's head as one JSON line to keep outside the history.
+def anchor(
+    ctx: typer.Context,
+    sign_key: Annotated[Path | None, typer.Option(
+        "--sign-key", metavar="KEY.pem",
+        help="Sign the checkpoint with this Ed25519 private key (PKCS#8 PEM, as `openssl "
+             "genpkey -algorithm ed25519` writes it): the line carries the signature and "
+             "the key's id.")] = None,
+) -> None:
+    """Print the history's checkpoint as one JSON line to keep outside the history: the
+    tree's size and root hash, the time, the history's identity (and the chain's head).
 
     Example (nightly): walletctl history verify --anchor anchors.jsonl && walletctl history
-    anchor >> anchors.jsonl
+    anchor --sign-key desk.pem >> anchors.jsonl
     """
     from walletctl.ops.evidence import make_anchor
     from walletctl.render.history import render_anchor
 
-    render_anchor(make_anchor(_profile_or_none(get_state(ctx))))
+    render_anchor(make_anchor(_profile_or_none(get_state(ctx)), sign_key))
 
 
 @history_app.command("check-evidence")
@@ -196,23 +212,28 @@ def check_evidence(
         metavar="FILE", help="A bundle `walletctl order REF --evidence FILE` wrote.")],
     anchor: Annotated[Path | None, typer.Option(
         "--anchor", metavar="FILE",
-        help="An anchors file (`walletctl history anchor` lines) the bundle's head must be "
-             "in.")] = None,
+        help="An anchors file (`walletctl history anchor` lines): the bundle's checkpoint "
+             "must be one of its lines.")] = None,
+    trust_key: Annotated[Path | None, typer.Option(
+        "--trust-key", metavar="PUB.pem",
+        help="An Ed25519 public key: the bundle's checkpoint must be signed by it.")] = None,
 ) -> None:
     """Check an order's evidence bundle offline: no database, no gateway, no profile.
 
-    Every event hashes to itself and links to the bundle's head (and that head is a line
-    of --anchor FILE); every entry, approval and finding stated is what the events say,
-    none left out; each spent approval was decided by someone else and binds exactly the
-    movement that spent it; the records give the stated balance and findings. Exit 0 when
-    it holds, 3 naming the first thing that does not.
+    Each event must be proven (its inclusion proof) to be in the history's tree at the
+    bundle's checkpoint; the order is then told from those events only: its entries, the
+    balance of its approved movements, its approvals and who decided them, its findings
+    and their resolutions. The gateway's records are shown as not covered by the proofs.
+    Without --anchor or --trust-key it says "not anchored". Exit 0 when it holds, 3 naming
+    the first thing that does not.
 
-    Example: walletctl history check-evidence order-1042.json --anchor anchors.jsonl
+    Example: walletctl history check-evidence order-1042.ndjson --trust-key desk.pub.pem
     """
-    from walletctl.ops.evidence import check_bundle
+    from walletctl.ops.bundle_reader import check_bundle
     from walletctl.render.history import render_evidence_check
 
-    render_evidence_check(check_bundle(bundle, anchor), get_state(ctx).output_format)
+    render_evidence_check(check_bundle(bundle, anchor, trust_key),
+                          get_state(ctx).output_format)
 
 
 @history_app.command("setup")

@@ -104,12 +104,13 @@ def order(
         help="The order's merchant reference (the original checkout's).")],
     evidence: Annotated[Path | None, typer.Option(
         "--evidence", metavar="FILE",
-        help="Also write the order's evidence bundle (JSON) to FILE: the view, the history's "
-             "events up to a head, approvals and findings; `walletctl history "
-             "check-evidence FILE` checks it offline.")] = None,
+        help="Also write the order's evidence bundle (NDJSON) to FILE: the order's own "
+             "events, each with its inclusion proof to one checkpoint of the history's "
+             "Merkle tree, and the gateway's records; `walletctl history check-evidence "
+             "FILE` checks it offline.")] = None,
     anchor: Annotated[Path | None, typer.Option(
         "--anchor", metavar="FILE",
-        help="With --evidence: end the bundle's chain at the first head of this anchors "
+        help="With --evidence: prove the events to the newest checkpoint of this anchors "
              "file (`walletctl history anchor` lines) at or after the order's last event.")
     ] = None,
 ) -> None:

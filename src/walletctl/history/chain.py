@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from walletctl.history.merkle import Frontier, leaf_hash
+
 GENESIS = "0" * 64
 
 # Columns hashed, in this order (the chain's canonical form); `seq` is hashed too, so
@@ -54,14 +56,24 @@ SELECT_EVENTS = (f"SELECT seq, {', '.join(ALL)}, prev_hash, hash FROM events "  
 COLUMN_TYPES: dict[str, str] = {c: "INTEGER" if c in _INTEGERS else "TEXT" for c in ALL}
 
 
-def event_hash(prev_hash: str, seq: int, values: Sequence[Any]) -> str:
-    """``values``: every column of :data:`ALL`, in order."""
+def canonical(seq: int, values: Sequence[Any]) -> str:
+    """An event's canonical form (``values``: every column of :data:`ALL`, in order): what
+    the chain hashes after the previous hash, and the Merkle tree's leaf data (UTF-8)."""
     keep = len(COLUMNS)
     for start, end in _LATER_SPANS:
         if values[start:end].count(None) != end - start:  # the group has a value
             keep = end
-    body = _CANONICAL([seq, *values[:keep]])
-    return hashlib.sha256((prev_hash + body).encode()).hexdigest()
+    return _CANONICAL([seq, *values[:keep]])
+
+
+def event_hash(prev_hash: str, seq: int, values: Sequence[Any]) -> str:
+    """``values``: every column of :data:`ALL`, in order."""
+    return hashlib.sha256((prev_hash + canonical(seq, values)).encode()).hexdigest()
+
+
+def event_leaf(seq: int, values: Sequence[Any]) -> bytes:
+    """The event's leaf hash in the history's Merkle tree (leaf ``seq - 1``)."""
+    return leaf_hash(canonical(seq, values).encode())
 
 
 # the newest event, found by its number (an index look-up on every backend)
@@ -73,10 +85,12 @@ class Tip:
     """The chain's tip inside one write transaction: read once, then advanced in memory
     (the transaction holds the chain's lock, so nobody else can append meanwhile).
     ``operator``: the database's name for the writer, hashed with every event it writes;
-    ``sql``: the backend's spelling of a statement written with ``?`` placeholders."""
+    ``sql``: the backend's spelling of a statement written with ``?`` placeholders;
+    ``tree``: the history keeps its Merkle tree (walletctl.history.tree): the tree's right
+    edge is read once too, and each event adds its leaf and the nodes it completes."""
 
     def __init__(self, db: Any, sql: Callable[[str], str],
-                 operator: str | None = None) -> None:
+                 operator: str | None = None, *, tree: bool = False) -> None:
         self.db = db
         self.sql = sql
         self.operator = operator
@@ -86,6 +100,15 @@ class Tip:
         self.seq, self.prev = (int(seq), str(prev)) if seq is not None else (0, GENESIS)
         self.entry = int(last or 0)
         self._rows: list[list[Any]] = []
+        self._nodes: list[tuple[int, int, bytes]] = []
+        self.frontier: Frontier | None = None
+        if tree:
+            from walletctl.history.tree import tip_frontier
+
+            def query(q: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+                return list(db.execute(sql(q), args).fetchall())
+
+            self.frontier, self._nodes = tip_frontier(query, self.seq)
 
     def append(self, kind: str, entry: int | None, row: dict[str, Any], chained: bool) -> int:
         if entry is None:
@@ -95,6 +118,8 @@ class Tip:
         values = [kind, entry, *(row.get(c) for c in ALL[2:])]
         values[OPERATOR_AT] = self.operator
         digest = event_hash(self.prev, self.seq, values) if chained else ""
+        if chained and self.frontier is not None:
+            self._nodes += self.frontier.add(event_leaf(self.seq, values))
         self._rows.append([self.seq, *values, self.prev, digest])
         self.prev = digest
         return entry
@@ -102,8 +127,27 @@ class Tip:
     def write(self) -> None:
         """Insert the events appended so far: one statement per INSERT_ROWS of them (a
         database checks its chain once per statement)."""
-        for at in range(0, len(self._rows), INSERT_ROWS):
-            group = self._rows[at:at + INSERT_ROWS]
-            self.db.execute(self.sql(insert_sql(len(group))),
-                            [value for row in group for value in row])
+        copy = getattr(self.db, "copy", None)  # a PostgreSQL cursor: COPY, not INSERT
+        if copy is not None:
+            # one statement for all of them (the database's statement-level checks run
+            # once, as for an INSERT), no SQL text built or parsed per group
+            if self._rows:
+                with copy(f"COPY events (seq, {', '.join(ALL)}, prev_hash, hash) "
+                          "FROM STDIN") as out:
+                    for row in self._rows:
+                        out.write_row(row)
+            if self._nodes:
+                with copy("COPY merkle_nodes (level, idx, hash) FROM STDIN") as out:
+                    for node in self._nodes:
+                        out.write_row(node)
+        else:
+            for at in range(0, len(self._rows), INSERT_ROWS):
+                group = self._rows[at:at + INSERT_ROWS]
+                self.db.execute(self.sql(insert_sql(len(group))),
+                                [value for row in group for value in row])
+            if self._nodes:
+                from walletctl.history.tree import INSERT_NODE
+
+                self.db.executemany(self.sql(INSERT_NODE), self._nodes)
         self._rows.clear()
+        self._nodes.clear()

@@ -42,6 +42,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (6, "every movement through the rulebook whatever its state; no control characters; "
         "statement guards; the database's own approval expiry; ISO policy currencies"),
     (7, "the desk's per-order locks as leases; new approval requests announced"),
+    (8, "the history's Merkle tree (RFC 9162), its nodes beside the events"),
 )
 LATEST = MIGRATIONS[-1][0]
 
@@ -56,6 +57,7 @@ _READ = (
     "GRANT SELECT ON walletctl.events, walletctl.schema_version, walletctl.approvals, "
     "walletctl.approval_rows, walletctl.policy, walletctl.roles, walletctl.entry_outcome, "
     "walletctl.findings TO {role}",
+    "GRANT SELECT ON walletctl.merkle_nodes TO {role}",
 )
 GRANTS: dict[str, tuple[str, ...]] = {
     "operator": (*_READ,
@@ -64,14 +66,16 @@ GRANTS: dict[str, tuple[str, ...]] = {
                  "GRANT UPDATE (state, spent_at, spent_entry, spent_batch) "
                  "ON walletctl.approvals TO {role}",
                  "GRANT INSERT ON walletctl.findings TO {role}",
-                 "GRANT SELECT, INSERT, UPDATE, DELETE ON walletctl.order_locks TO {role}"),
+                 "GRANT SELECT, INSERT, UPDATE, DELETE ON walletctl.order_locks TO {role}",
+                 "GRANT INSERT ON walletctl.merkle_nodes TO {role}"),
     "approver": (*_READ,
                  "GRANT INSERT ON walletctl.events TO {role}",
                  "GRANT UPDATE (state, decided_by, decided_at, decision_reason) "
                  "ON walletctl.approvals TO {role}",
                  "GRANT INSERT ON walletctl.findings TO {role}",
                  "GRANT UPDATE (state, resolved_at, resolved_by, resolution, resolved_entry)"
-                 " ON walletctl.findings TO {role}"),
+                 " ON walletctl.findings TO {role}",
+                 "GRANT INSERT ON walletctl.merkle_nodes TO {role}"),
     "auditor": _READ,
 }
 ROLE_KINDS: tuple[str, ...] = tuple(GRANTS)
@@ -576,6 +580,32 @@ def _migrate(db: psycopg.Connection[Any], before: int) -> list[str]:
     return applied
 
 
+def _fill_tree(db: psycopg.Connection[Any]) -> None:
+    """Add the leaves of the events the Merkle tree does not hold yet (a history written
+    before migration 8): the events read through a server-side cursor, the nodes written
+    a batch at a time (inside setup's transaction, under the chain's lock)."""
+    from walletctl.history.chain import SELECT_EVENTS
+    from walletctl.history.tree import fill
+
+    def query(sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return db.execute(sql.replace("?", "%s"), args).fetchall()
+
+    def events(after: int) -> Iterator[tuple[Any, ...]]:
+        with db.cursor(name="walletctl_tree_fill") as cursor:
+            cursor.itersize = 10_000
+            cursor.execute(SELECT_EVENTS.replace("?", "%s"), (after,))
+            yield from cursor
+
+    def insert(nodes: list[tuple[int, int, bytes]]) -> None:
+        with db.cursor() as writer, writer.copy(
+                "COPY merkle_nodes (level, idx, hash) FROM STDIN") as out:
+            for node in nodes:
+                out.write_row(node)
+
+    db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (CHAIN_LOCK,))
+    fill(query, insert, events)
+
+
 def _grant_refusal(db: psycopg.Connection[Any], role: str, owner: str) -> str | None:
     """Why ``role`` may not be granted an operator's rights, if it may not."""
     if role.lower() == "public" or role.startswith("pg_"):
@@ -624,6 +654,7 @@ def setup(url: DbUrl, grants: Sequence[str], kind: str = "operator") -> SetupRes
                 raise StorageError(f"history {where}: its schema is version {before}; this "
                                    f"walletctl knows {LATEST} (upgrade walletctl)")
             applied = _migrate(db, before)
+            _fill_tree(db)
             for role in dict.fromkeys(grants):
                 if (refused := _grant_refusal(db, role, owner)) is not None:
                     raise StorageError(f"history {where}: --grant {role}: {refused}")

@@ -207,6 +207,40 @@ def migrate(db: sqlite3.Connection) -> None:
         db.executescript(f"BEGIN IMMEDIATE; {RULES} COMMIT;")
 
 
+_TREE = """
+CREATE TABLE IF NOT EXISTS merkle_nodes (
+    level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL,
+    PRIMARY KEY (level, idx)
+) WITHOUT ROWID;
+"""
+
+
+def fill_tree(db: sqlite3.Connection) -> None:
+    """The Merkle tree's table, and the leaves of events written before it (a file of an
+    earlier version: filled once, under the write lock; later opens find it whole)."""
+    from walletctl.history.chain import SELECT_EVENTS
+    from walletctl.history.tree import INSERT_NODE, fill, stored_size
+
+    def query(sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return db.execute(sql, args).fetchall()
+
+    db.executescript(_TREE)
+    tip = db.execute("SELECT MAX(seq) FROM events").fetchone()[0] or 0
+    if stored_size(query) >= tip:
+        return
+    def insert(nodes: list[tuple[int, int, bytes]]) -> None:
+        db.executemany(INSERT_NODE, nodes)
+
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        fill(query, insert,
+             lambda after: iter(db.execute(SELECT_EVENTS, (after,))))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 def create_private(path: Path) -> None:
     """Create the file (and its directory) readable by its owner only, if missing."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -281,6 +315,8 @@ class SqliteHistory(HistoryStore):
         self._first_use(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process
         self._first_use(lambda: migrate(self._db))
+        if chained:
+            self._first_use(lambda: fill_tree(self._db))
         skip_checkpoint_on_close(self._db, path)
 
     @staticmethod

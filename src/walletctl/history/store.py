@@ -25,6 +25,7 @@ from walletctl.history.chain import (
     SELECT_EVENTS,
     Tip,
     event_hash,
+    event_leaf,
 )
 from walletctl.history.entry import (  # the records, re-exported: callers import them here
     ENTRY_FIELDS,
@@ -37,6 +38,7 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
     Intent,
     Outcome,
 )
+from walletctl.history.merkle import Frontier
 from walletctl.models.plain import escaped, has_control
 
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",
@@ -117,7 +119,8 @@ class Transaction:
     def __init__(self, store: HistoryStore, db: Any, chain: bool) -> None:
         self.store = store
         self.db = db
-        self.tip = Tip(db, store.native_sql, store.operator()) if chain else None
+        self.tip = (Tip(db, store.native_sql, store.operator(), tree=store.chained)
+                    if chain else None)
 
     def execute(self, sql: str, args: Iterable[Any] = ()) -> Any:
         """The backend's cursor of one statement."""
@@ -371,11 +374,12 @@ class HistoryStore:
         """Matching entries, oldest first (``limit``: the last N of them)."""
         f = filters or Filters()
         sql, args = self._where(f)
-        # by entry (walking entry_outcome's key, no sort), except under a time filter:
-        # ``+`` keeps SQLite from walking every entry in order to skip the sort, so that
-        # the time index finds the rows
+        # by entry: the begins walked in events_entry's order, newest first for --last (no
+        # sort: the first row is out before the history is read, whatever its size),
+        # except under a time filter: ``+`` keeps SQLite from walking every entry in order
+        # to skip the sort, so that the time index finds the rows
         timed = f.since is not None or f.until is not None
-        sql += " ORDER BY +b.entry" if timed else " ORDER BY s.entry"
+        sql += " ORDER BY +b.entry" if timed else " ORDER BY b.entry"
         if f.limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(f.limit)}) AS last_n ORDER BY 1"  # noqa: S608
         for row in self.read(sql, args, stream=True):
@@ -462,6 +466,30 @@ class HistoryStore:
         for row in self.read(sql, (first - 1, last), stream=True):
             yield dict(zip(names, row, strict=True))
 
+    # ------------------------------------------------------------------ the Merkle tree
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return list(self.read(sql, args))
+
+    def tree_root(self, size: int) -> bytes:
+        """The hash of the tree of the first ``size`` events (O(log n) nodes read)."""
+        from walletctl.history import tree
+
+        return tree.root(self._query, size)
+
+    def inclusion_proofs(self, events: Iterable[int], size: int) -> dict[int, list[bytes]]:
+        """Each numbered event's inclusion proof in the tree of ``size`` events."""
+        from walletctl.history import tree
+
+        return {index + 1: path for index, path in tree.inclusions(
+            self._query, (seq - 1 for seq in events), size).items()}
+
+    def consistency_proof(self, old: int, new: int) -> list[bytes]:
+        """The proof that the tree of ``old`` events is a prefix of the one of ``new``."""
+        from walletctl.history import tree
+
+        return tree.consistency(self._query, old, new)
+
     def spent_undecided(self) -> list[int] | None:
         """Approvals spent with no approving decision in the chain, by id; None when this
         role may not read the approvals (an auditor granted the events only)."""
@@ -479,6 +507,7 @@ class HistoryStore:
         start, prev = after if after is not None else (0, GENESIS)
         expected = start + 1
         count = 0
+        frontier = self._frontier(start) if self.chained else None
         for row in self.read(SELECT_EVENTS, (start,), stream=True):
             seq, values, prev_hash, digest = row[0], row[1:-2], row[-2], row[-1]
             if seq != expected:
@@ -493,7 +522,29 @@ class HistoryStore:
             prev = digest
             expected += 1
             count += 1
+            if frontier is not None:
+                frontier.add(event_leaf(seq, values))
+        if frontier is not None and frontier.size and frontier.size == start + count:
+            from walletctl.history.tree import TreeError
+
+            try:
+                stored = self.tree_root(frontier.size)
+            except TreeError as exc:
+                stored = exc.message.encode()
+            if stored != frontier.root():
+                return count, Broken(frontier.size, "the Merkle tree's stored nodes do not "
+                                     f"match the first {frontier.size} events (changed, or "
+                                     "written for other events)")
         return count, None
+
+    def _frontier(self, size: int) -> Frontier | None:
+        """The stored tree's right edge at ``size`` events (None: the tree lacks it)."""
+        from walletctl.history.tree import TreeError, read_frontier
+
+        try:
+            return read_frontier(self._query, size)
+        except TreeError:
+            return None
 
 
 def _what(values: Sequence[Any]) -> str:

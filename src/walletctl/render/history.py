@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
 from walletctl.render.console import escape, out, print_error, print_note
-from walletctl.render.fit import fit_phrases, print_markup, print_table
+from walletctl.render.fit import print_markup, print_table
 from walletctl.render.output import emit, emit_rows, minute, write_json, write_rows
 
 if TYPE_CHECKING:
+    from walletctl.ops.bundle_reader import Reading
     from walletctl.ops.desk import Rulebook, SetUp
-    from walletctl.ops.evidence import Anchor, Checked, Verified
+    from walletctl.ops.evidence import Anchor, Verified
     from walletctl.ops.money.earlier import Reconciled
 
 OUTCOME_STYLES = {"approved": "green", "created": "cyan", "declined": "red",
@@ -33,17 +33,20 @@ TABLE_ROWS = 50  # entries a table shows without --last
 
 
 def render_listing(fmt: str, entries: Callable[[int | None], Iterable[Entry]],
-                   count: Callable[[], int], *, path: str, last: int | None) -> None:
+                   count: Callable[[], int] | None, *, path: str, last: int | None) -> None:
     """``history``: the entries the filters select (``entries(limit)``; ``count()``: how
-    many); a table without --last shows a screenful, the other formats get them all."""
+    many, None when unfiltered: a count of the whole history would cost what the history
+    grows to); a table without --last shows a screenful, the other formats get them all."""
     if fmt != "table" or last is not None:
         render_entries(entries(None), fmt, path=path)
         return
-    total = count()
-    render_entries(entries(TABLE_ROWS), "table", path=path)
-    if total > TABLE_ROWS:
-        print_note(f"showing the last {TABLE_ROWS} of {total} entries: --last N, "
-                   "filters, or -o csv for all")
+    shown = list(entries(TABLE_ROWS + 1))  # one more than a screenful: are there more?
+    more = len(shown) > TABLE_ROWS
+    render_entries(shown[-TABLE_ROWS:], "table", path=path)
+    if more:
+        of = f" of {count()}" if count is not None else ""
+        print_note(f"showing the last {TABLE_ROWS}{of} entries (the newest is "
+                   f"#{shown[-1].id}): --last N, filters, or -o csv for all")
 
 
 def render_location(path: str) -> None:
@@ -112,7 +115,8 @@ def _verified_record(found: Verified) -> dict[str, Any]:
             "anchors": found.anchors,
             "sinceEvent": None if found.since is None else found.since.event,
             "anchorFailures": [{"line": f.anchor.line, "event": f.anchor.event,
-                                "hash": f.anchor.hash, "found": f.found}
+                                "hash": f.anchor.hash, "found": f.found,
+                                **({"why": f.why} if f.why else {})}
                                for f in found.failures],
             "spentWithoutDecision": None if found.spent_undecided is None
             else list(found.spent_undecided),
@@ -132,7 +136,9 @@ def _problems(found: Verified) -> list[str]:
         first = found.failures[0]
         a = first.anchor
         kept = f"anchor line {a.line} ({a.time})"
-        if first.found is not None:
+        if first.why is not None:
+            text = f"{where}: {kept}: {first.why}"
+        elif first.found is not None:
             text = (f"{where}: event {a.event} no longer has the hash of {kept}: the chain "
                     f"was rewritten at or before event {a.event}")
         elif a.event > ends:
@@ -250,18 +256,46 @@ def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
     emit(fmt, rows, table=table)
 
 
-def render_evidence_check(checked: Checked, fmt: str) -> None:
-    """``history check-evidence``: what held."""
+def render_evidence_check(found: Reading, fmt: str) -> None:
+    """``history check-evidence``: the order as the proofs tell it, then what they do not
+    cover (the gateway's records as fetched), set apart."""
     if fmt != "table":
-        write_json({"holds": True, **asdict(checked)})
+        write_json(found.to_dict())
         return
-    a = checked.anchor
-    out().print(fit_phrases([
-        f"Evidence {escape(checked.path)} holds:", f"order {escape(checked.reference)};",
-        f"{checked.events} events link to head #{a.get('event')}",
-        f"{str(a.get('hash'))[:16]}...",
-        f"(in {escape(checked.anchors_file)});" if checked.anchors_file
-        else f"({escape(str(a.get('source')))});",
-        f"{checked.entries} entries, {checked.approvals} approval(s),",
-        f"{checked.findings} finding(s) and {checked.records} gateway record(s)",
-        "agree with them."]), soft_wrap=True, highlight=False)
+    r = found.reading()
+    lines = [f"Evidence {found.path}: {r['events']} event(s) of order {r['reference']} "
+             f"(merchant {r['merchant']}), each proven to be in the history's tree of "
+             f"{found.size} events, root {found.root[:16]}...",
+             f"  anchored: {found.anchored}" if found.anchored else
+             "  not anchored: nothing outside the bundle vouches for its checkpoint (give "
+             "--anchor ANCHORS or --trust-key PUB.pem)"]
+    b = r["balance"]
+    lines.append(f"  balance from the history's approved movements ({b['currency'] or '-'}): "
+                 f"checked out {b['checkedOut']}, captured {b['captured']}, refunded "
+                 f"{b['refunded']}{', reversed' if b['reversed'] else ''}")
+    for e in r["entries"]:
+        money = f" {e['amount']} {e['currency']}" if e["amount"] else ""
+        lines.append(f"  #{e['entry']} {e['time']} {e['step']}{money} {e['reference']}: "
+                     f"{e['outcome']}, by {e['by']}"
+                     + (f" (approval #{e['approval']})" if e["approval"] else "")
+                     + (f", reason {e['reason']!r}" if e["reason"] else ""))
+    for a in r["approvals"]:
+        spent = "; ".join(f"spent by #{s['entry']} ({s['by']}, {s['outcome']})"
+                          for s in a["spentBy"]) or "not spent in this bundle"
+        asked = "".join(f"requested by #{r['entry']} ({r['by']}); "
+                        for r in a["requestedBy"])
+        lines.append(f"  approval #{a['approval']}: {asked}{a['decision']} by "
+                     f"{a['decidedBy']} at {a['at']} ({a['note']}); {spent}")
+    for f in r["findings"]:
+        lines.append(f"  finding #{f['finding']} on {f['reference']}: {f['note']} (recorded "
+                     f"by {f['recordedBy']} at {f['at']})")
+        lines += [f"    resolved by {x['by']} at {x['at']}: {x['resolution']!r}"
+                  for x in f["resolutions"]]
+    for x in found.not_covered:
+        g = x["gateway"]
+        lines.append(f"  not covered by the proofs: the gateway's record "
+                     f"{g.get('clientSystemTransactionId')} {g.get('type')} "
+                     f"{g.get('transactionAmount')} {g.get('currencyCode')} "
+                     f"{g.get('state')}, as fetched at {x['fetchedAt']}")
+    for line in lines:
+        out().print(escape(line), soft_wrap=True, highlight=False)

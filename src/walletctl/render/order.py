@@ -58,10 +58,10 @@ def render_order(view: OrderView, fmt: str, evidence: Evidence | None = None) ->
     emit(fmt, rows, document=order_document(view), columns=CSV_COLUMNS,
          table=lambda: _table(view))
     if evidence is not None:  # where the bundle went and the head it ends at
-        print_note(f"evidence: {evidence.path} ({evidence.events} events, up to event "
-                   f"#{evidence.anchor_event} {evidence.anchor_hash[:16]}..., "
-                   f"{evidence.anchored}); check it with `walletctl history check-evidence "
-                   f"{evidence.path}`")
+        print_note(f"evidence: {evidence.path} ({evidence.events} events, each with its "
+                   f"inclusion proof to the tree of {evidence.anchor_event} events, root "
+                   f"{evidence.anchor_hash[:16]}..., {evidence.anchored}); check it with "
+                   f"`walletctl history check-evidence {evidence.path}`")
     if view.disagreements and fmt != "table":
         print_error(f"order: {view.verdict}")
 
