@@ -28,6 +28,12 @@ END
 $fn$;
 CREATE TRIGGER order_locks_kept BEFORE INSERT OR UPDATE ON walletctl.order_locks
     FOR EACH ROW EXECUTE FUNCTION walletctl.order_locks_kept();
+-- what a waiting operator is shown of the holder is plain text (V6's rule for every text
+-- column), and the leases are not emptied by a statement no row trigger sees
+ALTER TABLE walletctl.order_locks ADD CONSTRAINT order_locks_doing_plain
+    CHECK (doing !~ '[\x01-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]');
+CREATE TRIGGER order_locks_keep_truncate BEFORE TRUNCATE ON walletctl.order_locks
+    FOR EACH STATEMENT EXECUTE FUNCTION walletctl.refuse_statement();
 
 -- An approver learns at once: each new request is announced on channel
 -- walletctl_approvals (payload: its id) when its transaction commits.
