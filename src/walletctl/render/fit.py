@@ -184,6 +184,20 @@ def fit_phrases(phrases: Sequence[str], width: int | None = None, indent: str = 
     return wrap_words("\n".join(lines), width, indent, measure=_markup_width)
 
 
+def fit_path(path: str, width: int) -> str:
+    """``path`` within ``width`` cells: whole when it fits, else its middle elided ("…"),
+    its file name kept whole (``-o json`` holds the full path). Never cut at the edge by
+    the terminal, never broken inside a word."""
+    if cell_width(path) <= width:
+        return path
+    head, sep, name = path.rpartition("/")
+    tail = sep + name
+    room = width - cell_width(tail) - 1
+    if room < 1:  # not even the name fits: the name's own end, elided at its start
+        return "…" + path[-(max(width, 2) - 1):]
+    return head[:room] + "…" + tail
+
+
 def print_phrases(phrases: Sequence[str], indent: str = "  ") -> None:
     """``phrases`` (Rich markup) as one line on stdout, fitted on a terminal only."""
     console = out()

@@ -10,7 +10,7 @@ from walletctl.models.money import format_major
 from walletctl.ops.order import OrderView, Step
 from walletctl.ops.recon.compare import OPERATIONS, money_text
 from walletctl.render.console import escape, out, print_error, print_note
-from walletctl.render.fit import fit_phrases, print_table
+from walletctl.render.fit import fit_path, fit_phrases, print_table, terminal_width
 from walletctl.render.output import emit, minute
 
 if TYPE_CHECKING:
@@ -115,10 +115,10 @@ def _approval_phrases(a: Approval, now: str) -> list[str]:
 
 def _table(view: OrderView) -> None:
     console = out()
+    # a path wider than the terminal is shown with its middle elided on a line of its own
+    # (indented), never cut at the edge or broken inside a word; -o json has it whole
     where = ["no history"] if view.backend == "none" else [
-        "history", escape(view.history), f"({view.backend})"]
-    # a path wider than the terminal stands whole on a line of its own (the terminal shows
-    # its end on the next row; copied, it is one path), never cut at the edge
+        "history", escape(fit_path(view.history, terminal_width() - 2)), f"({view.backend})"]
     console.print(fit_phrases([f"Order {escape(view.reference)};",
                                f"profile {escape(view.profile)};", *where]),
                   soft_wrap=True, crop=False, highlight=False)
