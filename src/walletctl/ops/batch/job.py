@@ -373,7 +373,7 @@ class _Job:
                              "run again")
         profile, batch_id = self.profiles.profile, self.jr.batch_id
         request = batch_request(
-            profile, ask.op, self.jr, file=self.display, sha256=bound, rows=plan.to_send,
+            profile, ask.op, self.jr.rows(), file=self.display, sha256=bound, rows=plan.to_send,
             totals=plan.money(), reason=self.reason,
             amount_of=lambda row: None if (hit := amounts.get(row.profile)) is None else hit[0])
         store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")
