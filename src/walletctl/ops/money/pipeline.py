@@ -116,7 +116,8 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
     with hold as held, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
         # the desk's rulebook (kept in the history) over the profile's own rules
         book = {} if store is None else read_rulebook(store)
-        profile = client.profile = under_rulebook(book, profile)
+        profile = under_rulebook(book, profile)
+        client = client.with_profile(profile)  # the caller's client keeps its profile
         records, judged = movement.earlier(client, store, ask.dry_run)
         same = movement.repeated(judged)
         if same is not None and same.verdict == "conflict":  # reported once, then recorded
