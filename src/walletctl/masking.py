@@ -49,9 +49,11 @@ def mask_secret(secret: str | None) -> str:
 
 
 def mask_pan(pan: str) -> str:
-    """First 6 and last 4 digits at most: ``411111******1111``."""
+    """The one PAN mask (the CLI's output and the sandbox's answers alike): a card number
+    (13-19 digits, like :func:`mask_card_numbers`' runs) keeps its first 6 and last 4 digits
+    at most, ``411111******1111``; a shorter number only its last 4."""
     digits = re.sub(r"\D", "", pan)
-    if len(digits) < 10:
+    if len(digits) < 13:
         return "*" * max(len(digits) - 4, 0) + digits[-4:]
     return digits[:6] + "*" * (len(digits) - 10) + digits[-4:]
 

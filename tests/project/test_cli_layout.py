@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -111,4 +112,5 @@ def test_followup_commands_hand_their_results_to_render() -> None:
     source = (ROOT / "src" / "walletctl" / "cli" / "followup.py").read_text(encoding="utf-8")
     for rendering in ("from rich", "render.console", "render.output", "render.fit", "emit("):
         assert rendering not in source, f"cli/followup.py renders ({rendering!r})"
-    assert "from walletctl.render.followup import render_applied, render_result" in source
+    assert re.search(r"from walletctl\.render\.followup import \(?\s*render_applied,\s*"
+                     r"render_result,", source)

@@ -108,6 +108,15 @@ def test_seed_100_then_capture_the_batch(served_sandbox: Served, tmp_path: Path)
     assert ledger["count"] == 200
 
 
+def test_seed_to_stdout_writes_the_csv_there_and_the_summary_on_stderr(
+        served_sandbox: Served) -> None:
+    out = served_sandbox.run("-p", "sbx", "sandbox", "seed", "3", "--amount", "7.50",
+                             "--ref", "out-{n}", "--csv", "-")
+    assert out.stdout.splitlines() == ["ref,amount,currency", "out-1,7.50,EUR",
+                                       "out-2,7.50,EUR", "out-3,7.50,EUR"], out.stdout
+    assert "3 approved pre-authorisations" in out.stderr, out.stderr
+
+
 def test_seed_refuses_bad_options_before_anything_is_created(
         served_sandbox: Served, tmp_path: Path) -> None:
     for argv, message in ((("--amount", "12.01"), "--amount: ends in 01, 03 or 04"),

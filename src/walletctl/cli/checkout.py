@@ -133,12 +133,12 @@ def checkout(
     from walletctl.history import open_for
     from walletctl.ops.money.movements import Checkout
     from walletctl.ops.money.pipeline import Ask, Desk, move
-    from walletctl.render.followup import render_waiting
+    from walletctl.render.followup import render_waiting, render_warning
 
     ref_ = request.client_system_transaction_id
     ask = Ask(op="checkout", ref=ref_, reason=checked_reason, confirm_amount=confirm_amount)
     desk: Desk[Any] = Desk(confirm=lambda _plan: None, ask_amount=terminal_prompt(),
-                           on_wait=render_waiting)
+                           on_wait=render_waiting, warn=render_warning)
     with client:
         moved = move(client, open_for(profile, purpose=f"walletctl checkout {ref_}"),
                      Checkout(request), ask, desk)

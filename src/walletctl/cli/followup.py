@@ -169,7 +169,12 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
     from walletctl.models.money import format_major
     from walletctl.ops.money.movements import NOUN, follow_up, interpret_followup
     from walletctl.ops.money.pipeline import Ask, Desk
-    from walletctl.render.followup import render_applied, render_result, render_waiting
+    from walletctl.render.followup import (
+        render_applied,
+        render_result,
+        render_waiting,
+        render_warning,
+    )
 
     ask = Ask(op=op, ref=ref, amount=amount, currency=currency, new_ref=new_ref,
               reason=checked_reason, confirm_amount=confirm_amount,
@@ -185,7 +190,7 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
                     f"{plan.balance.summary()}", yes=yes, action=NOUN[op])
 
     desk: Desk[FollowUpPlan] = Desk(confirm=confirm_plan, ask_amount=terminal_prompt(),
-                                    on_wait=render_waiting)
+                                    on_wait=render_waiting, warn=render_warning)
     try:
         with make_client(st) as client:
             moved = follow_up(client, store, ask, desk)
@@ -245,6 +250,7 @@ def _batch(ctx: typer.Context, ask: BatchAsk) -> int:
 def _desk(state: State, ask: BatchAsk) -> BatchDesk:
     from walletctl.ops.batch.job import BatchDesk, profile_loader
     from walletctl.render.batch import BatchWatch, render_note
+    from walletctl.render.followup import render_warning
 
     def profile() -> Profile:
         prof = state.profile()
@@ -260,7 +266,8 @@ def _desk(state: State, ask: BatchAsk) -> BatchDesk:
     return BatchDesk(profile=profile,
                      load_profile=profile_loader(state.config_path, state.timeout),
                      confirm_profiles=confirm_names, confirm_send=_confirm_send,
-                     note=render_note, watch=BatchWatch, ask_amount=terminal_prompt())
+                     note=render_note, watch=BatchWatch, ask_amount=terminal_prompt(),
+                     warn=render_warning)
 
 
 def _confirm_send(op: str, rows: int, money: str) -> bool:

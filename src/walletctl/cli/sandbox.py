@@ -517,7 +517,7 @@ def seed_cmd(
                     currency=currency or (None if url else state.profile().currency) or "EUR",
                     merchant_id=merchant_id or params.get("merchantId"),
                     store_id=store_id or params.get("storeId"), random_seed=random_seed)
-    result = seed_transactions(base, plan, csv_path, token=admin_token)
+    result = seed_transactions(base, plan, csv_path, token=admin_token, stdout=sys.stdout)
     op = "capture" if kind == "preauth" else "refund"
     render_seed(result, state.output_format, next_step=command_line(state, op, "--batch",
                                                                     csv_path))

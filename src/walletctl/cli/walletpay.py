@@ -121,7 +121,7 @@ def authorize(
     from walletctl.models.money import format_major
     from walletctl.ops.money.pipeline import Ask, Desk, move
     from walletctl.ops.walletpay import AuthorizeInput, authorization_from, interpret_authorization
-    from walletctl.render.followup import render_waiting
+    from walletctl.render.followup import render_waiting, render_warning
     from walletctl.render.walletpay import render_authorization
 
     state = get_state(ctx)
@@ -142,7 +142,8 @@ def authorize(
     ask = Ask(op="authorize", ref=reference, reason=checked_reason,
               confirm_amount=confirm_amount, dry_run=dry_run)
     store = None if dry_run else open_for(profile, purpose=f"walletctl authorize {reference}")
-    desk = Desk(confirm=confirm_plan, ask_amount=terminal_prompt(), on_wait=render_waiting)
+    desk = Desk(confirm=confirm_plan, ask_amount=terminal_prompt(), on_wait=render_waiting,
+                warn=render_warning)
     with make_client(state) as client:
         moved = move(client, store, movement, ask, desk)
     if dry_run and moved.plan is not None:

@@ -311,6 +311,15 @@ class _Base:
         self.timeout = profile_timeout(profile)
         self._urls: dict[str, httpx.URL] = {}  # parsed once: a batch posts to one URL
 
+    def with_profile(self, profile: Profile) -> Self:
+        """This client (its connection, trace and credentials) under ``profile``, for one
+        movement under the desk's rules: a copy, so the caller's client keeps its own."""
+        import copy
+
+        other = copy.copy(self)
+        other.profile = profile
+        return other
+
     # -- building --------------------------------------------------------------------------
     def _auth(self) -> tuple[str, str] | None:
         if self._auth_value == "resolve":

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import getpass
 import socket
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -92,6 +93,8 @@ class Recording:
     http_status: int | None = None
     note: str | None = None
     extra: dict[str, str | None] = field(default_factory=dict)
+    # a warning for the operator (the command shows it; none given: a RuntimeWarning)
+    warn: Callable[[str], None] | None = None
 
     def planned(self, new_ref: str | None, amount: Decimal | None, currency: str | None) -> None:
         self.intent = replace(self.intent, new_ref=new_ref, amount=major_text(amount, currency),
@@ -125,12 +128,13 @@ class Recording:
         try:
             self._write(outcome, exit_code, status, note)
         except (StorageError, OSError) as exc:
-            import sys
-
             what = f"entry #{self.entry}" if self.entry is not None else "a refusal"
-            sys.stderr.write(f"walletctl: warning: could not record the outcome of {what} in "
-                             f"the history ({exc}); it reads unknown until `walletctl "
-                             "history --unknown --reconcile` looks it up\n")
+            text = (f"could not record the outcome of {what} in the history ({exc}); it reads "
+                    "unknown until `walletctl history --unknown --reconcile` looks it up")
+            if self.warn is None:
+                warnings.warn(text, RuntimeWarning, stacklevel=2)
+            else:
+                self.warn(text)
 
     def _write(self, outcome: str, exit_code: int, status: int | None, note: str | None) -> None:
         if self.store is None:
@@ -156,9 +160,12 @@ def recording(
     reason: str | None = None,
     batch_id: str | None = None,
     batch_row: int | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Iterator[Recording]:
+    """``warn``: shows the operator a warning (an outcome the history could not write)."""
     rec = Recording(store, intent_for(profile, operation, original_ref=original_ref,
-                                      reason=reason, batch_id=batch_id, batch_row=batch_row))
+                                      reason=reason, batch_id=batch_id, batch_row=batch_row),
+                    warn=warn)
     try:
         yield rec
     except BaseException as exc:

@@ -8,14 +8,13 @@ import csv
 import os
 import random
 import secrets
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from walletctl.client.admin import (
@@ -325,9 +324,11 @@ def _amounts(low_major: Decimal, high_major: Decimal, currency: str,
         yield Decimal(minor).scaleb(-exp)
 
 
-def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> dict[str, Any]:
+def seed(base: str, plan: SeedPlan, target: str, *, token: str | None,
+         stdout: TextIO) -> dict[str, Any]:
     """Create ``plan.count`` approved transactions and write their ``ref,amount,currency`` CSV
-    (the input of --batch); the run's record."""
+    (the input of --batch) to the file ``target`` (``-``: ``stdout``, the command's data
+    stream, which the caller owns); the run's record."""
     from walletctl.models.money import check_currency
 
     if plan.kind not in ("preauth", "sale"):
@@ -345,7 +346,7 @@ def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> dict[s
             for n in range(1, plan.count + 1)]
     if len({ref for ref, _ in rows}) != len(rows):
         raise UsageError("--ref: the pattern gives the same reference twice (use {n})")
-    fh = sys.stdout if target == "-" else _open(target)
+    fh = stdout if target == "-" else _open(target)
     try:
         with SandboxAdmin(base, token=token) as admin:
             for start in range(0, len(rows), SEED_CHUNK):
@@ -359,7 +360,7 @@ def seed(base: str, plan: SeedPlan, target: str, *, token: str | None) -> dict[s
         writer.writerow(("ref", "amount", "currency"))
         writer.writerows((ref, f"{amount:f}", currency) for ref, amount in rows)
     finally:
-        if fh is not sys.stdout:
+        if fh is not stdout:
             fh.close()
     total = sum((a for _, a in rows), Decimal(0))
     return {"created": len(rows), "kind": plan.kind, "currency": currency,

@@ -280,6 +280,14 @@ def print_note(message: str) -> None:
     sys.stderr.flush()
 
 
+def print_warning(message: str) -> None:
+    """``walletctl: warning: ...`` on stderr (with --log-format json: level warning)."""
+    if log_json():
+        log_event("warning", message)
+        return
+    print_note(f"warning: {message}")
+
+
 def print_stopped(why: str | None, hint: str | None, what: str = "stopped") -> None:
     """Why a run stopped, when it did, and the hint on what to do about it (stderr)."""
     if why and log_json():

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletctl.models.money import format_major
-from walletctl.render.console import escape, out, print_note
+from walletctl.render.console import escape, out, print_note, print_warning
 from walletctl.render.fit import fit_phrases, print_markup
 from walletctl.render.output import emit
 
@@ -23,6 +23,7 @@ VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
 
 
 render_waiting = print_note  # waiting behind another walletctl on the same original (stderr)
+render_warning = print_warning  # an outcome the history could not record (stderr)
 
 
 def _row(op: Operation, ref: str, new: str, amount: Decimal, currency: str, state: str,

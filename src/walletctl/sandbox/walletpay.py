@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from pydantic import ValidationError
 
 from walletctl.constants import WALLETPAY_METHOD
+from walletctl.masking import mask_pan
 from walletctl.models.base import dumps
 from walletctl.models.fields import check_reference
 from walletctl.models.money import check_currency, parse_major, to_wire
@@ -152,13 +153,6 @@ def card_network(pan: str) -> str:
     return "UNKNOWN"
 
 
-def mask(pan: str) -> str:
-    """First 6 / last 4 at most; shorter numbers show only the last 4."""
-    if len(pan) >= 13:
-        return pan[:6] + "*" * (len(pan) - 10) + pan[-4:]
-    return "*" * max(len(pan) - 4, 0) + pan[-4:]
-
-
 @dataclass
 class KeyPair:
     key_id: str
@@ -204,7 +198,7 @@ class Account:
             "cardType": self.card_type,
             "authMethod": "PAN_ONLY" if self.card_type == "Card" else "CRYPTOGRAM_3DS",
             "cardNetwork": self.network,
-            "maskedCardNumber": mask(self.pan),
+            "maskedCardNumber": mask_pan(self.pan),
             "expiryMonth": self.expiry_month,
             "expiryYear": self.expiry_year,
             "merchantId": self.merchant_id,
@@ -572,7 +566,7 @@ def _authorize_account(st: WalletPayState, req: AuthorizationRequest,
             reference=req.client_system_transaction_id, kind=kind, type_str=req.type,
             amount=req.amount, currency=req.currency_code, state=state, method=WALLETPAY_METHOD,
             now=ctx.now(), provider_state_code=provider_code,
-            payer={"apmPayerAccountNumber": mask(account.pan),
+            payer={"apmPayerAccountNumber": mask_pan(account.pan),
                    "apmProviderTransactionId": account.id},
         )
     except DuplicateReferenceError:

@@ -71,7 +71,8 @@ class BatchDesk:
     ``confirm_profiles(profiles, action, required)``: production profiles' names typed or
     given (True: typed at a prompt, which replaces the y/N); ``confirm_send(op, rows,
     money)``: a refund's or reversal's y/N (False: aborted); ``watch(profile, plan,
-    predict)``: the run's progress and notes."""
+    predict)``: the run's progress and notes; ``warn``: a warning (an outcome the history
+    could not record)."""
 
     profile: Callable[[], Profile]
     load_profile: Callable[[str], Profile]
@@ -80,6 +81,7 @@ class BatchDesk:
     note: Callable[[str], None]
     watch: Callable[[Profile, Plan, bool], Watch]
     ask_amount: Callable[[str], str] | None = None
+    warn: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -307,7 +309,7 @@ class _Job:
             # the refusal raised through the recorder: one history entry, ``refused``
             store = open_for(profile, purpose=f"walletctl {ask.op} --batch {self.jr.batch_id}")
             with recording(store, profile, ask.op, None, reason=self.reason,
-                           batch_id=self.jr.batch_id):
+                           batch_id=self.jr.batch_id, warn=self.desk.warn):
                 raise
 
     def _used(self) -> list[Profile]:
@@ -373,7 +375,7 @@ class _Job:
                              "run again")
         profile, batch_id = self.profiles.profile, self.jr.batch_id
         request = batch_request(
-            profile, ask.op, self.jr, file=self.display, sha256=bound, rows=plan.to_send,
+            profile, ask.op, self.jr.rows(), file=self.display, sha256=bound, rows=plan.to_send,
             totals=plan.money(), reason=self.reason,
             amount_of=lambda row: None if (hit := amounts.get(row.profile)) is None else hit[0])
         store = open_for(profile, purpose=f"walletctl {ask.op} --batch {batch_id}")

@@ -7,11 +7,11 @@ file. The storage and its rules: :mod:`walletctl.history.approvals`.
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from walletctl.constants import ExitCode
 from walletctl.errors import AwaitingApprovalError
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from walletctl.history.recorder import Recording
     from walletctl.history.store import HistoryStore
     from walletctl.models.outcome import Planned
-    from walletctl.ops.batch.journal import Journal, JournalRow
 
 
 def threshold(profile: Profile, op: str, currency: str | None = None) -> Decimal | None:
@@ -106,14 +105,31 @@ def gate_single(store: HistoryStore | None, profile: Profile, planned: Planned,
 
 
 # ---- batches --------------------------------------------------------------------------------
-def batch_request(profile: Profile, op: str, jr: Journal, *, file: str, sha256: str,
+class BoundRow(Protocol):
+    """What an approval binds of a batch row (a journal row is one; ops.batch sits above)."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def ref(self) -> str: ...
+    @property
+    def amount(self) -> Decimal: ...
+    @property
+    def currency(self) -> str: ...
+
+
+RowT = TypeVar("RowT", bound=BoundRow)
+
+
+def batch_request(profile: Profile, op: str, lines: Iterable[RowT], *, file: str, sha256: str,
                   rows: int, totals: str, reason: str | None,
-                  amount_of: Callable[[JournalRow], Decimal | None]) -> Request:
-    """One request for a whole file; ``amount_of`` gives the approval amount that applies to
-    a row (the lowest of its profiles'). Every row above it is bound (line, reference,
-    amount, currency): a run under the approval sends no other row above the amount."""
+                  amount_of: Callable[[RowT], Decimal | None]) -> Request:
+    """One request for a whole file (``lines``: its rows, in file order); ``amount_of``
+    gives the approval amount that applies to a row (the lowest of its profiles'). Every row
+    above it is bound (line, reference, amount, currency): a run under the approval sends no
+    other row above the amount."""
     checked_plain("batch file name", file)
-    bound = tuple((row.line, row.ref, f"{row.amount:f}", row.currency) for row in jr.rows()
+    bound = tuple((row.line, row.ref, f"{row.amount:f}", row.currency) for row in lines
                   if (limit := amount_of(row)) is not None and row.amount > limit)
     return Request(kind="batch", profile=profile.name, base_url=profile.base_url,
                    merchant_id=profile.merchant_id, store_id=profile.store_id, operation=op,

@@ -54,11 +54,13 @@ AnswerT_co = TypeVar("AnswerT_co", covariant=True)
 @dataclass(frozen=True)
 class Desk(Generic[PlanT]):
     """The command's conversation with the operator (the CLI passes its prompts):
-    ``confirm`` sees the operation's plan (it asks y/N, or raises to send nothing)."""
+    ``confirm`` sees the operation's plan (it asks y/N, or raises to send nothing);
+    ``warn`` shows a warning (an outcome the history could not record)."""
 
     confirm: Callable[[PlanT], None]
     ask_amount: Callable[[str], str] | None = None
     on_wait: Callable[[str], None] | None = None
+    warn: Callable[[str], None] | None = None
 
 
 class Movement(Protocol[PlanT, AnswerT_co]):
@@ -113,10 +115,12 @@ def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[P
     hold: contextlib.AbstractContextManager[Held | None] = (
         contextlib.nullcontext() if ask.dry_run
         else hold_original(store, key, what=ask.ref, on_wait=desk.on_wait))
-    with hold as held, recording(store, profile, ask.op, ask.ref, reason=ask.reason) as rec:
+    with hold as held, recording(store, profile, ask.op, ask.ref, reason=ask.reason,
+                                 warn=desk.warn) as rec:
         # the desk's rulebook (kept in the history) over the profile's own rules
         book = {} if store is None else read_rulebook(store)
-        profile = client.profile = under_rulebook(book, profile)
+        profile = under_rulebook(book, profile)
+        client = client.with_profile(profile)  # the caller's client keeps its profile
         records, judged = movement.earlier(client, store, ask.dry_run)
         same = movement.repeated(judged)
         if same is not None and same.verdict == "conflict":  # reported once, then recorded
