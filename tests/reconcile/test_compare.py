@@ -44,12 +44,13 @@ def entry(ref: str, outcome: str, operation: str = "refund", amount: str = "5.00
 
 def compare(expected: list[Expected], records: list[TransactionRecord],
             elsewhere: frozenset[str] = frozenset(), *,
-            in_window: bool = True) -> tuple[list[Finding], Totals, Counts]:
+            in_window: bool = True,
+            every_record: bool = False) -> tuple[list[Finding], Totals, Counts]:
     totals, counts = Totals(), Counts()
     found = compare_original(
         ORDER, expected, records, in_window=lambda _rec: in_window,
         recorded_elsewhere=lambda: set(elsewhere), operations=frozenset(OPERATIONS),
-        totals=totals, counts=counts)
+        totals=totals, counts=counts, every_record=every_record)
     return found, totals, counts
 
 
@@ -103,6 +104,20 @@ def test_money_no_entry_records_is_reported_once_and_only_when_it_moved() -> Non
     assert [(r[1], r[2].count, r[3].count) for r in rest] == [("refund", 1, 1)]
     outside, _, _ = compare([], records, in_window=False)
     assert outside == []  # dated outside the window: another night's business
+
+
+def test_open_reports_money_outside_the_window_apart_and_never_in_the_totals() -> None:
+    records = [SALE, record("ORDER-1-REF1", "refund"), record("ORDER-1-Z", "capture")]
+    found, totals, counts = compare([], records, elsewhere=frozenset({"ORDER-1-Z"}),
+                                    in_window=False, every_record=True)
+    assert [(f.kind, f.reference, f.outside_window) for f in found] == [
+        ("unrecorded", "ORDER-1-REF1", True)]  # Z: recorded on an earlier night
+    assert totals.rows() == []  # the window's totals hold the window's records only
+    assert (counts.gateway_records, counts.outside_window) == (0, 2)
+    inside, totals, counts = compare([], records, in_window=True, every_record=True)
+    assert [(f.reference, f.outside_window) for f in inside] == [
+        ("ORDER-1-REF1", False), ("ORDER-1-Z", False)]
+    assert (counts.gateway_records, counts.outside_window, len(totals.rows())) == (2, 0, 2)
 
 
 def test_an_entry_whose_reference_another_transaction_holds() -> None:

@@ -113,8 +113,8 @@ def test_entries_the_gateway_does_not_confirm_and_unknown_ones(desk: Desk) -> No
     assert sorted(doc) == ["agrees", "counts", "exitCode", "recon", "resolved", "summary",
                            "totals", "unchecked", "unconfirmed", "unknown", "unrecorded"]
     assert sorted(doc["unconfirmed"][0]) == ["entry", "finding", "gateway", "history", "kind",
-                                             "note", "operation", "original", "reference",
-                                             "source"]
+                                             "note", "operation", "original",
+                                             "outsideWindow", "reference", "source"]
     for ref in (f"{absent}-REF1", f"{short}-REF1", f"{declined}-REF1", f"{still_open}-REF1"):
         assert ref in result.stderr, result
 

@@ -55,8 +55,10 @@ def recon(
     ] = False,
     open_orders: Annotated[bool, typer.Option(
         "--open", help="Also look up every order the history has an entry on from the last "
-                       "--open-age, whatever the window, and report any movement at the "
-                       "gateway the history lacks (money moved off the desk).")] = False,
+                       "--open-age up to now, whatever --since and --until say, and report "
+                       "any movement at the gateway the history lacks (money moved off the "
+                       "desk); one dated outside the window is listed apart, not in the "
+                       "totals.")] = False,
     open_age: Annotated[str, typer.Option(
         "--open-age", metavar="AGE",
         help="With --open: how far back an order counts as open (a duration: 180d).")

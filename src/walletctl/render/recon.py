@@ -21,7 +21,7 @@ from walletctl.render.output import RowStream, emit, write_json
 CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
                "history_outcome", "history_amount", "gateway_state", "gateway_amount",
                "currency", "gateway_time", "history_count", "gateway_count", "note",
-               "finding", "finding_state", "resolution")
+               "finding", "finding_state", "resolution", "outside_window")
 
 
 def amount_text(amount: Decimal, currency: str) -> str:
@@ -42,20 +42,25 @@ def totals_dict(result: ReconResult) -> dict[str, dict[str, Any]]:
     return out
 
 
+def finding_dict(f: Finding) -> dict[str, Any]:
+    """A finding as recon reports it: with whether it is dated outside the window."""
+    return {**f.as_dict(), "outsideWindow": f.outside_window}
+
+
 def recon_document(result: ReconResult) -> dict[str, Any]:
     """The JSON form (documented in docs/history.md, "Reconciliation")."""
     def listed(*kinds: str) -> list[dict[str, Any]]:
-        return [f.as_dict() for f in result.findings if f.kind in kinds and not f.resolved]
+        return [finding_dict(f) for f in result.findings if f.kind in kinds and not f.resolved]
 
     head = {"profile": result.profile, "merchantId": result.merchant_id,
             "storeId": result.store_id, "history": result.history, "backend": result.backend,
             "journals": result.journals, "since": result.since, "until": result.until,
-            "operations": result.operations}
+            "operations": result.operations, "openSince": result.open_since}
     return {"recon": head, "agrees": result.exit_code == 0,
             "exitCode": result.exit_code, "unrecorded": listed("unrecorded"),
             "unconfirmed": listed(*UNCONFIRMED), "unknown": listed("unknown"),
             "unchecked": listed("unchecked"),
-            "resolved": [f.as_dict() for f in result.resolved], "totals": totals_dict(result),
+            "resolved": [finding_dict(f) for f in result.resolved], "totals": totals_dict(result),
             "counts": {**result.counts.as_dict(), **result.kind_counts()},
             "summary": run_summary(result.report)}
 
@@ -71,7 +76,8 @@ def _csv_row(f: Finding) -> dict[str, Any]:
             "gateway_time": g.time if g else None, "note": f.note,
             "finding": f.recorded.id if f.recorded else None,
             "finding_state": f.recorded.state if f.recorded else None,
-            "resolution": f.recorded.resolution if f.recorded else None}
+            "resolution": f.recorded.resolution if f.recorded else None,
+            "outside_window": f.outside_window}
 
 
 def render_recon(result: ReconResult, fmt: str) -> None:
@@ -94,7 +100,7 @@ def _report(result: ReconResult, fmt: str) -> None:
     if fmt in ("ndjson", "csv"):
         stream = RowStream(fmt, columns=CSV_COLUMNS)
         for f in result.findings:
-            stream.write(f.as_dict() if fmt == "ndjson" else _csv_row(f))
+            stream.write(finding_dict(f) if fmt == "ndjson" else _csv_row(f))
         if fmt == "csv":
             for cur, op, hist, gw in result.totals.rows():
                 stream.write({"kind": "total", "operation": op, "currency": cur,
@@ -180,18 +186,25 @@ def _tables(result: ReconResult) -> None:
 def _finding_tables(result: ReconResult) -> list[tuple[list[Any], str, list[str],
                                                        list[list[str]], dict[str, Any]]]:
     """(findings, title, headers, rows, print_table's options) of each kind of finding."""
-    unrecorded = result.of("unrecorded", resolved=False)
+    unrecorded = [f for f in result.of("unrecorded", resolved=False) if not f.outside_window]
+    earlier = [f for f in result.of("unrecorded", resolved=False) if f.outside_window]
     unconfirmed = result.of(*UNCONFIRMED, resolved=False)
     unknown = result.of("unknown", resolved=False)
     resolved = result.resolved
     unchecked = result.of("unchecked")
+
+    def moved(found: list[Finding]) -> list[list[str]]:
+        return [[escape(f.original), escape(f.reference), str(f.operation),
+                  money_text(g.amount, g.currency), escape(g.state), _short_time(g.time)]
+                for f in found if (g := f.gateway) is not None]
+    moved_headers = ["Original", "Reference", "Op", "Amount", "State", "Time"]
+    moved_options: dict[str, Any] = {"justify": {3: "right"}, "no_wrap": (3, 5),
+                                      "drop": (5, 0)}
     return [
-        (unrecorded, "Money moved at the gateway with no history entry",
-         ["Original", "Reference", "Op", "Amount", "State", "Time"],
-         [[escape(f.original), escape(f.reference), str(f.operation),
-           money_text(g.amount, g.currency), escape(g.state), _short_time(g.time)]
-          for f in unrecorded if (g := f.gateway) is not None],
-         {"justify": {3: "right"}, "no_wrap": (3, 5), "drop": (5, 0)}),
+        (unrecorded, "Money moved at the gateway with no history entry", moved_headers,
+         moved(unrecorded), moved_options),
+        (earlier, "Open orders (--open): money moved outside the window with no history "
+                  "entry (not in the totals)", moved_headers, moved(earlier), moved_options),
         (unconfirmed, "History entries the gateway does not confirm",
          ["Entry", "Original", "Reference", "Problem", "History", "Gateway", "By"],
          [[escape(_entry(f)), escape(f.original), escape(f.reference), f.kind,
@@ -217,7 +230,10 @@ def _counts(result: ReconResult) -> list[str]:
     c, k, s = result.counts, result.kind_counts(), run_summary(result.report)
     unconfirmed = sum(k[kind] for kind in UNCONFIRMED)
     rows = f" and {c.journal_rows} journal row(s)" if result.journals else ""
+    outside = (f"{c.outside_window} gateway record(s) outside the window compared (--open),"
+               " none in the totals;") if result.open_since is not None else ""
     return [f"{c.originals} order(s) looked up;",
+            *([outside] if outside else []),
             f"{c.entries} history entries{rows} compared, {c.agreed} agree;",
             f"{k['unrecorded']} not in the history,", f"{unconfirmed} not confirmed,",
             f"{k['unknown']} unknown,",

@@ -85,6 +85,8 @@ class Finding:
     who: str | None = None  # who made the entry (a shared history: the database role)
     gateway: Seen | None = None
     recorded: Recorded | None = None  # on file in the history (recon --record), if it is
+    # an unrecorded record dated outside the window, found by recon --open: not in the totals
+    outside_window: bool = False
 
     @property
     def resolved(self) -> bool:
@@ -151,13 +153,15 @@ class Counts:
     entries: int = 0  # history entries compared
     journal_rows: int = 0  # journal rows compared (not already in the history)
     gateway_records: int = 0  # follow-ups at the gateway in the window
+    outside_window: int = 0  # follow-ups dated outside it, compared by recon --open
     agreed: int = 0  # entries and rows the gateway confirms
     not_compared: int = 0  # refused (nothing sent), journal rows of other profiles
 
     def as_dict(self) -> dict[str, int]:
         return {"originals": self.originals, "entries": self.entries,
                 "journalRows": self.journal_rows, "gatewayRecords": self.gateway_records,
-                "agreed": self.agreed, "notCompared": self.not_compared}
+                "outsideWindow": self.outside_window, "agreed": self.agreed,
+                "notCompared": self.not_compared}
 
 
 @dataclass
@@ -175,6 +179,7 @@ class ReconResult:
     findings: list[Finding] = field(default_factory=list)
     totals: Totals = field(default_factory=Totals)
     counts: Counts = field(default_factory=Counts)
+    open_since: str | None = None  # recon --open: orders with an entry since then looked up
 
     def of(self, *kinds: Kind, resolved: bool | None = None) -> list[Finding]:
         """The findings of these kinds (``resolved``: only those resolved, or not)."""
@@ -300,9 +305,13 @@ def compare_original(
     operations: frozenset[str],
     totals: Totals,
     counts: Counts,
+    every_record: bool = False,
 ) -> list[Finding]:
     """Findings about ``original``: its entries the gateway does not confirm or still unknown,
-    and money its lookup shows that no entry records (``recorded_elsewhere``: asked lazily)."""
+    and money its lookup shows that no entry records (``recorded_elsewhere``: asked lazily).
+    The gateway's side of the totals and counts holds its records dated in the window only;
+    ``every_record`` (recon --open): a record dated outside it is looked at too, and money no
+    entry records is a finding marked ``outside_window``."""
     found: list[Finding] = []
     accounted: set[str] = set()
     for exp in expected:
@@ -316,12 +325,18 @@ def compare_original(
     for rec in records:
         op = OP_OF_KIND.get(kind_of(rec.type) or "")
         ref = rec.client_system_transaction_id
-        if op is None or ref == original or op not in operations or not in_window(rec):
+        if op is None or ref == original or op not in operations:
             continue
-        counts.gateway_records += 1
+        dated_in = in_window(rec)
+        if not dated_in and not every_record:
+            continue  # another night's business
         meaning = meaning_of_state(rec.state)
-        if meaning == "approved":
-            totals.gateway(rec.currency_code.upper(), op, rec.transaction_amount)
+        if not dated_in:
+            counts.outside_window += 1
+        else:
+            counts.gateway_records += 1
+            if meaning == "approved":
+                totals.gateway(rec.currency_code.upper(), op, rec.transaction_amount)
         if meaning == "declined" or ref in accounted:
             continue  # nothing moved, or an entry above explains or names it
         if elsewhere is None:
@@ -332,5 +347,5 @@ def compare_original(
         found.append(Finding(
             "unrecorded", original, ref, op,
             f"{op} {ref} of {money} is {rec.state} at the gateway; no history entry or "
-            f"journal row records it", gateway=seen(rec)))
+            f"journal row records it", gateway=seen(rec), outside_window=not dated_in))
     return found

@@ -42,8 +42,9 @@ class ReconRequest:
     operations: frozenset[str] = frozenset(OPERATIONS)
     lookup: LookupOptions = field(default_factory=LookupOptions)
     record: bool = False  # file each mismatch as a finding in the history (recon --record)
-    # recon --open: every order with an entry since then is looked up too, and every record
-    # of each order looked up is compared, whatever its time
+    # recon --open: every order with an entry since then (whatever the window) is looked up
+    # too, and every record of each order looked up is compared, whatever its time (those
+    # dated outside the window are findings apart, never in the totals)
     open_since: str | None = None
 
 
@@ -89,14 +90,15 @@ def reconcile(profile: Profile, request: ReconRequest, *,
         plan.extra.update(refs)
         if store is not None and request.open_since is not None:
             plan.extra.update(open_orders(store, profile, since=request.open_since,
-                                          until=request.until, refs=refs))
+                                          refs=refs))
         if request.refs_file is not None:
             plan.extra.update(read_refs(request.refs_file))
         result = ReconResult(
             profile=profile.name, merchant_id=profile.merchant_id, store_id=profile.store_id,
             history=named, backend=backend,
             journals=[str(p) for p in request.journals], since=request.since,
-            until=request.until, operations=sorted(request.operations), report=Report())
+            until=request.until, operations=sorted(request.operations), report=Report(),
+            open_since=request.open_since)
         result.counts.not_compared = plan.not_compared
         asyncio.run(_look_up(profile, request, plan, desk, result, progress))
         if store is not None:
@@ -130,8 +132,8 @@ async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: De
     def in_window(rec: TransactionRecord) -> bool:
         when = (parse_timestamp(rec.transaction_date_time, zone)
                 if rec.transaction_date_time else None)
-        if when is None or until is None or request.open_since is not None:
-            return True  # undated, or recon --open: every record of the order
+        if when is None or until is None:
+            return True  # undated: counted where it may belong
         return (since is None or when >= since) and when < until
 
     client = AsyncGatewayClient(profile, max_connections=request.lookup.concurrency)
@@ -158,7 +160,8 @@ async def _look_up(profile: Profile, request: ReconRequest, plan: Plan, desk: De
                 result.findings.extend(compare_original(
                     row.ref, expected, records, in_window=in_window,
                     recorded_elsewhere=partial(desk.of, row.ref),
-                    operations=request.operations, totals=result.totals, counts=result.counts))
+                    operations=request.operations, totals=result.totals, counts=result.counts,
+                    every_record=request.open_since is not None))
     finally:
         await client.aclose()
 
@@ -208,18 +211,19 @@ def history_entries(store: HistoryStore, profile: Profile, *, since: str | None,
             plan.add(Expected(entry, f"history #{entry.id}"))
 
 
-def open_orders(store: HistoryStore, profile: Profile, *, since: str, until: str,
+def open_orders(store: HistoryStore, profile: Profile, *, since: str,
                 refs: frozenset[str]) -> set[str]:
     """The orders that may still move money (``recon --open``): every original the history
     has an entry on, at the profile's merchant and store, begun since ``since`` (the
-    documented age), whatever the window; only the ``refs`` orders when given. What the
+    documented age) up to now, whatever the window (``--until`` too); only the ``refs``
+    orders when given. What the
     gateway holds for each is looked up: a capture or refund made off the desk on an order
     whose last entry is weeks old is found the next night."""
     rows = store.read(
         "SELECT DISTINCT original_ref FROM events WHERE kind = 'begin' AND time >= ? "
-        "AND time < ? AND original_ref IS NOT NULL AND ((merchant_id = ? AND store_id = ?) "
+        "AND original_ref IS NOT NULL AND ((merchant_id = ? AND store_id = ?) "
         "OR (merchant_id IS NULL AND profile = ? AND base_url = ?))",
-        (since, until, profile.merchant_id, profile.store_id, profile.name, profile.base_url))
+        (since, profile.merchant_id, profile.store_id, profile.name, profile.base_url))
     return {str(ref) for (ref,) in rows if not refs or ref in refs}
 
 
