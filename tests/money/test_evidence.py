@@ -176,7 +176,7 @@ def case(desk: Desk, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[P
     # the check the note hands on is the one that says who vouches for the checkpoint
     hint = " ".join(got.stderr.split())
     assert f"check-evidence {bundle} --anchor {anchors}`" in hint, got
-    assert f"the checkpoint of anchors {anchors} line 1" in hint, got
+    assert f"the checkpoint on line 1 of {anchors})" in hint, got
     plain = desk.run("-p", "desk-a", "order", ref, "--evidence", str(tmp_path / "plain.ndjson"),
                      expect=0)
     hint = " ".join(plain.stderr.split())

@@ -299,6 +299,7 @@ class Evidence:
     anchor_hash: str
     anchored: str
     anchors_file: Path | None = None  # the anchors file a line of which is the checkpoint
+    anchor_line: int = 0  # that line's number
     signed: bool = False  # that line is signed (``--trust-key`` can check it)
 
 
@@ -396,7 +397,7 @@ def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
     finally:
         tmp.unlink(missing_ok=True)
     return Evidence(path, len(events), anchor.event, anchor.root or anchor.hash, anchored,
-                    anchors_file=anchors_file if anchor.line else None,
+                    anchors_file=anchors_file if anchor.line else None, anchor_line=anchor.line,
                     signed=anchor.signature is not None)
 
 

@@ -81,7 +81,8 @@ def evidence_note(evidence: Evidence) -> str:
         return (f"{proofs}, {evidence.anchored}: not anchored, nothing outside the bundle "
                 f"vouches for it); check it with `{check}`")
     key = " (or --trust-key PUB.pem: the line is signed)" if evidence.signed else ""
-    return (f"{proofs}, the checkpoint of {evidence.anchored}); check it with "
+    return (f"{proofs}, the checkpoint on line {evidence.anchor_line} of "
+            f"{evidence.anchors_file}); check it with "
             f"`{check} --anchor {shlex.quote(str(evidence.anchors_file))}`{key}")
 
 
