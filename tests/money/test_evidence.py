@@ -173,7 +173,16 @@ def case(desk: Desk, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[P
     bundle = tmp_path / "case.ndjson"
     got = desk.run("-p", "desk-a", "order", ref, "--evidence", str(bundle), "--anchor",
                    str(anchors), expect=0)
-    assert "check-evidence" in got.stderr, got
+    # the check the note hands on is the one that says who vouches for the checkpoint
+    hint = " ".join(got.stderr.split())
+    assert f"check-evidence {bundle} --anchor {anchors}`" in hint, got
+    assert f"the checkpoint on line 1 of {anchors})" in hint, got
+    plain = desk.run("-p", "desk-a", "order", ref, "--evidence", str(tmp_path / "plain.ndjson"),
+                     expect=0)
+    hint = " ".join(plain.stderr.split())
+    assert "not anchored" in hint, plain
+    assert "--anchor" not in hint, plain
+    assert f"check-evidence {tmp_path / 'plain.ndjson'}`" in hint, plain
     text = bundle.read_text()
     assert not leaks(text, desk.api_key), "the bundle shows the API key"
     for secret in ("service_secret", "serviceSecret", "4111111111111111", "cryptogram"):
@@ -188,6 +197,17 @@ def test_the_reading_is_told_from_the_proven_events(case: tuple[Path, Path], des
     plain = desk.run("-o", "table", "history", "check-evidence", str(bundle), env=offline,
                      expect=0)
     assert "not anchored" in plain.stdout, plain
+    # nothing the bundle says of its own checkpoint is printed as if it had been checked
+    source = json.loads(bundle.read_text().splitlines()[0])["checkpoint"]["source"]
+    assert str(anchors) in source, source
+    for said in (source, str(anchors), "line 1 of"):
+        assert said not in " ".join(plain.stdout.split()), (said, plain)
+    assert not [line for line in plain.stdout.splitlines()
+                if line.strip().startswith("anchored")], plain
+    alone = desk.run("-o", "json", "history", "check-evidence", str(bundle), env=offline,
+                     expect=0).json()
+    assert alone["reading"]["anchored"].startswith("not anchored: nothing outside"), alone
+    assert str(anchors) not in json.dumps(alone), alone
     assert "not covered by the proofs" in plain.stdout, plain
     anchored = desk.run("-o", "json", "history", "check-evidence", str(bundle), "--anchor",
                         str(anchors), env=offline, expect=0).json()

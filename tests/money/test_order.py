@@ -137,6 +137,45 @@ def test_an_order_that_agrees_and_one_with_no_history(desk: Desk) -> None:
     desk.run("-p", "desk-a", "order", "R" * 500, expect=4)  # the reference rule: exit 4
 
 
+def test_a_followups_reference_shows_its_orders_story(desk: Desk) -> None:
+    """A refund's reference, as a customer quotes it: the original's story, never "the
+    history has no entry" on a reference an entry was sent as."""
+    ref = unique("FUP")
+    _approved_checkout(desk, ref, "90.00")
+    desk.run("-p", "desk-a", "capture", ref, "--amount", "60.00", expect=0)
+    desk.run("-p", "desk-a", "refund", ref, "--amount", "5.00", "--reason", "scratched",
+             "--yes", expect=0)
+    whole = desk.run("-p", "desk-a", "-o", "json", "order", ref, expect=0).json()
+    for given, what in ((f"{ref}-REF1", "refund"), (f"{ref}-CAP1", "capture")):
+        doc = desk.run("-p", "desk-a", "-o", "json", "order", given, expect=0).json()
+        assert doc["order"] | {"asked": None, "askedIs": None} == whole["order"], doc
+        assert (doc["order"]["asked"], doc["order"]["askedIs"]) == (given, what), doc
+        assert doc["timeline"] == whole["timeline"], doc["timeline"]
+        assert doc["verdict"]["text"] == f"The history and the gateway agree on {ref}.", doc
+        table = desk.run("-p", "desk-a", "-o", "table", "order", given, expect=0,
+                         env={"COLUMNS": "100"})
+        text = " ".join(table.stdout.split())
+        assert f"{given} is a {what} of {ref}" in text, table
+        assert "no entry" not in text, table
+        assert f"agree on {ref}." in text, table
+    # a follow-up made straight at the gateway, with walletctl's tag: its record says it
+    # is a refund, so the order shown is the original's (and the refund its disagreement)
+    post_followup(desk, ref, f"{ref}-REF7", "2.00")
+    doc = desk.run("-p", "desk-a", "-o", "json", "order", f"{ref}-REF7",
+                   expect=MISMATCH).json()
+    assert (doc["order"]["reference"], doc["order"]["askedIs"]) == (ref, "refund"), doc
+    assert {s["reference"] for s in doc["timeline"]} >= {ref, f"{ref}-REF1", f"{ref}-REF7"}
+    assert f"{ref}-REF7 not in the history" in doc["verdict"]["text"], doc
+    # an order whose own reference merely looks like a follow-up's is its own order
+    own = f"{unique('OWN')}-REF1"
+    _approved_checkout(desk, own, "10.00")
+    doc = desk.run("-p", "desk-a", "-o", "json", "order", own, expect=0).json()
+    assert (doc["order"]["reference"], doc["order"]["asked"]) == (own, None), doc
+    alone = {"WALLETCTL_AUDIT_LOG": str(desk.tmp / "nowhere" / "history.sqlite3")}
+    doc = desk.run("-p", "desk-a", "-o", "json", "order", own, env=alone, expect=0).json()
+    assert (doc["order"]["reference"], doc["order"]["asked"]) == (own, None), doc
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_the_order_in_a_real_80_column_terminal(desk: Desk,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:

@@ -101,7 +101,8 @@ def _age(text: str) -> timedelta:
 def order(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(
-        help="The order's merchant reference (the original checkout's).")],
+        help="The order's merchant reference: the checkout's, or a follow-up's (REF-REF1: "
+             "its original's order is shown).")],
     evidence: Annotated[Path | None, typer.Option(
         "--evidence", metavar="FILE",
         help="Also write the order's evidence bundle (NDJSON) to FILE: the order's own "

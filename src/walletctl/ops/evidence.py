@@ -298,6 +298,9 @@ class Evidence:
     anchor_event: int
     anchor_hash: str
     anchored: str
+    anchors_file: Path | None = None  # the anchors file a line of which is the checkpoint
+    anchor_line: int = 0  # that line's number
+    signed: bool = False  # that line is signed (``--trust-key`` can check it)
 
 
 def order_with_evidence(profile: Profile, client: GatewayClient, reference: str,
@@ -348,7 +351,9 @@ def checkpoint_for(store: HistoryStore, last: int,
     made = Anchor(head.event, head.entry, head.hash, head.time, store.where,
                   size=head.event, root=store.tree_root(head.event).hex(),
                   log=store.tree_root(1).hex())
-    return made, "the history's head when the bundle was made (no anchor given holds it)"
+    made_at = "the history's head when the bundle was made"
+    return made, made_at if anchors_file is None else \
+        f"{made_at} (no line of {anchors_file} holds it)"
 
 
 def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
@@ -391,7 +396,9 @@ def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
         raise ConfigError(f"--evidence {path}: cannot write it: {exc.strerror}") from None
     finally:
         tmp.unlink(missing_ok=True)
-    return Evidence(path, len(events), anchor.event, anchor.root or anchor.hash, anchored)
+    return Evidence(path, len(events), anchor.event, anchor.root or anchor.hash, anchored,
+                    anchors_file=anchors_file if anchor.line else None, anchor_line=anchor.line,
+                    signed=anchor.signature is not None)
 
 
 def _line(data: dict[str, Any]) -> str:

@@ -2,10 +2,17 @@
 lookup, the history's entries and approval requests on it, recon's comparison
 (:func:`walletctl.ops.recon.compare.compare_original`), the balance, and one verdict. It
 writes nothing.
+
+REF may be a follow-up's reference (``ORDER-1-REF1``, as a customer quotes it): the order
+shown is then its original's, named as such. The history says whose follow-up it is (an
+entry sent as it, or a finding on it); else a reference of the operations' tags
+(``-CAP2``, ``-REF1``, ``-REV1``) that the gateway keeps as a follow-up's record is taken
+for a follow-up of the reference before the tag.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -15,6 +22,7 @@ from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, RefusedError
 from walletctl.history.store import Entry, Filters
 from walletctl.models.ledger import Balance, balance_from_records, kind_of
+from walletctl.models.operations import FOLLOW_UPS, OP_OF_KIND
 from walletctl.models.outcome import find_record
 from walletctl.ops.money.earlier import lookup_or_none
 from walletctl.ops.recon.compare import (
@@ -41,6 +49,9 @@ if TYPE_CHECKING:
 # the record kinds -> the step's name (the history's operation names)
 _STEP_OF_KIND = {"sale": "checkout", "preauth": "checkout", "capture": "capture",
                  "refund": "refund", "reversal": "reverse"}
+# a derived follow-up reference: the original, then -CAP1, -REF2, -REV1, ... (the tags)
+_TAGGED = re.compile(r"(?P<original>.+)-(?:" + "|".join(op.tag for op in FOLLOW_UPS)
+                     + r")[1-9][0-9]*")
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,16 @@ class OrderView:
     merchant_id: str = ""
     store_id: str = ""
     fetched_at: str = ""  # when the gateway's records were looked up (UTC, ISO)
+    asked: str | None = None  # the follow-up's reference given, when it was one
+    asked_is: str | None = None  # what that follow-up is: refund, capture, reverse, ...
+
+    @property
+    def followup_note(self) -> str | None:
+        """``ORDER-1-REF1 is a refund of ORDER-1`` when a follow-up's reference was given."""
+        if self.asked is None:
+            return None
+        what = f"a {self.asked_is}" if self.asked_is else "a follow-up"
+        return f"{self.asked} is {what} of {self.reference}: the order's story follows."
 
     @property
     def disagreements(self) -> list[Finding]:
@@ -159,6 +180,9 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
         raise ConfigError(f"--evidence: no history at {view.history}: a bundle is the "
                           "history's entries and their chain")
     try:
+        asked = reference
+        probed = _original_of(store, profile, client, view)
+        reference = view.reference
         if store is not None:
             from walletctl.history.approvals import listing
 
@@ -169,8 +193,13 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
         view.fetched_at = now_utc()
         # an order unknown to the gateway is the lookup's own error, unless the history
         # records something on it (then it is a disagreement to name)
-        view.records = (lookup_or_none(client, reference) if view.entries
-                        else client.lookup(reference))
+        if probed is not None:  # the reference given, looked up already: it is the order
+            view.records = probed
+        else:
+            view.records = (lookup_or_none(client, reference) if view.entries
+                            else client.lookup(reference))
+        if view.asked is not None and (record := find_record(view.records, asked)):
+            view.asked_is = _STEP_OF_KIND.get(kind_of(record.type) or "") or view.asked_is
         try:
             view.balance = balance_from_records(reference, view.records)
         except RefusedError as exc:
@@ -187,6 +216,35 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
         if store is not None:
             store.close()
     return view
+
+
+def _original_of(store: HistoryStore | None, profile: Profile, client: GatewayClient,
+                 view: OrderView) -> list[TransactionRecord] | None:
+    """When ``view.reference`` is a follow-up's, make the view its original's (``asked``
+    and ``asked_is`` name what was given). Returns the gateway's records of the reference
+    given when they were looked up to tell (they are the order's own when it is no
+    follow-up), else None."""
+    given = view.reference
+    if store is not None:  # an entry sent as it, or a finding on it, names its original
+        for e in store.entries(Filters(ref=given)):
+            if not ours(e, profile):
+                continue
+            if e.original_ref is None or e.original_ref == given:
+                return None  # the history has it as an order of its own
+            view.reference, view.asked = e.original_ref, given
+            view.asked_is = e.operation if e.operation in OPERATIONS else None
+            return None
+    tagged = _TAGGED.fullmatch(given)
+    if tagged is None:
+        return None
+    records = lookup_or_none(client, given)
+    record = find_record(records, given)
+    kind = kind_of(record.type) if record is not None else None
+    if kind is None or kind not in OP_OF_KIND:  # not a follow-up at the gateway either
+        return records or None
+    view.reference, view.asked = tagged["original"], given
+    view.asked_is = OP_OF_KIND[kind]
+    return None
 
 
 def findings_on(reference: str, entries: list[Entry], records: list[TransactionRecord],

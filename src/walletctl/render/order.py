@@ -37,7 +37,9 @@ def order_document(view: OrderView) -> dict[str, Any]:
     named = view.disagreements
     return {
         "order": {"reference": view.reference, "profile": view.profile,
-                  "history": view.history or None, "backend": view.backend},
+                  "history": view.history or None, "backend": view.backend,
+                  # the follow-up's reference given, and what it is (None: the order's own)
+                  "asked": view.asked, "askedIs": view.asked_is},
         "gateway": [record_dict(r) for r in view.records],
         "history": [e.to_dict() for e in view.entries],
         "approvals": [a.to_dict(view.now) for a in view.approvals],
@@ -58,12 +60,30 @@ def render_order(view: OrderView, fmt: str, evidence: Evidence | None = None) ->
     emit(fmt, rows, document=order_document(view), columns=CSV_COLUMNS,
          table=lambda: _table(view))
     if evidence is not None:  # where the bundle went and the head it ends at
-        print_note(f"evidence: {evidence.path} ({evidence.events} events, each with its "
-                   f"inclusion proof to the tree of {evidence.anchor_event} events, root "
-                   f"{evidence.anchor_hash[:16]}..., {evidence.anchored}); check it with "
-                   f"`walletctl history check-evidence {evidence.path}`")
+        print_note(evidence_note(evidence))
+    if view.followup_note is not None and fmt != "table":
+        print_note(view.followup_note)
     if view.disagreements and fmt != "table":
         print_error(f"order: {view.verdict}")
+
+
+def evidence_note(evidence: Evidence) -> str:
+    """Where the bundle went, the checkpoint its proofs lead to, and the check to run: with
+    ``--anchor`` when a line of the anchors file is that checkpoint (the check that says
+    who vouches for it); without, the check says "not anchored"."""
+    import shlex
+
+    proofs = (f"evidence: {evidence.path} ({evidence.events} events, each with its inclusion "
+              f"proof to the tree of {evidence.anchor_event} events, root "
+              f"{evidence.anchor_hash[:16]}...")
+    check = f"walletctl history check-evidence {shlex.quote(str(evidence.path))}"
+    if evidence.anchors_file is None:
+        return (f"{proofs}, {evidence.anchored}: not anchored, nothing outside the bundle "
+                f"vouches for it); check it with `{check}`")
+    key = " (or --trust-key PUB.pem: the line is signed)" if evidence.signed else ""
+    return (f"{proofs}, the checkpoint on line {evidence.anchor_line} of "
+            f"{evidence.anchors_file}); check it with "
+            f"`{check} --anchor {shlex.quote(str(evidence.anchors_file))}`{key}")
 
 
 # ------------------------------------------------------------------------------- table
@@ -122,6 +142,9 @@ def _table(view: OrderView) -> None:
     console.print(fit_phrases([f"Order {escape(view.reference)};",
                                f"profile {escape(view.profile)};", *where]),
                   soft_wrap=True, crop=False, highlight=False)
+    if view.followup_note is not None:
+        console.print(fit_phrases(escape(view.followup_note).split()), soft_wrap=True,
+                      highlight=False)
     _timeline(view.timeline())
     lines = [_approval_phrases(a, view.now) for a in view.approvals] + _findings(view)
     if view.balance is not None:
