@@ -74,6 +74,32 @@ def from_environment() -> Profile:
     return profiles[NAME]
 
 
+def is_env(profile: Profile) -> bool:
+    """``profile`` was built from the environment (there is no file to ``profile set``)."""
+    return profile.source == _PSEUDO_PATH
+
+
+# a profile setting (as `profile set NAME KEY VALUE` spells it) -> the variable that sets it
+SETTING_VARS: dict[str, str] = {
+    **TEXT_KEYS, **{f"redirects.{k}": var for k, var in REDIRECT_VARS.items()},
+    "timeout": Env.TIMEOUT, "auth.scheme": Env.AUTH_SCHEME,
+    "auth.key_env": Env.API_KEY, "auth.service_secret_env": Env.SERVICE_SECRET,
+    "auth.service_secret_file": Env.SERVICE_SECRET,
+    "auth.sandbox_admin_token_env": Env.SANDBOX_TOKEN,
+}
+
+
+def setting_hint(key: str, value: str) -> str:
+    """How an environment profile gets ``key``: the variable to set (never `profile set`)."""
+    var = SETTING_VARS.get(key)
+    if var is None:
+        return ("a profile from the environment cannot set " + key + ": use a profiles file "
+                "(--config FILE)")
+    if key.endswith(("_env", "_file")):
+        return f"set {var} (the profile from the environment reads it)"
+    return f"set {var}={value}"
+
+
 _KEY = re.compile(r"profiles\.env(?: -> (?:auth|redirects))? -> (\w+)")
 
 

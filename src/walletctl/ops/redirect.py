@@ -164,10 +164,17 @@ def _missing_from_profile(profile: Profile, absent: Callable[[str], bool],
                         f"required: profile {name!r} has no [redirects] for them"
                         if len(urls) > 1 else
                         f"required: profile {name!r} has no [redirects] {urls[0]}"))
-        hints.append(f"pass the URLs, or store the shop's in the profile (its other "
-                     f"settings kept): `walletctl profile set {name} redirects.{urls[0]} "
-                     f"https://your-shop/...`" + (" (and " + ", ".join(
-                         f"redirects.{key}" for key in urls[1:]) + ")" if urls[1:] else ""))
+        from walletctl.config.env_profile import SETTING_VARS, is_env
+
+        if is_env(profile):  # no file to `profile set`: the variables set them
+            hints.append("pass the URLs, or set " + ", ".join(
+                SETTING_VARS[f"redirects.{key}"] for key in urls)
+                + " (the profile comes from the environment)")
+        else:
+            hints.append(f"pass the URLs, or store the shop's in the profile (its other "
+                         f"settings kept): `walletctl profile set {name} redirects.{urls[0]} "
+                         f"https://your-shop/...`" + (" (and " + ", ".join(
+                             f"redirects.{key}" for key in urls[1:]) + ")" if urls[1:] else ""))
     return hints
 
 
