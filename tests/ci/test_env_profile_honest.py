@@ -49,7 +49,8 @@ def invoke(env: dict[str, str | None], *args: str) -> Any:
 
 def no_secret_in(*texts: str) -> None:
     for text in texts:
-        assert API_KEY not in text and SERVICE_SECRET not in text
+        assert API_KEY not in text
+        assert SERVICE_SECRET not in text
 
 
 def test_smoke_without_the_service_secret_skips_browser_wallet_and_names_it(
@@ -87,9 +88,11 @@ def test_a_refused_service_secret_names_the_variable_not_profile_set(
 
 def test_checkout_without_redirects_names_the_variables(tmp_path: Path, sandbox: str) -> None:
     result = invoke(env_only(tmp_path, sandbox), "checkout", "--amount", "1.00",
-                    "--currency", "EUR", "--ref", "ENV-NO-REDIRECTS")
+                    "--ref", "ENV-NO-REDIRECTS")
     assert result.exit_code != 0, result.output
     assert "WALLETCTL_SUCCESS_URL" in result.stderr, result.stderr
+    assert "WALLETCTL_CURRENCY=EUR" in result.stderr, result.stderr
+    assert "[profiles.env]" not in result.stderr
     assert "profile set" not in result.stderr
 
 
@@ -101,7 +104,8 @@ def test_profile_show_and_check_show_the_environment_profile(tmp_path: Path,
         assert result.exit_code == 0, (args, result.output)
         shown = json.loads(result.stdout)
         assert shown["name"] == "env"
-        assert shown["base_url"] == sandbox and shown["merchant_id"] == MERCHANT
+        assert shown["base_url"] == sandbox
+        assert shown["merchant_id"] == MERCHANT
         assert shown["auth"]["secret"] == "env WALLETCTL_API_KEY (set)"
         no_secret_in(result.stdout, result.stderr)
     table = invoke(env, "-o", "table", "profile", "show")
@@ -112,7 +116,8 @@ def test_profile_show_and_check_show_the_environment_profile(tmp_path: Path,
     assert {c["profile"] for c in checks} >= {"env"}
     hints = " ".join(c.get("hint") or "" for c in checks)
     assert "profile set" not in hints
-    assert "WALLETCTL_SUCCESS_URL" in hints and "WALLETCTL_SERVICE_SECRET" in hints
+    assert "WALLETCTL_SUCCESS_URL" in hints
+    assert "WALLETCTL_SERVICE_SECRET" in hints
     no_secret_in(result.stdout, result.stderr)
     # a profiles file in the usual place does not change which profile commands use
     cfg = tmp_path / "cfg" / "walletctl"
@@ -149,7 +154,8 @@ def test_smoke_report_path_that_is_a_directory_exits_4(tmp_path: Path, sandbox: 
         result = invoke(env_only(tmp_path, sandbox), "smoke", "-s", "redirect-sale",
                         flag, str(tmp_path))
         assert result.exit_code == ExitCode.VALIDATION, result.output
-        assert flag in result.stderr and "directory" in result.stderr
+        assert flag in result.stderr
+        assert "directory" in result.stderr
 
 
 def _approved(url: str, ref: str, amount: str = "1000") -> None:
