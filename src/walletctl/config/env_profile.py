@@ -3,8 +3,10 @@
 When no profile is named (``-p`` / ``$WALLETCTL_PROFILE``), no profiles file is named
 (``--config`` / ``$WALLETCTL_CONFIG``) and ``$WALLETCTL_BASE_URL`` is set, the profile is
 built from ``WALLETCTL_*`` variables and validated by the same rules as a file's
-(config.profile's parser); its name is ``env``. The API key is read from
-``$WALLETCTL_API_KEY`` when a request needs it (``auth.key_env``): never copied, never shown.
+(config.profile's parser); its name is ``env`` (``-p env`` selects it too when no file is
+named and the default one has no profile of that name: profiles_file.uses_environment).
+The API key is read from ``$WALLETCTL_API_KEY`` when a request needs it (``auth.key_env``):
+never copied, never shown.
 """
 
 from __future__ import annotations
