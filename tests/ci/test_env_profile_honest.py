@@ -108,6 +108,8 @@ def test_profile_show_and_check_show_the_environment_profile(tmp_path: Path,
         assert shown["merchant_id"] == MERCHANT
         assert shown["auth"]["secret"] == "env WALLETCTL_API_KEY (set)"
         no_secret_in(result.stdout, result.stderr)
+    named = invoke(env, "-p", "env", "-o", "json", "profile", "show")  # -p env: the same
+    assert json.loads(named.stdout)["base_url"] == sandbox, named.output
     table = invoke(env, "-o", "table", "profile", "show")
     assert "env WALLETCTL_API_KEY (set)" in table.stdout
     result = invoke(env, "-o", "json", "profile", "check")
