@@ -221,6 +221,10 @@ def test_bad_options_are_usage_errors(tmp_path: Path, cfg: Path) -> None:
     code, _, err = invoke(cfg, "capture", "--batch", str(tmp_path))
     assert code == ExitCode.USAGE
     assert "a directory, not a file" in err
+    code, _, err = invoke(cfg, "capture", "--batch", "/dev/null")  # a device, not rows
+    assert code == ExitCode.USAGE
+    assert "a character device, not a file" in err
+    assert "no such file" not in err
 
 
 @pytest.mark.parametrize(

@@ -273,6 +273,7 @@ def _desk(state: State, ask: BatchAsk) -> BatchDesk:
 def _confirm_send(op: str, rows: int, money: str) -> bool:
     """A refund's or reversal's y/N on a terminal; without one, --yes is required."""
     if not ENV.is_interactive():
-        raise UsageError(f"{op} batch of {rows} row(s) ({money}) needs confirmation",
+        raise UsageError(f"{op} batch of {rows} row(s) ({money}) needs confirmation "
+                         f"({ENV.why_not_asked()})",
                          hint="pass --yes to confirm without a terminal")
     return typer.confirm(f"{op.capitalize()} {rows} row(s), {money}?", default=False, err=True)

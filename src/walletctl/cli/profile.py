@@ -46,12 +46,11 @@ def show(
     ] = None,
 ) -> None:
     """Show every setting of a profile; the secret's source is described, never the secret."""
-    from walletctl.config.profiles_file import config_path
-    from walletctl.ops.profile_view import profile_settings
+    from walletctl.ops.profile_view import selected_settings
     from walletctl.render.profiles import render_profile
 
     state = get_state(ctx)
-    found, settings = profile_settings(config_path(state.config_path), name or state.profile_name)
+    found, settings = selected_settings(state.config_path, name or state.profile_name)
     render_profile(state.output_format, found, settings)
 
 
@@ -336,12 +335,11 @@ def check(
     fails (with --online: 9 credentials refused, 7 gateway unreachable, 6 gateway failing).
     Nothing is sent unless --online.
     """
-    from walletctl.config.profiles_file import config_path
     from walletctl.ops.profile_check import check_profiles
     from walletctl.render.profiles import render_checks
 
     state = get_state(ctx)
-    found = check_profiles(config_path(state.config_path), name or state.profile_name,
+    found = check_profiles(state.config_path, name or state.profile_name,
                            every=all_profiles, online=online, transport=ENV.transport,
                            suggest=lambda *words: command_line(state, "profile", *words),
                            carry=lambda hint: carry_options(hint, state))

@@ -32,12 +32,12 @@ def smoke(
         "--embedded", help="Start a private sandbox on a free loopback port for the duration "
         "of the run and test against it.")] = False,
     junit: Annotated[Path | None, typer.Option(
-        "--junit", help="Write a JUnit XML report (one testcase per step).", dir_okay=False,
+        "--junit", help="Write a JUnit XML report (one testcase per step).",
         metavar="FILE")] = None,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print the machine-readable JSON report on stdout.")] = False,
     json_file: Annotated[Path | None, typer.Option(
-        "--json-file", help="Also write the JSON report to FILE.", dir_okay=False,
+        "--json-file", help="Also write the JSON report to FILE.",
         metavar="FILE")] = None,
     currency: Annotated[str | None, typer.Option(
         "--currency", help="Currency of the scenarios (default: the profile's, else EUR).")

@@ -3,8 +3,10 @@
 When no profile is named (``-p`` / ``$WALLETCTL_PROFILE``), no profiles file is named
 (``--config`` / ``$WALLETCTL_CONFIG``) and ``$WALLETCTL_BASE_URL`` is set, the profile is
 built from ``WALLETCTL_*`` variables and validated by the same rules as a file's
-(config.profile's parser); its name is ``env``. The API key is read from
-``$WALLETCTL_API_KEY`` when a request needs it (``auth.key_env``): never copied, never shown.
+(config.profile's parser); its name is ``env`` (``-p env`` selects it too when no file is
+named and the default one has no profile of that name: profiles_file.uses_environment).
+The API key is read from ``$WALLETCTL_API_KEY`` when a request needs it (``auth.key_env``):
+never copied, never shown.
 """
 
 from __future__ import annotations
@@ -72,6 +74,32 @@ def from_environment() -> Profile:
     except ConfigError as exc:
         raise _named(exc) from None
     return profiles[NAME]
+
+
+def is_env(profile: Profile) -> bool:
+    """``profile`` was built from the environment (there is no file to ``profile set``)."""
+    return profile.source == _PSEUDO_PATH
+
+
+# a profile setting (as `profile set NAME KEY VALUE` spells it) -> the variable that sets it
+SETTING_VARS: dict[str, str] = {
+    **TEXT_KEYS, **{f"redirects.{k}": var for k, var in REDIRECT_VARS.items()},
+    "timeout": Env.TIMEOUT, "auth.scheme": Env.AUTH_SCHEME,
+    "auth.key_env": Env.API_KEY, "auth.service_secret_env": Env.SERVICE_SECRET,
+    "auth.service_secret_file": Env.SERVICE_SECRET,
+    "auth.sandbox_admin_token_env": Env.SANDBOX_TOKEN,
+}
+
+
+def setting_hint(key: str, value: str) -> str:
+    """How an environment profile gets ``key``: the variable to set (never `profile set`)."""
+    var = SETTING_VARS.get(key)
+    if var is None:
+        return ("a profile from the environment cannot set " + key + ": use a profiles file "
+                "(--config FILE)")
+    if key.endswith(("_env", "_file")):
+        return f"set {var} (the profile from the environment reads it)"
+    return f"set {var}={value}"
 
 
 _KEY = re.compile(r"profiles\.env(?: -> (?:auth|redirects))? -> (\w+)")

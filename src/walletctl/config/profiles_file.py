@@ -203,13 +203,27 @@ def select_profile(pf: ProfilesFile, name: str | None) -> Profile:
     return pf.profiles[chosen]
 
 
-def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
-    """Load the selected profile from the selected file (see the module docstring), or from
-    the environment alone when nothing is named and ``$WALLETCTL_BASE_URL`` is set
-    (config.env_profile)."""
+def uses_environment(name: str | None, path: Path | None) -> bool:
+    """The profile ``name`` / ``path`` select is the environment's (config.env_profile):
+    nothing named and ``$WALLETCTL_BASE_URL`` set, or ``env`` named, no file named and the
+    default profiles file (if any) holding no profile of that name."""
     from walletctl.config import env_profile
 
     if env_profile.wanted(name, path):
+        return True
+    if (name != env_profile.NAME or path is not None or os.environ.get(Env.CONFIG)
+            or not os.environ.get(Env.BASE_URL)):
+        return False
+    default = default_config_path()
+    return not default.exists() or env_profile.NAME not in load_file(default).profiles
+
+
+def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
+    """Load the selected profile from the selected file (see the module docstring), or from
+    the environment alone (:func:`uses_environment`)."""
+    from walletctl.config import env_profile
+
+    if uses_environment(name, path):
         return env_profile.from_environment()
     return select_profile(load_file(config_path(path)), name)
 

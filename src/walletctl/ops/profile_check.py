@@ -83,9 +83,13 @@ _SMOKE_REDIRECT = "smoke redirect-sale, preauth-capture-refund, preauth-reversal
 def _commands(profile: Profile, key_ok: bool, suggest: Callable[..., str]) -> list[Check]:
     """Per command (and per smoke scenario): can it run, and if not, the `profile set` line
     that adds what it misses."""
+    from walletctl.config.env_profile import is_env, setting_hint
+
     name = profile.name
 
     def set_line(key: str, value: str) -> str:
+        if is_env(profile):  # no file to `profile set`: the variable that sets it
+            return setting_hint(key, value)
         return f"`{suggest('set', name, key, value)}`"
 
     if not key_ok:
@@ -126,6 +130,10 @@ def _commands(profile: Profile, key_ok: bool, suggest: Callable[..., str]) -> li
     # smoke's browser-wallet scenario: its first step asks the public key service
     if has_secret or no_auth:
         out.append(Check(name, "smoke browser-wallet", True, "service secret configured"))
+    elif is_env(profile):  # smoke skips it (the secret is optional in the environment)
+        out.append(Check(name, "smoke browser-wallet", True,
+                         "not run: the profile from the environment has no service secret",
+                         secret_hint, warning=True))
     else:
         out.append(Check(name, "smoke browser-wallet", True,
                          "its first step (public keys) sends the API key as the service secret: "
@@ -223,15 +231,34 @@ class ProfileChecks:
             )
 
 
-def check_profiles(path: Path, name: str | None, *, every: bool, online: bool, transport: Any,
-                   suggest: Callable[..., str],
+def _env_checks(results: list[Check]) -> list[Profile]:
+    """The environment's profile (no file to check): its variables' check, and the profile."""
+    from walletctl.config import env_profile
+
+    try:
+        profile = env_profile.from_environment()
+    except ConfigError as exc:
+        results.append(Check.failed(None, "environment", exc))
+        return []
+    results.append(Check(None, "environment", True,
+                         "profile env from the WALLETCTL_* variables (no file)"))
+    return [profile]
+
+
+def check_profiles(config: Path | None, name: str | None, *, every: bool, online: bool,
+                   transport: Any, suggest: Callable[..., str],
                    carry: Callable[[str | None], str | None]) -> ProfileChecks:
-    """The checks of the profiles file at ``path`` and of ``every`` profile in it, else of
-    ``name``'s (None: the selected one). ``suggest(*words)``: a ``walletctl profile ...``
-    command line for a hint; ``carry(hint)``: a hint with the user's global options."""
+    """The checks of the profiles file (``config``: the one named, None: the usual one) and
+    of ``every`` profile in it, else of ``name``'s (None: the selected one; the environment's
+    when commands would use it). ``suggest(*words)``: a ``walletctl profile ...`` command line
+    for a hint; ``carry(hint)``: a hint with the user's global options."""
+    from walletctl.config.profiles_file import config_path, uses_environment
+
     results: list[Check] = []
     online_errors: list[WalletctlError] = []
-    for profile in _file_checks(results, path, name, every=every):
+    profiles = (_env_checks(results) if not every and uses_environment(name, config)
+                else _file_checks(results, config_path(config), name, every=every))
+    for profile in profiles:
         checks = _check_profile(profile, suggest)
         results.extend(checks)
         if online and all(r.ok for r in checks):

@@ -46,19 +46,38 @@ def profile_rows(path: Path) -> list[dict[str, Any]] | None:
              "environment": p.environment} for p in pf.profiles.values()]
 
 
+def selected_settings(config: Path | None, name: str | None) -> tuple[str, dict[str, Any]]:
+    """``profile show``: the settings of the profile a command would use with ``--config``
+    ``config`` and ``-p`` ``name`` (the environment's when it is the one: its key shown as
+    ``env WALLETCTL_API_KEY (set)``, never its value)."""
+    from walletctl.config import env_profile
+    from walletctl.config.profiles_file import config_path, uses_environment
+
+    if uses_environment(name, config):
+        profile = env_profile.from_environment()
+        return profile.name, _settings(profile, "(environment)", default=name is None)
+    return profile_settings(config_path(config), name)
+
+
 def profile_settings(path: Path, name: str | None) -> tuple[str, dict[str, Any]]:
     """(the profile's name, every setting of the profile ``name`` selects)."""
-    from walletctl.config.profile import REDIRECT_KEYS
     from walletctl.config.profiles_file import select_profile
-    from walletctl.config.secrets import describe_secret_source, describe_service_secret_source
 
     pf = load_file(path)
     profile = select_profile(pf, name)
+    return profile.name, _settings(profile, str(profile.source) if profile.source else None,
+                                   default=profile.name == _default(pf))
+
+
+def _settings(profile: Profile, source: str | None, *, default: bool) -> dict[str, Any]:
+    from walletctl.config.profile import REDIRECT_KEYS
+    from walletctl.config.secrets import describe_secret_source, describe_service_secret_source
+
     auth = profile.auth
-    return profile.name, {
+    return {
         "name": profile.name,
-        "file": str(profile.source) if profile.source else None,
-        "default": profile.name == _default(pf),
+        "file": source,
+        "default": default,
         "base_url": profile.base_url,
         "merchant_id": profile.merchant_id,
         "store_id": profile.store_id,

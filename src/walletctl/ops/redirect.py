@@ -151,11 +151,15 @@ def _missing_from_profile(profile: Profile, absent: Callable[[str], bool],
                           missing: list[tuple[list[str], list[str], str]]) -> list[str]:
     """What neither the flags, the file nor ``profile`` give (the currency, the redirect
     URLs), added to ``missing``; the hints that say where to set them."""
-    name, hints = profile.name, []
+    from walletctl.config.env_profile import SETTING_VARS, is_env
+
+    name, hints, from_env = profile.name, [], is_env(profile)
     if not profile.currency and absent("currencyCode"):
         missing.append((["--currency"], ["currencyCode"],
                         f"required: profile {name!r} has no default currency"))
-        hints.append(f'pass --currency EUR, or set currency = "EUR" under [profiles.{name}]')
+        hints.append("pass --currency EUR, or " + (
+            f"set {SETTING_VARS['currency']}=EUR" if from_env
+            else f'set currency = "EUR" under [profiles.{name}]'))
     urls = [key for key in NEEDED_REDIRECTS if key not in profile.redirects
             and absent(f"redirectDetails.{_WIRE_NAMES[key]}")]
     if urls:
@@ -164,10 +168,15 @@ def _missing_from_profile(profile: Profile, absent: Callable[[str], bool],
                         f"required: profile {name!r} has no [redirects] for them"
                         if len(urls) > 1 else
                         f"required: profile {name!r} has no [redirects] {urls[0]}"))
-        hints.append(f"pass the URLs, or store the shop's in the profile (its other "
-                     f"settings kept): `walletctl profile set {name} redirects.{urls[0]} "
-                     f"https://your-shop/...`" + (" (and " + ", ".join(
-                         f"redirects.{key}" for key in urls[1:]) + ")" if urls[1:] else ""))
+        if from_env:  # no file to `profile set`: the variables set them
+            hints.append("pass the URLs, or set " + ", ".join(
+                SETTING_VARS[f"redirects.{key}"] for key in urls)
+                + " (the profile comes from the environment)")
+        else:
+            hints.append(f"pass the URLs, or store the shop's in the profile (its other "
+                         f"settings kept): `walletctl profile set {name} redirects.{urls[0]} "
+                         f"https://your-shop/...`" + (" (and " + ", ".join(
+                             f"redirects.{key}" for key in urls[1:]) + ")" if urls[1:] else ""))
     return hints
 
 

@@ -18,6 +18,7 @@ from urllib.parse import quote
 from pydantic import ValidationError
 
 from walletctl.client.gateway import check_echo, check_identifier, parse_model
+from walletctl.constants import Env
 from walletctl.errors import (
     DeclinedError,
     GatewayError,
@@ -139,9 +140,16 @@ def service_secret_hint(profile: Profile) -> str:
         used = "the profile's service secret"
     else:
         used = "the API key as its service secret (the profile sets none)"
-    return (f"the public key service refused user {user!r} with {used}; set the service "
-            f"secret's source: `walletctl profile set {profile.name} "
-            "auth.service_secret_env VAR` (a walletctl sandbox's: `walletctl sandbox values`)")
+    from walletctl.config.env_profile import is_env
+
+    if is_env(profile):  # no file to `profile set`: the variable is the source
+        fix = (f"set {Env.SERVICE_SECRET} to the service's secret (the profile comes from "
+               "the environment)")
+    else:
+        fix = (f"set the service secret's source: `walletctl profile set {profile.name} "
+               "auth.service_secret_env VAR`")
+    return (f"the public key service refused user {user!r} with {used}; {fix} (a walletctl "
+            "sandbox's: `walletctl sandbox values`)")
 
 
 def get_keys(client: GatewayClient, *, refresh: bool = False, save: bool = False,

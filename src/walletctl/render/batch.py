@@ -55,6 +55,15 @@ def render_batch(output_format: str, result: BatchResult) -> int:
     return result.code
 
 
+def _row_note(text: str) -> None:
+    """A refused / unknown / pending row named on stderr: a note on a terminal, a
+    ``warning`` under --log-format json (a CI log filters on the level)."""
+    if log_json():
+        log_event("warning", text)
+    else:
+        print_note(text)
+
+
 def render_invalid_rows(exc: BatchValidationError) -> None:
     """More than the error line shows (3): up to MAX_SHOWN of them, one per line."""
     if exc.total <= 3:
@@ -78,8 +87,8 @@ def _dry_run(output_format: str, result: BatchResult) -> None:
         status = row.record["status"]
         tally[status] = tally.get(status, 0) + 1
         if "reason" in row.record and tally[status] <= NAMED_ON_STDERR:
-            print_note(f"line {row.record['line']}: {row.record['ref']}: {status}: "
-                       f"{row.record['reason']}")
+            _row_note(f"line {row.record['line']}: {row.record['ref']}: {status}: "
+                      f"{row.record['reason']}")
         if not table:
             sys.stdout.write(dumps({**row.record, "request": row.request}) + "\n")
         elif len(shown) < DRY_RUN_TABLE_ROWS:
@@ -135,8 +144,8 @@ class BatchWatch:
                 and (result.detail or "").startswith(BatchRunner.NOT_DONE)):
             self.named[result.status] += 1
             if self.named[result.status] <= NAMED_ON_STDERR:
-                print_note(f"line {result.line}: {result.ref}: {result.status}: "
-                           f"{result.detail or result.txn_state or ''}")
+                _row_note(f"line {result.line}: {result.ref}: {result.status}: "
+                          f"{result.detail or result.txn_state or ''}")
 
     def _event(self, result: RowResult) -> None:
         """``--log-format json``: a progress event with the counts so far, about every 1% of
@@ -279,7 +288,7 @@ def _summary_notes(result: BatchResult) -> None:
         0, report.counts.get("unknown", 0) - NAMED_ON_STDERR)
     if unnamed:
         where = f"all are in {results}" if results else "pass --results FILE to list them all"
-        print_note(f"... and {unnamed} more refused/unknown row(s): {where}")
+        _row_note(f"... and {unnamed} more refused/unknown row(s): {where}")
     if left:
         print_note(f"{left} row(s) left: run the same command again (or add --resume) to "
                    "reconcile and continue; nothing is sent twice")

@@ -8,6 +8,7 @@ reports (:class:`BoundedLines`).
 from __future__ import annotations
 
 import csv
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -302,6 +303,22 @@ def batch_input(source: Path, scratch: Path) -> tuple[Path, str]:
                 out.write(chunk)
         return spooled, STDIN
     if not source.is_file():
-        what = "a directory, not a file" if source.is_dir() else "no such file"
-        raise UsageError(f"--batch {source}: {what}")
+        raise UsageError(f"--batch {source}: {_not_a_file(source)}")
     return source, str(source)
+
+
+def _not_a_file(source: Path) -> str:
+    """Why ``source`` (not a regular file) cannot be read as rows: what it is, or missing."""
+    import stat
+
+    try:
+        mode = os.stat(source).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such file"
+    except (OSError, ValueError) as exc:
+        return getattr(exc, "strerror", None) or "not a valid path"
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+             (stat.S_ISSOCK, "a socket"))
+    kind = next((what for test, what in kinds if test(mode)), "something else")
+    return f"{kind}, not a file"

@@ -301,6 +301,7 @@ def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: S
         step_result.status = "running"
         obs.step_started(step_result)
         mark = ctx.exchanges.mark() if ctx.exchanges is not None else 0
+        minted = len(ctx.references), len(result.references)
         start = clock()
         stop_reason: str | None = f"not run: step '{step.name}' failed"
         aborted: RunAborted | None = None
@@ -331,6 +332,10 @@ def _run_one(scenario: Scenario, result: ScenarioResult, ctx: RunContext, obs: S
             step_result.needs = step.needs
         if ctx.exchanges is not None:
             step_result.exchanges = ctx.exchanges.since(mark)
+        if (aborted is not None and aborted.exit_code == ExitCode.NETWORK
+                and all(ex.status is None for ex in step_result.exchanges)):
+            # no connection: this step's references were never sent (nothing to look up)
+            del ctx.references[minted[0]:], result.references[minted[1]:]
         obs.step_finished(step_result)
         if stop_reason is not None:
             _skip_rest(result.steps[index + 1 :], stop_reason, obs)
