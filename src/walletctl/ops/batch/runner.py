@@ -726,6 +726,10 @@ class BatchAudit:
 
     def on_result(self, result: RowResult) -> None:
         outcome, code = _OUTCOME.get(result.status, ("unknown", ExitCode.UNKNOWN_OUTCOME))
+        if result.status == "refused" and (result.detail or "").startswith(NOT_FOUND):
+            # a 404 stored nothing and the next run sends the row again under this entry:
+            # an error, not a refusal (a declined entry never becomes moved)
+            outcome = "error"
         note = result.detail or (f"state {result.txn_state}" if result.txn_state else None)
         entry = self._open.pop(result.new_ref, None)
         if entry is None:  # not sent in this run: an earlier, killed run may have sent it
