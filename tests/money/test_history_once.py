@@ -70,7 +70,7 @@ def test_two_desks_with_their_own_history_files_still_move_money_once(desk: Desk
     held = next(r for r in results if r.code == 11)
     assert f"{order}-REF1" in held.stderr
     assert ("not made through this history" in held.stderr
-            or "replayed" in held.stderr), held
+            or "stored answer of an earlier identical request" in held.stderr), held
 
 
 def test_a_409_after_forward_is_looked_up_and_reported_applied(desk: Desk) -> None:
