@@ -8,7 +8,8 @@ import hmac
 import json
 import logging
 import urllib.parse
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -378,6 +379,35 @@ def _announced(length: str | None) -> int | None:
     return int(text) if len(text) <= len(str(MAX_BODY)) else MAX_BODY + 1
 
 
+TOO_LARGE: Final = "too large"  # read_body: the body passed MAX_BODY
+OVER_BUDGET: Final = "over budget"  # read_body: ``reserve`` refused the body's next bytes
+
+
+async def read_body(receive: Any, reserve: Callable[[int], bool] | None = None
+                    ) -> bytes | str | None:
+    """A request's whole body as it arrives, for every app on the sandbox's stack (the
+    sandbox's body limit, the proxy, a replay): None when the client left, ``TOO_LARGE``
+    beyond MAX_BODY, ``OVER_BUDGET`` when ``reserve(size)`` (told the bytes read so far)
+    would not hold them. One copy of the body, never more than MAX_BODY of it."""
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            return TOO_LARGE
+        if reserve is not None and not reserve(size):
+            return OVER_BUDGET
+        if chunk:
+            chunks.append(chunk)
+        more = bool(message.get("more_body", False))
+    return b"".join(chunks)
+
+
 def _type_problem(scope: Scope) -> str | None:
     """Why a body's Content-Type is refused (415), if it is."""
     if scope.get("method", "GET") not in _BODY_METHODS:
@@ -431,29 +461,22 @@ class BodyLimitMiddleware:
             await self._over_budget(send)
             return
         held = announced  # bytes reserved for this request, given back when it is answered
+
+        def reserve(size: int) -> bool:  # a chunked body: reserved as it arrives
+            nonlocal held
+            if size > held:
+                if not self._take(size - held):
+                    return False
+                held = size
+            return True
+
         try:
-            chunks: list[bytes] = []
-            size = 0
-            more = True
-            while more:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > MAX_BODY:
-                    await self._too_large(send)
-                    return
-                if size > held:  # a chunked body: reserved as it arrives
-                    if not self._take(size - held):
-                        await self._over_budget(send)
-                        return
-                    held = size
-                if chunk:
-                    chunks.append(chunk)
-                more = bool(message.get("more_body", False))
-            body = b"".join(chunks)
-            chunks.clear()  # one copy of the body while the route runs
+            body = await read_body(receive, reserve)
+            if body is None:
+                return
+            if isinstance(body, str):
+                await (self._too_large(send) if body == TOO_LARGE else self._over_budget(send))
+                return
             if body and (problem := _type_problem(scope)) is not None:
                 await send_error(send, 415, problem)
                 return

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from starlette.types import Receive, Scope, Send
 
-from walletctl.sandbox.middleware import MAX_BODY
+from walletctl.sandbox.middleware import MAX_BODY, read_body
 from walletctl.sandbox.recording import Recorded, mask_body, masker_for
 from walletctl.sandbox.replies import error_body
 
@@ -111,21 +111,13 @@ class PlaybackApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        chunks: list[bytes] = []
-        size, more = 0, True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY:
-                await _answer(send, 413, [], json.dumps(error_body(
-                    413, f"(request): body larger than {MAX_BODY} bytes")).encode())
-                return
-            chunks.append(chunk)
-            more = bool(message.get("more_body", False))
-        raw = b"".join(chunks)
+        raw = await read_body(receive)
+        if raw is None:
+            return
+        if not isinstance(raw, bytes):  # larger than MAX_BODY
+            await _answer(send, 413, [], json.dumps(error_body(
+                413, f"(request): body larger than {MAX_BODY} bytes")).encode())
+            return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         method, path = scope["method"], scope["path"]
         query = scope.get("query_string", b"").decode("latin-1")

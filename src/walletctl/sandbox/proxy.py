@@ -25,7 +25,7 @@ from walletctl.masking import Masker
 from walletctl.models.money import AmountFormat
 from walletctl.sandbox.config import DEFAULT_BODY_BUDGET
 from walletctl.sandbox.conformance import Checker, Exchange, Violation
-from walletctl.sandbox.middleware import MAX_BODY
+from walletctl.sandbox.middleware import MAX_BODY, OVER_BUDGET, read_body
 from walletctl.sandbox.recording import Recorder, masker_for
 from walletctl.sandbox.replies import error_body
 
@@ -113,28 +113,22 @@ class ProxyApp:
         """The whole request body within the limits (``held[0]``: the bytes of the budget
         this request holds, grown as a body without a length arrives), None when answered
         already."""
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY:
-                await _send_error(send, 413, f"(request): body larger than {MAX_BODY} bytes")
-                return None
+        def reserve(size: int) -> bool:
             if size > held[0]:
                 if self.held + size - held[0] > self.budget:
-                    await self._over_budget(send)
-                    return None
+                    return False
                 self.held += size - held[0]
                 held[0] = size
-            if chunk:
-                chunks.append(chunk)
-            more = bool(message.get("more_body", False))
-        return b"".join(chunks)
+            return True
+
+        body = await read_body(receive, reserve)
+        if isinstance(body, str):
+            if body == OVER_BUDGET:
+                await self._over_budget(send)
+            else:
+                await _send_error(send, 413, f"(request): body larger than {MAX_BODY} bytes")
+            return None
+        return body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
