@@ -420,14 +420,22 @@ def test_half_sent_heads_stay_within_the_header_budget(descriptors: None) -> Non
                     sock.send(head)
             worst = _worst_health(sb.url, 2.0)
             during = _rss_mb(sb.proc.pid)
-            answers = []
-            for sock in socks:
-                try:
-                    answers.append(sock.recv(200).split(b"\r\n", 1)[0])
-                except BlockingIOError:
-                    answers.append(b"(holding)")
-                except OSError:
-                    answers.append(b"(reset)")
+            answers = [b"(holding)"] * len(socks)
+            # a connection the server has not reached yet holds no header bytes either: the
+            # ones still without an answer are asked again a few times before they count
+            for _ in range(5):
+                for i, sock in enumerate(socks):
+                    if answers[i] != b"(holding)":
+                        continue
+                    try:
+                        answers[i] = sock.recv(200).split(b"\r\n", 1)[0]
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        answers[i] = b"(reset)"
+                if answers.count(b"(holding)") * 60 * 1024 <= DEFAULT_HEADER_BUDGET:
+                    break
+                time.sleep(0.5)
         finally:
             for sock in socks:
                 sock.close()
