@@ -10,12 +10,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
-import resource
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,6 +23,7 @@ from sandbox_fixtures import AUTH_HEADERS, MERCHANT_ID, STORE_ID, make_checkout_
 from timescale import scaled
 from walletctl.sandbox.config import DEFAULT_HEADER_BUDGET
 
+from .test_bounded_resources import _rss_mb, descriptor_limit
 from .test_connections import Served, serve
 
 HUGE = "1e999999999"
@@ -332,21 +331,10 @@ def test_a_stop_ends_a_delayed_request_at_once() -> None:
 # -- memory per connection and in total (issue 50): RSS before, while, after ------------------
 
 
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
 @pytest.fixture
 def descriptors() -> Iterator[None]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < 9000:
-        pytest.skip(f"needs 9,000 descriptors (hard limit {hard})")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 9000), hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with descriptor_limit(9000):
+        yield
 
 
 def _worst_health(url: str, seconds: float) -> float:

@@ -33,14 +33,24 @@ def _rss_mb(pid: int) -> float:
     raise AssertionError("no VmRSS")
 
 
+@contextlib.contextmanager
+def descriptor_limit(wanted: int) -> Iterator[None]:
+    """This process's descriptor limit raised to ``wanted`` for the duration (skipped when
+    the hard limit is lower)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        pytest.skip(f"needs {wanted:,} descriptors (hard limit {hard})")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 @pytest.fixture
 def many_descriptors() -> Iterator[None]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < 2200:
-        pytest.skip(f"needs 2,200 descriptors (hard limit {hard})")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2200), hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with descriptor_limit(2200):
+        yield
 
 
 def _partial_body(port: int, n: int) -> socket.socket:
