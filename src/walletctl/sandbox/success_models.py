@@ -326,7 +326,11 @@ def _resolve(schema: Any) -> Any:
         refs = [{"$ref": _COMPONENT.format(name)} for name in schema[_ELSEWHERE]]
         extra = {k: v for k, v in schema.items() if k in ("description", "title")}
         return {**(refs[0] if len(refs) == 1 else {"anyOf": refs}), **extra}
-    return {key: _resolve(value) for key, value in schema.items()}
+    out = {key: _resolve(value) for key, value in schema.items()}
+    if "anyOf" in out:  # one level of choices: (A or B) or null is A, B or null
+        out["anyOf"] = [choice for sub in out["anyOf"] for choice in (
+            sub["anyOf"] if set(sub) == {"anyOf"} else [sub])]
+    return out
 
 
 # component name -> model, for the document
