@@ -21,7 +21,8 @@ answers 503 to what does not fit); fails (exit 1) when the growth while they hol
 ``--ledger-readers N``: seeds ``--ledger-rows`` transactions (default 50,000), then N clients
 ask for ``GET /_sandbox/ledger`` and read 4 KB of it every second; ``--half-headers N``: N
 connections each send 60 KB of a request head and stall. Both print the resident set before,
-while they hold, and after they have gone, and a normal client's worst latency meanwhile.
+while they hold, and after they have gone, and a normal client's worst latency meanwhile;
+the ledger mode fails (exit 1) when more than 40 MB stays after its readers have gone.
 
     python benchmarks/sandbox_memory.py --ledger-readers 500
     python benchmarks/sandbox_memory.py --half-headers 4000
@@ -169,6 +170,9 @@ def _seed(port: int, rows: int) -> None:
             assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
 
 
+LEDGER_KEPT_MB = 40  # growth that may stay after the ledger's readers have gone (measured +20)
+
+
 def ledger_readers(port: int, pid: int, readers: int, rows: int) -> int:
     _seed(port, rows)
     time.sleep(0.5)
@@ -199,6 +203,9 @@ def ledger_readers(port: int, pid: int, readers: int, rows: int) -> int:
           f"(+{(peak - before) / 1024:.1f} MB), after {after / 1024:.1f} MB "
           f"(+{(after - before) / 1024:.1f} MB); a normal client's worst latency "
           f"{worst * 1000:.0f} ms")
+    if after - before > LEDGER_KEPT_MB * 1024:  # was +50 MB, kept until a full GC pass
+        print(f"FAIL: more than {LEDGER_KEPT_MB} MB stayed after the readers went")
+        return 1
     return 0
 
 

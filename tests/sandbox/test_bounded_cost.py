@@ -347,7 +347,8 @@ def _worst_health(url: str, seconds: float) -> float:
 @pytest.mark.slow
 def test_slow_ledger_readers_hold_a_bounded_buffer_each(descriptors: None) -> None:
     """500 clients read a 50,000-transaction ledger 4 KB a second: each holds about a page and
-    its connection's buffer (before: about 1 MB each, kept after they left)."""
+    its connection's buffer (before: about 1 MB each, kept after they left), and what they held
+    is returned when they go."""
     with serve(nofile=9000) as sb:
         for n in range(5):
             answer = httpx.post(sb.url + "/_sandbox/seed", headers=JSON, timeout=120,
@@ -379,8 +380,10 @@ def test_slow_ledger_readers_hold_a_bounded_buffer_each(descriptors: None) -> No
         after = _rss_mb(sb.proc.pid)
         print(f"\n500 slow ledger readers: RSS before {before:.1f} MB, while {peak:.1f} MB, "
               f"after {after:.1f} MB; health worst {worst * 1000:.0f} ms")
-        assert peak - before < 150, (before, peak)  # was +468 MB
-        assert after - before < 150, (before, after)
+        assert peak - before < 100, (before, peak)  # was +468 MB; +45 MB measured
+        # what the readers held is given back when they go: +50 MB stayed before their
+        # frames let go of their pages and the heap was trimmed; +20 MB measured since
+        assert after - before < 40, (before, after)
         assert worst < 10.0  # generous: the machine may be loaded (measured 0.4-1.8 s)
         assert httpx.get(sb.url + "/_sandbox/ledger", timeout=60).json()["count"] == 50_000
 

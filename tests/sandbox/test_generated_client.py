@@ -24,29 +24,44 @@ import httpx
 import pytest
 
 from sandbox_fixtures import MERCHANT_ID, SANDBOX_API_KEY, STORE_ID, USER_ID
-from walletctl.sandbox.config import DEFAULT_SERVICE_SECRET
+from walletctl.sandbox.config import DEFAULT_SERVICE_SECRET, SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
 
 PACKAGE = "sandbox_gateway_client"
 
 
-@pytest.fixture
-def generated(live_sandbox: EmbeddedSandbox, tmp_path: Path) -> Iterator[Any]:
-    """The generated package, imported from ``tmp_path`` (removed from sys.modules after)."""
-    doc = tmp_path / "openapi.json"
-    doc.write_bytes(httpx.get(f"{live_sandbox.url}/openapi.json", timeout=10).content)
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[EmbeddedSandbox]:
+    with EmbeddedSandbox(SandboxConfig(quiet=True)) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def generation(sandbox: EmbeddedSandbox, tmp_path_factory: pytest.TempPathFactory,
+               ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The generator run once on the served ``/openapi.json``: its output folder and run."""
+    out = tmp_path_factory.mktemp("generated")
+    doc = out / "openapi.json"
+    doc.write_bytes(httpx.get(f"{sandbox.url}/openapi.json", timeout=10).content)
     tools = str(Path(sys.executable).parent)  # the generator runs ruff over what it writes
     done = subprocess.run(
         [str(Path(tools) / "openapi-python-client"), "generate", "--path", str(doc),
-         "--meta", "none", "--output-path", str(tmp_path / PACKAGE)],
+         "--meta", "none", "--output-path", str(out / PACKAGE)],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    sys.path.insert(0, str(tmp_path))
+    return out, done
+
+
+@pytest.fixture
+def generated(generation: tuple[Path, subprocess.CompletedProcess[str]]) -> Iterator[Any]:
+    """The generated package, imported (removed from sys.modules after), unedited."""
+    out, _ = generation
+    sys.path.insert(0, str(out))
     try:
         yield _Modules()
     finally:
-        sys.path.remove(str(tmp_path))
+        sys.path.remove(str(out))
         for name in [n for n in sys.modules if n.split(".")[0] == PACKAGE]:
             del sys.modules[name]
 
@@ -59,10 +74,10 @@ class _Modules:
 
 
 def test_generated_client_checkout_approve_capture_lookup(
-        generated: Any, live_sandbox: EmbeddedSandbox) -> None:
+        generated: Any, sandbox: EmbeddedSandbox) -> None:
     models = generated.models
     client = generated.client.AuthenticatedClient(
-        base_url=live_sandbox.url, token=SANDBOX_API_KEY, prefix="PublicApiKey")
+        base_url=sandbox.url, token=SANDBOX_API_KEY, prefix="PublicApiKey")
     ref, capture_ref = "GEN-CLIENT-1", "GEN-CLIENT-1-CAP"
 
     checkout_body = models.CheckoutRequest(
@@ -117,7 +132,7 @@ def test_generated_client_checkout_approve_capture_lookup(
     assert "clientSystemTransactionId" in missing.parsed.details.message
 
     unauthorized = generated.client.AuthenticatedClient(
-        base_url=live_sandbox.url, token="not-the-key", prefix="PublicApiKey")
+        base_url=sandbox.url, token="not-the-key", prefix="PublicApiKey")
     refused = generated.api__gateway__create_checkout.sync_detailed(
         client=unauthorized, body=checkout_body)
     assert refused.status_code == 401
@@ -126,14 +141,14 @@ def test_generated_client_checkout_approve_capture_lookup(
 
 
 def test_generated_client_walletpay_server_flow(
-        generated: Any, live_sandbox: EmbeddedSandbox) -> None:
+        generated: Any, sandbox: EmbeddedSandbox) -> None:
     """The browser wallet's server side, as a merchant's backend and the wallet script call
     it, through the generated client only: a transaction key from the public key service
     (Basic), the emulated wallet's token, a payment account (the transaction key), then the
     authorization (the server key) - each answer its declared model."""
     models = generated.models
     basic = base64.b64encode(f"{USER_ID}:{DEFAULT_SERVICE_SECRET}".encode()).decode()
-    service = generated.client.AuthenticatedClient(base_url=live_sandbox.url, token=basic,
+    service = generated.client.AuthenticatedClient(base_url=sandbox.url, token=basic,
                                                    prefix="Basic")
     keys = generated.api__browser_wallet__create_public_key.sync_detailed(
         client=service, body=models.PublicKeysRequest(merchant_id=MERCHANT_ID,
@@ -141,7 +156,7 @@ def test_generated_client_walletpay_server_flow(
     assert keys.status_code == 200, keys.content
     assert isinstance(keys.parsed, models.PublicKeysResponse)
 
-    anyone = generated.client.Client(base_url=live_sandbox.url)
+    anyone = generated.client.Client(base_url=sandbox.url)
     token = generated.api__sandbox__create_sandbox_wallet_token.sync_detailed(
         client=anyone, body=models.WalletTokenRequest(
             card_id=models.WalletTokenRequestCardid.VISA_TOKEN, gateway_merchant_id=MERCHANT_ID,
@@ -151,7 +166,7 @@ def test_generated_client_walletpay_server_flow(
     sealed = token.parsed.payment_method_data.tokenization_data.token
 
     browser = generated.client.AuthenticatedClient(
-        base_url=live_sandbox.url, token=keys.parsed.api_key, prefix="PublicApiKey")
+        base_url=sandbox.url, token=keys.parsed.api_key, prefix="PublicApiKey")
     checked = generated.api__browser_wallet__check_public_key.sync_detailed(
         client=browser, merchant_id=MERCHANT_ID, store_id=STORE_ID)
     assert checked.status_code == 200, checked.content
@@ -164,7 +179,7 @@ def test_generated_client_walletpay_server_flow(
     assert isinstance(account.parsed, models.PaymentAccount)
 
     server = generated.client.AuthenticatedClient(
-        base_url=live_sandbox.url, token=SANDBOX_API_KEY, prefix="PublicApiKey")
+        base_url=sandbox.url, token=SANDBOX_API_KEY, prefix="PublicApiKey")
     authorized = generated.api__browser_wallet__authorize_transaction.sync_detailed(
         client=server, body=models.AuthorizationRequest(
             merchant_id=MERCHANT_ID, store_id=STORE_ID, user_id=USER_ID,
@@ -180,22 +195,16 @@ def test_generated_client_walletpay_server_flow(
     assert authorized.parsed.transaction_account_id == account.parsed.transaction_account_id
 
 
-def test_the_document_generates_without_warnings(live_sandbox: EmbeddedSandbox,
-                                                 tmp_path: Path) -> None:
-    doc = tmp_path / "openapi.json"
-    doc.write_bytes(httpx.get(f"{live_sandbox.url}/openapi.json", timeout=10).content)
-    tools = str(Path(sys.executable).parent)
-    done = subprocess.run(
-        [str(Path(tools) / "openapi-python-client"), "generate", "--path", str(doc),
-         "--meta", "none", "--output-path", str(tmp_path / PACKAGE)],
-        capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"})
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "WARNING" not in done.stdout + done.stderr, (done.stdout + done.stderr)[-3000:]
-    models = {p.stem for p in (tmp_path / PACKAGE / "models").glob("*.py")}
+def test_the_document_generates_without_warnings(
+        generation: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, done = generation
+    said = done.stdout + done.stderr
+    assert "warning" not in said.lower(), said[-3000:]
+    models = {p.stem for p in (out / PACKAGE / "models").glob("*.py")}
     # one class per request model (no ItemDetailType1/Type2 halves), readable answer names
-    assert {"item_detail", "discount_detail", "wallet_token_request", "get_health_result",
-            "payment_account", "authorization_response"} <= models
+    assert {"item_detail", "discount_detail", "wallet_token_request", "sandbox_health",
+            "payment_account", "authorization_response", "demo_session", "demo_result",
+            "three_d_secure_status", "ledger"} <= models
     assert not [m for m in models if re.fullmatch(
         r"(item_detail|discount_detail|wallet_token_request)_type_\d+", m)]
     assert not [m for m in models if "_sandbox_" in m and m.endswith(("_get", "_post"))]

@@ -4,7 +4,10 @@ the ledger, faults, seeding and the clock (never faulted; guarded by the middlew
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import ctypes
+import ctypes.util
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,14 +25,55 @@ from walletctl.sandbox.store import ORIGINAL_KINDS, Store
 LEDGER_CHUNK = 16 * 1024  # bytes handed to the connection at once
 
 
-async def _ledger(request: Request, store: Store, *, ndjson: bool) -> AsyncIterator[bytes]:
+def _heap_trim() -> Callable[[], None] | None:
+    """glibc's ``malloc_trim(0)``: give the C heap's free pages back to the system (None on
+    another C library)."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+    if trim is None:
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return lambda: trim(0)
+
+
+_TRIM = _heap_trim()
+
+
+class _Readers:
+    """The ledger's readers now. When the last one goes, the pages they held are handed back
+    to the system: freed, they stay in the C heap (its arenas keep them for the next
+    allocation), and 500 slow readers' pages and parts kept about 30 MB there after they
+    left; ``malloc_trim`` returned all but a few MB of it, in about 20 ms (under 1 ms with
+    nothing to return), in a worker thread."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def enter(self) -> None:
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        if self.count == 0 and _TRIM is not None:
+            try:
+                asyncio.get_running_loop().run_in_executor(None, _TRIM)
+            except RuntimeError:  # no loop: the server has stopped
+                _TRIM()
+
+
+async def _ledger(request: Request, store: Store, readers: _Readers, *,
+                  ndjson: bool) -> AsyncIterator[bytes]:
     """The ledger document (``count`` last) or its NDJSON lines. Each page is read in a worker
     thread (the workers of large bodies: a few threads, however many readers); each is sent
     in parts of :data:`LEDGER_CHUNK` bytes, every part waiting until the connection has room,
     so a reader that takes its answer slowly holds at most a page and the transport's buffer,
-    all of it freed when it goes."""
+    all of it freed when it goes (and returned to the system when the last reader goes)."""
     pages = store.ledger_pages()
-    count = 0
+    count, data = 0, b""
+    readers.enter()
     try:
         if not ndjson:
             yield b'{"transactions":['
@@ -48,6 +92,11 @@ async def _ledger(request: Request, store: Store, *, ndjson: bool) -> AsyncItera
             yield f'],"count":{count}}}'.encode()
     finally:
         pages.close()  # the reader has gone: its page read ends here
+        # a reader that goes is cancelled, and the cancellation's traceback keeps this frame
+        # until the cyclic garbage collector's next full pass (seconds or minutes): not the
+        # page it was sending
+        data = b""
+        readers.leave()
 
 
 def install(app: FastAPI, ctx: SandboxContext) -> None:
@@ -56,6 +105,7 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
     # when this sandbox started: a client tells a ledger that forgot (in memory, restarted)
     # from a reference never used (walletctl lookup's hint)
     started = datetime.now(UTC).isoformat(timespec="seconds")
+    readers = _Readers()
 
     @app.get("/_sandbox/health", tags=["sandbox"])
     async def health() -> dict[str, Any]:
@@ -114,9 +164,9 @@ def install(app: FastAPI, ctx: SandboxContext) -> None:
         # Read a page at a time in a worker thread, sent in small parts: flat memory per
         # reader, the loop stays free.
         if SANDBOX_LEDGER_NDJSON in request.headers.get("accept", ""):
-            return StreamingResponse(_ledger(request, store, ndjson=True),
+            return StreamingResponse(_ledger(request, store, readers, ndjson=True),
                                      media_type=SANDBOX_LEDGER_NDJSON)
-        return StreamingResponse(_ledger(request, store, ndjson=False),
+        return StreamingResponse(_ledger(request, store, readers, ndjson=False),
                                  media_type="application/json")
 
     @app.get("/_sandbox/faults", tags=["sandbox"])

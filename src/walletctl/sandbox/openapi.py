@@ -32,6 +32,7 @@ from walletctl.sandbox.engine import ACTIONS
 from walletctl.sandbox.middleware import route_class
 from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS
+from walletctl.sandbox.success_models import success_schemas
 from walletctl.sandbox.walletpay import CARDS_BY_ID
 
 _SCHEMA_REF = "#/components/schemas/{model}"
@@ -74,12 +75,11 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
             mode="validation" if name in REQUEST_MODELS else "serialization")
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = {**schema, "title": name}  # a generated client's class name
-    schemas["DecideCheckoutResult"] = _DECIDED
     schemas["Error"] = _ERROR_SCHEMA
-    schemas.update(_RESULTS)
     _note_key_spellings(schemas, wire_models)
     fmt = app.state.ctx.config.amount_format
     _money_types(schemas, fmt)
+    schemas.update(success_schemas())  # after the money types: answers keep theirs
     _rules_a_model_checks(schemas)
     doc["components"].setdefault("securitySchemes", {}).update({
         "PublicApiKey": {
@@ -111,14 +111,6 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
             op["operationId"] = OPERATION_IDS.get((method, path), op.get("operationId"))
             if method == "head":  # GET's name, its verb replaced
                 op["operationId"] = re.sub("^[a-z]+", "head", OPERATION_IDS[("get", path)])
-            ok = op["responses"].get("200", {}).get("content", {}).get("application/json")
-            if ok is not None and "$ref" not in ok.get("schema", {}) and \
-                    ok.get("schema", {}).get("type") != "array":
-                # FastAPI's "Response Health  Sandbox Health Get": a readable class name
-                opid = op["operationId"]
-                title = opid[0].upper() + opid[1:] + "Result"
-                schemas[title] = {**ok.get("schema", {}), "type": "object", "title": title}
-                ok["schema"] = {"$ref": _SCHEMA_REF.format(model=title)}
     _link_operations(doc)
     app.openapi_schema = doc
     return doc
@@ -350,69 +342,19 @@ def _queries() -> dict[tuple[str, str], tuple[tuple[str, bool, dict[str, Any]], 
     }
 
 
-# the 200 answer of the gateway's redirect-wallet routes
-_DECIDED = {
-    "type": "object", "required": ["reference", "state", "providerStateCode", "redirectUrl",
-                                   "record"],
-    "properties": {"reference": {"type": "string"}, "state": {"type": "string"},
-                   "providerStateCode": {"type": "string"},
-                   "redirectUrl": {"type": "string", "description": "where the hosted page "
-                                   "would have sent the customer"},
-                   "record": {"type": "object", "description": "the checkout's record (spec "
-                              "2.5)"}}}
 _GATEWAY_ANSWERS: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     ("post", "/_sandbox/checkouts/{ref}/{action}"): (
         "The checkout decided, as on the hosted page",
         {"$ref": _SCHEMA_REF.format(model="DecideCheckoutResult")}),
+    ("get", "/_sandbox/ledger"): (
+        "Every transaction, oldest first (with Accept: application/x-ndjson: one "
+        "LedgerEntry per line instead)", {"$ref": _SCHEMA_REF.format(model="Ledger")}),
     ("post", "/api/v5/checkout"): (
         "Checkout created", {"$ref": _SCHEMA_REF.format(model="CheckoutResponse")}),
     ("post", "/api/v5/apmTransactions"): (
         "Follow-up applied", {"$ref": _SCHEMA_REF.format(model="FollowUpResponse")}),
     ("get", "/api/v5/apmTransactions"): ("Records", {
         "type": "array", "items": {"$ref": _SCHEMA_REF.format(model="TransactionRecord")}}),
-}
-def _object(title: str, required: tuple[str, ...], **props: dict[str, Any]) -> dict[str, Any]:
-    """A named answer object: its documented keys (the answer may carry more)."""
-    return {"title": title, "type": "object", "required": list(required), "properties": props}
-
-
-_STR: dict[str, Any] = {"type": "string"}
-_OBJ: dict[str, Any] = {"type": "object"}
-# the 200 answers of the other JSON routes (components, by the names a generated client shows)
-_RESULTS: dict[str, dict[str, Any]] = {
-    "PublicKeysResponse": _object(
-        "PublicKeysResponse", ("apiKey", "encryptionKey", "encryptionKeyId", "expiresAt"),
-        apiKey={**_STR, "description": "a per-transaction PublicApiKey (browser calls)"},
-        encryptionKey={**_STR, "description": "base64 DER SubjectPublicKeyInfo, EC P-256"},
-        encryptionKeyId=_STR, expiresAt={**_STR, "format": "date-time"}),
-    "PublicKeyStatus": _object("PublicKeyStatus", ("merchantId", "storeId", "status"),
-                               merchantId=_STR, storeId=_STR, status=_STR),
-    "PaymentAccount": _object(
-        "PaymentAccount", ("transactionAccountId",), transactionAccountId=_STR,
-        cardType=_STR, cardNetwork=_STR, maskedCardNumber=_STR,
-        expiryMonth={"type": "integer"}, expiryYear={"type": "integer"},
-        cryptogram=_STR, eciIndicator=_STR),
-    "AuthorizationResponse": _object(
-        "AuthorizationResponse", ("id", "state", "clientSystemTransactionId",
-                                  "transactionAccountId"),
-        id=_STR, state=_STR, providerStateCode={"anyOf": [_STR, {"type": "null"}]},
-        currencyCode=_STR, clientSystemTransactionId=_STR, transactionAccountId=_STR,
-        type=_STR, amount={"anyOf": [_STR, {"type": "number"}]}, transactionMethod=_STR),
-    "WalletCards": _object("WalletCards", ("cards",), cards={"type": "array", "items": _OBJ}),
-    "WalletPaymentData": _object(
-        "WalletPaymentData", ("paymentMethodData",), paymentMethodData={
-            "type": "object", "required": ["type", "tokenizationData"], "properties": {
-                "type": _STR, "description": _STR, "info": _OBJ,
-                "tokenizationData": {"type": "object", "required": ["type", "token"],
-                                     "properties": {"type": _STR, "token": {
-                                         **_STR, "description": "the sealed token (JSON "
-                                         "text): paymentData of createPaymentAccount"}}}}}),
-    "WalletRootKey": _object("WalletRootKey", ("rootKey",), rootKey=_STR,
-                             protocolVersion=_STR),
-    "SeedResult": _object("SeedResult", ("created",), created={"type": "integer"},
-                          kind=_STR, currency=_STR, merchantId=_STR, storeId=_STR),
-    "FaultSettings": {"title": "FaultSettings", "type": "object",
-                      "description": "the fault settings in force"},
 }
 _RESULT_OF: dict[tuple[str, str], str] = {
     ("post", "/api/v5/publicKeys"): "PublicKeysResponse",
@@ -428,6 +370,19 @@ _RESULT_OF: dict[tuple[str, str], str] = {
     ("post", "/_sandbox/seed"): "SeedResult",
     ("post", "/_sandbox/faults"): "FaultSettings",
     ("get", "/_sandbox/faults"): "FaultSettings",
+    ("get", "/_sandbox/health"): "SandboxHealth",
+    ("get", "/_sandbox/values"): "SandboxValues",
+    ("post", "/_sandbox/reset"): "ResetResult",
+    ("post", "/_sandbox/clock"): "ClockResult",
+    ("post", "/api/v5/threeDSecure"): "ThreeDSecureChallenge",
+    ("get", "/api/v5/threeDSecure/{challenge_id}"): "ThreeDSecureStatus",
+    ("post", "/_sandbox/3ds/challenge"): "ThreeDSecureResult",
+    ("post", "/_sandbox/testing/token"): "DriverToken",
+    ("post", "/wallet/testing/redeem"): "DriverTokenRedeemed",
+    ("get", "/demo/merchant/api/session"): "DemoSession",
+    ("post", "/demo/merchant/api/quote"): "DemoQuote",
+    ("post", "/demo/merchant/api/result"): "DemoResult",
+    ("get", "/demo/merchant/api/results"): "DemoResults",
 }
 _NOT_JSON: dict[str, str] = {  # path -> content type of its 200 answer
     "/pay/{token}": "text/html",
