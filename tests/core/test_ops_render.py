@@ -23,7 +23,8 @@ from walletctl.ops.redirect import (
     next_reference,
     set_path,
 )
-from walletctl.render.output import emit, to_json
+from walletctl.render.formats import View, show
+from walletctl.render.output import to_json
 
 
 def profile(**kw: Any) -> Profile:
@@ -164,15 +165,15 @@ def test_writers(capsys: pytest.CaptureFixture[str]) -> None:
     rows: list[dict[str, Any]] = [
         {"a": Decimal("1.50"), "b": None, "c": {"x": 1}}, {"a": "2", "b": "q,\"r\"", "c": []}
     ]
-    emit("json", rows)
+    show(View(rows=rows), "json")
     assert json.loads(capsys.readouterr().out) == [{"a": "1.50", "b": None, "c": {"x": 1}},
                                                    {"a": "2", "b": "q,\"r\"", "c": []}]
-    emit("ndjson", rows)
+    show(View(rows=rows), "ndjson")
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["a"] for line in lines] == ["1.50", "2"], lines
-    emit("csv", rows, columns=("a", "b", "c"))
+    show(View(rows=rows, columns=("a", "b", "c")), "csv")
     assert capsys.readouterr().out == 'a,b,c\n1.50,,"{""x"": 1}"\n2,"q,""r""",[]\n'
-    emit("json", rows, document={"one": True})
+    show(View(rows=rows, document={"one": True}), "json")
     assert json.loads(capsys.readouterr().out) == {"one": True}
     assert to_json({"d": Decimal("0.10")}, indent=None) == '{"d": "0.10"}'
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from walletctl.render.output import csv_safe, write_rows
+from walletctl.render.formats import write_rows
+from walletctl.render.formats.csv import csv_safe
 
 
 @pytest.mark.parametrize(

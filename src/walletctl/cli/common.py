@@ -55,7 +55,7 @@ def make_client(state: State) -> GatewayClient:
 
 def print_dry_run(state: State, calls: list[PreparedCall]) -> None:
     """The exact request(s) that would be sent, secrets masked; nothing is sent."""
-    from walletctl.render.output import render_dry_run
+    from walletctl.render.dry_run import render_dry_run
 
     render_dry_run(state.output_format, [c.describe() for c in calls])
 

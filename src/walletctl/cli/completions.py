@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from walletctl.cli.profile import EXAMPLES
 from walletctl.cli.registry import COMMANDS
+from walletctl.render import formats
 
 if TYPE_CHECKING:
     import typer as typer_t
@@ -29,8 +30,8 @@ PROFILES: Final = "@profiles"  # value marker: profile names from the profiles f
 FILES: Final = "@files"  # value marker: file names
 # Values of options that are plain strings checked in code (not click.Choice).
 KNOWN_VALUES: Final = {
-    "--output": "table json ndjson csv",
-    "-o": "table json ndjson csv",
+    "--output": " ".join(formats.names()),
+    "-o": " ".join(formats.names()),
     "--type": "sale preauth",
     "--amount-format": "minor decimal",
     "--auth-scheme": "PublicApiKey Bearer Basic header none",

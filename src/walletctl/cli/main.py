@@ -21,6 +21,7 @@ from walletctl.cli.help_format import FittedContext
 from walletctl.cli.registry import COMMANDS, load_command
 from walletctl.cli.state import get_state
 from walletctl.constants import MAX_TIMEOUT, Env, ExitCode
+from walletctl.render import formats
 
 # click's exceptions (usage errors, --help exits) pass through the boundary untouched.
 _PASS_THROUGH: tuple[type[BaseException], ...] = (
@@ -273,7 +274,8 @@ def main(
         "--config", help="Profiles file.", envvar=Env.CONFIG, dir_okay=False)] = None,
     output: Annotated[str | None, typer.Option(
         "--output", "-o",
-        help="table | json | ndjson | csv (default: table on a terminal, json when piped).")
+        help=f"{' | '.join(formats.names())} (default: table on a terminal, json when "
+        "piped).")
     ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Trace requests and responses (masked).")
@@ -314,11 +316,11 @@ def main(
     state.typed_profile = profile if ctx.get_parameter_source("profile") in typed else None
     state.typed_config = config if ctx.get_parameter_source("config") in typed else None
     if output is not None:
-        if output not in ("table", "json", "ndjson", "csv"):
+        if output not in formats.names():
             raise typer.BadParameter(
-                "must be one of table, json, ndjson, csv", param_hint="--output"
+                f"must be one of {', '.join(formats.names())}", param_hint="--output"
             )
-        state.output = output  # type: ignore[assignment]
+        state.output = output
     if log_format not in LOG_FORMATS:
         raise typer.BadParameter("must be text or json", param_hint="--log-format")
     from walletctl.cli.state import ENV

@@ -6,7 +6,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -15,7 +15,7 @@ from walletctl.constants import Env
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
 
-OutputFormat = Literal["table", "json", "ndjson", "csv"]
+OutputFormat = str  # a name in the registry of output formats (walletctl.render.formats)
 
 
 @dataclass

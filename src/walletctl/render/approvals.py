@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from walletctl.history.approvals import Approval
 from walletctl.render.console import escape
 from walletctl.render.fit import print_markup, print_table
-from walletctl.render.output import RowStream, emit, first_rows, minute
+from walletctl.render.formats import View, shape, show
+from walletctl.render.output import first_rows, minute
 
 STATE_STYLES = {"pending": "bold yellow", "approved": "green", "refused": "red",
                 "spent": "dim", "expired": "magenta"}
@@ -25,12 +26,14 @@ CSV_COLUMNS: tuple[str, ...] = (
 def render_filed(fmt: str, found: Approval) -> None:
     """A money command filed ``found`` instead of sending (its error follows on stderr)."""
     now = found.created_at  # just filed: pending
-    if fmt != "table":
-        _emit(fmt, found, now, {"status": "awaiting_approval", "approval": found.to_dict(now)},
-              status="awaiting_approval")
-        return
-    print_markup(escape(f"approval #{found.id} filed: {found.what()}, by {found.requester}; "
-                        f"expires {_when(found.expires_at)}"))
+
+    def table() -> None:
+        print_markup(escape(f"approval #{found.id} filed: {found.what()}, by "
+                            f"{found.requester}; expires {_when(found.expires_at)}"))
+
+    _show(fmt, found, now, table,
+          {"status": "awaiting_approval", "approval": found.to_dict(now)},
+          status="awaiting_approval")
 
 
 def _flat(found: Approval, now: str) -> dict[str, Any]:
@@ -39,10 +42,11 @@ def _flat(found: Approval, now: str) -> dict[str, Any]:
     return row
 
 
-def _emit(fmt: str, found: Approval, now: str, document: Any = None, **first: str) -> None:
-    """One request in a data format (CSV and NDJSON without the batch's rows)."""
-    emit(fmt, [{**first, **_flat(found, now)}], document=document or found.to_dict(now),
-         columns=(*first, *CSV_COLUMNS))
+def _show(fmt: str, found: Approval, now: str, table: Callable[[], None],
+          document: Any = None, **first: str) -> None:
+    """One request (CSV and NDJSON without the batch's rows; ``table``: its human form)."""
+    show(View(rows=[{**first, **_flat(found, now)}], document=document or found.to_dict(now),
+              columns=(*first, *CSV_COLUMNS), table=table), fmt)
 
 
 def _when(stamp: str | None) -> str:
@@ -56,14 +60,16 @@ def render_approvals(fmt: str, found: Iterable[Approval], now: str, *, where: st
     """``approvals``: the data formats written as the history is read (-o json with each
     batch request's detail; NDJSON and CSV without); a table shows the first
     :data:`TABLE_ROWS` and counts the rest."""
-    if fmt == "table":
+    def table() -> None:
         shown, count = first_rows(found, TABLE_ROWS)
         _table(shown, now, where, count - len(shown))
-        return
-    stream = RowStream(fmt, columns=CSV_COLUMNS)
-    for a in found:
-        stream.write(a.to_dict(now) if fmt == "json" else _flat(a, now))
-    stream.close()
+
+    def each(form: Callable[[Approval, str], dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for a in found:
+            yield form(a, now)
+
+    show(View(rows=each(Approval.to_dict), lines=each(_flat), columns=CSV_COLUMNS,
+              table=table), fmt)
 
 
 def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
@@ -88,9 +94,10 @@ def _table(found: Sequence[Approval], now: str, where: str, more: int) -> None:
 
 def render_request(fmt: str, found: Approval, now: str) -> None:
     """One request in full: what ``approve`` shows before asking (stdout)."""
-    if fmt != "table":
-        _emit(fmt, found, now)
-        return
+    _show(fmt, found, now, lambda: _request(found, now))
+
+
+def _request(found: Approval, now: str) -> None:
     for label, value in _request_lines(found, now):
         print_markup(f"{label + ':':<16}{escape(value)}", indent=" " * 16)
     if found.kind == "batch" and found.batch_detail:
@@ -139,10 +146,10 @@ def _batch_rows(detail: dict[str, Any]) -> None:
 
 def render_decided(fmt: str, found: Approval) -> None:
     """``approve`` / ``approvals refuse``: what was decided."""
-    now = found.decided_at or ""
-    if fmt != "table":
-        _emit(fmt, found, now)
-        return
+    _show(fmt, found, found.decided_at or "", lambda: _decided(found))
+
+
+def _decided(found: Approval) -> None:
     if found.state == "approved":
         print_markup(escape(f"approved #{found.id}: {found.requester}'s {found.what()}; "
                             f"they send it with --approval {found.id} before "
@@ -162,7 +169,7 @@ def render_watched(fmt: str, found: Iterable[Approval], *, where: str) -> None:
                  "to stop)")
     for a in found:
         now = a.created_at
-        if fmt == "table":
+        if shape(fmt) == "table":
             line = (f"#{a.id} {a.status(now)}: {a.what()}, by {a.requester}; expires "
                     f"{_when(a.expires_at)}")
             sys.stdout.write(escape_controls(line) + "\n")

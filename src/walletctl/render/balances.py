@@ -14,7 +14,7 @@ from walletctl.models.money import exponent, format_major
 from walletctl.ops.batch.balance_report import AMOUNTS, COLUMNS, BalanceRow, Report
 from walletctl.render.console import err, escape, out, print_note, print_stopped
 from walletctl.render.fit import print_table
-from walletctl.render.output import RowStream
+from walletctl.render.formats import RowSink, shape, sink
 
 TABLE_ROWS = 200
 
@@ -31,17 +31,17 @@ class BalanceWriter:
 
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
+        self.shape = shape(fmt)
         self.title = ""
         self._kept: list[BalanceRow] = []
         self._more = 0
-        self._stream: RowStream | None = None
+        self._stream: RowSink | None = None
 
     def start(self, name: str) -> Callable[[BalanceRow], None]:
         """Begin the report on the input ``name``; returns the function a row goes to."""
         self.title = f"Balances of the references in {name}"
-        if self.fmt != "table":
-            self._stream = RowStream(self.fmt, columns=COLUMNS,
-                                     key="rows" if self.fmt == "json" else None)
+        if self.shape != "table":  # a JSON document holds them as "rows"
+            self._stream = sink(self.fmt, columns=COLUMNS, key="rows")
         return self.write
 
     def write(self, row: BalanceRow) -> None:
@@ -57,16 +57,15 @@ class BalanceWriter:
                    "shown": report.shown, "errors": report.errors, **run_summary(report)}
         totals = totals_dict(report)
         if self._stream is not None:
-            self._stream.close({"totals": totals, "summary": summary}
-                               if self.fmt != "csv" else None)
-        if self.fmt == "csv":
+            self._stream.close({"totals": totals, "summary": summary})  # none in cells
+        if self.shape == "flat":
             for cur, sums in totals.items():
                 parts = ", ".join(f"{k} {sums[k]}" for k in AMOUNTS)
                 sys.stderr.write(f"walletctl: total {cur} ({sums['references']} refs): "
                                  f"{parts}\n")
             if summary.get("duplicates_folded"):
                 sys.stderr.write(f"walletctl: {_folded(summary)}\n")
-        elif self.fmt == "table":
+        elif self.shape == "table":
             self._table(totals, summary)
             sys.stdout.flush()
         for line, ref, first in report.folded:
@@ -150,7 +149,7 @@ def lookup_progress(what: str = "references", *,
     """A spinner with a count of the ``what`` looked up on stderr when it is a terminal
     (nothing otherwise: CI logs stay quiet); yields the function to call once per lookup.
     It stays on the screen above output in a data format ``fmt``."""
-    transient = fmt in (None, "table")
+    transient = fmt is None or shape(fmt) == "table"
     if not err().is_terminal:
         yield lambda: None
         return

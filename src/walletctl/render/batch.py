@@ -22,7 +22,8 @@ from walletctl.render.console import (
     print_stopped,
 )
 from walletctl.render.fit import fit_phrases, print_table
-from walletctl.render.output import write_json, write_rows
+from walletctl.render.formats import View, shape, show
+from walletctl.render.output import flat
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -80,7 +81,7 @@ def _dry_run(output_format: str, result: BatchResult) -> None:
     first rows and a line of counts."""
     from walletctl.models.base import dumps
 
-    table = output_format == "table"
+    table = shape(output_format) == "table"
     shown: list[dict[str, Any]] = []
     tally: dict[str, int] = {}
     for row in result.dry_rows:
@@ -239,12 +240,8 @@ def summary(output_format: str, result: BatchResult) -> None:
         "circuit_breaker_open": report.breaker_open, "stopped_by": report.fatal,
         "exit_code": result.code,
     }
-    if output_format == "ndjson":  # one line, like every NDJSON document
-        write_rows("ndjson", [data])
-    elif output_format != "table":
-        write_json(data)
-    else:
-        _summary_table(result, data, rate)
+    show(View(rows=[data], document=data, flat=[flat(data)],
+              table=lambda: _summary_table(result, data, rate)), output_format)
     _summary_notes(result)
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from walletctl.models.money import format_major, quantize
 from walletctl.render.console import print_note
 from walletctl.render.fit import fit_phrases
-from walletctl.render.output import emit
+from walletctl.render.formats import View, show
 
 if TYPE_CHECKING:
     from walletctl.models.checkout import CheckoutRequest
@@ -25,18 +25,21 @@ def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
                     tag: str = "") -> None:
     response = created.response
     ref = request.client_system_transaction_id
-    if fmt != "table":
-        row: dict[str, Any] = {
-            "clientSystemTransactionId": ref,
-            "type": request.type,
-            "amount": format(quantize(request.amount, request.currency_code), "f"),
-            "currencyCode": request.currency_code,
-            "redirectUrl": response.redirect_url,
-        }
-        if created.replayed:
-            row |= {"replayed": True, "state": created.state}
-        emit(fmt, [row], document=row)
-        return
+    row: dict[str, Any] = {
+        "clientSystemTransactionId": ref,
+        "type": request.type,
+        "amount": format(quantize(request.amount, request.currency_code), "f"),
+        "currencyCode": request.currency_code,
+        "redirectUrl": response.redirect_url,
+    }
+    if created.replayed:
+        row |= {"replayed": True, "state": created.state}
+    show(View(rows=[row], document=row, table=lambda: _created(request, created, tag)), fmt)
+
+
+def _created(request: CheckoutRequest, created: Created, tag: str) -> None:
+    """A sentence on stderr, the redirect URL alone on stdout (while it leads somewhere)."""
+    ref = request.client_system_transaction_id
     kind = "pre-authorisation" if request.is_preauth else "sale"
     money = format_major(request.amount, request.currency_code)
     waits = not created.replayed or created.state == WAITING
@@ -50,7 +53,7 @@ def render_checkout(fmt: str, request: CheckoutRequest, created: Created, *,
                    else f"See `walletctl lookup {ref}`."]
     sys.stderr.write(fit_phrases(phrases, indent="") + "\n")
     if waits:
-        sys.stdout.write(response.redirect_url + "\n")
+        sys.stdout.write(created.response.redirect_url + "\n")
 
 
 def render_existing(fmt: str, ref: str, moved: Moved[Any, Any]) -> None:
@@ -59,15 +62,13 @@ def render_existing(fmt: str, ref: str, moved: Moved[Any, Any]) -> None:
     formats get a row too (no ``redirectUrl``: it was not received)."""
     record = moved.found or (moved.earlier.record if moved.earlier else None)
     state = record.state if record is not None else "unknown"
-    if fmt != "table":
-        row: dict[str, Any] = {
-            "clientSystemTransactionId": ref, "alreadyCreated": True, "state": state,
-            "redirectUrl": None,
-            "historyEntry": moved.earlier.entry.id if moved.earlier else None}
-        if record is not None:
-            row |= {"type": record.type, "amount": format(record.transaction_amount, "f"),
-                    "currencyCode": record.currency_code}
-        emit(fmt, [row], document=row)
+    row: dict[str, Any] = {
+        "clientSystemTransactionId": ref, "alreadyCreated": True, "state": state,
+        "redirectUrl": None, "historyEntry": moved.earlier.entry.id if moved.earlier else None}
+    if record is not None:
+        row |= {"type": record.type, "amount": format(record.transaction_amount, "f"),
+                "currencyCode": record.currency_code}
+    show(View(rows=[row], document=row, table=lambda: None), fmt)  # a table: the note alone
     how = (f"by an earlier run whose outcome was unknown (history #{moved.earlier.entry.id}"
            f"; state {state}); nothing was sent" if moved.earlier is not None else
            f"(state {state}): the gateway answered 409 (reference used) and a lookup shows "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from walletctl.render.console import escape_controls, print_message
-from walletctl.render.output import emit
+from walletctl.render.formats import View, show
 
 
 def _line(diff: dict[str, Any]) -> str:
@@ -35,4 +35,4 @@ def render_drift(report: Any, output: str) -> None:
         print_message(escape_controls(summary))
 
     rows = [{"kind": "difference", **d} for d in doc["differences"]]
-    emit(output, rows, document=doc, table=table)
+    show(View(rows=rows, document=doc, table=table), output)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from walletctl.models.money import format_major
 from walletctl.render.console import escape, out, print_note, print_warning
 from walletctl.render.fit import fit_phrases, print_markup
-from walletctl.render.output import emit
+from walletctl.render.formats import View, show
 
 if TYPE_CHECKING:
     from decimal import Decimal
@@ -50,7 +50,7 @@ def render_applied(fmt: str, op: Operation, ref: str, entry: int | None,
                 "was sent" if entry is not None else "(the gateway answered 409: its "
                 "reference is used, by this very movement); nothing new was applied"))
 
-    emit(fmt, [row], document=row, table=table)
+    show(View(rows=[row], document=row, table=table), fmt)
 
 
 def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
@@ -77,5 +77,5 @@ def render_result(fmt: str, op: Operation, ref: str, plan: FollowUpPlan,
             what = "capturable" if op == "capture" else "refundable"
             out().print(f"Remaining {what}: {format_major(left, req.currency_code)}")
 
-    emit(fmt, [row], document=row, table=table)
+    show(View(rows=[row], document=row, table=table), fmt)
     sys.stdout.flush()  # the answer first, then the exit's error line (a refusal) on stderr

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from walletctl.history.store import ENTRY_FIELDS, Entry
 from walletctl.render.console import escape, out, print_error, print_note
 from walletctl.render.fit import print_markup, print_table
-from walletctl.render.output import emit, emit_rows, minute, write_json, write_rows
+from walletctl.render.formats import View, records, show
+from walletctl.render.output import flat, minute
 
 if TYPE_CHECKING:
     from walletctl.ops.bundle_reader import Reading
@@ -37,16 +38,18 @@ def render_listing(fmt: str, entries: Callable[[int | None], Iterable[Entry]],
     """``history``: the entries the filters select (``entries(limit)``; ``count()``: how
     many, None when unfiltered: a count of the whole history would cost what the history
     grows to); a table without --last shows a screenful, the other formats get them all."""
-    if fmt != "table" or last is not None:
-        render_entries(entries(None), fmt, path=path)
-        return
-    shown = list(entries(TABLE_ROWS + 1))  # one more than a screenful: are there more?
-    more = len(shown) > TABLE_ROWS
-    render_entries(shown[-TABLE_ROWS:], "table", path=path)
-    if more:
-        of = f" of {count()}" if count is not None else ""
-        print_note(f"showing the last {TABLE_ROWS}{of} entries (the newest is "
-                   f"#{shown[-1].id}): --last N, filters, or -o csv for all")
+    def table() -> None:
+        if last is not None:
+            _table(list(entries(None)), path)
+            return
+        shown = list(entries(TABLE_ROWS + 1))  # one more than a screenful: are there more?
+        _table(shown[-TABLE_ROWS:], path)
+        if len(shown) > TABLE_ROWS:
+            of = f" of {count()}" if count is not None else ""
+            print_note(f"showing the last {TABLE_ROWS}{of} entries (the newest is "
+                       f"#{shown[-1].id}): --last N, filters, or -o csv for all")
+
+    show(_entries_view(lambda: entries(None), table), fmt)
 
 
 def render_location(path: str) -> None:
@@ -57,10 +60,16 @@ def render_location(path: str) -> None:
 def render_entries(entries: Iterable[Entry], fmt: str, *, path: str) -> None:
     """The entries in ``fmt``: the data formats streamed as the store reads them; a table
     holds the ones it shows."""
-    if fmt == "table":
-        _table(list(entries), path)
-        return
-    write_rows(fmt, (e.to_dict() for e in entries), columns=ENTRY_FIELDS)
+    show(_entries_view(lambda: entries, lambda: _table(list(entries), path)), fmt)
+
+
+def _entries_view(entries: Callable[[], Iterable[Entry]], table: Callable[[], None]) -> View:
+    """Entries as records (``entries()`` read only when a data format writes them)."""
+    def rows() -> Iterator[dict[str, Any]]:
+        for e in entries():
+            yield e.to_dict()
+
+    return View(rows=rows(), columns=ENTRY_FIELDS, table=table)
 
 
 def _table(entries: Sequence[Entry], path: str) -> None:
@@ -165,10 +174,8 @@ def render_verified(fmt: str, found: Verified) -> None:
     the head hash to keep, when the history passes; a problem is an error on stderr (the
     first one; -o json lists them all)."""
     record = _verified_record(found)
-    if fmt != "table":
-        emit_rows([record], fmt, document=record)
-    elif found.intact:
-        _verdict(record)
+    show(records([record], document=record,
+                 table=lambda: _verdict(record) if found.intact else None), fmt)
     if not found.intact:
         found_lines = record["problems"]
         more = f" (+{len(found_lines) - 1} more: -o json lists them)" if len(found_lines) > 1 \
@@ -198,9 +205,10 @@ def render_setup(fmt: str, done: SetUp) -> None:
     record = {"history": done.history, "backend": done.backend, "schemaBefore": done.before,
               "schemaVersion": done.after, "applied": list(done.applied),
               "granted": list(done.granted), "owner": done.owner}
-    if fmt != "table":
-        emit_rows([record], fmt, document=record)
-        return
+    show(records([record], document=record, table=lambda: _setup_lines(done)), fmt)
+
+
+def _setup_lines(done: SetUp) -> None:
     what = ("created" if done.before == 0 else
             f"upgraded from {done.before}" if done.applied else "already current")
     print_markup(escape(f"history {done.history}: schema version {done.after} ({what})"))
@@ -215,18 +223,19 @@ def render_rulebook(fmt: str, book: Rulebook) -> None:
     """``history policy``: the desk's rules (and the change just made)."""
     rows = [{"key": r.key, "value": r.value, "setBy": r.set_by, "setAt": r.set_at}
             for r in book.rules]
-    if fmt != "table":
-        document: dict[str, Any] = {"history": book.history, "rules": rows}
-        if book.changed is not None:
-            key, old, new = book.changed
-            document["changed"] = {"key": key, "old": old, "new": new}
-        emit_rows(rows, fmt, document=document)
-        return
+    document: dict[str, Any] = {"history": book.history, "rules": rows}
+    if book.changed is not None:
+        key, old, new = book.changed
+        document["changed"] = {"key": key, "old": old, "new": new}
+    show(records(rows, document=document, table=lambda: _rules_table(book)), fmt)
+
+
+def _rules_table(book: Rulebook) -> None:
     if book.changed is not None:
         key, old, new = book.changed
         said = "unchanged" if old == new else f"{old or '(unset)'} -> {new or '(unset)'}"
         print_markup(escape(f"{key}: {said}"))
-    if not rows:
+    if not book.rules:
         print_markup(escape(f"history {book.history}: no desk policy set (each profile's own "
                             "[history] rules apply)"))
         return
@@ -253,15 +262,18 @@ def render_reconciled(fmt: str, results: list[Reconciled]) -> None:
             print_markup(escape(f"#{row['id']} {row['operation']} {refs}: {row['outcome']} "
                                 f"({row['note']})"))
 
-    emit(fmt, rows, table=table)
+    show(View(rows=rows, table=table), fmt)
 
 
 def render_evidence_check(found: Reading, fmt: str) -> None:
     """``history check-evidence``: the order as the proofs tell it, then what they do not
     cover (the gateway's records as fetched), set apart."""
-    if fmt != "table":
-        write_json(found.to_dict())
-        return
+    document = found.to_dict()
+    show(View(rows=[document], document=document, flat=[flat(document)],
+              table=lambda: _evidence_lines(found)), fmt)
+
+
+def _evidence_lines(found: Reading) -> None:
     r = found.reading()
     lines = [f"Evidence {found.path}: {r['events']} event(s) of order {r['reference']} "
              f"(merchant {r['merchant']}), each proven to be in the history's tree of "

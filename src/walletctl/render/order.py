@@ -11,7 +11,8 @@ from walletctl.ops.order import OrderView, Step
 from walletctl.ops.recon.compare import OPERATIONS, money_text
 from walletctl.render.console import escape, out, print_error, print_note
 from walletctl.render.fit import fit_path, fit_phrases, print_table, terminal_width
-from walletctl.render.output import emit, minute
+from walletctl.render.formats import View, shape, show
+from walletctl.render.output import minute
 
 if TYPE_CHECKING:
     from walletctl.history.approvals import Approval
@@ -57,13 +58,14 @@ def render_order(view: OrderView, fmt: str, evidence: Evidence | None = None) ->
     """The view in ``fmt``; ``evidence``: then one stderr line on the bundle written. In a
     data format, the disagreements are named on stderr too (a table ends with its verdict)."""
     rows = [s.as_dict() for s in view.timeline()]
-    emit(fmt, rows, document=order_document(view), columns=CSV_COLUMNS,
-         table=lambda: _table(view))
+    show(View(rows=rows, document=order_document(view), columns=CSV_COLUMNS,
+              table=lambda: _table(view)), fmt)
     if evidence is not None:  # where the bundle went and the head it ends at
         print_note(evidence_note(evidence))
-    if view.followup_note is not None and fmt != "table":
+    data = shape(fmt) != "table"  # a table says these itself
+    if view.followup_note is not None and data:
         print_note(view.followup_note)
-    if view.disagreements and fmt != "table":
+    if view.disagreements and data:
         print_error(f"order: {view.verdict}")
 
 

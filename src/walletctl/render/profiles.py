@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from walletctl.render.console import escape, print_note
 from walletctl.render.fit import print_fields, print_markup
-from walletctl.render.output import cell, emit_rows, flat
+from walletctl.render.formats import View, records, show
+from walletctl.render.output import cell, flat
 
 if TYPE_CHECKING:
     from walletctl.ops.new_profile import Added
@@ -18,37 +17,30 @@ if TYPE_CHECKING:
 def render_saved(output_format: str, record: dict[str, Any]) -> None:
     """A change to the profiles file: in a data format, its record on stdout (a table says
     it in its notes)."""
-    if output_format != "table":
-        emit_rows([record], output_format, document=record)
+    show(records([record], document=record, table=lambda: None), output_format)
 
 
 def render_profile_list(output_format: str, rows: list[dict[str, Any]] | None,
                         path: Path) -> None:
     """``profile list`` (``rows`` None: there is no profiles file yet)."""
     if rows is None:
-        if output_format != "table":
-            emit_rows([], output_format, "")
+        show(records([], table=lambda: None), output_format)
         print_note(f"no profiles yet ({path} does not exist)")
         print_note("create one with `walletctl profile add NAME --base-url URL --merchant-id "
                    "ID --store-id ID --user-id USER`")
         return
-    if not rows and output_format == "table":
-        print_note(f"no profiles in {path}")
-        return
-    emit_rows(rows, output_format, str(path), drop_order=("auth", "store_id", "merchant_id"))
+    show(records(rows, str(path), drop=("auth", "store_id", "merchant_id"),
+                 table=None if rows else lambda: print_note(f"no profiles in {path}")),
+         output_format)
 
 
 def render_profile(output_format: str, name: str, settings: dict[str, Any]) -> None:
     """``profile show``: JSON as it is, CSV a (setting, value) row each, else a line each."""
-    if output_format in ("json", "ndjson"):
-        indent = 2 if output_format == "json" else None
-        sys.stdout.write(json.dumps(settings, indent=indent) + "\n")
-    elif output_format == "csv":
-        emit_rows([{"setting": k, "value": v} for k, v in _flatten(settings, empty="")],
-                  "csv", "")
-    else:
-        # never folded: a long path stays one word (copyable)
-        print_fields(f"profile {escape(name)}", _flatten(settings))
+    show(View(rows=[settings], document=settings,
+              flat=[{"setting": k, "value": v} for k, v in _flatten(settings, empty="")],
+              # never folded: a long path stays one word (copyable)
+              table=lambda: print_fields(f"profile {escape(name)}", _flatten(settings))),
+         output_format)
 
 
 def _flatten(settings: dict[str, Any], *, empty: str = "-") -> list[tuple[str, str]]:
@@ -76,9 +68,10 @@ def render_added(output_format: str, added: Added) -> None:
 
 def render_checks(output_format: str, results: list[dict[str, Any]]) -> None:
     """``profile check``: one line per check (ok / warn / FAIL, and a hint), or the records."""
-    if output_format != "table":
-        emit_rows(results, output_format)
-        return
+    show(records(results, table=lambda: _check_lines(results)), output_format)
+
+
+def _check_lines(results: list[dict[str, Any]]) -> None:
     for r in results:
         status = ("[yellow]warn[/yellow]" if r["warning"] else "[green]ok  [/green]") \
             if r["ok"] else "[bold red]FAIL[/bold red]"

@@ -4,6 +4,7 @@ object; CSV: a ``total`` row per currency and operation)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -16,7 +17,7 @@ from walletctl.render.balances import run_summary
 from walletctl.render.console import escape, out, print_error, print_stopped
 from walletctl.render.fit import fit_phrases
 from walletctl.render.fit import print_table as fitted
-from walletctl.render.output import RowStream, emit, write_json
+from walletctl.render.formats import View, show
 
 CSV_COLUMNS = ("kind", "original", "reference", "operation", "source", "entry", "operator",
                "history_outcome", "history_amount", "gateway_state", "gateway_amount",
@@ -96,26 +97,26 @@ def render_recon(result: ReconResult, fmt: str) -> None:
                     " the comparison is incomplete; run it again later")
 
 
+_LISTS = ("unrecorded", "unconfirmed", "unknown", "unchecked", "resolved")
+
+
 def _report(result: ReconResult, fmt: str) -> None:
-    if fmt in ("ndjson", "csv"):
-        stream = RowStream(fmt, columns=CSV_COLUMNS)
-        for f in result.findings:
-            stream.write(finding_dict(f) if fmt == "ndjson" else _csv_row(f))
-        if fmt == "csv":
-            for cur, op, hist, gw in result.totals.rows():
-                stream.write({"kind": "total", "operation": op, "currency": cur,
-                              "history_amount": amount_text(hist.amount, cur),
-                              "gateway_amount": amount_text(gw.amount, cur),
-                              "history_count": hist.count, "gateway_count": gw.count})
-        doc = recon_document(result)
-        stream.close({k: v for k, v in doc.items()
-                      if k not in ("unrecorded", "unconfirmed", "unknown", "unchecked",
-                                   "resolved")})
-        return
-    if fmt != "table":
-        write_json(recon_document(result))
-        return
-    _tables(result)
+    """One JSON document; a line per finding, then the document without its lists; a CSV
+    row per finding, then a ``total`` row per currency and operation; or the tables."""
+    doc = recon_document(result)
+
+    def flat() -> Iterator[dict[str, Any]]:
+        yield from (_csv_row(f) for f in result.findings)
+        for cur, op, hist, gw in result.totals.rows():
+            yield {"kind": "total", "operation": op, "currency": cur,
+                   "history_amount": amount_text(hist.amount, cur),
+                   "gateway_amount": amount_text(gw.amount, cur),
+                   "history_count": hist.count, "gateway_count": gw.count}
+
+    show(View(rows=[finding_dict(f) for f in result.findings], columns=CSV_COLUMNS,
+              document=doc, flat=flat(),
+              summary=lambda: {k: v for k, v in doc.items() if k not in _LISTS},
+              table=lambda: _tables(result)), fmt)
 
 
 # ------------------------------------------------------------------------------- table
@@ -274,15 +275,16 @@ def render_findings(found: FindingList, fmt: str) -> None:
                  escape(r.resolved_by or ""), escape(r.resolution or r.detail)]
                 for r in found.findings], drop=(4, 5))
 
-    emit(fmt, rows, document={"history": found.history, "findings": rows},
-         columns=FINDING_COLUMNS, table=table)
+    show(View(rows=rows, document={"history": found.history, "findings": rows},
+              columns=FINDING_COLUMNS, table=table), fmt)
 
 
 def render_resolved(found: Recorded, fmt: str) -> None:
     """``recon resolve``: the finding as it is now."""
-    if fmt == "table":
+    def table() -> None:
         out().print(escape(f"Finding #{found.id} ({found.kind} {found.reference}) resolved "
                            f"by {found.resolved_by} at {found.resolved_at}: "
                            f"{found.resolution}"), highlight=False)
-        return
-    emit(fmt, [found.to_dict()], document=found.to_dict(), columns=FINDING_COLUMNS)
+
+    record = found.to_dict()
+    show(View(rows=[record], document=record, columns=FINDING_COLUMNS, table=table), fmt)

@@ -12,7 +12,7 @@ from walletctl.models.money import format_major
 from walletctl.models.records import TransactionRecord
 from walletctl.render.console import escape, out
 from walletctl.render.fit import fit_phrases, natural_width, print_table, terminal_width
-from walletctl.render.output import emit
+from walletctl.render.formats import View, show
 
 STATE_STYLES = {"approved": "green", "pending": "yellow", "errored": "bold red",
                 "declined": "red", "cancelled": "magenta", "expired": "dim"}
@@ -38,7 +38,7 @@ def state_markup(state: str) -> str:
 
 def render_records(records: Sequence[TransactionRecord], fmt: str, reference: str) -> None:
     rows = [record_dict(r) for r in records]
-    emit(fmt, rows, columns=CSV_COLUMNS, table=lambda: _table(records, reference))
+    show(View(rows=rows, columns=CSV_COLUMNS, table=lambda: _table(records, reference)), fmt)
 
 
 def short_datetime(text: str) -> str:

@@ -10,7 +10,8 @@ from typing import Any
 from walletctl.models.money import format_major
 from walletctl.render.console import escape, print_message, print_note, wrap_words
 from walletctl.render.fit import print_table, terminal_width
-from walletctl.render.output import RowStream, emit, first_rows, flat
+from walletctl.render.formats import View, shape, show
+from walletctl.render.output import first_rows, flat
 
 
 def render_ready(ready: dict[str, Any], output: str) -> None:
@@ -28,8 +29,12 @@ LEDGER_COLUMNS = ("reference", "invoiceReference", "kind", "amount", "currency",
 
 def render_record(data: dict[str, Any], output: str, line: str) -> None:
     """One result object: a line for people; JSON, one NDJSON line, or a CSV row (scalars)."""
-    emit(output, [flat(data)] if output == "csv" else [data], document=data,
-         table=lambda: print_message(line))
+    _record(data, output, lambda: print_message(line))
+
+
+def _record(data: dict[str, Any], output: str, table: Callable[[], None]) -> None:
+    """One result object (a flat format's row with nested keys dotted)."""
+    show(View(rows=[data], flat=[flat(data)], document=data, table=table), output)
 
 
 def render_three_ds(data: dict[str, Any], output: str) -> None:
@@ -50,7 +55,7 @@ def render_decision(data: dict[str, Any], output: str, ref: str,
     for the data formats only)."""
     line = (f"{data.get('reference', ref)}: {data.get('state')} "
             f"({data.get('providerStateCode')}) -> {data.get('redirectUrl')}")
-    if output != "table":
+    if shape(output) != "table":
         data = _with_major_amount(data, amount_format())
     render_record(data, output, line)
 
@@ -58,7 +63,7 @@ def render_decision(data: dict[str, Any], output: str, ref: str,
 def render_demo(run: Callable[..., str | None], output: str | None) -> str | None:
     """``sandbox demo``: ``run(out, ...)`` writes the transcript as it goes (a table) or
     whole at the end (a data format); the failed step, if any."""
-    if output is None or output == "table":
+    if output is None or shape(output) == "table":
         width = terminal_width()
         return run(sys.stdout, width=width, fit=lambda text: wrap_words(text, width))
     import io
@@ -90,13 +95,12 @@ LEDGER_TABLE_ROWS = 200  # transactions a table shows (every one is in the data 
 def render_ledger(transactions: Iterable[dict[str, Any]], output: str, url: str) -> None:
     """``sandbox ledger``: the data formats streamed; a table shows the first
     :data:`LEDGER_TABLE_ROWS` and counts the rest."""
-    if output != "table":
-        stream = RowStream(output, columns=LEDGER_COLUMNS,
-                           key="transactions" if output == "json" else None)
-        for t in transactions:
-            stream.write(t)
-        stream.close({"count": stream.count} if output == "json" else None)
-        return
+    show(View(rows=transactions, columns=LEDGER_COLUMNS, key="transactions",
+              members=lambda count: {"count": count},
+              table=lambda: _ledger_table(transactions, url)), output)
+
+
+def _ledger_table(transactions: Iterable[dict[str, Any]], url: str) -> None:
     shown, count = first_rows(transactions, LEDGER_TABLE_ROWS)
     headers = ["Reference", "Of", "Kind", "Amount", "State", "Provider state", "Merchant",
                "Store"]
@@ -148,7 +152,7 @@ def render_values(magic: dict[str, str], output: str, *, api_key: str,
                       f"merchant); public key service Basic <userId>:{service_secret}.")
         print_message(f"Faults: X-Sandbox-Fault: {faults}")
 
-    emit(output, rows, document=document, table=table)
+    show(View(rows=rows, document=document, table=table), output)
 
 
 # The sandbox's fault settings (the JSON names of its faults route), in display order.
@@ -159,9 +163,10 @@ _FAULT_UNITS = {"latency_ms": " ms", "jitter_ms": " ms", "retry_after": " s"}
 
 def render_faults(data: dict[str, Any], output: str, url: str) -> None:
     """``sandbox faults``: the faults in force, one setting per line (defaults left out)."""
-    if output != "table":
-        render_record(data, output, "")
-        return
+    _record(data, output, lambda: _faults(data, url))
+
+
+def _faults(data: dict[str, Any], url: str) -> None:
     rates = ("error_rate", "throttle_rate", "drop_rate", "error_after_rate")
     active = any(data.get(k) for k in (*rates, "latency_ms", "jitter_ms"))
     if not active:

@@ -21,7 +21,7 @@ from walletctl.render.console import (
     print_note,
 )
 from walletctl.render.fit import fit_table, print_phrases
-from walletctl.render.output import emit_rows
+from walletctl.render.formats import records, shape, show
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -163,14 +163,13 @@ def render_scenarios(items: list[dict[str, Any]], fmt: str, *, json_flag: bool) 
     """``smoke --list``: the scenarios and what each checks (``--json``: as JSON)."""
     if json_flag:
         fmt = "json"
-    if fmt != "table":
-        emit_rows(items, fmt)
-        return
+    def table() -> None:
+        width = max(len(i["name"]) for i in items)
+        console = out()
+        for item in items:
+            console.print(f"{item['name']:<{width}}  {item['description']}", markup=False)
 
-    width = max(len(i["name"]) for i in items)
-    console = out()
-    for item in items:
-        console.print(f"{item['name']:<{width}}  {item['description']}", markup=False)
+    show(records(items, table=table), fmt)
 
 
 def render_smoke(report: SmokeReport, document: str, mask: Callable[[str], str], *,
@@ -179,7 +178,7 @@ def render_smoke(report: SmokeReport, document: str, mask: Callable[[str], str],
                  hint: Callable[[str | None], str | None]) -> int:
     """The run's JSON ``document`` (``--json`` or ``-o json``) or summary, the report files
     ``written`` and why it failed; the exit code. ``hint`` completes a hint's commands."""
-    if json_flag or chosen == "json":
+    if json_flag or (chosen is not None and shape(chosen) == "document"):
         sys.stdout.write(document)
     else:
         _summary(report, mask)

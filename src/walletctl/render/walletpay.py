@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from walletctl.masking import mask_body, mask_secret
 from walletctl.render.console import escape, print_note
 from walletctl.render.fit import print_fields
-from walletctl.render.output import emit
+from walletctl.render.formats import View, show
 
 if TYPE_CHECKING:
     from walletctl.models.walletpay import AuthorizationResponse, PaymentAccount
@@ -102,7 +102,7 @@ def _emit(fmt: str, row: dict[str, Any], title: str) -> None:
         print_fields(escape(title), [(key, _cell(value)) for key, value in row.items()
                                      if value is not None])
 
-    emit(fmt, [row], document=row, table=table)
+    show(View(rows=[row], document=row, table=table), fmt)
 
 
 def _cell(value: Any) -> str:
