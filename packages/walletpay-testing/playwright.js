@@ -19,8 +19,9 @@ function walletFor(page, url, adminToken) {
   let answers = null;
 
   async function pay(options = {}) {
-    // the answer is a keepalive request this route takes: an evaluate's value would be lost
-    // by a shop that navigates the moment it has the payment
+    // the answer is a keepalive request this route takes, sent by the driver (its answer
+    // option) before the page's handler runs: an evaluate's value, or a request made after
+    // the page started to navigate, would be lost by a shop that leaves at once
     if (!answers) {
       answers = [];
       await page.route("**" + ANSWER_PATH, async (route) => {
@@ -34,8 +35,7 @@ function walletFor(page, url, adminToken) {
       const say = (ok, value) => fetch(WalletPayTesting.gateway() + answerPath, {
         method: "POST", keepalive: true, body: JSON.stringify({ ok, value }),
       }).catch(() => {});
-      WalletPayTesting.pay(Object.assign({}, o, { token: t })).then(
-        (d) => say(true, d), (e) => say(false, String((e && e.message) || e)));
+      WalletPayTesting.pay(Object.assign({}, o, { token: t, answer: say })).catch(() => {});
     }, [await token(), options, ANSWER_PATH]);
     const giveUp = Date.now() + limit;
     while (!answers.length) {

@@ -13,7 +13,8 @@
  *   await WalletPayTesting.pay({token, card: "visa-pan", email: "a@b.example",
  *                               billing: {postalCode: "10115"}, shipping: {...},
  *                               shippingOption: "express", offer: "SAVE2",
- *                               button: "#buy", openDirectly: false, timeoutMs: 20000})
+ *                               button: "#buy", openDirectly: false, timeoutMs: 20000,
+ *                               answer: (ok, value) => ...})
  *   await WalletPayTesting.cancel({token})                  -> the CANCELED message
  *   await WalletPayTesting.state({token})                   -> the sheet's summary
  *   await WalletPayTesting.challenge("pass" | "fail")       (on the sandbox's 3DS page)
@@ -24,7 +25,10 @@
  * pay() presses the merchant's own button (a visible button inside #merchant-wallet-button
  * or [data-walletpay-container], or options.button, a CSS selector), waiting for it to appear;
  * openDirectly: true opens the sheet as startWalletPay() would. timeoutMs (default 20000)
- * bounds every wait of the call, the wait for walletpay.js included.
+ * bounds every wait of the call, the wait for walletpay.js included. answer(ok, value), when
+ * given, hears the outcome (true and the detail, or false and the message) once, in the task
+ * of the page's event and before the page's handler runs: a test runner told from there gets
+ * the answer even when the shop navigates away in its handler.
  *
  * It never reads the sheet: the sandbox's walletpay.js hands it a private MessagePort
  * ("walletpay-testing-connect", taken in the capture phase before any page script can see
@@ -41,7 +45,7 @@
   var DEFAULT_TIMEOUT = 20000;
   var POLL_MS = 40;
   var PAY_KEYS = ["token", "card", "email", "billing", "shipping", "shippingOption", "offer",
-                  "button", "openDirectly", "timeoutMs"];
+                  "button", "openDirectly", "timeoutMs", "answer"];
   var MERCHANT_BUTTONS = "#merchant-wallet-button button, [data-walletpay-container] button";
   // taken before any page script runs: a page that replaces them later sees no token
   var post = global.MessagePort.prototype.postMessage;
@@ -72,13 +76,28 @@
     };
   }, true);
 
-  // the page's events, seen in the capture phase on window (they are dispatched on document);
-  // each wakes the waits at once, so pay() answers before the page's own handler can navigate
+  // the page's events: walletpay.js tells the driver each one ("walletpay-testing-event")
+  // before the page's handler runs, and the driver also sees them in the capture phase on
+  // window (they are dispatched on document; an event told already is not counted twice).
+  // Each wakes the waits at once and runs the outcome hooks (pay's answer) in its own task.
   var wake = [];
+  var hooks = [];
+  var told = null;
+  function heard(type, detail) {
+    events.push({ type: type, detail: detail });
+    wake.splice(0).forEach(function (resume) { resume(); });
+    hooks.slice().forEach(function (hook) { hook(); });
+  }
+  global.addEventListener("walletpay-testing-event", function (ev) {
+    if (!ev.detail || typeof ev.detail.type !== "string") return;
+    ev.stopImmediatePropagation(); // the page's own listeners never see it
+    told = ev.detail;
+    heard(ev.detail.type, ev.detail.detail);
+  }, true);
   ["handleWalletPayReady", "handlePaymentResult", "handlePaymentError"].forEach(function (type) {
     global.addEventListener(type, function (ev) {
-      events.push({ type: type, detail: ev.detail });
-      wake.splice(0).forEach(function (resume) { resume(); });
+      if (told && told.type === type && told.detail === ev.detail) { told = null; return; }
+      heard(type, ev.detail);
     }, true);
   });
 
@@ -223,7 +242,9 @@
     // The outcome is taken from the page's event in that event's own task (no message of the
     // port waited for in between): a page that navigates as soon as it has the payment cannot
     // take the answer with it.
-    function pressPay(timeoutMs) {
+    // tell(ok, value), when given, hears the outcome in the event's own task, before the
+    // page's handler runs (pay's answer option).
+    function pressPay(timeoutMs, tell) {
       var mark = events.length, pressed = false, refused = null;
       call("pay", "pay", {}, timeoutMs).then(function () { pressed = true; },
                                               function (e) { refused = e; });
@@ -235,6 +256,17 @@
           }
         }
         return undefined;
+      }
+      function hook() {
+        var seen;
+        try { seen = outcome(); } catch (e) { tell(false, e.message); return; }
+        if (seen !== undefined) tell(true, seen);
+      }
+      if (tell) hooks.push(hook);
+      function unhook(v) {
+        var at = hooks.indexOf(hook);
+        if (at >= 0) hooks.splice(at, 1);
+        return v;
       }
       return waitFor("pay", "the payment's outcome", function () {
         var seen = outcome();
@@ -258,12 +290,18 @@
             }
           }, reject);
         });
-      }, timeoutMs);
+      }, timeoutMs).then(unhook, function (e) { unhook(); throw e; });
     }
 
     function pay(options) {
       var o = options === undefined ? {} : options;
       var t = o.timeoutMs;
+      var answered = !o.answer;
+      function tell(ok, value) { // once: the outcome's own task, or the call's end
+        if (answered) return;
+        answered = true;
+        o.answer(ok, value);
+      }
       return open(o).then(function () {
         return o.card === undefined ? null : chooseCard(o.card, t);
       }).then(function () {
@@ -276,7 +314,13 @@
         return o.shippingOption === undefined ? null : chooseShippingOption(o.shippingOption, t);
       }).then(function () {
         return o.offer === undefined ? null : applyOffer(o.offer, t);
-      }).then(function () { return pressPay(t); });
+      }).then(function () { return pressPay(t, o.answer ? tell : null); }).then(function (d) {
+        tell(true, d);
+        return d;
+      }, function (e) {
+        tell(false, String((e && e.message) || e));
+        throw e;
+      });
     }
 
     // Cancel the open sheet; resolves with the handlePaymentError message (CANCELED: ...).
@@ -307,6 +351,9 @@
     var unknown = Object.keys(o).filter(function (k) { return keys.indexOf(k) < 0; });
     if (unknown.length) {
       throw fail(what + ": " + unknown[0] + ": is not an option (" + keys.join(", ") + ")");
+    }
+    if (o.answer !== undefined && typeof o.answer !== "function") {
+      throw fail(what + ": answer: must be a function (ok, value)");
     }
     if (o.timeoutMs !== undefined &&
         (typeof o.timeoutMs !== "number" || !(o.timeoutMs > 0))) {

@@ -3,8 +3,8 @@ loaded in every frame: the ``wallet_checkout`` fixture (docs/testing.md)."""
 
 from __future__ import annotations
 
-import json
 import os
+import secrets
 import shutil
 import time
 import urllib.request
@@ -18,8 +18,13 @@ __all__ = ["DRIVER_PATH", "WalletPayBrowser", "WalletPayPage", "driver_script", 
 
 DRIVER_PATH = "/walletpay-testing.js"
 CHALLENGE_URL = "**/pay/3ds/**"
-ANSWER_PATH = "/__walletpay-testing/answer"  # pay()'s answer: a request the test's route takes
-ANSWER_ROUTE = "**" + ANSWER_PATH
+ANSWER_BINDING = "__walletpayTestingAnswer_"  # + a per-helper suffix: pay()'s answer
+# pay() in the page: the driver tells its answer (option answer) in the task of the page's event,
+# before the page's handler runs; a Playwright binding takes it to the test process
+PAY_SCRIPT = """(a) => {
+  const say = (ok, value) => { window[a.binding](a.nonce, ok, value); };
+  WalletPayTesting.pay(Object.assign({}, a.options, {answer: say})).catch(() => {});
+}"""
 CHROMIUM_ENV = "WALLETCTL_CHROMIUM"
 
 
@@ -55,15 +60,17 @@ class WalletPayPage:
     page: Any
     token: Callable[[], str] = field(default=_no_token, repr=False)
     _answers: list[dict[str, Any]] = field(default_factory=list, repr=False)
-    _listening: bool = field(default=False, repr=False)
+    _binding: str = field(default="", repr=False)
+    _nonce: str = field(default="", repr=False)
 
     def pay(self, card: str | None = None, **options: Any) -> dict[str, Any]:
         """Press the merchant's button (waiting for it; ``button="<css selector>"`` names
         it, ``open_directly=True`` opens the sheet without it), choose ``card``, fill what is
         given, press Pay; the ``event.detail`` of the page's ``handlePaymentResult``.
-        ``timeout_ms`` bounds every wait. The detail comes back as a ``keepalive`` request
-        this test's route answers: an ``evaluate``'s value would not survive a shop that
-        navigates the moment it has the payment."""
+        ``timeout_ms`` bounds every wait. The driver tells the answer (its ``answer``
+        option) through a binding in the task of the page's event, before the page's handler
+        runs: what a page reports after it has started to navigate (an ``evaluate``'s value,
+        a binding's call, a request) can be lost to a shop that leaves at once."""
         from playwright.sync_api import Error
         from pydantic.alias_generators import to_camel
 
@@ -71,15 +78,14 @@ class WalletPayPage:
         if card is not None:
             args["card"] = card
         args["token"] = self.token()
-        if not self._listening:
-            self.page.route(ANSWER_ROUTE, self._heard)
-            self._listening = True
+        if not self._binding:
+            self._binding = ANSWER_BINDING + secrets.token_hex(8)
+            self.page.expose_binding(self._binding, self._heard)
         self._answers.clear()
-        self.page.evaluate(
-            "(o) => { const say = (ok, value) => fetch(WalletPayTesting.gateway() + "
-            + json.dumps(ANSWER_PATH) + ", {method: 'POST', keepalive: true, "
-            "body: JSON.stringify({ok, value})}).catch(() => {}); WalletPayTesting.pay(o).then("
-            "(d) => say(true, d), (e) => say(false, String((e && e.message) || e))); }", args)
+        # only this call's answer counts: a page script that calls the binding cannot know it
+        self._nonce = secrets.token_hex(16)
+        self.page.evaluate(PAY_SCRIPT, {"binding": self._binding, "nonce": self._nonce,
+                                        "options": args})
         limit = float(args.get("timeoutMs", 20_000)) + 5_000
         give_up = time.monotonic() + limit / 1000
         while not self._answers:
@@ -92,9 +98,9 @@ class WalletPayPage:
             raise Error(str(answer["value"]))
         return dict(answer["value"])
 
-    def _heard(self, route: Any) -> None:
-        self._answers.append(json.loads(route.request.post_data or "{}"))
-        route.fulfill(status=204, headers={"Access-Control-Allow-Origin": "*"})
+    def _heard(self, source: Any, *said: Any) -> None:
+        if len(said) == 3 and said[0] == self._nonce and not self._answers:
+            self._answers.append({"ok": bool(said[1]), "value": said[2]})
 
     def cancel(self) -> str:
         """Cancel the open sheet; the ``handlePaymentError`` message (``CANCELED: ...``)."""

@@ -157,6 +157,7 @@
 
   function raise(name, detail) {
     var event = new CustomEvent(name, { detail: detail });
+    tellTestingDriver(name, detail); // before the page's handler, which may navigate away
     if (typeof global[name] === "function") {
       try { global[name](event); } catch (e) { if (global.console) console.error(e); }
     }

@@ -15,6 +15,11 @@
   // obeys. A page script that gets a port (no driver on the page) has no token to send.
 
   var TESTING_CONNECT = "walletpay-testing-connect";
+  // each page event, told to the driver before the page's handler runs: a shop that leaves in
+  // its handler cannot take the driver's answer with it (what the browser reports to the test
+  // runner after a navigation has started can be lost)
+  var TESTING_EVENT = "walletpay-testing-event";
+  var testingDriven = false;
   var TESTING_FIELDS = {
     email: "walletpay-email",
     billing: { name: "walletpay-bill-name", address1: "walletpay-bill-address1",
@@ -186,6 +191,11 @@
     }).then(function () { nativePost.call(port, reply); });
   }
 
+  function tellTestingDriver(name, detail) {
+    if (!testingDriven) return;
+    global.dispatchEvent(new CustomEvent(TESTING_EVENT, { detail: { type: name, detail: detail } }));
+  }
+
   function offerTestingChannel() {
     var channel = new MessageChannel();
     var event = new CustomEvent(TESTING_CONNECT, {
@@ -195,6 +205,7 @@
       channel.port1.close();
       return;
     }
+    testingDriven = true;
     channel.port1.onmessage = function (ev) { answerTesting(channel.port1, ev.data); };
   }
 
