@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from walletctl.client.gateway import check_echo, check_identifier, parse_model
+from walletctl.client.gateway import check_echo, parse_model
 from walletctl.constants import Env
 from walletctl.errors import (
     DeclinedError,
@@ -28,6 +28,7 @@ from walletctl.errors import (
     UsageError,
 )
 from walletctl.models.base import validation_problems
+from walletctl.models.inputs import check_identifier
 from walletctl.models.outcome import Planned
 from walletctl.models.walletpay import (
     AUTH_TYPES,
