@@ -101,8 +101,8 @@ class Moved(Generic[PlanT, AnswerT]):
     earlier intent was applied and nothing was sent, or ``found``: the gateway answered 409
     and showed this very movement already there; ``plan`` alone: a dry run. ``exit_code``:
     the command's exit, decided once by the movement from the outcome the history records
-    (a follow-up's: :func:`.movements.follow_up`), with ``failure`` saying why when it is not
-    0 (the command raises it once the result is shown)."""
+    (:func:`.movements.follow_up`, ``ops/walletpay.authorize``), with ``failure`` saying why
+    when it is not 0 (the command raises it once the result is shown)."""
 
     plan: PlanT | None = None
     answer: AnswerT | None = None
