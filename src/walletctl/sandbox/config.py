@@ -1,5 +1,7 @@
-"""Sandbox settings, the magic test amounts and the running app's context; cheap to import (no
-FastAPI / uvicorn): the CLI's flag parsing uses it. Faults: docs/sandbox.md, "Faults"."""
+"""Sandbox settings, the outcome a magic test amount chooses and the running app's context;
+cheap to import (no FastAPI / uvicorn): ops checks ``sandbox serve``'s options with it before
+anything is served. The documented values themselves are data in
+:mod:`walletctl.models.sandbox_values`. Faults: docs/sandbox.md, "Faults"."""
 
 from __future__ import annotations
 
