@@ -20,8 +20,8 @@ from walletctl.errors import RequestValidationError, UsageError
 from walletctl.render.console import escape_controls, print_stderr
 
 if TYPE_CHECKING:
-    from walletctl.client.gateway import GatewayClient, PreparedCall
     from walletctl.config.profile import Profile
+    from walletctl.ops.connect import GatewayClient, PreparedCall
 
 Reason = Annotated[
     str | None,
@@ -46,9 +46,9 @@ LookupFailures = Annotated[
 
 
 def make_client(state: State) -> GatewayClient:
-    from walletctl.client.gateway import GatewayClient
+    from walletctl.ops.connect import open_client
 
-    return GatewayClient(
+    return open_client(
         state.profile(), transport=ENV.transport, trace=print_stderr if state.verbose else None
     )
 

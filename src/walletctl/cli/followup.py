@@ -24,7 +24,7 @@ from walletctl.cli.common import (
 )
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import ENV, State, get_state
-from walletctl.errors import AwaitingApprovalError, DeclinedError, UsageError
+from walletctl.errors import AwaitingApprovalError, UsageError
 from walletctl.models.operations import CONFIRMED, NAMES, TAG_OF, Op
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
     # desk's lock on the order, is before anything is sent)
     store = None if dry_run else open_for(profile, purpose=f"walletctl {op} {ref}")
     from walletctl.models.money import format_major
-    from walletctl.ops.money.movements import NOUN, follow_up, interpret_followup
+    from walletctl.ops.money.movements import NOUN, follow_up
     from walletctl.ops.money.pipeline import Ask, Desk
     from walletctl.render.followup import (
         render_applied,
@@ -210,16 +210,14 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
     if applied is not None:
         render_applied(st.output_format, op, ref, earlier.entry.id if earlier else None,
                        applied, tag=production_tag(profile))
-        if applied.state != "Approved":
-            raise DeclinedError(
-                f"the earlier {NOUN[op]} {applied.client_system_transaction_id} is "
-                f"{applied.state} at the gateway", hint=f"see `walletctl lookup {ref}`")
-        return
-    assert moved.plan is not None
-    assert moved.answer is not None
-    render_result(st.output_format, op, ref, moved.plan, moved.answer,
-                  tag=production_tag(profile))
-    interpret_followup(moved.plan, moved.answer)
+    else:
+        assert moved.plan is not None
+        assert moved.answer is not None
+        render_result(st.output_format, op, ref, moved.plan, moved.answer,
+                      tag=production_tag(profile))
+    if moved.failure is not None:  # the exit the result carries (5 or 8), with its reason
+        raise moved.failure
+    raise typer.Exit(moved.exit_code)
 
 
 def _where(profile: Profile) -> str:

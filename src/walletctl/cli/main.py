@@ -445,10 +445,12 @@ def _log_format(args: list[str]) -> str:
 def run_command(command: click.Command, args: list[str], prog_name: str,
                 extra: dict[str, Any]) -> int:
     """Parse ``args`` and invoke ``command``; returns the process exit status."""
+    sane_environment()
+    if _log_format(args) != "json":  # the console is imported by what writes to it, if any
+        return _run_command(command, args, prog_name, extra)
     from walletctl.render.console import json_log
 
-    sane_environment()
-    with json_log(_log_format(args) == "json"):
+    with json_log(True):
         return _run_command(command, args, prog_name, extra)
 
 

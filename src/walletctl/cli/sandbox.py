@@ -3,11 +3,11 @@ the selected profile's gateway) through :mod:`walletctl.ops.sandbox_admin`."""
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,13 +16,17 @@ from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import ENV, command_line, get_state
 from walletctl.constants import Env, ExitCode
 from walletctl.errors import UsageError, WalletctlError
-from walletctl.render.console import print_note
-from walletctl.sandbox.config import (
+from walletctl.models.sandbox_values import (
+    DEFAULT_API_KEY,
     DEFAULT_BODY_BUDGET,
     DEFAULT_HEADER_BUDGET,
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_WRITE_TIMEOUT,
 )
+from walletctl.render.console import print_note
+
+if TYPE_CHECKING:
+    from walletctl.ops.sandbox_admin import Listening
 
 sandbox_app = typer.Typer(name="sandbox", no_args_is_help=True, rich_markup_mode=None)
 
@@ -148,79 +152,47 @@ def serve_cmd(
     ] = None,
 ) -> None:
     """Serve the sandbox gateway until Ctrl-C or SIGTERM (prints its URL, then a ready line)."""
-    from walletctl.client.admin import check_token
-    from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig, parse_origins
+    from walletctl.ops.sandbox_admin import ServeOptions, serve
 
-    if amount_format not in ("minor", "decimal"):
-        raise UsageError("--amount-format: must be minor or decimal")
-    check_token(admin_token)
-    if db is None and write_profile is not None:  # a profile outlives the process: so does
-        from walletctl.ops.sandbox_admin import default_sandbox_db  # the ledger it points at
-
-        db = default_sandbox_db(write_profile)
-    try:
-        faults = FaultConfig(latency_ms=latency, jitter_ms=jitter, error_rate=error_rate,
-                             error_status=error_status, throttle_rate=throttle_rate,
-                             retry_after=retry_after, drop_rate=drop_rate,
-                             error_after_rate=error_after_rate, seed=seed)
-        config = SandboxConfig(
-            db_path=str(db) if db else None, amount_format=amount_format,  # type: ignore[arg-type]
-            faults=faults, public_url=public_url, api_key=api_key or DEFAULT_API_KEY,
-            # one configured secret closes every door: no default secret left to mint keys
-            service_secret=service_secret or "", admin_token=admin_token or None, host=host,
-            allow_clock_control=clock_control, quiet=quiet,
-            allowed_origins=parse_origins(allow_origin or ()), request_timeout=request_timeout,
-            write_timeout=write_timeout, max_connections=max_connections,
-            body_budget=body_budget, header_budget=header_budget)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    import sqlite3
-
-    from walletctl.sandbox.server import serve
-
+    on_listen = _profile_writer(ctx, write_profile, print_profile)
     if ready_file is not None:
         _check_ready_file(ready_file)
-    on_listen = _profile_writer(ctx, config, write_profile, print_profile)
-    if replay is not None:
-        from walletctl.ops.fidelity import serve_replay
-
-        serve_replay(replay, host=host, port=port, ready_file=ready_file, config=config,
-                     on_listen=on_listen, out=sys.stderr if print_profile else None)
-        return
-    try:
-        serve(host, port, config, ready_file=ready_file, on_listen=on_listen,
-              out=sys.stderr if print_profile else None)
-    except sqlite3.Error as exc:
-        raise UsageError(f"--db {db}: cannot use this SQLite database ({exc})") from None
-    except OSError as exc:
-        in_use = getattr(exc, "errno", None) == errno.EADDRINUSE
-        hint = "--port 0 picks a free port (printed on the first line)" if in_use else None
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-                         hint=hint) from None
+    faults = {"latency_ms": latency, "jitter_ms": jitter, "error_rate": error_rate,
+              "error_status": error_status, "throttle_rate": throttle_rate,
+              "retry_after": retry_after, "drop_rate": drop_rate,
+              "error_after_rate": error_after_rate, "seed": seed}
+    serve(ServeOptions(
+        host=host, port=port, db=db, amount_format=amount_format, api_key=api_key,
+        service_secret=service_secret, admin_token=admin_token, public_url=public_url,
+        clock_control=clock_control, quiet=quiet, allow_origin=tuple(allow_origin or ()),
+        faults=faults, request_timeout=request_timeout, write_timeout=write_timeout,
+        max_connections=max_connections, body_budget=body_budget, header_budget=header_budget,
+        ready_file=ready_file, replay=replay, profile_name=write_profile),
+        on_listen=on_listen, out=sys.stderr if print_profile else None)
 
 
-def _profile_writer(ctx: typer.Context, config: Any, name: str | None,
-                    print_it: bool) -> Any:
+def _profile_writer(ctx: typer.Context, name: str | None,
+                    print_it: bool) -> Callable[[Listening], None] | None:
     """The ``on_listen`` hook of --write-profile / --print-profile (None when neither)."""
     if name is None and not print_it:
         return None
     from walletctl.config.profile import valid_profile_name
     from walletctl.ops.sandbox_admin import profile_table, profile_text, write_profile
     from walletctl.render.output import write_text
-    from walletctl.sandbox.config import DEFAULT_API_KEY
 
     if name is not None and not valid_profile_name(name):
         raise UsageError(f"--write-profile {name!r}: use letters, digits, '-' and '_'")
     state = get_state(ctx)
 
-    def hook(url: str) -> None:
-        table = profile_table(url, amount_format=config.amount_format, api_key=config.api_key,
-                              service_secret=config.service_secret, default_key=DEFAULT_API_KEY)
+    def hook(served: Listening) -> None:
+        url = served.url
+        table = profile_table(url, amount_format=served.amount_format, api_key=served.api_key,
+                              service_secret=served.service_secret, default_key=DEFAULT_API_KEY)
         if print_it:
             write_text(profile_text(name or "sandbox", table))
         if name is not None:
             path = write_profile(state.config_path, name, table)
-            kept = f"; its ledger is kept in {config.db_path}" if config.db_path else ""
+            kept = f"; its ledger is kept in {served.db_path}" if served.db_path else ""
             print_note(f"profile {name!r} for {url} saved to {path}{kept}: "
                        f"`walletctl -p {name} lookup REF`")
 
@@ -319,8 +291,8 @@ def wait_cmd(
 @sandbox_app.command("values")
 def values_cmd(ctx: typer.Context) -> None:
     """Show the magic test amounts and the default credentials."""
+    from walletctl.models.sandbox_values import DEFAULT_SERVICE_SECRET, MAGIC_HELP
     from walletctl.render.sandbox import render_values
-    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET, MAGIC_HELP
 
     render_values(dict(MAGIC_HELP), get_state(ctx).output_format, api_key=DEFAULT_API_KEY,
                   service_secret=DEFAULT_SERVICE_SECRET)
@@ -341,10 +313,10 @@ def demo_cmd(
     """
     from functools import partial
 
+    from walletctl.ops.sandbox_admin import demo
     from walletctl.render.sandbox import render_demo
-    from walletctl.sandbox.scenario import run_demo
 
-    failed = render_demo(partial(run_demo, keep_going=keep_going), get_state(ctx).output)
+    failed = render_demo(partial(demo, keep_going=keep_going), get_state(ctx).output)
     if failed:
         raise DemoFailed(f"demo step failed: {failed}")
 
@@ -542,7 +514,7 @@ def three_ds_cmd(
     admin_token: AdminToken = None,
 ) -> None:
     """Run the sandbox's 3DS challenge for a Card account; print the result for authorize."""
-    from walletctl.client.gateway import check_identifier
+    from walletctl.models.inputs import check_identifier
     from walletctl.ops.sandbox_admin import three_ds_challenge
     from walletctl.render.sandbox import render_three_ds
 

@@ -119,8 +119,8 @@ def authorize(
     from walletctl.history import open_for
     from walletctl.history.policy import clean_reason
     from walletctl.models.money import format_major
-    from walletctl.ops.money.pipeline import Ask, Desk, move
-    from walletctl.ops.walletpay import AuthorizeInput, authorization_from, interpret_authorization
+    from walletctl.ops.money.pipeline import Ask, Desk
+    from walletctl.ops.walletpay import AuthorizeInput, authorization_from, authorize
     from walletctl.render.followup import render_waiting, render_warning
     from walletctl.render.walletpay import render_authorization
 
@@ -145,13 +145,14 @@ def authorize(
     desk = Desk(confirm=confirm_plan, ask_amount=terminal_prompt(), on_wait=render_waiting,
                 warn=render_warning)
     with make_client(state) as client:
-        moved = move(client, store, movement, ask, desk)
+        moved = authorize(client, store, movement, ask, desk)
     if dry_run and moved.plan is not None:
         print_dry_run(state, [moved.plan.call])
         return
     render_authorization(state.output_format, movement, moved)
-    if moved.answer is not None:
-        interpret_authorization(reference, moved.answer)
+    if moved.failure is not None:  # the exit the result carries (5 or 8), with its reason
+        raise moved.failure
+    raise typer.Exit(moved.exit_code)
 
 
 

@@ -254,26 +254,6 @@ def check_reference_field(value: str, field: str) -> str:
         raise RequestValidationError([(field, str(exc))]) from None
 
 
-def check_identifier(value: str, field: str, max_length: int = 255) -> str:
-    """An id typed by the user (not a merchant reference: see :func:`check_reference_field`),
-    before it goes into a URL (nothing sent yet)."""
-    rule = None
-    if not value.strip():
-        rule = "must not be empty"
-    elif len(value) > max_length:
-        rule = f"must be at most {max_length} characters (got {len(value)})"
-    elif any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
-        rule = "must not contain control characters (newline, tab, escape...)"
-    else:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            rule = "is not valid text (undecodable bytes in the argument?)"
-    if rule is not None:
-        raise RequestValidationError([(field, rule)])
-    return value
-
-
 Trace = Callable[[str], None]
 
 

@@ -33,7 +33,7 @@ from walletctl.history.store import (
     StorageError,
     WriteHook,
 )
-from walletctl.models.outcome import history_outcome, meaning_of_failure
+from walletctl.models.outcome import exit_of, history_outcome, meaning_of_failure
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -190,9 +190,7 @@ def recording(
     else:
         if rec.entry is not None:
             outcome = rec.outcome or "approved"
-            code = {"declined": ExitCode.DECLINED,
-                    "unknown": ExitCode.UNKNOWN_OUTCOME}.get(outcome, ExitCode.OK)
-            rec._finish(outcome, int(code), rec.http_status, rec.note)
+            rec._finish(outcome, int(exit_of(outcome)), rec.http_status, rec.note)
     finally:
         if store is not None:
             store.close()

@@ -51,3 +51,23 @@ def check_inputs(
                 problems.append((field, validation_problems(exc)[0][1]))
     if problems:
         raise RequestValidationError(problems)
+
+
+def check_identifier(value: str, field: str, max_length: int = 255) -> str:
+    """An id typed by the user (not a merchant reference: those follow :func:`check_inputs`'s
+    reference rule), before it goes into a URL (nothing sent yet)."""
+    rule = None
+    if not value.strip():
+        rule = "must not be empty"
+    elif len(value) > max_length:
+        rule = f"must be at most {max_length} characters (got {len(value)})"
+    elif any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        rule = "must not contain control characters (newline, tab, escape...)"
+    else:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            rule = "is not valid text (undecodable bytes in the argument?)"
+    if rule is not None:
+        raise RequestValidationError([(field, rule)])
+    return value

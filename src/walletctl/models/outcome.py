@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
 
+from walletctl.constants import ExitCode
 from walletctl.errors import (
     DeclinedError,
     GatewayError,
@@ -49,6 +50,14 @@ def history_outcome(state: str | None, operation: str | None = None) -> str:
     if operation == "checkout" and state in ("Pending", "", None):
         return "created"  # accepted, waiting for the customer: no money has moved
     return meaning_of_state(state)
+
+
+def exit_of(outcome: str) -> ExitCode:
+    """A movement's exit for the outcome the history records for it (``approved``,
+    ``created``, ``declined``, ``unknown``): the one mapping, so what the history says a
+    command exited with and what it exits with never differ."""
+    return {"declined": ExitCode.DECLINED,
+            "unknown": ExitCode.UNKNOWN_OUTCOME}.get(outcome, ExitCode.OK)
 
 
 def meaning_of_failure(exc: BaseException) -> Failure:

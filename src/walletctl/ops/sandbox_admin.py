@@ -1,15 +1,17 @@
-"""A walletctl sandbox administered from outside its server (started here, waited for, given
-a profile, driven over :class:`~walletctl.client.admin.SandboxAdmin`): for the ``sandbox``
-commands, smoke and the pytest plugin."""
+"""A walletctl sandbox administered from outside its server (started here, in the foreground
+or embedded, waited for, given a profile, driven over
+:class:`~walletctl.client.admin.SandboxAdmin`): for the ``sandbox`` commands, smoke and the
+pytest plugin."""
 
 from __future__ import annotations
 
 import csv
+import errno
 import os
 import random
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -28,12 +30,21 @@ from walletctl.client.admin import (
     SandboxAdmin,
     SandboxRefused,
     SandboxUnreachable,
+    check_token,
     serve_command,
 )
 from walletctl.config.profile import NEEDED_REDIRECTS
 from walletctl.constants import Env
 from walletctl.errors import NetworkError, UsageError, WalletctlError
 from walletctl.models.money import exponent, parse_major
+from walletctl.models.sandbox_values import (
+    DEFAULT_API_KEY,
+    DEFAULT_BODY_BUDGET,
+    DEFAULT_HEADER_BUDGET,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SERVICE_SECRET,
+    DEFAULT_WRITE_TIMEOUT,
+)
 
 SEED_CHUNK = 5_000  # transactions per POST /_sandbox/seed (the route takes up to 10,000)
 
@@ -56,8 +67,6 @@ def embedded(*, api_key: str, service_secret: str = "", amount_format: str = "mi
 
 def default_service_secret(api_key: str) -> str:
     """What ``walletctl sandbox serve`` uses when no --service-secret is given."""
-    from walletctl.sandbox.config import DEFAULT_API_KEY, DEFAULT_SERVICE_SECRET
-
     return api_key if api_key != DEFAULT_API_KEY else DEFAULT_SERVICE_SECRET
 
 
@@ -66,6 +75,116 @@ def profile_toml(base_url: str, **options: Any) -> str:
     from walletctl.sandbox.scenario import profile_toml as sandbox_profile
 
     return sandbox_profile(base_url, **options)
+
+
+# -- a sandbox in the foreground (``sandbox serve``) ----------------------------------------------
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """``sandbox serve``'s options, checked by :func:`serve` (``faults``: FaultConfig's fields
+    by name; ``profile_name``: --write-profile, whose sandbox keeps its ledger in a file)."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    db: Path | None = None
+    amount_format: str = "minor"
+    api_key: str | None = None
+    service_secret: str | None = None
+    admin_token: str | None = field(default=None, repr=False)
+    public_url: str | None = None
+    clock_control: bool = False
+    quiet: bool = False
+    allow_origin: tuple[str, ...] = ()
+    faults: Mapping[str, Any] = field(default_factory=dict)
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
+    max_connections: int = 0
+    body_budget: int = DEFAULT_BODY_BUDGET
+    header_budget: int = DEFAULT_HEADER_BUDGET
+    ready_file: Path | None = None
+    replay: Path | None = None
+    profile_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Listening:
+    """A served sandbox once it accepts requests: what its profile is made of."""
+
+    url: str
+    amount_format: str
+    api_key: str = field(repr=False)
+    service_secret: str = field(repr=False)
+    db_path: str | None
+
+
+def serve(options: ServeOptions, *, on_listen: Callable[[Listening], None] | None = None,
+          out: TextIO | None = None) -> None:
+    """Serve a sandbox (or, with ``options.replay``, a recording's answers) in the foreground
+    until SIGINT/SIGTERM; ``on_listen`` is called once it accepts requests, ``out`` takes the
+    server's lines (None: stdout). Unusable options are a UsageError before anything is
+    served."""
+    from walletctl.sandbox.config import FaultConfig, SandboxConfig, parse_origins
+
+    if options.amount_format not in ("minor", "decimal"):
+        raise UsageError("--amount-format: must be minor or decimal")
+    check_token(options.admin_token)
+    db = options.db
+    if db is None and options.profile_name is not None:  # a profile outlives the process:
+        db = default_sandbox_db(options.profile_name)  # so does the ledger it points at
+    try:
+        config = SandboxConfig(
+            db_path=str(db) if db else None,
+            amount_format="decimal" if options.amount_format == "decimal" else "minor",
+            faults=FaultConfig(**options.faults), public_url=options.public_url,
+            api_key=options.api_key or DEFAULT_API_KEY,
+            # one configured secret closes every door: no default secret left to mint keys
+            service_secret=options.service_secret or "",
+            admin_token=options.admin_token or None, host=options.host,
+            allow_clock_control=options.clock_control, quiet=options.quiet,
+            allowed_origins=parse_origins(options.allow_origin),
+            request_timeout=options.request_timeout, write_timeout=options.write_timeout,
+            max_connections=options.max_connections, body_budget=options.body_budget,
+            header_budget=options.header_budget)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    def listening(url: str) -> None:
+        if on_listen is not None:
+            on_listen(Listening(url, config.amount_format, config.api_key,
+                                config.service_secret, config.db_path))
+
+    hook = listening if on_listen is not None else None  # the server's own lines either way
+
+    host, port = options.host, options.port
+    if options.replay is not None:
+        from walletctl.ops.fidelity import serve_replay
+
+        serve_replay(options.replay, host=host, port=port, ready_file=options.ready_file,
+                     config=config, on_listen=hook, out=out)
+        return
+    import sqlite3
+
+    from walletctl.sandbox.server import serve as serve_sandbox
+
+    try:
+        serve_sandbox(host, port, config, ready_file=options.ready_file, on_listen=hook,
+                      out=out)
+    except sqlite3.Error as exc:
+        raise UsageError(f"--db {db}: cannot use this SQLite database ({exc})") from None
+    except OSError as exc:
+        in_use = getattr(exc, "errno", None) == errno.EADDRINUSE
+        hint = "--port 0 picks a free port (printed on the first line)" if in_use else None
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                         hint=hint) from None
+
+
+def demo(out: TextIO, *, keep_going: bool = False, width: int = 80,
+         fit: Callable[[str], str] | None = None) -> str | None:
+    """``sandbox demo``: the scenario run against an embedded sandbox, its transcript written
+    to ``out``; the first failed step's label (None: every step passed)."""
+    from walletctl.sandbox.scenario import run_demo
+
+    return run_demo(out, keep_going=keep_going, width=width, fit=fit)
 
 
 # -- waiting for one -------------------------------------------------------------------------------

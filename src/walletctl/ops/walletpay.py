@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from walletctl.client.gateway import check_echo, check_identifier, parse_model
+from walletctl.client.gateway import check_echo, parse_model
 from walletctl.constants import Env
 from walletctl.errors import (
     DeclinedError,
@@ -26,9 +26,11 @@ from walletctl.errors import (
     RequestValidationError,
     UnknownOutcomeError,
     UsageError,
+    WalletctlError,
 )
 from walletctl.models.base import validation_problems
-from walletctl.models.outcome import Planned
+from walletctl.models.inputs import check_identifier
+from walletctl.models.outcome import Planned, exit_of, history_outcome
 from walletctl.models.walletpay import (
     AUTH_TYPES,
     AuthorizationRequest,
@@ -41,6 +43,7 @@ from walletctl.models.walletpay import (
     parse_event_detail,
 )
 from walletctl.ops.money.movements import UnderItsOwnReference
+from walletctl.ops.money.pipeline import Ask, Desk, Moved, move
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -458,12 +461,30 @@ class Authorization(UnderItsOwnReference):
         return self.reference
 
 
-def interpret_authorization(reference: str, response: AuthorizationResponse) -> None:
-    """Raise for anything but Approved (after the answer was rendered): Pending is an
-    outcome still to look up (exit 8), any other state a refusal (exit 5)."""
-    if response.state == "Pending":  # accepted, not done
-        raise UnknownOutcomeError(reference, "the gateway answered Pending: not done yet")
-    if response.state != "Approved":
-        raise DeclinedError(
+def authorize(client: GatewayClient, store: HistoryStore | None, movement: Authorization,
+              ask: Ask, desk: Desk[AuthorizationPlan]
+              ) -> Moved[AuthorizationPlan, AuthorizationResponse]:
+    """One authorization through the money pipeline, with its exit decided once from the
+    outcome the history records for the answer (:func:`~walletctl.models.outcome.exit_of`):
+    Approved 0; Pending, accepted and not done, an outcome still to look up (exit 8), as is a
+    state the protocol does not know; a stated refusal exit 5. ``failure``: why, raised by the
+    command once the answer is shown."""
+    moved = move(client, store, movement, ask, desk)
+    response, reference = moved.answer, movement.reference
+    if response is None:  # a dry run, or an earlier authorization found: nothing sent now
+        return moved
+    outcome = history_outcome(response.state, movement.op)
+    exit_code = exit_of(outcome)
+    failure: WalletctlError | None = None
+    if outcome == "unknown":
+        failure = UnknownOutcomeError(reference, "the gateway answered Pending: not done yet"
+                                      if response.state == "Pending" else
+                                      f"the gateway answered state {response.state!r}: not "
+                                      "known to be done or refused")
+    elif outcome == "declined":
+        failure = DeclinedError(
             f"authorization {reference} was not approved: {response.state}"
             + (f" ({response.provider_state_code})" if response.provider_state_code else ""))
+    if failure is not None:
+        failure.exit_code = exit_code  # the one exit: what the history records
+    return replace(moved, exit_code=int(exit_code), failure=failure)

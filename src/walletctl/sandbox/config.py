@@ -1,5 +1,7 @@
-"""Sandbox settings, the magic test amounts and the running app's context; cheap to import (no
-FastAPI / uvicorn): the CLI's flag parsing uses it. Faults: docs/sandbox.md, "Faults"."""
+"""Sandbox settings, the outcome a magic test amount chooses and the running app's context;
+cheap to import (no FastAPI / uvicorn): ops checks ``sandbox serve``'s options with it before
+anything is served. The documented values themselves are data in
+:mod:`walletctl.models.sandbox_values`. Faults: docs/sandbox.md, "Faults"."""
 
 from __future__ import annotations
 
@@ -11,28 +13,32 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from walletctl.models.money import AmountFormat, exponent
+
+# the documented values, plain data the CLI shows too; named here as well (explicitly
+# re-exported) for the sandbox's modules and the tests
+from walletctl.models.sandbox_values import DEFAULT_API_KEY as DEFAULT_API_KEY
+from walletctl.models.sandbox_values import DEFAULT_BODY_BUDGET as DEFAULT_BODY_BUDGET
+from walletctl.models.sandbox_values import DEFAULT_HEADER_BUDGET as DEFAULT_HEADER_BUDGET
+from walletctl.models.sandbox_values import DEFAULT_REQUEST_TIMEOUT as DEFAULT_REQUEST_TIMEOUT
+from walletctl.models.sandbox_values import DEFAULT_SERVICE_SECRET as DEFAULT_SERVICE_SECRET
+from walletctl.models.sandbox_values import DEFAULT_WRITE_TIMEOUT as DEFAULT_WRITE_TIMEOUT
+from walletctl.models.sandbox_values import MAGIC as MAGIC
+from walletctl.models.sandbox_values import MAGIC_HELP as MAGIC_HELP
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
     from walletctl.sandbox.store import Store
 
-DEFAULT_API_KEY = "sandbox-api-key"
-DEFAULT_SERVICE_SECRET = "sandbox-secret"  # noqa: S105 - documented sandbox default
 MAX_LATENCY_MS = 10_000
 MAX_RETRY_AFTER_S = 60
 MAX_HEADER_BYTES = 64 * 1024  # request line and headers (sandbox/server.py)
 HEAD_TOO_LARGE = f"(request): request line and headers larger than {MAX_HEADER_BYTES} bytes"
-# defaults of SandboxConfig's limits (see its fields)
-DEFAULT_REQUEST_TIMEOUT = 15.0
 MAX_REQUEST_TIMEOUT = 3600.0
-DEFAULT_WRITE_TIMEOUT = 15.0
-DEFAULT_BODY_BUDGET = 32 * 1024 * 1024
-DEFAULT_HEADER_BUDGET = 16 * 1024 * 1024
 
 
 def utc_now() -> datetime:
@@ -283,17 +289,7 @@ class SandboxContext:
             self._rngs.clear()
 
 
-# -- magic test amounts: the last two minor-unit digits of a checkout choose its outcome ------
-
-MAGIC: Final[dict[int, str]] = {1: "decline", 2: "capture-refused", 3: "pending",
-                                4: "errored", 5: "refund-refused"}
-MAGIC_HELP: Final[dict[str, str]] = {
-    "01": "declined by the provider on approval (state Declined, redirect to refusedUrl)",
-    "02": "approved, then every capture is refused by the provider (Errored record, HTTP 422)",
-    "03": "stays pending at the provider (state Pending, redirect to pendingUrl)",
-    "04": "errors at the provider on approval (Errored record, null payer fields, errorUrl)",
-    "05": "approved, then every refund is refused by the provider (Errored record, HTTP 422)",
-}
+# -- magic test amounts (models/sandbox_values.py): the outcome an amount chooses ------------
 
 
 def magic_of(amount: Decimal, currency: str) -> str | None:

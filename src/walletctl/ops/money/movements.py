@@ -6,7 +6,7 @@ refund, reversal) and :class:`Checkout`; an authorization's is ``ops/walletpay.A
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from walletctl.errors import DeclinedError, GatewayError, UnknownOutcomeError, WalletctlError
 from walletctl.models.ledger import KIND_OF_OP, kind_of
 from walletctl.models.money import parse_major
-from walletctl.models.outcome import Planned, meaning_of_failure, meaning_of_state
+from walletctl.models.outcome import Planned, exit_of, history_outcome, meaning_of_failure
 from walletctl.ops.money.approval import references as approval_references
 from walletctl.ops.money.duplicates import likely_duplicate
 from walletctl.ops.money.earlier import (
@@ -154,24 +154,6 @@ class FollowUp:
         return response
 
 
-def interpret_followup(plan: FollowUpPlan, response: FollowUpResponse) -> None:
-    """The answer's meaning for the command's exit (after it was rendered): raise for
-    anything but Approved: a stated refusal, or an unknown state (looked up by the next
-    run, never taken as refused)."""
-    new = plan.request.client_system_transaction_id
-    meaning = meaning_of_state(response.state)
-    if meaning == "unknown":
-        raise UnknownOutcomeError(new, f"the gateway answered state {response.state!r}: "
-                                       "not known to be done or refused")
-    if meaning == "declined":
-        raise DeclinedError(
-            f"the gateway answered {response.state}"
-            + (f" ({response.provider_state_code})" if response.provider_state_code else "")
-            + f" for the {NOUN[plan.op]} {new}",
-            hint=f"see `walletctl lookup {plan.request.client_system_invoice_id}`",
-        )
-
-
 # ---- checkout -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Created:
@@ -224,5 +206,41 @@ def _state_now(client: GatewayClient, ref: str) -> str | None:
 
 def follow_up(client: GatewayClient, store: HistoryStore | None, ask: Ask,
               desk: Desk[FollowUpPlan]) -> Moved[FollowUpPlan, FollowUpResponse]:
-    """One capture, refund or reversal through the pipeline."""
-    return move(client, store, FollowUp(ask), ask, desk)
+    """One capture, refund or reversal through the pipeline, with its exit (:func:`judged`)."""
+    return judged(ask, move(client, store, FollowUp(ask), ask, desk))
+
+
+def judged(ask: Ask, moved: Moved[FollowUpPlan, FollowUpResponse]
+           ) -> Moved[FollowUpPlan, FollowUpResponse]:
+    """``moved`` with its exit, decided once from the outcome the history records for it
+    (:func:`~walletctl.models.outcome.exit_of`): 0 for Approved; a stated refusal (exit 5)
+    or an unknown state (exit 8: looked up by the next run, never taken as refused) with the
+    failure the command raises once it has shown the answer. An earlier movement found
+    applied (nothing sent now) is judged by its state at the gateway the same way."""
+    earlier = moved.earlier
+    applied = moved.found or (earlier.record if earlier is not None else None)
+    if applied is not None:
+        new, state = applied.client_system_transaction_id, applied.state
+        said = f"the earlier {NOUN[ask.op]} {new} is {state} at the gateway"
+        original = ask.ref
+    elif moved.plan is not None and moved.answer is not None:
+        new, state = moved.plan.request.client_system_transaction_id, moved.answer.state
+        code = moved.answer.provider_state_code
+        said = (f"the gateway answered {state}" + (f" ({code})" if code else "")
+                + f" for the {NOUN[ask.op]} {new}")
+        original = moved.plan.request.client_system_invoice_id
+    else:  # a dry run: nothing was sent
+        return moved
+    outcome = history_outcome(state, ask.op)
+    exit_code = exit_of(outcome)
+    failure: WalletctlError | None = None
+    if outcome == "unknown":
+        failure = UnknownOutcomeError(new, f"{said}: not known to be done or refused"
+                                      if applied is not None else
+                                      f"the gateway answered state {state!r}: not known to "
+                                      "be done or refused")
+    elif outcome == "declined":
+        failure = DeclinedError(said, hint=f"see `walletctl lookup {original}`")
+    if failure is not None:
+        failure.exit_code = exit_code  # the one exit: what the history records
+    return replace(moved, exit_code=int(exit_code), failure=failure)

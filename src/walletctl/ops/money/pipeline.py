@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from walletctl.errors import GatewayError, HeldError
+from walletctl.errors import GatewayError, HeldError, WalletctlError
 from walletctl.history.policy import check_policy
 from walletctl.history.recorder import Recording, recording
 from walletctl.history.rulebook import read as read_rulebook
@@ -99,12 +99,17 @@ class Movement(Protocol[PlanT, AnswerT_co]):
 class Moved(Generic[PlanT, AnswerT]):
     """What happened: ``answer`` to a request sent now, or ``earlier``: this command's
     earlier intent was applied and nothing was sent, or ``found``: the gateway answered 409
-    and showed this very movement already there; ``plan`` alone: a dry run."""
+    and showed this very movement already there; ``plan`` alone: a dry run. ``exit_code``:
+    the command's exit, decided once by the movement from the outcome the history records
+    (:func:`.movements.follow_up`, ``ops/walletpay.authorize``), with ``failure`` saying why
+    when it is not 0 (the command raises it once the result is shown)."""
 
     plan: PlanT | None = None
     answer: AnswerT | None = None
     earlier: Judged | None = None
     found: TransactionRecord | None = None
+    exit_code: int = 0
+    failure: WalletctlError | None = None
 
 
 def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[PlanT, AnswerT],
