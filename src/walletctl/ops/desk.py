@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from walletctl.config.dburl import DbUrl
 from walletctl.errors import RefusedError, UsageError
 from walletctl.history import approvals
 from walletctl.history.approvals import STATES, Approval
@@ -42,31 +41,17 @@ class SetUp:
 
 
 def set_up(profile: Profile | None, grants: Sequence[str], kind: str = "operator") -> SetUp:
-    from walletctl.history import history_location
-    from walletctl.history.postgres import ROLE_KINDS
+    from walletctl import history
 
-    if kind not in ROLE_KINDS:
-        raise UsageError(f"--role: must be one of {', '.join(ROLE_KINDS)}, not {kind[:40]!r}")
+    kinds = history.role_kinds()
+    if kind not in kinds:
+        raise UsageError(f"--role: must be one of {', '.join(kinds)}, not {kind[:40]!r}")
     for role in grants:
         if not ROLE.fullmatch(role):
             raise UsageError(f"--grant: {role[:40]!r} is not a role name (letters, digits, "
                              "_ $ . -, starting with a letter or _; at most 63)")
-    where = history_location(profile)
-    if not isinstance(where, DbUrl):
-        if grants:
-            raise UsageError("--grant: a local history file has no roles to grant (set "
-                             "WALLETCTL_HISTORY_URL or [history] url to a PostgreSQL database)")
-        from walletctl.history import open_history
-
-        existed = where.exists()
-        open_history(where).close()
-        return SetUp(history=str(where), backend="sqlite", before=1 if existed else 0,
-                     after=1, applied=() if existed else ("1: events",), granted=(),
-                     owner=None)
-    from walletctl.history.postgres import setup
-
-    done = setup(where, grants, kind)
-    return SetUp(history=where.display(), backend="postgresql", before=done.before,
+    where, done = history.set_up(profile, grants, kind)
+    return SetUp(history=where.where, backend=where.backend, before=done.before,
                  after=done.after, applied=done.applied, granted=done.granted,
                  owner=done.owner, kind=kind)
 
@@ -80,9 +65,9 @@ class Rulebook:
 
 
 def _store(profile: Profile | None, doing: str) -> HistoryStore:
-    from walletctl.history import history_location, open_location
+    from walletctl.history import open_profile_history
 
-    return open_location(history_location(profile), purpose=f"walletctl history {doing}")
+    return open_profile_history(profile, purpose=f"walletctl history {doing}", create=True)
 
 
 def show_policy(profile: Profile | None) -> Rulebook:

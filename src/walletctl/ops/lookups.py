@@ -116,7 +116,7 @@ def absent_reference(profile: Profile, reference: str, exc: GatewayError) -> Gat
     walletctl sandbox that started after the history's first entry for ``reference`` there
     and keeps its ledger in memory: the sandbox forgot it, the reference is not wrong."""
     from walletctl.client.admin import HEALTH, SandboxAdmin
-    from walletctl.history import history_location, open_history
+    from walletctl.history import locate, open_profile_history
     from walletctl.history.entry import Filters
 
     if profile.is_production:
@@ -126,11 +126,11 @@ def absent_reference(profile: Profile, reference: str, exc: GatewayError) -> Gat
             answer = admin.send("GET", HEALTH)
         health = answer.json() if answer.status_code == 200 else {}
         started, persistent = health.get("startedAt"), health.get("persistent")
-        where = history_location(profile)
-        if not isinstance(started, str) or persistent or not isinstance(where, Path) \
-                or not where.is_file():
+        where = locate(profile)
+        if not isinstance(started, str) or persistent or where.backend != "sqlite" \
+                or not where.exists:
             return exc
-        store = open_history(where, create=False)
+        store = open_profile_history(profile, purpose="walletctl lookup")
         try:
             times = [e.time for e in store.entries(Filters(original_ref=reference))
                      if e.base_url.rstrip("/") == profile.base_url.rstrip("/")]

@@ -53,9 +53,9 @@ class FindingList:
 
 
 def _store(profile: Profile, purpose: str) -> HistoryStore:
-    from walletctl.history import history_location, open_location
+    from walletctl.history import open_profile_history
 
-    return open_location(history_location(profile), create=False, purpose=purpose)
+    return open_profile_history(profile, purpose=purpose)
 
 
 def listing(profile: Profile, *, state: str | None) -> FindingList:
