@@ -28,7 +28,8 @@ from walletctl.history.chain import (
     event_hash,
     event_leaf,
 )
-from walletctl.history.entry import (  # the records, re-exported: callers import them here
+from walletctl.history.merkle import Frontier
+from walletctl.models.entries import (  # the records, re-exported: callers import them here
     ENTRY_FIELDS,
     MAY_HAVE_MOVED,
     OUTCOMES,
@@ -39,7 +40,6 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
     Intent,
     Outcome,
 )
-from walletctl.history.merkle import Frontier
 from walletctl.models.plain import escaped, has_control
 
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",

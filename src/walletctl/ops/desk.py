@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from walletctl.errors import RefusedError, UsageError
 from walletctl.history import approvals
-from walletctl.history.approvals import STATES, Approval
+from walletctl.history.approvals import STATES
+from walletctl.history.approvals import Approval as Approval  # the commands' type
 from walletctl.history.recorder import intent_for, now_utc, os_user
 from walletctl.history.rulebook import Rule
 from walletctl.history.store import Intent
@@ -109,7 +110,10 @@ class Listed:
     where: str  # the history they are in, for messages
 
 
-def _open(profile: Profile, doing: str) -> HistoryStore:
+def recording_history(profile: Profile, doing: str) -> HistoryStore:
+    """The history a command run with ``profile`` records into (a shared one connecting in
+    the background: its first use, the desk's lock on the order, is before anything is
+    sent); ``doing``: what other operators see while it holds an order (``refund R-1``)."""
     from walletctl.history import open_for
 
     return open_for(profile, purpose=f"walletctl {doing}")
@@ -123,7 +127,7 @@ def list_requests(profile: Profile, *, state: str | None, since: str | None,
     if state is not None and state not in STATES:
         raise UsageError(f"--state: must be one of {', '.join(STATES)}")
     now = now_utc()
-    with _open(profile, "approvals") as store:
+    with recording_history(profile, "approvals") as store:
         merchant = None if every_merchant else (profile.merchant_id, profile.store_id)
         yield Listed(approvals.listing(store, now=now, state=state, since=since,
                                        merchant=merchant), now, store.where)
@@ -133,7 +137,7 @@ def list_requests(profile: Profile, *, state: str | None, since: str | None,
 def watch_requests(profile: Profile, *, every_merchant: bool = False) -> Iterator[Listed]:
     """The requests filed from now on, each as it is filed (``approvals --watch``): found
     never ends; the caller stops it (Ctrl-C)."""
-    with _open(profile, "approvals --watch") as store:
+    with recording_history(profile, "approvals --watch") as store:
         merchant = None if every_merchant else (profile.merchant_id, profile.store_id)
         after = approvals.newest_id(store)
         yield Listed(approvals.watch(store, after=after, merchant=merchant), now_utc(),
@@ -141,7 +145,7 @@ def watch_requests(profile: Profile, *, every_merchant: bool = False) -> Iterato
 
 
 def show(profile: Profile, approval: int) -> tuple[Approval, str]:
-    with _open(profile, f"approvals show {approval}") as store:
+    with recording_history(profile, f"approvals show {approval}") as store:
         return approvals.checked(store, approval, merchant=(profile.merchant_id,
                                                             profile.store_id)), now_utc()
 
@@ -152,7 +156,7 @@ def decide(profile: Profile, approval: int, *, approve: bool, reason: str | None
     shows it and asks, or raises). Its own requester, a decided, spent or expired request,
     or another merchant's, is refused before anything is asked."""
     verb = "approve" if approve else "refuse"
-    with _open(profile, f"{verb} approval {approval}") as store:
+    with recording_history(profile, f"{verb} approval {approval}") as store:
         found = approvals.checked(store, approval, merchant=(profile.merchant_id,
                                                              profile.store_id))
         now = now_utc()

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
 from walletctl.history import open_for
-from walletctl.history.policy import PolicyRefusal, amount_rule, check_batch_policy, clean_reason
+from walletctl.history.policy import PolicyRefusal, amount_rule, check_batch_policy
+from walletctl.models.inputs import clean_reason
 from walletctl.models.operations import CONFIRMED
 from walletctl.ops.batch.flow import check_flow_options, stop_code
 from walletctl.ops.batch.input_rows import OPS, STDIN, batch_input
