@@ -202,6 +202,11 @@ class HistoryStore:
     def may_change_rulebook(self) -> bool:
         return self.may("policy", "INSERT")
 
+    def keeps_findings(self) -> bool:
+        """Whether this history holds recon's findings and this role may read them (a
+        database not yet upgraded to them has none)."""
+        return self.may("findings")
+
     def shared_locks(self) -> SharedLocks | None:
         """The desk's per-original locks, when this history is shared (else None)."""
         return None

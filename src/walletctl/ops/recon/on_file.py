@@ -37,7 +37,7 @@ def with_files(store: HistoryStore, profile: Profile, findings: list[Finding], *
     if record and named:
         kept.record(store, merchant, [New(f.kind, f.original, f.reference, f.entry, f.note)
                                       for f in named], step=_step(profile, "finding"))
-    if not named or not store.may("findings"):  # a database not yet upgraded: none
+    if not named or not store.keeps_findings():  # a database not yet upgraded: none
         return findings
     found = {r.identity: r for r in kept.on_file(store, merchant,
                                                  references={f.reference for f in named})}
