@@ -136,11 +136,14 @@ class Located:
     exists: bool
 
 
-def locate(profile: Profile | None) -> Located:
-    where = history_location(profile)
+def _located(where: Path | DbUrl) -> Located:
     if isinstance(where, DbUrl):
         return Located(where.display(), "postgresql", True)
     return Located(str(where), "sqlite", where.exists())
+
+
+def locate(profile: Profile | None) -> Located:
+    return _located(history_location(profile))
 
 
 def open_profile_history(profile: Profile | None, *, purpose: str,
@@ -153,10 +156,11 @@ def open_profile_history(profile: Profile | None, *, purpose: str,
 def open_existing(profile: Profile | None,
                   purpose: str) -> tuple[Located, HistoryStore | None]:
     """The profile's history: where, and the store opened when there is one to read."""
-    found = locate(profile)
+    where = history_location(profile)
+    found = _located(where)
     if not found.exists:
         return found, None
-    return found, open_profile_history(profile, purpose=purpose)
+    return found, open_location(where, create=False, purpose=purpose)
 
 
 def role_kinds() -> tuple[str, ...]:
@@ -179,7 +183,7 @@ def set_up(profile: Profile | None, grants: Sequence[str],
                              "WALLETCTL_HISTORY_URL or [history] url to a PostgreSQL database)")
         existed = where.exists()
         open_history(where).close()
-        return Located(str(where), "sqlite", True), SetupResult(
+        return _located(where), SetupResult(
             before=1 if existed else 0, after=1, applied=() if existed else ("1: events",),
             granted=(), owner=None)
-    return Located(where.display(), "postgresql", True), setup(where, grants, kind)
+    return _located(where), setup(where, grants, kind)
