@@ -39,13 +39,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
 
+from walletctl.history.batch_store import lock_journal  # noqa: E402
 from walletctl.history.store import HistoryStore, Transaction  # noqa: E402
 from walletctl.ops.batch.input_rows import Op, Problem, Row  # noqa: E402
 from walletctl.ops.batch.journal import (  # noqa: E402
     Journal,
     JournalRow,
     State,
-    _lock,
     derive_reference,
 )
 
@@ -78,7 +78,7 @@ class HistoryView(Journal):
                  store: HistoryStore) -> None:
         self.path, self.batch_id, self.op, self.store = path, batch_id, op, store
         self._closed = False
-        self._lock_fd = _lock(path)  # the run lock stays a lock on a file
+        self._lock_fd = lock_journal(path)  # the run lock stays a lock on a file
         self._tx: Transaction | None = None
         self._overlay: dict[str, JournalRow] = {}  # this run's transitions, in memory
         self.folded = os.environ.get(VIEW_ENV) == "folded"

@@ -82,9 +82,8 @@ def checkout(
     dry_run: DryRun = False,
 ) -> None:
     """Create a checkout (spec 2.1) and print the redirect URL for the customer."""
-    from walletctl.history.policy import clean_reason
     from walletctl.models.checkout import parse_checkout_type
-    from walletctl.models.inputs import check_inputs
+    from walletctl.models.inputs import check_inputs, clean_reason
     from walletctl.ops.redirect import checkout_request
 
     check_inputs(references={"--ref (clientSystemTransactionId)": ref},
@@ -130,7 +129,7 @@ def checkout(
     if dry_run:
         print_dry_run(st, [call])
         return
-    from walletctl.history import open_for
+    from walletctl.ops.desk import recording_history
     from walletctl.ops.money.movements import Checkout
     from walletctl.ops.money.pipeline import Ask, Desk, move
     from walletctl.render.followup import render_waiting, render_warning
@@ -140,7 +139,7 @@ def checkout(
     desk: Desk[Any] = Desk(confirm=lambda _plan: None, ask_amount=terminal_prompt(),
                            on_wait=render_waiting, warn=render_warning)
     with client:
-        moved = move(client, open_for(profile, purpose=f"walletctl checkout {ref_}"),
+        moved = move(client, recording_history(profile, f"checkout {ref_}"),
                      Checkout(request), ask, desk)
     if moved.answer is None:
         from walletctl.render.checkout import render_existing

@@ -131,7 +131,7 @@ def parse_when(text: str, flag: str, now: datetime | None = None) -> str:
             f"{flag}: {text[:40]!r} is neither a duration (7d, 12h, 30m) nor a date "
             "(2026-11-01, 2026-11-01T09:30)"
         ) from None
-    from walletctl.history.recorder import utc_text
+    from walletctl.models.entries import utc_text
 
     return utc_text(when)
 

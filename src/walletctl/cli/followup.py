@@ -148,9 +148,8 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
             currency: str | None, new_ref: str | None, yes: bool, dry_run: bool,
             reason: str | None, confirm_amount: str | None, allow_duplicate: bool,
             approval: int | None, confirm_profile: list[str]) -> None:
-    from walletctl.history import open_for
-    from walletctl.history.policy import clean_reason
-    from walletctl.models.inputs import check_inputs
+    from walletctl.models.inputs import check_inputs, clean_reason
+    from walletctl.ops.desk import recording_history
 
     # REF, --new-ref, --amount and --currency by the request model's rules, before the
     # profile, the history or the gateway is touched
@@ -165,7 +164,7 @@ def _single(ctx: typer.Context, op: Op, ref: str, *, amount: str | None,
     confirm_profiles([profile], confirm_profile, action=f"{op} {ref}", required=False)
     # a shared history connects while the rest of the command loads (its first use, the
     # desk's lock on the order, is before anything is sent)
-    store = None if dry_run else open_for(profile, purpose=f"walletctl {op} {ref}")
+    store = None if dry_run else recording_history(profile, f"{op} {ref}")
     from walletctl.models.money import format_major
     from walletctl.ops.money.movements import NOUN, follow_up
     from walletctl.ops.money.pipeline import Ask, Desk

@@ -24,8 +24,9 @@ from walletctl.errors import UnknownOutcomeError, UsageError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-    from walletctl.history.approvals import Approval
-    from walletctl.history.store import Entry, Filters, HistoryStore
+    from walletctl.models.entries import Filters
+    from walletctl.ops.desk import Approval
+    from walletctl.ops.lookups import Listing
 
 history_app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=False)
 
@@ -85,40 +86,34 @@ def history(
         return
     from dataclasses import replace
 
-    from walletctl.config.dburl import DbUrl
-    from walletctl.history import history_location, open_location
-    from walletctl.history.store import Filters
+    from walletctl.models.entries import Filters
+    from walletctl.ops.lookups import history_where, open_listing
     from walletctl.render.history import render_entries, render_listing, render_location
 
     st = get_state(ctx)
-    where = history_location(_profile_or_none(st))
-    named = where.display() if isinstance(where, DbUrl) else str(where)
     if path:
-        render_location(named)
+        render_location(history_where(_profile_or_none(st)))
         return
     filters = _filters(since=since, until=until, ref=ref, operation=op, profile=profile,
                        os_user=user, outcome="unknown" if unknown else outcome, limit=last,
                        reconcile=reconcile, clash=unknown and outcome not in (None, "unknown"))
-    if isinstance(where, Path) and not where.exists():
-        render_entries([], st.output_format, path=named)
-        return
-    store = open_location(where, create=False, purpose="walletctl history")
-    try:
+    with open_listing(_profile_or_none(st)) as listing:
+        if not listing.exists:
+            render_entries([], st.output_format, path=listing.where)
+            return
         if reconcile:
-            _reconcile(st, store, list(store.entries(filters)))
+            _reconcile(st, listing, filters)
             return
         render_listing(st.output_format,
-                       lambda limit: store.entries(replace(filters, limit=limit or last)),
+                       lambda limit: listing.entries(replace(filters, limit=limit or last)),
                        None if filters == Filters(limit=filters.limit) else (
-                           lambda: store.count(filters)), path=named, last=last)
-    finally:
-        store.close()
+                           lambda: listing.count(filters)), path=listing.where, last=last)
 
 
 def _filters(*, since: str | None, until: str | None, outcome: str | None, reconcile: bool,
              clash: bool, **given: Any) -> Filters:
     """The listing's filters from the options (checked: usage errors, exit 2)."""
-    from walletctl.history.store import OUTCOMES, Filters
+    from walletctl.models.entries import OUTCOMES, Filters
 
     if clash:
         raise UsageError("--unknown and --outcome name different outcomes")
@@ -131,11 +126,10 @@ def _filters(*, since: str | None, until: str | None, outcome: str | None, recon
                    outcome=outcome, **given)
 
 
-def _reconcile(st: State, store: HistoryStore, entries: list[Entry]) -> None:
-    from walletctl.ops.lookups import reconcile_unknown
+def _reconcile(st: State, listing: Listing, filters: Filters) -> None:
     from walletctl.render.history import render_reconciled
 
-    results = reconcile_unknown(store, entries, selected=st.profile, connect=lambda name: (
+    results = listing.reconcile(filters, selected=st.profile, connect=lambda name: (
         make_client(State(profile_name=name, config_path=st.config_path, timeout=st.timeout,
                           verbose=st.verbose))))
     render_reconciled(st.output_format, results)
@@ -385,7 +379,7 @@ def approve(
 
 def _decide(ctx: typer.Context, approval: int, *, approve: bool, reason: str | None,
             yes: bool, confirm_profile: str | None = None) -> None:
-    from walletctl.history.policy import clean_reason
+    from walletctl.models.inputs import clean_reason
     from walletctl.ops.desk import decide
     from walletctl.render.approvals import render_decided, render_request
 

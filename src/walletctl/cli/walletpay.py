@@ -116,9 +116,9 @@ def authorize(
     dry_run: DryRun = False,
 ) -> None:
     """Authorize (sale or pre-authorization) a payment account from the browser wallet."""
-    from walletctl.history import open_for
-    from walletctl.history.policy import clean_reason
+    from walletctl.models.inputs import clean_reason
     from walletctl.models.money import format_major
+    from walletctl.ops.desk import recording_history
     from walletctl.ops.money.pipeline import Ask, Desk
     from walletctl.ops.walletpay import AuthorizeInput, authorization_from, authorize
     from walletctl.render.followup import render_waiting, render_warning
@@ -141,7 +141,7 @@ def authorize(
 
     ask = Ask(op="authorize", ref=reference, reason=checked_reason,
               confirm_amount=confirm_amount, dry_run=dry_run)
-    store = None if dry_run else open_for(profile, purpose=f"walletctl authorize {reference}")
+    store = None if dry_run else recording_history(profile, f"authorize {reference}")
     desk = Desk(confirm=confirm_plan, ask_amount=terminal_prompt(), on_wait=render_waiting,
                 warn=render_warning)
     with make_client(state) as client:

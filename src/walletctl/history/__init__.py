@@ -12,19 +12,24 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from walletctl.config.dburl import DbUrl, DbUrlError, parse_db_url
 from walletctl.constants import Env
-from walletctl.errors import ConfigError
+from walletctl.errors import ConfigError, UsageError
 from walletctl.history.sqlite import SqliteHistory
 from walletctl.history.store import HistoryStore, StorageError
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
+    from walletctl.history.postgres import SetupResult
 
-__all__ = ["history_location", "open_for", "open_history", "open_location"]
+__all__ = ["Located", "history_location", "locate", "open_existing", "open_for",
+           "open_history", "open_location", "open_profile_history", "role_kinds",
+           "set_up"]
 
 FILE_NAME = "history.sqlite3"
 INTENTS_NAME = "intents.sqlite3"
@@ -118,3 +123,67 @@ def open_for(profile: Profile, *, purpose: str = "walletctl") -> HistoryStore:
     if profile.history.enabled:
         return open_history(where)
     return open_history(data_dir() / INTENTS_NAME, chained=False)  # the intent store
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a profile's history is, as shown (a file's path, or the database's URL without
+    its password), its backend (``sqlite`` | ``postgresql``) and whether there is one to
+    read (a database always; a file once written)."""
+
+    where: str
+    backend: str
+    exists: bool
+
+
+def _located(where: Path | DbUrl) -> Located:
+    if isinstance(where, DbUrl):
+        return Located(where.display(), "postgresql", True)
+    return Located(str(where), "sqlite", where.exists())
+
+
+def locate(profile: Profile | None) -> Located:
+    return _located(history_location(profile))
+
+
+def open_profile_history(profile: Profile | None, *, purpose: str,
+                         create: bool = False) -> HistoryStore:
+    """The profile's history, opened to read it or to record a desk's step in it (``create``
+    False: a missing file is a ConfigError, not a new file)."""
+    return open_location(history_location(profile), create=create, purpose=purpose)
+
+
+def open_existing(profile: Profile | None,
+                  purpose: str) -> tuple[Located, HistoryStore | None]:
+    """The profile's history: where, and the store opened when there is one to read."""
+    where = history_location(profile)
+    found = _located(where)
+    if not found.exists:
+        return found, None
+    return found, open_location(where, create=False, purpose=purpose)
+
+
+def role_kinds() -> tuple[str, ...]:
+    """What ``history setup --role`` grants: operator, approver, auditor."""
+    from walletctl.history.postgres import ROLE_KINDS
+
+    return ROLE_KINDS
+
+
+def set_up(profile: Profile | None, grants: Sequence[str],
+           kind: str) -> tuple[Located, SetupResult]:
+    """Create or migrate the profile's history; a database's roles of ``grants`` granted
+    what ``kind`` may do (a file has no roles)."""
+    from walletctl.history.postgres import SetupResult, setup
+
+    where = history_location(profile)
+    if not isinstance(where, DbUrl):
+        if grants:
+            raise UsageError("--grant: a local history file has no roles to grant (set "
+                             "WALLETCTL_HISTORY_URL or [history] url to a PostgreSQL database)")
+        existed = where.exists()
+        open_history(where).close()
+        return _located(where), SetupResult(
+            before=1 if existed else 0, after=1, applied=() if existed else ("1: events",),
+            granted=(), owner=None)
+    return _located(where), setup(where, grants, kind)

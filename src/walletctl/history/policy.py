@@ -8,27 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from decimal import Decimal
 
-from walletctl.errors import RefusedError, RequestValidationError
-
-MAX_REASON = 500
+from walletctl.errors import RefusedError
 
 
 class PolicyRefusal(RefusedError):
     pass
-
-
-def clean_reason(reason: str | None) -> str | None:
-    """``--reason``: 1-500 printable characters (surrounding spaces dropped)."""
-    if reason is None:
-        return None
-    text = reason.strip()
-    if not text:
-        raise RequestValidationError([("--reason", "must not be empty")])
-    if len(text) > MAX_REASON:
-        raise RequestValidationError([("--reason", f"at most {MAX_REASON} characters")])
-    if not text.isprintable():
-        raise RequestValidationError([("--reason", "must not contain control characters")])
-    return text
 
 
 def amount_rule(mapping: dict[str, str], op: str, currency: str | None) -> Decimal | None:

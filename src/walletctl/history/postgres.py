@@ -208,6 +208,7 @@ class PostgresHistory(HistoryStore):
     """One connection to a shared history (``walletctl history setup`` made its schema)."""
 
     shared = True
+    backend = "postgresql"
 
     def __init__(self, url: DbUrl, *, purpose: str = "walletctl",
                  background: bool = False) -> None:
@@ -560,7 +561,7 @@ class SetupResult:
     after: int
     applied: tuple[str, ...]  # what each applied migration does
     granted: tuple[str, ...]  # roles granted
-    owner: str  # the role that ran it
+    owner: str | None  # the role that ran it (None: a file, which has no roles)
 
 
 def _value(db: psycopg.Connection[Any], query: str, args: Sequence[Any] = ()) -> Any:

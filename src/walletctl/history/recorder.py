@@ -19,7 +19,6 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -33,19 +32,12 @@ from walletctl.history.store import (
     StorageError,
     WriteHook,
 )
+from walletctl.models.entries import now_utc as now_utc  # named here for its callers
+from walletctl.models.entries import utc_text as utc_text
 from walletctl.models.outcome import exit_of, history_outcome, meaning_of_failure
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
-
-
-def utc_text(when: datetime) -> str:
-    """The history's one spelling of a time: UTC, milliseconds, ``Z`` (they sort as text)."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def now_utc() -> str:
-    return utc_text(datetime.now(UTC))
 
 
 def os_user() -> str:

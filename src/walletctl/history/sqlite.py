@@ -305,6 +305,8 @@ def _via_ctypes(db: sqlite3.Connection, path: Path) -> bool:
 class SqliteHistory(HistoryStore):
     """One open history file."""
 
+    backend = "sqlite"
+
     def __init__(self, path: Path, *, chained: bool = True) -> None:
         self.path = path
         self.where = str(path)
@@ -338,6 +340,9 @@ class SqliteHistory(HistoryStore):
 
     def close(self) -> None:
         self._db.close()
+
+    def local_file(self) -> Path:
+        return self.path
 
     def read(self, sql: str, args: Iterable[Any] = (), *,
              stream: bool = False) -> Iterator[tuple[Any, ...]]:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from walletctl.errors import ConfigError, HeldError
@@ -27,7 +28,8 @@ from walletctl.history.chain import (
     event_hash,
     event_leaf,
 )
-from walletctl.history.entry import (  # the records, re-exported: callers import them here
+from walletctl.history.merkle import Frontier
+from walletctl.models.entries import (  # the records, re-exported: callers import them here
     ENTRY_FIELDS,
     MAY_HAVE_MOVED,
     OUTCOMES,
@@ -38,7 +40,6 @@ from walletctl.history.entry import (  # the records, re-exported: callers impor
     Intent,
     Outcome,
 )
-from walletctl.history.merkle import Frontier
 from walletctl.models.plain import escaped, has_control
 
 __all__ = ["ENTRY_FIELDS", "MAY_HAVE_MOVED", "OUTCOMES", "Broken", "Completion", "Entry",
@@ -154,7 +155,8 @@ class HistoryStore:
     under the chain's lock) and ``where`` (a path, or a URL without its password).
     ``chained=False``: the intent store (history off), where a completed entry is deleted."""
 
-    where: str = ""
+    where: str = ""  # a file's path, or the database's URL without its password
+    backend: str = ""  # sqlite | postgresql: what ``history verify`` and a bundle name
     chained: bool = True
     shared: bool = False  # other machines write to it too (its locks are the desk's)
     rulebook: dict[str, Any] | None = None  # the desk's, once read (history.rulebook.read)
@@ -184,6 +186,10 @@ class HistoryStore:
         """``sql`` with the backend's placeholders (``?`` is SQLite's own)."""
         return sql
 
+    def local_file(self) -> Path | None:
+        """The file this history is (None: a database, seen by every operator's machine)."""
+        return None
+
     def operator(self) -> str | None:
         """The database role this connection writes as (the events' ``operator``)."""
         return None
@@ -195,6 +201,11 @@ class HistoryStore:
 
     def may_change_rulebook(self) -> bool:
         return self.may("policy", "INSERT")
+
+    def keeps_findings(self) -> bool:
+        """Whether this history holds recon's findings and this role may read them (a
+        database not yet upgraded to them has none)."""
+        return self.may("findings")
 
     def shared_locks(self) -> SharedLocks | None:
         """The desk's per-original locks, when this history is shared (else None)."""
@@ -458,6 +469,35 @@ class HistoryStore:
         if first is None or last is None:
             raise ConfigError(f"history {self.where}: no events of entries {entries[:3]}")
         return first, last
+
+    def entry_events(self, entries: Iterable[int]) -> list[dict[str, Any]]:
+        """Every event of these entries as stored (``seq`` and the chained fields), in
+        order (index look-ups: the history's size does not matter)."""
+        events: list[dict[str, Any]] = []
+        for chunk, marks in chunks(sorted(set(entries))):
+            events += [dict(zip(("seq", *ALL), row, strict=True)) for row in self.read(
+                f"SELECT seq, {', '.join(ALL)} FROM events WHERE entry IN ({marks})", chunk)]  # noqa: S608 - names and placeholders only
+        return sorted(events, key=lambda e: int(e["seq"]))
+
+    def decision_entries(self, approvals: Iterable[int]) -> set[int]:
+        """The entries that decided these approvals (approved or refused them)."""
+        found: set[int] = set()
+        for chunk, marks in chunks(sorted(set(approvals))):
+            found.update(int(row[0]) for row in self.read(
+                f"SELECT entry FROM events WHERE approval IN ({marks}) "  # noqa: S608 - placeholders only
+                "AND kind = 'begin' AND operation = 'approval'", chunk))
+        return found
+
+    def originals_since(self, since: str, *, merchant: tuple[str, str],
+                        legacy: tuple[str, str]) -> set[str]:
+        """Every original reference an entry was begun on at or after ``since`` at the
+        merchant's store (``legacy`` (profile, base URL): entries written without
+        merchant ids)."""
+        return {str(ref) for (ref,) in self.read(
+            "SELECT DISTINCT original_ref FROM events WHERE kind = 'begin' AND time >= ? "
+            "AND original_ref IS NOT NULL AND ((merchant_id = ? AND store_id = ?) "
+            "OR (merchant_id IS NULL AND profile = ? AND base_url = ?))",
+            (since, *merchant, *legacy))}
 
     def chain_events(self, first: int, last: int) -> Iterator[dict[str, Any]]:
         """The events numbered ``first`` to ``last`` as stored, read a row at a time."""

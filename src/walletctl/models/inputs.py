@@ -4,7 +4,8 @@ Every command that takes a reference, an amount or a currency calls :func:`check
 before it opens the history, looks anything up or sends anything: a gateway that is down never
 hides a typo (``capture R --amount 1,50`` is exit 4, not "could not connect"), and what a
 command accepts is exactly what the request built from it accepts (the rules live once, in
-:mod:`walletctl.models.fields`; no command keeps a pattern of its own).
+:mod:`walletctl.models.fields`; no command keeps a pattern of its own). A ``--reason`` is
+checked here too (:func:`clean_reason`), before the desk's rules ask for one.
 """
 
 from __future__ import annotations
@@ -71,3 +72,20 @@ def check_identifier(value: str, field: str, max_length: int = 255) -> str:
     if rule is not None:
         raise RequestValidationError([(field, rule)])
     return value
+
+
+MAX_REASON = 500
+
+
+def clean_reason(reason: str | None) -> str | None:
+    """``--reason``: 1-500 printable characters (surrounding spaces dropped)."""
+    if reason is None:
+        return None
+    text = reason.strip()
+    if not text:
+        raise RequestValidationError([("--reason", "must not be empty")])
+    if len(text) > MAX_REASON:
+        raise RequestValidationError([("--reason", f"at most {MAX_REASON} characters")])
+    if not text.isprintable():
+        raise RequestValidationError([("--reason", "must not contain control characters")])
+    return text

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from walletctl.config.dburl import DbUrl
 from walletctl.errors import RefusedError, UsageError
 from walletctl.history import approvals
-from walletctl.history.approvals import STATES, Approval
+from walletctl.history.approvals import STATES
+from walletctl.history.approvals import Approval as Approval  # the commands' type
 from walletctl.history.recorder import intent_for, now_utc, os_user
 from walletctl.history.rulebook import Rule
 from walletctl.history.store import Intent
@@ -42,31 +42,17 @@ class SetUp:
 
 
 def set_up(profile: Profile | None, grants: Sequence[str], kind: str = "operator") -> SetUp:
-    from walletctl.history import history_location
-    from walletctl.history.postgres import ROLE_KINDS
+    from walletctl import history
 
-    if kind not in ROLE_KINDS:
-        raise UsageError(f"--role: must be one of {', '.join(ROLE_KINDS)}, not {kind[:40]!r}")
+    kinds = history.role_kinds()
+    if kind not in kinds:
+        raise UsageError(f"--role: must be one of {', '.join(kinds)}, not {kind[:40]!r}")
     for role in grants:
         if not ROLE.fullmatch(role):
             raise UsageError(f"--grant: {role[:40]!r} is not a role name (letters, digits, "
                              "_ $ . -, starting with a letter or _; at most 63)")
-    where = history_location(profile)
-    if not isinstance(where, DbUrl):
-        if grants:
-            raise UsageError("--grant: a local history file has no roles to grant (set "
-                             "WALLETCTL_HISTORY_URL or [history] url to a PostgreSQL database)")
-        from walletctl.history import open_history
-
-        existed = where.exists()
-        open_history(where).close()
-        return SetUp(history=str(where), backend="sqlite", before=1 if existed else 0,
-                     after=1, applied=() if existed else ("1: events",), granted=(),
-                     owner=None)
-    from walletctl.history.postgres import setup
-
-    done = setup(where, grants, kind)
-    return SetUp(history=where.display(), backend="postgresql", before=done.before,
+    where, done = history.set_up(profile, grants, kind)
+    return SetUp(history=where.where, backend=where.backend, before=done.before,
                  after=done.after, applied=done.applied, granted=done.granted,
                  owner=done.owner, kind=kind)
 
@@ -80,9 +66,9 @@ class Rulebook:
 
 
 def _store(profile: Profile | None, doing: str) -> HistoryStore:
-    from walletctl.history import history_location, open_location
+    from walletctl.history import open_profile_history
 
-    return open_location(history_location(profile), purpose=f"walletctl history {doing}")
+    return open_profile_history(profile, purpose=f"walletctl history {doing}", create=True)
 
 
 def show_policy(profile: Profile | None) -> Rulebook:
@@ -124,7 +110,10 @@ class Listed:
     where: str  # the history they are in, for messages
 
 
-def _open(profile: Profile, doing: str) -> HistoryStore:
+def recording_history(profile: Profile, doing: str) -> HistoryStore:
+    """The history a command run with ``profile`` records into (a shared one connecting in
+    the background: its first use, the desk's lock on the order, is before anything is
+    sent); ``doing``: what other operators see while it holds an order (``refund R-1``)."""
     from walletctl.history import open_for
 
     return open_for(profile, purpose=f"walletctl {doing}")
@@ -138,7 +127,7 @@ def list_requests(profile: Profile, *, state: str | None, since: str | None,
     if state is not None and state not in STATES:
         raise UsageError(f"--state: must be one of {', '.join(STATES)}")
     now = now_utc()
-    with _open(profile, "approvals") as store:
+    with recording_history(profile, "approvals") as store:
         merchant = None if every_merchant else (profile.merchant_id, profile.store_id)
         yield Listed(approvals.listing(store, now=now, state=state, since=since,
                                        merchant=merchant), now, store.where)
@@ -148,7 +137,7 @@ def list_requests(profile: Profile, *, state: str | None, since: str | None,
 def watch_requests(profile: Profile, *, every_merchant: bool = False) -> Iterator[Listed]:
     """The requests filed from now on, each as it is filed (``approvals --watch``): found
     never ends; the caller stops it (Ctrl-C)."""
-    with _open(profile, "approvals --watch") as store:
+    with recording_history(profile, "approvals --watch") as store:
         merchant = None if every_merchant else (profile.merchant_id, profile.store_id)
         after = approvals.newest_id(store)
         yield Listed(approvals.watch(store, after=after, merchant=merchant), now_utc(),
@@ -156,7 +145,7 @@ def watch_requests(profile: Profile, *, every_merchant: bool = False) -> Iterato
 
 
 def show(profile: Profile, approval: int) -> tuple[Approval, str]:
-    with _open(profile, f"approvals show {approval}") as store:
+    with recording_history(profile, f"approvals show {approval}") as store:
         return approvals.checked(store, approval, merchant=(profile.merchant_id,
                                                             profile.store_id)), now_utc()
 
@@ -167,7 +156,7 @@ def decide(profile: Profile, approval: int, *, approve: bool, reason: str | None
     shows it and asks, or raises). Its own requester, a decided, spent or expired request,
     or another merchant's, is refused before anything is asked."""
     verb = "approve" if approve else "refuse"
-    with _open(profile, f"{verb} approval {approval}") as store:
+    with recording_history(profile, f"{verb} approval {approval}") as store:
         found = approvals.checked(store, approval, merchant=(profile.merchant_id,
                                                              profile.store_id))
         now = now_utc()

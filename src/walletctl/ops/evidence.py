@@ -17,11 +17,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from walletctl.config.dburl import DbUrl
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError, WalletctlError
-from walletctl.history.chain import ALL
-from walletctl.history.store import chunks
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -123,12 +120,11 @@ class Verified:
 def make_anchor(profile: Profile | None, sign_key: Path | None = None) -> Anchor:
     """The history's checkpoint: its head, the tree's size and root, the log's identity,
     signed with ``sign_key`` when given (reading only: an auditor's role is enough)."""
-    from walletctl.history import history_location, open_location
+    from walletctl.history import open_profile_history
     from walletctl.ops.checkpoint import private_key, sign
 
     key = private_key(sign_key) if sign_key is not None else None  # before the history
-    found = history_location(profile)
-    with open_location(found, create=False, purpose="walletctl history anchor") as store:
+    with open_profile_history(profile, purpose="walletctl history anchor") as store:
         head = store.head()
         where = store.where
         if head is None:
@@ -149,7 +145,7 @@ def verify(profile: Profile | None, *, anchors_file: Path | None,
     it against the anchors (every line of ``anchors_file`` and ``since_anchor``) and
     ``expect_head``; look for spent approvals whose decision is not in the chain. Usage
     errors (a malformed anchors file) are raised before the history is opened."""
-    from walletctl.history import history_location, open_location
+    from walletctl.history import open_profile_history
 
     if expect_head is not None and not _HEAD_PREFIX.fullmatch(expect_head):
         raise UsageError("--expect-head: must be 12 to 64 hex digits of a head hash that "
@@ -166,20 +162,19 @@ def verify(profile: Profile | None, *, anchors_file: Path | None,
         kept = read_anchors(since_anchor, flag="--since-anchor")
         since = max(kept, key=lambda a: a.event)
         anchors += kept
-    found = history_location(profile)
-    with open_location(found, create=False, purpose="walletctl history verify") as store:
+    with open_profile_history(profile, purpose="walletctl history verify") as store:
         count, broken = store.verify(None if since is None else (since.event, since.hash))
         head = store.head()
         hashes = store.hashes(a.event for a in anchors)
         gone = expect_head is not None and broken is None and not store.holds(expect_head)
         undecided = store.spent_undecided()
-        where = store.where
+        where, backend = store.where, store.backend
         failures = tuple(AnchorFailure(a, hashes.get(a.event)) for a in anchors
                          if hashes.get(a.event) != a.hash)
         if anchors and not failures and broken is None and head is not None:
             failures = _checkpoints(store, anchors, head.event, trusted)
-    return Verified(history=where, backend="postgresql" if isinstance(found, DbUrl) else
-                    "sqlite", events=count, broken=broken, head=head, anchors=len(anchors),
+    return Verified(history=where, backend=backend, events=count, broken=broken, head=head,
+                    anchors=len(anchors),
                     failures=failures, expect_head=expect_head, head_gone=gone,
                     spent_undecided=None if undecided is None else tuple(undecided),
                     since=since)
@@ -326,11 +321,7 @@ def order_events(store: HistoryStore, view: OrderView) -> list[int]:
     order's reference for this merchant), and the decisions on its approvals (index
     look-ups: the history's size does not matter)."""
     ids = {e.id for e in view.entries}
-    numbers = sorted({a.id for a in view.approvals})
-    for chunk, marks in chunks(numbers):
-        ids.update(int(row[0]) for row in store.read(
-            f"SELECT entry FROM events WHERE approval IN ({marks}) "  # noqa: S608 - placeholders only
-            "AND kind = 'begin' AND operation = 'approval'", chunk))
+    ids.update(store.decision_entries(a.id for a in view.approvals))
     return sorted(ids)
 
 
@@ -366,11 +357,7 @@ def write_bundle(path: Path, store: HistoryStore, view: OrderView, made_by: str,
         raise ConfigError(f"order {view.reference}: the history has no entry on it: "
                           "no evidence to bundle", hint=f"walletctl order {view.reference} "
                           "shows what the gateway has")
-    events: list[dict[str, Any]] = []
-    for chunk, marks in chunks(ids):
-        events += [dict(zip(("seq", *ALL), row, strict=True)) for row in store.read(
-            f"SELECT seq, {', '.join(ALL)} FROM events WHERE entry IN ({marks})", chunk)]  # noqa: S608 - names and placeholders only
-    events.sort(key=lambda e: int(e["seq"]))
+    events = store.entry_events(ids)
     anchor, anchored = checkpoint_for(store, int(events[-1]["seq"]), anchors_file)
     size = anchor.size or anchor.event
     proofs = store.inclusion_proofs((int(e["seq"]) for e in events), size)

@@ -1,10 +1,11 @@
 """Orders looked up at the gateway outside a movement: ``lookup --batch``'s balance report,
-and ``history --unknown --reconcile`` with a client for each entry's merchant."""
+and ``history --unknown --reconcile`` with a client for each entry's merchant; the history's
+entries as ``walletctl history`` lists them (:func:`open_listing`)."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
 
     from walletctl.client.gateway import GatewayClient
     from walletctl.config.profile import Profile
-    from walletctl.history.store import Entry, HistoryStore
+    from walletctl.history.store import HistoryStore
+    from walletctl.models.entries import Entry
+    from walletctl.models.entries import Filters as EntryFilters
     from walletctl.ops.batch.balance_report import BalanceRow, Filters, LookupOptions, Report
     from walletctl.ops.money.earlier import Reconciled
 
@@ -59,6 +62,59 @@ def balance_report(profile: Profile, source: Path, filters: Filters, options: Lo
         return report, stopped
     # complete, but some references have no balance
     return report, int(ExitCode.DECLINED if report.errors else ExitCode.OK)
+
+
+def history_where(profile: Profile | None) -> str:
+    """Where the profile's history is: a file's path, or the database's URL without its
+    password (``history --path``)."""
+    from walletctl.history import locate
+
+    return locate(profile).where
+
+
+class Listing:
+    """The profile's history as ``walletctl history`` reads it: where it is, and its
+    entries (none while the file is not written yet)."""
+
+    def __init__(self, where: str, store: HistoryStore | None) -> None:
+        self.where = where
+        self._store = store
+        self.exists = store is not None
+
+    def entries(self, filters: EntryFilters) -> Iterator[Entry]:
+        """The matching entries, oldest first, read as they are iterated."""
+        if self._store is not None:
+            yield from self._store.entries(filters)
+
+    def count(self, filters: EntryFilters) -> int:
+        return 0 if self._store is None else self._store.count(filters)
+
+    def reconcile(self, filters: EntryFilters, *, selected: Callable[[], Profile],
+                  connect: Callable[[str], GatewayClient]) -> list[Reconciled]:
+        """The matching unknown entries looked up and their outcomes recorded
+        (:func:`reconcile_unknown`)."""
+        if self._store is None:
+            return []
+        return reconcile_unknown(self._store, list(self._store.entries(filters)),
+                                 selected=selected, connect=connect)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def __enter__(self) -> Listing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_listing(profile: Profile | None) -> Listing:
+    """The profile's history opened to list it (a file not written yet: no entries)."""
+    from walletctl.history import open_existing
+
+    found, store = open_existing(profile, "walletctl history")
+    return Listing(found.where, store)
 
 
 def reconcile_unknown(store: HistoryStore, entries: list[Entry], *,
@@ -116,8 +172,8 @@ def absent_reference(profile: Profile, reference: str, exc: GatewayError) -> Gat
     walletctl sandbox that started after the history's first entry for ``reference`` there
     and keeps its ledger in memory: the sandbox forgot it, the reference is not wrong."""
     from walletctl.client.admin import HEALTH, SandboxAdmin
-    from walletctl.history import history_location, open_history
-    from walletctl.history.entry import Filters
+    from walletctl.history import locate, open_profile_history
+    from walletctl.models.entries import Filters
 
     if profile.is_production:
         return exc
@@ -126,11 +182,11 @@ def absent_reference(profile: Profile, reference: str, exc: GatewayError) -> Gat
             answer = admin.send("GET", HEALTH)
         health = answer.json() if answer.status_code == 200 else {}
         started, persistent = health.get("startedAt"), health.get("persistent")
-        where = history_location(profile)
-        if not isinstance(started, str) or persistent or not isinstance(where, Path) \
-                or not where.is_file():
+        where = locate(profile)
+        if not isinstance(started, str) or persistent or where.backend != "sqlite" \
+                or not where.exists:
             return exc
-        store = open_history(where, create=False)
+        store = open_profile_history(profile, purpose="walletctl lookup")
         try:
             times = [e.time for e in store.entries(Filters(original_ref=reference))
                      if e.base_url.rstrip("/") == profile.base_url.rstrip("/")]

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
@@ -21,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, UsageError
 from walletctl.history import open_for
-from walletctl.history.policy import PolicyRefusal, amount_rule, check_batch_policy, clean_reason
+from walletctl.history.policy import PolicyRefusal, amount_rule, check_batch_policy
+from walletctl.models.inputs import clean_reason
 from walletctl.models.operations import CONFIRMED
 from walletctl.ops.batch.flow import check_flow_options, stop_code
 from walletctl.ops.batch.input_rows import OPS, STDIN, batch_input
@@ -514,9 +514,9 @@ def _open_journal(ask: BatchAsk, path: Path, batch_id: str, display: str,
     if ask.dry_run:
         real, path = path, scratch / "dry-run.journal"
         if real.exists():
-            with closing(sqlite3.connect(str(real))) as src, \
-                    closing(sqlite3.connect(str(path))) as dst:
-                src.backup(dst)
+            from walletctl.history.batch_store import copy_journal
+
+            copy_journal(real, path)
     try:
         return Journal(path, batch_id=batch_id, op=ask.op, source=display)
     except OSError as exc:

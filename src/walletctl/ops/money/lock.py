@@ -178,9 +178,8 @@ def lock_path(store: HistoryStore | None) -> Path:
     or temporary directory their environment names; with no store (a batch with the
     history off), beside the intent store."""
     from walletctl.history import INTENTS_NAME, data_dir
-    from walletctl.history.sqlite import SqliteHistory
 
-    history = store.path if isinstance(store, SqliteHistory) else data_dir() / INTENTS_NAME
+    history = (store.local_file() if store is not None else None) or data_dir() / INTENTS_NAME
     return history.with_name(history.name + LOCK_SUFFIX)
 
 

@@ -37,7 +37,7 @@ def with_files(store: HistoryStore, profile: Profile, findings: list[Finding], *
     if record and named:
         kept.record(store, merchant, [New(f.kind, f.original, f.reference, f.entry, f.note)
                                       for f in named], step=_step(profile, "finding"))
-    if not named or not store.may("findings"):  # a database not yet upgraded: none
+    if not named or not store.keeps_findings():  # a database not yet upgraded: none
         return findings
     found = {r.identity: r for r in kept.on_file(store, merchant,
                                                  references={f.reference for f in named})}
@@ -53,9 +53,9 @@ class FindingList:
 
 
 def _store(profile: Profile, purpose: str) -> HistoryStore:
-    from walletctl.history import history_location, open_location
+    from walletctl.history import open_profile_history
 
-    return open_location(history_location(profile), create=False, purpose=purpose)
+    return open_profile_history(profile, purpose=purpose)
 
 
 def listing(profile: Profile, *, state: str | None) -> FindingList:

@@ -52,15 +52,10 @@ def existing_history(profile: Profile,
                      purpose: str) -> tuple[str, str, HistoryStore | None]:
     """The profile's history: where (no password), its backend, and the store opened when
     there is one to read (a database; a file that exists)."""
-    from walletctl.config.dburl import DbUrl
-    from walletctl.history import history_location, open_location
+    from walletctl.history import open_existing
 
-    where = history_location(profile)
-    if isinstance(where, DbUrl):
-        return where.display(), "postgresql", open_location(where, create=False,
-                                                            purpose=purpose)
-    store = open_location(where, create=False, purpose=purpose) if where.exists() else None
-    return str(where), "sqlite", store
+    found, store = open_existing(profile, purpose)
+    return found.where, found.backend, store
 
 
 def _when(text: str | None) -> datetime | None:
@@ -219,12 +214,9 @@ def open_orders(store: HistoryStore, profile: Profile, *, since: str,
     orders when given. What the
     gateway holds for each is looked up: a capture or refund made off the desk on an order
     whose last entry is weeks old is found the next night."""
-    rows = store.read(
-        "SELECT DISTINCT original_ref FROM events WHERE kind = 'begin' AND time >= ? "
-        "AND original_ref IS NOT NULL AND ((merchant_id = ? AND store_id = ?) "
-        "OR (merchant_id IS NULL AND profile = ? AND base_url = ?))",
-        (since, profile.merchant_id, profile.store_id, profile.name, profile.base_url))
-    return {str(ref) for (ref,) in rows if not refs or ref in refs}
+    found = store.originals_since(since, merchant=(profile.merchant_id, profile.store_id),
+                                  legacy=(profile.name, profile.base_url))
+    return {ref for ref in found if not refs or ref in refs}
 
 
 class DeskRefs:

@@ -1,9 +1,11 @@
 """The history's records: an intent (a begin event), a completion, an entry as listed, the
-filters of a listing, a broken link of the chain. Plain data: no storage here."""
+filters of a listing, a broken link of the chain, and the one spelling of a recorded time.
+Plain data: no storage here (:mod:`walletctl.history` keeps them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 Outcome = Literal["approved", "created", "declined", "refused", "unknown", "error"]
@@ -11,6 +13,15 @@ Outcome = Literal["approved", "created", "declined", "refused", "unknown", "erro
 OUTCOMES: tuple[str, ...] = ("approved", "created", "declined", "refused", "unknown", "error")
 # outcomes under which money may have moved (a likely duplicate is checked against them)
 MAY_HAVE_MOVED: tuple[str, ...] = ("approved", "unknown")
+
+
+def utc_text(when: datetime) -> str:
+    """The history's one spelling of a time: UTC, milliseconds, ``Z`` (they sort as text)."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def now_utc() -> str:
+    return utc_text(datetime.now(UTC))
 
 
 @dataclass(frozen=True)
