@@ -1,8 +1,9 @@
 """Pass 2 of a batch: the async runner, exactly-once follow-ups on one connection pool.
 
-The money protocol's steps are the single command's (``ops.money``, ``models.outcome``); the
-batch's own are scheduling (rows on one original one after another, others concurrently),
-retries and group commit. A row is re-sent only after a lookup proved its reference absent,
+A row runs the money protocol's steps in the single command's order (``ops.money.steps``,
+:class:`RowSteps`; ``models.outcome``); the batch's own work is scheduling (rows on one
+original one after another, others concurrently), retries and group commit, inside those
+steps. A row is re-sent only after a lookup proved its reference absent,
 and always with the same reference. The runner is the one writer of a row's two records: the
 journal's ``sent`` and the history's entry of every row leaving in one event-loop turn are
 committed together before the requests leave (:class:`GroupCommit`), and an outcome goes to
