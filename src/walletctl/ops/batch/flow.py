@@ -227,6 +227,14 @@ class Retry(Exception):
         self.exhausted = False
 
 
+@dataclass
+class Tries:
+    """One request's failed attempts so far (:meth:`FlowControlled.again` counts them)."""
+
+    failed: int = 0
+    throttled: int = 0  # answered 429
+
+
 class Stopped(Exception):
     """No new attempt may start (Ctrl-C, circuit breaker open, fatal error)."""
 
@@ -318,28 +326,33 @@ class FlowControlled:
 
     async def retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
         """Run ``attempt`` until it returns or raises anything but :class:`Retry`, backing off
-        between attempts (after a 429 with Retry-After the shared pause waits instead); the
-        last Retry is raised again after ``max_attempts``, :data:`MAX_THROTTLED` 429s, or a
-        halt. (Not tenacity: its per-call setup cost more CPU than a row's bookkeeping.)"""
-        tries = throttled = 0
+        between attempts (:meth:`again`). (Not tenacity: its per-call setup cost more CPU
+        than a row's bookkeeping.)"""
+        tries = Tries()
         while True:
             try:
                 return await attempt()
             except Retry as exc:
-                if exc.throttled:
-                    throttled += 1
-                else:
-                    tries += 1
-                exc.exhausted = tries >= self.opt.max_attempts
-                if exc.exhausted or throttled >= MAX_THROTTLED or self.halted:
-                    raise
-                if exc.throttled and exc.retry_after is not None:
-                    delay = 0.0
-                else:
-                    n = tries + throttled  # every attempt so far
-                    delay = min(self.opt.backoff_initial * 2.0 ** min(n - 1, 60)
-                                + random.uniform(0, self.jitter), self.opt.backoff_max)
-                await asyncio.sleep(delay)
+                await self.again(exc, tries)
+
+    async def again(self, exc: Retry, tries: Tries) -> None:
+        """After ``exc``, the ``tries``-th failed attempt: wait before the next (after a 429
+        with Retry-After the shared pause waits instead), or raise ``exc`` again after
+        ``max_attempts``, :data:`MAX_THROTTLED` 429s, or a halt."""
+        if exc.throttled:
+            tries.throttled += 1
+        else:
+            tries.failed += 1
+        exc.exhausted = tries.failed >= self.opt.max_attempts
+        if exc.exhausted or tries.throttled >= MAX_THROTTLED or self.halted:
+            raise exc
+        if exc.throttled and exc.retry_after is not None:
+            delay = 0.0
+        else:
+            n = tries.failed + tries.throttled  # every attempt so far
+            delay = min(self.opt.backoff_initial * 2.0 ** min(n - 1, 60)
+                        + random.uniform(0, self.jitter), self.opt.backoff_max)
+        await asyncio.sleep(delay)
 
     async def lookup(self, client: Lookup, reference: str) -> list[TransactionRecord]:
         """``reference``'s records (a read: safe to repeat after any failure; 404: none).

@@ -1,8 +1,9 @@
 """Pass 2 of a batch: the async runner, exactly-once follow-ups on one connection pool.
 
-The money protocol's steps are the single command's (``ops.money``, ``models.outcome``); the
-batch's own are scheduling (rows on one original one after another, others concurrently),
-retries and group commit. A row is re-sent only after a lookup proved its reference absent,
+A row runs the money protocol's steps in the single command's order (``ops.money.steps``,
+:class:`RowSteps`; ``models.outcome``); the batch's own work is scheduling (rows on one
+original one after another, others concurrently), retries and group commit, inside those
+steps. A row is re-sent only after a lookup proved its reference absent,
 and always with the same reference. The runner is the one writer of a row's two records: the
 journal's ``sent`` and the history's entry of every row leaving in one event-loop turn are
 committed together before the requests leave (:class:`GroupCommit`), and an outcome goes to
@@ -15,11 +16,12 @@ import asyncio
 import json
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -33,6 +35,7 @@ from walletctl.errors import (
     RefusedError,
     ResponseError,
     UnknownOutcomeError,
+    WalletctlError,
 )
 from walletctl.history.recorder import now_utc, os_user
 from walletctl.history.store import Completion, Intent
@@ -53,6 +56,7 @@ from walletctl.ops.batch.flow import (
     Retry,
     Stopped,
     StopReport,
+    Tries,
 )
 from walletctl.ops.batch.input_rows import Op, Problem, Row
 from walletctl.ops.batch.journal import (
@@ -66,6 +70,7 @@ from walletctl.ops.batch.journal import (
 from walletctl.ops.money.duplicates import likely_duplicate
 from walletctl.ops.money.earlier import needs_lookup, resolve_earlier, verdict_of
 from walletctl.ops.money.lock import DeskLocks, MoneyLocks, hold_row, lock_key, money_locks
+from walletctl.ops.money.steps import AGAIN, Finished, run_async
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -199,10 +204,6 @@ class Gateway(Lookup, Protocol):
     profile: Profile
 
     async def followup_call(self, call: FollowUpCall) -> FollowUpResponse: ...
-
-
-class _Done(Exception):
-    """The row reached a final state inside a retry loop."""
 
 
 class _Refused(Exception):
@@ -356,22 +357,8 @@ class BatchRunner(FlowControlled):
     async def _process_locked(self, row: JournalRow) -> None:
         if self._not_started(row):
             return
-        client = self.gateway_for(row.profile)
-        if self.opt.predict:
-            await self._row(client, row)
-            return
-        # The money protocol's per-order lock, shared with single commands and other
-        # batches recording into the same history: the desk's lease when it is shared, else
-        # the history file's lock (held from the lookup to the recorded answer).
-        desk = self._desk_locks(client)
-        if desk is None and self._money_locks is None:  # found once per run
-            self._money_locks = money_locks(self.history)
-        key = lock_key(client.profile, row.ref)
-        async with hold_row(self._money_locks, desk, key, row.ref):
-            try:
-                await self._row(client, row)
-            finally:
-                self._probed.pop(row.ref, None)  # answered for this holding only
+        steps = RowSteps(self, self.gateway_for(row.profile), row)
+        await run_async(steps, dry_run=self.opt.predict)
 
     def _desk_locks(self, client: Gateway) -> DeskLocks | None:
         """The desk's locks when the history is shared (made once per run); each group of
@@ -388,33 +375,6 @@ class BatchRunner(FlowControlled):
                 self._probed = self._desk.touched
         return self._desk
 
-    async def _row(self, client: Gateway, row: JournalRow) -> None:
-        try:
-            if self._direct(row) and not self._concerns(client, row):
-                self.report.note("direct")
-                await self._send(client, row)
-                return
-            records = await self._lookup(client, row.ref)
-            if self._record_if_found(row, records):
-                return
-            self._resolve_earlier(client, row, records)
-            refusal = self._preflight(row, records)
-            if refusal is not None:
-                self._finish(row, "refused", detail=refusal)
-                return
-            if not self.opt.allow_duplicate and self._held(client, row, records):
-                return
-            if self.opt.predict:
-                self._predicted(row)
-                return
-            await self._send(client, row)
-        except (Stopped, _GaveUp) as exc:
-            self._left(row, exc.why if isinstance(exc, _GaveUp) else self._halt_reason())
-        except _Refused as exc:
-            self._finish(row, "refused", detail=f"gateway: {exc}")
-        except _Done:
-            pass
-
     def _direct(self, row: JournalRow) -> bool:
         """One round trip (docs/batch.md, "One round trip, or two"): the only row on its
         original (key ``ref#0``, no ``ref#1``), never sent, no journal detail."""
@@ -430,16 +390,6 @@ class BatchRunner(FlowControlled):
         self._emit(row, "pending", detail="would-send")
 
     # ---- follow-ups ----------------------------------------------------------------------
-    async def _send(self, client: Gateway, row: JournalRow) -> None:
-        call = self._template(client.profile).call(row)
-        try:
-            await self.retrying(lambda: self._attempt(client, row, call))
-        except Retry as exc:
-            if not self.halted:
-                self.breaker.failure(f"{self.opt.op} {row.new_ref}: {exc.why}")
-            self._left(row, f"gave up after retries: {exc.why}",
-                       f"not sent after retries: {exc.why}")
-
     def _write_sent(self, items: list[tuple[JournalRow, int]]) -> None:
         """The rows about to leave: 'sent' in the journal, then their history entries begun
         (one group write each, before any of the requests leaves)."""
@@ -448,67 +398,70 @@ class BatchRunner(FlowControlled):
         if self.audit is not None:
             self.audit.on_send(items)
 
-    async def _attempt(self, client: Gateway, row: JournalRow, call: FollowUpCall) -> None:
-        await self._gate()
-        attempt = self._attempts[row.key] = self._attempts.get(row.key, row.attempts) + 1
-        await self._commit_sent((row, attempt))  # committed before the request leaves
-        try:
-            resp = await client.followup_call(call)
-        except NotConnectedError as exc:  # the connection was never made: nothing was sent
-            self.journal.finish(row.key, "planned", detail=exc.message)
-            self._connect_failed(exc, row.key)
-            raise Retry(exc.message) from None
-        except RedirectError as exc:
+    async def _settle(self, client: Gateway, row: JournalRow,
+                      answer: FollowUpResponse | WalletctlError) -> None:
+        """What the answer to a row's request (or the failure in its place) proves, journaled
+        and reported (models.outcome, as for the single command); raises :class:`Retry` when
+        the request is to leave again (proven not applied, or never sent), :class:`Stopped`
+        when the run stops."""
+        if isinstance(answer, NotConnectedError):  # the connection was never made: not sent
+            self.journal.finish(row.key, "planned", detail=answer.message)
+            self._connect_failed(answer, row.key)
+            raise Retry(answer.message)
+        if isinstance(answer, RedirectError):
             # Not followed, and the same for every row: stop. Left 'unknown' (a redirect
             # should mean nothing was processed; the next run's lookup makes sure).
             self._heard()
-            self.journal.finish(row.key, "unknown", detail=exc.message)
-            self._fatal(exc)
-            raise Stopped from None
-        except (UnknownOutcomeError, ResponseError, NetworkError) as exc:
+            self.journal.finish(row.key, "unknown", detail=answer.message)
+            self._fatal(answer)
+            raise Stopped
+        if isinstance(answer, UnknownOutcomeError | ResponseError | NetworkError):
             self.report.note("no_answer")
-            self.journal.finish(row.key, "unknown", detail=exc.message)
-            await self._reconcile(client, row, settle=True, why=exc.message)
-        except GatewayError as exc:
+            self.journal.finish(row.key, "unknown", detail=answer.message)
+            await self._reconcile(client, row, settle=True, why=answer.message)
+            return
+        if isinstance(answer, GatewayError):
             self._heard()
-            self._note_status(exc.status)
-            if exc.status in (401, 403):
+            self._note_status(answer.status)
+            if answer.status in (401, 403):
                 self.breaker.success()
-                self.journal.finish(row.key, "planned", detail=exc.message)
-                self._fatal(exc)
-                raise Stopped from None
-            if meaning_of_failure(exc) == "refused":  # a documented 4xx: nothing stored
+                self.journal.finish(row.key, "planned", detail=answer.message)
+                self._fatal(answer)
+                raise Stopped
+            if meaning_of_failure(answer) == "refused":  # a documented 4xx: nothing stored
                 self.breaker.success()
-                if exc.status == 404:  # the next run sends it again
-                    self._finish(row, "refused", detail=f"{NOT_FOUND} {exc.message}")
+                if answer.status == 404:  # the next run sends it again
+                    self._finish(row, "refused", detail=f"{NOT_FOUND} {answer.message}")
                 else:
-                    self._finish(row, "refused", detail=f"gateway: {exc.message}")
-                raise _Done from None
+                    self._finish(row, "refused", detail=f"gateway: {answer.message}")
+                return
             # 429, 5xx, 409, ...: the request may have been read: unknown until looked up
-            self.journal.finish(row.key, "unknown", detail=exc.message)
-            throttled = exc.status == 429
-            ra = exc.retry_after if throttled else None
+            self.journal.finish(row.key, "unknown", detail=answer.message)
+            throttled = answer.status == 429
+            ra = answer.retry_after if throttled else None
             if throttled:
-                self.throttled(ra, self.opt.backoff_initial, exc.retry_after_asked)
-            elif exc.status < 500:
+                self.throttled(ra, self.opt.backoff_initial, answer.retry_after_asked)
+            elif answer.status < 500:
                 self.breaker.success()
-            await self._reconcile(client, row, settle=exc.status < 500, why=exc.message,
+            await self._reconcile(client, row, settle=answer.status < 500, why=answer.message,
                                   throttled=throttled, retry_after=ra)
+            return
+        assert not isinstance(answer, WalletctlError)
         self._heard()
         self.breaker.success()
-        self._by_state(row, resp.state, resp.id)
-        raise _Done
+        self._by_state(row, answer.state, answer.id)
 
     async def _reconcile(self, client: Gateway, row: JournalRow, *, settle: bool, why: str,
-                         throttled: bool = False, retry_after: float | None = None) -> NoReturn:
-        """The outcome is unclear: look the new reference up. Found -> _Done; absent -> Retry."""
+                         throttled: bool = False, retry_after: float | None = None) -> None:
+        """The outcome is unclear: look the new reference up. Found: journaled; absent:
+        :class:`Retry`."""
         found = self._record_if_found(row, await self._lookup(client, row.new_ref))
         if not found and settle and self.opt.settle > 0:
             await asyncio.sleep(self.opt.settle)
             found = self._record_if_found(row, await self._lookup(client, row.new_ref))
         if found:
             self.report.note("found_on_lookup")
-            raise _Done
+            return
         self.report.note("absent_on_lookup")
         # Proven absent: the row was never applied. Back to planned, send again (same ref).
         self.journal.finish(row.key, "planned", detail=f"absent after: {why}")
@@ -653,6 +606,132 @@ class BatchRunner(FlowControlled):
             if not self.halted:
                 self.breaker.failure(f"lookup {reference}: {exc.why}")
             raise _GaveUp(f"lookup {reference} kept failing: {exc.why}") from None
+
+
+class RowSteps:
+    """A batch row's part in each of the money protocol's steps (``ops/money/steps``: the
+    order is the single command's, run by :func:`run_async`); the batch's own work rides in
+    them as hooks: its rows' locks, the direct path (no lookup for a row alone on its
+    original), the journal, the rate limit and group commit before a request leaves, and
+    retries of a request proven not applied. A row's outcome is journaled and reported where
+    it is known (:meth:`BatchRunner._finish`); a row the run leaves is reported by ``lock``."""
+
+    __slots__ = ("client", "row", "runner", "tries")
+
+    def __init__(self, runner: BatchRunner, client: Gateway, row: JournalRow) -> None:
+        self.runner, self.client, self.row = runner, client, row
+        self.tries = Tries()
+
+    @asynccontextmanager
+    async def lock(self) -> AsyncIterator[None]:
+        """The money protocol's per-order lock, shared with single commands and other
+        batches recording into the same history: the desk's lease when it is shared, else
+        the history file's lock (held from the lookup to the recorded answer; a dry run
+        takes none). A row that stops inside it is left (unknown or pending)."""
+        runner, row = self.runner, self.row
+        if runner.opt.predict:
+            try:
+                yield
+            except (Stopped, _GaveUp, _Refused) as exc:
+                self._ended(exc)
+            return
+        desk = runner._desk_locks(self.client)
+        if desk is None and runner._money_locks is None:  # found once per run
+            runner._money_locks = money_locks(runner.history)
+        key = lock_key(self.client.profile, row.ref)
+        async with hold_row(runner._money_locks, desk, key, row.ref):
+            try:
+                yield
+            except (Stopped, _GaveUp, _Refused) as exc:
+                self._ended(exc)
+            finally:
+                runner._probed.pop(row.ref, None)  # answered for this holding only
+
+    def _ended(self, exc: Stopped | _GaveUp | _Refused) -> None:
+        runner, row = self.runner, self.row
+        if isinstance(exc, _Refused):
+            runner._finish(row, "refused", detail=f"gateway: {exc}")
+        else:
+            runner._left(row, exc.why if isinstance(exc, _GaveUp) else runner._halt_reason())
+
+    async def look_up(self) -> list[TransactionRecord] | None:
+        """The original's records; None on the direct path (docs/batch.md, "One round trip,
+        or two"): nothing in the journal or the history asks for a look."""
+        runner, row = self.runner, self.row
+        if runner._direct(row) and not runner._concerns(self.client, row):
+            runner.report.note("direct")
+            return None
+        return await runner._lookup(self.client, row.ref)
+
+    def settle_earlier(self, records: list[TransactionRecord] | None) -> None:
+        """The row's own reference found at the gateway (an earlier run's send) ends it;
+        unknown intents from outside the batch are resolved."""
+        if records is None:
+            return None
+        if self.runner._record_if_found(self.row, records):
+            raise Finished
+        self.runner._resolve_earlier(self.client, self.row, records)
+        return None
+
+    def plan(self, records: list[TransactionRecord] | None, same: None) -> FollowUpCall | None:
+        """The pre-flight against the original's balance, then the request (none in a dry
+        run)."""
+        runner, row = self.runner, self.row
+        if records is not None:
+            refusal = runner._preflight(row, records)
+            if refusal is not None:
+                runner._finish(row, "refused", detail=refusal)
+                raise Finished
+        return None if runner.opt.predict else runner._template(self.client.profile).call(row)
+
+    def guard(self, call: FollowUpCall | None, records: list[TransactionRecord] | None,
+              same: None) -> None:
+        runner = self.runner
+        if records is not None and not runner.opt.allow_duplicate \
+                and runner._held(self.client, self.row, records):
+            raise Finished
+
+    def predicted(self, call: None) -> None:
+        self.runner._predicted(self.row)
+
+    def approve(self, call: FollowUpCall, same: None) -> None:
+        """Nothing per row: the batch's policy and four eyes were settled for its file
+        before its first row (``ops/batch/job``)."""
+        return None
+
+    async def record(self, call: FollowUpCall, hook: None, same: None) -> None:
+        """The rate limit, then 'sent' in the journal and the history's entry begun, in one
+        group write with the other rows leaving in this turn (:class:`GroupCommit`)."""
+        runner, row = self.runner, self.row
+        await runner._gate()
+        attempt = runner._attempts[row.key] = runner._attempts.get(row.key, row.attempts) + 1
+        await runner._commit_sent((row, attempt))  # committed before the request leaves
+
+    async def send(self, call: FollowUpCall) -> FollowUpResponse | WalletctlError:
+        try:
+            return await self.client.followup_call(call)
+        except (NotConnectedError, RedirectError, UnknownOutcomeError, ResponseError,
+                NetworkError, GatewayError) as exc:
+            return exc
+
+    async def settle(self, call: FollowUpCall,
+                     answer: FollowUpResponse | WalletctlError) -> str | None:
+        """The answer's meaning journaled; :data:`AGAIN` after a back-off when the request
+        is to leave again (a retry: the same reference)."""
+        runner = self.runner
+        try:
+            await runner._settle(self.client, self.row, answer)
+        except Retry as exc:
+            try:
+                await runner.again(exc, self.tries)
+            except Retry:
+                if not runner.halted:
+                    runner.breaker.failure(f"{runner.opt.op} {self.row.new_ref}: {exc.why}")
+                runner._left(self.row, f"gave up after retries: {exc.why}",
+                             f"not sent after retries: {exc.why}")
+                raise Finished from None
+            return AGAIN
+        return None
 
 
 # ---- the history's half of each row's record ------------------------------------------

@@ -1,13 +1,14 @@
-"""The money pipeline: :func:`move` runs the steps of every single movement (checkout, capture,
-refund, reverse, authorize) in the order docs/money.md draws; each operation brings only what
-is its own (:class:`Movement`, :mod:`.movements`). A batch row goes through the same step
-functions from ops/batch.
+"""The money pipeline: :func:`move` runs every single movement (checkout, capture, refund,
+reverse, authorize) through the protocol's steps in their one order (:mod:`.steps`, the order
+docs/money.md draws; :class:`Single` is a single movement's part in each); each operation
+brings only what is its own (:class:`Movement`, :mod:`.movements`). A batch row runs the same
+sequence from ops/batch.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -22,6 +23,7 @@ from walletctl.ops.money.approval import gate_single
 from walletctl.ops.money.approval import threshold as approval_amount
 from walletctl.ops.money.earlier import Judged, taken
 from walletctl.ops.money.lock import Held, hold_original, lock_key
+from walletctl.ops.money.steps import Finished, run
 
 if TYPE_CHECKING:
     from walletctl.client.gateway import GatewayClient
@@ -115,63 +117,119 @@ class Moved(Generic[PlanT, AnswerT]):
 def move(client: GatewayClient, store: HistoryStore | None, movement: Movement[PlanT, AnswerT],
          ask: Ask, desk: Desk[PlanT]) -> Moved[PlanT, AnswerT]:
     """Move the money once, or say why not (an exception with its exit code)."""
-    profile = client.profile
-    key = lock_key(profile, ask.ref)
-    hold: contextlib.AbstractContextManager[Held | None] = (
-        contextlib.nullcontext() if ask.dry_run
-        else hold_original(store, key, what=ask.ref, on_wait=desk.on_wait))
-    with hold as held, recording(store, profile, ask.op, ask.ref, reason=ask.reason,
-                                 warn=desk.warn) as rec:
-        # the desk's rulebook (kept in the history) over the profile's own rules
-        book = {} if store is None else read_rulebook(store)
-        profile = under_rulebook(book, profile)
-        client = client.with_profile(profile)  # the caller's client keeps its profile
-        records, judged = movement.earlier(client, store, ask.dry_run)
-        same = movement.repeated(judged)
+    result: Moved[PlanT, AnswerT] = run(Single(client, store, movement, ask, desk),
+                                        dry_run=ask.dry_run)
+    return result
+
+
+class Single(Generic[PlanT, AnswerT]):
+    """A single movement's part in each of the steps (:data:`.steps.STEPS`, in the order
+    :func:`.steps.sequence` takes them): the operator's ask, the desk's conversation, one
+    request; every failure is an exception, recorded by the history's recording."""
+
+    def __init__(self, client: GatewayClient, store: HistoryStore | None,
+                 movement: Movement[PlanT, AnswerT], ask: Ask, desk: Desk[PlanT]) -> None:
+        self.client, self.store, self.movement, self.ask, self.desk = \
+            client, store, movement, ask, desk
+        self.profile = client.profile
+        self.held: Held | None = None
+        self.rec: Recording
+        self.judged: list[Judged] = []
+        self.planned: Planned
+        self.fresh = False
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """The original's lock (none for a dry run) and the history's entry, held to the
+        recorded answer; under them the desk's rulebook over the profile's own rules."""
+        ask = self.ask
+        key = lock_key(self.profile, ask.ref)
+        hold: contextlib.AbstractContextManager[Held | None] = (
+            contextlib.nullcontext() if ask.dry_run
+            else hold_original(self.store, key, what=ask.ref, on_wait=self.desk.on_wait))
+        with hold as held, recording(self.store, self.profile, ask.op, ask.ref,
+                                     reason=ask.reason, warn=self.desk.warn) as rec:
+            self.held, self.rec = held, rec
+            book = {} if self.store is None else read_rulebook(self.store)
+            self.profile = under_rulebook(book, self.profile)
+            self.client = self.client.with_profile(self.profile)  # the caller's keeps its own
+            yield
+
+    def look_up(self) -> list[TransactionRecord]:
+        """The records the plan needs, and the earlier unknown intents judged against them."""
+        records, self.judged = self.movement.earlier(self.client, self.store, self.ask.dry_run)
+        return records
+
+    def settle_earlier(self, records: list[TransactionRecord]) -> Judged | None:
+        same = self.movement.repeated(self.judged)
         if same is not None and same.verdict == "conflict":  # reported once, then recorded
             raise same.error()
         if same is not None and same.verdict == "applied":
-            return Moved(earlier=same)
-        plan = movement.plan(client, store, records, same, rec)
-        planned = movement.planned(plan)
-        rec.planned(planned.new_ref, planned.amount, planned.currency)
-        if same is None and not ask.allow_duplicate:  # a dry run shows the hold too
-            movement.hold_duplicate(store, client, plan, records)
-        if ask.dry_run:
-            return Moved(plan=plan)
+            raise Finished(Moved(earlier=same))
+        return same
+
+    def plan(self, records: list[TransactionRecord], same: Judged | None) -> PlanT:
+        plan = self.movement.plan(self.client, self.store, records, same, self.rec)
+        planned = self.planned = self.movement.planned(plan)
+        self.rec.planned(planned.new_ref, planned.amount, planned.currency)
+        return plan
+
+    def guard(self, plan: PlanT, records: list[TransactionRecord], same: Judged | None) -> None:
+        if same is None and not self.ask.allow_duplicate:  # a dry run shows the hold too
+            self.movement.hold_duplicate(self.store, self.client, plan, records)
+
+    def predicted(self, plan: PlanT) -> Moved[PlanT, AnswerT]:
+        return Moved(plan=plan)
+
+    def approve(self, plan: PlanT, same: Judged | None) -> WriteHook | None:
+        """The desk's rules, then the operator's confirmation; the hook that spends an
+        approval with the intent."""
+        ask = self.ask
         # an earlier intent re-sent under its reference spends (spent) the same approval
         approval = ask.approval if ask.approval is not None or same is None else \
             same.entry.approval
-        spend = desk_rules(store, profile, planned, ask, desk, rec, approval)
-        desk.confirm(plan)
-        if held is not None:  # the lock is still this command's (a lease can lapse)
-            held.confirm()
+        spend = desk_rules(self.store, self.profile, self.planned, ask, self.desk, self.rec,
+                           approval)
+        self.desk.confirm(plan)
+        if self.held is not None:  # the lock is still this command's (a lease can lapse)
+            self.held.confirm()
+        return spend
+
+    def record(self, plan: PlanT, hook: WriteHook | None, same: Judged | None) -> None:
         # a reference this command derived (not an earlier intent's, re-sent): no other
         # entry may hold it, and the gateway's answer must be to this very request
-        fresh = same is None and planned.op in KIND_OF_OP
-        rec.sending(hook=spend, fresh=fresh)
+        self.fresh = same is None and self.planned.op in KIND_OF_OP
+        self.rec.sending(hook=hook, fresh=self.fresh)
+
+    def send(self, plan: PlanT) -> AnswerT | GatewayError:
+        """The answer; a 409 (the reference is already used) is the settle step's to read."""
         try:
-            answer = movement.send(client, plan, rec)
-            if fresh and getattr(answer, "replayed", False) is True:
-                rec.answered(getattr(answer, "state", "Approved"), outcome="declined",
-                             note=f"the gateway replayed another request's answer under "
-                                  f"{planned.reference}: not this command's movement")
-                raise HeldError(
-                    f"the gateway answered {planned.reference} with the stored answer of an "
-                    "earlier identical request (another command derived the same reference "
-                    "at the same moment): that movement is not this command's; nothing was "
-                    "moved by it",
-                    hint=f"see `walletctl lookup {planned.original}`; run the command again "
-                         "if another movement is still meant")
-            return Moved(plan=plan, answer=answer)
+            return self.movement.send(self.client, plan, self.rec)
         except GatewayError as exc:
             if exc.status != 409:
                 raise
+            return exc
+
+    def settle(self, plan: PlanT, answer: AnswerT | GatewayError) -> Moved[PlanT, AnswerT]:
+        planned, rec = self.planned, self.rec
+        if isinstance(answer, GatewayError):
             # the reference is already used: by another transaction (refused), or by this
             # very movement earlier: one lookup tells
             intended = Intended(planned.reference, planned.op, planned.amount, planned.currency,
                                 planned.kind)
-            return Moved(plan=plan, found=taken(client, intended, planned.original, rec))
+            return Moved(plan=plan, found=taken(self.client, intended, planned.original, rec))
+        if self.fresh and getattr(answer, "replayed", False) is True:
+            rec.answered(getattr(answer, "state", "Approved"), outcome="declined",
+                         note=f"the gateway replayed another request's answer under "
+                              f"{planned.reference}: not this command's movement")
+            raise HeldError(
+                f"the gateway answered {planned.reference} with the stored answer of an "
+                "earlier identical request (another command derived the same reference "
+                "at the same moment): that movement is not this command's; nothing was "
+                "moved by it",
+                hint=f"see `walletctl lookup {planned.original}`; run the command again "
+                     "if another movement is still meant")
+        return Moved(plan=plan, answer=answer)
 
 
 def desk_rules(store: HistoryStore | None, profile: Profile, planned: Planned, ask: Ask,
