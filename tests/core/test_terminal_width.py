@@ -28,6 +28,8 @@ from typing import Any
 import pytest
 from rich.cells import cell_len
 
+from cli_runner import run_walletctl
+
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
                                 reason="tmux is not installed (.ci/run installs it)")
 
@@ -118,10 +120,9 @@ class Served:
         self.root, self.env = root, env
 
     def run(self, argv: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(f"{WALLETCTL} {argv}", shell=True,  # noqa: S602 - quoted here
-                              cwd=self.root, env=self.env,
-                              capture_output=True, text=True, timeout=120,
-                              stdin=subprocess.DEVNULL, check=False)
+        """``walletctl ARGV`` piped, in this process (:mod:`cli_runner`): the setup and the
+        ``-o json`` documents; the terminal is the point only of the screens."""
+        proc = run_walletctl(shlex.split(argv), env=self.env, cwd=self.root)
         if check is not None:
             assert proc.returncode == check, (argv, proc.stdout, proc.stderr)
         return proc
