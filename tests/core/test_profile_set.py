@@ -1,5 +1,6 @@
-"""``walletctl profile set/unset/default`` driven as a stranger would: a real process, a profile
-made only with walletctl commands, the file read back from disk.
+"""``walletctl profile set/unset/default`` driven as a stranger would: the whole command line
+(in-process, :mod:`cli_runner`: no signal or terminal is the point here), a profile made only
+with walletctl commands, the file read back from disk.
 
 Also: every hint carries the ``--config`` / ``-p`` the user typed.
 """
@@ -10,7 +11,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import threading
 import tomllib
 from collections.abc import Iterator
@@ -19,16 +19,13 @@ from pathlib import Path
 
 import pytest
 
-WALLETCTL = [sys.executable, "-m", "walletctl"]
+from cli_runner import run_walletctl
 
 
 def run(config: Path, *argv: str, code: int = 0,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [*WALLETCTL, "--config", str(config), *argv], capture_output=True, text=True,
-        timeout=60, stdin=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )
+    proc = run_walletctl(["--config", str(config), *argv],
+                         env={**os.environ, "COLUMNS": "200", **(env or {})})
     assert proc.returncode == code, (argv, proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc

@@ -28,6 +28,8 @@ from typing import Any
 import pytest
 from rich.cells import cell_len
 
+from cli_runner import run_walletctl
+
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
                                 reason="tmux is not installed (.ci/run installs it)")
 
@@ -118,10 +120,24 @@ class Served:
         self.root, self.env = root, env
 
     def run(self, argv: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
+        """``walletctl ARGV`` piped, in this process (:mod:`cli_runner`): the setup, before
+        any screen."""
+        proc = run_walletctl(shlex.split(argv), env=self.env, cwd=self.root)
+        return self._checked(argv, proc, check)
+
+    def run_process(self, argv: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
+        """``walletctl ARGV`` as a process: the ``-o json`` documents, taken while the screens
+        run, at a process's pace (in-process, the batch's entries reached some widths'
+        history screens and not others)."""
         proc = subprocess.run(f"{WALLETCTL} {argv}", shell=True,  # noqa: S602 - quoted here
                               cwd=self.root, env=self.env,
                               capture_output=True, text=True, timeout=120,
                               stdin=subprocess.DEVNULL, check=False)
+        return self._checked(argv, proc, check)
+
+    @staticmethod
+    def _checked(argv: str, proc: subprocess.CompletedProcess[str],
+                 check: int | None) -> subprocess.CompletedProcess[str]:
         if check is not None:
             assert proc.returncode == check, (argv, proc.stdout, proc.stderr)
         return proc
@@ -225,8 +241,8 @@ def test_every_command_fits_40_60_and_80_columns(served: Served) -> None:
     try:
         with ThreadPoolExecutor(len(WIDTHS) + 1) as pool:
             futures = {w: pool.submit(_screens, served, w, socket) for w in (*WIDTHS, WIDE)}
-            documents = {name: served.run(argv.replace("seed.csv", "json/seed.csv"),
-                                          check=None).stdout
+            documents = {name: served.run_process(argv.replace("seed.csv", "json/seed.csv"),
+                                                  check=None).stdout
                          for name, _, argv in COMMANDS if argv is not None}
             screens = {w: f.result() for w, f in futures.items()}
     finally:
