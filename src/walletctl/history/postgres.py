@@ -43,6 +43,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         "statement guards; the database's own approval expiry; ISO policy currencies"),
     (7, "the desk's per-order locks as leases; new approval requests announced"),
     (8, "the history's Merkle tree (RFC 9162), its nodes beside the events"),
+    (9, "the rulebook's and the settling rules' checks set-based: a statement's plain "
+        "movements in one query, not a loop of look-ups per row"),
 )
 LATEST = MIGRATIONS[-1][0]
 
