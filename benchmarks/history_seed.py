@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from walletctl.history.chain import ALL, Tip
+from walletctl.history.chain import Tip
 
 MERCHANT, STORE = "M-BENCH", "S-01"
 OLDEST = "ORDER-1"
@@ -50,22 +50,6 @@ def complete_row(i: int) -> dict[str, Any]:
     return {"time": when(i), "outcome": "approved", "http_status": 200}
 
 
-class _CopiedTip(Tip):
-    """The product's tip, its rows and nodes written by COPY (a load of 20,000 entries at a
-    time; the product's own write sends each append's rows as one statement of arrays)."""
-
-    def write(self) -> None:
-        with self.db.copy(f"COPY events (seq, {', '.join(ALL)}, prev_hash, hash) "
-                          "FROM STDIN") as out:
-            for row in self._rows:
-                out.write_row(row)
-        with self.db.copy("COPY merkle_nodes (level, idx, hash) FROM STDIN") as out:
-            for node in self._nodes:
-                out.write_row(node)
-        self._rows.clear()
-        self._nodes.clear()
-
-
 def _events(tip: Tip, first: int, last: int) -> Iterator[tuple[int, int]]:
     """Append entries ``first`` to ``last - 1`` (0-based) to ``tip``: (entry, its
     completion's event number) each."""
@@ -93,7 +77,7 @@ def seed_postgresql(owner: Any, operator: str, have: int, size: int) -> None:
         owner.execute("ALTER TABLE walletctl.events DISABLE TRIGGER USER")
         owner.execute("ALTER TABLE walletctl.merkle_nodes DISABLE TRIGGER USER")
         cursor = owner.cursor()
-        tip = _CopiedTip(cursor, lambda sql: sql.replace("?", "%s"), operator, tree=True)
+        tip = Tip(cursor, lambda sql: sql.replace("?", "%s"), operator, tree=True)
         for at in range(have, size, CHUNK):
             done = list(_events(tip, at, min(at + CHUNK, size)))
             tip.write()
