@@ -118,6 +118,10 @@ def connect(url: DbUrl, *, purpose: str = "walletctl") -> psycopg.Connection[Any
     doing = "".join(c if c.isascii() and c.isprintable() else "?" for c in purpose)
     waits: dict[str, Any] = url.libpq_waits()
     server = {  # the server's side of the same bounds (milliseconds, keepalives in seconds)
+        # and no JIT: every statement walletctl sends is an index look-up or a listing read
+        # a page at a time, and a listing of a million entries (its plan's cost above
+        # jit_above_cost) spent 150-400 ms compiling before its first row
+        "jit": "off",
         "search_path": SCHEMA_NAME, "lock_timeout": LOCK_TIMEOUT_S * 1000,
         "statement_timeout": STATEMENT_TIMEOUT_S * 1000,
         "idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_S * 1000,
