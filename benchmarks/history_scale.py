@@ -32,6 +32,19 @@ does, after one warm-up run of each.
 The goals (issue 37): batch rows/s at 1M >= 0.9 x at 10k; ``--ref`` and ``--unknown`` <= 50 ms
 of query and <= 0.5 s of process at 1M; ``-o json``/``-o csv`` at 1M with peak RSS <= 100 MB
 and the first row out in < 1 s; ``verify --since-anchor`` over the last 10k <= 1 s.
+
+``--suite log`` (issue 45, the history as a transparency log): a history per backend seeded
+fast to each size by benchmarks/history_seed.py (the product's own rows and Merkle nodes,
+in large transactions), then, each a whole ``walletctl`` process, median of 3 after a
+warm-up: the time to the first row of ``history`` (the table), ``history --last 50 -o csv``,
+``-o csv`` (its first data row, not the header), ``--ref ORDER-1 -o csv``, ``order
+ORDER-1`` and ``order ORDER-1 --evidence FILE`` (the oldest order, against the embedded
+sandbox); ``history check-evidence`` of that bundle (time, and peak RSS once);
+``history anchor``; ``verify --since-anchor`` over a file of two checkpoints; ``verify
+--anchor`` over it once (a walk of the whole chain: O(n) by design); and ``appends/s``: 2,000
+entries (begin and completion), 100 per transaction, through the store in this process.
+Each size's figures are printed with the ratio to the smallest size's (goal: <= 1.2 for
+every figure but the full walk), and the load average when each size was measured.
 """
 
 from __future__ import annotations
@@ -49,6 +62,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -273,14 +287,205 @@ def shown(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.2f}" if value >= 1 else f"{value:.3f}"
 
 
+# ---- --suite log (issue 45) -------------------------------------------------------------
+def first_line(argv: list[str], child_env: dict[str, str], skip: int = 0) -> float:
+    """Seconds until a whole ``walletctl`` process prints its first line after ``skip``
+    lines (a header); the process is then stopped."""
+    began = time.perf_counter()
+    child = subprocess.Popen([PY, "-m", "walletctl", *argv], env=child_env,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert child.stdout is not None
+    for _ in range(skip + 1):
+        if not child.stdout.readline():
+            raise SystemExit(f"walletctl {' '.join(argv)}: no line {skip + 1} "
+                             f"(status {child.wait()})")
+    took = time.perf_counter() - began
+    child.kill()
+    child.wait()
+    return took
+
+
+def whole(argv: list[str], child_env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:
+    began = time.perf_counter()
+    done = subprocess.run([PY, "-m", "walletctl", *argv], env=child_env, capture_output=True,
+                          check=False)
+    if done.returncode not in ok:
+        raise SystemExit(f"walletctl {' '.join(argv)}: status {done.returncode}: "
+                         f"{done.stderr[-800:].decode(errors='replace')}")
+    return time.perf_counter() - began
+
+
+def first_entry(store: HistoryStore, filters: Filters) -> float:
+    """Seconds until the store's listing yields its first entry (then it is closed)."""
+    began = time.perf_counter()
+    listing = store.entries(filters)
+    next(listing)
+    took = time.perf_counter() - began
+    listing.close()  # type: ignore[attr-defined]
+    return took
+
+
+def median_of(measure: Callable[[], float], runs: int = 3) -> float:
+    measure()  # warm-up: bytecode written, pages cached
+    return statistics.median(measure() for _ in range(runs))
+
+
+def appends_per_s(store: HistoryStore, tag: str) -> float:
+    """2,000 entries, begun and completed, 100 per transaction, through the store."""
+    from history_seed import begin_row
+
+    def made(i: int) -> Intent:
+        row = begin_row(20)  # a refund of the bench merchant, 7.50 EUR
+        return Intent(**{**row, "original_ref": f"A{tag}{i:06d}",
+                         "new_ref": f"A{tag}{i:06d}-R1"})
+
+    began = time.perf_counter()
+    for k in range(20):
+        ids = store.begin_many([made(k * 100 + n) for n in range(100)])
+        store.complete_many([(i, Completion(time="2026-01-01T00:02:00.000Z",
+                                            outcome="approved", http_status=200))
+                             for i in ids])
+    return 2000 / (time.perf_counter() - began)
+
+
+def log_figures(child: dict[str, str], open_store: Callable[[], HistoryStore], work: Path,
+                tag: str) -> dict[str, float]:
+    from history_seed import OLDEST
+
+    found: dict[str, float] = {"load average (1 min)": os.getloadavg()[0]}
+    with open_store() as store:  # the listing's query alone: no process start
+        for name, filters in (("history", Filters()), ("table", Filters(limit=51)),
+                              ("--last 50", Filters(limit=50)),
+                              ("--ref", Filters(ref=OLDEST))):
+            found[f"{name} first row, in process ms"] = 1000 * median_of(
+                partial(first_entry, store, filters), runs=5)
+    table = {**child, "COLUMNS": "120"}
+    found["history (table) first row s"] = median_of(
+        lambda: first_line(["-o", "table", "history"], table))
+    for name, argv in (("--last 50", ["--last", "50"]), ("-o csv", []),
+                       ("--ref", ["--ref", OLDEST])):
+        found[f"history {name} first row s"] = median_of(
+            partial(first_line, ["-o", "csv", "history", *argv], child, skip=1))
+    # the gateway has a pre-authorisation of the order, the history ten entries: they
+    # disagree (exit 13), which is what the order command is for
+    found["order first row s"] = median_of(
+        lambda: first_line(["-o", "json", "order", OLDEST], child))
+    bundle = work / "order-1.ndjson"
+    found["order --evidence s"] = median_of(
+        lambda: whole(["-o", "json", "order", OLDEST, "--evidence", str(bundle)], child,
+                      ok=(0, 13)))
+    found["bundle KiB"] = bundle.stat().st_size / 1024
+    found["check-evidence s"] = median_of(
+        lambda: whole(["history", "check-evidence", str(bundle)], child))
+    rss = work / "rss.json"
+    subprocess.run([PY, str(BENCH / "peak_rss.py"), str(rss), PY, "-m", "walletctl",
+                    "history", "check-evidence", str(bundle)], env=child,
+                   capture_output=True, check=True)
+    found["check-evidence peak RSS MiB"] = json.loads(rss.read_text())["maxrss_kib"] / 1024
+    found["anchor s"] = median_of(lambda: whole(["history", "anchor"], child))
+    anchors = work / "anchors.jsonl"
+    anchors.write_text(subprocess.run([PY, "-m", "walletctl", "history", "anchor"], env=child,
+                                      capture_output=True, check=True).stdout.decode())
+    with open_store() as store:
+        found["appends/s"] = max(appends_per_s(store, f"{tag}{k}") for k in range(2))
+    with anchors.open("a") as out:
+        out.write(subprocess.run([PY, "-m", "walletctl", "history", "anchor"], env=child,
+                                 capture_output=True, check=True).stdout.decode())
+    found["verify --since-anchor (2 checkpoints) s"] = median_of(
+        lambda: whole(["history", "verify", "--since-anchor", str(anchors)], child))
+    found["verify --anchor (2 checkpoints, full walk) s"] = whole(
+        ["history", "verify", "--anchor", str(anchors)], child)
+    found["load average (1 min)"] = max(found["load average (1 min)"], os.getloadavg()[0])
+    return found
+
+
+@contextmanager
+def seeded(name: str, work: Path) -> Iterator[tuple[Callable[[int], float],
+                                                    Callable[[], HistoryStore],
+                                                    dict[str, str]]]:
+    """An empty history of this backend: (grow to N entries -> seconds, open its store,
+    the environment that points walletctl at it)."""
+    from history_seed import seed_postgresql, seed_sqlite
+
+    work.mkdir(parents=True)
+    have = 0
+    if name == "sqlite":
+        from walletctl.history.sqlite import SqliteHistory
+
+        path = work / "history.sqlite3"
+
+        def grow_file(size: int) -> float:
+            nonlocal have
+            began = time.perf_counter()
+            with SqliteHistory(path) as store:
+                seed_sqlite(store, have, size)
+            have = size
+            return time.perf_counter() - began
+
+        yield grow_file, lambda: SqliteHistory(path), {"WALLETCTL_AUDIT_LOG": str(path)}
+        return
+    from pg_server import owned_history
+
+    from walletctl.config.dburl import parse_db_url
+    from walletctl.history.postgres import PostgresHistory
+
+    with owned_history(work) as (url, pg_env, owner):
+        os.environ.update(pg_env)
+
+        def grow_db(size: int) -> float:
+            nonlocal have
+            began = time.perf_counter()
+            with owner() as db:
+                seed_postgresql(db, "alice", have, size)
+            have = size
+            return time.perf_counter() - began
+
+        yield (grow_db, lambda: PostgresHistory(parse_db_url(url), purpose="history_scale"),
+               {**pg_env, "WALLETCTL_HISTORY_URL": url})
+
+
+def run_log(name: str, sizes: list[int], work: Path, sandbox: Any) -> list[str]:
+    from history_seed import OLDEST
+
+    from batch import seed as seed_gateway
+
+    results: dict[int, dict[str, float]] = {}
+    cfg = profile(work / "profile", sandbox.url)
+    with seeded(name, work / "history") as (grow, open_store, history_env):
+        child = {k: v for k, v in env(work, history_env).items()
+                 if k != "PYTHONDONTWRITEBYTECODE"}
+        child.update(PYTHONPYCACHEPREFIX=str(work / "pycache"),
+                     WALLETCTL_CONFIG=str(cfg))
+        for size in sizes:
+            took = grow(size)
+            print(f"[{name}] seeded to {size:,} entries in {took:.0f} s", file=sys.stderr)
+            seed_gateway(sandbox, [OLDEST])
+            results[size] = log_figures(child, open_store, work, f"{size // 1000}k")
+            print(f"[{name}] {size:,}: {results[size]}", file=sys.stderr)
+    first = min(results)
+    lines = [f"{name}: " + " | ".join(f"{s:,}" for s in sizes)
+             + " | ratio to " + f"{first:,}"]
+    for figure in results[first]:
+        values = [results[s][figure] for s in sizes]
+        base = values[0]
+        lines.append(f"  {figure:<46}" + " ".join(f"{shown(v):>9}" for v in values)
+                     + (f"  {values[-1] / base:5.2f}" if base else ""))
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, action="append",
                         help="sizes of the grown history in entries (repeat; default "
-                             "10000 and 100000; the baseline is always 10000)")
+                             "10000 and 100000, with --suite log 10000 and 1000000; the "
+                             "batch suite's baseline is always 10000)")
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument("--suite", choices=("batch", "log"), default="batch",
+                        help="batch: the batch path and full listings (issue 37); log: "
+                             "the transparency log's figures (issue 45)")
     args = parser.parse_args()
-    sizes = sorted(set(args.size or [10_000, 100_000]))
+    log = args.suite == "log"
+    sizes = sorted(set(args.size or ([10_000, 1_000_000] if log else [10_000, 100_000])))
     if sizes[0] < 10_000 or any(s % 1000 for s in sizes):
         parser.error("--size: whole thousands, 10000 or more")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a stopped run cleans up too
@@ -293,7 +498,7 @@ def main() -> None:
     try:
         with EmbeddedSandbox(SandboxConfig(quiet=True)) as sandbox:
             for name in names:
-                report += run(name, sizes, work / name, sandbox)
+                report += (run_log if log else run)(name, sizes, work / name, sandbox)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("\n".join(report))

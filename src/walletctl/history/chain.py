@@ -76,9 +76,12 @@ def event_leaf(seq: int, values: Sequence[Any]) -> bytes:
     return leaf_hash(canonical(seq, values).encode())
 
 
-# the newest event, found by its number (an index look-up on every backend)
-_TIP = ("SELECT seq, hash, (SELECT MAX(entry) FROM events) FROM events "
+# the newest event, found by its number (an index look-up on every backend); where the
+# history keeps its Merkle tree, also how many leaves the tree holds (another index look-up:
+# one round trip for both)
+_TIP = ("SELECT seq, hash, (SELECT MAX(entry) FROM events), {leaves} FROM events "
         "WHERE seq = (SELECT MAX(seq) FROM events)")
+_LEAVES = "(SELECT MAX(idx) + 1 FROM merkle_nodes WHERE level = 0)"
 
 
 class Tip:
@@ -96,7 +99,8 @@ class Tip:
         self.operator = operator
         # one statement (a round trip saved on a database server); every event's entry was
         # opened by a begin event, so the largest entry is the last begin's
-        seq, prev, last = db.execute(_TIP).fetchone() or (None, None, None)
+        seq, prev, last, leaves = db.execute(_TIP.format(
+            leaves=_LEAVES if tree else "NULL")).fetchone() or (None, None, None, None)
         self.seq, self.prev = (int(seq), str(prev)) if seq is not None else (0, GENESIS)
         self.entry = int(last or 0)
         self._rows: list[list[Any]] = []
@@ -108,7 +112,8 @@ class Tip:
             def query(q: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
                 return list(db.execute(sql(q), args).fetchall())
 
-            self.frontier, self._nodes = tip_frontier(query, self.seq)
+            self.frontier, self._nodes = tip_frontier(
+                query, self.seq, None if seq is None else int(leaves or 0))
 
     def append(self, kind: str, entry: int | None, row: dict[str, Any], chained: bool) -> int:
         if entry is None:
@@ -130,7 +135,9 @@ class Tip:
         copy = getattr(self.db, "copy", None)  # a PostgreSQL cursor: COPY, not INSERT
         if copy is not None:
             # one statement for all of them (the database's statement-level checks run
-            # once, as for an INSERT), no SQL text built or parsed per group
+            # once, as for an INSERT), no SQL text built or parsed per group; sending the
+            # rows as arrays to one INSERT of both tables saved two round trips but cost
+            # more CPU in the client (psycopg adapts each value) than it saved
             if self._rows:
                 with copy(f"COPY events (seq, {', '.join(ALL)}, prev_hash, hash) "
                           "FROM STDIN") as out:

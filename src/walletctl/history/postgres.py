@@ -43,6 +43,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         "statement guards; the database's own approval expiry; ISO policy currencies"),
     (7, "the desk's per-order locks as leases; new approval requests announced"),
     (8, "the history's Merkle tree (RFC 9162), its nodes beside the events"),
+    (9, "the rulebook's and the settling rules' checks set-based: a statement's plain "
+        "movements in one query, not a loop of look-ups per row"),
 )
 LATEST = MIGRATIONS[-1][0]
 
@@ -116,6 +118,10 @@ def connect(url: DbUrl, *, purpose: str = "walletctl") -> psycopg.Connection[Any
     doing = "".join(c if c.isascii() and c.isprintable() else "?" for c in purpose)
     waits: dict[str, Any] = url.libpq_waits()
     server = {  # the server's side of the same bounds (milliseconds, keepalives in seconds)
+        # and no JIT: every statement walletctl sends is an index look-up or a listing read
+        # a page at a time, and a listing of a million entries (its plan's cost above
+        # jit_above_cost) spent 150-400 ms compiling before its first row
+        "jit": "off",
         "search_path": SCHEMA_NAME, "lock_timeout": LOCK_TIMEOUT_S * 1000,
         "statement_timeout": STATEMENT_TIMEOUT_S * 1000,
         "idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_S * 1000,

@@ -61,14 +61,17 @@ def stored_size(query: Query) -> int:
     return 0 if not rows or rows[0][0] is None else int(rows[0][0]) + 1
 
 
-def tip_frontier(query: Query, events: int) -> tuple[Frontier, list[tuple[int, int, bytes]]]:
+def tip_frontier(query: Query, events: int, leaves: int | None = None,
+                 ) -> tuple[Frontier, list[tuple[int, int, bytes]]]:
     """The tree's right edge to append event ``events + 1`` to, and the nodes of events
     already in the chain without their leaves (written by hand, past the client: added now,
     in the appending transaction). Refused when the tree holds more leaves than the chain
-    has events: the newest events were deleted after they were written."""
+    has events: the newest events were deleted after they were written. ``leaves``: the
+    stored tree's size, when the caller has read it (:func:`stored_size`)."""
     from walletctl.history.chain import SELECT_EVENTS, event_leaf
 
-    leaves = stored_size(query)
+    if leaves is None:
+        leaves = stored_size(query)
     if leaves > events:
         raise TreeError(f"the Merkle tree holds {leaves} events but the chain ends at event "
                         f"{events}: events were deleted after they were written (`walletctl "
