@@ -134,12 +134,16 @@ class DeskTables:
             f"({self._marks(len(names))}) RETURNING id", list(values.values()))
         assert row is not None
         approval = int(row[0])
+        self._file_bound(approval, bound)
+        return approval
+
+    def _file_bound(self, approval: int, bound: Sequence[tuple[int, str, str, str]]) -> None:
+        """The rows a batch request binds: a multi-row insert per run of 100."""
         for run in runs(bound, 100):
             self.on.run(
                 "INSERT INTO approval_rows (approval, line, ref, amount, currency) VALUES "  # noqa: S608 - placeholders only
                 + ", ".join([f"({self._marks(5)})"] * len(run)),
                 [v for one in run for v in (approval, *one)])
-        return approval
 
     def decide_approval(self, approval: int, *, state: str, by: str, at: str,
                         reason: str | None) -> None:

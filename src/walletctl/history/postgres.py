@@ -221,6 +221,15 @@ class PostgresTables(DeskTables):
         if values:
             yield "= ANY(%s)", [values]
 
+    def _file_bound(self, approval: int, bound: Sequence[tuple[int, str, str, str]]) -> None:
+        """The rows a batch request binds: one insert of the four columns as arrays."""
+        if bound:
+            lines, refs, amounts, currencies = (list(column) for column in zip(*bound,
+                                                                               strict=True))
+            self.on.run("INSERT INTO approval_rows (approval, line, ref, amount, currency) "
+                        "SELECT %s, * FROM unnest(%s::integer[], %s::text[], %s::text[], "
+                        "%s::text[])", (approval, lines, refs, amounts, currencies))
+
 
 class PostgresHistory(HistoryStore):
     """One connection to a shared history (``walletctl history setup`` made its schema)."""
