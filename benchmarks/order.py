@@ -83,14 +83,15 @@ def seed(sb: EmbeddedSandbox, history: Path, entries: int, base_url: str) -> Non
 
 def plans(history: Path) -> list[str]:
     """EXPLAIN QUERY PLAN of the view's queries; SystemExit when events are scanned."""
-    from walletctl.history.approvals import SELECT_APPROVALS as APPROVALS
+    from walletctl.history.desk_tables import APPROVAL_COLUMNS
     from walletctl.history.store import Filters, HistoryStore
 
     found: list[str] = []
+    approvals = f"SELECT {', '.join(APPROVAL_COLUMNS)} FROM approvals"  # noqa: S608 - names
     with SqliteHistory(history) as store:
         sql, args = HistoryStore._where(store, Filters(original_ref=TARGET))
         queries = [("history entries", sql + " ORDER BY b.entry", args),
-                   ("approval requests", APPROVALS + " WHERE 1 = 1 AND original_ref = ? "
+                   ("approval requests", approvals + " WHERE 1 = 1 AND original_ref = ? "
                     "AND merchant_id = ? AND store_id = ? ORDER BY id",
                     [TARGET, MERCHANT, STORE])]
     db = sqlite3.connect(history)

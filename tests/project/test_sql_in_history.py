@@ -18,6 +18,10 @@ SQL = re.compile(
     r"|DELETE\s+FROM\b|CREATE\s+(TABLE|INDEX|TRIGGER|VIEW|UNIQUE)\b|ALTER\s+TABLE\b"
     r"|DROP\s+(TABLE|INDEX)\b|PRAGMA\s+\w)")
 BACKEND_TYPES = {"DbUrl", "SqliteHistory", "PostgresHistory"}
+# Inside the history, the modules that hold the desk's rules call the backends' typed
+# operations (history/desk_tables.py) and hand them no SQL text
+RULES_ONLY = ("approvals.py", "findings.py", "rulebook.py")
+RAW_CALLS = {"read", "read_one", "execute", "rows", "run"}
 
 
 def _modules(kept: tuple[str, ...]) -> list[Path]:
@@ -81,4 +85,22 @@ def test_nothing_outside_the_history_asks_which_backend_it_has() -> None:
              for line, name in backend_checks(path.read_text(encoding="utf-8"))]
     assert not found, ("a backend's type asked outside walletctl/history and config (the "
                        "store says what is needed: backend, where, local_file()):\n"
+                       + "\n".join(found))
+
+
+def raw_calls(source: str) -> list[tuple[int, str]]:
+    """Calls of a store's or transaction's own statement runners (``x.read(...)`` ...)."""
+    return [(node.lineno, node.func.attr) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in RAW_CALLS]
+
+
+def test_the_desk_s_rules_call_typed_operations_not_sql() -> None:
+    found: list[str] = []
+    for name in RULES_ONLY:
+        text = (SRC / "history" / name).read_text(encoding="utf-8")
+        found += [f"history/{name}:{line}: {what}"
+                  for line, what in [*sql_in(text), *raw_calls(text)]]
+    assert not found, ("SQL, or a statement run, in a module of the desk's rules (add a "
+                       "typed operation to history/desk_tables.py and each backend):\n"
                        + "\n".join(found))

@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 from walletctl.errors import RefusedError
 from walletctl.history import recorder
-from walletctl.history.store import HistoryStore, Intent, Reader, Transaction, WriteHook, chunks
+from walletctl.history.desk_tables import APPROVAL_COLUMNS
+from walletctl.history.store import HistoryStore, Intent, Reader, Transaction, WriteHook
 from walletctl.models.money import format_major
 
 DETAIL_ROWS = 200  # bound rows shown with a batch request
@@ -128,14 +129,12 @@ class Approval(Request):
 
 NEWS_CHANNEL = "walletctl_approvals"  # V7's trigger announces each new request's id here
 POLL_S = 0.5  # a history file is read for new requests this often (approvals --watch)
-COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Approval)
-                                 if f.name not in ("id", "bound_rows"))
 _REQUEST_COLUMNS = tuple(f.name for f in fields(Request) if f.name != "bound_rows")
-SELECT_APPROVALS = f"SELECT id, {', '.join(COLUMNS)} FROM approvals"  # noqa: S608 - constant names
+assert {f.name for f in fields(Approval)} - {"bound_rows"} == set(APPROVAL_COLUMNS)
 
 
-def _row(row: tuple[Any, ...]) -> Approval:
-    return Approval(**dict(zip(("id", *COLUMNS), row, strict=True)))
+def _row(row: dict[str, Any]) -> Approval:
+    return Approval(**row)
 
 
 def acting_as(store: HistoryStore) -> str:
@@ -149,18 +148,9 @@ def file_request(store: HistoryStore, request: Request, *, now: str, expires_at:
     values = {**{n: getattr(request, n) for n in _REQUEST_COLUMNS},
               "created_at": now, "expires_at": expires_at, "requester": acting_as(store),
               "requester_host": host, "request_hash": request.digest(), "state": "pending"}
-    names = list(values)
     with store.transaction() as tx:
-        row = tx.read_one(
-            f"INSERT INTO approvals ({', '.join(names)}) VALUES "  # noqa: S608 - names only
-            f"({', '.join('?' * len(names))}) RETURNING id", values.values())
-        assert row is not None
-        for chunk, _marks in chunks(request.bound_rows):
-            tx.execute(
-                "INSERT INTO approval_rows (approval, line, ref, amount, currency) VALUES "  # noqa: S608 - placeholders only
-                + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk)),
-                [v for bound in chunk for v in (int(row[0]), *bound)])
-    found = get(store, int(row[0]))
+        approval = tx.tables.file_approval(values, request.bound_rows)
+    found = get(store, approval)
     assert found is not None
     return found
 
@@ -174,7 +164,7 @@ def get(reader: Reader, approval: int, *, detail: bool = True) -> Approval | Non
     """The approval; ``detail``: a batch's with the rows it binds (:func:`_shown`)."""
     if not 0 < approval <= _LARGEST_ID:
         return None
-    row = reader.read_one(f"{SELECT_APPROVALS} WHERE id = ?", (approval,))
+    row = reader.tables.approval(approval)
     if row is None:
         return None
     return _shown(reader, _row(row)) if detail else _row(row)
@@ -189,17 +179,14 @@ def _shown(store: Reader, found: Approval) -> Approval:
         return found
     count = 0
     sums: dict[str, Decimal] = {}
-    for currency, amount in store.read(
-            "SELECT currency, amount FROM approval_rows WHERE approval = ?", (found.id,)):
+    for currency, amount in store.tables.bound_amounts(found.id):
         count += 1
         try:
             sums[str(currency)] = sums.get(str(currency), Decimal(0)) + Decimal(amount)
         except (InvalidOperation, TypeError):
             sums[str(currency)] = Decimal("NaN")  # shown as such: nothing to approve
-    rows = [{"line": int(line), "ref": ref, "amount": amount, "currency": currency}
-            for line, ref, amount, currency in store.read(
-                "SELECT line, ref, amount, currency FROM approval_rows WHERE approval = ? "
-                "ORDER BY line LIMIT ?", (found.id, DETAIL_ROWS))]
+    rows = [{"line": line, "ref": ref, "amount": amount, "currency": currency}
+            for line, ref, amount, currency in store.tables.bound_rows(found.id, DETAIL_ROWS)]
     detail = {"above": count, "rows": rows}
     totals = "; ".join(_money(sums[c], c) for c in sorted(sums)) or "nothing bound"
     return replace(found, batch_rows=count, batch_totals=totals,
@@ -222,20 +209,11 @@ def listing(store: HistoryStore, *, now: str, state: str | None = None,
     """Requests, oldest first; ``state`` as :meth:`Approval.status` tells it;
     ``original_ref``: only those on this order. Read a page at a time by id, each page read
     whole (a batch's rows are read between pages on a connection that streams one query)."""
-    sql, args = SELECT_APPROVALS + " WHERE id > ?", []
-    if original_ref is not None:
-        sql += " AND original_ref = ?"
-        args.append(original_ref)
-    if since is not None:
-        sql += " AND created_at >= ?"
-        args.append(since)
-    if merchant is not None:
-        sql += " AND merchant_id = ? AND store_id = ?"
-        args += list(merchant)
     after = 0
     while True:
-        page = [_row(row) for row in store.read(
-            f"{sql} ORDER BY id LIMIT {LISTING_PAGE}", [after, *args])]
+        page = [_row(row) for row in store.tables.approvals_after(
+            after, limit=LISTING_PAGE, original_ref=original_ref, since=since,
+            merchant=merchant)]
         for found in page:
             if state is None or found.status(now) == state:
                 yield _shown(store, found)
@@ -246,8 +224,7 @@ def listing(store: HistoryStore, *, now: str, state: str | None = None,
 
 def newest_id(store: HistoryStore) -> int:
     """The newest request's id (0: none yet)."""
-    row = store.read_one("SELECT coalesce(max(id), 0) FROM approvals")
-    return int(row[0]) if row else 0
+    return store.tables.newest_approval()
 
 
 def watch(store: HistoryStore, *, after: int, merchant: tuple[str, str] | None = None,
@@ -255,14 +232,10 @@ def watch(store: HistoryStore, *, after: int, merchant: tuple[str, str] | None =
     """Each request filed after id ``after``, as it is filed (never ending: the caller
     stops it). Between reads the store waits for news (:meth:`HistoryStore.wait_for_news`:
     a shared history's NOTIFY, a file's poll every ``every`` seconds)."""
-    sql, args = SELECT_APPROVALS + " WHERE id > ?", []
-    if merchant is not None:
-        sql += " AND merchant_id = ? AND store_id = ?"
-        args += list(merchant)
     with store.listening(NEWS_CHANNEL):
         while True:
-            page = [_row(row) for row in store.read(
-                f"{sql} ORDER BY id LIMIT {LISTING_PAGE}", [after, *args])]
+            page = [_row(row) for row in store.tables.approvals_after(
+                after, limit=LISTING_PAGE, merchant=merchant)]
             for found in page:
                 yield _shown(store, found)
             if page:
@@ -275,10 +248,8 @@ def reserved_refs(store: HistoryStore, *, merchant: tuple[str, str], original_re
                   now: str) -> frozenset[str]:
     """The new references of open (pending or approved) requests on ``original_ref``: a
     derived reference skips them, so the approved one is still free when it is sent."""
-    return frozenset(str(row[0]) for row in store.read(
-        "SELECT new_ref FROM approvals WHERE original_ref = ? AND merchant_id = ? "
-        "AND store_id = ? AND state IN ('pending', 'approved') AND expires_at > ? "
-        "AND new_ref IS NOT NULL", (original_ref, *merchant, now)))
+    return frozenset(store.tables.reserved_refs(merchant=merchant, original_ref=original_ref,
+                                                now=now))
 
 
 def checked(store: HistoryStore, approval: int, *, merchant: tuple[str, str]) -> Approval:
@@ -300,10 +271,8 @@ def decide(store: HistoryStore, approval: int, *, approve: bool, reason: str | N
     with store.transaction(chain=True) as tx:
         found = _existing(store, tx, approval, detail=False)
         refuse_to_decide(found, me=me, now=now, approve=approve)
-        tx.execute(
-            "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, "
-            "decision_reason = ? WHERE id = ? AND state = 'pending'",
-            ("approved" if approve else "refused", me, now, reason, approval))
+        tx.tables.decide_approval(approval, state="approved" if approve else "refused",
+                                  by=me, at=now, reason=reason)
         tx.append("begin", None, vars(replace(step, approval=approval)))
     done = get(store, approval)
     assert done is not None
@@ -346,10 +315,8 @@ def spender(store: HistoryStore, approval: int, request: Request, *, now: str,
         refuse_to_spend(found, request, me=me, now=now, batch_id=batch_id, entry=entry)
         if found.state == "spent":
             return  # by this very movement or batch, recorded again (a re-run, a resume)
-        tx.execute(
-            "UPDATE approvals SET state = 'spent', spent_at = ?, spent_entry = ?, "
-            "spent_batch = ? WHERE id = ? AND state = 'approved'",
-            (now, entry if batch_id is None else None, batch_id, approval))
+        tx.tables.spend_approval(approval, at=now, entry=entry if batch_id is None else None,
+                                 batch=batch_id)
 
     return spend
 

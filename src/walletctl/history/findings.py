@@ -7,12 +7,11 @@ docs/history.md, "Findings on file", describes them.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from itertools import starmap
 from typing import TYPE_CHECKING, Any
 
 from walletctl.errors import RefusedError
 from walletctl.history.approvals import acting_as
-from walletctl.history.store import chunks
+from walletctl.history.desk_tables import FINDING_COLUMNS
 from walletctl.models.plain import escaped
 
 if TYPE_CHECKING:
@@ -58,8 +57,7 @@ class Recorded:
         return asdict(self)
 
 
-COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Recorded))
-SELECT_FINDINGS = f"SELECT {', '.join(COLUMNS)} FROM findings"  # noqa: S608 - constant names
+assert {f.name for f in fields(Recorded)} == set(FINDING_COLUMNS)
 
 
 def identity(merchant: tuple[str, str], kind: str, reference: str,
@@ -70,24 +68,16 @@ def identity(merchant: tuple[str, str], kind: str, reference: str,
 def on_file(reader: Reader, merchant: tuple[str, str], *,
             references: Iterable[str] | None = None,
             state: str | None = None) -> Iterator[Recorded]:
-    """The merchant's findings, oldest first: on these references (an indexed query per 500
-    of them), or all; ``state``: only open or only resolved."""
-    base = SELECT_FINDINGS + " WHERE merchant_id = ? AND store_id = ?"
-    args: list[Any] = list(merchant)
-    if state is not None:
-        base += " AND state = ?"
-        args.append(state)
-    if references is None:
-        yield from starmap(Recorded, reader.read(base + " ORDER BY id", args, stream=True))
-        return
-    for chunk, marks in chunks(sorted(set(references))):
-        yield from starmap(Recorded, reader.read(
-            f"{base} AND reference IN ({marks}) ORDER BY id", [*args, *chunk]))
+    """The merchant's findings, oldest first (by references: oldest first per look-up):
+    on these references (indexed look-ups), or all; ``state``: only open or only
+    resolved."""
+    for row in reader.tables.findings(merchant, state=state, references=references):
+        yield Recorded(**row)
 
 
 def get(reader: Reader, finding: int) -> Recorded | None:
-    row = reader.read_one(f"{SELECT_FINDINGS} WHERE id = ?", (finding,))
-    return Recorded(*row) if row else None
+    row = reader.tables.finding(finding)
+    return Recorded(**row) if row else None
 
 
 @dataclass(frozen=True)
@@ -109,7 +99,7 @@ def record(store: HistoryStore, merchant: tuple[str, str], found: list[New], *,
     with store.transaction(chain=True) as tx:
         known = {r.identity: r for r in on_file(tx, merchant,
                                                  references={f.reference for f in found})}
-        makers = _makers(tx, {f.entry for f in found if f.entry})
+        makers = tx.tables.entry_makers({f.entry for f in found if f.entry})
         for new in found:
             key = identity(merchant, new.kind, new.reference, new.entry)
             if key in known:
@@ -124,22 +114,9 @@ def record(store: HistoryStore, merchant: tuple[str, str], found: list[New], *,
                            detail=new.detail[:NOTE_MAX], recorded_at=step.time,
                            recorded_by=me, state="open")
             tx.flush()  # the entry first: the row names it
-            values = row.to_dict()
-            tx.execute(f"INSERT INTO findings ({', '.join(COLUMNS)}) VALUES "  # noqa: S608 - names only
-                       f"({', '.join('?' * len(COLUMNS))})", [values[c] for c in COLUMNS])
+            tx.tables.record_finding(row.to_dict())
             known[key] = row
         return [known[identity(merchant, f.kind, f.reference, f.entry)] for f in found]
-
-
-def _makers(tx: Reader, entries: set[int]) -> dict[int, str]:
-    """Who made each of these entries: the database role, else the OS account (what
-    :func:`~walletctl.history.approvals.acting_as` names the one acting)."""
-    found: dict[int, str] = {}
-    for chunk, marks in chunks(sorted(entries)):
-        found.update((int(e), str(who)) for e, who in tx.read(
-            "SELECT entry, COALESCE(operator, os_user) FROM events WHERE kind = 'begin' "  # noqa: S608 - placeholders only
-            f"AND entry IN ({marks})", chunk))
-    return found
 
 
 def resolve(store: HistoryStore, finding: int, *, merchant: tuple[str, str], note: str,
@@ -156,10 +133,7 @@ def resolve(store: HistoryStore, finding: int, *, merchant: tuple[str, str], not
             reason=note, note=f"resolved finding #{finding}: {found.kind} "
                               f"{found.reference}"[:300])))
         tx.flush()
-        tx.execute(
-            "UPDATE findings SET state = 'resolved', resolved_at = ?, resolved_by = ?, "
-            "resolution = ?, resolved_entry = ? WHERE id = ? AND state = 'open'",
-            (step.time, me, note, entry, finding))
+        tx.tables.resolve_finding(finding, at=step.time, by=me, note=note, entry=entry)
     done = get(store, finding)
     assert done is not None
     return done

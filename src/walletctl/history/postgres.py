@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from walletctl.history.desk_tables import DeskTables
 from walletctl.history.store import HistoryStore, StorageError
 
 if TYPE_CHECKING:
@@ -210,11 +211,32 @@ class Watchdog:
             return True
 
 
+class PostgresTables(DeskTables):
+    """The desk's tables in PostgreSQL's SQL: psycopg's ``%s`` placeholders, and a look-up
+    by many values one query with an array (``= ANY(%s)``), whatever their number."""
+
+    P = "%s"
+
+    def _by_many(self, values: list[Any]) -> Iterator[tuple[str, list[Any]]]:
+        if values:
+            yield "= ANY(%s)", [values]
+
+    def _file_bound(self, approval: int, bound: Sequence[tuple[int, str, str, str]]) -> None:
+        """The rows a batch request binds: one insert of the four columns as arrays."""
+        if bound:
+            lines, refs, amounts, currencies = (list(column) for column in zip(*bound,
+                                                                               strict=True))
+            self.on.run("INSERT INTO approval_rows (approval, line, ref, amount, currency) "
+                        "SELECT %s, * FROM unnest(%s::integer[], %s::text[], %s::text[], "
+                        "%s::text[])", (approval, lines, refs, amounts, currencies))
+
+
 class PostgresHistory(HistoryStore):
     """One connection to a shared history (``walletctl history setup`` made its schema)."""
 
     shared = True
     backend = "postgresql"
+    Tables = PostgresTables
 
     def __init__(self, url: DbUrl, *, purpose: str = "walletctl",
                  background: bool = False) -> None:
@@ -314,6 +336,10 @@ class PostgresHistory(HistoryStore):
 
     def read(self, sql: str, args: Iterable[Any] = (), *,
              stream: bool = False) -> Iterator[tuple[Any, ...]]:
+        return self.rows(self.native_sql(sql), tuple(args), stream=stream)
+
+    def rows(self, sql: str, args: Sequence[Any] = (), *,
+             stream: bool = False) -> Iterator[tuple[Any, ...]]:
         import psycopg
 
         bound = self._deadline
@@ -322,7 +348,7 @@ class PostgresHistory(HistoryStore):
             if not stream:
                 with bound.bound():
                     self._statement_timeout(db, on=True)
-                    rows = db.execute(self.native_sql(sql), tuple(args)).fetchall()
+                    rows = db.execute(sql, tuple(args)).fetchall()
                 yield from rows
                 return
             # a server-side cursor, read a page at a time at the reader's pace (memory flat
@@ -341,7 +367,7 @@ class PostgresHistory(HistoryStore):
                     db.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
                     cursor = held.enter_context(db.cursor(name="walletctl_listing"))
                     cursor.itersize = LISTING_PAGE
-                    cursor.execute(self.native_sql(sql), tuple(args))
+                    cursor.execute(sql, tuple(args))
                 rows_at = iter(cursor)
                 while True:
                     outer = bound.arm()

@@ -88,9 +88,8 @@ def read(store: HistoryStore) -> dict[str, Rule]:
     """The rulebook as kept in ``store`` (read once per store; {} when nothing is set)."""
     cached: dict[str, Rule] | None = store.rulebook
     if cached is None:
-        cached = {str(k): Rule(str(k), str(v), by, str(at) if at is not None else None)
-                  for k, v, by, at in store.read(
-                      "SELECT key, value, set_by, set_at FROM policy ORDER BY key")}
+        cached = {key: Rule(key, value, by, at)
+                  for key, value, by, at in store.tables.policy()}
         store.rulebook = cached
     return cached
 
@@ -103,18 +102,10 @@ def change(store: HistoryStore, key: str, value: str | None, *, step: Intent) ->
     new = None if value is None else checked_value(key, value)
     who = store.operator() or step.os_user  # the database stamps its own on PostgreSQL
     with store.transaction(chain=True) as tx:
-        row = tx.read_one("SELECT value FROM policy WHERE key = ?", (key,))
-        old = None if row is None else str(row[0])
+        old = tx.tables.policy_value(key)
         if old == new:
             return old, new
-        if new is None:
-            tx.execute("DELETE FROM policy WHERE key = ?", (key,))
-        elif old is None:
-            tx.execute("INSERT INTO policy (key, value, set_by, set_at) VALUES (?, ?, ?, ?)",
-                       (key, new, who, step.time))
-        else:
-            tx.execute("UPDATE policy SET value = ?, set_by = ?, set_at = ? WHERE key = ?",
-                       (new, who, step.time, key))
+        tx.tables.set_policy(key, new, old=old, by=who, at=step.time)
         note = f"policy {key}: {old or '(unset)'} -> {new or '(unset)'}"
         tx.append("begin", None, vars(replace(step, original_ref=key, note=note[:300])))
     store.rulebook = None
@@ -192,7 +183,7 @@ def refuse_forbidden(store: HistoryStore, tx: Transaction,
               if i.outcome is None and i.operation in HISTORY_OPERATIONS]
     if not moving:
         return
-    book = {str(k): str(v) for k, v in tx.read("SELECT key, value FROM policy")}
+    book = {key: value for key, value, _by, _at in tx.tables.policy()}
     if not book:
         return
     from walletctl.history.approvals import get
@@ -204,22 +195,14 @@ def refuse_forbidden(store: HistoryStore, tx: Transaction,
         bound = (intent.approval, intent.original_ref, intent.amount, intent.currency)
         if approval is not None and approval.kind == "batch":
             if bound not in used:
-                used[bound] = _count(tx, "SELECT count(*) FROM events WHERE kind = 'begin' "
-                                     "AND approval = ? AND original_ref = ? AND amount = ? "
-                                     "AND currency = ?", bound)
+                used[bound] = tx.tables.batch_rows_begun(approval.id, *bound[1:])
             used[bound] += 1
-            covered = _count(tx, "SELECT count(*) FROM approval_rows WHERE approval = ? "
-                             "AND ref = ? AND amount = ? AND currency = ?", bound)
+            covered = tx.tables.batch_rows_bound(approval.id, *bound[1:])
         problem = movement_problem(book, intent, entry, approval, used.get(bound, 0), covered)
         if problem is not None:
             raise PolicyRefusal(f"history {store.where}: {problem} (the desk's policy, kept in "
                                 "the history); nothing was sent",
                                 hint="`walletctl history policy show` lists the rules")
-
-
-def _count(tx: Transaction, sql: str, args: tuple[Any, ...]) -> int:
-    row = tx.read_one(sql, args)
-    return int(row[0]) if row else 0
 
 
 def movement_problem(book: dict[str, str], intent: Intent, entry: int,
@@ -289,10 +272,8 @@ def unapproved_check(store: HistoryStore) -> Callable[[Entry], str | None]:
     def in_force(key: str, entry: int) -> str | None:
         if key not in changes:  # one indexed look-up per key (events_ref)
             changes[key] = [
-                (int(at), None if new in ("", "(unset)") else new)
-                for at, note in store.read(
-                    "SELECT entry, note FROM events WHERE original_ref = ? AND kind = 'begin' "
-                    "AND operation = 'policy' ORDER BY entry", (key,))
+                (at, None if new in ("", "(unset)") else new)
+                for at, note in store.tables.policy_changes(key)
                 if (new := str(note or "").rpartition(" -> ")[2]) is not None]
         value = None
         for at, then in changes[key]:
@@ -316,10 +297,8 @@ def unapproved_check(store: HistoryStore) -> Callable[[Entry], str | None]:
                 f"of {rule} when it was begun"
         if e.approval is None:
             return f"{above} and spent no approval"
-        if readable and store.read_one(
-                "SELECT 1 FROM approvals WHERE id = ? AND state = 'spent' AND operation = ? "
-                "AND (spent_entry = ? OR (spent_batch IS NOT NULL AND spent_batch = ?))",
-                (e.approval, e.operation, e.id, e.batch_id)) is None:
+        if readable and not store.tables.spent_for(e.approval, operation=e.operation,
+                                                   entry=e.id, batch_id=e.batch_id):
             return f"{above}; approval #{e.approval} was not spent for it"
         return None
 

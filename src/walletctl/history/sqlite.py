@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from walletctl.history.chain import ALL, COLUMN_TYPES, LATER
+from walletctl.history.desk_tables import DeskTables
 from walletctl.history.store import HistoryStore, Intent, StorageError, Transaction
 from walletctl.models.money import payable_currencies
 from walletctl.models.plain import CLASS
@@ -302,10 +303,18 @@ def _via_ctypes(db: sqlite3.Connection, path: Path) -> bool:
     return check.value == 1
 
 
+class SqliteTables(DeskTables):
+    """The desk's tables in SQLite's SQL: ``?`` placeholders, a look-up by many values
+    ``IN (?, ...)`` per run of them."""
+
+    P = "?"
+
+
 class SqliteHistory(HistoryStore):
     """One open history file."""
 
     backend = "sqlite"
+    Tables = SqliteTables
 
     def __init__(self, path: Path, *, chained: bool = True) -> None:
         self.path = path

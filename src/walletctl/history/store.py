@@ -28,6 +28,7 @@ from walletctl.history.chain import (
     event_hash,
     event_leaf,
 )
+from walletctl.history.desk_tables import DeskTables
 from walletctl.history.merkle import Frontier
 from walletctl.models.entries import (  # the records, re-exported: callers import them here
     ENTRY_FIELDS,
@@ -104,7 +105,11 @@ def chunks(values: Sequence[T], size: int = 500) -> Iterator[tuple[list[T], str]
 
 
 class Reader(Protocol):
-    """What reads rows: a store, or a write transaction (which sees its own writes)."""
+    """What reads rows: a store, or a write transaction (which sees its own writes); its
+    :attr:`tables`: the typed operations on the desk's tables, run on it."""
+
+    @property
+    def tables(self) -> DeskTables: ...
 
     def read(self, sql: str, args: Iterable[Any] = (), *,
              stream: bool = False) -> Iterator[tuple[Any, ...]]: ...
@@ -122,6 +127,16 @@ class Transaction:
         self.db = db
         self.tip = (Tip(db, store.native_sql, store.operator(), tree=store.chained)
                     if chain else None)
+        self.tables = store.Tables(self)
+
+    def rows(self, sql: str, args: Sequence[Any] = (), *,
+             stream: bool = False) -> Iterator[tuple[Any, ...]]:
+        """Rows of one statement in the backend's own SQL (read whole)."""
+        return iter([tuple(row) for row in self.db.execute(sql, tuple(args)).fetchall()])
+
+    def run(self, sql: str, args: Sequence[Any] = ()) -> None:
+        """One statement in the backend's own SQL that returns no rows."""
+        self.db.execute(sql, tuple(args))
 
     def execute(self, sql: str, args: Iterable[Any] = ()) -> Any:
         """The backend's cursor of one statement."""
@@ -160,6 +175,20 @@ class HistoryStore:
     chained: bool = True
     shared: bool = False  # other machines write to it too (its locks are the desk's)
     rulebook: dict[str, Any] | None = None  # the desk's, once read (history.rulebook.read)
+    Tables: type[DeskTables]  # the backend's operations on the desk's tables
+
+    @property
+    def tables(self) -> DeskTables:
+        """The typed operations on the desk's tables, read outside a write."""
+        return self.Tables(self)
+
+    def rows(self, sql: str, args: Sequence[Any] = (), *,
+             stream: bool = False) -> Iterator[tuple[Any, ...]]:
+        """Rows of one read in the backend's own SQL (``stream``: as :meth:`read`)."""
+        return self.read(sql, args, stream=stream)
+
+    def run(self, sql: str, args: Sequence[Any] = ()) -> None:
+        raise AssertionError("a store writes inside a transaction (tx.tables)")
 
     def close(self) -> None:
         raise NotImplementedError
@@ -535,10 +564,7 @@ class HistoryStore:
         role may not read the approvals (an auditor granted the events only)."""
         if not self.may("approvals"):
             return None
-        return [int(row[0]) for row in self.read(
-            "SELECT a.id FROM approvals a WHERE a.state = 'spent' AND NOT EXISTS ("
-            "SELECT 1 FROM events e WHERE e.approval = a.id AND e.kind = 'begin' "
-            "AND e.operation = 'approval' AND e.outcome = 'approved') ORDER BY a.id")]
+        return self.tables.spent_undecided()
 
     def verify(self, after: tuple[int, str] | None = None) -> tuple[int, Broken | None]:
         """Walk the chain: (events checked, the first broken one or None). ``after``: an
