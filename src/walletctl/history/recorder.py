@@ -34,7 +34,7 @@ from walletctl.history.store import (
 )
 from walletctl.models.entries import now_utc as now_utc  # named here for its callers
 from walletctl.models.entries import utc_text as utc_text
-from walletctl.models.outcome import exit_of, history_outcome, meaning_of_failure
+from walletctl.models.outcome import exit_of, history_outcome, outcome_of_error
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -64,16 +64,6 @@ def intent_for(profile: Profile, operation: str, **fields: Any) -> Intent:
     return Intent(time=now_utc(), os_user=os_user(), host=socket.gethostname(),
                   profile=profile.name, base_url=profile.base_url, operation=operation,
                   merchant_id=profile.merchant_id, store_id=profile.store_id, **fields)
-
-
-def outcome_of_error(exc: BaseException) -> str:
-    """The history outcome of a failed movement: what the failure proves (models.outcome)."""
-    meaning = meaning_of_failure(exc)
-    if meaning == "not_sent":
-        return "error"
-    if meaning == "refused" and isinstance(exc, GatewayError):
-        return "error" if exc.status in (401, 403) else "declined"
-    return meaning
 
 
 @dataclass

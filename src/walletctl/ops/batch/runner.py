@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from pydantic import ValidationError
 
 from walletctl.client.gateway import FollowUpCall
-from walletctl.constants import APM_PROVIDER, ExitCode
+from walletctl.constants import APM_PROVIDER
 from walletctl.errors import (
     GatewayError,
     NetworkError,
@@ -45,8 +45,11 @@ from walletctl.models.money import to_wire
 from walletctl.models.outcome import (
     Intended,
     conflict_note,
-    meaning_of_failure,
-    meaning_of_state,
+    exit_of,
+    history_outcome,
+    outcome_of_error,
+    outcome_of_row,
+    row_state,
 )
 from walletctl.ops.batch.flow import (
     FlowControlled,
@@ -428,7 +431,7 @@ class BatchRunner(FlowControlled):
                 self.journal.finish(row.key, "planned", detail=answer.message)
                 self._fatal(answer)
                 raise Stopped
-            if meaning_of_failure(answer) == "refused":  # a documented 4xx: nothing stored
+            if row_state(outcome_of_error(answer)) == "refused":  # a documented 4xx: none stored
                 self.breaker.success()
                 if answer.status == 404:  # the next run sends it again
                     self._finish(row, "refused", detail=f"{NOT_FOUND} {answer.message}")
@@ -578,11 +581,12 @@ class BatchRunner(FlowControlled):
         return True
 
     def _by_state(self, row: JournalRow, state: str, txn_id: str | None) -> None:
-        """A state's meaning for the row (models.outcome, as for the single command)."""
-        meaning = meaning_of_state(state)
-        if meaning == "approved":
+        """A state's meaning for the row: the history outcome the single command records for
+        it, as the row's state (models.outcome)."""
+        status = row_state(history_outcome(state))
+        if status == "confirmed":
             self._finish(row, "confirmed", txn_id=txn_id, txn_state=state)
-        elif meaning == "declined":
+        elif status == "refused":
             self._finish(row, "refused", txn_id=txn_id, txn_state=state,
                          detail=f"gateway: {state}")
         else:  # Pending or a state walletctl does not know: looked up by the next run
@@ -735,15 +739,6 @@ class RowSteps:
 
 
 # ---- the history's half of each row's record ------------------------------------------
-# row status -> (history outcome, exit code of the row as a single command would have it)
-_OUTCOME = {
-    "confirmed": ("approved", ExitCode.OK),
-    "refused": ("declined", ExitCode.DECLINED),
-    "unknown": ("unknown", ExitCode.UNKNOWN_OUTCOME),
-    "pending": ("error", ExitCode.NETWORK),  # never reached the gateway: nothing was sent
-}
-
-
 _GROUP = 64  # completions per history transaction
 
 
@@ -804,7 +799,9 @@ class BatchAudit:
             self._open[row.new_ref] = entry
 
     def on_result(self, result: RowResult) -> None:
-        outcome, code = _OUTCOME.get(result.status, ("unknown", ExitCode.UNKNOWN_OUTCOME))
+        # the row's outcome and exit as a single command would have them (models.outcome)
+        outcome = outcome_of_row(result.status)
+        code = exit_of(outcome)
         if result.status == "refused" and (result.detail or "").startswith(NOT_FOUND):
             # a 404 stored nothing and the next run sends the row again under this entry:
             # an error, not a refusal (a declined entry never becomes moved)
@@ -826,4 +823,4 @@ class BatchAudit:
         elif result.status == "refused" and not result.earlier_run:
             # refused by the pre-flight: nothing was sent, one entry complete at birth
             self.store.begin(self._intent(result, outcome="refused",
-                                          exit_code=int(ExitCode.DECLINED), note=note))
+                                          exit_code=int(exit_of("refused")), note=note))
