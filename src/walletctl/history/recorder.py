@@ -9,6 +9,9 @@
 
 On exit the entry is completed from the answer or from the exception (an unknown outcome,
 a 5xx or an unparseable answer stays ``unknown``; a kill -9 leaves it ``unknown`` too).
+
+A batch row's entry is a :class:`Recording` too (``ops/batch/runner.BatchAudit``): its writes
+go to ``writes``, which collects them for the batch's group commit.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from walletctl.constants import ExitCode
 from walletctl.errors import DeclinedError, GatewayError, HeldError, WalletctlError
@@ -34,7 +37,7 @@ from walletctl.history.store import (
 )
 from walletctl.models.entries import now_utc as now_utc  # named here for its callers
 from walletctl.models.entries import utc_text as utc_text
-from walletctl.models.outcome import exit_of, history_outcome, meaning_of_failure
+from walletctl.models.outcome import exit_of, history_outcome, outcome_of_error
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile
@@ -59,21 +62,22 @@ def major_text(amount: Decimal | None, currency: str | None) -> str | None:
     return None if amount is None else amount_text(amount, currency)
 
 
-def intent_for(profile: Profile, operation: str, **fields: Any) -> Intent:
-    """An intent at ``profile``'s merchant and store, begun now by this machine's user."""
-    return Intent(time=now_utc(), os_user=os_user(), host=socket.gethostname(),
+def intent_for(profile: Profile, operation: str, *, user: str | None = None,
+               host: str | None = None, **fields: Any) -> Intent:
+    """An intent at ``profile``'s merchant and store, begun now by this machine's user
+    (``user``, ``host``: already found, by a caller that records many)."""
+    return Intent(time=now_utc(), os_user=user or os_user(), host=host or socket.gethostname(),
                   profile=profile.name, base_url=profile.base_url, operation=operation,
                   merchant_id=profile.merchant_id, store_id=profile.store_id, **fields)
 
 
-def outcome_of_error(exc: BaseException) -> str:
-    """The history outcome of a failed movement: what the failure proves (models.outcome)."""
-    meaning = meaning_of_failure(exc)
-    if meaning == "not_sent":
-        return "error"
-    if meaning == "refused" and isinstance(exc, GatewayError):
-        return "error" if exc.status in (401, 403) else "declined"
-    return meaning
+class Writes(Protocol):
+    """Where a recording's entry is written: the history store at once (a single movement),
+    or a batch's group commit, which collects the writes (``ops/batch/runner.BatchAudit``)."""
+
+    def begin(self, intent: Intent) -> int: ...
+
+    def complete(self, entry: int, completion: Completion) -> None: ...
 
 
 @dataclass
@@ -87,6 +91,7 @@ class Recording:
     extra: dict[str, str | None] = field(default_factory=dict)
     # a warning for the operator (the command shows it; none given: a RuntimeWarning)
     warn: Callable[[str], None] | None = None
+    writes: Writes | None = None  # where the entry's writes go (None: the store)
 
     def planned(self, new_ref: str | None, amount: Decimal | None, currency: str | None) -> None:
         self.intent = replace(self.intent, new_ref=new_ref, amount=major_text(amount, currency),
@@ -118,7 +123,7 @@ class Recording:
     def _finish(self, outcome: str, exit_code: int, status: int | None, note: str | None) -> None:
         """Record the outcome; a failure to write it never changes the command's result."""
         try:
-            self._write(outcome, exit_code, status, note)
+            self.write(outcome, exit_code, status, note)
         except (StorageError, OSError) as exc:
             what = f"entry #{self.entry}" if self.entry is not None else "a refusal"
             text = (f"could not record the outcome of {what} in the history ({exc}); it reads "
@@ -128,16 +133,18 @@ class Recording:
             else:
                 self.warn(text)
 
-    def _write(self, outcome: str, exit_code: int, status: int | None, note: str | None) -> None:
+    def write(self, outcome: str, exit_code: int, status: int | None, note: str | None) -> None:
+        """The entry completed with ``outcome`` (never begun: one entry complete at birth,
+        when the movement was refused before anything was sent)."""
         if self.store is None:
             return
+        writes: Writes = self.store if self.writes is None else self.writes
         if self.entry is None:
             if outcome != "refused":  # nothing sent and nothing refused: not an action
                 return
-            self.store.begin(replace(self.intent, outcome=outcome, exit_code=exit_code,
-                                     note=note))
+            writes.begin(replace(self.intent, outcome=outcome, exit_code=exit_code, note=note))
             return
-        self.store.complete(self.entry, Completion(
+        writes.complete(self.entry, Completion(
             time=now_utc(), outcome=outcome, http_status=status, exit_code=exit_code,
             note=note))
 

@@ -3,6 +3,9 @@
 Every money movement (single command or batch row, first try or re-run) is judged by
 :func:`meaning_of_state`, :func:`meaning_of_failure` and :func:`record_conflicts` only.
 Unknown unless proven: only ``not_sent`` and ``refused`` are final without a lookup.
+What a meaning becomes is written here once too, for both: the history's outcome
+(:func:`history_outcome`, :func:`outcome_of_error`), a batch row's journal state
+(:func:`row_state`, :func:`outcome_of_row`) and the exit (:func:`exit_of`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ REFUSING_STATUSES = frozenset({400, 401, 403, 404, 405, 413, 415, 422})
 
 Meaning = Literal["approved", "declined", "unknown"]
 Failure = Literal["not_sent", "refused", "declined", "unknown"]
+# A batch row's result: its journal's final state, or ``pending`` (never reached the gateway)
+RowState = Literal["confirmed", "refused", "unknown", "pending"]
 
 
 def meaning_of_state(state: str | None) -> Meaning:
@@ -52,12 +57,40 @@ def history_outcome(state: str | None, operation: str | None = None) -> str:
     return meaning_of_state(state)
 
 
+# history outcome -> (a batch row's state, the exit): the one table. ``refused``: refused
+# before anything was sent; ``error``: never reached the gateway (nothing was sent).
+_OUTCOMES: dict[str, tuple[RowState, ExitCode]] = {
+    "approved": ("confirmed", ExitCode.OK),
+    "created": ("confirmed", ExitCode.OK),
+    "declined": ("refused", ExitCode.DECLINED),
+    "refused": ("refused", ExitCode.DECLINED),
+    "unknown": ("unknown", ExitCode.UNKNOWN_OUTCOME),
+    "error": ("pending", ExitCode.NETWORK),
+}
+# a batch row's state -> the history outcome its entry records
+_OUTCOME_OF_ROW: dict[str, str] = {"confirmed": "approved", "refused": "declined",
+                                   "unknown": "unknown", "pending": "error"}
+
+
 def exit_of(outcome: str) -> ExitCode:
     """A movement's exit for the outcome the history records for it (``approved``,
-    ``created``, ``declined``, ``unknown``): the one mapping, so what the history says a
-    command exited with and what it exits with never differ."""
-    return {"declined": ExitCode.DECLINED,
-            "unknown": ExitCode.UNKNOWN_OUTCOME}.get(outcome, ExitCode.OK)
+    ``created``, ``declined``, ``unknown``; a batch row's ``refused`` and ``error`` too): the
+    one mapping, so what the history says a command exited with and what it exits with never
+    differ."""
+    found = _OUTCOMES.get(outcome)
+    return ExitCode.OK if found is None else found[1]
+
+
+def row_state(outcome: str) -> RowState:
+    """A batch row's state for a history outcome (``approved`` is ``confirmed``, a refusal
+    ``refused``, ``error`` ``pending``; anything else is unknown)."""
+    found = _OUTCOMES.get(outcome)
+    return "unknown" if found is None else found[0]
+
+
+def outcome_of_row(status: str) -> str:
+    """The history outcome a batch row's entry records for the row's state."""
+    return _OUTCOME_OF_ROW.get(status, "unknown")
 
 
 def meaning_of_failure(exc: BaseException) -> Failure:
@@ -73,6 +106,16 @@ def meaning_of_failure(exc: BaseException) -> Failure:
     # connected then no answer, an unknown outcome, an unreadable answer, a redirect,
     # an interrupt, or a bug after the request left: it may have been read
     return "unknown"
+
+
+def outcome_of_error(exc: BaseException) -> str:
+    """The history outcome of a failed movement: what the failure proves."""
+    meaning = meaning_of_failure(exc)
+    if meaning == "not_sent":
+        return "error"
+    if meaning == "refused" and isinstance(exc, GatewayError):
+        return "error" if exc.status in (401, 403) else "declined"
+    return meaning
 
 
 @dataclass(frozen=True)

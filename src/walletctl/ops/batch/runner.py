@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from pydantic import ValidationError
 
 from walletctl.client.gateway import FollowUpCall
-from walletctl.constants import APM_PROVIDER, ExitCode
+from walletctl.constants import APM_PROVIDER
 from walletctl.errors import (
     GatewayError,
     NetworkError,
@@ -37,7 +37,7 @@ from walletctl.errors import (
     UnknownOutcomeError,
     WalletctlError,
 )
-from walletctl.history.recorder import now_utc, os_user
+from walletctl.history.recorder import Recording, intent_for, os_user
 from walletctl.history.store import Completion, Intent
 from walletctl.models.base import dumps
 from walletctl.models.ledger import balance_from_records, check_followup
@@ -45,8 +45,11 @@ from walletctl.models.money import to_wire
 from walletctl.models.outcome import (
     Intended,
     conflict_note,
-    meaning_of_failure,
-    meaning_of_state,
+    exit_of,
+    history_outcome,
+    outcome_of_error,
+    outcome_of_row,
+    row_state,
 )
 from walletctl.ops.batch.flow import (
     FlowControlled,
@@ -428,7 +431,7 @@ class BatchRunner(FlowControlled):
                 self.journal.finish(row.key, "planned", detail=answer.message)
                 self._fatal(answer)
                 raise Stopped
-            if meaning_of_failure(answer) == "refused":  # a documented 4xx: nothing stored
+            if row_state(outcome_of_error(answer)) == "refused":  # a documented 4xx: none stored
                 self.breaker.success()
                 if answer.status == 404:  # the next run sends it again
                     self._finish(row, "refused", detail=f"{NOT_FOUND} {answer.message}")
@@ -578,11 +581,12 @@ class BatchRunner(FlowControlled):
         return True
 
     def _by_state(self, row: JournalRow, state: str, txn_id: str | None) -> None:
-        """A state's meaning for the row (models.outcome, as for the single command)."""
-        meaning = meaning_of_state(state)
-        if meaning == "approved":
+        """A state's meaning for the row: the history outcome the single command records for
+        it, as the row's state (models.outcome)."""
+        status = row_state(history_outcome(state))
+        if status == "confirmed":
             self._finish(row, "confirmed", txn_id=txn_id, txn_state=state)
-        elif meaning == "declined":
+        elif status == "refused":
             self._finish(row, "refused", txn_id=txn_id, txn_state=state,
                          detail=f"gateway: {state}")
         else:  # Pending or a state walletctl does not know: looked up by the next run
@@ -735,15 +739,6 @@ class RowSteps:
 
 
 # ---- the history's half of each row's record ------------------------------------------
-# row status -> (history outcome, exit code of the row as a single command would have it)
-_OUTCOME = {
-    "confirmed": ("approved", ExitCode.OK),
-    "refused": ("declined", ExitCode.DECLINED),
-    "unknown": ("unknown", ExitCode.UNKNOWN_OUTCOME),
-    "pending": ("error", ExitCode.NETWORK),  # never reached the gateway: nothing was sent
-}
-
-
 _GROUP = 64  # completions per history transaction
 
 
@@ -753,8 +748,11 @@ class BatchAudit:
     result; a row the pre-flight refuses is one entry, complete at birth. An entry is the
     transaction at the gateway (merchant, store, operation, new reference): a row begun again
     (a resumed run, another journal over the same file) gets the entry it already has, and
-    completes an earlier, interrupted run's unknown entry. Completions are written in groups
-    (with the next begins, every 64, and at the end)."""
+    completes an earlier, interrupted run's unknown entry. Each entry is the single command's
+    :class:`~walletctl.history.recorder.Recording`, its outcome and exit ``models.outcome``'s;
+    this class is its ``writes``: it collects them, so that the begins of the rows leaving
+    together are one transaction (with the journal's ``sent``) and completions are written in
+    groups (with the next begins, every 64, and at the end)."""
 
     def __init__(self, store: HistoryStore, op: str, batch_id: str,
                  profile_for: Callable[[str | None], Profile], approval: int | None = None,
@@ -767,7 +765,7 @@ class BatchAudit:
         self._profile_for = profile_for
         self._user = os_user()
         self._host = socket.gethostname()
-        self._open: dict[str, int] = {}  # new reference -> entry id, for rows sent this run
+        self._open: dict[str, Recording] = {}  # new reference -> entry, rows sent this run
         self._done: list[tuple[int, Completion]] = []  # completions not yet written
 
     def flush(self) -> None:
@@ -780,50 +778,61 @@ class BatchAudit:
         self.flush()
         self.store.close()
 
-    def _intent(self, row: JournalRow | RowResult, *, outcome: str | None = None,
-                exit_code: int | None = None, note: str | None = None) -> Intent:
-        prof = self._profile_for(row.profile)
-        return Intent(time=now_utc(), os_user=self._user, host=self._host,
-                      profile=prof.name, base_url=prof.base_url,
-                      operation=self.op, original_ref=row.ref, new_ref=row.new_ref,
-                      amount=f"{row.amount:f}", currency=row.currency, reason=self.reason,
-                      batch_id=self.batch_id, batch_row=row.line,
-                      outcome=outcome, exit_code=exit_code, note=note,
-                      merchant_id=prof.merchant_id, store_id=prof.store_id,
-                      approval=self.approval if outcome is None else None)
+    # ---- the recorder's writes, collected (history.recorder.Writes) ---------------------
+    def begin(self, intent: Intent) -> int:
+        """A row refused before anything was sent: its one entry, complete at birth."""
+        return self.store.begin(intent)
+
+    def complete(self, entry: int, completion: Completion) -> None:
+        """Completions are written in groups: one lost to a kill leaves its entry
+        `unknown`, which the resumed run (or `history --unknown --reconcile`) completes."""
+        self._done.append((entry, completion))
+        if len(self._done) >= _GROUP:
+            self.flush()
+
+    def _recording(self, row: JournalRow | RowResult, *, sending: bool) -> Recording:
+        """The row's entry, recorded by the single command's recorder (``sending``: the
+        intent of a request about to leave, which spends the batch's approval)."""
+        intent = intent_for(
+            self._profile_for(row.profile), self.op, user=self._user, host=self._host,
+            original_ref=row.ref, new_ref=row.new_ref, amount=f"{row.amount:f}",
+            currency=row.currency, reason=self.reason, batch_id=self.batch_id,
+            batch_row=row.line, approval=self.approval if sending else None)
+        return Recording(self.store, intent, writes=self)
 
     def on_send(self, items: list[tuple[JournalRow, int]]) -> None:
         """Rows about to be sent (journal already 'sent'): their entries are begun in one
         transaction, with the completions gathered since the last write."""
-        rows = [row for row, _attempt in items if row.new_ref not in self._open]  # not retries
-        if not rows and not self._done:
+        recs = [self._recording(row, sending=True)
+                for row, _attempt in items if row.new_ref not in self._open]  # not retries
+        if not recs and not self._done:
             return
-        ids = self.store.append_many([self._intent(row) for row in rows], self._done)
+        ids = self.store.append_many([rec.intent for rec in recs], self._done)
         self._done.clear()
-        for row, entry in zip(rows, ids, strict=True):
-            self._open[row.new_ref] = entry
+        for rec, entry in zip(recs, ids, strict=True):
+            rec.entry = entry
+            self._open[rec.intent.new_ref or ""] = rec  # a row's new_ref is never empty
 
     def on_result(self, result: RowResult) -> None:
-        outcome, code = _OUTCOME.get(result.status, ("unknown", ExitCode.UNKNOWN_OUTCOME))
+        # the row's outcome and exit as a single command would have them (models.outcome)
+        outcome = outcome_of_row(result.status)
+        code = exit_of(outcome)
         if result.status == "refused" and (result.detail or "").startswith(NOT_FOUND):
             # a 404 stored nothing and the next run sends the row again under this entry:
             # an error, not a refusal (a declined entry never becomes moved)
             outcome = "error"
         note = result.detail or (f"state {result.txn_state}" if result.txn_state else None)
-        entry = self._open.pop(result.new_ref, None)
-        if entry is None:  # not sent in this run: an earlier, killed run may have sent it
-            found = self.store.movement(self._intent(result))
+        rec = self._open.pop(result.new_ref, None)
+        if rec is None:  # not sent in this run: an earlier, killed run may have sent it
+            rec = self._recording(result, sending=False)
+            found = self.store.movement(rec.intent)
             if found is not None and found[1] == "unknown":
-                entry = found[0]
+                rec.entry = found[0]
                 note = f"resolved by a resumed batch run: {note or result.status}"
-        if entry is not None:
-            # Completions are written in groups: one lost to a kill leaves its entry
-            # `unknown`, which the resumed run (or `history --unknown --reconcile`) completes.
-            self._done.append((entry, Completion(time=now_utc(), outcome=outcome,
-                                                 exit_code=int(code), note=note)))
-            if len(self._done) >= _GROUP:
-                self.flush()
-        elif result.status == "refused" and not result.earlier_run:
-            # refused by the pre-flight: nothing was sent, one entry complete at birth
-            self.store.begin(self._intent(result, outcome="refused",
-                                          exit_code=int(ExitCode.DECLINED), note=note))
+            elif result.status == "refused" and not result.earlier_run:
+                # refused by the pre-flight: nothing was sent, one entry complete at birth
+                outcome = "refused"
+                code = exit_of(outcome)
+            else:
+                return
+        rec.write(outcome, int(code), None, note)
