@@ -309,7 +309,7 @@ complete -c walletctl -n "__walletctl_at 'recon'" -l until -x -d 'Before this da
 complete -c walletctl -n "__walletctl_at 'recon'" -l ref -x -d 'Only this order (repeatable); looked up even when the his...'
 complete -c walletctl -n "__walletctl_at 'recon'" -l refs -r -F -d 'More orders to look up: CSV with a ref column, one refere...'
 complete -c walletctl -n "__walletctl_at 'recon'" -l journal -r -F -d 'A capture/refund/reverse --batch journal to compare too (...'
-complete -c walletctl -n "__walletctl_at 'recon'" -l op -x -d 'Only this operation (repeatable): checkout, authorize, ca...'
+complete -c walletctl -n "__walletctl_at 'recon'" -l op -x -d 'Only this operation (repeatable): checkout, capture, refu...'
 complete -c walletctl -n "__walletctl_at 'recon'" -l concurrency -x -d 'Lookups in flight'
 complete -c walletctl -n "__walletctl_at 'recon'" -l rate -x -d 'Max requests per second'
 complete -c walletctl -n "__walletctl_at 'recon'" -l max-failures -x -d 'Stop after K consecutive failed lookups'

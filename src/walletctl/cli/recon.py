@@ -14,6 +14,7 @@ from walletctl.cli.common import LookupConcurrency, LookupFailures, Rate, parse_
 from walletctl.cli.registry import COMMANDS
 from walletctl.cli.state import get_state
 from walletctl.errors import UsageError
+from walletctl.models.operations import HISTORY_NAMES
 
 recon_app = typer.Typer(no_args_is_help=False)
 OPEN_AGE = "180d"  # recon --open: an order with an entry this recent may still move money
@@ -44,8 +45,8 @@ def recon(
         help="A capture/refund/reverse --batch journal to compare too (repeatable).")] = None,
     op: Annotated[list[str] | None, typer.Option(
         "--op", metavar="OP",
-        help="Only this operation (repeatable): checkout, authorize, capture, refund, "
-             "reverse. Default: all.")] = None,
+        help=f"Only this operation (repeatable): {', '.join(HISTORY_NAMES)}. "
+             "Default: all.")] = None,
     concurrency: LookupConcurrency = 32,
     rate: Rate = None,
     max_failures: LookupFailures = 10,

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from walletctl.constants import DEFAULT_TIMEOUT, DUPLICATE_WINDOW, MAX_TIMEOUT, PATH_KEYS
 from walletctl.errors import ConfigError
-from walletctl.models.operations import NAMES
+from walletctl.models.operations import HISTORY_NAMES, NAMES
 
 # --------------------------------------------------------------------------- the settings
 
@@ -68,7 +68,7 @@ class AuthSettings:
 
 
 # Operations the history's rules ([history] require_reason / limits) can name.
-HISTORY_OPERATIONS: tuple[str, ...] = ("checkout", "capture", "refund", "reverse", "authorize")
+HISTORY_OPERATIONS: tuple[str, ...] = HISTORY_NAMES
 # ... and the ones that can need a second operator's approval ([history.approvals])
 APPROVAL_OPERATIONS: tuple[str, ...] = NAMES
 APPROVAL_HOURS = 24

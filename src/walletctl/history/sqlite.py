@@ -17,6 +17,7 @@ from walletctl.history.chain import ALL, COLUMN_TYPES, LATER
 from walletctl.history.desk_tables import DeskTables
 from walletctl.history.store import HistoryStore, Intent, StorageError, Transaction
 from walletctl.models.money import payable_currencies
+from walletctl.models.operations import HISTORY_NAMES
 from walletctl.models.plain import CLASS
 
 _COLUMN_DEFS = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in ALL)  # a new file has them all
@@ -117,7 +118,7 @@ COMMIT;
 
 # The file's own checks (the database's on PostgreSQL: migrations/V6.sql), made by every
 # open of the file: what a few lines of sqlite3 write is held to what walletctl writes.
-MONEY = "('checkout', 'capture', 'refund', 'reverse', 'authorize')"
+MONEY = "(" + ", ".join(f"'{name}'" for name in HISTORY_NAMES) + ")"
 STEPS = "('policy', 'approval', 'finding', 'resolve')"
 # no control characters, no invisible or direction-changing ones (models.plain)
 _HAS_CONTROL = "*[" + CLASS.replace(chr(0), chr(1)) + "]*"  # SQL text holds no NUL

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Final, Literal
+from typing import Annotated, ClassVar, Final
 
 from pydantic import BeforeValidator, PrivateAttr, model_validator
 
@@ -11,19 +11,13 @@ from walletctl.models.base import ResponseModel, WireModel, spelled_as
 from walletctl.models.checkout import Provider, ShoppingCartDetails
 from walletctl.models.fields import Currency, PositiveMoney, Reference, Text
 from walletctl.models.money import quantize
-from walletctl.models.operations import WIRE_TYPE_OF, Op
+from walletctl.models.operations import OP_OF_WIRE_TYPE, WIRE_TYPE_OF, Op, WireType
 
-CAPTURE: Final = "ecom.capture"
-REFUND: Final = "ecom.refund"
-REVERSAL: Final = "ecom.reversalPreauthorization"
 Operation = Op
-OPERATION_TYPES: Final[dict[str, str]] = WIRE_TYPE_OF
+OPERATION_TYPES: Final[dict[str, WireType]] = WIRE_TYPE_OF
 
 
-FollowUpType = Annotated[
-    Literal["ecom.capture", "ecom.refund", "ecom.reversalPreauthorization"],
-    BeforeValidator(spelled_as(CAPTURE, REFUND, REVERSAL)),
-]
+FollowUpType = Annotated[WireType, BeforeValidator(spelled_as(*OP_OF_WIRE_TYPE))]
 
 
 class ApmRequestDetails(WireModel):
@@ -63,7 +57,7 @@ class FollowUpRequest(WireModel):
 
     @property
     def operation(self) -> Operation:
-        return {CAPTURE: "capture", REFUND: "refund", REVERSAL: "reverse"}[self.type]  # type: ignore[return-value]
+        return OP_OF_WIRE_TYPE[self.type]
 
 
 class ApmResponseDetails(ResponseModel):

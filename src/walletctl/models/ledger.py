@@ -18,31 +18,29 @@ from typing import TYPE_CHECKING, Literal
 
 from walletctl.errors import RefusedError
 from walletctl.models.money import format_major
-from walletctl.models.operations import KIND_OF_OP, OP_OF_KIND, Op
+from walletctl.models.operations import FOLLOW_UPS, KIND_OF_OP, OP_OF_KIND, LedgerKind, Op
 
 __all__ = ["KIND_OF_OP", "Op"]  # re-exported: the follow-up rules speak of them
 
 if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
 
-Kind = Literal["sale", "preauth", "capture", "refund", "reversal"]
+Kind = LedgerKind
 APPROVED = "Approved"
 ZERO = Decimal(0)
 
+# (in lower case, with the American "preauthorization")
 _TYPE_KINDS: dict[str, Kind] = {
     "ecom.sale": "sale",
     "ecom.preauthorization": "preauth",
-    "ecom.preauthorisation": "preauth",
-    "ecom.capture": "capture",
-    "ecom.refund": "refund",
-    "ecom.reversalpreauthorization": "reversal",
-    "ecom.reversalpreauthorisation": "reversal",
+    **{op.wire_type.lower(): op.kind for op in FOLLOW_UPS},
 }
 
 
 def kind_of(type_str: str | None) -> Kind | None:
     """A record's ``type`` (any spelling the gateway uses) -> ledger kind."""
-    return _TYPE_KINDS.get((type_str or "").lower())
+    folded = (type_str or "").lower().replace("preauthorisation", "preauthorization")
+    return _TYPE_KINDS.get(folded)
 
 
 @dataclass(frozen=True)

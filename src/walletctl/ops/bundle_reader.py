@@ -23,11 +23,12 @@ from typing import Any
 from walletctl.errors import UsageError
 from walletctl.history.chain import ALL, event_leaf
 from walletctl.history.merkle import verify_inclusion
+from walletctl.models.operations import NAMES
 from walletctl.ops.evidence import FORMAT, Anchor, EvidenceError, parse_anchor, read_anchors
 
 MAX_LINE = 1 << 20  # bytes: a line longer than this is not one walletctl wrote
 MAX_PROOF = 64  # hashes: a tree of 2**64 events
-_MOVES = ("checkout", "capture", "refund", "reverse")
+_MOVES = ("checkout", *NAMES)  # the movements its balance adds up (not a wallet's authorize)
 _HEX = re.compile(r"[0-9a-f]{64}")
 _AMOUNT = re.compile(r"\d{1,15}(\.\d{1,6})?")
 _INTEGERS = frozenset(("entry", "http_status", "exit_code", "batch_row", "approval"))

@@ -22,7 +22,7 @@ from walletctl.constants import ExitCode
 from walletctl.errors import ConfigError, RefusedError
 from walletctl.history.store import Entry, Filters
 from walletctl.models.ledger import Balance, balance_from_records, kind_of
-from walletctl.models.operations import FOLLOW_UPS, OP_OF_KIND
+from walletctl.models.operations import FOLLOW_UPS, OP_OF_KIND, ORIGINAL_KINDS
 from walletctl.models.outcome import find_record
 from walletctl.ops.money.earlier import lookup_or_none
 from walletctl.ops.recon.compare import (
@@ -47,8 +47,7 @@ if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
 
 # the record kinds -> the step's name (the history's operation names)
-_STEP_OF_KIND = {"sale": "checkout", "preauth": "checkout", "capture": "capture",
-                 "refund": "refund", "reversal": "reverse"}
+_STEP_OF_KIND: dict[str, str] = {**dict.fromkeys(ORIGINAL_KINDS, "checkout"), **OP_OF_KIND}
 # a derived follow-up reference: the original, then -CAP1, -REF2, -REV1, ... (the tags)
 _TAGGED = re.compile(r"(?P<original>.+)-(?:" + "|".join(op.tag for op in FOLLOW_UPS)
                      + r")[1-9][0-9]*")

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from walletctl.models.money import format_major
+from walletctl.models.operations import PAST_OF
 from walletctl.render.console import escape, out, print_note, print_warning
 from walletctl.render.fit import fit_phrases, print_markup
 from walletctl.render.formats import View, show
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from walletctl.models.records import TransactionRecord
     from walletctl.ops.redirect import FollowUpPlan
 
-VERB = {"capture": "Captured", "refund": "Refunded", "reverse": "Reversed"}
+VERB = PAST_OF
 
 
 render_waiting = print_note  # waiting behind another walletctl on the same original (stderr)

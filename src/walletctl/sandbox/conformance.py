@@ -23,6 +23,7 @@ from walletctl.models.fields import check_reference
 from walletctl.models.followup import FollowUpResponse
 from walletctl.models.ledger import APPROVED, Balance, Entry, Kind, check_followup, kind_of
 from walletctl.models.money import AmountFormat
+from walletctl.models.operations import KIND_OF_OP, OP_OF_KIND
 from walletctl.models.records import TransactionRecord
 from walletctl.models.walletpay import (
     AuthorizationResponse,
@@ -363,8 +364,7 @@ class Checker:
                                    f"{req.operation}: {ex.refused}"))
         order = self.orders.get((req.merchant_id, req.store_id, req.client_system_invoice_id))
         if order is not None:
-            kind = {"capture": "capture", "refund": "refund", "reverse": "reversal"}
-            order.followups.append(Entry(kind[req.operation], answer.state,  # type: ignore[arg-type]
+            order.followups.append(Entry(KIND_OF_OP[req.operation], answer.state,
                                          req.amount, req.currency_code,
                                          req.client_system_transaction_id))
         return found
@@ -405,18 +405,18 @@ class Checker:
         # replay the follow-ups the gateway approved through the ledger's rules
         balance = Balance.of(original)
         for entry in followups:
-            op = {"capture": "capture", "refund": "refund", "reversal": "reverse"}.get(entry.kind)
+            op = OP_OF_KIND.get(entry.kind)
             if op is None or entry.state != APPROVED:
                 continue
             try:
-                check_followup(balance, op, entry.amount, entry.currency)  # type: ignore[arg-type]
+                check_followup(balance, op, entry.amount, entry.currency)
             except RefusedError as exc:
                 found.append(Violation("answer", ex.name, "state",
                                        f"an Approved {entry.kind} {entry.reference} is "
                                        f"impossible after the order's earlier records: "
                                        f"{exc.message}"))
                 continue
-            balance = balance.applied(op, entry.amount)  # type: ignore[arg-type]
+            balance = balance.applied(op, entry.amount)
         order = self.orders.put((merchant, store, ref))
         order.original, order.followups = original, followups
         return found

@@ -19,6 +19,7 @@ from walletctl.models.checkout import CHECKOUT_TYPES
 from walletctl.models.followup import ApmResponseDetails, FollowUpResponse
 from walletctl.models.ledger import Balance, Entry, check_followup
 from walletctl.models.money import AmountFormat, parse_major
+from walletctl.models.operations import FOLLOW_UPS
 from walletctl.models.records import (
     ApmRecordDetails,
     RecordAddress,
@@ -52,9 +53,7 @@ _MAGIC_DECISIONS: Final[dict[str, tuple[dict[str, Any], str]]] = {  # approvals,
                 "errorUrl"),
 }
 # a follow-up operation: the kind of its record, and its provider code when approved
-_FOLLOWUPS: Final = {"capture": ("capture", "CapturedByProvider"),
-                     "refund": ("refund", "RefundedByProvider"),
-                     "reverse": ("reversal", "ReversedByProvider")}
+_FOLLOWUPS: Final = {op.name: (op.kind, op.approved_code) for op in FOLLOW_UPS}
 
 
 def approved_code(kind: str) -> str:
@@ -287,12 +286,10 @@ def apply_followup(
 # -- records (spec 2.5) -------------------------------------------------------------------
 
 # How records spell their type (the spec's sample shows ``ecom.preAuthorisation``).
-RECORD_TYPES: Final = {
+RECORD_TYPES: Final[dict[str, str]] = {
     "sale": "ecom.sale",
     "preauth": "ecom.preAuthorisation",
-    "capture": "ecom.capture",
-    "refund": "ecom.refund",
-    "reversal": "ecom.reversalPreauthorization",
+    **{op.kind: op.wire_type for op in FOLLOW_UPS},
 }
 
 

@@ -15,8 +15,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Final
 
-KINDS: Final = ("sale", "preauth", "capture", "refund", "reversal")
-ORIGINAL_KINDS: Final = ("sale", "preauth")
+from walletctl.models.operations import LEDGER_KINDS
+from walletctl.models.operations import ORIGINAL_KINDS as ORIGINAL_KINDS
+
+KINDS: Final = LEDGER_KINDS
 STATES: Final = ("Pending", "Approved", "Errored", "Declined", "Cancelled", "Expired")
 
 

@@ -23,6 +23,7 @@ from walletctl.history.batch_store import JournalFile
 from walletctl.history.batch_store import JournalRow as JournalRow  # the batch's row type
 from walletctl.history.batch_store import State as State
 from walletctl.history.batch_store import read_journal as read_journal_file
+from walletctl.models.operations import BATCH_TAG_OF
 from walletctl.ops.batch.input_rows import Op, Problem, Row, iter_rows
 
 FINAL_STATES: Final = frozenset({"confirmed", "refused"})
@@ -31,7 +32,7 @@ PREFLIGHT: Final = "pre-flight:"  # detail prefix of rows refused before anythin
 # base_url gives this too), so a later run checks them again
 NOT_FOUND: Final = "gateway (HTTP 404, nothing stored; sent again by the next run):"
 RECHECKED: Final = (PREFLIGHT, NOT_FOUND)
-_PREFIX: Final = {"capture": "cap", "refund": "rfd", "reverse": "rev"}
+_PREFIX: Final = BATCH_TAG_OF
 MAX_PROBLEMS_KEPT: Final = 50
 
 

@@ -38,7 +38,7 @@ LABELS: dict[Kind, str] = {
     "unapproved": "moved without an approval", "unknown": "unknown",
     "unchecked": "not checked"}
 # The operations recon compares (the history's names).
-OPERATIONS: tuple[str, ...] = ("checkout", "authorize", "capture", "refund", "reverse")
+OPERATIONS: tuple[str, ...] = operations.HISTORY_NAMES
 
 
 @dataclass(frozen=True)

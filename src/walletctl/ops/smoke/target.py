@@ -29,6 +29,7 @@ from walletctl.errors import ConfigError, ResponseError, UsageError
 from walletctl.history.recorder import now_utc, os_user
 from walletctl.history.store import Completion, HistoryStore, Intent
 from walletctl.masking import Masker
+from walletctl.models.operations import FOLLOW_UPS
 from walletctl.models.outcome import find_record, history_outcome
 from walletctl.ops.smoke import StepFailed, StepSkipped
 
@@ -338,11 +339,7 @@ class RecordingTransport(httpx.BaseTransport):
         self._inner.close()
 
 
-_FOLLOW_UPS = {
-    "ecom.capture": "capture",
-    "ecom.refund": "refund",
-    "ecom.reversalpreauthorization": "reverse",
-}
+_FOLLOW_UPS = {op.wire_type.lower(): op.name for op in FOLLOW_UPS}
 
 
 class HistoryTransport(httpx.BaseTransport):
