@@ -108,6 +108,9 @@ def tail_of(view: View, shape: Shape, count: int) -> Row | None:
     return None
 
 
+# The built-in formats: modules of this package, each imported the first time its format is
+# asked for (their names are all `--help` needs; their code, CSV's and JSON's, is not).
+BUILTIN: tuple[str, ...] = ("table", "json", "ndjson", "csv")
 _FORMATS: dict[str, Format] = {}
 
 
@@ -124,11 +127,15 @@ def unregister(name: str) -> None:
 
 
 def names() -> tuple[str, ...]:
-    """Every ``--output`` value, in the order registered (``table`` first)."""
-    return tuple(_FORMATS)
+    """Every ``--output`` value: the built-in ones (``table`` first), then those registered."""
+    return (*BUILTIN, *(name for name in _FORMATS if name not in BUILTIN))
 
 
 def get(name: str) -> Format:
+    if name not in _FORMATS and name in BUILTIN:
+        from importlib import import_module
+
+        import_module(f"{__name__}.{name}")  # registers it
     try:
         return _FORMATS[name]
     except KeyError:
@@ -166,14 +173,3 @@ def records(rows: Sequence[Row], title: str = "", *, drop: Sequence[str] = (),
     return View(rows=rows, title=title, drop=drop, document=document, table=table,
                 flat=[{k: str(v).lower() if isinstance(v, bool) else v for k, v in row.items()}
                       for row in rows])
-
-
-def _builtin() -> None:
-    """The built-in formats, each registered by its module as it is imported."""
-    from importlib import import_module
-
-    for module in ("table", "json", "ndjson", "csv"):
-        import_module(f"{__name__}.{module}")
-
-
-_builtin()
