@@ -17,6 +17,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from sandbox_fixtures import make_checkout_body
 from walletctl.cli.main import app
 from walletctl.constants import ExitCode
 from walletctl.sandbox.config import SandboxConfig
@@ -33,12 +34,7 @@ def sandbox() -> Iterator[str]:
 
 
 def approved(url: str, ref: str, kind: str = "ecom.sale") -> None:
-    body = {"merchantId": MERCHANT, "storeId": STORE, "userId": "ci", "type": kind,
-            "amount": "1000", "currencyCode": "EUR", "clientSystemTransactionId": ref,
-            "checkoutDetails": {"paymentMethod": "WalletV2"},
-            "redirectDetails": {k: "https://shop.example/x" for k in (
-                "returnUrl", "successUrl", "pendingUrl", "errorUrl", "cancelUrl",
-                "refusedUrl")}}
+    body = make_checkout_body(ref, "1000", kind, merchantId=MERCHANT, storeId=STORE)
     r = httpx.post(url + "/api/v5/checkout", json=body,
                    headers={"Authorization": f"PublicApiKey {API_KEY}"})
     assert r.status_code == 200, r.text

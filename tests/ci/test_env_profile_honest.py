@@ -15,6 +15,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from sandbox_fixtures import make_checkout_body
 from walletctl.cli.main import app
 from walletctl.constants import ExitCode
 from walletctl.sandbox.config import SandboxConfig
@@ -161,12 +162,7 @@ def test_smoke_report_path_that_is_a_directory_exits_4(tmp_path: Path, sandbox: 
 
 
 def _approved(url: str, ref: str, amount: str = "1000") -> None:
-    body = {"merchantId": MERCHANT, "storeId": STORE, "userId": "ci", "type": "ecom.sale",
-            "amount": amount, "currencyCode": "EUR", "clientSystemTransactionId": ref,
-            "checkoutDetails": {"paymentMethod": "WalletV2"},
-            "redirectDetails": {k: "https://shop.example/x" for k in (
-                "returnUrl", "successUrl", "pendingUrl", "errorUrl", "cancelUrl",
-                "refusedUrl")}}
+    body = make_checkout_body(ref, amount, merchantId=MERCHANT, storeId=STORE)
     r = httpx.post(url + "/api/v5/checkout", json=body,
                    headers={"Authorization": f"PublicApiKey {API_KEY}"})
     assert r.status_code == 200, r.text
