@@ -81,9 +81,9 @@ def measure(args: argparse.Namespace, workdir: Path, pg_url: str | None) -> int:
         profile = Profile(name="bench", base_url=sandbox.url, merchant_id="M-1", store_id="S-1",
                           user_id="u", currency="EUR", auth=AuthSettings(key=key))
 
-        from walletctl.history.recorder import now_utc
         from walletctl.history.sqlite import SqliteHistory
         from walletctl.history.store import Completion, HistoryStore, Intent
+        from walletctl.models.entries import now_utc
 
         stores: list[HistoryStore] = [SqliteHistory(workdir / "history.sqlite3")]
         if pg_url:

@@ -249,7 +249,7 @@ def test_reconcile_does_not_call_a_request_still_in_flight_not_applied(
 def test_a_request_no_longer_in_flight_is_judged_by_the_lookup() -> None:
     from types import SimpleNamespace
 
-    from walletctl.history.recorder import utc_text
+    from walletctl.models.entries import utc_text
     from walletctl.ops.money.earlier import IN_FLIGHT_MARGIN, in_flight_for
 
     def begun(seconds_ago: float) -> Any:

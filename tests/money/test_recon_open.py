@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from walletctl.cli.main import app
-from walletctl.history.recorder import utc_text
+from walletctl.models.entries import utc_text
 
 from .conftest import Desk, Result, unique
 

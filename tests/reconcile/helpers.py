@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 
 from money.conftest import TYPES, WALLETCTL, Desk, Result
-from walletctl.history.recorder import now_utc
 from walletctl.history.store import Completion, HistoryStore, Intent
+from walletctl.models.entries import now_utc
 
 
 def post_followup(desk: Desk, original: str, new_ref: str, amount: str,

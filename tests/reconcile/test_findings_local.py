@@ -64,8 +64,9 @@ def test_the_maker_of_a_movement_may_not_resolve_its_finding(desk: Desk) -> None
     desk.run("-p", "desk-a", "refund", sale, "--amount", "5.00", "--yes", expect=0)
     history = Path(desk.env["WALLETCTL_AUDIT_LOG"])
     # an entry of this OS account's that the gateway does not confirm
-    from walletctl.history.recorder import now_utc, os_user
+    from walletctl.history.recorder import os_user
     from walletctl.history.store import Completion, Intent
+    from walletctl.models.entries import now_utc
 
     with open_location(history, create=True, purpose="test") as store:
         entry = store.begin(Intent(

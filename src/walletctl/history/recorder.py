@@ -35,8 +35,7 @@ from walletctl.history.store import (
     StorageError,
     WriteHook,
 )
-from walletctl.models.entries import now_utc as now_utc  # named here for its callers
-from walletctl.models.entries import utc_text as utc_text
+from walletctl.models.entries import now_utc
 from walletctl.models.outcome import exit_of, history_outcome, outcome_of_error
 
 if TYPE_CHECKING:

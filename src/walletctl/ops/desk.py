@@ -17,9 +17,10 @@ from walletctl.errors import RefusedError, UsageError
 from walletctl.history import approvals
 from walletctl.history.approvals import STATES
 from walletctl.history.approvals import Approval as Approval  # the commands' type
-from walletctl.history.recorder import intent_for, now_utc, os_user
+from walletctl.history.recorder import intent_for, os_user
 from walletctl.history.rulebook import Rule
 from walletctl.history.store import Intent
+from walletctl.models.entries import now_utc
 
 if TYPE_CHECKING:
     from walletctl.config.profile import Profile

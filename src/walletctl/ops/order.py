@@ -168,7 +168,7 @@ def order_view(profile: Profile, client: GatewayClient, reference: str, *,
                keep: Callable[[HistoryStore, OrderView], None] | None = None) -> OrderView:
     """Everything known about ``reference``; ``keep``: called with the open history and the
     finished view (an evidence bundle is written from both)."""
-    from walletctl.history.recorder import now_utc
+    from walletctl.models.entries import now_utc
 
     named, backend, store = existing_history(profile, f"walletctl order {reference}")
     view = OrderView(reference=reference, profile=profile.name, history=named,
@@ -264,7 +264,7 @@ def _utc(text: str | None, zone: str | None) -> str:
     """A gateway date as the history's UTC form (as given when it cannot be read)."""
     from zoneinfo import ZoneInfo
 
-    from walletctl.history.recorder import utc_text
+    from walletctl.models.entries import utc_text
     from walletctl.models.records import parse_timestamp
 
     when = parse_timestamp(text, ZoneInfo(zone) if zone else UTC) if text else None

@@ -18,8 +18,9 @@ from walletctl.errors import AwaitingApprovalError
 from walletctl.history import approvals
 from walletctl.history.approvals import Approval, Request
 from walletctl.history.policy import amount_rule
-from walletctl.history.recorder import intent_for, major_text, now_utc, utc_text
+from walletctl.history.recorder import intent_for, major_text
 from walletctl.history.store import WriteHook
+from walletctl.models.entries import now_utc, utc_text
 from walletctl.models.plain import checked_plain
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from walletctl.errors import (
     UnknownOutcomeError,
     WalletctlError,
 )
-from walletctl.history.recorder import now_utc
 from walletctl.history.store import Completion, Entry, HistoryStore
+from walletctl.models.entries import now_utc
 from walletctl.models.outcome import (
     Intended,
     conflict_note,

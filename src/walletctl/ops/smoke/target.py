@@ -26,9 +26,10 @@ from walletctl.client.admin import (
 )
 from walletctl.config.profile import AuthSettings, Profile
 from walletctl.errors import ConfigError, ResponseError, UsageError
-from walletctl.history.recorder import now_utc, os_user
+from walletctl.history.recorder import os_user
 from walletctl.history.store import Completion, HistoryStore, Intent
 from walletctl.masking import Masker
+from walletctl.models.entries import now_utc
 from walletctl.models.operations import FOLLOW_UPS
 from walletctl.models.outcome import find_record, history_outcome
 from walletctl.ops.smoke import StepFailed, StepSkipped
