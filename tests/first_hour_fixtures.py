@@ -97,8 +97,9 @@ def embedded_serving(directory: Path) -> Iterator[Served]:
     sandbox with ``serve``'s defaults in a thread of this process on a real port, and profile
     ``sbx`` written into a fresh profiles file by the function ``--write-profile`` calls (no
     process to start: about a second of CPU less per test)."""
+    from walletctl.models.sandbox_values import DEFAULT_API_KEY
     from walletctl.ops.sandbox_admin import profile_table, write_profile
-    from walletctl.sandbox.config import DEFAULT_API_KEY, SandboxConfig
+    from walletctl.sandbox.config import SandboxConfig
     from walletctl.sandbox.server import EmbeddedSandbox
 
     config = directory / "cfg" / "profiles.toml"

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema_rs
 
 from sandbox_fixtures import MERCHANT_ID, STORE_ID, make_checkout_body
-from walletctl.sandbox.config import DEFAULT_SERVICE_SECRET
+from walletctl.models.sandbox_values import DEFAULT_SERVICE_SECRET
 from walletctl.sandbox.success_models import SUCCESS_MODELS
 
 from .helpers import APM, CHECKOUT

@@ -21,7 +21,7 @@ import pytest
 
 from sandbox_fixtures import AUTH_HEADERS, MERCHANT_ID, STORE_ID, make_checkout_body
 from timescale import scaled
-from walletctl.sandbox.config import DEFAULT_HEADER_BUDGET
+from walletctl.models.sandbox_values import DEFAULT_HEADER_BUDGET
 
 from .test_bounded_resources import _rss_mb, descriptor_limit
 from .test_connections import Served, serve

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from timescale import scaled
-from walletctl.sandbox.config import DEFAULT_BODY_BUDGET
+from walletctl.models.sandbox_values import DEFAULT_BODY_BUDGET
 
 from .test_connections import Served, serve
 

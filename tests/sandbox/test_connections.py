@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from timescale import scaled
-from walletctl.sandbox.config import DEFAULT_REQUEST_TIMEOUT, MAX_HEADER_BYTES, SandboxConfig
+from walletctl.models.sandbox_values import DEFAULT_REQUEST_TIMEOUT
+from walletctl.sandbox.config import MAX_HEADER_BYTES, SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
 
 SHAPE = {"code", "description", "details"}

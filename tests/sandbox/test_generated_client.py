@@ -24,7 +24,8 @@ import httpx
 import pytest
 
 from sandbox_fixtures import MERCHANT_ID, SANDBOX_API_KEY, STORE_ID, USER_ID
-from walletctl.sandbox.config import DEFAULT_SERVICE_SECRET, SandboxConfig
+from walletctl.models.sandbox_values import DEFAULT_SERVICE_SECRET
+from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
 
 PACKAGE = "sandbox_gateway_client"

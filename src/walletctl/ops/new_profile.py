@@ -153,6 +153,7 @@ def _with_sandbox_defaults(ask: NewProfile) -> tuple[NewProfile, list[str]]:
     it) where no flag said otherwise: its ids, currency, redirect URLs, its test key (when
     no key source is given or set) and its public key service's secret (when that is not
     the key); and the names of the settings so defaulted."""
+    from walletctl.models.sandbox_values import DEFAULT_API_KEY
     from walletctl.ops.sandbox_admin import (
         MERCHANT_ID,
         REDIRECTS,
@@ -160,7 +161,6 @@ def _with_sandbox_defaults(ask: NewProfile) -> tuple[NewProfile, list[str]]:
         USER_ID,
         default_service_secret,
     )
-    from walletctl.sandbox.config import DEFAULT_API_KEY
 
     changes: dict[str, Any] = {"ids": {**ask.ids, "merchant_id": MERCHANT_ID,
                                        "store_id": STORE_ID, "user_id": USER_ID}}

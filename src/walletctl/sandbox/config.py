@@ -18,16 +18,16 @@ from urllib.parse import urlsplit
 
 from walletctl.models.money import AmountFormat, exponent
 
-# the documented values, plain data the CLI shows too; named here as well (explicitly
-# re-exported) for the sandbox's modules and the tests
-from walletctl.models.sandbox_values import DEFAULT_API_KEY as DEFAULT_API_KEY
-from walletctl.models.sandbox_values import DEFAULT_BODY_BUDGET as DEFAULT_BODY_BUDGET
-from walletctl.models.sandbox_values import DEFAULT_HEADER_BUDGET as DEFAULT_HEADER_BUDGET
-from walletctl.models.sandbox_values import DEFAULT_REQUEST_TIMEOUT as DEFAULT_REQUEST_TIMEOUT
-from walletctl.models.sandbox_values import DEFAULT_SERVICE_SECRET as DEFAULT_SERVICE_SECRET
-from walletctl.models.sandbox_values import DEFAULT_WRITE_TIMEOUT as DEFAULT_WRITE_TIMEOUT
-from walletctl.models.sandbox_values import MAGIC as MAGIC
-from walletctl.models.sandbox_values import MAGIC_HELP as MAGIC_HELP
+# the documented values: plain data the CLI shows too (models/sandbox_values.py)
+from walletctl.models.sandbox_values import (
+    DEFAULT_API_KEY,
+    DEFAULT_BODY_BUDGET,
+    DEFAULT_HEADER_BUDGET,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SERVICE_SECRET,
+    DEFAULT_WRITE_TIMEOUT,
+    MAGIC,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request

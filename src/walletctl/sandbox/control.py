@@ -16,8 +16,9 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from walletctl import __version__
 from walletctl.constants import SANDBOX_LEDGER_NDJSON
+from walletctl.models.sandbox_values import MAGIC_HELP
 from walletctl.sandbox import engine, requests
-from walletctl.sandbox.config import MAGIC_HELP, FaultConfig, SandboxContext, is_loopback
+from walletctl.sandbox.config import FaultConfig, SandboxContext, is_loopback
 from walletctl.sandbox.replies import SandboxError
 from walletctl.sandbox.requests import CLOCK_MAX_SECONDS, ClockBody
 from walletctl.sandbox.store import ORIGINAL_KINDS, Store

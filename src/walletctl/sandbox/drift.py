@@ -17,7 +17,8 @@ from typing import Any, Final
 import httpx
 
 from walletctl.models.money import AmountFormat
-from walletctl.sandbox.config import DEFAULT_API_KEY, FaultConfig, SandboxConfig
+from walletctl.models.sandbox_values import DEFAULT_API_KEY
+from walletctl.sandbox.config import FaultConfig, SandboxConfig
 from walletctl.sandbox.conformance import route_of
 from walletctl.sandbox.recording import Recorded, read_recording
 

@@ -1,6 +1,7 @@
 """The sandbox's behaviour: checkouts, the customer's decision, follow-ups, seeded
 checkouts and the 2.5 records. Business rules are :mod:`walletctl.models.ledger`'s (the CLI's
-own); the provider's outcome is chosen by the checkout amount (:data:`config.MAGIC`).
+own); the provider's outcome is chosen by the checkout amount
+(:data:`walletctl.models.sandbox_values.MAGIC`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from walletctl.masking import Masker
 from walletctl.models.money import AmountFormat
-from walletctl.sandbox.config import DEFAULT_BODY_BUDGET
+from walletctl.models.sandbox_values import DEFAULT_BODY_BUDGET
 from walletctl.sandbox.conformance import Checker, Exchange, Violation
 from walletctl.sandbox.middleware import MAX_BODY, OVER_BUDGET, read_body
 from walletctl.sandbox.recording import Recorder, masker_for

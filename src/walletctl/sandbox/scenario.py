@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TextIO
 
 from walletctl.constants import Env
-from walletctl.sandbox.config import DEFAULT_API_KEY, SandboxConfig
+from walletctl.models.sandbox_values import DEFAULT_API_KEY
+from walletctl.sandbox.config import SandboxConfig
 from walletctl.sandbox.server import EmbeddedSandbox
 
 DEMO_PROFILE = "demo"
