@@ -101,6 +101,7 @@ class HealthPoller:
         self.latencies: list[float] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
+        self._polled = threading.Event()  # the first poll is answered (or failed)
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
@@ -111,14 +112,19 @@ class HealthPoller:
                     status = client.get(self.url + "/_sandbox/health").status_code
                 except httpx.HTTPError as exc:
                     self.errors.append(repr(exc))
+                    self._polled.set()
                     continue
                 self.latencies.append(time.perf_counter() - start)
+                self._polled.set()
                 if status != 200:
                     self.errors.append(f"status {status}")
                 time.sleep(0.005)
 
     def __enter__(self) -> HealthPoller:
+        """Returns once polling is live (its first poll answered), so whatever the test sends
+        next is measured even on a machine slow to start the poller's thread and connection."""
         self._thread.start()
+        self._polled.wait(timeout=30)
         return self
 
     def __exit__(self, *exc: object) -> None:
