@@ -22,8 +22,8 @@ cluster of its own (benchmarks/pg_server.py: loopback, operator ``alice``). The 
   and its CPU time (``process cpu s``: what a busy machine does not inflate);
 * ``-o json`` / ``-o csv``: the whole history piped out by ``walletctl -o FMT history``: its
   first byte (s) and the process's peak RSS (MiB; benchmarks/peak_rss.py), once each;
-* ``verify --since-anchor``: the walk in this process (``walk ms``), and a whole ``walletctl
-  history verify --since-anchor FILE`` process (``s``, and ``cpu s``), whose anchor is the
+* ``verify --anchor``: the walk in this process (``walk ms``), and a whole ``walletctl
+  history verify --anchor FILE`` process (``s``, and ``cpu s``), whose anchor is the
   event before the last 10k entries (20k events walked), median of 3.
 
 Processes run with their bytecode kept (in the scratch directory), as an installed walletctl
@@ -31,7 +31,7 @@ does, after one warm-up run of each.
 
 The goals (issue 37): batch rows/s at 1M >= 0.9 x at 10k; ``--ref`` and ``--unknown`` <= 50 ms
 of query and <= 0.5 s of process at 1M; ``-o json``/``-o csv`` at 1M with peak RSS <= 100 MB
-and the first row out in < 1 s; ``verify --since-anchor`` over the last 10k <= 1 s.
+and the first row out in < 1 s; ``verify --anchor`` over the last 10k <= 1 s.
 
 ``--suite log`` (issue 45, the history as a transparency log): a history per backend seeded
 fast to each size by benchmarks/history_seed.py (the product's own rows and Merkle nodes,
@@ -40,8 +40,9 @@ warm-up: the time to the first row of ``history`` (the table), ``history --last 
 ``-o csv`` (its first data row, not the header), ``--ref ORDER-1 -o csv``, ``order
 ORDER-1`` and ``order ORDER-1 --evidence FILE`` (the oldest order, against the embedded
 sandbox); ``history check-evidence`` of that bundle (time, and peak RSS once);
-``history anchor``; ``verify --since-anchor`` over a file of two checkpoints; ``verify
---anchor`` over it once (a walk of the whole chain: O(n) by design); and ``appends/s``: 2,000
+``history anchor``; ``verify --anchor`` over a file of two checkpoints (consistency proofs,
+and the walk of what was added after the newest); ``verify --anchor --full`` over it once (a
+walk of the whole chain: O(n) by design); and ``appends/s``: 2,000
 entries (begin and completion), 100 per transaction, through the store in this process.
 Each size's figures are printed with the ratio to the smallest size's (goal: <= 1.2 for
 every figure but the full walk), and the load average when each size was measured.
@@ -208,10 +209,10 @@ class Arm:
         anchors.write_text(json.dumps({"event": event, "entry": 1, "hash": kept,
                                        "time": when(0), "history": self.store.where}) + "\n")
         walked = timed(lambda: self.store.verify((event, kept)))
-        wall, cpu = run_s(["history", "verify", "--since-anchor", str(anchors), "-o", "json"],
+        wall, cpu = run_s(["history", "verify", "--anchor", str(anchors), "-o", "json"],
                           self.child)
-        return {"verify --since-anchor walk ms": walked * 1000,
-                "verify --since-anchor s": wall, "verify --since-anchor cpu s": cpu}
+        return {"verify --anchor walk ms": walked * 1000,
+                "verify --anchor s": wall, "verify --anchor cpu s": cpu}
 
 
 def measure(base: Arm, grown: Arm) -> dict[str, tuple[float, float]]:
@@ -391,10 +392,10 @@ def log_figures(child: dict[str, str], open_store: Callable[[], HistoryStore], w
     with anchors.open("a") as out:
         out.write(subprocess.run([PY, "-m", "walletctl", "history", "anchor"], env=child,
                                  capture_output=True, check=True).stdout.decode())
-    found["verify --since-anchor (2 checkpoints) s"] = median_of(
-        lambda: whole(["history", "verify", "--since-anchor", str(anchors)], child))
-    found["verify --anchor (2 checkpoints, full walk) s"] = whole(
-        ["history", "verify", "--anchor", str(anchors)], child)
+    found["verify --anchor (2 checkpoints) s"] = median_of(
+        lambda: whole(["history", "verify", "--anchor", str(anchors)], child))
+    found["verify --anchor --full (2 checkpoints, full walk) s"] = whole(
+        ["history", "verify", "--anchor", str(anchors), "--full"], child)
     found["load average (1 min)"] = max(found["load average (1 min)"], os.getloadavg()[0])
     return found
 

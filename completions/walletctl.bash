@@ -31,7 +31,7 @@ _walletctl_options() {  # PATH: its options
         'history policy show') echo '--help -h' ;;
         'history policy unset') echo '--help -h' ;;
         'history setup') echo '--grant --role --help -h' ;;
-        'history verify') echo '--anchor --expect-head --since-anchor --trust-key --help -h' ;;
+        'history verify') echo '--anchor --since-anchor --expect-head --full --trust-key --help -h' ;;
         'keys') echo '--show-secret --save --refresh --help -h' ;;
         'lookup') echo '--batch --open --older-than --state --concurrency --rate --max-failures --help -h' ;;
         'order') echo '--evidence --anchor --help -h' ;;
@@ -82,7 +82,7 @@ _walletctl_takes() {  # PATH: its options that take a value
         'history anchor') echo '--sign-key' ;;
         'history check-evidence') echo '--anchor --trust-key' ;;
         'history setup') echo '--grant --role' ;;
-        'history verify') echo '--anchor --expect-head --since-anchor --trust-key' ;;
+        'history verify') echo '--anchor --since-anchor --expect-head --trust-key' ;;
         'lookup') echo '--batch --older-than --state --concurrency --rate --max-failures' ;;
         'order') echo '--evidence --anchor' ;;
         'profile add') echo '--base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path' ;;

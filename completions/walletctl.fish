@@ -26,7 +26,7 @@ function __walletctl_takes
         case 'history anchor'; echo --sign-key
         case 'history check-evidence'; echo --anchor --trust-key
         case 'history setup'; echo --grant --role
-        case 'history verify'; echo --anchor --expect-head --since-anchor --trust-key
+        case 'history verify'; echo --anchor --since-anchor --expect-head --trust-key
         case 'lookup'; echo --batch --older-than --state --concurrency --rate --max-failures
         case 'order'; echo --evidence --anchor
         case 'profile add'; echo --base-url --merchant-id --store-id --user-id --amount-format --currency --timeout --timezone --environment --auth-scheme --header --username --key-env --key-file --service-secret-env --service-secret-file --redirect-base --success-url --error-url --pending-url --return-url --cancel-url --refused-url --path
@@ -229,9 +229,9 @@ complete -c walletctl -n "__walletctl_at 'history policy unset'" -l help -s h -d
 complete -c walletctl -n "__walletctl_at 'history setup'" -l grant -x -d 'A database role to let in as --role; repeatable'
 complete -c walletctl -n "__walletctl_at 'history setup'" -l role -x -d 'What the --grant roles may do: operator (move money, file...'
 complete -c walletctl -n "__walletctl_at 'history setup'" -l help -s h -d 'Show help'
-complete -c walletctl -n "__walletctl_at 'history verify'" -l anchor -r -F -d 'A file of lines `walletctl history anchor` printed (kept...'
+complete -c walletctl -n "__walletctl_at 'history verify'" -l anchor -l since-anchor -r -F -d 'A file of checkpoints `walletctl history anchor` printed...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l expect-head -x -d 'A head hash printed by an earlier verify (12+ hex digits)...'
-complete -c walletctl -n "__walletctl_at 'history verify'" -l since-anchor -r -F -d 'An anchors file as for --anchor: walk only the events aft...'
+complete -c walletctl -n "__walletctl_at 'history verify'" -l full -d 'With --anchor: walk the whole chain too (also finds an ed...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l trust-key -r -F -d 'With --anchor: every checkpoint of the file must be signe...'
 complete -c walletctl -n "__walletctl_at 'history verify'" -l help -s h -d 'Show help'
 complete -c walletctl -n "__walletctl_at 'keys'" -l show-secret -d 'Print the keys themselves (default: a fingerprint)'

@@ -95,8 +95,15 @@ def test_an_anchor_is_one_json_line_naming_the_head(history: Path) -> None:
     ok = _cli(history, "-o", "table", "history", "verify", "--anchor",
               str(history.parent / "anchors.jsonl"))
     assert ok.returncode == 0, ok
-    assert "intact, 12 events, hash chain verified" in ok.stdout
+    # the newest line is the head: nothing was added since, so nothing is walked
+    assert "intact, 0 events after anchored event 12, hash chain verified" in ok.stdout
     assert "2 anchor lines matched" in ok.stdout
+    full = _cli(history, "-o", "table", "history", "verify", "--full", "--anchor",
+                str(history.parent / "anchors.jsonl"))
+    assert full.returncode == 0, full
+    assert "intact, 12 events, hash chain verified" in full.stdout
+    alone = _cli(history, "history", "verify", "--full")
+    expect(alone, 2, "--full: goes with --anchor FILE")
 
 
 def test_a_dropped_tail_verifies_alone_and_fails_against_its_anchor(history: Path) -> None:

@@ -145,20 +145,20 @@ def _reconcile(st: State, listing: Listing, filters: Filters) -> None:
 def verify(
     ctx: typer.Context,
     anchor: Annotated[Path | None, typer.Option(
-        "--anchor", metavar="FILE",
-        help="A file of lines `walletctl history anchor` printed (kept outside the history): "
-             "fail unless every line's event is still here with the same hash (detects "
-             "deleted newest entries and a recomputed chain).")] = None,
+        "--anchor", "--since-anchor", metavar="FILE",
+        help="A file of checkpoints `walletctl history anchor` printed (kept outside the "
+             "history): each must still be here with its hash, and its tree a prefix of "
+             "today's and of the next line's (consistency proofs); then only the events "
+             "after the newest line are walked, so the cost is what was added since.")] = None,
     expect_head: Annotated[str | None, typer.Option(
         "--expect-head", metavar="HASH",
         help="A head hash printed by an earlier verify (12+ hex digits): fail unless that "
              "event is still in the history (detects deleted newest entries).")] = None,
-    since_anchor: Annotated[Path | None, typer.Option(
-        "--since-anchor", metavar="FILE",
-        help="An anchors file as for --anchor: walk only the events after its newest "
-             "anchor (checked first), so the cost is what was added since; every line is "
-             "checked as with --anchor. The full walk (without it) also finds older "
-             "edits.")] = None,
+    full: Annotated[bool, typer.Option(
+        "--full",
+        help="With --anchor: walk the whole chain too (also finds an edit made before the "
+             "newest checkpoint that left its hash alone; the cost grows with the "
+             "history).")] = False,
     trust_key: Annotated[Path | None, typer.Option(
         "--trust-key", metavar="PUB.pem",
         help="With --anchor: every checkpoint of the file must be signed by this Ed25519 "
@@ -166,13 +166,13 @@ def verify(
 ) -> None:
     """Check the hash chain and the Merkle tree: exit 0 when intact, 3 naming the first
     problem. With --anchor, each checkpoint's tree must be a prefix of today's and of the
-    next checkpoint's (consistency proofs)."""
+    next checkpoint's (consistency proofs), and only what was added since is walked."""
     from walletctl.ops.evidence import verify as run_verify
     from walletctl.render.history import render_verified
 
     st = get_state(ctx)
     found = run_verify(_profile_or_none(st), anchors_file=anchor, expect_head=expect_head,
-                       since_anchor=since_anchor, trust_key=trust_key)
+                       full=full, trust_key=trust_key)
     render_verified(st.output_format, found)  # like every command: JSON when piped
     if not found.intact:
         raise typer.Exit(int(ExitCode.CONFIG))  # a history that fails its check

@@ -139,12 +139,14 @@ def make_anchor(profile: Profile | None, sign_key: Path | None = None) -> Anchor
 
 
 def verify(profile: Profile | None, *, anchors_file: Path | None,
-           expect_head: str | None, since_anchor: Path | None = None,
+           expect_head: str | None, full: bool = False,
            trust_key: Path | None = None) -> Verified:
-    """Walk the chain (``since_anchor``: only after the newest anchor of that file); check
-    it against the anchors (every line of ``anchors_file`` and ``since_anchor``) and
-    ``expect_head``; look for spent approvals whose decision is not in the chain. Usage
-    errors (a malformed anchors file) are raised before the history is opened."""
+    """Check the history against the checkpoints of ``anchors_file`` (each still here with
+    its hash, each tree a prefix of today's and of the next one's), then walk the chain: with
+    anchors, only the events after the newest one (so the cost is what was added since),
+    unless ``full``; without, all of it. Compare ``expect_head``; look for spent approvals
+    whose decision is not in the chain. Usage errors (a malformed anchors file) are raised
+    before the history is opened."""
     from walletctl.history import open_profile_history
 
     if expect_head is not None and not _HEAD_PREFIX.fullmatch(expect_head):
@@ -154,14 +156,13 @@ def verify(profile: Profile | None, *, anchors_file: Path | None,
     if trust_key is not None and not anchors_file:
         raise UsageError("--trust-key: goes with --anchor FILE (the checkpoints it vouches "
                          "for)")
+    if full and not anchors_file:
+        raise UsageError("--full: goes with --anchor FILE (without it the whole chain is "
+                         "walked already)")
     from walletctl.ops.checkpoint import public_key
 
     trusted = public_key(trust_key) if trust_key is not None else None
-    since = None
-    if since_anchor is not None:
-        kept = read_anchors(since_anchor, flag="--since-anchor")
-        since = max(kept, key=lambda a: a.event)
-        anchors += kept
+    since = max(anchors, key=lambda a: a.event) if anchors and not full else None
     with open_profile_history(profile, purpose="walletctl history verify") as store:
         count, broken = store.verify(None if since is None else (since.event, since.hash))
         head = store.head()

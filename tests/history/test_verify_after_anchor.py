@@ -1,7 +1,8 @@
-"""`history verify --since-anchor FILE`: only the events after the newest kept anchor are
-walked. An edit after the anchor is caught; an edit before it that leaves the anchored
-event's hash as kept is not (the full walk catches it: docs/history.md says so); a chain
-recomputed up to the head is caught by the anchor's own hash. Run as a real subprocess."""
+"""`history verify --anchor FILE`: only the events after the newest kept anchor are walked
+(`--since-anchor` is its older spelling). An edit after the anchor is caught; an edit before
+it that leaves the anchored event's hash as kept is not (`--full` catches it:
+docs/history.md says so); a chain recomputed up to the head is caught by the anchor's own
+hash. Run in process (tests/cli_runner.py)."""
 
 from __future__ import annotations
 
@@ -59,21 +60,25 @@ def _verify(history: Path, *args: str) -> tuple[int, dict[str, object], str]:
 
 def test_walks_only_what_was_added_after_the_anchor(tmp_path: Path) -> None:
     history, anchors = _anchored(tmp_path)
-    code, found, _ = _verify(history, "--since-anchor", str(anchors))
+    code, found, _ = _verify(history, "--anchor", str(anchors))
     assert code == 0
     assert (found["intact"], found["events"], found["sinceEvent"], found["anchors"]) == (
         True, 8, 12, 1)
-    text = _cli(history, "history", "verify", "-o", "table", "--since-anchor", str(anchors))
+    text = _cli(history, "history", "verify", "-o", "table", "--anchor", str(anchors))
     assert "intact, 8 events after anchored event 12" in text.stdout
     code, found, _ = _verify(history)
     assert (code, found["events"], found["sinceEvent"]) == (0, 20, None)
+    code, found, _ = _verify(history, "--since-anchor", str(anchors))  # the older spelling
+    assert (code, found["events"], found["sinceEvent"]) == (0, 8, 12)
+    code, found, _ = _verify(history, "--anchor", str(anchors), "--full")
+    assert (code, found["events"], found["sinceEvent"], found["anchors"]) == (0, 20, None, 1)
 
 
 def test_an_edit_after_the_anchor_is_caught(tmp_path: Path) -> None:
     history, anchors = _anchored(tmp_path)
     with sqlite3.connect(history) as db:
         db.execute("UPDATE events SET amount = '9999.00' WHERE seq = 15")  # entry #8's begin
-    code, found, err = _verify(history, "--since-anchor", str(anchors))
+    code, found, err = _verify(history, "--anchor", str(anchors))
     assert (code, found["intact"], found["brokenAt"]) == (3, False, 15)
     assert "entry #8 was changed after it was written" in err
     assert "(2 events before it after anchored event 12 are intact)" in err
@@ -85,9 +90,9 @@ def test_an_edit_before_the_anchor_needs_the_full_walk(tmp_path: Path) -> None:
     history, anchors = _anchored(tmp_path)
     with sqlite3.connect(history) as db:
         db.execute("UPDATE events SET amount = '9999.00' WHERE seq = 3")  # entry #2's begin
-    code, found, _ = _verify(history, "--since-anchor", str(anchors))
+    code, found, _ = _verify(history, "--anchor", str(anchors))
     assert (code, found["intact"]) == (0, True)
-    code, found, err = _verify(history)
+    code, found, err = _verify(history, "--anchor", str(anchors), "--full")
     assert (code, found["brokenAt"]) == (3, 3)
     assert "entry #2 was changed after it was written" in err
 
@@ -105,7 +110,7 @@ def test_a_chain_recomputed_before_the_anchor_is_caught_by_its_hash(tmp_path: Pa
             db.execute("UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?",
                        (prev, digest, seq))
             prev = digest
-    code, found, err = _verify(history, "--since-anchor", str(anchors))
+    code, found, err = _verify(history, "--anchor", str(anchors))
     assert (code, found["intact"], found["brokenAt"]) == (3, False, 13)
     assert [f["event"] for f in found["anchorFailures"]] == [12]  # type: ignore[attr-defined]
     assert "event 13" in err
@@ -115,7 +120,7 @@ def test_a_malformed_anchors_file_names_the_option(tmp_path: Path) -> None:
     history, _ = _anchored(tmp_path)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"event": 0}\n')
-    proc = _cli(history, "history", "verify", "--since-anchor", str(bad))
+    proc = _cli(history, "history", "verify", "--anchor", str(bad))
     assert proc.returncode == 2
-    assert f"--since-anchor {bad} line 1: field 'event' must be a number of 1 or more" in (
+    assert f"--anchor {bad} line 1: field 'event' must be a number of 1 or more" in (
         proc.stderr)
