@@ -125,6 +125,46 @@ def test_a_refused_entry_never_becomes_money_moved(rules: PgDesk) -> None:
     assert _entries(rules) == [(pending, "refund", "refused"), (sent, "refund", "declined")]
 
 
+def test_one_statement_of_several_movements_is_refused_whole_when_a_later_one_breaks_a_rule(
+        rules: PgDesk) -> None:
+    """The rulebook and settling triggers (V9) look only at the rows of a statement that could
+    break a rule: several events in one INSERT, the first ones lawful and a later one not,
+    are refused together, whichever rule the later one breaks and wherever it stands."""
+    fine = [_refund(f"S-{i}", "40.00", reason="r") for i in range(3)]
+    cases: list[tuple[list[dict[str, Any]], str]] = [
+        ([*fine, _refund("S-9", "400.00", reason="r")], "names no approval"),
+        ([*fine, _refund("S-9", "40.00")], "needs a reason"),
+        ([fine[0], _refund("S-9", "400.00", reason="r", outcome="approved"), fine[1]],
+         "is begun approved"),
+        ([*fine, {**_refund("S-9", "40.00", reason="r"), "operation": "Refund",
+                  "outcome": "approved"}], "is begun approved"),
+    ]
+    for rows, why in cases:
+        def several(db: psycopg.Connection[Any], tip: Tip, rows: list[dict[str, Any]] = rows,
+                    ) -> None:
+            for row in rows:
+                tip.append("begin", None, {**ROW, **row}, True)
+        with pytest.raises(psycopg.errors.CheckViolation, match=why):
+            _as(rules, "alice", several)
+    assert _entries(rules) == []
+    # the completions of one statement: two lawful, then one of an entry recorded refused
+    sent = [_begin(rules, "alice", **_refund(f"C-{i}", "40.00", reason="r")) for i in range(2)]
+    pending = _begin(rules, "alice", **_refund("C-9", "400.00", reason="r",
+                                               outcome="refused", exit_code=12))
+
+    def settle(db: psycopg.Connection[Any], tip: Tip) -> None:
+        for entry in (*sent, pending):
+            tip.append("complete", entry, {"time": ROW["time"], "outcome": "approved"}, True)
+    with pytest.raises(psycopg.errors.CheckViolation, match="takes no outcome"):
+        _as(rules, "alice", settle)
+    assert [row[2] for row in _entries(rules)] == ["unknown", "unknown", "refused"]
+    # the same statement without the unlawful row goes through, every row of it
+    _as(rules, "alice", lambda db, tip: [tip.append(
+        "complete", entry, {"time": ROW["time"], "outcome": "approved"}, True)
+        for entry in sent])
+    assert [row[2] for row in _entries(rules)] == ["approved", "approved", "refused"]
+
+
 def test_control_characters_are_refused_in_every_text_field(rules: PgDesk) -> None:
     """An escape sequence in a reason (it redrew the approver's screen), a bidi override in
     a reference, a C1 control in a request: refused by the tables' CHECKs, whoever writes."""
