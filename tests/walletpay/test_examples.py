@@ -40,7 +40,8 @@ def test_the_docs_show_the_example_files_as_they_are() -> None:
     text = DOCS.read_text(encoding="utf-8")
     shown = dict(re.findall(r"<!-- file: (\S+) -->\n```\w+\n(.*?)```", text, re.S))
     files = {str(p.relative_to(ROOT)) for p in EXAMPLES.rglob("*")
-             if p.is_file() and p.name != ".gitignore" and "node_modules" not in p.parts}
+             if p.is_file() and p.name != ".gitignore"
+             and not {"node_modules", "__pycache__"} & set(p.parts)}
     assert set(shown) == files
     for rel, code in shown.items():
         assert code == (ROOT / rel).read_text(encoding="utf-8"), f"docs/testing.md: {rel} differs"
