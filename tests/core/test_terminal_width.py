@@ -5,7 +5,11 @@ the command's ``-o json`` output that its wide (200 columns) view shows is on th
 screen whole, or the screen says a column was "hidden at N columns".
 
 One sandbox (``sandbox serve --write-profile``) serves every command; the four widths run
-side by side, each in a tmux server of its own (a socket named for this test run).
+side by side, each in a tmux server of its own (a socket named for this test run). In each
+window one Python process runs every command in turn through walletctl's own entry point,
+with the window's terminal as its stdin, stdout and stderr (:data:`DRIVER`): the width is the
+terminal's, as for ``walletctl`` started there, at the cost of one interpreter, not twenty.
+``test_a_command_started_as_its_own_process_shows_the_drivers_screen`` holds the two alike.
 """
 
 from __future__ import annotations
@@ -117,6 +121,21 @@ def _json_words(document: Any) -> set[str]:
     return words
 
 
+# Run in each tmux window: every step's command through the app's entry point, in the
+# step's directory, its screen after a marker line; then the end marker.
+DRIVER = """\
+import json, os, sys
+from walletctl.cli.main import app
+for name, where, argv in json.load(open(sys.argv[1])):
+    print("=== " + name, flush=True)
+    os.chdir(where)
+    sys.argv = ["walletctl", *argv]
+    app(args=argv, prog_name="walletctl", standalone_mode=False)
+    sys.stdout.flush()
+    sys.stderr.flush()
+"""
+
+
 class Served:
     def __init__(self, root: Path, env: dict[str, str]) -> None:
         self.root, self.env = root, env
@@ -189,24 +208,35 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             server.kill()
 
 
-def _screens(sb: Served, width: int, socket: str) -> dict[str, str]:
-    """Each command's screen in a ``width``-column tmux window (lines the terminal wrapped
-    joined back: -J)."""
-    script = sb.root / f"run-{width}.sh"
-    lines = [f"cd {shlex.quote(str(sb.root))}"]
-    for name, argv, _ in COMMANDS:
+def _screens(sb: Served, width: int, socket: str,
+             commands: list[tuple[str, str, str | None]] = COMMANDS) -> dict[str, str]:
+    """Each command's screen in a ``width``-column tmux window, the driver running them in
+    turn (lines the terminal wrapped joined back: -J)."""
+    plan = sb.root / f"run-{width}-{len(commands)}.json"
+    steps = []
+    for name, argv, _ in commands:
         if name == "demo" and width == WIDE:
             continue  # the slowest: its narrow screens are compared with one another
         # each width's batch is a batch of its own (its CSV in a directory of its own)
-        where = f"cd {shlex.quote(str(sb.root / str(width)))} && " if name == "batch" else ""
-        lines += [f"echo '=== {name}'", f"({where}{WALLETCTL} {argv})"]
-    lines.append("echo '=== end'")
-    script.write_text("\n".join(lines) + "\n")
-    session = f"w{width}"
+        where = sb.root / str(width) if name == "batch" else sb.root
+        steps.append([name, str(where), shlex.split(argv)])
+    plan.write_text(json.dumps(steps))
+    driver = sb.root / "driver.py"
+    driver.write_text(DRIVER)
+    screen = _window(sb, socket, f"w{width}", width,
+                     f"{shlex.quote(sys.executable)} {driver} {plan}")
+    parts = re.split(r"^=== (\w+)$", screen, flags=re.MULTILINE)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _window(sb: Served, socket: str, session: str, width: int, command: str) -> str:
+    """What ``command`` (a shell line, in the served directory) left on the screen of a
+    ``width``-column tmux window, up to its ``=== end`` line."""
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sb.env.items()
                    if k.isidentifier())
     subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", session, "-x", str(width),
-                    "-y", "50", f"env -u COLUMNS -u LINES {env} bash {script}; sleep 600"],
+                    "-y", "50", "-c", str(sb.root),
+                    f"env -u COLUMNS -u LINES {env} {command}; echo '=== end'; sleep 600"],
                    check=True, timeout=30)
     subprocess.run(["tmux", "-L", socket, "set-option", "-t", session, "history-limit",
                     "20000"], check=True, timeout=30)
@@ -220,9 +250,25 @@ def _screens(sb: Served, width: int, socket: str) -> dict[str, str]:
         time.sleep(0.3)
     assert "=== end" in screen, screen[-2000:]
     # (a note that depends on what else runs: four demos at once wait for one another)
-    screen = re.sub(r"^walletctl: waiting\b.*\n", "", screen, flags=re.MULTILINE)
-    parts = re.split(r"^=== (\w+)$", screen, flags=re.MULTILINE)
-    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    return re.sub(r"^walletctl: waiting\b.*\n", "", screen, flags=re.MULTILINE)
+
+
+def test_a_command_started_as_its_own_process_shows_the_drivers_screen(
+        served: Served) -> None:
+    """The driver's screens are those of ``walletctl`` started in the window: the same
+    command at 40 columns, once each way."""
+    socket = f"walletctl-width-{uuid.uuid4().hex[:8]}"
+    order = [c for c in COMMANDS if c[0] == "order"]
+    try:
+        alone = _window(served, socket, "alone", 40, f"{WALLETCTL} {order[0][1]}")
+        driven = _screens(served, 40, socket, order)["order"]
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], check=False, timeout=30)
+    alone = alone.split("=== end")[0]
+    assert alone.strip(), alone
+    assert "Traceback" not in alone, alone
+    assert max(cell_len(line) for line in alone.splitlines()) <= 40, alone
+    assert alone.strip() == driven.strip()
 
 
 def _fragments(screens: dict[int, str]) -> list[str]:
