@@ -16,6 +16,7 @@ from typing import Any, cast
 import pytest
 from typer.testing import CliRunner
 
+from race_trials import TRIALS
 from walletctl.cli.main import app
 from walletctl.config.profile import Profile
 from walletctl.ops.money.lock import gateway_origin, lock_key, lock_path
@@ -23,7 +24,6 @@ from walletctl.ops.money.lock import gateway_origin, lock_key, lock_path
 from .conftest import WALLETCTL, Desk, Result, unique
 
 HELD = 11
-TRIALS = 20
 
 
 @pytest.mark.parametrize(("one", "other"), [
@@ -80,10 +80,10 @@ def _refunds(desk: Desk, ref: str) -> list[dict[str, Any]]:
 
 def test_four_operators_two_spellings_two_runtime_dirs_each_exit_0_has_its_own_refund(
         desk: Desk, tmp_path: Path) -> None:
-    """20 trials of four refunds of 99 on one order at once with --allow-duplicate: two
-    through ``127.0.0.1`` and two through ``localhost``, each pair split over two
-    ``XDG_RUNTIME_DIR``s. Every command that exits 0 names a refund of its own that the
-    gateway holds; none is reported twice."""
+    """TRIALS (tests/race_trials.py) trials of four refunds of 99 on one order at once with
+    --allow-duplicate: two through ``127.0.0.1`` and two through ``localhost``, each pair
+    split over two ``XDG_RUNTIME_DIR``s. Every command that exits 0 names a refund of its
+    own that the gateway holds; none is reported twice."""
     runtimes = []
     for name in ("run-a", "run-b"):
         runtime = tmp_path / name

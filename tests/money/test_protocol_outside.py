@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from race_trials import TRIALS
+
 from .conftest import Desk, Result, unique
 
 HELD = 11
@@ -54,7 +56,7 @@ def _results(path: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 def test_a_two_simultaneous_refunds_exactly_one_goes_through(desk: Desk) -> None:
-    trials = 20
+    trials = TRIALS  # tests/race_trials.py
     orders = [desk.sale(unique(f"SIM{i:02d}"), "50.00") for i in range(trials)]
     problems: list[str] = []
     for order in orders:

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from money.conftest import unique
+from race_trials import TRIALS
 from walletctl.history.postgres import LATEST
 
 from .conftest import Team, make_team
@@ -106,10 +107,10 @@ def test_one_history_seen_by_two_operators_each_named_by_the_database(team: Team
 
 
 def test_two_operators_refunding_one_order_at_once_move_money_once(team: Team) -> None:
-    """20 trials: alice and bob refund the same order at the same moment, each from their
-    own machine. The database's lock and the shared history let one through; the other is
-    held (exit 11) and told who."""
-    for trial in range(20):
+    """TRIALS trials (tests/race_trials.py): alice and bob refund the same order at the same
+    moment, each from their own machine. The database's lock and the shared history let one
+    through; the other is held (exit 11) and told who."""
+    for trial in range(TRIALS):
         ref = team.desk.sale(unique(f"T{trial}"))
         argv = ("refund", ref, "--amount", "10.00", "--yes", "-p", "desk-a")
         procs = {op.role: op.popen(*argv) for op in (team.alice, team.bob)}
@@ -122,7 +123,7 @@ def test_two_operators_refunding_one_order_at_once_move_money_once(team: Team) -
         assert "Traceback" not in loser.stderr
         assert len(_refund(team, ref)) == 1, f"trial {trial}: money moved twice"
     entries = team.alice.run("-o", "json", "history", "--op", "refund", expect=0).json()
-    assert Counter(e["outcome"] for e in entries)["approved"] == 20
+    assert Counter(e["outcome"] for e in entries)["approved"] == TRIALS
 
 
 DRIVER = textwrap.dedent('''
