@@ -85,6 +85,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             object.__setattr__(item, "_id", node_id.with_params(label))
         elif hasattr(item, "_nodeid"):  # older pytest: a plain string
             object.__setattr__(item, "_nodeid", f"{item.nodeid}[{label}]")
+    items[:] = longest_first(items, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+
+def longest_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """``items`` ordered so that each pytest-xdist worker starts with its share of the
+    longest tests (marked ``slow``). ``--dist worksteal`` first hands each of the W workers
+    one contiguous slice of the list (the first N // W items, then ...), and a long test at
+    the end of a slice kept its worker busy after the others had run out. So each slice
+    begins with the slow tests of a few modules (a module's slow tests stay on one worker:
+    they share its fixtures; the modules with the most slow tests are dealt first, each to
+    the slice with the fewest yet), followed by its part of the rest, in collection order."""
+    groups: dict[str, list[pytest.Item]] = {}
+    rest: list[pytest.Item] = []
+    for item in items:
+        if item.get_closest_marker("slow") is None:
+            rest.append(item)
+        else:
+            groups.setdefault(item.nodeid.split("::")[0], []).append(item)
+    dealt: list[list[pytest.Item]] = [[] for _ in range(max(workers, 1))]
+    for group in sorted(groups.values(), key=len, reverse=True):
+        min(dealt, key=len).extend(group)
+    ordered: list[pytest.Item] = []
+    left = len(items)
+    for number, slow in enumerate(dealt):
+        size = left // (len(dealt) - number)  # the slice worksteal will send this worker
+        take = max(size - len(slow), 0)
+        ordered += slow + rest[:take]
+        rest = rest[take:]
+        left -= len(slow) + take
+    return ordered + rest
 
 
 def pytest_report_header() -> str:

@@ -54,6 +54,7 @@ def _quiet(stderr: str) -> None:
     assert "Exception ignored" not in stderr, stderr
 
 
+@pytest.mark.slow
 def test_reader_gone_before_the_first_write(world: tuple[Served, Path]) -> None:
     sb, rows = world
     for argv in streaming(rows):
@@ -69,6 +70,7 @@ def test_reader_gone_before_the_first_write(world: tuple[Served, Path]) -> None:
         _quiet(proc.stderr)
 
 
+@pytest.mark.slow
 def test_reader_closes_after_one_line(world: tuple[Served, Path]) -> None:
     sb, rows = world
     lines_at_a_time = [argv for argv in streaming(rows)

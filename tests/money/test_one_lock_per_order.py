@@ -78,6 +78,7 @@ def _refunds(desk: Desk, ref: str) -> list[dict[str, Any]]:
     return [r for r in desk.followups(ref, "refund") if r.get("state") == "Approved"]
 
 
+@pytest.mark.slow
 def test_four_operators_two_spellings_two_runtime_dirs_each_exit_0_has_its_own_refund(
         desk: Desk, tmp_path: Path) -> None:
     """TRIALS (tests/race_trials.py) trials of four refunds of 99 on one order at once with

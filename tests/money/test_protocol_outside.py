@@ -313,6 +313,7 @@ def test_e_429_after_forward_and_no_lookup_then_rerun_leaves_one_refund(desk: De
 # -- f. SIGTERM in the middle of a batch, then resume -------------------------------------------
 
 
+@pytest.mark.slow
 def test_f_sigterm_mid_batch_then_resume_exactly_once(desk: Desk) -> None:
     n = 30
     orders = [desk.sale(unique(f"TERM{i:02d}"), "50.00") for i in range(n)]

@@ -156,6 +156,7 @@ def test_every_connection_carries_the_bounds(team: Team,
     assert WAITS["connect_timeout"][0] + DEADLINE_S < BOUND - 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["connect", "lookup"])
 def test_a_frozen_database_before_the_send_is_exit_3_and_nothing_sent(
         team: Team, db_proxy: FreezingProxy, when: str) -> None:
@@ -184,6 +185,7 @@ def test_a_frozen_database_before_the_send_is_exit_3_and_nothing_sent(
     assert _approved(team, ref) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("answer", "code"), [("approved", 0), ("dropped", 8)])
 def test_a_frozen_database_after_the_send_leaves_an_unknown_entry_and_frees_the_order(
         team: Team, db_proxy: FreezingProxy, answer: str, code: int) -> None:

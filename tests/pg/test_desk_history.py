@@ -106,6 +106,7 @@ def test_one_history_seen_by_two_operators_each_named_by_the_database(team: Team
     assert team.bob.run("history", "--path", expect=0).stdout.strip() == team.url("bob")
 
 
+@pytest.mark.slow
 def test_two_operators_refunding_one_order_at_once_move_money_once(team: Team) -> None:
     """TRIALS trials (tests/race_trials.py): alice and bob refund the same order at the same
     moment, each from their own machine. The database's lock and the shared history let one
@@ -151,6 +152,7 @@ DRIVER = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_four_processes_two_roles_400_refunds_one_chain(team: Team, tmp_path: Path) -> None:
     refs = [team.desk.sale(unique("BULK"), "500.00") for _ in range(20)]
     script = tmp_path / "driver.py"

@@ -63,6 +63,7 @@ def _approved(desk: Desk, ref: str) -> list[dict[str, Any]]:
     return [r for r in desk.followups(ref, "refund") if r.get("state") == "Approved"]
 
 
+@pytest.mark.slow
 def test_a_frozen_client_loses_the_order_within_the_lease(team: Team,
                                                           holding: HoldingProxy) -> None:
     ref = team.desk.sale(unique("LEASE"), "100.00")

@@ -12,6 +12,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from first_hour_fixtures import WALLETCTL, Served, wallet_event
 
 # Not data: they print a file to save (a shell script, a TOML file) or serve until stopped.
@@ -50,6 +52,7 @@ def _commands(sb: Served) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_every_command_prints_one_json_document(served_sandbox: Served, tmp_path: Path) -> None:
     sb = served_sandbox
     # The two slow ones (each runs its own embedded sandbox) run beside the others.

@@ -48,6 +48,7 @@ def _tour(sb: Served, profile: str, ref: str, tmp_path: Path,
     assert "sandbox-secret" not in everything
 
 
+@pytest.mark.slow
 def test_served_profile_runs_the_readme_tour(served_sandbox: Served, tmp_path: Path) -> None:
     check = served_sandbox.run("-o", "table", "profile", "check", "--online")
     assert "FAIL" not in check.stdout, check.stdout

@@ -211,6 +211,7 @@ REPRODUCERS = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("WALLETCTL_FUZZ_EXAMPLES", "200")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])

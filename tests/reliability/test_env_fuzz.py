@@ -80,6 +80,7 @@ def _place(tmp: Path, value: str, name: str) -> str:
     return value
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("WALLETCTL_FUZZ_EXAMPLES", "150")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=environment())

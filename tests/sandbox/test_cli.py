@@ -134,6 +134,7 @@ def test_real_cli_lifecycle_against_the_sandbox(live_sandbox: EmbeddedSandbox,
         ("preauth", "40.00"), ("capture", "15.00"), ("refund", "5.00")]
 
 
+@pytest.mark.slow
 def test_demo_runs_the_whole_scenario(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
     env.update(HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"))

@@ -282,6 +282,7 @@ def _concurrency(url: str) -> dict[str, float]:
 # -- the commands work through the proxy ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_walletctl_commands_and_smoke_work_through_the_proxy(world: dict[str, Any]) -> None:
     results = world["results"]
     smoke = results.pop("smoke")
@@ -301,6 +302,7 @@ def test_walletctl_commands_and_smoke_work_through_the_proxy(world: dict[str, An
 # -- every rule class is reported with its field, and forwarded ---------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("case", "field"), [
     ("format", "currencyCode"),
     ("length", "clientSystemTransactionId"),

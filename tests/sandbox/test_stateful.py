@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -185,4 +186,8 @@ LedgerMachine.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
-TestLedgerMachine = LedgerMachine.TestCase
+
+
+@pytest.mark.slow
+class TestLedgerMachine(LedgerMachine.TestCase):  # type: ignore[misc,valid-type]
+    """The machine's runs, as a unittest case pytest collects."""

@@ -72,6 +72,7 @@ def served(tmp_path: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_cli_smoke_and_the_plugin_reach_the_sandbox_through_the_one_client(
         served: str, tmp_path: Path, pytester: pytest.Pytester,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,6 +28,7 @@ def run_pytest(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", *args, timeout=240)
 
 
+@pytest.mark.slow
 def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
     blocks = doc_blocks()
     assert set(blocks) == {"shop/payments.py", "tests/test_payments.py", "conftest.py"}, \
@@ -112,6 +113,7 @@ def test_g_cli_with_the_profile(wallet_sandbox, wallet_profile):
 '''
 
 
+@pytest.mark.slow
 def test_every_fixture_and_isolation(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_tour=FIXTURE_TOUR)
     result = run_pytest(pytester, "-p", "no:randomly")
@@ -127,6 +129,7 @@ def test_explicit_p_option_and_opt_out(pytester: pytest.Pytester) -> None:
     off.stdout.fnmatch_lines(["*fixture 'wallet_sandbox' not found*"])
 
 
+@pytest.mark.slow
 def test_external_sandbox_mode(pytester: pytest.Pytester, served_sandbox: str) -> None:
     pytester.makepyfile(test_tour=FIXTURE_TOUR)
     result = run_pytest(pytester, "--wallet-sandbox-url", served_sandbox,

@@ -65,6 +65,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_the_javascript_example_passes(tmp_path: Path, sandbox: Any) -> None:
     npm = shutil.which("npm")
@@ -92,6 +93,7 @@ def test_the_javascript_example_passes(tmp_path: Path, sandbox: Any) -> None:
     assert "3 passed" in done.stdout, done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_the_selenium_example_passes(tmp_path: Path) -> None:
     _chromium()

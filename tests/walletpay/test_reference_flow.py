@@ -125,6 +125,7 @@ def test_references_the_wallet_takes_are_captured_refunded_reversed_and_looked_u
     assert set(PAID) | set(REVERSED) <= originals
 
 
+@pytest.mark.slow
 def test_the_references_survive_every_output_and_the_history(
         cli: Any, merchant: Merchant, tmp_path: Path) -> None:
     ref = "Kasse 3 #ä 0042"
