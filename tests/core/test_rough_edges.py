@@ -65,6 +65,36 @@ class _Item:
     def nodeid(self) -> str:
         return self._id.text
 
+    def get_closest_marker(self, name: str) -> None:
+        return None
+
+
+class _Timed:
+    """A collected test: its module, and whether it is marked slow."""
+
+    def __init__(self, module: str, number: int, slow: bool = False) -> None:
+        self.nodeid = f"tests/{module}.py::test_{number}"
+        self.slow = slow
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return object() if name == "slow" and self.slow else None
+
+
+def test_each_worker_starts_with_its_share_of_the_longest_tests() -> None:
+    """worksteal hands 3 workers the slices 0-3, 4-7 and 8-11 of 12 tests: each begins with
+    slow tests, a module's slow tests stay together, and the rest keep their order."""
+    from conftest import longest_first
+
+    items = [_Timed("a", 0), _Timed("b", 1, slow=True), _Timed("a", 2), _Timed("c", 3, True),
+             _Timed("b", 4, True), _Timed("a", 5), _Timed("a", 6), _Timed("d", 7, True),
+             _Timed("a", 8), _Timed("a", 9), _Timed("a", 10), _Timed("a", 11)]
+    ordered = [i.nodeid.removeprefix("tests/").replace(".py::test_", "") for i in
+               longest_first(items, 3)]  # type: ignore[arg-type]
+    assert ordered == ["b1", "b4", "a0", "a2", "c3", "a5", "a6", "a8", "d7", "a9", "a10", "a11"]
+    alone = [i.nodeid.removeprefix("tests/").replace(".py::test_", "") for i in
+             longest_first(items, 1)]  # type: ignore[arg-type]
+    assert alone == ["b1", "b4", "c3", "d7", "a0", "a2", "a5", "a6", "a8", "a9", "a10", "a11"]
+
 
 def test_schemathesis_items_get_one_id_per_operation() -> None:
     from conftest import pytest_collection_modifyitems
