@@ -11,6 +11,15 @@ import pytest
 from .helpers import WALLETCTL, wait_for_file
 
 
+@pytest.fixture(autouse=True)
+def _a_merchants_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest runs these tests start (pytester) load what a merchant's project would: the
+    plugins installed with walletctl, walletctl's own through its entry point; not the
+    property-testing plugins walletctl's own suite uses (schemathesis alone took half a
+    second of each run to load)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:schemathesis -p no:hypothesispytest")
+
+
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     ready = tmp_path / "run" / "sandbox.url"
