@@ -1,7 +1,9 @@
-"""What a command costs as the history grows: 10k, 100k, 1M entries, on both backends.
+"""What a command costs as the history grows: 10k to 5M entries, on both backends.
 
     python benchmarks/history_scale.py                          # 10k and 100k, both backends
     python benchmarks/history_scale.py --size 100000 --size 1000000 --backend sqlite
+    python benchmarks/history_scale.py --suite log --backend postgresql \
+        --size 10000 --size 1000000 --size 5000000                # the transparency log
 
 Two histories per backend are grown through the store's own append interface
 (``begin_many``/``complete_many`` in transactions of 1,000 entries, every event hashed into
