@@ -149,19 +149,7 @@ def verify(profile: Profile | None, *, anchors_file: Path | None,
     before the history is opened."""
     from walletctl.history import open_profile_history
 
-    if expect_head is not None and not _HEAD_PREFIX.fullmatch(expect_head):
-        raise UsageError("--expect-head: must be 12 to 64 hex digits of a head hash that "
-                         "`walletctl history verify` printed")
-    anchors = read_anchors(anchors_file) if anchors_file is not None else []
-    if trust_key is not None and not anchors_file:
-        raise UsageError("--trust-key: goes with --anchor FILE (the checkpoints it vouches "
-                         "for)")
-    if full and not anchors_file:
-        raise UsageError("--full: goes with --anchor FILE (without it the whole chain is "
-                         "walked already)")
-    from walletctl.ops.checkpoint import public_key
-
-    trusted = public_key(trust_key) if trust_key is not None else None
+    anchors, trusted = _verify_options(anchors_file, expect_head, full, trust_key)
     since = max(anchors, key=lambda a: a.event) if anchors and not full else None
     with open_profile_history(profile, purpose="walletctl history verify") as store:
         count, broken = store.verify(None if since is None else (since.event, since.hash))
@@ -179,6 +167,25 @@ def verify(profile: Profile | None, *, anchors_file: Path | None,
                     failures=failures, expect_head=expect_head, head_gone=gone,
                     spent_undecided=None if undecided is None else tuple(undecided),
                     since=since)
+
+
+def _verify_options(anchors_file: Path | None, expect_head: str | None, full: bool,
+                    trust_key: Path | None) -> tuple[list[Anchor], Ed25519PublicKey | None]:
+    """``verify``'s options checked, before any history is opened: (the anchors file's
+    checkpoints, the trusted key)."""
+    if expect_head is not None and not _HEAD_PREFIX.fullmatch(expect_head):
+        raise UsageError("--expect-head: must be 12 to 64 hex digits of a head hash that "
+                         "`walletctl history verify` printed")
+    anchors = read_anchors(anchors_file) if anchors_file is not None else []
+    if trust_key is not None and not anchors_file:
+        raise UsageError("--trust-key: goes with --anchor FILE (the checkpoints it vouches "
+                         "for)")
+    if full and not anchors_file:
+        raise UsageError("--full: goes with --anchor FILE (without it the whole chain is "
+                         "walked already)")
+    from walletctl.ops.checkpoint import public_key
+
+    return anchors, public_key(trust_key) if trust_key is not None else None
 
 
 def _checkpoints(store: HistoryStore, anchors: list[Anchor], size: int,
