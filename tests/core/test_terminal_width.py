@@ -193,6 +193,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         sb.run(f"refund {REF} --amount 3 --yes --reason 'parcel lost in transit'", check=12)
         sb.run("sandbox seed 1 --ref 'seed-{n:02}-{run}' --csv seed-first.csv")  # in ledgers
         sb.run("sandbox seed 100 --ref 'b-{n:03}-{run}' --csv seed-all.csv")
+        # the ledger's table shows its first 200 transactions and a note counting the rest:
+        # past 200 before any screen is taken, every width shows the same rows and the note
+        # (the windows' batches add their captures while the others take their screens)
+        sb.run("sandbox seed 120 --ref 'pad-{n:03}-{run}'")
         header, *rows = (root / "seed-all.csv").read_text().splitlines()
         for n, batch in enumerate((*WIDTHS, WIDE, "json")):
             (root / str(batch)).mkdir()
