@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from cli_runner import run_walletctl
+from walletctl.history.store import Completion, Intent
 from walletctl.models.base import loads
 
 # Distinctive values: any appearance in the history is a leak, not a coincidence.
@@ -230,3 +231,56 @@ def wait_for(predicate: Any, timeout: float = 20.0) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("condition not reached")
+
+
+def refund_intent(i: int, **kw: object) -> Intent:
+    """Entry ``i``'s refund of ``i``.50 EUR on ORD-i, as ana at desk-1 writes it (``kw``
+    overrides a field)."""
+    base: dict[str, object] = dict(
+        time=f"2026-11-{i:02d}T10:00:00.000Z", os_user="ana", host="desk-1", profile="desk",
+        base_url="https://gw.example", operation="refund", original_ref=f"ORD-{i}",
+        new_ref=f"ORD-{i}-REF1", amount=f"{i}.50", currency="EUR", merchant_id="M-1",
+        store_id="S-1")
+    base.update(kw)
+    return Intent(**base)  # type: ignore[arg-type]
+
+
+def record_refunds(path: Path, first: int, last: int) -> None:
+    """Entries ``first`` to ``last`` (:func:`refund_intent`), each approved, in the SQLite
+    history at ``path``."""
+    from walletctl.history.sqlite import SqliteHistory
+
+    with SqliteHistory(path) as store:
+        for i in range(first, last + 1):
+            entry = store.begin(refund_intent(i))
+            store.complete(entry, Completion(time=f"2026-11-{i:02d}T10:00:01.000Z",
+                                             outcome="approved", http_status=200))
+
+
+def history_cli(path: Path, *args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
+    """``walletctl ARGS`` in process on the history file ``path``, no other WALLETCTL_*
+    variable set; never a traceback."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
+    env.update(WALLETCTL_AUDIT_LOG=str(path), COLUMNS=str(columns), NO_COLOR="1",
+               PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = run_walletctl(args, env=env)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def rechain(path: Path, *, drop_tree: bool = True) -> None:
+    """What the file's owner can do: recompute every event's hash with walletctl's own
+    function; ``drop_tree``: drop the Merkle tree too (it is filled again from the events at
+    the next open)."""
+    from walletctl.history.chain import ALL, GENESIS, event_hash
+
+    with sqlite3.connect(path) as db:
+        rows = db.execute(f"SELECT seq, {', '.join(ALL)} FROM events ORDER BY seq").fetchall()  # noqa: S608
+        prev = GENESIS
+        for seq, *values in rows:
+            digest = event_hash(prev, seq, values)
+            db.execute("UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?",
+                       (prev, digest, seq))
+            prev = digest
+        if drop_tree:
+            db.execute("DROP TABLE merkle_nodes")

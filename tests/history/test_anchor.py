@@ -6,59 +6,13 @@ malformed anchors file, and a spent approval whose decision is not in the chain.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
-from history_helpers import SRC, expect
+from history_helpers import expect, history_cli, rechain, record_refunds, refund_intent
 
-from cli_runner import run_walletctl
-from walletctl.history.chain import ALL, GENESIS, event_hash
 from walletctl.history.sqlite import SqliteHistory
-from walletctl.history.store import Completion, Intent
-
-
-def _intent(i: int, **kw: object) -> Intent:
-    base: dict[str, object] = dict(
-        time=f"2026-11-{i:02d}T10:00:00.000Z", os_user="ana", host="desk-1", profile="desk",
-        base_url="https://gw.example", operation="refund", original_ref=f"ORD-{i}",
-        new_ref=f"ORD-{i}-REF1", amount=f"{i}.50", currency="EUR", merchant_id="M-1",
-        store_id="S-1")
-    base.update(kw)
-    return Intent(**base)  # type: ignore[arg-type]
-
-
-def _fill(path: Path, first: int, last: int) -> None:
-    with SqliteHistory(path) as store:
-        for i in range(first, last + 1):
-            entry = store.begin(_intent(i))
-            store.complete(entry, Completion(time=f"2026-11-{i:02d}T10:00:01.000Z",
-                                             outcome="approved", http_status=200))
-
-
-def _cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
-    env.update(WALLETCTL_AUDIT_LOG=str(path), COLUMNS="80", NO_COLOR="1",
-               PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = run_walletctl(args, env=env)  # in-process (tests/cli_runner.py)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
-
-
-def _rechain(path: Path) -> None:
-    """What the file's owner can do: recompute every hash with walletctl's own function
-    (and the Merkle tree: dropped, it is filled again from the events at the next open)."""
-    with sqlite3.connect(path) as db:
-        rows = db.execute(f"SELECT seq, {', '.join(ALL)} FROM events ORDER BY seq").fetchall()  # noqa: S608
-        prev = GENESIS
-        for seq, *values in rows:
-            digest = event_hash(prev, seq, values)
-            db.execute("UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?",
-                       (prev, digest, seq))
-            prev = digest
-        db.execute("DROP TABLE merkle_nodes")
 
 
 @pytest.fixture
@@ -67,11 +21,11 @@ def history(tmp_path: Path) -> Path:
     one after entry 6."""
     path = tmp_path / "h.sqlite3"
     anchors = tmp_path / "anchors.jsonl"
-    _fill(path, 1, 3)
+    record_refunds(path, 1, 3)
     for last in (3, 6):
         if last == 6:
-            _fill(path, 4, 6)
-        made = _cli(path, "history", "anchor")
+            record_refunds(path, 4, 6)
+        made = history_cli(path, "history", "anchor")
         assert made.returncode == 0, made
         with anchors.open("a") as out:
             out.write(made.stdout)
@@ -91,18 +45,18 @@ def test_an_anchor_is_one_json_line_naming_the_head(history: Path) -> None:
         12, 6, "2026-11-06T10:00:01.000Z")
     assert newest["history"] == str(history)
     for fmt in ("json", "table", "ndjson"):  # the same line, whatever -o says
-        assert _cli(history, "-o", fmt, "history", "anchor").stdout == lines[-1] + "\n"
-    ok = _cli(history, "-o", "table", "history", "verify", "--anchor",
+        assert history_cli(history, "-o", fmt, "history", "anchor").stdout == lines[-1] + "\n"
+    ok = history_cli(history, "-o", "table", "history", "verify", "--anchor",
               str(history.parent / "anchors.jsonl"))
     assert ok.returncode == 0, ok
     # the newest line is the head: nothing was added since, so nothing is walked
     assert "intact, 0 events after anchored event 12, hash chain verified" in ok.stdout
     assert "2 anchor lines matched" in ok.stdout
-    full = _cli(history, "-o", "table", "history", "verify", "--full", "--anchor",
+    full = history_cli(history, "-o", "table", "history", "verify", "--full", "--anchor",
                 str(history.parent / "anchors.jsonl"))
     assert full.returncode == 0, full
     assert "intact, 12 events, hash chain verified" in full.stdout
-    alone = _cli(history, "history", "verify", "--full")
+    alone = history_cli(history, "history", "verify", "--full")
     expect(alone, 2, "--full: goes with --anchor FILE")
 
 
@@ -110,10 +64,10 @@ def test_a_dropped_tail_verifies_alone_and_fails_against_its_anchor(history: Pat
     anchors = str(history.parent / "anchors.jsonl")
     with sqlite3.connect(history) as db:
         db.execute("DELETE FROM events WHERE seq > 8")
-    alone = _cli(history, "history", "verify")
+    alone = history_cli(history, "history", "verify")
     assert alone.returncode == 0, alone
     assert json.loads(alone.stdout)["intact"] is True  # the file alone cannot tell
-    cut = _cli(history, "history", "verify", "--anchor", anchors)
+    cut = history_cli(history, "history", "verify", "--anchor", anchors)
     expect(cut, 3, "event 12 of anchor line 2 (2026-11-06T10:00:01.000Z) is gone: newer "
                    "entries were deleted (the chain now ends at event 8)")
     record = json.loads(cut.stdout)
@@ -129,18 +83,18 @@ def test_a_recomputed_chain_verifies_alone_and_fails_against_its_anchors(
     anchors = str(history.parent / "anchors.jsonl")
     with sqlite3.connect(history) as db:
         db.execute("UPDATE events SET amount = '2000.00' WHERE seq = 3")  # entry #2's refund
-    assert _cli(history, "history", "verify").returncode == 3  # edited: the chain shows it
-    _rechain(history)
-    alone = _cli(history, "history", "verify")
+    assert history_cli(history, "history", "verify").returncode == 3  # edited: the chain shows it
+    rechain(history)
+    alone = history_cli(history, "history", "verify")
     assert alone.returncode == 0, alone  # recomputed: intact in itself
-    rewritten = _cli(history, "history", "verify", "--anchor", anchors)
+    rewritten = history_cli(history, "history", "verify", "--anchor", anchors)
     expect(rewritten, 3, "event 6 no longer has the hash of anchor line 1 "
                          "(2026-11-03T10:00:01.000Z): the chain was rewritten at or before "
                          "event 6; 1 more of 2 anchor lines fail")
     assert [f["line"] for f in json.loads(rewritten.stdout)["anchorFailures"]] == [1, 2]
     # --expect-head, the older check, still works and sees it too
     head = json.loads(Path(anchors).read_text().splitlines()[1])["hash"]
-    gone = _cli(history, "history", "verify", "--expect-head", head[:16])
+    gone = history_cli(history, "history", "verify", "--expect-head", head[:16])
     expect(gone, 3, "newer entries were deleted")
 
 
@@ -158,19 +112,19 @@ def test_a_malformed_anchors_file_is_a_usage_error_naming_line_and_field(
         history: Path, content: str, said: str) -> None:
     bad = history.parent / "bad.jsonl"
     bad.write_text(content)
-    proc = _cli(history, "history", "verify", "--anchor", str(bad))
+    proc = history_cli(history, "history", "verify", "--anchor", str(bad))
     assert proc.returncode == 2, proc
     assert said in proc.stderr, proc.stderr
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert proc.stdout == ""
-    missing = _cli(history, "history", "verify", "--anchor", str(history.parent / "none"))
+    missing = history_cli(history, "history", "verify", "--anchor", str(history.parent / "none"))
     expect(missing, 2, "--anchor: cannot read")
 
 
 def test_an_empty_history_has_nothing_to_anchor(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite3"
     SqliteHistory(path).close()
-    expect(_cli(path, "history", "anchor"), 3, "no events yet, nothing to anchor")
+    expect(history_cli(path, "history", "anchor"), 3, "no events yet, nothing to anchor")
 
 
 def test_a_spent_approval_without_its_decision_is_reported(
@@ -183,7 +137,7 @@ def test_a_spent_approval_without_its_decision_is_reported(
     now, later = "2026-11-24T10:00:00.000Z", "2099-01-01T00:00:00.000Z"
     with SqliteHistory(path) as store:
         for i in (1, 2, 3):
-            intent = _intent(i, amount="150.00")
+            intent = refund_intent(i, amount="150.00")
             request = approvals.Request(
                 kind="single", profile="desk", base_url=intent.base_url, merchant_id="M-1",
                 store_id="S-1", operation="refund", original_ref=intent.original_ref,
@@ -192,23 +146,23 @@ def test_a_spent_approval_without_its_decision_is_reported(
             filed = approvals.file_request(store, request, now=now, expires_at=later,
                                            host="desk-1")
             # the money command records its filing: refused, exit 12, the request's id
-            store.begin(_intent(i, amount="150.00", outcome="refused", exit_code=12,
+            store.begin(refund_intent(i, amount="150.00", outcome="refused", exit_code=12,
                                 approval=filed.id))
             if i == 3:
                 continue
             monkeypatch.setattr(recorder, "os_user", lambda: "bo")
             approvals.decide(store, filed.id, approve=True, reason=None, now=now,
-                             step=_intent(i, operation="approval", amount=None,
+                             step=refund_intent(i, operation="approval", amount=None,
                                           outcome="approved", os_user="bo"))
             monkeypatch.setattr(recorder, "os_user", lambda: "ana")
             store.begin(intent, hook=approvals.spender(store, filed.id, request, now=now))
-    fine = _cli(path, "history", "verify")
+    fine = history_cli(path, "history", "verify")
     assert fine.returncode == 0, fine
     assert json.loads(fine.stdout)["spentWithoutDecision"] == []
     with sqlite3.connect(path) as db:
         db.execute("UPDATE approvals SET state = 'spent', decided_by = 'bo', spent_at = ?, "
                    "spent_entry = 7 WHERE id = 3", (now,))
-    forged = _cli(path, "history", "verify")
+    forged = history_cli(path, "history", "verify")
     expect(forged, 3, "approval #3 was spent, but no decision approving it is in the chain")
     record = json.loads(forged.stdout)
     assert (record["intact"], record["brokenAt"], record["spentWithoutDecision"]) == (

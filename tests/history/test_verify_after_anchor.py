@@ -7,54 +7,26 @@ hash. Run in process (tests/cli_runner.py)."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
 from pathlib import Path
 
-from history_helpers import SRC
-
-from cli_runner import run_walletctl
-from walletctl.history.chain import ALL, GENESIS, event_hash
-from walletctl.history.sqlite import SqliteHistory
-from walletctl.history.store import Completion, Intent
-
-
-def _fill(path: Path, first: int, last: int) -> None:
-    with SqliteHistory(path) as store:
-        for i in range(first, last + 1):
-            entry = store.begin(Intent(
-                time=f"2026-11-{i:02d}T10:00:00.000Z", os_user="ana", host="desk-1",
-                profile="desk", base_url="https://gw.example", operation="refund",
-                original_ref=f"ORD-{i}", new_ref=f"ORD-{i}-REF1", amount=f"{i}.50",
-                currency="EUR", merchant_id="M-1", store_id="S-1"))
-            store.complete(entry, Completion(time=f"2026-11-{i:02d}T10:00:01.000Z",
-                                             outcome="approved", http_status=200))
-
-
-def _cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCTL_")}
-    env.update(WALLETCTL_AUDIT_LOG=str(path), COLUMNS="100", NO_COLOR="1",
-               PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = run_walletctl(args, env=env)  # in-process (tests/cli_runner.py)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+from history_helpers import history_cli, rechain, record_refunds
 
 
 def _anchored(tmp_path: Path) -> tuple[Path, Path]:
     """A history of 10 entries (20 events) anchored at event 12, then 4 more entries."""
     history = tmp_path / "h.sqlite3"
-    _fill(history, 1, 6)
+    record_refunds(history, 1, 6)
     anchors = tmp_path / "anchors.jsonl"
-    made = _cli(history, "history", "anchor")
+    made = history_cli(history, "history", "anchor", columns=100)
     assert made.returncode == 0, made.stderr
     anchors.write_text(made.stdout)
-    _fill(history, 7, 10)
+    record_refunds(history, 7, 10)
     return history, anchors
 
 
 def _verify(history: Path, *args: str) -> tuple[int, dict[str, object], str]:
-    proc = _cli(history, "history", "verify", "-o", "json", *args)
+    proc = history_cli(history, "history", "verify", "-o", "json", *args, columns=100)
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
@@ -64,7 +36,8 @@ def test_walks_only_what_was_added_after_the_anchor(tmp_path: Path) -> None:
     assert code == 0
     assert (found["intact"], found["events"], found["sinceEvent"], found["anchors"]) == (
         True, 8, 12, 1)
-    text = _cli(history, "history", "verify", "-o", "table", "--anchor", str(anchors))
+    text = history_cli(history, "history", "verify", "-o", "table", "--anchor", str(anchors),
+                       columns=100)
     assert "intact, 8 events after anchored event 12" in text.stdout
     code, found, _ = _verify(history)
     assert (code, found["events"], found["sinceEvent"]) == (0, 20, None)
@@ -103,13 +76,7 @@ def test_a_chain_recomputed_before_the_anchor_is_caught_by_its_hash(tmp_path: Pa
     history, anchors = _anchored(tmp_path)
     with sqlite3.connect(history) as db:
         db.execute("UPDATE events SET amount = '9999.00' WHERE seq = 3")
-        rows = db.execute(f"SELECT seq, {', '.join(ALL)} FROM events ORDER BY seq").fetchall()  # noqa: S608
-        prev = GENESIS
-        for seq, *values in rows:
-            digest = event_hash(prev, seq, values)
-            db.execute("UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?",
-                       (prev, digest, seq))
-            prev = digest
+    rechain(history, drop_tree=False)
     code, found, err = _verify(history, "--anchor", str(anchors))
     assert (code, found["intact"], found["brokenAt"]) == (3, False, 13)
     assert [f["event"] for f in found["anchorFailures"]] == [12]  # type: ignore[attr-defined]
@@ -120,7 +87,7 @@ def test_a_malformed_anchors_file_names_the_option(tmp_path: Path) -> None:
     history, _ = _anchored(tmp_path)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"event": 0}\n')
-    proc = _cli(history, "history", "verify", "--anchor", str(bad))
+    proc = history_cli(history, "history", "verify", "--anchor", str(bad), columns=100)
     assert proc.returncode == 2
     assert f"--anchor {bad} line 1: field 'event' must be a number of 1 or more" in (
         proc.stderr)
