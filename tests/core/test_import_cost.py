@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +141,25 @@ def test_every_other_command_help_is_cheap() -> None:
         except AssertionError as exc:
             failures.append(str(exc))
     assert not failures, "\n\n".join(failures)
+
+
+def test_a_command_that_sends_imports_no_trio(tmp_path: Path) -> None:
+    """httpcore imports trio where it is installed (Selenium brings it) only to pick locks for
+    code run under trio; walletctl's own process never runs any, and leaves it out (45 ms of
+    every command that sends)."""
+    pytest.importorskip("trio")  # the case: trio installed beside walletctl
+    config = tmp_path / "profiles.toml"
+    config.write_text('default_profile = "x"\n[profiles.x]\nbase_url = "http://127.0.0.1:9"\n'
+                      'merchant_id = "M"\nstore_id = "S"\nuser_id = "u"\ncurrency = "EUR"\n'
+                      '[profiles.x.auth]\nscheme = "PublicApiKey"\nkey_env = "TRIO_TEST_KEY"\n')
+    env = dict(os.environ, WALLETCTL_CONFIG=str(config), TRIO_TEST_KEY="k",
+               WALLETCTL_AUDIT_LOG=str(tmp_path / "history.sqlite3"))
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "walletctl", "lookup",
+                             "REF-1"], capture_output=True, text=True, env=env, timeout=60,
+                            check=False)
+    assert "could not connect" in result.stderr, result.stderr[-2000:]  # it did try to send
+    assert import_chain(result.stderr, "httpx"), "the lookup did not import the client"
+    imported = [m.group(2) for m in map(_LINE.match, result.stderr.splitlines())
+                if m and m.group(2).split(".")[0] == "trio"]
+    # "trio" itself may be listed: the refused import, a few microseconds each time
+    assert set(imported) <= {"trio"}, imported

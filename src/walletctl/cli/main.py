@@ -367,6 +367,11 @@ def read_answer(prompt: str = "") -> str:
 
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    # httpcore imports trio, where it is installed, only to pick its locks for async code run
+    # under trio; walletctl's process runs none (its client is synchronous, the sandbox runs
+    # on asyncio). Where Selenium brought trio along, the import was 45 ms of every command
+    # that sends; marked missing here, in walletctl's own process only.
+    sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     install_signal_handlers()
     click.termui.visible_prompt_func = read_answer
     # A connection's generator closed by the garbage collector after a timeout (httpcore)
