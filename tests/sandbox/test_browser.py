@@ -6,11 +6,6 @@ the browser really lands somewhere without internet. Skipped loudly without Chro
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,32 +18,7 @@ from .helpers import CHECKOUT, records
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update"]
-
-
-def _chromium() -> str | None:
-    for candidate in (os.environ.get("WALLETCTL_CHROMIUM"), shutil.which("chromium"),
-                      shutil.which("chromium-browser"), "/usr/bin/chromium"):
-        if candidate and Path(candidate).exists():
-            return candidate
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = _chromium()
-    if executable is None:
-        sys.stderr.write("\n*** BROWSER TESTS SKIPPED: no Chromium found ***\n")
-        pytest.skip("BROWSER TESTS SKIPPED: no Chromium found (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("BROWSER TESTS SKIPPED: playwright is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+# the browser: tests/browser_fixtures.py (one Chromium per test process)
 
 
 def _checkout(sb: EmbeddedSandbox, ref: str, amount: str = "1234") -> str:

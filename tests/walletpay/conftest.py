@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
-import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,27 +122,10 @@ def make_wallet(client: TestClient) -> Any:
 
 
 # -- real browser (headless Chromium via Playwright) ---------------------------------------------
-# One sandbox on a real loopback port and one browser per test module; without a Chromium
-# binary the browser tests are skipped with a loud reason.
+# One sandbox on a real loopback port per test module; the browser is the test process's one
+# (tests/browser_fixtures.py: ``pw``, ``browser``), each test in a context of its own.
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 SECRETS = ("sandbox-secret", "4111111111111111", "5204740000001002")
-
-
-def _find_chromium() -> str | None:
-    for candidate in (os.environ.get("WALLETCTL_CHROMIUM"), shutil.which("chromium"),
-                      shutil.which("chromium-browser"), "/usr/bin/chromium"):
-        if candidate and Path(candidate).exists():
-            return candidate
-    return None
-
-
-def _skip_loudly(reason: str) -> None:
-    message = f"BROWSER TESTS SKIPPED: {reason}"
-    sys.stderr.write(f"\n*** {message} ***\n")
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")
@@ -153,30 +134,6 @@ def sandbox() -> Iterator[Any]:
 
     with EmbeddedSandbox(SandboxConfig(quiet=True)) as sb:
         yield sb
-
-
-@pytest.fixture(scope="module")
-def pw() -> Iterator[Any]:
-    """Playwright itself (for its device profiles: ``pw.devices["Pixel 5"]``)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_loudly("playwright is not installed (pip install playwright)")
-    with sync_playwright() as p:
-        yield p
-
-
-@pytest.fixture(scope="module")
-def browser(pw: Any) -> Iterator[Any]:
-    executable = _find_chromium()
-    if executable is None:
-        _skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
-    b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-    yield b
-    b.close()
-
-
-
 
 
 @pytest.fixture

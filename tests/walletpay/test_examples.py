@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from walletpay.conftest import _find_chromium, _skip_loudly
+from browser_fixtures import find_chromium, skip_loudly
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -29,9 +29,9 @@ DOCS = ROOT / "docs" / "testing.md"
 
 
 def _chromium() -> str:
-    path = _find_chromium()
+    path = find_chromium()
     if path is None:
-        _skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
+        skip_loudly("no Chromium found (apt-get install chromium; or set WALLETCTL_CHROMIUM)")
     assert path is not None
     return path
 
@@ -70,7 +70,7 @@ def _free_port() -> int:
 def test_the_javascript_example_passes(tmp_path: Path, sandbox: Any) -> None:
     npm = shutil.which("npm")
     if npm is None:
-        _skip_loudly("npm is not installed (apt-get install nodejs npm): the JavaScript "
+        skip_loudly("npm is not installed (apt-get install nodejs npm): the JavaScript "
                      "example (Playwright Test) is not run")
     assert npm is not None
     chromium = _chromium()
@@ -98,12 +98,12 @@ def test_the_javascript_example_passes(tmp_path: Path, sandbox: Any) -> None:
 def test_the_selenium_example_passes(tmp_path: Path) -> None:
     _chromium()
     if shutil.which("chromedriver") is None:
-        _skip_loudly("chromedriver is not installed (apt-get install chromium-driver): the "
+        skip_loudly("chromedriver is not installed (apt-get install chromium-driver): the "
                      "Selenium example is not run")
     try:
         import selenium  # noqa: F401
     except ImportError:
-        _skip_loudly("selenium is not installed (pip install selenium): the Selenium "
+        skip_loudly("selenium is not installed (pip install selenium): the Selenium "
                      "example is not run")
     shop = tmp_path / "shop"
     shutil.copytree(EXAMPLES / "walletpay-selenium", shop)
