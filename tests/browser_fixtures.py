@@ -1,9 +1,11 @@
-"""One headless Chromium (driven by Playwright) per test process, for every browser test.
+"""One headless Chromium (driven by Playwright) per test module, for every browser test; each
+test works in a browser context of its own (its own cookies, storage and pages). Without a
+Chromium binary or Playwright, the tests that ask for it are skipped with a loud reason.
 
-Starting Playwright's driver and a Chromium costs about 0.8 s of CPU; with one per test module
-the suite started over twenty. Each test still works in a browser context of its own (its own
-cookies, storage and pages), which is what keeps the tests apart. Without a Chromium binary or
-Playwright, the tests that ask for it are skipped with a loud reason.
+Not one per test process, though a launch costs about 0.8 s of CPU: Playwright's sync API
+leaves its event loop marked running in the thread while it is open, and the walletctl
+commands the other modules run in-process (``asyncio.run`` in a batch) then fail with
+RuntimeError. Closing it at the end of each module gives the thread back.
 """
 
 from __future__ import annotations
@@ -36,10 +38,9 @@ def skip_loudly(reason: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def pw() -> Iterator[Any]:
-    """Playwright itself (for its device profiles: ``pw.devices["Pixel 5"]``). A thread runs
-    one sync Playwright at a time, so every browser test shares this one."""
+    """Playwright itself (for its device profiles: ``pw.devices["Pixel 5"]``)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -48,7 +49,7 @@ def pw() -> Iterator[Any]:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(pw: Any) -> Iterator[Any]:
     executable = find_chromium()
     if executable is None:

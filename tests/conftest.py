@@ -17,7 +17,7 @@ pytest_plugins = [
     "pytester",
     *(["sandbox_fixtures"] if (Path(__file__).parent / "sandbox_fixtures.py").exists() else []),
     "first_hour_fixtures",  # served_sandbox: `sandbox serve --write-profile` on a real port
-    "browser_fixtures",  # pw, browser: one headless Chromium per test process
+    "browser_fixtures",  # pw, browser: one headless Chromium per test module
     "pg_fixtures",  # pg_cluster, pg_desk, pg_private: a real PostgreSQL server (marker postgres)
 ]
 

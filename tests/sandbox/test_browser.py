@@ -18,7 +18,7 @@ from .helpers import CHECKOUT, records
 
 pytestmark = pytest.mark.browser
 
-# the browser: tests/browser_fixtures.py (one Chromium per test process)
+# the browser: tests/browser_fixtures.py (one Chromium per test module)
 
 
 def _checkout(sb: EmbeddedSandbox, ref: str, amount: str = "1234") -> str:

@@ -122,8 +122,8 @@ def make_wallet(client: TestClient) -> Any:
 
 
 # -- real browser (headless Chromium via Playwright) ---------------------------------------------
-# One sandbox on a real loopback port per test module; the browser is the test process's one
-# (tests/browser_fixtures.py: ``pw``, ``browser``), each test in a context of its own.
+# One sandbox on a real loopback port and one browser per test module (the browser:
+# tests/browser_fixtures.py, ``pw`` and ``browser``), each test in a context of its own.
 
 SECRETS = ("sandbox-secret", "4111111111111111", "5204740000001002")
 
@@ -199,7 +199,7 @@ scheme = "PublicApiKey"
 key_env = "WALLETCTL_TEST_KEY"
 service_secret_env = "WALLETCTL_TEST_SERVICE_SECRET"
 """)
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from walletctl.cli.main import app as cli_app
 
