@@ -31,11 +31,6 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import click
-    import typer
 
 WALLETCTL = [sys.executable, "-m", "walletctl"]
 
@@ -79,22 +74,10 @@ def run_walletctl(args: list[str] | tuple[str, ...], *, input: str | bytes | Non
     runner = CliRunner()
     try:
         with _timer_kept(), contextlib.chdir(cwd or os.getcwd()):
-            result = runner.invoke(_command(app), argv, input=input, env=overlay,
+            result = runner.invoke(app, argv, input=input, env=overlay,
                                    prog_name="walletctl", catch_exceptions=False)
     finally:
         sys.argv = saved_argv
         ENV.transport, ENV.stdin_isatty, ENV.stdout_isatty = saved_env
     return subprocess.CompletedProcess(["walletctl", *argv], result.exit_code,
                                        result.stdout, result.stderr)
-
-
-_COMMAND: list[click.Command] = []
-
-
-def _command(app: typer.Typer) -> click.Command:
-    """The click group of the Typer app, built once."""
-    if not _COMMAND:
-        import typer
-
-        _COMMAND.append(typer.main.get_command(app))
-    return _COMMAND[0]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from batch_helpers import ledger, seed_preauths, write_profile
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from walletctl.cli.main import app
 from walletctl.constants import ExitCode

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from sandbox_fixtures import make_checkout_body
 from walletctl.cli.main import app

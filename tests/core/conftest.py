@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from click.testing import CliRunner, Result
 
 # A distinctive key: any appearance of it in an output is a leak, not a coincidence.
 API_KEY = "tk-CORE-secret-7Q9wX2vL5mN8"

@@ -53,7 +53,7 @@ def test_debug_shows_the_traceback(cli: Any) -> None:
         raise ValueError("bug")
 
     ENV.transport = httpx.MockTransport(broken)
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from walletctl.cli.main import app
 

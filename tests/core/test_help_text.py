@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from walletctl.cli.main import app
 from walletctl.ops.redirect import derive_reference

@@ -5,7 +5,7 @@ terminal and no word broken, examples included (a long example command continues
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from walletctl.cli.completions import command_tree
 from walletctl.cli.main import app

@@ -57,14 +57,13 @@ def test_the_derived_maps_and_rules() -> None:
 
 
 def test_every_operation_is_a_command_with_its_tag_in_the_help() -> None:
-    import typer
 
     from walletctl.cli.main import app
 
-    group = typer.main.get_command(app)
+    group = app
     ctx = group.make_context("walletctl", ["--help"], resilient_parsing=True)
     for op in FOLLOW_UPS:
-        command = group.get_command(ctx, op.name)  # type: ignore[attr-defined]
+        command = group.get_command(ctx, op.name)
         assert command is not None, op.name
         helps = " ".join(p.help or "" for p in command.params)
         assert f"REF-{op.tag}1" in helps, (op.name, helps)

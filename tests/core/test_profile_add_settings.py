@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from walletctl.cli.main import app
 from walletctl.cli.state import ENV

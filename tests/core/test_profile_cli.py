@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from walletctl.cli.main import app
 from walletctl.cli.state import ENV

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from walletctl.cli.main import app, run_command
 from walletctl.constants import ExitCode

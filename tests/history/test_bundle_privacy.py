@@ -104,7 +104,7 @@ def test_a_bundle_proven_to_a_signed_checkpoint(tmp_path: Path,
                                     "1e999999999", "1.5", '"' + "9" * 400 + '"', "9" * 40])
 def test_an_odd_number_anywhere_is_exit_3_never_an_internal_error(tmp_path: Path,
                                                                   amount: str) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from walletctl.cli.main import app
 

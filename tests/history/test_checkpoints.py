@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from typer.testing import CliRunner
 
 from tree_checks import intent
 from walletctl.cli.main import app

@@ -163,7 +163,7 @@ def test_walletctls_own_writes_still_pass(path: Path) -> None:
 def test_the_cli_refuses_control_characters_naming_the_field(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Exit 4, one line naming the field, nothing written; an ISO-less policy key: exit 2."""
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from walletctl.cli.main import app
 

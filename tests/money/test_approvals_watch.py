@@ -41,7 +41,7 @@ def test_each_request_is_shown_as_it_is_filed_and_ctrl_c_is_130(desk: Desk) -> N
 
 
 def test_watch_takes_no_state_or_since(desk: Desk) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from walletctl.cli.main import app
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from race_trials import TRIALS
 from walletctl.cli.main import app

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from walletctl.cli.main import app
 from walletctl.models.entries import utc_text

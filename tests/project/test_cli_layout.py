@@ -97,11 +97,10 @@ def test_bash_completion_completes_commands_and_options(tmp_path: Path) -> None:
     ],
 )
 def test_global_options_after_the_command_are_hoisted(argv: list[str], expected: list[str]) -> None:
-    import typer
 
     from walletctl.cli.main import app, hoist_global_options
 
-    group = typer.main.get_command(app)
+    group = app
     ctx = group.make_context("walletctl", ["--help"], resilient_parsing=True)
     assert hoist_global_options(argv, group, ctx) == expected
 

@@ -44,7 +44,7 @@ def test_profile_show_csv_leaves_unset_values_empty_and_guards_real_ones(
     """The table's '-' placeholder for an unset value reached the CSV as a guarded "'-"; an
     unset value is an empty cell, and a real value that starts like a formula is still
     neutralised."""
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from walletctl.cli.main import app
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from .conftest import KEY_ENV
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from .conftest import KEY_ENV
 from .test_cli_fuzz import SANDBOX_KEY, _profile, fuzz_sandbox  # noqa: F401 - the fixture

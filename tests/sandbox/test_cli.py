@@ -10,8 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from sandbox_fixtures import AUTH_HEADERS, make_checkout_body
 from walletctl.constants import ExitCode

@@ -209,7 +209,7 @@ def test_an_unreachable_upstream_is_a_502_naming_the_proxy() -> None:
     (["--upstream", "http://gw.example", "--amount-format", "cents"], "--amount-format: must"),
 ])
 def test_proxy_options_are_checked_before_serving(args: list[str], message: str) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from walletctl.cli.main import app
 
@@ -219,7 +219,7 @@ def test_proxy_options_are_checked_before_serving(args: list[str], message: str)
 
 
 def test_a_recording_directory_in_use_is_refused(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from walletctl.cli.main import app
 

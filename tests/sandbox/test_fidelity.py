@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from walletctl.cli.main import app
 

@@ -6,8 +6,7 @@ import json
 import xml.etree.ElementTree as ET  # parses only our own report
 from pathlib import Path
 
-from click.testing import Result
-from typer.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from walletctl.cli.main import app
 from walletctl.constants import ExitCode

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import typer
-
 from walletctl.cli.main import app
 from walletctl.cli.registry import load_command
 from walletctl.ops.smoke.scenarios import SCENARIOS, Amounts
@@ -15,7 +13,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "ci.md"
 
 
 def _options() -> set[str]:
-    group = typer.main.get_command(app)
+    group = app
     smoke = load_command("smoke")
     assert smoke is not None
     names: set[str] = set()

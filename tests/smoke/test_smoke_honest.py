@@ -12,8 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from walletctl.cli.main import app
 from walletctl.constants import ExitCode

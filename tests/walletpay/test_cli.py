@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from fastapi import FastAPI
-from typer.testing import CliRunner
 
 from walletctl.cli.main import app as cli_app
 from walletctl.cli.state import ENV

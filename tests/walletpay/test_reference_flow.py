@@ -137,7 +137,7 @@ def test_the_references_survive_every_output_and_the_history(
     done = cli("capture", "--batch", str(batch), "--yes")
     assert done is not None
     # CSV and table output of lookup, and the history in every format
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from walletctl.cli.main import app as cli_app
 

@@ -132,11 +132,10 @@ def _option(param: Any, ctx: Any) -> Option:
 def command_tree() -> dict[str, Node]:
     """{"": walletctl, "profile": ..., "profile add": ...}, sorted by path."""
     import click
-    import typer
 
     from walletctl.cli.main import app
 
-    root = typer.main.get_command(app)
+    root = app
     root_ctx = click.Context(root, info_name="walletctl")
     tree: dict[str, Node] = {}
 

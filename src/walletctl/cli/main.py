@@ -11,11 +11,9 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Any, NoReturn
 
 import click
-import typer
-from typer.core import TyperGroup
 
 from walletctl.cli.help_format import FittedContext
 from walletctl.cli.registry import COMMANDS, load_command
@@ -25,10 +23,7 @@ from walletctl.render import formats
 
 # click's exceptions (usage errors, --help exits) pass through the boundary untouched.
 _PASS_THROUGH: tuple[type[BaseException], ...] = (
-    typer.Exit,
-    typer.Abort,
-    *(c for c in typer.BadParameter.__mro__ if c.__name__ in ("ClickException", "TyperException")),
-)
+    click.exceptions.Exit, click.Abort, click.ClickException)
 
 def hoist_global_options(args: list[str], group: Any, ctx: click.Context) -> list[str]:
     """Move the global options given after the command name (`walletctl lookup REF -o json`)
@@ -90,9 +85,11 @@ def _split_globals(rest: list[str], globals_: dict[str, bool],
     return hoisted, kept
 
 
-class _BoundaryGroup(TyperGroup):
+class _BoundaryGroup(click.Group):
     """The root group: lazy subcommands, and the error boundary (domain errors become one
-    stderr line and their exit code)."""
+    stderr line and their exit code). A plain click group: the commands are written with
+    Typer and built when one runs (:func:`walletctl.cli.registry.load_command`), so
+    ``walletctl --help`` and ``--version`` do not import Typer (a sixth of their time)."""
 
     context_class = FittedContext  # help at the terminal's width, down to 40 columns
 
@@ -184,23 +181,10 @@ def _traceback_if_debug(ctx: click.Context) -> None:
         traceback.print_exc(file=sys.stderr)
 
 
-app = typer.Typer(
-    name="walletctl",
-    cls=_BoundaryGroup,
-    help="Terminal tool for the gateway's redirect wallet (WalletV2) and browser wallet "
-    "(WalletPay), with a local sandbox gateway.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    pretty_exceptions_show_locals=False,  # locals could hold API keys
-    add_completion=False,  # static scripts ship in walletctl/completions/ (`walletctl completion`)
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
-def _finite_timeout(value: float | None) -> float | None:
+def _finite_timeout(_ctx: click.Context, _param: click.Parameter,
+                    value: float | None) -> float | None:
     if value is not None and value != value:  # NaN passes click's range check
-        raise typer.BadParameter("must be a number of seconds, not nan")
+        raise click.BadParameter("must be a number of seconds, not nan")
     return value
 
 
@@ -257,58 +241,58 @@ def version_text() -> str:
             + libraries.replace("\xa0", " ") + "\n")
 
 
-def _version(value: bool) -> None:
+def _version(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value:
         from walletctl.render.output import write_text
 
         write_text(version_text())
-        raise typer.Exit()
+        raise click.exceptions.Exit()
 
 
-@app.callback()
-def main(
-    ctx: typer.Context,
-    profile: Annotated[str | None, typer.Option(
-        "--profile", "-p", help="Merchant profile to use.", envvar=Env.PROFILE)] = None,
-    config: Annotated[Path | None, typer.Option(
-        "--config", help="Profiles file.", envvar=Env.CONFIG, dir_okay=False)] = None,
-    output: Annotated[str | None, typer.Option(
-        "--output", "-o",
-        help=f"{' | '.join(formats.names())} (default: table on a terminal, json when "
-        "piped).")
-    ] = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Trace requests and responses (masked).")
-    ] = False,
-    timeout: Annotated[float | None, typer.Option(
-        "--timeout", help="Request timeout in seconds (overrides the profile).", min=0.1,
-        max=MAX_TIMEOUT, callback=_finite_timeout)] = None,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.", envvar=Env.DEBUG)
-    ] = False,
-    no_input: Annotated[bool, typer.Option(
-        "--no-input", envvar=Env.NO_INPUT, help="Never ask: a question (a confirmation, a "
-        "production profile's name, an amount) is refused with exit 2 and nothing is sent, "
-        "on a terminal too.")] = False,
-    log_format: Annotated[str, typer.Option(
-        "--log-format", envvar=Env.LOG_FORMAT, metavar="text|json", help="json: every "
-        "stderr line is one JSON object (level, message, hint, code; batch and smoke "
-        "progress as events).")] = "text",
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True,
-                     help="Show the versions of walletctl, Python and its libraries."),
-    ] = False,
-) -> None:
+def _option(*names: str, help: str, **extra: Any) -> Any:
+    """A root option, shown as the commands' options are (Typer's defaults: the env var and
+    the default in the help)."""
+    return click.Option(list(names), help=help, show_envvar=True, **extra)
+
+
+def _root_options() -> list[click.Parameter]:
+    return [
+        _option("--profile", "-p", help="Merchant profile to use.", envvar=Env.PROFILE),
+        _option("--config", help="Profiles file.", envvar=Env.CONFIG,
+                type=click.Path(dir_okay=False, path_type=Path)),
+        _option("--output", "-o", help=f"{' | '.join(formats.names())} (default: table on a "
+                "terminal, json when piped)."),
+        _option("--verbose", "-v", is_flag=True,
+                help="Trace requests and responses (masked)."),
+        _option("--timeout", help="Request timeout in seconds (overrides the profile).",
+                type=click.FloatRange(0.1, MAX_TIMEOUT), callback=_finite_timeout),
+        _option("--debug", is_flag=True, help="Show tracebacks of internal errors.",
+                envvar=Env.DEBUG),
+        _option("--no-input", envvar=Env.NO_INPUT, is_flag=True, help="Never ask: a "
+                "question (a confirmation, a production profile's name, an amount) is "
+                "refused with exit 2 and nothing is sent, on a terminal too."),
+        _option("--log-format", envvar=Env.LOG_FORMAT, metavar="text|json", default="text",
+                show_default=True, help="json: every stderr line is one JSON object (level, "
+                "message, hint, code; batch and smoke progress as events)."),
+        _option("--version", is_flag=True, callback=_version, is_eager=True,
+                expose_value=False,
+                help="Show the versions of walletctl, Python and its libraries."),
+    ]
+
+
+@click.pass_context
+def main(ctx: click.Context, profile: str | None, config: Path | None, output: str | None,
+         verbose: bool, timeout: float | None, debug: bool, no_input: bool,
+         log_format: str) -> None:
     """Operate the gateway's wallets from a terminal, a batch job or CI."""
     from click.core import ParameterSource
 
     state = get_state(ctx)
     if profile is None and os.environ.get(Env.PROFILE, "x").strip() == "":
-        raise typer.BadParameter(f"${Env.PROFILE} is set but empty: it must name a profile "
+        raise click.BadParameter(f"${Env.PROFILE} is set but empty: it must name a profile "
                                  "(unset it for the default one)", param_hint="--profile")
     if profile is not None and not profile.strip():
-        raise typer.BadParameter("must name a profile, not be empty (leave it out for the "
+        raise click.BadParameter("must name a profile, not be empty (leave it out for the "
                                  "default one)", param_hint="--profile")
     state.profile_name = profile
     state.config_path = config
@@ -317,18 +301,29 @@ def main(
     state.typed_config = config if ctx.get_parameter_source("config") in typed else None
     if output is not None:
         if output not in formats.names():
-            raise typer.BadParameter(
+            raise click.BadParameter(
                 f"must be one of {', '.join(formats.names())}", param_hint="--output"
             )
         state.output = output
     if log_format not in LOG_FORMATS:
-        raise typer.BadParameter("must be text or json", param_hint="--log-format")
+        raise click.BadParameter("must be text or json", param_hint="--log-format")
     from walletctl.cli.state import ENV
 
     ENV.no_input = no_input
     state.verbose = verbose
     state.timeout = timeout
     state.debug = debug
+
+
+app = _BoundaryGroup(
+    name="walletctl",
+    callback=main,
+    params=_root_options(),
+    help="Terminal tool for the gateway's redirect wallet (WalletV2) and browser wallet "
+    "(WalletPay), with a local sandbox gateway.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 
 def _interrupt(_signum: int, _frame: object) -> None:

@@ -7,7 +7,6 @@ import importlib
 from typing import Any, Final
 
 import click
-import typer
 
 # Every command, in --help order: name -> (module under walletctl.cli, one-line help: the
 # command's own, or its docstring's first line; tests/project/test_cli_layout.py checks them).
@@ -81,6 +80,8 @@ def load_command(name: str) -> Any:
     entry = COMMANDS.get(name)
     if entry is None:
         return None
+    import typer
+
     holder = typer.Typer(rich_markup_mode=None, add_completion=False)
     importlib.import_module(f"walletctl.cli.{entry[0]}").register(holder)
     built = typer.main.get_command(holder)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from walletctl.constants import Env
 
@@ -120,7 +120,7 @@ def carry_options(text: str | None, state: object) -> str | None:
     return re.sub(r"`walletctl ([^`]*)`", one, text)
 
 
-def get_state(ctx: typer.Context) -> State:
+def get_state(ctx: click.Context) -> State:
     root = ctx.find_root()
     if not isinstance(root.obj, State):
         root.obj = State(
