@@ -75,15 +75,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+_BUILT: dict[str, Any] = {}
+
+
 def load_command(name: str) -> Any:
-    """Import the module of ``name`` and build its click command (None when unknown)."""
+    """Import the module of ``name`` and build its click command (None when unknown), once
+    per process: click asks for it twice in a run (the global options' hoisting, then the
+    dispatch), and building one from its Typer signature costs 2-13 ms. A click command
+    keeps nothing of a run: each run parses into a context of its own."""
     entry = COMMANDS.get(name)
     if entry is None:
         return None
+    if name not in _BUILT:
+        _BUILT[name] = _build(name, entry[0])
+    return _BUILT[name]
+
+
+def _build(name: str, module: str) -> Any:
     import typer
 
     holder = typer.Typer(rich_markup_mode=None, add_completion=False)
-    importlib.import_module(f"walletctl.cli.{entry[0]}").register(holder)
+    importlib.import_module(f"walletctl.cli.{module}").register(holder)
     built = typer.main.get_command(holder)
     finite_floats(built)  # nan / inf refused by every float option (--timeout, --rate, ...)
     command = built.commands[name] if isinstance(built, click.Group) else built
