@@ -267,6 +267,29 @@ def test_a_self_signed_gateway_is_refused_before_anything_is_sent(tmp_path: Path
     assert "Cannot connect to host" not in done.stderr, done.stderr  # worded like httpx
 
 
+def test_the_store_ssl_cert_file_names_is_the_one_trusted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verifying context is built once per certificate store, not once per process: the
+    same gateway is refused with the default store, then reached once ``SSL_CERT_FILE`` names
+    its certificate (tests/core: the context is kept between clients)."""
+    import ssl
+
+    how = Behaviour()
+    cert, key = _self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    with http_gateway(type("G", (_Gateway,), {"how": how}), tls=context) as url:
+        refused = walletctl(tmp_path, url, "lookup", "TS-3")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        trusted = walletctl(tmp_path, url, "lookup", "TS-3")
+    assert refused.returncode == 7, refused.stderr
+    assert "certificate verify failed" in refused.stderr.lower(), refused.stderr
+    assert trusted.returncode == 0, trusted.stderr
+    assert how.lookups["TS-3"] == 1  # the refused one never reached it
+
+
 def test_the_async_client_sends_a_request_model_as_the_template_would(
     gateway: tuple[str, Behaviour]
 ) -> None:

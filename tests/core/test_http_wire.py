@@ -530,3 +530,25 @@ def test_lookup_masks_a_secret_the_gateway_echoes_in_a_record(
         assert "4111111111111111" not in result.stdout + result.stderr, fmt
     rows = json.loads(make_cli(base_url)("-o", "json", "lookup", "ORDER-9").stdout)
     assert rows[0]["note"] == "kept", rows
+
+
+def test_a_client_of_an_http_url_trusts_no_certificate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An http URL's client gets a context that is never used for http and, were it ever
+    used for https, verifies against no trusted root at all (fails closed); an https URL's
+    store is loaded once per process and certificate-store setting."""
+    import ssl
+
+    from walletctl.client.tls import tls_context
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    plain = tls_context("http://127.0.0.1:8765")
+    assert plain.verify_mode == ssl.CERT_REQUIRED
+    assert plain.check_hostname
+    assert plain.cert_store_stats()["x509_ca"] == 0
+    verifying = tls_context("https://gateway.example/api")
+    assert verifying.verify_mode == ssl.CERT_REQUIRED
+    assert verifying.check_hostname
+    assert verifying.cert_store_stats()["x509_ca"] > 0  # the default store: certifi's roots
+    assert tls_context(" HTTPS://other.example") is verifying
+    assert tls_context("http://[::1]:9") is plain

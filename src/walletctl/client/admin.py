@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from walletctl.client._httpx import httpx
+from walletctl.client.tls import tls_context
 from walletctl.constants import SANDBOX_LEDGER_NDJSON, SANDBOX_TOKEN_HEADER
 from walletctl.errors import GatewayError, NetworkError, ResponseError, UsageError
 from walletctl.models.base import loads
@@ -91,7 +92,8 @@ class SandboxAdmin:
             headers[SANDBOX_TOKEN_HEADER] = token
         try:
             self._http = httpx.Client(base_url=self.base_url, transport=transport,
-                                      timeout=timeout, headers=headers, follow_redirects=False)
+                                      timeout=timeout, headers=headers, follow_redirects=False,
+                                      verify=tls_context(self.base_url))
         except httpx.InvalidURL as exc:
             host = self.base_url.partition("//")[2].partition("/")[0]
             why = ("an IPv6 host needs its closing ]" if "[" in host and "]" not in host

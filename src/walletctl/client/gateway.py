@@ -35,6 +35,7 @@ from walletctl.client.answer_guard import (
     credential_parts,
     overall_deadline,
 )
+from walletctl.client.tls import tls_context
 from walletctl.config.profile import Profile
 from walletctl.errors import (
     AuthError,
@@ -474,7 +475,8 @@ class GatewayClient(_Base):
                  trace: Trace | None = None,
                  auth_header: tuple[str, str] | Literal["resolve"] | None = "resolve") -> None:
         super().__init__(profile, trace=trace, auth_header=auth_header)
-        self._http = httpx.Client(transport=transport, timeout=self.timeout, follow_redirects=False)
+        self._http = httpx.Client(transport=transport, timeout=self.timeout, follow_redirects=False,
+                                  verify=tls_context(profile.base_url))
 
     def __enter__(self) -> Self:
         return self
