@@ -170,6 +170,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WALLETCTL_", "COLUMNS"))}
     env.update(WALLETCTL_CONFIG=str(root / "profiles.toml"), NO_COLOR="1", HOME=str(root),
                WALLETCTL_AUDIT_LOG=str(root / "history.db"), XDG_CACHE_HOME=str(root / "c"),
+               # the served sandbox's ledger (--write-profile keeps it in the state directory):
+               # this fixture's own, not the test process's (a second fixture in the same
+               # process found W-1-AUTH already approved)
+               XDG_STATE_HOME=str(root / "state"), XDG_DATA_HOME=str(root / "data"),
+               XDG_CONFIG_HOME=str(root / "config"),
                WRONG_SECRET="not-the-service-secret")
     ready = root / "ready"
     server = subprocess.Popen(
