@@ -282,12 +282,16 @@ def test_the_store_ssl_cert_file_names_is_the_one_trusted(
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     with http_gateway(type("G", (_Gateway,), {"how": how}), tls=context) as url:
         refused = walletctl(tmp_path, url, "lookup", "TS-3")
+        batch_refused = walletctl(tmp_path, url, "lookup", "--batch", str(rows(tmp_path, "TS-4")))
         monkeypatch.setenv("SSL_CERT_FILE", str(cert))
         trusted = walletctl(tmp_path, url, "lookup", "TS-3")
-    assert refused.returncode == 7, refused.stderr
-    assert "certificate verify failed" in refused.stderr.lower(), refused.stderr
-    assert trusted.returncode == 0, trusted.stderr
-    assert how.lookups["TS-3"] == 1  # the refused one never reached it
+        batch_trusted = walletctl(tmp_path, url, "lookup", "--batch", str(rows(tmp_path, "TS-4")))
+    for proc in (refused, batch_refused):
+        assert proc.returncode == 7, proc.stderr
+        assert "certificate verify failed" in proc.stderr.lower(), proc.stderr
+    for proc in (trusted, batch_trusted):  # the batch's client verifies as the single one
+        assert proc.returncode == 0, proc.stderr
+    assert how.lookups["TS-3"] == how.lookups["TS-4"] == 1  # the refused never reached it
 
 
 def test_the_async_client_sends_a_request_model_as_the_template_would(

@@ -93,12 +93,13 @@ class AsyncGatewayClient(_Base):
             self._session = None
 
     def _open(self) -> aiohttp.ClientSession:
-        from walletctl.client._httpx import httpx
+        from walletctl.client.tls import tls_context
 
-        # the sync client's certificate store (httpx's defaults), so both verify alike
+        # the sync client's context (httpx's defaults, SSL_CERT_FILE / SSL_CERT_DIR honoured),
+        # so both verify alike
         connector = aiohttp.TCPConnector(
             limit=self._max_connections, limit_per_host=0,
-            ssl=httpx.create_ssl_context(trust_env=False), keepalive_timeout=5.0)
+            ssl=tls_context(self.profile.base_url), keepalive_timeout=5.0)
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=self._client_timeout,
