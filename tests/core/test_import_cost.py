@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import write_profile
+
 HEAVY = ("httpx", "pydantic", "fastapi", "uvicorn", "rich.table", "walletctl.sandbox.app",
          "importlib.metadata")  # --version reads the versions without it (a third of its time)
 CORE_COMMANDS = ("checkout", "capture", "refund", "reverse", "lookup")
@@ -144,16 +146,13 @@ def test_every_other_command_help_is_cheap() -> None:
     assert not failures, "\n\n".join(failures)
 
 
-def test_a_command_that_sends_imports_no_trio(tmp_path: Path) -> None:
+def test_a_command_that_sends_imports_no_trio(tmp_path: Path, api_key: str) -> None:
     """httpcore imports trio where it is installed (Selenium brings it) only to pick locks for
     code run under trio; walletctl's own process never runs any, and leaves it out (45 ms of
     every command that sends)."""
     pytest.importorskip("trio")  # the case: trio installed beside walletctl
-    config = tmp_path / "profiles.toml"
-    config.write_text('default_profile = "x"\n[profiles.x]\nbase_url = "http://127.0.0.1:9"\n'
-                      'merchant_id = "M"\nstore_id = "S"\nuser_id = "u"\ncurrency = "EUR"\n'
-                      '[profiles.x.auth]\nscheme = "PublicApiKey"\nkey_env = "TRIO_TEST_KEY"\n')
-    env = dict(os.environ, WALLETCTL_CONFIG=str(config), TRIO_TEST_KEY="k",
+    config = write_profile(tmp_path, "http://127.0.0.1:9")  # nothing listens: not connected
+    env = dict(os.environ, WALLETCTL_CONFIG=str(config),
                WALLETCTL_AUDIT_LOG=str(tmp_path / "history.sqlite3"))
     result = subprocess.run([sys.executable, "-X", "importtime", "-m", "walletctl", "lookup",
                              "REF-1"], capture_output=True, text=True, env=env, timeout=60,
