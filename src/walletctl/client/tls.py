@@ -14,20 +14,25 @@ from __future__ import annotations
 
 import os
 import ssl
-
-_VERIFYING: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
-_TRUSTS_NOTHING: list[ssl.SSLContext] = []
+from functools import cache
 
 
 def tls_context(url: str) -> ssl.SSLContext:
     """The context for a client of ``url`` (httpx's ``verify=``)."""
     if not url.strip().lower().startswith("https:"):
-        if not _TRUSTS_NOTHING:  # CERT_REQUIRED and hostname checks, and no trusted root
-            _TRUSTS_NOTHING.append(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
-        return _TRUSTS_NOTHING[0]
-    store = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-    if store not in _VERIFYING:
-        from walletctl.client._httpx import httpx
+        return _trusts_nothing()
+    return _verifying(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
 
-        _VERIFYING[store] = httpx.create_ssl_context(trust_env=True)
-    return _VERIFYING[store]
+
+@cache
+def _trusts_nothing() -> ssl.SSLContext:
+    """CERT_REQUIRED and hostname checks, and no trusted root."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+@cache
+def _verifying(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    """httpx's default context for this certificate store (httpx reads the same variables)."""
+    from walletctl.client._httpx import httpx
+
+    return httpx.create_ssl_context(trust_env=True)
