@@ -60,10 +60,9 @@ def test_every_operation_is_a_command_with_its_tag_in_the_help() -> None:
 
     from walletctl.cli.main import app
 
-    group = app
-    ctx = group.make_context("walletctl", ["--help"], resilient_parsing=True)
+    ctx = app.make_context("walletctl", ["--help"], resilient_parsing=True)
     for op in FOLLOW_UPS:
-        command = group.get_command(ctx, op.name)
+        command = app.get_command(ctx, op.name)
         assert command is not None, op.name
         helps = " ".join(p.help or "" for p in command.params)
         assert f"REF-{op.tag}1" in helps, (op.name, helps)

@@ -100,9 +100,8 @@ def test_global_options_after_the_command_are_hoisted(argv: list[str], expected:
 
     from walletctl.cli.main import app, hoist_global_options
 
-    group = app
-    ctx = group.make_context("walletctl", ["--help"], resilient_parsing=True)
-    assert hoist_global_options(argv, group, ctx) == expected
+    ctx = app.make_context("walletctl", ["--help"], resilient_parsing=True)
+    assert hoist_global_options(argv, app, ctx) == expected
 
 
 def test_followup_commands_hand_their_results_to_render() -> None:

@@ -8,7 +8,6 @@ import platform
 import shlex
 import subprocess
 from importlib.metadata import version
-from typing import Any
 
 import pytest
 
@@ -49,11 +48,10 @@ def test_every_example_is_accepted_by_the_command(command: str, line: str) -> No
     for stop in ("<", ">", "|", "&&"):
         words = words[: words.index(stop)] if stop in words else words
     assert words[0] == "walletctl"
-    root: Any = app
-    ctx = root.make_context("walletctl", words[1:])
+    ctx = app.make_context("walletctl", words[1:])
     rest = [*ctx.protected_args, *ctx.args]
     assert rest[0] == command, f"{line}: runs {rest[0]!r}, not {command!r}"
-    sub = root.get_command(ctx, command)
+    sub = app.get_command(ctx, command)
     sub.make_context(command, rest[1:], parent=ctx)
 
 

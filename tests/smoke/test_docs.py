@@ -13,11 +13,10 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "ci.md"
 
 
 def _options() -> set[str]:
-    group = app
     smoke = load_command("smoke")
     assert smoke is not None
     names: set[str] = set()
-    for command in (group, smoke):
+    for command in (app, smoke):
         for param in command.params:
             names.update(o for o in param.opts if o.startswith("--"))
     return names
